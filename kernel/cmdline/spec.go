@@ -1,0 +1,192 @@
+package cmdline
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Kind is the type of value an option takes.
+type Kind int
+
+const (
+	// String accepts any value, including an empty one.
+	String Kind = iota
+	// Bool accepts 1/0, true/false, yes/no, on/off (any case), and a
+	// bare key meaning true. Values are normalised to "true"/"false".
+	Bool
+	// Int accepts a signed integer in Go syntax (decimal, 0x, 0o, 0b),
+	// normalised to decimal.
+	Int
+	// Enum accepts one of Spec.Enum, case-insensitively, normalised to
+	// the spelling in Spec.Enum.
+	Enum
+)
+
+func (k Kind) String() string {
+	switch k {
+	case String:
+		return "string"
+	case Bool:
+		return "bool"
+	case Int:
+		return "int"
+	case Enum:
+		return "enum"
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Spec describes one known option.
+type Spec struct {
+	Name string
+	Kind Kind
+	// Enum lists the accepted values of an Enum option.
+	Enum []string
+	// Indexed lets an Enum option also be given as a decimal index into
+	// Enum, so "loglevel=2" and "loglevel=info" mean the same thing.
+	Indexed bool
+	// Bare, if non-empty, lets a non-Bool option appear without a value
+	// and gives the value it then takes.
+	Bare string
+	Help string
+}
+
+// Default is the schema of options the kernel understands. Subsystems
+// that grow new options append to it during initialisation, before the
+// command line is applied.
+var Default = []Spec{
+	{
+		Name: "loglevel", Kind: Enum, Indexed: true,
+		// Same order as klog's levels, so an index means the same in both.
+		Enum: []string{"error", "warn", "info", "debug"},
+		Help: "console verbosity: error, warn, info, debug, or 0-3",
+	},
+	{
+		Name: "test", Kind: String, Bare: "all",
+		Help: `run the in-kernel self tests instead of init; "test" runs all, "test=NAME" runs one`,
+	},
+	{
+		Name: "init", Kind: String,
+		Help: "path of the first user program; arguments after -- are passed to it",
+	},
+}
+
+// Apply validates the options against specs and returns the accepted
+// values, keyed by option name and normalised per Kind. Unknown
+// options, malformed values and duplicates produce warnings rather than
+// errors, so that a bad command line degrades to defaults instead of an
+// unbootable machine. For duplicates the last valid occurrence wins, as
+// in Linux; an invalid later occurrence does not discard an earlier
+// valid one. Parse-time warnings are included first.
+func (c Cmdline) Apply(specs []Spec) (values map[string]string, warnings []string) {
+	values = make(map[string]string)
+	warnings = append(warnings, c.Warnings...)
+
+	byName := make(map[string]*Spec, len(specs))
+	for i := range specs {
+		// The first spec of a name wins, so appending to Default can
+		// never silently change an existing option's meaning.
+		if _, dup := byName[specs[i].Name]; !dup {
+			byName[specs[i].Name] = &specs[i]
+		}
+	}
+
+	seen := make(map[string]bool)
+	for _, o := range c.Opts {
+		sp, ok := byName[o.Key]
+		if !ok {
+			warnings = append(warnings, fmt.Sprintf("unknown option %q", o.Key))
+			continue
+		}
+		if seen[o.Key] {
+			warnings = append(warnings, fmt.Sprintf("duplicate option %q; the last valid value wins", o.Key))
+		}
+		seen[o.Key] = true
+		v, err := sp.normalize(o)
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("option %s: %v; ignored", o, err))
+			continue
+		}
+		values[o.Key] = v
+	}
+	return values, warnings
+}
+
+func (sp *Spec) normalize(o Option) (string, error) {
+	if !o.HasValue {
+		switch {
+		case sp.Kind == Bool:
+			return "true", nil
+		case sp.Bare != "":
+			return sp.Bare, nil
+		}
+		return "", fmt.Errorf("requires a value (%s)", sp.describe())
+	}
+	v := o.Value
+	switch sp.Kind {
+	case String:
+		return v, nil
+	case Bool:
+		switch strings.ToLower(v) {
+		case "1", "true", "yes", "on":
+			return "true", nil
+		case "0", "false", "no", "off":
+			return "false", nil
+		}
+	case Int:
+		if n, err := strconv.ParseInt(v, 0, 64); err == nil {
+			return strconv.FormatInt(n, 10), nil
+		}
+	case Enum:
+		for _, e := range sp.Enum {
+			if strings.EqualFold(v, e) {
+				return e, nil
+			}
+		}
+		if sp.Indexed {
+			// Decimal only: "0x1" or "+1" would be surprising spellings of an index.
+			if i, err := strconv.Atoi(v); err == nil && i >= 0 && i < len(sp.Enum) && strconv.Itoa(i) == v {
+				return sp.Enum[i], nil
+			}
+		}
+	default:
+		return "", fmt.Errorf("option has unsupported kind %v", sp.Kind)
+	}
+	return "", fmt.Errorf("invalid value (want %s)", sp.describe())
+}
+
+// describe says what values a spec accepts, for warnings and Usage.
+func (sp *Spec) describe() string {
+	switch sp.Kind {
+	case Bool:
+		return "bool: 1/0, true/false, yes/no, on/off"
+	case Int:
+		return "integer"
+	case Enum:
+		s := "one of " + strings.Join(sp.Enum, ", ")
+		if sp.Indexed && len(sp.Enum) > 0 {
+			s += fmt.Sprintf(", or 0-%d", len(sp.Enum)-1)
+		}
+		return s
+	}
+	return sp.Kind.String()
+}
+
+// Usage renders one line per spec, sorted by name, for a "help" option
+// or a boot-time diagnostic.
+func Usage(specs []Spec) string {
+	sorted := append([]Spec(nil), specs...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	var b strings.Builder
+	for i := range sorted {
+		sp := &sorted[i]
+		form := sp.Name + "=<" + sp.describe() + ">"
+		if sp.Kind == Bool || sp.Bare != "" {
+			form = sp.Name + "[=<" + sp.describe() + ">]"
+		}
+		fmt.Fprintf(&b, "%s\n\t%s\n", form, sp.Help)
+	}
+	return b.String()
+}

@@ -1,0 +1,97 @@
+// Package machine is the kernel's view of the machine layer beneath the Go
+// runtime (runtime-patches/sb_*.go). It is the whole hook surface: the
+// functions declared here without bodies are provided by the runtime
+// patch set through go:linkname, and the rest wrap the machine layer's
+// private system calls. Only the kernel image links this package; host
+// tests must not import it.
+package machine
+
+import "syscall"
+
+// Provided by the machine layer (runtime-patches/sb_hooks.go).
+
+// Cmdline returns the kernel command line GRUB passed.
+func Cmdline() string
+
+// RSDP returns the ACPI RSDP the boot loader found (empty if none).
+func RSDP() []byte
+
+// BootInfo returns the physical address of the multiboot2 information.
+func BootInfo() uintptr
+
+// PhysAddr returns the kernel virtual address of physical address pa (the
+// direct map of all RAM and device memory below 4 GiB).
+func PhysAddr(pa uintptr) uintptr
+
+// Exit powers the machine off with status: under QEMU through
+// isa-debug-exit (QEMU exits with status*2+1), else it halts.
+func Exit(status uint8)
+
+// NumCPU is the number of CPUs running the scheduler.
+func NumCPU() int
+
+// CurrentCPU is the index of the CPU running the caller (which may move
+// right after).
+func CurrentCPU() int
+
+// TSCHz is the calibrated time-stamp counter frequency.
+func TSCHz() uint64
+
+// StartTSC is the TSC value at the boot stub's first instruction.
+func StartTSC() uint64
+
+// Rdtsc reads the time-stamp counter.
+func Rdtsc() uint64
+
+// IRQCount is the number of interrupts taken on ISA IRQ line irq.
+func IRQCount(irq int) uint64
+
+// Threads is the number of machine-layer threads (the runtime's Ms).
+func Threads() int
+
+func memStats(s *MemStats)
+
+// MemStats describes physical memory as the machine layer sees it.
+type MemStats struct {
+	TotalFrames     uint64 // 4 KiB frames of usable RAM
+	FreeFrames      uint64 // frames not in use
+	CommittedFrames uint64 // frames backing the runtime's mappings
+	VMAs            uint64 // mappings the runtime holds
+}
+
+// ReadMemStats returns current physical memory figures.
+func ReadMemStats() MemStats {
+	var s MemStats
+	memStats(&s)
+	return s
+}
+
+// Private system calls served by the machine layer (sb_hooks.go).
+const (
+	sysBase     = 0x5300
+	sysIRQOpen  = sysBase + 0
+	sysStartCPU = sysBase + 1
+)
+
+// OpenIRQ returns a file descriptor for ISA interrupt line irq and unmasks
+// the line. The descriptor is non-blocking and pollable: a read returns
+// the number of interrupts since the last read as a little-endian uint64,
+// so a driver goroutine blocked reading it (through os.NewFile) is woken
+// by the runtime's netpoller when the interrupt arrives.
+func OpenIRQ(irq int) (int, error) {
+	fd, _, errno := syscall.RawSyscall(sysIRQOpen, uintptr(irq), 0, 0)
+	if errno != 0 {
+		return -1, errno
+	}
+	return int(fd), nil
+}
+
+// StartCPU starts the application processor with the given local APIC ID
+// and returns once it is idle in the scheduler.
+func StartCPU(apicID uint32) error {
+	_, _, errno := syscall.Syscall(sysStartCPU, uintptr(apicID), 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}

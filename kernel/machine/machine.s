@@ -1,0 +1,2 @@
+// Empty: its presence lets machine.go declare functions without bodies,
+// which the runtime patch set provides through go:linkname.

@@ -1,0 +1,697 @@
+// Shortbread machine layer: the x86-64 instructions Go cannot express.
+//
+// Every trap into the machine layer (CPU exception, interrupt, or a SYSCALL
+// made by the runtime in ring 0) builds one sbFrame on the current CPU's trap
+// stack and calls sbTrap on that stack with the CPU's trap g in R14. sbTrap
+// may replace the frame with another thread's saved state; the common exit
+// path then restores whatever the frame holds and returns with IRETQ.
+// Interrupts stay disabled for the whole time a frame is live, so one trap
+// stack per CPU is enough.
+
+#include "go_asm.h"
+#include "textflag.h"
+
+#define MSR_FS_BASE 0xC0000100
+
+// sbStart is the Go kernel's ELF entry point, jumped to by the boot stub
+// in long mode with RDI = multiboot2 info, RSI/RDX = kernel module bounds.
+// It moves to a boot stack, gives Go code a g to run with, calls sbBoot and
+// then enters the unmodified runtime as if Linux had started a process.
+TEXT runtime·sbStart(SB),NOSPLIT|NOFRAME,$0
+	LEAQ	runtime·sbBootStack+const_sbBootStackSize(SB), SP
+	MOVQ	DI, R12
+	MOVQ	SI, R13
+	MOVQ	DX, R15
+	MOVQ	CX, R10
+	MOVQ	R8, R9
+	// The ABI0->Go wrapper reads g from FS:-8, so point FS at a block
+	// whose last word is the boot g.
+	LEAQ	runtime·sbBootG(SB), AX
+	LEAQ	runtime·sbBootStack(SB), BX
+	MOVQ	BX, (g_stack+stack_lo)(AX)
+	LEAQ	runtime·sbBootStack+const_sbBootStackSize(SB), BX
+	MOVQ	BX, (g_stack+stack_hi)(AX)
+	LEAQ	runtime·sbBootStack+const_sbStackGuard(SB), BX
+	MOVQ	BX, g_stackguard0(AX)
+	MOVQ	BX, g_stackguard1(AX)
+	MOVQ	AX, runtime·sbBootTLS(SB)
+	LEAQ	runtime·sbBootTLS+8(SB), AX
+	MOVQ	AX, DX
+	SHRQ	$32, DX
+	MOVL	$MSR_FS_BASE, CX
+	WRMSR
+	SUBQ	$48, SP
+	MOVQ	R12, 0(SP)
+	MOVQ	R13, 8(SP)
+	MOVQ	R15, 16(SP)
+	MOVQ	R10, 24(SP)
+	MOVQ	R9, 32(SP)
+	CALL	runtime·sbBoot(SB)
+	// sbBoot built the Linux process stack (argc, argv, envp, auxv) and
+	// armed the timer; enter the runtime exactly where Linux would.
+	MOVQ	runtime·sbInitSP(SB), SP
+	XORQ	AX, AX
+	XORQ	BX, BX
+	XORQ	CX, CX
+	XORQ	DX, DX
+	XORQ	SI, SI
+	XORQ	DI, DI
+	XORQ	BP, BP
+	STI
+	JMP	_rt0_amd64_linux(SB)
+
+// sbSyscallEntry is LSTAR: the runtime's SYSCALL instructions land here in
+// ring 0. SYSCALL left the return RIP in CX and RFLAGS in R11, masked IF
+// and did not switch stacks, so the caller's SP is parked in the per-CPU
+// scratch word while we move to the trap stack.
+TEXT runtime·sbSyscallEntry(SB),NOSPLIT|NOFRAME,$0
+	MOVQ	SP, sbCPU_scratch(GS)
+	MOVQ	sbCPU_stackTop(GS), SP
+	PUSHQ	$const_sbKernelDS		// ss
+	PUSHQ	sbCPU_scratch(GS)		// rsp
+	PUSHQ	R11				// rflags
+	PUSHQ	$const_sbKernelCS		// cs
+	PUSHQ	CX				// rip
+	PUSHQ	$0				// error code
+	PUSHQ	$const_sbVecSyscall		// vector
+	JMP	sbTrapCommon<>(SB)
+
+// sbTrapCommon saves the rest of the frame, calls sbTrap and restores.
+// On entry the stack holds vector, error code and an IRETQ frame.
+TEXT sbTrapCommon<>(SB),NOSPLIT|NOFRAME,$0
+	SUBQ	$8, SP				// fsbase
+	PUSHQ	AX
+	PUSHQ	BX
+	PUSHQ	CX
+	PUSHQ	DX
+	PUSHQ	SI
+	PUSHQ	DI
+	PUSHQ	BP
+	PUSHQ	R8
+	PUSHQ	R9
+	PUSHQ	R10
+	PUSHQ	R11
+	PUSHQ	R12
+	PUSHQ	R13
+	PUSHQ	R14
+	PUSHQ	R15
+	SUBQ	$(const_sbFXSize+8), SP		// pad + FXSAVE area
+	FXSAVE64	(SP)
+	MOVL	$MSR_FS_BASE, CX
+	RDMSR
+	SHLQ	$32, DX
+	ORQ	DX, AX
+	MOVQ	AX, sbFrame_fsbase(SP)
+	// Go code reloads g from FS:-8 after every assembly call, so FS must
+	// point at this CPU's trap TLS block while the handler runs.
+	MOVQ	sbCPU_self(GS), AX
+	LEAQ	(sbCPU_tls+8)(AX), AX
+	MOVQ	AX, DX
+	SHRQ	$32, DX
+	MOVL	$MSR_FS_BASE, CX
+	WRMSR
+	MOVQ	sbCPU_trapG(GS), R14
+	XORPS	X15, X15
+	MOVQ	SP, AX
+	// Indirect, so the linker's nosplit-chain check stops here: sbTrap
+	// runs on the trap stack with its own g and ordinary stack checks.
+	MOVQ	$runtime·sbTrap<ABIInternal>(SB), BX
+	CALL	BX
+	JMP	sbTrapRestore<>(SB)
+
+// sbTrapRestore loads the frame at SP into the CPU and returns from the
+// trap into whatever thread the frame belongs to.
+TEXT sbTrapRestore<>(SB),NOSPLIT|NOFRAME,$0
+	MOVQ	sbFrame_fsbase(SP), AX
+	MOVQ	AX, DX
+	SHRQ	$32, DX
+	MOVL	$MSR_FS_BASE, CX
+	WRMSR
+	FXRSTOR64	(SP)
+	ADDQ	$(const_sbFXSize+8), SP
+	POPQ	R15
+	POPQ	R14
+	POPQ	R13
+	POPQ	R12
+	POPQ	R11
+	POPQ	R10
+	POPQ	R9
+	POPQ	R8
+	POPQ	BP
+	POPQ	DI
+	POPQ	SI
+	POPQ	DX
+	POPQ	CX
+	POPQ	BX
+	POPQ	AX
+	ADDQ	$24, SP				// fsbase, vector, error code
+	IRETQ
+
+// Interrupt and exception entry stubs, one per vector; sbVectorTable
+// lists their addresses for the IDT. Vectors whose exceptions push an
+// error code skip the dummy push. 32-55: IOAPIC pins 0-23; 56-59: local
+// APIC timer, reschedule IPI, TLB shootdown IPI, spurious.
+TEXT runtime·sbVec0(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$0
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec1(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$1
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec2(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$2
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec3(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$3
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec4(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$4
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec5(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$5
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec6(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$6
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec7(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$7
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec8(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$8
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec9(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$9
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec10(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$10
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec11(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$11
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec12(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$12
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec13(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$13
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec14(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$14
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec15(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$15
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec16(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$16
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec17(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$17
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec18(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$18
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec19(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$19
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec20(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$20
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec21(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$21
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec22(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$22
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec23(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$23
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec24(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$24
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec25(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$25
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec26(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$26
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec27(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$27
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec28(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$28
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec29(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$29
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec30(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$30
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec31(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$31
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec32(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$32
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec33(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$33
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec34(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$34
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec35(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$35
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec36(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$36
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec37(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$37
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec38(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$38
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec39(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$39
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec40(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$40
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec41(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$41
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec42(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$42
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec43(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$43
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec44(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$44
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec45(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$45
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec46(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$46
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec47(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$47
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec48(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$48
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec49(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$49
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec50(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$50
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec51(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$51
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec52(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$52
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec53(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$53
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec54(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$54
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec55(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$55
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec56(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$56
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec57(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$57
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec58(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$58
+	JMP	sbTrapCommon<>(SB)
+
+TEXT runtime·sbVec59(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	$0
+	PUSHQ	$59
+	JMP	sbTrapCommon<>(SB)
+
+DATA	sbVectorTable<>+0(SB)/8, $runtime·sbVec0(SB)
+DATA	sbVectorTable<>+8(SB)/8, $runtime·sbVec1(SB)
+DATA	sbVectorTable<>+16(SB)/8, $runtime·sbVec2(SB)
+DATA	sbVectorTable<>+24(SB)/8, $runtime·sbVec3(SB)
+DATA	sbVectorTable<>+32(SB)/8, $runtime·sbVec4(SB)
+DATA	sbVectorTable<>+40(SB)/8, $runtime·sbVec5(SB)
+DATA	sbVectorTable<>+48(SB)/8, $runtime·sbVec6(SB)
+DATA	sbVectorTable<>+56(SB)/8, $runtime·sbVec7(SB)
+DATA	sbVectorTable<>+64(SB)/8, $runtime·sbVec8(SB)
+DATA	sbVectorTable<>+72(SB)/8, $runtime·sbVec9(SB)
+DATA	sbVectorTable<>+80(SB)/8, $runtime·sbVec10(SB)
+DATA	sbVectorTable<>+88(SB)/8, $runtime·sbVec11(SB)
+DATA	sbVectorTable<>+96(SB)/8, $runtime·sbVec12(SB)
+DATA	sbVectorTable<>+104(SB)/8, $runtime·sbVec13(SB)
+DATA	sbVectorTable<>+112(SB)/8, $runtime·sbVec14(SB)
+DATA	sbVectorTable<>+120(SB)/8, $runtime·sbVec15(SB)
+DATA	sbVectorTable<>+128(SB)/8, $runtime·sbVec16(SB)
+DATA	sbVectorTable<>+136(SB)/8, $runtime·sbVec17(SB)
+DATA	sbVectorTable<>+144(SB)/8, $runtime·sbVec18(SB)
+DATA	sbVectorTable<>+152(SB)/8, $runtime·sbVec19(SB)
+DATA	sbVectorTable<>+160(SB)/8, $runtime·sbVec20(SB)
+DATA	sbVectorTable<>+168(SB)/8, $runtime·sbVec21(SB)
+DATA	sbVectorTable<>+176(SB)/8, $runtime·sbVec22(SB)
+DATA	sbVectorTable<>+184(SB)/8, $runtime·sbVec23(SB)
+DATA	sbVectorTable<>+192(SB)/8, $runtime·sbVec24(SB)
+DATA	sbVectorTable<>+200(SB)/8, $runtime·sbVec25(SB)
+DATA	sbVectorTable<>+208(SB)/8, $runtime·sbVec26(SB)
+DATA	sbVectorTable<>+216(SB)/8, $runtime·sbVec27(SB)
+DATA	sbVectorTable<>+224(SB)/8, $runtime·sbVec28(SB)
+DATA	sbVectorTable<>+232(SB)/8, $runtime·sbVec29(SB)
+DATA	sbVectorTable<>+240(SB)/8, $runtime·sbVec30(SB)
+DATA	sbVectorTable<>+248(SB)/8, $runtime·sbVec31(SB)
+DATA	sbVectorTable<>+256(SB)/8, $runtime·sbVec32(SB)
+DATA	sbVectorTable<>+264(SB)/8, $runtime·sbVec33(SB)
+DATA	sbVectorTable<>+272(SB)/8, $runtime·sbVec34(SB)
+DATA	sbVectorTable<>+280(SB)/8, $runtime·sbVec35(SB)
+DATA	sbVectorTable<>+288(SB)/8, $runtime·sbVec36(SB)
+DATA	sbVectorTable<>+296(SB)/8, $runtime·sbVec37(SB)
+DATA	sbVectorTable<>+304(SB)/8, $runtime·sbVec38(SB)
+DATA	sbVectorTable<>+312(SB)/8, $runtime·sbVec39(SB)
+DATA	sbVectorTable<>+320(SB)/8, $runtime·sbVec40(SB)
+DATA	sbVectorTable<>+328(SB)/8, $runtime·sbVec41(SB)
+DATA	sbVectorTable<>+336(SB)/8, $runtime·sbVec42(SB)
+DATA	sbVectorTable<>+344(SB)/8, $runtime·sbVec43(SB)
+DATA	sbVectorTable<>+352(SB)/8, $runtime·sbVec44(SB)
+DATA	sbVectorTable<>+360(SB)/8, $runtime·sbVec45(SB)
+DATA	sbVectorTable<>+368(SB)/8, $runtime·sbVec46(SB)
+DATA	sbVectorTable<>+376(SB)/8, $runtime·sbVec47(SB)
+DATA	sbVectorTable<>+384(SB)/8, $runtime·sbVec48(SB)
+DATA	sbVectorTable<>+392(SB)/8, $runtime·sbVec49(SB)
+DATA	sbVectorTable<>+400(SB)/8, $runtime·sbVec50(SB)
+DATA	sbVectorTable<>+408(SB)/8, $runtime·sbVec51(SB)
+DATA	sbVectorTable<>+416(SB)/8, $runtime·sbVec52(SB)
+DATA	sbVectorTable<>+424(SB)/8, $runtime·sbVec53(SB)
+DATA	sbVectorTable<>+432(SB)/8, $runtime·sbVec54(SB)
+DATA	sbVectorTable<>+440(SB)/8, $runtime·sbVec55(SB)
+DATA	sbVectorTable<>+448(SB)/8, $runtime·sbVec56(SB)
+DATA	sbVectorTable<>+456(SB)/8, $runtime·sbVec57(SB)
+DATA	sbVectorTable<>+464(SB)/8, $runtime·sbVec58(SB)
+DATA	sbVectorTable<>+472(SB)/8, $runtime·sbVec59(SB)
+GLOBL	sbVectorTable<>(SB), RODATA, $480
+
+// func sbVectorTableAddr() uintptr
+TEXT runtime·sbVectorTableAddr(SB),NOSPLIT,$0-8
+	LEAQ	sbVectorTable<>(SB), AX
+	MOVQ	AX, ret+0(FP)
+	RET
+
+// sbIdle is the body of every CPU's idle thread: halt with interrupts on
+// until a trap handler finds something runnable and switches away.
+TEXT runtime·sbIdle(SB),NOSPLIT|NOFRAME,$0
+again:
+	STI
+	HLT
+	JMP	again
+
+// func sbLoadGDT(gdtr uintptr, tss uint16)
+// Loads a GDT, reloads every segment register (CS through IRETQ, since a
+// far jump cannot load a 64-bit CS from Go assembly) and the task register.
+TEXT runtime·sbLoadGDT(SB),NOSPLIT,$0-10
+	MOVWQZX	tss+8(FP), DX
+	MOVQ	gdtr+0(FP), AX
+	LGDT	(AX)
+	MOVQ	$const_sbKernelDS, AX
+	MOVW	AX, DS
+	MOVW	AX, ES
+	MOVW	AX, SS
+	MOVQ	SP, BX
+	PUSHQ	$const_sbKernelDS
+	PUSHQ	BX
+	PUSHFQ
+	PUSHQ	$const_sbKernelCS
+	LEAQ	reloaded<>(SB), AX
+	PUSHQ	AX
+	IRETQ
+
+TEXT reloaded<>(SB),NOSPLIT|NOFRAME,$0
+	LTR	DX
+	RET
+
+// func sbLoadIDT(idtr uintptr)
+TEXT runtime·sbLoadIDT(SB),NOSPLIT,$0-8
+	MOVQ	idtr+0(FP), AX
+	LIDT	(AX)
+	RET
+
+// func sbRdmsr(msr uint32) uint64
+TEXT runtime·sbRdmsr(SB),NOSPLIT,$0-16
+	MOVL	msr+0(FP), CX
+	RDMSR
+	SHLQ	$32, DX
+	ORQ	DX, AX
+	MOVQ	AX, ret+8(FP)
+	RET
+
+// func sbWrmsr(msr uint32, v uint64)
+TEXT runtime·sbWrmsr(SB),NOSPLIT,$0-16
+	MOVL	msr+0(FP), CX
+	MOVQ	v+8(FP), AX
+	MOVQ	AX, DX
+	SHRQ	$32, DX
+	WRMSR
+	RET
+
+// func sbInb(port uint16) uint8
+TEXT runtime·sbInb(SB),NOSPLIT,$0-9
+	MOVW	port+0(FP), DX
+	INB
+	MOVB	AX, ret+8(FP)
+	RET
+
+// func sbOutb(port uint16, v uint8)
+TEXT runtime·sbOutb(SB),NOSPLIT,$0-3
+	MOVW	port+0(FP), DX
+	MOVB	v+2(FP), AX
+	OUTB
+	RET
+
+// func sbOutw(port uint16, v uint16)
+TEXT runtime·sbOutw(SB),NOSPLIT,$0-4
+	MOVW	port+0(FP), DX
+	MOVW	v+2(FP), AX
+	OUTW
+	RET
+
+// func sbOutl(port uint16, v uint32)
+TEXT runtime·sbOutl(SB),NOSPLIT,$0-8
+	MOVW	port+0(FP), DX
+	MOVL	v+4(FP), AX
+	OUTL
+	RET
+
+// func sbInl(port uint16) uint32
+TEXT runtime·sbInl(SB),NOSPLIT,$0-12
+	MOVW	port+0(FP), DX
+	INL
+	MOVL	AX, ret+8(FP)
+	RET
+
+// func sbRdtsc() uint64
+TEXT runtime·sbRdtsc(SB),NOSPLIT,$0-8
+	RDTSC
+	SHLQ	$32, DX
+	ORQ	DX, AX
+	MOVQ	AX, ret+0(FP)
+	RET
+
+// func sbReadCR2() uintptr
+TEXT runtime·sbReadCR2(SB),NOSPLIT,$0-8
+	MOVQ	CR2, AX
+	MOVQ	AX, ret+0(FP)
+	RET
+
+// func sbReadCR3() uintptr
+TEXT runtime·sbReadCR3(SB),NOSPLIT,$0-8
+	MOVQ	CR3, AX
+	MOVQ	AX, ret+0(FP)
+	RET
+
+// func sbWriteCR3(v uintptr)
+TEXT runtime·sbWriteCR3(SB),NOSPLIT,$0-8
+	MOVQ	v+0(FP), AX
+	MOVQ	AX, CR3
+	RET
+
+// func sbInvlpg(va uintptr)
+TEXT runtime·sbInvlpg(SB),NOSPLIT,$0-8
+	MOVQ	va+0(FP), AX
+	INVLPG	(AX)
+	RET
+
+// func sbCpuid(eax, ecx uint32) (a, b, c, d uint32)
+TEXT runtime·sbCpuid(SB),NOSPLIT,$0-24
+	MOVL	eax+0(FP), AX
+	MOVL	ecx+4(FP), CX
+	CPUID
+	MOVL	AX, a+8(FP)
+	MOVL	BX, b+12(FP)
+	MOVL	CX, c+16(FP)
+	MOVL	DX, d+20(FP)
+	RET
+
+// func sbHalt()
+// Stops this CPU for good: interrupts off, HLT forever.
+TEXT runtime·sbHalt(SB),NOSPLIT,$0-0
+again:
+	CLI
+	HLT
+	JMP	again
+
+// func sbPause()
+TEXT runtime·sbPause(SB),NOSPLIT,$0-0
+	PAUSE
+	RET
+
+// func sbRdrand() (v uint64, ok bool)
+TEXT runtime·sbRdrand(SB),NOSPLIT,$0-9
+	// RDRAND RAX (0F C7 F0); the assembler has no mnemonic for it.
+	BYTE	$0x48; BYTE $0x0F; BYTE $0xC7; BYTE $0xF0
+	SETCS	ok+8(FP)
+	MOVQ	AX, v+0(FP)
+	RET
+
+// func sbGSBase() uintptr
+// Returns this CPU's sbCPU (its self pointer at GS:0).
+TEXT runtime·sbGSBase(SB),NOSPLIT,$0-8
+	MOVQ	0(GS), AX
+	MOVQ	AX, ret+0(FP)
+	RET
+
+// func sbResume(f uintptr)
+// Starts running the thread whose frame is at f (on the trap stack), as if
+// returning from a trap. Used once per CPU to enter its idle thread.
+TEXT runtime·sbResume(SB),NOSPLIT,$0-8
+	MOVQ	f+0(FP), SP
+	JMP	sbTrapRestore<>(SB)
+
+// sbAPEntry is where the trampoline lands on an application processor:
+// long mode, kernel page tables, RSP = the CPU's trap stack, DI = CPU
+// index, R14 = the CPU's trap g. It calls sbAPMain, which never returns.
+TEXT runtime·sbAPEntry(SB),NOSPLIT|NOFRAME,$0
+	MOVQ	DI, R12
+	// FS:-8 must hold the trap g (see sbTrapCommon).
+	MOVQ	R14, runtime·sbAPTLS(SB)
+	LEAQ	runtime·sbAPTLS+8(SB), AX
+	MOVQ	AX, DX
+	SHRQ	$32, DX
+	MOVL	$MSR_FS_BASE, CX
+	WRMSR
+	MOVQ	R12, AX
+	XORPS	X15, X15
+	MOVQ	$runtime·sbAPMain<ABIInternal>(SB), BX
+	CALL	BX
+	CALL	runtime·sbHalt(SB)

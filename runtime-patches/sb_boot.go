@@ -1,0 +1,219 @@
+// Shortbread machine layer: from the boot stub to the runtime.
+//
+// sbBoot runs once, on the boot CPU, on the boot stack, before any runtime
+// code: it reads the multiboot2 information, builds the frame allocator and
+// the kernel page tables, sets up the CPU, calibrates time, creates the
+// first thread and lays out a Linux process stack (argc, argv, envp, auxv)
+// for the runtime's _rt0_amd64_linux. The order below is the order things
+// depend on each other.
+
+package runtime
+
+import "unsafe"
+
+const (
+	// sbMinMemory is the least RAM the kernel will start with: its image,
+	// page tables and a small heap.
+	sbMinMemory = 64 << 20
+
+	mb2TagCmdline = 1
+	mb2TagModule  = 3
+	mb2TagMmap    = 6
+	mb2TagRSDPv1  = 14
+	mb2TagRSDPv2  = 15
+)
+
+// sbBoot is called by sbStart with the multiboot2 information address,
+// the kernel ELF module's bounds, the end of the boot stub and the TSC
+// when the stub started.
+func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
+	sbStartTSC = startTSC
+	sbSerialInit()
+	sbPrintBegin()
+	sbPrintStr("\nShortbread: machine layer starting\n")
+	sbPrintEnd()
+
+	sbMBI = mbi
+	sbParseMultiboot(mbi)
+	sbKernelImage(modStart)
+
+	// Never hand out: real-mode memory (BIOS data, the AP trampoline),
+	// the boot stub, the multiboot information, boot modules (the Go ELF
+	// and later the initramfs) and the kernel image.
+	sbFrames.reserve(0, 1<<20)
+	sbFrames.reserve(1<<20, stubEnd)
+	sbFrames.reserve(mbi, mbi+uintptr(sbLoad32(mbi)))
+	sbFrames.reserve(modStart, modEnd)
+	sbForEachTag(mbi, func(typ uint32, tag uintptr) {
+		if typ == mb2TagModule {
+			sbFrames.reserve(uintptr(sbLoad32(tag+8)), uintptr(sbLoad32(tag+12)))
+		}
+	})
+	sbFrames.reserve(sbKernelStart, sbKernelEnd)
+	if sbFrames.free*sbPageSize < sbMinMemory {
+		sbPrintBegin()
+		sbPrintStr("machine: only ")
+		sbPrintDec(int64(sbFrames.free * sbPageSize >> 20))
+		sbPrintStr(" MiB of usable RAM; Shortbread needs at least ")
+		sbPrintDec(sbMinMemory >> 20)
+		sbPrintStr(" MiB free after the kernel image\n")
+		sbPrintEnd()
+		sbPowerOff(0x7d)
+	}
+
+	sbBuildKernelPageTables(modStart)
+	sbBuildIDT()
+	sbCPUInit(0)
+
+	// Legacy 8259 PICs: remap away from the exception vectors, then mask
+	// everything; interrupts come through the APICs.
+	for _, w := range [...][2]uint16{{0x20, 0x11}, {0xA0, 0x11}, {0x21, 0x20}, {0xA1, 0x28},
+		{0x21, 4}, {0xA1, 2}, {0x21, 1}, {0xA1, 1}, {0x21, 0xff}, {0xA1, 0xff}} {
+		sbOutb(w[0], uint8(w[1]))
+	}
+
+	sbCalibrateTSC()
+	sbBootUnixNano = sbReadRTC()*1_000_000_000 - sbNanotime()
+	sbLAPIC = sbPhys(uintptr(sbRdmsr(msrAPICBase) &^ 0xfff))
+	sbBootCPU = sbLAPICRead(lapicID) >> 24
+	sbCPUs[0].apicID = sbBootCPU
+	sbInitLAPIC(true)
+	sbIOAPICMaskAll()
+
+	// The first thread (the runtime's m0) is the one running now; the
+	// idle thread stands by.
+	sbSched.mu.lock()
+	m0 := sbNewThreadLocked()
+	sbThreads[m0].state = sbThRunning
+	sbThreads[m0].cpu = 0
+	sbCPUs[0].cur = m0
+	sbCPUs[0].idle = sbNewIdleThreadLocked(0)
+	sbSched.mu.unlock()
+	sbCPUs[0].online = 1
+
+	sbBuildProcessStack()
+	sbCPUs[0].sliceEnd = sbNanotime() + sbTimeSlice
+	sbArmTimer(sbCPUs[0].sliceEnd)
+
+	sbPrintBegin()
+	sbPrintStr("machine: ")
+	sbPrintDec(int64(sbFrames.free * sbPageSize >> 20))
+	sbPrintStr(" MiB free, TSC ")
+	sbPrintDec(int64(sbTSCHz / 1_000_000))
+	sbPrintStr(" MHz, timer ")
+	if sbTSCDeadline {
+		sbPrintStr("TSC-deadline")
+	} else {
+		sbPrintStr("one-shot")
+	}
+	sbPrintStr("; entering the Go runtime\n")
+	sbPrintEnd()
+}
+
+// sbForEachTag calls fn for each multiboot2 tag (spec §3.6).
+func sbForEachTag(mbi uintptr, fn func(typ uint32, tag uintptr)) {
+	total := uintptr(sbLoad32(mbi))
+	for p := mbi + 8; p+8 <= mbi+total; {
+		typ, size := sbLoad32(p), uintptr(sbLoad32(p+4))
+		if typ == 0 || size < 8 {
+			break
+		}
+		fn(typ, p)
+		p += (size + 7) &^ 7
+	}
+}
+
+func sbParseMultiboot(mbi uintptr) {
+	sbForEachTag(mbi, func(typ uint32, tag uintptr) {
+		size := uintptr(sbLoad32(tag + 4))
+		switch typ {
+		case mb2TagCmdline:
+			for i := uintptr(8); i < size && sbCmdlineLen < len(sbCmdline); i++ {
+				ch := *(*byte)(unsafe.Pointer(tag + i))
+				if ch == 0 {
+					break
+				}
+				sbCmdline[sbCmdlineLen] = ch
+				sbCmdlineLen++
+			}
+		case mb2TagMmap:
+			entSize := uintptr(sbLoad32(tag + 8))
+			if entSize < 24 {
+				return
+			}
+			for e := tag + 16; e+entSize <= tag+size; e += entSize {
+				base, length := uintptr(sbLoad64(e)), uintptr(sbLoad64(e+8))
+				if sbLoad32(e+16) == 1 { // available RAM
+					sbFrames.addRange(base, base+length)
+				}
+			}
+		case mb2TagRSDPv1, mb2TagRSDPv2:
+			n := min(size-8, uintptr(len(sbRSDP)))
+			if typ == mb2TagRSDPv2 || sbRSDPLen == 0 {
+				sbMemcpy(uintptr(unsafe.Pointer(&sbRSDP[0])), tag+8, n)
+				sbRSDPLen = int(n)
+			}
+		}
+	})
+	if sbFrames.total == 0 {
+		sbFatal("the boot loader reported no usable memory")
+	}
+}
+
+// sbKernelImage records the kernel image's extent from its ELF headers.
+func sbKernelImage(elf uintptr) {
+	phoff := uintptr(sbLoad64(elf + 32))
+	phnum := int(*(*uint16)(unsafe.Pointer(elf + 56)))
+	sbKernelStart = ^uintptr(0)
+	for i := 0; i < phnum; i++ {
+		ph := elf + phoff + uintptr(i)*56
+		if sbLoad32(ph) != 1 {
+			continue
+		}
+		va := uintptr(sbLoad64(ph + 16))
+		end := va + uintptr(sbLoad64(ph+40))
+		sbKernelStart = min(sbKernelStart, va&^(sbPageSize-1))
+		sbKernelEnd = max(sbKernelEnd, (end+sbPageSize-1)&^(sbPageSize-1))
+	}
+}
+
+// sbBuildProcessStack lays out what Linux gives a new process: argc, argv,
+// envp and the auxiliary vector, with the strings and AT_RANDOM bytes
+// above them, at the top of m0's stack.
+func sbBuildProcessStack() {
+	top := uintptr(unsafe.Pointer(&sbM0Stack)) + sbM0StackSize
+	p := top
+	pushStr := func(s string) uintptr {
+		p -= uintptr(len(s) + 1)
+		for i := 0; i < len(s); i++ {
+			*(*byte)(unsafe.Pointer(p + uintptr(i))) = s[i]
+		}
+		*(*byte)(unsafe.Pointer(p + uintptr(len(s)))) = 0
+		return p
+	}
+	argv0 := pushStr("shortbread")
+	// GOTRACEBACK=crash: fatal errors print registers and every goroutine,
+	// then abort, which powers off with a failing status.
+	env0 := pushStr("GOTRACEBACK=crash")
+	// updatemaxprocs=0: there are no cgroups to re-read.
+	env1 := pushStr("GODEBUG=updatemaxprocs=0")
+	p &^= 15
+	p -= 16
+	random := p
+	sbStore64(random, sbRandom())
+	sbStore64(random+8, sbRandom())
+	words := [...]uint64{
+		1, uint64(argv0), 0, // argc, argv, NULL
+		uint64(env0), uint64(env1), 0, // envp, NULL
+		6, sbPageSize, // AT_PAGESZ
+		25, uint64(random), // AT_RANDOM
+		17, 100, // AT_CLKTCK
+		0, 0, // AT_NULL
+	}
+	p -= uintptr(len(words)) * 8
+	p &^= 15
+	for i, w := range words {
+		sbStore64(p+uintptr(i)*8, w)
+	}
+	sbInitSP = p
+}

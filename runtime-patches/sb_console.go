@@ -1,0 +1,124 @@
+// Shortbread machine layer: the serial console.
+//
+// The machine layer cannot use the runtime's print (it takes runtime locks
+// and needs an M), so it writes to the first 16550 UART directly. The same
+// port carries the runtime's own writes to fds 1 and 2 (sb_syscall.go).
+
+package runtime
+
+import "unsafe"
+
+const sbCOM1 = 0x3f8
+
+var sbConsoleLock sbSpin
+
+func sbSerialInit() {
+	sbOutb(sbCOM1+1, 0x00) // no UART interrupts yet
+	sbOutb(sbCOM1+3, 0x80) // DLAB: divisor follows
+	sbOutb(sbCOM1+0, 0x01) // 115200 baud
+	sbOutb(sbCOM1+1, 0x00)
+	sbOutb(sbCOM1+3, 0x03) // 8N1
+	sbOutb(sbCOM1+2, 0xC7) // FIFOs on, cleared
+	sbOutb(sbCOM1+4, 0x0B) // DTR, RTS, OUT2
+}
+
+func sbPutc(c byte) {
+	for i := 0; i < 100000 && sbInb(sbCOM1+5)&0x20 == 0; i++ {
+		sbPause()
+	}
+	sbOutb(sbCOM1, c)
+}
+
+// sbWriteConsole writes raw bytes, turning \n into \r\n for terminals.
+func sbWriteConsole(p uintptr, n uintptr) {
+	sbConsoleLock.lock()
+	for i := uintptr(0); i < n; i++ {
+		c := *(*byte)(unsafe.Pointer(p + i))
+		if c == '\n' {
+			sbPutc('\r')
+		}
+		sbPutc(c)
+	}
+	sbConsoleLock.unlock()
+}
+
+// The sbPrint* functions are for the machine layer's own messages; callers
+// that print several pieces hold sbConsoleLock around them via sbPrintBegin
+// and sbPrintEnd so lines from different CPUs do not interleave.
+
+func sbPrintBegin() { sbConsoleLock.lock() }
+
+func sbPrintEnd() { sbConsoleLock.unlock() }
+
+func sbPrintStr(s string) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			sbPutc('\r')
+		}
+		sbPutc(s[i])
+	}
+}
+
+func sbPrintHex(v uint64) {
+	const digits = "0123456789abcdef"
+	sbPutc('0')
+	sbPutc('x')
+	started := false
+	for shift := 60; shift >= 0; shift -= 4 {
+		d := (v >> uint(shift)) & 0xf
+		if d != 0 || started || shift == 0 {
+			started = true
+			sbPutc(digits[d])
+		}
+	}
+}
+
+func sbPrintDec(v int64) {
+	if v < 0 {
+		sbPutc('-')
+		v = -v
+	}
+	var buf [20]byte
+	i := len(buf)
+	for {
+		i--
+		buf[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			break
+		}
+	}
+	for ; i < len(buf); i++ {
+		sbPutc(buf[i])
+	}
+}
+
+// sbLog prints one line with the machine-layer prefix.
+func sbLog(msg string) {
+	sbPrintBegin()
+	sbPrintStr("machine: ")
+	sbPrintStr(msg)
+	sbPrintStr("\n")
+	sbPrintEnd()
+}
+
+// sbLogVal prints one line with a message and a number.
+func sbLogVal(msg string, v int64) {
+	sbPrintBegin()
+	sbPrintStr("machine: ")
+	sbPrintStr(msg)
+	sbPrintDec(v)
+	sbPrintStr("\n")
+	sbPrintEnd()
+}
+
+// sbFatal reports an unrecoverable machine-layer error and powers off with
+// a failing status.
+func sbFatal(msg string) {
+	sbPrintBegin()
+	sbPrintStr("machine: fatal: ")
+	sbPrintStr(msg)
+	sbPrintStr("\n")
+	sbPrintEnd()
+	sbPowerOff(0x7f)
+}

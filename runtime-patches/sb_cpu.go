@@ -1,0 +1,155 @@
+// Shortbread machine layer: per-CPU data and descriptor tables.
+//
+// Each CPU has an sbCPU reached through the GS base (the runtime uses FS
+// for its TLS and never touches GS). Its first words are read by the entry
+// assembly: a scratch slot for the SYSCALL path's stack switch, the top of
+// the CPU's trap stack, and the trap g that Go code in trap handlers runs
+// as (its stack bounds are the trap stack, so ordinary stack checks pass).
+
+package runtime
+
+import (
+	"internal/abi"
+	"internal/runtime/atomic"
+	"unsafe"
+)
+
+type sbCPU struct {
+	self     uintptr // GS:0
+	scratch  uintptr // GS:8
+	stackTop uintptr // GS:16
+	trapG    uintptr // GS:24, a *g kept as uintptr: no write barriers here
+	// tls is the FS block while a trap handler runs: tls[0] = trapG, so
+	// FS:-8 (where Go code finds g) names the trap g.
+	tls [2]uintptr
+	cur      int32   // index in sbThreads of the running thread
+	idle     int32   // this CPU's idle thread
+	id       int32
+	apicID   uint32
+	online   uint32
+	resched  bool  // set by timer or IPI: consider switching threads on exit
+	sliceEnd int64 // when the running thread's time slice ends
+	tlbSeen  uint64 // last TLB shootdown generation this CPU applied
+
+	gdt  [10]uint64
+	tss  [104]byte
+	gdtr [10]byte
+	g    g
+}
+
+var (
+	sbCPUs       [sbMaxCPU]sbCPU
+	sbNCPU       int32 = 1
+	sbTrapStacks [sbMaxCPU][sbTrapStackSize]byte
+	sbDFStacks   [sbMaxCPU][8192]byte
+	sbIdleStacks [sbMaxCPU][4096]byte
+	sbIDT        [256][2]uint64
+	sbIDTR       [10]byte
+)
+
+func sbGSBase() uintptr
+func sbVectorTableAddr() uintptr
+
+func sbThisCPU() *sbCPU { return (*sbCPU)(unsafe.Pointer(sbGSBase())) }
+
+// sbBuildIDT fills the shared IDT: every vector an interrupt gate (IF
+// cleared on entry) on IST1, the CPU's trap stack; double fault and NMI on
+// IST2 so they work even when the trap stack is what broke.
+func sbBuildIDT() {
+	table := sbVectorTableAddr()
+	for v := 0; v < sbVecCount; v++ {
+		stub := sbLoad64(table + uintptr(v)*8)
+		ist := uint64(1)
+		if v == 2 || v == 8 {
+			ist = 2
+		}
+		lo := stub&0xffff | sbKernelCS<<16 | ist<<32 | 0x8E<<40 | (stub>>16)&0xffff<<48
+		sbIDT[v] = [2]uint64{lo, stub >> 32}
+	}
+	*(*uint16)(unsafe.Pointer(&sbIDTR[0])) = uint16(len(sbIDT)*16 - 1)
+	*(*uint64)(unsafe.Pointer(&sbIDTR[2])) = uint64(uintptr(unsafe.Pointer(&sbIDT)))
+}
+
+// sbCPUInit loads this CPU's GDT, TSS, IDT and GS base and enables SYSCALL.
+func sbCPUInit(id int32) {
+	c := &sbCPUs[id]
+	c.self = uintptr(unsafe.Pointer(c))
+	c.id = id
+	c.stackTop = uintptr(unsafe.Pointer(&sbTrapStacks[id])) + sbTrapStackSize
+	lo := uintptr(unsafe.Pointer(&sbTrapStacks[id]))
+	c.g.stack = stack{lo: lo, hi: c.stackTop}
+	c.g.stackguard0 = lo + sbStackGuard
+	c.g.stackguard1 = lo + sbStackGuard
+	c.trapG = uintptr(unsafe.Pointer(&c.g))
+	c.tls[0] = c.trapG
+
+	// TSS: IST1 = trap stack, IST2 = double-fault stack (offsets per
+	// Intel SDM vol. 3 §8.7); no I/O bitmap.
+	tss := uintptr(unsafe.Pointer(&c.tss))
+	*(*uint64)(unsafe.Pointer(tss + 36)) = uint64(c.stackTop)
+	*(*uint64)(unsafe.Pointer(tss + 44)) = uint64(uintptr(unsafe.Pointer(&sbDFStacks[id])) + 8192)
+	*(*uint16)(unsafe.Pointer(tss + 102)) = 104
+
+	c.gdt[1] = 0x00CF9A000000FFFF // 0x08 kernel code, 32-bit (unused)
+	c.gdt[2] = 0x00AF9A000000FFFF // 0x10 kernel code, 64-bit
+	c.gdt[3] = 0x00CF92000000FFFF // 0x18 kernel data
+	c.gdt[4] = 0x00CFFA000000FFFF // 0x20 user code, 32-bit
+	c.gdt[5] = 0x00CFF2000000FFFF // 0x28 user data
+	c.gdt[6] = 0x00AFFA000000FFFF // 0x30 user code, 64-bit
+	tb := uint64(tss)
+	c.gdt[8] = 103 | (tb&0xffffff)<<16 | 0x89<<40 | (tb>>24)&0xff<<56
+	c.gdt[9] = tb >> 32
+	*(*uint16)(unsafe.Pointer(&c.gdtr[0])) = uint16(len(c.gdt)*8 - 1)
+	*(*uint64)(unsafe.Pointer(&c.gdtr[2])) = uint64(uintptr(unsafe.Pointer(&c.gdt)))
+	sbLoadGDT(uintptr(unsafe.Pointer(&c.gdtr)), sbTSSSel)
+	sbLoadIDT(uintptr(unsafe.Pointer(&sbIDTR)))
+	sbWrmsr(0xC0000101, uint64(c.self)) // GS base
+	sbWrmsr(0xC0000102, 0)              // kernel GS base (for SWAPGS, later)
+
+	// SYSCALL: EFER.SCE (and NXE, already set by the stub); STAR selectors
+	// (kernel CS, and user CS32 for SYSRET); LSTAR; mask IF, DF, TF, AC.
+	sbWrmsr(0xC0000080, sbRdmsr(0xC0000080)|1|1<<11)
+	sbWrmsr(0xC0000081, uint64(sbKernelCS)<<32|uint64(0x20|3)<<48)
+	sbWrmsr(0xC0000082, uint64(abi.FuncPCABI0(sbSyscallEntry)))
+	sbWrmsr(0xC0000084, 0x40700)
+}
+
+var sbTLBGen uint64 // shootdown generation; each CPU's tlbSeen catches up
+
+// sbShootdown makes other CPUs drop stale TLB entries after mappings were
+// removed, and waits until they have, so freed frames cannot be reached
+// through an old translation. CPUs spinning on a machine-layer lock answer
+// from the spin loop (sbSpin.lock), so waiting here while holding sbAS.mu
+// cannot deadlock.
+func sbShootdown() {
+	if sbNCPU == 1 {
+		return
+	}
+	me := sbThisCPU()
+	gen := atomic.Xadd64(&sbTLBGen, 1)
+	atomic.Store64(&me.tlbSeen, gen)
+	for i := int32(0); i < sbNCPU; i++ {
+		if c := &sbCPUs[i]; c != me && atomic.Load(&c.online) != 0 {
+			sbSendIPI(c.apicID, sbVecTLB)
+		}
+	}
+	for i := int32(0); i < sbNCPU; i++ {
+		c := &sbCPUs[i]
+		for c != me && atomic.Load(&c.online) != 0 && atomic.Load64(&c.tlbSeen) < gen {
+			sbPause()
+		}
+	}
+}
+
+// sbServiceTLB flushes this CPU's TLB if a shootdown is outstanding.
+func sbServiceTLB() {
+	if sbNCPU == 1 {
+		return
+	}
+	me := sbThisCPU()
+	gen := atomic.Load64(&sbTLBGen)
+	if atomic.Load64(&me.tlbSeen) < gen {
+		sbWriteCR3(sbReadCR3())
+		atomic.Store64(&me.tlbSeen, gen)
+	}
+}

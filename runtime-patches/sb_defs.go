@@ -1,0 +1,161 @@
+// Shortbread machine layer: shared definitions.
+//
+// The machine layer is the code beneath the Go runtime on bare metal. The
+// runtime is the stock linux/amd64 runtime; its SYSCALL instructions trap
+// into sbSyscallEntry (sb_amd64.s) in ring 0 and are served here as a small
+// Linux would serve them. The machine layer therefore never uses the
+// runtime: no heap, no goroutines, no write barriers, no print. Its state
+// lives in static arrays, links between records are indices or uintptrs,
+// and every function that runs in trap context is reachable from sbTrap,
+// which is checked with //go:nowritebarrierrec.
+//
+// Files:
+//   sb_amd64.s      entry, trap stubs, privileged instructions
+//   sb_boot.go      hand-off from the boot stub, CPU tables, process stack
+//   sb_console.go   16550 output and the machine layer's own printing
+//   sb_frames.go    physical frame allocator
+//   sb_mm.go        page tables, the runtime's mappings, page faults
+//   sb_time.go      TSC, PIT, CMOS RTC, local APIC timer
+//   sb_sched.go     threads (the runtime's Ms), run queue, futex, sleep
+//   sb_trap.go      trap dispatch and exceptions
+//   sb_syscall.go   the Linux system calls the runtime makes
+//   sb_signal.go    signal frames: async preemption and fault panics
+//   sb_smp.go       per-CPU data, application processor start-up, IPIs
+//   sb_hooks.go     the named hook surface for package shortbread/kernel/machine
+
+package runtime
+
+import (
+	"internal/runtime/atomic"
+	"unsafe"
+)
+
+const (
+	sbBootStackSize = 64 << 10
+	sbStackGuard    = 4096 // boot and trap g stack guard: generous, frames are small
+	sbTrapStackSize = 64 << 10
+	sbM0StackSize   = 256 << 10
+	sbMaxCPU        = 16
+	sbMaxThreads    = 256
+	sbFXSize        = 512
+	sbPageSize      = 4096
+
+	// GDT selectors, laid out as Linux does so SYSRET works later:
+	// kernel CS, kernel DS, user CS32, user DS, user CS64, TSS.
+	sbKernelCS = 0x10
+	sbKernelDS = 0x18
+	sbTSSSel   = 0x40
+
+	// Trap vectors.
+	sbVecPF       = 14
+	sbVecIRQBase  = 32 // IOAPIC pins 0-23
+	sbVecTimer    = 56
+	sbVecResched  = 57
+	sbVecTLB      = 58
+	sbVecSpurious = 59
+	sbVecCount    = 60
+	sbVecSyscall  = 256
+
+	// Direct map of all physical memory.
+	sbDirectMap = 0xffff800000000000
+)
+
+// sbFrame is the register state saved by sbTrapCommon, in stack order.
+// A thread that is not running keeps its state in the same shape.
+type sbFrame struct {
+	fx      [sbFXSize]byte
+	pad     uint64
+	r15     uint64
+	r14     uint64
+	r13     uint64
+	r12     uint64
+	r11     uint64
+	r10     uint64
+	r9      uint64
+	r8      uint64
+	rbp     uint64
+	rdi     uint64
+	rsi     uint64
+	rdx     uint64
+	rcx     uint64
+	rbx     uint64
+	rax     uint64
+	fsbase  uint64
+	vector  uint64
+	errcode uint64
+	rip     uint64
+	cs      uint64
+	rflags  uint64
+	rsp     uint64
+	ss      uint64
+}
+
+// sbSpin is a test-and-set spinlock. Trap handlers run with interrupts off,
+// so a holder is never interrupted on its own CPU.
+type sbSpin struct{ v uint32 }
+
+func (l *sbSpin) lock() {
+	for !sbCas(&l.v, 0, 1) {
+		sbPause()
+		sbServiceTLB() // a shootdown initiator may hold the lock we want
+	}
+}
+
+func (l *sbSpin) unlock() { sbStore(&l.v, 0) }
+
+// Boot-time globals the entry assembly uses.
+var (
+	sbBootStack [sbBootStackSize]byte
+	sbBootG     g
+	sbBootTLS   [2]uintptr
+	sbInitSP    uintptr
+	sbM0Stack   [sbM0StackSize]byte
+)
+
+// Assembly helpers (sb_amd64.s).
+func sbStart()
+func sbSyscallEntry()
+func sbIdle()
+func sbLoadGDT(gdtr uintptr, tss uint16)
+func sbLoadIDT(idtr uintptr)
+func sbRdmsr(msr uint32) uint64
+func sbWrmsr(msr uint32, v uint64)
+func sbInb(port uint16) uint8
+func sbOutb(port uint16, v uint8)
+func sbOutw(port uint16, v uint16)
+func sbOutl(port uint16, v uint32)
+func sbInl(port uint16) uint32
+func sbRdtsc() uint64
+func sbReadCR2() uintptr
+func sbReadCR3() uintptr
+func sbWriteCR3(v uintptr)
+func sbInvlpg(va uintptr)
+func sbCpuid(eax, ecx uint32) (a, b, c, d uint32)
+func sbHalt()
+func sbPause()
+func sbRdrand() (v uint64, ok bool)
+
+// Small helpers over raw memory. Kernel memory seen by the machine layer is
+// addressed by uintptr so the compiler neither inserts write barriers nor
+// lets the GC see these as pointers.
+
+func sbLoad64(a uintptr) uint64 { return *(*uint64)(unsafe.Pointer(a)) }
+
+func sbStore64(a uintptr, v uint64) { *(*uint64)(unsafe.Pointer(a)) = v }
+
+func sbLoad32(a uintptr) uint32 { return *(*uint32)(unsafe.Pointer(a)) }
+
+func sbStore32(a uintptr, v uint32) { *(*uint32)(unsafe.Pointer(a)) = v }
+
+func sbMemzero(a, n uintptr) { memclrNoHeapPointers(unsafe.Pointer(a), n) }
+
+func sbMemcpy(dst, src, n uintptr) { memmove(unsafe.Pointer(dst), unsafe.Pointer(src), n) }
+
+func sbPhys(pa uintptr) uintptr { return pa + sbDmapBase }
+
+func sbCas(p *uint32, old, new uint32) bool { return atomic.Cas(p, old, new) }
+
+func sbStore(p *uint32, v uint32) { atomic.Store(p, v) }
+
+// sbNeg turns an errno into a syscall return register value.
+func sbNeg(errno int64) uint64 { return uint64(-errno) }

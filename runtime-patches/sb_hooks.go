@@ -1,0 +1,122 @@
+// Shortbread machine layer: the hook surface.
+//
+// Kernel code above the runtime (package shortbread/kernel/machine) reaches
+// the machine layer only through the functions below, pushed into that
+// package with go:linkname, and through a few private system calls
+// (sbSysBase + n) for operations that must run in trap context, where the
+// machine layer's locks are taken with interrupts off. Nothing else in the
+// kernel links against runtime internals.
+
+package runtime
+
+import (
+	_ "unsafe" // for go:linkname
+	"unsafe"
+)
+
+// Private system calls (served in sbHookSyscall).
+const (
+	sbSysBase     = 0x5300
+	sbSysIRQOpen  = 0 // (irq) -> fd: an fd that reads the IRQ count, pollable
+	sbSysStartCPU = 1 // (apicID) -> 0 or errno
+	sbSysCount    = 2
+
+	sbFdIRQBase = 16 // fds sbFdIRQBase+irq are IRQ fds
+)
+
+var (
+	sbCmdline    [1024]byte
+	sbCmdlineLen int
+	sbRSDP       [36]byte
+	sbRSDPLen    int
+	sbMBI        uintptr // physical address of the multiboot2 information
+	sbStartTSC   uint64  // TSC when the boot stub started
+	sbKernelStart, sbKernelEnd uintptr
+	sbIRQOpen    [24]bool
+	sbIRQPending [24]uint64
+	sbIRQEdge    [24]bool // set by an interrupt, cleared when epoll reports it
+)
+
+func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
+	switch n {
+	case sbSysIRQOpen:
+		if a0 >= 24 {
+			return -sbEINVAL
+		}
+		sbIRQOpen[a0] = true
+		sbIOAPICUnmask(int(a0))
+		return int64(sbFdIRQBase + a0)
+	case sbSysStartCPU:
+		return sbStartCPU(uint32(a0))
+	}
+	return -sbENOSYS
+}
+
+// sbIRQ records a device interrupt and wakes the netpoller, which in turn
+// wakes the driver goroutine blocked reading the IRQ's fd.
+func sbIRQ(irq int) {
+	sbEpollLock.lock()
+	sbIRQPending[irq]++
+	sbIRQEdge[irq] = true
+	sbEpollLock.unlock()
+	sbWakeEpollWaiters()
+}
+
+//go:linkname sbHookCmdline shortbread/kernel/machine.Cmdline
+func sbHookCmdline() string {
+	return unsafe.String(&sbCmdline[0], sbCmdlineLen)
+}
+
+//go:linkname sbHookRSDP shortbread/kernel/machine.RSDP
+func sbHookRSDP() []byte { return sbRSDP[:sbRSDPLen] }
+
+//go:linkname sbHookBootInfo shortbread/kernel/machine.BootInfo
+func sbHookBootInfo() uintptr { return sbMBI }
+
+//go:linkname sbHookPhysAddr shortbread/kernel/machine.PhysAddr
+func sbHookPhysAddr(pa uintptr) uintptr { return sbPhys(pa) }
+
+//go:linkname sbHookExit shortbread/kernel/machine.Exit
+func sbHookExit(status uint8) { sbPowerOff(status) }
+
+//go:linkname sbHookNumCPU shortbread/kernel/machine.NumCPU
+func sbHookNumCPU() int { return int(sbNCPU) }
+
+//go:linkname sbHookCurrentCPU shortbread/kernel/machine.CurrentCPU
+func sbHookCurrentCPU() int { return int(sbThisCPU().id) }
+
+//go:linkname sbHookTSCHz shortbread/kernel/machine.TSCHz
+func sbHookTSCHz() uint64 { return sbTSCHz }
+
+//go:linkname sbHookStartTSC shortbread/kernel/machine.StartTSC
+func sbHookStartTSC() uint64 { return sbStartTSC }
+
+//go:linkname sbHookRdtsc shortbread/kernel/machine.Rdtsc
+func sbHookRdtsc() uint64 { return sbRdtsc() }
+
+// MemStats mirrors shortbread/kernel/machine.MemStats.
+type sbMemStats struct {
+	TotalFrames     uint64
+	FreeFrames      uint64
+	CommittedFrames uint64
+	VMAs            uint64
+}
+
+//go:linkname sbHookMemStats shortbread/kernel/machine.memStats
+func sbHookMemStats(s *sbMemStats) {
+	s.TotalFrames = sbFrames.total
+	s.FreeFrames = sbFrames.free
+	s.CommittedFrames = sbAS.committed
+	s.VMAs = uint64(sbAS.n)
+}
+
+//go:linkname sbHookIRQCount shortbread/kernel/machine.IRQCount
+func sbHookIRQCount(irq int) uint64 {
+	if irq < 0 || irq >= len(sbIRQCount) {
+		return 0
+	}
+	return sbIRQCount[irq]
+}
+
+//go:linkname sbHookThreads shortbread/kernel/machine.Threads
+func sbHookThreads() int { return int(sbSched.nthreads) }

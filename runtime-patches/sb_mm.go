@@ -1,0 +1,481 @@
+// Shortbread machine layer: page tables and the runtime's own mappings.
+//
+// The kernel runs in one address space:
+//   - the kernel image, identity-mapped at 16 MiB with the ELF segment
+//     permissions (text read-only, everything else no-execute);
+//   - a direct map of all physical memory at sbDirectMap, 2 MiB pages;
+//   - the mappings the runtime asks for with mmap (its heap arenas, stacks,
+//     off-heap structures), recorded as VMAs and filled on demand: a page
+//     gets a frame the first time it is touched, and munmap or madvise
+//     (DONTNEED/FREE) gives frames back, so released memory reads back as
+//     zeros, which the runtime relies on.
+// Page 0 is never mapped so nil dereferences fault.
+
+package runtime
+
+import "unsafe"
+
+const (
+	ptePresent = 1 << 0
+	pteWrite   = 1 << 1
+	pteUser    = 1 << 2
+	ptePCD     = 1 << 4
+	pteHuge    = 1 << 7
+	pteGlobal  = 1 << 8
+	pteNX      = 1 << 63
+	pteAddr    = 0x000ffffffffff000
+
+	sbProtRead  = 1
+	sbProtWrite = 2
+	sbProtExec  = 4
+
+	sbMaxVMAs = 1024
+
+	// The runtime's mappings live in [sbMmapMin, sbMmapMax); mappings
+	// without a usable hint are placed from sbMmapBase upwards.
+	sbMmapMin  = 4 << 30
+	sbMmapBase = 0x100000000000
+	sbMmapMax  = 0x7ffffffff000
+)
+
+type sbVMA struct {
+	start, end uintptr
+	prot       uint32
+}
+
+type sbAddrSpace struct {
+	mu   sbSpin
+	pml4 uintptr // physical
+	vmas [sbMaxVMAs]sbVMA
+	n    int
+	// committed counts frames currently backing runtime mappings.
+	committed uint64
+}
+
+var (
+	sbAS       sbAddrSpace
+	sbDmapBase uintptr // 0 until the kernel page tables are live
+)
+
+// sbWalk returns the direct-map address of the 4 KiB PTE for va, creating
+// intermediate tables if create is set. It returns 0 if a table is missing
+// (and create is unset), memory ran out, or a huge page covers va.
+func sbWalk(pml4 uintptr, va uintptr, create bool) uintptr {
+	table := pml4
+	for level := 3; level > 0; level-- {
+		idx := (va >> (12 + 9*uint(level))) & 511
+		e := sbPhys(table) + idx*8
+		v := sbLoad64(e)
+		if v&ptePresent == 0 {
+			if !create {
+				return 0
+			}
+			f := sbFrames.alloc()
+			if f == 0 {
+				return 0
+			}
+			v = uint64(f) | ptePresent | pteWrite
+			sbStore64(e, v)
+		} else if v&pteHuge != 0 {
+			return 0
+		}
+		table = uintptr(v & pteAddr)
+	}
+	return sbPhys(table) + ((va>>12)&511)*8
+}
+
+// sbMapLarge maps one 2 MiB page. Boot only.
+func sbMapLarge(pml4, va, pa uintptr, flags uint64) bool {
+	table := pml4
+	for level := 3; level > 1; level-- {
+		idx := (va >> (12 + 9*uint(level))) & 511
+		e := sbPhys(table) + idx*8
+		v := sbLoad64(e)
+		if v&ptePresent == 0 {
+			f := sbFrames.alloc()
+			if f == 0 {
+				return false
+			}
+			v = uint64(f) | ptePresent | pteWrite
+			sbStore64(e, v)
+		}
+		table = uintptr(v & pteAddr)
+	}
+	sbStore64(sbPhys(table)+((va>>21)&511)*8, uint64(pa)|flags|pteHuge|ptePresent)
+	return true
+}
+
+// sbBuildKernelPageTables replaces the boot stub's identity map.
+func sbBuildKernelPageTables(elf uintptr) {
+	pml4 := sbFrames.alloc()
+	if pml4 == 0 {
+		sbFatal("out of memory building page tables")
+	}
+	dmapEnd := max(sbFrames.maxPhys, 4<<30)
+	dmapEnd = (dmapEnd + (1 << 30) - 1) &^ ((1 << 30) - 1)
+	for pa := uintptr(0); pa < dmapEnd; pa += 2 << 20 {
+		flags := uint64(pteWrite | pteNX | pteGlobal)
+		if pa >= 3<<30 && pa < 4<<30 {
+			flags |= ptePCD // the PCI hole: device registers
+		}
+		if !sbMapLarge(pml4, sbDirectMap+pa, pa, flags) {
+			sbFatal("out of memory building the direct map")
+		}
+	}
+	// Kernel image: one 4 KiB mapping per page, permissions from the ELF
+	// program headers (PF_X = 1, PF_W = 2).
+	phoff := uintptr(sbLoad64(elf + 32))
+	phnum := int(*(*uint16)(unsafe.Pointer(elf + 56)))
+	for i := 0; i < phnum; i++ {
+		ph := elf + phoff + uintptr(i)*56
+		if sbLoad32(ph) != 1 {
+			continue
+		}
+		pflags := sbLoad32(ph + 4)
+		va := uintptr(sbLoad64(ph + 16))
+		memsz := uintptr(sbLoad64(ph + 40))
+		flags := uint64(ptePresent | pteGlobal)
+		if pflags&2 != 0 {
+			flags |= pteWrite
+		}
+		if pflags&1 == 0 {
+			flags |= pteNX
+		}
+		for p := va &^ (sbPageSize - 1); p < va+memsz; p += sbPageSize {
+			pte := sbWalk(pml4, p, true)
+			if pte == 0 {
+				sbFatal("out of memory mapping the kernel image")
+			}
+			sbStore64(pte, uint64(p)|flags)
+		}
+	}
+	// The AP trampoline page stays identity-mapped: an AP turns paging on
+	// while executing there.
+	pte := sbWalk(pml4, sbTrampoline, true)
+	if pte == 0 {
+		sbFatal("out of memory mapping the AP trampoline")
+	}
+	sbStore64(pte, sbTrampoline|ptePresent)
+	sbAS.pml4 = pml4
+	sbWriteCR3(pml4)
+	sbDmapBase = sbDirectMap
+}
+
+// findVMA returns the index of the VMA containing va, or -1.
+func (as *sbAddrSpace) findVMA(va uintptr) int {
+	lo, hi := 0, as.n
+	for lo < hi {
+		m := (lo + hi) / 2
+		switch {
+		case va < as.vmas[m].start:
+			hi = m
+		case va >= as.vmas[m].end:
+			lo = m + 1
+		default:
+			return m
+		}
+	}
+	return -1
+}
+
+// free reports whether [start, end) overlaps no VMA.
+func (as *sbAddrSpace) free(start, end uintptr) bool {
+	for i := 0; i < as.n; i++ {
+		if as.vmas[i].start < end && start < as.vmas[i].end {
+			return false
+		}
+	}
+	return true
+}
+
+// findGap returns the lowest free range of length n at or above sbMmapBase.
+func (as *sbAddrSpace) findGap(n uintptr) uintptr {
+	cand := uintptr(sbMmapBase)
+	for i := 0; i < as.n; i++ {
+		v := as.vmas[i]
+		if v.end <= cand {
+			continue
+		}
+		if v.start >= cand+n {
+			break
+		}
+		cand = v.end
+	}
+	if cand+n > sbMmapMax {
+		return 0
+	}
+	return cand
+}
+
+// insert adds a VMA for a free range, merging with equal neighbours.
+func (as *sbAddrSpace) insert(start, end uintptr, prot uint32) bool {
+	i := 0
+	for i < as.n && as.vmas[i].start < start {
+		i++
+	}
+	if i > 0 && as.vmas[i-1].end == start && as.vmas[i-1].prot == prot {
+		as.vmas[i-1].end = end
+		if i < as.n && as.vmas[i].start == end && as.vmas[i].prot == prot {
+			as.vmas[i-1].end = as.vmas[i].end
+			as.remove(i)
+		}
+		return true
+	}
+	if i < as.n && as.vmas[i].start == end && as.vmas[i].prot == prot {
+		as.vmas[i].start = start
+		return true
+	}
+	if as.n == sbMaxVMAs {
+		return false
+	}
+	for j := as.n; j > i; j-- {
+		as.vmas[j] = as.vmas[j-1]
+	}
+	as.vmas[i] = sbVMA{start, end, prot}
+	as.n++
+	return true
+}
+
+func (as *sbAddrSpace) remove(i int) {
+	for j := i; j < as.n-1; j++ {
+		as.vmas[j] = as.vmas[j+1]
+	}
+	as.n--
+}
+
+// carve removes [start, end) from the VMA list, splitting as needed. It
+// fails only if a split needs a slot and the table is full.
+func (as *sbAddrSpace) carve(start, end uintptr) bool {
+	for i := 0; i < as.n; i++ {
+		v := as.vmas[i]
+		if end <= v.start || start >= v.end {
+			continue
+		}
+		switch {
+		case start <= v.start && end >= v.end:
+			as.remove(i)
+			i--
+		case start <= v.start:
+			as.vmas[i].start = end
+		case end >= v.end:
+			as.vmas[i].end = start
+		default:
+			if as.n == sbMaxVMAs {
+				return false
+			}
+			for j := as.n; j > i+1; j-- {
+				as.vmas[j] = as.vmas[j-1]
+			}
+			as.vmas[i].end = start
+			as.vmas[i+1] = sbVMA{end, v.end, v.prot}
+			as.n++
+			return true
+		}
+	}
+	return true
+}
+
+// zap unmaps every page in [start, end) and frees the frames, skipping
+// absent page-table subtrees so huge PROT_NONE reservations cost little.
+func (as *sbAddrSpace) zap(start, end uintptr) {
+	va := start
+	for va < end {
+		// Find the deepest present table covering va.
+		table := as.pml4
+		skip := uintptr(0)
+		for level := 3; level > 0; level-- {
+			shift := 12 + 9*uint(level)
+			v := sbLoad64(sbPhys(table) + ((va>>shift)&511)*8)
+			if v&ptePresent == 0 || v&pteHuge != 0 {
+				skip = uintptr(1) << shift
+				break
+			}
+			table = uintptr(v & pteAddr)
+		}
+		if skip != 0 {
+			va = (va + skip) &^ (skip - 1)
+			continue
+		}
+		pte := sbPhys(table) + ((va>>12)&511)*8
+		v := sbLoad64(pte)
+		if v&ptePresent != 0 {
+			sbStore64(pte, 0)
+			sbInvlpg(va)
+			sbFrames.release(uintptr(v & pteAddr))
+			as.committed--
+		}
+		va += sbPageSize
+	}
+	sbShootdown()
+}
+
+func sbProtFlags(prot uint32) uint64 {
+	f := uint64(ptePresent)
+	if prot&sbProtWrite != 0 {
+		f |= pteWrite
+	}
+	if prot&sbProtExec == 0 {
+		f |= pteNX
+	}
+	return f
+}
+
+// mmap serves anonymous private mappings. Returns the address or a
+// negative errno.
+func (as *sbAddrSpace) mmap(hint, n uintptr, prot uint32, fixed bool) int64 {
+	if n == 0 {
+		return -sbEINVAL
+	}
+	n = (n + sbPageSize - 1) &^ (sbPageSize - 1)
+	as.mu.lock()
+	defer as.mu.unlock()
+	var addr uintptr
+	switch {
+	case fixed:
+		if hint&(sbPageSize-1) != 0 || hint < sbMmapMin || hint+n > sbMmapMax || hint+n < hint {
+			return -sbEINVAL
+		}
+		as.zapLocked(hint, hint+n)
+		if !as.carve(hint, hint+n) {
+			return -sbENOMEM
+		}
+		addr = hint
+	case hint >= sbMmapMin && hint+n <= sbMmapMax && hint+n > hint && hint&(sbPageSize-1) == 0 && as.free(hint, hint+n):
+		addr = hint
+	default:
+		addr = as.findGap(n)
+		if addr == 0 {
+			return -sbENOMEM
+		}
+	}
+	if !as.insert(addr, addr+n, prot) {
+		return -sbENOMEM
+	}
+	return int64(addr)
+}
+
+func (as *sbAddrSpace) zapLocked(start, end uintptr) { as.zap(start, end) }
+
+func (as *sbAddrSpace) munmap(addr, n uintptr) int64 {
+	if addr&(sbPageSize-1) != 0 || n == 0 {
+		return -sbEINVAL
+	}
+	end := (addr + n + sbPageSize - 1) &^ (sbPageSize - 1)
+	as.mu.lock()
+	defer as.mu.unlock()
+	as.zap(addr, end)
+	if !as.carve(addr, end) {
+		return -sbENOMEM
+	}
+	return 0
+}
+
+// discard implements MADV_DONTNEED and MADV_FREE: the range stays mapped
+// but its frames go back, so the next touch sees zeros.
+func (as *sbAddrSpace) discard(addr, n uintptr) int64 {
+	if addr&(sbPageSize-1) != 0 {
+		return -sbEINVAL
+	}
+	end := (addr + n + sbPageSize - 1) &^ (sbPageSize - 1)
+	as.mu.lock()
+	as.zap(addr, end)
+	as.mu.unlock()
+	return 0
+}
+
+func (as *sbAddrSpace) mprotect(addr, n uintptr, prot uint32) int64 {
+	if addr&(sbPageSize-1) != 0 {
+		return -sbEINVAL
+	}
+	end := (addr + n + sbPageSize - 1) &^ (sbPageSize - 1)
+	as.mu.lock()
+	defer as.mu.unlock()
+	for va := addr; va < end; va += sbPageSize {
+		if as.findVMA(va) < 0 {
+			return -sbENOMEM
+		}
+	}
+	if !as.carve(addr, end) || !as.insert(addr, end, prot) {
+		return -sbENOMEM
+	}
+	for va := addr; va < end; va += sbPageSize {
+		pte := sbWalk(as.pml4, va, false)
+		if pte != 0 && sbLoad64(pte)&ptePresent != 0 {
+			if prot == 0 {
+				sbFrames.release(uintptr(sbLoad64(pte) & pteAddr))
+				as.committed--
+				sbStore64(pte, 0)
+			} else {
+				sbStore64(pte, sbLoad64(pte)&pteAddr|sbProtFlags(prot))
+			}
+			sbInvlpg(va)
+		}
+	}
+	sbShootdown()
+	return 0
+}
+
+// Results of a fault.
+const (
+	sbFaultOK     = iota
+	sbFaultMapErr // no mapping: SEGV_MAPERR
+	sbFaultAccErr // mapping forbids the access: SEGV_ACCERR
+	sbFaultNoMem
+)
+
+// fault resolves a page fault at va. write and exec describe the access.
+func (as *sbAddrSpace) fault(va uintptr, write, exec bool) int {
+	as.mu.lock()
+	defer as.mu.unlock()
+	i := as.findVMA(va)
+	if i < 0 {
+		return sbFaultMapErr
+	}
+	prot := as.vmas[i].prot
+	if prot == 0 || (write && prot&sbProtWrite == 0) || (exec && prot&sbProtExec == 0) {
+		return sbFaultAccErr
+	}
+	pte := sbWalk(as.pml4, va, true)
+	if pte == 0 {
+		return sbFaultNoMem
+	}
+	if sbLoad64(pte)&ptePresent != 0 {
+		return sbFaultOK // another CPU got there first
+	}
+	f := sbFrames.alloc()
+	if f == 0 {
+		return sbFaultNoMem
+	}
+	sbStore64(pte, uint64(f)|sbProtFlags(prot))
+	as.committed++
+	return sbFaultOK
+}
+
+// touch makes [va, va+n) present so the machine layer can read (or write)
+// it without faulting inside a trap handler. It reports false if some page
+// is not accessible.
+func (as *sbAddrSpace) touch(va, n uintptr, write bool) bool {
+	if n == 0 {
+		return true
+	}
+	if va+n < va {
+		return false
+	}
+	// The kernel image and the direct map are always present.
+	if va >= sbDirectMap || (va >= sbKernelStart && va+n <= sbKernelEnd) {
+		return true
+	}
+	for p := va &^ (sbPageSize - 1); p < va+n; p += sbPageSize {
+		pte := sbWalk(as.pml4, p, false)
+		if pte != 0 {
+			v := sbLoad64(pte)
+			if v&ptePresent != 0 && (!write || v&pteWrite != 0) {
+				continue
+			}
+		}
+		if as.fault(p, write, false) != sbFaultOK {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,339 @@
+// Shortbread machine layer: threads.
+//
+// The runtime's Ms are the machine layer's threads. A thread that is not
+// running keeps its registers in an sbFrame; switching threads means
+// copying the running thread's trap frame out and another thread's frame
+// in, after which the trap exit path returns into the new thread. Blocking
+// (futex, sleep, epoll) is therefore never a wait inside a handler: the
+// handler records why the thread waits and switches away. Each CPU has an
+// idle thread that halts with interrupts on; it runs only when nothing
+// else can.
+//
+// Lock order: sbSched.mu, then sbAS.mu, then sbFrames.mu, then
+// sbConsoleLock. sbSched.mu guards every thread's state and wait fields
+// and the run queue.
+
+package runtime
+
+const (
+	sbThFree = iota
+	sbThRunnable
+	sbThRunning
+	sbThBlocked
+)
+
+// Why a blocked thread waits.
+const (
+	sbWaitNone = iota
+	sbWaitFutex
+	sbWaitSleep
+	sbWaitEpoll
+)
+
+type sbThread struct {
+	frame    sbFrame
+	tid      int32
+	state    uint32
+	cpu      int32 // CPU running it, or -1
+	next     int32 // run queue link, -1 at the tail
+	wait     uint32
+	waitAddr uintptr // futex word
+	deadline int64   // wake at this time (ns since boot); 0 = never
+	// timeoutRet is the syscall result if the deadline passes first;
+	// restart asks for the syscall to be made again on a wake-up instead.
+	timeoutRet int64
+	restart    bool
+	restartNo  uint64
+	isIdle     bool
+
+	sigPending uint64
+	sigMask    uint64
+	altSP      uintptr
+	altSize    uintptr
+	altFlags   int32
+	// For the pending synchronous fault signal.
+	faultCode int32
+	faultAddr uintptr
+	faultSig  int32
+}
+
+type sbScheduler struct {
+	mu         sbSpin
+	head, tail int32 // run queue of thread indices
+	nrunnable  int32
+	nextTID    int32
+	nthreads   int32
+}
+
+var (
+	sbThreads      [sbMaxThreads]sbThread
+	sbNextDeadline int64 // earliest pending deadline, 0 if none; guarded by sbSched.mu
+	sbSched   = sbScheduler{head: -1, tail: -1, nextTID: 1}
+)
+
+// sbNewThreadLocked claims a free slot. Returns -1 if there is none.
+func sbNewThreadLocked() int32 {
+	for i := range sbThreads {
+		t := &sbThreads[i]
+		if t.state == sbThFree {
+			*t = sbThread{}
+			t.state = sbThBlocked
+			t.cpu = -1
+			t.next = -1
+			t.tid = sbSched.nextTID
+			sbSched.nextTID++
+			sbSched.nthreads++
+			return int32(i)
+		}
+	}
+	return -1
+}
+
+func sbEnqueueLocked(i int32) {
+	t := &sbThreads[i]
+	t.state = sbThRunnable
+	t.next = -1
+	if sbSched.tail < 0 {
+		sbSched.head = i
+	} else {
+		sbThreads[sbSched.tail].next = i
+	}
+	sbSched.tail = i
+	sbSched.nrunnable++
+}
+
+func sbDequeueLocked() int32 {
+	i := sbSched.head
+	if i < 0 {
+		return -1
+	}
+	sbSched.head = sbThreads[i].next
+	if sbSched.head < 0 {
+		sbSched.tail = -1
+	}
+	sbSched.nrunnable--
+	return i
+}
+
+// Why a blocked thread is woken.
+const (
+	sbWakeEvent   = iota // what it waited for happened
+	sbWakeTimeout        // its deadline passed
+	sbWakeSignal         // a signal interrupts the wait
+)
+
+// sbWakeLocked makes a blocked thread runnable and sets the result of its
+// syscall: 0 for an event (or, for restartable waits, the syscall is made
+// again), timeoutRet for a timeout, EINTR for a signal.
+func sbWakeLocked(i int32, why int) {
+	t := &sbThreads[i]
+	if t.state != sbThBlocked {
+		return
+	}
+	switch {
+	case why == sbWakeTimeout:
+		t.frame.rax = uint64(t.timeoutRet)
+	case why == sbWakeSignal:
+		t.frame.rax = sbNeg(sbEINTR)
+	case t.restart:
+		t.frame.rip -= 2 // back onto the SYSCALL instruction
+		t.frame.rax = uint64(t.restartNo)
+	default:
+		t.frame.rax = 0
+	}
+	t.wait = sbWaitNone
+	t.deadline = 0
+	t.restart = false
+	sbEnqueueLocked(i)
+	sbKickIdleCPU()
+}
+
+// sbSwitchLocked saves the running thread's frame (unless it is gone) and
+// loads the next runnable thread, or this CPU's idle thread, into f.
+func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool) {
+	if save {
+		sbThreads[c.cur].frame = *f
+	}
+	next := sbDequeueLocked()
+	if next < 0 {
+		next = c.idle
+	}
+	t := &sbThreads[next]
+	t.state = sbThRunning
+	t.cpu = c.id
+	c.cur = next
+	c.sliceEnd = sbNanotime() + sbTimeSlice
+	*f = t.frame
+}
+
+// sbBlock parks the running thread with the wait fields already set by the
+// caller (under sbSched.mu, which sbBlock releases).
+func sbBlockLocked(c *sbCPU, f *sbFrame) {
+	t := &sbThreads[c.cur]
+	t.state = sbThBlocked
+	t.cpu = -1
+	if t.restart {
+		t.restartNo = f.rax
+	}
+	sbSwitchLocked(c, f, true)
+	sbSched.mu.unlock()
+}
+
+// sbYield puts the running thread at the back of the run queue if another
+// thread is waiting for the CPU.
+func sbYield(c *sbCPU, f *sbFrame) {
+	sbSched.mu.lock()
+	if sbSched.nrunnable > 0 {
+		cur := c.cur
+		if !sbThreads[cur].isIdle {
+			sbThreads[cur].frame = *f
+			sbThreads[cur].cpu = -1
+			sbEnqueueLocked(cur)
+			sbSwitchLocked(c, f, false)
+		} else {
+			sbSwitchLocked(c, f, false)
+		}
+	}
+	sbSched.mu.unlock()
+}
+
+// sbExitThread frees the running thread's slot and runs something else.
+func sbExitThread(c *sbCPU, f *sbFrame) {
+	sbSched.mu.lock()
+	t := &sbThreads[c.cur]
+	t.state = sbThFree
+	sbSched.nthreads--
+	sbSwitchLocked(c, f, false)
+	sbSched.mu.unlock()
+}
+
+// sbExpireTimers wakes threads whose deadline passed and returns the next
+// deadline still pending (0 if none). sbNextDeadline lets the common case,
+// no deadline due, skip the scan.
+func sbExpireTimers() int64 {
+	now := sbNanotime()
+	if nd := sbNextDeadline; nd == 0 || now < nd {
+		return nd
+	}
+	next := int64(0)
+	sbSched.mu.lock()
+	for i := range sbThreads {
+		t := &sbThreads[i]
+		if t.state != sbThBlocked || t.deadline == 0 {
+			continue
+		}
+		if t.deadline <= now {
+			sbWakeLocked(int32(i), sbWakeTimeout)
+		} else if next == 0 || t.deadline < next {
+			next = t.deadline
+		}
+	}
+	sbNextDeadline = next
+	sbSched.mu.unlock()
+	return next
+}
+
+// sbSetDeadlineLocked records when the running thread must be woken.
+func sbSetDeadlineLocked(t *sbThread, deadline int64) {
+	t.deadline = deadline
+	if deadline != 0 && (sbNextDeadline == 0 || deadline < sbNextDeadline) {
+		sbNextDeadline = deadline
+	}
+}
+
+// sbFutexWait implements FUTEX_WAIT: block if *addr still holds val.
+func sbFutexWait(c *sbCPU, f *sbFrame, addr uintptr, val uint32, deadline int64) {
+	if addr&3 != 0 || !sbAS.touch(addr, 4, false) {
+		f.rax = sbNeg(sbEFAULT)
+		return
+	}
+	sbSched.mu.lock()
+	if sbLoad32(addr) != val {
+		sbSched.mu.unlock()
+		f.rax = sbNeg(sbEAGAIN)
+		return
+	}
+	t := &sbThreads[c.cur]
+	t.wait = sbWaitFutex
+	t.waitAddr = addr
+	sbSetDeadlineLocked(t, deadline)
+	t.timeoutRet = -sbETIMEDOUT
+	sbBlockLocked(c, f)
+}
+
+// sbFutexWake wakes up to n threads waiting on addr.
+func sbFutexWake(addr uintptr, n int64) int64 {
+	woken := int64(0)
+	sbSched.mu.lock()
+	for i := range sbThreads {
+		if woken >= n {
+			break
+		}
+		t := &sbThreads[i]
+		if t.state == sbThBlocked && t.wait == sbWaitFutex && t.waitAddr == addr {
+			sbWakeLocked(int32(i), sbWakeEvent)
+			woken++
+		}
+	}
+	sbSched.mu.unlock()
+	return woken
+}
+
+// sbSleep blocks the running thread until deadline.
+func sbSleep(c *sbCPU, f *sbFrame, deadline int64) {
+	sbSched.mu.lock()
+	t := &sbThreads[c.cur]
+	t.wait = sbWaitSleep
+	sbSetDeadlineLocked(t, deadline)
+	t.timeoutRet = 0
+	sbBlockLocked(c, f)
+}
+
+// sbClone starts a thread that shares everything with its parent, as
+// the runtime's newosproc asks. It returns the child's TID or an errno.
+func sbClone(c *sbCPU, f *sbFrame, flags, stk, tls uintptr) int64 {
+	const cloneVM, cloneThread, cloneSetTLS = 0x100, 0x10000, 0x80000
+	if flags&(cloneVM|cloneThread) != cloneVM|cloneThread {
+		return -sbEINVAL // processes come with user programs
+	}
+	sbSched.mu.lock()
+	i := sbNewThreadLocked()
+	if i < 0 {
+		sbSched.mu.unlock()
+		return -sbEAGAIN
+	}
+	t := &sbThreads[i]
+	t.frame = *f
+	t.frame.rax = 0
+	t.frame.rsp = uint64(stk)
+	if flags&cloneSetTLS != 0 {
+		t.frame.fsbase = uint64(tls)
+	}
+	t.sigMask = sbThreads[c.cur].sigMask
+	tid := t.tid
+	sbEnqueueLocked(i)
+	sbKickIdleCPU()
+	sbSched.mu.unlock()
+	return int64(tid)
+}
+
+// sbFindTID returns the slot of a live thread, or -1.
+func sbFindTIDLocked(tid int32) int32 {
+	for i := range sbThreads {
+		if sbThreads[i].state != sbThFree && sbThreads[i].tid == tid && !sbThreads[i].isIdle {
+			return int32(i)
+		}
+	}
+	return -1
+}
+
+// sbKickIdleCPU wakes a halted CPU so it looks at the run queue.
+func sbKickIdleCPU() {
+	for i := int32(0); i < sbNCPU; i++ {
+		c := &sbCPUs[i]
+		if c.online != 0 && sbThreads[c.cur].isIdle && c != sbThisCPU() {
+			sbSendIPI(c.apicID, sbVecResched)
+			return
+		}
+	}
+}

@@ -1,0 +1,189 @@
+// Shortbread machine layer: signals for the runtime.
+//
+// The runtime needs two kinds of signal: SIGURG, which preemptM sends with
+// tgkill to stop a goroutine that never calls a function, and the fault
+// signals (SIGSEGV, SIGFPE, ...) that turn into panics. Both are delivered
+// exactly as Linux x86-64 does: an rt_sigframe (return address, ucontext,
+// siginfo) on the thread's alternate signal stack, RDI/RSI/RDX = signal,
+// siginfo, ucontext; rt_sigreturn restores the ucontext, which the
+// runtime's handler may have edited to inject a call (asyncPreempt,
+// sigpanic). The FPU image lives beside the frame, 64-byte aligned.
+
+package runtime
+
+import "unsafe"
+
+const (
+	sbSigDfl = 0
+	sbSigIgn = 1
+
+	sbSAOnStack  = 0x08000000
+	sbSANoDefer  = 0x40000000
+	sbSAResetHand = 0x80000000
+
+	sbUnblockable = 1<<(_SIGKILL-1) | 1<<(_SIGSTOP-1)
+)
+
+type sbSigaction struct {
+	handler  uintptr
+	flags    uint64
+	restorer uintptr
+	mask     uint64
+}
+
+// sbSigactions is process-wide, as CLONE_SIGHAND makes it on Linux.
+var (
+	sbSigLock   sbSpin
+	sbSigactions [65]sbSigaction
+)
+
+// sbDefaultIgnored reports whether a signal's default action is to ignore it.
+func sbDefaultIgnored(sig int32) bool {
+	return sig == _SIGCHLD || sig == _SIGURG || sig == _SIGWINCH || sig == _SIGCONT
+}
+
+// sbSignalThread makes sig pending for thread i and makes sure it notices:
+// a blocked thread's wait is interrupted, a thread running on another CPU
+// gets an IPI so it passes through the trap exit path.
+func sbSignalThread(i int32, sig int32) {
+	sbSched.mu.lock()
+	t := &sbThreads[i]
+	t.sigPending |= 1 << (sig - 1)
+	if t.sigMask&(1<<(sig-1)) == 0 {
+		switch {
+		case t.state == sbThBlocked:
+			sbWakeLocked(i, sbWakeSignal)
+		case t.state == sbThRunning && t.cpu >= 0 && t.cpu != sbThisCPU().id:
+			sbSendIPI(sbCPUs[t.cpu].apicID, sbVecResched)
+		}
+	}
+	sbSched.mu.unlock()
+}
+
+// sbDeliverSignals builds a signal frame for the lowest pending unblocked
+// signal of the running thread, if any.
+func sbDeliverSignals(c *sbCPU, f *sbFrame) {
+	t := &sbThreads[c.cur]
+	for {
+		ready := t.sigPending &^ (t.sigMask &^ sbUnblockable)
+		if ready == 0 {
+			return
+		}
+		sig := int32(0)
+		for ready&(1<<sig) == 0 {
+			sig++
+		}
+		sig++
+		t.sigPending &^= 1 << (sig - 1)
+		act := sbSigactions[sig]
+		if act.handler == sbSigIgn || (act.handler == sbSigDfl && sbDefaultIgnored(sig)) {
+			continue
+		}
+		if act.handler == sbSigDfl {
+			sbPrintBegin()
+			sbPrintStr("machine: killed by signal ")
+			sbPrintDec(int64(sig))
+			sbPrintStr("\n")
+			sbPrintEnd()
+			sbPowerOff(uint8(0x40 + sig))
+		}
+		sbBuildSignalFrame(t, f, sig, act)
+		return
+	}
+}
+
+func sbBuildSignalFrame(t *sbThread, f *sbFrame, sig int32, act sbSigaction) {
+	sp := uintptr(f.rsp)
+	onAlt := t.altSize != 0 && sp > t.altSP && sp <= t.altSP+t.altSize
+	if act.flags&sbSAOnStack != 0 && t.altSize != 0 && !onAlt {
+		sp = t.altSP + t.altSize
+	} else {
+		sp -= 128 // the interrupted code's red zone
+	}
+	sp = (sp - sbFXSize) &^ 63
+	fpAddr := sp
+	ucSize := unsafe.Sizeof(ucontext{})
+	infoSize := unsafe.Sizeof(siginfo{})
+	sp = ((sp - 8 - ucSize - infoSize) &^ 15) - 8
+	if !sbAS.touch(sp, fpAddr+sbFXSize-sp, true) {
+		sbDump(f, "signal stack not writable")
+	}
+	ucAddr := sp + 8
+	infoAddr := ucAddr + ucSize
+	sbMemzero(ucAddr, ucSize+infoSize)
+	sbMemcpy(fpAddr, uintptr(unsafe.Pointer(&f.fx)), sbFXSize)
+	sbStore64(sp, uint64(act.restorer))
+
+	uc := (*ucontext)(unsafe.Pointer(ucAddr))
+	*(*uintptr)(unsafe.Pointer(&uc.uc_stack.ss_sp)) = t.altSP
+	uc.uc_stack.ss_size = t.altSize
+	uc.uc_stack.ss_flags = t.altFlags
+	m := (*sigcontext)(unsafe.Pointer(&uc.uc_mcontext))
+	m.r8, m.r9, m.r10, m.r11 = f.r8, f.r9, f.r10, f.r11
+	m.r12, m.r13, m.r14, m.r15 = f.r12, f.r13, f.r14, f.r15
+	m.rdi, m.rsi, m.rbp, m.rbx = f.rdi, f.rsi, f.rbp, f.rbx
+	m.rdx, m.rax, m.rcx, m.rsp = f.rdx, f.rax, f.rcx, f.rsp
+	m.rip, m.eflags = f.rip, f.rflags
+	m.cs = uint16(f.cs)
+	m.err = f.errcode
+	m.trapno = f.vector
+	*(*uintptr)(unsafe.Pointer(&m.fpstate)) = fpAddr
+	*(*uint64)(unsafe.Pointer(&uc.uc_sigmask)) = t.sigMask
+
+	info := (*siginfoFields)(unsafe.Pointer(infoAddr))
+	info.si_signo = sig
+	if sig == t.faultSig {
+		info.si_code = t.faultCode
+		info.si_addr = uint64(t.faultAddr)
+		m.cr2 = uint64(t.faultAddr)
+		t.faultSig = 0
+	} else {
+		info.si_code = -6 // SI_TKILL
+		*(*int32)(unsafe.Pointer(infoAddr + 16)) = 1 // si_pid
+	}
+
+	f.rip = uint64(act.handler)
+	f.rsp = uint64(sp)
+	f.rdi = uint64(sig)
+	f.rsi = uint64(infoAddr)
+	f.rdx = uint64(ucAddr)
+	f.rax = 0
+	f.rflags &^= 1<<8 | 1<<10 // TF, DF
+	t.sigMask |= act.mask
+	if act.flags&sbSANoDefer == 0 {
+		t.sigMask |= 1 << (sig - 1)
+	}
+	t.sigMask &^= sbUnblockable
+	if act.flags&sbSAResetHand != 0 {
+		sbSigactions[sig].handler = sbSigDfl
+	}
+}
+
+// sbSigreturn restores the state saved by sbBuildSignalFrame from the
+// ucontext at the stack pointer (the handler's RET popped the return
+// address). Only flags a program may change are taken from the saved
+// RFLAGS; interrupts stay on.
+func sbSigreturn(c *sbCPU, f *sbFrame) {
+	t := &sbThreads[c.cur]
+	ucAddr := uintptr(f.rsp)
+	if !sbAS.touch(ucAddr, unsafe.Sizeof(ucontext{}), false) {
+		sbDump(f, "rt_sigreturn with a bad frame")
+	}
+	uc := (*ucontext)(unsafe.Pointer(ucAddr))
+	m := (*sigcontext)(unsafe.Pointer(&uc.uc_mcontext))
+	f.r8, f.r9, f.r10, f.r11 = m.r8, m.r9, m.r10, m.r11
+	f.r12, f.r13, f.r14, f.r15 = m.r12, m.r13, m.r14, m.r15
+	f.rdi, f.rsi, f.rbp, f.rbx = m.rdi, m.rsi, m.rbp, m.rbx
+	f.rdx, f.rax, f.rcx, f.rsp = m.rdx, m.rax, m.rcx, m.rsp
+	f.rip = m.rip
+	const userFlags = 0xDD5 // CF PF AF ZF SF TF DF OF
+	f.rflags = m.eflags&userFlags | 0x202
+	f.cs, f.ss = sbKernelCS, sbKernelDS
+	fp := *(*uintptr)(unsafe.Pointer(&m.fpstate))
+	if fp != 0 && sbAS.touch(fp, sbFXSize, false) {
+		sbMemcpy(uintptr(unsafe.Pointer(&f.fx)), fp, sbFXSize)
+		// MXCSR reserved bits would make FXRSTOR fault.
+		*(*uint32)(unsafe.Pointer(&f.fx[24])) &= 0xffff
+	}
+	t.sigMask = *(*uint64)(unsafe.Pointer(&uc.uc_sigmask)) &^ sbUnblockable
+}

@@ -1,0 +1,173 @@
+// Shortbread machine layer: other CPUs and the I/O APIC.
+//
+// Application processors are started by kernel code above the runtime,
+// which counts them from the ACPI MADT and asks for each with the private
+// StartCPU system call. The boot stub left a real-mode trampoline at
+// sbTrampoline (boot/stub.asm: ap_trampoline); an AP woken by INIT-SIPI-SIPI
+// runs it to long mode on the kernel page tables, lands in sbAPEntry on its
+// trap stack, sets up its tables and becomes idle, ready for threads.
+
+package runtime
+
+import (
+	"internal/abi"
+	"internal/runtime/atomic"
+	"unsafe"
+)
+
+const (
+	sbTrampoline = 0x8000
+	// Parameter block the trampoline reads (offsets from sbTrampoline),
+	// matching boot/stub.asm.
+	sbTrampCR3   = 0xF00
+	sbTrampEntry = 0xF08
+	sbTrampStack = 0xF10
+	sbTrampArg   = 0xF18
+	sbTrampG     = 0xF20
+)
+
+var (
+	sbIOAPIC   uintptr = 0xFEC00000 // physical; the kernel may correct it from the MADT
+	sbIOAPICMu sbSpin
+	sbBootCPU  uint32
+	// sbAPTLS is the FS block for an AP until it switches to its own
+	// trap TLS; APs start one at a time.
+	sbAPTLS [2]uintptr
+)
+
+func sbAPEntry()
+func sbResume(f uintptr)
+
+func sbSendIPI(apicID uint32, vector uint32) {
+	sbLAPICWrite(lapicICRHigh, apicID<<24)
+	sbLAPICWrite(lapicICRLow, vector|0x4000) // fixed, assert
+}
+
+func sbWaitICR() {
+	for sbLAPICRead(lapicICRLow)&(1<<12) != 0 {
+		sbPause()
+	}
+}
+
+func sbDelay(ns int64) {
+	end := sbNanotime() + ns
+	for sbNanotime() < end {
+		sbPause()
+	}
+}
+
+// sbStartCPU wakes the CPU with the given local APIC ID and waits until it
+// is idle in the scheduler. Runs in trap context on the boot CPU.
+func sbStartCPU(apicID uint32) int64 {
+	if apicID == sbBootCPU {
+		return -sbEEXIST
+	}
+	id := sbNCPU
+	if id >= sbMaxCPU {
+		return -sbENOMEM
+	}
+	c := &sbCPUs[id]
+	c.id = id
+	c.apicID = apicID
+	c.stackTop = uintptr(unsafe.Pointer(&sbTrapStacks[id])) + sbTrapStackSize
+	lo := c.stackTop - sbTrapStackSize
+	c.g.stack = stack{lo: lo, hi: c.stackTop}
+	c.g.stackguard0 = lo + sbStackGuard
+	c.g.stackguard1 = lo + sbStackGuard
+	c.trapG = uintptr(unsafe.Pointer(&c.g))
+	c.tls[0] = c.trapG
+
+	p := sbPhys(sbTrampoline)
+	sbStore64(p+sbTrampCR3, uint64(sbAS.pml4))
+	sbStore64(p+sbTrampEntry, uint64(abi.FuncPCABI0(sbAPEntry)))
+	sbStore64(p+sbTrampStack, uint64(c.stackTop))
+	sbStore64(p+sbTrampArg, uint64(id))
+	sbStore64(p+sbTrampG, uint64(c.trapG))
+
+	// INIT, then two STARTUPs (Intel SDM vol. 3 §9.4.4.1); the SIPI
+	// vector is the trampoline's page number.
+	sbLAPICWrite(lapicICRHigh, apicID<<24)
+	sbLAPICWrite(lapicICRLow, 0x4500)
+	sbWaitICR()
+	sbDelay(10_000_000)
+	for i := 0; i < 2; i++ {
+		sbLAPICWrite(lapicICRHigh, apicID<<24)
+		sbLAPICWrite(lapicICRLow, 0x4600|sbTrampoline>>12)
+		sbWaitICR()
+		sbDelay(200_000)
+	}
+	deadline := sbNanotime() + 2_000_000_000
+	for atomic.Load(&c.online) == 0 {
+		if sbNanotime() > deadline {
+			return -sbETIMEDOUT
+		}
+		sbPause()
+	}
+	return 0
+}
+
+// sbAPMain runs on a new CPU, on its trap stack as its trap g, with
+// interrupts off. It never returns: it resumes the CPU's idle thread.
+//
+//go:nowritebarrierrec
+func sbAPMain(id int32) {
+	sbCPUInit(id)
+	c := &sbCPUs[id]
+	sbWrmsr(0xC0000100, uint64(uintptr(unsafe.Pointer(&c.tls[1]))))
+	sbInitLAPIC(false)
+	sbSched.mu.lock()
+	c.idle = sbNewIdleThreadLocked(id)
+	c.cur = c.idle
+	sbSched.mu.unlock()
+	sbNCPU = id + 1
+	atomic.Store(&c.online, 1)
+	f := c.stackTop - unsafe.Sizeof(sbFrame{})
+	*(*sbFrame)(unsafe.Pointer(f)) = sbThreads[c.idle].frame
+	sbResume(f)
+}
+
+// sbNewIdleThreadLocked creates CPU id's idle thread: it runs sbIdle on a
+// small private stack with interrupts on.
+func sbNewIdleThreadLocked(id int32) int32 {
+	i := sbNewThreadLocked()
+	if i < 0 {
+		sbFatal("no thread slot for an idle thread")
+	}
+	t := &sbThreads[i]
+	t.isIdle = true
+	t.state = sbThRunning
+	t.cpu = id
+	t.frame.rip = uint64(abi.FuncPCABI0(sbIdle))
+	t.frame.cs = sbKernelCS
+	t.frame.ss = sbKernelDS
+	t.frame.rflags = 0x202
+	t.frame.rsp = uint64(uintptr(unsafe.Pointer(&sbIdleStacks[id])) + 4096 - 8)
+	*(*uint16)(unsafe.Pointer(&t.frame.fx[0])) = 0x37f        // FCW default
+	*(*uint32)(unsafe.Pointer(&t.frame.fx[24])) = 0x1f80      // MXCSR default
+	sbSched.nthreads--                                     // not one of the runtime's threads
+	return i
+}
+
+func sbIOAPICWrite(reg uint32, v uint32) {
+	base := sbPhys(sbIOAPIC)
+	atomic.Store((*uint32)(unsafe.Pointer(base)), reg)
+	atomic.Store((*uint32)(unsafe.Pointer(base+0x10)), v)
+}
+
+// sbIOAPICUnmask routes ISA interrupt irq to vector sbVecIRQBase+irq on
+// the boot CPU, edge-triggered, active high (the ISA defaults; QEMU and PCs
+// wire the PIT, IRQ 0, to pin 2, which the kernel corrects from the MADT
+// overrides when it needs the PIT).
+func sbIOAPICUnmask(irq int) {
+	sbIOAPICMu.lock()
+	sbIOAPICWrite(0x10+2*uint32(irq)+1, sbBootCPU<<24)
+	sbIOAPICWrite(0x10+2*uint32(irq), uint32(sbVecIRQBase+irq))
+	sbIOAPICMu.unlock()
+}
+
+// sbIOAPICMaskAll masks every redirection entry (boot).
+func sbIOAPICMaskAll() {
+	for pin := uint32(0); pin < 24; pin++ {
+		sbIOAPICWrite(0x10+2*pin, 1<<16)
+	}
+}

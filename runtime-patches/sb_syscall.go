@@ -1,0 +1,585 @@
+// Shortbread machine layer: the Linux system calls the runtime makes.
+//
+// The runtime runs unmodified and talks to "Linux" with SYSCALL; this file
+// is that Linux. It serves only the calls the runtime itself makes (design
+// notes §3.1 list them); anything else is ENOSYS, logged once per number.
+// User programs get their own, full system call layer above the runtime.
+// Every pointer argument is made present with sbAS.touch before use.
+
+package runtime
+
+import "unsafe"
+
+// Linux errno values used here.
+const (
+	sbEPERM     = 1
+	sbENOENT    = 2
+	sbEINTR     = 4
+	sbEBADF     = 9
+	sbEAGAIN    = 11
+	sbENOMEM    = 12
+	sbEFAULT    = 14
+	sbEEXIST    = 17
+	sbEINVAL    = 22
+	sbENOTTY    = 25
+	sbENOSYS    = 38
+	sbETIMEDOUT = 110
+)
+
+// The machine layer's own file descriptors: the console on 0-2, and the
+// single epoll instance and eventfd the runtime's netpoller creates.
+const (
+	sbFdEpoll   = 3
+	sbFdEventfd = 4
+	sbMaxEpoll  = 8
+)
+
+type sbEpollReg struct {
+	fd     int32
+	events uint32
+	data   uint64
+}
+
+var (
+	sbEpollLock    sbSpin // guards the fields below; taken after sbSched.mu
+	sbEpollCreated bool
+	sbEventfdOpen  bool
+	sbEventCount   uint64
+	sbEventEdge    bool // written since epoll last reported it (edge-triggered)
+	sbEpollRegs    [sbMaxEpoll]sbEpollReg
+	sbENOSYSSeen   [512]bool
+)
+
+func sbSyscall(c *sbCPU, f *sbFrame) {
+	a0, a1, a2, a3 := uintptr(f.rdi), uintptr(f.rsi), uintptr(f.rdx), uintptr(f.r10)
+	a4 := uintptr(f.r8)
+	var r int64
+	switch no := f.rax; no {
+	case 0: // read
+		r = sbRead(int32(a0), a1, a2)
+	case 1: // write
+		r = sbWrite(int32(a0), a1, a2)
+	case 3: // close
+		if irq := int32(a0) - sbFdIRQBase; irq >= 0 && irq < 24 {
+			sbIRQOpen[irq] = false
+		}
+		r = 0
+	case 9: // mmap
+		r = sbMmap(a0, a1, uint32(a2), uint32(a3), int32(a4))
+	case 10: // mprotect
+		r = sbAS.mprotect(a0, a1, uint32(a2))
+	case 11: // munmap
+		r = sbAS.munmap(a0, a1)
+	case 13: // rt_sigaction
+		r = sbRtSigaction(int32(a0), a1, a2)
+	case 14: // rt_sigprocmask
+		r = sbRtSigprocmask(c, int32(a0), a1, a2)
+	case 15: // rt_sigreturn
+		sbSigreturn(c, f)
+		return
+	case 16: // ioctl
+		r = -sbENOTTY
+	case 24: // sched_yield
+		f.rax = 0
+		c.resched = true
+		c.sliceEnd = 0
+		return
+	case 28: // madvise
+		r = 0
+		if a2 == 4 || a2 == 8 { // MADV_DONTNEED, MADV_FREE
+			r = sbAS.discard(a0, a1)
+		}
+	case 35: // nanosleep
+		if !sbAS.touch(a0, 16, false) {
+			r = -sbEFAULT
+			break
+		}
+		ts := (*timespec)(unsafe.Pointer(a0))
+		f.rax = 0
+		sbSleep(c, f, sbNanotime()+ts.tv_sec*1_000_000_000+ts.tv_nsec)
+		return
+	case 39: // getpid
+		r = 1
+	case 56: // clone
+		r = sbClone(c, f, a0, a1, uintptr(f.r8))
+	case 60: // exit: this thread only
+		sbExitThread(c, f)
+		return
+	case 62: // kill: the runtime only signals itself
+		if a0 != 1 && a0 != 0 {
+			r = -sbEPERM
+			break
+		}
+		r = sbKill(c, int32(sbThreads[c.cur].tid), int32(a1))
+	case 72: // fcntl
+		r = sbFcntl(int32(a0), int32(a1))
+	case 89: // readlink
+		r = -sbENOENT
+	case 96: // gettimeofday
+		if a0 != 0 {
+			if !sbAS.touch(a0, 16, true) {
+				r = -sbEFAULT
+				break
+			}
+			now := sbWalltime()
+			sbStore64(a0, uint64(now/1e9))
+			sbStore64(a0+8, uint64(now%1e9/1000))
+		}
+	case 131: // sigaltstack
+		r = sbSigaltstack(c, a0, a1)
+	case 157: // prctl
+		r = -sbEINVAL
+	case 158: // arch_prctl
+		switch a0 {
+		case 0x1002: // ARCH_SET_FS
+			f.fsbase = uint64(a1)
+		case 0x1003: // ARCH_GET_FS
+			if !sbAS.touch(a1, 8, true) {
+				r = -sbEFAULT
+				break
+			}
+			sbStore64(a1, f.fsbase)
+		default:
+			r = -sbEINVAL
+		}
+	case 186: // gettid
+		r = int64(sbThreads[c.cur].tid)
+	case 201: // time
+		r = sbWalltime() / 1e9
+	case 202: // futex
+		sbFutex(c, f, a0, int32(a1), uint32(a2), a3)
+		return
+	case 204: // sched_getaffinity
+		if a1 < 8 || !sbAS.touch(a2, 8, true) {
+			r = -sbEINVAL
+			break
+		}
+		sbStore64(a2, uint64(1)<<sbNCPU-1)
+		r = 8
+	case 228: // clock_gettime
+		r = sbClockGettime(int32(a0), a1)
+	case 231: // exit_group
+		sbExitGroup(int32(a0))
+	case 233: // epoll_ctl
+		r = sbEpollCtl(int32(a0), int32(a1), int32(a2), a3)
+	case 234: // tgkill
+		r = sbKill(c, int32(a1), int32(a2))
+	case 257: // openat
+		r = -sbENOENT
+	case 281: // epoll_pwait
+		sbEpollWait(c, f, int32(a0), a1, int32(a2), int32(a3))
+		return
+	case 290: // eventfd2
+		r = sbFdEventfd
+		sbEventfdOpen = true
+	case 291: // epoll_create1
+		r = sbFdEpoll
+		sbEpollCreated = true
+	case 302: // prlimit64
+		r = -sbENOSYS
+	case 318: // getrandom
+		r = sbGetrandom(a0, a1)
+	default:
+		if no >= sbSysBase && no < sbSysBase+sbSysCount {
+			r = sbHookSyscall(c, f, no-sbSysBase, a0, a1, a2)
+			break
+		}
+		if no < uint64(len(sbENOSYSSeen)) && !sbENOSYSSeen[no] {
+			sbENOSYSSeen[no] = true
+			sbLogVal("unimplemented runtime syscall ", int64(no))
+		}
+		r = -sbENOSYS
+	}
+	f.rax = uint64(r)
+}
+
+func sbRead(fd int32, buf, n uintptr) int64 {
+	if irq := fd - sbFdIRQBase; irq >= 0 && irq < 24 && sbIRQOpen[irq] {
+		if n < 8 || !sbAS.touch(buf, 8, true) {
+			return -sbEINVAL
+		}
+		sbEpollLock.lock()
+		v := sbIRQPending[irq]
+		sbIRQPending[irq] = 0
+		sbEpollLock.unlock()
+		if v == 0 {
+			return -sbEAGAIN
+		}
+		sbStore64(buf, v)
+		return 8
+	}
+	if fd != sbFdEventfd || !sbEventfdOpen {
+		return -sbEBADF
+	}
+	if n < 8 || !sbAS.touch(buf, 8, true) {
+		return -sbEINVAL
+	}
+	sbEpollLock.lock()
+	v := sbEventCount
+	sbEventCount = 0
+	sbEpollLock.unlock()
+	if v == 0 {
+		return -sbEAGAIN
+	}
+	sbStore64(buf, v)
+	return 8
+}
+
+func sbWrite(fd int32, buf, n uintptr) int64 {
+	switch {
+	case fd == 1 || fd == 2:
+		if !sbAS.touch(buf, n, false) {
+			return -sbEFAULT
+		}
+		sbWriteConsole(buf, n)
+		return int64(n)
+	case fd == sbFdEventfd && sbEventfdOpen:
+		if n < 8 || !sbAS.touch(buf, 8, false) {
+			return -sbEINVAL
+		}
+		sbEpollLock.lock()
+		sbEventCount += sbLoad64(buf)
+		sbEventEdge = true
+		sbEpollLock.unlock()
+		sbWakeEpollWaiters()
+		return 8
+	}
+	return -sbEBADF
+}
+
+func sbMmap(addr, n uintptr, prot, flags uint32, fd int32) int64 {
+	const mapFixed, mapAnon, mapNoReplace = 0x10, 0x20, 0x100000
+	if flags&mapAnon == 0 || fd != -1 {
+		return -sbENOSYS // file mappings belong to the VFS
+	}
+	if flags&mapNoReplace != 0 {
+		sbAS.mu.lock()
+		free := sbAS.free(addr, addr+n)
+		sbAS.mu.unlock()
+		if !free {
+			return -sbEEXIST
+		}
+		flags |= mapFixed
+	}
+	return sbAS.mmap(addr, n, prot&7, flags&mapFixed != 0)
+}
+
+func sbFutex(c *sbCPU, f *sbFrame, addr uintptr, op int32, val uint32, timeout uintptr) {
+	const (
+		futexWait       = 0
+		futexWake       = 1
+		futexWaitBitset = 9
+		futexWakeBitset = 10
+		futexCmdMask    = 0x7f
+	)
+	switch op & futexCmdMask {
+	case futexWait, futexWaitBitset:
+		deadline := int64(0)
+		if timeout != 0 {
+			if !sbAS.touch(timeout, 16, false) {
+				f.rax = sbNeg(sbEFAULT)
+				return
+			}
+			ts := (*timespec)(unsafe.Pointer(timeout))
+			d := ts.tv_sec*1_000_000_000 + ts.tv_nsec
+			if op&futexCmdMask == futexWait {
+				deadline = sbNanotime() + d // relative
+			} else {
+				deadline = d // absolute CLOCK_MONOTONIC
+			}
+			if deadline <= 0 {
+				deadline = 1
+			}
+		}
+		sbFutexWait(c, f, addr, val, deadline)
+	case futexWake, futexWakeBitset:
+		f.rax = uint64(sbFutexWake(addr, int64(val)))
+	default:
+		f.rax = sbNeg(sbENOSYS)
+	}
+}
+
+func sbClockGettime(id int32, ts uintptr) int64 {
+	if !sbAS.touch(ts, 16, true) {
+		return -sbEFAULT
+	}
+	var now int64
+	switch id {
+	case 0, 8, 11: // REALTIME, REALTIME_ALARM, TAI
+		now = sbWalltime()
+	case 1, 4, 7, 9, 2, 3: // MONOTONIC, _RAW, BOOTTIME, _ALARM; CPU-time clocks approximate
+		now = sbNanotime()
+	default:
+		return -sbEINVAL
+	}
+	sbStore64(ts, uint64(now/1_000_000_000))
+	sbStore64(ts+8, uint64(now%1_000_000_000))
+	return 0
+}
+
+func sbRtSigaction(sig int32, act, oact uintptr) int64 {
+	if sig < 1 || sig > 64 {
+		return -sbEINVAL
+	}
+	if act != 0 && (sig == _SIGKILL || sig == _SIGSTOP) {
+		return -sbEINVAL
+	}
+	size := unsafe.Sizeof(sbSigaction{})
+	if (act != 0 && !sbAS.touch(act, size, false)) || (oact != 0 && !sbAS.touch(oact, size, true)) {
+		return -sbEFAULT
+	}
+	sbSigLock.lock()
+	old := sbSigactions[sig]
+	if act != 0 {
+		sbSigactions[sig] = *(*sbSigaction)(unsafe.Pointer(act))
+	}
+	sbSigLock.unlock()
+	if oact != 0 {
+		*(*sbSigaction)(unsafe.Pointer(oact)) = old
+	}
+	return 0
+}
+
+func sbRtSigprocmask(c *sbCPU, how int32, set, oset uintptr) int64 {
+	if (set != 0 && !sbAS.touch(set, 8, false)) || (oset != 0 && !sbAS.touch(oset, 8, true)) {
+		return -sbEFAULT
+	}
+	t := &sbThreads[c.cur]
+	old := t.sigMask
+	if set != 0 {
+		v := sbLoad64(set)
+		switch how {
+		case 0: // SIG_BLOCK
+			t.sigMask |= v
+		case 1: // SIG_UNBLOCK
+			t.sigMask &^= v
+		case 2: // SIG_SETMASK
+			t.sigMask = v
+		default:
+			return -sbEINVAL
+		}
+		t.sigMask &^= sbUnblockable
+	}
+	if oset != 0 {
+		sbStore64(oset, old)
+	}
+	return 0
+}
+
+func sbSigaltstack(c *sbCPU, ss, oss uintptr) int64 {
+	size := unsafe.Sizeof(stackt{})
+	if (ss != 0 && !sbAS.touch(ss, size, false)) || (oss != 0 && !sbAS.touch(oss, size, true)) {
+		return -sbEFAULT
+	}
+	t := &sbThreads[c.cur]
+	oldSP, oldSize, oldFlags := t.altSP, t.altSize, t.altFlags
+	if ss != 0 {
+		st := (*stackt)(unsafe.Pointer(ss))
+		if st.ss_flags&2 != 0 { // SS_DISABLE
+			t.altSP, t.altSize, t.altFlags = 0, 0, 2
+		} else {
+			t.altSP = uintptr(unsafe.Pointer(st.ss_sp))
+			t.altSize = st.ss_size
+			t.altFlags = 0
+		}
+	}
+	if oss != 0 {
+		st := (*stackt)(unsafe.Pointer(oss))
+		*(*uintptr)(unsafe.Pointer(&st.ss_sp)) = oldSP
+		st.ss_size = oldSize
+		st.ss_flags = oldFlags
+		if oldSize == 0 {
+			st.ss_flags = 2
+		}
+	}
+	return 0
+}
+
+// sbKill sends sig to the thread with the given TID.
+func sbKill(c *sbCPU, tid, sig int32) int64 {
+	if sig < 0 || sig > 64 {
+		return -sbEINVAL
+	}
+	sbSched.mu.lock()
+	i := sbFindTIDLocked(tid)
+	sbSched.mu.unlock()
+	if i < 0 {
+		return -3 // ESRCH
+	}
+	if sig != 0 {
+		sbSignalThread(i, sig)
+	}
+	return 0
+}
+
+func sbExitGroup(code int32) {
+	sbPrintBegin()
+	sbPrintStr("machine: kernel exited with status ")
+	sbPrintDec(int64(code))
+	sbPrintStr("\n")
+	sbPrintEnd()
+	sbPowerOff(uint8(code))
+}
+
+func sbGetrandom(buf, n uintptr) int64 {
+	if n > 256 {
+		n = 256
+	}
+	if !sbAS.touch(buf, n, true) {
+		return -sbEFAULT
+	}
+	for i := uintptr(0); i < n; i++ {
+		*(*byte)(unsafe.Pointer(buf + i)) = byte(sbRandom())
+	}
+	return int64(n)
+}
+
+var sbRandState uint64
+
+// sbRandom returns RDRAND output, or a TSC-seeded xorshift on CPUs
+// without RDRAND.
+func sbRandom() uint64 {
+	if v, ok := sbRdrand(); ok {
+		return v
+	}
+	if sbRandState == 0 {
+		sbRandState = sbRdtsc() | 1
+	}
+	x := sbRandState
+	x ^= x << 13
+	x ^= x >> 7
+	x ^= x << 17
+	sbRandState = x
+	return x
+}
+
+func sbEpollCtl(epfd, op, fd int32, ev uintptr) int64 {
+	if epfd != sbFdEpoll || !sbEpollCreated {
+		return -sbEBADF
+	}
+	if op != 2 && !sbAS.touch(ev, 12, false) {
+		return -sbEFAULT
+	}
+	sbEpollLock.lock()
+	defer sbEpollLock.unlock()
+	slot := -1
+	for i := range sbEpollRegs {
+		if sbEpollRegs[i].fd == fd && sbEpollRegs[i].events != 0 {
+			slot = i
+			break
+		}
+	}
+	switch op {
+	case 1: // EPOLL_CTL_ADD
+		if slot >= 0 {
+			return -sbEEXIST
+		}
+		for i := range sbEpollRegs {
+			if sbEpollRegs[i].events == 0 {
+				sbEpollRegs[i] = sbEpollReg{fd, sbLoad32(ev) | 1<<30, sbLoad64(ev + 4)}
+				return 0
+			}
+		}
+		return -sbENOMEM
+	case 2: // EPOLL_CTL_DEL
+		if slot < 0 {
+			return -sbENOENT
+		}
+		sbEpollRegs[slot] = sbEpollReg{}
+	case 3: // EPOLL_CTL_MOD
+		if slot < 0 {
+			return -sbENOENT
+		}
+		sbEpollRegs[slot].events = sbLoad32(ev) | 1<<30
+		sbEpollRegs[slot].data = sbLoad64(ev + 4)
+	default:
+		return -sbEINVAL
+	}
+	return 0
+}
+
+func sbFcntl(fd, cmd int32) int64 {
+	const fGetFL, oRdwr, oNonblock = 3, 2, 0x800
+	irq := fd - sbFdIRQBase
+	switch {
+	case fd >= 0 && fd <= 2:
+		if cmd == fGetFL {
+			return oRdwr
+		}
+		return 0
+	case fd == sbFdEpoll || fd == sbFdEventfd || (irq >= 0 && irq < 24 && sbIRQOpen[irq]):
+		if cmd == fGetFL {
+			return oRdwr | oNonblock
+		}
+		return 0
+	}
+	return -sbEBADF
+}
+
+// sbEpollReady writes ready events, edge-triggered as the runtime asks
+// (EPOLLET): the eventfd after a write, an IRQ fd after an interrupt.
+// Called with sbSched.mu held.
+func sbEpollReady(events uintptr, max int32) int32 {
+	n := int32(0)
+	sbEpollLock.lock()
+	for i := range sbEpollRegs {
+		r := &sbEpollRegs[i]
+		if n >= max || r.events == 0 || r.events&1 == 0 {
+			continue
+		}
+		ready := false
+		if r.fd == sbFdEventfd && sbEventEdge {
+			sbEventEdge = false
+			ready = true
+		}
+		if irq := r.fd - sbFdIRQBase; irq >= 0 && irq < 24 && sbIRQEdge[irq] {
+			sbIRQEdge[irq] = false
+			ready = true
+		}
+		if ready {
+			e := events + uintptr(n)*12
+			sbStore32(e, 1) // EPOLLIN
+			*(*uint64)(unsafe.Pointer(e + 4)) = r.data
+			n++
+		}
+	}
+	sbEpollLock.unlock()
+	return n
+}
+
+func sbEpollWait(c *sbCPU, f *sbFrame, epfd int32, events uintptr, max int32, timeoutMs int32) {
+	if epfd != sbFdEpoll || !sbEpollCreated {
+		f.rax = sbNeg(sbEBADF)
+		return
+	}
+	if max <= 0 || !sbAS.touch(events, uintptr(max)*12, true) {
+		f.rax = sbNeg(sbEINVAL)
+		return
+	}
+	sbSched.mu.lock()
+	n := sbEpollReady(events, max)
+	if n > 0 || timeoutMs == 0 {
+		sbSched.mu.unlock()
+		f.rax = uint64(n)
+		return
+	}
+	t := &sbThreads[c.cur]
+	t.wait = sbWaitEpoll
+	t.restart = true
+	t.timeoutRet = 0
+	if timeoutMs > 0 {
+		sbSetDeadlineLocked(t, sbNanotime()+int64(timeoutMs)*1_000_000)
+	}
+	sbBlockLocked(c, f)
+}
+
+func sbWakeEpollWaiters() {
+	sbSched.mu.lock()
+	for i := range sbThreads {
+		t := &sbThreads[i]
+		if t.state == sbThBlocked && t.wait == sbWaitEpoll {
+			sbWakeLocked(int32(i), sbWakeEvent)
+		}
+	}
+	sbSched.mu.unlock()
+}

@@ -1,0 +1,173 @@
+// Shortbread machine layer: clocks and the local APIC timer.
+//
+// Monotonic time is the TSC, calibrated once against PIT channel 2 (the
+// one timer every PC and QEMU has). Wall time is the CMOS RTC read at boot
+// plus monotonic time since. Each CPU's local APIC timer (TSC-deadline mode
+// when the CPU has it, one-shot otherwise) fires for the next sleeper's
+// deadline or the end of the running thread's time slice.
+
+package runtime
+
+import (
+	"internal/runtime/atomic"
+	"internal/runtime/math"
+	"unsafe"
+)
+
+const (
+	lapicID      = 0x020
+	lapicEOI     = 0x0B0
+	lapicSVR     = 0x0F0
+	lapicICRLow  = 0x300
+	lapicICRHigh = 0x310
+	lapicLVTTmr  = 0x320
+	lapicLVTLint0 = 0x350
+	lapicLVTLint1 = 0x360
+	lapicLVTErr  = 0x370
+	lapicInitCnt = 0x380
+	lapicCurCnt  = 0x390
+	lapicDivide  = 0x3E0
+
+	msrAPICBase     = 0x1B
+	msrTSCDeadline  = 0x6E0
+	sbTimeSlice     = 10_000_000 // ns a thread runs before others get the CPU
+	sbPITHz         = 1193182
+	sbCalibrateTick = 11932 // PIT ticks in ~10 ms
+)
+
+var (
+	sbTSCHz        uint64
+	sbTSCMult      uint64 // ns = (tsc-sbTSC0) * sbTSCMult >> 32
+	sbTSC0         uint64
+	sbBootUnixNano int64
+	sbLAPIC        uintptr // direct-map address of the local APIC registers
+	sbTSCDeadline  bool
+	sbAPICPerNs32  uint64 // APIC timer ticks per ns, << 32
+)
+
+func sbLAPICRead(reg uintptr) uint32 {
+	return atomic.Load((*uint32)(unsafe.Pointer(sbLAPIC + reg)))
+}
+
+func sbLAPICWrite(reg uintptr, v uint32) {
+	atomic.Store((*uint32)(unsafe.Pointer(sbLAPIC + reg)), v)
+}
+
+// sbNanotime is monotonic nanoseconds since boot.
+func sbNanotime() int64 {
+	hi, lo := math.Mul64(sbRdtsc()-sbTSC0, sbTSCMult)
+	return int64(hi<<32 | lo>>32)
+}
+
+func sbWalltime() int64 { return sbBootUnixNano + sbNanotime() }
+
+// sbCalibrateTSC counts TSC cycles over ~10 ms of PIT channel 2.
+func sbCalibrateTSC() {
+	// Gate on, speaker off; channel 2 mode 0, lobyte/hibyte.
+	sbOutb(0x61, (sbInb(0x61)&^0x02)|0x01)
+	sbOutb(0x43, 0xB0)
+	sbOutb(0x42, sbCalibrateTick&0xff)
+	sbOutb(0x42, sbCalibrateTick>>8)
+	start := sbRdtsc()
+	for sbInb(0x61)&0x20 == 0 {
+	}
+	end := sbRdtsc()
+	sbTSCHz = (end - start) * sbPITHz / sbCalibrateTick
+	if sbTSCHz == 0 {
+		sbFatal("TSC calibration failed")
+	}
+	sbTSCMult = (1_000_000_000 << 32) / sbTSCHz
+	sbTSC0 = start
+}
+
+// sbInitLAPIC enables this CPU's local APIC and calibrates its timer
+// against the TSC (once, on the boot CPU).
+func sbInitLAPIC(calibrate bool) {
+	sbLAPICWrite(lapicSVR, 0x100|sbVecSpurious) // enable
+	sbLAPICWrite(lapicLVTLint0, 1<<16)         // masked
+	sbLAPICWrite(lapicLVTLint1, 1<<16)
+	sbLAPICWrite(lapicLVTErr, 1<<16)
+	_, _, c, _ := sbCpuid(1, 0)
+	sbTSCDeadline = c&(1<<24) != 0
+	if sbTSCDeadline {
+		sbLAPICWrite(lapicLVTTmr, 2<<17|sbVecTimer)
+		return
+	}
+	sbLAPICWrite(lapicDivide, 0x3) // divide by 16
+	if calibrate {
+		sbLAPICWrite(lapicLVTTmr, 1<<16) // masked while measuring
+		sbLAPICWrite(lapicInitCnt, 0xffffffff)
+		t0 := sbNanotime()
+		for sbNanotime()-t0 < 10_000_000 {
+		}
+		elapsed := uint64(0xffffffff - sbLAPICRead(lapicCurCnt))
+		sbAPICPerNs32 = (elapsed << 32) / 10_000_000
+	}
+	sbLAPICWrite(lapicLVTTmr, sbVecTimer) // one-shot
+}
+
+// sbArmTimer asks for a timer interrupt at deadline (ns since boot).
+func sbArmTimer(deadline int64) {
+	if sbTSCDeadline {
+		delta := deadline - sbNanotime()
+		if delta < 1000 {
+			delta = 1000
+		}
+		tsc := sbRdtsc() + uint64(delta)*sbTSCHz/1_000_000_000
+		sbWrmsr(msrTSCDeadline, tsc)
+		return
+	}
+	delta := deadline - sbNanotime()
+	if delta < 1000 {
+		delta = 1000
+	}
+	hi, lo := math.Mul64(uint64(delta), sbAPICPerNs32)
+	ticks := hi<<32 | lo>>32
+	if ticks == 0 {
+		ticks = 1
+	}
+	if ticks > 0xffffffff {
+		ticks = 0xffffffff
+	}
+	sbLAPICWrite(lapicInitCnt, uint32(ticks))
+}
+
+func sbEOI() { sbLAPICWrite(lapicEOI, 0) }
+
+// sbReadRTC returns the CMOS real-time clock as Unix seconds.
+func sbReadRTC() int64 {
+	read := func(reg uint8) uint8 {
+		sbOutb(0x70, reg)
+		return sbInb(0x71)
+	}
+	for read(0x0A)&0x80 != 0 { // update in progress
+	}
+	sec, minute, hour := read(0x00), read(0x02), read(0x04)
+	day, month, year := read(0x07), read(0x08), read(0x09)
+	statusB := read(0x0B)
+	if statusB&0x04 == 0 { // BCD
+		bcd := func(v uint8) uint8 { return v&0x0f + (v>>4)*10 }
+		pm := hour & 0x80
+		sec, minute, hour = bcd(sec), bcd(minute), bcd(hour&0x7f)|pm
+		day, month, year = bcd(day), bcd(month), bcd(year)
+	}
+	if statusB&0x02 == 0 && hour&0x80 != 0 { // 12-hour clock, PM
+		hour = (hour&0x7f)%12 + 12
+	}
+	return sbUnixFromCivil(2000+int64(year), int64(month), int64(day)) +
+		int64(hour)*3600 + int64(minute)*60 + int64(sec)
+}
+
+// sbUnixFromCivil converts a proleptic Gregorian date to Unix seconds at
+// midnight (days-from-civil, counting eras of 400 years).
+func sbUnixFromCivil(y, m, d int64) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return (era*146097 + doe - 719468) * 86400
+}

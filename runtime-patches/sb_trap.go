@@ -1,0 +1,194 @@
+// Shortbread machine layer: trap dispatch.
+//
+// sbTrap is the one Go entry from sb_amd64.s. It runs on the CPU's trap
+// stack, interrupts off, as the CPU's trap g. Faults in Go code become the
+// signals Linux would send (SIGSEGV with the fault address, SIGFPE, ...),
+// so the runtime turns a nil dereference into a recoverable panic and
+// prints its own traceback for anything fatal. Faults the runtime cannot
+// handle (in the machine layer itself, or before it installed handlers)
+// print the registers here and power off with a failing status.
+
+package runtime
+
+import "unsafe"
+
+var sbIRQCount [24]uint64
+
+//go:nowritebarrierrec
+func sbTrap(f *sbFrame) {
+	c := sbThisCPU()
+	if f.vector != sbVecSyscall && uintptr(f.rsp) > c.stackTop-sbTrapStackSize && uintptr(f.rsp) <= c.stackTop {
+		sbDump(f, "trap inside the machine layer")
+	}
+	switch v := f.vector; {
+	case v == sbVecSyscall:
+		sbSyscall(c, f)
+	case v == sbVecPF:
+		sbPageFault(c, f)
+	case v < 32:
+		sbException(c, f)
+	case v == sbVecTimer:
+		c.resched = true
+		sbEOI()
+	case v == sbVecResched:
+		c.resched = true
+		sbEOI()
+	case v == sbVecTLB:
+		sbServiceTLB()
+		sbEOI()
+	case v >= sbVecIRQBase && v < sbVecIRQBase+24:
+		sbIRQCount[v-sbVecIRQBase]++
+		sbIRQ(int(v - sbVecIRQBase))
+		sbEOI()
+	case v == sbVecSpurious:
+	}
+	sbTrapExit(c, f)
+}
+
+// sbTrapExit runs on every way out of a trap: switch away from the idle
+// thread or an expired time slice, deliver signals, arm the timer.
+func sbTrapExit(c *sbCPU, f *sbFrame) {
+	next := sbExpireTimers()
+	cur := &sbThreads[c.cur]
+	if cur.isIdle || (c.resched && sbNanotime() >= c.sliceEnd) {
+		sbYield(c, f)
+	}
+	c.resched = false
+	cur = &sbThreads[c.cur]
+	if !cur.isIdle {
+		sbDeliverSignals(c, f)
+	}
+	deadline := next
+	if !sbThreads[c.cur].isIdle && (deadline == 0 || c.sliceEnd < deadline) {
+		deadline = c.sliceEnd
+	}
+	if deadline != 0 {
+		sbArmTimer(deadline)
+	}
+}
+
+func sbPageFault(c *sbCPU, f *sbFrame) {
+	addr := sbReadCR2()
+	write := f.errcode&2 != 0
+	exec := f.errcode&16 != 0
+	r := sbFaultMapErr
+	if f.errcode&1 == 0 { // not-present: maybe demand paging
+		r = sbAS.fault(addr, write, exec)
+	} else if sbAS.findVMA(addr) >= 0 {
+		r = sbFaultAccErr
+	}
+	switch r {
+	case sbFaultOK:
+		return
+	case sbFaultNoMem:
+		sbDump(f, "out of physical memory")
+	case sbFaultAccErr:
+		sbForceSignal(c, f, _SIGSEGV, 2, addr) // SEGV_ACCERR
+	default:
+		sbForceSignal(c, f, _SIGSEGV, 1, addr) // SEGV_MAPERR
+	}
+}
+
+func sbException(c *sbCPU, f *sbFrame) {
+	switch f.vector {
+	case 0: // #DE
+		sbForceSignal(c, f, _SIGFPE, 1, uintptr(f.rip)) // FPE_INTDIV
+	case 3: // #BP
+		sbForceSignal(c, f, _SIGTRAP, 0x80, uintptr(f.rip))
+	case 6: // #UD
+		sbForceSignal(c, f, _SIGILL, 2, uintptr(f.rip)) // ILL_ILLOPN
+	case 12, 13: // #SS, #GP
+		sbForceSignal(c, f, _SIGSEGV, 0x80, 0) // SI_KERNEL
+	case 16, 19: // #MF, #XM
+		sbForceSignal(c, f, _SIGFPE, 0, uintptr(f.rip))
+	case 17: // #AC
+		sbForceSignal(c, f, _SIGBUS, 1, 0)
+	default:
+		sbDump(f, "unexpected CPU exception")
+	}
+}
+
+// sbForceSignal queues a synchronous fault signal for the running thread.
+// A fault the runtime cannot take (signal blocked or no handler yet, or
+// in the idle thread) is fatal.
+func sbForceSignal(c *sbCPU, f *sbFrame, sig int32, code int32, addr uintptr) {
+	t := &sbThreads[c.cur]
+	bit := uint64(1) << (sig - 1)
+	if t.isIdle || t.sigMask&bit != 0 || sbSigactions[sig].handler <= 1 {
+		sbPrintBegin()
+		sbPrintStr("machine: fault with no handler: signal ")
+		sbPrintDec(int64(sig))
+		sbPrintStr(" addr ")
+		sbPrintHex(uint64(addr))
+		sbPrintStr("\n")
+		sbPrintEnd()
+		sbDump(f, "fatal fault")
+	}
+	t.sigPending |= bit
+	t.faultSig = sig
+	t.faultCode = code
+	t.faultAddr = addr
+}
+
+// sbDump prints the frame and powers off with a failing status.
+func sbDump(f *sbFrame, why string) {
+	sbPrintBegin()
+	sbPrintStr("\nmachine: PANIC: ")
+	sbPrintStr(why)
+	sbPrintStr("\n  cpu ")
+	sbPrintDec(int64(sbThisCPU().id))
+	sbPrintStr(" vector ")
+	sbPrintDec(int64(f.vector))
+	sbPrintStr(" error ")
+	sbPrintHex(f.errcode)
+	sbPrintStr(" cr2 ")
+	sbPrintHex(uint64(sbReadCR2()))
+	names := [...]string{"rip", "rsp", "rflags", "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp",
+		"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "fsbase", "cs"}
+	vals := [...]uint64{f.rip, f.rsp, f.rflags, f.rax, f.rbx, f.rcx, f.rdx, f.rsi, f.rdi, f.rbp,
+		f.r8, f.r9, f.r10, f.r11, f.r12, f.r13, f.r14, f.r15, f.fsbase, f.cs}
+	for i := range names {
+		if i%4 == 0 {
+			sbPrintStr("\n ")
+		}
+		sbPrintStr(" ")
+		sbPrintStr(names[i])
+		sbPrintStr("=")
+		sbPrintHex(vals[i])
+	}
+	sbPrintStr("\n  stack:")
+	if f.rsp >= 4096 && sbAS.touchNoFault(uintptr(f.rsp), 64) {
+		for i := uintptr(0); i < 8; i++ {
+			sbPrintStr(" ")
+			sbPrintHex(sbLoad64(uintptr(f.rsp) + i*8))
+		}
+	}
+	sbPrintStr("\n")
+	sbPrintEnd()
+	sbPowerOff(0x7e)
+}
+
+// sbPowerOff ends the machine: under QEMU through isa-debug-exit (QEMU
+// exits with status*2+1), else by halting every CPU; kernel code above
+// does ACPI power-off on real hardware before it gets here.
+func sbPowerOff(status uint8) {
+	sbOutb(0xf4, status)
+	sbHalt()
+}
+
+// touchNoFault reports whether [va, va+n) is present without faulting
+// anything in (used while reporting a crash).
+func (as *sbAddrSpace) touchNoFault(va, n uintptr) bool {
+	if va >= sbDirectMap || (va >= sbKernelStart && va+n <= sbKernelEnd) {
+		return true
+	}
+	for p := va &^ (sbPageSize - 1); p < va+n; p += sbPageSize {
+		pte := sbWalk(as.pml4, p, false)
+		if pte == 0 || sbLoad64(pte)&ptePresent == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+var _ unsafe.Pointer

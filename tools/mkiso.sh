@@ -1,0 +1,14 @@
+#!/bin/sh
+# Builds a GRUB2 (BIOS) bootable ISO: the multiboot2 stub as the kernel,
+# the Go kernel ELF as its first module.
+# usage: tools/mkiso.sh OUT.iso STUB.elf KERNEL.elf "CMDLINE"
+set -eu
+out=$1 stub=$2 kernel=$3 cmdline=${4:-}
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+mkdir -p "$dir/boot/grub"
+cp "$stub" "$dir/boot/stub.elf"
+cp "$kernel" "$dir/boot/kernel.elf"
+sed "s|@CMDLINE@|$cmdline|" "$root/boot/grub.cfg" > "$dir/boot/grub/grub.cfg"
+grub-mkrescue -o "$out" "$dir" >/dev/null 2>&1 || grub-mkrescue -o "$out" "$dir"

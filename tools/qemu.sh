@@ -1,0 +1,18 @@
+#!/bin/sh
+# Boots an ISO in QEMU (TCG; KVM is used only if present and asked for)
+# with the serial console on stdout and a hard time limit.
+# usage: tools/qemu.sh ISO CPUS TIMEOUT_SECONDS [extra qemu args...]
+# Exit status: the kernel's status (isa-debug-exit), 124 on timeout.
+set -u
+iso=$1 cpus=$2 limit=$3
+shift 3
+timeout --foreground -k 5 "$limit" qemu-system-x86_64 -machine q35 -cpu max -m "${MEM:-512M}" \
+  -smp "$cpus" -display none -serial stdio -monitor none -no-reboot \
+  -device isa-debug-exit,iobase=0xf4,iosize=0x04 -cdrom "$iso" "$@" </dev/null
+s=$?
+case $s in
+  124|137) echo "qemu: timed out after ${limit}s" >&2; exit 124 ;;
+  0) echo "qemu: exited without a kernel status" >&2; exit 125 ;;
+esac
+# isa-debug-exit makes QEMU exit with status*2+1.
+exit $(( (s - 1) / 2 ))
