@@ -1,18 +1,195 @@
-// Command kernel is the Shortbread kernel: the Go program the machine layer
-// starts as its first process. Boot is one ordered list in main.
+// Command kernel is the Shortbread kernel: the Go program the machine
+// layer (runtime-patches/) starts as its first and only process. By the
+// time main runs, the runtime is up on the boot CPU; main brings up the
+// rest of the machine in one ordered list and then either runs the
+// self-tests (`test` on the command line) or the kernel console.
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
+	"strconv"
+	"syscall"
+	"time"
 
+	"shortbread/kernel/acpi"
+	"shortbread/kernel/cmdline"
+	"shortbread/kernel/console"
+	"shortbread/kernel/drivers/uart"
+	"shortbread/kernel/klog"
 	"shortbread/kernel/machine"
+	"shortbread/kernel/power"
+	"shortbread/kernel/selftest"
 )
 
+// kernel is what boot found and the console needs.
+type kernel struct {
+	log    *klog.Logger
+	tables *acpi.Tables
+	madt   *acpi.MADT
+	opts   map[string]string
+}
+
 func main() {
-	fmt.Printf("Shortbread: Go %s on %d CPU(s), cmdline %q\n", runtime.Version(), machine.NumCPU(), machine.Cmdline())
+	mainTSC := machine.Rdtsc()
+	k := &kernel{log: klog.New(os.Stdout, klog.Info)}
+	k.parseCmdline()
+	k.findACPI()
+	k.startCPUs()
+	runtime.GOMAXPROCS(machine.NumCPU())
+	readyTSC := machine.Rdtsc()
+
 	ms := machine.ReadMemStats()
-	fmt.Printf("memory: %d MiB total, %d MiB free\n", ms.TotalFrames>>8, ms.FreeFrames>>8)
-	os.Exit(0)
+	k.log.Infof("kernel ready: %d CPU(s), %d MiB RAM, %d MiB free, %s",
+		machine.NumCPU(), ms.TotalFrames>>8, ms.FreeFrames>>8, runtime.Version())
+	// One machine-readable line for bench/boottime.
+	fmt.Printf("boot-times: main_ns=%d ready_ns=%d\n", sinceStart(mainTSC), sinceStart(readyTSC))
+
+	if name, ok := k.opts["test"]; ok {
+		_, failed := selftest.Run(os.Stdout, name)
+		status := uint8(0)
+		if failed > 0 {
+			status = 1
+		}
+		power.Off(k.tables, status)
+	}
+	k.runConsole()
+}
+
+// sinceStart converts a TSC reading to nanoseconds since the boot stub's
+// first instruction.
+func sinceStart(tsc uint64) uint64 {
+	return (tsc - machine.StartTSC()) * 1000 / (machine.TSCHz() / 1_000_000)
+}
+
+func (k *kernel) parseCmdline() {
+	cl := cmdline.Parse(machine.Cmdline())
+	opts, warnings := cl.Apply(cmdline.Default)
+	k.opts = opts
+	if lv, ok := opts["loglevel"]; ok {
+		if l, err := klog.ParseLevel(lv); err == nil {
+			k.log.SetLevel(l)
+		}
+	}
+	for _, w := range warnings {
+		k.log.Warnf("command line: %s", w)
+	}
+	k.log.Debugf("command line: %q", machine.Cmdline())
+}
+
+// physMem reads firmware tables through the machine layer's direct map.
+type physMem struct{}
+
+func (physMem) ReadAt(p []byte, pa uint64) error { return machine.ReadPhys(p, pa) }
+
+func (k *kernel) findACPI() {
+	rsdp := machine.RSDP()
+	if len(rsdp) == 0 {
+		var err error
+		if rsdp, _, err = acpi.ScanRSDP(physMem{}); err != nil {
+			k.log.Warnf("acpi: no RSDP from the boot loader or the BIOS area: %v", err)
+			return
+		}
+	}
+	t, err := acpi.FindTables(physMem{}, rsdp)
+	if err != nil {
+		k.log.Warnf("acpi: %v", err)
+		return
+	}
+	for _, w := range t.Warnings {
+		k.log.Warnf("acpi: %v", w)
+	}
+	k.tables = t
+	if k.madt, err = t.MADT(); err != nil {
+		k.log.Warnf("acpi: MADT: %v; running on the boot CPU only", err)
+	}
+}
+
+// startCPUs starts every enabled CPU the MADT lists.
+func (k *kernel) startCPUs() {
+	if k.madt == nil {
+		return
+	}
+	for _, c := range k.madt.CPUs {
+		if !c.Enabled {
+			continue
+		}
+		err := machine.StartCPU(c.APICID)
+		switch {
+		case err == nil:
+			k.log.Debugf("cpu: started APIC %d", c.APICID)
+		case errors.Is(err, syscall.EEXIST): // the boot CPU
+		default:
+			k.log.Warnf("cpu: APIC %d did not start: %v", c.APICID, err)
+		}
+	}
+}
+
+func (k *kernel) runConsole() {
+	in, err := uart.Input()
+	if err != nil {
+		k.log.Errorf("console: %v", err)
+		select {}
+	}
+	fmt.Println("Shortbread kernel console; type help.")
+	console.Run(in, os.Stdout, k.commands())
+	select {}
+}
+
+func (k *kernel) commands() map[string]console.Command {
+	return map[string]console.Command{
+		"mem": {Help: "physical memory and Go heap", Run: func(w io.Writer, _ []string) error {
+			ms := machine.ReadMemStats()
+			var rs runtime.MemStats
+			runtime.ReadMemStats(&rs)
+			fmt.Fprintf(w, "frames: %d total, %d free, %d backing the Go heap (%d mappings)\n",
+				ms.TotalFrames, ms.FreeFrames, ms.CommittedFrames, ms.VMAs)
+			fmt.Fprintf(w, "heap: %d KiB in use, %d KiB from the machine, %d GCs\n",
+				rs.HeapAlloc>>10, rs.Sys>>10, rs.NumGC)
+			return nil
+		}},
+		"cpus": {Help: "CPUs and threads", Run: func(w io.Writer, _ []string) error {
+			fmt.Fprintf(w, "%d CPU(s), GOMAXPROCS %d, %d threads, %d goroutines, TSC %d MHz\n",
+				machine.NumCPU(), runtime.GOMAXPROCS(0), machine.Threads(), runtime.NumGoroutine(),
+				machine.TSCHz()/1_000_000)
+			return nil
+		}},
+		"gc": {Help: "run the garbage collector and return free memory", Run: func(w io.Writer, _ []string) error {
+			start := time.Now()
+			debug.FreeOSMemory()
+			fmt.Fprintf(w, "GC and scavenge took %v\n", time.Since(start))
+			return nil
+		}},
+		"uptime": {Help: "time since boot", Run: func(w io.Writer, _ []string) error {
+			fmt.Fprintf(w, "up %v\n", time.Duration(sinceStart(machine.Rdtsc())).Round(time.Millisecond))
+			return nil
+		}},
+		"test": {Help: "run self-tests [filter]", Run: func(w io.Writer, args []string) error {
+			filter := "all"
+			if len(args) > 0 {
+				filter = args[0]
+			}
+			selftest.Run(w, filter)
+			return nil
+		}},
+		"poweroff": {Help: "power off [status]", Run: func(w io.Writer, args []string) error {
+			status := 0
+			if len(args) > 0 {
+				var err error
+				if status, err = strconv.Atoi(args[0]); err != nil || status < 0 || status > 255 {
+					return fmt.Errorf("bad status %q", args[0])
+				}
+			}
+			power.Off(k.tables, uint8(status))
+			return nil
+		}},
+		"reboot": {Help: "reset the machine", Run: func(w io.Writer, _ []string) error {
+			power.Reset()
+			return nil
+		}},
+	}
 }

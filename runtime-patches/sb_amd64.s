@@ -113,10 +113,15 @@ TEXT sbTrapCommon<>(SB),NOSPLIT|NOFRAME,$0
 	MOVQ	sbCPU_trapG(GS), R14
 	XORPS	X15, X15
 	MOVQ	SP, AX
+	// The register ABI lets a callee spill its arguments into space its
+	// caller reserves above the return address; without these 16 bytes
+	// sbTrap would spill f into the frame itself.
+	SUBQ	$16, SP
 	// Indirect, so the linker's nosplit-chain check stops here: sbTrap
 	// runs on the trap stack with its own g and ordinary stack checks.
 	MOVQ	$runtime·sbTrap<ABIInternal>(SB), BX
 	CALL	BX
+	ADDQ	$16, SP
 	JMP	sbTrapRestore<>(SB)
 
 // sbTrapRestore loads the frame at SP into the CPU and returns from the
@@ -691,6 +696,7 @@ TEXT runtime·sbAPEntry(SB),NOSPLIT|NOFRAME,$0
 	MOVL	$MSR_FS_BASE, CX
 	WRMSR
 	MOVQ	R12, AX
+	SUBQ	$16, SP				// argument spill space, as above
 	XORPS	X15, X15
 	MOVQ	$runtime·sbAPMain<ABIInternal>(SB), BX
 	CALL	BX

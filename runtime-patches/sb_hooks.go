@@ -120,3 +120,9 @@ func sbHookIRQCount(irq int) uint64 {
 
 //go:linkname sbHookThreads shortbread/kernel/machine.Threads
 func sbHookThreads() int { return int(sbSched.nthreads) }
+
+//go:linkname sbHookPhysPointer shortbread/kernel/machine.physPointer
+func sbHookPhysPointer(pa uintptr) unsafe.Pointer { return unsafe.Pointer(sbPhys(pa)) }
+
+//go:linkname sbHookPhysEnd shortbread/kernel/machine.PhysEnd
+func sbHookPhysEnd() uint64 { return uint64(sbDmapEnd) }

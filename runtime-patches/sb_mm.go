@@ -55,6 +55,7 @@ type sbAddrSpace struct {
 var (
 	sbAS       sbAddrSpace
 	sbDmapBase uintptr // 0 until the kernel page tables are live
+	sbDmapEnd  uintptr // physical addresses below this are direct-mapped
 )
 
 // sbWalk returns the direct-map address of the 4 KiB PTE for va, creating
@@ -113,6 +114,7 @@ func sbBuildKernelPageTables(elf uintptr) {
 	}
 	dmapEnd := max(sbFrames.maxPhys, 4<<30)
 	dmapEnd = (dmapEnd + (1 << 30) - 1) &^ ((1 << 30) - 1)
+	sbDmapEnd = dmapEnd
 	for pa := uintptr(0); pa < dmapEnd; pa += 2 << 20 {
 		flags := uint64(pteWrite | pteNX | pteGlobal)
 		if pa >= 3<<30 && pa < 4<<30 {

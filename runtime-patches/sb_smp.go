@@ -80,7 +80,9 @@ func sbStartCPU(apicID uint32) int64 {
 	p := sbPhys(sbTrampoline)
 	sbStore64(p+sbTrampCR3, uint64(sbAS.pml4))
 	sbStore64(p+sbTrampEntry, uint64(abi.FuncPCABI0(sbAPEntry)))
-	sbStore64(p+sbTrampStack, uint64(c.stackTop))
+	// sbAPMain runs below the frame it finally resumes from the top of
+	// the trap stack.
+	sbStore64(p+sbTrampStack, uint64(c.stackTop-2*unsafe.Sizeof(sbFrame{})))
 	sbStore64(p+sbTrampArg, uint64(id))
 	sbStore64(p+sbTrampG, uint64(c.trapG))
 

@@ -6,7 +6,11 @@
 // tests must not import it.
 package machine
 
-import "syscall"
+import (
+	"errors"
+	"syscall"
+	"unsafe"
+)
 
 // Provided by the machine layer (runtime-patches/sb_hooks.go).
 
@@ -50,6 +54,25 @@ func IRQCount(irq int) uint64
 func Threads() int
 
 func memStats(s *MemStats)
+
+func physPointer(pa uintptr) unsafe.Pointer
+
+// PhysEnd is the end of the direct map: every physical address below it
+// (all RAM, and device memory below 4 GiB) can be read with ReadPhys.
+func PhysEnd() uint64
+
+// ReadPhys copies physical memory at pa into p (firmware tables, boot
+// information).
+func ReadPhys(p []byte, pa uint64) error {
+	if pa+uint64(len(p)) < pa || pa+uint64(len(p)) > PhysEnd() {
+		return errors.New("machine: physical range outside the direct map")
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	copy(p, unsafe.Slice((*byte)(physPointer(uintptr(pa))), len(p)))
+	return nil
+}
 
 // MemStats describes physical memory as the machine layer sees it.
 type MemStats struct {
