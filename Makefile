@@ -58,9 +58,10 @@ host-test:
 boot-test: $(KERNEL) $(STUB)
 	tools/boottest.sh 1
 	tools/boottest.sh 4
+	tools/crashtest.sh
 
 bench-boot: deps $(KERNEL) $(STUB)
-	go run ./bench/boottime
+	go run ./bench/boottime -runs 3
 
 clean:
 	rm -rf $(BUILD)

@@ -49,6 +49,12 @@ func main() {
 	// One machine-readable line for bench/boottime.
 	fmt.Printf("boot-times: main_ns=%d ready_ns=%d\n", sinceStart(mainTSC), sinceStart(readyTSC))
 
+	if k.opts["poweroff"] == "true" {
+		power.Off(k.tables, 0)
+	}
+	if how, ok := k.opts["crash"]; ok {
+		crash(how)
+	}
 	if name, ok := k.opts["test"]; ok {
 		_, failed := selftest.Run(os.Stdout, name)
 		status := uint8(0)
@@ -58,6 +64,20 @@ func main() {
 		power.Off(k.tables, status)
 	}
 	k.runConsole()
+}
+
+var crashTarget *struct{ x [16]int }
+
+// crash fails the kernel on purpose (crash= on the command line) so the
+// crash report can be tested: the runtime prints the panic, every
+// goroutine and the registers, and the machine powers off failing.
+func crash(how string) {
+	switch how {
+	case "nil":
+		fmt.Println(crashTarget.x[3])
+	default:
+		panic("crash requested on the kernel command line")
+	}
 }
 
 // sinceStart converts a TSC reading to nanoseconds since the boot stub's

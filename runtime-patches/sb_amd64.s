@@ -1,3 +1,5 @@
+//go:build shortbread
+
 // Shortbread machine layer: the x86-64 instructions Go cannot express.
 //
 // Every trap into the machine layer (CPU exception, interrupt, or a SYSCALL

@@ -1,3 +1,5 @@
+//go:build shortbread
+
 // Shortbread machine layer: from the boot stub to the runtime.
 //
 // sbBoot runs once, on the boot CPU, on the boot stack, before any runtime

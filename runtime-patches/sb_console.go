@@ -1,3 +1,5 @@
+//go:build shortbread
+
 // Shortbread machine layer: the serial console.
 //
 // The machine layer cannot use the runtime's print (it takes runtime locks

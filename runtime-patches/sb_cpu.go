@@ -1,3 +1,5 @@
+//go:build shortbread
+
 // Shortbread machine layer: per-CPU data and descriptor tables.
 //
 // Each CPU has an sbCPU reached through the GS base (the runtime uses FS

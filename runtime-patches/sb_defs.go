@@ -1,3 +1,5 @@
+//go:build shortbread
+
 // Shortbread machine layer: shared definitions.
 //
 // The machine layer is the code beneath the Go runtime on bare metal. The

@@ -1,3 +1,5 @@
+//go:build shortbread
+
 // Shortbread machine layer: the physical frame allocator.
 //
 // Free memory is kept two ways so boot does not have to touch every frame:

@@ -1,3 +1,5 @@
+//go:build shortbread
+
 // Shortbread machine layer: the hook surface.
 //
 // Kernel code above the runtime (package shortbread/kernel/machine) reaches

@@ -1,3 +1,5 @@
+//go:build shortbread
+
 // Shortbread machine layer: page tables and the runtime's own mappings.
 //
 // The kernel runs in one address space:

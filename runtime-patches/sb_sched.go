@@ -1,3 +1,5 @@
+//go:build shortbread
+
 // Shortbread machine layer: threads.
 //
 // The runtime's Ms are the machine layer's threads. A thread that is not
@@ -55,6 +57,9 @@ type sbThread struct {
 	faultCode int32
 	faultAddr uintptr
 	faultSig  int32
+	// The registers of this thread's last fault, for crash reports.
+	lastFault sbRegs
+	hasFault  bool
 }
 
 type sbScheduler struct {

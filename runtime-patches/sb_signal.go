@@ -1,3 +1,5 @@
+//go:build shortbread
+
 // Shortbread machine layer: signals for the runtime.
 //
 // The runtime needs two kinds of signal: SIGURG, which preemptM sends with
@@ -80,12 +82,7 @@ func sbDeliverSignals(c *sbCPU, f *sbFrame) {
 			continue
 		}
 		if act.handler == sbSigDfl {
-			sbPrintBegin()
-			sbPrintStr("machine: killed by signal ")
-			sbPrintDec(int64(sig))
-			sbPrintStr("\n")
-			sbPrintEnd()
-			sbPowerOff(uint8(0x40 + sig))
+			sbKilled(t, f, sig)
 		}
 		sbBuildSignalFrame(t, f, sig, act)
 		return
@@ -186,4 +183,25 @@ func sbSigreturn(c *sbCPU, f *sbFrame) {
 		*(*uint32)(unsafe.Pointer(&f.fx[24])) &= 0xffff
 	}
 	t.sigMask = *(*uint64)(unsafe.Pointer(&uc.uc_sigmask)) &^ sbUnblockable
+}
+
+// sbKilled ends the kernel for a signal whose default action is to
+// terminate (the runtime raises SIGABRT after printing a fatal panic): it
+// prints the registers of the thread's last fault, which is usually what
+// the panic was about, and of the point of death, then powers off with
+// status 0x40+sig.
+func sbKilled(t *sbThread, f *sbFrame, sig int32) {
+	now := sbRegsOf(f, 0)
+	sbPrintBegin()
+	sbPrintStr("machine: kernel killed by signal ")
+	sbPrintDec(int64(sig))
+	sbPrintStr("\n")
+	if t.hasFault {
+		sbPrintStr("machine: registers at the thread's last fault:\n")
+		sbPrintRegs(&t.lastFault)
+	}
+	sbPrintStr("machine: registers at the signal:\n")
+	sbPrintRegs(&now)
+	sbPrintEnd()
+	sbPowerOff(uint8(0x40 + sig))
 }

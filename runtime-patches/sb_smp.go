@@ -1,3 +1,5 @@
+//go:build shortbread
+
 // Shortbread machine layer: other CPUs and the I/O APIC.
 //
 // Application processors are started by kernel code above the runtime,

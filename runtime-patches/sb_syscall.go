@@ -1,3 +1,5 @@
+//go:build shortbread
+
 // Shortbread machine layer: the Linux system calls the runtime makes.
 //
 // The runtime runs unmodified and talks to "Linux" with SYSCALL; this file

@@ -1,3 +1,5 @@
+//go:build shortbread
+
 // Shortbread machine layer: clocks and the local APIC timer.
 //
 // Monotonic time is the TSC, calibrated once against PIT channel 2 (the

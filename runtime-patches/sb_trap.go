@@ -1,3 +1,5 @@
+//go:build shortbread
+
 // Shortbread machine layer: trap dispatch.
 //
 // sbTrap is the one Go entry from sb_amd64.s. It runs on the CPU's trap
@@ -125,38 +127,63 @@ func sbForceSignal(c *sbCPU, f *sbFrame, sig int32, code int32, addr uintptr) {
 		sbDump(f, "fatal fault")
 	}
 	t.sigPending |= bit
+	t.lastFault = sbRegsOf(f, addr)
+	t.hasFault = true
 	t.faultSig = sig
 	t.faultCode = code
 	t.faultAddr = addr
 }
 
-// sbDump prints the frame and powers off with a failing status.
-func sbDump(f *sbFrame, why string) {
-	sbPrintBegin()
-	sbPrintStr("\nmachine: PANIC: ")
-	sbPrintStr(why)
-	sbPrintStr("\n  cpu ")
+// sbRegs is the register part of a frame, kept per thread for its last
+// fault so a crash report can show where the fault happened.
+type sbRegs struct {
+	vals          [20]uint64
+	vector, error uint64
+	cr2           uint64
+}
+
+var sbRegNames = [20]string{"rip", "rsp", "rflags", "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp",
+	"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "fsbase", "cs"}
+
+func sbRegsOf(f *sbFrame, cr2 uintptr) sbRegs {
+	return sbRegs{
+		vals: [20]uint64{f.rip, f.rsp, f.rflags, f.rax, f.rbx, f.rcx, f.rdx, f.rsi, f.rdi, f.rbp,
+			f.r8, f.r9, f.r10, f.r11, f.r12, f.r13, f.r14, f.r15, f.fsbase, f.cs},
+		vector: f.vector, error: f.errcode, cr2: uint64(cr2),
+	}
+}
+
+// sbPrintRegs prints a register set; the caller holds the console.
+func sbPrintRegs(r *sbRegs) {
+	sbPrintStr("  cpu ")
 	sbPrintDec(int64(sbThisCPU().id))
 	sbPrintStr(" vector ")
-	sbPrintDec(int64(f.vector))
+	sbPrintDec(int64(r.vector))
 	sbPrintStr(" error ")
-	sbPrintHex(f.errcode)
+	sbPrintHex(r.error)
 	sbPrintStr(" cr2 ")
-	sbPrintHex(uint64(sbReadCR2()))
-	names := [...]string{"rip", "rsp", "rflags", "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp",
-		"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "fsbase", "cs"}
-	vals := [...]uint64{f.rip, f.rsp, f.rflags, f.rax, f.rbx, f.rcx, f.rdx, f.rsi, f.rdi, f.rbp,
-		f.r8, f.r9, f.r10, f.r11, f.r12, f.r13, f.r14, f.r15, f.fsbase, f.cs}
-	for i := range names {
+	sbPrintHex(r.cr2)
+	for i := range sbRegNames {
 		if i%4 == 0 {
 			sbPrintStr("\n ")
 		}
 		sbPrintStr(" ")
-		sbPrintStr(names[i])
+		sbPrintStr(sbRegNames[i])
 		sbPrintStr("=")
-		sbPrintHex(vals[i])
+		sbPrintHex(r.vals[i])
 	}
-	sbPrintStr("\n  stack:")
+	sbPrintStr("\n")
+}
+
+// sbDump prints the frame and powers off with a failing status.
+func sbDump(f *sbFrame, why string) {
+	r := sbRegsOf(f, sbReadCR2())
+	sbPrintBegin()
+	sbPrintStr("\nmachine: PANIC: ")
+	sbPrintStr(why)
+	sbPrintStr("\n")
+	sbPrintRegs(&r)
+	sbPrintStr("  stack:")
 	if f.rsp >= 4096 && sbAS.touchNoFault(uintptr(f.rsp), 64) {
 		for i := uintptr(0); i < 8; i++ {
 			sbPrintStr(" ")

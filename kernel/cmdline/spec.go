@@ -68,6 +68,14 @@ var Default = []Spec{
 		Help: `run the in-kernel self tests instead of init; "test" runs all, "test=NAME" runs one`,
 	},
 	{
+		Name: "poweroff", Kind: Bool,
+		Help: "power off as soon as the kernel is ready (boot benchmarks)",
+	},
+	{
+		Name: "crash", Kind: Enum, Enum: []string{"nil", "panic"},
+		Help: "crash on purpose after boot, to check the crash report: a nil dereference or a panic",
+	},
+	{
 		Name: "init", Kind: String,
 		Help: "path of the first user program; arguments after -- are passed to it",
 	},
