@@ -158,296 +158,66 @@ TEXT sbTrapRestore<>(SB),NOSPLIT|NOFRAME,$0
 // lists their addresses for the IDT. Vectors whose exceptions push an
 // error code skip the dummy push. 32-55: IOAPIC pins 0-23; 56-59: local
 // APIC timer, reschedule IPI, TLB shootdown IPI, spurious.
-TEXT runtime·sbVec0(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$0
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec1(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$1
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec2(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$2
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec3(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$3
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec4(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$4
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec5(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$5
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec6(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$6
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec7(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$7
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec8(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$8
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec9(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$9
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec10(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$10
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec11(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$11
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec12(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$12
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec13(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$13
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec14(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$14
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec15(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$15
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec16(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$16
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec17(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$17
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec18(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$18
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec19(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$19
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec20(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$20
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec21(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$21
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec22(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$22
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec23(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$23
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec24(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$24
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec25(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$25
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec26(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$26
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec27(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$27
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec28(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$28
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec29(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$29
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec30(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$30
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec31(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$31
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec32(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$32
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec33(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$33
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec34(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$34
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec35(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$35
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec36(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$36
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec37(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$37
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec38(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$38
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec39(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$39
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec40(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$40
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec41(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$41
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec42(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$42
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec43(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$43
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec44(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$44
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec45(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$45
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec46(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$46
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec47(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$47
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec48(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$48
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec49(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$49
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec50(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$50
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec51(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$51
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec52(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$52
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec53(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$53
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec54(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$54
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec55(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$55
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec56(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$56
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec57(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$57
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec58(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$58
-	JMP	sbTrapCommon<>(SB)
-
-TEXT runtime·sbVec59(SB),NOSPLIT|NOFRAME,$0
-	PUSHQ	$0
-	PUSHQ	$59
-	JMP	sbTrapCommon<>(SB)
-
+TEXT runtime·sbVec0(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $0; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec1(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $1; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec2(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $2; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec3(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $3; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec4(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $4; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec5(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $5; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec6(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $6; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec7(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $7; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec8(SB),NOSPLIT|NOFRAME,$0; PUSHQ $8; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec9(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $9; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec10(SB),NOSPLIT|NOFRAME,$0; PUSHQ $10; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec11(SB),NOSPLIT|NOFRAME,$0; PUSHQ $11; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec12(SB),NOSPLIT|NOFRAME,$0; PUSHQ $12; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec13(SB),NOSPLIT|NOFRAME,$0; PUSHQ $13; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec14(SB),NOSPLIT|NOFRAME,$0; PUSHQ $14; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec15(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $15; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec16(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $16; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec17(SB),NOSPLIT|NOFRAME,$0; PUSHQ $17; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec18(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $18; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec19(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $19; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec20(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $20; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec21(SB),NOSPLIT|NOFRAME,$0; PUSHQ $21; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec22(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $22; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec23(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $23; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec24(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $24; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec25(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $25; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec26(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $26; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec27(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $27; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec28(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $28; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec29(SB),NOSPLIT|NOFRAME,$0; PUSHQ $29; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec30(SB),NOSPLIT|NOFRAME,$0; PUSHQ $30; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec31(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $31; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec32(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $32; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec33(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $33; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec34(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $34; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec35(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $35; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec36(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $36; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec37(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $37; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec38(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $38; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec39(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $39; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec40(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $40; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec41(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $41; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec42(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $42; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec43(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $43; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec44(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $44; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec45(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $45; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec46(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $46; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec47(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $47; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec48(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $48; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec49(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $49; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec50(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $50; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec51(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $51; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec52(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $52; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec53(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $53; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec54(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $54; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec55(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $55; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec56(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $56; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec57(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $57; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec58(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $58; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec59(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $59; JMP sbTrapCommon<>(SB)
 DATA	sbVectorTable<>+0(SB)/8, $runtime·sbVec0(SB)
 DATA	sbVectorTable<>+8(SB)/8, $runtime·sbVec1(SB)
 DATA	sbVectorTable<>+16(SB)/8, $runtime·sbVec2(SB)
