@@ -16,7 +16,7 @@ MEM        ?= 512M
 QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot \
               -device isa-debug-exit,iobase=0xf4,iosize=0x04
 
-DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-common xorriso mtools nasm
+DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf
 
 .PHONY: all run test iso kernel deps host-test boot-test vet bench-boot clean
 
@@ -43,7 +43,7 @@ $(ISO): $(KERNEL) $(STUB) boot/grub.cfg tools/mkiso.sh
 
 run: deps
 	@$(MAKE) --no-print-directory iso
-	qemu-system-x86_64 $(QEMU_FLAGS) -cdrom $(ISO); \
+	qemu-system-x86_64 $(QEMU_FLAGS) $(if $(filter uefi,$(FIRMWARE)),-bios /usr/share/ovmf/OVMF.fd) -cdrom $(ISO); \
 	  s=$$?; [ $$s -eq 1 ] || [ $$s -eq 0 ] || echo "QEMU exited with $$s (kernel status $$(( ($$s - 1) / 2 )))"
 
 test: deps vet host-test boot-test
@@ -58,6 +58,7 @@ host-test:
 boot-test: $(KERNEL) $(STUB)
 	tools/boottest.sh 1
 	tools/boottest.sh 4
+	FIRMWARE=uefi tools/boottest.sh 2
 	tools/crashtest.sh
 
 bench-boot: deps $(KERNEL) $(STUB)

@@ -48,7 +48,7 @@ type sbThread struct {
 	restartNo  uint64
 	isIdle     bool
 
-	sigPending uint64
+	sigPending uint64 // atomic: set by any CPU, cleared by the thread's own
 	sigMask    uint64
 	altSP      uintptr
 	altSize    uintptr

@@ -13,7 +13,10 @@
 
 package runtime
 
-import "unsafe"
+import (
+	"internal/runtime/atomic"
+	"unsafe"
+)
 
 const (
 	sbSigDfl = 0
@@ -50,7 +53,7 @@ func sbDefaultIgnored(sig int32) bool {
 func sbSignalThread(i int32, sig int32) {
 	sbSched.mu.lock()
 	t := &sbThreads[i]
-	t.sigPending |= 1 << (sig - 1)
+	atomic.Or64(&t.sigPending, 1<<(sig-1))
 	if t.sigMask&(1<<(sig-1)) == 0 {
 		switch {
 		case t.state == sbThBlocked:
@@ -67,7 +70,7 @@ func sbSignalThread(i int32, sig int32) {
 func sbDeliverSignals(c *sbCPU, f *sbFrame) {
 	t := &sbThreads[c.cur]
 	for {
-		ready := t.sigPending &^ (t.sigMask &^ sbUnblockable)
+		ready := atomic.Load64(&t.sigPending) &^ (t.sigMask &^ sbUnblockable)
 		if ready == 0 {
 			return
 		}
@@ -76,7 +79,7 @@ func sbDeliverSignals(c *sbCPU, f *sbFrame) {
 			sig++
 		}
 		sig++
-		t.sigPending &^= 1 << (sig - 1)
+		atomic.And64(&t.sigPending, ^uint64(1<<(sig-1)))
 		act := sbSigactions[sig]
 		if act.handler == sbSigIgn || (act.handler == sbSigDfl && sbDefaultIgnored(sig)) {
 			continue

@@ -12,7 +12,10 @@
 
 package runtime
 
-import "unsafe"
+import (
+	"internal/runtime/atomic"
+	"unsafe"
+)
 
 var sbIRQCount [24]uint64
 
@@ -126,7 +129,7 @@ func sbForceSignal(c *sbCPU, f *sbFrame, sig int32, code int32, addr uintptr) {
 		sbPrintEnd()
 		sbDump(f, "fatal fault")
 	}
-	t.sigPending |= bit
+	atomic.Or64(&t.sigPending, bit)
 	t.lastFault = sbRegsOf(f, addr)
 	t.hasFault = true
 	t.faultSig = sig

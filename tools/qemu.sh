@@ -1,11 +1,15 @@
 #!/bin/sh
 # Boots an ISO in QEMU (TCG; KVM is used only if present and asked for)
 # with the serial console on stdout and a hard time limit.
-# usage: tools/qemu.sh ISO CPUS TIMEOUT_SECONDS [extra qemu args...]
+# usage: [FIRMWARE=uefi] [MEM=512M] tools/qemu.sh ISO CPUS TIMEOUT_SECONDS [extra qemu args...]
+# FIRMWARE=uefi boots through OVMF instead of SeaBIOS.
 # Exit status: the kernel's status (isa-debug-exit), 124 on timeout.
 set -u
 iso=$1 cpus=$2 limit=$3
 shift 3
+if [ "${FIRMWARE:-bios}" = uefi ]; then
+  set -- -bios /usr/share/ovmf/OVMF.fd "$@"
+fi
 timeout --foreground -k 5 "$limit" qemu-system-x86_64 -machine q35 -cpu max -m "${MEM:-512M}" \
   -smp "$cpus" -display none -serial stdio -monitor none -no-reboot \
   -device isa-debug-exit,iobase=0xf4,iosize=0x04 -cdrom "$iso" "$@" </dev/null
