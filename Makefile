@@ -56,6 +56,7 @@ host-test:
 	go test ./...
 
 boot-test: $(KERNEL) $(STUB)
+	tools/overlaytest.sh
 	tools/boottest.sh 1
 	tools/boottest.sh 4
 	FIRMWARE=uefi tools/boottest.sh 2
