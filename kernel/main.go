@@ -39,6 +39,7 @@ func main() {
 	k := &kernel{log: klog.New(os.Stdout, klog.Info)}
 	k.parseCmdline()
 	k.findACPI()
+	k.setIOAPIC()
 	k.startCPUs()
 	runtime.GOMAXPROCS(machine.NumCPU())
 	readyTSC := machine.Rdtsc()
@@ -49,6 +50,14 @@ func main() {
 	// One machine-readable line for bench/boottime.
 	fmt.Printf("boot-times: main_ns=%d ready_ns=%d\n", sinceStart(mainTSC), sinceStart(readyTSC))
 
+	switch k.opts["bench"] {
+	case "hlltax":
+		k.benchHLLTax()
+		power.Off(k.tables, 0)
+	case "gcheadroom":
+		k.benchGCHeadroom()
+		power.Off(k.tables, 0)
+	}
 	if k.opts["poweroff"] == "true" {
 		power.Off(k.tables, 0)
 	}
@@ -126,6 +135,22 @@ func (k *kernel) findACPI() {
 	k.tables = t
 	if k.madt, err = t.MADT(); err != nil {
 		k.log.Warnf("acpi: MADT: %v; running on the boot CPU only", err)
+	}
+}
+
+// setIOAPIC gives the machine layer the MADT's first I/O APIC (the one
+// with the ISA interrupts, GSI base 0).
+func (k *kernel) setIOAPIC() {
+	if k.madt == nil {
+		return
+	}
+	for _, io := range k.madt.IOAPICs {
+		if io.GSIBase == 0 {
+			if err := machine.SetIOAPIC(uint64(io.Addr)); err != nil {
+				k.log.Warnf("ioapic at %#x: %v", io.Addr, err)
+			}
+			return
+		}
 	}
 }
 

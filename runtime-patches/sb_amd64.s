@@ -160,7 +160,53 @@ TEXT sbTrapRestore<>(SB),NOSPLIT|NOFRAME,$0
 // APIC timer, reschedule IPI, TLB shootdown IPI, spurious.
 TEXT runtime·sbVec0(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $0; JMP sbTrapCommon<>(SB)
 TEXT runtime·sbVec1(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $1; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec2(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $2; JMP sbTrapCommon<>(SB)
+// Vector 2, NMI: the sampling profiler's interrupt (sb_prof.go). It can
+// land anywhere, including trap context with interrupts off, so it runs on
+// its own IST stack, touches only this CPU's sample buffer and never calls
+// Go. Record: interrupted RIP; CPU index | flags<<16 (1 = idle thread,
+// 2 = interrupts were off, 4 = user mode); 4 bytes reserved.
+TEXT runtime·sbVec2(SB),NOSPLIT|NOFRAME,$0
+	PUSHQ	AX
+	PUSHQ	BX
+	PUSHQ	CX
+	MOVQ	sbCPU_profBuf(GS), AX
+	TESTQ	AX, AX
+	JZ	nmidone
+	MOVQ	sbCPU_profN(GS), BX
+	CMPQ	BX, sbCPU_profCap(GS)
+	JAE	nmifull
+	SHLQ	$4, BX
+	ADDQ	BX, AX
+	MOVQ	24(SP), CX			// RIP
+	MOVQ	CX, 0(AX)
+	MOVL	sbCPU_id(GS), CX
+	MOVQ	40(SP), BX			// RFLAGS
+	TESTQ	$0x200, BX
+	JNZ	nmiifon
+	ORL	$(2<<16), CX
+nmiifon:
+	MOVQ	32(SP), BX			// CS
+	TESTQ	$3, BX
+	JZ	nmikernel
+	ORL	$(4<<16), CX
+nmikernel:
+	MOVL	sbCPU_cur(GS), BX
+	CMPL	BX, sbCPU_idle(GS)
+	JNE	nmibusy
+	ORL	$(1<<16), CX
+nmibusy:
+	MOVL	CX, 8(AX)
+	MOVL	$0, 12(AX)
+	INCQ	sbCPU_profN(GS)
+	JMP	nmidone
+nmifull:
+	INCQ	sbCPU_profDropped(GS)
+nmidone:
+	POPQ	CX
+	POPQ	BX
+	POPQ	AX
+	IRETQ
+
 TEXT runtime·sbVec3(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $3; JMP sbTrapCommon<>(SB)
 TEXT runtime·sbVec4(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $4; JMP sbTrapCommon<>(SB)
 TEXT runtime·sbVec5(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $5; JMP sbTrapCommon<>(SB)

@@ -33,6 +33,14 @@ type sbCPU struct {
 	sliceEnd int64 // when the running thread's time slice ends
 	tlbSeen  uint64 // last TLB shootdown generation this CPU applied
 
+	// Sampling profiler (sb_prof.go): a buffer of 16-byte records that
+	// the NMI stub fills; profBuf == 0 means not sampling.
+	profBuf     uintptr
+	profCap     uint64
+	profN       uint64
+	profDropped uint64
+	profNext    int64 // next sample time with the timer-interrupt source
+
 	gdt  [10]uint64
 	tss  [104]byte
 	gdtr [10]byte

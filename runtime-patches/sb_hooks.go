@@ -12,7 +12,7 @@
 package runtime
 
 import (
-	_ "unsafe" // for go:linkname
+	"internal/runtime/atomic"
 	"unsafe"
 )
 
@@ -21,7 +21,10 @@ const (
 	sbSysBase     = 0x5300
 	sbSysIRQOpen  = 0 // (irq) -> fd: an fd that reads the IRQ count, pollable
 	sbSysStartCPU = 1 // (apicID) -> 0 or errno
-	sbSysCount    = 2
+	sbSysProfStart = 2 // (buffers, n, hz, hpet) -> source or errno
+	sbSysProfStop  = 3 // () -> 0
+	sbSysIOAPIC    = 4 // (physical address) -> 0: the MADT's I/O APIC
+	sbSysCount     = 5
 
 	sbFdIRQBase = 16 // fds sbFdIRQBase+irq are IRQ fds
 )
@@ -50,6 +53,18 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 		return int64(sbFdIRQBase + a0)
 	case sbSysStartCPU:
 		return sbStartCPU(uint32(a0))
+	case sbSysProfStart:
+		return sbProfStart(a0, int(a1), int64(a2), uintptr(f.r10))
+	case sbSysProfStop:
+		sbProfStop()
+		return 0
+	case sbSysIOAPIC:
+		if a0 == 0 || a0&0xfff != 0 || a0 >= sbDmapEnd {
+			return -sbEINVAL
+		}
+		sbIOAPIC = a0
+		sbIOAPICMaskAll()
+		return 0
 	}
 	return -sbENOSYS
 }
@@ -128,3 +143,12 @@ func sbHookPhysPointer(pa uintptr) unsafe.Pointer { return unsafe.Pointer(sbPhys
 
 //go:linkname sbHookPhysEnd shortbread/kernel/machine.PhysEnd
 func sbHookPhysEnd() uint64 { return uint64(sbDmapEnd) }
+
+//go:linkname sbHookProfCount shortbread/kernel/machine.ProfCount
+func sbHookProfCount(cpu int) (n, dropped uint64) {
+	if cpu < 0 || cpu >= int(sbNCPU) {
+		return 0, 0
+	}
+	c := &sbCPUs[cpu]
+	return atomic.Load64(&c.profN), atomic.Load64(&c.profDropped)
+}

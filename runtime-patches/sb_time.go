@@ -89,6 +89,12 @@ func sbInitLAPIC(calibrate bool) {
 	sbLAPICWrite(lapicLVTLint0, 1<<16)         // masked
 	sbLAPICWrite(lapicLVTLint1, 1<<16)
 	sbLAPICWrite(lapicLVTErr, 1<<16)
+	// Flat logical destinations, one bit per CPU, so one I/O APIC entry
+	// can address every CPU at once (the profiler's NMI).
+	sbLAPICWrite(lapicDFR, 0xffffffff)
+	if id := sbThisCPU().id; id < 8 {
+		sbLAPICWrite(lapicLDR, 1<<(24+id))
+	}
 	_, _, c, _ := sbCpuid(1, 0)
 	sbTSCDeadline = c&(1<<24) != 0
 	if sbTSCDeadline {

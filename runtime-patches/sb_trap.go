@@ -33,6 +33,7 @@ func sbTrap(f *sbFrame) {
 	case v < 32:
 		sbException(c, f)
 	case v == sbVecTimer:
+		sbProfTick(c, f)
 		c.resched = true
 		sbEOI()
 	case v == sbVecResched:
@@ -66,6 +67,9 @@ func sbTrapExit(c *sbCPU, f *sbFrame) {
 	deadline := next
 	if !sbThreads[c.cur].isIdle && (deadline == 0 || c.sliceEnd < deadline) {
 		deadline = c.sliceEnd
+	}
+	if pn := sbProfTick(c, f); pn != 0 && (deadline == 0 || pn < deadline) {
+		deadline = pn
 	}
 	if deadline != 0 {
 		sbArmTimer(deadline)

@@ -72,6 +72,14 @@ var Default = []Spec{
 		Help: "power off as soon as the kernel is ready (boot benchmarks)",
 	},
 	{
+		Name: "bench", Kind: Enum, Enum: []string{"hlltax", "gcheadroom"},
+		Help: "run a kernel-resident benchmark, print its results and power off",
+	},
+	{Name: "bench.files", Kind: Int, Help: "vnodes the benchmark keeps live"},
+	{Name: "bench.ops", Kind: Int, Help: "operations per measurement"},
+	{Name: "bench.hz", Kind: Int, Help: "profiler samples per second per CPU"},
+	{Name: "bench.headroom", Kind: String, Help: "comma-separated heap headrooms (multiples of the live heap) for gcheadroom"},
+	{
 		Name: "crash", Kind: Enum, Enum: []string{"nil", "panic"},
 		Help: "crash on purpose after boot, to check the crash report: a nil dereference or a panic",
 	},

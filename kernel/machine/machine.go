@@ -91,9 +91,12 @@ func ReadMemStats() MemStats {
 
 // Private system calls served by the machine layer (sb_hooks.go).
 const (
-	sysBase     = 0x5300
-	sysIRQOpen  = sysBase + 0
-	sysStartCPU = sysBase + 1
+	sysBase      = 0x5300
+	sysIRQOpen   = sysBase + 0
+	sysStartCPU  = sysBase + 1
+	sysProfStart = sysBase + 2
+	sysProfStop  = sysBase + 3
+	sysIOAPIC    = sysBase + 4
 )
 
 // OpenIRQ returns a file descriptor for ISA interrupt line irq and unmasks
@@ -118,3 +121,49 @@ func StartCPU(apicID uint32) error {
 	}
 	return nil
 }
+
+// SetIOAPIC tells the machine layer where the I/O APIC is (from the MADT;
+// it assumes the PC default until told).
+func SetIOAPIC(phys uint64) error {
+	if _, _, errno := syscall.RawSyscall(sysIOAPIC, uintptr(phys), 0, 0); errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// ProfBuffer is one CPU's sample buffer: Cap 16-byte records at Addr,
+// which must stay allocated and already touched while sampling runs.
+type ProfBuffer struct {
+	Addr uint64
+	Cap  uint64
+}
+
+// Sample sources ProfStart can report.
+const (
+	ProfSourceNMI   = 1 // HPET timer delivered as an NMI to every CPU
+	ProfSourceTimer = 2 // local APIC timer interrupt
+)
+
+// ProfStart starts sampling every CPU hz times a second into bufs (one per
+// CPU). hpet is the HPET's physical address (0 if none). It returns the
+// sample source in use.
+func ProfStart(bufs []ProfBuffer, hz int, hpet uint64) (int, error) {
+	if len(bufs) == 0 {
+		return 0, syscall.EINVAL
+	}
+	src, _, errno := syscall.Syscall6(sysProfStart, uintptr(unsafe.Pointer(&bufs[0])), uintptr(len(bufs)),
+		uintptr(hz), uintptr(hpet), 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(src), nil
+}
+
+// ProfStop stops sampling.
+func ProfStop() {
+	syscall.Syscall(sysProfStop, 0, 0, 0)
+}
+
+// ProfCount returns how many samples CPU cpu has recorded and dropped
+// (buffer full) since ProfStart.
+func ProfCount(cpu int) (n, dropped uint64)
