@@ -65,6 +65,7 @@ func main() {
 		crash(how)
 	}
 	if name, ok := k.opts["test"]; ok {
+		selftest.HPET = k.hpetAddr()
 		_, failed := selftest.Run(os.Stdout, name)
 		status := uint8(0)
 		if failed > 0 {
@@ -218,6 +219,7 @@ func (k *kernel) commands() map[string]console.Command {
 			if len(args) > 0 {
 				filter = args[0]
 			}
+			selftest.HPET = k.hpetAddr()
 			selftest.Run(w, filter)
 			return nil
 		}},

@@ -35,6 +35,8 @@ var Tests = []Test{
 	{"divide-fault-recover", testDivideFault},
 	{"scavenger-returns-frames", testScavenger},
 	{"device-interrupt-wakes-goroutine", testInterrupt},
+	{"profiler-samples-every-cpu", testProfilerEveryCPU},
+	{"gc-counters-advance", testGCCounters},
 }
 
 // Run runs the tests whose name contains filter ("all" or "" runs every
