@@ -9,8 +9,11 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"shortbread/kernel/machine"
@@ -42,7 +45,9 @@ func (k *kernel) hpetAddr() uint64 {
 }
 
 // benchHLLTax runs the vnode workload with the sampling profiler on and
-// dumps the samples with the GC window for bench/hlltax.
+// dumps the samples with the GC window for bench/hlltax. It also runs the
+// same workload twice without the profiler, around the profiled run, to
+// state the profiler's overhead.
 func (k *kernel) benchHLLTax() {
 	files := k.intOpt("bench.files", 100_000)
 	ops := k.intOpt("bench.ops", 400_000)
@@ -51,8 +56,16 @@ func (k *kernel) benchHLLTax() {
 	fs := workload.NewFS(files)
 	runtime.GC()
 	fs.Run(cpus, ops/10, 1) // warm up
+	timed := func(seed uint64) (workload.Result, time.Duration) {
+		runtime.GC()
+		start := time.Now()
+		r := fs.Run(cpus, ops, seed)
+		return r, time.Since(start)
+	}
+	_, base1 := timed(2)
 	// Room for twice the expected samples.
-	s, err := sampler.Start(hz, 2*hz*120, k.hpetAddr())
+	expect := int(float64(hz) * base1.Seconds() * 2)
+	s, err := sampler.Start(hz, max(expect, 4096), k.hpetAddr())
 	if err != nil {
 		k.log.Errorf("hlltax: %v", err)
 		return
@@ -61,12 +74,14 @@ func (k *kernel) benchHLLTax() {
 	r := fs.Run(cpus, ops, 2)
 	el := time.Since(start)
 	res := s.Stop()
+	overhead := k.profilerOverhead(hz)
 	extra := map[string]string{
-		"bench":           "vfs",
-		"bench_files":     strconv.Itoa(files),
-		"bench_ops":       strconv.FormatUint(r.Ops, 10),
-		"bench_ns":        strconv.FormatInt(el.Nanoseconds(), 10),
-		"bench_ops_per_s": strconv.FormatFloat(float64(r.Ops)/el.Seconds(), 'f', 0, 64),
+		"bench":             "vfs",
+		"bench_files":       strconv.Itoa(files),
+		"bench_ops":         strconv.FormatUint(r.Ops, 10),
+		"bench_ns":          strconv.FormatInt(el.Nanoseconds(), 10),
+		"bench_ops_per_s":   strconv.FormatFloat(float64(r.Ops)/el.Seconds(), 'f', 0, 64),
+		"profiler_overhead": strconv.FormatFloat(overhead, 'f', 4, 64),
 	}
 	res.Dump(os.Stdout, extra)
 	for i, n := range res.Counts {
@@ -74,6 +89,47 @@ func (k *kernel) benchHLLTax() {
 	}
 	runtime.KeepAlive(fs)
 }
+
+// profilerOverhead times a fixed amount of pure computation on every CPU
+// (no allocation, so no GC noise) with and without sampling, alternating
+// three times, and returns the relative slowdown of the median.
+func (k *kernel) profilerOverhead(hz int) float64 {
+	cpus := machine.NumCPU()
+	work := func() time.Duration {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i := 0; i < cpus; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				x := uint64(i + 1)
+				for j := 0; j < 50_000_000; j++ {
+					x = x*6364136223846793005 + 1442695040888963407
+				}
+				overheadSink.Add(x)
+			}()
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	var with, without []time.Duration
+	for i := 0; i < 3; i++ {
+		without = append(without, work())
+		s, err := sampler.Start(hz, 1<<16, k.hpetAddr())
+		if err != nil {
+			return 0
+		}
+		with = append(with, work())
+		s.Stop()
+	}
+	med := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return d[len(d)/2].Seconds()
+	}
+	return med(with)/med(without) - 1
+}
+
+var overheadSink atomic.Uint64
 
 // benchGCHeadroom keeps files vnodes live and runs the same workload with
 // the heap allowed to grow to live × (1 + headroom) before each GC
