@@ -161,47 +161,56 @@ TEXT sbTrapRestore<>(SB),NOSPLIT|NOFRAME,$0
 TEXT runtime·sbVec0(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $0; JMP sbTrapCommon<>(SB)
 TEXT runtime·sbVec1(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $1; JMP sbTrapCommon<>(SB)
 // Vector 2, NMI: the sampling profiler's interrupt (sb_prof.go). It can
-// land anywhere, including trap context with interrupts off, so it runs on
-// its own IST stack, touches only this CPU's sample buffer and never calls
-// Go. Record: interrupted RIP; CPU index | flags<<16 (1 = idle thread,
-// 2 = interrupts were off, 4 = user mode); 4 bytes reserved.
+// land anywhere: in trap context with interrupts off, and (with user
+// programs) in user mode or between an entry and its SWAPGS, so it finds
+// its CPU through TSC_AUX (RDTSCP), never GS, runs on its own IST stack,
+// touches only this CPU's sample buffer and never calls Go. Record:
+// interrupted RIP; CPU index | flags<<16 (1 = idle thread, 2 = interrupts
+// were off, 4 = user mode); 4 bytes reserved.
 TEXT runtime·sbVec2(SB),NOSPLIT|NOFRAME,$0
 	PUSHQ	AX
 	PUSHQ	BX
 	PUSHQ	CX
-	MOVQ	sbCPU_profBuf(GS), AX
+	PUSHQ	DX
+	RDTSCP					// ECX = TSC_AUX = CPU index
+	MOVL	CX, CX
+	IMULQ	$sbCPU__size, CX
+	LEAQ	runtime·sbCPUs(SB), DX
+	ADDQ	CX, DX				// DX = this CPU's sbCPU
+	MOVQ	sbCPU_profBuf(DX), AX
 	TESTQ	AX, AX
 	JZ	nmidone
-	MOVQ	sbCPU_profN(GS), BX
-	CMPQ	BX, sbCPU_profCap(GS)
+	MOVQ	sbCPU_profN(DX), BX
+	CMPQ	BX, sbCPU_profCap(DX)
 	JAE	nmifull
 	SHLQ	$4, BX
 	ADDQ	BX, AX
-	MOVQ	24(SP), CX			// RIP
+	MOVQ	32(SP), CX			// RIP
 	MOVQ	CX, 0(AX)
-	MOVL	sbCPU_id(GS), CX
-	MOVQ	40(SP), BX			// RFLAGS
+	MOVL	sbCPU_id(DX), CX
+	MOVQ	48(SP), BX			// RFLAGS
 	TESTQ	$0x200, BX
 	JNZ	nmiifon
 	ORL	$(2<<16), CX
 nmiifon:
-	MOVQ	32(SP), BX			// CS
+	MOVQ	40(SP), BX			// CS
 	TESTQ	$3, BX
 	JZ	nmikernel
 	ORL	$(4<<16), CX
 nmikernel:
-	MOVL	sbCPU_cur(GS), BX
-	CMPL	BX, sbCPU_idle(GS)
+	MOVL	sbCPU_cur(DX), BX
+	CMPL	BX, sbCPU_idle(DX)
 	JNE	nmibusy
 	ORL	$(1<<16), CX
 nmibusy:
 	MOVL	CX, 8(AX)
 	MOVL	$0, 12(AX)
-	INCQ	sbCPU_profN(GS)
+	INCQ	sbCPU_profN(DX)
 	JMP	nmidone
 nmifull:
-	INCQ	sbCPU_profDropped(GS)
+	INCQ	sbCPU_profDropped(DX)
 nmidone:
+	POPQ	DX
 	POPQ	CX
 	POPQ	BX
 	POPQ	AX

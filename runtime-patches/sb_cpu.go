@@ -114,6 +114,7 @@ func sbCPUInit(id int32) {
 	sbLoadGDT(uintptr(unsafe.Pointer(&c.gdtr)), sbTSSSel)
 	sbLoadIDT(uintptr(unsafe.Pointer(&sbIDTR)))
 	sbWrmsr(0xC0000101, uint64(c.self)) // GS base
+	sbWrmsr(0xC0000103, uint64(id))     // TSC_AUX: the NMI stub's CPU index
 	sbWrmsr(0xC0000102, 0)              // kernel GS base (for SWAPGS, later)
 
 	// SYSCALL: EFER.SCE (and NXE, already set by the stub); STAR selectors

@@ -75,6 +75,10 @@ func (a *sbFrameAllocator) reserve(base, end uintptr) {
 		default:
 			// Split in two.
 			if a.nranges == sbMaxRanges {
+				// No slot for the tail: drop it from the counts too.
+				lost := uint64((r.end - end) / sbPageSize)
+				a.free -= lost
+				a.total -= lost
 				a.ranges[i].end = base
 				continue
 			}

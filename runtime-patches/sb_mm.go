@@ -282,6 +282,10 @@ func (as *sbAddrSpace) carve(start, end uintptr) bool {
 // zap unmaps every page in [start, end) and frees the frames, skipping
 // absent page-table subtrees so huge PROT_NONE reservations cost little.
 func (as *sbAddrSpace) zap(start, end uintptr) {
+	// Only the runtime's mappings live in [sbMmapMin, sbMmapMax): the
+	// kernel image and the AP trampoline below are not to be unmapped, and
+	// the bound keeps va from wrapping past the top of the address space.
+	start, end = max(start, sbMmapMin), min(end, sbMmapMax)
 	va := start
 	for va < end {
 		// Find the deepest present table covering va.
@@ -331,6 +335,9 @@ func (as *sbAddrSpace) mmap(hint, n uintptr, prot uint32, fixed bool) int64 {
 		return -sbEINVAL
 	}
 	n = (n + sbPageSize - 1) &^ (sbPageSize - 1)
+	if n == 0 || n > sbMmapMax-sbMmapMin { // rounding wrapped, or cannot fit
+		return -sbENOMEM
+	}
 	as.mu.lock()
 	defer as.mu.unlock()
 	var addr uintptr
@@ -361,10 +368,10 @@ func (as *sbAddrSpace) mmap(hint, n uintptr, prot uint32, fixed bool) int64 {
 func (as *sbAddrSpace) zapLocked(start, end uintptr) { as.zap(start, end) }
 
 func (as *sbAddrSpace) munmap(addr, n uintptr) int64 {
-	if addr&(sbPageSize-1) != 0 || n == 0 {
+	end := (addr + n + sbPageSize - 1) &^ (sbPageSize - 1)
+	if addr&(sbPageSize-1) != 0 || n == 0 || end <= addr {
 		return -sbEINVAL
 	}
-	end := (addr + n + sbPageSize - 1) &^ (sbPageSize - 1)
 	as.mu.lock()
 	defer as.mu.unlock()
 	as.zap(addr, end)
@@ -391,13 +398,33 @@ func (as *sbAddrSpace) mprotect(addr, n uintptr, prot uint32) int64 {
 	if addr&(sbPageSize-1) != 0 {
 		return -sbEINVAL
 	}
+	if n == 0 {
+		return 0
+	}
 	end := (addr + n + sbPageSize - 1) &^ (sbPageSize - 1)
+	if end <= addr {
+		return -sbENOMEM
+	}
 	as.mu.lock()
 	defer as.mu.unlock()
 	for va := addr; va < end; va += sbPageSize {
 		if as.findVMA(va) < 0 {
 			return -sbENOMEM
 		}
+	}
+	// Fail before changing anything if the table might not hold the result
+	// (counted without merges): the VMAs of the range become one, plus the
+	// parts of the first and the last outside the range.
+	i, j := as.findVMA(addr), as.findVMA(end-1)
+	slots := as.n - (j - i)
+	if as.vmas[i].start < addr {
+		slots++
+	}
+	if as.vmas[j].end > end {
+		slots++
+	}
+	if slots > sbMaxVMAs {
+		return -sbENOMEM
 	}
 	if !as.carve(addr, end) || !as.insert(addr, end, prot) {
 		return -sbENOMEM
