@@ -33,11 +33,17 @@ const (
 
 	sbMaxVMAs = 1024
 
-	// The runtime's mappings live in [sbMmapMin, sbMmapMax); mappings
-	// without a usable hint are placed from sbMmapBase upwards.
-	sbMmapMin  = 4 << 30
-	sbMmapBase = 0x100000000000
-	sbMmapMax  = 0x7ffffffff000
+	// The runtime's mappings live in the kernel half, in
+	// [sbMmapMin, sbMmapMax), so the whole lower half (but the kernel
+	// image) is left to user programs. The runtime's address hints are all
+	// in the lower half, so it falls back to asking without a hint, and its
+	// amd64 arena index covers the upper half. Mappings are placed from
+	// sbMmapBase upwards. The region is 4 TiB: eight PML4 slots whose PDPT
+	// pages exist from boot, so the kernel half of every address space
+	// can share them without the PML4 entries ever changing.
+	sbMmapMin  = 0xffffc00000000000
+	sbMmapBase = sbMmapMin
+	sbMmapMax  = sbMmapMin + 4<<40
 )
 
 type sbVMA struct {
@@ -152,6 +158,16 @@ func sbBuildKernelPageTables(elf uintptr) {
 			}
 			sbStore64(pte, uint64(p)|flags)
 		}
+	}
+	// The kernel half's PDPTs for the runtime's mappings, made now so the
+	// top-level entries never change (see sbMmapMin).
+	for va := uintptr(sbMmapMin); va < sbMmapMax; va += 1 << 39 {
+		e := sbPhys(pml4) + ((va>>39)&511)*8
+		f := sbFrames.alloc()
+		if f == 0 {
+			sbFatal("out of memory building page tables")
+		}
+		sbStore64(e, uint64(f)|ptePresent|pteWrite)
 	}
 	// The AP trampoline page stays identity-mapped: an AP turns paging on
 	// while executing there.
@@ -493,7 +509,7 @@ func (as *sbAddrSpace) touch(va, n uintptr, write bool) bool {
 		return false
 	}
 	// The kernel image and the direct map are always present.
-	if va >= sbDirectMap || (va >= sbKernelStart && va+n <= sbKernelEnd) {
+	if sbAlwaysMapped(va, n) {
 		return true
 	}
 	for p := va &^ (sbPageSize - 1); p < va+n; p += sbPageSize {
@@ -509,4 +525,11 @@ func (as *sbAddrSpace) touch(va, n uintptr, write bool) bool {
 		}
 	}
 	return true
+}
+
+// sbAlwaysMapped reports whether [va, va+n) lies in the kernel image or the
+// direct map, which are mapped from boot and never demand-paged.
+func sbAlwaysMapped(va, n uintptr) bool {
+	return (va >= sbDirectMap && va+n <= sbDirectMap+sbDmapEnd && va+n >= va) ||
+		(va >= sbKernelStart && va+n <= sbKernelEnd && va+n >= va)
 }

@@ -213,7 +213,7 @@ func sbPowerOff(status uint8) {
 // touchNoFault reports whether [va, va+n) is present without faulting
 // anything in (used while reporting a crash).
 func (as *sbAddrSpace) touchNoFault(va, n uintptr) bool {
-	if va >= sbDirectMap || (va >= sbKernelStart && va+n <= sbKernelEnd) {
+	if sbAlwaysMapped(va, n) {
 		return true
 	}
 	for p := va &^ (sbPageSize - 1); p < va+n; p += sbPageSize {
