@@ -62,11 +62,18 @@ TEXT runtime·sbStart(SB),NOSPLIT|NOFRAME,$0
 	STI
 	JMP	_rt0_amd64_linux(SB)
 
-// sbSyscallEntry is LSTAR: the runtime's SYSCALL instructions land here in
-// ring 0. SYSCALL left the return RIP in CX and RFLAGS in R11, masked IF
-// and did not switch stacks, so the caller's SP is parked in the per-CPU
-// scratch word while we move to the trap stack.
+// sbSyscallEntry is LSTAR: both the runtime's SYSCALLs (ring 0) and user
+// programs' (ring 3) land here. SYSCALL left the return RIP in CX and
+// RFLAGS in R11, masked IF and switched neither stack nor GS. The return
+// address tells the two apart before GS or the stack is touched: user
+// programs cannot map the kernel image, so a RIP inside it is the
+// runtime's. The caller's SP is parked in the per-CPU scratch word while
+// we move to the trap stack.
 TEXT runtime·sbSyscallEntry(SB),NOSPLIT|NOFRAME,$0
+	CMPQ	CX, runtime·sbKernelStart(SB)
+	JB	fromuser
+	CMPQ	CX, runtime·sbKernelEnd(SB)
+	JAE	fromuser
 	MOVQ	SP, sbCPU_scratch(GS)
 	MOVQ	sbCPU_stackTop(GS), SP
 	PUSHQ	$const_sbKernelDS		// ss
@@ -76,6 +83,28 @@ TEXT runtime·sbSyscallEntry(SB),NOSPLIT|NOFRAME,$0
 	PUSHQ	CX				// rip
 	PUSHQ	$0				// error code
 	PUSHQ	$const_sbVecSyscall		// vector
+	JMP	sbTrapCommon<>(SB)
+fromuser:
+	SWAPGS
+	MOVQ	SP, sbCPU_scratch(GS)
+	MOVQ	sbCPU_stackTop(GS), SP
+	PUSHQ	$const_sbUserDS			// ss
+	PUSHQ	sbCPU_scratch(GS)		// rsp
+	PUSHQ	R11				// rflags
+	PUSHQ	$const_sbUserCS			// cs
+	PUSHQ	CX				// rip
+	PUSHQ	$0				// error code
+	PUSHQ	$const_sbVecSyscall		// vector
+	JMP	sbTrapCommon<>(SB)
+
+// sbTrapEntry is where the vector stubs go: a trap from user mode first
+// swaps in the kernel's GS base. The stack holds vector, error code, RIP,
+// CS, ...
+TEXT sbTrapEntry<>(SB),NOSPLIT|NOFRAME,$0
+	TESTQ	$3, 24(SP)
+	JZ	kernel
+	SWAPGS
+kernel:
 	JMP	sbTrapCommon<>(SB)
 
 // sbTrapCommon saves the rest of the frame, calls sbTrap and restores.
@@ -152,14 +181,18 @@ TEXT sbTrapRestore<>(SB),NOSPLIT|NOFRAME,$0
 	POPQ	BX
 	POPQ	AX
 	ADDQ	$24, SP				// fsbase, vector, error code
+	TESTQ	$3, 8(SP)			// returning to user mode?
+	JZ	tokernel
+	SWAPGS
+tokernel:
 	IRETQ
 
 // Interrupt and exception entry stubs, one per vector; sbVectorTable
 // lists their addresses for the IDT. Vectors whose exceptions push an
 // error code skip the dummy push. 32-55: IOAPIC pins 0-23; 56-59: local
 // APIC timer, reschedule IPI, TLB shootdown IPI, spurious.
-TEXT runtime·sbVec0(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $0; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec1(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $1; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec0(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $0; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec1(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $1; JMP sbTrapEntry<>(SB)
 // Vector 2, NMI: the sampling profiler's interrupt (sb_prof.go). It can
 // land anywhere: in trap context with interrupts off, and (with user
 // programs) in user mode or between an entry and its SWAPGS, so it finds
@@ -216,63 +249,63 @@ nmidone:
 	POPQ	AX
 	IRETQ
 
-TEXT runtime·sbVec3(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $3; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec4(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $4; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec5(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $5; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec6(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $6; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec7(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $7; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec8(SB),NOSPLIT|NOFRAME,$0; PUSHQ $8; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec9(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $9; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec10(SB),NOSPLIT|NOFRAME,$0; PUSHQ $10; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec11(SB),NOSPLIT|NOFRAME,$0; PUSHQ $11; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec12(SB),NOSPLIT|NOFRAME,$0; PUSHQ $12; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec13(SB),NOSPLIT|NOFRAME,$0; PUSHQ $13; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec14(SB),NOSPLIT|NOFRAME,$0; PUSHQ $14; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec15(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $15; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec16(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $16; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec17(SB),NOSPLIT|NOFRAME,$0; PUSHQ $17; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec18(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $18; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec19(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $19; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec20(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $20; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec21(SB),NOSPLIT|NOFRAME,$0; PUSHQ $21; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec22(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $22; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec23(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $23; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec24(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $24; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec25(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $25; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec26(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $26; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec27(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $27; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec28(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $28; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec29(SB),NOSPLIT|NOFRAME,$0; PUSHQ $29; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec30(SB),NOSPLIT|NOFRAME,$0; PUSHQ $30; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec31(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $31; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec32(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $32; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec33(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $33; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec34(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $34; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec35(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $35; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec36(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $36; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec37(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $37; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec38(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $38; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec39(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $39; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec40(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $40; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec41(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $41; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec42(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $42; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec43(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $43; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec44(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $44; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec45(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $45; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec46(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $46; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec47(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $47; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec48(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $48; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec49(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $49; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec50(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $50; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec51(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $51; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec52(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $52; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec53(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $53; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec54(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $54; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec55(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $55; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec56(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $56; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec57(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $57; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec58(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $58; JMP sbTrapCommon<>(SB)
-TEXT runtime·sbVec59(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $59; JMP sbTrapCommon<>(SB)
+TEXT runtime·sbVec3(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $3; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec4(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $4; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec5(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $5; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec6(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $6; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec7(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $7; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec8(SB),NOSPLIT|NOFRAME,$0; PUSHQ $8; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec9(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $9; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec10(SB),NOSPLIT|NOFRAME,$0; PUSHQ $10; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec11(SB),NOSPLIT|NOFRAME,$0; PUSHQ $11; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec12(SB),NOSPLIT|NOFRAME,$0; PUSHQ $12; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec13(SB),NOSPLIT|NOFRAME,$0; PUSHQ $13; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec14(SB),NOSPLIT|NOFRAME,$0; PUSHQ $14; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec15(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $15; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec16(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $16; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec17(SB),NOSPLIT|NOFRAME,$0; PUSHQ $17; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec18(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $18; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec19(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $19; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec20(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $20; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec21(SB),NOSPLIT|NOFRAME,$0; PUSHQ $21; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec22(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $22; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec23(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $23; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec24(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $24; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec25(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $25; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec26(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $26; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec27(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $27; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec28(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $28; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec29(SB),NOSPLIT|NOFRAME,$0; PUSHQ $29; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec30(SB),NOSPLIT|NOFRAME,$0; PUSHQ $30; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec31(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $31; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec32(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $32; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec33(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $33; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec34(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $34; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec35(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $35; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec36(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $36; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec37(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $37; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec38(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $38; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec39(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $39; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec40(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $40; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec41(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $41; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec42(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $42; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec43(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $43; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec44(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $44; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec45(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $45; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec46(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $46; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec47(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $47; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec48(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $48; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec49(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $49; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec50(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $50; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec51(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $51; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec52(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $52; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec53(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $53; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec54(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $54; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec55(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $55; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec56(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $56; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec57(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $57; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec58(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $58; JMP sbTrapEntry<>(SB)
+TEXT runtime·sbVec59(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $59; JMP sbTrapEntry<>(SB)
 DATA	sbVectorTable<>+0(SB)/8, $runtime·sbVec0(SB)
 DATA	sbVectorTable<>+8(SB)/8, $runtime·sbVec1(SB)
 DATA	sbVectorTable<>+16(SB)/8, $runtime·sbVec2(SB)
@@ -528,3 +561,20 @@ TEXT runtime·sbAPEntry(SB),NOSPLIT|NOFRAME,$0
 	MOVQ	$runtime·sbAPMain<ABIInternal>(SB), BX
 	CALL	BX
 	CALL	runtime·sbHalt(SB)
+
+// func sbIntrOff() uintptr
+// Disables interrupts and returns the previous RFLAGS.
+TEXT runtime·sbIntrOff(SB),NOSPLIT,$0-8
+	PUSHFQ
+	POPQ	AX
+	CLI
+	MOVQ	AX, ret+0(FP)
+	RET
+
+// func sbIntrRestore(flags uintptr)
+// Restores RFLAGS.IF as saved by sbIntrOff.
+TEXT runtime·sbIntrRestore(SB),NOSPLIT,$0-8
+	MOVQ	flags+0(FP), AX
+	PUSHQ	AX
+	POPFQ
+	RET

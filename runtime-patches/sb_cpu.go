@@ -32,6 +32,7 @@ type sbCPU struct {
 	resched  bool  // set by timer or IPI: consider switching threads on exit
 	sliceEnd int64 // when the running thread's time slice ends
 	tlbSeen  uint64 // last TLB shootdown generation this CPU applied
+	cr3      uintptr // the address space loaded on this CPU
 
 	// Sampling profiler (sb_prof.go): a buffer of 16-byte records that
 	// the NMI stub fills; profBuf == 0 means not sampling.
@@ -113,6 +114,7 @@ func sbCPUInit(id int32) {
 	*(*uint64)(unsafe.Pointer(&c.gdtr[2])) = uint64(uintptr(unsafe.Pointer(&c.gdt)))
 	sbLoadGDT(uintptr(unsafe.Pointer(&c.gdtr)), sbTSSSel)
 	sbLoadIDT(uintptr(unsafe.Pointer(&sbIDTR)))
+	c.cr3 = sbReadCR3()
 	sbWrmsr(0xC0000101, uint64(c.self)) // GS base
 	sbWrmsr(0xC0000103, uint64(id))     // TSC_AUX: the NMI stub's CPU index
 	sbWrmsr(0xC0000102, 0)              // kernel GS base (for SWAPGS, later)

@@ -46,6 +46,8 @@ const (
 	// kernel CS, kernel DS, user CS32, user DS, user CS64, TSS.
 	sbKernelCS = 0x10
 	sbKernelDS = 0x18
+	sbUserDS   = 0x28 | 3
+	sbUserCS   = 0x30 | 3
 	sbTSSSel   = 0x40
 
 	// Trap vectors.

@@ -24,7 +24,10 @@ const (
 	sbSysProfStart = 2 // (buffers, n, hz, hpet) -> source or errno
 	sbSysProfStop  = 3 // () -> 0
 	sbSysIOAPIC    = 4 // (physical address) -> 0: the MADT's I/O APIC
-	sbSysCount     = 5
+	sbSysRunUser   = 5 // (regs, cr3) -> 0 when the program traps back
+	sbSysInitAS    = 6 // (pml4, pdpt, pd) -> 0: share the kernel half
+	sbSysFlushTLB  = 7 // () -> 0: every CPU drops non-global translations
+	sbSysCount     = 8
 
 	sbFdIRQBase = 16 // fds sbFdIRQBase+irq are IRQ fds
 )
@@ -57,6 +60,15 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 		return sbProfStart(a0, int(a1), int64(a2), uintptr(f.r10))
 	case sbSysProfStop:
 		sbProfStop()
+		return 0
+	case sbSysRunUser:
+		sbRunUser(c, f, a0, a1)
+		return int64(f.rax)
+	case sbSysInitAS:
+		return sbInitAddressSpace(a0, a1, a2)
+	case sbSysFlushTLB:
+		sbWriteCR3(sbReadCR3())
+		sbShootdown()
 		return 0
 	case sbSysIOAPIC:
 		if a0 == 0 || a0&0xfff != 0 || a0 >= sbDmapEnd {
@@ -152,3 +164,28 @@ func sbHookProfCount(cpu int) (n, dropped uint64) {
 	c := &sbCPUs[cpu]
 	return atomic.Load64(&c.profN), atomic.Load64(&c.profDropped)
 }
+
+func sbIntrOff() uintptr
+func sbIntrRestore(flags uintptr)
+
+//go:linkname sbHookAllocFrame shortbread/kernel/machine.AllocFrame
+func sbHookAllocFrame() uintptr {
+	// Interrupts off: a trap handler on this CPU may need the allocator.
+	fl := sbIntrOff()
+	pa := sbFrames.alloc()
+	sbIntrRestore(fl)
+	return pa
+}
+
+//go:linkname sbHookFreeFrame shortbread/kernel/machine.FreeFrame
+func sbHookFreeFrame(pa uintptr) {
+	if pa == 0 || pa&(sbPageSize-1) != 0 || pa >= sbFrames.maxPhys {
+		return
+	}
+	fl := sbIntrOff()
+	sbFrames.release(pa)
+	sbIntrRestore(fl)
+}
+
+//go:linkname sbHookKernelReserved shortbread/kernel/machine.KernelReserved
+func sbHookKernelReserved() [2][2]uintptr { return sbKernelReserved() }

@@ -57,6 +57,13 @@ type sbThread struct {
 	faultCode int32
 	faultAddr uintptr
 	faultSig  int32
+	// User mode (sb_user.go): while inUser, the thread runs a user
+	// program in address space cr3, and kframe is the kernel frame that
+	// RunUser returns to; user points at the caller's UserRegs.
+	inUser bool
+	cr3    uintptr
+	user   uintptr
+	kframe sbFrame
 	// The registers of this thread's last fault, for crash reports.
 	lastFault sbRegs
 	hasFault  bool
@@ -168,6 +175,7 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool) {
 	t.cpu = c.id
 	c.cur = next
 	c.sliceEnd = sbNanotime() + sbTimeSlice
+	sbLoadCR3(c, t.cr3)
 	*f = t.frame
 }
 

@@ -65,6 +65,11 @@ func sbSignalThread(i int32, sig int32) {
 	sbSched.mu.unlock()
 }
 
+// sbSignalReady reports whether t has a pending signal it does not block.
+func sbSignalReady(t *sbThread) bool {
+	return atomic.Load64(&t.sigPending)&^(t.sigMask&^sbUnblockable) != 0
+}
+
 // sbDeliverSignals builds a signal frame for the lowest pending unblocked
 // signal of the running thread, if any.
 func sbDeliverSignals(c *sbCPU, f *sbFrame) {

@@ -22,7 +22,12 @@ var sbIRQCount [24]uint64
 //go:nowritebarrierrec
 func sbTrap(f *sbFrame) {
 	c := sbThisCPU()
-	if f.vector != sbVecSyscall && uintptr(f.rsp) > c.stackTop-sbTrapStackSize && uintptr(f.rsp) <= c.stackTop {
+	if f.cs&3 != 0 {
+		if sbUserTrap(c, f) {
+			sbTrapExit(c, f)
+			return
+		}
+	} else if f.vector != sbVecSyscall && uintptr(f.rsp) > c.stackTop-sbTrapStackSize && uintptr(f.rsp) <= c.stackTop {
 		sbDump(f, "trap inside the machine layer")
 	}
 	switch v := f.vector; {
@@ -61,6 +66,11 @@ func sbTrapExit(c *sbCPU, f *sbFrame) {
 	}
 	c.resched = false
 	cur = &sbThreads[c.cur]
+	if cur.inUser && sbSignalReady(cur) {
+		// The runtime needs this thread (async preemption, a fault
+		// signal...): leave user mode so the signal lands in Go code.
+		sbUserExit(c, f, sbTrapInterrupt, 0)
+	}
 	if !cur.isIdle {
 		sbDeliverSignals(c, f)
 	}

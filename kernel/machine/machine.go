@@ -167,3 +167,70 @@ func ProfStop() {
 // ProfCount returns how many samples CPU cpu has recorded and dropped
 // (buffer full) since ProfStart.
 func ProfCount(cpu int) (n, dropped uint64)
+
+// User mode (runtime-patches/sb_user.go).
+
+// UserRegs is a user thread's register state. Its layout is shared with
+// the machine layer.
+type UserRegs struct {
+	R15, R14, R13, R12, R11, R10, R9, R8 uint64
+	RBP, RDI, RSI, RDX, RCX, RBX, RAX    uint64
+	FSBase, GSBase                       uint64
+	RIP, RFLAGS, RSP                     uint64
+	// Why RunUser returned: a CPU exception vector (0-31; 14 is a page
+	// fault with the address in Addr), TrapSyscall, or TrapInterrupt.
+	Trap, ErrCode, Addr uint64
+	FX                  [512]byte // FXSAVE image: x87 and SSE state
+}
+
+// Reasons in UserRegs.Trap besides exception vectors.
+const (
+	TrapPageFault = 14
+	TrapSyscall   = 256
+	TrapInterrupt = 512 // the runtime needed the thread; just run again
+)
+
+const (
+	sysRunUser  = sysBase + 5
+	sysInitAS   = sysBase + 6
+	sysFlushTLB = sysBase + 7
+)
+
+// RunUser runs the user thread whose state is r in the address space whose
+// PML4 is at physical address cr3, until it makes a system call or takes a
+// fault (or the runtime needs the thread); r then holds the new state. To
+// the runtime the goroutine is in a system call meanwhile.
+func RunUser(r *UserRegs, cr3 uintptr) error {
+	_, _, errno := syscall.Syscall(sysRunUser, uintptr(unsafe.Pointer(r)), cr3, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// InitAddressSpace fills three zeroed frames as a new address space: pml4
+// gets the shared kernel half, pdpt and pd cover the first GiB and hold
+// the kernel's reserved entries (see KernelReserved).
+func InitAddressSpace(pml4, pdpt, pd uintptr) error {
+	if _, _, errno := syscall.RawSyscall(sysInitAS, pml4, pdpt, pd); errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// FlushTLB drops stale user translations on every CPU after mappings were
+// removed or made stricter.
+func FlushTLB() {
+	syscall.RawSyscall(sysFlushTLB, 0, 0, 0)
+}
+
+// AllocFrame returns the physical address of a zeroed 4 KiB frame, or 0
+// when memory is exhausted.
+func AllocFrame() uintptr
+
+// FreeFrame returns a frame from AllocFrame.
+func FreeFrame(pa uintptr)
+
+// KernelReserved lists the 2 MiB-aligned lower-half ranges [start, end)
+// that user programs cannot map (page 0 and the kernel image).
+func KernelReserved() [2][2]uintptr

@@ -1,0 +1,177 @@
+//go:build shortbread
+
+// Shortbread machine layer: running user programs.
+//
+// A user thread is a kernel goroutine that calls machine.RunUser in a
+// loop. RunUser is a private system call: the machine layer keeps the
+// calling thread's kernel frame, loads the user registers and address
+// space and returns to ring 3. When the program makes a system call, takes
+// a fault, or must give the thread back (a signal for the runtime, such as
+// the SIGURG of async preemption, is pending), the user state goes back
+// into the caller's UserRegs and the kernel frame is resumed: RunUser
+// returns in the same goroutine, which handles the event in ordinary Go.
+// Interrupts taken in user mode are served here and do not end RunUser;
+// the thread stays in user mode across machine-level time slices, with
+// its own CR3.
+//
+// RunUser goes through syscall.Syscall, so while a thread is in user mode
+// the runtime sees its goroutine in a system call: it keeps no P, and a
+// stop-the-world does not wait for user code.
+//
+// Address spaces: the kernel half (PML4 slots 256-511: the direct map and
+// the runtime's mappings) is shared by pointing at the kernel's PDPTs,
+// which never change after boot. The lower half belongs to the program
+// except the first 2 MiB and the kernel image, whose page-directory
+// entries are copied from the kernel's (supervisor-only).
+
+package runtime
+
+import "unsafe"
+
+// sbUserRegs mirrors machine.UserRegs; the layouts must match.
+type sbUserRegs struct {
+	r15, r14, r13, r12, r11, r10, r9, r8 uint64
+	rbp, rdi, rsi, rdx, rcx, rbx, rax    uint64
+	fsbase, gsbase                       uint64
+	rip, rflags, rsp                     uint64
+	trap, errcode, addr                  uint64
+	fx                                   [sbFXSize]byte
+}
+
+// Reasons RunUser returns, in sbUserRegs.trap besides CPU vectors 0-31.
+const (
+	sbTrapSyscall   = sbVecSyscall // the program made a system call
+	sbTrapInterrupt = 512          // the runtime needs the thread back
+)
+
+const sbUserTop = 0x0000800000000000 // first non-canonical lower-half address
+
+func sbCanonicalUser(v uint64) uint64 {
+	if v >= sbUserTop {
+		return 0
+	}
+	return v
+}
+
+// sbRunUser implements the RunUser private system call.
+func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
+	if regs&7 != 0 || !sbAS.touch(regs, unsafe.Sizeof(sbUserRegs{}), true) {
+		f.rax = sbNeg(sbEFAULT)
+		return
+	}
+	if cr3 == 0 || cr3&(sbPageSize-1) != 0 || cr3 >= sbFrames.maxPhys {
+		f.rax = sbNeg(sbEINVAL)
+		return
+	}
+	t := &sbThreads[c.cur]
+	f.rax = 0
+	t.kframe = *f
+	t.user = regs
+	t.inUser = true
+	t.cr3 = cr3
+	r := (*sbUserRegs)(unsafe.Pointer(regs))
+	f.r15, f.r14, f.r13, f.r12 = r.r15, r.r14, r.r13, r.r12
+	f.r11, f.r10, f.r9, f.r8 = r.r11, r.r10, r.r9, r.r8
+	f.rbp, f.rdi, f.rsi, f.rdx = r.rbp, r.rdi, r.rsi, r.rdx
+	f.rcx, f.rbx, f.rax = r.rcx, r.rbx, r.rax
+	f.rip, f.rsp = r.rip, r.rsp
+	const userFlags = 0xCD5 // CF PF AF ZF SF DF OF (no TF, IOPL, NT)
+	f.rflags = r.rflags&userFlags | 0x202
+	f.cs, f.ss = sbUserCS, sbUserDS
+	f.fsbase = sbCanonicalUser(r.fsbase)
+	f.fx = r.fx
+	// MXCSR reserved bits would make FXRSTOR fault in the kernel.
+	*(*uint32)(unsafe.Pointer(&f.fx[24])) &= 0xffbf
+	// SWAPGS on the way out makes this the user's GS base.
+	sbWrmsr(0xC0000102, sbCanonicalUser(r.gsbase))
+	sbLoadCR3(c, cr3)
+}
+
+// sbUserExit ends RunUser for the thread whose user state is in f: the
+// user registers go back to its UserRegs and its kernel frame resumes.
+func sbUserExit(c *sbCPU, f *sbFrame, trap uint64, addr uintptr) {
+	t := &sbThreads[c.cur]
+	if !sbAS.touch(t.user, unsafe.Sizeof(sbUserRegs{}), true) {
+		sbDump(f, "UserRegs no longer writable")
+	}
+	r := (*sbUserRegs)(unsafe.Pointer(t.user))
+	r.r15, r.r14, r.r13, r.r12 = f.r15, f.r14, f.r13, f.r12
+	r.r11, r.r10, r.r9, r.r8 = f.r11, f.r10, f.r9, f.r8
+	r.rbp, r.rdi, r.rsi, r.rdx = f.rbp, f.rdi, f.rsi, f.rdx
+	r.rcx, r.rbx, r.rax = f.rcx, f.rbx, f.rax
+	r.rip, r.rflags, r.rsp = f.rip, f.rflags, f.rsp
+	r.fsbase = f.fsbase
+	r.gsbase = sbRdmsr(0xC0000102)
+	r.trap, r.errcode, r.addr = trap, f.errcode, uint64(addr)
+	r.fx = f.fx
+	*f = t.kframe
+	t.inUser = false
+	t.user = 0
+	t.cr3 = 0
+	sbLoadCR3(c, sbAS.pml4)
+}
+
+// sbLoadCR3 switches this CPU's address space if it differs.
+func sbLoadCR3(c *sbCPU, cr3 uintptr) {
+	if cr3 == 0 {
+		cr3 = sbAS.pml4
+	}
+	if c.cr3 != cr3 {
+		sbWriteCR3(cr3)
+		c.cr3 = cr3
+	}
+}
+
+// sbUserTrap handles a trap taken in user mode. System calls and faults
+// end RunUser; interrupts are served and the program continues.
+func sbUserTrap(c *sbCPU, f *sbFrame) bool {
+	switch v := f.vector; {
+	case v == sbVecSyscall:
+		sbUserExit(c, f, sbTrapSyscall, 0)
+	case v == sbVecPF:
+		sbUserExit(c, f, v, sbReadCR2())
+	case v < 32 && v != 2:
+		sbUserExit(c, f, v, 0)
+	default:
+		return false
+	}
+	return true
+}
+
+// sbInitAddressSpace prepares a new user address space in three zeroed
+// frames given by the kernel: the PML4, and the PDPT and page directory
+// covering the first GiB, which hold the shared kernel entries.
+func sbInitAddressSpace(pml4, pdpt, pd uintptr) int64 {
+	for _, p := range [...]uintptr{pml4, pdpt, pd} {
+		if p == 0 || p&(sbPageSize-1) != 0 || p >= sbFrames.maxPhys {
+			return -sbEINVAL
+		}
+	}
+	kpml4 := sbPhys(sbAS.pml4)
+	for i := uintptr(256); i < 512; i++ {
+		sbStore64(sbPhys(pml4)+i*8, sbLoad64(kpml4+i*8))
+	}
+	const userTable = ptePresent | pteWrite | pteUser
+	sbStore64(sbPhys(pml4), uint64(pdpt)|userTable)
+	sbStore64(sbPhys(pdpt), uint64(pd)|userTable)
+	kpdpt := uintptr(sbLoad64(kpml4) & pteAddr)
+	kpd := uintptr(sbLoad64(sbPhys(kpdpt)) & pteAddr)
+	for _, r := range sbKernelReserved() {
+		for va := r[0]; va < r[1]; va += 2 << 20 {
+			i := (va >> 21) & 511
+			sbStore64(sbPhys(pd)+i*8, sbLoad64(sbPhys(kpd)+i*8))
+		}
+	}
+	return 0
+}
+
+// sbKernelReserved lists the lower-half ranges user programs cannot map,
+// 2 MiB aligned: the first 2 MiB (page 0, the AP trampoline) and the
+// kernel image.
+func sbKernelReserved() [2][2]uintptr {
+	const mb2 = 2 << 20
+	return [2][2]uintptr{
+		{0, mb2},
+		{sbKernelStart &^ (mb2 - 1), (sbKernelEnd + mb2 - 1) &^ (mb2 - 1)},
+	}
+}
