@@ -1,0 +1,70 @@
+package mm
+
+// SetBrk sets where the program break starts (just past the loaded
+// program, or higher) for a new program.
+func (s *Space) SetBrk(base uintptr) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.brkBase, s.brk = base, base
+}
+
+// Brk implements brk(2): it moves the break to want if it can and returns
+// the break in effect afterwards (the old one on failure, as Linux does).
+func (s *Space) Brk(want uintptr) uintptr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if want < s.brkBase || want >= UserTop {
+		return s.brk
+	}
+	oldEnd, newEnd := pageUp(s.brk), pageUp(want)
+	switch {
+	case newEnd > oldEnd:
+		if !s.usable(oldEnd, newEnd) || s.overlaps(oldEnd, newEnd) {
+			return s.brk
+		}
+		if i := s.find(oldEnd - 1); oldEnd > s.brkBase && i >= 0 && s.vmas[i].Name == "[heap]" && s.vmas[i].End == oldEnd {
+			s.vmas[i].End = newEnd
+		} else {
+			s.insertLocked(VMA{Start: oldEnd, End: newEnd, Prot: ProtRead | ProtWrite, Name: "[heap]"})
+		}
+	case newEnd < oldEnd:
+		s.carveLocked(newEnd, oldEnd)
+	}
+	s.brk = want
+	return want
+}
+
+// Fork returns a copy of the address space for a child process: the same
+// mappings, with every resident page shared copy-on-write (read-only in
+// both until one of them writes).
+func (s *Space) Fork(init func(pml4, pdpt, pd uintptr) error) (*Space, error) {
+	c, err := NewSpace(s.phys, init, s.reserve, s.flush)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.vmas = append([]VMA(nil), s.vmas...)
+	c.brkBase, c.brk = s.brkBase, s.brk
+	for _, v := range s.vmas {
+		for va := v.Start; va < v.End; va += PageSize {
+			pte := walk(s.phys, s.root, va, false)
+			if pte == nil || *pte&PTEPresent == 0 {
+				continue
+			}
+			cpte := walk(c.phys, c.root, va, true)
+			if cpte == nil {
+				c.Destroy()
+				return nil, ErrNoMem
+			}
+			*pte = (*pte | pteCOW) &^ PTEWrite
+			*cpte = *pte
+			cowShare(uintptr(*pte & pteAddr))
+			c.Resident++
+		}
+	}
+	if s.flush != nil {
+		s.flush()
+	}
+	return c, nil
+}

@@ -1,0 +1,88 @@
+package mm
+
+// Copying between the kernel and user memory. Every access goes through
+// the program's page tables, so a pointer into unmapped memory, the kernel
+// half, a reserved range or a page without the needed permission is
+// ErrFault, never a kernel fault.
+
+// access makes the page at va present with the access allowed and returns
+// its frame. Caller holds s.mu.
+func (s *Space) accessLocked(va uintptr, write bool) (uintptr, error) {
+	if va >= UserTop {
+		return 0, ErrFault
+	}
+	pte := walk(s.phys, s.root, va, false)
+	if pte == nil || *pte&PTEPresent == 0 || (write && *pte&PTEWrite == 0) {
+		if err := s.faultLocked(va, write, false); err != nil {
+			return 0, ErrFault
+		}
+		pte = walk(s.phys, s.root, va, false)
+		if pte == nil {
+			return 0, ErrFault
+		}
+	}
+	return uintptr(*pte & pteAddr), nil
+}
+
+func (s *Space) copy(va uintptr, b []byte, write bool) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if va+uintptr(len(b)) < va || va+uintptr(len(b)) > UserTop {
+		return ErrFault
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(b) > 0 {
+		pa, err := s.accessLocked(va, write)
+		if err != nil {
+			return err
+		}
+		off := va & (PageSize - 1)
+		page := s.phys.Page(pa)[off:]
+		var n int
+		if write {
+			n = copy(page, b)
+		} else {
+			n = copy(b, page)
+		}
+		b = b[n:]
+		va += uintptr(n)
+	}
+	return nil
+}
+
+// CopyOut writes b to user memory at va.
+func (s *Space) CopyOut(va uintptr, b []byte) error { return s.copy(va, b, true) }
+
+// CopyIn reads len(b) bytes of user memory at va.
+func (s *Space) CopyIn(va uintptr, b []byte) error { return s.copy(va, b, false) }
+
+// CopyInString reads a NUL-terminated string of at most max bytes.
+func (s *Space) CopyInString(va uintptr, max int) (string, error) {
+	var out []byte
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(out) < max {
+		if va >= UserTop {
+			return "", ErrFault
+		}
+		pa, err := s.accessLocked(va, false)
+		if err != nil {
+			return "", err
+		}
+		off := va & (PageSize - 1)
+		page := s.phys.Page(pa)[off:]
+		for _, c := range page {
+			if c == 0 {
+				return string(out), nil
+			}
+			out = append(out, c)
+			if len(out) == max {
+				return "", ErrNameTooLong
+			}
+		}
+		va += uintptr(len(page))
+	}
+	return "", ErrNameTooLong
+}

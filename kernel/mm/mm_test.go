@@ -1,0 +1,321 @@
+package mm
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+// fakePhys is physical memory made of Go pages; address 0 means none.
+type fakePhys struct {
+	pages map[uintptr]*[PageSize]byte
+	next  uintptr
+	limit int
+	freed int
+}
+
+func newFakePhys(limit int) *fakePhys {
+	return &fakePhys{pages: make(map[uintptr]*[PageSize]byte), next: 1 << 20, limit: limit}
+}
+
+func (p *fakePhys) Alloc() uintptr {
+	if len(p.pages) >= p.limit {
+		return 0
+	}
+	pa := p.next
+	p.next += PageSize
+	p.pages[pa] = new([PageSize]byte)
+	return pa
+}
+
+func (p *fakePhys) Free(pa uintptr) {
+	if _, ok := p.pages[pa]; !ok {
+		panic("free of a frame not allocated")
+	}
+	delete(p.pages, pa)
+	p.freed++
+}
+
+func (p *fakePhys) Page(pa uintptr) *[PageSize]byte {
+	pg, ok := p.pages[pa]
+	if !ok {
+		panic("access to a frame not allocated")
+	}
+	return pg
+}
+
+// kernelPT stands for a shared kernel page table (never freed by mm).
+var kernelPT = &[PageSize]byte{}
+
+const kernelPTAddr = 0x1000
+
+type testPhys struct{ *fakePhys }
+
+func (p testPhys) Page(pa uintptr) *[PageSize]byte {
+	if pa == kernelPTAddr {
+		return kernelPT
+	}
+	return p.fakePhys.Page(pa)
+}
+
+var reserved = [][2]uintptr{{0, 2 << 20}, {16 << 20, 20 << 20}}
+
+// initAS mimics the machine layer: kernel half in the PML4 without the
+// user bit, and the reserved 2 MiB ranges pointing at a kernel table.
+func initAS(p Phys) func(pml4, pdpt, pd uintptr) error {
+	return func(pml4, pdpt, pd uintptr) error {
+		entries(p, pml4)[0] = uint64(pdpt) | PTEPresent | PTEWrite | PTEUser
+		entries(p, pml4)[300] = kernelPTAddr | PTEPresent | PTEWrite
+		entries(p, pdpt)[0] = uint64(pd) | PTEPresent | PTEWrite | PTEUser
+		for _, r := range reserved {
+			for va := r[0]; va < r[1]; va += 2 << 20 {
+				entries(p, pd)[va>>21] = kernelPTAddr | PTEPresent | PTEWrite
+			}
+		}
+		return nil
+	}
+}
+
+func newTestSpace(t *testing.T, limit int) (*Space, *fakePhys, *int) {
+	t.Helper()
+	fp := newFakePhys(limit)
+	p := testPhys{fp}
+	flushes := new(int)
+	s, err := NewSpace(p, initAS(p), reserved, func() { *flushes++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, fp, flushes
+}
+
+func TestDemandPagingAndFileContents(t *testing.T) {
+	s, fp, _ := newTestSpace(t, 1000)
+	data := bytes.Repeat([]byte("abcdefgh"), 1000) // 8000 bytes, spans 2 pages
+	if err := s.Map(VMA{Start: 0x400000, End: 0x404000, Prot: ProtRead | ProtWrite, Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(fp.pages)
+	buf := make([]byte, 16)
+	if err := s.CopyIn(0x400000+4090, buf); err != nil { // crosses a page boundary
+		t.Fatal(err)
+	}
+	if string(buf) != string(data[4090:4106]) {
+		t.Errorf("read %q", buf)
+	}
+	if got := len(fp.pages) - before; got < 2 {
+		t.Errorf("2 pages touched, %d frames allocated", got)
+	}
+	// Past the data: zeros (bss).
+	if err := s.CopyIn(0x402000, buf); err != nil || !bytes.Equal(buf, make([]byte, 16)) {
+		t.Errorf("bss read %q, %v", buf, err)
+	}
+	if err := s.CopyOut(0x403ff8, []byte("12345678")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CopyIn(0x403ff8, buf[:8]); err != nil || string(buf[:8]) != "12345678" {
+		t.Errorf("write then read: %q %v", buf[:8], err)
+	}
+	if s.Resident != 4 {
+		t.Errorf("resident %d, want 4", s.Resident)
+	}
+}
+
+func TestBadPointersFault(t *testing.T) {
+	s, _, _ := newTestSpace(t, 1000)
+	if err := s.Map(VMA{Start: 0x400000, End: 0x401000, Prot: ProtRead}); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 8)
+	for _, va := range []uintptr{0, 0x1000, 0x3ff000, 0x401000, 16 << 20, UserTop - 4, 0xffff800000000000, ^uintptr(0) - 3} {
+		if err := s.CopyIn(va, buf); !errors.Is(err, ErrFault) {
+			t.Errorf("CopyIn(%#x) = %v, want ErrFault", va, err)
+		}
+	}
+	if err := s.CopyOut(0x400000, buf); !errors.Is(err, ErrFault) {
+		t.Errorf("write to read-only mapping: %v", err)
+	}
+	if err := s.CopyIn(0x400ffc, buf); !errors.Is(err, ErrFault) {
+		t.Errorf("read running off the end of a mapping: %v", err)
+	}
+	if err := s.Map(VMA{Start: 16 << 20, End: 17 << 20, Prot: ProtRead}); !errors.Is(err, ErrNoMem) {
+		t.Errorf("mapping over the kernel image: %v", err)
+	}
+	if err := s.Fault(0x500000, false, false); !errors.Is(err, ErrNoMap) {
+		t.Errorf("fault outside mappings: %v", err)
+	}
+	if err := s.Fault(0x400000, true, false); !errors.Is(err, ErrAccess) {
+		t.Errorf("write fault on read-only: %v", err)
+	}
+	if err := s.Fault(0x400000, false, true); !errors.Is(err, ErrAccess) {
+		t.Errorf("exec fault on non-exec: %v", err)
+	}
+}
+
+func TestCopyInString(t *testing.T) {
+	s, _, _ := newTestSpace(t, 1000)
+	s.Map(VMA{Start: 0x400000, End: 0x402000, Prot: ProtRead | ProtWrite})
+	s.CopyOut(0x400ffd, []byte("hello\x00"))
+	if got, err := s.CopyInString(0x400ffd, 100); err != nil || got != "hello" {
+		t.Errorf("got %q, %v", got, err)
+	}
+	if _, err := s.CopyInString(0x400ffd, 3); !errors.Is(err, ErrNameTooLong) {
+		t.Errorf("too long: %v", err)
+	}
+	s.CopyOut(0x402000-1, []byte("x"))
+	if _, err := s.CopyInString(0x402000-1, 100); !errors.Is(err, ErrFault) {
+		t.Error("unterminated string at the end of the mapping accepted")
+	}
+}
+
+func TestMapAnywhereAvoidsReservedAndTaken(t *testing.T) {
+	s, _, _ := newTestSpace(t, 1000)
+	top := uintptr(20<<20) + 3*PageSize // just above the kernel's reserved range
+	a, err := s.MapAnywhere(0, 2*PageSize, VMA{Prot: ProtRead}, top)
+	if err != nil || a != top-2*PageSize {
+		t.Fatalf("first: %#x %v", a, err)
+	}
+	b, err := s.MapAnywhere(0, 2*PageSize, VMA{Prot: ProtRead}, top)
+	if err != nil || b != 16<<20-2*PageSize {
+		t.Fatalf("second must skip the reserved range: %#x %v", b, err)
+	}
+	c, err := s.MapAnywhere(0x700000, PageSize, VMA{Prot: ProtRead}, top)
+	if err != nil || c != 0x700000 {
+		t.Fatalf("free hint not used: %#x %v", c, err)
+	}
+	d, err := s.MapAnywhere(0x700000, PageSize, VMA{Prot: ProtRead}, top)
+	if err != nil || d == 0x700000 {
+		t.Fatalf("taken hint reused: %#x %v", d, err)
+	}
+}
+
+func TestUnmapProtectAndFree(t *testing.T) {
+	s, fp, flushes := newTestSpace(t, 1000)
+	s.Map(VMA{Start: 0x400000, End: 0x408000, Prot: ProtRead | ProtWrite})
+	for va := uintptr(0x400000); va < 0x408000; va += PageSize {
+		if err := s.CopyOut(va, []byte{1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frames := len(fp.pages)
+	if err := s.Unmap(0x402000, 2*PageSize); err != nil {
+		t.Fatal(err)
+	}
+	if len(fp.pages) != frames-2 || *flushes == 0 {
+		t.Errorf("unmap freed %d frames, %d flushes", frames-len(fp.pages), *flushes)
+	}
+	if err := s.CopyIn(0x402000, make([]byte, 1)); !errors.Is(err, ErrFault) {
+		t.Errorf("unmapped page still readable: %v", err)
+	}
+	if len(s.VMAs()) != 2 {
+		t.Errorf("VMAs after a hole: %+v", s.VMAs())
+	}
+	if err := s.Protect(0x404000, PageSize, ProtRead); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CopyOut(0x404000, []byte{2}); !errors.Is(err, ErrFault) {
+		t.Errorf("write after mprotect(PROT_READ): %v", err)
+	}
+	b := make([]byte, 1)
+	if err := s.CopyIn(0x404000, b); err != nil || b[0] != 1 {
+		t.Errorf("contents lost by mprotect: %v %v", b, err)
+	}
+	if err := s.Protect(0x402000, PageSize, ProtRead); !errors.Is(err, ErrNoMem) {
+		t.Errorf("mprotect of a hole: %v", err)
+	}
+	s.Destroy()
+	if len(fp.pages) != 0 {
+		t.Errorf("%d frames leaked after Destroy", len(fp.pages))
+	}
+}
+
+func TestBrk(t *testing.T) {
+	s, _, _ := newTestSpace(t, 1000)
+	s.SetBrk(0x600123)
+	if got := s.Brk(0); got != 0x600123 {
+		t.Errorf("brk(0) = %#x", got)
+	}
+	if got := s.Brk(0x605000); got != 0x605000 {
+		t.Fatalf("grow: %#x", got)
+	}
+	if err := s.CopyOut(0x604ff0, []byte("x")); err != nil {
+		t.Errorf("heap not writable: %v", err)
+	}
+	if got := s.Brk(0x700000); got != 0x700000 {
+		t.Fatalf("grow again: %#x", got)
+	}
+	if n := len(s.VMAs()); n != 1 {
+		t.Errorf("heap grew into %d VMAs, want one", n)
+	}
+	if got := s.Brk(0x601000); got != 0x601000 {
+		t.Fatalf("shrink: %#x", got)
+	}
+	if err := s.CopyIn(0x604ff0, make([]byte, 1)); !errors.Is(err, ErrFault) {
+		t.Errorf("memory above a shrunk break still mapped: %v", err)
+	}
+	if got := s.Brk(0x500000); got != 0x601000 {
+		t.Errorf("brk below the start: %#x", got)
+	}
+	if got := s.Brk(16<<20 + 5); got != 0x601000 {
+		t.Errorf("brk into the kernel image: %#x", got)
+	}
+}
+
+func TestForkCopyOnWrite(t *testing.T) {
+	s, fp, _ := newTestSpace(t, 1000)
+	s.Map(VMA{Start: 0x400000, End: 0x402000, Prot: ProtRead | ProtWrite})
+	s.CopyOut(0x400000, []byte("parent"))
+	s.CopyOut(0x401000, []byte("second"))
+	frames := len(fp.pages)
+	c, err := s.Fork(initAS(testPhys{fp}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The child shares the data frames: only its page tables are new.
+	if extra := len(fp.pages) - frames; extra > 5 {
+		t.Errorf("fork copied data: %d new frames", extra)
+	}
+	if err := c.CopyOut(0x400000, []byte("child!")); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 6)
+	s.CopyIn(0x400000, b)
+	if string(b) != "parent" {
+		t.Errorf("parent sees %q after the child wrote", b)
+	}
+	c.CopyIn(0x400000, b)
+	if string(b) != "child!" {
+		t.Errorf("child sees %q", b)
+	}
+	// The parent writing the other page leaves the child's copy alone,
+	// and the last sharer keeps the frame without copying.
+	s.CopyOut(0x401000, []byte("SECOND"))
+	c.CopyIn(0x401000, b)
+	if string(b) != "second" {
+		t.Errorf("child sees %q after the parent wrote", b)
+	}
+	before := len(fp.pages)
+	c.CopyOut(0x401000, []byte("mine.."))
+	if len(fp.pages) != before {
+		t.Errorf("sole owner's write copied the page")
+	}
+	c.Destroy()
+	s.Destroy()
+	if len(fp.pages) != 0 {
+		t.Errorf("%d frames leaked", len(fp.pages))
+	}
+	if len(cow.shares) != 0 {
+		t.Errorf("COW table not empty: %v", cow.shares)
+	}
+}
+
+func TestOutOfMemory(t *testing.T) {
+	s, _, _ := newTestSpace(t, 8)
+	s.Map(VMA{Start: 0x400000, End: 0x500000, Prot: ProtRead | ProtWrite})
+	var err error
+	for va := uintptr(0x400000); va < 0x500000 && err == nil; va += PageSize {
+		err = s.Fault(va, true, false)
+	}
+	if !errors.Is(err, ErrNoMem) {
+		t.Errorf("exhausting memory gave %v", err)
+	}
+}

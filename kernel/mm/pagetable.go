@@ -1,0 +1,92 @@
+// Package mm manages user address spaces: x86-64 page tables for the lower
+// half, the mappings (VMAs) of a program, demand paging, and copying to
+// and from user memory, which turns every bad user pointer into EFAULT.
+// Physical memory is reached through the Phys interface, so everything
+// here runs under go test with a simulated machine.
+//
+// Page-table format: Intel SDM vol. 3 §4.5 (4-level paging).
+package mm
+
+import "unsafe"
+
+// Phys is the physical memory the page tables live in.
+type Phys interface {
+	// Alloc returns a zeroed 4 KiB frame, or 0 when memory is exhausted.
+	Alloc() uintptr
+	// Free returns a frame.
+	Free(pa uintptr)
+	// Page returns the frame at pa as kernel-addressable memory.
+	Page(pa uintptr) *[PageSize]byte
+}
+
+// PageSize is the size of a page and a frame.
+const PageSize = 4096
+
+// Page-table entry bits.
+const (
+	PTEPresent = 1 << 0
+	PTEWrite   = 1 << 1
+	PTEUser    = 1 << 2
+	PTEHuge    = 1 << 7
+	PTENX      = 1 << 63
+	pteAddr    = 0x000ffffffffff000
+	// pteCOW is a software bit (available to the OS, §4.5 table 4-19):
+	// the page is shared copy-on-write and mapped read-only.
+	pteCOW = 1 << 9
+)
+
+// UserTop is the end of the user half of the address space.
+const UserTop = 0x0000800000000000
+
+func entries(p Phys, pa uintptr) *[512]uint64 {
+	return (*[512]uint64)(unsafe.Pointer(p.Page(pa)))
+}
+
+// walk returns the PTE slot for va, creating tables if create is set. It
+// returns nil if a table is missing, memory ran out, or va is covered by a
+// shared kernel entry (one without the user bit), which user mappings must
+// never change.
+func walk(p Phys, root uintptr, va uintptr, create bool) *uint64 {
+	table := root
+	for level := 3; level > 0; level-- {
+		e := &entries(p, table)[(va>>(12+9*uint(level)))&511]
+		if *e&PTEPresent == 0 {
+			if !create {
+				return nil
+			}
+			f := p.Alloc()
+			if f == 0 {
+				return nil
+			}
+			*e = uint64(f) | PTEPresent | PTEWrite | PTEUser
+		} else if *e&PTEUser == 0 || *e&PTEHuge != 0 {
+			return nil
+		}
+		table = uintptr(*e & pteAddr)
+	}
+	return &entries(p, table)[(va>>12)&511]
+}
+
+// freeTables frees the user-owned page tables below root (not root
+// itself), leaving shared kernel entries alone. Mapped frames must have
+// been released before.
+func freeTables(p Phys, table uintptr, level int) {
+	t := entries(p, table)
+	n := 512
+	if level == 4 {
+		n = 256 // the lower half; the upper half is the shared kernel
+	}
+	for i := 0; i < n; i++ {
+		e := t[i]
+		if e&PTEPresent == 0 || e&PTEUser == 0 || e&PTEHuge != 0 {
+			continue
+		}
+		if level > 2 {
+			freeTables(p, uintptr(e&pteAddr), level-1)
+		}
+		if level > 1 {
+			p.Free(uintptr(e & pteAddr))
+		}
+		t[i] = 0
+	}
+}

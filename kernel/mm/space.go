@@ -1,0 +1,405 @@
+package mm
+
+import (
+	"errors"
+	"sort"
+	"sync"
+)
+
+// Protection bits, as in mmap(2).
+const (
+	ProtRead  = 1
+	ProtWrite = 2
+	ProtExec  = 4
+)
+
+// Errors, mapped to errno by the system call layer.
+var (
+	ErrFault       = errors.New("bad address")             // EFAULT
+	ErrNoMem       = errors.New("cannot allocate memory")  // ENOMEM
+	ErrInval       = errors.New("invalid argument")        // EINVAL
+	ErrExists      = errors.New("mapping exists")          // EEXIST
+	ErrAccess      = errors.New("access violates mapping") // SIGSEGV, SEGV_ACCERR
+	ErrNoMap       = errors.New("address not mapped")      // SIGSEGV, SEGV_MAPERR
+	ErrNameTooLong = errors.New("string too long")         // ENAMETOOLONG / E2BIG
+)
+
+// VMA is one mapping. File-backed private mappings copy their contents
+// from Data (offset Off at Start) on first touch; bytes past Data read as
+// zero (an ELF segment's bss, or a file's tail).
+type VMA struct {
+	Start, End uintptr
+	Prot       int
+	Data       []byte
+	Off        uintptr
+	Name       string // for /proc/self/maps: "[heap]", "[stack]", a path
+}
+
+// Space is a user address space.
+type Space struct {
+	mu      sync.Mutex
+	phys    Phys
+	root    uintptr // PML4
+	vmas    []VMA   // sorted, non-overlapping
+	reserve [][2]uintptr
+	brkBase uintptr
+	brk     uintptr
+	// Resident counts frames mapped into this space.
+	Resident int
+	// flush is called after translations were removed or restricted.
+	flush func()
+}
+
+// NewSpace makes an empty address space. init fills the three fresh
+// frames (PML4, and the PDPT and page directory of the first GiB) with the
+// shared kernel entries; reserved lists the lower-half ranges the kernel
+// keeps; flush drops stale translations on every CPU.
+func NewSpace(p Phys, init func(pml4, pdpt, pd uintptr) error, reserved [][2]uintptr, flush func()) (*Space, error) {
+	var f [3]uintptr
+	for i := range f {
+		if f[i] = p.Alloc(); f[i] == 0 {
+			for _, g := range f[:i] {
+				p.Free(g)
+			}
+			return nil, ErrNoMem
+		}
+	}
+	if err := init(f[0], f[1], f[2]); err != nil {
+		for _, g := range f {
+			p.Free(g)
+		}
+		return nil, err
+	}
+	return &Space{phys: p, root: f[0], reserve: reserved, flush: flush}, nil
+}
+
+// Root is the physical address of the PML4, for CR3.
+func (s *Space) Root() uintptr { return s.root }
+
+func pageDown(v uintptr) uintptr { return v &^ (PageSize - 1) }
+func pageUp(v uintptr) uintptr   { return (v + PageSize - 1) &^ (PageSize - 1) }
+
+// usable reports whether [start, end) is inside the user half and clear of
+// the kernel's reserved ranges.
+func (s *Space) usable(start, end uintptr) bool {
+	if start >= end || end > UserTop {
+		return false
+	}
+	for _, r := range s.reserve {
+		if start < r[1] && r[0] < end {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Space) find(va uintptr) int {
+	i := sort.Search(len(s.vmas), func(i int) bool { return s.vmas[i].End > va })
+	if i < len(s.vmas) && s.vmas[i].Start <= va {
+		return i
+	}
+	return -1
+}
+
+func (s *Space) overlaps(start, end uintptr) bool {
+	i := sort.Search(len(s.vmas), func(i int) bool { return s.vmas[i].End > start })
+	return i < len(s.vmas) && s.vmas[i].Start < end
+}
+
+// insertLocked adds v, which must not overlap.
+func (s *Space) insertLocked(v VMA) {
+	i := sort.Search(len(s.vmas), func(i int) bool { return s.vmas[i].Start >= v.End })
+	s.vmas = append(s.vmas, VMA{})
+	copy(s.vmas[i+1:], s.vmas[i:])
+	s.vmas[i] = v
+}
+
+// carveLocked removes [start, end) from the VMA list, splitting VMAs, and
+// unmaps the pages.
+func (s *Space) carveLocked(start, end uintptr) {
+	var out []VMA
+	for _, v := range s.vmas {
+		if v.End <= start || v.Start >= end {
+			out = append(out, v)
+			continue
+		}
+		if v.Start < start {
+			left := v
+			left.End = start
+			out = append(out, left)
+		}
+		if v.End > end {
+			right := v
+			right.Off += end - v.Start
+			right.Start = end
+			out = append(out, right)
+		}
+	}
+	s.vmas = out
+	s.unmapLocked(start, end)
+}
+
+// unmapLocked releases the frames mapped in [start, end) and flushes.
+func (s *Space) unmapLocked(start, end uintptr) {
+	if s.releaseRangeLocked(start, end) && s.flush != nil {
+		s.flush()
+	}
+}
+
+// Map adds a mapping at exactly [start, start+n), replacing whatever was
+// there (like MAP_FIXED).
+func (s *Space) Map(v VMA) error {
+	v.Start, v.End = pageDown(v.Start), pageUp(v.End)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.usable(v.Start, v.End) {
+		return ErrNoMem
+	}
+	s.carveLocked(v.Start, v.End)
+	s.insertLocked(v)
+	return nil
+}
+
+// MapAnywhere places a mapping of n bytes: at hint if that range is free
+// and usable, else in the highest free gap below top (mmap's top-down
+// layout). It returns the address.
+func (s *Space) MapAnywhere(hint, n uintptr, v VMA, top uintptr) (uintptr, error) {
+	n = pageUp(n)
+	if n == 0 || n >= UserTop {
+		return 0, ErrNoMem
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	place := func(a uintptr) {
+		v.Start, v.End = a, a+n
+		s.insertLocked(v)
+	}
+	if hint = pageDown(hint); hint != 0 && hint+n > hint && s.usable(hint, hint+n) && !s.overlaps(hint, hint+n) {
+		place(hint)
+		return hint, nil
+	}
+	// Walk gaps downwards from top.
+	end := min(pageDown(top), UserTop)
+	for i := len(s.vmas); i >= 0; i-- {
+		gapStart := uintptr(PageSize * 16) // keep low addresses unmapped
+		if i > 0 {
+			gapStart = s.vmas[i-1].End
+		}
+		gapEnd := end
+		if i < len(s.vmas) {
+			gapEnd = min(gapEnd, s.vmas[i].Start)
+		}
+		for gapEnd >= gapStart+n {
+			a := gapEnd - n
+			if s.usable(a, gapEnd) {
+				place(a)
+				return a, nil
+			}
+			// Step below the reserved range in the way.
+			moved := false
+			for _, r := range s.reserve {
+				if a < r[1] && r[0] < gapEnd {
+					gapEnd, moved = r[0], true
+				}
+			}
+			if !moved {
+				break
+			}
+		}
+	}
+	return 0, ErrNoMem
+}
+
+// Unmap removes [start, start+n).
+func (s *Space) Unmap(start, n uintptr) error {
+	if start&(PageSize-1) != 0 || n == 0 || start+n < start {
+		return ErrInval
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.carveLocked(start, pageUp(start+n))
+	return nil
+}
+
+// Protect changes the protection of [start, start+n), which must be mapped.
+func (s *Space) Protect(start, n uintptr, prot int) error {
+	if start&(PageSize-1) != 0 || start+n < start {
+		return ErrInval
+	}
+	end := pageUp(start + n)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for va := start; va < end; va += PageSize {
+		if s.find(va) < 0 {
+			return ErrNoMem
+		}
+	}
+	var parts []VMA
+	for _, v := range s.vmas {
+		if v.End > start && v.Start < end {
+			p := v
+			if p.Start < start {
+				p.Off += start - p.Start
+				p.Start = start
+			}
+			p.End = min(p.End, end)
+			p.Prot = prot
+			parts = append(parts, p)
+		}
+	}
+	// Keep the pages: carve only the VMA records, then re-insert.
+	var out []VMA
+	for _, v := range s.vmas {
+		if v.End <= start || v.Start >= end {
+			out = append(out, v)
+			continue
+		}
+		if v.Start < start {
+			l := v
+			l.End = start
+			out = append(out, l)
+		}
+		if v.End > end {
+			r := v
+			r.Off += end - v.Start
+			r.Start = end
+			out = append(out, r)
+		}
+	}
+	s.vmas = out
+	for _, p := range parts {
+		s.insertLocked(p)
+	}
+	restricted := false
+	for va := start; va < end; va += PageSize {
+		pte := walk(s.phys, s.root, va, false)
+		if pte == nil || *pte&PTEPresent == 0 {
+			continue
+		}
+		old := *pte
+		*pte = old&(pteAddr|pteCOW) | pteFlags(prot, old&pteCOW != 0)
+		if *pte != old {
+			restricted = true
+		}
+	}
+	if restricted && s.flush != nil {
+		s.flush()
+	}
+	return nil
+}
+
+func pteFlags(prot int, cow bool) uint64 {
+	f := uint64(PTEPresent | PTEUser)
+	if prot&ProtWrite != 0 && !cow {
+		f |= PTEWrite
+	}
+	if prot&ProtExec == 0 {
+		f |= PTENX
+	}
+	return f
+}
+
+// Fault resolves a page fault at va for a read, write or instruction
+// fetch. It returns ErrNoMap or ErrAccess for a genuine fault, which the
+// caller turns into SIGSEGV.
+func (s *Space) Fault(va uintptr, write, exec bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.faultLocked(va, write, exec)
+}
+
+func (s *Space) faultLocked(va uintptr, write, exec bool) error {
+	i := s.find(va)
+	if i < 0 {
+		return ErrNoMap
+	}
+	v := &s.vmas[i]
+	if v.Prot == 0 || (write && v.Prot&ProtWrite == 0) || (exec && v.Prot&ProtExec == 0) || (!write && !exec && v.Prot&ProtRead == 0 && v.Prot&ProtExec == 0) {
+		return ErrAccess
+	}
+	page := pageDown(va)
+	pte := walk(s.phys, s.root, page, true)
+	if pte == nil {
+		return ErrNoMem
+	}
+	if *pte&PTEPresent != 0 {
+		if write && *pte&pteCOW != 0 {
+			return s.breakCOWLocked(pte, v.Prot)
+		}
+		return nil // another thread resolved it
+	}
+	f := s.phys.Alloc()
+	if f == 0 {
+		return ErrNoMem
+	}
+	if v.Data != nil {
+		off := v.Off + (page - v.Start)
+		if off < uintptr(len(v.Data)) {
+			copy(s.phys.Page(f)[:], v.Data[off:])
+		}
+	}
+	*pte = uint64(f) | pteFlags(v.Prot, false)
+	s.Resident++
+	return nil
+}
+
+// breakCOWLocked gives a copy-on-write page its own frame.
+func (s *Space) breakCOWLocked(pte *uint64, prot int) error {
+	old := uintptr(*pte & pteAddr)
+	if cowRelease(old) {
+		// We were the last sharer: keep the frame.
+		*pte = uint64(old) | pteFlags(prot, false)
+	} else {
+		f := s.phys.Alloc()
+		if f == 0 {
+			cowRetain(old)
+			return ErrNoMem
+		}
+		*s.phys.Page(f) = *s.phys.Page(old)
+		*pte = uint64(f) | pteFlags(prot, false)
+	}
+	if s.flush != nil {
+		s.flush()
+	}
+	return nil
+}
+
+// Destroy releases every frame and page table of the space.
+func (s *Space) Destroy() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, v := range s.vmas {
+		s.releaseRangeLocked(v.Start, v.End)
+	}
+	s.vmas = nil
+	freeTables(s.phys, s.root, 4)
+	s.phys.Free(s.root)
+	s.root = 0
+}
+
+// releaseRangeLocked frees the frames mapped in [start, end), honouring
+// copy-on-write sharing, and reports whether any page was unmapped.
+func (s *Space) releaseRangeLocked(start, end uintptr) bool {
+	removed := false
+	for va := start; va < end; va += PageSize {
+		pte := walk(s.phys, s.root, va, false)
+		if pte == nil || *pte&PTEPresent == 0 {
+			continue
+		}
+		pa := uintptr(*pte & pteAddr)
+		if *pte&pteCOW == 0 || cowRelease(pa) {
+			s.phys.Free(pa)
+		}
+		*pte = 0
+		s.Resident--
+		removed = true
+	}
+	return removed
+}
+
+// VMAs returns a copy of the mappings (for /proc/self/maps).
+func (s *Space) VMAs() []VMA {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]VMA(nil), s.vmas...)
+}
