@@ -9,6 +9,7 @@ export GOTOOLCHAIN := $(GO_PIN)
 BUILD      := build
 KERNEL     := $(BUILD)/kernel.elf
 STUB       := $(BUILD)/stub.elf
+INITRAMFS  := $(BUILD)/initramfs.cpio
 ISO        := $(BUILD)/shortbread.iso
 CMDLINE    ?=
 CPUS       ?= 1
@@ -16,7 +17,7 @@ MEM        ?= 512M
 QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot \
               -device isa-debug-exit,iobase=0xf4,iosize=0x04
 
-DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf
+DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio
 
 .PHONY: all run test iso kernel deps host-test boot-test vet bench-boot clean
 
@@ -36,10 +37,14 @@ $(STUB): boot/stub.asm boot/stub.ld
 	nasm -f elf32 -o $(BUILD)/stub.o boot/stub.asm
 	ld -m elf_i386 --no-warn-rwx-segments -T boot/stub.ld -o $@ $(BUILD)/stub.o
 
+$(INITRAMFS): $(wildcard user/smoke/*.c) tools/smoke-initramfs.sh
+	@mkdir -p $(BUILD)
+	tools/smoke-initramfs.sh $@
+
 iso: $(ISO)
 
-$(ISO): $(KERNEL) $(STUB) boot/grub.cfg tools/mkiso.sh
-	tools/mkiso.sh $@ $(STUB) $(KERNEL) "$(CMDLINE)"
+$(ISO): $(KERNEL) $(STUB) $(INITRAMFS) boot/grub.cfg tools/mkiso.sh
+	tools/mkiso.sh $@ $(STUB) $(KERNEL) "$(CMDLINE)" $(INITRAMFS)
 
 run: deps
 	@$(MAKE) --no-print-directory iso
@@ -55,14 +60,14 @@ vet:
 host-test:
 	go test ./...
 
-boot-test: $(KERNEL) $(STUB)
+boot-test: $(KERNEL) $(STUB) $(INITRAMFS)
 	tools/overlaytest.sh
 	tools/boottest.sh 1
 	tools/boottest.sh 4
 	FIRMWARE=uefi tools/boottest.sh 2
 	tools/crashtest.sh
 
-bench-boot: deps $(KERNEL) $(STUB)
+bench-boot: deps $(KERNEL) $(STUB) $(INITRAMFS)
 	go run ./bench/boottime -runs 3
 
 clean:

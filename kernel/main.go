@@ -6,6 +6,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -20,28 +21,34 @@ import (
 	"shortbread/kernel/cmdline"
 	"shortbread/kernel/console"
 	"shortbread/kernel/drivers/uart"
+	"shortbread/kernel/initramfs"
 	"shortbread/kernel/klog"
 	"shortbread/kernel/machine"
+	"shortbread/kernel/multiboot"
 	"shortbread/kernel/power"
+	"shortbread/kernel/proc"
 	"shortbread/kernel/selftest"
 )
 
 // kernel is what boot found and the console needs.
 type kernel struct {
-	log    *klog.Logger
-	tables *acpi.Tables
-	madt   *acpi.MADT
-	opts   map[string]string
+	log       *klog.Logger
+	tables    *acpi.Tables
+	madt      *acpi.MADT
+	opts      map[string]string
+	initramfs *initramfs.FS
 }
 
 func main() {
 	mainTSC := machine.Rdtsc()
 	k := &kernel{log: klog.New(os.Stdout, klog.Info)}
 	k.parseCmdline()
+	proc.Log = k.log
 	k.findACPI()
 	k.setIOAPIC()
 	k.startCPUs()
 	runtime.GOMAXPROCS(machine.NumCPU())
+	k.loadInitramfs()
 	readyTSC := machine.Rdtsc()
 
 	ms := machine.ReadMemStats()
@@ -66,6 +73,9 @@ func main() {
 	}
 	if name, ok := k.opts["test"]; ok {
 		selftest.HPET = k.hpetAddr()
+		if k.initramfs != nil {
+			selftest.Initramfs = k.initramfs
+		}
 		_, failed := selftest.Run(os.Stdout, name)
 		status := uint8(0)
 		if failed > 0 {
@@ -137,6 +147,44 @@ func (k *kernel) findACPI() {
 	if k.madt, err = t.MADT(); err != nil {
 		k.log.Warnf("acpi: MADT: %v; running on the boot CPU only", err)
 	}
+}
+
+// loadInitramfs finds the boot module named "initramfs" and reads it.
+func (k *kernel) loadInitramfs() {
+	var hdr [8]byte
+	if err := machine.ReadPhys(hdr[:], uint64(machine.BootInfo())); err != nil {
+		k.log.Errorf("initramfs: boot information unreadable: %v", err)
+		return
+	}
+	raw := make([]byte, binary.LittleEndian.Uint32(hdr[:]))
+	if err := machine.ReadPhys(raw, uint64(machine.BootInfo())); err != nil {
+		k.log.Errorf("initramfs: boot information unreadable: %v", err)
+		return
+	}
+	info, err := multiboot.Parse(raw)
+	if err != nil {
+		k.log.Errorf("initramfs: %v", err)
+		return
+	}
+	for _, m := range info.Modules {
+		if m.Cmdline != "initramfs" {
+			continue
+		}
+		data := make([]byte, m.End-m.Start)
+		if err := machine.ReadPhys(data, uint64(m.Start)); err != nil {
+			k.log.Errorf("initramfs: %v", err)
+			return
+		}
+		fs, err := initramfs.New(data)
+		if err != nil {
+			k.log.Errorf("initramfs: %v", err)
+			return
+		}
+		k.initramfs = fs
+		k.log.Infof("initramfs: %d entries, %d KiB", fs.Len(), len(data)>>10)
+		return
+	}
+	k.log.Warnf("initramfs: no module named initramfs")
 }
 
 // setIOAPIC gives the machine layer the MADT's first I/O APIC (the one

@@ -57,6 +57,9 @@ func memStats(s *MemStats)
 
 func physPointer(pa uintptr) unsafe.Pointer
 
+// PhysPointer returns the direct-map pointer for physical address pa.
+func PhysPointer(pa uintptr) unsafe.Pointer { return physPointer(pa) }
+
 // PhysEnd is the end of the direct map: every physical address below it
 // (all RAM, and device memory below 4 GiB) can be read with ReadPhys.
 func PhysEnd() uint64

@@ -37,6 +37,11 @@ var Tests = []Test{
 	{"device-interrupt-wakes-goroutine", testInterrupt},
 	{"profiler-samples-every-cpu", testProfilerEveryCPU},
 	{"gc-counters-advance", testGCCounters},
+	{"user-hello", testUserHello},
+	{"user-segfault-kills-process", testUserSegfault},
+	{"user-bad-pointers-efault", testUserEFAULT},
+	{"user-broken-elf-enoexec", testUserENOEXEC},
+	{"user-many-processes", testUserMany},
 }
 
 // Run runs the tests whose name contains filter ("all" or "" runs every

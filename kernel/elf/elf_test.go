@@ -1,0 +1,112 @@
+package elf
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// staticBinary builds a small static Go program: a real ET_EXEC x86-64
+// executable without an interpreter.
+func staticBinary(t *testing.T) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "main.go")
+	os.WriteFile(src, []byte("package main\nfunc main() { println(\"hi\") }\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module hi\ngo 1.26\n"), 0o644)
+	out := filepath.Join(dir, "hi")
+	cmd := exec.Command("go", "build", "-o", out, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestParseStaticExecutable(t *testing.T) {
+	b := staticBinary(t)
+	f, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Type != etExec || len(f.Segments) < 2 {
+		t.Fatalf("type %d, %d segments", f.Type, len(f.Segments))
+	}
+	inText := false
+	for _, s := range f.Segments {
+		if f.Entry >= s.Vaddr && f.Entry < s.Vaddr+s.Memsz && s.Prot&4 != 0 {
+			inText = true
+		}
+	}
+	if !inText {
+		t.Errorf("entry %#x not in an executable segment", f.Entry)
+	}
+	if lo, hi := f.Span(); lo >= hi || lo != 0x400000 {
+		t.Errorf("span %#x-%#x", lo, hi)
+	}
+	if f.PhdrAddr(0) == 0 {
+		t.Error("program headers not found in a loaded segment")
+	}
+}
+
+func TestRejectsBrokenExecutables(t *testing.T) {
+	b := staticBinary(t)
+	corrupt := func(mod func(c []byte) []byte) []byte {
+		return mod(append([]byte(nil), b...))
+	}
+	cases := map[string][]byte{
+		"empty":        nil,
+		"truncated":    b[:40],
+		"headers cut":  b[:100],
+		"bad magic":    corrupt(func(c []byte) []byte { c[1] = 'X'; return c }),
+		"32-bit":       corrupt(func(c []byte) []byte { c[4] = 1; return c }),
+		"not x86-64":   corrupt(func(c []byte) []byte { c[18] = 183; return c }),
+		"relocatable":  corrupt(func(c []byte) []byte { c[16] = 1; return c }),
+		"phnum zero":   corrupt(func(c []byte) []byte { c[56], c[57] = 0, 0; return c }),
+		"phoff huge":   corrupt(func(c []byte) []byte { c[39] = 0x7f; return c }),
+		"garbage text": []byte("#!/not/elf\n" + string(make([]byte, 100))),
+	}
+	for name, img := range cases {
+		if _, err := Parse(img); !errors.Is(err, ErrNoExec) {
+			t.Errorf("%s: %v, want ErrNoExec", name, err)
+		}
+	}
+	// A file cut inside a segment's data must be rejected too.
+	f, _ := Parse(b)
+	last := f.Segments[len(f.Segments)-1]
+	if cut := last.Off + last.Filesz/2; last.Filesz > 0 {
+		if _, err := Parse(b[:cut]); !errors.Is(err, ErrNoExec) {
+			t.Errorf("cut inside a segment: %v", err)
+		}
+	}
+}
+
+func TestRejectsDynamicExecutables(t *testing.T) {
+	b, err := os.ReadFile("/bin/ls")
+	if err != nil {
+		t.Skip("no /bin/ls")
+	}
+	if _, err := Parse(b); !errors.Is(err, ErrNoExec) {
+		t.Errorf("dynamic /bin/ls: %v, want ErrNoExec", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("\x7fELF\x02\x01\x01"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if file, err := Parse(b); err == nil {
+			for _, s := range file.Segments {
+				if s.Off+s.Filesz > uint64(len(b)) {
+					t.Fatalf("accepted segment outside the file")
+				}
+			}
+		}
+	})
+}

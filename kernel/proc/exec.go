@@ -1,0 +1,164 @@
+package proc
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"shortbread/kernel/elf"
+	"shortbread/kernel/machine"
+	"shortbread/kernel/mm"
+)
+
+// Layout of a new program's address space.
+const (
+	stackTop   = 0x7ffffffde000 // Linux-like: just below 128 TiB, with room above
+	stackSize  = 8 << 20        // RLIMIT_STACK's usual 8 MiB, mapped lazily
+	pieBase    = 0x555555554000 // where static PIE programs load, as Linux does
+	mmapTop    = stackTop - stackSize - 1<<30
+	maxArgSize = 128 << 10 // total argv+envp bytes, like Linux's MAX_ARG_STRLEN sum
+)
+
+// ErrNoExec is returned for a file that is not a runnable program.
+var ErrNoExec = elf.ErrNoExec
+
+// exec replaces the thread's process image with the program at path.
+func (t *Thread) exec(path string, argv, envp []string) error {
+	p := t.Proc
+	data, err := p.FS.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	f, err := elf.Parse(data)
+	if err != nil {
+		return err
+	}
+	size := 0
+	for _, s := range append(append([]string(nil), argv...), envp...) {
+		size += len(s) + 1
+	}
+	if size > maxArgSize {
+		return errors.New("argument list too long")
+	}
+	space, err := newSpace()
+	if err != nil {
+		return err
+	}
+	bias := uint64(0)
+	if f.Type == 3 { // ET_DYN: static PIE
+		bias = pieBase
+	}
+	var end uint64
+	for _, s := range f.Segments {
+		start := bias + s.Vaddr
+		// The file's bytes back the segment from its page-aligned start;
+		// the rest (bss) reads as zeros.
+		pageOff := start & (mm.PageSize - 1)
+		v := mm.VMA{
+			Start: uintptr(start - pageOff), End: uintptr(start + s.Memsz), Prot: s.Prot,
+			Data: data[s.Off-pageOff : s.Off+s.Filesz], Name: path,
+		}
+		if err := space.Map(v); err != nil {
+			space.Destroy()
+			return fmt.Errorf("%w: segment at %#x: %v", ErrNoExec, start, err)
+		}
+		end = max(end, start+s.Memsz)
+	}
+	// A random gap after the program, as Linux randomises the break.
+	space.SetBrk(uintptr(end+mm.PageSize-1)&^(mm.PageSize-1) + uintptr(rand.IntN(256))*mm.PageSize)
+	if err := space.Map(mm.VMA{Start: stackTop - stackSize, End: stackTop, Prot: mm.ProtRead | mm.ProtWrite, Name: "[stack]"}); err != nil {
+		space.Destroy()
+		return err
+	}
+	sp, err := buildStack(space, f, bias, path, argv, envp)
+	if err != nil {
+		space.Destroy()
+		return err
+	}
+	old := p.Space
+	p.Space = space
+	p.name = path
+	if old != nil {
+		old.Destroy()
+	}
+	t.regs = machine.UserRegs{RIP: bias + f.Entry, RSP: sp, RFLAGS: 0x202}
+	// x87 control word and MXCSR at their reset values (FXSAVE layout).
+	binary.LittleEndian.PutUint16(t.regs.FX[0:], 0x37f)
+	binary.LittleEndian.PutUint32(t.regs.FX[24:], 0x1f80)
+	return nil
+}
+
+// Auxiliary vector types (Linux include/uapi/linux/auxvec.h).
+const (
+	atNull   = 0
+	atPhdr   = 3
+	atPhent  = 4
+	atPhnum  = 5
+	atPagesz = 6
+	atBase   = 7
+	atFlags  = 8
+	atEntry  = 9
+	atUID    = 11
+	atEUID   = 12
+	atGID    = 13
+	atEGID   = 14
+	atHwcap  = 16
+	atClktck = 17
+	atSecure = 23
+	atRandom = 25
+	atExecfn = 31
+)
+
+// buildStack lays out argc, argv, envp and the auxiliary vector at the top
+// of the new stack (System V x86-64 psABI §3.4.1) and returns the stack
+// pointer.
+func buildStack(s *mm.Space, f *elf.File, bias uint64, path string, argv, envp []string) (uint64, error) {
+	sp := uint64(stackTop)
+	push := func(b []byte) (uint64, error) {
+		sp -= uint64(len(b))
+		return sp, s.CopyOut(uintptr(sp), b)
+	}
+	pushStr := func(str string) (uint64, error) { return push(append([]byte(str), 0)) }
+	execfn, err := pushStr(path)
+	if err != nil {
+		return 0, err
+	}
+	strs := make([]uint64, 0, len(argv)+len(envp))
+	for _, a := range append(append([]string(nil), argv...), envp...) {
+		at, err := pushStr(a)
+		if err != nil {
+			return 0, err
+		}
+		strs = append(strs, at)
+	}
+	var rnd [16]byte
+	for i := range rnd {
+		rnd[i] = byte(rand.Uint32())
+	}
+	random, err := push(rnd[:])
+	if err != nil {
+		return 0, err
+	}
+	sp &^= 15
+	auxv := []uint64{
+		atPhdr, f.PhdrAddr(bias), atPhent, 56, atPhnum, uint64(f.Phnum),
+		atPagesz, mm.PageSize, atBase, 0, atFlags, 0, atEntry, bias + f.Entry,
+		atUID, 0, atEUID, 0, atGID, 0, atEGID, 0, atHwcap, 0x178bfbff,
+		atClktck, 100, atSecure, 0, atRandom, random, atExecfn, execfn, atNull, 0,
+	}
+	words := []uint64{uint64(len(argv))}
+	words = append(words, strs[:len(argv)]...)
+	words = append(words, 0)
+	words = append(words, strs[len(argv):]...)
+	words = append(words, 0)
+	words = append(words, auxv...)
+	if len(words)%2 == 1 {
+		sp -= 8 // keep the final stack pointer 16-byte aligned
+	}
+	buf := make([]byte, 8*len(words))
+	for i, w := range words {
+		binary.LittleEndian.PutUint64(buf[8*i:], w)
+	}
+	return push(buf)
+}

@@ -1,0 +1,381 @@
+package proc
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"time"
+
+	"shortbread/kernel/elf"
+	"shortbread/kernel/klog"
+	"shortbread/kernel/mm"
+)
+
+// Log is where the process layer reports; the kernel sets it.
+var Log *klog.Logger
+
+// Linux errno values (include/uapi/asm-generic/errno-base.h, errno.h).
+const (
+	ePERM        = 1
+	eNOENT       = 2
+	eBADF        = 9
+	eNOMEM       = 12
+	eFAULT       = 14
+	eEXIST       = 17
+	eINVAL       = 22
+	eNOTTY       = 25
+	eNOSYS       = 38
+	eNOEXEC      = 8
+	eNAMETOOLONG = 36
+	eNODEV       = 19
+)
+
+// errno maps kernel errors to Linux errno values.
+func errno(err error) int64 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, mm.ErrFault):
+		return -eFAULT
+	case errors.Is(err, mm.ErrNoMem):
+		return -eNOMEM
+	case errors.Is(err, mm.ErrInval):
+		return -eINVAL
+	case errors.Is(err, mm.ErrExists):
+		return -eEXIST
+	case errors.Is(err, elf.ErrNoExec):
+		return -eNOEXEC
+	case errors.Is(err, mm.ErrNameTooLong):
+		return -eNAMETOOLONG
+	}
+	return -eINVAL
+}
+
+// handler implements one system call. It returns the value for RAX; exit
+// is true when the thread has ended.
+type handler func(t *Thread, a *[6]uint64) (ret int64, exit bool)
+
+// Entry describes a system call number in the table.
+type Entry struct {
+	Name string
+	Fn   handler
+}
+
+// table is the system call table, by Linux x86-64 number
+// (arch/x86/entry/syscalls/syscall_64.tbl).
+var table = map[uint64]Entry{
+	0:   {"read", sysRead},
+	1:   {"write", sysWrite},
+	9:   {"mmap", sysMmap},
+	10:  {"mprotect", sysMprotect},
+	11:  {"munmap", sysMunmap},
+	12:  {"brk", sysBrk},
+	16:  {"ioctl", sysIoctl},
+	20:  {"writev", sysWritev},
+	24:  {"sched_yield", sysSchedYield},
+	35:  {"nanosleep", sysNanosleep},
+	39:  {"getpid", sysGetpid},
+	60:  {"exit", sysExit},
+	63:  {"uname", sysUname},
+	96:  {"gettimeofday", sysGettimeofday},
+	102: {"getuid", sysZero},
+	104: {"getgid", sysZero},
+	107: {"geteuid", sysZero},
+	108: {"getegid", sysZero},
+	110: {"getppid", sysZero},
+	158: {"arch_prctl", sysArchPrctl},
+	186: {"gettid", sysGettid},
+	201: {"time", sysTime},
+	218: {"set_tid_address", sysSetTidAddress},
+	228: {"clock_gettime", sysClockGettime},
+	231: {"exit_group", sysExit},
+	318: {"getrandom", sysGetrandom},
+}
+
+var enosysSeen sync.Map
+
+// syscall handles the system call in t.regs and reports whether the thread
+// has exited.
+func (t *Thread) syscall() bool {
+	r := &t.regs
+	no := r.RAX
+	a := [6]uint64{r.RDI, r.RSI, r.RDX, r.R10, r.R8, r.R9}
+	e, ok := table[no]
+	if !ok {
+		if _, seen := enosysSeen.LoadOrStore(no, true); !seen {
+			Log.Warnf("proc: %v: unimplemented system call %d", t.Proc, no)
+		}
+		e = Entry{"nosys", func(*Thread, *[6]uint64) (int64, bool) { return -eNOSYS, false }}
+	}
+	ret, exit := e.Fn(t, &a)
+	r.RAX = uint64(ret)
+	return exit
+}
+
+func sysZero(t *Thread, a *[6]uint64) (int64, bool) { return 0, false }
+
+func sysGetpid(t *Thread, a *[6]uint64) (int64, bool) { return int64(t.Proc.PID), false }
+func sysGettid(t *Thread, a *[6]uint64) (int64, bool) { return int64(t.TID), false }
+
+func sysExit(t *Thread, a *[6]uint64) (int64, bool) {
+	t.Proc.exit(int(a[0]&0xff) << 8)
+	return 0, true
+}
+
+func sysSchedYield(t *Thread, a *[6]uint64) (int64, bool) {
+	runtime.Gosched()
+	return 0, false
+}
+
+const maxIO = 1 << 20 // bytes one read or write moves at a time
+
+func (t *Thread) output(fd uint64) (w interface{ Write([]byte) (int, error) }, ok bool) {
+	switch fd {
+	case 1:
+		return t.Proc.stdout, t.Proc.stdout != nil
+	case 2:
+		return t.Proc.stderr, t.Proc.stderr != nil
+	}
+	return nil, false
+}
+
+func sysWrite(t *Thread, a *[6]uint64) (int64, bool) {
+	w, ok := t.output(a[0])
+	if !ok {
+		return -eBADF, false
+	}
+	n := min(a[2], maxIO)
+	buf := make([]byte, n)
+	if err := t.Proc.Space.CopyIn(uintptr(a[1]), buf); err != nil {
+		return errno(err), false
+	}
+	m, _ := w.Write(buf)
+	return int64(m), false
+}
+
+func sysWritev(t *Thread, a *[6]uint64) (int64, bool) {
+	w, ok := t.output(a[0])
+	if !ok {
+		return -eBADF, false
+	}
+	cnt := a[2]
+	if cnt > 1024 {
+		return -eINVAL, false
+	}
+	iov := make([]byte, 16*cnt)
+	if err := t.Proc.Space.CopyIn(uintptr(a[1]), iov); err != nil {
+		return errno(err), false
+	}
+	var out []byte
+	for i := uint64(0); i < cnt; i++ {
+		base := binary.LittleEndian.Uint64(iov[16*i:])
+		n := binary.LittleEndian.Uint64(iov[16*i+8:])
+		if n > maxIO || uint64(len(out))+n > maxIO {
+			return -eINVAL, false
+		}
+		buf := make([]byte, n)
+		if err := t.Proc.Space.CopyIn(uintptr(base), buf); err != nil {
+			return errno(err), false
+		}
+		out = append(out, buf...)
+	}
+	m, _ := w.Write(out)
+	return int64(m), false
+}
+
+func sysRead(t *Thread, a *[6]uint64) (int64, bool) {
+	if a[0] != 0 {
+		return -eBADF, false
+	}
+	if t.Proc.stdin == nil {
+		return 0, false
+	}
+	buf := make([]byte, min(a[2], maxIO))
+	n, _ := t.Proc.stdin.Read(buf)
+	if err := t.Proc.Space.CopyOut(uintptr(a[1]), buf[:n]); err != nil {
+		return errno(err), false
+	}
+	return int64(n), false
+}
+
+func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {
+	if a[0] <= 2 {
+		return -eNOTTY, false
+	}
+	return -eBADF, false
+}
+
+func sysBrk(t *Thread, a *[6]uint64) (int64, bool) {
+	return int64(t.Proc.Space.Brk(uintptr(a[0]))), false
+}
+
+// mmap flags (include/uapi/linux/mman.h, asm-generic/mman-common.h).
+const (
+	mapShared         = 0x01
+	mapPrivate        = 0x02
+	mapFixed          = 0x10
+	mapAnonymous      = 0x20
+	mapFixedNoreplace = 0x100000
+)
+
+func sysMmap(t *Thread, a *[6]uint64) (int64, bool) {
+	addr, n, prot, flags := uintptr(a[0]), uintptr(a[1]), int(a[2]), a[3]
+	if n == 0 || prot&^7 != 0 {
+		return -eINVAL, false
+	}
+	if flags&mapAnonymous == 0 {
+		return -eNODEV, false // file mappings arrive with the file system
+	}
+	if flags&mapShared != 0 {
+		return -eNOSYS, false // shared anonymous memory arrives with fork's sharing
+	}
+	s := t.Proc.Space
+	v := mm.VMA{Prot: prot}
+	switch {
+	case flags&mapFixedNoreplace != 0:
+		if addr&(mm.PageSize-1) != 0 {
+			return -eINVAL, false
+		}
+		got, err := s.MapAnywhere(addr, n, v, mmapTop)
+		if err != nil {
+			return errno(err), false
+		}
+		if got != addr {
+			s.Unmap(got, n)
+			return -eEXIST, false
+		}
+		return int64(got), false
+	case flags&mapFixed != 0:
+		if addr&(mm.PageSize-1) != 0 {
+			return -eINVAL, false
+		}
+		v.Start, v.End = addr, addr+n
+		if v.End < v.Start {
+			return -eNOMEM, false
+		}
+		if err := s.Map(v); err != nil {
+			return errno(err), false
+		}
+		return int64(addr), false
+	}
+	got, err := s.MapAnywhere(addr, n, v, mmapTop)
+	if err != nil {
+		return errno(err), false
+	}
+	return int64(got), false
+}
+
+func sysMunmap(t *Thread, a *[6]uint64) (int64, bool) {
+	return errno(t.Proc.Space.Unmap(uintptr(a[0]), uintptr(a[1]))), false
+}
+
+func sysMprotect(t *Thread, a *[6]uint64) (int64, bool) {
+	if a[2]&^7 != 0 {
+		return -eINVAL, false
+	}
+	return errno(t.Proc.Space.Protect(uintptr(a[0]), uintptr(a[1]), int(a[2]))), false
+}
+
+func sysArchPrctl(t *Thread, a *[6]uint64) (int64, bool) {
+	const setFS, getFS = 0x1002, 0x1003
+	switch a[0] {
+	case setFS:
+		if a[1] >= mm.UserTop {
+			return -ePERM, false
+		}
+		t.regs.FSBase = a[1]
+	case getFS:
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], t.regs.FSBase)
+		return errno(t.Proc.Space.CopyOut(uintptr(a[1]), b[:])), false
+	default:
+		return -eINVAL, false
+	}
+	return 0, false
+}
+
+func sysSetTidAddress(t *Thread, a *[6]uint64) (int64, bool) {
+	t.clearTID = uintptr(a[0])
+	return int64(t.TID), false
+}
+
+func sysUname(t *Thread, a *[6]uint64) (int64, bool) {
+	var u [6 * 65]byte
+	for i, s := range []string{"Linux", "shortbread", "6.1.0-shortbread", "#1 SMP Shortbread", "x86_64", "(none)"} {
+		copy(u[i*65:], s)
+	}
+	return errno(t.Proc.Space.CopyOut(uintptr(a[0]), u[:])), false
+}
+
+func putTimespec(t *Thread, at uintptr, ns int64, usec bool) int64 {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(ns/1e9))
+	frac := ns % 1e9
+	if usec {
+		frac /= 1000
+	}
+	binary.LittleEndian.PutUint64(b[8:], uint64(frac))
+	return errno(t.Proc.Space.CopyOut(at, b[:]))
+}
+
+var bootMono = time.Now()
+
+func sysClockGettime(t *Thread, a *[6]uint64) (int64, bool) {
+	switch a[0] {
+	case 0, 8, 11: // REALTIME
+		return putTimespec(t, uintptr(a[1]), time.Now().UnixNano(), false), false
+	case 1, 4, 7, 9, 2, 3: // MONOTONIC, RAW, BOOTTIME; CPU clocks approximate
+		return putTimespec(t, uintptr(a[1]), int64(time.Since(bootMono)), false), false
+	}
+	return -eINVAL, false
+}
+
+func sysGettimeofday(t *Thread, a *[6]uint64) (int64, bool) {
+	if a[0] == 0 {
+		return 0, false
+	}
+	return putTimespec(t, uintptr(a[0]), time.Now().UnixNano(), true), false
+}
+
+func sysTime(t *Thread, a *[6]uint64) (int64, bool) {
+	now := time.Now().Unix()
+	if a[0] != 0 {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(now))
+		if err := t.Proc.Space.CopyOut(uintptr(a[0]), b[:]); err != nil {
+			return errno(err), false
+		}
+	}
+	return now, false
+}
+
+func sysNanosleep(t *Thread, a *[6]uint64) (int64, bool) {
+	var b [16]byte
+	if err := t.Proc.Space.CopyIn(uintptr(a[0]), b[:]); err != nil {
+		return errno(err), false
+	}
+	sec, nsec := int64(binary.LittleEndian.Uint64(b[:])), int64(binary.LittleEndian.Uint64(b[8:]))
+	if sec < 0 || nsec < 0 || nsec >= 1e9 {
+		return -eINVAL, false
+	}
+	time.Sleep(time.Duration(sec)*time.Second + time.Duration(nsec))
+	return 0, false
+}
+
+// sysGetrandom fills from math/rand/v2's global generator: ChaCha8, seeded
+// by the runtime from the machine layer's RDRAND. (crypto/rand would pull
+// in a 32 MiB FIPS DRBG buffer the kernel image would have to carry.)
+func sysGetrandom(t *Thread, a *[6]uint64) (int64, bool) {
+	buf := make([]byte, min(a[1], 1<<16))
+	for i := 0; i < len(buf); i += 8 {
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], rand.Uint64())
+		copy(buf[i:], w[:])
+	}
+	if err := t.Proc.Space.CopyOut(uintptr(a[0]), buf); err != nil {
+		return errno(err), false
+	}
+	return int64(len(buf)), false
+}
