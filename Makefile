@@ -55,7 +55,7 @@ test: deps vet host-test boot-test
 
 vet:
 	go vet ./...
-	@test -z "$$(gofmt -l kernel bench tools 2>/dev/null)" || { gofmt -l kernel bench tools; echo "gofmt needed"; exit 1; }
+	@test -z "$$(gofmt -l kernel bench tools runtime-patches 2>/dev/null)" || { gofmt -l kernel bench tools runtime-patches; echo "gofmt needed"; exit 1; }
 
 host-test:
 	go test ./...

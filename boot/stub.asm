@@ -9,7 +9,9 @@
 ;   3. builds identity page tables for the low 4 GiB, leaving page 0 unmapped
 ;      so nil dereferences fault;
 ;   4. enters long mode, turns on SSE (Go code needs it from the first
-;      instruction) and jumps to the ELF entry with RDI = multiboot2 info.
+;      instruction) and jumps to the ELF entry with RDI = multiboot2 info,
+;      RSI/RDX = the kernel module, RCX = the stub's end, R8 = the TSC at
+;      the first instruction, R9/R10 = the AP trampoline code and length.
 ; Any failure prints a line on COM1 and halts: there is nothing to return to.
 
 bits 32
@@ -70,7 +72,6 @@ _start:
     jnz .fail                              ; eax = message pointer
 
     call build_page_tables
-    call install_trampoline
 
     ; PAE on, then CR3, then EFER.LME|NXE, then paging.
     mov eax, cr4
@@ -320,47 +321,56 @@ long_entry:
     mov edx, [mod_end]
     mov ecx, stub_end
     mov r8, [start_tsc]
+    mov r9d, ap_trampoline
+    mov r10d, ap_trampoline_end - ap_trampoline
     mov eax, [elf_entry]
     jmp rax
 
-; install_trampoline copies the application-processor start-up code to
-; AP_BASE, where a STARTUP IPI (vector AP_BASE >> 12) begins real-mode
-; execution. The Go kernel fills the parameter block at AP_BASE + 0xF00.
-bits 32
-install_trampoline:
-    mov esi, ap_trampoline
-    mov edi, AP_BASE
-    mov ecx, ap_trampoline_end - ap_trampoline
-    rep movsb
-    ret
-
-AP_BASE equ 0x8000
-%define AP(x) ((x) - ap_trampoline + AP_BASE)
-
-; The trampoline: real mode -> protected mode -> long mode on the kernel's
-; page tables (CR3 from the parameter block), then jump to the Go kernel's
-; AP entry with RSP = the CPU's trap stack, RDI = CPU index, R14 = its g.
+; The application-processor start-up code. The Go kernel copies it to a
+; free page below 1 MiB it picks from the memory map (GRUB may have put
+; modules anywhere, so no fixed address is safe) and sends STARTUP IPIs
+; naming that page. It is position-independent: it runs with CS = the
+; page's segment and finds everything relative to EBX = the page's linear
+; address. Real mode -> protected mode -> long mode on the kernel's page
+; tables (CR3 from the parameter block at +0xF00), then it jumps to the Go
+; kernel's AP entry with RSP = the CPU's trap stack, RDI = CPU index,
+; R14 = its g.
+%define OFF(x) ((x) - ap_trampoline)
 bits 16
 ap_trampoline:
     cli
     cld
-    xor ax, ax
+    mov ax, cs
     mov ds, ax
-    lgdt [AP(ap_gdt_ptr)]
+    mov ss, ax
+    mov sp, 0xF00                          ; a small stack below the parameters
+    movzx ebx, ax
+    shl ebx, 4
+    lea eax, [ebx + OFF(ap_gdt)]
+    mov [OFF(ap_gdt_ptr) + 2], eax
+    ; The far pointer to the 64-bit code, used once paging is on (the page
+    ; is then read-only, so no stack).
+    lea eax, [ebx + OFF(ap_long)]
+    mov [OFF(ap_long_ptr)], eax
+    lgdt [OFF(ap_gdt_ptr)]
     mov eax, cr0
     or eax, 1
     mov cr0, eax
-    jmp dword 0x08:AP(ap_protected)
+    push dword 0x08
+    lea eax, [ebx + OFF(ap_protected)]
+    push eax
+    o32 retf
 bits 32
 ap_protected:
     mov ax, 0x10
     mov ds, ax
     mov es, ax
     mov ss, ax
+    lea esp, [ebx + 0xF00]
     mov eax, cr4
     or eax, (1 << 5) | (1 << 9) | (1 << 10) ; PAE, OSFXSR, OSXMMEXCPT
     mov cr4, eax
-    mov eax, [AP_BASE + 0xF00]
+    mov eax, [ebx + 0xF00]
     mov cr3, eax
     mov ecx, 0xC0000080
     rdmsr
@@ -370,17 +380,17 @@ ap_protected:
     and eax, ~(1 << 2)                      ; EM off
     or eax, (1 << 31) | (1 << 16) | (1 << 5) | (1 << 1) ; PG, WP, NE, MP
     mov cr0, eax
-    jmp 0x18:AP(ap_long)
+    jmp far [ebx + OFF(ap_long_ptr)]
 bits 64
 ap_long:
     mov ax, 0x10
     mov ds, ax
     mov es, ax
     mov ss, ax
-    mov rsp, [AP_BASE + 0xF10]
-    mov rdi, [AP_BASE + 0xF18]
-    mov r14, [AP_BASE + 0xF20]
-    mov rax, [AP_BASE + 0xF08]
+    mov rsp, [rbx + 0xF10]
+    mov rdi, [rbx + 0xF18]
+    mov r14, [rbx + 0xF20]
+    mov rax, [rbx + 0xF08]
     jmp rax
 align 8
 ap_gdt:
@@ -390,7 +400,10 @@ ap_gdt:
     dq 0x00AF9A000000FFFF                  ; 0x18: 64-bit code
 ap_gdt_ptr:
     dw ap_gdt_ptr - ap_gdt - 1
-    dd AP(ap_gdt)
+    dd 0                                   ; patched: linear address of ap_gdt
+ap_long_ptr:
+    dd 0                                   ; patched: linear address of ap_long
+    dw 0x18
 ap_trampoline_end:
 
 section .rodata

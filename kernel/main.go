@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"runtime"
@@ -167,6 +168,7 @@ func (k *kernel) loadInitramfs() {
 		return
 	}
 	for _, m := range info.Modules {
+		k.log.Debugf("boot module %q at %#x-%#x", m.Cmdline, m.Start, m.End)
 		if m.Cmdline != "initramfs" {
 			continue
 		}
@@ -181,7 +183,7 @@ func (k *kernel) loadInitramfs() {
 			return
 		}
 		k.initramfs = fs
-		k.log.Infof("initramfs: %d entries, %d KiB", fs.Len(), len(data)>>10)
+		k.log.Infof("initramfs: %d entries, %d KiB, crc32 %08x", fs.Len(), len(data)>>10, crc32.ChecksumIEEE(data))
 		return
 	}
 	k.log.Warnf("initramfs: no module named initramfs")

@@ -16,11 +16,15 @@
 #define MSR_FS_BASE 0xC0000100
 
 // sbStart is the Go kernel's ELF entry point, jumped to by the boot stub
-// in long mode with RDI = multiboot2 info, RSI/RDX = kernel module bounds.
+// in long mode with RDI = multiboot2 info, RSI/RDX = kernel module bounds,
+// RCX = end of the stub, R8 = TSC at the stub's start, R9/R10 = the AP
+// trampoline's code and length (inside the stub).
 // It moves to a boot stack, gives Go code a g to run with, calls sbBoot and
 // then enters the unmodified runtime as if Linux had started a process.
 TEXT runtime·sbStart(SB),NOSPLIT|NOFRAME,$0
 	LEAQ	runtime·sbBootStack+const_sbBootStackSize(SB), SP
+	MOVQ	R9, runtime·sbTrampSrc(SB)
+	MOVQ	R10, runtime·sbTrampLen(SB)
 	MOVQ	DI, R12
 	MOVQ	SI, R13
 	MOVQ	DX, R15

@@ -23,15 +23,15 @@ type sbCPU struct {
 	trapG    uintptr // GS:24, a *g kept as uintptr: no write barriers here
 	// tls is the FS block while a trap handler runs: tls[0] = trapG, so
 	// FS:-8 (where Go code finds g) names the trap g.
-	tls [2]uintptr
-	cur      int32   // index in sbThreads of the running thread
-	idle     int32   // this CPU's idle thread
+	tls      [2]uintptr
+	cur      int32 // index in sbThreads of the running thread
+	idle     int32 // this CPU's idle thread
 	id       int32
 	apicID   uint32
 	online   uint32
-	resched  bool  // set by timer or IPI: consider switching threads on exit
-	sliceEnd int64 // when the running thread's time slice ends
-	tlbSeen  uint64 // last TLB shootdown generation this CPU applied
+	resched  bool    // set by timer or IPI: consider switching threads on exit
+	sliceEnd int64   // when the running thread's time slice ends
+	tlbSeen  uint64  // last TLB shootdown generation this CPU applied
 	cr3      uintptr // the address space loaded on this CPU
 
 	// Sampling profiler (sb_prof.go): a buffer of 16-byte records that

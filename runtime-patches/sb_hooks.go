@@ -18,9 +18,9 @@ import (
 
 // Private system calls (served in sbHookSyscall).
 const (
-	sbSysBase     = 0x5300
-	sbSysIRQOpen  = 0 // (irq) -> fd: an fd that reads the IRQ count, pollable
-	sbSysStartCPU = 1 // (apicID) -> 0 or errno
+	sbSysBase      = 0x5300
+	sbSysIRQOpen   = 0 // (irq) -> fd: an fd that reads the IRQ count, pollable
+	sbSysStartCPU  = 1 // (apicID) -> 0 or errno
 	sbSysProfStart = 2 // (buffers, n, hz, hpet) -> source or errno
 	sbSysProfStop  = 3 // () -> 0
 	sbSysIOAPIC    = 4 // (physical address) -> 0: the MADT's I/O APIC
@@ -33,16 +33,16 @@ const (
 )
 
 var (
-	sbCmdline    [1024]byte
-	sbCmdlineLen int
-	sbRSDP       [36]byte
-	sbRSDPLen    int
-	sbMBI        uintptr // physical address of the multiboot2 information
-	sbStartTSC   uint64  // TSC when the boot stub started
+	sbCmdline                  [1024]byte
+	sbCmdlineLen               int
+	sbRSDP                     [36]byte
+	sbRSDPLen                  int
+	sbMBI                      uintptr // physical address of the multiboot2 information
+	sbStartTSC                 uint64  // TSC when the boot stub started
 	sbKernelStart, sbKernelEnd uintptr
-	sbIRQOpen    [24]bool
-	sbIRQPending [24]uint64
-	sbIRQEdge    [24]bool // set by an interrupt, cleared when epoll reports it
+	sbIRQOpen                  [24]bool
+	sbIRQPending               [24]uint64
+	sbIRQEdge                  [24]bool // set by an interrupt, cleared when epoll reports it
 )
 
 func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {

@@ -55,7 +55,7 @@ func sbHPETRead(off uintptr) uint64 {
 }
 
 func sbHPETWrite(off uintptr, v uint64) {
-	atomic.Store64((*uint64)(unsafe.Pointer(sbProfHPETVA + off)), v)
+	atomic.Store64((*uint64)(unsafe.Pointer(sbProfHPETVA+off)), v)
 }
 
 // sbProfStart installs per-CPU buffers and starts sampling at hz. It

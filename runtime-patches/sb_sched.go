@@ -80,7 +80,7 @@ type sbScheduler struct {
 var (
 	sbThreads      [sbMaxThreads]sbThread
 	sbNextDeadline int64 // earliest pending deadline, 0 if none; guarded by sbSched.mu
-	sbSched   = sbScheduler{head: -1, tail: -1, nextTID: 1}
+	sbSched        = sbScheduler{head: -1, tail: -1, nextTID: 1}
 )
 
 // sbNewThreadLocked claims a free slot. Returns -1 if there is none.

@@ -22,8 +22,8 @@ const (
 	sbSigDfl = 0
 	sbSigIgn = 1
 
-	sbSAOnStack  = 0x08000000
-	sbSANoDefer  = 0x40000000
+	sbSAOnStack   = 0x08000000
+	sbSANoDefer   = 0x40000000
 	sbSAResetHand = 0x80000000
 
 	sbUnblockable = 1<<(_SIGKILL-1) | 1<<(_SIGSTOP-1)
@@ -38,7 +38,7 @@ type sbSigaction struct {
 
 // sbSigactions is process-wide, as CLONE_SIGHAND makes it on Linux.
 var (
-	sbSigLock   sbSpin
+	sbSigLock    sbSpin
 	sbSigactions [65]sbSigaction
 )
 
@@ -143,7 +143,7 @@ func sbBuildSignalFrame(t *sbThread, f *sbFrame, sig int32, act sbSigaction) {
 		m.cr2 = uint64(t.faultAddr)
 		t.faultSig = 0
 	} else {
-		info.si_code = -6 // SI_TKILL
+		info.si_code = -6                            // SI_TKILL
 		*(*int32)(unsafe.Pointer(infoAddr + 16)) = 1 // si_pid
 	}
 

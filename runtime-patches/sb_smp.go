@@ -18,8 +18,7 @@ import (
 )
 
 const (
-	sbTrampoline = 0x8000
-	// Parameter block the trampoline reads (offsets from sbTrampoline),
+	// Parameter block the trampoline reads (offsets from its page),
 	// matching boot/stub.asm.
 	sbTrampCR3   = 0xF00
 	sbTrampEntry = 0xF08
@@ -29,6 +28,13 @@ const (
 )
 
 var (
+	// sbTrampoline is the page below 1 MiB the AP start-up code runs in,
+	// chosen at boot (sbPickTrampoline); sbTrampSrc/Len locate the code in
+	// the boot stub.
+	sbTrampoline uintptr
+	sbTrampSrc   uintptr
+	sbTrampLen   uintptr
+
 	sbIOAPIC   uintptr = 0xFEC00000 // physical; the kernel may correct it from the MADT
 	sbIOAPICMu sbSpin
 	sbBootCPU  uint32
@@ -64,6 +70,9 @@ func sbStartCPU(apicID uint32) int64 {
 	if apicID == sbBootCPU {
 		return -sbEEXIST
 	}
+	if sbTrampoline == 0 {
+		return -sbENOMEM // no free page below 1 MiB
+	}
 	id := sbNCPU
 	if id >= sbMaxCPU {
 		return -sbENOMEM
@@ -96,7 +105,7 @@ func sbStartCPU(apicID uint32) int64 {
 	sbDelay(10_000_000)
 	for i := 0; i < 2; i++ {
 		sbLAPICWrite(lapicICRHigh, apicID<<24)
-		sbLAPICWrite(lapicICRLow, 0x4600|sbTrampoline>>12)
+		sbLAPICWrite(lapicICRLow, 0x4600|uint32(sbTrampoline>>12))
 		sbWaitICR()
 		sbDelay(200_000)
 	}
@@ -108,6 +117,34 @@ func sbStartCPU(apicID uint32) int64 {
 		sbPause()
 	}
 	return 0
+}
+
+// sbPickTrampoline chooses a page below 1 MiB for the AP start-up code:
+// available RAM per the memory map (lowAvail), clear of everything the
+// boot loader put there (busy), and copies the code in.
+func sbPickTrampoline(lowAvail [][2]uintptr, busy [][2]uintptr) {
+	if sbTrampLen == 0 || sbTrampLen > 0xE00 { // its stack and parameters follow
+
+		return
+	}
+	for p := uintptr(0x1000); p < 0xA0000; p += sbPageSize {
+		ok := false
+		for _, r := range lowAvail {
+			if p >= r[0] && p+sbPageSize <= r[1] {
+				ok = true
+			}
+		}
+		for _, r := range busy {
+			if p < r[1] && r[0] < p+sbPageSize {
+				ok = false
+			}
+		}
+		if ok {
+			sbMemcpy(p, sbTrampSrc, sbTrampLen)
+			sbTrampoline = p
+			return
+		}
+	}
 }
 
 // sbAPMain runs on a new CPU, on its trap stack as its trap g, with
@@ -146,9 +183,9 @@ func sbNewIdleThreadLocked(id int32) int32 {
 	t.frame.ss = sbKernelDS
 	t.frame.rflags = 0x202
 	t.frame.rsp = uint64(uintptr(unsafe.Pointer(&sbIdleStacks[id])) + 4096 - 8)
-	*(*uint16)(unsafe.Pointer(&t.frame.fx[0])) = 0x37f        // FCW default
-	*(*uint32)(unsafe.Pointer(&t.frame.fx[24])) = 0x1f80      // MXCSR default
-	sbSched.nthreads--                                     // not one of the runtime's threads
+	*(*uint16)(unsafe.Pointer(&t.frame.fx[0])) = 0x37f   // FCW default
+	*(*uint32)(unsafe.Pointer(&t.frame.fx[24])) = 0x1f80 // MXCSR default
+	sbSched.nthreads--                                   // not one of the runtime's threads
 	return i
 }
 

@@ -17,18 +17,18 @@ import (
 )
 
 const (
-	lapicID      = 0x020
-	lapicEOI     = 0x0B0
-	lapicSVR     = 0x0F0
-	lapicICRLow  = 0x300
-	lapicICRHigh = 0x310
-	lapicLVTTmr  = 0x320
+	lapicID       = 0x020
+	lapicEOI      = 0x0B0
+	lapicSVR      = 0x0F0
+	lapicICRLow   = 0x300
+	lapicICRHigh  = 0x310
+	lapicLVTTmr   = 0x320
 	lapicLVTLint0 = 0x350
 	lapicLVTLint1 = 0x360
-	lapicLVTErr  = 0x370
-	lapicInitCnt = 0x380
-	lapicCurCnt  = 0x390
-	lapicDivide  = 0x3E0
+	lapicLVTErr   = 0x370
+	lapicInitCnt  = 0x380
+	lapicCurCnt   = 0x390
+	lapicDivide   = 0x3E0
 
 	msrAPICBase     = 0x1B
 	msrTSCDeadline  = 0x6E0
@@ -52,7 +52,7 @@ func sbLAPICRead(reg uintptr) uint32 {
 }
 
 func sbLAPICWrite(reg uintptr, v uint32) {
-	atomic.Store((*uint32)(unsafe.Pointer(sbLAPIC + reg)), v)
+	atomic.Store((*uint32)(unsafe.Pointer(sbLAPIC+reg)), v)
 }
 
 // sbNanotime is monotonic nanoseconds since boot.
@@ -86,7 +86,7 @@ func sbCalibrateTSC() {
 // against the TSC (once, on the boot CPU).
 func sbInitLAPIC(calibrate bool) {
 	sbLAPICWrite(lapicSVR, 0x100|sbVecSpurious) // enable
-	sbLAPICWrite(lapicLVTLint0, 1<<16)         // masked
+	sbLAPICWrite(lapicLVTLint0, 1<<16)          // masked
 	sbLAPICWrite(lapicLVTLint1, 1<<16)
 	sbLAPICWrite(lapicLVTErr, 1<<16)
 	// Flat logical destinations, one bit per CPU, so one I/O APIC entry

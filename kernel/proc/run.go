@@ -2,6 +2,7 @@ package proc
 
 import (
 	"errors"
+	"fmt"
 
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
@@ -67,7 +68,7 @@ func (t *Thread) run() {
 func (t *Thread) fatalSignal(sig int, why error) {
 	r := &t.regs
 	if why == nil {
-		why = errors.New("exception")
+		why = fmt.Errorf("CPU exception %d (error code %#x)", r.Trap, r.ErrCode)
 	}
 	Log.Infof("proc: %v killed by signal %d: %v at rip=%#x addr=%#x", t.Proc, sig, why, r.RIP, r.Addr)
 	t.Proc.exit(sig)

@@ -1,0 +1,134 @@
+/*
+ * check.h: the tiny assertion kit shared by the user-space tests.
+ *
+ * Every check prints one line, "ok NAME" or "not ok NAME: DETAIL", and is
+ * counted; check_done() prints "# PROG: N checks, F failed" and returns the
+ * exit status (0 iff every check passed). Checks run only in the test's own
+ * process: a forked child reports to its parent through its exit status or
+ * a pipe, and the parent checks that.
+ *
+ *   CHECK(name, cond)           cond is true
+ *   CHECK_EQ(name, got, want)   integers are equal (printed on failure)
+ *   CHECK_SYS(name, expr)       expr is not -1 (errno printed on failure)
+ *   CHECK_ERR(name, expr, err)  expr is -1 and errno == err
+ *   CHECK_STR(name, got, want)  C strings are equal
+ */
+#ifndef SHORTBREAD_CHECK_H
+#define SHORTBREAD_CHECK_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int check_total, check_failed;
+static const char *check_prog = "test";
+
+/* Output goes to a console that may not be a tty: flush every line, so that
+ * nothing is lost on a crash and fork never duplicates buffered output. */
+__attribute__((constructor)) static void check_init(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+__attribute__((format(printf, 3, 4))) static int check_report(const char *name, int pass, const char *fmt, ...)
+{
+	check_total++;
+	if (pass) {
+		printf("ok %s\n", name);
+		return 1;
+	}
+	check_failed++;
+	char detail[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof detail, fmt, ap);
+	va_end(ap);
+	printf("not ok %s: %s\n", name, detail);
+	fflush(stdout);
+	return 0;
+}
+
+#define CHECK(name, cond) \
+	check_report((name), !!(cond), "%s (%s:%d)", #cond, __FILE__, __LINE__)
+
+#define CHECK_EQ(name, got, want) ({ \
+	long long check_g_ = (long long)(got), check_w_ = (long long)(want); \
+	check_report((name), check_g_ == check_w_, "%s = %lld (%#llx), want %lld (%#llx) (%s:%d)", \
+		     #got, check_g_, check_g_, check_w_, check_w_, __FILE__, __LINE__); })
+
+#define CHECK_SYS(name, expr) ({ \
+	errno = 0; \
+	long long check_r_ = (long long)(expr); \
+	int check_e_ = errno; \
+	check_report((name), check_r_ != -1, "%s failed: %s (errno %d) (%s:%d)", \
+		     #expr, strerror(check_e_), check_e_, __FILE__, __LINE__); })
+
+#define CHECK_ERR(name, expr, err) ({ \
+	errno = 0; \
+	long long check_r_ = (long long)(expr); \
+	int check_e_ = errno; \
+	check_report((name), check_r_ == -1 && check_e_ == (err), \
+		     "%s returned %lld errno %d (%s), want -1 errno %d (%s) (%s:%d)", #expr, \
+		     check_r_, check_r_ == -1 ? check_e_ : 0, check_r_ == -1 ? strerror(check_e_) : "-", \
+		     (err), strerror(err), __FILE__, __LINE__); })
+
+#define CHECK_STR(name, got, want) ({ \
+	const char *check_gs_ = (got), *check_ws_ = (want); \
+	check_report((name), check_gs_ && strcmp(check_gs_, check_ws_) == 0, "%s = \"%s\", want \"%s\" (%s:%d)", \
+		     #got, check_gs_ ? check_gs_ : "(null)", check_ws_, __FILE__, __LINE__); })
+
+__attribute__((unused)) static void check_start(const char *prog)
+{
+	const char *slash = strrchr(prog, '/');
+	check_prog = slash ? slash + 1 : prog;
+	printf("# %s: start\n", check_prog);
+}
+
+__attribute__((unused)) static int check_done(void)
+{
+	printf("# %s: %d checks, %d failed\n", check_prog, check_total, check_failed);
+	fflush(stdout);
+	return check_failed == 0 && check_total > 0 ? 0 : 1;
+}
+
+/* A fresh private directory under $TMPDIR (or /tmp); the tests chdir into it
+ * and remove it at the end. */
+static char check_tmpdir[256];
+
+__attribute__((unused)) static const char *check_mktmp(void)
+{
+	const char *base = getenv("TMPDIR");
+	if (!base || !*base)
+		base = "/tmp";
+	snprintf(check_tmpdir, sizeof check_tmpdir, "%s/%s.XXXXXX", base, check_prog);
+	if (!mkdtemp(check_tmpdir)) {
+		printf("not ok mktmp: mkdtemp(%s): %s\n", check_tmpdir, strerror(errno));
+		exit(1);
+	}
+	return check_tmpdir;
+}
+
+/* The directory holding the test binaries (helpers such as h_exec live
+ * there): dirname of argv[0], or TESTDIR if set. */
+static char check_dir[256];
+
+__attribute__((unused)) static const char *check_testdir(const char *argv0)
+{
+	const char *env = getenv("TESTDIR");
+	if (env && *env) {
+		snprintf(check_dir, sizeof check_dir, "%s", env);
+		return check_dir;
+	}
+	snprintf(check_dir, sizeof check_dir, "%s", argv0);
+	char *slash = strrchr(check_dir, '/');
+	if (slash)
+		*slash = 0;
+	else
+		strcpy(check_dir, ".");
+	return check_dir;
+}
+
+#endif
