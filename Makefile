@@ -19,7 +19,7 @@ QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot
 
 DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio
 
-.PHONY: all run test iso kernel deps host-test boot-test vet bench-boot clean
+.PHONY: all run test iso kernel deps host-test boot-test vet bench-boot hlltax gc-headroom clean
 
 all: iso
 
@@ -69,6 +69,13 @@ boot-test: $(KERNEL) $(STUB) $(INITRAMFS)
 
 bench-boot: deps $(KERNEL) $(STUB) $(INITRAMFS)
 	go run ./bench/boottime -runs 3
+
+# The HLL-tax report and the GC-headroom experiment (README: Measuring).
+hlltax: deps $(KERNEL) $(STUB) $(INITRAMFS)
+	tools/hlltax.sh
+
+gc-headroom: deps $(KERNEL) $(STUB) $(INITRAMFS)
+	go run ./bench/gcheadroom
 
 clean:
 	rm -rf $(BUILD)
