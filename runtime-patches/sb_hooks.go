@@ -27,7 +27,8 @@ const (
 	sbSysRunUser   = 5 // (regs, cr3) -> 0 when the program traps back
 	sbSysInitAS    = 6 // (pml4, pdpt, pd) -> 0: share the kernel half
 	sbSysFlushTLB  = 7 // () -> 0: every CPU drops non-global translations
-	sbSysCount     = 8
+	sbSysKick      = 8 // (regs) -> 0: hurry a kicked user thread back
+	sbSysCount     = 9
 
 	sbFdIRQBase = 16 // fds sbFdIRQBase+irq are IRQ fds
 )
@@ -66,6 +67,8 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 		return int64(f.rax)
 	case sbSysInitAS:
 		return sbInitAddressSpace(a0, a1, a2)
+	case sbSysKick:
+		return sbKick(a0)
 	case sbSysFlushTLB:
 		sbWriteCR3(sbReadCR3())
 		sbShootdown()

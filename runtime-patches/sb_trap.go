@@ -66,9 +66,10 @@ func sbTrapExit(c *sbCPU, f *sbFrame) {
 	}
 	c.resched = false
 	cur = &sbThreads[c.cur]
-	if cur.inUser && sbSignalReady(cur) {
+	if cur.inUser && (sbSignalReady(cur) || sbUserKicked(cur)) {
 		// The runtime needs this thread (async preemption, a fault
-		// signal...): leave user mode so the signal lands in Go code.
+		// signal...), or the kernel kicked it (a signal for the
+		// program): leave user mode so the event is handled in Go.
 		sbUserExit(c, f, sbTrapInterrupt, 0)
 	}
 	if !cur.isIdle {

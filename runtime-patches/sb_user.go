@@ -26,7 +26,10 @@
 
 package runtime
 
-import "unsafe"
+import (
+	"internal/runtime/atomic"
+	"unsafe"
+)
 
 // sbUserRegs mirrors machine.UserRegs; the layouts must match.
 type sbUserRegs struct {
@@ -35,6 +38,7 @@ type sbUserRegs struct {
 	fsbase, gsbase                       uint64
 	rip, rflags, rsp                     uint64
 	trap, errcode, addr                  uint64
+	kick                                 uint64 // non-zero: leave user mode at the next trap
 	fx                                   [sbFXSize]byte
 }
 
@@ -109,6 +113,27 @@ func sbUserExit(c *sbCPU, f *sbFrame, trap uint64, addr uintptr) {
 	t.user = 0
 	t.cr3 = 0
 	sbLoadCR3(c, sbAS.pml4)
+}
+
+// sbUserKicked reports whether the kernel asked t to leave user mode.
+func sbUserKicked(t *sbThread) bool {
+	return t.inUser && atomic.Load64(&(*sbUserRegs)(unsafe.Pointer(t.user)).kick) != 0
+}
+
+// sbKick asks the thread running the user state at regs to come back to
+// the kernel: its kick word is set by the caller; if it runs on another
+// CPU that CPU gets an IPI so it passes through sbTrapExit now rather
+// than at its next timer tick.
+func sbKick(regs uintptr) int64 {
+	sbSched.mu.lock()
+	for i := range sbThreads {
+		t := &sbThreads[i]
+		if t.state == sbThRunning && t.inUser && t.user == regs && t.cpu >= 0 && t.cpu != sbThisCPU().id {
+			sbSendIPI(sbCPUs[t.cpu].apicID, sbVecResched)
+		}
+	}
+	sbSched.mu.unlock()
+	return 0
 }
 
 // sbLoadCR3 switches this CPU's address space if it differs.

@@ -8,6 +8,7 @@ package machine
 
 import (
 	"errors"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -183,7 +184,10 @@ type UserRegs struct {
 	// Why RunUser returned: a CPU exception vector (0-31; 14 is a page
 	// fault with the address in Addr), TrapSyscall, or TrapInterrupt.
 	Trap, ErrCode, Addr uint64
-	FX                  [512]byte // FXSAVE image: x87 and SSE state
+	// Kick, when non-zero, makes the thread leave user mode at its next
+	// trap (see Kick); RunUser then returns TrapInterrupt.
+	Kick uint64
+	FX   [512]byte // FXSAVE image: x87 and SSE state
 }
 
 // Reasons in UserRegs.Trap besides exception vectors.
@@ -197,6 +201,7 @@ const (
 	sysRunUser  = sysBase + 5
 	sysInitAS   = sysBase + 6
 	sysFlushTLB = sysBase + 7
+	sysKick     = sysBase + 8
 )
 
 // RunUser runs the user thread whose state is r in the address space whose
@@ -219,6 +224,14 @@ func InitAddressSpace(pml4, pdpt, pd uintptr) error {
 		return errno
 	}
 	return nil
+}
+
+// Kick makes the thread running r in user mode return from RunUser soon
+// (a signal is waiting for it): it sets r.Kick and interrupts the CPU
+// running it. The caller clears r.Kick after RunUser returns.
+func Kick(r *UserRegs) {
+	atomic.StoreUint64(&r.Kick, 1)
+	syscall.RawSyscall(sysKick, uintptr(unsafe.Pointer(r)), 0, 0)
 }
 
 // FlushTLB drops stale user translations on every CPU after mappings were

@@ -23,10 +23,12 @@ const (
 // ErrNoExec is returned for a file that is not a runnable program.
 var ErrNoExec = elf.ErrNoExec
 
+var errArgTooLong = errors.New("argument list too long")
+
 // exec replaces the thread's process image with the program at path.
 func (t *Thread) exec(path string, argv, envp []string) error {
 	p := t.Proc
-	data, err := p.FS.ReadFile(path)
+	data, err := p.fs.ReadFile(path)
 	if err != nil {
 		return err
 	}
@@ -39,7 +41,7 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 		size += len(s) + 1
 	}
 	if size > maxArgSize {
-		return errors.New("argument list too long")
+		return errArgTooLong
 	}
 	space, err := newSpace()
 	if err != nil {
@@ -76,11 +78,13 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 		space.Destroy()
 		return err
 	}
-	old := p.Space
-	p.Space = space
+	p.mu.Lock()
+	old := p.space
+	p.space = newSpaceRef(space)
 	p.name = path
+	p.mu.Unlock()
 	if old != nil {
-		old.Destroy()
+		old.put()
 	}
 	t.regs = machine.UserRegs{RIP: bias + f.Entry, RSP: sp, RFLAGS: 0x202}
 	// x87 control word and MXCSR at their reset values (FXSAVE layout).

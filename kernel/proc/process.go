@@ -1,8 +1,10 @@
 // Package proc runs user programs: processes, their threads (one kernel
 // goroutine per user thread, entering user mode through the machine
-// layer), exec of static ELF programs and the system calls they make.
+// layer), exec of static ELF programs, fork and clone, wait, signals,
+// futexes, and the system calls that reach them.
 //
-// Lock order: Process.mu, then the address space's lock (package mm).
+// Lock order: tableMu, then Process.mu (a parent's before its child's),
+// then the futex table's lock, then an address space's lock (package mm).
 package proc
 
 import (
@@ -36,35 +38,99 @@ type FS interface {
 	ReadFile(path string) ([]byte, error)
 }
 
-// Process is a running program.
+// Process states.
+const (
+	procRunning = iota
+	procZombie  // exited, waiting for its parent to collect the status
+	procReaped
+)
+
+// Process is a thread group: an address space, signal handlers and the
+// threads that share them.
 type Process struct {
-	PID   int
-	Space *mm.Space
-	FS    FS
+	PID int
 
-	mu      sync.Mutex
-	stdout  io.Writer
-	stderr  io.Writer
-	stdin   io.Reader
-	threads map[int]*Thread
-	exited  bool
-	status  int // wait status: exit code << 8, or the terminating signal
-	done    chan struct{}
-	name    string
+	mu        sync.Mutex
+	parent    *Process
+	children  map[int]*Process
+	pgid      int
+	sid       int
+	space     *spaceRef
+	fs        FS
+	stdin     io.Reader
+	stdout    io.Writer
+	stderr    io.Writer
+	threads   map[int]*Thread
+	state     int
+	exiting   bool
+	status    int           // wait status once a zombie
+	changed   chan struct{} // closed and replaced when a child changes state
+	done      chan struct{} // closed when the process has exited
+	sig       *sigHandlers  // shared with CLONE_SIGHAND children
+	pending   uint64        // process-directed signals
+	name      string
+	vforkDone chan struct{} // closed when a vfork child execs or exits
 }
 
-// Thread is one user thread.
-type Thread struct {
-	TID  int
-	Proc *Process
-	regs machine.UserRegs
-	// clearTID is set_tid_address's pointer.
-	clearTID uintptr
+// spaceRef counts the processes sharing an address space (CLONE_VM).
+type spaceRef struct {
+	s    *mm.Space
+	refs atomic.Int32
 }
 
-var lastPID atomic.Int64
+func newSpaceRef(s *mm.Space) *spaceRef {
+	r := &spaceRef{s: s}
+	r.refs.Store(1)
+	return r
+}
 
-// Options configure a new process.
+func (r *spaceRef) get() *spaceRef { r.refs.Add(1); return r }
+
+func (r *spaceRef) put() {
+	if r.refs.Add(-1) == 0 {
+		r.s.Destroy()
+	}
+}
+
+// Space returns the process's address space (nil once it has exited).
+func (p *Process) Space() *mm.Space {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.space == nil {
+		return nil
+	}
+	return p.space.s
+}
+
+var (
+	tableMu sync.Mutex
+	table   = map[int]*Process{}
+	lastPID atomic.Int64
+)
+
+func lookup(pid int) *Process {
+	tableMu.Lock()
+	defer tableMu.Unlock()
+	return table[pid]
+}
+
+func newProcess(parent *Process) *Process {
+	p := &Process{
+		PID:      int(lastPID.Add(1)),
+		parent:   parent,
+		children: make(map[int]*Process),
+		threads:  make(map[int]*Thread),
+		changed:  make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	p.pgid, p.sid = p.PID, p.PID
+	tableMu.Lock()
+	table[p.PID] = p
+	tableMu.Unlock()
+	return p
+}
+
+// Options configure a process started by the kernel.
 type Options struct {
 	FS     FS
 	Stdin  io.Reader
@@ -72,27 +138,35 @@ type Options struct {
 	Stderr io.Writer
 }
 
-// Start runs path with argv and envp in a new process.
+// Start runs path with argv and envp in a new process with no parent
+// process (the kernel collects it with Wait).
 func Start(o Options, path string, argv, envp []string) (*Process, error) {
-	p := &Process{
-		PID: int(lastPID.Add(1)), FS: o.FS, stdin: o.Stdin, stdout: o.Stdout, stderr: o.Stderr,
-		threads: make(map[int]*Thread), done: make(chan struct{}),
-	}
-	t := &Thread{TID: p.PID, Proc: p}
+	p := newProcess(nil)
+	p.fs, p.stdin, p.stdout, p.stderr = o.FS, o.Stdin, o.Stdout, o.Stderr
+	p.sig = newSigHandlers()
+	t := newThread(p, p.PID)
 	if err := t.exec(path, argv, envp); err != nil {
+		tableMu.Lock()
+		delete(table, p.PID)
+		tableMu.Unlock()
 		return nil, err
 	}
 	p.threads[t.TID] = t
-	go t.run()
+	registerThread(t)
+	t.start()
 	return p, nil
 }
 
-// Wait blocks until the process has exited and returns its wait status
-// (as wait4 encodes it).
+// Wait blocks until a process started with Start has exited and returns
+// its wait status.
 func (p *Process) Wait() int {
 	<-p.done
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.state = procReaped
+	tableMu.Lock()
+	delete(table, p.PID)
+	tableMu.Unlock()
 	return p.status
 }
 
@@ -104,18 +178,122 @@ func ExitCode(status int) int {
 	return status >> 8 & 0xff
 }
 
-// exit ends the whole process with a wait status.
-func (p *Process) exit(status int) {
+// notifyLocked wakes waiters on p's children changing state.
+func (p *Process) notifyLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// exitGroup ends every thread of the process with a wait status. The
+// calling thread (if any) ends itself after this returns.
+func (p *Process) exitGroup(status int, self *Thread) {
 	p.mu.Lock()
-	if p.exited {
+	if p.exiting {
 		p.mu.Unlock()
 		return
 	}
-	p.exited = true
+	p.exiting = true
 	p.status = status
+	var others []*Thread
+	for _, t := range p.threads {
+		if t != self {
+			others = append(others, t)
+		}
+	}
 	p.mu.Unlock()
-	p.Space.Destroy()
+	for _, t := range others {
+		t.kill()
+	}
+	for _, t := range others {
+		<-t.stopped
+	}
+	p.finish()
+}
+
+// threadExited removes a thread; the last one out finishes the process.
+func (p *Process) threadExited(t *Thread, status int) {
+	p.mu.Lock()
+	delete(p.threads, t.TID)
+	last := len(p.threads) == 0
+	if last && !p.exiting {
+		p.exiting = true
+		p.status = status
+	}
+	p.mu.Unlock()
+	if last {
+		p.finish()
+	}
+}
+
+// finish releases the process's resources, hands its children to init
+// (or reaps them), and turns it into a zombie for its parent.
+func (p *Process) finish() {
+	p.mu.Lock()
+	if p.state != procRunning {
+		p.mu.Unlock()
+		return
+	}
+	space := p.space
+	p.space = nil
+	if p.vforkDone != nil {
+		close(p.vforkDone)
+		p.vforkDone = nil
+	}
+	orphans := p.children
+	p.children = map[int]*Process{}
+	p.state = procZombie
+	parent := p.parent
+	p.mu.Unlock()
+	if space != nil {
+		space.put()
+	}
+	init := lookup(1)
+	for _, c := range orphans {
+		c.mu.Lock()
+		if init != nil && init != p {
+			c.parent = init
+			zombie := c.state == procZombie
+			c.mu.Unlock()
+			init.mu.Lock()
+			init.children[c.PID] = c
+			init.notifyLocked()
+			init.mu.Unlock()
+			if zombie {
+				init.signal(sigCHLD)
+			}
+		} else {
+			c.parent = nil
+			if c.state == procZombie {
+				c.state = procReaped
+				tableMu.Lock()
+				delete(table, c.PID)
+				tableMu.Unlock()
+			}
+			c.mu.Unlock()
+		}
+	}
 	close(p.done)
+	if parent == nil {
+		return
+	}
+	parent.mu.Lock()
+	ignoring := parent.sig.ignoresChildren()
+	if ignoring {
+		// SIGCHLD ignored (or SA_NOCLDWAIT): no zombie is kept.
+		delete(parent.children, p.PID)
+	}
+	parent.notifyLocked()
+	parent.mu.Unlock()
+	if ignoring {
+		p.mu.Lock()
+		p.state = procReaped
+		p.mu.Unlock()
+		tableMu.Lock()
+		delete(table, p.PID)
+		tableMu.Unlock()
+		return
+	}
+	parent.signal(sigCHLD)
 }
 
 func (p *Process) String() string { return fmt.Sprintf("pid %d (%s)", p.PID, p.name) }

@@ -3,73 +3,177 @@ package proc
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
 )
 
-// Signals that end a process here until signal delivery to user handlers
-// exists (wait status: the signal number).
-const (
-	sigILL  = 4
-	sigTRAP = 5
-	sigBUS  = 7
-	sigFPE  = 8
-	sigSEGV = 11
-)
+// Thread is one user thread: a goroutine that runs the program until its
+// next system call or fault and handles that in Go.
+type Thread struct {
+	TID  int
+	Proc *Process
 
-// run is the thread's goroutine: it runs the program until the next
-// system call or fault, handles that in Go, and goes back.
+	regs machine.UserRegs
+	// clearTID is set_tid_address's (or CLONE_CHILD_CLEARTID's) pointer:
+	// on exit the kernel writes 0 there and wakes a futex waiter.
+	clearTID uintptr
+
+	// Signal state (signal.go). sigMask is the thread's blocked set; the
+	// thread alone changes it. pending is guarded by Proc.mu.
+	sigMask  uint64
+	pending  uint64
+	altStack stackT
+	// sigWake is signalled when a signal arrives, so a blocking system
+	// call can return EINTR.
+	sigWake chan struct{}
+	// syscallNo is the number of the system call in progress, for
+	// SA_RESTART.
+	syscallNo uint64
+
+	// faultInfo describes a pending synchronous fault signal.
+	faultInfo faultInfo
+	// rt_sigsuspend's saved mask, restored once a handler frame saved it.
+	suspendOld uint64
+	inSuspend  bool
+	robustList uintptr
+
+	dying   atomic.Bool   // the process is exiting: stop at the next chance
+	stopped chan struct{} // closed when the goroutine has ended
+}
+
+func newThread(p *Process, tid int) *Thread {
+	return &Thread{TID: tid, Proc: p, sigWake: make(chan struct{}, 1), stopped: make(chan struct{})}
+}
+
+// start runs the thread's goroutine.
+func (t *Thread) start() { go t.run() }
+
+// kill makes the thread stop at its next return to the kernel.
+func (t *Thread) kill() {
+	t.dying.Store(true)
+	t.wake()
+}
+
+// wake interrupts a blocking system call or user-mode execution so the
+// thread notices a signal or its death.
+func (t *Thread) wake() {
+	select {
+	case t.sigWake <- struct{}{}:
+	default:
+	}
+	machine.Kick(&t.regs)
+}
+
+// run is the thread's goroutine.
 func (t *Thread) run() {
+	defer close(t.stopped)
 	p := t.Proc
 	for {
-		if err := machine.RunUser(&t.regs, p.Space.Root()); err != nil {
+		if t.dying.Load() {
+			t.exitThread()
+			return
+		}
+		if !t.deliverSignals() {
+			t.exitThread()
+			return
+		}
+		if t.inSuspend { // no handler ran: the old mask comes back now
+			t.sigMask, t.inSuspend = t.suspendOld, false
+		}
+		atomic.StoreUint64(&t.regs.Kick, 0)
+		if t.dying.Load() {
+			t.exitThread()
+			return
+		}
+		space := p.Space()
+		if space == nil {
+			t.exitThread()
+			return
+		}
+		if err := machine.RunUser(&t.regs, space.Root()); err != nil {
 			Log.Errorf("proc: %v: RunUser: %v", p, err)
-			p.exit(sigSEGV)
+			p.exitGroup(sigSEGV, t)
+			t.exitThread()
 			return
 		}
 		switch r := &t.regs; r.Trap {
 		case machine.TrapSyscall:
 			if t.syscall() {
+				t.exitThread()
 				return
 			}
 		case machine.TrapInterrupt:
 		case machine.TrapPageFault:
 			write := r.ErrCode&2 != 0
 			exec := r.ErrCode&16 != 0
-			if err := p.Space.Fault(uintptr(r.Addr), write, exec); err != nil {
+			if err := space.Fault(uintptr(r.Addr), write, exec); err != nil {
 				if errors.Is(err, mm.ErrNoMem) {
 					Log.Warnf("proc: %v killed: out of memory", p)
-					p.exit(9) // SIGKILL, as the OOM killer does
+					p.exitGroup(sigKILL, t)
+					t.exitThread()
 					return
 				}
-				t.fatalSignal(sigSEGV, err)
-				return
+				code := int32(segvMapErr)
+				if errors.Is(err, mm.ErrAccess) {
+					code = segvAccErr
+				}
+				t.faultSignal(sigSEGV, code, r.Addr)
 			}
 		default:
-			sig := sigSEGV
+			sig, code := sigSEGV, int32(siKernel)
 			switch r.Trap {
-			case 0, 16, 19: // #DE, #MF, #XM
-				sig = sigFPE
-			case 6: // #UD
-				sig = sigILL
-			case 1, 3: // #DB, #BP
-				sig = sigTRAP
-			case 17: // #AC
-				sig = sigBUS
+			case 0:
+				sig, code = sigFPE, fpeIntDiv
+			case 16, 19:
+				sig, code = sigFPE, 0
+			case 6:
+				sig, code = sigILL, illIllOpn
+			case 1, 3:
+				sig, code = sigTRAP, trapBrkpt
+			case 17:
+				sig, code = sigBUS, busAdrAln
 			}
-			t.fatalSignal(sig, nil)
-			return
+			t.faultSignal(sig, code, r.RIP)
 		}
 	}
 }
 
-// fatalSignal ends the process for a fault the program does not handle.
-func (t *Thread) fatalSignal(sig int, why error) {
-	r := &t.regs
-	if why == nil {
-		why = fmt.Errorf("CPU exception %d (error code %#x)", r.Trap, r.ErrCode)
+// exitThread ends this thread: clear_child_tid, then leave the process.
+func (t *Thread) exitThread() {
+	p := t.Proc
+	if t.clearTID != 0 {
+		if s := p.Space(); s != nil {
+			var zero [4]byte
+			if s.CopyOut(t.clearTID, zero[:]) == nil {
+				futexWake(s, t.clearTID, 1, ^uint32(0), false)
+			}
+		}
 	}
-	Log.Infof("proc: %v killed by signal %d: %v at rip=%#x addr=%#x", t.Proc, sig, why, r.RIP, r.Addr)
-	t.Proc.exit(sig)
+	unregisterThread(t)
+	p.threadExited(t, p.exitStatus())
 }
+
+// exitStatus is the status the process exits with if this is its last
+// thread and nothing set one.
+func (p *Process) exitStatus() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.status
+}
+
+// fatalSignal ends the whole process for a signal the program does not
+// handle (wait status: the signal, with the core bit for core signals).
+func (t *Thread) fatalSignal(sig int) {
+	r := &t.regs
+	status := sig
+	if coreSignal(sig) {
+		status |= 0x80
+	}
+	Log.Infof("proc: %v killed by signal %d at rip=%#x addr=%#x (trap %d)", t.Proc, sig, r.RIP, r.Addr, r.Trap)
+	t.Proc.exitGroup(status, t)
+	t.kill()
+}
+
+func (t *Thread) String() string { return fmt.Sprintf("%v tid %d", t.Proc, t.TID) }

@@ -49,6 +49,8 @@ func errno(err error) int64 {
 		return -eNOEXEC
 	case errors.Is(err, mm.ErrNameTooLong):
 		return -eNAMETOOLONG
+	case errors.Is(err, errArgTooLong):
+		return -7 // E2BIG
 	}
 	return -eINVAL
 }
@@ -65,33 +67,60 @@ type Entry struct {
 
 // table is the system call table, by Linux x86-64 number
 // (arch/x86/entry/syscalls/syscall_64.tbl).
-var table = map[uint64]Entry{
-	0:   {"read", sysRead},
-	1:   {"write", sysWrite},
-	9:   {"mmap", sysMmap},
-	10:  {"mprotect", sysMprotect},
-	11:  {"munmap", sysMunmap},
-	12:  {"brk", sysBrk},
-	16:  {"ioctl", sysIoctl},
-	20:  {"writev", sysWritev},
-	24:  {"sched_yield", sysSchedYield},
-	35:  {"nanosleep", sysNanosleep},
-	39:  {"getpid", sysGetpid},
-	60:  {"exit", sysExit},
-	63:  {"uname", sysUname},
-	96:  {"gettimeofday", sysGettimeofday},
-	102: {"getuid", sysZero},
-	104: {"getgid", sysZero},
-	107: {"geteuid", sysZero},
-	108: {"getegid", sysZero},
-	110: {"getppid", sysZero},
-	158: {"arch_prctl", sysArchPrctl},
-	186: {"gettid", sysGettid},
-	201: {"time", sysTime},
-	218: {"set_tid_address", sysSetTidAddress},
-	228: {"clock_gettime", sysClockGettime},
-	231: {"exit_group", sysExit},
-	318: {"getrandom", sysGetrandom},
+var syscalls map[uint64]Entry
+
+// The table is filled in init: clone's handler starts threads that run
+// system calls, which would make a package-level initializer a cycle.
+func init() {
+	syscalls = map[uint64]Entry{
+		0:   {"read", sysRead},
+		1:   {"write", sysWrite},
+		9:   {"mmap", sysMmap},
+		10:  {"mprotect", sysMprotect},
+		11:  {"munmap", sysMunmap},
+		12:  {"brk", sysBrk},
+		13:  {"rt_sigaction", sysRtSigaction},
+		14:  {"rt_sigprocmask", sysRtSigprocmask},
+		15:  {"rt_sigreturn", nil}, // handled in syscall: it restores RAX too
+		16:  {"ioctl", sysIoctl},
+		20:  {"writev", sysWritev},
+		24:  {"sched_yield", sysSchedYield},
+		35:  {"nanosleep", sysNanosleep},
+		39:  {"getpid", sysGetpid},
+		56:  {"clone", sysClone},
+		57:  {"fork", sysFork},
+		58:  {"vfork", sysVfork},
+		59:  {"execve", sysExecve},
+		60:  {"exit", sysExitThread},
+		61:  {"wait4", sysWait4},
+		62:  {"kill", sysKill},
+		63:  {"uname", sysUname},
+		96:  {"gettimeofday", sysGettimeofday},
+		102: {"getuid", sysZero},
+		104: {"getgid", sysZero},
+		107: {"geteuid", sysZero},
+		108: {"getegid", sysZero},
+		109: {"setpgid", sysSetpgid},
+		110: {"getppid", sysGetppid},
+		111: {"getpgrp", sysGetpgrp},
+		112: {"setsid", sysSetsid},
+		121: {"getpgid", sysGetpgid},
+		124: {"getsid", sysGetsid},
+		127: {"rt_sigpending", sysRtSigpending},
+		130: {"rt_sigsuspend", sysRtSigsuspend},
+		131: {"sigaltstack", sysSigaltstack},
+		158: {"arch_prctl", sysArchPrctl},
+		186: {"gettid", sysGettid},
+		200: {"tkill", sysTkill},
+		201: {"time", sysTime},
+		202: {"futex", sysFutex},
+		218: {"set_tid_address", sysSetTidAddress},
+		228: {"clock_gettime", sysClockGettime},
+		231: {"exit_group", sysExitGroup},
+		234: {"tgkill", sysTgkill},
+		273: {"set_robust_list", sysSetRobustList},
+		318: {"getrandom", sysGetrandom},
+	}
 }
 
 var enosysSeen sync.Map
@@ -102,14 +131,30 @@ func (t *Thread) syscall() bool {
 	r := &t.regs
 	no := r.RAX
 	a := [6]uint64{r.RDI, r.RSI, r.RDX, r.R10, r.R8, r.R9}
-	e, ok := table[no]
+	e, ok := syscalls[no]
 	if !ok {
 		if _, seen := enosysSeen.LoadOrStore(no, true); !seen {
 			Log.Warnf("proc: %v: unimplemented system call %d", t.Proc, no)
 		}
 		e = Entry{"nosys", func(*Thread, *[6]uint64) (int64, bool) { return -eNOSYS, false }}
 	}
+	if no == 15 { // rt_sigreturn
+		if err := t.sigreturn(); err != nil {
+			t.fatalSignal(sigSEGV)
+			return true
+		}
+		return false
+	}
+	t.syscallNo = no
 	ret, exit := e.Fn(t, &a)
+	if ret == -eRESTARTSYS {
+		if t.shouldRestart() {
+			r.RIP -= 2 // back onto the SYSCALL instruction
+			r.RAX = no
+			return exit
+		}
+		ret = -eINTR
+	}
 	r.RAX = uint64(ret)
 	return exit
 }
@@ -119,11 +164,6 @@ func sysZero(t *Thread, a *[6]uint64) (int64, bool) { return 0, false }
 func sysGetpid(t *Thread, a *[6]uint64) (int64, bool) { return int64(t.Proc.PID), false }
 func sysGettid(t *Thread, a *[6]uint64) (int64, bool) { return int64(t.TID), false }
 
-func sysExit(t *Thread, a *[6]uint64) (int64, bool) {
-	t.Proc.exit(int(a[0]&0xff) << 8)
-	return 0, true
-}
-
 func sysSchedYield(t *Thread, a *[6]uint64) (int64, bool) {
 	runtime.Gosched()
 	return 0, false
@@ -132,11 +172,14 @@ func sysSchedYield(t *Thread, a *[6]uint64) (int64, bool) {
 const maxIO = 1 << 20 // bytes one read or write moves at a time
 
 func (t *Thread) output(fd uint64) (w interface{ Write([]byte) (int, error) }, ok bool) {
+	p := t.Proc
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	switch fd {
 	case 1:
-		return t.Proc.stdout, t.Proc.stdout != nil
+		return p.stdout, p.stdout != nil
 	case 2:
-		return t.Proc.stderr, t.Proc.stderr != nil
+		return p.stderr, p.stderr != nil
 	}
 	return nil, false
 }
@@ -148,7 +191,7 @@ func sysWrite(t *Thread, a *[6]uint64) (int64, bool) {
 	}
 	n := min(a[2], maxIO)
 	buf := make([]byte, n)
-	if err := t.Proc.Space.CopyIn(uintptr(a[1]), buf); err != nil {
+	if err := t.Proc.Space().CopyIn(uintptr(a[1]), buf); err != nil {
 		return errno(err), false
 	}
 	m, _ := w.Write(buf)
@@ -165,7 +208,7 @@ func sysWritev(t *Thread, a *[6]uint64) (int64, bool) {
 		return -eINVAL, false
 	}
 	iov := make([]byte, 16*cnt)
-	if err := t.Proc.Space.CopyIn(uintptr(a[1]), iov); err != nil {
+	if err := t.Proc.Space().CopyIn(uintptr(a[1]), iov); err != nil {
 		return errno(err), false
 	}
 	var out []byte
@@ -176,7 +219,7 @@ func sysWritev(t *Thread, a *[6]uint64) (int64, bool) {
 			return -eINVAL, false
 		}
 		buf := make([]byte, n)
-		if err := t.Proc.Space.CopyIn(uintptr(base), buf); err != nil {
+		if err := t.Proc.Space().CopyIn(uintptr(base), buf); err != nil {
 			return errno(err), false
 		}
 		out = append(out, buf...)
@@ -189,12 +232,15 @@ func sysRead(t *Thread, a *[6]uint64) (int64, bool) {
 	if a[0] != 0 {
 		return -eBADF, false
 	}
-	if t.Proc.stdin == nil {
+	t.Proc.mu.Lock()
+	in := t.Proc.stdin
+	t.Proc.mu.Unlock()
+	if in == nil {
 		return 0, false
 	}
 	buf := make([]byte, min(a[2], maxIO))
-	n, _ := t.Proc.stdin.Read(buf)
-	if err := t.Proc.Space.CopyOut(uintptr(a[1]), buf[:n]); err != nil {
+	n, _ := in.Read(buf)
+	if err := t.Proc.Space().CopyOut(uintptr(a[1]), buf[:n]); err != nil {
 		return errno(err), false
 	}
 	return int64(n), false
@@ -208,7 +254,7 @@ func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 func sysBrk(t *Thread, a *[6]uint64) (int64, bool) {
-	return int64(t.Proc.Space.Brk(uintptr(a[0]))), false
+	return int64(t.Proc.Space().Brk(uintptr(a[0]))), false
 }
 
 // mmap flags (include/uapi/linux/mman.h, asm-generic/mman-common.h).
@@ -231,7 +277,7 @@ func sysMmap(t *Thread, a *[6]uint64) (int64, bool) {
 	if flags&mapShared != 0 {
 		return -eNOSYS, false // shared anonymous memory arrives with fork's sharing
 	}
-	s := t.Proc.Space
+	s := t.Proc.Space()
 	v := mm.VMA{Prot: prot}
 	switch {
 	case flags&mapFixedNoreplace != 0:
@@ -268,14 +314,14 @@ func sysMmap(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 func sysMunmap(t *Thread, a *[6]uint64) (int64, bool) {
-	return errno(t.Proc.Space.Unmap(uintptr(a[0]), uintptr(a[1]))), false
+	return errno(t.Proc.Space().Unmap(uintptr(a[0]), uintptr(a[1]))), false
 }
 
 func sysMprotect(t *Thread, a *[6]uint64) (int64, bool) {
 	if a[2]&^7 != 0 {
 		return -eINVAL, false
 	}
-	return errno(t.Proc.Space.Protect(uintptr(a[0]), uintptr(a[1]), int(a[2]))), false
+	return errno(t.Proc.Space().Protect(uintptr(a[0]), uintptr(a[1]), int(a[2]))), false
 }
 
 func sysArchPrctl(t *Thread, a *[6]uint64) (int64, bool) {
@@ -289,7 +335,7 @@ func sysArchPrctl(t *Thread, a *[6]uint64) (int64, bool) {
 	case getFS:
 		var b [8]byte
 		binary.LittleEndian.PutUint64(b[:], t.regs.FSBase)
-		return errno(t.Proc.Space.CopyOut(uintptr(a[1]), b[:])), false
+		return errno(t.Proc.Space().CopyOut(uintptr(a[1]), b[:])), false
 	default:
 		return -eINVAL, false
 	}
@@ -306,7 +352,7 @@ func sysUname(t *Thread, a *[6]uint64) (int64, bool) {
 	for i, s := range []string{"Linux", "shortbread", "6.1.0-shortbread", "#1 SMP Shortbread", "x86_64", "(none)"} {
 		copy(u[i*65:], s)
 	}
-	return errno(t.Proc.Space.CopyOut(uintptr(a[0]), u[:])), false
+	return errno(t.Proc.Space().CopyOut(uintptr(a[0]), u[:])), false
 }
 
 func putTimespec(t *Thread, at uintptr, ns int64, usec bool) int64 {
@@ -317,10 +363,13 @@ func putTimespec(t *Thread, at uintptr, ns int64, usec bool) int64 {
 		frac /= 1000
 	}
 	binary.LittleEndian.PutUint64(b[8:], uint64(frac))
-	return errno(t.Proc.Space.CopyOut(at, b[:]))
+	return errno(t.Proc.Space().CopyOut(at, b[:]))
 }
 
 var bootMono = time.Now()
+
+// monotonicNow is CLOCK_MONOTONIC as programs see it, in nanoseconds.
+func monotonicNow() int64 { return int64(time.Since(bootMono)) }
 
 func sysClockGettime(t *Thread, a *[6]uint64) (int64, bool) {
 	switch a[0] {
@@ -344,7 +393,7 @@ func sysTime(t *Thread, a *[6]uint64) (int64, bool) {
 	if a[0] != 0 {
 		var b [8]byte
 		binary.LittleEndian.PutUint64(b[:], uint64(now))
-		if err := t.Proc.Space.CopyOut(uintptr(a[0]), b[:]); err != nil {
+		if err := t.Proc.Space().CopyOut(uintptr(a[0]), b[:]); err != nil {
 			return errno(err), false
 		}
 	}
@@ -353,7 +402,7 @@ func sysTime(t *Thread, a *[6]uint64) (int64, bool) {
 
 func sysNanosleep(t *Thread, a *[6]uint64) (int64, bool) {
 	var b [16]byte
-	if err := t.Proc.Space.CopyIn(uintptr(a[0]), b[:]); err != nil {
+	if err := t.Proc.Space().CopyIn(uintptr(a[0]), b[:]); err != nil {
 		return errno(err), false
 	}
 	sec, nsec := int64(binary.LittleEndian.Uint64(b[:])), int64(binary.LittleEndian.Uint64(b[8:]))
@@ -374,7 +423,7 @@ func sysGetrandom(t *Thread, a *[6]uint64) (int64, bool) {
 		binary.LittleEndian.PutUint64(w[:], rand.Uint64())
 		copy(buf[i:], w[:])
 	}
-	if err := t.Proc.Space.CopyOut(uintptr(a[0]), buf); err != nil {
+	if err := t.Proc.Space().CopyOut(uintptr(a[0]), buf); err != nil {
 		return errno(err), false
 	}
 	return int64(len(buf)), false

@@ -42,6 +42,7 @@ var Tests = []Test{
 	{"user-bad-pointers-efault", testUserEFAULT},
 	{"user-broken-elf-enoexec", testUserENOEXEC},
 	{"user-many-processes", testUserMany},
+	{"user-fork-exec-wait-signals-threads", testUserProcs},
 }
 
 // Run runs the tests whose name contains filter ("all" or "" runs every

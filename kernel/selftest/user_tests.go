@@ -119,3 +119,14 @@ func testUserMany() error {
 	}
 	return nil
 }
+
+func testUserProcs() error {
+	code, out, err := runUser("/bin/procs", []string{"procs"}, nil)
+	if err != nil {
+		return err
+	}
+	if code != 0 || strings.Contains(out, "not ok") {
+		return fmt.Errorf("exit %d, output:\n%s", code, out)
+	}
+	return nil
+}

@@ -1,0 +1,168 @@
+package proc
+
+import (
+	"encoding/binary"
+
+	"shortbread/kernel/machine"
+)
+
+// clone flags (include/uapi/linux/sched.h).
+const (
+	cloneVM            = 0x00000100
+	cloneFS            = 0x00000200
+	cloneFiles         = 0x00000400
+	cloneSighand       = 0x00000800
+	clonePidfd         = 0x00001000
+	clonePtrace        = 0x00002000
+	cloneVfork         = 0x00004000
+	cloneParent        = 0x00008000
+	cloneThread        = 0x00010000
+	cloneNewNS         = 0x00020000
+	cloneSysvsem       = 0x00040000
+	cloneSettls        = 0x00080000
+	cloneParentSettid  = 0x00100000
+	cloneChildCleartid = 0x00200000
+	cloneDetached      = 0x00400000
+	cloneChildSettid   = 0x01000000
+	cloneNamespaces    = 0x7e020000 // CLONE_NEW* and friends: not supported
+)
+
+// clone creates a thread (CLONE_THREAD) or a process. It returns the new
+// TID/PID or a negative errno.
+func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
+	p := t.Proc
+	if flags&cloneNamespaces != 0 || flags&clonePidfd != 0 {
+		return -eINVAL
+	}
+	if flags&cloneThread != 0 && flags&(cloneVM|cloneSighand) != cloneVM|cloneSighand {
+		return -eINVAL
+	}
+	if flags&cloneSighand != 0 && flags&cloneVM == 0 {
+		return -eINVAL
+	}
+	space := p.Space()
+	if space == nil {
+		return -eINVAL
+	}
+	tid := int(lastPID.Add(1))
+	var child *Thread
+	var cp *Process
+	if flags&cloneThread != 0 {
+		cp = p
+		child = newThread(p, tid)
+	} else {
+		cp = newProcessWithPID(p, tid)
+		p.mu.Lock()
+		cp.fs, cp.stdin, cp.stdout, cp.stderr = p.fs, p.stdin, p.stdout, p.stderr
+		cp.pgid, cp.sid, cp.name = p.pgid, p.sid, p.name
+		if flags&cloneVM != 0 {
+			cp.space = p.space.get()
+		}
+		p.mu.Unlock()
+		if flags&cloneVM == 0 {
+			s, err := space.Fork(machine.InitAddressSpace)
+			if err != nil {
+				dropProcess(cp)
+				return errno(err)
+			}
+			cp.space = newSpaceRef(s)
+		}
+		if flags&cloneSighand != 0 {
+			cp.sig = p.sig
+		} else {
+			cp.sig = p.sig.clone()
+		}
+		child = newThread(cp, tid)
+	}
+	child.regs = t.regs
+	child.regs.RAX = 0
+	child.regs.Kick = 0
+	child.sigMask = t.sigMask
+	if newsp != 0 {
+		child.regs.RSP = newsp
+	}
+	if flags&cloneSettls != 0 {
+		child.regs.FSBase = tls
+	}
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], uint32(tid))
+	if flags&cloneParentSettid != 0 {
+		if err := space.CopyOut(uintptr(ptid), b[:]); err != nil {
+			return errno(err)
+		}
+	}
+	if flags&cloneChildSettid != 0 {
+		if err := cp.Space().CopyOut(uintptr(ctid), b[:]); err != nil {
+			return errno(err)
+		}
+	}
+	if flags&cloneChildCleartid != 0 {
+		child.clearTID = uintptr(ctid)
+	}
+	var vforkDone chan struct{}
+	cp.mu.Lock()
+	if flags&cloneVfork != 0 {
+		vforkDone = make(chan struct{})
+		cp.vforkDone = vforkDone
+	}
+	cp.threads[tid] = child
+	cp.mu.Unlock()
+	if cp != p {
+		p.mu.Lock()
+		p.children[cp.PID] = cp
+		p.mu.Unlock()
+	}
+	registerThread(child)
+	child.start()
+	if vforkDone != nil {
+		// The parent sleeps until the child execs or exits (not
+		// interruptible, as in Linux).
+		<-vforkDone
+	}
+	return int64(tid)
+}
+
+func newProcessWithPID(parent *Process, pid int) *Process {
+	p := &Process{
+		PID:      pid,
+		parent:   parent,
+		children: make(map[int]*Process),
+		threads:  make(map[int]*Thread),
+		changed:  make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	tableMu.Lock()
+	table[pid] = p
+	tableMu.Unlock()
+	return p
+}
+
+func dropProcess(p *Process) {
+	tableMu.Lock()
+	delete(table, p.PID)
+	tableMu.Unlock()
+}
+
+// Threads by TID, for tgkill and tkill.
+var (
+	tidMu = &tableMu
+	tids  = map[int]*Thread{}
+)
+
+func registerThread(t *Thread) {
+	tidMu.Lock()
+	tids[t.TID] = t
+	tidMu.Unlock()
+}
+
+func unregisterThread(t *Thread) {
+	tidMu.Lock()
+	delete(tids, t.TID)
+	tidMu.Unlock()
+}
+
+func lookupThread(tid int) *Thread {
+	tidMu.Lock()
+	defer tidMu.Unlock()
+	return tids[tid]
+}

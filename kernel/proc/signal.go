@@ -1,0 +1,415 @@
+package proc
+
+import (
+	"encoding/binary"
+	"sync"
+)
+
+// Signal numbers (x86-64 Linux).
+const (
+	sigHUP    = 1
+	sigINT    = 2
+	sigQUIT   = 3
+	sigILL    = 4
+	sigTRAP   = 5
+	sigABRT   = 6
+	sigBUS    = 7
+	sigFPE    = 8
+	sigKILL   = 9
+	sigUSR1   = 10
+	sigSEGV   = 11
+	sigUSR2   = 12
+	sigPIPE   = 13
+	sigALRM   = 14
+	sigTERM   = 15
+	sigCHLD   = 17
+	sigCONT   = 18
+	sigSTOP   = 19
+	sigTSTP   = 20
+	sigTTIN   = 21
+	sigTTOU   = 22
+	sigURG    = 23
+	sigXCPU   = 24
+	sigXFSZ   = 25
+	sigVTALRM = 26
+	sigPROF   = 27
+	sigWINCH  = 28
+	sigSYS    = 31
+	nSig      = 64
+
+	sigDfl = 0
+	sigIgn = 1
+
+	saNoCldStop = 0x1
+	saNoCldWait = 0x2
+	saSiginfo   = 0x4
+	saOnStack   = 0x08000000
+	saRestart   = 0x10000000
+	saNoDefer   = 0x40000000
+	saResetHand = 0x80000000
+
+	// si_code values.
+	siUser     = 0
+	siKernel   = 0x80
+	siTkill    = -6
+	segvMapErr = 1
+	segvAccErr = 2
+	fpeIntDiv  = 1
+	illIllOpn  = 2
+	trapBrkpt  = 1
+	busAdrAln  = 1
+	cldExited  = 1
+	cldKilled  = 2
+	cldDumped  = 3
+
+	unblockable = 1<<(sigKILL-1) | 1<<(sigSTOP-1)
+)
+
+func bit(sig int) uint64 { return 1 << (sig - 1) }
+
+// coreSignal reports whether a signal's default action dumps core.
+func coreSignal(sig int) bool {
+	switch sig {
+	case sigQUIT, sigILL, sigTRAP, sigABRT, sigBUS, sigFPE, sigSEGV, sigXCPU, sigXFSZ, sigSYS:
+		return true
+	}
+	return false
+}
+
+// ignoredByDefault reports whether a signal's default action is to ignore
+// it (stop signals are ignored too until job control stops processes).
+func ignoredByDefault(sig int) bool {
+	switch sig {
+	case sigCHLD, sigCONT, sigURG, sigWINCH, sigSTOP, sigTSTP, sigTTIN, sigTTOU:
+		return true
+	}
+	return false
+}
+
+// sigAction is struct k_sigaction as rt_sigaction passes it.
+type sigAction struct {
+	handler, flags, restorer, mask uint64
+}
+
+// sigHandlers are a thread group's dispositions (shared by CLONE_SIGHAND).
+type sigHandlers struct {
+	mu  sync.Mutex
+	act [nSig + 1]sigAction
+}
+
+func newSigHandlers() *sigHandlers { return &sigHandlers{} }
+
+func (h *sigHandlers) get(sig int) sigAction {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.act[sig]
+}
+
+func (h *sigHandlers) clone() *sigHandlers {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return &sigHandlers{act: h.act}
+}
+
+// resetForExec keeps ignored signals ignored and resets handlers.
+func (h *sigHandlers) resetForExec() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range h.act {
+		if h.act[i].handler != sigIgn {
+			h.act[i] = sigAction{}
+		}
+	}
+}
+
+func (h *sigHandlers) ignoresChildren() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a := h.act[sigCHLD]
+	return a.handler == sigIgn || a.flags&saNoCldWait != 0
+}
+
+// stackT is the sigaltstack state.
+type stackT struct {
+	sp    uint64
+	flags int32
+	size  uint64
+}
+
+// signal sends a process-directed signal: it becomes pending for the
+// process and a thread that does not block it is woken to take it.
+func (p *Process) signal(sig int) {
+	if sig <= 0 || sig > nSig {
+		return
+	}
+	p.mu.Lock()
+	if p.state != procRunning {
+		p.mu.Unlock()
+		return
+	}
+	if a := p.sig.get(sig); sig != sigKILL && (a.handler == sigIgn || (a.handler == sigDfl && ignoredByDefault(sig))) {
+		p.mu.Unlock()
+		return // discarded at once, as Linux does for ignored signals
+	}
+	p.pending |= bit(sig)
+	var target *Thread
+	for _, t := range p.threads {
+		if t.sigMask&bit(sig) == 0 || sig == sigKILL {
+			target = t
+			break
+		}
+	}
+	p.mu.Unlock()
+	if target != nil {
+		target.wake()
+	}
+}
+
+// signalThread sends a thread-directed signal (tgkill, faults).
+func (t *Thread) signalThread(sig int) {
+	p := t.Proc
+	p.mu.Lock()
+	if a := p.sig.get(sig); sig != sigKILL && (a.handler == sigIgn || (a.handler == sigDfl && ignoredByDefault(sig))) {
+		p.mu.Unlock()
+		return
+	}
+	t.pending |= bit(sig)
+	p.mu.Unlock()
+	t.wake()
+}
+
+// faultSignal handles a synchronous fault: with a handler that is not
+// blocked, it is delivered (with the fault address); otherwise the
+// process dies, as Linux forces the default action.
+func (t *Thread) faultSignal(sig int, code int32, addr uint64) {
+	a := t.Proc.sig.get(sig)
+	if a.handler <= sigIgn || t.sigMask&bit(sig) != 0 {
+		t.fatalSignal(sig)
+		return
+	}
+	t.faultInfo = faultInfo{sig: sig, code: code, addr: addr}
+	t.Proc.mu.Lock()
+	t.pending |= bit(sig)
+	t.Proc.mu.Unlock()
+}
+
+// faultInfo is the siginfo of a pending synchronous fault.
+type faultInfo struct {
+	sig  int
+	code int32
+	addr uint64
+}
+
+// interrupted reports whether a signal the thread does not block (or its
+// death) is waiting: blocking system calls return EINTR.
+func (t *Thread) interrupted() bool {
+	if t.dying.Load() {
+		return true
+	}
+	p := t.Proc
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return (t.pending|p.pending)&^(t.sigMask&^unblockable) != 0
+}
+
+// nextSignal takes the lowest pending unblocked signal (thread-directed
+// first), or 0.
+func (t *Thread) nextSignal() int {
+	p := t.Proc
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, set := range []*uint64{&t.pending, &p.pending} {
+		ready := *set &^ (t.sigMask &^ unblockable)
+		if ready == 0 {
+			continue
+		}
+		sig := 1
+		for ready&1 == 0 {
+			ready >>= 1
+			sig++
+		}
+		*set &^= bit(sig)
+		return sig
+	}
+	return 0
+}
+
+// deliverSignals runs before each return to user mode: default actions
+// happen here, and a handled signal gets a frame on the user stack. It
+// reports false if the thread must end.
+func (t *Thread) deliverSignals() bool {
+	for {
+		if t.dying.Load() {
+			return false
+		}
+		sig := t.nextSignal()
+		if sig == 0 {
+			return true
+		}
+		a := t.Proc.sig.get(sig)
+		switch {
+		case sig == sigKILL || (a.handler == sigDfl && !ignoredByDefault(sig)):
+			t.fatalSignal(sig)
+			return false
+		case a.handler == sigIgn || a.handler == sigDfl:
+			continue
+		}
+		if err := t.setupFrame(sig, a); err != nil {
+			// No room for the frame: the program dies of SIGSEGV.
+			t.fatalSignal(sigSEGV)
+			return false
+		}
+		return true
+	}
+}
+
+// Signal frame layout (x86-64 Linux rt_sigframe): return address, then
+// struct ucontext (flags, link, stack_t, sigcontext, sigset), then
+// siginfo; the FPU image (FXSAVE, 512 bytes) is placed below, 64-aligned.
+const (
+	ucFlags    = 0
+	ucLink     = 8
+	ucStack    = 16 // ss_sp, ss_flags(+pad), ss_size
+	ucMcontext = 40 // 23 registers, then err, trapno, oldmask, cr2, fpstate, 8 reserved
+	ucSigmask  = ucMcontext + 256
+	ucSize     = ucSigmask + 8
+	siSize     = 128
+	fpSize     = 512
+)
+
+// mcontext register order (struct sigcontext).
+func mcontextRegs(t *Thread) []*uint64 {
+	r := &t.regs
+	return []*uint64{&r.R8, &r.R9, &r.R10, &r.R11, &r.R12, &r.R13, &r.R14, &r.R15,
+		&r.RDI, &r.RSI, &r.RBP, &r.RBX, &r.RDX, &r.RAX, &r.RCX, &r.RSP, &r.RIP, &r.RFLAGS}
+}
+
+func (t *Thread) setupFrame(sig int, a sigAction) error {
+	s := t.Proc.Space()
+	r := &t.regs
+	sp := r.RSP
+	onAlt := t.altStack.size != 0 && sp > t.altStack.sp && sp <= t.altStack.sp+t.altStack.size
+	if a.flags&saOnStack != 0 && t.altStack.size != 0 && t.altStack.flags&2 == 0 && !onAlt {
+		sp = t.altStack.sp + t.altStack.size
+	} else {
+		sp -= 128 // red zone
+	}
+	sp = (sp - fpSize) &^ 63
+	fpAddr := sp
+	sp = ((sp - 8 - ucSize - siSize) &^ 15) - 8
+	ucAddr := sp + 8
+	infoAddr := ucAddr + ucSize
+
+	saved := t.sigMask
+	if t.inSuspend {
+		saved, t.inSuspend = t.suspendOld, false
+	}
+	frame := make([]byte, 8+ucSize+siSize)
+	le := binary.LittleEndian
+	le.PutUint64(frame[0:], a.restorer)
+	uc := frame[8:]
+	le.PutUint64(uc[ucStack:], t.altStack.sp)
+	le.PutUint32(uc[ucStack+8:], uint32(t.altStack.flags))
+	le.PutUint64(uc[ucStack+16:], t.altStack.size)
+	for i, reg := range mcontextRegs(t) {
+		le.PutUint64(uc[ucMcontext+8*i:], *reg)
+	}
+	le.PutUint64(uc[ucMcontext+18*8:], 0x33|0x2b<<48) // cs, gs, fs, ss
+	le.PutUint64(uc[ucMcontext+19*8:], r.ErrCode)
+	le.PutUint64(uc[ucMcontext+20*8:], r.Trap)
+	le.PutUint64(uc[ucMcontext+21*8:], saved)
+	le.PutUint64(uc[ucMcontext+23*8:], fpAddr)
+	le.PutUint64(uc[ucSigmask:], saved)
+	info := frame[8+ucSize:]
+	le.PutUint32(info[0:], uint32(sig))
+	if t.faultInfo.sig == sig {
+		le.PutUint32(info[8:], uint32(t.faultInfo.code))
+		le.PutUint64(info[16:], t.faultInfo.addr)
+		le.PutUint64(uc[ucMcontext+22*8:], t.faultInfo.addr)
+		t.faultInfo = faultInfo{}
+	} else {
+		le.PutUint32(info[8:], uint32(int32(siUser)))
+	}
+	if err := s.CopyOut(uintptr(fpAddr), r.FX[:]); err != nil {
+		return err
+	}
+	if err := s.CopyOut(uintptr(sp), frame); err != nil {
+		return err
+	}
+	r.RSP = sp
+	r.RIP = a.handler
+	r.RDI = uint64(sig)
+	r.RSI = infoAddr
+	r.RDX = ucAddr
+	r.RAX = 0
+	r.RFLAGS &^= 1<<8 | 1<<10 // TF, DF
+	t.sigMask |= a.mask
+	if a.flags&saNoDefer == 0 {
+		t.sigMask |= bit(sig)
+	}
+	t.sigMask &^= unblockable
+	if a.flags&saResetHand != 0 {
+		h := t.Proc.sig
+		h.mu.Lock()
+		h.act[sig] = sigAction{}
+		h.mu.Unlock()
+	}
+	return nil
+}
+
+// sigreturn restores the state saved by setupFrame from the ucontext at the
+// stack pointer (the handler's RET popped the return address).
+func (t *Thread) sigreturn() error {
+	s := t.Proc.Space()
+	r := &t.regs
+	uc := make([]byte, ucSize)
+	if err := s.CopyIn(uintptr(r.RSP), uc); err != nil {
+		return err
+	}
+	le := binary.LittleEndian
+	saved := make([]uint64, 18)
+	for i := range saved {
+		saved[i] = le.Uint64(uc[ucMcontext+8*i:])
+	}
+	if fp := le.Uint64(uc[ucMcontext+23*8:]); fp != 0 {
+		if err := s.CopyIn(uintptr(fp), r.FX[:]); err != nil {
+			return err
+		}
+	}
+	for i, reg := range mcontextRegs(t) {
+		*reg = saved[i]
+	}
+	const userFlags = 0xCD5 // CF PF AF ZF SF DF OF
+	r.RFLAGS = r.RFLAGS&userFlags | 0x202
+	t.sigMask = le.Uint64(uc[ucSigmask:]) &^ unblockable
+	return nil
+}
+
+// eRESTARTSYS is the kernel-internal result of a system call interrupted
+// by a signal: it is restarted if the signal's handler has SA_RESTART (or
+// no handler runs), else it fails with EINTR.
+const eRESTARTSYS = 512
+
+func (t *Thread) restartOrEINTR() int64 { return -eRESTARTSYS }
+
+// shouldRestart decides an interrupted call's fate from the signal about
+// to be delivered.
+func (t *Thread) shouldRestart() bool {
+	p := t.Proc
+	p.mu.Lock()
+	ready := (t.pending | p.pending) &^ (t.sigMask &^ unblockable)
+	p.mu.Unlock()
+	if ready == 0 {
+		return true
+	}
+	sig := 1
+	for ready&1 == 0 {
+		ready >>= 1
+		sig++
+	}
+	a := p.sig.get(sig)
+	if a.handler > sigIgn {
+		return a.flags&saRestart != 0
+	}
+	return true
+}
