@@ -70,6 +70,7 @@ type Process struct {
 	pending   uint64        // process-directed signals
 	name      string
 	vforkDone chan struct{} // closed when a vfork child execs or exits
+	alarm     realTimer     // ITIMER_REAL
 }
 
 // spaceRef counts the processes sharing an address space (CLONE_VM).
@@ -238,6 +239,10 @@ func (p *Process) finish() {
 	if p.vforkDone != nil {
 		close(p.vforkDone)
 		p.vforkDone = nil
+	}
+	if p.alarm.timer != nil {
+		p.alarm.timer.Stop()
+		p.alarm = realTimer{}
 	}
 	orphans := p.children
 	p.children = map[int]*Process{}

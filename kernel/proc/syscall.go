@@ -86,6 +86,9 @@ func init() {
 		20:  {"writev", sysWritev},
 		24:  {"sched_yield", sysSchedYield},
 		35:  {"nanosleep", sysNanosleep},
+		36:  {"getitimer", sysGetitimer},
+		37:  {"alarm", sysAlarm},
+		38:  {"setitimer", sysSetitimer},
 		39:  {"getpid", sysGetpid},
 		56:  {"clone", sysClone},
 		57:  {"fork", sysFork},
@@ -409,8 +412,14 @@ func sysNanosleep(t *Thread, a *[6]uint64) (int64, bool) {
 	if sec < 0 || nsec < 0 || nsec >= 1e9 {
 		return -eINVAL, false
 	}
-	time.Sleep(time.Duration(sec)*time.Second + time.Duration(nsec))
-	return 0, false
+	left, intr := t.sleep(time.Duration(sec)*time.Second + time.Duration(nsec))
+	if !intr {
+		return 0, false
+	}
+	if a[1] != 0 {
+		putTimespec(t, uintptr(a[1]), int64(left), false)
+	}
+	return -eINTR, false
 }
 
 // sysGetrandom fills from math/rand/v2's global generator: ChaCha8, seeded

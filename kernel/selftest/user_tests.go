@@ -130,3 +130,17 @@ func testUserProcs() error {
 	}
 	return nil
 }
+
+// testUserFuzz lets several processes make random system calls with
+// random arguments; the kernel must come out working.
+func testUserFuzz() error {
+	code, out, err := runUser("/bin/fuzz", []string{"fuzz", "4", "3000"}, nil)
+	if err != nil {
+		return err
+	}
+	if code != 0 || !strings.Contains(out, "fuzz: 4 processes") {
+		return fmt.Errorf("exit %d, output %q", code, out)
+	}
+	// The kernel still runs programs afterwards.
+	return testUserHello()
+}
