@@ -114,9 +114,9 @@ func (s *Space) insertLocked(v VMA) {
 	s.vmas[i] = v
 }
 
-// carveLocked removes [start, end) from the VMA list, splitting VMAs, and
-// unmaps the pages.
-func (s *Space) carveLocked(start, end uintptr) {
+// splitLocked removes [start, end) from the VMA records only, splitting
+// the VMAs it cuts, and returns the pieces that were inside the range.
+func (s *Space) splitLocked(start, end uintptr) (inside []VMA) {
 	var out []VMA
 	for _, v := range s.vmas {
 		if v.End <= start || v.Start >= end {
@@ -128,6 +128,13 @@ func (s *Space) carveLocked(start, end uintptr) {
 			left.End = start
 			out = append(out, left)
 		}
+		in := v
+		if in.Start < start {
+			in.Off += start - in.Start
+			in.Start = start
+		}
+		in.End = min(in.End, end)
+		inside = append(inside, in)
 		if v.End > end {
 			right := v
 			right.Off += end - v.Start
@@ -136,6 +143,12 @@ func (s *Space) carveLocked(start, end uintptr) {
 		}
 	}
 	s.vmas = out
+	return inside
+}
+
+// carveLocked removes [start, end) from the VMA list and unmaps the pages.
+func (s *Space) carveLocked(start, end uintptr) {
+	s.splitLocked(start, end)
 	s.unmapLocked(start, end)
 }
 
@@ -234,39 +247,11 @@ func (s *Space) Protect(start, n uintptr, prot int) error {
 			return ErrNoMem
 		}
 	}
-	var parts []VMA
-	for _, v := range s.vmas {
-		if v.End > start && v.Start < end {
-			p := v
-			if p.Start < start {
-				p.Off += start - p.Start
-				p.Start = start
-			}
-			p.End = min(p.End, end)
-			p.Prot = prot
-			parts = append(parts, p)
-		}
+	// Keep the pages: re-cut only the VMA records.
+	parts := s.splitLocked(start, end)
+	for i := range parts {
+		parts[i].Prot = prot
 	}
-	// Keep the pages: carve only the VMA records, then re-insert.
-	var out []VMA
-	for _, v := range s.vmas {
-		if v.End <= start || v.Start >= end {
-			out = append(out, v)
-			continue
-		}
-		if v.Start < start {
-			l := v
-			l.End = start
-			out = append(out, l)
-		}
-		if v.End > end {
-			r := v
-			r.Off += end - v.Start
-			r.Start = end
-			out = append(out, r)
-		}
-	}
-	s.vmas = out
 	for _, p := range parts {
 		s.insertLocked(p)
 	}

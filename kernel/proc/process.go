@@ -195,6 +195,14 @@ func (p *Process) exitGroup(status int, self *Thread) {
 	}
 	p.exiting = true
 	p.status = status
+	p.mu.Unlock()
+	p.stopOthers(self)
+	p.finish()
+}
+
+// stopOthers ends every thread of p but self and waits until they have.
+func (p *Process) stopOthers(self *Thread) {
+	p.mu.Lock()
 	var others []*Thread
 	for _, t := range p.threads {
 		if t != self {
@@ -208,7 +216,6 @@ func (p *Process) exitGroup(status int, self *Thread) {
 	for _, t := range others {
 		<-t.stopped
 	}
-	p.finish()
 }
 
 // threadExited removes a thread; the last one out finishes the process.

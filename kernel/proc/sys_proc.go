@@ -108,18 +108,7 @@ func (t *Thread) execve(path string, argv, envp []string) error {
 	if err := t.exec(path, argv, envp); err != nil {
 		return err
 	}
-	p.mu.Lock()
-	var others []*Thread
-	for _, o := range p.threads {
-		if o != t {
-			others = append(others, o)
-		}
-	}
-	p.mu.Unlock()
-	for _, o := range others {
-		o.kill()
-		<-o.stopped
-	}
+	p.stopOthers(t)
 	p.sig.resetForExec()
 	t.altStack = stackT{}
 	t.clearTID = 0
@@ -446,16 +435,21 @@ func sysSetpgid(t *Thread, a *[6]uint64) (int64, bool) {
 	return 0, false
 }
 
-func sysGetpgid(t *Thread, a *[6]uint64) (int64, bool) {
+// idOf returns a field of the calling process (pid 0) or another one.
+func idOf(t *Thread, pid int, field func(*Process) int) (int64, bool) {
 	target := t.Proc
-	if pid := int(int32(a[0])); pid != 0 {
+	if pid != 0 {
 		if target = lookup(pid); target == nil {
 			return -eSRCH, false
 		}
 	}
 	target.mu.Lock()
 	defer target.mu.Unlock()
-	return int64(target.pgid), false
+	return int64(field(target)), false
+}
+
+func sysGetpgid(t *Thread, a *[6]uint64) (int64, bool) {
+	return idOf(t, int(int32(a[0])), func(p *Process) int { return p.pgid })
 }
 
 func sysGetpgrp(t *Thread, a *[6]uint64) (int64, bool) {
@@ -476,15 +470,7 @@ func sysSetsid(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 func sysGetsid(t *Thread, a *[6]uint64) (int64, bool) {
-	target := t.Proc
-	if pid := int(int32(a[0])); pid != 0 {
-		if target = lookup(pid); target == nil {
-			return -eSRCH, false
-		}
-	}
-	target.mu.Lock()
-	defer target.mu.Unlock()
-	return int64(target.sid), false
+	return idOf(t, int(int32(a[0])), func(p *Process) int { return p.sid })
 }
 
 func sysSetRobustList(t *Thread, a *[6]uint64) (int64, bool) {
