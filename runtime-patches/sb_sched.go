@@ -61,6 +61,7 @@ type sbThread struct {
 	// program in address space cr3, and kframe is the kernel frame that
 	// RunUser returns to; user points at the caller's UserRegs.
 	inUser bool
+	userGS uint64
 	cr3    uintptr
 	user   uintptr
 	kframe sbFrame
@@ -166,6 +167,11 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool) {
 	if save {
 		sbThreads[c.cur].frame = *f
 	}
+	if old := &sbThreads[c.cur]; old.inUser {
+		// A user thread's GS base waits in KERNEL_GS_BASE for the SWAPGS
+		// on its way back to ring 3.
+		old.userGS = sbRdmsr(0xC0000102)
+	}
 	next := sbDequeueLocked()
 	if next < 0 {
 		next = c.idle
@@ -176,6 +182,9 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool) {
 	c.cur = next
 	c.sliceEnd = sbNanotime() + sbTimeSlice
 	sbLoadCR3(c, t.cr3)
+	if t.inUser {
+		sbWrmsr(0xC0000102, t.userGS)
+	}
 	*f = t.frame
 }
 
