@@ -19,7 +19,7 @@ QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot
 
 DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio
 
-.PHONY: all run test iso kernel deps host-test boot-test vet bench-boot hlltax gc-headroom clean
+.PHONY: all run test iso kernel deps host-test boot-test vet bench-boot hlltax hlltax-exact gc-headroom clean
 
 all: iso
 
@@ -73,6 +73,10 @@ bench-boot: deps $(KERNEL) $(STUB) $(INITRAMFS)
 # The HLL-tax report and the GC-headroom experiment (README: Measuring).
 hlltax: deps $(KERNEL) $(STUB) $(INITRAMFS)
 	tools/hlltax.sh
+
+# Exact per-instruction counts from a QEMU TCG plugin, next to the samples.
+hlltax-exact: deps $(KERNEL) $(STUB) $(INITRAMFS)
+	BASELINE=1 tools/tcgcount/hlltax-exact.sh
 
 gc-headroom: deps $(KERNEL) $(STUB) $(INITRAMFS)
 	go run ./bench/gcheadroom

@@ -203,13 +203,15 @@ TEXT runtime·sbVec1(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $1; JMP sbTrapEntry
 // its CPU through TSC_AUX (RDTSCP), never GS, runs on its own IST stack,
 // touches only this CPU's sample buffer and never calls Go. Record:
 // interrupted RIP; CPU index | flags<<16 (1 = idle thread, 2 = interrupts
-// were off, 4 = user mode); 4 bytes reserved.
+// were off, 4 = user mode); the low 32 bits of the TSC.
 TEXT runtime·sbVec2(SB),NOSPLIT|NOFRAME,$0
 	PUSHQ	AX
 	PUSHQ	BX
 	PUSHQ	CX
 	PUSHQ	DX
-	RDTSCP					// ECX = TSC_AUX = CPU index
+	PUSHQ	R8
+	RDTSCP					// ECX = TSC_AUX = CPU index, EAX = TSC low
+	MOVL	AX, R8
 	MOVL	CX, CX
 	IMULQ	$sbCPU__size, CX
 	LEAQ	runtime·sbCPUs(SB), DX
@@ -222,15 +224,15 @@ TEXT runtime·sbVec2(SB),NOSPLIT|NOFRAME,$0
 	JAE	nmifull
 	SHLQ	$4, BX
 	ADDQ	BX, AX
-	MOVQ	32(SP), CX			// RIP
+	MOVQ	40(SP), CX			// RIP
 	MOVQ	CX, 0(AX)
 	MOVL	sbCPU_id(DX), CX
-	MOVQ	48(SP), BX			// RFLAGS
+	MOVQ	56(SP), BX			// RFLAGS
 	TESTQ	$0x200, BX
 	JNZ	nmiifon
 	ORL	$(2<<16), CX
 nmiifon:
-	MOVQ	40(SP), BX			// CS
+	MOVQ	48(SP), BX			// CS
 	TESTQ	$3, BX
 	JZ	nmikernel
 	ORL	$(4<<16), CX
@@ -241,12 +243,13 @@ nmikernel:
 	ORL	$(1<<16), CX
 nmibusy:
 	MOVL	CX, 8(AX)
-	MOVL	$0, 12(AX)
+	MOVL	R8, 12(AX)			// TSC low bits: lets duplicates be told apart
 	INCQ	sbCPU_profN(DX)
 	JMP	nmidone
 nmifull:
 	INCQ	sbCPU_profDropped(DX)
 nmidone:
+	POPQ	R8
 	POPQ	DX
 	POPQ	CX
 	POPQ	BX

@@ -184,7 +184,7 @@ func sbProfTick(c *sbCPU, f *sbFrame) int64 {
 		flags |= 4
 	}
 	sbStore64(rec, f.rip)
-	sbStore64(rec+8, uint64(c.id)|flags<<16)
+	sbStore64(rec+8, uint64(c.id)|flags<<16|(sbRdtsc()&0xffffffff)<<32)
 	c.profN++
 	return c.profNext
 }

@@ -5,6 +5,7 @@
 package sampler
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"strconv"
@@ -31,6 +32,7 @@ type Result struct {
 	Raw     []byte   // records of every CPU, CPU 0's first
 	Counts  []uint64 // samples recorded per CPU
 	Dropped []uint64 // samples lost to full buffers per CPU
+	Echoes  uint64   // doubled interrupts discarded (see Stop)
 	Source  string   // "nmi-hpet" or "lapic-timer"
 	Hz      int
 	Wall    time.Duration
@@ -70,12 +72,29 @@ func (s *Session) Stop() *Result {
 	if s.source == machine.ProfSourceNMI {
 		r.Source = "nmi-hpet"
 	}
+	// An interrupt source can fire twice for one period (QEMU 7.2's HPET
+	// re-arms 10 ns later when the counter equals the comparator, which
+	// -icount makes exact): a second sample less than half a period after
+	// the previous one on the same CPU is that echo, not a sample.
+	half := uint32(machine.TSCHz() / uint64(s.hz) / 2)
 	for i, b := range s.bufs {
 		n, dropped := machine.ProfCount(i)
 		n = min(n, uint64(len(b)/prof.RecordSize))
-		r.Counts = append(r.Counts, n)
+		kept := uint64(0)
+		var last uint32
+		for j := uint64(0); j < n; j++ {
+			rec := b[j*prof.RecordSize : (j+1)*prof.RecordSize]
+			tsc := binary.LittleEndian.Uint32(rec[12:])
+			if j > 0 && tsc-last < half {
+				r.Echoes++
+				continue
+			}
+			last = tsc
+			r.Raw = append(r.Raw, rec...)
+			kept++
+		}
+		r.Counts = append(r.Counts, kept)
 		r.Dropped = append(r.Dropped, dropped)
-		r.Raw = append(r.Raw, b[:n*prof.RecordSize]...)
 	}
 	// The buffers were reachable through uintptrs only; keep them alive
 	// until sampling has stopped.
@@ -101,6 +120,7 @@ func (r *Result) Dump(w io.Writer, extra map[string]string) error {
 	}
 	meta["samples"] = strconv.FormatUint(total, 10)
 	meta["dropped"] = strconv.FormatUint(dropped, 10)
+	meta["echoes"] = strconv.FormatUint(r.Echoes, 10)
 	var kv strings.Builder
 	r.GC.KeyValues(&kv)
 	for k, v := range prof.ParseKeyValues(kv.String()) {

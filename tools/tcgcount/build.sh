@@ -1,0 +1,80 @@
+#!/bin/sh
+# Builds the TCG plugin that counts executed instructions per PC
+# (tools/tcgcount/pccount.c) for the QEMU installed here.
+#
+# usage: tools/tcgcount/build.sh OUTDIR      -> OUTDIR/libpccount.so
+#
+# Debian ships QEMU with TCG plugin support (plugin API version 1 in QEMU
+# 7.2) but no qemu-plugin.h. The header comes from Debian's qemu source
+# package: `apt-get source --download-only qemu` fetches the source
+# archives (about 24 MB) and only include/qemu/qemu-plugin.h is taken from
+# the orig tarball. The header is cached in build/tcgcount/ (with the
+# source version it came from), so the download happens once.
+#
+# Needs (installed when missing): gcc, pkg-config, libglib2.0-dev,
+# dpkg-dev (apt-get source), xz-utils, qemu-system-x86. If apt has no
+# deb-src entry, one for bookworm is added in
+# /etc/apt/sources.list.d/shortbread-deb-src.sources (then apt-get update).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+[ $# -eq 1 ] || { echo "usage: $0 OUTDIR" >&2; exit 2; }
+out=$1
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+
+"$root/tools/deps.sh" gcc libc6-dev pkg-config libglib2.0-dev dpkg-dev xz-utils qemu-system-x86
+
+ensure_deb_src() {
+  if ! grep -rqsE '^[[:space:]]*(deb-src[[:space:]]|Types:.*deb-src)' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    echo "tcgcount: adding deb-src entries for bookworm" >&2
+    $SUDO tee /etc/apt/sources.list.d/shortbread-deb-src.sources >/dev/null <<'EOF'
+# Added by Shortbread's tools/tcgcount/build.sh: source packages for apt-get source.
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb-src
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+    $SUDO apt-get update -qq
+  fi
+}
+
+# The header, cached: build/tcgcount/qemu-plugin.h.
+cache=$root/build/tcgcount
+hdr=$cache/include/qemu/qemu-plugin.h
+if [ ! -s "$hdr" ]; then
+  ensure_deb_src
+  mkdir -p "$cache"
+  dl=$(mktemp -d)
+  trap 'rm -rf "$dl"' EXIT
+  if ! (cd "$dl" && apt-get source --download-only qemu >"$dl/apt.log" 2>&1); then
+    # A stale package list names files the mirror no longer has.
+    $SUDO apt-get update -qq
+    (cd "$dl" && apt-get source --download-only qemu >"$dl/apt.log" 2>&1) || {
+      cat "$dl/apt.log" >&2; echo "tcgcount: apt-get source --download-only qemu failed" >&2; exit 1; }
+  fi
+  orig=$(ls "$dl"/qemu_*.orig.tar.* 2>/dev/null | head -n 1)
+  [ -n "$orig" ] || { echo "tcgcount: no qemu orig tarball downloaded" >&2; exit 1; }
+  tar -xf "$orig" -C "$dl" --wildcards '*/include/qemu/qemu-plugin.h'
+  src=$(find "$dl" -path '*/include/qemu/qemu-plugin.h' | head -n 1)
+  [ -n "$src" ] || { echo "tcgcount: $orig has no include/qemu/qemu-plugin.h" >&2; exit 1; }
+  mkdir -p "$cache/include/qemu"
+  cp "$src" "$hdr.tmp" && mv "$hdr.tmp" "$hdr"
+  basename "$orig" > "$cache/source"
+  echo "tcgcount: qemu-plugin.h from $(basename "$orig") cached in $cache" >&2
+fi
+
+mkdir -p "$out"
+# shellcheck disable=SC2046
+gcc -O2 -g -Wall -Wextra -Werror -std=gnu11 -shared -fPIC \
+  -I"$cache/include/qemu" $(pkg-config --cflags glib-2.0) \
+  -o "$out/libpccount.so.tmp" "$here/pccount.c" $(pkg-config --libs glib-2.0)
+mv "$out/libpccount.so.tmp" "$out/libpccount.so"
+echo "$out/libpccount.so"
