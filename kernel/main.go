@@ -29,6 +29,7 @@ import (
 	"shortbread/kernel/power"
 	"shortbread/kernel/proc"
 	"shortbread/kernel/selftest"
+	"shortbread/kernel/tty"
 )
 
 // kernel is what boot found and the console needs.
@@ -37,6 +38,7 @@ type kernel struct {
 	tables    *acpi.Tables
 	madt      *acpi.MADT
 	opts      map[string]string
+	initArgs  []string
 	initramfs *initramfs.FS
 }
 
@@ -84,7 +86,56 @@ func main() {
 		}
 		power.Off(k.tables, status)
 	}
+	if k.runInit() {
+		return
+	}
 	k.runConsole()
+}
+
+// runInit runs the first user program (init= on the command line, else
+// /sbin/init from the initramfs if there is one) on the console terminal,
+// and powers off with its exit status when it ends. It reports false if
+// there is no init to run.
+func (k *kernel) runInit() bool {
+	if k.initramfs == nil {
+		return false
+	}
+	path := k.opts["init"]
+	if path == "" {
+		if _, err := k.initramfs.ReadFile("/sbin/init"); err != nil {
+			return false
+		}
+		path = "/sbin/init"
+	}
+	term := tty.New(os.Stdout, proc.SignalGroup)
+	in, err := uart.Input()
+	if err != nil {
+		k.log.Errorf("console input: %v", err)
+	} else {
+		go func() {
+			buf := make([]byte, 256)
+			for {
+				n, err := in.Read(buf)
+				if err != nil {
+					return
+				}
+				term.Input(buf[:n])
+			}
+		}()
+	}
+	argv := append([]string{path}, k.initArgs...)
+	envp := []string{"HOME=/", "PATH=/sbin:/bin:/usr/sbin:/usr/bin", "TERM=vt100", "SHELL=/bin/sh"}
+	p, err := proc.Start(proc.Options{FS: k.initramfs, Stdin: term, Stdout: term, Stderr: term}, path, argv, envp)
+	if err != nil {
+		k.log.Errorf("init %s: %v", path, err)
+		power.Off(k.tables, 127)
+	}
+	term.SetForeground(p.PID)
+	status := p.Wait()
+	code := proc.ExitCode(status)
+	k.log.Infof("init %s exited: status %d", path, code)
+	power.Off(k.tables, uint8(code))
+	return true
 }
 
 var crashTarget *struct{ x [16]int }
@@ -111,6 +162,7 @@ func (k *kernel) parseCmdline() {
 	cl := cmdline.Parse(machine.Cmdline())
 	opts, warnings := cl.Apply(cmdline.Default)
 	k.opts = opts
+	k.initArgs = cl.InitArgs
 	if lv, ok := opts["loglevel"]; ok {
 		if l, err := klog.ParseLevel(lv); err == nil {
 			k.log.SetLevel(l)

@@ -57,7 +57,7 @@ type Process struct {
 	sid       int
 	space     *spaceRef
 	fs        FS
-	stdin     io.Reader
+	stdin     any // an io.Reader, or a Terminal
 	stdout    io.Writer
 	stderr    io.Writer
 	threads   map[int]*Thread
@@ -133,8 +133,9 @@ func newProcess(parent *Process) *Process {
 
 // Options configure a process started by the kernel.
 type Options struct {
-	FS     FS
-	Stdin  io.Reader
+	FS FS
+	// Stdin is an io.Reader, or a Terminal for terminal semantics.
+	Stdin  any
 	Stdout io.Writer
 	Stderr io.Writer
 }

@@ -3,6 +3,7 @@ package proc
 import (
 	"encoding/binary"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -242,7 +243,17 @@ func sysRead(t *Thread, a *[6]uint64) (int64, bool) {
 		return 0, false
 	}
 	buf := make([]byte, min(a[2], maxIO))
-	n, _ := in.Read(buf)
+	var n int
+	switch in := in.(type) {
+	case Terminal:
+		r := t.readTerminal(in, buf)
+		if r < 0 {
+			return r, false
+		}
+		n = int(r)
+	case io.Reader:
+		n, _ = in.Read(buf)
+	}
 	if err := t.Proc.Space().CopyOut(uintptr(a[1]), buf[:n]); err != nil {
 		return errno(err), false
 	}
@@ -250,10 +261,16 @@ func sysRead(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {
-	if a[0] <= 2 {
-		return -eNOTTY, false
+	if a[0] > 2 {
+		return -eBADF, false
 	}
-	return -eBADF, false
+	t.Proc.mu.Lock()
+	in := t.Proc.stdin
+	t.Proc.mu.Unlock()
+	if term, ok := in.(Terminal); ok {
+		return t.terminalIoctl(term, a[1], uintptr(a[2])), false
+	}
+	return -eNOTTY, false
 }
 
 func sysBrk(t *Thread, a *[6]uint64) (int64, bool) {
