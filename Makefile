@@ -19,7 +19,7 @@ QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot
 
 DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio
 
-.PHONY: all run test iso kernel deps host-test boot-test vet bench-boot hlltax hlltax-exact gc-headroom clean
+.PHONY: all run test iso kernel deps host-test boot-test linux-test user usertest-shortbread vet bench-boot hlltax hlltax-exact gc-headroom clean
 
 all: iso
 
@@ -51,7 +51,7 @@ run: deps
 	qemu-system-x86_64 $(QEMU_FLAGS) $(if $(filter uefi,$(FIRMWARE)),-bios /usr/share/ovmf/OVMF.fd) -cdrom $(ISO); \
 	  s=$$?; [ $$s -eq 1 ] || [ $$s -eq 0 ] || echo "QEMU exited with $$s (kernel status $$(( ($$s - 1) / 2 )))"
 
-test: deps vet host-test boot-test
+test: deps vet host-test boot-test linux-test
 
 vet:
 	go vet ./...
@@ -69,6 +69,26 @@ boot-test: $(KERNEL) $(STUB) $(INITRAMFS)
 
 bench-boot: deps $(KERNEL) $(STUB) $(INITRAMFS)
 	go run ./bench/boottime -runs 3
+
+# The user-space suite (user/tests, busybox from Debian's source, the
+# runner as /init) on Linux, the reference: Debian's stock kernel in the
+# same QEMU configuration. Every test must pass there.
+USER_BUILD := $(BUILD)/user
+LINUX_BUILD := $(BUILD)/linux
+
+user:
+	user/build.sh $(USER_BUILD)
+
+linux-test: user
+	tools/linux/kernel.sh $(LINUX_BUILD)
+	tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 1 600
+	tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 2 600
+
+# The same suite on Shortbread, to follow progress (not part of make test
+# until the file system calls are in).
+usertest-shortbread: user $(KERNEL) $(STUB)
+	tools/mkiso.sh $(BUILD)/usertest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn" $(USER_BUILD)/initramfs.cpio
+	tools/qemu.sh $(BUILD)/usertest.iso 2 1200
 
 # The HLL-tax report and the GC-headroom experiment (README: Measuring).
 hlltax: deps $(KERNEL) $(STUB) $(INITRAMFS)

@@ -165,12 +165,18 @@ static void test_exit_codes(void)
 
 static void test_wait_variants(void)
 {
-	/* stopped and continued */
+	/* stopped and continued; the child waits for a byte before exiting,
+	 * so that its exit cannot overtake the "continued" report */
+	int go[2];
+	pipe(go);
 	pid_t pid = fork();
 	if (pid == 0) {
+		close(go[1]);
 		raise(SIGSTOP);
-		_exit(5);
+		char b;
+		_exit(read(go[0], &b, 1) == 1 ? 5 : 6);
 	}
+	close(go[0]);
 	int st = 0;
 	CHECK_EQ("waitpid.untraced", waitpid(pid, &st, WUNTRACED), pid);
 	CHECK("waitpid.stopped", WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP);
@@ -178,6 +184,8 @@ static void test_wait_variants(void)
 	kill(pid, SIGCONT);
 	CHECK_EQ("waitpid.continued_ret", waitpid(pid, &st, WCONTINUED), pid);
 	CHECK("waitpid.continued", WIFCONTINUED(st));
+	write(go[1], "g", 1);
+	close(go[1]);
 	st = wait_status(pid);
 	CHECK("waitpid.after_continue_exit", WIFEXITED(st) && WEXITSTATUS(st) == 5);
 

@@ -1,0 +1,34 @@
+#!/bin/sh
+# Boots Linux (the reference) with an initramfs in the QEMU configuration
+# Shortbread uses, serial console on stdout, under a hard time limit.
+# usage: tools/linux/run.sh VMLINUZ INITRAMFS CPUS TIMEOUT_SECONDS
+#   APPEND="..."  extra kernel parameters, e.g. RUNNER_ONLY=t_file (passed
+#                 to the runner as environment) or rdinit=/sbin/init (a shell)
+#   MEM=512M      guest memory
+# Exit status: the guest's status (isa-debug-exit, written by the runner),
+# 124 on timeout, 125 if QEMU exited without a status (e.g. a kernel panic).
+#
+# Needs (installed when missing): qemu-system-x86 coreutils (timeout).
+set -u
+[ $# -eq 4 ] || { echo "usage: $0 VMLINUZ INITRAMFS CPUS TIMEOUT_SECONDS" >&2; exit 2; }
+here=$(cd "$(dirname "$0")/../.." && pwd)
+"$here/tools/deps.sh" qemu-system-x86 coreutils || exit 2
+kernel=$1 initrd=$2 cpus=$3 limit=$4
+for f in "$kernel" "$initrd"; do
+  [ -f "$f" ] || { echo "run: $f: no such file" >&2; exit 2; }
+done
+timeout --foreground -k 5 "$limit" qemu-system-x86_64 -machine q35 -cpu max -m "${MEM:-512M}" \
+  -smp "$cpus" -display none -serial stdio -monitor none -no-reboot \
+  -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+  -kernel "$kernel" -initrd "$initrd" -append "console=ttyS0 panic=-1 quiet ${APPEND:-}" </dev/null
+s=$?
+case $s in
+  124|137) echo "run: timed out after ${limit}s" >&2; exit 124 ;;
+  0) echo "run: QEMU exited without a guest status" >&2; exit 125 ;;
+esac
+# isa-debug-exit makes QEMU exit with status*2+1.
+if [ $((s % 2)) -eq 1 ]; then
+  exit $(( (s - 1) / 2 ))
+fi
+echo "run: QEMU failed (exit $s)" >&2
+exit 125

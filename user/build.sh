@@ -1,0 +1,65 @@
+#!/bin/sh
+# One entry point for the user-space side: busybox (static musl, cached),
+# the test programs, the runner and the test initramfs.
+#
+# usage: user/build.sh OUTDIR [--gzip]
+#
+#   OUTDIR/busybox           static musl busybox (rebuilt only when the
+#                            Debian source version or user/busybox/build.sh
+#                            changed: OUTDIR/busybox.stamp)
+#   OUTDIR/tests/t_*, h_*    test programs and helpers (musl-gcc -static)
+#   OUTDIR/runner            the guest runner (/init)
+#   OUTDIR/initramfs.cpio    newc cpio (OUTDIR/initramfs.cpio.gz with --gzip)
+#
+# Needs (installed when missing): musl-tools cpio gzip file, plus what
+# user/busybox/build.sh needs.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+[ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: $0 OUTDIR [--gzip]" >&2; exit 2; }
+out=$1
+gz=${2:-}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+"$root/tools/deps.sh" musl-tools cpio gzip file
+
+CC=musl-gcc
+CFLAGS="-static -O2 -Wall -Werror"
+
+# 1. busybox, cached by source version + build script
+t0=$(date +%s)
+want=$("$here/busybox/build.sh" --stamp)
+if [ -x "$out/busybox" ] && [ "$(cat "$out/busybox.stamp" 2>/dev/null)" = "$want" ]; then
+  echo "busybox: cached ($want)"
+else
+  "$here/busybox/build.sh" "$out"
+fi
+t1=$(date +%s)
+
+# 2. tests and helpers, in parallel; 3. the runner
+rm -rf "$out/tests.new"
+mkdir -p "$out/tests.new"
+export CC CFLAGS out
+find "$here/tests" -maxdepth 1 \( -name 't_*.c' -o -name 'h_*.c' \) -print0 | sort -z |
+  xargs -0 -P "$(nproc)" -n 1 sh -c '
+    name=$(basename "$1" .c)
+    $CC $CFLAGS -o "$out/tests.new/$name" "$1" -lpthread || { echo "cc: $1 failed" >&2; exit 255; }' sh
+rm -rf "$out/tests"
+mv "$out/tests.new" "$out/tests"
+$CC $CFLAGS -o "$out/runner" "$here/runner/runner.c"
+for f in "$out"/tests/* "$out/runner"; do
+  case $(file -b "$f") in
+    *ELF\ 64-bit*x86-64*statically\ linked*) ;;
+    *) echo "build: $f is not a static x86-64 ELF" >&2; exit 1 ;;
+  esac
+done
+t2=$(date +%s)
+
+# 4. the initramfs
+if [ "$gz" = --gzip ]; then
+  "$here/mkinitramfs.sh" --gzip --runner "$out/runner" "$out/initramfs.cpio.gz" "$out/busybox" "$out/tests"
+else
+  "$here/mkinitramfs.sh" --runner "$out/runner" "$out/initramfs.cpio" "$out/busybox" "$out/tests"
+fi
+t3=$(date +%s)
+echo "build: busybox $((t1 - t0)) s, tests+runner $((t2 - t1)) s ($(ls "$out"/tests | wc -l) programs), initramfs $((t3 - t2)) s"

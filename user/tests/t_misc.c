@@ -1,0 +1,255 @@
+/* t_misc: uname, getrandom, sysinfo, resource limits (getrlimit,
+ * setrlimit, prlimit), prctl names, user and group ids, auxv, getcpu,
+ * set_tid_address, unknown system calls. */
+#define _GNU_SOURCE
+#include "check.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <stdint.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+
+static void test_uname(void)
+{
+	struct utsname u;
+	memset(&u, 0, sizeof u);
+	CHECK_SYS("uname", uname(&u));
+	CHECK("uname.sysname", u.sysname[0] != 0);
+	CHECK("uname.release_digit", u.release[0] >= '1' && u.release[0] <= '9');
+	CHECK_STR("uname.machine", u.machine, "x86_64");
+	CHECK("uname.nodename_terminated", memchr(u.nodename, 0, sizeof u.nodename) != NULL);
+	CHECK("uname.version", u.version[0] != 0);
+	printf("# uname: %s %s %s\n", u.sysname, u.release, u.machine);
+	char host[256];
+	CHECK_SYS("gethostname", gethostname(host, sizeof host));
+	CHECK_STR("gethostname.matches_uname", host, u.nodename);
+}
+
+static void test_random(void)
+{
+	unsigned char a[64], b[64], z[64];
+	memset(a, 0, sizeof a);
+	memset(b, 0, sizeof b);
+	memset(z, 0, sizeof z);
+	CHECK_EQ("getrandom.count", getrandom(a, sizeof a, 0), 64);
+	CHECK_EQ("getrandom.nonblock", getrandom(b, sizeof b, GRND_NONBLOCK), 64);
+	CHECK("getrandom.not_zero", memcmp(a, z, sizeof a) != 0);
+	CHECK("getrandom.differs", memcmp(a, b, sizeof a) != 0);
+	/* every bit position is set somewhere in 4 KiB of output */
+	static unsigned char big[4096];
+	CHECK_EQ("getrandom.4k", getrandom(big, sizeof big, 0), 4096);
+	unsigned char or = 0, and = 0xff;
+	int counts[256] = { 0 }, distinct = 0;
+	for (size_t i = 0; i < sizeof big; i++) {
+		or |= big[i];
+		and &= big[i];
+		if (!counts[big[i]]++)
+			distinct++;
+	}
+	CHECK("getrandom.bits", or == 0xff && and == 0);
+	CHECK("getrandom.spread", distinct > 200);
+	CHECK_ERR("getrandom.bad_flags", getrandom(a, 8, 0x80), EINVAL);
+	CHECK_EQ("getrandom.zero_len", getrandom(a, 0, 0), 0);
+	unsigned long at_random = getauxval(AT_RANDOM);
+	CHECK("auxv.at_random", at_random != 0);
+	int fd = open("/dev/urandom", O_RDONLY);
+	CHECK_SYS("urandom.open", fd);
+	CHECK_EQ("urandom.read", read(fd, b, 16), 16);
+	close(fd);
+}
+
+static void test_sysinfo(void)
+{
+	struct sysinfo si;
+	CHECK_SYS("sysinfo", sysinfo(&si));
+	unsigned long long unit = si.mem_unit ? si.mem_unit : 1;
+	unsigned long long total = si.totalram * unit, free = si.freeram * unit;
+	CHECK("sysinfo.totalram", total >= (16ULL << 20) && total <= (1ULL << 40));
+	CHECK("sysinfo.freeram", free > 0 && free <= total);
+	CHECK("sysinfo.procs", si.procs >= 1);
+	CHECK("sysinfo.uptime", si.uptime >= 0);
+	printf("# sysinfo: total %llu MiB free %llu MiB procs %u uptime %ld\n", total >> 20, free >> 20, si.procs, si.uptime);
+	long pages = sysconf(_SC_PHYS_PAGES);
+	CHECK("sysconf.phys_pages", pages > 0 && (unsigned long long)pages * 4096 <= total + 4096);
+	CHECK_EQ("sysconf.pagesize", sysconf(_SC_PAGESIZE), 4096);
+	CHECK_EQ("auxv.pagesz", getauxval(AT_PAGESZ), 4096);
+	CHECK("sysconf.nprocs", sysconf(_SC_NPROCESSORS_ONLN) >= 1);
+}
+
+static void test_rlimits(void)
+{
+	struct rlimit rl, orig;
+	CHECK_SYS("getrlimit.nofile", getrlimit(RLIMIT_NOFILE, &orig));
+	CHECK("getrlimit.nofile_sane", orig.rlim_cur >= 64 && orig.rlim_cur <= orig.rlim_max);
+	CHECK_SYS("getrlimit.stack", getrlimit(RLIMIT_STACK, &rl));
+	CHECK("getrlimit.stack_sane", rl.rlim_cur >= 65536);
+	struct rlimit pl;
+	CHECK_SYS("prlimit.get", prlimit(0, RLIMIT_NOFILE, NULL, &pl));
+	CHECK("prlimit.matches_getrlimit", pl.rlim_cur == orig.rlim_cur && pl.rlim_max == orig.rlim_max);
+	CHECK_SYS("prlimit.raw_get", syscall(SYS_prlimit64, getpid(), RLIMIT_NOFILE, NULL, &pl));
+
+	/* a lower soft limit is enforced */
+	rl.rlim_cur = 32;
+	rl.rlim_max = orig.rlim_max;
+	CHECK_SYS("setrlimit.nofile", setrlimit(RLIMIT_NOFILE, &rl));
+	getrlimit(RLIMIT_NOFILE, &pl);
+	CHECK_EQ("setrlimit.nofile_read_back", pl.rlim_cur, 32);
+	int fds[64], n = 0, last_errno = 0;
+	for (;;) {
+		int fd = open("/dev/null", O_RDONLY);
+		if (fd < 0) {
+			last_errno = errno;
+			break;
+		}
+		fds[n++] = fd;
+		if (n == 64)
+			break;
+	}
+	CHECK_EQ("rlimit.nofile_emfile", last_errno, EMFILE);
+	CHECK("rlimit.nofile_count", n >= 20 && n < 32);
+	CHECK_ERR("rlimit.dup2_beyond", dup2(0, 40), EBADF);
+	CHECK_ERR("rlimit.fcntl_dupfd_beyond", fcntl(0, F_DUPFD, 40), EINVAL);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	/* restore through prlimit, getting the old value back */
+	struct rlimit was;
+	CHECK_SYS("prlimit.set", prlimit(0, RLIMIT_NOFILE, &orig, &was));
+	CHECK_EQ("prlimit.old_value", was.rlim_cur, 32);
+	getrlimit(RLIMIT_NOFILE, &pl);
+	CHECK_EQ("prlimit.restored", pl.rlim_cur, orig.rlim_cur);
+	rl.rlim_cur = 100;
+	rl.rlim_max = 50;
+	CHECK_ERR("setrlimit.cur_above_max", setrlimit(RLIMIT_NOFILE, &rl), EINVAL);
+	CHECK_ERR("getrlimit.bad_resource", getrlimit(999, &rl), EINVAL);
+
+	/* RLIMIT_AS in a child: a large mapping fails, a small one works */
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct rlimit as = { 256UL << 20, 256UL << 20 };
+		if (setrlimit(RLIMIT_AS, &as))
+			_exit(2);
+		void *big = mmap(NULL, 512UL << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (big != MAP_FAILED || errno != ENOMEM)
+			_exit(3);
+		void *small = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		_exit(small == MAP_FAILED ? 4 : 0);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	CHECK_EQ("rlimit.as_enforced", WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st), 0);
+	/* a non-root process cannot raise its hard limit; root can lower it
+	 * for good (checked in a child) */
+	pid = fork();
+	if (pid == 0) {
+		struct rlimit h = { 16, 16 };
+		if (setrlimit(RLIMIT_NOFILE, &h))
+			_exit(2);
+		if (getuid() != 0) {
+			struct rlimit up = { 32, 32 };
+			if (setrlimit(RLIMIT_NOFILE, &up) == 0 || errno != EPERM)
+				_exit(3);
+		}
+		_exit(0);
+	}
+	waitpid(pid, &st, 0);
+	CHECK_EQ("rlimit.lower_hard", WEXITSTATUS(st), 0);
+}
+
+static void test_prctl(void)
+{
+	char name[32];
+	memset(name, 0, sizeof name);
+	CHECK_SYS("prctl.get_name", prctl(PR_GET_NAME, name, 0, 0, 0));
+	CHECK("prctl.initial_name", strncmp(name, "t_misc", 6) == 0);
+	CHECK_SYS("prctl.set_name", prctl(PR_SET_NAME, "sb-name", 0, 0, 0));
+	memset(name, 0, sizeof name);
+	prctl(PR_GET_NAME, name, 0, 0, 0);
+	CHECK_STR("prctl.name_set", name, "sb-name");
+	prctl(PR_SET_NAME, "a-name-longer-than-sixteen", 0, 0, 0);
+	memset(name, 0, sizeof name);
+	prctl(PR_GET_NAME, name, 0, 0, 0);
+	CHECK_STR("prctl.name_truncated_15", name, "a-name-longer-t");
+	prctl(PR_SET_NAME, "t_misc", 0, 0, 0);
+	CHECK_ERR("prctl.bad_option", prctl(0x7fffffff, 0, 0, 0, 0), EINVAL);
+	CHECK_SYS("prctl.set_pdeathsig", prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0));
+	int sig = 0;
+	CHECK_SYS("prctl.get_pdeathsig", prctl(PR_GET_PDEATHSIG, &sig, 0, 0, 0));
+	CHECK_EQ("prctl.pdeathsig_value", sig, SIGTERM);
+	prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
+	CHECK_EQ("prctl.get_dumpable", prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) >= 0, 1);
+}
+
+static void test_ids(void)
+{
+	uid_t r, e, s;
+	gid_t gr, ge, gs;
+	CHECK_SYS("getresuid", getresuid(&r, &e, &s));
+	CHECK_SYS("getresgid", getresgid(&gr, &ge, &gs));
+	CHECK("uid.agree", getuid() == r && geteuid() == e);
+	CHECK("gid.agree", getgid() == gr && getegid() == ge);
+	printf("# uid %u euid %u gid %u egid %u\n", getuid(), geteuid(), getgid(), getegid());
+	int n = getgroups(0, NULL);
+	CHECK("getgroups.count", n >= 0);
+	gid_t g[64];
+	CHECK_EQ("getgroups.list", getgroups(64, g), n);
+	if (geteuid() == 0) {
+		/* root may drop privileges in a child, and cannot get them back */
+		pid_t pid = fork();
+		if (pid == 0) {
+			if (setgid(1000) || setuid(1000))
+				_exit(2);
+			if (getuid() != 1000 || geteuid() != 1000 || getgid() != 1000)
+				_exit(3);
+			if (setuid(0) == 0 || errno != EPERM)
+				_exit(4);
+			_exit(0);
+		}
+		int st;
+		waitpid(pid, &st, 0);
+		CHECK_EQ("setuid.drop", WEXITSTATUS(st), 0);
+	}
+}
+
+static void test_misc_calls(void)
+{
+	unsigned cpu = 999, node = 999;
+	CHECK_SYS("getcpu", syscall(SYS_getcpu, &cpu, &node, NULL));
+	CHECK("getcpu.range", cpu < (unsigned)sysconf(_SC_NPROCESSORS_CONF) && node == 0);
+	int c = sched_getcpu();
+	CHECK("sched_getcpu", c >= 0 && c < sysconf(_SC_NPROCESSORS_CONF));
+	static int dummy;
+	CHECK_EQ("set_tid_address.returns_tid", syscall(SYS_set_tid_address, &dummy), syscall(SYS_gettid));
+	CHECK_ERR("syscall.enosys_999", syscall(999), ENOSYS);
+	CHECK_ERR("syscall.enosys_negative", syscall(-1), ENOSYS);
+	CHECK("getpriority", getpriority(PRIO_PROCESS, 0) >= -20);
+	CHECK_EQ("umask.set", umask(027) >= 0, 1);
+	CHECK_EQ("umask.get", umask(022), 027);
+	CHECK("auxv.hwcap", getauxval(AT_HWCAP) != 0);
+	CHECK_EQ("auxv.uid", getauxval(AT_UID), getuid());
+	CHECK("auxv.phdr", getauxval(AT_PHDR) != 0);
+	char *execfn = (char *)getauxval(AT_EXECFN);
+	CHECK("auxv.execfn", execfn && strstr(execfn, "t_misc") != NULL);
+}
+
+int main(int argc, char **argv)
+{
+	(void)argc;
+	check_start(argv[0]);
+	test_uname();
+	test_random();
+	test_sysinfo();
+	test_rlimits();
+	test_prctl();
+	test_ids();
+	test_misc_calls();
+	return check_done();
+}

@@ -1,0 +1,355 @@
+/* t_proc_fs: what real programs read from /proc: /proc/self/stat (parsed),
+ * status, maps (the stack and the text), exe, fd, cmdline, comm;
+ * /proc/meminfo, uptime, cpuinfo, and the sysctls redis reads. */
+#define _GNU_SOURCE
+#include "check.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <sys/wait.h>
+#include <time.h>
+
+static int slurp(const char *path, char *buf, size_t n)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	size_t got = 0;
+	for (;;) {
+		ssize_t r = read(fd, buf + got, n - 1 - got);
+		if (r <= 0)
+			break;
+		got += r;
+		if (got == n - 1)
+			break;
+	}
+	close(fd);
+	buf[got] = 0;
+	return (int)got;
+}
+
+struct pstat {
+	int pid;
+	char comm[64];
+	char state;
+	long f[64]; /* f[i] = field i+1 of stat(5), from field 4 on */
+	int nfields;
+};
+
+/* "pid (comm) state ppid pgrp session tty tpgid flags minflt ..." with a
+ * comm that may hold spaces and parentheses: the last ')' ends it */
+static int parse_stat(const char *path, struct pstat *ps)
+{
+	char buf[2048];
+	if (slurp(path, buf, sizeof buf) <= 0)
+		return -1;
+	memset(ps, 0, sizeof *ps);
+	char *open_paren = strchr(buf, '(');
+	char *close_paren = strrchr(buf, ')');
+	if (!open_paren || !close_paren || close_paren < open_paren)
+		return -2;
+	ps->pid = atoi(buf);
+	size_t cl = close_paren - open_paren - 1;
+	if (cl >= sizeof ps->comm)
+		return -3;
+	memcpy(ps->comm, open_paren + 1, cl);
+	char *p = close_paren + 1;
+	if (*p++ != ' ')
+		return -4;
+	ps->state = *p++;
+	ps->nfields = 3;
+	while (*p == ' ') {
+		p++;
+		char *end;
+		long v = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		ps->f[ps->nfields + 1] = v;
+		ps->nfields++;
+		p = end;
+	}
+	return 0;
+}
+#define FIELD(ps, n) ((ps)->f[(n)])
+
+static void test_self_stat(void)
+{
+	/* touch 4 MiB so that the resident size is well above the slack of
+	 * Linux's per-CPU RSS counters */
+	size_t big = 4 << 20;
+	volatile char *mem = mmap(NULL, big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	for (size_t i = 0; i < big; i += 4096)
+		mem[i] = 1;
+	struct pstat ps;
+	CHECK_EQ("stat.parse", parse_stat("/proc/self/stat", &ps), 0);
+	CHECK_EQ("stat.pid", ps.pid, getpid());
+	CHECK_STR("stat.comm", ps.comm, "t_proc_fs");
+	CHECK_EQ("stat.state_running", ps.state, 'R');
+	CHECK("stat.field_count", ps.nfields >= 44);
+	CHECK_EQ("stat.ppid", FIELD(&ps, 4), getppid());
+	CHECK_EQ("stat.pgrp", FIELD(&ps, 5), getpgrp());
+	CHECK_EQ("stat.session", FIELD(&ps, 6), getsid(0));
+	CHECK_EQ("stat.num_threads", FIELD(&ps, 20), 1);
+	CHECK("stat.vsize", FIELD(&ps, 23) > 0);
+	CHECK("stat.rss", FIELD(&ps, 24) >= 512);
+	CHECK("stat.vsize_holds_mapping", FIELD(&ps, 23) >= (long)big);
+	CHECK("stat.starttime", FIELD(&ps, 22) >= 0);
+	printf("# /proc/self/stat: %d fields, vsize %ld rss %ld pages\n", ps.nfields, FIELD(&ps, 23), FIELD(&ps, 24));
+	struct pstat by_pid;
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/stat", getpid());
+	CHECK_EQ("stat.by_pid", parse_stat(path, &by_pid), 0);
+	CHECK_EQ("stat.by_pid_same", by_pid.pid, ps.pid);
+	/* after PR_SET_NAME the comm field follows, spaces and all */
+	prctl(PR_SET_NAME, "a (b) c", 0, 0, 0);
+	CHECK_EQ("stat.parse_odd_comm", parse_stat("/proc/self/stat", &ps), 0);
+	CHECK_STR("stat.odd_comm", ps.comm, "a (b) c");
+	CHECK_EQ("stat.odd_comm_pid", ps.pid, getpid());
+	char comm[64];
+	slurp("/proc/self/comm", comm, sizeof comm);
+	CHECK_STR("comm.file", comm, "a (b) c\n");
+	prctl(PR_SET_NAME, "t_proc_fs", 0, 0, 0);
+	munmap((void *)mem, big);
+}
+
+static void *idle_thread(void *arg)
+{
+	int *p = arg;
+	char c;
+	read(p[0], &c, 1);
+	return NULL;
+}
+
+static void test_states(void)
+{
+	/* another thread shows up in num_threads and Threads */
+	int p[2];
+	pipe(p);
+	pthread_t t;
+	pthread_create(&t, NULL, idle_thread, p);
+	struct pstat ps;
+	parse_stat("/proc/self/stat", &ps);
+	CHECK_EQ("stat.num_threads_2", FIELD(&ps, 20), 2);
+	char buf[4096];
+	slurp("/proc/self/status", buf, sizeof buf);
+	CHECK("status.threads_2", strstr(buf, "\nThreads:\t2\n") != NULL);
+	write(p[1], "x", 1);
+	pthread_join(t, NULL);
+	close(p[0]);
+	close(p[1]);
+
+	/* a child blocked in read is S, stopped is T, exited is Z */
+	pipe(p);
+	pid_t c = fork();
+	if (c == 0) {
+		char ch;
+		close(p[1]);
+		read(p[0], &ch, 1);
+		_exit(0);
+	}
+	close(p[0]);
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/stat", c);
+	char st = 0;
+	for (int i = 0; i < 400; i++) { /* until it blocks */
+		if (parse_stat(path, &ps) == 0 && (st = ps.state) == 'S')
+			break;
+		usleep(5000);
+	}
+	CHECK_EQ("stat.child_sleeping", st, 'S');
+	CHECK_EQ("stat.child_ppid", FIELD(&ps, 4), getpid());
+	kill(c, SIGSTOP);
+	int ws;
+	waitpid(c, &ws, WUNTRACED);
+	parse_stat(path, &ps);
+	CHECK_EQ("stat.child_stopped", ps.state, 'T');
+	kill(c, SIGCONT);
+	close(p[1]);
+	siginfo_t si;
+	waitid(P_PID, c, &si, WEXITED | WNOWAIT);
+	parse_stat(path, &ps);
+	CHECK_EQ("stat.child_zombie", ps.state, 'Z');
+	waitpid(c, &ws, 0);
+	CHECK_ERR("stat.reaped_gone", open(path, O_RDONLY), ENOENT);
+}
+
+static void test_status_maps(void)
+{
+	char buf[65536];
+	CHECK("status.read", slurp("/proc/self/status", buf, sizeof buf) > 0);
+	char want[64];
+	CHECK("status.name", strstr(buf, "Name:\tt_proc_fs\n") == buf);
+	snprintf(want, sizeof want, "\nPid:\t%d\n", getpid());
+	CHECK("status.pid", strstr(buf, want) != NULL);
+	snprintf(want, sizeof want, "\nPPid:\t%d\n", getppid());
+	CHECK("status.ppid", strstr(buf, want) != NULL);
+	CHECK("status.vmrss", strstr(buf, "\nVmRSS:") != NULL);
+	CHECK("status.sigblk", strstr(buf, "\nSigBlk:\t") != NULL);
+
+	CHECK("maps.read", slurp("/proc/self/maps", buf, sizeof buf) > 0);
+	int local = 0;
+	uintptr_t sp = (uintptr_t)&local, text = (uintptr_t)&test_status_maps;
+	int stack_ok = 0, text_ok = 0, lines = 0, format_ok = 1;
+	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+		unsigned long lo, hi, off;
+		char perms[5];
+		if (sscanf(line, "%lx-%lx %4s %lx", &lo, &hi, perms, &off) != 4 || lo >= hi || strlen(perms) != 4) {
+			format_ok = 0;
+			continue;
+		}
+		lines++;
+		if (strstr(line, "[stack]") && sp >= lo && sp < hi && !strcmp(perms, "rw-p"))
+			stack_ok = 1;
+		if (text >= lo && text < hi && perms[0] == 'r' && perms[2] == 'x' && strstr(line, "t_proc_fs"))
+			text_ok = 1;
+	}
+	CHECK("maps.format", format_ok && lines >= 3);
+	CHECK("maps.stack_holds_sp", stack_ok);
+	CHECK("maps.text_rx_named", text_ok);
+	/* a new mapping appears, with its protection */
+	char *m = mmap(NULL, 3 * 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	slurp("/proc/self/maps", buf, sizeof buf);
+	snprintf(want, sizeof want, "%lx-%lx r--p", (unsigned long)m, (unsigned long)m + 3 * 4096);
+	CHECK("maps.new_mapping", strstr(buf, want) != NULL);
+	munmap(m, 3 * 4096);
+}
+
+static void test_links(int argc, char **argv)
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+	CHECK("exe.readlink", n > 0);
+	buf[n > 0 ? n : 0] = 0;
+	CHECK("exe.absolute", buf[0] == '/');
+	const char *base = strrchr(buf, '/');
+	CHECK_STR("exe.basename", base ? base + 1 : buf, "t_proc_fs");
+	struct stat a, b;
+	stat("/proc/self/exe", &a);
+	stat(buf, &b);
+	CHECK("exe.same_file", a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+
+	const char *tmp = check_mktmp();
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/file", tmp);
+	int fd = open(path, O_CREAT | O_RDWR, 0644);
+	char link[64];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	n = readlink(link, buf, sizeof buf - 1);
+	buf[n > 0 ? n : 0] = 0;
+	CHECK_STR("fd.readlink_path", buf, path);
+	int fd2 = open(link, O_RDONLY); /* reopen through /proc */
+	CHECK_SYS("fd.reopen", fd2);
+	fstat(fd, &a);
+	fstat(fd2, &b);
+	CHECK_EQ("fd.reopen_same_inode", b.st_ino, a.st_ino);
+	close(fd2);
+	int p[2];
+	pipe(p);
+	snprintf(link, sizeof link, "/proc/self/fd/%d", p[0]);
+	n = readlink(link, buf, sizeof buf - 1);
+	buf[n > 0 ? n : 0] = 0;
+	CHECK("fd.pipe_link", strncmp(buf, "pipe:[", 6) == 0);
+	/* /proc/self/fd lists exactly the open descriptors */
+	int dfd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY);
+	CHECK_SYS("fd.dir_open", dfd);
+	char dbuf[4096];
+	long total = syscall(SYS_getdents64, dfd, dbuf, sizeof dbuf);
+	int has_fd = 0, has_p1 = 0, count = 0;
+	for (long off = 0; off < total;) {
+		unsigned short reclen = *(unsigned short *)(dbuf + off + 16);
+		const char *name = dbuf + off + 19;
+		if (name[0] != '.') {
+			count++;
+			has_fd |= atoi(name) == fd;
+			has_p1 |= atoi(name) == p[1];
+		}
+		off += reclen;
+	}
+	CHECK("fd.dir_lists_open", has_fd && has_p1 && count >= 5);
+	close(dfd);
+	close(p[0]);
+	close(p[1]);
+	close(fd);
+	unlink(path);
+	rmdir(tmp);
+
+	int cl = slurp("/proc/self/cmdline", buf, sizeof buf);
+	int expect = 0;
+	for (int i = 0; i < argc; i++)
+		expect += strlen(argv[i]) + 1;
+	CHECK_EQ("cmdline.length", cl, expect);
+	CHECK("cmdline.argv0", cl > 0 && strcmp(buf, argv[0]) == 0);
+	CHECK("environ.readable", slurp("/proc/self/environ", buf, sizeof buf) >= 0);
+}
+
+static long meminfo_kb(const char *buf, const char *key)
+{
+	const char *p = strstr(buf, key);
+	if (!p || (p != buf && p[-1] != '\n'))
+		return -1;
+	p += strlen(key);
+	if (*p++ != ':')
+		return -1;
+	return strtol(p, NULL, 10);
+}
+
+static void test_system_files(void)
+{
+	char buf[16384];
+	CHECK("meminfo.read", slurp("/proc/meminfo", buf, sizeof buf) > 0);
+	long total = meminfo_kb(buf, "MemTotal"), free = meminfo_kb(buf, "MemFree"), avail = meminfo_kb(buf, "MemAvailable");
+	CHECK("meminfo.memtotal", total >= 16 * 1024);
+	CHECK("meminfo.memfree", free > 0 && free <= total);
+	CHECK("meminfo.memavailable", avail > 0 && avail <= total);
+	CHECK("meminfo.units", strstr(buf, "MemTotal:") && strstr(buf, " kB\n"));
+	struct sysinfo si;
+	sysinfo(&si);
+	long long si_kb = (long long)si.totalram * (si.mem_unit ? si.mem_unit : 1) / 1024;
+	CHECK("meminfo.agrees_sysinfo", si_kb >= total * 99 / 100 && si_kb <= total * 101 / 100 + 1);
+	printf("# MemTotal %ld kB, MemFree %ld kB\n", total, free);
+
+	double up = -1, idle = -1;
+	CHECK("uptime.read", slurp("/proc/uptime", buf, sizeof buf) > 0);
+	CHECK_EQ("uptime.parse", sscanf(buf, "%lf %lf", &up, &idle), 2);
+	CHECK("uptime.positive", up > 0);
+	struct timespec bt;
+	clock_gettime(CLOCK_BOOTTIME, &bt);
+	CHECK("uptime.agrees_boottime", up <= bt.tv_sec + 1.0 && up >= bt.tv_sec - 2.0);
+
+	CHECK("cpuinfo.read", slurp("/proc/cpuinfo", buf, sizeof buf) > 0);
+	int cpus = 0;
+	for (char *p = buf; (p = strstr(p, "processor")); p++)
+		if (p == buf || p[-1] == '\n')
+			cpus++;
+	CHECK_EQ("cpuinfo.processors", cpus, sysconf(_SC_NPROCESSORS_ONLN));
+	CHECK("loadavg.read", slurp("/proc/loadavg", buf, sizeof buf) > 0);
+	double l1 = -1;
+	CHECK("loadavg.parse", sscanf(buf, "%lf", &l1) == 1 && l1 >= 0);
+	/* sysctls read by redis */
+	CHECK("overcommit.read", slurp("/proc/sys/vm/overcommit_memory", buf, sizeof buf) > 0);
+	CHECK("overcommit.value", (buf[0] == '0' || buf[0] == '1' || buf[0] == '2') && buf[1] == '\n');
+	CHECK("somaxconn.read", slurp("/proc/sys/net/core/somaxconn", buf, sizeof buf) > 0);
+	CHECK("somaxconn.value", atoi(buf) > 0);
+	CHECK("mounts.read", slurp("/proc/mounts", buf, sizeof buf) > 0);
+	CHECK("mounts.has_proc", strstr(buf, " /proc proc ") != NULL);
+	CHECK_ERR("proc.missing_pid", open("/proc/999999/stat", O_RDONLY), ENOENT);
+}
+
+int main(int argc, char **argv)
+{
+	check_start(argv[0]);
+	test_self_stat();
+	test_states();
+	test_status_maps();
+	test_links(argc, argv);
+	test_system_files();
+	return check_done();
+}

@@ -1,0 +1,145 @@
+/* t_shell: busybox as a real workload: its shell runs scripts with pipes,
+ * command substitution, redirection, background jobs, traps and applets
+ * (coreutils, sort, awk, sed, md5sum, dd, ps, free, uptime), and each
+ * script's output and exit status are compared exactly.
+ * Busybox is $BUSYBOX or /bin/busybox; its applets are installed as
+ * symlinks in a private bin directory first in PATH. */
+#define _GNU_SOURCE
+#include "check.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+static const char *busybox;
+static char bindir[300], pathenv[400], tmpenv[320];
+
+/* runs "busybox sh -c script", returns its exit status (or 1000+signal);
+ * stdout and stderr go to out */
+static int run_sh(const char *script, char *out, size_t outsz)
+{
+	int p[2];
+	if (pipe(p))
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		close(p[0]);
+		close(p[1]);
+		char *argv[] = { "sh", "-c", (char *)script, NULL };
+		char *envp[] = { pathenv, tmpenv, "HOME=/", "LC_ALL=C", NULL };
+		execve(busybox, argv, envp);
+		_exit(126);
+	}
+	close(p[1]);
+	size_t got = 0;
+	ssize_t n;
+	while ((n = read(p[0], out + got, outsz - 1 - got)) > 0) {
+		got += n;
+		if (got == outsz - 1)
+			break;
+	}
+	out[got] = 0;
+	close(p[0]);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st);
+}
+
+static void sh_check(const char *name, const char *script, const char *want, int want_status)
+{
+	char out[8192];
+	int st = run_sh(script, out, sizeof out);
+	if (!check_report(name, st == want_status && strcmp(out, want) == 0,
+			  "script '%s': status %d (want %d), output \"%s\" (want \"%s\")", script, st, want_status, out, want))
+		return;
+}
+
+int main(int argc, char **argv)
+{
+	(void)argc;
+	check_start(argv[0]);
+	busybox = getenv("BUSYBOX");
+	if (!busybox || !*busybox)
+		busybox = "/bin/busybox";
+	if (!CHECK_SYS("busybox.present", access(busybox, X_OK)))
+		return check_done();
+	const char *tmp = check_mktmp();
+	if (chdir(tmp))
+		return 1;
+	snprintf(bindir, sizeof bindir, "%s/bin", tmp);
+	snprintf(pathenv, sizeof pathenv, "PATH=%s:/bin:/sbin", bindir);
+	snprintf(tmpenv, sizeof tmpenv, "TMPDIR=%s", tmp);
+	mkdir(bindir, 0755);
+	pid_t pid = fork();
+	if (pid == 0) {
+		char *a[] = { "busybox", "--install", "-s", bindir, NULL };
+		char *e[] = { NULL };
+		execve(busybox, a, e);
+		_exit(126);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	CHECK("busybox.install", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	char sh[320];
+	snprintf(sh, sizeof sh, "%s/sh", bindir);
+	struct stat lst;
+	CHECK("busybox.sh_link", lstat(sh, &lst) == 0 && S_ISLNK(lst.st_mode));
+
+	sh_check("sh.echo", "echo hello", "hello\n", 0);
+	sh_check("sh.exit_status", "exit 7", "", 7);
+	sh_check("sh.pipe", "echo a b | tr a-z A-Z", "A B\n", 0);
+	sh_check("sh.arith_subst", "x=$(echo 5); echo $((x * 7))", "35\n", 0);
+	sh_check("sh.or_list", "false || echo no", "no\n", 0);
+	sh_check("sh.for_loop", "for i in 1 2 3; do printf %s $i; done; echo", "123\n", 0);
+	sh_check("sh.cd_pwd", "cd / && pwd", "/\n", 0);
+	sh_check("sh.redirect_sort_head", "printf 'b\\na\\nc\\n' > f; sort f | head -n 2; rm f", "a\nb\n", 0);
+	sh_check("sh.subshell_status", "sh -c 'exit 3'; echo $?", "3\n", 0);
+	sh_check("sh.background_wait", "sleep 0.1 & wait $!; echo $?", "0\n", 0);
+	sh_check("sh.trap", "trap 'echo trapped' USR1; kill -USR1 $$; echo after", "trapped\nafter\n", 0);
+	sh_check("sh.killed_child_status", "exec 2>/dev/null; sh -c 'kill -9 $$'; echo $?", "137\n", 0);
+	sh_check("sh.sigpipe_yes_head", "yes | head -n 3", "y\ny\ny\n", 0);
+	sh_check("sh.seq_wc", "seq 1 100 | wc -l", "100\n", 0);
+	sh_check("sh.awk", "seq 1 10 | awk '{s+=$1} END {print s}'", "55\n", 0);
+	sh_check("sh.sed", "echo banana | sed s/an/AN/g", "bANANa\n", 0);
+	sh_check("sh.md5sum", "printf abc | md5sum", "900150983cd24fb0d6963f7d28e17f72  -\n", 0);
+	sh_check("sh.dd_wc", "dd if=/dev/zero bs=1024 count=64 2>/dev/null | wc -c", "65536\n", 0);
+	sh_check("sh.find", "mkdir -p d/e && touch d/e/f && find d -type f && rm -r d && echo gone", "d/e/f\ngone\n", 0);
+	sh_check("sh.test_file", "echo data > g; [ -s g ] && cat g; rm g; [ -e g ] || echo removed", "data\nremoved\n", 0);
+	sh_check("sh.ln_readlink", "ln -s target l && readlink l && rm l", "target\n", 0);
+	sh_check("sh.uname", "uname -m", "x86_64\n", 0);
+	sh_check("sh.date_plausible", "[ $(date +%Y) -ge 2020 ] && echo ok", "ok\n", 0);
+	sh_check("sh.cat_proc", "grep -c '^MemTotal:' /proc/meminfo", "1\n", 0);
+	sh_check("sh.ps_free_uptime", "ps >/dev/null && free >/dev/null && uptime >/dev/null && echo ok", "ok\n", 0);
+	sh_check("sh.ps_sees_self", "ps -o pid,comm | grep -c '^ *'$$' '", "1\n", 0);
+	sh_check("sh.here_doc", "cat <<EOF\nline $((1+1))\nEOF", "line 2\n", 0);
+	sh_check("sh.while_read", "printf '1\\n2\\n3\\n' | while read n; do echo $((n*n)); done", "1\n4\n9\n", 0);
+	sh_check("sh.xargs", "echo 1 2 3 | xargs -n 1 echo x", "x 1\nx 2\nx 3\n", 0);
+	sh_check("sh.cmp_cp", "echo abc > a && cp a b && cmp a b && echo same && rm a b", "same\n", 0);
+	sh_check("sh.tar_roundtrip", "mkdir t && echo z > t/z && tar cf t.tar t && rm -r t && tar xf t.tar && cat t/z && rm -r t t.tar",
+		 "z\n", 0);
+	sh_check("sh.gzip_roundtrip", "seq 1 1000 > n && gzip n && gunzip n.gz && wc -l < n && rm n", "1000\n", 0);
+	char want[32];
+	snprintf(want, sizeof want, "%u\n", getuid());
+	sh_check("sh.id", "id -u", want, 0);
+
+	/* cleanup: the applet links, bin, the temp dir */
+	DIR *d = opendir(bindir);
+	struct dirent *e;
+	char path[700];
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "%s/%s", bindir, e->d_name);
+		unlink(path);
+	}
+	if (d)
+		closedir(d);
+	CHECK_SYS("cleanup.bin", rmdir(bindir));
+	CHECK_SYS("cleanup.chdir", chdir("/"));
+	CHECK_SYS("cleanup.rmdir", rmdir(tmp));
+	return check_done();
+}
