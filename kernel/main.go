@@ -18,10 +18,14 @@ import (
 	"syscall"
 	"time"
 
+	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/acpi"
 	"shortbread/kernel/cmdline"
 	"shortbread/kernel/console"
+	"shortbread/kernel/cpio"
 	"shortbread/kernel/drivers/uart"
+	"shortbread/kernel/fs/devfs"
+	"shortbread/kernel/fs/tmpfs"
 	"shortbread/kernel/initramfs"
 	"shortbread/kernel/klog"
 	"shortbread/kernel/machine"
@@ -30,6 +34,7 @@ import (
 	"shortbread/kernel/proc"
 	"shortbread/kernel/selftest"
 	"shortbread/kernel/tty"
+	"shortbread/kernel/vfs"
 )
 
 // kernel is what boot found and the console needs.
@@ -40,6 +45,8 @@ type kernel struct {
 	opts      map[string]string
 	initArgs  []string
 	initramfs *initramfs.FS
+	vfs       *vfs.VFS
+	console   *tty.TTY // the terminal on the serial console (/dev/console)
 }
 
 func main() {
@@ -97,7 +104,7 @@ func main() {
 // and powers off with its exit status when it ends. It reports false if
 // there is no init to run.
 func (k *kernel) runInit() bool {
-	if k.initramfs == nil {
+	if k.initramfs == nil || k.vfs == nil {
 		return false
 	}
 	path := k.opts["init"]
@@ -107,7 +114,7 @@ func (k *kernel) runInit() bool {
 		}
 		path = "/sbin/init"
 	}
-	term := tty.New(os.Stdout, proc.SignalGroup)
+	term := k.console
 	in, err := uart.Input()
 	if err != nil {
 		k.log.Errorf("console input: %v", err)
@@ -125,7 +132,13 @@ func (k *kernel) runInit() bool {
 	}
 	argv := append([]string{path}, k.initArgs...)
 	envp := []string{"HOME=/", "PATH=/sbin:/bin:/usr/sbin:/usr/bin", "TERM=vt100", "SHELL=/bin/sh"}
-	p, err := proc.Start(proc.Options{FS: k.initramfs, Stdin: term, Stdout: term, Stderr: term}, path, argv, envp)
+	cons, err := k.vfs.Open(&vfs.Ctx{}, nil, "/dev/console", linux.O_RDWR, 0)
+	if err != nil {
+		k.log.Errorf("init: /dev/console: %v", err)
+		power.Off(k.tables, 127)
+	}
+	p, err := proc.Start(proc.Options{Files: []*vfs.OpenFile{cons, cons, cons}}, path, argv, envp)
+	cons.DecRef()
 	if err != nil {
 		k.log.Errorf("init %s: %v", path, err)
 		power.Off(k.tables, 127)
@@ -235,10 +248,47 @@ func (k *kernel) loadInitramfs() {
 			return
 		}
 		k.initramfs = fs
+		if err := k.mountRoot(data); err != nil {
+			k.log.Errorf("root file system: %v", err)
+		}
 		k.log.Infof("initramfs: %d entries, %d KiB, crc32 %08x", fs.Len(), len(data)>>10, crc32.ChecksumIEEE(data))
 		return
 	}
 	k.log.Warnf("initramfs: no module named initramfs")
+}
+
+// mountRoot builds the file system tree: a tmpfs filled from the
+// initramfs as /, devfs on /dev (its console is the serial terminal), an
+// empty /tmp.
+func (k *kernel) mountRoot(archive []byte) error {
+	entries, err := cpio.Parse(archive)
+	if err != nil {
+		return err
+	}
+	root, err := tmpfs.FromCPIO(entries, tmpfs.Options{Dev: linux.MakeDev(0, 1)})
+	if err != nil {
+		return err
+	}
+	v, err := vfs.New(root.Root(), "rootfs")
+	if err != nil {
+		return err
+	}
+	c := &vfs.Ctx{}
+	for _, d := range []string{"/dev", "/tmp", "/proc"} {
+		if err := v.Mkdir(c, nil, d, 0o755); err != nil && !errors.Is(err, linux.EEXIST) {
+			return fmt.Errorf("mkdir %s: %w", d, err)
+		}
+	}
+	v.Chmod(c, nil, "/tmp", 0o1777, 0)
+	k.console = tty.New(os.Stdout, proc.SignalGroup)
+	dev := devfs.New(devfs.Options{Dev: linux.MakeDev(0, 5), Terminal: k.console})
+	if err := v.Mount(c, nil, "/dev", dev.Root(), "devtmpfs", 0); err != nil {
+		return fmt.Errorf("mount /dev: %w", err)
+	}
+	dev.Register(v)
+	k.vfs = v
+	proc.SetVFS(v)
+	return nil
 }
 
 // setIOAPIC gives the machine layer the MADT's first I/O APIC (the one

@@ -28,7 +28,7 @@ var errArgTooLong = errors.New("argument list too long")
 // exec replaces the thread's process image with the program at path.
 func (t *Thread) exec(path string, argv, envp []string) error {
 	p := t.Proc
-	data, err := p.fs.ReadFile(path)
+	data, err := t.readFile(path)
 	if err != nil {
 		return err
 	}

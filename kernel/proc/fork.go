@@ -55,6 +55,10 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 		p.mu.Lock()
 		cp.fs, cp.stdin, cp.stdout, cp.stderr = p.fs, p.stdin, p.stdout, p.stderr
 		cp.pgid, cp.sid, cp.name = p.pgid, p.sid, p.name
+		cp.cwd, cp.umask = p.cwd, p.umask
+		// CLONE_FILES between processes is treated as a copy: posix_spawn
+		// (the common user) wants the child's changes kept to itself.
+		cp.files = p.files.Fork()
 		if flags&cloneVM != 0 {
 			cp.space = p.space.get()
 		}

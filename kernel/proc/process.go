@@ -13,8 +13,10 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
+	"shortbread/kernel/vfs"
 )
 
 // physMem is physical memory as package mm needs it, from the machine
@@ -67,7 +69,10 @@ type Process struct {
 	changed   chan struct{} // closed and replaced when a child changes state
 	done      chan struct{} // closed when the process has exited
 	sig       *sigHandlers  // shared with CLONE_SIGHAND children
-	pending   uint64        // process-directed signals
+	files     *vfs.FDTable
+	cwd       *vfs.Dentry
+	umask     uint32
+	pending   uint64 // process-directed signals
 	name      string
 	vforkDone chan struct{} // closed when a vfork child execs or exits
 	alarm     realTimer     // ITIMER_REAL
@@ -134,6 +139,9 @@ func newProcess(parent *Process) *Process {
 // Options configure a process started by the kernel.
 type Options struct {
 	FS FS
+	// Files are the first descriptors (0, 1, 2, ...) when the VFS is in
+	// use; otherwise Stdin/Stdout/Stderr are wrapped into open files.
+	Files []*vfs.OpenFile
 	// Stdin is an io.Reader, or a Terminal for terminal semantics.
 	Stdin  any
 	Stdout io.Writer
@@ -146,6 +154,21 @@ func Start(o Options, path string, argv, envp []string) (*Process, error) {
 	p := newProcess(nil)
 	p.fs, p.stdin, p.stdout, p.stderr = o.FS, o.Stdin, o.Stdout, o.Stderr
 	p.sig = newSigHandlers()
+	p.umask = 0o022
+	p.files = vfs.NewFDTable(vfs.DefaultNOFILE)
+	files := o.Files
+	if files == nil {
+		var in *vfs.OpenFile
+		if fsys != nil {
+			in, _ = fsys.Open(&vfs.Ctx{}, nil, "/dev/null", linux.O_RDONLY, 0)
+		}
+		files = []*vfs.OpenFile{in, writerOrNil(o.Stdout), writerOrNil(o.Stderr)}
+	}
+	for fd, f := range files {
+		if f != nil {
+			p.files.InstallAt(fd, f, false)
+		}
+	}
 	t := newThread(p, p.PID)
 	if err := t.exec(path, argv, envp); err != nil {
 		tableMu.Lock()
@@ -260,6 +283,9 @@ func (p *Process) finish() {
 	if space != nil {
 		space.put()
 	}
+	if p.files != nil {
+		p.files.CloseAll()
+	}
 	init := lookup(1)
 	for _, c := range orphans {
 		c.mu.Lock()
@@ -307,6 +333,13 @@ func (p *Process) finish() {
 		return
 	}
 	parent.signal(sigCHLD)
+}
+
+func writerOrNil(w io.Writer) *vfs.OpenFile {
+	if w == nil {
+		return nil
+	}
+	return WriterFile(w)
 }
 
 func (p *Process) String() string { return fmt.Sprintf("pid %d (%s)", p.PID, p.name) }

@@ -110,6 +110,7 @@ func (t *Thread) execve(path string, argv, envp []string) error {
 	}
 	p.stopOthers(t)
 	p.sig.resetForExec()
+	p.files.CloseOnExec()
 	t.altStack = stackT{}
 	t.clearTID = 0
 	p.mu.Lock()

@@ -3,7 +3,6 @@ package proc
 import (
 	"encoding/binary"
 	"errors"
-	"io"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -35,6 +34,9 @@ const (
 
 // errno maps kernel errors to Linux errno values.
 func errno(err error) int64 {
+	if e, ok := errnoOf(err); ok {
+		return e
+	}
 	switch {
 	case err == nil:
 		return 0
@@ -76,6 +78,64 @@ func init() {
 	syscalls = map[uint64]Entry{
 		0:   {"read", sysRead},
 		1:   {"write", sysWrite},
+		2:   {"open", sysOpen},
+		3:   {"close", sysClose},
+		4:   {"stat", sysStat},
+		5:   {"fstat", sysFstat},
+		6:   {"lstat", sysLstat},
+		8:   {"lseek", sysLseek},
+		17:  {"pread64", sysPread},
+		18:  {"pwrite64", sysPwrite},
+		19:  {"readv", sysReadv},
+		21:  {"access", sysAccess},
+		22:  {"pipe", sysPipe},
+		32:  {"dup", sysDup},
+		33:  {"dup2", sysDup2},
+		40:  {"sendfile", sysSendfile},
+		72:  {"fcntl", sysFcntl},
+		76:  {"truncate", sysTruncate},
+		77:  {"ftruncate", sysFtruncate},
+		79:  {"getcwd", sysGetcwd},
+		80:  {"chdir", sysChdir},
+		81:  {"fchdir", sysFchdir},
+		82:  {"rename", sysRename},
+		83:  {"mkdir", sysMkdir},
+		84:  {"rmdir", sysRmdir},
+		85:  {"creat", sysCreat},
+		86:  {"link", sysLink},
+		87:  {"unlink", sysUnlink},
+		88:  {"symlink", sysSymlink},
+		89:  {"readlink", sysReadlink},
+		90:  {"chmod", sysChmod},
+		91:  {"fchmod", sysFchmod},
+		92:  {"chown", sysChown},
+		93:  {"fchown", sysFchown},
+		94:  {"lchown", sysLchown},
+		95:  {"umask", sysUmask},
+		133: {"mknod", sysMknod},
+		217: {"getdents64", sysGetdents64},
+		257: {"openat", sysOpenat},
+		258: {"mkdirat", sysMkdirat},
+		259: {"mknodat", sysMknodat},
+		260: {"fchownat", sysFchownat},
+		262: {"newfstatat", sysNewfstatat},
+		263: {"unlinkat", sysUnlinkat},
+		264: {"renameat", sysRenameat},
+		265: {"linkat", sysLinkat},
+		266: {"symlinkat", sysSymlinkat},
+		267: {"readlinkat", sysReadlinkat},
+		268: {"fchmodat", sysFchmodat},
+		269: {"faccessat", sysFaccessat},
+		280: {"utimensat", sysUtimensat},
+		284: {"eventfd", sysEventfd},
+		290: {"eventfd2", sysEventfd2},
+		292: {"dup3", sysDup3},
+		293: {"pipe2", sysPipe2},
+		295: {"preadv", sysPreadv},
+		296: {"pwritev", sysPwritev},
+		316: {"renameat2", sysRenameat2},
+		332: {"statx", sysStatx},
+		439: {"faccessat2", sysFaccessat2},
 		9:   {"mmap", sysMmap},
 		10:  {"mprotect", sysMprotect},
 		11:  {"munmap", sysMunmap},
@@ -174,104 +234,6 @@ func sysSchedYield(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 const maxIO = 1 << 20 // bytes one read or write moves at a time
-
-func (t *Thread) output(fd uint64) (w interface{ Write([]byte) (int, error) }, ok bool) {
-	p := t.Proc
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	switch fd {
-	case 1:
-		return p.stdout, p.stdout != nil
-	case 2:
-		return p.stderr, p.stderr != nil
-	}
-	return nil, false
-}
-
-func sysWrite(t *Thread, a *[6]uint64) (int64, bool) {
-	w, ok := t.output(a[0])
-	if !ok {
-		return -eBADF, false
-	}
-	n := min(a[2], maxIO)
-	buf := make([]byte, n)
-	if err := t.Proc.Space().CopyIn(uintptr(a[1]), buf); err != nil {
-		return errno(err), false
-	}
-	m, _ := w.Write(buf)
-	return int64(m), false
-}
-
-func sysWritev(t *Thread, a *[6]uint64) (int64, bool) {
-	w, ok := t.output(a[0])
-	if !ok {
-		return -eBADF, false
-	}
-	cnt := a[2]
-	if cnt > 1024 {
-		return -eINVAL, false
-	}
-	iov := make([]byte, 16*cnt)
-	if err := t.Proc.Space().CopyIn(uintptr(a[1]), iov); err != nil {
-		return errno(err), false
-	}
-	var out []byte
-	for i := uint64(0); i < cnt; i++ {
-		base := binary.LittleEndian.Uint64(iov[16*i:])
-		n := binary.LittleEndian.Uint64(iov[16*i+8:])
-		if n > maxIO || uint64(len(out))+n > maxIO {
-			return -eINVAL, false
-		}
-		buf := make([]byte, n)
-		if err := t.Proc.Space().CopyIn(uintptr(base), buf); err != nil {
-			return errno(err), false
-		}
-		out = append(out, buf...)
-	}
-	m, _ := w.Write(out)
-	return int64(m), false
-}
-
-func sysRead(t *Thread, a *[6]uint64) (int64, bool) {
-	if a[0] != 0 {
-		return -eBADF, false
-	}
-	t.Proc.mu.Lock()
-	in := t.Proc.stdin
-	t.Proc.mu.Unlock()
-	if in == nil {
-		return 0, false
-	}
-	buf := make([]byte, min(a[2], maxIO))
-	var n int
-	switch in := in.(type) {
-	case Terminal:
-		r := t.readTerminal(in, buf)
-		if r < 0 {
-			return r, false
-		}
-		n = int(r)
-	case io.Reader:
-		n, _ = in.Read(buf)
-	}
-	if err := t.Proc.Space().CopyOut(uintptr(a[1]), buf[:n]); err != nil {
-		return errno(err), false
-	}
-	return int64(n), false
-}
-
-func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {
-	if a[0] > 2 {
-		return -eBADF, false
-	}
-	t.Proc.mu.Lock()
-	in := t.Proc.stdin
-	t.Proc.mu.Unlock()
-	if term, ok := in.(Terminal); ok {
-		return t.terminalIoctl(term, a[1], uintptr(a[2])), false
-	}
-	return -eNOTTY, false
-}
 
 func sysBrk(t *Thread, a *[6]uint64) (int64, bool) {
 	return int64(t.Proc.Space().Brk(uintptr(a[0]))), false

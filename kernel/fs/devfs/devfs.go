@@ -1,0 +1,244 @@
+// Package devfs is the file system mounted on /dev: the memory devices
+// (null, zero, full, random, urandom), the terminal (tty, console), the
+// usual symlinks into /proc/self/fd and empty directories to mount shm
+// and pts on. Device numbers are Linux's (Documentation/admin-guide/
+// devices.txt), so that programs checking st_rdev see what they expect,
+// and Register puts the devices in the VFS's device table, so a node
+// made by mknod or shipped in the initramfs opens the same device.
+//
+// The set of names is fixed: creating, linking, renaming or removing in
+// /dev fails with EPERM. Attributes (chmod, chown, utimensat) can change.
+package devfs
+
+import (
+	"io"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/tty"
+	"shortbread/kernel/vfs"
+)
+
+// Terminal is the console the tty devices read and write: the method set
+// of the kernel's line discipline, *tty.TTY, which satisfies it as is.
+type Terminal interface {
+	// Read reads input, blocking until there is some unless nonblock
+	// (tty.ErrWouldBlock) or until intr fires (tty.ErrInterrupted).
+	Read(p []byte, intr <-chan struct{}, nonblock bool) (int, error)
+	// Write writes output.
+	Write(p []byte) (int, error)
+	// Readable reports whether a read would not block, and returns a
+	// channel closed at the next change of input.
+	Readable() (bool, <-chan struct{})
+}
+
+var _ Terminal = (*tty.TTY)(nil)
+
+// Options configure /dev.
+type Options struct {
+	Dev      uint64           // st_dev of the file system (Linux's devtmpfs is 0:5)
+	Random   io.Reader        // source for random and urandom; nil means a ChaCha8 stream seeded by the runtime
+	Terminal Terminal         // behind tty and console; nil makes opening them fail with ENXIO
+	Clock    func() time.Time // nil means time.Now
+}
+
+// Device numbers, as Linux assigns them, encoded like linux.MakeDev
+// (major<<8 | minor for these small numbers).
+const (
+	Null    = 1<<8 | 3
+	Zero    = 1<<8 | 5
+	Full    = 1<<8 | 7
+	Random  = 1<<8 | 8
+	URandom = 1<<8 | 9
+	TTY     = 5<<8 | 0
+	Console = 5<<8 | 1
+)
+
+// FS is one /dev.
+type FS struct {
+	o       Options
+	nextIno atomic.Uint64
+	root    *dir
+	devices []*node // the device nodes, for Register
+}
+
+// New returns a /dev with the standard devices.
+func New(o Options) *FS {
+	if o.Random == nil {
+		o.Random = newChaCha()
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	fs := &FS{o: o}
+	fs.root = &dir{node: fs.newNode(linux.S_IFDIR|0o755, 0), index: map[string]int{}}
+	for _, d := range []struct {
+		name string
+		mode uint32
+		rdev uint64
+		open func(flags uint32) (vfs.File, error)
+	}{
+		{"null", 0o666, Null, func(uint32) (vfs.File, error) { return nullFile{}, nil }},
+		{"zero", 0o666, Zero, func(uint32) (vfs.File, error) { return zeroFile{}, nil }},
+		{"full", 0o666, Full, func(uint32) (vfs.File, error) { return fullFile{}, nil }},
+		{"random", 0o666, Random, fs.openRandom},
+		{"urandom", 0o666, URandom, fs.openRandom},
+		{"tty", 0o666, TTY, fs.openTerminal},
+		{"console", 0o600, Console, fs.openTerminal},
+	} {
+		n := fs.newNode(linux.S_IFCHR|d.mode, d.rdev)
+		n.open = d.open
+		fs.devices = append(fs.devices, n)
+		fs.root.add(d.name, n)
+	}
+	for _, l := range [][2]string{
+		{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"},
+		{"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"},
+	} {
+		n := fs.newNode(linux.S_IFLNK|0o777, 0)
+		n.target = l[1]
+		fs.root.add(l[0], n)
+	}
+	for _, name := range []string{"pts", "shm"} {
+		fs.root.add(name, &dir{node: fs.newNode(linux.S_IFDIR|0o755, 0), index: map[string]int{}})
+	}
+	fs.root.get("shm").base().mode = linux.S_IFDIR | 0o1777
+	return fs
+}
+
+// chacha is the default random source: a ChaCha8 generator seeded from
+// the runtime's random state, which needs no system call at read time
+// (crypto/rand would ask the machine layer for getrandom). The kernel
+// should inject a hardware source (RDRAND, RDSEED) for real entropy.
+type chacha struct {
+	mu sync.Mutex
+	c  *rand.ChaCha8 // protected by mu
+}
+
+func newChaCha() *chacha {
+	var seed [32]byte
+	for i := 0; i < len(seed); i += 8 {
+		v := rand.Uint64()
+		for j := range 8 {
+			seed[i+j] = byte(v >> (8 * j))
+		}
+	}
+	return &chacha{c: rand.NewChaCha8(seed)}
+}
+
+func (r *chacha) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.c.Read(p)
+}
+
+// Root returns the root directory, to mount on /dev.
+func (fs *FS) Root() vfs.Inode { return fs.root }
+
+// Register enters the devices in v's device table.
+func (fs *FS) Register(v *vfs.VFS) {
+	for _, n := range fs.devices {
+		v.RegisterDevice(linux.S_IFCHR, n.rdev, n)
+	}
+}
+
+// TerminalOf returns the terminal behind f when f is an open tty or
+// console, for the ioctls that act on it.
+func TerminalOf(f *vfs.OpenFile) (Terminal, bool) {
+	t, ok := f.Impl().(*ttyFile)
+	if !ok {
+		return nil, false
+	}
+	return t.t, true
+}
+
+// node is every devfs inode: attributes, and what it is.
+type node struct {
+	fs     *FS
+	ino    uint64
+	rdev   uint64
+	mu     sync.Mutex
+	mode   uint32         // protected by mu
+	uid    uint32         // protected by mu
+	gid    uint32         // protected by mu
+	atime  linux.Timespec // protected by mu
+	mtime  linux.Timespec // protected by mu
+	ctime  linux.Timespec // protected by mu
+	open   func(flags uint32) (vfs.File, error)
+	target string // a symlink's
+}
+
+func (fs *FS) now() linux.Timespec {
+	t := fs.o.Clock()
+	return linux.Timespec{Sec: t.Unix(), Nsec: int64(t.Nanosecond())}
+}
+
+func (fs *FS) newNode(mode uint32, rdev uint64) *node {
+	now := fs.now()
+	return &node{fs: fs, ino: fs.nextIno.Add(1), rdev: rdev, mode: mode, atime: now, mtime: now, ctime: now}
+}
+
+func (n *node) base() *node { return n }
+
+func (n *node) Attr() vfs.Attr {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	a := vfs.Attr{
+		Dev: n.fs.o.Dev, Ino: n.ino, Mode: n.mode, Nlink: 1, UID: n.uid, GID: n.gid, Rdev: n.rdev,
+		Blksize: 4096, Atime: n.atime, Mtime: n.mtime, Ctime: n.ctime,
+	}
+	if n.mode&linux.S_IFMT == linux.S_IFLNK {
+		a.Size = int64(len(n.target))
+	}
+	return a
+}
+
+func (n *node) SetAttr(s *vfs.SetAttr) error {
+	if s.Mask&vfs.SetSize != 0 {
+		if n.mode&linux.S_IFMT == linux.S_IFDIR {
+			return linux.EISDIR
+		}
+		return linux.EINVAL
+	}
+	now := n.fs.now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if s.Mask&vfs.SetMode != 0 {
+		n.mode = n.mode&linux.S_IFMT | s.Mode&0o7777
+	}
+	if s.Mask&vfs.SetUID != 0 {
+		n.uid = s.UID
+	}
+	if s.Mask&vfs.SetGID != 0 {
+		n.gid = s.GID
+	}
+	if s.Mask&vfs.SetAtime != 0 {
+		n.atime = orNow(s.Atime, now)
+	}
+	if s.Mask&vfs.SetMtime != 0 {
+		n.mtime = orNow(s.Mtime, now)
+	}
+	n.ctime = now
+	return nil
+}
+
+func orNow(t, now linux.Timespec) linux.Timespec {
+	if t.Nsec == linux.UTIME_NOW {
+		return now
+	}
+	return t
+}
+
+// Open opens a device node.
+func (n *node) Open(flags uint32) (vfs.File, error) {
+	if n.open == nil {
+		return nil, linux.ENXIO
+	}
+	return n.open(flags)
+}
+
+// Readlink returns a symlink's target.
+func (n *node) Readlink() (string, error) { return n.target, nil }

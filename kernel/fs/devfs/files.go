@@ -1,0 +1,192 @@
+package devfs
+
+import (
+	"errors"
+	"io"
+	"sync"
+
+	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/tty"
+	"shortbread/kernel/vfs"
+)
+
+// The memory devices behave as drivers/char/mem.c and
+// drivers/char/random.c make them: every lseek succeeds and returns 0.
+
+// nullFile is /dev/null: reads end at once, writes vanish.
+type nullFile struct{ vfs.SeekStream }
+
+func (nullFile) Read(vfs.Blocking, []byte, int64) (int, error)        { return 0, nil }
+func (nullFile) Write(_ vfs.Blocking, p []byte, _ int64) (int, error) { return len(p), nil }
+func (nullFile) Release()                                             {}
+
+// zeroFile is /dev/zero: reads give zeros, writes vanish.
+type zeroFile struct{ vfs.SeekStream }
+
+func (zeroFile) Read(_ vfs.Blocking, p []byte, _ int64) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+func (zeroFile) Write(_ vfs.Blocking, p []byte, _ int64) (int, error) { return len(p), nil }
+func (zeroFile) Release()                                             {}
+
+// fullFile is /dev/full: reads give zeros, writes fail with ENOSPC.
+type fullFile struct{ vfs.SeekStream }
+
+func (fullFile) Read(_ vfs.Blocking, p []byte, _ int64) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+func (fullFile) Write(vfs.Blocking, []byte, int64) (int, error) { return 0, linux.ENOSPC }
+func (fullFile) Release()                                       {}
+
+// randomFile is /dev/random and /dev/urandom: reads come from the
+// configured source; writes are accepted (Linux mixes them into its pool).
+type randomFile struct {
+	vfs.SeekStream
+	r io.Reader
+}
+
+func (fs *FS) openRandom(uint32) (vfs.File, error) { return randomFile{r: fs.o.Random}, nil }
+
+func (f randomFile) Read(_ vfs.Blocking, p []byte, _ int64) (int, error) {
+	if _, err := io.ReadFull(f.r, p); err != nil {
+		return 0, linux.EIO
+	}
+	return len(p), nil
+}
+func (randomFile) Write(_ vfs.Blocking, p []byte, _ int64) (int, error) { return len(p), nil }
+func (randomFile) Release()                                             {}
+
+// ttyFile is /dev/tty and /dev/console: a stream over the Terminal.
+type ttyFile struct{ t Terminal }
+
+func (fs *FS) openTerminal(uint32) (vfs.File, error) {
+	if fs.o.Terminal == nil {
+		return nil, linux.ENXIO
+	}
+	return &ttyFile{fs.o.Terminal}, nil
+}
+
+func (f *ttyFile) Read(b vfs.Blocking, p []byte, _ int64) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, err := f.t.Read(p, b.Intr, b.NonBlock)
+	switch {
+	case err == nil:
+		return n, nil
+	case errors.Is(err, tty.ErrWouldBlock):
+		return 0, linux.EAGAIN
+	case errors.Is(err, tty.ErrInterrupted):
+		return 0, linux.EINTR
+	}
+	return 0, linux.EIO
+}
+
+func (f *ttyFile) Write(_ vfs.Blocking, p []byte, _ int64) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, err := f.t.Write(p)
+	if err != nil && n == 0 {
+		return 0, linux.EIO
+	}
+	return n, nil
+}
+
+func (f *ttyFile) Release() {}
+
+// Readiness is always writable (output goes straight to the line) and
+// readable when a read would not block.
+func (f *ttyFile) Readiness() uint32 {
+	m := uint32(linux.POLLOUT | linux.POLLWRNORM)
+	if ok, _ := f.t.Readable(); ok {
+		m |= linux.POLLIN | linux.POLLRDNORM
+	}
+	return m
+}
+
+// Watch forwards the terminal's change channels to ch from a goroutine
+// until cancel. The first channel is taken before Watch returns, so no
+// input after it goes unsignalled.
+func (f *ttyFile) Watch(ch chan<- struct{}) func() {
+	_, changed := f.t.Readable()
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-changed:
+				select {
+				case ch <- struct{}{}:
+				default:
+				}
+				_, changed = f.t.Readable()
+			case <-stop:
+				return
+			}
+		}
+	}()
+	return sync.OnceFunc(func() { close(stop) })
+}
+
+// dir is a devfs directory: a fixed list of names.
+type dir struct {
+	*node
+	names []string
+	nodes []inode
+	index map[string]int
+}
+
+// inode is a devfs node or directory.
+type inode interface {
+	vfs.Inode
+	base() *node
+}
+
+func (d *dir) add(name string, n inode) {
+	d.index[name] = len(d.names)
+	d.names = append(d.names, name)
+	d.nodes = append(d.nodes, n)
+}
+
+func (d *dir) get(name string) inode { return d.nodes[d.index[name]] }
+
+// Attr reports the directory's size as tmpfs counts it.
+func (d *dir) Attr() vfs.Attr {
+	a := d.node.Attr()
+	a.Nlink = 2
+	for _, n := range d.nodes {
+		if _, ok := n.(*dir); ok {
+			a.Nlink++
+		}
+	}
+	a.Size = int64(2+len(d.names)) * 20
+	return a
+}
+
+func (d *dir) Lookup(name string) (vfs.Inode, error) {
+	i, ok := d.index[name]
+	if !ok {
+		return nil, linux.ENOENT
+	}
+	return d.nodes[i], nil
+}
+
+func (d *dir) Create(string, uint32, uint64, vfs.Owner) (vfs.Inode, error) { return nil, linux.EPERM }
+func (d *dir) Symlink(string, string, vfs.Owner) (vfs.Inode, error)        { return nil, linux.EPERM }
+func (d *dir) Link(string, vfs.Inode) error                                { return linux.EPERM }
+func (d *dir) Unlink(string) error                                         { return linux.EPERM }
+func (d *dir) Rmdir(string) error                                          { return linux.EPERM }
+func (d *dir) Rename(string, vfs.Dir, string, uint32) error                { return linux.EPERM }
+
+// ReadDir lists the names in the order New made them.
+func (d *dir) ReadDir(pos int64, emit func(vfs.DirEntry) bool) error {
+	for i := max(pos, 0); i < int64(len(d.names)); i++ {
+		a := d.nodes[i].Attr()
+		if !emit(vfs.DirEntry{Name: d.names[i], Ino: a.Ino, Type: linux.DirentType(a.Mode), Next: i + 1}) {
+			break
+		}
+	}
+	return nil
+}

@@ -1,0 +1,285 @@
+package tmpfs
+
+import (
+	"sort"
+
+	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/vfs"
+)
+
+// dir is a directory. Its entries keep the order they were made in, each
+// with a position that never changes, so a listing resumed at a position
+// neither repeats nor skips an entry that stayed, whatever else came and
+// went (Linux's tmpfs gives the same guarantee with its stable offsets).
+type dir struct {
+	node
+	entries map[string]*entry // protected by fs.tree
+	order   []*entry          // by position, with removed entries left in; protected by fs.tree
+	removed int               // removed entries still in order; protected by fs.tree
+	nextPos int64             // protected by fs.tree
+}
+
+type entry struct {
+	name    string
+	inode   inode
+	pos     int64
+	removed bool
+}
+
+// bogoDirent is the size Linux's tmpfs counts per directory entry in a
+// directory's st_size (BOGO_DIRENT_SIZE).
+const bogoDirent = 20
+
+func (fs *FS) newDir(mode uint32, owner vfs.Owner) *dir {
+	d := &dir{entries: make(map[string]*entry)}
+	fs.initNode(&d.node, mode, owner)
+	d.nlink = 2
+	return d
+}
+
+func (d *dir) Attr() vfs.Attr {
+	d.fs.tree.RLock()
+	n := len(d.entries)
+	d.fs.tree.RUnlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	a := d.attr()
+	a.Size = int64(2+n) * bogoDirent
+	return a
+}
+
+func (d *dir) SetAttr(s *vfs.SetAttr) error {
+	if s.Mask&vfs.SetSize != 0 {
+		return linux.EISDIR
+	}
+	now := d.fs.now()
+	d.mu.Lock()
+	d.setAttr(s, now)
+	d.mu.Unlock()
+	return nil
+}
+
+// Lookup returns the inode named name.
+func (d *dir) Lookup(name string) (vfs.Inode, error) {
+	d.fs.tree.RLock()
+	defer d.fs.tree.RUnlock()
+	if e := d.entries[name]; e != nil {
+		return e.inode, nil
+	}
+	return nil, linux.ENOENT
+}
+
+// add links in under name at the next position.
+// Preconditions: fs.tree is held for writing; name is free.
+func (d *dir) add(name string, in inode) {
+	e := &entry{name: name, inode: in, pos: d.nextPos}
+	d.nextPos++
+	d.entries[name] = e
+	d.order = append(d.order, e)
+}
+
+// remove forgets name, leaving its slot in order until enough slots are
+// dead to be worth compacting.
+// Preconditions: fs.tree is held for writing; name exists.
+func (d *dir) remove(name string) {
+	e := d.entries[name]
+	delete(d.entries, name)
+	e.removed = true
+	d.removed++
+	if d.removed > 32 && d.removed > len(d.order)/2 {
+		live := d.order[:0]
+		for _, e := range d.order {
+			if !e.removed {
+				live = append(live, e)
+			}
+		}
+		clear(d.order[len(live):])
+		d.order = live
+		d.removed = 0
+	}
+}
+
+// Create makes a new inode under name.
+func (d *dir) Create(name string, mode uint32, rdev uint64, owner vfs.Owner) (vfs.Inode, error) {
+	in, err := d.fs.newInode(mode, rdev, owner)
+	if err != nil {
+		return nil, err
+	}
+	d.fs.tree.Lock()
+	defer d.fs.tree.Unlock()
+	if d.entries[name] != nil {
+		return nil, linux.EEXIST
+	}
+	d.add(name, in)
+	now := d.fs.now()
+	if mode&linux.S_IFMT == linux.S_IFDIR {
+		d.changeLinks(1, now) // the new directory's ".."
+	}
+	d.touch(now)
+	return in, nil
+}
+
+// Symlink makes a symbolic link under name.
+func (d *dir) Symlink(name, target string, owner vfs.Owner) (vfs.Inode, error) {
+	s := d.fs.newSymlink(target, owner)
+	d.fs.tree.Lock()
+	defer d.fs.tree.Unlock()
+	if d.entries[name] != nil {
+		return nil, linux.EEXIST
+	}
+	d.add(name, s)
+	d.touch(d.fs.now())
+	return s, nil
+}
+
+// Link gives target another name.
+func (d *dir) Link(name string, target vfs.Inode) error {
+	in, ok := target.(inode)
+	if !ok || in.base().fs != d.fs {
+		return linux.EXDEV
+	}
+	if _, isDir := in.(*dir); isDir {
+		return linux.EPERM
+	}
+	d.fs.tree.Lock()
+	defer d.fs.tree.Unlock()
+	if d.entries[name] != nil {
+		return linux.EEXIST
+	}
+	d.add(name, in)
+	now := d.fs.now()
+	in.base().changeLinks(1, now)
+	d.touch(now)
+	return nil
+}
+
+// Unlink removes a name of a non-directory.
+func (d *dir) Unlink(name string) error {
+	d.fs.tree.Lock()
+	defer d.fs.tree.Unlock()
+	e := d.entries[name]
+	if e == nil {
+		return linux.ENOENT
+	}
+	if _, isDir := e.inode.(*dir); isDir {
+		return linux.EISDIR
+	}
+	d.remove(name)
+	now := d.fs.now()
+	e.inode.base().changeLinks(-1, now)
+	d.touch(now)
+	return nil
+}
+
+// Rmdir removes an empty directory.
+func (d *dir) Rmdir(name string) error {
+	d.fs.tree.Lock()
+	defer d.fs.tree.Unlock()
+	e := d.entries[name]
+	if e == nil {
+		return linux.ENOENT
+	}
+	sub, ok := e.inode.(*dir)
+	if !ok {
+		return linux.ENOTDIR
+	}
+	if len(sub.entries) != 0 {
+		return linux.ENOTEMPTY
+	}
+	d.remove(name)
+	now := d.fs.now()
+	sub.changeLinks(-int(sub.nlinkLocked()), now) // a removed directory has no links at all
+	d.changeLinks(-1, now)
+	d.touch(now)
+	return nil
+}
+
+func (n *node) nlinkLocked() uint32 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.nlink
+}
+
+// Rename moves or swaps names. The VFS has checked the file types agree.
+func (d *dir) Rename(oldName string, newDir vfs.Dir, newName string, flags uint32) error {
+	nd, ok := newDir.(*dir)
+	if !ok || nd.fs != d.fs {
+		return linux.EXDEV
+	}
+	d.fs.tree.Lock()
+	defer d.fs.tree.Unlock()
+	src := d.entries[oldName]
+	if src == nil {
+		return linux.ENOENT
+	}
+	dst := nd.entries[newName]
+	now := d.fs.now()
+	_, srcDir := src.inode.(*dir)
+	if flags&linux.RENAME_EXCHANGE != 0 {
+		if dst == nil {
+			return linux.ENOENT
+		}
+		_, dstDir := dst.inode.(*dir)
+		if srcDir != dstDir && d != nd {
+			// The directory of the two changes parents.
+			from, to := d, nd
+			if dstDir {
+				from, to = nd, d
+			}
+			from.changeLinks(-1, now)
+			to.changeLinks(1, now)
+		}
+		src.inode, dst.inode = dst.inode, src.inode
+		src.inode.base().changeLinks(0, now)
+		dst.inode.base().changeLinks(0, now)
+		d.touch(now)
+		nd.touch(now)
+		return nil
+	}
+	if dst != nil {
+		if flags&linux.RENAME_NOREPLACE != 0 {
+			return linux.EEXIST
+		}
+		if sub, ok := dst.inode.(*dir); ok {
+			if len(sub.entries) != 0 {
+				return linux.ENOTEMPTY
+			}
+			sub.changeLinks(-int(sub.nlinkLocked()), now)
+			nd.changeLinks(-1, now)
+		} else {
+			dst.inode.base().changeLinks(-1, now)
+		}
+		nd.remove(newName)
+	}
+	d.remove(oldName)
+	nd.add(newName, src.inode)
+	if srcDir && d != nd {
+		d.changeLinks(-1, now)
+		nd.changeLinks(1, now)
+	}
+	src.inode.base().changeLinks(0, now)
+	d.touch(now)
+	nd.touch(now)
+	return nil
+}
+
+// ReadDir lists the entries from position pos on.
+func (d *dir) ReadDir(pos int64, emit func(vfs.DirEntry) bool) error {
+	d.fs.tree.RLock()
+	defer d.fs.tree.RUnlock()
+	i := sort.Search(len(d.order), func(i int) bool { return d.order[i].pos >= pos })
+	for ; i < len(d.order); i++ {
+		e := d.order[i]
+		if e.removed {
+			continue
+		}
+		n := e.inode.base()
+		n.mu.Lock()
+		typ := linux.DirentType(n.mode)
+		n.mu.Unlock()
+		if !emit(vfs.DirEntry{Name: e.name, Ino: n.ino, Type: typ, Next: e.pos + 1}) {
+			break
+		}
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+package tmpfs
+
+import (
+	"math"
+
+	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/vfs"
+)
+
+const pageSize = 4096
+
+type page = [pageSize]byte
+
+// file is a regular file. Its data is a sparse set of pages: a page that
+// was never written, or lies in a hole, reads as zeros and takes no
+// memory.
+type file struct {
+	node
+	size  int64           // protected by mu
+	pages map[int64]*page // by page index; protected by mu
+}
+
+func (f *file) Attr() vfs.Attr {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a := f.attr()
+	a.Size = f.size
+	a.Blocks = int64(len(f.pages)) * (pageSize / 512)
+	return a
+}
+
+func (f *file) SetAttr(s *vfs.SetAttr) error {
+	if s.Mask&vfs.SetSize != 0 && s.Size < 0 {
+		return linux.EINVAL
+	}
+	now := f.fs.now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s.Mask&vfs.SetSize != 0 {
+		f.resize(s.Size)
+	}
+	f.setAttr(s, now)
+	return nil
+}
+
+// resize sets the size, freeing the pages past it and zeroing the tail
+// of the last page, so a later extension reads zeros.
+// Preconditions: f.mu is held.
+func (f *file) resize(size int64) {
+	if size < f.size {
+		last := (size + pageSize - 1) / pageSize // first page wholly past the end
+		for i := range f.pages {
+			if i >= last {
+				delete(f.pages, i)
+			}
+		}
+		if off := size % pageSize; off != 0 {
+			if p := f.pages[size/pageSize]; p != nil {
+				clear(p[off:])
+			}
+		}
+	}
+	f.size = size
+}
+
+// ReadAt reads from off; past the end it returns 0 bytes. It updates the
+// access time as Linux's relatime does.
+func (f *file) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, linux.EINVAL
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if off >= f.size || len(p) == 0 {
+		return 0, nil
+	}
+	n := int(min(int64(len(p)), f.size-off))
+	for done := 0; done < n; {
+		idx, in := (off+int64(done))/pageSize, int((off+int64(done))%pageSize)
+		chunk := min(n-done, pageSize-in)
+		if pg := f.pages[idx]; pg != nil {
+			copy(p[done:done+chunk], pg[in:])
+		} else {
+			clear(p[done : done+chunk])
+		}
+		done += chunk
+	}
+	f.touchAtime()
+	return n, nil
+}
+
+// touchAtime applies relatime: the access time moves when it is not
+// after the modification or change time, or is a day old.
+// Preconditions: f.mu is held.
+func (f *file) touchAtime() {
+	if !after(f.atime, f.mtime) || !after(f.atime, f.ctime) || f.fs.now().Sec-f.atime.Sec >= 24*3600 {
+		f.atime = f.fs.now()
+	}
+}
+
+func after(a, b linux.Timespec) bool {
+	return a.Sec > b.Sec || a.Sec == b.Sec && a.Nsec > b.Nsec
+}
+
+// WriteAt writes at off, extending the file as needed.
+func (f *file) WriteAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, linux.EINVAL
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.write(p, off)
+}
+
+// Append writes at the end.
+func (f *file) Append(p []byte) (int, int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, err := f.write(p, f.size)
+	return n, f.size, err
+}
+
+// write is WriteAt with f.mu held. Files end at MAX_LFS_FILESIZE
+// (2^63-1): a write starting there fails with EFBIG, one crossing it is
+// cut short.
+func (f *file) write(p []byte, off int64) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if off >= math.MaxInt64 {
+		return 0, linux.EFBIG
+	}
+	if room := math.MaxInt64 - off; int64(len(p)) > room {
+		p = p[:room]
+	}
+	if f.pages == nil {
+		f.pages = make(map[int64]*page)
+	}
+	for done := 0; done < len(p); {
+		idx, in := (off+int64(done))/pageSize, int((off+int64(done))%pageSize)
+		pg := f.pages[idx]
+		if pg == nil {
+			pg = new(page)
+			f.pages[idx] = pg
+		}
+		done += copy(pg[in:], p[done:])
+	}
+	if end := off + int64(len(p)); end > f.size {
+		f.size = end
+	}
+	now := f.fs.now()
+	f.mtime, f.ctime = now, now
+	return len(p), nil
+}

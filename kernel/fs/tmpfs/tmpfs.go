@@ -1,0 +1,227 @@
+// Package tmpfs is an in-memory file system: regular files, directories,
+// symlinks, device nodes, FIFOs and sockets, with hard links, inode
+// numbers and timestamps, implementing the inode interfaces of package
+// vfs. File data lives in page-sized chunks allocated on write, so a
+// file extended by ftruncate or a write far past its end holds holes
+// that cost nothing. FromCPIO builds a tree from the newc initramfs.
+//
+// Locking: FS.tree guards the contents of every directory (names and
+// positions); each inode's mu guards its attributes and data. Lock
+// order: FS.tree, then an inode's mu. The VFS serializes all directory
+// changes, so tree is mostly uncontended; it is there for concurrent
+// lookups and listings.
+package tmpfs
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/vfs"
+)
+
+// Options configure a new file system.
+type Options struct {
+	Dev   uint64           // st_dev of every inode (linux.MakeDev)
+	Clock func() time.Time // source of timestamps; nil means time.Now
+	Mode  uint32           // permissions of the root directory; 0 means 01777, as Linux's tmpfs
+	UID   uint32           // owner of the root directory
+	GID   uint32
+}
+
+// FS is one tmpfs instance.
+type FS struct {
+	dev     uint64
+	clock   func() time.Time
+	nextIno atomic.Uint64
+	tree    sync.RWMutex
+	root    *dir
+}
+
+// New returns an empty file system.
+func New(o Options) *FS {
+	fs := &FS{dev: o.Dev, clock: o.Clock}
+	if fs.clock == nil {
+		fs.clock = time.Now
+	}
+	mode := o.Mode & 0o7777
+	if mode == 0 {
+		mode = 0o1777
+	}
+	fs.root = fs.newDir(linux.S_IFDIR|mode, vfs.Owner{UID: o.UID, GID: o.GID})
+	return fs
+}
+
+// Root returns the root directory, to mount or to make a vfs.VFS with.
+func (fs *FS) Root() vfs.Inode { return fs.root }
+
+func (fs *FS) now() linux.Timespec {
+	t := fs.clock()
+	return linux.Timespec{Sec: t.Unix(), Nsec: int64(t.Nanosecond())}
+}
+
+// node holds what every tmpfs inode has.
+type node struct {
+	fs    *FS
+	ino   uint64
+	mu    sync.Mutex
+	mode  uint32 // protected by mu (the type bits never change)
+	nlink uint32 // protected by mu
+	uid   uint32 // protected by mu
+	gid   uint32 // protected by mu
+	rdev  uint64
+	atime linux.Timespec // protected by mu
+	mtime linux.Timespec // protected by mu
+	ctime linux.Timespec // protected by mu
+	btime linux.Timespec
+}
+
+// inode is implemented by every tmpfs inode type.
+type inode interface {
+	vfs.Inode
+	base() *node
+}
+
+func (n *node) base() *node { return n }
+
+func (fs *FS) initNode(n *node, mode uint32, owner vfs.Owner) {
+	now := fs.now()
+	*n = node{
+		fs: fs, ino: fs.nextIno.Add(1), mode: mode, nlink: 1, uid: owner.UID, gid: owner.GID,
+		atime: now, mtime: now, ctime: now, btime: now,
+	}
+}
+
+// attr fills the attributes common to every type.
+// Preconditions: n.mu is held.
+func (n *node) attr() vfs.Attr {
+	return vfs.Attr{
+		Dev: n.fs.dev, Ino: n.ino, Mode: n.mode, Nlink: n.nlink, UID: n.uid, GID: n.gid,
+		Rdev: n.rdev, Blksize: pageSize, Atime: n.atime, Mtime: n.mtime, Ctime: n.ctime, Btime: n.btime,
+	}
+}
+
+// setAttr applies everything in s but a size, and sets ctime.
+// Preconditions: n.mu is held.
+func (n *node) setAttr(s *vfs.SetAttr, now linux.Timespec) {
+	if s.Mask&vfs.SetMode != 0 {
+		n.mode = n.mode&linux.S_IFMT | s.Mode&0o7777
+	}
+	if s.Mask&vfs.SetUID != 0 {
+		n.uid = s.UID
+	}
+	if s.Mask&vfs.SetGID != 0 {
+		n.gid = s.GID
+	}
+	if s.Mask&vfs.SetAtime != 0 {
+		n.atime = resolveNow(s.Atime, now)
+	}
+	if s.Mask&vfs.SetMtime != 0 {
+		n.mtime = resolveNow(s.Mtime, now)
+	}
+	n.ctime = now
+}
+
+func resolveNow(t, now linux.Timespec) linux.Timespec {
+	if t.Nsec == linux.UTIME_NOW {
+		return now
+	}
+	return t
+}
+
+// changeLinks adds delta to the link count and sets ctime.
+func (n *node) changeLinks(delta int, now linux.Timespec) {
+	n.mu.Lock()
+	n.nlink = uint32(int(n.nlink) + delta)
+	n.ctime = now
+	n.mu.Unlock()
+}
+
+// touch sets mtime and ctime, as a change of contents does.
+func (n *node) touch(now linux.Timespec) {
+	n.mu.Lock()
+	n.mtime, n.ctime = now, now
+	n.mu.Unlock()
+}
+
+// symlink is a symbolic link.
+type symlink struct {
+	node
+	target string
+}
+
+// shortSymlink is the longest target Linux's tmpfs keeps inline,
+// allocating no page (SHORT_SYMLINK_LEN).
+const shortSymlink = 128
+
+func (s *symlink) Attr() vfs.Attr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.attr()
+	a.Size = int64(len(s.target))
+	if len(s.target) > shortSymlink {
+		a.Blocks = pageSize / 512
+	}
+	return a
+}
+
+func (s *symlink) SetAttr(a *vfs.SetAttr) error {
+	if a.Mask&vfs.SetSize != 0 {
+		return linux.EINVAL
+	}
+	now := s.fs.now()
+	s.mu.Lock()
+	s.setAttr(a, now)
+	s.mu.Unlock()
+	return nil
+}
+
+// Readlink returns the target.
+func (s *symlink) Readlink() (string, error) { return s.target, nil }
+
+// special is a device node, FIFO or socket: attributes only; the VFS
+// finds what opening it means.
+type special struct{ node }
+
+func (s *special) Attr() vfs.Attr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attr()
+}
+
+func (s *special) SetAttr(a *vfs.SetAttr) error {
+	if a.Mask&vfs.SetSize != 0 {
+		return linux.EINVAL
+	}
+	now := s.fs.now()
+	s.mu.Lock()
+	s.setAttr(a, now)
+	s.mu.Unlock()
+	return nil
+}
+
+// newInode makes an inode of the type in mode, unlinked (nlink 1 for a
+// file, 2 for a directory, counting its "." entry).
+func (fs *FS) newInode(mode uint32, rdev uint64, owner vfs.Owner) (inode, error) {
+	switch mode & linux.S_IFMT {
+	case linux.S_IFREG:
+		f := &file{}
+		fs.initNode(&f.node, mode, owner)
+		return f, nil
+	case linux.S_IFDIR:
+		return fs.newDir(mode, owner), nil
+	case linux.S_IFCHR, linux.S_IFBLK, linux.S_IFIFO, linux.S_IFSOCK:
+		s := &special{}
+		fs.initNode(&s.node, mode, owner)
+		s.rdev = rdev
+		return s, nil
+	}
+	return nil, linux.EINVAL
+}
+
+func (fs *FS) newSymlink(target string, owner vfs.Owner) *symlink {
+	s := &symlink{target: target}
+	fs.initNode(&s.node, linux.S_IFLNK|0o777, owner)
+	return s
+}

@@ -1,0 +1,149 @@
+package proc
+
+// The file system as processes see it: the VFS, each process's fd table,
+// cwd and umask, and the glue between system calls and package vfs.
+
+import (
+	"errors"
+	"io"
+	"sync"
+
+	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/vfs"
+)
+
+// fsys is the file system every process sees; the kernel sets it at boot.
+var fsys *vfs.VFS
+
+// SetVFS makes v the file system of the processes started from now on.
+func SetVFS(v *vfs.VFS) { fsys = v }
+
+// ctx is the VFS context of a system call made by t.
+func (t *Thread) ctx() *vfs.Ctx {
+	p := t.Proc
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return &vfs.Ctx{Root: fsys.Root(), Cwd: p.cwd, Umask: p.umask, Intr: t.sigWake}
+}
+
+// file returns the open file behind fd (a reference the caller drops).
+func (t *Thread) file(fd int) (*vfs.OpenFile, error) {
+	p := t.Proc
+	p.mu.Lock()
+	files := p.files
+	p.mu.Unlock()
+	if files == nil {
+		return nil, linux.EBADF
+	}
+	return files.Get(fd)
+}
+
+// dirOf resolves the dirfd of an *at call: nil for AT_FDCWD, else the
+// directory the descriptor names.
+func (t *Thread) dirOf(dirfd int) (*vfs.Dentry, error) {
+	if dirfd == linux.AT_FDCWD {
+		return nil, nil
+	}
+	f, err := t.file(dirfd)
+	if err != nil {
+		return nil, err
+	}
+	defer f.DecRef()
+	d := f.Dentry()
+	if d == nil {
+		return nil, linux.ENOTDIR
+	}
+	return d, nil
+}
+
+// writerFile is an open file that writes to a kernel io.Writer (the
+// self-tests capture a program's output this way).
+type writerFile struct{ w io.Writer }
+
+func (w writerFile) Read(vfs.Blocking, []byte, int64) (int, error) { return 0, linux.EBADF }
+func (w writerFile) Write(_ vfs.Blocking, p []byte, _ int64) (int, error) {
+	return w.w.Write(p)
+}
+func (w writerFile) Release() {}
+
+// WriterFile makes an open file (write-only) of an io.Writer.
+func WriterFile(w io.Writer) *vfs.OpenFile {
+	ino := vfs.NewAnonInode(linux.S_IFIFO|0o600, vfs.Owner{})
+	return vfs.NewFile(ino, writerFile{w}, linux.O_WRONLY)
+}
+
+// readFile reads a whole regular file for exec, resolving path as t would.
+func (t *Thread) readFile(path string) ([]byte, error) {
+	if fsys == nil {
+		if t.Proc.fs == nil {
+			return nil, linux.ENOENT
+		}
+		return t.Proc.fs.ReadFile(path)
+	}
+	c := t.ctx()
+	f, err := fsys.Open(c, nil, path, linux.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.DecRef()
+	a := f.Attr()
+	if a.Type() != linux.S_IFREG {
+		return nil, linux.EACCES
+	}
+	if a.Mode&0o111 == 0 {
+		return nil, linux.EACCES
+	}
+	// Programs are exec'd again and again (a shell's every command): keep
+	// one copy of each image while its file is unchanged.
+	key := imageKey{f.Inode(), a.Ino, a.Size, a.Mtime}
+	imageMu.Lock()
+	if data, ok := images[key]; ok {
+		imageMu.Unlock()
+		return data, nil
+	}
+	imageMu.Unlock()
+	data := make([]byte, a.Size)
+	for off := 0; off < len(data); {
+		n, err := f.Pread(data[off:], int64(off), nil)
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			data = data[:off]
+			break
+		}
+		off += n
+	}
+	imageMu.Lock()
+	if len(images) >= maxImages {
+		clear(images)
+	}
+	images[key] = data
+	imageMu.Unlock()
+	return data, nil
+}
+
+// The exec image cache: file contents by inode and version. Mappings made
+// from an image keep their slice alive even after it leaves the cache.
+type imageKey struct {
+	inode vfs.Inode
+	ino   uint64
+	size  int64
+	mtime linux.Timespec
+}
+
+const maxImages = 64
+
+var (
+	imageMu sync.Mutex
+	images  = map[imageKey][]byte{}
+)
+
+// errnoOf maps a linux.Errno (or wrapped one) to a negative result.
+func errnoOf(err error) (int64, bool) {
+	var e linux.Errno
+	if errors.As(err, &e) {
+		return -int64(e), true
+	}
+	return 0, false
+}

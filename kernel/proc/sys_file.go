@@ -1,0 +1,424 @@
+package proc
+
+// File system calls: they decode arguments, copy user memory, and call
+// package vfs.
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/fs/devfs"
+	"shortbread/kernel/vfs"
+)
+
+const maxPath = linux.PATH_MAX
+
+func (t *Thread) path(at uint64) (string, error) {
+	return t.Proc.Space().CopyInString(uintptr(at), maxPath)
+}
+
+// ioResult turns a read or write outcome into a result: a partial count
+// wins over an error, an interrupted call with nothing done restarts or
+// fails with EINTR, and EPIPE raises SIGPIPE.
+func (t *Thread) ioResult(n int, err error) int64 {
+	if errors.Is(err, linux.EPIPE) {
+		t.signalThread(sigPIPE)
+	}
+	if n > 0 || err == nil {
+		return int64(n)
+	}
+	if errors.Is(err, linux.EINTR) {
+		return t.restartOrEINTR()
+	}
+	return errno(err)
+}
+
+func sysRead(t *Thread, a *[6]uint64) (int64, bool) {
+	f, err := t.file(int(int32(a[0])))
+	if err != nil {
+		return errno(err), false
+	}
+	defer f.DecRef()
+	buf := make([]byte, min(a[2], maxIO))
+	n, err := f.Read(buf, t.sigWake)
+	if n > 0 {
+		if cerr := t.Proc.Space().CopyOut(uintptr(a[1]), buf[:n]); cerr != nil {
+			return errno(cerr), false
+		}
+	}
+	return t.ioResult(n, err), false
+}
+
+func sysWrite(t *Thread, a *[6]uint64) (int64, bool) {
+	f, err := t.file(int(int32(a[0])))
+	if err != nil {
+		return errno(err), false
+	}
+	defer f.DecRef()
+	buf := make([]byte, min(a[2], maxIO))
+	if err := t.Proc.Space().CopyIn(uintptr(a[1]), buf); err != nil {
+		return errno(err), false
+	}
+	return t.ioResult(f.Write(buf, t.sigWake)), false
+}
+
+func sysPread(t *Thread, a *[6]uint64) (int64, bool) {
+	if int64(a[3]) < 0 {
+		return -eINVAL, false
+	}
+	f, err := t.file(int(int32(a[0])))
+	if err != nil {
+		return errno(err), false
+	}
+	defer f.DecRef()
+	buf := make([]byte, min(a[2], maxIO))
+	n, err := f.Pread(buf, int64(a[3]), t.sigWake)
+	if n > 0 {
+		if cerr := t.Proc.Space().CopyOut(uintptr(a[1]), buf[:n]); cerr != nil {
+			return errno(cerr), false
+		}
+	}
+	return t.ioResult(n, err), false
+}
+
+func sysPwrite(t *Thread, a *[6]uint64) (int64, bool) {
+	if int64(a[3]) < 0 {
+		return -eINVAL, false
+	}
+	f, err := t.file(int(int32(a[0])))
+	if err != nil {
+		return errno(err), false
+	}
+	defer f.DecRef()
+	buf := make([]byte, min(a[2], maxIO))
+	if err := t.Proc.Space().CopyIn(uintptr(a[1]), buf); err != nil {
+		return errno(err), false
+	}
+	return t.ioResult(f.Pwrite(buf, int64(a[3]), t.sigWake)), false
+}
+
+// iovecs reads an iovec array.
+func (t *Thread) iovecs(at uint64, cnt uint64) ([][2]uint64, int64) {
+	if cnt > 1024 {
+		return nil, -eINVAL
+	}
+	raw := make([]byte, 16*cnt)
+	if err := t.Proc.Space().CopyIn(uintptr(at), raw); err != nil {
+		return nil, errno(err)
+	}
+	out := make([][2]uint64, cnt)
+	total := uint64(0)
+	for i := range out {
+		out[i] = [2]uint64{binary.LittleEndian.Uint64(raw[16*i:]), binary.LittleEndian.Uint64(raw[16*i+8:])}
+		total += out[i][1]
+		if int64(out[i][1]) < 0 || int64(total) < 0 {
+			return nil, -eINVAL
+		}
+	}
+	return out, 0
+}
+
+// sysWritev gathers into one buffer and makes one write, so a pipe write
+// of up to PIPE_BUF bytes stays atomic.
+func sysWritev(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.writev(a, -1), false
+}
+
+func sysPwritev(t *Thread, a *[6]uint64) (int64, bool) {
+	if int64(a[3]) < 0 {
+		return -eINVAL, false
+	}
+	return t.writev(a, int64(a[3])), false
+}
+
+func (t *Thread) writev(a *[6]uint64, off int64) int64 {
+	iov, e := t.iovecs(a[1], a[2])
+	if e != 0 {
+		return e
+	}
+	f, err := t.file(int(int32(a[0])))
+	if err != nil {
+		return errno(err)
+	}
+	defer f.DecRef()
+	var buf []byte
+	for _, v := range iov {
+		if uint64(len(buf))+v[1] > maxIO {
+			v[1] = maxIO - uint64(len(buf))
+		}
+		b := make([]byte, v[1])
+		if err := t.Proc.Space().CopyIn(uintptr(v[0]), b); err != nil {
+			return errno(err)
+		}
+		buf = append(buf, b...)
+	}
+	if off >= 0 {
+		return t.ioResult(f.Pwrite(buf, off, t.sigWake))
+	}
+	return t.ioResult(f.Write(buf, t.sigWake))
+}
+
+func sysReadv(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.readv(a, -1), false
+}
+
+func sysPreadv(t *Thread, a *[6]uint64) (int64, bool) {
+	if int64(a[3]) < 0 {
+		return -eINVAL, false
+	}
+	return t.readv(a, int64(a[3])), false
+}
+
+func (t *Thread) readv(a *[6]uint64, off int64) int64 {
+	iov, e := t.iovecs(a[1], a[2])
+	if e != 0 {
+		return e
+	}
+	f, err := t.file(int(int32(a[0])))
+	if err != nil {
+		return errno(err)
+	}
+	defer f.DecRef()
+	total := uint64(0)
+	for _, v := range iov {
+		total += v[1]
+	}
+	buf := make([]byte, min(total, maxIO))
+	var n int
+	if off >= 0 {
+		n, err = f.Pread(buf, off, t.sigWake)
+	} else {
+		n, err = f.Read(buf, t.sigWake)
+	}
+	done := buf[:n]
+	for _, v := range iov {
+		if len(done) == 0 {
+			break
+		}
+		k := min(uint64(len(done)), v[1])
+		if cerr := t.Proc.Space().CopyOut(uintptr(v[0]), done[:k]); cerr != nil {
+			return errno(cerr)
+		}
+		done = done[k:]
+	}
+	return t.ioResult(n, err)
+}
+
+func sysOpen(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.openat(linux.AT_FDCWD, a[0], uint32(a[1]), uint32(a[2])), false
+}
+
+func sysOpenat(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.openat(int(int32(a[0])), a[1], uint32(a[2]), uint32(a[3])), false
+}
+
+func sysCreat(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.openat(linux.AT_FDCWD, a[0], linux.O_CREAT|linux.O_WRONLY|linux.O_TRUNC, uint32(a[1])), false
+}
+
+func (t *Thread) openat(dirfd int, pathAt uint64, flags, mode uint32) int64 {
+	path, err := t.path(pathAt)
+	if err != nil {
+		return errno(err)
+	}
+	dir, err := t.dirOf(dirfd)
+	if err != nil {
+		return errno(err)
+	}
+	f, err := fsys.Open(t.ctx(), dir, path, flags, mode)
+	if err != nil {
+		if errors.Is(err, linux.EINTR) {
+			return t.restartOrEINTR()
+		}
+		return errno(err)
+	}
+	defer f.DecRef()
+	fd, err := t.Proc.files.Install(f, flags&linux.O_CLOEXEC != 0)
+	if err != nil {
+		return errno(err)
+	}
+	return int64(fd)
+}
+
+func sysClose(t *Thread, a *[6]uint64) (int64, bool) {
+	return errno(t.Proc.files.Close(int(int32(a[0])))), false
+}
+
+func sysLseek(t *Thread, a *[6]uint64) (int64, bool) {
+	f, err := t.file(int(int32(a[0])))
+	if err != nil {
+		return errno(err), false
+	}
+	defer f.DecRef()
+	off, err := f.Seek(int64(a[1]), int(a[2]))
+	if err != nil {
+		return errno(err), false
+	}
+	return off, false
+}
+
+func sysDup(t *Thread, a *[6]uint64) (int64, bool) {
+	fd, err := t.Proc.files.Dup(int(int32(a[0])))
+	return fdResult(fd, err), false
+}
+
+func sysDup2(t *Thread, a *[6]uint64) (int64, bool) {
+	fd, err := t.Proc.files.Dup2(int(int32(a[0])), int(int32(a[1])))
+	return fdResult(fd, err), false
+}
+
+func sysDup3(t *Thread, a *[6]uint64) (int64, bool) {
+	fd, err := t.Proc.files.Dup3(int(int32(a[0])), int(int32(a[1])), int(a[2]))
+	return fdResult(fd, err), false
+}
+
+func fdResult(fd int, err error) int64 {
+	if err != nil {
+		return errno(err)
+	}
+	return int64(fd)
+}
+
+func sysFcntl(t *Thread, a *[6]uint64) (int64, bool) {
+	fd, cmd, arg := int(int32(a[0])), int(a[1]), a[2]
+	files := t.Proc.files
+	switch cmd {
+	case linux.F_DUPFD, linux.F_DUPFD_CLOEXEC:
+		nfd, err := files.DupFD(fd, int(int32(arg)), cmd == linux.F_DUPFD_CLOEXEC)
+		return fdResult(nfd, err), false
+	case linux.F_GETFD:
+		fl, err := files.FDFlags(fd)
+		return fdResult(fl, err), false
+	case linux.F_SETFD:
+		return errno(files.SetFDFlags(fd, int(arg))), false
+	}
+	f, err := t.file(fd)
+	if err != nil {
+		return errno(err), false
+	}
+	defer f.DecRef()
+	switch cmd {
+	case linux.F_GETFL:
+		return int64(f.Flags()), false
+	case linux.F_SETFL:
+		f.SetFlags(uint32(arg))
+		return 0, false
+	case linux.F_GETPIPE_SZ:
+		n, err := vfs.PipeSize(f)
+		return fdResult(n, err), false
+	case linux.F_SETPIPE_SZ:
+		n, err := vfs.SetPipeSize(f, int(arg), true)
+		return fdResult(n, err), false
+	case linux.F_GETLK, linux.F_SETLK, linux.F_SETLKW:
+		return 0, false // advisory locks: one process owns every file for now
+	}
+	return -eINVAL, false
+}
+
+func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {
+	f, err := t.file(int(int32(a[0])))
+	if err != nil {
+		return errno(err), false
+	}
+	defer f.DecRef()
+	cmd, arg := a[1], uintptr(a[2])
+	const fionbio, fioclex, fionclex = 0x5421, 0x5451, 0x5450
+	switch cmd {
+	case fionbio:
+		var b [4]byte
+		if err := t.Proc.Space().CopyIn(arg, b[:]); err != nil {
+			return errno(err), false
+		}
+		fl := f.Flags() &^ linux.O_NONBLOCK
+		if binary.LittleEndian.Uint32(b[:]) != 0 {
+			fl |= linux.O_NONBLOCK
+		}
+		f.SetFlags(fl)
+		return 0, false
+	case fioclex, fionclex:
+		fl := 0
+		if cmd == fioclex {
+			fl = linux.FD_CLOEXEC
+		}
+		return errno(t.Proc.files.SetFDFlags(int(int32(a[0])), fl)), false
+	case fionread:
+		if n, err := vfs.PipeBuffered(f); err == nil {
+			var b [4]byte
+			binary.LittleEndian.PutUint32(b[:], uint32(n))
+			return errno(t.Proc.Space().CopyOut(arg, b[:])), false
+		}
+	}
+	if term, ok := devfs.TerminalOf(f); ok {
+		if tt, ok := term.(Terminal); ok {
+			return t.terminalIoctl(tt, cmd, arg), false
+		}
+	}
+	return -eNOTTY, false
+}
+
+func sysPipe(t *Thread, a *[6]uint64) (int64, bool) { return t.pipe2(a[0], 0), false }
+
+func sysPipe2(t *Thread, a *[6]uint64) (int64, bool) { return t.pipe2(a[0], uint32(a[1])), false }
+
+func (t *Thread) pipe2(at uint64, flags uint32) int64 {
+	if flags&^(linux.O_CLOEXEC|linux.O_NONBLOCK|linux.O_DIRECT) != 0 {
+		return -eINVAL
+	}
+	r, w, err := vfs.NewPipe(flags, vfs.Owner{})
+	if err != nil {
+		return errno(err)
+	}
+	defer r.DecRef()
+	defer w.DecRef()
+	files := t.Proc.files
+	cloexec := flags&linux.O_CLOEXEC != 0
+	rfd, err := files.Install(r, cloexec)
+	if err != nil {
+		return errno(err)
+	}
+	wfd, err := files.Install(w, cloexec)
+	if err != nil {
+		files.Close(rfd)
+		return errno(err)
+	}
+	var b [8]byte
+	binary.LittleEndian.PutUint32(b[0:], uint32(rfd))
+	binary.LittleEndian.PutUint32(b[4:], uint32(wfd))
+	if err := t.Proc.Space().CopyOut(uintptr(at), b[:]); err != nil {
+		files.Close(rfd)
+		files.Close(wfd)
+		return errno(err)
+	}
+	return 0
+}
+
+func sysEventfd(t *Thread, a *[6]uint64) (int64, bool)  { return t.eventfd(a[0], 0), false }
+func sysEventfd2(t *Thread, a *[6]uint64) (int64, bool) { return t.eventfd(a[0], int(a[1])), false }
+
+func (t *Thread) eventfd(initval uint64, flags int) int64 {
+	f, err := vfs.NewEventFD(uint64(uint32(initval)), flags, vfs.Owner{})
+	if err != nil {
+		return errno(err)
+	}
+	defer f.DecRef()
+	fd, err := t.Proc.files.Install(f, flags&linux.O_CLOEXEC != 0)
+	return fdResult(fd, err)
+}
+
+func sysGetdents64(t *Thread, a *[6]uint64) (int64, bool) {
+	f, err := t.file(int(int32(a[0])))
+	if err != nil {
+		return errno(err), false
+	}
+	defer f.DecRef()
+	buf := make([]byte, min(a[2], 1<<20))
+	n, err := f.Getdents(buf)
+	if err != nil {
+		return errno(err), false
+	}
+	if err := t.Proc.Space().CopyOut(uintptr(a[1]), buf[:n]); err != nil {
+		return errno(err), false
+	}
+	return int64(n), false
+}

@@ -1,0 +1,459 @@
+package proc
+
+// System calls on paths: stat family, directories, links, permissions,
+// the working directory.
+
+import (
+	"encoding/binary"
+
+	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/vfs"
+)
+
+// atPath decodes a (dirfd, path) pair.
+func (t *Thread) atPath(dirfd uint64, pathAt uint64) (*vfs.Dentry, string, int64) {
+	path, err := t.path(pathAt)
+	if err != nil {
+		return nil, "", errno(err)
+	}
+	dir, err := t.dirOf(int(int32(dirfd)))
+	if err != nil {
+		return nil, "", errno(err)
+	}
+	return dir, path, 0
+}
+
+func (t *Thread) putStat(at uint64, a vfs.Attr) int64 {
+	st := a.Stat()
+	b := st.Encode()
+	return errno(t.Proc.Space().CopyOut(uintptr(at), b[:]))
+}
+
+func (t *Thread) statAt(dirfd, pathAt, buf uint64, flags int) int64 {
+	dir, path, e := t.atPath(dirfd, pathAt)
+	if e != 0 {
+		return e
+	}
+	if path == "" && flags&linux.AT_EMPTY_PATH != 0 {
+		return t.fstat(int(int32(dirfd)), buf)
+	}
+	a, err := fsys.Stat(t.ctx(), dir, path, flags)
+	if err != nil {
+		return errno(err)
+	}
+	return t.putStat(buf, a)
+}
+
+func (t *Thread) fstat(fd int, buf uint64) int64 {
+	f, err := t.file(fd)
+	if err != nil {
+		return errno(err)
+	}
+	defer f.DecRef()
+	return t.putStat(buf, f.Attr())
+}
+
+func sysStat(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.statAt(uint64(linux.AT_FDCWD&0xffffffff), a[0], a[1], 0), false
+}
+
+func sysLstat(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.statAt(uint64(linux.AT_FDCWD&0xffffffff), a[0], a[1], linux.AT_SYMLINK_NOFOLLOW), false
+}
+
+func sysFstat(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.fstat(int(int32(a[0])), a[1]), false
+}
+
+func sysNewfstatat(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.statAt(a[0], a[1], a[2], int(a[3])), false
+}
+
+func sysStatx(t *Thread, a *[6]uint64) (int64, bool) {
+	dir, path, e := t.atPath(a[0], a[1])
+	if e != 0 {
+		return e, false
+	}
+	flags, mask := int(a[2]), uint32(a[3])
+	var x linux.Statx
+	var err error
+	if path == "" && flags&linux.AT_EMPTY_PATH != 0 {
+		f, ferr := t.file(int(int32(a[0])))
+		if ferr != nil {
+			return errno(ferr), false
+		}
+		x, err = f.Statx(mask)
+		f.DecRef()
+	} else {
+		x, err = fsys.Statx(t.ctx(), dir, path, flags, mask)
+	}
+	if err != nil {
+		return errno(err), false
+	}
+	b := x.Encode()
+	return errno(t.Proc.Space().CopyOut(uintptr(a[4]), b[:])), false
+}
+
+func sysAccess(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.accessAt(uint64(linux.AT_FDCWD&0xffffffff), a[0], uint32(a[1]), 0), false
+}
+
+func sysFaccessat(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.accessAt(a[0], a[1], uint32(a[2]), 0), false
+}
+
+func sysFaccessat2(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.accessAt(a[0], a[1], uint32(a[2]), int(a[3])), false
+}
+
+func (t *Thread) accessAt(dirfd, pathAt uint64, mode uint32, flags int) int64 {
+	dir, path, e := t.atPath(dirfd, pathAt)
+	if e != 0 {
+		return e
+	}
+	return errno(fsys.Access(t.ctx(), dir, path, mode, flags))
+}
+
+func sysReadlink(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.readlinkAt(uint64(linux.AT_FDCWD&0xffffffff), a[0], a[1], a[2]), false
+}
+
+func sysReadlinkat(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.readlinkAt(a[0], a[1], a[2], a[3]), false
+}
+
+func (t *Thread) readlinkAt(dirfd, pathAt, buf, size uint64) int64 {
+	if int64(size) <= 0 {
+		return -eINVAL
+	}
+	dir, path, e := t.atPath(dirfd, pathAt)
+	if e != 0 {
+		return e
+	}
+	target, err := fsys.Readlink(t.ctx(), dir, path, 0)
+	if err != nil {
+		return errno(err)
+	}
+	b := []byte(target)
+	if uint64(len(b)) > size {
+		b = b[:size]
+	}
+	if err := t.Proc.Space().CopyOut(uintptr(buf), b); err != nil {
+		return errno(err)
+	}
+	return int64(len(b))
+}
+
+const atCwd = uint64(linux.AT_FDCWD & 0xffffffff)
+
+func sysMkdir(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.mkdirAt(atCwd, a[0], uint32(a[1])), false
+}
+func sysMkdirat(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.mkdirAt(a[0], a[1], uint32(a[2])), false
+}
+
+func (t *Thread) mkdirAt(dirfd, pathAt uint64, mode uint32) int64 {
+	dir, path, e := t.atPath(dirfd, pathAt)
+	if e != 0 {
+		return e
+	}
+	return errno(fsys.Mkdir(t.ctx(), dir, path, mode))
+}
+
+func sysMknodat(t *Thread, a *[6]uint64) (int64, bool) {
+	dir, path, e := t.atPath(a[0], a[1])
+	if e != 0 {
+		return e, false
+	}
+	return errno(fsys.Mknod(t.ctx(), dir, path, uint32(a[2]), a[3])), false
+}
+
+func sysMknod(t *Thread, a *[6]uint64) (int64, bool) {
+	return sysMknodat(t, &[6]uint64{atCwd, a[0], a[1], a[2]})
+}
+
+func sysRmdir(t *Thread, a *[6]uint64) (int64, bool) {
+	dir, path, e := t.atPath(atCwd, a[0])
+	if e != 0 {
+		return e, false
+	}
+	return errno(fsys.Rmdir(t.ctx(), dir, path)), false
+}
+
+func sysUnlink(t *Thread, a *[6]uint64) (int64, bool) {
+	return sysUnlinkat(t, &[6]uint64{atCwd, a[0], 0})
+}
+
+func sysUnlinkat(t *Thread, a *[6]uint64) (int64, bool) {
+	if a[2]&^linux.AT_REMOVEDIR != 0 {
+		return -eINVAL, false
+	}
+	dir, path, e := t.atPath(a[0], a[1])
+	if e != 0 {
+		return e, false
+	}
+	if a[2]&linux.AT_REMOVEDIR != 0 {
+		return errno(fsys.Rmdir(t.ctx(), dir, path)), false
+	}
+	return errno(fsys.Unlink(t.ctx(), dir, path)), false
+}
+
+func sysRename(t *Thread, a *[6]uint64) (int64, bool) {
+	return sysRenameat2(t, &[6]uint64{atCwd, a[0], atCwd, a[1], 0})
+}
+
+func sysRenameat(t *Thread, a *[6]uint64) (int64, bool) {
+	return sysRenameat2(t, &[6]uint64{a[0], a[1], a[2], a[3], 0})
+}
+
+func sysRenameat2(t *Thread, a *[6]uint64) (int64, bool) {
+	odir, opath, e := t.atPath(a[0], a[1])
+	if e != 0 {
+		return e, false
+	}
+	ndir, npath, e := t.atPath(a[2], a[3])
+	if e != 0 {
+		return e, false
+	}
+	return errno(fsys.Rename(t.ctx(), odir, opath, ndir, npath, uint32(a[4]))), false
+}
+
+func sysLink(t *Thread, a *[6]uint64) (int64, bool) {
+	return sysLinkat(t, &[6]uint64{atCwd, a[0], atCwd, a[1], 0})
+}
+
+func sysLinkat(t *Thread, a *[6]uint64) (int64, bool) {
+	odir, opath, e := t.atPath(a[0], a[1])
+	if e != 0 {
+		return e, false
+	}
+	ndir, npath, e := t.atPath(a[2], a[3])
+	if e != 0 {
+		return e, false
+	}
+	return errno(fsys.Link(t.ctx(), odir, opath, ndir, npath, int(a[4]))), false
+}
+
+func sysSymlink(t *Thread, a *[6]uint64) (int64, bool) {
+	return sysSymlinkat(t, &[6]uint64{a[0], atCwd, a[1]})
+}
+
+func sysSymlinkat(t *Thread, a *[6]uint64) (int64, bool) {
+	target, err := t.path(a[0])
+	if err != nil {
+		return errno(err), false
+	}
+	dir, path, e := t.atPath(a[1], a[2])
+	if e != 0 {
+		return e, false
+	}
+	return errno(fsys.Symlink(t.ctx(), target, dir, path)), false
+}
+
+func sysChmod(t *Thread, a *[6]uint64) (int64, bool) {
+	return sysFchmodat(t, &[6]uint64{atCwd, a[0], a[1]})
+}
+
+func sysFchmodat(t *Thread, a *[6]uint64) (int64, bool) {
+	dir, path, e := t.atPath(a[0], a[1])
+	if e != 0 {
+		return e, false
+	}
+	return errno(fsys.Chmod(t.ctx(), dir, path, uint32(a[2]), 0)), false
+}
+
+func sysFchmod(t *Thread, a *[6]uint64) (int64, bool) {
+	f, err := t.file(int(int32(a[0])))
+	if err != nil {
+		return errno(err), false
+	}
+	defer f.DecRef()
+	return errno(f.Chmod(&vfs.Cred{}, uint32(a[1]))), false
+}
+
+func sysChown(t *Thread, a *[6]uint64) (int64, bool) {
+	return sysFchownat(t, &[6]uint64{atCwd, a[0], a[1], a[2], 0})
+}
+
+func sysLchown(t *Thread, a *[6]uint64) (int64, bool) {
+	return sysFchownat(t, &[6]uint64{atCwd, a[0], a[1], a[2], linux.AT_SYMLINK_NOFOLLOW})
+}
+
+func sysFchownat(t *Thread, a *[6]uint64) (int64, bool) {
+	dir, path, e := t.atPath(a[0], a[1])
+	if e != 0 {
+		return e, false
+	}
+	return errno(fsys.Chown(t.ctx(), dir, path, uint32(a[2]), uint32(a[3]), int(a[4]))), false
+}
+
+func sysFchown(t *Thread, a *[6]uint64) (int64, bool) {
+	f, err := t.file(int(int32(a[0])))
+	if err != nil {
+		return errno(err), false
+	}
+	defer f.DecRef()
+	return errno(f.Chown(&vfs.Cred{}, uint32(a[1]), uint32(a[2]))), false
+}
+
+func sysTruncate(t *Thread, a *[6]uint64) (int64, bool) {
+	if int64(a[1]) < 0 {
+		return -eINVAL, false
+	}
+	dir, path, e := t.atPath(atCwd, a[0])
+	if e != 0 {
+		return e, false
+	}
+	return errno(fsys.Truncate(t.ctx(), dir, path, int64(a[1]))), false
+}
+
+func sysFtruncate(t *Thread, a *[6]uint64) (int64, bool) {
+	if int64(a[1]) < 0 {
+		return -eINVAL, false
+	}
+	f, err := t.file(int(int32(a[0])))
+	if err != nil {
+		return errno(err), false
+	}
+	defer f.DecRef()
+	return errno(f.Truncate(int64(a[1]))), false
+}
+
+func sysUtimensat(t *Thread, a *[6]uint64) (int64, bool) {
+	var times *[2]linux.Timespec
+	if a[2] != 0 {
+		var b [32]byte
+		if err := t.Proc.Space().CopyIn(uintptr(a[2]), b[:]); err != nil {
+			return errno(err), false
+		}
+		le := binary.LittleEndian
+		times = &[2]linux.Timespec{
+			{Sec: int64(le.Uint64(b[0:])), Nsec: int64(le.Uint64(b[8:]))},
+			{Sec: int64(le.Uint64(b[16:])), Nsec: int64(le.Uint64(b[24:]))},
+		}
+	}
+	if a[1] == 0 { // futimens
+		f, err := t.file(int(int32(a[0])))
+		if err != nil {
+			return errno(err), false
+		}
+		defer f.DecRef()
+		return errno(f.Utimens(&vfs.Cred{}, times)), false
+	}
+	dir, path, e := t.atPath(a[0], a[1])
+	if e != 0 {
+		return e, false
+	}
+	return errno(fsys.Utimens(t.ctx(), dir, path, times, int(a[3]))), false
+}
+
+func sysUmask(t *Thread, a *[6]uint64) (int64, bool) {
+	p := t.Proc
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := p.umask
+	p.umask = uint32(a[0]) & 0o777
+	return int64(old), false
+}
+
+func sysGetcwd(t *Thread, a *[6]uint64) (int64, bool) {
+	c := t.ctx()
+	path, err := fsys.Getcwd(c, c.Cwd)
+	if err != nil {
+		return errno(err), false
+	}
+	b := append([]byte(path), 0)
+	if uint64(len(b)) > a[1] {
+		return -int64(linux.ERANGE), false
+	}
+	if err := t.Proc.Space().CopyOut(uintptr(a[0]), b); err != nil {
+		return errno(err), false
+	}
+	return int64(len(b)), false
+}
+
+func sysChdir(t *Thread, a *[6]uint64) (int64, bool) {
+	path, err := t.path(a[0])
+	if err != nil {
+		return errno(err), false
+	}
+	d, err := fsys.Chdir(t.ctx(), nil, path, 0)
+	if err != nil {
+		return errno(err), false
+	}
+	t.Proc.mu.Lock()
+	t.Proc.cwd = d
+	t.Proc.mu.Unlock()
+	return 0, false
+}
+
+func sysFchdir(t *Thread, a *[6]uint64) (int64, bool) {
+	dir, err := t.dirOf(int(int32(a[0])))
+	if err != nil || dir == nil {
+		return -int64(linux.EBADF), false
+	}
+	d, err := fsys.Chdir(t.ctx(), dir, ".", 0)
+	if err != nil {
+		return errno(err), false
+	}
+	t.Proc.mu.Lock()
+	t.Proc.cwd = d
+	t.Proc.mu.Unlock()
+	return 0, false
+}
+
+// sysSendfile copies between files through a kernel buffer.
+func sysSendfile(t *Thread, a *[6]uint64) (int64, bool) {
+	out, err := t.file(int(int32(a[0])))
+	if err != nil {
+		return errno(err), false
+	}
+	defer out.DecRef()
+	in, err := t.file(int(int32(a[1])))
+	if err != nil {
+		return errno(err), false
+	}
+	defer in.DecRef()
+	s := t.Proc.Space()
+	off := int64(-1)
+	if a[2] != 0 {
+		var b [8]byte
+		if err := s.CopyIn(uintptr(a[2]), b[:]); err != nil {
+			return errno(err), false
+		}
+		off = int64(binary.LittleEndian.Uint64(b[:]))
+		if off < 0 {
+			return -eINVAL, false
+		}
+	}
+	count := a[3]
+	buf := make([]byte, 64<<10)
+	var done int64
+	for uint64(done) < count {
+		chunk := buf[:min(uint64(len(buf)), count-uint64(done))]
+		var n int
+		if off >= 0 {
+			n, err = in.Pread(chunk, off+done, t.sigWake)
+		} else {
+			n, err = in.Read(chunk, t.sigWake)
+		}
+		if n == 0 || err != nil {
+			break
+		}
+		w, werr := out.Write(chunk[:n], t.sigWake)
+		done += int64(w)
+		if werr != nil || w < n {
+			err = werr
+			break
+		}
+	}
+	if off >= 0 {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(off+done))
+		if cerr := s.CopyOut(uintptr(a[2]), b[:]); cerr != nil {
+			return errno(cerr), false
+		}
+	}
+	return t.ioResult(int(done), err), false
+}

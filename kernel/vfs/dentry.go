@@ -1,0 +1,268 @@
+package vfs
+
+import (
+	"errors"
+	"sync"
+
+	"shortbread/kernel/abi/linux"
+)
+
+// VFS is one mounted tree of file systems: the dentry cache over it, its
+// mount table and the table of device numbers.
+//
+// Lock order: VFS.mu, then Dentry.mu, then the file systems' own locks.
+// VFS.mu is the namespace lock: path walks hold it for reading; every
+// call that changes a directory (create, link, unlink, rename, mount)
+// holds it for writing, so those are serialized and a walk never sees a
+// half-done rename. Reads and writes of open files never take it.
+type VFS struct {
+	mu      sync.RWMutex
+	root    *Dentry
+	devices map[devKey]Opener // protected by mu
+	fifos   fifoTable
+	mounts  uint64 // mounts made so far, for mount IDs; protected by mu
+}
+
+type devKey struct {
+	typ  uint32 // S_IFCHR or S_IFBLK
+	rdev uint64
+}
+
+// Mount is one file system mounted in the tree.
+type Mount struct {
+	id       uint64  // statx's stx_mnt_id
+	root     *Dentry // the file system's root as mounted here
+	point    *Dentry // the dentry it covers; nil for the first mount
+	fsType   string
+	readOnly bool
+}
+
+// ID returns the mount's number, unique in its tree (stx_mnt_id).
+func (m *Mount) ID() uint64 { return m.id }
+
+// FSType returns the file system type name given at mount time.
+func (m *Mount) FSType() string { return m.fsType }
+
+// ReadOnly reports whether the mount refuses changes (MS_RDONLY).
+func (m *Mount) ReadOnly() bool { return m.readOnly }
+
+// Dentry is a name in the mounted tree bound to its inode: the unit of
+// path walks, the current directory and getcwd. Dentries are cached for
+// as long as their names exist; a name removed while in use (an open or
+// current directory) leaves its dentry "dead" but usable.
+//
+// A file system mounted on a directory gets a root dentry with the same
+// name and parent as the directory it covers, so walking ".." out of it
+// and building getcwd's path need no special case; the covered dentry
+// keeps its place in its parent and points at the mounted root. Each
+// mount thus has its own dentries, which rules out bind mounts and
+// mounting one file system instance twice (neither is supported).
+type Dentry struct {
+	inode Inode  // fixed
+	mode  uint32 // file type bits, fixed
+	mount *Mount // fixed
+
+	name     string  // protected by VFS.mu
+	parent   *Dentry // protected by VFS.mu; nil at the top of the tree
+	mounted  *Dentry // root of a file system mounted here; protected by VFS.mu
+	dead     bool    // name removed; protected by VFS.mu
+	mu       sync.Mutex
+	children map[string]*Dentry // protected by mu
+}
+
+// Inode returns the dentry's inode.
+func (d *Dentry) Inode() Inode { return d.inode }
+
+// Mount returns the mount the dentry belongs to.
+func (d *Dentry) Mount() *Mount { return d.mount }
+
+// IsDir reports whether the dentry is a directory.
+func (d *Dentry) IsDir() bool { return d.mode == linux.S_IFDIR }
+
+// Type returns the file type bits (linux.S_IFMT) of the inode.
+func (d *Dentry) Type() uint32 { return d.mode }
+
+func newDentry(name string, parent *Dentry, ino Inode, m *Mount) *Dentry {
+	a := ino.Attr()
+	return &Dentry{inode: ino, mode: a.Type(), mount: m, name: name, parent: parent}
+}
+
+// New returns a tree whose root is the directory root of a file system
+// of type fsType.
+func New(root Inode, fsType string) (*VFS, error) {
+	if _, ok := root.(Dir); !ok {
+		return nil, linux.ENOTDIR
+	}
+	m := &Mount{id: 1, fsType: fsType}
+	d := newDentry("/", nil, root, m)
+	m.root = d
+	return &VFS{root: d, devices: make(map[devKey]Opener), mounts: 1}, nil
+}
+
+// Root returns the root of the tree, the first process's root and cwd.
+func (v *VFS) Root() *Dentry { return v.root }
+
+// RegisterDevice makes device nodes of type typ (linux.S_IFCHR or
+// S_IFBLK) and number rdev open o, wherever the node lives (a tmpfs
+// node from mknod or the initramfs works like devfs's own).
+func (v *VFS) RegisterDevice(typ uint32, rdev uint64, o Opener) {
+	v.mu.Lock()
+	v.devices[devKey{typ, rdev}] = o
+	v.mu.Unlock()
+}
+
+func (v *VFS) device(typ uint32, rdev uint64) Opener {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.devices[devKey{typ, rdev}]
+}
+
+// child returns the dentry for name in directory d, from the cache or by
+// asking the file system, and follows mounts on it.
+// Preconditions: v.mu is held, for reading or writing.
+func (v *VFS) child(d *Dentry, name string) (*Dentry, error) {
+	dir, ok := d.inode.(Dir)
+	if !ok {
+		return nil, linux.ENOTDIR
+	}
+	if len(name) > linux.NAME_MAX {
+		return nil, linux.ENAMETOOLONG
+	}
+	_, volatile := dir.(Volatile)
+	d.mu.Lock()
+	c := d.children[name]
+	d.mu.Unlock()
+	if c == nil || volatile {
+		ino, err := dir.Lookup(name)
+		if err != nil {
+			if volatile && c != nil && errors.Is(err, linux.ENOENT) {
+				d.mu.Lock()
+				if d.children[name] == c {
+					delete(d.children, name)
+				}
+				d.mu.Unlock()
+			}
+			return nil, err
+		}
+		d.mu.Lock()
+		c = d.children[name]
+		if c == nil || c.inode != ino {
+			c = newDentry(name, d, ino, d.mount)
+			if d.children == nil {
+				d.children = make(map[string]*Dentry)
+			}
+			d.children[name] = c
+		}
+		d.mu.Unlock()
+	}
+	for c.mounted != nil {
+		c = c.mounted
+	}
+	return c, nil
+}
+
+// cached returns the cached dentry for name in d without following mounts.
+// Preconditions: v.mu is held for writing.
+func (d *Dentry) cached(name string) *Dentry {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.children[name]
+}
+
+// addChild caches a dentry for a new name in d.
+// Preconditions: v.mu is held for writing.
+func (d *Dentry) addChild(name string, ino Inode) *Dentry {
+	c := newDentry(name, d, ino, d.mount)
+	d.mu.Lock()
+	if d.children == nil {
+		d.children = make(map[string]*Dentry)
+	}
+	d.children[name] = c
+	d.mu.Unlock()
+	return c
+}
+
+// removeChild forgets name in d and marks its dentry dead.
+// Preconditions: v.mu is held for writing.
+func (d *Dentry) removeChild(name string) {
+	d.mu.Lock()
+	if c := d.children[name]; c != nil {
+		c.dead = true
+		delete(d.children, name)
+	}
+	d.mu.Unlock()
+}
+
+// dotdot returns the parent directory for "..", staying at root and at
+// the top of the tree. The root dentry of a mount has the parent of the
+// directory it covers, so this crosses mounts upwards.
+// Preconditions: v.mu is held.
+func (d *Dentry) dotdot(root *Dentry) *Dentry {
+	if d == root || d.parent == nil {
+		return d
+	}
+	p := d.parent
+	for p.mounted != nil {
+		p = p.mounted
+	}
+	return p
+}
+
+// busy reports whether d is a mount point or the root of a mount, which
+// cannot be removed or renamed (EBUSY).
+func (d *Dentry) busy() bool {
+	return d.mounted != nil || d.mount.root == d
+}
+
+// Mount mounts the file system whose root directory is root on the
+// directory path names, like mount(2) with flags MS_RDONLY honoured.
+// Mounting on a mount point stacks the new file system on top.
+func (v *VFS) Mount(c *Ctx, dir *Dentry, path string, root Inode, fsType string, flags uint32) error {
+	if _, ok := root.(Dir); !ok {
+		return linux.ENOTDIR
+	}
+	if !c.Cred.Superuser() {
+		return linux.EPERM
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	w := walker{v: v, c: c}
+	t, err := w.lookup(w.start(dir, path), path, true)
+	if err != nil {
+		return err
+	}
+	if !t.IsDir() {
+		return linux.ENOTDIR
+	}
+	if t.parent == nil {
+		return linux.EBUSY // the top of the tree has nowhere to hang a mount
+	}
+	v.mounts++
+	m := &Mount{id: v.mounts, point: t, fsType: fsType, readOnly: flags&linux.MS_RDONLY != 0}
+	r := newDentry(t.name, t.parent, root, m)
+	m.root = r
+	t.mounted = r
+	return nil
+}
+
+// Unmount detaches the file system mounted at path, like umount2(2) with
+// MNT_DETACH: files and directories in use inside it stay usable, and it
+// goes away when the last of them does. Flags may hold UMOUNT_NOFOLLOW.
+func (v *VFS) Unmount(c *Ctx, dir *Dentry, path string, flags uint32) error {
+	if !c.Cred.Superuser() {
+		return linux.EPERM
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	w := walker{v: v, c: c}
+	t, err := w.lookup(w.start(dir, path), path, flags&linux.UMOUNT_NOFOLLOW == 0)
+	if err != nil {
+		return err
+	}
+	m := t.mount
+	if m.root != t || m.point == nil {
+		return linux.EINVAL
+	}
+	m.point.mounted = nil // t is the top of any stack: walks follow mounts to it
+	return nil
+}

@@ -1,0 +1,72 @@
+package vfs
+
+import "shortbread/kernel/abi/linux"
+
+// dirFile is the File of an open directory. Its position counts entries:
+// 0 is ".", 1 is "..", and from 2 on it is the file system's ReadDir
+// position plus 2, so the d_off of each record resumes right after it.
+type dirFile struct {
+	v *VFS
+	d *Dentry
+}
+
+func (*dirFile) Read(Blocking, []byte, int64) (int, error)  { return 0, linux.EISDIR }
+func (*dirFile) Write(Blocking, []byte, int64) (int, error) { return 0, linux.EISDIR }
+func (*dirFile) Release()                                   {}
+
+// Lseek allows SEEK_SET and SEEK_CUR, as tmpfs's dcache_dir_lseek does.
+func (*dirFile) Lseek(pos, off int64, whence int) (int64, error) {
+	switch whence {
+	case linux.SEEK_SET, linux.SEEK_CUR:
+		return seekWithin(pos, off, whence, 0)
+	}
+	return 0, linux.EINVAL
+}
+
+// getdents encodes records from position pos into buf and returns the
+// bytes used and the position after the last record.
+func (f *dirFile) getdents(pos int64, buf []byte) (int, int64, error) {
+	f.v.mu.RLock()
+	dead := f.d.dead
+	parent := f.d
+	if f.d.mount.root != f.d && f.d.parent != nil {
+		parent = f.d.parent // the fs root's ".." is itself, as in Linux
+	}
+	f.v.mu.RUnlock()
+	if dead {
+		return 0, pos, linux.ENOENT
+	}
+	n, full := 0, false
+	emit := func(name string, ino uint64, typ uint8, next int64) bool {
+		rec := linux.Dirent64{Ino: ino, Off: next, Type: typ, Name: name}
+		m := rec.Encode(buf[n:])
+		if m == 0 {
+			full = true
+			return false
+		}
+		n += m
+		pos = next
+		return true
+	}
+	ok := true
+	if pos == 0 {
+		a := f.d.inode.Attr()
+		ok = emit(".", a.Ino, linux.DT_DIR, 1)
+	}
+	if ok && pos == 1 {
+		a := parent.inode.Attr()
+		ok = emit("..", a.Ino, linux.DT_DIR, 2)
+	}
+	if ok && pos >= 2 {
+		err := f.d.inode.(Dir).ReadDir(pos-2, func(e DirEntry) bool {
+			return emit(e.Name, e.Ino, e.Type, e.Next+2)
+		})
+		if err != nil && n == 0 {
+			return 0, pos, err
+		}
+	}
+	if n == 0 && full {
+		return 0, pos, linux.EINVAL
+	}
+	return n, pos, nil
+}

@@ -1,0 +1,391 @@
+package vfs
+
+import (
+	"errors"
+
+	"shortbread/kernel/abi/linux"
+)
+
+// This file holds the calls that change directories: mkdir, mknod,
+// symlink, link, unlink, rmdir and rename. Each holds the namespace lock
+// for writing from its path walk to its dentry cache update.
+
+// newName resolves the parent of a name about to be created, as
+// filename_create does: "", "." and ".." and existing names fail with
+// EEXIST, and a trailing slash with ENOENT unless dirOK.
+// Preconditions: v.mu is held for writing.
+func (v *VFS) newName(w *walker, dir *Dentry, path string, dirOK bool) (*Dentry, string, error) {
+	if err := checkPath(path); err != nil {
+		return nil, "", err
+	}
+	p, name, trailing, err := w.parent(w.start(dir, path), path)
+	if err != nil {
+		return nil, "", err
+	}
+	if name == "" || name == "." || name == ".." {
+		return nil, "", linux.EEXIST
+	}
+	_, err = v.child(p, name)
+	switch {
+	case err == nil:
+		return nil, "", linux.EEXIST
+	case !errors.Is(err, linux.ENOENT):
+		return nil, "", err
+	case trailing && !dirOK:
+		return nil, "", linux.ENOENT
+	}
+	return p, name, nil
+}
+
+// Mkdir makes a directory (mkdir(2), mkdirat(2)).
+func (v *VFS) Mkdir(c *Ctx, dir *Dentry, path string, mode uint32) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	w := walker{v: v, c: c}
+	p, name, err := v.newName(&w, dir, path, true)
+	if err != nil {
+		return err
+	}
+	_, err = v.create(c, p, name, linux.S_IFDIR|mode&^c.Umask&0o1777, 0)
+	return err
+}
+
+// Mknod makes a regular file, device node, FIFO or socket node
+// (mknod(2), mknodat(2)); device nodes need root.
+func (v *VFS) Mknod(c *Ctx, dir *Dentry, path string, mode uint32, rdev uint64) error {
+	switch mode & linux.S_IFMT {
+	case 0:
+		mode |= linux.S_IFREG
+	case linux.S_IFREG, linux.S_IFIFO, linux.S_IFSOCK:
+	case linux.S_IFCHR, linux.S_IFBLK:
+		if !c.Cred.Superuser() {
+			return linux.EPERM
+		}
+	case linux.S_IFDIR:
+		return linux.EPERM
+	default:
+		return linux.EINVAL
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	w := walker{v: v, c: c}
+	p, name, err := v.newName(&w, dir, path, false)
+	if err != nil {
+		return err
+	}
+	typ := mode & linux.S_IFMT
+	if typ != linux.S_IFCHR && typ != linux.S_IFBLK {
+		rdev = 0
+	}
+	_, err = v.create(c, p, name, typ|mode&^c.Umask&0o7777, rdev)
+	return err
+}
+
+// Symlink makes a symbolic link holding target (symlink(2), symlinkat(2)).
+func (v *VFS) Symlink(c *Ctx, target string, dir *Dentry, path string) error {
+	if err := checkPath(target); err != nil {
+		return err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	w := walker{v: v, c: c}
+	p, name, err := v.newName(&w, dir, path, false)
+	if err != nil {
+		return err
+	}
+	if err := v.mayCreate(c, p); err != nil {
+		return err
+	}
+	owner, _ := c.newOwner(p, linux.S_IFLNK)
+	ino, err := p.inode.(Dir).Symlink(name, target, owner)
+	if err != nil {
+		return err
+	}
+	p.addChild(name, ino)
+	return nil
+}
+
+// Link gives the file oldPath names a new name newPath (link(2),
+// linkat(2) with AT_SYMLINK_FOLLOW and AT_EMPTY_PATH).
+func (v *VFS) Link(c *Ctx, oldDir *Dentry, oldPath string, newDir *Dentry, newPath string, atFlags int) error {
+	if atFlags&^(linux.AT_SYMLINK_FOLLOW|linux.AT_EMPTY_PATH) != 0 {
+		return linux.EINVAL
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	w := walker{v: v, c: c}
+	var od *Dentry
+	var err error
+	if oldPath == "" && atFlags&linux.AT_EMPTY_PATH != 0 {
+		od = w.start(oldDir, ".")
+	} else if od, err = w.lookup(w.start(oldDir, oldPath), oldPath, atFlags&linux.AT_SYMLINK_FOLLOW != 0); err != nil {
+		return err
+	}
+	p, name, err := v.newName(&w, newDir, newPath, false)
+	if err != nil {
+		return err
+	}
+	if od.mount != p.mount {
+		return linux.EXDEV
+	}
+	if err := v.mayCreate(c, p); err != nil {
+		return err
+	}
+	if od.IsDir() {
+		return linux.EPERM
+	}
+	if a := od.inode.Attr(); a.Nlink == 0 {
+		return linux.ENOENT
+	}
+	if err := p.inode.(Dir).Link(name, od.inode); err != nil {
+		return err
+	}
+	p.addChild(name, od.inode)
+	return nil
+}
+
+// removal resolves the name an unlink or rmdir removes.
+// Preconditions: v.mu is held for writing.
+func (v *VFS) removal(w *walker, dir *Dentry, path string) (p *Dentry, name string, trailing bool, err error) {
+	if err := checkPath(path); err != nil {
+		return nil, "", false, err
+	}
+	return w.parent(w.start(dir, path), path)
+}
+
+// Unlink removes a name of a non-directory (unlink(2), unlinkat(2)).
+func (v *VFS) Unlink(c *Ctx, dir *Dentry, path string) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	w := walker{v: v, c: c}
+	p, name, trailing, err := v.removal(&w, dir, path)
+	if err != nil {
+		return err
+	}
+	if name == "" || name == "." || name == ".." {
+		return linux.EISDIR
+	}
+	if p.mount.readOnly {
+		return linux.EROFS
+	}
+	d, err := v.child(p, name)
+	switch {
+	case err != nil:
+		return err
+	case d.IsDir():
+		return linux.EISDIR
+	case trailing:
+		return linux.ENOTDIR
+	}
+	if err := mayDelete(c, p, d); err != nil {
+		return err
+	}
+	if d.busy() {
+		return linux.EBUSY
+	}
+	if err := p.inode.(Dir).Unlink(name); err != nil {
+		return err
+	}
+	p.removeChild(name)
+	return nil
+}
+
+// Rmdir removes an empty directory (rmdir(2), unlinkat(2) with AT_REMOVEDIR).
+func (v *VFS) Rmdir(c *Ctx, dir *Dentry, path string) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	w := walker{v: v, c: c}
+	p, name, _, err := v.removal(&w, dir, path)
+	if err != nil {
+		return err
+	}
+	switch name {
+	case ".":
+		return linux.EINVAL
+	case "..":
+		return linux.ENOTEMPTY
+	case "":
+		return linux.EBUSY
+	}
+	if p.mount.readOnly {
+		return linux.EROFS
+	}
+	d, err := v.child(p, name)
+	if err != nil {
+		return err
+	}
+	if err := mayDelete(c, p, d); err != nil {
+		return err
+	}
+	if !d.IsDir() {
+		return linux.ENOTDIR
+	}
+	if d.busy() || d == w.root() {
+		return linux.EBUSY
+	}
+	if err := p.inode.(Dir).Rmdir(name); err != nil {
+		return err
+	}
+	p.removeChild(name)
+	return nil
+}
+
+func mayDelete(c *Ctx, p, d *Dentry) error {
+	pa, da := p.inode.Attr(), d.inode.Attr()
+	return c.Cred.mayDelete(&pa, &da)
+}
+
+// isAncestor reports whether a is d or one of its ancestors.
+// Preconditions: v.mu is held.
+func isAncestor(a, d *Dentry) bool {
+	for ; d != nil; d = d.parent {
+		if d == a {
+			return true
+		}
+	}
+	return false
+}
+
+// Rename moves oldPath to newPath (rename(2), renameat(2), renameat2(2)
+// with RENAME_NOREPLACE or RENAME_EXCHANGE), replacing what newPath
+// names as POSIX says: a file by a file, an empty directory by a
+// directory, atomically.
+func (v *VFS) Rename(c *Ctx, oldDir *Dentry, oldPath string, newDir *Dentry, newPath string, flags uint32) error {
+	exchange := flags&linux.RENAME_EXCHANGE != 0
+	if flags&^(linux.RENAME_NOREPLACE|linux.RENAME_EXCHANGE) != 0 ||
+		exchange && flags&linux.RENAME_NOREPLACE != 0 {
+		return linux.EINVAL
+	}
+	if err := checkPath(oldPath); err != nil {
+		return err
+	}
+	if err := checkPath(newPath); err != nil {
+		return err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	w := walker{v: v, c: c}
+	op, oname, otrail, err := w.parent(w.start(oldDir, oldPath), oldPath)
+	if err != nil {
+		return err
+	}
+	np, nname, ntrail, err := w.parent(w.start(newDir, newPath), newPath)
+	if err != nil {
+		return err
+	}
+	if op.mount != np.mount {
+		return linux.EXDEV
+	}
+	if !isNormal(oname) || !isNormal(nname) {
+		return linux.EBUSY
+	}
+	if op.mount.readOnly {
+		return linux.EROFS
+	}
+	od, err := v.child(op, oname)
+	if err != nil {
+		return err
+	}
+	nd, err := v.child(np, nname)
+	switch {
+	case err == nil:
+		if flags&linux.RENAME_NOREPLACE != 0 {
+			return linux.EEXIST
+		}
+	case errors.Is(err, linux.ENOENT) && !exchange:
+		nd = nil
+	default:
+		return err
+	}
+	if exchange && ntrail && !nd.IsDir() {
+		return linux.ENOTDIR
+	}
+	if !od.IsDir() && (otrail || !exchange && ntrail) {
+		return linux.ENOTDIR
+	}
+	if isAncestor(od, np) {
+		return linux.EINVAL // a directory cannot move into itself
+	}
+	if nd != nil && isAncestor(nd, op) {
+		if exchange {
+			return linux.EINVAL
+		}
+		return linux.ENOTEMPTY
+	}
+	if nd != nil && od.inode == nd.inode {
+		return nil // two names of one file: nothing to do
+	}
+	if err := v.mayRename(c, op, od, np, nd, nname); err != nil {
+		return err
+	}
+	if nd != nil && !exchange {
+		if od.IsDir() && !nd.IsDir() {
+			return linux.ENOTDIR
+		}
+		if !od.IsDir() && nd.IsDir() {
+			return linux.EISDIR
+		}
+	}
+	if od.busy() || nd != nil && nd.busy() {
+		return linux.EBUSY
+	}
+	if err := op.inode.(Dir).Rename(oname, np.inode.(Dir), nname, flags); err != nil {
+		return err
+	}
+	op.mu.Lock()
+	delete(op.children, oname)
+	op.mu.Unlock()
+	if nd != nil {
+		np.mu.Lock()
+		delete(np.children, nname)
+		np.mu.Unlock()
+		if exchange {
+			move(nd, op, oname)
+		} else {
+			nd.dead = true
+		}
+	}
+	move(od, np, nname)
+	return nil
+}
+
+func isNormal(name string) bool { return name != "" && name != "." && name != ".." }
+
+// mayRename checks the permissions of a rename: removing the old name,
+// removing or adding the new one, and moving a directory to a new
+// parent, which rewrites its "..".
+func (v *VFS) mayRename(c *Ctx, op, od, np, nd *Dentry, nname string) error {
+	if err := mayDelete(c, op, od); err != nil {
+		return err
+	}
+	if nd != nil {
+		if err := mayDelete(c, np, nd); err != nil {
+			return err
+		}
+	} else if err := v.mayCreate(c, np); err != nil {
+		return err
+	}
+	if op != np {
+		for _, d := range []*Dentry{od, nd} {
+			if d != nil && d.IsDir() {
+				a := d.inode.Attr()
+				if !c.Cred.Permits(&a, linux.W_OK) {
+					return linux.EACCES
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// move puts dentry d under name in p.
+// Preconditions: v.mu is held for writing.
+func move(d, p *Dentry, name string) {
+	d.name, d.parent = name, p
+	p.mu.Lock()
+	if p.children == nil {
+		p.children = make(map[string]*Dentry)
+	}
+	p.children[name] = d
+	p.mu.Unlock()
+}

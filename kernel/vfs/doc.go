@@ -1,0 +1,92 @@
+// Package vfs is the virtual file system: path walks over a tree of
+// mounted file systems, the dentry cache, open file descriptions, file
+// descriptor tables, pipes, FIFOs and eventfds, with Linux's semantics
+// and errno values (package shortbread/kernel/abi/linux). File systems
+// (kernel/fs/tmpfs, kernel/fs/devfs, ...) implement the small interfaces
+// in inode.go and never import each other.
+//
+// Where things are: inode.go (what a file system implements), file.go
+// (what an open file does), dentry.go (the tree, mounts, the device
+// table), walk.go (path resolution, chdir, getcwd), open.go, dirops.go
+// (mkdir, link, unlink, rename, ...), attr.go (stat, chmod, utimensat,
+// truncate, ...), openfile.go (OpenFile), dirfile.go (getdents64),
+// fdtable.go, pipe.go, fifo.go, eventfd.go, wait.go (blocking and
+// readiness), cred.go (permission checks).
+//
+// # Setting up (for the process layer)
+//
+// The root is a tmpfs filled from the initramfs, devfs goes on /dev:
+//
+//	entries, err := cpio.Parse(initrd)
+//	root, err := tmpfs.FromCPIO(entries, tmpfs.Options{Dev: linux.MakeDev(0, 1)})
+//	v, err := vfs.New(root.Root(), "rootfs")
+//	c := &vfs.Ctx{Root: v.Root(), Cwd: v.Root()} // zero Cred: root
+//	v.Mkdir(c, nil, "/dev", 0o755)                // EEXIST is fine
+//	dev := devfs.New(devfs.Options{Dev: linux.MakeDev(0, 5), Terminal: console}) // a *tty.TTY
+//	v.Mount(c, nil, "/dev", dev.Root(), "devtmpfs", 0)
+//	dev.Register(v) // so mknod'ed and initramfs device nodes work too
+//
+// A task keeps its Cred, root and cwd (*Dentry), umask and an *FDTable
+// (vfs.NewFDTable(vfs.DefaultNOFILE)); for each system call it builds a
+// Ctx from them, with Intr set to the thread's interrupt channel. A
+// dirfd of the *at calls becomes the dir argument: nil for AT_FDCWD,
+// else the Dentry of the descriptor's OpenFile (fdt.Get, then
+// f.Dentry(); nil there means the fd has no path: ENOTDIR). The handlers
+// stay thin:
+//
+//	f, err := v.Open(c, dir, path, flags, mode)  // openat
+//	fd, err := fdt.Install(f, flags&linux.O_CLOEXEC != 0)
+//	f.DecRef()                                   // the table holds its own reference
+//
+//	f, err := fdt.Get(fd)                        // read
+//	n, err := f.Read(buf, t.intr)
+//	f.DecRef()
+//
+// Errors are linux.Errno values; return -errno. A write that fails with
+// EPIPE raises SIGPIPE (the count may be positive: return it). readv and
+// writev should gather into one buffer and make one call, so that a
+// pipe write of up to PIPE_BUF bytes stays atomic. stat(2) encodes
+// Attr.Stat(); statx(2) uses VFS.Statx or OpenFile.Statx. getcwd(2) is
+// VFS.Getcwd (ERANGE is the caller's check on the buffer), chdir(2)
+// VFS.Chdir. pipe2 is NewPipe, eventfd2 NewEventFD; the caller installs
+// the files with O_CLOEXEC as asked. fork copies the table with
+// FDTable.Fork (sharing the open files, so offsets and status flags are
+// shared); execve calls FDTable.CloseOnExec; the exit of the last thread
+// sharing a table calls CloseAll. fcntl maps to FDTable.DupFD, FDFlags,
+// SetFDFlags and OpenFile.Flags, SetFlags, and PipeSize, SetPipeSize.
+//
+// # Blocking, interruption and readiness
+//
+// A call that may wait (read of an empty pipe or a terminal, write to a
+// full pipe, open of a FIFO) blocks the calling goroutine only. It takes
+// the open file's O_NONBLOCK into account (EAGAIN instead of waiting)
+// and an interrupt channel: when the channel can be received from (a
+// value sent, or closed) the wait ends with EINTR, or with the count
+// transferred so far. The process layer gives each thread a channel with
+// a buffer of one and sends on it when it queues a signal, then decides
+// between restarting the call and returning EINTR.
+//
+// Every OpenFile reports Readiness() as poll bits (POLLIN, POLLOUT,
+// POLLHUP, POLLERR, ...) and accepts Watch(ch), which signals ch each
+// time the readiness may have changed, until the returned cancel is
+// called. poll and select: Watch every file on one buffered channel,
+// check Readiness of each, and if none is ready sleep on the channel,
+// the timeout and the interrupt channel, then check again; cancel all
+// watches at the end. epoll: an epoll instance Watches each registered
+// file on a channel of its own (or one shared, then rescans), keeps a
+// ready list by checking Readiness when signalled (every change
+// signals, so edge-triggered mode can report each new event), and is
+// itself a File and Poller (readable when its ready list is not empty)
+// made with NewFile, so epoll fds nest and poll. Files that never block
+// (regular files, directories) are always ready and not Pollable: epoll
+// refuses them with EPERM. Queue and WaitFor are the same mechanism for
+// anything new (sockets, the terminal).
+//
+// # Locking
+//
+// VFS.mu is the namespace lock: walks hold it for reading, calls that
+// change a directory hold it for writing, and a dentry's mu guards its
+// child cache. File systems lock their own data; reads and writes of
+// open files never touch VFS.mu. Lock order: VFS.mu, Dentry.mu, file
+// system locks; FDTable.mu is never held while calling into files.
+package vfs

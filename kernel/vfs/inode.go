@@ -1,0 +1,181 @@
+package vfs
+
+import "shortbread/kernel/abi/linux"
+
+// Inode is a file system object: a regular file, directory, symlink or
+// special file. Every inode reports and changes its attributes; what else
+// it can do is shown by the interfaces below that it also implements,
+// chosen by its file type: a directory is a Dir, a symlink a Symlink, a
+// regular file a Regular, and a device (or any file with its own
+// behaviour, like a procfs file) an Opener.
+//
+// Inode methods may be called concurrently; a file system locks its own
+// data. Errors are linux.Errno values.
+type Inode interface {
+	// Attr returns the inode's attributes.
+	Attr() Attr
+	// SetAttr changes the attributes named by s.Mask. The file system
+	// sets ctime to now for every change, applies Size to a regular file
+	// (freeing or zero-filling the data) and resolves UTIME_NOW with its
+	// own clock. Permission checks are the VFS's.
+	SetAttr(s *SetAttr) error
+}
+
+// Attr holds an inode's attributes: the fields of stat(2).
+type Attr struct {
+	Dev     uint64 // device of the file system (linux.MakeDev)
+	Ino     uint64
+	Mode    uint32 // file type and permission bits (linux.S_IF*, 07777)
+	Nlink   uint32
+	UID     uint32
+	GID     uint32
+	Rdev    uint64 // device number of a device node
+	Size    int64
+	Blocks  int64 // 512-byte units allocated
+	Blksize int32 // preferred I/O size
+	Atime   linux.Timespec
+	Mtime   linux.Timespec
+	Ctime   linux.Timespec
+	Btime   linux.Timespec // creation; zero when the file system does not know it
+}
+
+// Type returns the file type bits of the mode (linux.S_IFMT).
+func (a *Attr) Type() uint32 { return a.Mode & linux.S_IFMT }
+
+// Stat returns the attributes as struct stat.
+func (a *Attr) Stat() linux.Stat {
+	return linux.Stat{
+		Dev: a.Dev, Ino: a.Ino, Nlink: uint64(a.Nlink), Mode: a.Mode, UID: a.UID, GID: a.GID,
+		Rdev: a.Rdev, Size: a.Size, Blksize: int64(a.Blksize), Blocks: a.Blocks,
+		Atime: a.Atime, Mtime: a.Mtime, Ctime: a.Ctime,
+	}
+}
+
+// Statx returns the attributes as struct statx for a request mask. Like
+// Linux it fills every basic field whatever the mask asks, and the birth
+// time when asked for and known.
+func (a *Attr) Statx(mask uint32) linux.Statx {
+	result := uint32(linux.STATX_BASIC_STATS)
+	x := linux.Statx{
+		Blksize: uint32(a.Blksize), Nlink: a.Nlink, UID: a.UID, GID: a.GID,
+		Mode: uint16(a.Mode), Ino: a.Ino, Size: uint64(a.Size), Blocks: uint64(a.Blocks),
+		Atime: a.Atime, Ctime: a.Ctime, Mtime: a.Mtime,
+		RdevMajor: linux.DevMajor(a.Rdev), RdevMinor: linux.DevMinor(a.Rdev),
+		DevMajor: linux.DevMajor(a.Dev), DevMinor: linux.DevMinor(a.Dev),
+	}
+	if mask&linux.STATX_BTIME != 0 && a.Btime != (linux.Timespec{}) {
+		result |= linux.STATX_BTIME
+		x.Btime = a.Btime
+	}
+	x.Mask = result
+	return x
+}
+
+// SetAttr masks: which fields of a SetAttr to apply.
+const (
+	SetMode  = 1 << iota // permission bits (07777); the type never changes
+	SetUID               // owner
+	SetGID               // group
+	SetSize              // truncate or extend a regular file
+	SetAtime             // access time; Nsec == linux.UTIME_NOW means now
+	SetMtime             // modification time; Nsec == linux.UTIME_NOW means now
+)
+
+// SetAttr is a change of attributes, as chmod, chown, truncate and
+// utimensat ask for it.
+type SetAttr struct {
+	Mask  uint32
+	Mode  uint32
+	UID   uint32
+	GID   uint32
+	Size  int64
+	Atime linux.Timespec
+	Mtime linux.Timespec
+}
+
+// Now is the time value a SetAttr uses to ask for the file system's
+// current time.
+var Now = linux.Timespec{Nsec: linux.UTIME_NOW}
+
+// Owner is who owns a new inode.
+type Owner struct {
+	UID, GID uint32
+}
+
+// Dir is a directory inode. Names are single path components: never
+// empty, ".", "..", longer than NAME_MAX or holding '/'. The VFS has
+// already checked permissions, that the names are free or taken as each
+// call needs, and file types, and it serializes every call that changes
+// a directory; a file system still locks against concurrent Lookup and
+// ReadDir.
+type Dir interface {
+	Inode
+	// Lookup returns the inode named name, or ENOENT.
+	Lookup(name string) (Inode, error)
+	// Create makes a new inode of the file type in mode (S_IFREG,
+	// S_IFDIR, S_IFCHR, S_IFBLK, S_IFIFO or S_IFSOCK; rdev for devices)
+	// under a name that does not exist yet.
+	Create(name string, mode uint32, rdev uint64, owner Owner) (Inode, error)
+	// Symlink makes a symbolic link holding target under a new name.
+	Symlink(name, target string, owner Owner) (Inode, error)
+	// Link gives the existing non-directory target a new name here.
+	// A target from another file system fails with EXDEV.
+	Link(name string, target Inode) error
+	// Unlink removes a name of a non-directory.
+	Unlink(name string) error
+	// Rmdir removes an empty directory (ENOTEMPTY otherwise).
+	Rmdir(name string) error
+	// Rename moves oldName to newName in newDir, a directory of the same
+	// file system, replacing what newName names (ENOTEMPTY for a
+	// non-empty directory); flags are renameat2's RENAME_NOREPLACE and
+	// RENAME_EXCHANGE. The VFS has checked the file types agree.
+	Rename(oldName string, newDir Dir, newName string, flags uint32) error
+	// ReadDir calls emit for the entries other than "." and "..", in a
+	// stable order, starting at position pos (0 for the first entry),
+	// until emit returns false or the entries end. Each entry's Next is
+	// the position that resumes after it; positions stay valid while
+	// other entries come and go.
+	ReadDir(pos int64, emit func(DirEntry) bool) error
+}
+
+// DirEntry is one name in a directory listing.
+type DirEntry struct {
+	Name string
+	Ino  uint64
+	Type uint8 // linux.DT_*
+	Next int64 // position of the entry after this one
+}
+
+// Volatile is implemented by a Dir whose names change without the VFS
+// being told (procfs). The VFS then asks Lookup on every walk instead of
+// trusting its dentry cache.
+type Volatile interface {
+	Dir
+	Volatile()
+}
+
+// Symlink is a symbolic link inode.
+type Symlink interface {
+	Inode
+	Readlink() (string, error)
+}
+
+// Regular is a regular file's data. Offsets are never negative; reads
+// past the end return 0 bytes and writes past it extend the file,
+// leaving a hole that reads as zeros.
+type Regular interface {
+	Inode
+	ReadAt(p []byte, off int64) (int, error)
+	WriteAt(p []byte, off int64) (int, error)
+	// Append writes p at the end of the file atomically with respect to
+	// other writers and returns the new end.
+	Append(p []byte) (n int, end int64, err error)
+}
+
+// Opener is implemented by inodes other than directories that supply
+// their own open-file behaviour, like device nodes and procfs files. A
+// device node without one is looked up in the VFS's device table by its
+// Rdev.
+type Opener interface {
+	Open(flags uint32) (File, error)
+}

@@ -1,0 +1,179 @@
+package vfs_test
+
+import (
+	"errors"
+	"testing"
+
+	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/fs/tmpfs"
+	"shortbread/kernel/vfs"
+)
+
+// mounted returns a kernelSys whose root holds /mnt with a second tmpfs
+// mounted on it.
+func mounted(t *testing.T, flags uint32) (*kernelSys, *tmpfs.FS) {
+	k := newKernelSys(t)
+	must(t, "mkdir /mnt", k.mkdir("mnt", 0o755))
+	create(t, k, "mnt/hidden", "under the mount")
+	fs2 := tmpfs.New(tmpfs.Options{Dev: linux.MakeDev(0, 43), Clock: testClock(), Mode: 0o755})
+	must(t, "mount", k.v.Mount(&k.ctx, nil, "/mnt", fs2.Root(), "tmpfs", flags))
+	return k, fs2
+}
+
+func TestMountCrossing(t *testing.T) {
+	k, _ := mounted(t, 0)
+	_, err := k.stat("/mnt/hidden")
+	wantErr(t, "the covered directory's files are hidden", err, linux.ENOENT)
+	root, _ := k.stat("/")
+	mnt, _ := k.stat("/mnt")
+	if mnt.Dev != linux.MakeDev(0, 43) || mnt.Mode != linux.S_IFDIR|0o755 {
+		t.Errorf("mount point shows dev %#x mode %#o", mnt.Dev, mnt.Mode)
+	}
+	create(t, k, "/mnt/inside", "data")
+	in, _ := k.stat("/mnt/inside")
+	if in.Dev != linux.MakeDev(0, 43) {
+		t.Errorf("file in the mount has dev %#x", in.Dev)
+	}
+	up, err := k.stat("/mnt/..")
+	if err != nil || up.Ino != root.Ino || up.Dev != root.Dev {
+		t.Errorf("/mnt/.. is %+v, want the root", up)
+	}
+	must(t, "mkdir", k.mkdir("/mnt/sub", 0o755))
+	must(t, "chdir", k.chdir("/mnt/sub"))
+	cwd, _ := k.getcwd()
+	if cwd != "/mnt/sub" {
+		t.Errorf("getcwd inside the mount %q", cwd)
+	}
+	must(t, "chdir ../..", k.chdir("../.."))
+	cwd, _ = k.getcwd()
+	if cwd != "/" {
+		t.Errorf("getcwd after leaving the mount %q", cwd)
+	}
+	k.symlink("/mnt/inside", "abs")
+	if got := readAll(k, "abs"); got != "data" {
+		t.Errorf("absolute symlink into the mount reads %q", got)
+	}
+
+	// ".." in the mount root's listing is the mount root itself, as on Linux.
+	fd, _ := k.open("/mnt", linux.O_RDONLY, 0)
+	names := map[string]uint64{}
+	buf := make([]byte, 4096)
+	n, _ := k.getdents(fd, buf)
+	for off := 0; off < n; {
+		d, l := linux.DecodeDirent64(buf[off:n])
+		names[d.Name] = d.Ino
+		off += l
+	}
+	k.close(fd)
+	if names["."] != mnt.Ino || names[".."] != mnt.Ino {
+		t.Errorf("mount root lists . %d and .. %d, want %d", names["."], names[".."], mnt.Ino)
+	}
+
+	wantErr(t, "rename across mounts", k.rename("/mnt/inside", "/outside"), linux.EXDEV)
+	wantErr(t, "link across mounts", k.link("/mnt/inside", "/outside"), linux.EXDEV)
+	wantErr(t, "rmdir the mount point", k.rmdir("/mnt"), linux.EBUSY)
+	wantErr(t, "rename the mount point", k.rename("/mnt", "/mnt2"), linux.EBUSY)
+	k.mkdir("/empty", 0o755)
+	wantErr(t, "rename over the mount point", k.rename("/empty", "/mnt"), linux.EBUSY)
+	wantErr(t, "rename into the mount", k.rename("/empty", "/mnt/empty"), linux.EXDEV)
+}
+
+func TestUnmount(t *testing.T) {
+	k, _ := mounted(t, 0)
+	create(t, k, "/mnt/f", "in mount")
+	fd, err := k.open("/mnt/f", linux.O_RDONLY, 0)
+	must(t, "open", err)
+	must(t, "chdir", k.chdir("/mnt"))
+	wantErr(t, "unmount a non-mount", k.v.Unmount(&k.ctx, nil, "/", 0), linux.EINVAL)
+	must(t, "unmount", k.v.Unmount(&k.ctx, nil, "/mnt", 0))
+	if got := readAll(k, "/mnt/hidden"); got != "under the mount" {
+		t.Errorf("after unmount /mnt/hidden reads %q", got)
+	}
+	// Lazily detached: the open file and the cwd still work.
+	buf := make([]byte, 16)
+	n, _ := k.read(fd, buf)
+	if string(buf[:n]) != "in mount" {
+		t.Errorf("open file after unmount reads %q", buf[:n])
+	}
+	if got := readAll(k, "f"); got != "in mount" {
+		t.Errorf("cwd after unmount: %q", got)
+	}
+	k.close(fd)
+	nonroot := k.ctx
+	nonroot.Cred = vfs.Cred{UID: 1000, EUID: 1000}
+	fs3 := tmpfs.New(tmpfs.Options{})
+	if err := k.v.Mount(&nonroot, nil, "/mnt", fs3.Root(), "tmpfs", 0); !errors.Is(err, linux.EPERM) {
+		t.Errorf("mount by a user: %v", err)
+	}
+	if err := k.v.Mount(&k.ctx, nil, "/mnt/hidden", fs3.Root(), "tmpfs", 0); !errors.Is(err, linux.ENOTDIR) {
+		t.Errorf("mount on a file: %v", err)
+	}
+}
+
+func TestStackedMounts(t *testing.T) {
+	k, _ := mounted(t, 0)
+	create(t, k, "/mnt/first", "")
+	top := tmpfs.New(tmpfs.Options{Mode: 0o700})
+	must(t, "mount on a mount point", k.v.Mount(&k.ctx, nil, "/mnt", top.Root(), "tmpfs", 0))
+	a, _ := k.stat("/mnt")
+	wantN(t, "top mount's mode", a.Mode, nil, linux.S_IFDIR|0o700)
+	_, err := k.stat("/mnt/first")
+	wantErr(t, "lower mount hidden", err, linux.ENOENT)
+	must(t, "unmount top", k.v.Unmount(&k.ctx, nil, "/mnt", 0))
+	_, err = k.stat("/mnt/first")
+	wantErr(t, "lower mount back", err, 0)
+	must(t, "unmount lower", k.v.Unmount(&k.ctx, nil, "/mnt", 0))
+	_, err = k.stat("/mnt/hidden")
+	wantErr(t, "covered directory back", err, 0)
+}
+
+func TestReadOnlyMount(t *testing.T) {
+	k, fs2 := mounted(t, linux.MS_RDONLY)
+	_ = fs2
+	_, err := k.open("/mnt/new", linux.O_CREAT|linux.O_RDWR, 0o644)
+	wantErr(t, "create", err, linux.EROFS)
+	wantErr(t, "mkdir", k.mkdir("/mnt/d", 0o755), linux.EROFS)
+	wantErr(t, "chmod", k.chmod("/mnt", 0o700), linux.EROFS)
+	wantErr(t, "utimensat", k.utimensat("/mnt", nil, 0), linux.EROFS)
+	wantErr(t, "access W_OK", k.access("/mnt", linux.W_OK), linux.EROFS)
+	wantErr(t, "access R_OK", k.access("/mnt", linux.R_OK), 0)
+	fd, err := k.open("/mnt", linux.O_RDONLY, 0)
+	must(t, "open for reading", err)
+	k.close(fd)
+}
+
+func TestChroot(t *testing.T) {
+	k := newKernelSys(t)
+	k.mkdir("jail", 0o755)
+	k.mkdir("jail/etc", 0o755)
+	create(t, k, "jail/etc/passwd", "inside")
+	create(t, k, "secret", "outside")
+	must(t, "symlink", k.symlink("/etc/passwd", "jail/abs"))
+	must(t, "symlink", k.symlink("../../../secret", "jail/rel"))
+	jail, err := k.v.Lookup(&k.ctx, nil, "/jail", 0)
+	must(t, "lookup", err)
+	k.ctx.Root, k.ctx.Cwd = jail, jail
+	if got := readAll(k, "/etc/passwd"); got != "inside" {
+		t.Errorf("absolute path in the jail reads %q", got)
+	}
+	if got := readAll(k, "/../../secret"); got != "<No such file or directory>" {
+		t.Errorf("escape with .. reads %q", got)
+	}
+	if got := readAll(k, "abs"); got != "inside" {
+		t.Errorf("absolute symlink in the jail reads %q", got)
+	}
+	if got := readAll(k, "rel"); got != "<No such file or directory>" {
+		t.Errorf("relative symlink escaping the jail reads %q", got)
+	}
+	k.chdir("etc")
+	cwd, _ := k.getcwd()
+	if cwd != "/etc" {
+		t.Errorf("getcwd in the jail %q", cwd)
+	}
+	// A cwd outside the root is "(unreachable)", as Linux reports it.
+	k.ctx.Cwd = k.v.Root()
+	cwd, _ = k.getcwd()
+	if cwd != "(unreachable)/" {
+		t.Errorf("getcwd outside the root %q", cwd)
+	}
+}

@@ -1,0 +1,224 @@
+package vfs
+
+import (
+	"errors"
+
+	"shortbread/kernel/abi/linux"
+)
+
+// Open opens path relative to dir (nil: the cwd) as open(2) and openat(2)
+// do, creating a regular file with O_CREAT (mode filtered by the umask).
+// The returned file holds one reference; install it in an FDTable (which
+// takes its own) and DecRef it. O_CLOEXEC is the FDTable's business.
+func (v *VFS) Open(c *Ctx, dir *Dentry, path string, flags uint32, mode uint32) (*OpenFile, error) {
+	if flags&linux.O_TMPFILE == linux.O_TMPFILE {
+		if flags&linux.O_ACCMODE == linux.O_RDONLY || flags&linux.O_CREAT != 0 {
+			return nil, linux.EINVAL
+		}
+		return nil, linux.EOPNOTSUPP
+	}
+	if flags&linux.O_PATH != 0 {
+		flags &= linux.O_PATH | linux.O_DIRECTORY | linux.O_NOFOLLOW | linux.O_CLOEXEC
+	}
+	if flags&(linux.O_CREAT|linux.O_DIRECTORY) == linux.O_CREAT|linux.O_DIRECTORY {
+		return nil, linux.EINVAL
+	}
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	d, created, err := v.openLookup(c, dir, path, flags, mode)
+	if err != nil {
+		return nil, err
+	}
+	return v.openDentry(c, d, flags, created)
+}
+
+// openLookup finds (or with O_CREAT makes) the file to open.
+func (v *VFS) openLookup(c *Ctx, dir *Dentry, path string, flags, mode uint32) (*Dentry, bool, error) {
+	follow := flags&linux.O_NOFOLLOW == 0
+	if flags&linux.O_CREAT == 0 {
+		v.mu.RLock()
+		defer v.mu.RUnlock()
+		w := walker{v: v, c: c}
+		d, err := w.lookup(w.start(dir, path), path, follow)
+		return d, false, err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	w := walker{v: v, c: c}
+	p, name, trailing, err := w.parent(w.start(dir, path), path)
+	for err == nil {
+		if name == "" || name == "." || name == ".." || trailing {
+			return nil, false, linux.EISDIR
+		}
+		var d *Dentry
+		d, err = v.child(p, name)
+		if errors.Is(err, linux.ENOENT) {
+			d, err = v.create(c, p, name, linux.S_IFREG|mode&^c.Umask&0o7777, 0)
+			return d, err == nil, err
+		}
+		if err != nil {
+			break
+		}
+		if flags&linux.O_EXCL != 0 {
+			return nil, false, linux.EEXIST
+		}
+		if d.IsDir() {
+			return nil, false, linux.EISDIR
+		}
+		if d.mode != linux.S_IFLNK || !follow {
+			return d, false, nil
+		}
+		// Follow a final symlink and create what it names, if missing.
+		if w.links++; w.links > linux.MAXSYMLINKS {
+			return nil, false, linux.ELOOP
+		}
+		var target string
+		if target, err = readlink(d); err != nil {
+			break
+		}
+		if target == "" {
+			return nil, false, linux.ENOENT
+		}
+		start := p
+		if target[0] == '/' {
+			start = w.root()
+		}
+		p, name, trailing, err = w.parent(start, target)
+	}
+	return nil, false, err
+}
+
+func readlink(d *Dentry) (string, error) {
+	s, ok := d.inode.(Symlink)
+	if !ok {
+		return "", linux.EINVAL
+	}
+	return s.Readlink()
+}
+
+// create makes a new inode of the type and permissions in mode under
+// name in p, owned by the caller (with the group of p when p is
+// set-group-ID), and caches its dentry.
+// Preconditions: v.mu is held for writing; name is a free normal component.
+func (v *VFS) create(c *Ctx, p *Dentry, name string, mode uint32, rdev uint64) (*Dentry, error) {
+	if err := v.mayCreate(c, p); err != nil {
+		return nil, err
+	}
+	dir := p.inode.(Dir)
+	owner, mode := c.newOwner(p, mode)
+	ino, err := dir.Create(name, mode, rdev, owner)
+	if err != nil {
+		return nil, err
+	}
+	return p.addChild(name, ino), nil
+}
+
+// mayCreate checks the caller may add a name to directory p.
+func (v *VFS) mayCreate(c *Ctx, p *Dentry) error {
+	if p.dead {
+		return linux.ENOENT
+	}
+	a := p.inode.Attr()
+	if !c.Cred.Permits(&a, linux.W_OK|linux.X_OK) {
+		return linux.EACCES
+	}
+	if p.mount.readOnly {
+		return linux.EROFS
+	}
+	return nil
+}
+
+// newOwner returns the owner and mode of a new inode in directory p: the
+// caller's effective IDs, or p's group when p is set-group-ID, in which
+// case new directories inherit the bit too (inode_init_owner).
+func (c *Ctx) newOwner(p *Dentry, mode uint32) (Owner, uint32) {
+	o := Owner{UID: c.Cred.EUID, GID: c.Cred.EGID}
+	a := p.inode.Attr()
+	if a.Mode&linux.S_ISGID != 0 {
+		o.GID = a.GID
+		if mode&linux.S_IFMT == linux.S_IFDIR {
+			mode |= linux.S_ISGID
+		}
+	}
+	return o, mode
+}
+
+// openDentry checks the open against the file found (may_open) and makes
+// the open file.
+func (v *VFS) openDentry(c *Ctx, d *Dentry, flags uint32, created bool) (*OpenFile, error) {
+	if flags&linux.O_PATH != 0 {
+		if flags&linux.O_DIRECTORY != 0 && !d.IsDir() {
+			return nil, linux.ENOTDIR
+		}
+		return newOpenFile(d, d.inode, pathFile{}, flags&^linux.O_CLOEXEC), nil
+	}
+	acc := flags & linux.O_ACCMODE
+	var want uint32
+	if acc == linux.O_RDONLY || acc == linux.O_RDWR || acc == linux.O_ACCMODE {
+		want |= linux.R_OK
+	}
+	if acc != linux.O_RDONLY || flags&linux.O_TRUNC != 0 {
+		want |= linux.W_OK
+	}
+	switch d.mode {
+	case linux.S_IFLNK:
+		return nil, linux.ELOOP
+	case linux.S_IFDIR:
+		if want&linux.W_OK != 0 {
+			return nil, linux.EISDIR
+		}
+	case linux.S_IFSOCK:
+		return nil, linux.ENXIO
+	default:
+		if flags&linux.O_DIRECTORY != 0 {
+			return nil, linux.ENOTDIR
+		}
+	}
+	if !created {
+		a := d.inode.Attr()
+		if !c.Cred.Permits(&a, want) {
+			return nil, linux.EACCES
+		}
+		if want&linux.W_OK != 0 && d.mount.readOnly && (d.mode == linux.S_IFREG || d.mode == linux.S_IFDIR) {
+			return nil, linux.EROFS
+		}
+	}
+	file, err := v.fileFor(c, d, flags)
+	if err != nil {
+		return nil, err
+	}
+	if flags&linux.O_TRUNC != 0 && d.mode == linux.S_IFREG && !created {
+		if err := d.inode.SetAttr(&SetAttr{Mask: SetSize | SetMtime, Mtime: Now}); err != nil {
+			file.Release()
+			return nil, err
+		}
+	}
+	flags &^= linux.O_CREAT | linux.O_EXCL | linux.O_NOCTTY | linux.O_TRUNC | linux.O_CLOEXEC
+	return newOpenFile(d, d.inode, file, flags|linux.O_LARGEFILE), nil
+}
+
+// fileFor returns the File behind an open of d.
+func (v *VFS) fileFor(c *Ctx, d *Dentry, flags uint32) (File, error) {
+	if d.mode == linux.S_IFDIR {
+		return &dirFile{v: v, d: d}, nil
+	}
+	if o, ok := d.inode.(Opener); ok {
+		return o.Open(flags)
+	}
+	switch d.mode {
+	case linux.S_IFREG:
+		if r, ok := d.inode.(Regular); ok {
+			return regularFile{r}, nil
+		}
+	case linux.S_IFCHR, linux.S_IFBLK:
+		a := d.inode.Attr()
+		if o := v.device(d.mode, a.Rdev); o != nil {
+			return o.Open(flags)
+		}
+		return nil, linux.ENXIO
+	case linux.S_IFIFO:
+		return v.openFIFO(c, d.inode, flags)
+	}
+	return nil, linux.EIO
+}

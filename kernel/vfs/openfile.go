@@ -1,0 +1,297 @@
+package vfs
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"shortbread/kernel/abi/linux"
+)
+
+// OpenFile is an open file description: what open(2), pipe(2) and the
+// like create and file descriptors refer to. It holds the file position
+// and the status flags, both shared by every descriptor dup'ed or
+// inherited from the same open.
+//
+// An OpenFile is reference counted: each FDTable slot holds one
+// reference, and a system call using a file holds another (FDTable.Get)
+// so that a concurrent close cannot release the file under it. The File's
+// Release runs when the count drops to zero; that is when a pipe's writer
+// goes away and its reader sees end of file.
+type OpenFile struct {
+	refs     atomic.Int64
+	dentry   *Dentry // nil for files with no path
+	inode    Inode
+	file     File
+	seekable bool          // file implements Seeker
+	flags    atomic.Uint32 // access mode and status flags (F_GETFL)
+
+	posMu sync.Mutex // serializes the users of pos
+	pos   int64      // protected by posMu
+}
+
+func newOpenFile(d *Dentry, ino Inode, file File, flags uint32) *OpenFile {
+	f := &OpenFile{dentry: d, inode: ino, file: file}
+	_, f.seekable = file.(Seeker)
+	f.flags.Store(flags)
+	f.refs.Store(1)
+	return f
+}
+
+// NewFile returns an open file with no path: a pipe end, an eventfd, an
+// epoll instance, a socket. ino answers fstat (see NewAnonInode); flags
+// are the access mode and status flags F_GETFL reports. It holds one
+// reference.
+func NewFile(ino Inode, file File, flags uint32) *OpenFile {
+	return newOpenFile(nil, ino, file, flags)
+}
+
+// IncRef takes a reference.
+func (f *OpenFile) IncRef() { f.refs.Add(1) }
+
+// DecRef drops a reference, releasing the file with the last one.
+func (f *OpenFile) DecRef() {
+	switch n := f.refs.Add(-1); {
+	case n == 0:
+		f.file.Release()
+	case n < 0:
+		panic("vfs: OpenFile reference count below zero")
+	}
+}
+
+// Dentry returns the file's place in the tree, or nil for a file with no path.
+func (f *OpenFile) Dentry() *Dentry { return f.dentry }
+
+// Inode returns the file's inode.
+func (f *OpenFile) Inode() Inode { return f.inode }
+
+// Impl returns the File behind the open file, for calls that depend on
+// its kind (ioctl on a terminal, epoll_ctl on an epoll instance).
+func (f *OpenFile) Impl() File { return f.file }
+
+// Flags returns the access mode and status flags, as F_GETFL does.
+func (f *OpenFile) Flags() uint32 { return f.flags.Load() }
+
+// setflMask holds the status flags F_SETFL may change (SETFL_MASK).
+const setflMask = linux.O_APPEND | linux.O_NONBLOCK | linux.O_DIRECT | linux.O_NOATIME | linux.O_ASYNC
+
+// SetFlags changes the status flags F_SETFL may change: O_APPEND,
+// O_NONBLOCK, O_ASYNC, O_DIRECT and O_NOATIME; other bits are ignored.
+func (f *OpenFile) SetFlags(flags uint32) {
+	for {
+		old := f.flags.Load()
+		if f.flags.CompareAndSwap(old, old&^setflMask|flags&setflMask) {
+			return
+		}
+	}
+}
+
+// IsPath reports whether the file was opened with O_PATH: it names a
+// file but cannot be read, written or changed through.
+func (f *OpenFile) IsPath() bool { return f.Flags()&linux.O_PATH != 0 }
+
+func (f *OpenFile) readable() bool {
+	fl := f.Flags()
+	acc := fl & linux.O_ACCMODE
+	return fl&linux.O_PATH == 0 && (acc == linux.O_RDONLY || acc == linux.O_RDWR)
+}
+
+func (f *OpenFile) writable() bool {
+	fl := f.Flags()
+	acc := fl & linux.O_ACCMODE
+	return fl&linux.O_PATH == 0 && (acc == linux.O_WRONLY || acc == linux.O_RDWR)
+}
+
+func (f *OpenFile) blocking(intr <-chan struct{}) Blocking {
+	return Blocking{NonBlock: f.Flags()&linux.O_NONBLOCK != 0, Intr: intr}
+}
+
+// Read reads at the file position and advances it, like read(2). It may
+// block unless the file is O_NONBLOCK; intr interrupts the wait.
+func (f *OpenFile) Read(p []byte, intr <-chan struct{}) (int, error) {
+	if !f.readable() {
+		return 0, linux.EBADF
+	}
+	if !f.seekable {
+		return f.file.Read(f.blocking(intr), p, 0)
+	}
+	f.posMu.Lock()
+	defer f.posMu.Unlock()
+	n, err := f.file.Read(f.blocking(intr), p, f.pos)
+	f.pos += int64(n)
+	return n, err
+}
+
+// appender is implemented by Files that can write at the end atomically.
+type appender interface {
+	Append(p []byte) (n int, end int64, err error)
+}
+
+// Write writes at the file position, or at the end with O_APPEND, and
+// advances the position, like write(2). A write that fails with EPIPE
+// must raise SIGPIPE; it may have written some bytes first.
+func (f *OpenFile) Write(p []byte, intr <-chan struct{}) (int, error) {
+	if !f.writable() {
+		return 0, linux.EBADF
+	}
+	if !f.seekable {
+		return f.file.Write(f.blocking(intr), p, 0)
+	}
+	f.posMu.Lock()
+	defer f.posMu.Unlock()
+	if a, ok := f.file.(appender); ok && f.Flags()&linux.O_APPEND != 0 {
+		n, end, err := a.Append(p)
+		if n > 0 || err == nil {
+			f.pos = end
+		}
+		return n, err
+	}
+	n, err := f.file.Write(f.blocking(intr), p, f.pos)
+	f.pos += int64(n)
+	return n, err
+}
+
+// Pread reads at off without using or moving the file position.
+func (f *OpenFile) Pread(p []byte, off int64, intr <-chan struct{}) (int, error) {
+	if !f.readable() {
+		return 0, linux.EBADF
+	}
+	if !f.seekable {
+		return 0, linux.ESPIPE
+	}
+	if off < 0 {
+		return 0, linux.EINVAL
+	}
+	return f.file.Read(f.blocking(intr), p, off)
+}
+
+// Pwrite writes at off without using or moving the file position. Like
+// Linux (see BUGS in pwrite(2)) it appends when the file is O_APPEND.
+func (f *OpenFile) Pwrite(p []byte, off int64, intr <-chan struct{}) (int, error) {
+	if !f.writable() {
+		return 0, linux.EBADF
+	}
+	if !f.seekable {
+		return 0, linux.ESPIPE
+	}
+	if off < 0 {
+		return 0, linux.EINVAL
+	}
+	if a, ok := f.file.(appender); ok && f.Flags()&linux.O_APPEND != 0 {
+		n, _, err := a.Append(p)
+		return n, err
+	}
+	return f.file.Write(f.blocking(intr), p, off)
+}
+
+// Seek moves the file position like lseek(2) and returns it.
+func (f *OpenFile) Seek(off int64, whence int) (int64, error) {
+	if f.IsPath() {
+		return 0, linux.EBADF
+	}
+	s, ok := f.file.(Seeker)
+	if !ok {
+		return 0, linux.ESPIPE
+	}
+	f.posMu.Lock()
+	defer f.posMu.Unlock()
+	n, err := s.Lseek(f.pos, off, whence)
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, linux.EINVAL
+	}
+	f.pos = n
+	return n, nil
+}
+
+// Getdents fills buf with struct linux_dirent64 records from the file
+// position on, like getdents64(2), and returns the bytes used: 0 at the
+// end of the directory, EINVAL when not even one record fits.
+func (f *OpenFile) Getdents(buf []byte) (int, error) {
+	if f.IsPath() {
+		return 0, linux.EBADF
+	}
+	d, ok := f.file.(*dirFile)
+	if !ok {
+		return 0, linux.ENOTDIR
+	}
+	f.posMu.Lock()
+	defer f.posMu.Unlock()
+	n, next, err := d.getdents(f.pos, buf)
+	if err != nil {
+		return 0, err
+	}
+	f.pos = next
+	return n, nil
+}
+
+// Attr returns the attributes of the file, as fstat(2) reports them.
+func (f *OpenFile) Attr() Attr { return f.inode.Attr() }
+
+// Truncate sets the size of the file like ftruncate(2): the file must be
+// open for writing (EINVAL otherwise, or EBADF for O_PATH) and regular.
+func (f *OpenFile) Truncate(size int64) error {
+	if f.IsPath() {
+		return linux.EBADF
+	}
+	if !f.writable() || size < 0 {
+		return linux.EINVAL
+	}
+	if f.dentry == nil || f.dentry.mode != linux.S_IFREG {
+		return linux.EINVAL
+	}
+	return truncate(f.inode, size)
+}
+
+// Pollable reports whether the file's readiness can change, so epoll
+// accepts it (regular files and directories are always ready: EPERM).
+func (f *OpenFile) Pollable() bool {
+	_, ok := f.file.(Poller)
+	return ok
+}
+
+// Readiness returns the poll bits that hold now (linux.POLLIN, ...).
+func (f *OpenFile) Readiness() uint32 {
+	if p, ok := f.file.(Poller); ok {
+		return p.Readiness()
+	}
+	return DefaultReadiness
+}
+
+// Watch registers ch to be signalled whenever the file's readiness may
+// have changed, until cancel is called. ch should have a buffer of one
+// (see Queue.Watch). Files that are always ready never signal.
+func (f *OpenFile) Watch(ch chan<- struct{}) (cancel func()) {
+	if p, ok := f.file.(Poller); ok {
+		return p.Watch(ch)
+	}
+	return func() {}
+}
+
+// pathFile is the File of an O_PATH open: no I/O at all.
+type pathFile struct{}
+
+func (pathFile) Read(Blocking, []byte, int64) (int, error)  { return 0, linux.EBADF }
+func (pathFile) Write(Blocking, []byte, int64) (int, error) { return 0, linux.EBADF }
+func (pathFile) Release()                                   {}
+
+// regularFile is the File of a regular file: I/O on its Regular inode.
+type regularFile struct{ r Regular }
+
+func (f regularFile) Read(_ Blocking, p []byte, off int64) (int, error) {
+	return f.r.ReadAt(p, off)
+}
+
+func (f regularFile) Write(_ Blocking, p []byte, off int64) (int, error) {
+	return f.r.WriteAt(p, off)
+}
+
+func (f regularFile) Append(p []byte) (int, int64, error) { return f.r.Append(p) }
+
+func (f regularFile) Lseek(pos, off int64, whence int) (int64, error) {
+	a := f.r.Attr()
+	return seekWithin(pos, off, whence, a.Size)
+}
+
+func (regularFile) Release() {}

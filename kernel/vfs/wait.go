@@ -1,0 +1,130 @@
+package vfs
+
+import (
+	"sync"
+
+	"shortbread/kernel/abi/linux"
+)
+
+// Blocking says whether and how an operation may wait: a read of an empty
+// pipe, a write to a full one, a read of a terminal with no input.
+type Blocking struct {
+	// NonBlock makes an operation that would wait fail with EAGAIN
+	// instead (the open file's O_NONBLOCK).
+	NonBlock bool
+	// Intr interrupts a wait: when it can be received from (a value sent
+	// or the channel closed) the operation gives up with EINTR, or with
+	// the count done so far if it made progress. A nil Intr never
+	// interrupts.
+	Intr <-chan struct{}
+}
+
+// Queue is a set of watchers to tell when an object's readiness may have
+// changed. It is the one mechanism behind blocking reads and writes and
+// behind poll, select and epoll: a waiter registers a channel, checks the
+// condition it waits for, and sleeps on the channel if the condition does
+// not hold yet; whoever changes the object calls Notify.
+//
+// The zero Queue is empty and ready to use.
+type Queue struct {
+	mu      sync.Mutex
+	watches map[*watch]struct{} // protected by mu
+}
+
+type watch struct{ ch chan<- struct{} }
+
+// Watch registers ch to be signalled by every Notify until cancel is
+// called. ch should have a buffer of one: Notify never blocks and drops
+// a signal that finds the buffer full, since the signal already there
+// says the same thing ("look again").
+func (q *Queue) Watch(ch chan<- struct{}) (cancel func()) {
+	w := &watch{ch}
+	q.mu.Lock()
+	if q.watches == nil {
+		q.watches = make(map[*watch]struct{})
+	}
+	q.watches[w] = struct{}{}
+	q.mu.Unlock()
+	return func() {
+		q.mu.Lock()
+		delete(q.watches, w)
+		q.mu.Unlock()
+	}
+}
+
+// Notify signals every watcher.
+func (q *Queue) Notify() {
+	q.mu.Lock()
+	for w := range q.watches {
+		select {
+		case w.ch <- struct{}{}:
+		default:
+		}
+	}
+	q.mu.Unlock()
+}
+
+// Waiters returns how many watchers are registered.
+func (q *Queue) Waiters() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.watches)
+}
+
+// waiter is a reusable registration for one blocking call: Wait sleeps
+// until the queue is notified or the call is interrupted.
+type waiter struct {
+	ch     chan struct{}
+	cancel func()
+}
+
+// arm registers a waiter on q; call it before checking the condition
+// waited for, so that a change after the check is not missed.
+func (w *waiter) arm(q *Queue) {
+	if w.ch == nil {
+		w.ch = make(chan struct{}, 1)
+		w.cancel = q.Watch(w.ch)
+	}
+}
+
+// wait sleeps until notified (nil) or interrupted (EINTR).
+func (w *waiter) wait(b Blocking) error {
+	select {
+	case <-w.ch:
+		return nil
+	case <-b.Intr:
+		return linux.EINTR
+	}
+}
+
+// done removes the registration.
+func (w *waiter) done() {
+	if w.cancel != nil {
+		w.cancel()
+	}
+}
+
+// WaitFor blocks until ready reports true, returning nil, or until the
+// wait fails: EAGAIN at once when b.NonBlock, EINTR when interrupted. q
+// must be notified whenever ready's answer may change. ready is called
+// with no lock held by WaitFor and does its own locking. Devices and
+// file systems outside this package use it for their blocking reads.
+func WaitFor(q *Queue, b Blocking, ready func() bool) error {
+	if ready() {
+		return nil
+	}
+	if b.NonBlock {
+		return linux.EAGAIN
+	}
+	var w waiter
+	defer w.done()
+	for {
+		w.arm(q)
+		if ready() {
+			return nil
+		}
+		if err := w.wait(b); err != nil {
+			return err
+		}
+	}
+}
