@@ -286,6 +286,9 @@ func (k *kernel) mountRoot(archive []byte) error {
 		return fmt.Errorf("mount /dev: %w", err)
 	}
 	dev.Register(v)
+	if err := k.mountProc(v); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
 	k.vfs = v
 	proc.SetVFS(v)
 	return nil

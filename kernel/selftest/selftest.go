@@ -43,6 +43,7 @@ var Tests = []Test{
 	{"user-broken-elf-enoexec", testUserENOEXEC},
 	{"user-many-processes", testUserMany},
 	{"user-fork-exec-wait-signals-threads", testUserProcs},
+	{"user-proc-gc-statistics", testUserProcGC},
 	{"user-syscall-fuzz", testUserFuzz},
 }
 

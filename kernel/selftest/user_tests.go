@@ -144,3 +144,16 @@ func testUserFuzz() error {
 	// The kernel still runs programs afterwards.
 	return testUserHello()
 }
+
+// testUserProcGC reads the GC statistics from user space (/proc) and sees
+// them advance after a collection it asks for.
+func testUserProcGC() error {
+	code, out, err := runUser("/bin/procgc", []string{"procgc"}, nil)
+	if err != nil {
+		return err
+	}
+	if code != 0 || strings.Contains(out, "not ok") {
+		return fmt.Errorf("exit %d, output:\n%s", code, out)
+	}
+	return nil
+}

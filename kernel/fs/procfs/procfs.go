@@ -1,0 +1,218 @@
+// Package procfs is the /proc file system: a read-only tree of
+// directories, symbolic links and generated files whose contents are made
+// when they are opened (so a reader sees one consistent snapshot), with an
+// optional write handler (like /proc/sys files). The kernel decides what
+// the files say; this package only serves them (Linux's
+// Documentation/filesystems/proc.rst describes the formats).
+package procfs
+
+import (
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/vfs"
+)
+
+// Gen makes a file's contents.
+type Gen func() []byte
+
+// WriteFn receives what is written to a file.
+type WriteFn func(p []byte) error
+
+// FS is one procfs instance.
+type FS struct {
+	dev  uint64
+	ino  atomic.Uint64
+	root *dir
+}
+
+// New makes an empty procfs.
+func New(dev uint64) *FS {
+	fs := &FS{dev: dev}
+	fs.root = fs.newDir()
+	return fs
+}
+
+// Root is the inode to mount.
+func (fs *FS) Root() vfs.Inode { return fs.root }
+
+type base struct {
+	fs   *FS
+	ino  uint64
+	mode uint32
+	when linux.Timespec
+}
+
+func (fs *FS) base(mode uint32) base {
+	now := time.Now()
+	return base{fs: fs, ino: fs.ino.Add(1), mode: mode, when: linux.Timespec{Sec: now.Unix(), Nsec: int64(now.Nanosecond())}}
+}
+
+func (b *base) Attr() vfs.Attr {
+	n := uint32(1)
+	if b.mode&linux.S_IFMT == linux.S_IFDIR {
+		n = 2
+	}
+	return vfs.Attr{Dev: b.fs.dev, Ino: b.ino, Mode: b.mode, Nlink: n, Blksize: 1024,
+		Atime: b.when, Mtime: b.when, Ctime: b.when}
+}
+
+func (b *base) SetAttr(*vfs.SetAttr) error { return linux.EPERM }
+
+type dir struct {
+	base
+	mu       sync.Mutex
+	children map[string]vfs.Inode
+}
+
+func (fs *FS) newDir() *dir {
+	return &dir{base: fs.base(linux.S_IFDIR | 0o555), children: map[string]vfs.Inode{}}
+}
+
+func (d *dir) Lookup(name string) (vfs.Inode, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if c, ok := d.children[name]; ok {
+		return c, nil
+	}
+	return nil, linux.ENOENT
+}
+
+func (d *dir) ReadDir(pos int64, emit func(vfs.DirEntry) bool) error {
+	d.mu.Lock()
+	names := make([]string, 0, len(d.children))
+	for n := range d.children {
+		names = append(names, n)
+	}
+	d.mu.Unlock()
+	sort.Strings(names)
+	for i := int(pos); i < len(names); i++ {
+		c, err := d.Lookup(names[i])
+		if err != nil {
+			continue
+		}
+		a := c.Attr()
+		if !emit(vfs.DirEntry{Name: names[i], Ino: a.Ino, Type: linux.DirentType(a.Mode), Next: int64(i + 1)}) {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (d *dir) Create(string, uint32, uint64, vfs.Owner) (vfs.Inode, error) { return nil, linux.EACCES }
+func (d *dir) Symlink(string, string, vfs.Owner) (vfs.Inode, error)        { return nil, linux.EACCES }
+func (d *dir) Link(string, vfs.Inode) error                                { return linux.EACCES }
+func (d *dir) Unlink(string) error                                         { return linux.EACCES }
+func (d *dir) Rmdir(string) error                                          { return linux.EACCES }
+func (d *dir) Rename(string, vfs.Dir, string, uint32) error                { return linux.EACCES }
+
+// Volatile: the kernel adds entries (process directories) behind the
+// VFS's back.
+func (d *dir) Volatile() {}
+
+// mkdirs returns the directory at p, creating missing parents.
+func (fs *FS) mkdirs(p string) *dir {
+	d := fs.root
+	for _, name := range strings.Split(strings.Trim(p, "/"), "/") {
+		if name == "" || name == "." {
+			continue
+		}
+		d.mu.Lock()
+		c, ok := d.children[name].(*dir)
+		if !ok {
+			c = fs.newDir()
+			d.children[name] = c
+		}
+		d.mu.Unlock()
+		d = c
+	}
+	return d
+}
+
+func (fs *FS) add(p string, ino vfs.Inode) {
+	p = path.Clean("/" + p)
+	d := fs.mkdirs(path.Dir(p))
+	d.mu.Lock()
+	d.children[path.Base(p)] = ino
+	d.mu.Unlock()
+}
+
+// AddFile adds a generated file at p (relative to /proc); write may be nil.
+func (fs *FS) AddFile(p string, gen Gen, write WriteFn) {
+	mode := uint32(linux.S_IFREG | 0o444)
+	if write != nil {
+		mode |= 0o200
+	}
+	fs.add(p, &file{base: fs.base(mode), gen: gen, write: write})
+}
+
+// AddSymlink adds a symbolic link at p.
+func (fs *FS) AddSymlink(p, target string) {
+	fs.add(p, &link{base: fs.base(linux.S_IFLNK | 0o777), target: target})
+}
+
+type link struct {
+	base
+	target string
+}
+
+func (l *link) Readlink() (string, error) { return l.target, nil }
+
+type file struct {
+	base
+	gen   Gen
+	write WriteFn
+}
+
+// Open takes the snapshot a reader will see.
+func (f *file) Open(flags uint32) (vfs.File, error) {
+	if flags&linux.O_ACCMODE != linux.O_RDONLY && f.write == nil {
+		return nil, linux.EACCES
+	}
+	return &snapshot{data: f.gen(), write: f.write}, nil
+}
+
+type snapshot struct {
+	data  []byte
+	write WriteFn
+}
+
+func (s *snapshot) Read(_ vfs.Blocking, p []byte, off int64) (int, error) {
+	if off >= int64(len(s.data)) {
+		return 0, nil
+	}
+	return copy(p, s.data[off:]), nil
+}
+
+func (s *snapshot) Write(_ vfs.Blocking, p []byte, _ int64) (int, error) {
+	if s.write == nil {
+		return 0, linux.EACCES
+	}
+	if err := s.write(p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (s *snapshot) Lseek(pos, off int64, whence int) (int64, error) {
+	switch whence {
+	case linux.SEEK_SET:
+	case linux.SEEK_CUR:
+		off += pos
+	case linux.SEEK_END:
+		off += int64(len(s.data))
+	default:
+		return 0, linux.EINVAL
+	}
+	if off < 0 {
+		return 0, linux.EINVAL
+	}
+	return off, nil
+}
+
+func (s *snapshot) Release() {}
