@@ -56,6 +56,10 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 		cp.fs, cp.stdin, cp.stdout, cp.stderr = p.fs, p.stdin, p.stdout, p.stderr
 		cp.pgid, cp.sid, cp.name = p.pgid, p.sid, p.name
 		cp.cwd, cp.umask = p.cwd, p.umask
+		if p.limits != nil {
+			l := *p.limits
+			cp.limits = &l
+		}
 		// CLONE_FILES between processes is treated as a copy: posix_spawn
 		// (the common user) wants the child's changes kept to itself.
 		cp.files = p.files.Fork()

@@ -72,7 +72,8 @@ type Process struct {
 	files     *vfs.FDTable
 	cwd       *vfs.Dentry
 	umask     uint32
-	pending   uint64 // process-directed signals
+	limits    *[rlimNlimits]rlimit // nil until first read: the defaults
+	pending   uint64               // process-directed signals
 	name      string
 	vforkDone chan struct{} // closed when a vfork child execs or exits
 	alarm     realTimer     // ITIMER_REAL

@@ -38,6 +38,9 @@ type Thread struct {
 	suspendOld uint64
 	inSuspend  bool
 	robustList uintptr
+	// comm is the name PR_SET_NAME gave the thread ("" = the program's).
+	comm        string
+	notDumpable bool
 
 	dying   atomic.Bool   // the process is exiting: stop at the next chance
 	stopped chan struct{} // closed when the goroutine has ended

@@ -83,12 +83,14 @@ func init() {
 		4:   {"stat", sysStat},
 		5:   {"fstat", sysFstat},
 		6:   {"lstat", sysLstat},
+		7:   {"poll", sysPoll},
 		8:   {"lseek", sysLseek},
 		17:  {"pread64", sysPread},
 		18:  {"pwrite64", sysPwrite},
 		19:  {"readv", sysReadv},
 		21:  {"access", sysAccess},
 		22:  {"pipe", sysPipe},
+		23:  {"select", sysSelect},
 		32:  {"dup", sysDup},
 		33:  {"dup2", sysDup2},
 		40:  {"sendfile", sysSendfile},
@@ -126,6 +128,8 @@ func init() {
 		267: {"readlinkat", sysReadlinkat},
 		268: {"fchmodat", sysFchmodat},
 		269: {"faccessat", sysFaccessat},
+		270: {"pselect6", sysPselect6},
+		271: {"ppoll", sysPpoll},
 		280: {"utimensat", sysUtimensat},
 		284: {"eventfd", sysEventfd},
 		290: {"eventfd2", sysEventfd2},
@@ -160,6 +164,11 @@ func init() {
 		62:  {"kill", sysKill},
 		63:  {"uname", sysUname},
 		96:  {"gettimeofday", sysGettimeofday},
+		97:  {"getrlimit", sysGetrlimit},
+		99:  {"sysinfo", sysSysinfo},
+		157: {"prctl", sysPrctl},
+		160: {"setrlimit", sysSetrlimit},
+		302: {"prlimit64", sysPrlimit64},
 		102: {"getuid", sysZero},
 		104: {"getgid", sysZero},
 		107: {"geteuid", sysZero},
@@ -253,14 +262,20 @@ func sysMmap(t *Thread, a *[6]uint64) (int64, bool) {
 	if n == 0 || prot&^7 != 0 {
 		return -eINVAL, false
 	}
-	if flags&mapAnonymous == 0 {
-		return -eNODEV, false // file mappings arrive with the file system
-	}
-	if flags&mapShared != 0 {
-		return -eNOSYS, false // shared anonymous memory arrives with fork's sharing
+	if flags&(mapShared|mapPrivate) == 0 {
+		return -eINVAL, false
 	}
 	s := t.Proc.Space()
 	v := mm.VMA{Prot: prot}
+	if flags&mapAnonymous == 0 {
+		data, e := t.mapFile(int(int32(a[4])), int64(a[5]), n, flags)
+		if e != 0 {
+			return e, false
+		}
+		v.Data = data
+	} else if flags&mapShared != 0 {
+		return -eNOSYS, false // shared memory needs frames shared across fork
+	}
 	switch {
 	case flags&mapFixedNoreplace != 0:
 		if addr&(mm.PageSize-1) != 0 {
@@ -405,6 +420,9 @@ func sysNanosleep(t *Thread, a *[6]uint64) (int64, bool) {
 // by the runtime from the machine layer's RDRAND. (crypto/rand would pull
 // in a 32 MiB FIPS DRBG buffer the kernel image would have to carry.)
 func sysGetrandom(t *Thread, a *[6]uint64) (int64, bool) {
+	if a[2]&^7 != 0 { // GRND_NONBLOCK, GRND_RANDOM, GRND_INSECURE
+		return -eINVAL, false
+	}
 	buf := make([]byte, min(a[1], 1<<16))
 	for i := 0; i < len(buf); i += 8 {
 		var w [8]byte
@@ -415,4 +433,37 @@ func sysGetrandom(t *Thread, a *[6]uint64) (int64, bool) {
 		return errno(err), false
 	}
 	return int64(len(buf)), false
+}
+
+// mapFile reads the part of a file a private mapping shows (copied now:
+// later changes to the file are not seen, which POSIX allows for
+// MAP_PRIVATE). Shared file mappings need a page cache and are refused.
+func (t *Thread) mapFile(fd int, off int64, n uintptr, flags uint64) ([]byte, int64) {
+	f, err := t.file(fd)
+	if err != nil {
+		return nil, errno(err)
+	}
+	defer f.DecRef()
+	if off < 0 || off&(mm.PageSize-1) != 0 {
+		return nil, -eINVAL
+	}
+	if f.Flags()&3 == 1 { // O_WRONLY
+		return nil, -13 // EACCES
+	}
+	if flags&mapShared != 0 {
+		return nil, -eNODEV
+	}
+	if a := f.Attr(); a.Mode&0o170000 != 0o100000 {
+		return nil, -eNODEV
+	}
+	data := make([]byte, n)
+	got := 0
+	for got < len(data) {
+		k, err := f.Pread(data[got:], off+int64(got), nil)
+		if err != nil || k == 0 {
+			break
+		}
+		got += k
+	}
+	return data[:got], 0
 }

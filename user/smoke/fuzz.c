@@ -3,8 +3,9 @@
  * NULL, unmapped and kernel addresses, huge values) for a bounded time.
  * The kernel must survive and keep working; the fuzzer itself may crash,
  * and its children may die of signals. Calls that would reach outside the
- * fuzzer (kill, reboot, module and mount calls) or never return (exit,
- * execve, fork bombs) are skipped.
+ * fuzzer (kill, reboot, module and mount calls), never return (exit,
+ * execve, fork bombs) or would disarm the alarm that bounds each child
+ * (alarm, setitimer, sigaction, sigprocmask) are skipped.
  * usage: fuzz [processes [calls-per-process [seed]]] */
 #include <signal.h>
 #include <stdint.h>
@@ -59,6 +60,9 @@ static int skipped(long nr)
 	case SYS_settimeofday: case SYS_clock_settime: case SYS_adjtimex:
 	case SYS_clock_adjtime: case SYS_setrlimit: case SYS_prlimit64:
 	case SYS_pause: case SYS_rt_sigsuspend:
+	/* The SIGALRM that bounds each child must stay armed and deliverable. */
+	case SYS_alarm: case SYS_setitimer: case SYS_timer_create: case SYS_rt_sigaction:
+	case SYS_rt_sigprocmask:
 		return 1;
 	}
 	return 0;

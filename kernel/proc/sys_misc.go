@@ -1,0 +1,199 @@
+package proc
+
+// Resource limits, process names, system information and usage.
+
+import (
+	"encoding/binary"
+	"time"
+
+	"shortbread/kernel/machine"
+	"shortbread/kernel/vfs"
+)
+
+// Resource limits (include/uapi/asm-generic/resource.h).
+const (
+	rlimitCPU      = 0
+	rlimitFsize    = 1
+	rlimitData     = 2
+	rlimitStack    = 3
+	rlimitCore     = 4
+	rlimitNofile   = 7
+	rlimitAS       = 9
+	rlimNlimits    = 16
+	rlimInfinity   = ^uint64(0)
+	nrOpen         = 1 << 20 // fs.nr_open: the highest RLIMIT_NOFILE
+	eMFILE         = 24
+	eNFILE         = 23
+	prSetName      = 15
+	prGetName      = 16
+	prSetDumpable  = 4
+	prGetDumpable  = 3
+	prSetPdeathsig = 1
+	prGetPdeathsig = 2
+)
+
+type rlimit struct{ cur, max uint64 }
+
+// defaultRlimits are what Linux gives init.
+func defaultRlimits() [rlimNlimits]rlimit {
+	var r [rlimNlimits]rlimit
+	for i := range r {
+		r[i] = rlimit{rlimInfinity, rlimInfinity}
+	}
+	r[rlimitStack] = rlimit{8 << 20, rlimInfinity}
+	r[rlimitCore] = rlimit{0, rlimInfinity}
+	r[rlimitNofile] = rlimit{vfs.DefaultNOFILE, 4096}
+	return r
+}
+
+func (p *Process) rlimits() *[rlimNlimits]rlimit {
+	if p.limits == nil {
+		l := defaultRlimits()
+		p.limits = &l
+	}
+	return p.limits
+}
+
+func sysPrlimit64(t *Thread, a *[6]uint64) (int64, bool) {
+	pid, res, newp, oldp := int(int32(a[0])), a[1], uintptr(a[2]), uintptr(a[3])
+	return t.prlimit(pid, res, newp, oldp), false
+}
+
+func sysGetrlimit(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.prlimit(0, a[0], 0, uintptr(a[1])), false
+}
+
+func sysSetrlimit(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.prlimit(0, a[0], uintptr(a[1]), 0), false
+}
+
+func (t *Thread) prlimit(pid int, res uint64, newp, oldp uintptr) int64 {
+	if res >= rlimNlimits {
+		return -eINVAL
+	}
+	target := t.Proc
+	if pid != 0 && pid != t.Proc.PID {
+		if target = lookup(pid); target == nil {
+			return -eSRCH
+		}
+	}
+	s := t.Proc.Space()
+	var nl rlimit
+	if newp != 0 {
+		var b [16]byte
+		if err := s.CopyIn(newp, b[:]); err != nil {
+			return errno(err)
+		}
+		nl = rlimit{binary.LittleEndian.Uint64(b[:]), binary.LittleEndian.Uint64(b[8:])}
+		if nl.cur > nl.max {
+			return -eINVAL
+		}
+		if res == rlimitNofile && nl.max != rlimInfinity && nl.max > nrOpen {
+			return -ePERM
+		}
+	}
+	target.mu.Lock()
+	lim := target.rlimits()
+	old := lim[res]
+	if newp != 0 {
+		lim[res] = nl
+	}
+	files := target.files
+	target.mu.Unlock()
+	if newp != 0 && res == rlimitNofile && files != nil {
+		n := nl.cur
+		if n > nrOpen {
+			n = nrOpen
+		}
+		files.SetLimit(int(n))
+	}
+	if oldp != 0 {
+		var b [16]byte
+		binary.LittleEndian.PutUint64(b[:], old.cur)
+		binary.LittleEndian.PutUint64(b[8:], old.max)
+		if err := s.CopyOut(oldp, b[:]); err != nil {
+			return errno(err)
+		}
+	}
+	return 0
+}
+
+func sysPrctl(t *Thread, a *[6]uint64) (int64, bool) {
+	p := t.Proc
+	switch a[0] {
+	case prSetName:
+		name, err := p.Space().CopyInString(uintptr(a[1]), 4096)
+		if err != nil && len(name) == 0 {
+			// A name longer than the buffer limit still sets its head.
+			var b [16]byte
+			if cerr := p.Space().CopyIn(uintptr(a[1]), b[:15]); cerr != nil {
+				return errno(cerr), false
+			}
+			name = string(b[:15])
+		}
+		if len(name) > 15 {
+			name = name[:15]
+		}
+		t.comm = name
+		return 0, false
+	case prGetName:
+		var b [16]byte
+		copy(b[:15], t.commName())
+		return errno(p.Space().CopyOut(uintptr(a[1]), b[:])), false
+	case prSetDumpable:
+		if a[1] > 1 {
+			return -eINVAL, false
+		}
+		t.notDumpable = a[1] == 0
+		return 0, false
+	case prGetDumpable:
+		if t.notDumpable {
+			return 0, false
+		}
+		return 1, false
+	case prSetPdeathsig:
+		if a[1] > nSig {
+			return -eINVAL, false
+		}
+		return 0, false
+	case prGetPdeathsig:
+		var b [4]byte
+		return errno(p.Space().CopyOut(uintptr(a[1]), b[:])), false
+	}
+	return -eINVAL, false
+}
+
+// commName is the thread's name: set by PR_SET_NAME, else the program's
+// base name (as Linux sets comm at exec).
+func (t *Thread) commName() string {
+	if t.comm != "" {
+		return t.comm
+	}
+	n := t.Proc.name
+	for i := len(n) - 1; i >= 0; i-- {
+		if n[i] == '/' {
+			n = n[i+1:]
+			break
+		}
+	}
+	if len(n) > 15 {
+		n = n[:15]
+	}
+	return n
+}
+
+// sysSysinfo fills struct sysinfo (x86-64 layout, mem_unit 1).
+func sysSysinfo(t *Thread, a *[6]uint64) (int64, bool) {
+	ms := machine.ReadMemStats()
+	var b [112]byte
+	le := binary.LittleEndian
+	le.PutUint64(b[0:], uint64(time.Since(bootMono).Seconds()))
+	le.PutUint64(b[32:], ms.TotalFrames*4096) // totalram
+	le.PutUint64(b[40:], ms.FreeFrames*4096)  // freeram
+	tableMu.Lock()
+	procs := len(table)
+	tableMu.Unlock()
+	le.PutUint16(b[80:], uint16(procs))
+	le.PutUint32(b[104:], 1) // mem_unit
+	return errno(t.Proc.Space().CopyOut(uintptr(a[0]), b[:])), false
+}
