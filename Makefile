@@ -10,8 +10,12 @@ BUILD      := build
 KERNEL     := $(BUILD)/kernel.elf
 STUB       := $(BUILD)/stub.elf
 INITRAMFS  := $(BUILD)/initramfs.cpio
+USER_BUILD := $(BUILD)/user
+LINUX_BUILD := $(BUILD)/linux
 ISO        := $(BUILD)/shortbread.iso
-CMDLINE    ?=
+# make run starts busybox's shell as the first program; CMDLINE="" gives
+# the kernel console instead.
+CMDLINE    ?= init=/bin/sh
 CPUS       ?= 1
 MEM        ?= 512M
 QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot \
@@ -19,7 +23,7 @@ QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot
 
 DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio
 
-.PHONY: all run test iso kernel deps host-test boot-test linux-test user usertest-shortbread vet bench-boot hlltax hlltax-exact gc-headroom clean
+.PHONY: all run run-cmd test iso kernel deps host-test boot-test linux-test user usertest-shortbread vet bench-boot hlltax hlltax-exact gc-headroom clean
 
 all: iso
 
@@ -43,8 +47,18 @@ $(INITRAMFS): $(wildcard user/smoke/*.c) tools/smoke-initramfs.sh
 
 iso: $(ISO)
 
-$(ISO): $(KERNEL) $(STUB) $(INITRAMFS) boot/grub.cfg tools/mkiso.sh
-	tools/mkiso.sh $@ $(STUB) $(KERNEL) "$(CMDLINE)" $(INITRAMFS)
+# The ISO make run boots carries the user initramfs: busybox, the test
+# programs and the smoke programs.
+$(ISO): $(KERNEL) $(STUB) user boot/grub.cfg tools/mkiso.sh
+	tools/mkiso.sh $@ $(STUB) $(KERNEL) "$(CMDLINE)" $(USER_BUILD)/initramfs.cpio
+
+# One command on Shortbread (or Linux with LINUX=1) with a host directory
+# merged into the initramfs; the exit status is the command's.
+#   make run-cmd EXTRA=dir CMD='ls -l /'
+run-cmd: deps $(KERNEL) $(STUB) user
+	@if [ "$(LINUX)" = 1 ]; then tools/linux/kernel.sh $(LINUX_BUILD) >/dev/null; fi
+	LINUX=$(LINUX) CPUS=$(CPUS) tools/run-cmd.sh "$(or $(EXTRA),-)" '$(CMD)'
+
 
 run: deps
 	@$(MAKE) --no-print-directory iso
@@ -73,9 +87,6 @@ bench-boot: deps $(KERNEL) $(STUB) $(INITRAMFS)
 # The user-space suite (user/tests, busybox from Debian's source, the
 # runner as /init) on Linux, the reference: Debian's stock kernel in the
 # same QEMU configuration. Every test must pass there.
-USER_BUILD := $(BUILD)/user
-LINUX_BUILD := $(BUILD)/linux
-
 user:
 	user/build.sh $(USER_BUILD)
 
@@ -87,7 +98,7 @@ linux-test: user
 # The same suite on Shortbread, to follow progress (not part of make test
 # until the file system calls are in).
 usertest-shortbread: user $(KERNEL) $(STUB)
-	tools/mkiso.sh $(BUILD)/usertest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn" $(USER_BUILD)/initramfs.cpio
+	tools/mkiso.sh $(BUILD)/usertest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=60" $(USER_BUILD)/initramfs.cpio
 	tools/qemu.sh $(BUILD)/usertest.iso 2 1200
 
 # The HLL-tax report and the GC-headroom experiment (README: Measuring).

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -44,6 +45,7 @@ type kernel struct {
 	madt      *acpi.MADT
 	opts      map[string]string
 	initArgs  []string
+	initEnv   []string
 	initramfs *initramfs.FS
 	vfs       *vfs.VFS
 	console   *tty.TTY // the terminal on the serial console (/dev/console)
@@ -54,6 +56,7 @@ func main() {
 	k := &kernel{log: klog.New(os.Stdout, klog.Info)}
 	k.parseCmdline()
 	proc.Log = k.log
+	proc.Trace = k.opts["strace"] == "true"
 	k.findACPI()
 	k.setIOAPIC()
 	k.startCPUs()
@@ -131,7 +134,7 @@ func (k *kernel) runInit() bool {
 		}()
 	}
 	argv := append([]string{path}, k.initArgs...)
-	envp := []string{"HOME=/", "PATH=/sbin:/bin:/usr/sbin:/usr/bin", "TERM=vt100", "SHELL=/bin/sh"}
+	envp := append([]string{"HOME=/", "PATH=/sbin:/bin:/usr/sbin:/usr/bin", "TERM=vt100", "SHELL=/bin/sh"}, k.initEnv...)
 	cons, err := k.vfs.Open(&vfs.Ctx{}, nil, "/dev/console", linux.O_RDWR, 0)
 	if err != nil {
 		k.log.Errorf("init: /dev/console: %v", err)
@@ -173,6 +176,17 @@ func sinceStart(tsc uint64) uint64 {
 
 func (k *kernel) parseCmdline() {
 	cl := cmdline.Parse(machine.Cmdline())
+	// As on Linux, KEY=value options the kernel does not know (upper-case
+	// names) go to init's environment.
+	var kernelOpts []cmdline.Option
+	for _, o := range cl.Opts {
+		if o.HasValue && o.Key != strings.ToLower(o.Key) {
+			k.initEnv = append(k.initEnv, o.Key+"="+o.Value)
+			continue
+		}
+		kernelOpts = append(kernelOpts, o)
+	}
+	cl.Opts = kernelOpts
 	opts, warnings := cl.Apply(cmdline.Default)
 	k.opts = opts
 	k.initArgs = cl.InitArgs

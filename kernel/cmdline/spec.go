@@ -68,6 +68,10 @@ var Default = []Spec{
 		Help: `run the in-kernel self tests instead of init; "test" runs all, "test=NAME" runs one`,
 	},
 	{
+		Name: "strace", Kind: Bool,
+		Help: "log every system call of user programs (debugging)",
+	},
+	{
 		Name: "poweroff", Kind: Bool,
 		Help: "power off as soon as the kernel is ready (boot benchmarks)",
 	},

@@ -198,6 +198,10 @@ func init() {
 
 var enosysSeen sync.Map
 
+// Trace logs every system call with its first arguments and result
+// (strace on the kernel command line).
+var Trace bool
+
 // syscall handles the system call in t.regs and reports whether the thread
 // has exited.
 func (t *Thread) syscall() bool {
@@ -220,6 +224,9 @@ func (t *Thread) syscall() bool {
 	}
 	t.syscallNo = no
 	ret, exit := e.Fn(t, &a)
+	if Trace {
+		Log.Infof("strace: %d %s(%#x, %#x, %#x, %#x) = %d", t.TID, e.Name, a[0], a[1], a[2], a[3], ret)
+	}
 	if ret == -eRESTARTSYS {
 		if t.shouldRestart() {
 			r.RIP -= 2 // back onto the SYSCALL instruction
