@@ -132,14 +132,24 @@ func sysPwritev(t *Thread, a *[6]uint64) (int64, bool) {
 	return t.writev(a, int64(a[3])), false
 }
 
-func (t *Thread) writev(a *[6]uint64, off int64) int64 {
+// vectorFile decodes the (fd, iov, iovcnt) of the vector calls; the
+// caller drops the file's reference.
+func (t *Thread) vectorFile(a *[6]uint64) ([][2]uint64, *vfs.OpenFile, int64) {
 	iov, e := t.iovecs(a[1], a[2])
 	if e != 0 {
-		return e
+		return nil, nil, e
 	}
 	f, err := t.file(int(int32(a[0])))
 	if err != nil {
-		return errno(err)
+		return nil, nil, errno(err)
+	}
+	return iov, f, 0
+}
+
+func (t *Thread) writev(a *[6]uint64, off int64) int64 {
+	iov, f, e := t.vectorFile(a)
+	if e != 0 {
+		return e
 	}
 	defer f.DecRef()
 	var buf []byte
@@ -171,15 +181,12 @@ func sysPreadv(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 func (t *Thread) readv(a *[6]uint64, off int64) int64 {
-	iov, e := t.iovecs(a[1], a[2])
+	iov, f, e := t.vectorFile(a)
 	if e != 0 {
 		return e
 	}
-	f, err := t.file(int(int32(a[0])))
-	if err != nil {
-		return errno(err)
-	}
 	defer f.DecRef()
+	var err error
 	total := uint64(0)
 	for _, v := range iov {
 		total += v[1]

@@ -25,26 +25,7 @@ SUDO=
 
 "$root/tools/deps.sh" gcc libc6-dev pkg-config libglib2.0-dev dpkg-dev xz-utils qemu-system-x86
 
-ensure_deb_src() {
-  if ! grep -rqsE '^[[:space:]]*(deb-src[[:space:]]|Types:.*deb-src)' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-    echo "tcgcount: adding deb-src entries for bookworm" >&2
-    $SUDO tee /etc/apt/sources.list.d/shortbread-deb-src.sources >/dev/null <<'EOF'
-# Added by Shortbread's tools/tcgcount/build.sh: source packages for apt-get source.
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm bookworm-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb-src
-URIs: http://deb.debian.org/debian-security
-Suites: bookworm-security
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-    $SUDO apt-get update -qq
-  fi
-}
+ensure_deb_src() { "$root/tools/deb-src.sh"; }
 
 # The header, cached: build/tcgcount/qemu-plugin.h.
 cache=$root/build/tcgcount

@@ -28,26 +28,7 @@ root=$(cd "$here/../.." && pwd)
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 
-ensure_deb_src() {
-  if ! grep -rqsE '^[[:space:]]*(deb-src[[:space:]]|Types:.*deb-src)' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-    echo "busybox: adding deb-src entries for bookworm" >&2
-    $SUDO tee /etc/apt/sources.list.d/shortbread-deb-src.sources >/dev/null <<'EOF'
-# Added by Shortbread's user/busybox/build.sh: source packages for apt-get source.
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm bookworm-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb-src
-URIs: http://deb.debian.org/debian-security
-Suites: bookworm-security
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-    $SUDO apt-get update -qq
-  fi
-}
+ensure_deb_src() { "$root/tools/deb-src.sh"; }
 
 # The source version apt-get source would fetch now.
 source_version() {
