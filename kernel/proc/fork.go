@@ -123,9 +123,19 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 	registerThread(child)
 	child.start()
 	if vforkDone != nil {
-		// The parent sleeps until the child execs or exits (not
-		// interruptible, as in Linux).
-		<-vforkDone
+		// The parent sleeps until the child execs or exits. Signals wait
+		// (as in Linux), but not the parent's own death: a killed
+		// process must be able to finish.
+		for done := false; !done; {
+			select {
+			case <-vforkDone:
+				done = true
+			case <-t.sigWake:
+				if t.dying.Load() {
+					done = true
+				}
+			}
+		}
 	}
 	return int64(tid)
 }

@@ -481,3 +481,11 @@ func sysSetRobustList(t *Thread, a *[6]uint64) (int64, bool) {
 	t.robustList = uintptr(a[0])
 	return 0, false
 }
+
+// sysPause sleeps until a signal is delivered; it always fails with EINTR.
+func sysPause(t *Thread, a *[6]uint64) (int64, bool) {
+	for !t.interrupted() {
+		<-t.sigWake
+	}
+	return -eINTR, false
+}

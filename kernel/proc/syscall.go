@@ -150,6 +150,7 @@ func init() {
 		16:  {"ioctl", sysIoctl},
 		20:  {"writev", sysWritev},
 		24:  {"sched_yield", sysSchedYield},
+		34:  {"pause", sysPause},
 		35:  {"nanosleep", sysNanosleep},
 		36:  {"getitimer", sysGetitimer},
 		37:  {"alarm", sysAlarm},
