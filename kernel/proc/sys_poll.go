@@ -57,6 +57,9 @@ func (t *Thread) pollWait(reqs []pollReq, timeout time.Duration) int64 {
 		timer = tm.C
 	}
 	for {
+		if t.interrupted() {
+			return -eINTR
+		}
 		n := int64(0)
 		for i := range reqs {
 			r := &reqs[i]

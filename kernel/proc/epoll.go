@@ -1,0 +1,301 @@
+package proc
+
+// epoll(7) over the VFS's readiness: an epoll instance is itself an open
+// file (so it can be polled and nested); it Watches every registered file
+// on one channel and rescans readiness when woken. Level-triggered
+// interests report whenever ready; edge-triggered ones (EPOLLET) report
+// when readiness gains bits since their last report; EPOLLONESHOT
+// interests disarm after one report.
+
+import (
+	"encoding/binary"
+	"sync"
+	"time"
+
+	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/vfs"
+)
+
+const (
+	epollCtlAdd = 1
+	epollCtlDel = 2
+	epollCtlMod = 3
+
+	epollET      = 1 << 31
+	epollOneshot = 1 << 30
+	epollExcl    = 1 << 28
+	epollCloexec = linux.O_CLOEXEC
+)
+
+type epollKey struct {
+	fd   int
+	file *vfs.OpenFile
+}
+
+type epollEntry struct {
+	f      *vfs.OpenFile
+	events uint32
+	data   uint64
+	last   uint32 // readiness at the last report (edge-triggered)
+	cancel func()
+}
+
+type epollFile struct {
+	mu      sync.Mutex
+	entries map[epollKey]*epollEntry
+	in      chan struct{} // signalled by every watched file
+	wake    chan struct{} // signalled by forward for epoll_wait
+	q       vfs.Queue     // pollers of the epoll fd itself
+}
+
+func (e *epollFile) Read(vfs.Blocking, []byte, int64) (int, error)  { return 0, linux.EINVAL }
+func (e *epollFile) Write(vfs.Blocking, []byte, int64) (int, error) { return 0, linux.EINVAL }
+
+func (e *epollFile) Release() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k, en := range e.entries {
+		en.cancel()
+		en.f.DecRef()
+		delete(e.entries, k)
+	}
+	close(e.in)
+}
+
+// Readiness: an epoll fd is readable when some interest is ready.
+func (e *epollFile) Readiness() uint32 {
+	if len(e.collect(1, false)) > 0 {
+		return linux.POLLIN
+	}
+	return 0
+}
+
+func (e *epollFile) Watch(ch chan<- struct{}) func() { return e.q.Watch(ch) }
+
+// forward passes each readiness change of a watched file to a waiting
+// epoll_wait and to pollers of the epoll fd itself (nested epoll, poll).
+func (e *epollFile) forward() {
+	for range e.in {
+		select {
+		case e.wake <- struct{}{}:
+		default:
+		}
+		e.q.Notify()
+	}
+}
+
+type epollEvent struct {
+	events uint32
+	data   uint64
+}
+
+// collect gathers up to max ready events; with consume, edge and
+// one-shot state advance as for a real report.
+func (e *epollFile) collect(max int, consume bool) []epollEvent {
+	return e.collectIn(nil, max, consume)
+}
+
+// collectIn is collect that also drops interests whose fd no longer names
+// their file in files (Linux forgets an interest when its file is closed).
+func (e *epollFile) collectIn(files *vfs.FDTable, max int, consume bool) []epollEvent {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []epollEvent
+	for k, en := range e.entries {
+		if files != nil {
+			f, err := files.Get(k.fd)
+			if err == nil {
+				f.DecRef()
+			}
+			if err != nil || f != k.file {
+				en.cancel()
+				en.f.DecRef()
+				delete(e.entries, k)
+				continue
+			}
+		}
+		if len(out) >= max {
+			break
+		}
+		mask := en.events&(linux.POLLIN|linux.POLLOUT|linux.POLLPRI|linux.POLLRDHUP) | linux.POLLERR | linux.POLLHUP
+		if en.events&^(epollET|epollOneshot|epollExcl) == 0 && en.events&epollOneshot != 0 {
+			continue // a fired one-shot interest, disarmed
+		}
+		r := en.f.Readiness() & mask
+		if en.events&epollET != 0 {
+			fresh := r &^ en.last
+			if consume {
+				en.last = r
+			}
+			if fresh == 0 {
+				continue
+			}
+		}
+		if r == 0 {
+			continue
+		}
+		out = append(out, epollEvent{r, en.data})
+		if consume && en.events&epollOneshot != 0 {
+			en.events &= epollET | epollOneshot
+		}
+	}
+	return out
+}
+
+func sysEpollCreate(t *Thread, a *[6]uint64) (int64, bool) {
+	if int32(a[0]) <= 0 {
+		return -eINVAL, false
+	}
+	return t.epollCreate(0), false
+}
+
+func sysEpollCreate1(t *Thread, a *[6]uint64) (int64, bool) {
+	if a[0]&^uint64(epollCloexec) != 0 {
+		return -eINVAL, false
+	}
+	return t.epollCreate(uint32(a[0])), false
+}
+
+func (t *Thread) epollCreate(flags uint32) int64 {
+	ep := &epollFile{entries: map[epollKey]*epollEntry{}, in: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
+	go ep.forward()
+	f := vfs.NewFile(vfs.NewAnonInode(linux.S_IFREG|0o600, vfs.Owner{}), ep, linux.O_RDWR)
+	defer f.DecRef()
+	fd, err := t.Proc.files.Install(f, flags&epollCloexec != 0)
+	return fdResult(fd, err)
+}
+
+// epollOf returns the epoll instance behind fd.
+func (t *Thread) epollOf(fd int) (*epollFile, *vfs.OpenFile, int64) {
+	f, err := t.file(fd)
+	if err != nil {
+		return nil, nil, errno(err)
+	}
+	ep, ok := f.Impl().(*epollFile)
+	if !ok {
+		f.DecRef()
+		return nil, nil, -eINVAL
+	}
+	return ep, f, 0
+}
+
+func sysEpollCtl(t *Thread, a *[6]uint64) (int64, bool) {
+	ep, epf, e := t.epollOf(int(int32(a[0])))
+	if e != 0 {
+		return e, false
+	}
+	defer epf.DecRef()
+	op, fd := int(a[1]), int(int32(a[2]))
+	target, err := t.file(fd)
+	if err != nil {
+		return errno(err), false
+	}
+	defer target.DecRef()
+	if target == epf {
+		return -eINVAL, false
+	}
+	if !target.Pollable() {
+		return -ePERM, false // regular files and directories: always ready
+	}
+	var ev epollEvent
+	if op != epollCtlDel {
+		var b [12]byte
+		if err := t.Proc.Space().CopyIn(uintptr(a[3]), b[:]); err != nil {
+			return errno(err), false
+		}
+		ev = epollEvent{binary.LittleEndian.Uint32(b[:]), binary.LittleEndian.Uint64(b[4:])}
+	}
+	key := epollKey{fd, target}
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	en, exists := ep.entries[key]
+	switch op {
+	case epollCtlAdd:
+		if exists {
+			return -int64(linux.EEXIST), false
+		}
+		target.IncRef()
+		en = &epollEntry{f: target, events: ev.events, data: ev.data}
+		en.cancel = target.Watch(ep.in)
+		ep.entries[key] = en
+	case epollCtlMod:
+		if !exists {
+			return -int64(linux.ENOENT), false
+		}
+		en.events, en.data, en.last = ev.events, ev.data, 0
+	case epollCtlDel:
+		if !exists {
+			return -int64(linux.ENOENT), false
+		}
+		en.cancel()
+		en.f.DecRef()
+		delete(ep.entries, key)
+	default:
+		return -eINVAL, false
+	}
+	select {
+	case ep.wake <- struct{}{}:
+	default:
+	}
+	ep.q.Notify()
+	return 0, false
+}
+
+func sysEpollWait(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.epollWait(a, 0, 0), false
+}
+
+func sysEpollPwait(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.epollWait(a, uintptr(a[4]), a[5]), false
+}
+
+func (t *Thread) epollWait(a *[6]uint64, maskAt uintptr, maskSize uint64) int64 {
+	max := int(int32(a[2]))
+	if max <= 0 || max > 1<<20 {
+		return -eINVAL
+	}
+	ep, epf, e := t.epollOf(int(int32(a[0])))
+	if e != 0 {
+		return e
+	}
+	defer epf.DecRef()
+	timeout := time.Duration(-1)
+	if ms := int32(a[3]); ms >= 0 {
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	wait := func() int64 {
+		var timer <-chan time.Time
+		if timeout > 0 {
+			tm := time.NewTimer(timeout)
+			defer tm.Stop()
+			timer = tm.C
+		}
+		for {
+			if t.interrupted() {
+				return -eINTR
+			}
+			evs := ep.collectIn(t.Proc.files, max, true)
+			if len(evs) > 0 || timeout == 0 {
+				buf := make([]byte, 12*len(evs))
+				for i, ev := range evs {
+					binary.LittleEndian.PutUint32(buf[12*i:], ev.events)
+					binary.LittleEndian.PutUint64(buf[12*i+4:], ev.data)
+				}
+				if err := t.Proc.Space().CopyOut(uintptr(a[1]), buf); err != nil {
+					return errno(err)
+				}
+				return int64(len(evs))
+			}
+			select {
+			case <-ep.wake:
+			case <-timer:
+				timeout = 0
+			case <-t.sigWake:
+				if t.interrupted() {
+					return -eINTR
+				}
+			}
+		}
+	}
+	return t.withMask(maskAt, maskSize, wait)
+}
