@@ -89,11 +89,17 @@ func (t *Thread) futexWaitOn(s *mm.Space, addr uintptr, val, bitset uint32, dead
 		defer tm.Stop()
 		timeout = tm.C
 	}
-	select {
-	case <-w.woken:
-		return 0
-	case <-timeout:
-	case <-t.sigWake:
+	timedOut := false
+	for done := false; !done; {
+		select {
+		case <-w.woken:
+			return 0
+		case <-timeout:
+			timedOut, done = true, true
+		case <-t.sigWake:
+			// Only a signal the thread takes interrupts the wait.
+			done = t.interrupted()
+		}
 	}
 	// Leave the queue, unless a wake got there first.
 	futexes.mu.Lock()
@@ -104,12 +110,8 @@ func (t *Thread) futexWaitOn(s *mm.Space, addr uintptr, val, bitset uint32, dead
 	default:
 	}
 	futexes.remove(w)
-	if timeout != nil {
-		select {
-		case <-timeout:
-			return -eTIMEDOUT
-		default:
-		}
+	if timedOut {
+		return -eTIMEDOUT
 	}
 	return -eINTR
 }
