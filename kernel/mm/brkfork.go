@@ -47,6 +47,9 @@ func (s *Space) Fork(init func(pml4, pdpt, pd uintptr) error) (*Space, error) {
 	c.vmas = append([]VMA(nil), s.vmas...)
 	c.brkBase, c.brk = s.brkBase, s.brk
 	for _, v := range s.vmas {
+		if v.Shm != nil {
+			continue // the child maps the same object and faults its pages in
+		}
 		for va := v.Start; va < v.End; va += PageSize {
 			pte := walk(s.phys, s.root, va, false)
 			if pte == nil || *pte&PTEPresent == 0 {

@@ -3,7 +3,9 @@ package mm
 import (
 	"bytes"
 	"errors"
+	"runtime"
 	"testing"
+	"time"
 )
 
 // fakePhys is physical memory made of Go pages; address 0 means none.
@@ -317,5 +319,51 @@ func TestOutOfMemory(t *testing.T) {
 	}
 	if !errors.Is(err, ErrNoMem) {
 		t.Errorf("exhausting memory gave %v", err)
+	}
+}
+
+func TestSharedAnonymousMemoryAcrossFork(t *testing.T) {
+	s, fp, _ := newTestSpace(t, 1000)
+	shm := NewShm(testPhys{fp})
+	if err := s.Map(VMA{Start: 0x500000, End: 0x502000, Prot: ProtRead | ProtWrite, Shm: shm}); err != nil {
+		t.Fatal(err)
+	}
+	s.CopyOut(0x500000, []byte("before"))
+	c, err := s.Fork(initAS(testPhys{fp}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 6)
+	c.CopyIn(0x500000, b)
+	if string(b) != "before" {
+		t.Errorf("child sees %q", b)
+	}
+	// Writes after the fork, both ways, and a page first touched by the
+	// child after the fork, are seen by both.
+	c.CopyOut(0x500000, []byte("child!"))
+	s.CopyIn(0x500000, b)
+	if string(b) != "child!" {
+		t.Errorf("parent sees %q after the child wrote", b)
+	}
+	c.CopyOut(0x501000, []byte("second"))
+	s.CopyIn(0x501000, b)
+	if string(b) != "second" {
+		t.Errorf("parent sees %q in a page the child touched first", b)
+	}
+	// Unmapping in one space keeps the memory for the other.
+	c.Unmap(0x500000, 0x2000)
+	s.CopyIn(0x501000, b)
+	if string(b) != "second" {
+		t.Errorf("after the child's munmap the parent sees %q", b)
+	}
+	c.Destroy()
+	s.Destroy()
+	shm = nil
+	for i := 0; i < 50 && len(fp.pages) != 0; i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(fp.pages) != 0 {
+		t.Errorf("%d frames left after both spaces and the object are gone", len(fp.pages))
 	}
 }

@@ -33,6 +33,9 @@ const (
 	// pteCOW is a software bit (available to the OS, §4.5 table 4-19):
 	// the page is shared copy-on-write and mapped read-only.
 	pteCOW = 1 << 9
+	// pteShared marks a page of shared anonymous memory (an Shm owns the
+	// frame; unmapping never frees it).
+	pteShared = 1 << 10
 )
 
 // UserTop is the end of the user half of the address space.

@@ -33,6 +33,9 @@ type VMA struct {
 	Data       []byte
 	Off        uintptr
 	Name       string // for /proc/self/maps: "[heap]", "[stack]", a path
+	// Shm, when set, makes the mapping shared anonymous memory: pages come
+	// from (and belong to) the object, at page index (address-Start+Off)/PageSize.
+	Shm *Shm
 }
 
 // Space is a user address space.
@@ -262,7 +265,7 @@ func (s *Space) Protect(start, n uintptr, prot int) error {
 			continue
 		}
 		old := *pte
-		*pte = old&(pteAddr|pteCOW) | pteFlags(prot, old&pteCOW != 0)
+		*pte = old&(pteAddr|pteCOW|pteShared) | pteFlags(prot, old&pteCOW != 0)
 		if *pte != old {
 			restricted = true
 		}
@@ -312,6 +315,15 @@ func (s *Space) faultLocked(va uintptr, write, exec bool) error {
 			return s.breakCOWLocked(pte, v.Prot)
 		}
 		return nil // another thread resolved it
+	}
+	if v.Shm != nil {
+		f, err := v.Shm.frame((v.Off + page - v.Start) / PageSize)
+		if err != nil {
+			return err
+		}
+		*pte = uint64(f) | pteFlags(v.Prot, false) | pteShared
+		s.Resident++
+		return nil
 	}
 	f := s.phys.Alloc()
 	if f == 0 {
@@ -372,7 +384,9 @@ func (s *Space) releaseRangeLocked(start, end uintptr) bool {
 			continue
 		}
 		pa := uintptr(*pte & pteAddr)
-		if *pte&pteCOW == 0 || cowRelease(pa) {
+		switch {
+		case *pte&pteShared != 0: // the shared object owns the frame
+		case *pte&pteCOW == 0 || cowRelease(pa):
 			s.phys.Free(pa)
 		}
 		*pte = 0

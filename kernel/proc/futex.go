@@ -30,9 +30,16 @@ const (
 	eTIMEDOUT = 110
 )
 
+// futexKey is where waiters meet: an address space and address, or a
+// shared memory object and offset (mm.Space.FutexKey).
 type futexKey struct {
-	space *mm.Space
-	addr  uintptr
+	obj  any
+	addr uintptr
+}
+
+func keyOf(s *mm.Space, addr uintptr) (futexKey, error) {
+	obj, off, err := s.FutexKey(addr)
+	return futexKey{obj, off}, err
 }
 
 type futexWaiter struct {
@@ -65,7 +72,10 @@ func (t *Thread) futexWaitOn(s *mm.Space, addr uintptr, val, bitset uint32, dead
 	if bitset == 0 {
 		return -eINVAL
 	}
-	key := futexKey{s, addr}
+	key, err := keyOf(s, addr)
+	if err != nil {
+		return errno(err)
+	}
 	w := &futexWaiter{key: key, bitset: bitset, woken: make(chan struct{})}
 	futexes.mu.Lock()
 	cur, err := loadWord(s, addr)
@@ -131,9 +141,13 @@ func (f *futexTable) remove(w *futexWaiter) {
 
 // futexWake wakes up to n waiters on addr whose bitset intersects.
 func futexWake(s *mm.Space, addr uintptr, n int, bitset uint32, _ bool) int {
+	key, err := keyOf(s, addr)
+	if err != nil {
+		return 0
+	}
 	futexes.mu.Lock()
 	defer futexes.mu.Unlock()
-	return futexWakeLocked(futexKey{s, addr}, n, bitset)
+	return futexWakeLocked(key, n, bitset)
 }
 
 func futexWakeLocked(key futexKey, n int, bitset uint32) int {
@@ -170,7 +184,14 @@ func futexRequeue(s *mm.Space, addr, addr2 uintptr, n, m int, cmp bool, val uint
 			return -eAGAIN
 		}
 	}
-	from, to := futexKey{s, addr}, futexKey{s, addr2}
+	from, err := keyOf(s, addr)
+	if err != nil {
+		return errno(err)
+	}
+	to, err := keyOf(s, addr2)
+	if err != nil {
+		return errno(err)
+	}
 	woken := futexWakeLocked(from, n, ^uint32(0))
 	moved := 0
 	var keep []*futexWaiter

@@ -287,7 +287,7 @@ func sysMmap(t *Thread, a *[6]uint64) (int64, bool) {
 		}
 		v.Data = data
 	} else if flags&mapShared != 0 {
-		return -eNOSYS, false // shared memory needs frames shared across fork
+		v.Shm = mm.NewShm(physMem{})
 	}
 	switch {
 	case flags&mapFixedNoreplace != 0:
