@@ -4,8 +4,15 @@ package proc
 // file (so it can be polled and nested); it Watches every registered file
 // on one channel and rescans readiness when woken. Level-triggered
 // interests report whenever ready; edge-triggered ones (EPOLLET) report
-// when readiness gains bits since their last report; EPOLLONESHOT
-// interests disarm after one report.
+// when readiness gains bits since their last report or when their file
+// signalled a change since then (new data on an already-readable pipe is
+// an edge too); EPOLLONESHOT interests disarm after one report.
+//
+// Each interest registers two watches on its file, in order: its own
+// edge channel, which only collect drains (so a signal waits there,
+// buffered, for the next epoll_wait, even one with a zero timeout), then
+// the instance's shared wake-up channel. Queues notify in registration
+// order, so a waiter that wakes always finds the edge that woke it.
 
 import (
 	"encoding/binary"
@@ -36,7 +43,8 @@ type epollEntry struct {
 	f      *vfs.OpenFile
 	events uint32
 	data   uint64
-	last   uint32 // readiness at the last report (edge-triggered)
+	last   uint32        // readiness at the last report (edge-triggered)
+	edge   chan struct{} // holds a signal when the file changed since the last report
 	cancel func()
 }
 
@@ -121,13 +129,24 @@ func (e *epollFile) collectIn(files *vfs.FDTable, max int, consume bool) []epoll
 		if en.events&^(epollET|epollOneshot|epollExcl) == 0 && en.events&epollOneshot != 0 {
 			continue // a fired one-shot interest, disarmed
 		}
+		// Take the edge before sampling readiness: a signal that lands in
+		// between is kept and reported next time.
+		signalled := len(en.edge) > 0
+		if consume {
+			select {
+			case <-en.edge:
+				signalled = true
+			default:
+				signalled = false
+			}
+		}
 		r := en.f.Readiness() & mask
 		if en.events&epollET != 0 {
-			fresh := r &^ en.last
+			fresh := r&^en.last != 0 || signalled
 			if consume {
 				en.last = r
 			}
-			if fresh == 0 {
+			if !fresh {
 				continue
 			}
 		}
@@ -215,14 +234,20 @@ func sysEpollCtl(t *Thread, a *[6]uint64) (int64, bool) {
 			return -int64(linux.EEXIST), false
 		}
 		target.IncRef()
-		en = &epollEntry{f: target, events: ev.events, data: ev.data}
-		en.cancel = target.Watch(ep.in)
+		en = &epollEntry{f: target, events: ev.events, data: ev.data, edge: make(chan struct{}, 1)}
+		stopEdge := target.Watch(en.edge) // first: see the package comment
+		stopWake := target.Watch(ep.in)
+		en.cancel = func() { stopWake(); stopEdge() }
 		ep.entries[key] = en
 	case epollCtlMod:
 		if !exists {
 			return -int64(linux.ENOENT), false
 		}
 		en.events, en.data, en.last = ev.events, ev.data, 0
+		select {
+		case <-en.edge:
+		default:
+		}
 	case epollCtlDel:
 		if !exists {
 			return -int64(linux.ENOENT), false

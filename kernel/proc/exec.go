@@ -1,11 +1,14 @@
 package proc
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 
+	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/elf"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
@@ -20,6 +23,31 @@ const (
 	maxArgSize = 128 << 10 // total argv+envp bytes, like Linux's MAX_ARG_STRLEN sum
 )
 
+// maxInterpDepth bounds "#!" interpreter chains (Linux allows 4 + 1).
+const maxInterpDepth = 5
+
+// parseShebang splits a "#!" line into interpreter and its single optional
+// argument (everything after the first blank, trimmed, as on Linux). Like
+// Linux, only the first 256 bytes are looked at.
+func parseShebang(data []byte) (interp, arg string, ok bool) {
+	line := data[2:]
+	if len(line) > 254 {
+		line = line[:254]
+	}
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	}
+	s := strings.Trim(string(line), " \t\r")
+	if s == "" {
+		return "", "", false
+	}
+	interp = s
+	if i := strings.IndexAny(s, " \t"); i >= 0 {
+		interp, arg = s[:i], strings.Trim(s[i:], " \t")
+	}
+	return interp, arg, true
+}
+
 // ErrNoExec is returned for a file that is not a runnable program.
 var ErrNoExec = elf.ErrNoExec
 
@@ -31,6 +59,29 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 	data, err := t.readFile(path)
 	if err != nil {
 		return err
+	}
+	// A "#!" script runs its interpreter with the script's path in place
+	// of argv[0]; interpreters may themselves be scripts, a few deep.
+	for depth := 0; len(data) >= 2 && data[0] == '#' && data[1] == '!'; depth++ {
+		if depth == maxInterpDepth {
+			return linux.ELOOP
+		}
+		interp, arg, ok := parseShebang(data)
+		if !ok {
+			return ErrNoExec
+		}
+		args := []string{interp}
+		if arg != "" {
+			args = append(args, arg)
+		}
+		args = append(args, path)
+		if len(argv) > 1 {
+			args = append(args, argv[1:]...)
+		}
+		path, argv = interp, args
+		if data, err = t.readFile(path); err != nil {
+			return err
+		}
 	}
 	f, err := elf.Parse(data)
 	if err != nil {

@@ -184,7 +184,9 @@ func sysPpoll(t *Thread, a *[6]uint64) (int64, bool) {
 	if e != 0 {
 		return e, false
 	}
+	start := time.Now()
 	n := t.withMask(uintptr(a[3]), a[4], func() int64 { return t.pollWait(reqs, timeout) })
+	t.writeUnslept(uintptr(a[2]), start, timeout, false)
 	if n < 0 {
 		return n, false
 	}
@@ -275,7 +277,10 @@ func sysSelect(t *Thread, a *[6]uint64) (int64, bool) {
 		}
 		timeout = d
 	}
-	return t.selectCommon(int(int32(a[0])), [3]uintptr{uintptr(a[1]), uintptr(a[2]), uintptr(a[3])}, timeout, 0, 0), false
+	start := time.Now()
+	n := t.selectCommon(int(int32(a[0])), [3]uintptr{uintptr(a[1]), uintptr(a[2]), uintptr(a[3])}, timeout, 0, 0)
+	t.writeUnslept(uintptr(a[4]), start, timeout, true)
+	return n, false
 }
 
 func sysPselect6(t *Thread, a *[6]uint64) (int64, bool) {
@@ -292,5 +297,24 @@ func sysPselect6(t *Thread, a *[6]uint64) (int64, bool) {
 		}
 		maskAt, maskSize = uintptr(binary.LittleEndian.Uint64(b[:])), binary.LittleEndian.Uint64(b[8:])
 	}
-	return t.selectCommon(int(int32(a[0])), [3]uintptr{uintptr(a[1]), uintptr(a[2]), uintptr(a[3])}, timeout, maskAt, maskSize), false
+	start := time.Now()
+	n := t.selectCommon(int(int32(a[0])), [3]uintptr{uintptr(a[1]), uintptr(a[2]), uintptr(a[3])}, timeout, maskAt, maskSize)
+	t.writeUnslept(uintptr(a[4]), start, timeout, false)
+	return n, false
+}
+
+// writeUnslept stores the part of a select/ppoll timeout not slept back
+// into the caller's timeval (usec) or timespec, as Linux does so a loop
+// restarting after EINTR does not wait longer than asked. A fault here
+// is ignored, as on Linux: the wait already happened and its result
+// must not be lost.
+func (t *Thread) writeUnslept(at uintptr, start time.Time, timeout time.Duration, usec bool) {
+	if at == 0 || timeout < 0 {
+		return
+	}
+	left := timeout - time.Since(start)
+	if left < 0 {
+		left = 0
+	}
+	putTimespec(t, at, int64(left), usec)
 }

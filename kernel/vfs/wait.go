@@ -25,10 +25,15 @@ type Blocking struct {
 // condition it waits for, and sleeps on the channel if the condition does
 // not hold yet; whoever changes the object calls Notify.
 //
+// Notify signals watchers in the order they registered: a caller that
+// registers a bookkeeping channel before its wake-up channel knows the
+// first holds its signal by the time the second fires (epoll relies on
+// this for edge-triggered interests).
+//
 // The zero Queue is empty and ready to use.
 type Queue struct {
 	mu      sync.Mutex
-	watches map[*watch]struct{} // protected by mu
+	watches []*watch // protected by mu; registration order
 }
 
 type watch struct{ ch chan<- struct{} }
@@ -40,22 +45,24 @@ type watch struct{ ch chan<- struct{} }
 func (q *Queue) Watch(ch chan<- struct{}) (cancel func()) {
 	w := &watch{ch}
 	q.mu.Lock()
-	if q.watches == nil {
-		q.watches = make(map[*watch]struct{})
-	}
-	q.watches[w] = struct{}{}
+	q.watches = append(q.watches, w)
 	q.mu.Unlock()
 	return func() {
 		q.mu.Lock()
-		delete(q.watches, w)
-		q.mu.Unlock()
+		defer q.mu.Unlock()
+		for i, x := range q.watches {
+			if x == w {
+				q.watches = append(q.watches[:i], q.watches[i+1:]...)
+				return
+			}
+		}
 	}
 }
 
 // Notify signals every watcher.
 func (q *Queue) Notify() {
 	q.mu.Lock()
-	for w := range q.watches {
+	for _, w := range q.watches {
 		select {
 		case w.ch <- struct{}{}:
 		default:

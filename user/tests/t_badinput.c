@@ -299,10 +299,24 @@ static void test_enoexec(const char *self)
 	/* a #! script with a missing interpreter: ENOENT */
 	write_file("script", "#!/nonexistent/interp\n", 22);
 	CHECK_EQ("exec.script_missing_interp", exec_errno("script"), ENOENT);
+	/* a working one: /bin/sh gets the script's path and runs it */
+	write_file("script_ok", "#!/bin/sh\nexit 7\n", 17);
+	{
+		pid_t pid = fork();
+		if (pid == 0) {
+			char *argv[] = { "script_ok", NULL };
+			char *envp[] = { NULL };
+			syscall(SYS_execve, "./script_ok", argv, envp);
+			_exit(127);
+		}
+		int st = 0;
+		waitpid(pid, &st, 0);
+		CHECK("exec.script_runs", WIFEXITED(st) && WEXITSTATUS(st) == 7);
+	}
 	/* the process survived all of that */
 	CHECK("exec.still_running", getpid() > 0);
 	free(img);
-	const char *files[] = { "whole", "trunc16", "trunc4", "trunc100", "wrongarch", "etrel", "garbage", "empty", "text", "script" };
+	const char *files[] = { "whole", "trunc16", "trunc4", "trunc100", "wrongarch", "etrel", "garbage", "empty", "text", "script", "script_ok" };
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
 		unlink(files[i]);
 }
