@@ -289,38 +289,21 @@ func (t *Thread) epollWait(a *[6]uint64, maskAt uintptr, maskSize uint64) int64 
 		timeout = time.Duration(ms) * time.Millisecond
 	}
 	wait := func() int64 {
-		var timer <-chan time.Time
-		if timeout > 0 {
-			tm := time.NewTimer(timeout)
-			defer tm.Stop()
-			timer = tm.C
-		}
-		for {
-			if t.interrupted() {
-				return -eINTR
-			}
+		return t.waitReady(ep.wake, timeout, func() (int64, bool) {
 			evs := ep.collectIn(t.Proc.files, max, true)
-			if len(evs) > 0 || timeout == 0 {
-				buf := make([]byte, 12*len(evs))
-				for i, ev := range evs {
-					binary.LittleEndian.PutUint32(buf[12*i:], ev.events)
-					binary.LittleEndian.PutUint64(buf[12*i+4:], ev.data)
-				}
-				if err := t.Proc.Space().CopyOut(uintptr(a[1]), buf); err != nil {
-					return errno(err)
-				}
-				return int64(len(evs))
+			if len(evs) == 0 {
+				return 0, false
 			}
-			select {
-			case <-ep.wake:
-			case <-timer:
-				timeout = 0
-			case <-t.sigWake:
-				if t.interrupted() {
-					return -eINTR
-				}
+			buf := make([]byte, 12*len(evs))
+			for i, ev := range evs {
+				binary.LittleEndian.PutUint32(buf[12*i:], ev.events)
+				binary.LittleEndian.PutUint64(buf[12*i+4:], ev.data)
 			}
-		}
+			if err := t.Proc.Space().CopyOut(uintptr(a[1]), buf); err != nil {
+				return errno(err), true
+			}
+			return int64(len(evs)), true
+		})
 	}
 	return t.withMask(maskAt, maskSize, wait)
 }

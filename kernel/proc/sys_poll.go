@@ -50,16 +50,7 @@ func (t *Thread) pollWait(reqs []pollReq, timeout time.Duration) int64 {
 			c()
 		}
 	}()
-	var timer <-chan time.Time
-	if timeout > 0 {
-		tm := time.NewTimer(timeout)
-		defer tm.Stop()
-		timer = tm.C
-	}
-	for {
-		if t.interrupted() {
-			return -eINTR
-		}
+	return t.waitReady(ch, timeout, func() (int64, bool) {
 		n := int64(0)
 		for i := range reqs {
 			r := &reqs[i]
@@ -75,17 +66,35 @@ func (t *Thread) pollWait(reqs []pollReq, timeout time.Duration) int64 {
 				n++
 			}
 		}
-		if n > 0 || timeout == 0 {
+		return n, n > 0
+	})
+}
+
+// waitReady is the loop behind poll, select and epoll_wait: it runs check
+// until check says it is done, sleeping on wake in between. A zero
+// timeout checks once; a negative one never expires; when the timeout
+// passes, check runs a last time and its result stands. A signal the
+// thread takes ends the wait with EINTR.
+func (t *Thread) waitReady(wake <-chan struct{}, timeout time.Duration, check func() (int64, bool)) int64 {
+	var timer <-chan time.Time
+	if timeout > 0 {
+		tm := time.NewTimer(timeout)
+		defer tm.Stop()
+		timer = tm.C
+	}
+	for {
+		if t.interrupted() {
+			return -eINTR
+		}
+		n, done := check()
+		if done || timeout == 0 {
 			return n
 		}
 		select {
-		case <-ch:
+		case <-wake:
 		case <-timer:
-			return 0
+			timeout = 0
 		case <-t.sigWake:
-			if t.interrupted() {
-				return -eINTR
-			}
 		}
 	}
 }
