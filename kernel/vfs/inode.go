@@ -93,6 +93,43 @@ type SetAttr struct {
 	Mtime linux.Timespec
 }
 
+// Meta is the attribute state an in-memory file system keeps per inode
+// (tmpfs, devfs): type and permission bits, owner and times. The inode's
+// own lock guards it.
+type Meta struct {
+	Mode                uint32 // the type bits never change
+	UID, GID            uint32
+	Atime, Mtime, Ctime linux.Timespec
+}
+
+// Apply makes the changes s asks for, all but a size, and sets ctime to
+// now: chmod, chown and utimensat (where UTIME_NOW stands for now).
+func (m *Meta) Apply(s *SetAttr, now linux.Timespec) {
+	if s.Mask&SetMode != 0 {
+		m.Mode = m.Mode&linux.S_IFMT | s.Mode&0o7777
+	}
+	if s.Mask&SetUID != 0 {
+		m.UID = s.UID
+	}
+	if s.Mask&SetGID != 0 {
+		m.GID = s.GID
+	}
+	if s.Mask&SetAtime != 0 {
+		m.Atime = orNow(s.Atime, now)
+	}
+	if s.Mask&SetMtime != 0 {
+		m.Mtime = orNow(s.Mtime, now)
+	}
+	m.Ctime = now
+}
+
+func orNow(t, now linux.Timespec) linux.Timespec {
+	if t.Nsec == linux.UTIME_NOW {
+		return now
+	}
+	return t
+}
+
 // Now is the time value a SetAttr uses to ask for the file system's
 // current time.
 var Now = linux.Timespec{Nsec: linux.UTIME_NOW}

@@ -105,7 +105,7 @@ func New(o Options) *FS {
 	for _, name := range []string{"pts", "shm"} {
 		fs.root.add(name, &dir{node: fs.newNode(linux.S_IFDIR|0o755, 0), index: map[string]int{}})
 	}
-	fs.root.get("shm").base().mode = linux.S_IFDIR | 0o1777
+	fs.root.get("shm").base().Mode = linux.S_IFDIR | 0o1777
 	return fs
 }
 
@@ -157,18 +157,13 @@ func TerminalOf(f *vfs.OpenFile) (Terminal, bool) {
 
 // node is every devfs inode: attributes, and what it is.
 type node struct {
-	fs     *FS
-	ino    uint64
-	rdev   uint64
-	mu     sync.Mutex
-	mode   uint32         // protected by mu
-	uid    uint32         // protected by mu
-	gid    uint32         // protected by mu
-	atime  linux.Timespec // protected by mu
-	mtime  linux.Timespec // protected by mu
-	ctime  linux.Timespec // protected by mu
-	open   func(flags uint32) (vfs.File, error)
-	target string // a symlink's
+	fs       *FS
+	ino      uint64
+	rdev     uint64
+	mu       sync.Mutex
+	vfs.Meta // protected by mu
+	open     func(flags uint32) (vfs.File, error)
+	target   string // a symlink's
 }
 
 func (fs *FS) now() linux.Timespec {
@@ -178,7 +173,8 @@ func (fs *FS) now() linux.Timespec {
 
 func (fs *FS) newNode(mode uint32, rdev uint64) *node {
 	now := fs.now()
-	return &node{fs: fs, ino: fs.nextIno.Add(1), rdev: rdev, mode: mode, atime: now, mtime: now, ctime: now}
+	return &node{fs: fs, ino: fs.nextIno.Add(1), rdev: rdev,
+		Meta: vfs.Meta{Mode: mode, Atime: now, Mtime: now, Ctime: now}}
 }
 
 func (n *node) base() *node { return n }
@@ -187,10 +183,10 @@ func (n *node) Attr() vfs.Attr {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	a := vfs.Attr{
-		Dev: n.fs.o.Dev, Ino: n.ino, Mode: n.mode, Nlink: 1, UID: n.uid, GID: n.gid, Rdev: n.rdev,
-		Blksize: 4096, Atime: n.atime, Mtime: n.mtime, Ctime: n.ctime,
+		Dev: n.fs.o.Dev, Ino: n.ino, Mode: n.Mode, Nlink: 1, UID: n.UID, GID: n.GID, Rdev: n.rdev,
+		Blksize: 4096, Atime: n.Atime, Mtime: n.Mtime, Ctime: n.Ctime,
 	}
-	if n.mode&linux.S_IFMT == linux.S_IFLNK {
+	if n.Mode&linux.S_IFMT == linux.S_IFLNK {
 		a.Size = int64(len(n.target))
 	}
 	return a
@@ -198,7 +194,7 @@ func (n *node) Attr() vfs.Attr {
 
 func (n *node) SetAttr(s *vfs.SetAttr) error {
 	if s.Mask&vfs.SetSize != 0 {
-		if n.mode&linux.S_IFMT == linux.S_IFDIR {
+		if n.Mode&linux.S_IFMT == linux.S_IFDIR {
 			return linux.EISDIR
 		}
 		return linux.EINVAL
@@ -206,30 +202,8 @@ func (n *node) SetAttr(s *vfs.SetAttr) error {
 	now := n.fs.now()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if s.Mask&vfs.SetMode != 0 {
-		n.mode = n.mode&linux.S_IFMT | s.Mode&0o7777
-	}
-	if s.Mask&vfs.SetUID != 0 {
-		n.uid = s.UID
-	}
-	if s.Mask&vfs.SetGID != 0 {
-		n.gid = s.GID
-	}
-	if s.Mask&vfs.SetAtime != 0 {
-		n.atime = orNow(s.Atime, now)
-	}
-	if s.Mask&vfs.SetMtime != 0 {
-		n.mtime = orNow(s.Mtime, now)
-	}
-	n.ctime = now
+	n.Apply(s, now)
 	return nil
-}
-
-func orNow(t, now linux.Timespec) linux.Timespec {
-	if t.Nsec == linux.UTIME_NOW {
-		return now
-	}
-	return t
 }
 
 // Open opens a device node.

@@ -54,7 +54,7 @@ func (d *dir) SetAttr(s *vfs.SetAttr) error {
 	}
 	now := d.fs.now()
 	d.mu.Lock()
-	d.setAttr(s, now)
+	d.Apply(s, now)
 	d.mu.Unlock()
 	return nil
 }
@@ -275,7 +275,7 @@ func (d *dir) ReadDir(pos int64, emit func(vfs.DirEntry) bool) error {
 		}
 		n := e.inode.base()
 		n.mu.Lock()
-		typ := linux.DirentType(n.mode)
+		typ := linux.DirentType(n.Mode)
 		n.mu.Unlock()
 		if !emit(vfs.DirEntry{Name: e.name, Ino: n.ino, Type: typ, Next: e.pos + 1}) {
 			break

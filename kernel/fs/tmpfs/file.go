@@ -39,7 +39,7 @@ func (f *file) SetAttr(s *vfs.SetAttr) error {
 	if s.Mask&vfs.SetSize != 0 {
 		f.resize(s.Size)
 	}
-	f.setAttr(s, now)
+	f.Apply(s, now)
 	return nil
 }
 
@@ -93,8 +93,8 @@ func (f *file) ReadAt(p []byte, off int64) (int, error) {
 // after the modification or change time, or is a day old.
 // Preconditions: f.mu is held.
 func (f *file) touchAtime() {
-	if !after(f.atime, f.mtime) || !after(f.atime, f.ctime) || f.fs.now().Sec-f.atime.Sec >= 24*3600 {
-		f.atime = f.fs.now()
+	if !after(f.Atime, f.Mtime) || !after(f.Atime, f.Ctime) || f.fs.now().Sec-f.Atime.Sec >= 24*3600 {
+		f.Atime = f.fs.now()
 	}
 }
 
@@ -149,6 +149,6 @@ func (f *file) write(p []byte, off int64) (int, error) {
 		f.size = end
 	}
 	now := f.fs.now()
-	f.mtime, f.ctime = now, now
+	f.Mtime, f.Ctime = now, now
 	return len(p), nil
 }

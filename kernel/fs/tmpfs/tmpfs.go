@@ -63,18 +63,13 @@ func (fs *FS) now() linux.Timespec {
 
 // node holds what every tmpfs inode has.
 type node struct {
-	fs    *FS
-	ino   uint64
-	mu    sync.Mutex
-	mode  uint32 // protected by mu (the type bits never change)
-	nlink uint32 // protected by mu
-	uid   uint32 // protected by mu
-	gid   uint32 // protected by mu
-	rdev  uint64
-	atime linux.Timespec // protected by mu
-	mtime linux.Timespec // protected by mu
-	ctime linux.Timespec // protected by mu
-	btime linux.Timespec
+	fs       *FS
+	ino      uint64
+	mu       sync.Mutex
+	vfs.Meta        // protected by mu
+	nlink    uint32 // protected by mu
+	rdev     uint64
+	btime    linux.Timespec
 }
 
 // inode is implemented by every tmpfs inode type.
@@ -88,8 +83,8 @@ func (n *node) base() *node { return n }
 func (fs *FS) initNode(n *node, mode uint32, owner vfs.Owner) {
 	now := fs.now()
 	*n = node{
-		fs: fs, ino: fs.nextIno.Add(1), mode: mode, nlink: 1, uid: owner.UID, gid: owner.GID,
-		atime: now, mtime: now, ctime: now, btime: now,
+		fs: fs, ino: fs.nextIno.Add(1), nlink: 1, btime: now,
+		Meta: vfs.Meta{Mode: mode, UID: owner.UID, GID: owner.GID, Atime: now, Mtime: now, Ctime: now},
 	}
 }
 
@@ -97,51 +92,23 @@ func (fs *FS) initNode(n *node, mode uint32, owner vfs.Owner) {
 // Preconditions: n.mu is held.
 func (n *node) attr() vfs.Attr {
 	return vfs.Attr{
-		Dev: n.fs.dev, Ino: n.ino, Mode: n.mode, Nlink: n.nlink, UID: n.uid, GID: n.gid,
-		Rdev: n.rdev, Blksize: pageSize, Atime: n.atime, Mtime: n.mtime, Ctime: n.ctime, Btime: n.btime,
+		Dev: n.fs.dev, Ino: n.ino, Mode: n.Mode, Nlink: n.nlink, UID: n.UID, GID: n.GID,
+		Rdev: n.rdev, Blksize: pageSize, Atime: n.Atime, Mtime: n.Mtime, Ctime: n.Ctime, Btime: n.btime,
 	}
-}
-
-// setAttr applies everything in s but a size, and sets ctime.
-// Preconditions: n.mu is held.
-func (n *node) setAttr(s *vfs.SetAttr, now linux.Timespec) {
-	if s.Mask&vfs.SetMode != 0 {
-		n.mode = n.mode&linux.S_IFMT | s.Mode&0o7777
-	}
-	if s.Mask&vfs.SetUID != 0 {
-		n.uid = s.UID
-	}
-	if s.Mask&vfs.SetGID != 0 {
-		n.gid = s.GID
-	}
-	if s.Mask&vfs.SetAtime != 0 {
-		n.atime = resolveNow(s.Atime, now)
-	}
-	if s.Mask&vfs.SetMtime != 0 {
-		n.mtime = resolveNow(s.Mtime, now)
-	}
-	n.ctime = now
-}
-
-func resolveNow(t, now linux.Timespec) linux.Timespec {
-	if t.Nsec == linux.UTIME_NOW {
-		return now
-	}
-	return t
 }
 
 // changeLinks adds delta to the link count and sets ctime.
 func (n *node) changeLinks(delta int, now linux.Timespec) {
 	n.mu.Lock()
 	n.nlink = uint32(int(n.nlink) + delta)
-	n.ctime = now
+	n.Ctime = now
 	n.mu.Unlock()
 }
 
 // touch sets mtime and ctime, as a change of contents does.
 func (n *node) touch(now linux.Timespec) {
 	n.mu.Lock()
-	n.mtime, n.ctime = now, now
+	n.Mtime, n.Ctime = now, now
 	n.mu.Unlock()
 }
 
@@ -172,7 +139,7 @@ func (s *symlink) SetAttr(a *vfs.SetAttr) error {
 	}
 	now := s.fs.now()
 	s.mu.Lock()
-	s.setAttr(a, now)
+	s.Apply(a, now)
 	s.mu.Unlock()
 	return nil
 }
@@ -196,7 +163,7 @@ func (s *special) SetAttr(a *vfs.SetAttr) error {
 	}
 	now := s.fs.now()
 	s.mu.Lock()
-	s.setAttr(a, now)
+	s.Apply(a, now)
 	s.mu.Unlock()
 	return nil
 }
