@@ -25,9 +25,6 @@ func cowShare(pa uintptr) {
 	cow.mu.Unlock()
 }
 
-// cowRetain undoes a cowRelease that did not end in a copy.
-func cowRetain(pa uintptr) { cowShare(pa) }
-
 // cowRelease drops one mapping of pa and reports whether the caller was
 // its only user (and so may keep or free the frame).
 func cowRelease(pa uintptr) bool {

@@ -14,6 +14,9 @@ type fakePhys struct {
 	next  uintptr
 	limit int
 	freed int
+	// onAlloc, if set, runs (once) at the next Alloc: a test's way to
+	// interleave another address space's work at that point.
+	onAlloc func()
 }
 
 func newFakePhys(limit int) *fakePhys {
@@ -21,6 +24,10 @@ func newFakePhys(limit int) *fakePhys {
 }
 
 func (p *fakePhys) Alloc() uintptr {
+	if f := p.onAlloc; f != nil {
+		p.onAlloc = nil
+		f()
+	}
 	if len(p.pages) >= p.limit {
 		return 0
 	}
@@ -301,6 +308,47 @@ func TestForkCopyOnWrite(t *testing.T) {
 		t.Errorf("sole owner's write copied the page")
 	}
 	c.Destroy()
+	s.Destroy()
+	if len(fp.pages) != 0 {
+		t.Errorf("%d frames leaked", len(fp.pages))
+	}
+	if len(cow.shares) != 0 {
+		t.Errorf("COW table not empty: %v", cow.shares)
+	}
+}
+
+// The two sharers of a page break COW at the same time: while the parent
+// is between deciding to copy and copying, the child writes its own copy
+// and exits. The parent must still see its own data, and no frame may be
+// freed twice or leak.
+func TestForkCopyOnWriteRace(t *testing.T) {
+	s, fp, _ := newTestSpace(t, 1000)
+	s.Map(VMA{Start: 0x400000, End: 0x401000, Prot: ProtRead | ProtWrite})
+	s.CopyOut(0x400000, []byte("parent"))
+	c, err := s.Fork(initAS(testPhys{fp}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp.onAlloc = func() {
+		if err := c.CopyOut(0x400000, []byte("child!")); err != nil {
+			t.Error(err)
+		}
+		c.Destroy()
+		// The freed frame is reused and overwritten.
+		junk := s.phys.Alloc()
+		for i := range s.phys.Page(junk) {
+			s.phys.Page(junk)[i] = 'x'
+		}
+		s.phys.Free(junk)
+	}
+	if err := s.CopyOut(0x400004, []byte("!")); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 6)
+	s.CopyIn(0x400000, b)
+	if string(b) != "pare!t" {
+		t.Errorf("parent sees %q, want %q", b, "pare!t")
+	}
 	s.Destroy()
 	if len(fp.pages) != 0 {
 		t.Errorf("%d frames leaked", len(fp.pages))

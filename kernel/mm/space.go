@@ -341,18 +341,29 @@ func (s *Space) faultLocked(va uintptr, write, exec bool) error {
 }
 
 // breakCOWLocked gives a copy-on-write page its own frame.
+//
+// The copy is taken while this space still holds its share: once the
+// share is released, the last other sharer owns the frame outright and
+// may write to it or free it (on another CPU, under another space's
+// lock), so copying after the release could copy that sharer's writes or
+// a recycled frame.
 func (s *Space) breakCOWLocked(pte *uint64, prot int) error {
 	old := uintptr(*pte & pteAddr)
-	if cowRelease(old) {
-		// We were the last sharer: keep the frame.
+	if cowShared(old) == 1 {
+		// We are the last sharer: nobody else can share the frame again
+		// without forking this space, which needs s.mu.
+		cowRelease(old)
 		*pte = uint64(old) | pteFlags(prot, false)
 	} else {
 		f := s.phys.Alloc()
 		if f == 0 {
-			cowRetain(old)
 			return ErrNoMem
 		}
 		*s.phys.Page(f) = *s.phys.Page(old)
+		if cowRelease(old) {
+			// The other sharers left while we copied.
+			s.phys.Free(old)
+		}
 		*pte = uint64(f) | pteFlags(prot, false)
 	}
 	if s.flush != nil {
