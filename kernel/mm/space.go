@@ -407,6 +407,13 @@ func (s *Space) releaseRangeLocked(start, end uintptr) bool {
 	return removed
 }
 
+// ResidentPages reports how many frames are mapped into the space.
+func (s *Space) ResidentPages() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.Resident
+}
+
 // VMAs returns a copy of the mappings (for /proc/self/maps).
 func (s *Space) VMAs() []VMA {
 	s.mu.Lock()

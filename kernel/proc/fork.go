@@ -126,6 +126,8 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 		// The parent sleeps until the child execs or exits. Signals wait
 		// (as in Linux), but not the parent's own death: a killed
 		// process must be able to finish.
+		t.sleepBegin()
+		defer t.sleepEnd()
 		for done := false; !done; {
 			select {
 			case <-vforkDone:

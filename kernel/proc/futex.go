@@ -100,6 +100,8 @@ func (t *Thread) futexWaitOn(s *mm.Space, addr uintptr, val, bitset uint32, dead
 		timeout = tm.C
 	}
 	timedOut := false
+	t.sleepBegin()
+	defer t.sleepEnd()
 	for done := false; !done; {
 		select {
 		case <-w.woken:

@@ -77,6 +77,11 @@ type Process struct {
 	name      string
 	vforkDone chan struct{} // closed when a vfork child execs or exits
 	alarm     realTimer     // ITIMER_REAL
+	// CPU time (cputime.go): ITIMER_VIRTUAL and ITIMER_PROF, and usage.
+	cpuTimers   [2]cpuTimer
+	cpuTimersOn atomic.Bool
+	usage       processUsage
+	maxRSS      int64 // KiB, largest resident size seen
 }
 
 // spaceRef counts the processes sharing an address space (CLONE_VM).
@@ -247,6 +252,7 @@ func (p *Process) stopOthers(self *Thread) {
 func (p *Process) threadExited(t *Thread, status int) {
 	p.mu.Lock()
 	delete(p.threads, t.TID)
+	p.threadGoneLocked(t)
 	last := len(p.threads) == 0
 	if last && !p.exiting {
 		p.exiting = true
@@ -268,6 +274,9 @@ func (p *Process) finish() {
 	}
 	space := p.space
 	p.space = nil
+	if space != nil {
+		p.maxRSS = max(p.maxRSS, int64(space.s.ResidentPages())*4)
+	}
 	if p.vforkDone != nil {
 		close(p.vforkDone)
 		p.vforkDone = nil

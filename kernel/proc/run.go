@@ -34,6 +34,7 @@ type Thread struct {
 
 	// faultInfo describes a pending synchronous fault signal.
 	faultInfo faultInfo
+	cpu       cpuClock
 	// rt_sigsuspend's saved mask, restored once a handler frame saved it.
 	suspendOld uint64
 	inSuspend  bool
@@ -73,6 +74,7 @@ func (t *Thread) wake() {
 func (t *Thread) run() {
 	defer close(t.stopped)
 	p := t.Proc
+	kstart := monotonicNow()
 	for {
 		if t.dying.Load() {
 			t.exitThread()
@@ -95,7 +97,16 @@ func (t *Thread) run() {
 			t.exitThread()
 			return
 		}
-		if err := machine.RunUser(&t.regs, space.Root()); err != nil {
+		kick := t.cpuTimerKick()
+		ustart := monotonicNow()
+		t.chargeSys(kstart, ustart)
+		err := machine.RunUser(&t.regs, space.Root())
+		kstart = monotonicNow()
+		if kick != nil {
+			kick.Stop()
+		}
+		t.chargeUser(kstart - ustart)
+		if err != nil {
 			Log.Errorf("proc: %v: RunUser: %v", p, err)
 			p.exitGroup(sigSEGV, t)
 			t.exitThread()
@@ -111,6 +122,7 @@ func (t *Thread) run() {
 		case machine.TrapPageFault:
 			write := r.ErrCode&2 != 0
 			exec := r.ErrCode&16 != 0
+			t.cpu.faults.Add(1)
 			if err := space.Fault(uintptr(r.Addr), write, exec); err != nil {
 				if errors.Is(err, mm.ErrNoMem) {
 					Log.Warnf("proc: %v killed: out of memory", p)

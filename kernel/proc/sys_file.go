@@ -34,6 +34,24 @@ func (t *Thread) ioResult(n int, err error) int64 {
 	return errno(err)
 }
 
+// readIO and writeIO read and write at the file position; a file
+// that can block counts as sleeping for CPU-time accounting.
+func (t *Thread) readIO(f *vfs.OpenFile, buf []byte) (int, error) {
+	if f.MayBlock() {
+		t.sleepBegin()
+		defer t.sleepEnd()
+	}
+	return f.Read(buf, t.sigWake)
+}
+
+func (t *Thread) writeIO(f *vfs.OpenFile, buf []byte) (int, error) {
+	if f.MayBlock() {
+		t.sleepBegin()
+		defer t.sleepEnd()
+	}
+	return f.Write(buf, t.sigWake)
+}
+
 func sysRead(t *Thread, a *[6]uint64) (int64, bool) {
 	f, err := t.file(int(int32(a[0])))
 	if err != nil {
@@ -41,7 +59,7 @@ func sysRead(t *Thread, a *[6]uint64) (int64, bool) {
 	}
 	defer f.DecRef()
 	buf := make([]byte, min(a[2], maxIO))
-	n, err := f.Read(buf, t.sigWake)
+	n, err := t.readIO(f, buf)
 	if n > 0 {
 		if cerr := t.Proc.Space().CopyOut(uintptr(a[1]), buf[:n]); cerr != nil {
 			return errno(cerr), false
@@ -60,7 +78,7 @@ func sysWrite(t *Thread, a *[6]uint64) (int64, bool) {
 	if err := t.Proc.Space().CopyIn(uintptr(a[1]), buf); err != nil {
 		return errno(err), false
 	}
-	return t.ioResult(f.Write(buf, t.sigWake)), false
+	return t.ioResult(t.writeIO(f, buf)), false
 }
 
 func sysPread(t *Thread, a *[6]uint64) (int64, bool) {
@@ -166,7 +184,7 @@ func (t *Thread) writev(a *[6]uint64, off int64) int64 {
 	if off >= 0 {
 		return t.ioResult(f.Pwrite(buf, off, t.sigWake))
 	}
-	return t.ioResult(f.Write(buf, t.sigWake))
+	return t.ioResult(t.writeIO(f, buf))
 }
 
 func sysReadv(t *Thread, a *[6]uint64) (int64, bool) {
@@ -196,7 +214,7 @@ func (t *Thread) readv(a *[6]uint64, off int64) int64 {
 	if off >= 0 {
 		n, err = f.Pread(buf, off, t.sigWake)
 	} else {
-		n, err = f.Read(buf, t.sigWake)
+		n, err = t.readIO(f, buf)
 	}
 	done := buf[:n]
 	for _, v := range iov {

@@ -90,12 +90,14 @@ func (t *Thread) waitReady(wake <-chan struct{}, timeout time.Duration, check fu
 		if done || timeout == 0 {
 			return n
 		}
+		t.sleepBegin()
 		select {
 		case <-wake:
 		case <-timer:
 			timeout = 0
 		case <-t.sigWake:
 		}
+		t.sleepEnd()
 	}
 }
 

@@ -166,6 +166,12 @@ func sysWait4(t *Thread, a *[6]uint64) (int64, bool) {
 			tableMu.Lock()
 			delete(table, c.PID)
 			tableMu.Unlock()
+			ct, faults, rss := p.addChildUsage(c)
+			if a[3] != 0 {
+				if e := putRusage(t, uintptr(a[3]), ct, rss, faults); e != 0 {
+					return e, false
+				}
+			}
 			if statusAddr != 0 {
 				var b [4]byte
 				binary.LittleEndian.PutUint32(b[:], uint32(status))
@@ -183,9 +189,12 @@ func sysWait4(t *Thread, a *[6]uint64) (int64, bool) {
 		if options&wNoHang != 0 {
 			return 0, false
 		}
+		t.sleepBegin()
 		select {
 		case <-changed:
+			t.sleepEnd()
 		case <-t.sigWake:
+			t.sleepEnd()
 			if t.interrupted() {
 				return t.restartOrEINTR(), false
 			}
@@ -367,7 +376,9 @@ func sysRtSigsuspend(t *Thread, a *[6]uint64) (int64, bool) {
 	t.suspendOld, t.inSuspend = t.sigMask, true
 	t.sigMask = binary.LittleEndian.Uint64(b[:]) &^ unblockable
 	for !t.interrupted() {
+		t.sleepBegin()
 		<-t.sigWake
+		t.sleepEnd()
 	}
 	return -eINTR, false
 }
@@ -485,7 +496,9 @@ func sysSetRobustList(t *Thread, a *[6]uint64) (int64, bool) {
 // sysPause sleeps until a signal is delivered; it always fails with EINTR.
 func sysPause(t *Thread, a *[6]uint64) (int64, bool) {
 	for !t.interrupted() {
+		t.sleepBegin()
 		<-t.sigWake
+		t.sleepEnd()
 	}
 	return -eINTR, false
 }

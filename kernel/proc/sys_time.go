@@ -70,8 +70,31 @@ func putTimeval(b []byte, d time.Duration) {
 	binary.LittleEndian.PutUint64(b[8:], uint64(d%time.Second/time.Microsecond))
 }
 
+// itimer reads and sets the interval timer which (ITIMER_REAL,
+// ITIMER_VIRTUAL or ITIMER_PROF); set false only reads it.
+func (p *Process) itimer(which uint64, set bool, value, interval time.Duration) (left, oldInterval time.Duration) {
+	switch which {
+	case itimerReal:
+		if !set {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if p.alarm.timer != nil {
+				left = max(time.Until(p.alarm.deadline), time.Microsecond)
+			}
+			return left, p.alarm.interval
+		}
+		return p.setRealTimer(value, interval)
+	default:
+		i := int(which - itimerVirtual)
+		if !set {
+			return p.getCPUTimer(i)
+		}
+		return p.setCPUTimer(i, value, interval)
+	}
+}
+
 func sysSetitimer(t *Thread, a *[6]uint64) (int64, bool) {
-	if a[0] != 0 { // only ITIMER_REAL
+	if a[0] > itimerProf {
 		return -eINVAL, false
 	}
 	s := t.Proc.Space()
@@ -88,7 +111,7 @@ func sysSetitimer(t *Thread, a *[6]uint64) (int64, bool) {
 			return -eINVAL, false
 		}
 	}
-	left, oldInterval := t.Proc.setRealTimer(value, interval)
+	left, oldInterval := t.Proc.itimer(a[0], true, value, interval)
 	if a[2] != 0 {
 		var ob [32]byte
 		putTimeval(ob[0:], oldInterval)
@@ -101,21 +124,106 @@ func sysSetitimer(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 func sysGetitimer(t *Thread, a *[6]uint64) (int64, bool) {
-	if a[0] != 0 {
+	if a[0] > itimerProf {
 		return -eINVAL, false
 	}
-	p := t.Proc
-	p.mu.Lock()
-	var left time.Duration
-	if p.alarm.timer != nil {
-		left = max(time.Until(p.alarm.deadline), time.Microsecond)
-	}
-	interval := p.alarm.interval
-	p.mu.Unlock()
+	left, interval := t.Proc.itimer(a[0], false, 0, 0)
 	var ob [32]byte
 	putTimeval(ob[0:], interval)
 	putTimeval(ob[16:], left)
-	return errno(p.Space().CopyOut(uintptr(a[1]), ob[:])), false
+	return errno(t.Proc.Space().CopyOut(uintptr(a[1]), ob[:])), false
+}
+
+// Clocks (include/uapi/linux/time.h).
+const (
+	clockRealtime       = 0
+	clockMonotonic      = 1
+	clockProcessCPU     = 2
+	clockThreadCPU      = 3
+	clockMonotonicRaw   = 4
+	clockRealtimeCoarse = 5
+	clockMonoCoarse     = 6
+	clockBoottime       = 7
+	clockRealtimeAlarm  = 8
+	clockBoottimeAlarm  = 9
+	clockTAI            = 11
+
+	timerAbstime = 1
+)
+
+// clockNow reads clock id in nanoseconds. The coarse clocks read the
+// precise time: it costs no more here.
+func (t *Thread) clockNow(id int32) (int64, bool) {
+	switch id {
+	case clockRealtime, clockRealtimeCoarse, clockRealtimeAlarm, clockTAI:
+		return time.Now().UnixNano(), true
+	case clockMonotonic, clockMonotonicRaw, clockMonoCoarse, clockBoottime, clockBoottimeAlarm:
+		return monotonicNow(), true
+	}
+	return t.cpuClockNow(id)
+}
+
+func sysClockGettime(t *Thread, a *[6]uint64) (int64, bool) {
+	ns, ok := t.clockNow(int32(a[0]))
+	if !ok {
+		return -eINVAL, false
+	}
+	return putTimespec(t, uintptr(a[1]), ns, false), false
+}
+
+// sysClockGetres: every clock counts in nanoseconds (the TSC behind them
+// is finer).
+func sysClockGetres(t *Thread, a *[6]uint64) (int64, bool) {
+	if _, ok := t.clockNow(int32(a[0])); !ok {
+		return -eINVAL, false
+	}
+	if a[1] == 0 {
+		return 0, false
+	}
+	return putTimespec(t, uintptr(a[1]), 1, false), false
+}
+
+// sysClockNanosleep sleeps on the wall and monotonic clocks; sleeping on
+// a CPU-time clock is refused (EINVAL, as Linux does for thread clocks).
+func sysClockNanosleep(t *Thread, a *[6]uint64) (int64, bool) {
+	id, flags := int32(a[0]), a[1]
+	switch id {
+	case clockRealtime, clockMonotonic, clockBoottime, clockTAI, clockRealtimeAlarm, clockBoottimeAlarm:
+	default:
+		return -eINVAL, false
+	}
+	if flags&^timerAbstime != 0 {
+		return -eINVAL, false
+	}
+	var b [16]byte
+	if err := t.Proc.Space().CopyIn(uintptr(a[2]), b[:]); err != nil {
+		return errno(err), false
+	}
+	sec, nsec := int64(binary.LittleEndian.Uint64(b[:])), int64(binary.LittleEndian.Uint64(b[8:]))
+	if sec < 0 || nsec < 0 || nsec >= 1e9 {
+		return -eINVAL, false
+	}
+	d := time.Duration(sec)*time.Second + time.Duration(nsec)
+	if flags&timerAbstime != 0 {
+		now, _ := t.clockNow(id)
+		d -= time.Duration(now)
+		if d <= 0 {
+			return 0, false
+		}
+	}
+	left, intr := t.sleep(d)
+	if !intr {
+		return 0, false
+	}
+	if flags&timerAbstime != 0 {
+		return t.restartOrEINTR(), false // the same deadline again
+	}
+	if a[3] != 0 {
+		if e := putTimespec(t, uintptr(a[3]), int64(left), false); e != 0 {
+			return e, false
+		}
+	}
+	return -eINTR, false
 }
 
 // sleep waits for d unless a signal comes first; it returns the time left.
@@ -123,6 +231,8 @@ func (t *Thread) sleep(d time.Duration) (left time.Duration, interrupted bool) {
 	end := time.Now().Add(d)
 	tm := time.NewTimer(d)
 	defer tm.Stop()
+	t.sleepBegin()
+	defer t.sleepEnd()
 	for {
 		select {
 		case <-tm.C:

@@ -195,6 +195,10 @@ func init() {
 		202: {"futex", sysFutex},
 		218: {"set_tid_address", sysSetTidAddress},
 		228: {"clock_gettime", sysClockGettime},
+		229: {"clock_getres", sysClockGetres},
+		230: {"clock_nanosleep", sysClockNanosleep},
+		98:  {"getrusage", sysGetrusage},
+		100: {"times", sysTimes},
 		231: {"exit_group", sysExitGroup},
 		234: {"tgkill", sysTgkill},
 		273: {"set_robust_list", sysSetRobustList},
@@ -380,16 +384,6 @@ var bootMono = time.Now()
 
 // monotonicNow is CLOCK_MONOTONIC as programs see it, in nanoseconds.
 func monotonicNow() int64 { return int64(time.Since(bootMono)) }
-
-func sysClockGettime(t *Thread, a *[6]uint64) (int64, bool) {
-	switch a[0] {
-	case 0, 8, 11: // REALTIME
-		return putTimespec(t, uintptr(a[1]), time.Now().UnixNano(), false), false
-	case 1, 4, 7, 9, 2, 3: // MONOTONIC, RAW, BOOTTIME; CPU clocks approximate
-		return putTimespec(t, uintptr(a[1]), int64(time.Since(bootMono)), false), false
-	}
-	return -eINVAL, false
-}
 
 func sysGettimeofday(t *Thread, a *[6]uint64) (int64, bool) {
 	if a[0] == 0 {

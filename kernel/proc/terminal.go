@@ -44,7 +44,9 @@ func SignalGroup(pgrp, sig int) {
 // readTerminal reads from a terminal stdin, interruptibly.
 func (t *Thread) readTerminal(term Terminal, buf []byte) int64 {
 	for {
+		t.sleepBegin()
 		n, err := term.Read(buf, t.sigWake, false)
+		t.sleepEnd()
 		switch {
 		case err == nil:
 			return int64(n)

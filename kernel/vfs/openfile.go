@@ -105,6 +105,10 @@ func (f *OpenFile) blocking(intr <-chan struct{}) Blocking {
 	return Blocking{NonBlock: f.Flags()&linux.O_NONBLOCK != 0, Intr: intr}
 }
 
+// MayBlock reports whether reads and writes can wait for another party
+// (pipes, terminals, sockets: files without a position).
+func (f *OpenFile) MayBlock() bool { return !f.seekable }
+
 // Read reads at the file position and advances it, like read(2). It may
 // block unless the file is O_NONBLOCK; intr interrupts the wait.
 func (f *OpenFile) Read(p []byte, intr <-chan struct{}) (int, error) {

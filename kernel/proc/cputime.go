@@ -1,0 +1,308 @@
+package proc
+
+// CPU time accounting, the CPU-time clocks and the CPU-time interval
+// timers (ITIMER_VIRTUAL, ITIMER_PROF).
+//
+// A thread's user time is the time it spends inside RunUser. Its system
+// time is the rest of the time its goroutine works for it (system calls,
+// faults, signal delivery) less the time it sleeps in a blocking call:
+// each blocking point brackets its wait with sleepBegin/sleepEnd. Reads
+// and writes of files that can block (pipes, terminals) count as sleep
+// as a whole; their copying is small next to their waiting. A machine
+// thread descheduled under a running user thread is charged to that
+// thread, as a tick-based kernel would charge the whole tick.
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+	"time"
+
+	"shortbread/kernel/machine"
+)
+
+// cpuClock is one thread's account. user, sys and faults are read by other
+// threads; the sleep fields only by the thread itself.
+type cpuClock struct {
+	user, sys  atomic.Int64 // nanoseconds
+	faults     atomic.Int64 // page faults resolved (minor: there is no disk)
+	slept      int64
+	sleepStart int64
+}
+
+func (t *Thread) sleepBegin() { t.cpu.sleepStart = monotonicNow() }
+func (t *Thread) sleepEnd()   { t.cpu.slept += monotonicNow() - t.cpu.sleepStart }
+
+// chargeSys charges the kernel time since start, less the time slept.
+func (t *Thread) chargeSys(start, now int64) {
+	d := now - start - t.cpu.slept
+	t.cpu.slept = 0
+	if d > 0 {
+		t.cpu.sys.Add(d)
+		t.Proc.cpuTimersTick(0, d)
+	}
+}
+
+// chargeUser charges time spent in user mode.
+func (t *Thread) chargeUser(d int64) {
+	if d > 0 {
+		t.cpu.user.Add(d)
+		t.Proc.cpuTimersTick(d, 0)
+	}
+}
+
+// cpuTimes is a user/system pair in nanoseconds.
+type cpuTimes struct{ user, sys int64 }
+
+func (c cpuTimes) add(o cpuTimes) cpuTimes { return cpuTimes{c.user + o.user, c.sys + o.sys} }
+func (c cpuTimes) total() int64            { return c.user + c.sys }
+
+// processUsage is what the process's threads have used, live and exited.
+type processUsage struct {
+	dead     cpuTimes // threads that have exited
+	children cpuTimes // reaped children, with their own reaped children
+	faults   int64    // of exited threads
+	cfaults  int64
+	cmaxRSS  int64 // largest resident size of a reaped child, KiB
+}
+
+// threadTimes reports one thread's account.
+func (t *Thread) threadTimes() cpuTimes {
+	return cpuTimes{t.cpu.user.Load(), t.cpu.sys.Load()}
+}
+
+// selfTimes adds up the process's threads, live and exited.
+func (p *Process) selfTimes() (cpuTimes, int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, faults := p.usage.dead, p.usage.faults
+	for _, t := range p.threads {
+		c = c.add(t.threadTimes())
+		faults += t.cpu.faults.Load()
+	}
+	return c, faults
+}
+
+// threadGone moves an exiting thread's account into the process's.
+// Caller holds p.mu.
+func (p *Process) threadGoneLocked(t *Thread) {
+	p.usage.dead = p.usage.dead.add(t.threadTimes())
+	p.usage.faults += t.cpu.faults.Load()
+}
+
+// reapedUsage adds a reaped child's usage (and its children's) to p and
+// returns the child's as wait4 reports it.
+func (p *Process) addChildUsage(c *Process) (cpuTimes, int64, int64) {
+	c.mu.Lock()
+	ct := c.usage.dead.add(c.usage.children)
+	faults := c.usage.faults + c.usage.cfaults
+	rss := max(c.maxRSS, c.usage.cmaxRSS)
+	c.mu.Unlock()
+	p.mu.Lock()
+	p.usage.children = p.usage.children.add(ct)
+	p.usage.cfaults += faults
+	p.usage.cmaxRSS = max(p.usage.cmaxRSS, rss)
+	p.mu.Unlock()
+	return ct, faults, rss
+}
+
+// noteRSS records the process's resident size for ru_maxrss.
+func (p *Process) noteRSS() {
+	s := p.Space()
+	if s == nil {
+		return
+	}
+	kib := int64(s.ResidentPages()) * 4
+	p.mu.Lock()
+	p.maxRSS = max(p.maxRSS, kib)
+	p.mu.Unlock()
+}
+
+// rusage writes a struct rusage.
+func putRusage(t *Thread, at uintptr, c cpuTimes, maxRSS, faults int64) int64 {
+	var b [144]byte
+	putTimeval(b[0:], time.Duration(c.user))
+	putTimeval(b[16:], time.Duration(c.sys))
+	binary.LittleEndian.PutUint64(b[32:], uint64(maxRSS))
+	binary.LittleEndian.PutUint64(b[64:], uint64(faults)) // ru_minflt
+	return errno(t.Proc.Space().CopyOut(at, b[:]))
+}
+
+const (
+	rusageSelf     = 0
+	rusageChildren = -1
+	rusageThread   = 1
+)
+
+func sysGetrusage(t *Thread, a *[6]uint64) (int64, bool) {
+	p := t.Proc
+	var c cpuTimes
+	var rss, faults int64
+	switch int32(a[0]) {
+	case rusageSelf:
+		p.noteRSS()
+		c, faults = p.selfTimes()
+		p.mu.Lock()
+		rss = p.maxRSS
+		p.mu.Unlock()
+	case rusageThread:
+		p.noteRSS()
+		c, faults = t.threadTimes(), t.cpu.faults.Load()
+		p.mu.Lock()
+		rss = p.maxRSS
+		p.mu.Unlock()
+	case rusageChildren:
+		p.mu.Lock()
+		c, faults, rss = p.usage.children, p.usage.cfaults, p.usage.cmaxRSS
+		p.mu.Unlock()
+	default:
+		return -eINVAL, false
+	}
+	return putRusage(t, uintptr(a[1]), c, rss, faults), false
+}
+
+// clockTicks is the unit of times(2) and /proc: USER_HZ.
+const clockTicks = 100
+
+func ticks(ns int64) uint64 { return uint64(ns / (1e9 / clockTicks)) }
+
+func sysTimes(t *Thread, a *[6]uint64) (int64, bool) {
+	p := t.Proc
+	if a[0] != 0 {
+		self, _ := p.selfTimes()
+		p.mu.Lock()
+		ch := p.usage.children
+		p.mu.Unlock()
+		var b [32]byte
+		binary.LittleEndian.PutUint64(b[0:], ticks(self.user))
+		binary.LittleEndian.PutUint64(b[8:], ticks(self.sys))
+		binary.LittleEndian.PutUint64(b[16:], ticks(ch.user))
+		binary.LittleEndian.PutUint64(b[24:], ticks(ch.sys))
+		if err := p.Space().CopyOut(uintptr(a[0]), b[:]); err != nil {
+			return errno(err), false
+		}
+	}
+	return int64(ticks(monotonicNow())), false
+}
+
+// CPU-time interval timers, counting down process CPU time.
+type cpuTimer struct {
+	left, interval int64 // ns; left == 0: disarmed
+}
+
+const (
+	itimerReal    = 0
+	itimerVirtual = 1
+	itimerProf    = 2
+)
+
+// cpuTimersTick counts user and system time down the process's CPU timers
+// and sends their signals.
+func (p *Process) cpuTimersTick(user, sys int64) {
+	if !p.cpuTimersOn.Load() {
+		return
+	}
+	var fire [2]bool
+	p.mu.Lock()
+	for i, d := range [2]int64{user, user + sys} {
+		it := &p.cpuTimers[i]
+		if it.left == 0 || d == 0 {
+			continue
+		}
+		it.left -= d
+		if it.left <= 0 {
+			fire[i] = true
+			it.left = it.interval
+		}
+	}
+	p.cpuTimersOn.Store(p.cpuTimers[0].left != 0 || p.cpuTimers[1].left != 0)
+	p.mu.Unlock()
+	if fire[0] {
+		p.signal(sigVTALRM)
+	}
+	if fire[1] {
+		p.signal(sigPROF)
+	}
+}
+
+// setCPUTimer arms (value 0: disarms) ITIMER_VIRTUAL (i=0) or ITIMER_PROF
+// (i=1) and returns the old setting.
+func (p *Process) setCPUTimer(i int, value, interval time.Duration) (left, oldInterval time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := p.cpuTimers[i]
+	p.cpuTimers[i] = cpuTimer{left: int64(value), interval: int64(interval)}
+	p.cpuTimersOn.Store(p.cpuTimers[0].left != 0 || p.cpuTimers[1].left != 0)
+	return time.Duration(old.left), time.Duration(old.interval)
+}
+
+func (p *Process) getCPUTimer(i int) (left, interval time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return time.Duration(p.cpuTimers[i].left), time.Duration(p.cpuTimers[i].interval)
+}
+
+// cpuTimerKick returns a timer that brings t out of user mode when the
+// nearest CPU timer could expire, so a program spinning in user mode gets
+// its signal on time; nil when no CPU timer is armed.
+func (t *Thread) cpuTimerKick() *time.Timer {
+	p := t.Proc
+	if !p.cpuTimersOn.Load() {
+		return nil
+	}
+	p.mu.Lock()
+	next := int64(0)
+	for _, it := range p.cpuTimers {
+		if it.left != 0 && (next == 0 || it.left < next) {
+			next = it.left
+		}
+	}
+	p.mu.Unlock()
+	if next == 0 {
+		return nil
+	}
+	return time.AfterFunc(time.Duration(next), func() { machine.Kick(&t.regs) })
+}
+
+// cpuClockNow reads a CPU-time clock: PROCESS_CPUTIME_ID,
+// THREAD_CPUTIME_ID, or a clock from clock_getcpuclockid /
+// pthread_getcpuclockid (negative ids naming a pid or tid).
+func (t *Thread) cpuClockNow(id int32) (int64, bool) {
+	switch id {
+	case 2:
+		c, _ := t.Proc.selfTimes()
+		return c.total(), true
+	case 3:
+		return t.threadTimes().total(), true
+	}
+	if id >= 0 {
+		return 0, false
+	}
+	// Linux's encoding: ~pid << 3, bit 2 per-thread, bits 0-1 the kind
+	// (0 PROF, 1 VIRT, 2 SCHED; 3 is invalid).
+	kind, perThread, who := id&3, id&4 != 0, int(^id>>3)
+	if kind == 3 {
+		return 0, false
+	}
+	var c cpuTimes
+	if perThread {
+		tt := t
+		if who != 0 {
+			if tt = lookupThread(who); tt == nil {
+				return 0, false
+			}
+		}
+		c = tt.threadTimes()
+	} else {
+		p := t.Proc
+		if who != 0 {
+			if p = lookup(who); p == nil {
+				return 0, false
+			}
+		}
+		c, _ = p.selfTimes()
+	}
+	if kind == 1 {
+		return c.user, true
+	}
+	return c.total(), true
+}
