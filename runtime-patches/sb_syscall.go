@@ -518,8 +518,16 @@ func sbFcntl(fd, cmd int32) int64 {
 	return -sbEBADF
 }
 
-// sbEpollReady writes ready events, edge-triggered as the runtime asks
-// (EPOLLET): the eventfd after a write, an IRQ fd after an interrupt.
+// sbEpollReady writes ready events: an IRQ fd after an interrupt
+// (edge-triggered, EPOLLET, as the runtime registers its fds), and the
+// eventfd as registered. The runtime registers its netpollBreak eventfd
+// level-triggered and relies on that: a non-blocking netpoll on another
+// M may see the event without reading the eventfd (it leaves that to the
+// blocking poller, and netpollWakeSig stays set until then), so the
+// eventfd must stay ready until it is read. Reporting it once, as an edge,
+// lost that wake-up: the blocking poller slept on with a stale timeout
+// and every later netpollBreak was suppressed (timers ran up to a minute
+// late, until sysmon noticed).
 // Called with sbSched.mu held.
 func sbEpollReady(events uintptr, max int32) int32 {
 	n := int32(0)
@@ -530,9 +538,14 @@ func sbEpollReady(events uintptr, max int32) int32 {
 			continue
 		}
 		ready := false
-		if r.fd == sbFdEventfd && sbEventEdge {
-			sbEventEdge = false
-			ready = true
+		const epollET = 1 << 31
+		if r.fd == sbFdEventfd {
+			if r.events&epollET == 0 {
+				ready = sbEventCount > 0
+			} else if sbEventEdge {
+				sbEventEdge = false
+				ready = true
+			}
 		}
 		if irq := r.fd - sbFdIRQBase; irq >= 0 && irq < 24 && sbIRQEdge[irq] {
 			sbIRQEdge[irq] = false
