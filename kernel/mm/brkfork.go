@@ -19,7 +19,7 @@ func (s *Space) Brk(want uintptr) uintptr {
 	oldEnd, newEnd := pageUp(s.brk), pageUp(want)
 	switch {
 	case newEnd > oldEnd:
-		if !s.usable(oldEnd, newEnd) || s.overlaps(oldEnd, newEnd) {
+		if !s.usable(oldEnd, newEnd) || s.overlaps(oldEnd, newEnd) || !s.fitsLocked(oldEnd, newEnd) {
 			return s.brk
 		}
 		if i := s.find(oldEnd - 1); oldEnd > s.brkBase && i >= 0 && s.vmas[i].Name == "[heap]" && s.vmas[i].End == oldEnd {
@@ -45,7 +45,7 @@ func (s *Space) Fork(init func(pml4, pdpt, pd uintptr) error) (*Space, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c.vmas = append([]VMA(nil), s.vmas...)
-	c.brkBase, c.brk = s.brkBase, s.brk
+	c.brkBase, c.brk, c.limit = s.brkBase, s.brk, s.limit
 	for _, v := range s.vmas {
 		if v.Shm != nil {
 			continue // the child maps the same object and faults its pages in

@@ -51,6 +51,40 @@ type Space struct {
 	Resident int
 	// flush is called after translations were removed or restricted.
 	flush func()
+	// limit caps the bytes mapped (RLIMIT_AS); 0 means none.
+	limit uintptr
+}
+
+// SetLimit caps the total size of the mappings (RLIMIT_AS): a mapping or
+// break that would pass it fails with ErrNoMem. 0 removes the cap.
+func (s *Space) SetLimit(n uintptr) {
+	s.mu.Lock()
+	s.limit = n
+	s.mu.Unlock()
+}
+
+// fitsLocked reports whether mapping [start, end) keeps the space within
+// its limit; what the range already maps is replaced, not added.
+func (s *Space) fitsLocked(start, end uintptr) bool {
+	if s.limit == 0 {
+		return true
+	}
+	total := s.mappedLocked() + end - start
+	for _, v := range s.vmas {
+		if lo, hi := max(v.Start, start), min(v.End, end); lo < hi {
+			total -= hi - lo
+		}
+	}
+	return total <= s.limit
+}
+
+// mappedLocked is the total size of the mappings.
+func (s *Space) mappedLocked() uintptr {
+	total := uintptr(0)
+	for _, v := range s.vmas {
+		total += v.End - v.Start
+	}
+	return total
 }
 
 // NewSpace makes an empty address space. init fills the three fresh
@@ -168,7 +202,7 @@ func (s *Space) Map(v VMA) error {
 	v.Start, v.End = pageDown(v.Start), pageUp(v.End)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.usable(v.Start, v.End) {
+	if !s.usable(v.Start, v.End) || !s.fitsLocked(v.Start, v.End) {
 		return ErrNoMem
 	}
 	s.carveLocked(v.Start, v.End)
@@ -186,6 +220,9 @@ func (s *Space) MapAnywhere(hint, n uintptr, v VMA, top uintptr) (uintptr, error
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.limit != 0 && s.mappedLocked()+n > s.limit {
+		return 0, ErrNoMem
+	}
 	place := func(a uintptr) {
 		v.Start, v.End = a, a+n
 		s.insertLocked(v)

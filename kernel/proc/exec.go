@@ -98,6 +98,9 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 	if err != nil {
 		return err
 	}
+	t.Proc.mu.Lock()
+	space.SetLimit(asLimit(t.Proc.rlimits()[rlimitAS].cur))
+	t.Proc.mu.Unlock()
 	bias := uint64(0)
 	if f.Type == 3 { // ET_DYN: static PIE
 		bias = pieBase

@@ -23,7 +23,7 @@ func (t *Thread) ctx() *vfs.Ctx {
 	p := t.Proc
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return &vfs.Ctx{Root: fsys.Root(), Cwd: p.cwd, Umask: p.umask, Intr: t.sigWake}
+	return &vfs.Ctx{Cred: p.cred.vfsCred(), Root: fsys.Root(), Cwd: p.cwd, Umask: p.umask, Intr: t.sigWake}
 }
 
 // file returns the open file behind fd (a reference the caller drops).

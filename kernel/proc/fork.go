@@ -56,6 +56,7 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 		cp.fs, cp.stdin, cp.stdout, cp.stderr = p.fs, p.stdin, p.stdout, p.stderr
 		cp.pgid, cp.sid, cp.name = p.pgid, p.sid, p.name
 		cp.cwd, cp.umask = p.cwd, p.umask
+		cp.cred = p.cred
 		if p.limits != nil {
 			l := *p.limits
 			cp.limits = &l

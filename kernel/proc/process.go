@@ -82,6 +82,8 @@ type Process struct {
 	cpuTimersOn atomic.Bool
 	usage       processUsage
 	maxRSS      int64 // KiB, largest resident size seen
+	cred        creds
+	pdeathsig   int // sent to this process when its parent exits
 }
 
 // spaceRef counts the processes sharing an address space (CLONE_VM).
@@ -299,6 +301,11 @@ func (p *Process) finish() {
 	init := lookup(1)
 	for _, c := range orphans {
 		c.mu.Lock()
+		if sig := c.pdeathsig; sig != 0 && c.state == procRunning {
+			c.mu.Unlock()
+			c.signal(sig)
+			c.mu.Lock()
+		}
 		if init != nil && init != p {
 			c.parent = init
 			zombie := c.state == procZombie

@@ -46,6 +46,14 @@ func defaultRlimits() [rlimNlimits]rlimit {
 	return r
 }
 
+// asLimit is RLIMIT_AS as package mm takes it (0: none).
+func asLimit(cur uint64) uintptr {
+	if cur == rlimInfinity {
+		return 0
+	}
+	return uintptr(max(cur, 1))
+}
+
 func (p *Process) rlimits() *[rlimNlimits]rlimit {
 	if p.limits == nil {
 		l := defaultRlimits()
@@ -92,9 +100,14 @@ func (t *Thread) prlimit(pid int, res uint64, newp, oldp uintptr) int64 {
 			return -ePERM
 		}
 	}
+	priv := t.creds().privileged()
 	target.mu.Lock()
 	lim := target.rlimits()
 	old := lim[res]
+	if newp != 0 && nl.max > old.max && !priv {
+		target.mu.Unlock()
+		return -ePERM // only root raises a hard limit
+	}
 	if newp != 0 {
 		lim[res] = nl
 	}
@@ -106,6 +119,11 @@ func (t *Thread) prlimit(pid int, res uint64, newp, oldp uintptr) int64 {
 			n = nrOpen
 		}
 		files.SetLimit(int(n))
+	}
+	if newp != 0 && res == rlimitAS {
+		if s := target.Space(); s != nil {
+			s.SetLimit(asLimit(nl.cur))
+		}
 	}
 	if oldp != 0 {
 		var b [16]byte
@@ -155,9 +173,16 @@ func sysPrctl(t *Thread, a *[6]uint64) (int64, bool) {
 		if a[1] > nSig {
 			return -eINVAL, false
 		}
+		p.mu.Lock()
+		p.pdeathsig = int(a[1])
+		p.mu.Unlock()
 		return 0, false
 	case prGetPdeathsig:
+		p.mu.Lock()
+		sig := p.pdeathsig
+		p.mu.Unlock()
 		var b [4]byte
+		binary.LittleEndian.PutUint32(b[:], uint32(sig))
 		return errno(p.Space().CopyOut(uintptr(a[1]), b[:])), false
 	}
 	return -eINVAL, false
@@ -196,4 +221,66 @@ func sysSysinfo(t *Thread, a *[6]uint64) (int64, bool) {
 	le.PutUint16(b[80:], uint16(procs))
 	le.PutUint32(b[104:], 1) // mem_unit
 	return errno(t.Proc.Space().CopyOut(uintptr(a[0]), b[:])), false
+}
+
+// cpuMaskBytes is the size of the kernel's CPU mask: a whole number of
+// longs covering every CPU, as Linux sizes it from nr_cpu_ids.
+func cpuMaskBytes() int { return (machine.NumCPU() + 63) / 64 * 8 }
+
+// sysSchedGetaffinity reports every CPU: the machine layer schedules
+// threads on any CPU and does not pin them.
+func sysSchedGetaffinity(t *Thread, a *[6]uint64) (int64, bool) {
+	if int(int32(a[0])) != 0 && lookupThread(int(int32(a[0]))) == nil {
+		return -eSRCH, false
+	}
+	n := cpuMaskBytes()
+	if a[1] < uint64(n) || a[1]&7 != 0 {
+		return -eINVAL, false
+	}
+	b := make([]byte, n)
+	for i := 0; i < machine.NumCPU(); i++ {
+		b[i/8] |= 1 << (i % 8)
+	}
+	if err := t.Proc.Space().CopyOut(uintptr(a[2]), b); err != nil {
+		return errno(err), false
+	}
+	return int64(n), false
+}
+
+// sysSchedSetaffinity accepts a mask that names at least one CPU and
+// otherwise ignores it (threads are not pinned; see sched_getaffinity).
+func sysSchedSetaffinity(t *Thread, a *[6]uint64) (int64, bool) {
+	if int(int32(a[0])) != 0 && lookupThread(int(int32(a[0]))) == nil {
+		return -eSRCH, false
+	}
+	b := make([]byte, min(a[1], uint64(cpuMaskBytes())))
+	if err := t.Proc.Space().CopyIn(uintptr(a[2]), b); err != nil {
+		return errno(err), false
+	}
+	for i := 0; i < machine.NumCPU() && i/8 < len(b); i++ {
+		if b[i/8]&(1<<(i%8)) != 0 {
+			return 0, false
+		}
+	}
+	return -eINVAL, false
+}
+
+// sysGetcpu reports the CPU the calling thread's kernel goroutine runs on
+// (it may move at once, as on Linux) and NUMA node 0.
+func sysGetcpu(t *Thread, a *[6]uint64) (int64, bool) {
+	s := t.Proc.Space()
+	var b [4]byte
+	if a[0] != 0 {
+		binary.LittleEndian.PutUint32(b[:], uint32(machine.CurrentCPU()))
+		if err := s.CopyOut(uintptr(a[0]), b[:]); err != nil {
+			return errno(err), false
+		}
+	}
+	if a[1] != 0 {
+		binary.LittleEndian.PutUint32(b[:], 0)
+		if err := s.CopyOut(uintptr(a[1]), b[:]); err != nil {
+			return errno(err), false
+		}
+	}
+	return 0, false
 }

@@ -269,7 +269,7 @@ func sysFchmod(t *Thread, a *[6]uint64) (int64, bool) {
 		return errno(err), false
 	}
 	defer f.DecRef()
-	return errno(f.Chmod(&vfs.Cred{}, uint32(a[1]))), false
+	return errno(f.Chmod(t.cred(), uint32(a[1]))), false
 }
 
 func sysChown(t *Thread, a *[6]uint64) (int64, bool) {
@@ -294,7 +294,7 @@ func sysFchown(t *Thread, a *[6]uint64) (int64, bool) {
 		return errno(err), false
 	}
 	defer f.DecRef()
-	return errno(f.Chown(&vfs.Cred{}, uint32(a[1]), uint32(a[2]))), false
+	return errno(f.Chown(t.cred(), uint32(a[1]), uint32(a[2]))), false
 }
 
 func sysTruncate(t *Thread, a *[6]uint64) (int64, bool) {
@@ -339,7 +339,7 @@ func sysUtimensat(t *Thread, a *[6]uint64) (int64, bool) {
 			return errno(err), false
 		}
 		defer f.DecRef()
-		return errno(f.Utimens(&vfs.Cred{}, times)), false
+		return errno(f.Utimens(t.cred(), times)), false
 	}
 	dir, path, e := t.atPath(a[0], a[1])
 	if e != 0 {

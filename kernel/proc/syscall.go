@@ -175,10 +175,22 @@ func init() {
 		157: {"prctl", sysPrctl},
 		160: {"setrlimit", sysSetrlimit},
 		302: {"prlimit64", sysPrlimit64},
-		102: {"getuid", sysZero},
-		104: {"getgid", sysZero},
-		107: {"geteuid", sysZero},
-		108: {"getegid", sysZero},
+		102: {"getuid", sysGetuid},
+		104: {"getgid", sysGetgid},
+		105: {"setuid", sysSetuid},
+		106: {"setgid", sysSetgid},
+		107: {"geteuid", sysGeteuid},
+		108: {"getegid", sysGetegid},
+		113: {"setreuid", sysSetreuid},
+		114: {"setregid", sysSetregid},
+		115: {"getgroups", sysGetgroups},
+		116: {"setgroups", sysSetgroups},
+		117: {"setresuid", sysSetresuid},
+		118: {"getresuid", sysGetresuid},
+		119: {"setresgid", sysSetresgid},
+		120: {"getresgid", sysGetresgid},
+		122: {"setfsuid", sysSetfsuid},
+		123: {"setfsgid", sysSetfsgid},
 		109: {"setpgid", sysSetpgid},
 		110: {"getppid", sysGetppid},
 		111: {"getpgrp", sysGetpgrp},
@@ -199,6 +211,9 @@ func init() {
 		230: {"clock_nanosleep", sysClockNanosleep},
 		98:  {"getrusage", sysGetrusage},
 		100: {"times", sysTimes},
+		203: {"sched_setaffinity", sysSchedSetaffinity},
+		204: {"sched_getaffinity", sysSchedGetaffinity},
+		309: {"getcpu", sysGetcpu},
 		231: {"exit_group", sysExitGroup},
 		234: {"tgkill", sysTgkill},
 		273: {"set_robust_list", sysSetRobustList},
@@ -249,7 +264,6 @@ func (t *Thread) syscall() bool {
 	return exit
 }
 
-func sysZero(t *Thread, a *[6]uint64) (int64, bool) { return 0, false }
 
 func sysGetpid(t *Thread, a *[6]uint64) (int64, bool) { return int64(t.Proc.PID), false }
 func sysGettid(t *Thread, a *[6]uint64) (int64, bool) { return int64(t.TID), false }
