@@ -264,7 +264,6 @@ func (t *Thread) syscall() bool {
 	return exit
 }
 
-
 func sysGetpid(t *Thread, a *[6]uint64) (int64, bool) { return int64(t.Proc.PID), false }
 func sysGettid(t *Thread, a *[6]uint64) (int64, bool) { return int64(t.TID), false }
 
