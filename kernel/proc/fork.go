@@ -87,6 +87,11 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 	child.regs.RAX = 0
 	child.regs.Kick = 0
 	child.sigMask = t.sigMask
+	// The alternate signal stack is inherited, except by a thread that
+	// shares the memory and gets its own stack (Linux clears it then).
+	if flags&cloneVM == 0 || flags&cloneVfork != 0 {
+		child.altStack = t.altStack
+	}
 	if newsp != 0 {
 		child.regs.RSP = newsp
 	}

@@ -73,7 +73,7 @@ type Process struct {
 	cwd       *vfs.Dentry
 	umask     uint32
 	limits    *[rlimNlimits]rlimit // nil until first read: the defaults
-	pending   uint64               // process-directed signals
+	pending   pendingSet           // process-directed signals
 	name      string
 	vforkDone chan struct{} // closed when a vfork child execs or exits
 	alarm     realTimer     // ITIMER_REAL
@@ -84,6 +84,7 @@ type Process struct {
 	maxRSS      int64 // KiB, largest resident size seen
 	cred        creds
 	pdeathsig   int // sent to this process when its parent exits
+	job         jobState
 }
 
 // spaceRef counts the processes sharing an address space (CLONE_VM).
@@ -349,7 +350,24 @@ func (p *Process) finish() {
 		tableMu.Unlock()
 		return
 	}
-	parent.signal(sigCHLD)
+	parent.sendSignal(p.childInfo())
+}
+
+// childInfo is the SIGCHLD siginfo for p's exit.
+func (p *Process) childInfo() sigInfo {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	info := sigInfo{signo: sigCHLD, pid: int32(p.PID), uid: p.cred.ruid}
+	switch st := p.status; {
+	case st&0x7f == 0:
+		info.code, info.status = cldExited, int32(st>>8&0xff)
+	case st&0x80 != 0:
+		info.code, info.status = cldDumped, int32(st&0x7f)
+	default:
+		info.code, info.status = cldKilled, int32(st&0x7f)
+	}
+	info.value, info.stime = ticks(p.usage.dead.user), ticks(p.usage.dead.sys)
+	return info
 }
 
 func writerOrNil(w io.Writer) *vfs.OpenFile {

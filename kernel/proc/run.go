@@ -23,7 +23,9 @@ type Thread struct {
 	// Signal state (signal.go). sigMask is the thread's blocked set; the
 	// thread alone changes it. pending is guarded by Proc.mu.
 	sigMask  uint64
-	pending  uint64
+	pending  pendingSet
+	// sigWaitSet is what rt_sigtimedwait waits for (guarded by Proc.mu).
+	sigWaitSet uint64
 	altStack stackT
 	// sigWake is signalled when a signal arrives, so a blocking system
 	// call can return EINTR.
@@ -32,8 +34,6 @@ type Thread struct {
 	// SA_RESTART.
 	syscallNo uint64
 
-	// faultInfo describes a pending synchronous fault signal.
-	faultInfo faultInfo
 	cpu       cpuClock
 	// rt_sigsuspend's saved mask, restored once a handler frame saved it.
 	suspendOld uint64
@@ -83,6 +83,9 @@ func (t *Thread) run() {
 		if !t.deliverSignals() {
 			t.exitThread()
 			return
+		}
+		if t.waitWhileStopped() {
+			continue // stopped and continued: signals may be pending
 		}
 		if t.inSuspend { // no handler ran: the old mask comes back now
 			t.sigMask, t.inSuspend = t.suspendOld, false

@@ -77,10 +77,10 @@ func coreSignal(sig int) bool {
 }
 
 // ignoredByDefault reports whether a signal's default action is to ignore
-// it (stop signals are ignored too until job control stops processes).
+// it. (SIGCONT's continuing happens when it is sent, whatever its action.)
 func ignoredByDefault(sig int) bool {
 	switch sig {
-	case sigCHLD, sigCONT, sigURG, sigWINCH, sigSTOP, sigTSTP, sigTTIN, sigTTOU:
+	case sigCHLD, sigCONT, sigURG, sigWINCH:
 		return true
 	}
 	return false
@@ -136,25 +136,42 @@ type stackT struct {
 	size  uint64
 }
 
-// signal sends a process-directed signal: it becomes pending for the
-// process and a thread that does not block it is woken to take it.
-func (p *Process) signal(sig int) {
+// signal sends a process-directed signal from the kernel (SI_KERNEL).
+func (p *Process) signal(sig int) { p.sendSignal(sigInfo{signo: sig, code: siKernel}) }
+
+// ignoresLocked reports whether sig would be discarded on arrival.
+func (p *Process) ignores(sig int) bool {
+	a := p.sig.get(sig)
+	return sig != sigKILL && (a.handler == sigIgn || (a.handler == sigDfl && ignoredByDefault(sig)))
+}
+
+// sendSignal makes a signal pending for the process and wakes a thread
+// that does not block it to take it. Ignored signals are discarded at
+// once, as Linux does. It fails with EAGAIN when a real-time signal finds
+// the queue full.
+func (p *Process) sendSignal(info sigInfo) int64 {
+	sig := info.signo
 	if sig <= 0 || sig > nSig {
-		return
+		return -eINVAL
+	}
+	if sig == sigCONT {
+		p.continueGroup()
 	}
 	p.mu.Lock()
-	if p.state != procRunning {
-		p.mu.Unlock()
-		return
+	if isStopSignal(sig) {
+		p.discardLocked(bit(sigCONT))
 	}
-	if a := p.sig.get(sig); sig != sigKILL && (a.handler == sigIgn || (a.handler == sigDfl && ignoredByDefault(sig))) {
+	if p.state != procRunning || p.ignores(sig) {
 		p.mu.Unlock()
-		return // discarded at once, as Linux does for ignored signals
+		return 0
 	}
-	p.pending |= bit(sig)
+	if !p.pending.add(info) && sig >= sigRTMin {
+		p.mu.Unlock()
+		return -eAGAIN
+	}
 	var target *Thread
 	for _, t := range p.threads {
-		if t.sigMask&bit(sig) == 0 || sig == sigKILL {
+		if t.sigMask&bit(sig) == 0 || sig == sigKILL || t.sigWaitSet&bit(sig) != 0 {
 			target = t
 			break
 		}
@@ -163,19 +180,35 @@ func (p *Process) signal(sig int) {
 	if target != nil {
 		target.wake()
 	}
+	return 0
 }
 
-// signalThread sends a thread-directed signal (tgkill, faults).
+// signalThread sends a thread-directed signal from the kernel (SIGPIPE).
 func (t *Thread) signalThread(sig int) {
+	t.sendSignal(sigInfo{signo: sig, code: siUser, pid: int32(t.Proc.PID)})
+}
+
+// sendSignal makes a thread-directed signal (tgkill, faults) pending.
+func (t *Thread) sendSignal(info sigInfo) int64 {
 	p := t.Proc
-	p.mu.Lock()
-	if a := p.sig.get(sig); sig != sigKILL && (a.handler == sigIgn || (a.handler == sigDfl && ignoredByDefault(sig))) {
-		p.mu.Unlock()
-		return
+	if info.signo == sigCONT {
+		p.continueGroup()
 	}
-	t.pending |= bit(sig)
+	p.mu.Lock()
+	if isStopSignal(info.signo) {
+		p.discardLocked(bit(sigCONT))
+	}
+	if p.ignores(info.signo) {
+		p.mu.Unlock()
+		return 0
+	}
+	if !t.pending.add(info) && info.signo >= sigRTMin {
+		p.mu.Unlock()
+		return -eAGAIN
+	}
 	p.mu.Unlock()
 	t.wake()
+	return 0
 }
 
 // faultSignal handles a synchronous fault: with a handler that is not
@@ -187,17 +220,9 @@ func (t *Thread) faultSignal(sig int, code int32, addr uint64) {
 		t.fatalSignal(sig)
 		return
 	}
-	t.faultInfo = faultInfo{sig: sig, code: code, addr: addr}
 	t.Proc.mu.Lock()
-	t.pending |= bit(sig)
+	t.pending.add(sigInfo{signo: sig, code: code, addr: addr})
 	t.Proc.mu.Unlock()
-}
-
-// faultInfo is the siginfo of a pending synchronous fault.
-type faultInfo struct {
-	sig  int
-	code int32
-	addr uint64
 }
 
 // interrupted reports whether a signal the thread does not block (or its
@@ -209,29 +234,20 @@ func (t *Thread) interrupted() bool {
 	p := t.Proc
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return (t.pending|p.pending)&^(t.sigMask&^unblockable) != 0
+	return (t.pending.mask|p.pending.mask)&^(t.sigMask&^unblockable) != 0
 }
 
 // nextSignal takes the lowest pending unblocked signal (thread-directed
-// first), or 0.
-func (t *Thread) nextSignal() int {
+// first).
+func (t *Thread) nextSignal() (sigInfo, bool) {
 	p := t.Proc
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, set := range []*uint64{&t.pending, &p.pending} {
-		ready := *set &^ (t.sigMask &^ unblockable)
-		if ready == 0 {
-			continue
-		}
-		sig := 1
-		for ready&1 == 0 {
-			ready >>= 1
-			sig++
-		}
-		*set &^= bit(sig)
-		return sig
+	blocked := t.sigMask &^ unblockable
+	if info, ok := t.pending.take(blocked); ok {
+		return info, true
 	}
-	return 0
+	return p.pending.take(blocked)
 }
 
 // deliverSignals runs before each return to user mode: default actions
@@ -242,19 +258,23 @@ func (t *Thread) deliverSignals() bool {
 		if t.dying.Load() {
 			return false
 		}
-		sig := t.nextSignal()
-		if sig == 0 {
+		info, ok := t.nextSignal()
+		if !ok {
 			return true
 		}
+		sig := info.signo
 		a := t.Proc.sig.get(sig)
 		switch {
+		case a.handler == sigDfl && isStopSignal(sig):
+			t.Proc.stopGroup(sig)
+			return true // the run loop parks the thread
 		case sig == sigKILL || (a.handler == sigDfl && !ignoredByDefault(sig)):
 			t.fatalSignal(sig)
 			return false
 		case a.handler == sigIgn || a.handler == sigDfl:
 			continue
 		}
-		if err := t.setupFrame(sig, a); err != nil {
+		if err := t.setupFrame(info, a); err != nil {
 			// No room for the frame: the program dies of SIGSEGV.
 			t.fatalSignal(sigSEGV)
 			return false
@@ -284,7 +304,8 @@ func mcontextRegs(t *Thread) []*uint64 {
 		&r.RDI, &r.RSI, &r.RBP, &r.RBX, &r.RDX, &r.RAX, &r.RCX, &r.RSP, &r.RIP, &r.RFLAGS}
 }
 
-func (t *Thread) setupFrame(sig int, a sigAction) error {
+func (t *Thread) setupFrame(info sigInfo, a sigAction) error {
+	sig := info.signo
 	s := t.Proc.Space()
 	r := &t.regs
 	sp := r.RSP
@@ -320,15 +341,9 @@ func (t *Thread) setupFrame(sig int, a sigAction) error {
 	le.PutUint64(uc[ucMcontext+21*8:], saved)
 	le.PutUint64(uc[ucMcontext+23*8:], fpAddr)
 	le.PutUint64(uc[ucSigmask:], saved)
-	info := frame[8+ucSize:]
-	le.PutUint32(info[0:], uint32(sig))
-	if t.faultInfo.sig == sig {
-		le.PutUint32(info[8:], uint32(t.faultInfo.code))
-		le.PutUint64(info[16:], t.faultInfo.addr)
-		le.PutUint64(uc[ucMcontext+22*8:], t.faultInfo.addr)
-		t.faultInfo = faultInfo{}
-	} else {
-		le.PutUint32(info[8:], uint32(int32(siUser)))
+	info.encode(frame[8+ucSize:])
+	if info.isFault() {
+		le.PutUint64(uc[ucMcontext+22*8:], info.addr) // cr2
 	}
 	if err := s.CopyOut(uintptr(fpAddr), r.FX[:]); err != nil {
 		return err
@@ -397,17 +412,12 @@ func (t *Thread) restartOrEINTR() int64 { return -eRESTARTSYS }
 func (t *Thread) shouldRestart() bool {
 	p := t.Proc
 	p.mu.Lock()
-	ready := (t.pending | p.pending) &^ (t.sigMask &^ unblockable)
+	ready := (t.pending.mask | p.pending.mask) &^ (t.sigMask &^ unblockable)
 	p.mu.Unlock()
 	if ready == 0 {
 		return true
 	}
-	sig := 1
-	for ready&1 == 0 {
-		ready >>= 1
-		sig++
-	}
-	a := p.sig.get(sig)
+	a := p.sig.get(lowestSignal(ready))
 	if a.handler > sigIgn {
 		return a.flags&saRestart != 0
 	}

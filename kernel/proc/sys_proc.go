@@ -7,13 +7,8 @@ import (
 )
 
 const (
-	wNoHang    = 1
-	wUntraced  = 2
-	wExited    = 4
-	wContinued = 8
-	wNoWait    = 0x01000000
-	eCHILD     = 10
-	eSRCH      = 3
+	eCHILD = 10
+	eSRCH  = 3
 )
 
 func sysExitThread(t *Thread, a *[6]uint64) (int64, bool) {
@@ -122,86 +117,6 @@ func (t *Thread) execve(path string, argv, envp []string) error {
 	return nil
 }
 
-// matches reports whether child c is selected by wait4's pid argument.
-func (p *Process) matches(c *Process, pid int) bool {
-	switch {
-	case pid > 0:
-		return c.PID == pid
-	case pid == -1:
-		return true
-	case pid == 0:
-		return c.pgid == p.pgid
-	default:
-		return c.pgid == -pid
-	}
-}
-
-func sysWait4(t *Thread, a *[6]uint64) (int64, bool) {
-	pid, statusAddr, options := int(int32(a[0])), uintptr(a[1]), int(a[2])
-	if options&^(wNoHang|wUntraced|wContinued|0x40000000|0x80000000) != 0 {
-		return -eINVAL, false
-	}
-	p := t.Proc
-	for {
-		p.mu.Lock()
-		found := false
-		for _, c := range p.children {
-			c.mu.Lock()
-			ok := p.matches(c, pid)
-			zombie := c.state == procZombie
-			status := c.status
-			c.mu.Unlock()
-			if !ok {
-				continue
-			}
-			found = true
-			if !zombie {
-				continue
-			}
-			delete(p.children, c.PID)
-			p.mu.Unlock()
-			c.mu.Lock()
-			c.state = procReaped
-			c.mu.Unlock()
-			tableMu.Lock()
-			delete(table, c.PID)
-			tableMu.Unlock()
-			ct, faults, rss := p.addChildUsage(c)
-			if a[3] != 0 {
-				if e := putRusage(t, uintptr(a[3]), ct, rss, faults); e != 0 {
-					return e, false
-				}
-			}
-			if statusAddr != 0 {
-				var b [4]byte
-				binary.LittleEndian.PutUint32(b[:], uint32(status))
-				if err := p.Space().CopyOut(statusAddr, b[:]); err != nil {
-					return errno(err), false
-				}
-			}
-			return int64(c.PID), false
-		}
-		changed := p.changed
-		p.mu.Unlock()
-		if !found {
-			return -eCHILD, false
-		}
-		if options&wNoHang != 0 {
-			return 0, false
-		}
-		t.sleepBegin()
-		select {
-		case <-changed:
-			t.sleepEnd()
-		case <-t.sigWake:
-			t.sleepEnd()
-			if t.interrupted() {
-				return t.restartOrEINTR(), false
-			}
-		}
-	}
-}
-
 func sysKill(t *Thread, a *[6]uint64) (int64, bool) {
 	pid, sig := int(int32(a[0])), int(a[1])
 	if sig < 0 || sig > nSig {
@@ -232,7 +147,7 @@ func sysKill(t *Thread, a *[6]uint64) (int64, bool) {
 		}
 	}
 	tableMu.Unlock()
-	live := 0
+	live, denied := 0, 0
 	for _, p := range targets {
 		p.mu.Lock()
 		running := p.state == procRunning
@@ -240,37 +155,124 @@ func sysKill(t *Thread, a *[6]uint64) (int64, bool) {
 		if !running {
 			continue
 		}
+		if !t.mayKill(p) {
+			denied++
+			continue
+		}
 		live++
 		if sig != 0 {
-			p.signal(sig)
+			p.sendSignal(t.senderInfo(sig, siUser))
 		}
 	}
-	if live == 0 {
-		return -eSRCH, false
+	switch {
+	case live > 0:
+		return 0, false
+	case denied > 0:
+		return -ePERM, false
 	}
-	return 0, false
+	return -eSRCH, false
+}
+
+// senderInfo is the siginfo of a signal t sends.
+func (t *Thread) senderInfo(sig int, code int32) sigInfo {
+	return sigInfo{signo: sig, code: code, pid: int32(t.Proc.PID), uid: t.creds().ruid}
+}
+
+// mayKill reports whether t may signal p (kill_ok_by_cred): root may, and
+// so may a sender whose real or effective ID is the target's real or
+// saved one.
+func (t *Thread) mayKill(p *Process) bool {
+	c := t.creds()
+	if c.privileged() {
+		return true
+	}
+	p.mu.Lock()
+	tr, ts := p.cred.ruid, p.cred.suid
+	p.mu.Unlock()
+	return c.euid == tr || c.euid == ts || c.ruid == tr || c.ruid == ts
 }
 
 func sysTgkill(t *Thread, a *[6]uint64) (int64, bool) {
-	return tkill(int(int32(a[0])), int(int32(a[1])), int(a[2]))
+	if int32(a[0]) <= 0 {
+		return -eINVAL, false
+	}
+	return t.tkill(int(int32(a[0])), int(int32(a[1])), int(a[2]), nil), false
 }
 
 func sysTkill(t *Thread, a *[6]uint64) (int64, bool) {
-	return tkill(-1, int(int32(a[0])), int(a[1]))
+	return t.tkill(-1, int(int32(a[0])), int(a[1]), nil), false
 }
 
-func tkill(tgid, tid, sig int) (int64, bool) {
+// tkill sends a signal to thread tid (in thread group tgid, if positive)
+// with the given siginfo, or SI_TKILL's.
+func (t *Thread) tkill(tgid, tid, sig int, info *sigInfo) int64 {
 	if sig < 0 || sig > nSig || tid <= 0 {
-		return -eINVAL, false
+		return -eINVAL
 	}
 	target := lookupThread(tid)
 	if target == nil || (tgid > 0 && target.Proc.PID != tgid) {
+		return -eSRCH
+	}
+	if !t.mayKill(target.Proc) {
+		return -ePERM
+	}
+	if sig == 0 {
+		return 0
+	}
+	if info == nil {
+		in := t.senderInfo(sig, siTkill)
+		info = &in
+	}
+	return target.sendSignal(*info)
+}
+
+// queuedInfo reads rt_sigqueueinfo's siginfo. A process may not pretend
+// to be the kernel (si_code >= 0) or tkill when signalling another
+// process.
+func (t *Thread) queuedInfo(pid, sig int, at uintptr) (sigInfo, int64) {
+	raw := make([]byte, siSize)
+	if err := t.Proc.Space().CopyIn(at, raw); err != nil {
+		return sigInfo{}, errno(err)
+	}
+	code := int32(binary.LittleEndian.Uint32(raw[8:]))
+	if (code >= 0 || code == siTkill) && pid != t.Proc.PID {
+		return sigInfo{}, -ePERM
+	}
+	return sigInfo{signo: sig, code: code, raw: raw}, 0
+}
+
+func sysRtSigqueueinfo(t *Thread, a *[6]uint64) (int64, bool) {
+	pid, sig := int(int32(a[0])), int(int32(a[1]))
+	if sig < 0 || sig > nSig {
+		return -eINVAL, false
+	}
+	info, e := t.queuedInfo(pid, sig, uintptr(a[2]))
+	if e != 0 {
+		return e, false
+	}
+	p := lookup(pid)
+	if p == nil || pid <= 0 {
 		return -eSRCH, false
 	}
-	if sig != 0 {
-		target.signalThread(sig)
+	if !t.mayKill(p) {
+		return -ePERM, false
 	}
-	return 0, false
+	if sig == 0 {
+		return 0, false
+	}
+	return p.sendSignal(info), false
+}
+
+func sysRtTgsigqueueinfo(t *Thread, a *[6]uint64) (int64, bool) {
+	tgid, tid, sig := int(int32(a[0])), int(int32(a[1])), int(int32(a[2]))
+	if sig < 0 || sig > nSig || tgid <= 0 {
+		return -eINVAL, false
+	}
+	info, e := t.queuedInfo(tgid, sig, uintptr(a[3]))
+	if e != 0 {
+		return e, false
+	}
+	return t.tkill(tgid, tid, sig, &info), false
 }
 
 func sysRtSigaction(t *Thread, a *[6]uint64) (int64, bool) {
@@ -297,9 +299,9 @@ func sysRtSigaction(t *Thread, a *[6]uint64) (int64, bool) {
 		// Setting SIG_IGN discards what is pending.
 		if a := h.get(sig); a.handler == sigIgn || (a.handler == sigDfl && ignoredByDefault(sig)) {
 			t.Proc.mu.Lock()
-			t.Proc.pending &^= bit(sig)
+			t.Proc.pending.discard(sig)
 			for _, th := range t.Proc.threads {
-				th.pending &^= bit(sig)
+				th.pending.discard(sig)
 			}
 			t.Proc.mu.Unlock()
 		}
@@ -358,7 +360,7 @@ func sysRtSigpending(t *Thread, a *[6]uint64) (int64, bool) {
 		return -eINVAL, false
 	}
 	t.Proc.mu.Lock()
-	set := (t.pending | t.Proc.pending) & t.sigMask
+	set := (t.pending.mask | t.Proc.pending.mask) & t.sigMask
 	t.Proc.mu.Unlock()
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], set)
@@ -383,6 +385,13 @@ func sysRtSigsuspend(t *Thread, a *[6]uint64) (int64, bool) {
 	return -eINTR, false
 }
 
+// onAltStack reports whether the thread runs on its alternate signal
+// stack.
+func (t *Thread) onAltStack() bool {
+	a, rsp := t.altStack, t.regs.RSP
+	return a.size != 0 && rsp > a.sp && rsp <= a.sp+a.size
+}
+
 func sysSigaltstack(t *Thread, a *[6]uint64) (int64, bool) {
 	s := t.Proc.Space()
 	ss, oss := uintptr(a[0]), uintptr(a[1])
@@ -394,18 +403,19 @@ func sysSigaltstack(t *Thread, a *[6]uint64) (int64, bool) {
 		}
 		le := binary.LittleEndian
 		n := stackT{sp: le.Uint64(b[0:]), flags: int32(le.Uint32(b[8:])), size: le.Uint64(b[16:])}
-		rsp := t.regs.RSP
-		if old.size != 0 && rsp > old.sp && rsp <= old.sp+old.size {
-			return -ePERM, false // on the alternate stack now
+		if t.onAltStack() {
+			return -ePERM, false
 		}
-		switch {
-		case n.flags&2 != 0: // SS_DISABLE
-			t.altStack = stackT{flags: 2}
-		case n.flags != 0:
+		const ssOnStack, ssDisable, ssAutoDisarm = 1, 2, 1 << 31
+		switch mode := uint32(n.flags) &^ ssAutoDisarm; {
+		case mode == ssDisable:
+			t.altStack = stackT{flags: ssDisable}
+		case mode != 0 && mode != ssOnStack:
 			return -eINVAL, false
 		case n.size < 2048: // MINSIGSTKSZ
 			return -eNOMEM, false
 		default:
+			n.flags &^= ssOnStack // the old spelling of "enable"
 			t.altStack = n
 		}
 	}
@@ -413,8 +423,11 @@ func sysSigaltstack(t *Thread, a *[6]uint64) (int64, bool) {
 		var b [24]byte
 		le := binary.LittleEndian
 		flags := old.flags
-		if old.size == 0 {
+		switch {
+		case old.size == 0:
 			flags = 2
+		case t.onAltStack():
+			flags = 1 // SS_ONSTACK
 		}
 		le.PutUint64(b[0:], old.sp)
 		le.PutUint32(b[8:], uint32(flags))

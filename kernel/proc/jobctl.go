@@ -1,0 +1,116 @@
+package proc
+
+// Job control: stop signals stop every thread of a process, SIGCONT
+// resumes it, and the parent hears of both (SIGCHLD with CLD_STOPPED or
+// CLD_CONTINUED unless SA_NOCLDSTOP, and wait with WUNTRACED or
+// WCONTINUED). A thread stops at its next return to user mode; one
+// blocked in a system call stays there until the call ends, then stops.
+
+// jobState is a process's stop state, guarded by Process.mu.
+type jobState struct {
+	stopped    bool
+	stopSig    int
+	stopReport bool          // a stop wait has not collected yet
+	contReport bool          // a continue wait has not collected yet
+	cont       chan struct{} // closed when the process continues
+}
+
+func isStopSignal(sig int) bool {
+	switch sig {
+	case sigSTOP, sigTSTP, sigTTIN, sigTTOU:
+		return true
+	}
+	return false
+}
+
+const stopSignals = 1<<(sigSTOP-1) | 1<<(sigTSTP-1) | 1<<(sigTTIN-1) | 1<<(sigTTOU-1)
+
+// discardLocked drops pending instances of the signals in set from the
+// process and its threads. Caller holds p.mu.
+func (p *Process) discardLocked(set uint64) {
+	for sig := 1; sig <= nSig; sig++ {
+		if set&bit(sig) == 0 {
+			continue
+		}
+		p.pending.discard(sig)
+		for _, t := range p.threads {
+			t.pending.discard(sig)
+		}
+	}
+}
+
+// stopGroup stops the process for sig (the default action of a stop
+// signal, taken by one of its threads).
+func (p *Process) stopGroup(sig int) {
+	p.mu.Lock()
+	if p.job.stopped || p.exiting || p.state != procRunning {
+		p.mu.Unlock()
+		return
+	}
+	p.job = jobState{stopped: true, stopSig: sig, stopReport: true, cont: make(chan struct{})}
+	threads := make([]*Thread, 0, len(p.threads))
+	for _, t := range p.threads {
+		threads = append(threads, t)
+	}
+	p.mu.Unlock()
+	for _, t := range threads {
+		t.wake() // out of user mode, to stop before going back
+	}
+	p.notifyParent(cldStopped, sig)
+}
+
+// continueGroup is SIGCONT's effect, at the moment it is sent (even if
+// blocked or ignored): pending stop signals are dropped and a stopped
+// process resumes.
+func (p *Process) continueGroup() {
+	p.mu.Lock()
+	p.discardLocked(stopSignals)
+	if !p.job.stopped {
+		p.mu.Unlock()
+		return
+	}
+	close(p.job.cont)
+	p.job = jobState{contReport: true}
+	p.mu.Unlock()
+	p.notifyParent(cldContinued, sigCONT)
+}
+
+// notifyParent wakes the parent's waits and sends it SIGCHLD, unless its
+// handler asked for no stop notices (SA_NOCLDSTOP).
+func (p *Process) notifyParent(code int32, sig int) {
+	p.mu.Lock()
+	parent := p.parent
+	info := sigInfo{signo: sigCHLD, code: code, pid: int32(p.PID), uid: p.cred.ruid, status: int32(sig)}
+	p.mu.Unlock()
+	if parent == nil {
+		return
+	}
+	parent.mu.Lock()
+	parent.notifyLocked()
+	parent.mu.Unlock()
+	if parent.sig.get(sigCHLD).flags&saNoCldStop == 0 {
+		parent.sendSignal(info)
+	}
+}
+
+// waitWhileStopped parks the thread while its process is stopped. It
+// reports whether it waited (the caller then looks at signals again).
+func (t *Thread) waitWhileStopped() bool {
+	p := t.Proc
+	waited := false
+	for {
+		p.mu.Lock()
+		stopped, cont := p.job.stopped, p.job.cont
+		p.mu.Unlock()
+		if !stopped || t.dying.Load() {
+			return waited
+		}
+		waited = true
+		t.sleepBegin()
+		select {
+		case <-cont:
+		case <-t.sigWake:
+		}
+		t.sleepEnd()
+	}
+}
