@@ -22,11 +22,11 @@ type Thread struct {
 
 	// Signal state (signal.go). sigMask is the thread's blocked set; the
 	// thread alone changes it. pending is guarded by Proc.mu.
-	sigMask  uint64
-	pending  pendingSet
+	sigMask uint64
+	pending pendingSet
 	// sigWaitSet is what rt_sigtimedwait waits for (guarded by Proc.mu).
 	sigWaitSet uint64
-	altStack stackT
+	altStack   stackT
 	// sigWake is signalled when a signal arrives, so a blocking system
 	// call can return EINTR.
 	sigWake chan struct{}
@@ -34,7 +34,7 @@ type Thread struct {
 	// SA_RESTART.
 	syscallNo uint64
 
-	cpu       cpuClock
+	cpu cpuClock
 	// rt_sigsuspend's saved mask, restored once a handler frame saved it.
 	suspendOld uint64
 	inSuspend  bool
