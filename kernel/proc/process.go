@@ -85,6 +85,7 @@ type Process struct {
 	cred        creds
 	pdeathsig   int // sent to this process when its parent exits
 	job         jobState
+	execed      bool // has called execve (setpgid by the parent: EACCES)
 }
 
 // spaceRef counts the processes sharing an address space (CLONE_VM).

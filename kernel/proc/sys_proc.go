@@ -9,6 +9,7 @@ import (
 const (
 	eCHILD = 10
 	eSRCH  = 3
+	eACCES = 13
 )
 
 func sysExitThread(t *Thread, a *[6]uint64) (int64, bool) {
@@ -109,6 +110,7 @@ func (t *Thread) execve(path string, argv, envp []string) error {
 	t.altStack = stackT{}
 	t.clearTID = 0
 	p.mu.Lock()
+	p.execed = true
 	if p.vforkDone != nil {
 		close(p.vforkDone)
 		p.vforkDone = nil
@@ -150,9 +152,9 @@ func sysKill(t *Thread, a *[6]uint64) (int64, bool) {
 	live, denied := 0, 0
 	for _, p := range targets {
 		p.mu.Lock()
-		running := p.state == procRunning
+		exists := p.state != procReaped // a zombie can be signalled (in vain)
 		p.mu.Unlock()
-		if !running {
+		if !exists {
 			continue
 		}
 		if !t.mayKill(p) {
@@ -441,23 +443,62 @@ func sysSigaltstack(t *Thread, a *[6]uint64) (int64, bool) {
 
 func sysSetpgid(t *Thread, a *[6]uint64) (int64, bool) {
 	pid, pgid := int(int32(a[0])), int(int32(a[1]))
-	target := t.Proc
-	if pid != 0 && pid != t.Proc.PID {
-		target = lookup(pid)
-		if target == nil || target.parent != t.Proc {
-			return -eSRCH, false
-		}
-	}
+	self := t.Proc
 	if pgid < 0 {
 		return -eINVAL, false
 	}
+	target := self
+	if pid != 0 && pid != self.PID {
+		target = lookup(pid)
+		if target == nil {
+			return -eSRCH, false
+		}
+		target.mu.Lock()
+		child, execed := target.parent == self, target.execed
+		target.mu.Unlock()
+		if !child {
+			return -eSRCH, false
+		}
+		if execed {
+			return -eACCES, false
+		}
+	}
 	if pgid == 0 {
 		pgid = target.PID
+	}
+	self.mu.Lock()
+	sid := self.sid
+	self.mu.Unlock()
+	target.mu.Lock()
+	leader, tsid := target.sid == target.PID, target.sid
+	target.mu.Unlock()
+	if leader || tsid != sid {
+		return -ePERM, false
+	}
+	// Joining another group: it must exist in the caller's session.
+	if pgid != target.PID && !groupInSession(pgid, sid) {
+		return -ePERM, false
 	}
 	target.mu.Lock()
 	target.pgid = pgid
 	target.mu.Unlock()
 	return 0, false
+}
+
+// groupInSession reports whether process group pgid has a member in
+// session sid.
+func groupInSession(pgid, sid int) bool {
+	tableMu.Lock()
+	defer tableMu.Unlock()
+	for _, p := range table {
+		p.mu.Lock()
+		ok := p.pgid == pgid && p.sid == sid && p.state != procReaped
+		p.mu.Unlock()
+		if ok {
+			return true
+		}
+	}
+	return false
 }
 
 // idOf returns a field of the calling process (pid 0) or another one.
