@@ -67,20 +67,20 @@ fetch_source() {
 
 # Sorts Debian versions, newest first (insertion sort with dpkg).
 _dpkg_sort() {
-  out=
+  sorted=''
   while read -r v; do
     [ -n "$v" ] || continue
-    new= placed=
-    for o in $out; do
+    new='' placed=''
+    for o in $sorted; do
       if [ -z "$placed" ] && dpkg --compare-versions "$v" gt "$o"; then
         new="$new $v"; placed=1
       fi
       new="$new $o"
     done
     [ -n "$placed" ] || new="$new $v"
-    out=$new
+    sorted=$new
   done
-  for o in $out; do echo "$o"; done
+  for o in $sorted; do echo "$o"; done
 }
 
 # musl ships no Linux UAPI headers; Debian's linux-libc-dev copies go after
