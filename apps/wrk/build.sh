@@ -30,8 +30,12 @@
 #   ("attempt to index a nil value"). apps/wrk/dlsym.c, linked ahead of
 #   libc.a through LDFLAGS, answers for that one symbol. wrk's sources are
 #   not changed.
-# - `luajit -b` (Makefile step for bytecode.o) runs the LuaJIT just built,
-#   with LUA_PATH pointing at its jit/ modules in the staging tree.
+# - `luajit -b` (the Makefile step for bytecode.o) runs a second LuaJIT,
+#   a host tool built from the same source with gcc and
+#   -DLUAJIT_SECURITY_PRNG=0: its string hash seed is then fixed, so the
+#   order of table constants in the bytecode, and with it the wrk binary,
+#   is the same on every build (with the default random seed it is not).
+#   The LuaJIT linked into wrk keeps Debian's default security settings.
 set -eu
 APP=wrk
 . "$(dirname "$0")/../lib.sh"
@@ -67,15 +71,15 @@ stage=$tmp/stage
 uapi_headers "$tmp/uapi"
 
 echo "wrk: building LuaJIT with musl-gcc (log: $LOG)"
+cp -a "$luajit" "$tmp/luajit-host"
 run luajit-make nice make -C "$luajit" -j2 amalg HOST_CC=gcc CC=musl-gcc \
   BUILDMODE=static XCFLAGS=-DLUAJIT_NO_UNWIND PREFIX=/usr Q= E=@:
 run luajit-install make -C "$luajit" install PREFIX=/usr DESTDIR="$stage" \
   BUILDMODE=static Q= E=@:
+run luajit-host-tool nice make -C "$tmp/luajit-host" -j2 HOST_CC=gcc CC=gcc \
+  BUILDMODE=static XCFLAGS=-DLUAJIT_SECURITY_PRNG=0 PREFIX=/usr Q= E=@:
 mkdir "$tmp/bin"
-lj=$(find "$stage/usr/bin" -name 'luajit-*' | head -n 1)
-[ -n "$lj" ] || die "LuaJIT install has no luajit binary, see $LOG"
-ln -s "$lj" "$tmp/bin/luajit"
-ljshare=$(find "$stage/usr/share" -maxdepth 1 -name 'luajit-*' | head -n 1)
+ln -s "$tmp/luajit-host/src/luajit" "$tmp/bin/luajit"
 
 echo "wrk: building OpenSSL with musl-gcc"
 cd "$openssl"
@@ -88,7 +92,7 @@ run openssl-install make install_dev DESTDIR="$stage"
 echo "wrk: building wrk with musl-gcc"
 run dlsym-shim musl-gcc -O2 -Wall -c -o "$tmp/dlsym.o" "$here/dlsym.c"
 cd "$wrk"
-run make env PATH="$tmp/bin:$PATH" LUA_PATH="$ljshare/?.lua;;" \
+run make env PATH="$tmp/bin:$PATH" LUA_PATH="$tmp/luajit-host/src/?.lua;;" \
   PKG_CONFIG_LIBDIR="$stage/usr/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$stage" \
   LDFLAGS="-static $tmp/dlsym.o" \
   nice make -j2 CC=musl-gcc WITH_LUAJIT="$stage/usr" \
