@@ -79,7 +79,9 @@ strip -o "$out/nginx.tmp" objs/nginx
 mv "$out/nginx.tmp" "$out/nginx"
 cp "$here/nginx.conf" "$out/nginx.conf"
 run version "$out/nginx" -V
-run config-test "$out/nginx" -t -c "$out/nginx.conf"
+# nginx -t creates the temporary directories: keep them in $tmp
+sed "s|/tmp/nginx|$tmp/nginx|g" "$here/nginx.conf" >"$tmp/test.conf"
+run config-test "$out/nginx" -t -p "$tmp" -c "$tmp/test.conf"
 sed -n 's/^nginx //p' "$tmp/src/.versions" >"$out/nginx.version"
 echo "$key" >"$out/nginx.stamp"
 echo "nginx: $out/nginx ($(stat -c %s "$out/nginx") bytes); $(cat "$out/nginx.version"), $(( $(date +%s) - start )) s"
