@@ -14,6 +14,7 @@ import (
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/fs/procfs"
 	"shortbread/kernel/machine"
+	"shortbread/kernel/proc"
 	"shortbread/kernel/prof"
 	"shortbread/kernel/vfs"
 )
@@ -72,5 +73,6 @@ func (k *kernel) mountProc(v *vfs.VFS) error {
 		runtime.GC()
 		return nil
 	})
+	proc.AddProcDirs(fs)
 	return v.Mount(&vfs.Ctx{}, nil, "/proc", fs.Root(), "proc", 0)
 }

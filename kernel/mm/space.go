@@ -444,6 +444,13 @@ func (s *Space) releaseRangeLocked(start, end uintptr) bool {
 	return removed
 }
 
+// MappedBytes is the total size of the mappings (VmSize).
+func (s *Space) MappedBytes() uintptr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mappedLocked()
+}
+
 // ResidentPages reports how many frames are mapped into the space.
 func (s *Space) ResidentPages() int {
 	s.mu.Lock()

@@ -29,8 +29,15 @@ type cpuClock struct {
 	sleepStart int64
 }
 
-func (t *Thread) sleepBegin() { t.cpu.sleepStart = monotonicNow() }
-func (t *Thread) sleepEnd()   { t.cpu.slept += monotonicNow() - t.cpu.sleepStart }
+func (t *Thread) sleepBegin() {
+	t.cpu.sleepStart = monotonicNow()
+	t.sleeping.Store(true)
+}
+
+func (t *Thread) sleepEnd() {
+	t.cpu.slept += monotonicNow() - t.cpu.sleepStart
+	t.sleeping.Store(false)
+}
 
 // chargeSys charges the kernel time since start, less the time slept.
 func (t *Thread) chargeSys(start, now int64) {

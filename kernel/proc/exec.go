@@ -12,6 +12,7 @@ import (
 	"shortbread/kernel/elf"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
+	"shortbread/kernel/vfs"
 )
 
 // Layout of a new program's address space.
@@ -56,7 +57,7 @@ var errArgTooLong = errors.New("argument list too long")
 // exec replaces the thread's process image with the program at path.
 func (t *Thread) exec(path string, argv, envp []string) error {
 	p := t.Proc
-	data, err := t.readFile(path)
+	data, exe, err := t.readFile(path)
 	if err != nil {
 		return err
 	}
@@ -79,13 +80,17 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 			args = append(args, argv[1:]...)
 		}
 		path, argv = interp, args
-		if data, err = t.readFile(path); err != nil {
+		if data, exe, err = t.readFile(path); err != nil {
 			return err
 		}
 	}
 	f, err := elf.Parse(data)
 	if err != nil {
 		return err
+	}
+	mapName := path // /proc/<pid>/maps names the program's segments by path
+	if exe != nil && fsys != nil {
+		mapName = fsys.Path(&vfs.Ctx{}, exe)
 	}
 	size := 0
 	for _, s := range append(append([]string(nil), argv...), envp...) {
@@ -113,7 +118,7 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 		pageOff := start & (mm.PageSize - 1)
 		v := mm.VMA{
 			Start: uintptr(start - pageOff), End: uintptr(start + s.Memsz), Prot: s.Prot,
-			Data: data[s.Off-pageOff : s.Off+s.Filesz], Name: path,
+			Data: data[s.Off-pageOff : s.Off+s.Filesz], Name: mapName,
 		}
 		if err := space.Map(v); err != nil {
 			space.Destroy()
@@ -136,6 +141,7 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 	old := p.space
 	p.space = newSpaceRef(space)
 	p.name = path
+	p.exe, p.argv, p.envp = exe, argv, envp
 	p.mu.Unlock()
 	if old != nil {
 		old.put()

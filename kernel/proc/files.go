@@ -23,7 +23,7 @@ func (t *Thread) ctx() *vfs.Ctx {
 	p := t.Proc
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return &vfs.Ctx{Cred: p.cred.vfsCred(), Root: fsys.Root(), Cwd: p.cwd, Umask: p.umask, Intr: t.sigWake}
+	return &vfs.Ctx{Cred: p.cred.vfsCred(), Root: fsys.Root(), Cwd: p.cwd, Umask: p.umask, Intr: t.sigWake, PID: p.PID, TID: t.TID}
 }
 
 // file returns the open file behind fd (a reference the caller drops).
@@ -72,26 +72,28 @@ func WriterFile(w io.Writer) *vfs.OpenFile {
 	return vfs.NewFile(ino, writerFile{w}, linux.O_WRONLY)
 }
 
-// readFile reads a whole regular file for exec, resolving path as t would.
-func (t *Thread) readFile(path string) ([]byte, error) {
+// readFile reads a whole regular file for exec, resolving path as t would,
+// and returns its dentry too (nil without a VFS).
+func (t *Thread) readFile(path string) ([]byte, *vfs.Dentry, error) {
 	if fsys == nil {
 		if t.Proc.fs == nil {
-			return nil, linux.ENOENT
+			return nil, nil, linux.ENOENT
 		}
-		return t.Proc.fs.ReadFile(path)
+		data, err := t.Proc.fs.ReadFile(path)
+		return data, nil, err
 	}
 	c := t.ctx()
 	f, err := fsys.Open(c, nil, path, linux.O_RDONLY, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.DecRef()
 	a := f.Attr()
 	if a.Type() != linux.S_IFREG {
-		return nil, linux.EACCES
+		return nil, nil, linux.EACCES
 	}
 	if a.Mode&0o111 == 0 {
-		return nil, linux.EACCES
+		return nil, nil, linux.EACCES
 	}
 	// Programs are exec'd again and again (a shell's every command): keep
 	// one copy of each image while its file is unchanged.
@@ -99,14 +101,14 @@ func (t *Thread) readFile(path string) ([]byte, error) {
 	imageMu.Lock()
 	if data, ok := images[key]; ok {
 		imageMu.Unlock()
-		return data, nil
+		return data, f.Dentry(), nil
 	}
 	imageMu.Unlock()
 	data := make([]byte, a.Size)
 	for off := 0; off < len(data); {
 		n, err := f.Pread(data[off:], int64(off), nil)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if n == 0 {
 			data = data[:off]
@@ -120,7 +122,7 @@ func (t *Thread) readFile(path string) ([]byte, error) {
 	}
 	images[key] = data
 	imageMu.Unlock()
-	return data, nil
+	return data, f.Dentry(), nil
 }
 
 // The exec image cache: file contents by inode and version. Mappings made

@@ -86,6 +86,11 @@ type Process struct {
 	pdeathsig   int // sent to this process when its parent exits
 	job         jobState
 	execed      bool // has called execve (setpgid by the parent: EACCES)
+	// What /proc shows of the program: its file, arguments, environment,
+	// and when the process started (ns since boot).
+	exe        *vfs.Dentry
+	argv, envp []string
+	start      int64
 }
 
 // spaceRef counts the processes sharing an address space (CLONE_VM).
@@ -138,6 +143,7 @@ func newProcess(parent *Process) *Process {
 		threads:  make(map[int]*Thread),
 		changed:  make(chan struct{}),
 		done:     make(chan struct{}),
+		start:    monotonicNow(),
 	}
 	p.pgid, p.sid = p.PID, p.PID
 	tableMu.Lock()

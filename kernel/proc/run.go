@@ -34,13 +34,14 @@ type Thread struct {
 	// SA_RESTART.
 	syscallNo uint64
 
-	cpu cpuClock
+	cpu      cpuClock
+	sleeping atomic.Bool // blocked in a system call (state S in /proc)
 	// rt_sigsuspend's saved mask, restored once a handler frame saved it.
 	suspendOld uint64
 	inSuspend  bool
 	robustList uintptr
-	// comm is the name PR_SET_NAME gave the thread ("" = the program's).
-	comm        string
+	// comm is the name PR_SET_NAME gave the thread (nil: the program's).
+	comm        atomic.Pointer[string] // read by /proc from other goroutines
 	notDumpable bool
 
 	dying   atomic.Bool   // the process is exiting: stop at the next chance

@@ -152,7 +152,7 @@ func sysPrctl(t *Thread, a *[6]uint64) (int64, bool) {
 		if len(name) > 15 {
 			name = name[:15]
 		}
-		t.comm = name
+		t.setComm(name)
 		return 0, false
 	case prGetName:
 		var b [16]byte
@@ -188,24 +188,18 @@ func sysPrctl(t *Thread, a *[6]uint64) (int64, bool) {
 	return -eINVAL, false
 }
 
-// commName is the thread's name: set by PR_SET_NAME, else the program's
-// base name (as Linux sets comm at exec).
+// commName is the thread's name: set by PR_SET_NAME or /proc's comm,
+// else the program's base name (as Linux sets comm at exec).
 func (t *Thread) commName() string {
-	if t.comm != "" {
-		return t.comm
+	if c := t.comm.Load(); c != nil {
+		return *c
 	}
-	n := t.Proc.name
-	for i := len(n) - 1; i >= 0; i-- {
-		if n[i] == '/' {
-			n = n[i+1:]
-			break
-		}
-	}
-	if len(n) > 15 {
-		n = n[:15]
-	}
-	return n
+	t.Proc.mu.Lock()
+	defer t.Proc.mu.Unlock()
+	return baseName(t.Proc.name)
 }
+
+func (t *Thread) setComm(name string) { t.comm.Store(&name) }
 
 // sysSysinfo fills struct sysinfo (x86-64 layout, mem_unit 1).
 func sysSysinfo(t *Thread, a *[6]uint64) (int64, bool) {

@@ -106,7 +106,7 @@ func (v *VFS) Readlink(c *Ctx, dir *Dentry, path string, atFlags int) (string, e
 		}
 		return "", linux.EINVAL
 	}
-	return readlink(d)
+	return readlink(c, d)
 }
 
 // Chmod sets the permission bits of path (chmod(2), fchmodat(2)).

@@ -197,6 +197,13 @@ type Symlink interface {
 	Readlink() (string, error)
 }
 
+// CallerSymlink is a Symlink whose target depends on who follows or
+// reads it, like /proc/self.
+type CallerSymlink interface {
+	Symlink
+	ReadlinkFor(c *Ctx) (string, error)
+}
+
 // Regular is a regular file's data. Offsets are never negative; reads
 // past the end return 0 bytes and writes past it extend the file,
 // leaving a hole that reads as zeros.

@@ -74,7 +74,7 @@ func (v *VFS) openLookup(c *Ctx, dir *Dentry, path string, flags, mode uint32) (
 			return nil, false, linux.ELOOP
 		}
 		var target string
-		if target, err = readlink(d); err != nil {
+		if target, err = readlink(w.c, d); err != nil {
 			break
 		}
 		if target == "" {
@@ -89,10 +89,18 @@ func (v *VFS) openLookup(c *Ctx, dir *Dentry, path string, flags, mode uint32) (
 	return nil, false, err
 }
 
-func readlink(d *Dentry) (string, error) {
+func readlink(c *Ctx, d *Dentry) (string, error) {
 	s, ok := d.inode.(Symlink)
 	if !ok {
 		return "", linux.EINVAL
+	}
+	return readlinkFor(c, s)
+}
+
+// readlinkFor reads a symlink's target as the caller c sees it.
+func readlinkFor(c *Ctx, s Symlink) (string, error) {
+	if cs, ok := s.(CallerSymlink); ok && c != nil {
+		return cs.ReadlinkFor(c)
 	}
 	return s.Readlink()
 }

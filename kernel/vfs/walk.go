@@ -16,6 +16,9 @@ type Ctx struct {
 	// Intr interrupts an open that waits (a FIFO waiting for its other
 	// end), as Blocking.Intr does.
 	Intr <-chan struct{}
+	// PID and TID name the calling process and thread (0 for the
+	// kernel), for links like /proc/self.
+	PID, TID int
 }
 
 // walker resolves paths for one operation. It counts the symlinks
@@ -169,7 +172,7 @@ func (w *walker) follow(link, dir *Dentry) (*Dentry, error) {
 	if !ok {
 		return nil, linux.EIO
 	}
-	target, err := s.Readlink()
+	target, err := readlinkFor(w.c, s)
 	if err != nil {
 		return nil, err
 	}

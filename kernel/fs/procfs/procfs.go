@@ -68,7 +68,55 @@ type dir struct {
 	base
 	mu       sync.Mutex
 	children map[string]vfs.Inode
+	dyn      *Dyn // entries made on demand, after the fixed ones
 }
+
+// Dyn describes directory entries that come and go, like the process
+// directories: List names them now, Lookup makes the inode for one (nil
+// if it is gone).
+type Dyn struct {
+	List   func() []string
+	Lookup func(name string) vfs.Inode
+}
+
+// SetRootDyn adds on-demand entries to /proc itself.
+func (fs *FS) SetRootDyn(d Dyn) {
+	fs.root.mu.Lock()
+	fs.root.dyn = &d
+	fs.root.mu.Unlock()
+}
+
+// Dir returns a directory made of on-demand entries, with inode number
+// ino (callers choose stable numbers above 1<<32, clear of the fixed
+// entries').
+func (fs *FS) Dir(ino uint64, d Dyn) vfs.Inode {
+	b := fs.base(linux.S_IFDIR | 0o555)
+	b.ino = ino
+	return &dir{base: b, children: map[string]vfs.Inode{}, dyn: &d}
+}
+
+// File returns a generated file with inode number ino; write may be nil.
+func (fs *FS) File(ino uint64, gen Gen, write WriteFn) vfs.Inode {
+	f := fs.newFile(gen, write)
+	f.ino = ino
+	return f
+}
+
+// Link returns a symbolic link whose target is computed for the caller
+// that reads or follows it (nil Ctx: the kernel).
+func (fs *FS) Link(ino uint64, target func(c *vfs.Ctx) (string, error)) vfs.Inode {
+	b := fs.base(linux.S_IFLNK | 0o777)
+	b.ino = ino
+	return &callerLink{base: b, target: target}
+}
+
+type callerLink struct {
+	base
+	target func(c *vfs.Ctx) (string, error)
+}
+
+func (l *callerLink) Readlink() (string, error)              { return l.target(nil) }
+func (l *callerLink) ReadlinkFor(c *vfs.Ctx) (string, error) { return l.target(c) }
 
 func (fs *FS) newDir() *dir {
 	return &dir{base: fs.base(linux.S_IFDIR | 0o555), children: map[string]vfs.Inode{}}
@@ -80,6 +128,11 @@ func (d *dir) Lookup(name string) (vfs.Inode, error) {
 	if c, ok := d.children[name]; ok {
 		return c, nil
 	}
+	if d.dyn != nil {
+		if c := d.dyn.Lookup(name); c != nil {
+			return c, nil
+		}
+	}
 	return nil, linux.ENOENT
 }
 
@@ -89,8 +142,12 @@ func (d *dir) ReadDir(pos int64, emit func(vfs.DirEntry) bool) error {
 	for n := range d.children {
 		names = append(names, n)
 	}
+	dyn := d.dyn
 	d.mu.Unlock()
 	sort.Strings(names)
+	if dyn != nil {
+		names = append(names, dyn.List()...)
+	}
 	for i := int(pos); i < len(names); i++ {
 		c, err := d.Lookup(names[i])
 		if err != nil {
@@ -144,11 +201,15 @@ func (fs *FS) add(p string, ino vfs.Inode) {
 
 // AddFile adds a generated file at p (relative to /proc); write may be nil.
 func (fs *FS) AddFile(p string, gen Gen, write WriteFn) {
+	fs.add(p, fs.newFile(gen, write))
+}
+
+func (fs *FS) newFile(gen Gen, write WriteFn) *file {
 	mode := uint32(linux.S_IFREG | 0o444)
 	if write != nil {
 		mode |= 0o200
 	}
-	fs.add(p, &file{base: fs.base(mode), gen: gen, write: write})
+	return &file{base: fs.base(mode), gen: gen, write: write}
 }
 
 // AddSymlink adds a symbolic link at p.

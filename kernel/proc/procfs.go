@@ -1,0 +1,486 @@
+package proc
+
+// The per-process part of /proc: /proc/<pid>/ with stat, status, maps,
+// cmdline, environ, comm, the exe, cwd and root links, fd/ and task/<tid>/,
+// and the /proc/self and /proc/thread-self links. Formats follow Linux's
+// Documentation/filesystems/proc.rst, fields Shortbread does not keep
+// (major faults, scheduling policy, code and data bounds...) read 0.
+
+import (
+	"bytes"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"strings"
+
+	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/fs/procfs"
+	"shortbread/kernel/machine"
+	"shortbread/kernel/mm"
+	"shortbread/kernel/vfs"
+)
+
+// AddProcDirs makes fs serve the process directories.
+func AddProcDirs(fs *procfs.FS) {
+	fs.SetRootDyn(procfs.Dyn{
+		List: func() []string {
+			names := []string{"self", "thread-self"}
+			for _, pid := range livePIDs() {
+				names = append(names, strconv.Itoa(pid))
+			}
+			return names
+		},
+		Lookup: func(name string) vfs.Inode {
+			switch name {
+			case "self":
+				return fs.Link(procIno("self"), func(c *vfs.Ctx) (string, error) {
+					if c == nil || c.PID == 0 {
+						return "", linux.ENOENT
+					}
+					return strconv.Itoa(c.PID), nil
+				})
+			case "thread-self":
+				return fs.Link(procIno("thread-self"), func(c *vfs.Ctx) (string, error) {
+					if c == nil || c.PID == 0 {
+						return "", linux.ENOENT
+					}
+					return fmt.Sprintf("%d/task/%d", c.PID, c.TID), nil
+				})
+			}
+			pid, err := strconv.Atoi(name)
+			if err != nil || strconv.Itoa(pid) != name {
+				return nil
+			}
+			p := lookup(pid)
+			if p == nil {
+				return nil
+			}
+			return procDir(fs, p)
+		},
+	})
+}
+
+// procIno gives a /proc entry a stable inode number from its path.
+func procIno(path string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(path))
+	return h.Sum64() | 1<<63
+}
+
+// livePIDs lists the processes not yet reaped, in order.
+func livePIDs() []int {
+	tableMu.Lock()
+	pids := make([]int, 0, len(table))
+	for pid := range table {
+		pids = append(pids, pid)
+	}
+	tableMu.Unlock()
+	sort.Ints(pids)
+	return pids
+}
+
+// procDir is /proc/<pid>.
+func procDir(fs *procfs.FS, p *Process) vfs.Inode {
+	pre := strconv.Itoa(p.PID)
+	entries := map[string]func() vfs.Inode{
+		"stat": func() vfs.Inode { return fs.File(procIno(pre+"/stat"), func() []byte { return p.statLine(nil) }, nil) },
+		"status": func() vfs.Inode {
+			return fs.File(procIno(pre+"/status"), func() []byte { return p.statusText(nil) }, nil)
+		},
+		"maps":    func() vfs.Inode { return fs.File(procIno(pre+"/maps"), p.mapsText, nil) },
+		"cmdline": func() vfs.Inode { return fs.File(procIno(pre+"/cmdline"), p.cmdline, nil) },
+		"environ": func() vfs.Inode { return fs.File(procIno(pre+"/environ"), p.environ, nil) },
+		"comm": func() vfs.Inode {
+			return fs.File(procIno(pre+"/comm"), func() []byte { return []byte(p.mainComm() + "\n") }, p.writeComm)
+		},
+		"exe": func() vfs.Inode { return fs.Link(procIno(pre+"/exe"), p.exeLink) },
+		"cwd": func() vfs.Inode { return fs.Link(procIno(pre+"/cwd"), p.cwdLink) },
+		"root": func() vfs.Inode {
+			return fs.Link(procIno(pre+"/root"), func(*vfs.Ctx) (string, error) { return "/", nil })
+		},
+		"fd":   func() vfs.Inode { return fdDir(fs, p, pre+"/fd") },
+		"task": func() vfs.Inode { return taskDir(fs, p, pre+"/task") },
+	}
+	return namedDir(fs, procIno(pre), entries)
+}
+
+// namedDir is a directory of fixed names whose inodes are made on lookup.
+func namedDir(fs *procfs.FS, ino uint64, entries map[string]func() vfs.Inode) vfs.Inode {
+	names := make([]string, 0, len(entries))
+	for n := range entries {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return fs.Dir(ino, procfs.Dyn{
+		List: func() []string { return names },
+		Lookup: func(name string) vfs.Inode {
+			if f, ok := entries[name]; ok {
+				return f()
+			}
+			return nil
+		},
+	})
+}
+
+func taskDir(fs *procfs.FS, p *Process, pre string) vfs.Inode {
+	return fs.Dir(procIno(pre), procfs.Dyn{
+		List: func() []string {
+			var names []string
+			for _, t := range p.threadList() {
+				names = append(names, strconv.Itoa(t.TID))
+			}
+			return names
+		},
+		Lookup: func(name string) vfs.Inode {
+			tid, err := strconv.Atoi(name)
+			if err != nil {
+				return nil
+			}
+			t := lookupThread(tid)
+			if t == nil || t.Proc != p {
+				return nil
+			}
+			tp := pre + "/" + name
+			return namedDir(fs, procIno(tp), map[string]func() vfs.Inode{
+				"stat":   func() vfs.Inode { return fs.File(procIno(tp+"/stat"), func() []byte { return p.statLine(t) }, nil) },
+				"status": func() vfs.Inode { return fs.File(procIno(tp+"/status"), func() []byte { return p.statusText(t) }, nil) },
+				"comm": func() vfs.Inode {
+					return fs.File(procIno(tp+"/comm"), func() []byte { return []byte(t.commName() + "\n") }, func(b []byte) error {
+						t.setComm(commFrom(b))
+						return nil
+					})
+				},
+			})
+		},
+	})
+}
+
+func fdDir(fs *procfs.FS, p *Process, pre string) vfs.Inode {
+	return fs.Dir(procIno(pre), procfs.Dyn{
+		List: func() []string {
+			var names []string
+			if files := p.fileTable(); files != nil {
+				for _, fd := range files.FDs() {
+					names = append(names, strconv.Itoa(fd))
+				}
+			}
+			return names
+		},
+		Lookup: func(name string) vfs.Inode {
+			fd, err := strconv.Atoi(name)
+			if err != nil {
+				return nil
+			}
+			files := p.fileTable()
+			if files == nil {
+				return nil
+			}
+			if _, err := files.Get(fd); err != nil {
+				return nil
+			}
+			return fs.Link(procIno(pre+"/"+name), func(*vfs.Ctx) (string, error) {
+				f, err := files.Get(fd)
+				if err != nil {
+					return "", linux.ENOENT
+				}
+				defer f.DecRef()
+				return filePath(f), nil
+			})
+		},
+	})
+}
+
+// filePath is what /proc/<pid>/fd shows for an open file: its path, or
+// "pipe:[ino]" and the like for files without one.
+func filePath(f *vfs.OpenFile) string {
+	if d := f.Dentry(); d != nil && fsys != nil {
+		return fsys.Path(&vfs.Ctx{}, d)
+	}
+	a := f.Attr()
+	switch a.Type() {
+	case linux.S_IFIFO:
+		return fmt.Sprintf("pipe:[%d]", a.Ino)
+	case linux.S_IFSOCK:
+		return fmt.Sprintf("socket:[%d]", a.Ino)
+	}
+	return "anon_inode:[" + fmt.Sprintf("%T", f.Impl()) + "]"
+}
+
+func (p *Process) fileTable() *vfs.FDTable {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.files
+}
+
+func (p *Process) threadList() []*Thread {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ts := make([]*Thread, 0, len(p.threads))
+	for _, t := range p.threads {
+		ts = append(ts, t)
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].TID < ts[j].TID })
+	return ts
+}
+
+// mainComm is the name of the thread group leader (or the program's).
+func (p *Process) mainComm() string {
+	if t := lookupThread(p.PID); t != nil && t.Proc == p {
+		return t.commName()
+	}
+	return baseName(p.name)
+}
+
+func (p *Process) writeComm(b []byte) error {
+	t := lookupThread(p.PID)
+	if t == nil || t.Proc != p {
+		return linux.ESRCH
+	}
+	t.setComm(commFrom(b))
+	return nil
+}
+
+// commFrom is a name written to comm: up to 15 bytes, without the newline.
+func commFrom(b []byte) string {
+	s := strings.TrimSuffix(string(b), "\n")
+	if len(s) > 15 {
+		s = s[:15]
+	}
+	return s
+}
+
+func baseName(n string) string {
+	if i := strings.LastIndexByte(n, '/'); i >= 0 {
+		n = n[i+1:]
+	}
+	if len(n) > 15 {
+		n = n[:15]
+	}
+	return n
+}
+
+func (p *Process) exeLink(*vfs.Ctx) (string, error) {
+	p.mu.Lock()
+	exe := p.exe
+	p.mu.Unlock()
+	if exe == nil || fsys == nil {
+		return "", linux.ENOENT
+	}
+	return fsys.Path(&vfs.Ctx{}, exe), nil
+}
+
+func (p *Process) cwdLink(*vfs.Ctx) (string, error) {
+	p.mu.Lock()
+	cwd := p.cwd
+	p.mu.Unlock()
+	if cwd == nil || fsys == nil {
+		return "/", nil
+	}
+	return fsys.Path(&vfs.Ctx{}, cwd), nil
+}
+
+func joinNUL(ss []string) []byte {
+	var b bytes.Buffer
+	for _, s := range ss {
+		b.WriteString(s)
+		b.WriteByte(0)
+	}
+	return b.Bytes()
+}
+
+func (p *Process) cmdline() []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return joinNUL(p.argv)
+}
+
+func (p *Process) environ() []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return joinNUL(p.envp)
+}
+
+// procState is the one-letter state: R running or runnable, S sleeping in
+// a system call, T stopped, Z zombie. Of a thread, or (t nil) of the
+// process: running if any thread is.
+func (p *Process) procState(t *Thread) byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.state != procRunning:
+		return 'Z'
+	case p.job.stopped:
+		return 'T'
+	case t != nil:
+		if t.sleeping.Load() {
+			return 'S'
+		}
+		return 'R'
+	}
+	for _, th := range p.threads {
+		if !th.sleeping.Load() {
+			return 'R'
+		}
+	}
+	return 'S'
+}
+
+var stateNames = map[byte]string{'R': "running", 'S': "sleeping", 'T': "stopped", 'Z': "zombie"}
+
+// memInfo is the address space's size and resident pages (0 once gone).
+func (p *Process) memInfo() (vsize uint64, rss uint64) {
+	s := p.Space()
+	if s == nil {
+		return 0, 0
+	}
+	return uint64(s.MappedBytes()), uint64(s.ResidentPages())
+}
+
+// statLine is /proc/<pid>/stat (t nil) or /proc/<pid>/task/<tid>/stat.
+func (p *Process) statLine(t *Thread) []byte {
+	state := p.procState(t)
+	vsize, rss := p.memInfo()
+	var times cpuTimes
+	var faults int64
+	comm := p.mainComm()
+	if t != nil {
+		times, faults, comm = t.threadTimes(), t.cpu.faults.Load(), t.commName()
+	} else {
+		times, faults = p.selfTimes()
+	}
+	p.mu.Lock()
+	ppid := 0
+	if p.parent != nil {
+		ppid = p.parent.PID
+	}
+	ch := p.usage.children
+	cfaults := p.usage.cfaults
+	nthreads := len(p.threads)
+	pending := p.pending.mask
+	pgid, sid, start := p.pgid, p.sid, p.start
+	rsslim := p.rlimits()[rlimitAS].cur
+	p.mu.Unlock()
+	var blocked uint64
+	if t != nil {
+		blocked = t.sigMask
+	} else if lt := lookupThread(p.PID); lt != nil {
+		blocked = lt.sigMask
+	}
+	ign, cgt := p.sig.dispositions()
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%d (%s) %c %d %d %d 0 -1 0 %d %d 0 0 %d %d %d %d 20 0 %d 0 %d %d %d %d",
+		p.PID, comm, state, ppid, pgid, sid,
+		faults, cfaults,
+		ticks(times.user), ticks(times.sys), ticks(ch.user), ticks(ch.sys),
+		nthreads, ticks(start), vsize, rss, rsslim)
+	// startcode endcode startstack kstkesp kstkeip signal blocked
+	// sigignore sigcatch wchan nswap cnswap exit_signal processor
+	// rt_priority policy delayacct_blkio_ticks guest_time cguest_time
+	// start_data end_data start_brk arg_start arg_end env_start env_end
+	// exit_code
+	fmt.Fprintf(&b, " 0 0 0 0 0 %d %d %d %d 0 0 0 %d %d 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+		pending, blocked, ign, cgt, sigCHLD, machine.CurrentCPU())
+	return b.Bytes()
+}
+
+// statusText is /proc/<pid>/status (t nil) or a thread's.
+func (p *Process) statusText(t *Thread) []byte {
+	state := p.procState(t)
+	vsize, rss := p.memInfo()
+	comm := p.mainComm()
+	tid := p.PID
+	if t != nil {
+		comm, tid = t.commName(), t.TID
+	}
+	p.mu.Lock()
+	ppid := 0
+	if p.parent != nil {
+		ppid = p.parent.PID
+	}
+	c := p.cred
+	umask := p.umask
+	nthreads := len(p.threads)
+	pending := p.pending.mask
+	fdsize := 0
+	if p.files != nil {
+		fdsize = p.files.Limit()
+	}
+	maxRSS := max(p.maxRSS, int64(rss)*4)
+	p.mu.Unlock()
+	var blocked, shdPending uint64
+	if t == nil {
+		t = lookupThread(p.PID)
+	}
+	if t != nil {
+		blocked = t.sigMask
+		shdPending = pending
+		p.mu.Lock()
+		pending = t.pending.mask
+		p.mu.Unlock()
+	}
+	ign, cgt := p.sig.dispositions()
+	var groups []string
+	for _, g := range c.groups {
+		groups = append(groups, strconv.Itoa(int(g)))
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "Name:\t%s\nUmask:\t%04o\nState:\t%c (%s)\nTgid:\t%d\nNgid:\t0\nPid:\t%d\nPPid:\t%d\nTracerPid:\t0\n",
+		comm, umask, state, stateNames[state], p.PID, tid, ppid)
+	fmt.Fprintf(&b, "Uid:\t%d\t%d\t%d\t%d\nGid:\t%d\t%d\t%d\t%d\nFDSize:\t%d\nGroups:\t%s\n",
+		c.ruid, c.euid, c.suid, c.fsuid, c.rgid, c.egid, c.sgid, c.fsgid, fdsize, strings.Join(groups, " "))
+	fmt.Fprintf(&b, "VmPeak:\t%8d kB\nVmSize:\t%8d kB\nVmHWM:\t%8d kB\nVmRSS:\t%8d kB\n",
+		vsize/1024, vsize/1024, maxRSS, rss*4)
+	fmt.Fprintf(&b, "Threads:\t%d\nSigQ:\t%d/%d\nSigPnd:\t%016x\nShdPnd:\t%016x\nSigBlk:\t%016x\nSigIgn:\t%016x\nSigCgt:\t%016x\n",
+		nthreads, 0, maxQueued, pending, shdPending, blocked, ign, cgt)
+	n := machine.NumCPU()
+	fmt.Fprintf(&b, "Cpus_allowed:\t%x\nCpus_allowed_list:\t0-%d\nvoluntary_ctxt_switches:\t0\nnonvoluntary_ctxt_switches:\t0\n",
+		uint64(1)<<n-1, n-1)
+	return b.Bytes()
+}
+
+// dispositions returns the ignored and caught signal sets.
+func (h *sigHandlers) dispositions() (ign, cgt uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for sig := 1; sig <= nSig; sig++ {
+		switch a := h.act[sig]; {
+		case a.handler == sigIgn:
+			ign |= bit(sig)
+		case a.handler > sigIgn:
+			cgt |= bit(sig)
+		}
+	}
+	return ign, cgt
+}
+
+// mapsText is /proc/<pid>/maps.
+func (p *Process) mapsText() []byte {
+	s := p.Space()
+	if s == nil {
+		return nil
+	}
+	var b bytes.Buffer
+	for _, v := range s.VMAs() {
+		perm := []byte("---p")
+		if v.Prot&mm.ProtRead != 0 {
+			perm[0] = 'r'
+		}
+		if v.Prot&mm.ProtWrite != 0 {
+			perm[1] = 'w'
+		}
+		if v.Prot&mm.ProtExec != 0 {
+			perm[2] = 'x'
+		}
+		if v.Shm != nil {
+			perm[3] = 's'
+		}
+		line := fmt.Sprintf("%08x-%08x %s %08x 00:00 0 ", v.Start, v.End, perm, v.Off)
+		if v.Name != "" {
+			line += strings.Repeat(" ", max(0, 73-len(line))) + v.Name
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
