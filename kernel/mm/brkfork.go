@@ -52,7 +52,7 @@ func (s *Space) Fork(init func(pml4, pdpt, pd uintptr) error) (*Space, error) {
 		}
 		for va := v.Start; va < v.End; va += PageSize {
 			pte := walk(s.phys, s.root, va, false)
-			if pte == nil || *pte&PTEPresent == 0 {
+			if pte == nil || !holdsFrame(*pte) {
 				continue
 			}
 			cpte := walk(c.phys, c.root, va, true)

@@ -415,3 +415,91 @@ func TestSharedAnonymousMemoryAcrossFork(t *testing.T) {
 		t.Errorf("%d frames left after both spaces and the object are gone", len(fp.pages))
 	}
 }
+
+func TestRemapMovesPagesAndGrows(t *testing.T) {
+	s, fp, _ := newTestSpace(t, 1000)
+	s.Map(VMA{Start: 0x400000, End: 0x402000, Prot: ProtRead | ProtWrite})
+	s.Map(VMA{Start: 0x402000, End: 0x403000, Prot: ProtRead}) // blocks growth
+	s.CopyOut(0x400000, []byte("first"))
+	s.CopyOut(0x401000, []byte("second"))
+	frame := *walk(s.phys, s.root, 0x401000, false) & pteAddr
+	if _, err := s.Remap(0x400000, 0x2000, 0x4000, false, 0, 0x10000000); !errors.Is(err, ErrNoMem) {
+		t.Errorf("growing into a neighbour without MAYMOVE: %v", err)
+	}
+	to, err := s.Remap(0x400000, 0x2000, 0x4000, true, 0, 0x10000000)
+	if err != nil || to == 0x400000 {
+		t.Fatalf("move: %#x, %v", to, err)
+	}
+	if pte := walk(s.phys, s.root, to+0x1000, false); pte == nil || *pte&pteAddr != frame {
+		t.Errorf("the page was copied, not moved")
+	}
+	b := make([]byte, 6)
+	s.CopyIn(to+0x1000, b)
+	if string(b) != "second" {
+		t.Errorf("moved page holds %q", b)
+	}
+	if err := s.Fault(0x400000, false, false); !errors.Is(err, ErrNoMap) {
+		t.Errorf("old range still mapped: %v", err)
+	}
+	s.CopyIn(to+0x3000, b)
+	if !bytes.Equal(b, make([]byte, 6)) {
+		t.Errorf("grown tail not zero: %q", b)
+	}
+	// Shrinking in place drops the tail's frames.
+	before := len(fp.pages)
+	if got, err := s.Remap(to, 0x4000, 0x1000, false, 0, 0); got != to || err != nil {
+		t.Fatalf("shrink: %#x %v", got, err)
+	}
+	if len(fp.pages) >= before {
+		t.Errorf("shrink kept the tail's frames")
+	}
+	if _, err := s.Remap(0x402000, 0x2000, 0x1000, true, 0, 0x10000000); !errors.Is(err, ErrFault) {
+		t.Errorf("range past its mapping: %v", err)
+	}
+}
+
+func TestProtNoneKeepsContentsAndDiscard(t *testing.T) {
+	s, fp, _ := newTestSpace(t, 1000)
+	s.Map(VMA{Start: 0x400000, End: 0x403000, Prot: ProtRead | ProtWrite})
+	s.CopyOut(0x401000, []byte("keep"))
+	if err := s.Protect(0x401000, 0x1000, 0); err != nil {
+		t.Fatal(err)
+	}
+	if pte := walk(s.phys, s.root, 0x401000, false); pte == nil || *pte&PTEPresent != 0 {
+		t.Errorf("PROT_NONE page still present")
+	}
+	if err := s.Fault(0x401000, false, false); !errors.Is(err, ErrAccess) {
+		t.Errorf("read of PROT_NONE: %v", err)
+	}
+	s.Protect(0x401000, 0x1000, ProtRead|ProtWrite)
+	b := make([]byte, 4)
+	s.CopyIn(0x401000, b)
+	if string(b) != "keep" {
+		t.Errorf("after PROT_NONE and back: %q", b)
+	}
+	n := len(fp.pages)
+	if err := s.Discard(0x401000, 0x1000); err != nil {
+		t.Fatal(err)
+	}
+	if len(fp.pages) != n-1 {
+		t.Errorf("discard freed %d frames", n-len(fp.pages))
+	}
+	s.CopyIn(0x401000, b)
+	if !bytes.Equal(b, make([]byte, 4)) {
+		t.Errorf("discarded page reads %q", b)
+	}
+	if err := s.Discard(0x500000, 0x1000); !errors.Is(err, ErrNoMem) {
+		t.Errorf("discard of unmapped: %v", err)
+	}
+}
+
+func TestFileMappingPastEndIsBus(t *testing.T) {
+	s, _, _ := newTestSpace(t, 1000)
+	s.Map(VMA{Start: 0x400000, End: 0x403000, Prot: ProtRead, Data: make([]byte, 0x1100), File: true})
+	if err := s.Fault(0x401fff, false, false); err != nil {
+		t.Errorf("page holding the file's tail: %v", err)
+	}
+	if err := s.Fault(0x402000, false, false); !errors.Is(err, ErrBus) {
+		t.Errorf("page past the end: %v", err)
+	}
+}

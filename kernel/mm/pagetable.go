@@ -36,7 +36,14 @@ const (
 	// pteShared marks a page of shared anonymous memory (an Shm owns the
 	// frame; unmapping never frees it).
 	pteShared = 1 << 10
+	// pteNone marks a page made inaccessible by PROT_NONE: not present
+	// (every access faults), but the frame stays, for a later mprotect
+	// to give back. The CPU ignores the other bits of a non-present entry.
+	pteNone = 1 << 11
 )
+
+// holdsFrame reports whether a PTE maps a frame, accessible or not.
+func holdsFrame(pte uint64) bool { return pte&(PTEPresent|pteNone) != 0 }
 
 // UserTop is the end of the user half of the address space.
 const UserTop = 0x0000800000000000

@@ -33,6 +33,9 @@ type VMA struct {
 	Data       []byte
 	Off        uintptr
 	Name       string // for /proc/self/maps: "[heap]", "[stack]", a path
+	// File marks Data as a file's contents (not a program segment with
+	// bss after it): a page wholly past its end faults with ErrBus.
+	File bool
 	// Shm, when set, makes the mapping shared anonymous memory: pages come
 	// from (and belong to) the object, at page index (address-Start+Off)/PageSize.
 	Shm *Shm
@@ -223,44 +226,18 @@ func (s *Space) MapAnywhere(hint, n uintptr, v VMA, top uintptr) (uintptr, error
 	if s.limit != 0 && s.mappedLocked()+n > s.limit {
 		return 0, ErrNoMem
 	}
-	place := func(a uintptr) {
-		v.Start, v.End = a, a+n
-		s.insertLocked(v)
-	}
 	if hint = pageDown(hint); hint != 0 && hint+n > hint && s.usable(hint, hint+n) && !s.overlaps(hint, hint+n) {
-		place(hint)
+		v.Start, v.End = hint, hint+n
+		s.insertLocked(v)
 		return hint, nil
 	}
-	// Walk gaps downwards from top.
-	end := min(pageDown(top), UserTop)
-	for i := len(s.vmas); i >= 0; i-- {
-		gapStart := uintptr(PageSize * 16) // keep low addresses unmapped
-		if i > 0 {
-			gapStart = s.vmas[i-1].End
-		}
-		gapEnd := end
-		if i < len(s.vmas) {
-			gapEnd = min(gapEnd, s.vmas[i].Start)
-		}
-		for gapEnd >= gapStart+n {
-			a := gapEnd - n
-			if s.usable(a, gapEnd) {
-				place(a)
-				return a, nil
-			}
-			// Step below the reserved range in the way.
-			moved := false
-			for _, r := range s.reserve {
-				if a < r[1] && r[0] < gapEnd {
-					gapEnd, moved = r[0], true
-				}
-			}
-			if !moved {
-				break
-			}
-		}
+	a, err := s.findFreeLocked(n, top)
+	if err != nil {
+		return 0, err
 	}
-	return 0, ErrNoMem
+	v.Start, v.End = a, a+n
+	s.insertLocked(v)
+	return a, nil
 }
 
 // Unmap removes [start, start+n).
@@ -298,7 +275,7 @@ func (s *Space) Protect(start, n uintptr, prot int) error {
 	restricted := false
 	for va := start; va < end; va += PageSize {
 		pte := walk(s.phys, s.root, va, false)
-		if pte == nil || *pte&PTEPresent == 0 {
+		if pte == nil || !holdsFrame(*pte) {
 			continue
 		}
 		old := *pte
@@ -314,6 +291,9 @@ func (s *Space) Protect(start, n uintptr, prot int) error {
 }
 
 func pteFlags(prot int, cow bool) uint64 {
+	if prot&(ProtRead|ProtWrite|ProtExec) == 0 {
+		return pteNone
+	}
 	f := uint64(PTEPresent | PTEUser)
 	if prot&ProtWrite != 0 && !cow {
 		f |= PTEWrite
@@ -347,9 +327,12 @@ func (s *Space) faultLocked(va uintptr, write, exec bool) error {
 	if pte == nil {
 		return ErrNoMem
 	}
-	if *pte&PTEPresent != 0 {
+	if holdsFrame(*pte) {
 		if write && *pte&pteCOW != 0 {
 			return s.breakCOWLocked(pte, v.Prot)
+		}
+		if *pte&PTEPresent == 0 { // PROT_NONE lifted without the PTE
+			*pte = *pte&(pteAddr|pteCOW|pteShared) | pteFlags(v.Prot, *pte&pteCOW != 0)
 		}
 		return nil // another thread resolved it
 	}
@@ -365,6 +348,9 @@ func (s *Space) faultLocked(va uintptr, write, exec bool) error {
 	f := s.phys.Alloc()
 	if f == 0 {
 		return ErrNoMem
+	}
+	if v.File && v.Off+(page-v.Start) >= pageUp(uintptr(len(v.Data))) {
+		return ErrBus
 	}
 	if v.Data != nil {
 		off := v.Off + (page - v.Start)
@@ -428,7 +414,7 @@ func (s *Space) releaseRangeLocked(start, end uintptr) bool {
 	removed := false
 	for va := start; va < end; va += PageSize {
 		pte := walk(s.phys, s.root, va, false)
-		if pte == nil || *pte&PTEPresent == 0 {
+		if pte == nil || !holdsFrame(*pte) {
 			continue
 		}
 		pa := uintptr(*pte & pteAddr)

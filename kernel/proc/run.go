@@ -134,6 +134,10 @@ func (t *Thread) run() {
 					t.exitThread()
 					return
 				}
+				if errors.Is(err, mm.ErrBus) {
+					t.faultSignal(sigBUS, busAdrErr, r.Addr)
+					break
+				}
 				code := int32(segvMapErr)
 				if errors.Is(err, mm.ErrAccess) {
 					code = segvAccErr

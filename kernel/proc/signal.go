@@ -58,6 +58,7 @@ const (
 	illIllOpn  = 2
 	trapBrkpt  = 1
 	busAdrAln  = 1
+	busAdrErr  = 2
 	cldExited  = 1
 	cldKilled  = 2
 	cldDumped  = 3

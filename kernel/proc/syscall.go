@@ -149,6 +149,8 @@ func init() {
 		10:  {"mprotect", sysMprotect},
 		11:  {"munmap", sysMunmap},
 		12:  {"brk", sysBrk},
+		25:  {"mremap", sysMremap},
+		28:  {"madvise", sysMadvise},
 		13:  {"rt_sigaction", sysRtSigaction},
 		14:  {"rt_sigprocmask", sysRtSigprocmask},
 		15:  {"rt_sigreturn", nil}, // handled in syscall: it restores RAX too
@@ -306,7 +308,7 @@ func sysMmap(t *Thread, a *[6]uint64) (int64, bool) {
 		if e != 0 {
 			return e, false
 		}
-		v.Data = data
+		v.Data, v.File = data, true
 	} else if flags&mapShared != 0 {
 		v.Shm = mm.NewShm(physMem{})
 	}
@@ -342,6 +344,53 @@ func sysMmap(t *Thread, a *[6]uint64) (int64, bool) {
 		return errno(err), false
 	}
 	return int64(got), false
+}
+
+// mremap flags.
+const (
+	mremapMaymove   = 1
+	mremapFixed     = 2
+	mremapDontunmap = 4
+)
+
+func sysMremap(t *Thread, a *[6]uint64) (int64, bool) {
+	old, oldSize, newSize, flags, newAddr := uintptr(a[0]), uintptr(a[1]), uintptr(a[2]), a[3], uintptr(a[4])
+	if flags&^(mremapMaymove|mremapFixed) != 0 || (flags&mremapFixed != 0 && flags&mremapMaymove == 0) {
+		return -eINVAL, false // MREMAP_DONTUNMAP is not supported
+	}
+	fixed := uintptr(0)
+	if flags&mremapFixed != 0 {
+		if newAddr == 0 {
+			return -eINVAL, false
+		}
+		fixed = newAddr
+	}
+	got, err := t.Proc.Space().Remap(old, oldSize, newSize, flags&mremapMaymove != 0, fixed, mmapTop)
+	if err != nil {
+		return errno(err), false
+	}
+	return int64(got), false
+}
+
+// madvise advice values.
+const (
+	madvDontneed = 4
+	madvFree     = 8
+)
+
+// sysMadvise: DONTNEED and FREE give the pages back at once; the hints
+// (WILLNEED, SEQUENTIAL, HUGEPAGE, DONTFORK...) are accepted and change
+// nothing; REMOVE (of shared file pages) is not supported.
+func sysMadvise(t *Thread, a *[6]uint64) (int64, bool) {
+	start, n, advice := uintptr(a[0]), uintptr(a[1]), a[2]
+	s := t.Proc.Space()
+	switch {
+	case advice == madvDontneed || advice == madvFree:
+		return errno(s.Discard(start, n)), false
+	case advice <= 3, advice >= 10 && advice <= 17, advice >= 20 && advice <= 25:
+		return errno(s.Advise(start, n)), false
+	}
+	return -eINVAL, false
 }
 
 func sysMunmap(t *Thread, a *[6]uint64) (int64, bool) {
@@ -477,10 +526,13 @@ func (t *Thread) mapFile(fd int, off int64, n uintptr, flags uint64) ([]byte, in
 	if flags&mapShared != 0 {
 		return nil, -eNODEV
 	}
-	if a := f.Attr(); a.Mode&0o170000 != 0o100000 {
+	a := f.Attr()
+	if a.Mode&0o170000 != 0o100000 {
 		return nil, -eNODEV
 	}
-	data := make([]byte, n)
+	// Only what the file holds is copied: a mapping larger than the file
+	// (or a huge length) costs no more than the file.
+	data := make([]byte, min(uint64(n), uint64(max(a.Size-off, 0))))
 	got := 0
 	for got < len(data) {
 		k, err := f.Pread(data[got:], off+int64(got), nil)
