@@ -279,7 +279,7 @@ func (k *kernel) mountRoot(archive []byte) error {
 	if err != nil {
 		return err
 	}
-	root, err := tmpfs.FromCPIO(entries, tmpfs.Options{Dev: linux.MakeDev(0, 1)})
+	root, err := tmpfs.FromCPIO(entries, tmpfs.Options{Dev: linux.MakeDev(0, 1), Phys: proc.Frames{}})
 	if err != nil {
 		return err
 	}

@@ -148,6 +148,9 @@ func (s *Space) overlaps(start, end uintptr) bool {
 
 // insertLocked adds v, which must not overlap.
 func (s *Space) insertLocked(v VMA) {
+	if v.Shm != nil {
+		v.Shm.markMapped()
+	}
 	i := sort.Search(len(s.vmas), func(i int) bool { return s.vmas[i].Start >= v.End })
 	s.vmas = append(s.vmas, VMA{})
 	copy(s.vmas[i+1:], s.vmas[i:])
@@ -337,6 +340,9 @@ func (s *Space) faultLocked(va uintptr, write, exec bool) error {
 		return nil // another thread resolved it
 	}
 	if v.Shm != nil {
+		if size := v.Shm.size; size != nil && v.Off+page-v.Start >= pageUp(uintptr(max(size(), 0))) {
+			return ErrBus
+		}
 		f, err := v.Shm.frame((v.Off + page - v.Start) / PageSize)
 		if err != nil {
 			return err

@@ -19,19 +19,19 @@ import (
 	"shortbread/kernel/vfs"
 )
 
-// physMem is physical memory as package mm needs it, from the machine
+// Frames is physical memory as package mm needs it, from the machine
 // layer's frame allocator and direct map.
-type physMem struct{}
+type Frames struct{}
 
-func (physMem) Alloc() uintptr  { return machine.AllocFrame() }
-func (physMem) Free(pa uintptr) { machine.FreeFrame(pa) }
-func (physMem) Page(pa uintptr) *[mm.PageSize]byte {
+func (Frames) Alloc() uintptr  { return machine.AllocFrame() }
+func (Frames) Free(pa uintptr) { machine.FreeFrame(pa) }
+func (Frames) Page(pa uintptr) *[mm.PageSize]byte {
 	return (*[mm.PageSize]byte)(machine.PhysPointer(pa))
 }
 
 func newSpace() (*mm.Space, error) {
 	r := machine.KernelReserved()
-	return mm.NewSpace(physMem{}, machine.InitAddressSpace, [][2]uintptr{r[0], r[1]}, machine.FlushTLB)
+	return mm.NewSpace(Frames{}, machine.InitAddressSpace, [][2]uintptr{r[0], r[1]}, machine.FlushTLB)
 }
 
 // FS is where exec finds programs.

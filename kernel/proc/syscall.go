@@ -150,6 +150,7 @@ func init() {
 		11:  {"munmap", sysMunmap},
 		12:  {"brk", sysBrk},
 		25:  {"mremap", sysMremap},
+		26:  {"msync", sysMsync},
 		28:  {"madvise", sysMadvise},
 		13:  {"rt_sigaction", sysRtSigaction},
 		14:  {"rt_sigprocmask", sysRtSigprocmask},
@@ -304,13 +305,11 @@ func sysMmap(t *Thread, a *[6]uint64) (int64, bool) {
 	s := t.Proc.Space()
 	v := mm.VMA{Prot: prot}
 	if flags&mapAnonymous == 0 {
-		data, e := t.mapFile(int(int32(a[4])), int64(a[5]), n, flags)
-		if e != 0 {
+		if e := t.mapFile(&v, int(int32(a[4])), int64(a[5]), n, flags); e != 0 {
 			return e, false
 		}
-		v.Data, v.File = data, true
 	} else if flags&mapShared != 0 {
-		v.Shm = mm.NewShm(physMem{})
+		v.Shm = mm.NewShm(Frames{})
 	}
 	switch {
 	case flags&mapFixedNoreplace != 0:
@@ -391,6 +390,17 @@ func sysMadvise(t *Thread, a *[6]uint64) (int64, bool) {
 		return errno(s.Advise(start, n)), false
 	}
 	return -eINVAL, false
+}
+
+// sysMsync: shared mappings are the file's own pages, so there is
+// nothing to write back; the range must be mapped.
+func sysMsync(t *Thread, a *[6]uint64) (int64, bool) {
+	const msAsync, msInvalidate, msSync = 1, 2, 4
+	flags := a[2]
+	if flags&^(msAsync|msInvalidate|msSync) != 0 || flags&(msAsync|msSync) == msAsync|msSync {
+		return -eINVAL, false
+	}
+	return errno(t.Proc.Space().Advise(uintptr(a[0]), uintptr(a[1]))), false
 }
 
 func sysMunmap(t *Thread, a *[6]uint64) (int64, bool) {
@@ -508,27 +518,41 @@ func sysGetrandom(t *Thread, a *[6]uint64) (int64, bool) {
 	return int64(len(buf)), false
 }
 
-// mapFile reads the part of a file a private mapping shows (copied now:
-// later changes to the file are not seen, which POSIX allows for
-// MAP_PRIVATE). Shared file mappings need a page cache and are refused.
-func (t *Thread) mapFile(fd int, off int64, n uintptr, flags uint64) ([]byte, int64) {
+// sharedPager is a file whose pages a shared mapping can map (tmpfs).
+type sharedPager interface{ SharedPages() *mm.Shm }
+
+// mapFile fills in v for a mapping of fd at off. A private mapping copies
+// the part of the file it shows now (later changes to the file are not
+// seen, which POSIX allows for MAP_PRIVATE); a shared one maps the
+// file's own pages, so writes go both ways (tmpfs files only).
+func (t *Thread) mapFile(v *mm.VMA, fd int, off int64, n uintptr, flags uint64) int64 {
 	f, err := t.file(fd)
 	if err != nil {
-		return nil, errno(err)
+		return errno(err)
 	}
 	defer f.DecRef()
 	if off < 0 || off&(mm.PageSize-1) != 0 {
-		return nil, -eINVAL
+		return -eINVAL
 	}
-	if f.Flags()&3 == 1 { // O_WRONLY
-		return nil, -13 // EACCES
-	}
-	if flags&mapShared != 0 {
-		return nil, -eNODEV
+	acc := f.Flags() & 3
+	if acc == 1 || f.IsPath() { // O_WRONLY
+		return -eACCES
 	}
 	a := f.Attr()
 	if a.Mode&0o170000 != 0o100000 {
-		return nil, -eNODEV
+		return -eNODEV
+	}
+	v.Off = uintptr(off)
+	if flags&mapShared != 0 {
+		pager, ok := f.Inode().(sharedPager)
+		if !ok {
+			return -eNODEV
+		}
+		if v.Prot&mm.ProtWrite != 0 && acc != 2 { // needs O_RDWR
+			return -eACCES
+		}
+		v.Shm = pager.SharedPages()
+		return 0
 	}
 	// Only what the file holds is copied: a mapping larger than the file
 	// (or a huge length) costs no more than the file.
@@ -541,5 +565,6 @@ func (t *Thread) mapFile(fd int, off int64, n uintptr, flags uint64) ([]byte, in
 		}
 		got += k
 	}
-	return data[:got], 0
+	v.Data, v.File, v.Off = data[:got], true, 0
+	return 0
 }

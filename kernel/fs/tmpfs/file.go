@@ -4,20 +4,48 @@ import (
 	"math"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/mm"
 	"shortbread/kernel/vfs"
 )
 
-const pageSize = 4096
+const pageSize = mm.PageSize
 
-type page = [pageSize]byte
-
-// file is a regular file. Its data is a sparse set of pages: a page that
-// was never written, or lies in a hole, reads as zeros and takes no
-// memory.
+// file is a regular file. Its data is a sparse set of pages in an
+// mm.Shm: a page that was never written, or lies in a hole, reads as
+// zeros and takes no memory. The same pages are what MAP_SHARED maps, so
+// reads, writes and mappings all see one copy.
 type file struct {
 	node
-	size  int64           // protected by mu
-	pages map[int64]*page // by page index; protected by mu
+	size int64   // protected by mu
+	data *mm.Shm // made at the first write; protected by mu
+}
+
+// pages is the number of pages holding data.
+func (f *file) pages() int {
+	if f.data == nil {
+		return 0
+	}
+	return f.data.Pages()
+}
+
+// SharedPages returns the file's pages for a shared mapping.
+func (f *file) SharedPages() *mm.Shm {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ensureData()
+	return f.data
+}
+
+// ensureData makes the page store. Preconditions: f.mu is held.
+func (f *file) ensureData() {
+	if f.data == nil {
+		f.data = mm.NewShm(f.fs.phys)
+		f.data.SetSize(func() int64 {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return f.size
+		})
+	}
 }
 
 func (f *file) Attr() vfs.Attr {
@@ -25,7 +53,7 @@ func (f *file) Attr() vfs.Attr {
 	defer f.mu.Unlock()
 	a := f.attr()
 	a.Size = f.size
-	a.Blocks = int64(len(f.pages)) * (pageSize / 512)
+	a.Blocks = int64(f.pages()) * (pageSize / 512)
 	return a
 }
 
@@ -48,15 +76,13 @@ func (f *file) SetAttr(s *vfs.SetAttr) error {
 // Preconditions: f.mu is held.
 func (f *file) resize(size int64) {
 	if size < f.size {
-		last := (size + pageSize - 1) / pageSize // first page wholly past the end
-		for i := range f.pages {
-			if i >= last {
-				delete(f.pages, i)
-			}
-		}
-		if off := size % pageSize; off != 0 {
-			if p := f.pages[size/pageSize]; p != nil {
-				clear(p[off:])
+		if f.data != nil {
+			last := (size + pageSize - 1) / pageSize // first page wholly past the end
+			f.data.Truncate(uintptr(last))
+			if off := size % pageSize; off != 0 {
+				if p, _ := f.data.Page(uintptr(size/pageSize), false); p != nil {
+					clear(p[off:])
+				}
 			}
 		}
 	}
@@ -78,7 +104,11 @@ func (f *file) ReadAt(p []byte, off int64) (int, error) {
 	for done := 0; done < n; {
 		idx, in := (off+int64(done))/pageSize, int((off+int64(done))%pageSize)
 		chunk := min(n-done, pageSize-in)
-		if pg := f.pages[idx]; pg != nil {
+		var pg *[pageSize]byte
+		if f.data != nil {
+			pg, _ = f.data.Page(uintptr(idx), false)
+		}
+		if pg != nil {
 			copy(p[done:done+chunk], pg[in:])
 		} else {
 			clear(p[done : done+chunk])
@@ -133,15 +163,16 @@ func (f *file) write(p []byte, off int64) (int, error) {
 	if room := math.MaxInt64 - off; int64(len(p)) > room {
 		p = p[:room]
 	}
-	if f.pages == nil {
-		f.pages = make(map[int64]*page)
-	}
+	f.ensureData()
 	for done := 0; done < len(p); {
 		idx, in := (off+int64(done))/pageSize, int((off+int64(done))%pageSize)
-		pg := f.pages[idx]
-		if pg == nil {
-			pg = new(page)
-			f.pages[idx] = pg
+		pg, err := f.data.Page(uintptr(idx), true)
+		if err != nil {
+			if done > 0 {
+				p = p[:done] // a short write, then ENOSPC next time
+				break
+			}
+			return 0, linux.ENOSPC
 		}
 		done += copy(pg[in:], p[done:])
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/mm"
 	"shortbread/kernel/vfs"
 )
 
@@ -28,10 +29,14 @@ type Options struct {
 	Mode  uint32           // permissions of the root directory; 0 means 01777, as Linux's tmpfs
 	UID   uint32           // owner of the root directory
 	GID   uint32
+	// Phys holds file data; nil means Go memory (mm.HeapPhys). The kernel
+	// gives physical frames, so that MAP_SHARED can map file pages.
+	Phys mm.Phys
 }
 
 // FS is one tmpfs instance.
 type FS struct {
+	phys    mm.Phys
 	dev     uint64
 	clock   func() time.Time
 	nextIno atomic.Uint64
@@ -41,7 +46,10 @@ type FS struct {
 
 // New returns an empty file system.
 func New(o Options) *FS {
-	fs := &FS{dev: o.Dev, clock: o.Clock}
+	fs := &FS{dev: o.Dev, clock: o.Clock, phys: o.Phys}
+	if fs.phys == nil {
+		fs.phys = &mm.HeapPhys{}
+	}
 	if fs.clock == nil {
 		fs.clock = time.Now
 	}

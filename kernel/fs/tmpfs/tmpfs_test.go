@@ -163,8 +163,8 @@ func TestSparseData(t *testing.T) {
 		t.Fatal(n, err)
 	}
 	a := f.Attr()
-	if a.Size != 1<<40+3 || a.Blocks != 8 || len(f.pages) != 1 {
-		t.Errorf("sparse write: size %d blocks %d pages %d", a.Size, a.Blocks, len(f.pages))
+	if a.Size != 1<<40+3 || a.Blocks != 8 || f.pages() != 1 {
+		t.Errorf("sparse write: size %d blocks %d pages %d", a.Size, a.Blocks, f.pages())
 	}
 	buf := make([]byte, 10000)
 	for i := range buf {
@@ -173,12 +173,12 @@ func TestSparseData(t *testing.T) {
 	if n, _ := f.ReadAt(buf, 1<<40-9997); n != 10000 || buf[9996] != 0 || string(buf[9997:]) != "end" {
 		t.Errorf("read across the hole: %d %q", n, buf[9990:])
 	}
-	if err := f.SetAttr(&vfs.SetAttr{Mask: vfs.SetSize, Size: 1 << 50}); err != nil || len(f.pages) != 1 {
-		t.Errorf("huge extension allocated: %v, %d pages", err, len(f.pages))
+	if err := f.SetAttr(&vfs.SetAttr{Mask: vfs.SetSize, Size: 1 << 50}); err != nil || f.pages() != 1 {
+		t.Errorf("huge extension allocated: %v, %d pages", err, f.pages())
 	}
 	f.SetAttr(&vfs.SetAttr{Mask: vfs.SetSize, Size: 4097})
-	if len(f.pages) != 0 || f.Attr().Blocks != 0 {
-		t.Errorf("shrink kept %d pages", len(f.pages))
+	if f.pages() != 0 || f.Attr().Blocks != 0 {
+		t.Errorf("shrink kept %d pages", f.pages())
 	}
 	// A write across page boundaries lands in order.
 	data := make([]byte, 3*pageSize+10)
