@@ -23,7 +23,7 @@ QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot
 
 DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio
 
-.PHONY: all run run-cmd test iso kernel deps host-test boot-test linux-test user usertest-shortbread vet bench-boot hlltax hlltax-exact gc-headroom clean
+.PHONY: all run run-cmd test iso kernel deps host-test boot-test user-test linux-test user usertest-shortbread vet bench-boot hlltax hlltax-exact gc-headroom clean
 
 all: iso
 
@@ -65,7 +65,7 @@ run: deps
 	qemu-system-x86_64 $(QEMU_FLAGS) $(if $(filter uefi,$(FIRMWARE)),-bios /usr/share/ovmf/OVMF.fd) -cdrom $(ISO); \
 	  s=$$?; [ $$s -eq 1 ] || [ $$s -eq 0 ] || echo "QEMU exited with $$s (kernel status $$(( ($$s - 1) / 2 )))"
 
-test: deps vet host-test boot-test linux-test
+test: deps vet host-test boot-test user-test linux-test
 
 vet:
 	go vet ./...
@@ -95,11 +95,14 @@ linux-test: user
 	tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 1 600
 	tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 2 600
 
-# The same suite on Shortbread, to follow progress (not part of make test
-# until the file system calls are in).
-usertest-shortbread: user $(KERNEL) $(STUB)
-	tools/mkiso.sh $(BUILD)/usertest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=60" $(USER_BUILD)/initramfs.cpio
+# The same suite on Shortbread, with 1 and 2 CPUs: every program must
+# pass (the runner's status becomes the kernel's power-off status).
+user-test: user $(KERNEL) $(STUB)
+	tools/mkiso.sh $(BUILD)/usertest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=120" $(USER_BUILD)/initramfs.cpio
+	tools/qemu.sh $(BUILD)/usertest.iso 1 1200
 	tools/qemu.sh $(BUILD)/usertest.iso 2 1200
+
+usertest-shortbread: user-test
 
 # redis, nginx and wrk as static musl binaries from Debian's sources.
 include apps/apps.mk

@@ -320,6 +320,37 @@ func sysFtruncate(t *Thread, a *[6]uint64) (int64, bool) {
 	return errno(f.Truncate(int64(a[1]))), false
 }
 
+// sysFsync covers fsync, fdatasync and syncfs. Every file system is in
+// memory, so data is as durable as it gets once written; what is
+// checked is the descriptor: files that cannot be synced (pipes,
+// sockets, devices) give EINVAL, as on Linux.
+func sysFsync(t *Thread, a *[6]uint64) (int64, bool) {
+	f, err := t.file(int(int32(a[0])))
+	if err != nil {
+		return errno(err), false
+	}
+	defer f.DecRef()
+	if f.IsPath() {
+		return -eBADF, false
+	}
+	switch a := f.Attr(); a.Type() {
+	case linux.S_IFREG, linux.S_IFDIR:
+		return 0, false
+	}
+	return -eINVAL, false
+}
+
+func sysSyncfs(t *Thread, a *[6]uint64) (int64, bool) {
+	f, err := t.file(int(int32(a[0])))
+	if err != nil {
+		return errno(err), false
+	}
+	f.DecRef()
+	return 0, false
+}
+
+func sysSync(t *Thread, a *[6]uint64) (int64, bool) { return 0, false }
+
 func sysUtimensat(t *Thread, a *[6]uint64) (int64, bool) {
 	var times *[2]linux.Timespec
 	if a[2] != 0 {

@@ -562,6 +562,35 @@ static void test_devnull(void)
 	close(fd);
 }
 
+/* fsync and friends: regular files and directories sync; a pipe cannot
+ * (EINVAL); a closed descriptor is EBADF */
+static void test_sync(void)
+{
+	int fd = open("syncme", O_CREAT | O_RDWR | O_TRUNC, 0644);
+	CHECK_SYS("sync.open", fd);
+	CHECK_EQ("sync.write", write(fd, "data", 4), 4);
+	CHECK_SYS("fsync.file", fsync(fd));
+	CHECK_SYS("fdatasync.file", fdatasync(fd));
+	int d = open(".", O_RDONLY | O_DIRECTORY);
+	CHECK_SYS("fsync.dir", fsync(d));
+	CHECK_SYS("syncfs", syncfs(fd));
+	int p[2];
+	CHECK_SYS("sync.pipe", pipe(p));
+	CHECK_ERR("fsync.pipe", fsync(p[0]), EINVAL);
+	close(p[0]);
+	close(p[1]);
+	close(d);
+	close(fd);
+	CHECK_ERR("fsync.closed", fsync(fd), EBADF);
+	sync();
+	char buf[8] = { 0 };
+	fd = open("syncme", O_RDONLY);
+	CHECK_EQ("sync.read_back", read(fd, buf, sizeof buf), 4);
+	CHECK_STR("sync.contents", buf, "data");
+	close(fd);
+	CHECK_SYS("sync.unlink", unlink("syncme"));
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -579,6 +608,7 @@ int main(int argc, char **argv)
 	test_stat_family();
 	test_cwd(tmp);
 	test_devnull();
+	test_sync();
 	CHECK_SYS("chdir.out", chdir("/"));
 	CHECK_SYS("cleanup.rmdir_tmp", rmdir(tmp));
 	return check_done();
