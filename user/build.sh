@@ -9,6 +9,8 @@
 #                            changed: OUTDIR/busybox.stamp)
 #   OUTDIR/tests/t_*, h_*    test programs and helpers (musl-gcc -static)
 #   OUTDIR/runner            the guest runner (/init)
+#   OUTDIR/bench/ubench*     the micro-benchmarks (user/bench; not in the
+#                            initramfs: bench/sysbench adds them)
 #   OUTDIR/initramfs.cpio    newc cpio (OUTDIR/initramfs.cpio.gz with --gzip)
 #
 # Needs (installed when missing): musl-tools cpio gzip file, plus what
@@ -47,7 +49,17 @@ find "$here/tests" -maxdepth 1 \( -name 't_*.c' -o -name 'h_*.c' \) -print0 | so
 rm -rf "$out/tests"
 mv "$out/tests.new" "$out/tests"
 $CC $CFLAGS -o "$out/runner" "$here/runner/runner.c"
-for f in "$out"/tests/* "$out/runner"; do
+# The micro-benchmark, and variants carrying 1 or 8 MiB of initialized
+# data (.data) or of zeros (.bss) for the exec-cost benchmark.
+mkdir -p "$out/bench"
+ub="$here/bench/ubench.c $here/bench/blob.S -lpthread"
+$CC $CFLAGS -o "$out/bench/ubench" $ub
+for mb in 1 8; do
+  size=$((mb << 20))
+  $CC $CFLAGS -DBLOB_DATA -DBLOB_SIZE=$size -o "$out/bench/ubench-data${mb}m" $ub
+  $CC $CFLAGS -DBLOB_SIZE=$size -o "$out/bench/ubench-bss${mb}m" $ub
+done
+for f in "$out"/tests/* "$out/runner" "$out"/bench/*; do
   case $(file -b "$f") in
     *ELF\ 64-bit*x86-64*statically\ linked*) ;;
     *) echo "build: $f is not a static x86-64 ELF" >&2; exit 1 ;;

@@ -1,0 +1,253 @@
+// Command sysbench runs the issue-3 micro-benchmarks (user/bench/ubench)
+// on Shortbread and on Linux in the same QEMU configuration, one boot per
+// kernel and CPU count, and reports each result with its Shortbread/Linux
+// ratio: null system call (getppid), pipe ping-pong between two processes,
+// page-fault cost, process lifecycle (fork+exec+exit+wait) as the
+// program's initialized data grows (.data) or its zeroed data does
+// (.bss), and a multi-threaded mmap/fault-heavy malloc workload on 1, 2
+// and 4 CPUs (its time should fall as CPUs are added).
+//
+// It is a benchmark, not a test: it records numbers in bench/results/
+// (Markdown and JSON, with date, commit and QEMU flags) and judges
+// nothing. QEMU runs in TCG here: absolute times mean little, the ratios
+// between two kernels in one run are the figure of merit.
+//
+// Usage (from the repository root; make user, make kernel and
+// tools/linux/kernel.sh build/linux first, or let make bench-sys do it):
+//
+//	go run ./bench/sysbench [-cpus 1,2,4] [-out bench/results]
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// qemuFlags is what tools/run-cmd.sh (through tools/qemu.sh and
+// tools/linux/run.sh) gives QEMU, for the record.
+const qemuFlags = "-machine q35 -cpu max -m 512M (TCG, no KVM)"
+
+// script is the benchmark run inside the guest at 1 CPU; at more CPUs
+// only the malloc benchmark runs, with one thread per CPU.
+const script = `cd /bench
+./ubench getppid 100000
+./ubench pingpong 3000
+./ubench fault 2048
+./ubench spawn 40 /bench/ubench touch spawn_hello
+./ubench spawn 40 /bench/ubench-data1m touch spawn_data1m
+./ubench spawn 20 /bench/ubench-data8m touch spawn_data8m
+./ubench spawn 40 /bench/ubench-bss1m touch spawn_bss1m
+./ubench spawn 20 /bench/ubench-bss8m touch spawn_bss8m
+./ubench malloc 1 2000
+`
+
+// Result is one measurement.
+type Result struct {
+	Name   string  `json:"name"`
+	CPUs   int     `json:"cpus"`
+	Kernel string  `json:"kernel"`
+	Value  float64 `json:"value"`
+	Unit   string  `json:"unit"`
+}
+
+// Report is what is recorded.
+type Report struct {
+	Date    string   `json:"date"`
+	Commit  string   `json:"commit"`
+	QEMU    string   `json:"qemu"`
+	Linux   string   `json:"linux"`
+	Results []Result `json:"results"`
+}
+
+func main() {
+	cpuList := flag.String("cpus", "1,2,4", "CPU counts (the full set runs at the first; malloc at all)")
+	out := flag.String("out", "bench/results", "where to write the report")
+	flag.Parse()
+	var cpus []int
+	for _, f := range strings.Split(*cpuList, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fail("bad -cpus %q", *cpuList)
+		}
+		cpus = append(cpus, n)
+	}
+	extra, err := stage()
+	if err != nil {
+		fail("%v", err)
+	}
+	defer os.RemoveAll(extra)
+	rep := Report{Date: time.Now().UTC().Format("2006-01-02"), Commit: gitCommit(), QEMU: qemuFlags, Linux: linuxVersion()}
+	for i, n := range cpus {
+		cmd := script
+		if i > 0 {
+			cmd = fmt.Sprintf("cd /bench && ./ubench malloc %d 2000\n", n)
+		}
+		for _, kernel := range []string{"shortbread", "linux"} {
+			fmt.Fprintf(os.Stderr, "sysbench: %s, %d CPU(s)\n", kernel, n)
+			rs, err := run(kernel, n, extra, cmd)
+			if err != nil {
+				fail("%s with %d CPUs: %v", kernel, n, err)
+			}
+			rep.Results = append(rep.Results, rs...)
+		}
+	}
+	table := render(rep)
+	fmt.Print(table)
+	if err := save(*out, rep, table); err != nil {
+		fail("%v", err)
+	}
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "sysbench: "+format+"\n", args...)
+	os.Exit(1)
+}
+
+// stage makes the directory merged into the initramfs: /bench with the
+// benchmark programs.
+func stage() (string, error) {
+	dir, err := os.MkdirTemp("", "sysbench")
+	if err != nil {
+		return "", err
+	}
+	bench := filepath.Join(dir, "bench")
+	if err := os.MkdirAll(bench, 0o755); err != nil {
+		return "", err
+	}
+	src := "build/user/bench"
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return "", fmt.Errorf("%v (run make user first)", err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(bench, e.Name()), b, 0o755); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// run boots one kernel with the benchmarks and collects the result lines.
+func run(kernel string, cpus int, extra, cmd string) ([]Result, error) {
+	c := exec.Command("tools/run-cmd.sh", extra, cmd)
+	c.Env = append(os.Environ(), "CPUS="+strconv.Itoa(cpus), "TIMEOUT=1200")
+	if kernel == "linux" {
+		c.Env = append(c.Env, "LINUX=1")
+	}
+	var stdout bytes.Buffer
+	c.Stdout = &stdout
+	c.Stderr = os.Stderr
+	if err := c.Run(); err != nil {
+		os.Stderr.Write(stdout.Bytes())
+		return nil, err
+	}
+	var rs []Result
+	sc := bufio.NewScanner(&stdout)
+	for sc.Scan() {
+		f := strings.Fields(strings.TrimSpace(sc.Text()))
+		if len(f) != 4 || f[0] != "result" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[2], 64)
+		if err != nil {
+			continue
+		}
+		rs = append(rs, Result{Name: f[1], CPUs: cpus, Kernel: kernel, Value: v, Unit: f[3]})
+	}
+	if len(rs) == 0 {
+		os.Stderr.Write(stdout.Bytes())
+		return nil, fmt.Errorf("no results in the output")
+	}
+	return rs, nil
+}
+
+func gitCommit() string {
+	b, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	s := strings.TrimSpace(string(b))
+	if d, _ := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); len(d) > 0 {
+		s += "-dirty"
+	}
+	return s
+}
+
+func linuxVersion() string {
+	b, err := os.ReadFile("build/linux/vmlinuz.version")
+	if err != nil {
+		return "Debian linux-image-amd64"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// render prints one row per benchmark and CPU count: both values and
+// the ratio Shortbread/Linux (above 1: Shortbread takes longer).
+func render(rep Report) string {
+	type key struct {
+		name string
+		cpus int
+	}
+	vals := map[key]map[string]Result{}
+	var keys []key
+	for _, r := range rep.Results {
+		k := key{r.Name, r.CPUs}
+		if vals[k] == nil {
+			vals[k] = map[string]Result{}
+			keys = append(keys, k)
+		}
+		vals[k][r.Kernel] = r
+	}
+	sort.SliceStable(keys, func(i, j int) bool {
+		if keys[i].cpus != keys[j].cpus {
+			return keys[i].cpus < keys[j].cpus
+		}
+		return false
+	})
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Micro-benchmarks, Shortbread vs Linux (%s, commit %s)\n\n", rep.Date, rep.Commit)
+	fmt.Fprintf(&b, "QEMU: %s; Linux: %s. Median of 5 in-guest repetitions; time per operation (lower is better).\n\n", rep.QEMU, rep.Linux)
+	fmt.Fprintf(&b, "| benchmark | CPUs | Shortbread | Linux | ratio |\n|---|---|---|---|---|\n")
+	for _, k := range keys {
+		s, l := vals[k]["shortbread"], vals[k]["linux"]
+		ratio := "-"
+		if s.Value > 0 && l.Value > 0 {
+			ratio = fmt.Sprintf("%.2f", s.Value/l.Value)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %.1f %s | %.1f %s | %s |\n", k.name, k.cpus, s.Value, s.Unit, l.Value, l.Unit, ratio)
+	}
+	return b.String()
+}
+
+func save(dir string, rep Report, table string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	base := filepath.Join(dir, "sysbench-"+rep.Date)
+	j, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(base+".json", append(j, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(base+".md", []byte(table), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "sysbench: wrote %s.md and .json\n", base)
+	return nil
+}

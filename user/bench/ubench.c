@@ -1,0 +1,220 @@
+/* ubench: the issue-3 micro-benchmarks, run inside the guest on
+ * Shortbread and on Linux alike (bench/sysbench boots both and compares).
+ *
+ *   ubench getppid N            null system call round trip
+ *   ubench spawn N PATH [ARG]   fork + execve(PATH) + exit + waitpid
+ *   ubench pingpong N           a byte back and forth over two pipes
+ *                               between two processes (2 switches each)
+ *   ubench fault PAGES          write-touch PAGES fresh anonymous pages
+ *   ubench malloc THREADS OPS   THREADS threads each allocate, touch and
+ *                               free 256 KiB blocks OPS/THREADS times
+ *                               (musl serves them with mmap/munmap, so
+ *                               the kernel's mmap and fault paths work)
+ *   ubench touch                (run by spawn) read one byte per page of
+ *                               this program's own data, then exit
+ *
+ * Each benchmark runs REPS times and prints the median:
+ *   result NAME VALUE UNIT
+ * Times come from CLOCK_MONOTONIC in the guest. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define REPS 5
+#define PG 4096
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "ubench: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* report prints the median of REPS samples, each total ns / per. */
+static void report(const char *name, long long *ns, double per, double scale, const char *unit)
+{
+	qsort(ns, REPS, sizeof *ns, cmp_ll);
+	printf("result %s %.3f %s\n", name, (double)ns[REPS / 2] / per / scale, unit);
+	fflush(stdout);
+}
+
+static void bench_getppid(long n)
+{
+	long long ns[REPS];
+	for (int r = 0; r < REPS; r++) {
+		long long t0 = now_ns();
+		for (long i = 0; i < n; i++)
+			syscall(SYS_getppid);
+		ns[r] = now_ns() - t0;
+	}
+	report("getppid", ns, n, 1, "ns");
+}
+
+static void bench_spawn(long n, char *path, char *arg, const char *name)
+{
+	long long ns[REPS];
+	char *argv[] = { path, arg, NULL }, *envp[] = { NULL };
+	for (int r = 0; r < REPS; r++) {
+		long long t0 = now_ns();
+		for (long i = 0; i < n; i++) {
+			pid_t pid = fork();
+			if (pid < 0)
+				die("fork");
+			if (pid == 0) {
+				execve(path, argv, envp);
+				_exit(127);
+			}
+			int st;
+			if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+				fprintf(stderr, "ubench: %s did not exit cleanly (%#x)\n", path, st);
+				exit(1);
+			}
+		}
+		ns[r] = now_ns() - t0;
+	}
+	report(name, ns, n, 1000, "us");
+}
+
+static void bench_pingpong(long n)
+{
+	int a[2], b[2];
+	if (pipe(a) || pipe(b))
+		die("pipe");
+	pid_t pid = fork();
+	if (pid < 0)
+		die("fork");
+	char c = 0;
+	if (pid == 0) {
+		close(a[1]); /* so that the parent's close is seen as EOF */
+		close(b[0]);
+		for (;;) {
+			if (read(a[0], &c, 1) != 1)
+				_exit(0);
+			if (write(b[1], &c, 1) != 1)
+				_exit(1);
+		}
+	}
+	close(a[0]);
+	close(b[1]);
+	long long ns[REPS];
+	for (int r = 0; r < REPS; r++) {
+		long long t0 = now_ns();
+		for (long i = 0; i < n; i++) {
+			if (write(a[1], &c, 1) != 1 || read(b[0], &c, 1) != 1)
+				die("pingpong");
+		}
+		ns[r] = now_ns() - t0;
+	}
+	close(a[1]);
+	close(b[0]);
+	waitpid(pid, NULL, 0);
+	report("pingpong", ns, n, 1000, "us");
+}
+
+static void bench_fault(long pages)
+{
+	long long ns[REPS];
+	for (int r = 0; r < REPS; r++) {
+		char *p = mmap(NULL, pages * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			die("mmap");
+		long long t0 = now_ns();
+		for (long i = 0; i < pages; i++)
+			p[i * PG] = 1;
+		ns[r] = now_ns() - t0;
+		munmap(p, pages * PG);
+	}
+	report("fault", ns, pages, 1, "ns");
+}
+
+static long per_thread;
+
+static void *malloc_worker(void *arg)
+{
+	(void)arg;
+	const size_t size = 256 << 10;
+	for (long i = 0; i < per_thread; i++) {
+		volatile char *p = malloc(size);
+		if (!p)
+			die("malloc");
+		for (size_t off = 0; off < size; off += PG)
+			p[off] = (char)i;
+		free((void *)p);
+	}
+	return NULL;
+}
+
+static void bench_malloc(int threads, long ops)
+{
+	per_thread = ops / threads;
+	long long ns[REPS];
+	for (int r = 0; r < REPS; r++) {
+		pthread_t th[64];
+		long long t0 = now_ns();
+		for (int i = 0; i < threads; i++)
+			if (pthread_create(&th[i], NULL, malloc_worker, NULL))
+				die("pthread_create");
+		for (int i = 0; i < threads; i++)
+			pthread_join(th[i], NULL);
+		ns[r] = now_ns() - t0;
+	}
+	char name[32];
+	snprintf(name, sizeof name, "malloc_%dt", threads);
+	report(name, ns, 1, 1e6, "ms");
+}
+
+/* Data the spawned "touch" run reads; the build links a variant of this
+ * program with a large .data or .bss array (ubench_blob, see
+ * user/bench/blob.S). */
+extern const volatile unsigned char ubench_blob[];
+extern const unsigned long ubench_blob_size;
+
+static int touch(void)
+{
+	unsigned sum = 0;
+	for (unsigned long off = 0; off < ubench_blob_size; off += PG)
+		sum += ubench_blob[off];
+	return sum == 0xdeadbeef; /* never: keeps the loop */
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[1], "touch"))
+		return touch();
+	if (argc >= 3 && !strcmp(argv[1], "getppid"))
+		bench_getppid(atol(argv[2]));
+	else if (argc >= 4 && !strcmp(argv[1], "spawn"))
+		bench_spawn(atol(argv[2]), argv[3], argc > 4 ? argv[4] : NULL, argc > 5 ? argv[5] : "spawn");
+	else if (argc >= 3 && !strcmp(argv[1], "pingpong"))
+		bench_pingpong(atol(argv[2]));
+	else if (argc >= 3 && !strcmp(argv[1], "fault"))
+		bench_fault(atol(argv[2]));
+	else if (argc >= 4 && !strcmp(argv[1], "malloc"))
+		bench_malloc(atoi(argv[2]), atol(argv[3]));
+	else {
+		fprintf(stderr, "usage: ubench getppid N | spawn N PATH [ARG [NAME]] | pingpong N | fault PAGES | malloc THREADS OPS | touch\n");
+		return 2;
+	}
+	return 0;
+}
