@@ -87,6 +87,7 @@ type boot struct {
 	Rep           int      `json:"rep"`
 	WallSeconds   float64  `json:"wall_seconds"`
 	KernelVersion string   `json:"kernel_version"`
+	HostLoad      string   `json:"host_load"` // /proc/loadavg after the boot: other work on the host skews TCG
 	Errors        []string `json:"errors"`
 }
 
@@ -582,13 +583,14 @@ func main() {
 						errs = append(errs, sec+": no result (the guest stopped before it?)")
 					}
 				}
-				fmt.Fprintf(os.Stderr, " %.0f s, %d numbers, %d errors\n", wall.Seconds(), len(s), len(errs))
+				load, _ := os.ReadFile("/proc/loadavg")
+				fmt.Fprintf(os.Stderr, " %.0f s, %d numbers, %d errors (host load %s)\n", wall.Seconds(), len(s), len(errs), strings.Fields(string(load) + " ?")[0])
 				for _, e := range errs {
 					fmt.Fprintf(os.Stderr, "  %s: %d CPU run %d: %s\n", k, c, r, e)
 				}
 				samples = append(samples, s...)
 				allErrs = append(allErrs, errs...)
-				rep.Boots = append(rep.Boots, boot{k, c, r, wall.Seconds(), version, errs})
+				rep.Boots = append(rep.Boots, boot{k, c, r, wall.Seconds(), version, strings.TrimSpace(string(load)), errs})
 			}
 		}
 	}
