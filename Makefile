@@ -101,7 +101,7 @@ usertest-shortbread: user $(KERNEL) $(STUB)
 	tools/mkiso.sh $(BUILD)/usertest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=60" $(USER_BUILD)/initramfs.cpio
 	tools/qemu.sh $(BUILD)/usertest.iso 2 1200
 
-# redis, nginx and wrk as static musl binaries from Debian's sources.
+# redis, nginx, wrk (static musl, from Debian's sources) and mailbench.
 include apps/apps.mk
 
 # The HLL-tax report and the GC-headroom experiment (README: Measuring).
