@@ -98,13 +98,22 @@ static int enqueue(const char *msg, long size, const char *rcpt)
 		die("pipe:");
 	if (use_spawn) {
 		posix_spawn_file_actions_t fa;
+		posix_spawnattr_t attr;
+		sigset_t pipe;
 		int err;
 
+		/* The client ignores SIGPIPE; mail-enqueue gets the default. */
+		sigemptyset(&pipe);
+		sigaddset(&pipe, SIGPIPE);
+		posix_spawnattr_init(&attr);
+		posix_spawnattr_setsigdefault(&attr, &pipe);
+		posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
 		posix_spawn_file_actions_init(&fa);
 		posix_spawn_file_actions_adddup2(&fa, p[0], 0);
-		err = bindir ? posix_spawn(&pid, path, &fa, NULL, args, environ)
-			     : posix_spawnp(&pid, path, &fa, NULL, args, environ);
+		err = bindir ? posix_spawn(&pid, path, &fa, &attr, args, environ)
+			     : posix_spawnp(&pid, path, &fa, &attr, args, environ);
 		posix_spawn_file_actions_destroy(&fa);
+		posix_spawnattr_destroy(&attr);
 		if (err != 0) {
 			errno = err;
 			die("posix_spawn %s:", path);
@@ -116,6 +125,7 @@ static int enqueue(const char *msg, long size, const char *rcpt)
 		if (pid == 0) {
 			if (dup2(p[0], 0) < 0)
 				_exit(126);
+			signal(SIGPIPE, SIG_DFL); /* the client ignores it */
 			execvp(path, args);
 			fprintf(stderr, "mailbench: exec %s: %s\n", path, strerror(errno));
 			_exit(127);
