@@ -62,7 +62,7 @@ wait_for redis-cli -h 127.0.0.1 ping || { cat /tmp/redis.log; bad "redis-server 
 [ "\$(redis-cli -h 127.0.0.1 GET smoke)" = shortbread ] || bad "redis GET over TCP"
 [ "\$(redis-cli -s /tmp/redis.sock GET smoke)" = shortbread ] || bad "redis GET over the unix socket"
 ok "redis SET/GET"
-redis-benchmark -h 127.0.0.1 -n 500 -c 4 -t set,get -q >/tmp/rb.out 2>&1 || { cat /tmp/rb.out; bad "redis-benchmark exited \$?"; }
+redis-benchmark -h 127.0.0.1 -n 500 -c 4 -t set,get -q >/tmp/rb.out 2>&1 || { s=\$?; cat /tmp/rb.out; bad "redis-benchmark exited \$s"; }
 [ "\$(grep -c 'requests per second' /tmp/rb.out)" = 2 ] || { cat /tmp/rb.out; bad "redis-benchmark: not two results"; }
 ok "redis-benchmark"
 redis-cli -h 127.0.0.1 shutdown nosave >/dev/null 2>&1
@@ -79,7 +79,7 @@ head -n 1 /tmp/1k.resp | grep -q ' 200 ' || bad "1k.bin: \$(head -n 1 /tmp/1k.re
 sed '1,/^\r\$/d' /tmp/1k.resp >/tmp/1k
 [ "\$(sha256sum </tmp/1k | cut -d' ' -f1)" = $sum1k ] || bad "1k.bin: wrong bytes over nc"
 ok "nginx 1 KiB over a raw HTTP/1.0 request"
-wrk -t1 -c2 -d1s -s /etc/wrk-verify.lua http://127.0.0.1:80/1k.bin >/tmp/wrk.out 2>&1 || { cat /tmp/wrk.out; bad "wrk exited \$?"; }
+wrk -t1 -c2 -d1s -s /etc/wrk-verify.lua http://127.0.0.1:80/1k.bin >/tmp/wrk.out 2>&1 || { s=\$?; cat /tmp/wrk.out; bad "wrk exited \$s"; }
 cat /tmp/wrk.out
 grep -q 'Non-2xx\|Socket errors' /tmp/wrk.out && bad "wrk saw errors"
 grep -q '^wrk-verify good=[1-9][0-9]* bad=0\$' /tmp/wrk.out || bad "wrk: bodies differ from 1k.bin or none arrived"
@@ -87,7 +87,7 @@ ok "nginx 1 KiB to wrk, every body checked"
 kill \$ngx
 wait
 
-mailbench -c 2 -n 20 -s 2000 -d /tmp >/tmp/mail.out 2>&1 || { cat /tmp/mail.out; bad "mailbench exited \$?"; }
+mailbench -c 2 -n 20 -s 2000 -d /tmp >/tmp/mail.out 2>&1 || { s=\$?; cat /tmp/mail.out; bad "mailbench exited \$s"; }
 grep -q '^MAILBENCH .* accepted=40 delivered=40 bad=0 ' /tmp/mail.out || { cat /tmp/mail.out; bad "mailbench counts"; }
 ok "mailbench 40 messages delivered and verified"
 echo "smoke: all ok"
