@@ -115,7 +115,13 @@ func guestScript(p params, workloads []string) string {
 ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 echo "@@info kernel $(uname -r)"
 echo "@@info cpus $(nproc)"
-section() { n=$1; shift; echo "@@begin $n"; "$@" 2>&1; echo "@@end $n $?"; }
+# section NAME CMD...: CMD's output between markers, and the guest's CPU
+# time split (the first line of /proc/stat) before and after it
+section() {
+  n=$1; shift; c0=$(head -n 1 /proc/stat 2>/dev/null)
+  echo "@@begin $n"; "$@" 2>&1; s=$?
+  c1=$(head -n 1 /proc/stat 2>/dev/null); echo "@@end $n $s"; echo "@@cpu $n $c0 / $c1"
+}
 # wait_for CMD...: retry for up to 20 s until CMD succeeds
 wait_for() { i=0; until "$@" >/dev/null 2>&1; do i=$((i+1)); [ $i -lt 100 ] || return 1; usleep 200000; done; }
 `)
@@ -192,6 +198,8 @@ func parse(out string, kernel string, cpus int) (samples []sample, version strin
 			if n, _ := strconv.Atoi(strings.TrimPrefix(line, "@@info cpus ")); n != cpus {
 				errs = append(errs, fmt.Sprintf("guest sees %d CPUs, want %d", n, cpus))
 			}
+		case strings.HasPrefix(line, "@@cpu "):
+			cpuSplit(line, add)
 		case strings.HasPrefix(line, "@@begin "):
 			name = strings.TrimPrefix(line, "@@begin ")
 			body.Reset()
@@ -270,6 +278,52 @@ func parse(out string, kernel string, cpus int) (samples []sample, version strin
 		}
 	}
 	return samples, version, errs
+}
+
+// cpuSplit turns "@@cpu NAME cpu U N S I W IRQ SIRQ STEAL... / cpu ..."
+// (the aggregate /proc/stat line before and after a section) into the
+// share of the guest's CPU time spent in user mode, in the kernel
+// (system, irq, softirq) and idle (idle, iowait) during that section. A
+// kernel without /proc/stat gives none.
+func cpuSplit(line string, add func(w, c, m string, v float64)) {
+	f := strings.Fields(line)
+	if len(f) < 3 {
+		return
+	}
+	parts := strings.SplitN(f[1], "/", 2)
+	if len(parts) != 2 {
+		return
+	}
+	var before, after []float64
+	cur := &before
+	for _, x := range f[2:] {
+		switch x {
+		case "cpu":
+		case "/":
+			cur = &after
+		default:
+			*cur = append(*cur, atof(x))
+		}
+	}
+	if len(before) < 8 || len(after) < 8 {
+		return
+	}
+	d := make([]float64, 8)
+	total := 0.0
+	for i := range d {
+		d[i] = after[i] - before[i]
+		total += d[i]
+	}
+	if total <= 0 {
+		return
+	}
+	c := strings.ReplaceAll(parts[1], "/", " ")
+	if parts[0] == "redis" {
+		c += " (3 tests)"
+	}
+	add(parts[0], c, "guest user %", 100*(d[0]+d[1])/total)
+	add(parts[0], c, "guest kernel %", 100*(d[2]+d[5]+d[6])/total)
+	add(parts[0], c, "guest idle %", 100*(d[3]+d[4])/total)
 }
 
 func expectedSections(workloads []string, p params) []string {

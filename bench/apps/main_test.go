@@ -33,6 +33,7 @@ const goodMail = `@@begin mail/tmpfs
 mailbench: 2 clients (fork+exec), 1024-byte messages: 386 accepted in 3.01 s, 386 delivered and checked after 3.01 s: 128.1 messages/s
 MAILBENCH clients=2 size=1024 mode=fork accepted=386 delivered=386 bad=0 client_failures=0 enqueue_s=3.009 elapsed_s=3.014 msgs_per_s=128.1
 @@end mail/tmpfs 0
+@@cpu mail/tmpfs cpu  100 0 200 300 0 0 0 0 0 0 / cpu  120 10 250 310 0 5 5 0 0 0
 `
 
 func find(t *testing.T, s []sample, w, c, m string) float64 {
@@ -67,6 +68,9 @@ func TestParseGood(t *testing.T) {
 		{"nginx", "1k", "p99 ms", 1200},
 		{"nginx", "1k", "MiB/s", 2.05},
 		{"mail", "tmpfs", "messages/s", 128.1},
+		{"mail", "tmpfs", "guest user %", 30},
+		{"mail", "tmpfs", "guest kernel %", 60},
+		{"mail", "tmpfs", "guest idle %", 10},
 	}
 	for _, c := range checks {
 		if got := find(t, s, c.w, c.c, c.m); got != c.want {
