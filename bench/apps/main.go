@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -435,7 +436,14 @@ func aggregate(samples []sample) []result {
 
 // table renders the results as Markdown: one row per workload, case and
 // metric, one column per kernel and CPU count.
-func table(rep report, cpus []int) string {
+func table(rep report) string {
+	var cpus []int
+	for _, b := range rep.Boots {
+		if !slices.Contains(cpus, b.CPUs) {
+			cpus = append(cpus, b.CPUs)
+		}
+	}
+	sort.Ints(cpus)
 	var b strings.Builder
 	type col struct {
 		k string
@@ -465,6 +473,10 @@ func table(rep report, cpus []int) string {
 		}
 		cell[rw][col{r.Kernel, r.CPUs}] = r
 	}
+	// throughput and latency first, the guest CPU split after them
+	sort.SliceStable(rows, func(i, j int) bool {
+		return !strings.HasPrefix(rows[i].m, "guest ") && strings.HasPrefix(rows[j].m, "guest ")
+	})
 	for _, rw := range rows {
 		fmt.Fprintf(&b, "| %s | %s | %s |", rw.w, rw.x, rw.m)
 		for _, c := range cols {
@@ -489,6 +501,51 @@ func num(v float64) string {
 	default:
 		return strconv.FormatFloat(v, 'f', 2, 64)
 	}
+}
+
+// markdown renders a report: settings, then the table.
+func markdown(rep report) []byte {
+	p := rep.Params
+	var md bytes.Buffer
+	fmt.Fprintf(&md, "# Applications in QEMU, %s, commit %s", rep.Date[:10], rep.Commit)
+	if rep.Dirty {
+		md.WriteString(" (with uncommitted changes)")
+	}
+	md.WriteString("\n\n")
+	fmt.Fprintf(&md, "Kernels: %s. QEMU: %s; `%s`.\n", strings.Join(rep.KernelBuild, "; "), rep.QEMUVersion, rep.QEMU)
+	versions := map[string]bool{}
+	for _, b := range rep.Boots {
+		versions[b.Kernel+" "+b.KernelVersion] = true
+	}
+	var vs []string
+	for v := range versions {
+		vs = append(vs, v)
+	}
+	sort.Strings(vs)
+	fmt.Fprintf(&md, "Guest kernel versions (uname -r): %s. Host: %d CPUs, no KVM.\n\n", strings.Join(vs, ", "), rep.HostCPUs)
+	fmt.Fprintf(&md, "Server and client in the same guest over loopback. Median of %d boots per column; ± is half the range (max−min) as a percentage of the median. The guest CPU split comes from /proc/stat around each client run.\n\n", rep.Reps)
+	fmt.Fprintf(&md, "- redis: `redis-benchmark -c %d -t set,get,lpush`, %d requests per test (P1), %d with `-P %d`; TCP 127.0.0.1 and unix socket; `redis-server --save '' --appendonly no`.\n",
+		p.RedisClients, p.RedisRequests, p.RedisRequests*p.RedisPipeline/4, p.RedisPipeline)
+	fmt.Fprintf(&md, "- nginx: apps/nginx/nginx.conf (one process, sendfile, keep-alive); `wrk -t%d -c%d -d%ds --latency`, 1 KiB and 64 KiB files.\n", p.WrkThreads, p.WrkConns, p.WrkSeconds)
+	fmt.Fprintf(&md, "- mail: `mailbench -c %d -t %d -s %d -m %s`, spool and maildirs on tmpfs (tmpfs) and on a fresh %d MiB ext4 over virtio-blk (ext4, if run); messages/s from start to last delivery, every message verified.\n\n", p.MailClients, p.MailSeconds, p.MailSize, p.MailSpawn, p.DiskMiB)
+	md.WriteString(table(rep))
+	md.WriteString("\nBoots (wall time; host load average after it, other work on the host slows TCG):")
+	for i, b := range rep.Boots {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		fmt.Fprintf(&md, "%s %s %d CPU #%d %.0f s (%s)", sep, b.Kernel, b.CPUs, b.Rep, b.WallSeconds, strings.Fields(b.HostLoad+" ?")[0])
+	}
+	md.WriteString(".\n")
+	nerr := 0
+	for _, b := range rep.Boots {
+		nerr += len(b.Errors)
+	}
+	if nerr > 0 {
+		fmt.Fprintf(&md, "\n**%d errors** (see the JSON file's boots[].errors).\n", nerr)
+	}
+	return md.Bytes()
 }
 
 func intList(s string) ([]int, error) {
@@ -531,7 +588,25 @@ func main() {
 	outDir := flag.String("out", "bench/results", "directory for the results files")
 	name := flag.String("name", "", "results file name without extension (default apps-KERNELS-DATE)")
 	timeout := flag.Int("timeout", 1200, "seconds per boot before QEMU is killed")
+	render := flag.String("render", "", "only rewrite FILE.md from a results FILE.json")
 	flag.Parse()
+
+	if *render != "" {
+		js, err := os.ReadFile(*render)
+		if err != nil {
+			fail("%v", err)
+		}
+		var rep report
+		if err := json.Unmarshal(js, &rep); err != nil {
+			fail("%s: %v", *render, err)
+		}
+		md := strings.TrimSuffix(*render, ".json") + ".md"
+		if err := os.WriteFile(md, markdown(rep), 0o644); err != nil {
+			fail("%v", err)
+		}
+		fmt.Println("wrote", md)
+		return
+	}
 
 	kernels := strings.Split(*kernelsFlag, ",")
 	for _, k := range kernels {
@@ -658,37 +733,12 @@ func main() {
 	if err != nil {
 		fail("%v", err)
 	}
-	var md bytes.Buffer
-	fmt.Fprintf(&md, "# Applications in QEMU, %s, commit %s", now.Format("2006-01-02"), rep.Commit)
-	if rep.Dirty {
-		md.WriteString(" (with uncommitted changes)")
-	}
-	md.WriteString("\n\n")
-	fmt.Fprintf(&md, "Kernels: %s. QEMU: %s; `%s`.\n", strings.Join(rep.KernelBuild, "; "), rep.QEMUVersion, rep.QEMU)
-	versions := map[string]bool{}
-	for _, b := range rep.Boots {
-		versions[b.Kernel+" "+b.KernelVersion] = true
-	}
-	var vs []string
-	for v := range versions {
-		vs = append(vs, v)
-	}
-	sort.Strings(vs)
-	fmt.Fprintf(&md, "Guest kernel versions (uname -r): %s. Host: %d CPUs, no KVM.\n\n", strings.Join(vs, ", "), rep.HostCPUs)
-	fmt.Fprintf(&md, "Server and client in the same guest over loopback. Median of %d boots per column; ± is half the range (max−min) as a percentage of the median.\n\n", *reps)
-	fmt.Fprintf(&md, "- redis: `redis-benchmark -c %d -t set,get,lpush`, %d requests per test (P1), %d with `-P %d`; TCP 127.0.0.1 and unix socket; `redis-server --save '' --appendonly no`.\n",
-		p.RedisClients, p.RedisRequests, p.RedisRequests*p.RedisPipeline/4, p.RedisPipeline)
-	fmt.Fprintf(&md, "- nginx: apps/nginx/nginx.conf (one process, sendfile, keep-alive); `wrk -t%d -c%d -d%ds --latency`, 1 KiB and 64 KiB files.\n", p.WrkThreads, p.WrkConns, p.WrkSeconds)
-	fmt.Fprintf(&md, "- mail: `mailbench -c %d -t %d -s %d -m %s`, spool and maildirs on tmpfs (tmpfs) and on a fresh %d MiB ext4 over virtio-blk (ext4, if run); messages/s from start to last delivery, every message verified.\n\n", p.MailClients, p.MailSeconds, p.MailSize, p.MailSpawn, p.DiskMiB)
-	md.WriteString(table(rep, cpus))
-	if len(allErrs) > 0 {
-		fmt.Fprintf(&md, "\n**%d errors** (see the JSON file's boots[].errors).\n", len(allErrs))
-	}
-	os.Stdout.Write(md.Bytes())
+	md := markdown(rep)
+	os.Stdout.Write(md)
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		fail("%v", err)
 	}
-	for ext, data := range map[string][]byte{".json": append(js, '\n'), ".md": md.Bytes()} {
+	for ext, data := range map[string][]byte{".json": append(js, '\n'), ".md": md} {
 		if err := os.WriteFile(filepath.Join(*outDir, base+ext), data, 0o644); err != nil {
 			fail("%v", err)
 		}
