@@ -535,7 +535,7 @@ func markdown(rep report) []byte {
 		if i == 0 {
 			sep = ""
 		}
-		fmt.Fprintf(&md, "%s %s %d CPU #%d %.0f s (%s)", sep, b.Kernel, b.CPUs, b.Rep, b.WallSeconds, strings.Fields(b.HostLoad+" ?")[0])
+		fmt.Fprintf(&md, "%s %s %d CPU #%d %.0f s (%s)", sep, b.Kernel, b.CPUs, b.Rep, b.WallSeconds, strings.Fields(b.HostLoad + " ?")[0])
 	}
 	md.WriteString(".\n")
 	nerr := 0
