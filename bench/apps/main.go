@@ -587,7 +587,7 @@ func main() {
 	apps := flag.String("apps", "build/apps", "directory of the app binaries (make apps)")
 	outDir := flag.String("out", "bench/results", "directory for the results files")
 	name := flag.String("name", "", "results file name without extension (default apps-KERNELS-DATE)")
-	timeout := flag.Int("timeout", 1200, "seconds per boot before QEMU is killed")
+	timeout := flag.Int("timeout", 600, "seconds per boot before QEMU is killed (a full Linux boot takes about 1 minute)")
 	render := flag.String("render", "", "only rewrite FILE.md from a results FILE.json")
 	flag.Parse()
 
