@@ -560,8 +560,15 @@ func intList(s string) ([]int, error) {
 	return r, nil
 }
 
+// scratch lists the temporary directories to remove on every exit
+// (os.Exit skips deferred calls).
+var scratch []string
+
 func fail(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "bench/apps: "+format+"\n", a...)
+	for _, d := range scratch {
+		os.RemoveAll(d)
+	}
 	os.Exit(1)
 }
 
@@ -632,6 +639,7 @@ func main() {
 	if err != nil {
 		fail("%v", err)
 	}
+	scratch = append(scratch, stage)
 	defer os.RemoveAll(stage)
 	st := exec.Command("apps/stage.sh", *apps, stage)
 	st.Stdout, st.Stderr = os.Stderr, os.Stderr
@@ -662,6 +670,7 @@ func main() {
 		if err := os.MkdirAll(filepath.Dir(disk), 0o755); err != nil {
 			fail("%v", err)
 		}
+		scratch = append(scratch, filepath.Dir(disk))
 		defer os.RemoveAll(filepath.Dir(disk))
 	}
 	script := guestScript(p, workloads)
