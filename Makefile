@@ -104,7 +104,7 @@ user-test: user $(KERNEL) $(STUB)
 
 usertest-shortbread: user-test
 
-# redis, nginx and wrk as static musl binaries from Debian's sources.
+# redis, nginx, wrk (static musl, from Debian's sources) and mailbench.
 include apps/apps.mk
 
 # The HLL-tax report and the GC-headroom experiment (README: Measuring).

@@ -1,12 +1,16 @@
-# Applications as static x86-64 musl binaries built from Debian bookworm
-# source packages: redis, nginx, wrk (apps/README.md). Included by the
-# top-level Makefile.
+# Applications as static x86-64 musl binaries: redis, nginx, wrk from
+# Debian bookworm source packages, and our mailbench (apps/README.md).
+# Included by the top-level Makefile.
 #   make apps          build what is missing or stale into build/apps
 #   make apps-check    build, then run them on this host (apps/check.sh)
+#   make apps-smoke    build, then check them inside Linux in QEMU
+#                      (apps/smoke.sh; correctness only, short runs)
+#   make bench-apps    the in-guest benchmark (bench/apps), Linux, 1 and
+#                      2 CPUs, results in bench/results/
 
 APPS_BUILD := $(or $(BUILD),build)/apps
 
-.PHONY: apps apps-check
+.PHONY: apps apps-check apps-smoke bench-apps
 
 # apps/build.sh decides what to rebuild (stamps), so this always runs it.
 apps:
@@ -14,3 +18,11 @@ apps:
 
 apps-check: apps
 	apps/check.sh $(APPS_BUILD)
+
+apps-smoke: apps user
+	tools/linux/kernel.sh $(LINUX_BUILD)
+	apps/smoke.sh $(APPS_BUILD)
+
+bench-apps: apps user
+	tools/linux/kernel.sh $(LINUX_BUILD)
+	go run ./bench/apps -apps $(APPS_BUILD)

@@ -2,7 +2,7 @@
 # Builds the applications Shortbread is measured with, as static x86-64
 # musl binaries from Debian bookworm source packages (apps/README.md).
 #
-# usage: apps/build.sh [APP...]     APP: redis nginx wrk (default: all)
+# usage: apps/build.sh [APP...]     APP: redis nginx wrk mailbench (default: all)
 #        OUTDIR=dir apps/build.sh   output directory (default build/apps)
 #
 # Each app is rebuilt only when its stamp changed: OUTDIR/APP.stamp holds
@@ -13,7 +13,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 out=${OUTDIR:-$root/build/apps}
-all="redis nginx wrk"
+all="redis nginx wrk mailbench"
 [ $# -gt 0 ] || set -- $all
 
 # what each app must leave in OUTDIR
@@ -22,6 +22,7 @@ outputs() {
     redis) echo redis-server redis-cli redis-benchmark ;;
     nginx) echo nginx ;;
     wrk) echo wrk ;;
+    mailbench) echo mailbench mail-enqueue mail-qman mail-deliver ;;
   esac
 }
 

@@ -6,6 +6,7 @@
 #   nginx + wrk: nginx with apps/nginx/nginx.conf (port, document root, pid
 #          and lock moved under a scratch directory) serving a 1 KiB file,
 #          one plain HTTP/1.0 request, then wrk for 2 s
+#   mailbench: apps/mailbench/test.sh (delivery, verification, faults)
 #
 # usage: apps/check.sh [OUTDIR]      (default build/apps)
 # The plain request uses the project's busybox nc (build/user/busybox) when
@@ -82,4 +83,5 @@ echo "apps-check: nginx served the 1 KiB file"
 "$out/wrk" -t1 -c4 -d2s "http://127.0.0.1:$nport/" | tee "$tmp/wrk.out"
 grep -q '^Requests/sec:' "$tmp/wrk.out" || fail "wrk printed no Requests/sec"
 grep -q 'Non-2xx\|Socket errors' "$tmp/wrk.out" && fail "wrk saw errors"
+"$here/mailbench/test.sh" "$out" || fail "mailbench"
 echo "apps-check: ok"

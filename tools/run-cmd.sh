@@ -6,6 +6,7 @@
 #
 # usage: [LINUX=1] [CPUS=1] [TIMEOUT=600] tools/run-cmd.sh EXTRA_DIR 'COMMAND'
 #   EXTRA_DIR  copied over / in the initramfs ("" or - for none)
+#   MEM=512M, QEMU_EXTRA="..." (more QEMU arguments) are passed on to QEMU
 # Needs: build/user (make user) and, for LINUX=1, build/linux (tools/linux/kernel.sh).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,7 +44,8 @@ else
   iso=$stage/run-cmd.iso
   "$root/tools/mkiso.sh" "$iso" "$build/stub.elf" "$build/kernel.elf" "init=/bin/sh loglevel=warn -- /etc/run-cmd.sh" "$initrd"
   status=0
-  "$root/tools/qemu.sh" "$iso" "$cpus" "$limit" > "$stage/log" 2>&1 || status=$?
+  # shellcheck disable=SC2086 # QEMU_EXTRA is a list of arguments
+  "$root/tools/qemu.sh" "$iso" "$cpus" "$limit" ${QEMU_EXTRA:-} > "$stage/log" 2>&1 || status=$?
   sed -n '/entering the Go runtime/,$p' "$stage/log" | tail -n +2
   exit "$status"
 fi

@@ -5,6 +5,7 @@
 #   APPEND="..."  extra kernel parameters, e.g. RUNNER_ONLY=t_file (passed
 #                 to the runner as environment) or rdinit=/sbin/init (a shell)
 #   MEM=512M      guest memory
+#   QEMU_EXTRA="..." more QEMU arguments, split at spaces (e.g. a -drive)
 # Exit status: the guest's status (isa-debug-exit, written by the runner),
 # 124 on timeout, 125 if QEMU exited without a status (e.g. a kernel panic).
 #
@@ -20,7 +21,7 @@ done
 timeout --foreground -k 5 "$limit" qemu-system-x86_64 -machine q35 -cpu max -m "${MEM:-512M}" \
   -smp "$cpus" -display none -serial stdio -monitor none -no-reboot \
   -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
-  -kernel "$kernel" -initrd "$initrd" -append "console=ttyS0 panic=-1 quiet ${APPEND:-}" </dev/null
+  -kernel "$kernel" -initrd "$initrd" -append "console=ttyS0 panic=-1 quiet ${APPEND:-}" ${QEMU_EXTRA:-} </dev/null
 s=$?
 case $s in
   124|137) echo "run: timed out after ${limit}s" >&2; exit 124 ;;

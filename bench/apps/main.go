@@ -1,0 +1,759 @@
+// Command apps benchmarks real applications inside a QEMU (TCG) guest:
+// redis (redis-benchmark over 127.0.0.1 TCP, with and without pipelining,
+// and over a unix socket), nginx (wrk, 1 KiB and 64 KiB static files,
+// keep-alive) and mailbench (the qmail-style mail benchmark, spool on
+// tmpfs). Server and client run in the same guest over loopback, so the
+// kernel under test carries both sides and nothing crosses QEMU's network
+// emulation (DESIGN.md §5: slirp stalls under TCG).
+//
+// Each repetition boots the kernel once per CPU count with
+// tools/run-cmd.sh (LINUX=1 for Linux) and the user initramfs plus the
+// apps (apps/stage.sh), and runs every selected workload in turn; a
+// generated guest script prints each client's output between markers.
+// The kernel is the only thing that changes between -kernels; runs
+// alternate between kernels and CPU counts within each repetition.
+// It is a benchmark, not a test: it reports medians and spread over the
+// repetitions in bench/results/apps-KERNELS-DATE.json and .md, and fails
+// only when a workload fails (a client error, a missing result).
+//
+// Usage (from the repository root, after make user apps and
+// tools/linux/kernel.sh build/linux):
+//
+//	go run ./bench/apps [-kernels linux] [-cpus 1,2] [-reps 3] [-mem 512M]
+//	    [-workloads redis,nginx,mail] [-redis-requests 30000]
+//	    [-wrk-duration 5] [-mail-duration 5] [-out bench/results]
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type params struct {
+	RedisRequests int    `json:"redis_requests"`
+	RedisClients  int    `json:"redis_clients"`
+	RedisPipeline int    `json:"redis_pipeline"`
+	WrkThreads    int    `json:"wrk_threads"`
+	WrkConns      int    `json:"wrk_connections"`
+	WrkSeconds    int    `json:"wrk_seconds"`
+	MailClients   int    `json:"mail_clients"`
+	MailSeconds   int    `json:"mail_seconds"`
+	MailSize      int    `json:"mail_size"`
+	MailSpawn     string `json:"mail_spawn"`
+	MailDisk      bool   `json:"mail_disk"`
+	DiskMiB       int    `json:"disk_mib"`
+	Mem           string `json:"memory"`
+}
+
+// sample is one number from one run.
+type sample struct {
+	Kernel   string
+	CPUs     int
+	Workload string // redis, nginx, mail
+	Case     string // e.g. "tcp P16 SET"
+	Metric   string // e.g. "requests/s"
+	Value    float64
+}
+
+// result aggregates one (kernel, CPUs, workload, case, metric) over runs.
+type result struct {
+	Kernel    string    `json:"kernel"`
+	CPUs      int       `json:"cpus"`
+	Workload  string    `json:"workload"`
+	Case      string    `json:"case"`
+	Metric    string    `json:"metric"`
+	Values    []float64 `json:"values"`
+	Median    float64   `json:"median"`
+	Min       float64   `json:"min"`
+	Max       float64   `json:"max"`
+	SpreadPct float64   `json:"spread_pct"` // (max-min)/median
+}
+
+type boot struct {
+	Kernel        string   `json:"kernel"`
+	CPUs          int      `json:"cpus"`
+	Rep           int      `json:"rep"`
+	WallSeconds   float64  `json:"wall_seconds"`
+	KernelVersion string   `json:"kernel_version"`
+	HostLoad      string   `json:"host_load"` // /proc/loadavg after the boot: other work on the host skews TCG
+	Errors        []string `json:"errors"`
+}
+
+type report struct {
+	Date        string   `json:"date"`
+	Commit      string   `json:"commit"`
+	Dirty       bool     `json:"dirty"`
+	QEMU        string   `json:"qemu"`
+	QEMUVersion string   `json:"qemu_version"`
+	HostCPUs    int      `json:"host_cpus"`
+	Kernels     []string `json:"kernels"`
+	KernelBuild []string `json:"kernel_builds"`
+	Reps        int      `json:"reps"`
+	Params      params   `json:"params"`
+	Boots       []boot   `json:"boots"`
+	Results     []result `json:"results"`
+}
+
+// guestScript is the shell script each boot runs. Every client's output
+// sits between "@@begin NAME" and "@@end NAME STATUS" lines.
+func guestScript(p params, workloads []string) string {
+	var b strings.Builder
+	b.WriteString(`export PATH=/usr/bin:/bin:/usr/sbin:/sbin
+# loopback: busybox ip, else ifconfig (whichever the kernel accepts)
+ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
+echo "@@info kernel $(uname -r)"
+echo "@@info cpus $(nproc)"
+# section NAME CMD...: CMD's output between markers, and the guest's CPU
+# time split (the first line of /proc/stat) before and after it
+section() {
+  n=$1; shift; c0=$(head -n 1 /proc/stat 2>/dev/null)
+  echo "@@begin $n"; "$@" 2>&1; s=$?
+  c1=$(head -n 1 /proc/stat 2>/dev/null); echo "@@end $n $s"; echo "@@cpu $n $c0 / $c1"
+}
+# wait_for CMD...: retry for up to 20 s until CMD succeeds
+wait_for() { i=0; until "$@" >/dev/null 2>&1; do i=$((i+1)); [ $i -lt 100 ] || return 1; usleep 200000; done; }
+`)
+	for _, w := range workloads {
+		switch w {
+		case "redis":
+			n, c, pl := p.RedisRequests, p.RedisClients, p.RedisPipeline
+			fmt.Fprintf(&b, `redis-server --port 6379 --bind 127.0.0.1 --unixsocket /tmp/redis.sock --save '' --appendonly no --dir /tmp --logfile /tmp/redis.log &
+if wait_for redis-cli -h 127.0.0.1 ping; then
+section redis/tcp/P1 redis-benchmark -h 127.0.0.1 -p 6379 -n %[1]d -c %[2]d -t set,get,lpush --csv
+section redis/tcp/P%[3]d redis-benchmark -h 127.0.0.1 -p 6379 -n %[4]d -c %[2]d -P %[3]d -t set,get,lpush --csv
+section redis/unix/P1 redis-benchmark -s /tmp/redis.sock -n %[1]d -c %[2]d -t set,get,lpush --csv
+redis-cli -h 127.0.0.1 shutdown nosave >/dev/null 2>&1
+else echo "@@begin redis/start"; cat /tmp/redis.log; echo "@@end redis/start 1"; fi
+wait
+`, n, c, pl, n*pl/4)
+		case "nginx":
+			fmt.Fprintf(&b, `nginx -c /etc/nginx/nginx.conf 2>/tmp/nginx.err &
+ngx=$!
+if wait_for wget -q -O /dev/null http://127.0.0.1:80/index.html; then
+section nginx/1k wrk -t%[1]d -c%[2]d -d%[3]ds --latency http://127.0.0.1:80/1k.bin
+section nginx/64k wrk -t%[1]d -c%[2]d -d%[3]ds --latency http://127.0.0.1:80/64k.bin
+else echo "@@begin nginx/start"; cat /tmp/nginx.err; echo "@@end nginx/start 1"; fi
+kill $ngx; wait
+`, p.WrkThreads, p.WrkConns, p.WrkSeconds)
+		case "mail":
+			fmt.Fprintf(&b, `mkdir -p /mnt/mail && mount -t tmpfs tmpfs /mnt/mail
+section mail/tmpfs mailbench -c %d -t %d -s %d -m %s -d /mnt/mail
+umount /mnt/mail
+`, p.MailClients, p.MailSeconds, p.MailSize, p.MailSpawn)
+			if p.MailDisk {
+				fmt.Fprintf(&b, `# Linux: virtio-blk and ext4 are modules (no modprobe here); elsewhere
+# insmod fails quietly and the mount decides.
+if [ -f /lib/modules/load-order ]; then
+  for m in $(cat /lib/modules/load-order); do insmod /lib/modules/$m.ko 2>/dev/null; done
+fi
+mkdir -p /mnt/disk
+if mount -t ext4 /dev/vda /mnt/disk; then
+section mail/ext4 mailbench -c %d -t %d -s %d -m %s -d /mnt/disk
+umount /mnt/disk
+else echo "@@begin mail/ext4"; echo "cannot mount /dev/vda as ext4"; echo "@@end mail/ext4 1"; fi
+`, p.MailClients, p.MailSeconds, p.MailSize, p.MailSpawn)
+			}
+		}
+	}
+	return b.String()
+}
+
+var (
+	redisCSV   = regexp.MustCompile(`^"([A-Z_]+)[^"]*","([0-9.]+)","([0-9.]+)","([0-9.]+)","([0-9.]+)","([0-9.]+)","([0-9.]+)","([0-9.]+)"`)
+	wrkRPS     = regexp.MustCompile(`(?m)^Requests/sec:\s+([0-9.]+)`)
+	wrkXfer    = regexp.MustCompile(`(?m)^Transfer/sec:\s+([0-9.]+)([KMG]?B)`)
+	wrkPct     = regexp.MustCompile(`(?m)^\s+(50|75|90|99)%\s+([0-9.]+)(us|ms|s)\s*$`)
+	wrkTotal   = regexp.MustCompile(`(?m)^\s+(\d+) requests in`)
+	mailLine   = regexp.MustCompile(`(?m)^MAILBENCH (.*)$`)
+	sectionEnd = regexp.MustCompile(`^@@end (\S+) (\d+)$`)
+)
+
+// parse turns one boot's console output into samples; errors name what
+// failed or could not be read.
+func parse(out string, kernel string, cpus int) (samples []sample, version string, errs []string) {
+	add := func(w, c, m string, v float64) {
+		samples = append(samples, sample{kernel, cpus, w, c, m, v})
+	}
+	sections := map[string]string{}
+	var order []string // section names as they appeared
+	var name string
+	var body strings.Builder
+	for _, line := range strings.Split(strings.ReplaceAll(out, "\r", ""), "\n") {
+		switch {
+		case strings.HasPrefix(line, "@@info kernel "):
+			version = strings.TrimPrefix(line, "@@info kernel ")
+		case strings.HasPrefix(line, "@@info cpus "):
+			if n, _ := strconv.Atoi(strings.TrimPrefix(line, "@@info cpus ")); n != cpus {
+				errs = append(errs, fmt.Sprintf("guest sees %d CPUs, want %d", n, cpus))
+			}
+		case strings.HasPrefix(line, "@@cpu "):
+			cpuSplit(line, add)
+		case strings.HasPrefix(line, "@@begin "):
+			name = strings.TrimPrefix(line, "@@begin ")
+			body.Reset()
+		case sectionEnd.MatchString(line):
+			m := sectionEnd.FindStringSubmatch(line)
+			if m[2] != "0" {
+				errs = append(errs, fmt.Sprintf("%s exited %s:\n%s", m[1], m[2], lastLines(body.String(), 15)))
+			}
+			sections[m[1]] = body.String()
+			order = append(order, m[1])
+			name = ""
+		case name != "":
+			body.WriteString(line + "\n")
+		}
+	}
+	for _, sec := range order {
+		s := sections[sec]
+		parts := strings.SplitN(sec, "/", 2)
+		if len(parts) != 2 {
+			continue
+		}
+		switch parts[0] {
+		case "redis":
+			n := 0
+			for _, line := range strings.Split(s, "\n") {
+				m := redisCSV.FindStringSubmatch(line)
+				if m == nil {
+					continue
+				}
+				c := strings.ReplaceAll(parts[1], "/", " ") + " " + m[1]
+				add("redis", c, "requests/s", atof(m[2]))
+				add("redis", c, "p50 ms", atof(m[5]))
+				add("redis", c, "p99 ms", atof(m[7]))
+				n++
+			}
+			if n != 3 {
+				errs = append(errs, fmt.Sprintf("%s: %d results, want 3 (SET, GET, LPUSH):\n%s", sec, n, lastLines(s, 15)))
+			}
+		case "nginx":
+			rps, total := wrkRPS.FindStringSubmatch(s), wrkTotal.FindStringSubmatch(s)
+			if rps == nil || total == nil || atof(total[1]) == 0 || strings.Contains(s, "Non-2xx") || strings.Contains(s, "Socket errors") {
+				errs = append(errs, fmt.Sprintf("%s: wrk failed or saw errors:\n%s", sec, lastLines(s, 15)))
+				continue
+			}
+			add("nginx", parts[1], "requests/s", atof(rps[1]))
+			if x := wrkXfer.FindStringSubmatch(s); x != nil {
+				scale := map[string]float64{"B": 1.0 / (1 << 20), "KB": 1.0 / (1 << 10), "MB": 1, "GB": 1 << 10}[x[2]]
+				add("nginx", parts[1], "MiB/s", atof(x[1])*scale)
+			}
+			for _, m := range wrkPct.FindAllStringSubmatch(s, -1) {
+				v := atof(m[2])
+				switch m[3] {
+				case "us":
+					v /= 1000
+				case "s":
+					v *= 1000
+				}
+				add("nginx", parts[1], "p"+m[1]+" ms", v)
+			}
+		case "mail":
+			m := mailLine.FindStringSubmatch(s)
+			if m == nil {
+				errs = append(errs, fmt.Sprintf("%s: no MAILBENCH line:\n%s", sec, lastLines(s, 15)))
+				continue
+			}
+			kv := map[string]string{}
+			for _, f := range strings.Fields(m[1]) {
+				if k, v, ok := strings.Cut(f, "="); ok {
+					kv[k] = v
+				}
+			}
+			if kv["accepted"] != kv["delivered"] || kv["bad"] != "0" {
+				errs = append(errs, sec+": not every message delivered intact: "+m[1])
+			}
+			add("mail", parts[1], "messages/s", atof(kv["msgs_per_s"]))
+		}
+	}
+	return samples, version, errs
+}
+
+// cpuSplit turns "@@cpu NAME cpu U N S I W IRQ SIRQ STEAL... / cpu ..."
+// (the aggregate /proc/stat line before and after a section) into the
+// share of the guest's CPU time spent in user mode, in the kernel
+// (system, irq, softirq) and idle (idle, iowait) during that section. A
+// kernel without /proc/stat gives none.
+func cpuSplit(line string, add func(w, c, m string, v float64)) {
+	f := strings.Fields(line)
+	if len(f) < 3 {
+		return
+	}
+	parts := strings.SplitN(f[1], "/", 2)
+	if len(parts) != 2 {
+		return
+	}
+	var before, after []float64
+	cur := &before
+	for _, x := range f[2:] {
+		switch x {
+		case "cpu":
+		case "/":
+			cur = &after
+		default:
+			*cur = append(*cur, atof(x))
+		}
+	}
+	if len(before) < 8 || len(after) < 8 {
+		return
+	}
+	d := make([]float64, 8)
+	total := 0.0
+	for i := range d {
+		d[i] = after[i] - before[i]
+		total += d[i]
+	}
+	if total <= 0 {
+		return
+	}
+	c := strings.ReplaceAll(parts[1], "/", " ")
+	if parts[0] == "redis" {
+		c += " (3 tests)"
+	}
+	add(parts[0], c, "guest user %", 100*(d[0]+d[1])/total)
+	add(parts[0], c, "guest kernel %", 100*(d[2]+d[5]+d[6])/total)
+	add(parts[0], c, "guest idle %", 100*(d[3]+d[4])/total)
+}
+
+func expectedSections(workloads []string, p params) []string {
+	var s []string
+	for _, w := range workloads {
+		switch w {
+		case "redis":
+			s = append(s, "redis/tcp/P1", fmt.Sprintf("redis/tcp/P%d", p.RedisPipeline), "redis/unix/P1")
+		case "nginx":
+			s = append(s, "nginx/1k", "nginx/64k")
+		case "mail":
+			s = append(s, "mail/tmpfs")
+			if p.MailDisk {
+				s = append(s, "mail/ext4")
+			}
+		}
+	}
+	return s
+}
+
+func atof(s string) float64 {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "    " + strings.Join(lines, "\n    ")
+}
+
+// diskArgs are the QEMU arguments for the mail benchmark's disk: virtio-blk
+// on a raw image. cache=unsafe: the guest still sends its flushes, but the
+// host does not wait for its own disk, whose speed is not what is measured.
+const diskArgs = "-drive file=%s,if=virtio,format=raw,cache=unsafe"
+
+// newDisk makes a fresh ext4 image, so every boot starts from the same
+// file system. Inode tables and journal are written now, not by a lazy
+// initialisation thread in the guest during the measurement.
+func newDisk(path string, mib int) error {
+	os.Remove(path)
+	if err := exec.Command("truncate", "-s", strconv.Itoa(mib)+"M", path).Run(); err != nil {
+		return fmt.Errorf("truncate %s: %v", path, err)
+	}
+	out, err := exec.Command("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", path).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("mkfs.ext4 %s: %v\n%s", path, err, out)
+	}
+	return nil
+}
+
+// run boots kernel with CPUs and returns the console output.
+func run(kernel string, cpus int, stage, script, disk string, p params, timeout int) (string, time.Duration, error) {
+	cmd := exec.Command("tools/run-cmd.sh", stage, script)
+	cmd.Env = append(os.Environ(), "CPUS="+strconv.Itoa(cpus), "MEM="+p.Mem, "TIMEOUT="+strconv.Itoa(timeout))
+	if disk != "" {
+		if err := newDisk(disk, p.DiskMiB); err != nil {
+			return "", 0, err
+		}
+		cmd.Env = append(cmd.Env, "QEMU_EXTRA="+fmt.Sprintf(diskArgs, disk))
+	}
+	if kernel == "linux" {
+		cmd.Env = append(cmd.Env, "LINUX=1")
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	return out.String(), time.Since(start), err
+}
+
+func aggregate(samples []sample) []result {
+	type key struct {
+		k       string
+		c       int
+		w, x, m string
+	}
+	groups := map[key][]float64{}
+	var order []key
+	for _, s := range samples {
+		k := key{s.Kernel, s.CPUs, s.Workload, s.Case, s.Metric}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], s.Value)
+	}
+	var rs []result
+	for _, k := range order {
+		v := groups[k]
+		s := append([]float64(nil), v...)
+		sort.Float64s(s)
+		med := s[len(s)/2]
+		if len(s)%2 == 0 {
+			med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+		}
+		spread := 0.0
+		if med != 0 {
+			spread = 100 * (s[len(s)-1] - s[0]) / med
+		}
+		rs = append(rs, result{k.k, k.c, k.w, k.x, k.m, v, med, s[0], s[len(s)-1], spread})
+	}
+	return rs
+}
+
+// table renders the results as Markdown: one row per workload, case and
+// metric, one column per kernel and CPU count.
+func table(rep report) string {
+	var cpus []int
+	for _, b := range rep.Boots {
+		if !slices.Contains(cpus, b.CPUs) {
+			cpus = append(cpus, b.CPUs)
+		}
+	}
+	sort.Ints(cpus)
+	var b strings.Builder
+	type col struct {
+		k string
+		c int
+	}
+	var cols []col
+	for _, k := range rep.Kernels {
+		for _, c := range cpus {
+			cols = append(cols, col{k, c})
+		}
+	}
+	b.WriteString("| workload | case | metric |")
+	for _, c := range cols {
+		fmt.Fprintf(&b, " %s %d CPU |", c.k, c.c)
+	}
+	b.WriteString("\n|---|---|---|" + strings.Repeat("---:|", len(cols)) + "\n")
+	type row struct{ w, x, m string }
+	var rows []row
+	seen := map[row]bool{}
+	cell := map[row]map[col]result{}
+	for _, r := range rep.Results {
+		rw := row{r.Workload, r.Case, r.Metric}
+		if !seen[rw] {
+			seen[rw] = true
+			rows = append(rows, rw)
+			cell[rw] = map[col]result{}
+		}
+		cell[rw][col{r.Kernel, r.CPUs}] = r
+	}
+	// throughput and latency first, the guest CPU split after them
+	sort.SliceStable(rows, func(i, j int) bool {
+		return !strings.HasPrefix(rows[i].m, "guest ") && strings.HasPrefix(rows[j].m, "guest ")
+	})
+	for _, rw := range rows {
+		fmt.Fprintf(&b, "| %s | %s | %s |", rw.w, rw.x, rw.m)
+		for _, c := range cols {
+			r, ok := cell[rw][c]
+			if !ok {
+				b.WriteString(" – |")
+				continue
+			}
+			fmt.Fprintf(&b, " %s (±%.0f%%) |", num(r.Median), r.SpreadPct/2)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func num(v float64) string {
+	switch {
+	case v >= 1000:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+}
+
+// markdown renders a report: settings, then the table.
+func markdown(rep report) []byte {
+	p := rep.Params
+	var md bytes.Buffer
+	fmt.Fprintf(&md, "# Applications in QEMU, %s, commit %s", rep.Date[:10], rep.Commit)
+	if rep.Dirty {
+		md.WriteString(" (with uncommitted changes)")
+	}
+	md.WriteString("\n\n")
+	fmt.Fprintf(&md, "Kernels: %s. QEMU: %s; `%s`.\n", strings.Join(rep.KernelBuild, "; "), rep.QEMUVersion, rep.QEMU)
+	versions := map[string]bool{}
+	for _, b := range rep.Boots {
+		versions[b.Kernel+" "+b.KernelVersion] = true
+	}
+	var vs []string
+	for v := range versions {
+		vs = append(vs, v)
+	}
+	sort.Strings(vs)
+	fmt.Fprintf(&md, "Guest kernel versions (uname -r): %s. Host: %d CPUs, no KVM.\n\n", strings.Join(vs, ", "), rep.HostCPUs)
+	fmt.Fprintf(&md, "Server and client in the same guest over loopback. Median of %d boots per column; ± is half the range (max−min) as a percentage of the median. The guest CPU split comes from /proc/stat around each client run.\n\n", rep.Reps)
+	fmt.Fprintf(&md, "- redis: `redis-benchmark -c %d -t set,get,lpush`, %d requests per test (P1), %d with `-P %d`; TCP 127.0.0.1 and unix socket; `redis-server --save '' --appendonly no`.\n",
+		p.RedisClients, p.RedisRequests, p.RedisRequests*p.RedisPipeline/4, p.RedisPipeline)
+	fmt.Fprintf(&md, "- nginx: apps/nginx/nginx.conf (one process, sendfile, keep-alive); `wrk -t%d -c%d -d%ds --latency`, 1 KiB and 64 KiB files.\n", p.WrkThreads, p.WrkConns, p.WrkSeconds)
+	fmt.Fprintf(&md, "- mail: `mailbench -c %d -t %d -s %d -m %s`, spool and maildirs on tmpfs (tmpfs) and on a fresh %d MiB ext4 over virtio-blk (ext4, if run); messages/s from start to last delivery, every message verified.\n\n", p.MailClients, p.MailSeconds, p.MailSize, p.MailSpawn, p.DiskMiB)
+	md.WriteString(table(rep))
+	md.WriteString("\nBoots (wall time; host load average after it, other work on the host slows TCG):")
+	for i, b := range rep.Boots {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		fmt.Fprintf(&md, "%s %s %d CPU #%d %.0f s (%s)", sep, b.Kernel, b.CPUs, b.Rep, b.WallSeconds, strings.Fields(b.HostLoad + " ?")[0])
+	}
+	md.WriteString(".\n")
+	nerr := 0
+	for _, b := range rep.Boots {
+		nerr += len(b.Errors)
+	}
+	if nerr > 0 {
+		fmt.Fprintf(&md, "\n**%d errors** (see the JSON file's boots[].errors).\n", nerr)
+	}
+	return md.Bytes()
+}
+
+func intList(s string) ([]int, error) {
+	var r []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad number %q", f)
+		}
+		r = append(r, n)
+	}
+	return r, nil
+}
+
+// scratch lists the temporary directories to remove on every exit
+// (os.Exit skips deferred calls).
+var scratch []string
+
+func fail(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "bench/apps: "+format+"\n", a...)
+	for _, d := range scratch {
+		os.RemoveAll(d)
+	}
+	os.Exit(1)
+}
+
+func main() {
+	var p params
+	kernelsFlag := flag.String("kernels", "linux", "comma-separated kernels: linux, shortbread")
+	cpusFlag := flag.String("cpus", "1,2", "comma-separated CPU counts")
+	reps := flag.Int("reps", 3, "repetitions (boots) per kernel and CPU count")
+	workloadsFlag := flag.String("workloads", "redis,nginx,mail", "comma-separated: redis, nginx, mail")
+	flag.StringVar(&p.Mem, "mem", "512M", "guest memory")
+	flag.IntVar(&p.RedisRequests, "redis-requests", 30000, "redis-benchmark requests per test without pipelining (pipelined: ×P/4)")
+	flag.IntVar(&p.RedisClients, "redis-clients", 50, "redis-benchmark connections")
+	flag.IntVar(&p.RedisPipeline, "redis-pipeline", 16, "redis-benchmark -P for the pipelined run")
+	flag.IntVar(&p.WrkThreads, "wrk-threads", 1, "wrk threads")
+	flag.IntVar(&p.WrkConns, "wrk-connections", 8, "wrk keep-alive connections")
+	flag.IntVar(&p.WrkSeconds, "wrk-duration", 5, "wrk seconds per file")
+	flag.IntVar(&p.MailClients, "mail-clients", 2, "mailbench clients")
+	flag.IntVar(&p.MailSeconds, "mail-duration", 5, "mailbench seconds")
+	flag.IntVar(&p.MailSize, "mail-size", 1024, "mailbench message bytes")
+	flag.StringVar(&p.MailSpawn, "mail-spawn", "fork", "how mailbench clients start mail-enqueue: fork or spawn")
+	flag.BoolVar(&p.MailDisk, "mail-disk", true, "also run mailbench on ext4 over virtio-blk")
+	flag.IntVar(&p.DiskMiB, "disk-mib", 256, "size of the ext4 image for -mail-disk")
+	apps := flag.String("apps", "build/apps", "directory of the app binaries (make apps)")
+	outDir := flag.String("out", "bench/results", "directory for the results files")
+	name := flag.String("name", "", "results file name without extension (default apps-KERNELS-DATE)")
+	timeout := flag.Int("timeout", 600, "seconds per boot before QEMU is killed (a full Linux boot takes about 1 minute)")
+	render := flag.String("render", "", "only rewrite FILE.md from a results FILE.json")
+	flag.Parse()
+
+	if *render != "" {
+		js, err := os.ReadFile(*render)
+		if err != nil {
+			fail("%v", err)
+		}
+		var rep report
+		if err := json.Unmarshal(js, &rep); err != nil {
+			fail("%s: %v", *render, err)
+		}
+		md := strings.TrimSuffix(*render, ".json") + ".md"
+		if err := os.WriteFile(md, markdown(rep), 0o644); err != nil {
+			fail("%v", err)
+		}
+		fmt.Println("wrote", md)
+		return
+	}
+
+	kernels := strings.Split(*kernelsFlag, ",")
+	for _, k := range kernels {
+		if k != "linux" && k != "shortbread" {
+			fail("unknown kernel %q", k)
+		}
+	}
+	cpus, err := intList(*cpusFlag)
+	if err != nil {
+		fail("-cpus: %v", err)
+	}
+	workloads := strings.Split(*workloadsFlag, ",")
+	for _, w := range workloads {
+		if w != "redis" && w != "nginx" && w != "mail" {
+			fail("unknown workload %q", w)
+		}
+	}
+	if *reps < 1 {
+		fail("-reps must be at least 1")
+	}
+
+	stage, err := os.MkdirTemp("", "sb-bench-apps.")
+	if err != nil {
+		fail("%v", err)
+	}
+	scratch = append(scratch, stage)
+	defer os.RemoveAll(stage)
+	st := exec.Command("apps/stage.sh", *apps, stage)
+	st.Stdout, st.Stderr = os.Stderr, os.Stderr
+	if err := st.Run(); err != nil {
+		fail("apps/stage.sh: %v", err)
+	}
+	disk := ""
+	if p.MailDisk && strings.Contains(","+*workloadsFlag+",", ",mail,") {
+		// The disk mode's host tools, and Linux's driver and file system
+		// modules, staged for every kernel so the initramfs stays the same.
+		mods := exec.Command("tools/linux/modules.sh", "build/linux", "virtio_pci", "virtio_blk", "crc32c_generic", "ext4")
+		mods.Stdout, mods.Stderr = os.Stderr, os.Stderr
+		deps := exec.Command("tools/deps.sh", "e2fsprogs", "coreutils")
+		deps.Stdout, deps.Stderr = os.Stderr, os.Stderr
+		if err := deps.Run(); err != nil {
+			fail("tools/deps.sh: %v", err)
+		}
+		if err := mods.Run(); err != nil {
+			fail("tools/linux/modules.sh: %v", err)
+		}
+		if err := os.MkdirAll(filepath.Join(stage, "lib"), 0o755); err != nil {
+			fail("%v", err)
+		}
+		if err := exec.Command("cp", "-r", "build/linux/modules", filepath.Join(stage, "lib", "modules")).Run(); err != nil {
+			fail("copying the modules: %v", err)
+		}
+		disk = filepath.Join(stage+".disk", "mail.img")
+		if err := os.MkdirAll(filepath.Dir(disk), 0o755); err != nil {
+			fail("%v", err)
+		}
+		scratch = append(scratch, filepath.Dir(disk))
+		defer os.RemoveAll(filepath.Dir(disk))
+	}
+	script := guestScript(p, workloads)
+	if err := os.MkdirAll(filepath.Join(stage, "etc"), 0o755); err != nil {
+		fail("%v", err)
+	}
+	if err := os.WriteFile(filepath.Join(stage, "etc", "bench-apps.sh"), []byte(script), 0o755); err != nil {
+		fail("%v", err)
+	}
+
+	now := time.Now().UTC()
+	rep := report{Date: now.Format(time.RFC3339), HostCPUs: runtime.NumCPU(), Kernels: kernels, Reps: *reps, Params: p}
+	commit, _ := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	rep.Commit = strings.TrimSpace(string(commit))
+	if st, _ := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); len(st) > 0 {
+		rep.Dirty = true
+	}
+	rep.QEMU = "qemu-system-x86_64 -machine q35 -cpu max -m " + p.Mem + " -smp N -display none -serial stdio -monitor none -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04 (TCG; Linux: -kernel/-initrd via tools/linux/run.sh, Shortbread: -cdrom via tools/qemu.sh)"
+	if disk != "" {
+		rep.QEMU += "; mail disk: " + fmt.Sprintf(diskArgs, "IMG")
+	}
+	if v, err := exec.Command("qemu-system-x86_64", "--version").Output(); err == nil {
+		rep.QEMUVersion = strings.SplitN(string(v), "\n", 2)[0]
+	}
+	for _, k := range kernels {
+		switch k {
+		case "linux":
+			v, _ := os.ReadFile("build/linux/vmlinuz.version")
+			rep.KernelBuild = append(rep.KernelBuild, "linux: "+strings.TrimSpace(string(v)))
+		case "shortbread":
+			rep.KernelBuild = append(rep.KernelBuild, "shortbread: build/kernel.elf at "+rep.Commit)
+		}
+	}
+
+	var samples []sample
+	var allErrs []string
+	for r := 1; r <= *reps; r++ {
+		for _, c := range cpus {
+			for _, k := range kernels {
+				fmt.Fprintf(os.Stderr, "bench/apps: %s, %d CPU, run %d/%d ...", k, c, r, *reps)
+				out, wall, err := run(k, c, stage, "sh /etc/bench-apps.sh", disk, p, *timeout)
+				s, version, errs := parse(out, k, c)
+				if err != nil {
+					errs = append(errs, fmt.Sprintf("run-cmd: %v\n%s", err, lastLines(out, 20)))
+				}
+				for _, sec := range expectedSections(workloads, p) {
+					if !strings.Contains(out, "@@end "+sec+" ") {
+						errs = append(errs, sec+": no result (the guest stopped before it?)")
+					}
+				}
+				load, _ := os.ReadFile("/proc/loadavg")
+				fmt.Fprintf(os.Stderr, " %.0f s, %d numbers, %d errors (host load %s)\n", wall.Seconds(), len(s), len(errs), strings.Fields(string(load) + " ?")[0])
+				for _, e := range errs {
+					fmt.Fprintf(os.Stderr, "  %s: %d CPU run %d: %s\n", k, c, r, e)
+				}
+				samples = append(samples, s...)
+				allErrs = append(allErrs, errs...)
+				rep.Boots = append(rep.Boots, boot{k, c, r, wall.Seconds(), version, strings.TrimSpace(string(load)), errs})
+			}
+		}
+	}
+	rep.Results = aggregate(samples)
+
+	base := *name
+	if base == "" {
+		base = "apps-" + strings.Join(kernels, "-") + "-" + now.Format("2006-01-02")
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		fail("%v", err)
+	}
+	md := markdown(rep)
+	os.Stdout.Write(md)
+	if err := os.MkdirAll(*outDir, 0o755); err != nil {
+		fail("%v", err)
+	}
+	for ext, data := range map[string][]byte{".json": append(js, '\n'), ".md": md} {
+		if err := os.WriteFile(filepath.Join(*outDir, base+ext), data, 0o644); err != nil {
+			fail("%v", err)
+		}
+	}
+	fmt.Println("recorded in", filepath.Join(*outDir, base)+".{json,md}")
+	if len(allErrs) > 0 {
+		fail("%d errors", len(allErrs))
+	}
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+const goodRedis = `@@begin redis/tcp/P1
+"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+"SET","8090.62","0.811","0.288","0.719","1.415","2.535","7.047"
+"GET","7727.98","0.807","0.328","0.727","1.423","2.119","5.039"
+"LPUSH (needed to benchmark LPOP)","8000.00","0.807","0.328","0.700","1.423","2.000","5.039"
+@@end redis/tcp/P1 0
+`
+
+const goodWrk = "@@begin nginx/1k\r\n" + `Running 2s test @ http://127.0.0.1:80/1k.bin
+  1 threads and 8 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     4.46ms    1.00ms   9.00ms   80.00%
+    Req/Sec     1.70k   100.00     1.80k    70.00%
+  Latency Distribution
+     50%  635.00us
+     75%    4.70ms
+     90%    5.58ms
+     99%    1.20s
+  3400 requests in 2.00s, 4.10MB read
+Requests/sec:   1680.50
+Transfer/sec:      2.05MB
+@@end nginx/1k 0
+`
+
+const goodMail = `@@begin mail/tmpfs
+mailbench: 2 clients (fork+exec), 1024-byte messages: 386 accepted in 3.01 s, 386 delivered and checked after 3.01 s: 128.1 messages/s
+MAILBENCH clients=2 size=1024 mode=fork accepted=386 delivered=386 bad=0 client_failures=0 enqueue_s=3.009 elapsed_s=3.014 msgs_per_s=128.1
+@@end mail/tmpfs 0
+@@cpu mail/tmpfs cpu  100 0 200 300 0 0 0 0 0 0 / cpu  120 10 250 310 0 5 5 0 0 0
+`
+
+func find(t *testing.T, s []sample, w, c, m string) float64 {
+	t.Helper()
+	for _, x := range s {
+		if x.Workload == w && x.Case == c && x.Metric == m {
+			return x.Value
+		}
+	}
+	t.Fatalf("no %s %q %q in %v", w, c, m, s)
+	return 0
+}
+
+func TestParseGood(t *testing.T) {
+	out := "@@info kernel 6.1.0-56-amd64\n@@info cpus 2\n" + goodRedis + goodWrk + goodMail
+	s, version, errs := parse(out, "linux", 2)
+	if len(errs) != 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	if version != "6.1.0-56-amd64" {
+		t.Errorf("version %q", version)
+	}
+	checks := []struct {
+		w, c, m string
+		want    float64
+	}{
+		{"redis", "tcp P1 SET", "requests/s", 8090.62},
+		{"redis", "tcp P1 GET", "p99 ms", 2.119},
+		{"redis", "tcp P1 LPUSH", "p50 ms", 0.7},
+		{"nginx", "1k", "requests/s", 1680.5},
+		{"nginx", "1k", "p50 ms", 0.635},
+		{"nginx", "1k", "p99 ms", 1200},
+		{"nginx", "1k", "MiB/s", 2.05},
+		{"mail", "tmpfs", "messages/s", 128.1},
+		{"mail", "tmpfs", "guest user %", 30},
+		{"mail", "tmpfs", "guest kernel %", 60},
+		{"mail", "tmpfs", "guest idle %", 10},
+	}
+	for _, c := range checks {
+		if got := find(t, s, c.w, c.c, c.m); got != c.want {
+			t.Errorf("%s %s %s = %v, want %v", c.w, c.c, c.m, got, c.want)
+		}
+	}
+}
+
+func TestParseFailures(t *testing.T) {
+	cases := map[string]struct{ out, want string }{
+		"wrong CPU count": {"@@info cpus 1\n" + goodMail, "guest sees 1 CPUs"},
+		"client failed":   {strings.Replace(goodMail, "@@end mail/tmpfs 0", "@@end mail/tmpfs 1", 1), "mail/tmpfs exited 1"},
+		"lost mail":       {strings.Replace(goodMail, "delivered=386", "delivered=385", 1), "not every message"},
+		"no MAILBENCH":    {"@@begin mail/tmpfs\nmailbench: oops\n@@end mail/tmpfs 0\n", "no MAILBENCH line"},
+		"redis short":     {strings.Replace(goodRedis, `"GET"`, `"xGET"`, 1), "2 results, want 3"},
+		"wrk errors":      {strings.Replace(goodWrk, "Requests/sec", "  Non-2xx or 3xx responses: 5\nRequests/sec", 1), "wrk failed"},
+		"wrk no requests": {strings.Replace(goodWrk, "3400 requests", "0 requests", 1), "wrk failed"},
+	}
+	for name, c := range cases {
+		_, _, errs := parse(c.out, "linux", 2)
+		if !strings.Contains(strings.Join(errs, "\n"), c.want) {
+			t.Errorf("%s: errors %q do not mention %q", name, errs, c.want)
+		}
+	}
+}
+
+func TestAggregate(t *testing.T) {
+	var s []sample
+	for _, v := range []float64{110, 90, 100} {
+		s = append(s, sample{"linux", 1, "mail", "tmpfs", "messages/s", v})
+	}
+	s = append(s, sample{"linux", 2, "mail", "tmpfs", "messages/s", 7})
+	r := aggregate(s)
+	if len(r) != 2 {
+		t.Fatalf("%d results, want 2", len(r))
+	}
+	if r[0].Median != 100 || r[0].Min != 90 || r[0].Max != 110 || r[0].SpreadPct != 20 {
+		t.Errorf("got %+v", r[0])
+	}
+	if r[1].CPUs != 2 || r[1].Median != 7 {
+		t.Errorf("got %+v", r[1])
+	}
+}
+
+func TestGuestScriptSections(t *testing.T) {
+	p := params{RedisRequests: 100, RedisClients: 2, RedisPipeline: 16, WrkThreads: 1, WrkConns: 2, WrkSeconds: 1,
+		MailClients: 1, MailSeconds: 1, MailSize: 100, MailSpawn: "fork", MailDisk: true}
+	sc := guestScript(p, []string{"redis", "nginx", "mail"})
+	for _, sec := range expectedSections([]string{"redis", "nginx", "mail"}, p) {
+		if !strings.Contains(sc, "section "+sec+" ") {
+			t.Errorf("script has no section %s", sec)
+		}
+	}
+}
