@@ -585,3 +585,30 @@ TEXT runtime·sbIntrRestore(SB),NOSPLIT,$0-8
 	PUSHQ	AX
 	POPFQ
 	RET
+
+// sbVdsoClockGettime is clock_gettime as a vDSO provides it, called by
+// the runtime's nanotime1 and walltime with the C ABI: DI = clock id,
+// SI = *timespec; returns 0 in AX. It reads the TSC like sbNanotime
+// (ns = (tsc - sbTSC0) * sbTSCMult >> 32) and adds sbBootUnixNano for
+// CLOCK_REALTIME, so the runtime's clock costs no trap. It uses only
+// AX, CX, DX and R8 (caller-saved) and no stack.
+TEXT runtime·sbVdsoClockGettime(SB),NOSPLIT|NOFRAME,$0
+	RDTSC
+	SHLQ	$32, DX
+	ORQ	DX, AX
+	SUBQ	runtime·sbTSC0(SB), AX
+	MULQ	runtime·sbTSCMult(SB)
+	SHRQ	$32, AX
+	SHLQ	$32, DX
+	ORQ	DX, AX
+	CMPL	DI, $0 // CLOCK_REALTIME
+	JNE	split
+	ADDQ	runtime·sbBootUnixNano(SB), AX
+split:
+	XORL	DX, DX
+	MOVQ	$1000000000, R8
+	DIVQ	R8
+	MOVQ	AX, 0(SI)
+	MOVQ	DX, 8(SI)
+	XORL	AX, AX
+	RET

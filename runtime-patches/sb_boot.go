@@ -11,7 +11,10 @@
 
 package runtime
 
-import "unsafe"
+import (
+	"internal/abi"
+	"unsafe"
+)
 
 const (
 	// sbMinMemory is the least RAM the kernel will start with: its image,
@@ -96,6 +99,9 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 
 	sbCalibrateTSC()
 	sbBootUnixNano = sbReadRTC()*1_000_000_000 - sbNanotime()
+	// The runtime reads its clocks through the vDSO when it has one:
+	// point it at ours, which reads the TSC without a trap.
+	vdsoClockgettimeSym = abi.FuncPCABI0(sbVdsoClockGettime)
 	sbLAPIC = sbPhys(uintptr(sbRdmsr(msrAPICBase) &^ 0xfff))
 	sbBootCPU = sbLAPICRead(lapicID) >> 24
 	sbCPUs[0].apicID = sbBootCPU

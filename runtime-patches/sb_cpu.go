@@ -154,7 +154,8 @@ func sbShootdown() {
 	}
 }
 
-// sbServiceTLB flushes this CPU's TLB if a shootdown is outstanding.
+// sbServiceTLB flushes this CPU's TLB if a shootdown is outstanding, and
+// leaves an address space being released (sbReleaseCR3).
 func sbServiceTLB() {
 	if sbNCPU == 1 {
 		return
@@ -162,7 +163,33 @@ func sbServiceTLB() {
 	me := sbThisCPU()
 	gen := atomic.Load64(&sbTLBGen)
 	if atomic.Load64(&me.tlbSeen) < gen {
-		sbWriteCR3(sbReadCR3())
+		if r := atomic.Loaduintptr(&sbReleasing); r != 0 && me.cr3 == r {
+			sbLoadCR3(me, sbAS.pml4)
+		} else {
+			sbWriteCR3(sbReadCR3())
+		}
 		atomic.Store64(&me.tlbSeen, gen)
 	}
+}
+
+// A CPU keeps a user address space loaded after the thread leaves user
+// mode (the kernel half and the kernel's low ranges are in every space),
+// so a system call costs no CR3 switch when the thread goes back. Before
+// a space's page tables are freed, sbReleaseCR3 makes every CPU that
+// still has it loaded switch to the kernel's: a CPU walking a freed
+// PML4 on its next TLB miss would fault on every kernel address.
+var (
+	sbReleaseLock sbSpin
+	sbReleasing   uintptr // the root being released, during sbReleaseCR3
+)
+
+func sbReleaseCR3(c *sbCPU, root uintptr) {
+	sbReleaseLock.lock()
+	atomic.Storeuintptr(&sbReleasing, root)
+	if c.cr3 == root {
+		sbLoadCR3(c, sbAS.pml4)
+	}
+	sbShootdown()
+	atomic.Storeuintptr(&sbReleasing, 0)
+	sbReleaseLock.unlock()
 }

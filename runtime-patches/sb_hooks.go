@@ -26,7 +26,7 @@ const (
 	sbSysIOAPIC    = 4 // (physical address) -> 0: the MADT's I/O APIC
 	sbSysRunUser   = 5 // (regs, cr3) -> 0 when the program traps back
 	sbSysInitAS    = 6 // (pml4, pdpt, pd) -> 0: share the kernel half
-	sbSysFlushTLB  = 7 // () -> 0: every CPU drops non-global translations
+	sbSysFlushTLB  = 7 // (root) -> 0: every CPU drops non-global translations, and stops using root as CR3 (0: none)
 	sbSysKick      = 8 // (regs) -> 0: hurry a kicked user thread back
 	sbSysCount     = 9
 
@@ -70,6 +70,10 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 	case sbSysKick:
 		return sbKick(a0)
 	case sbSysFlushTLB:
+		if a0 != 0 {
+			sbReleaseCR3(c, a0)
+			return 0
+		}
 		sbWriteCR3(sbReadCR3())
 		sbShootdown()
 		return 0

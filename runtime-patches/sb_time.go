@@ -179,3 +179,6 @@ func sbUnixFromCivil(y, m, d int64) int64 {
 	doe := yoe*365 + yoe/4 - yoe/100 + doy
 	return (era*146097 + doe - 719468) * 86400
 }
+
+// sbVdsoClockGettime is the runtime's vDSO clock_gettime (sb_amd64.s).
+func sbVdsoClockGettime()

@@ -112,7 +112,9 @@ func sbUserExit(c *sbCPU, f *sbFrame, trap uint64, addr uintptr) {
 	t.inUser = false
 	t.user = 0
 	t.cr3 = 0
-	sbLoadCR3(c, sbAS.pml4)
+	// The user space stays loaded (see sbReleaseCR3): going back to it
+	// after the system call then needs no CR3 write, which flushes the
+	// TLB (and, under TCG, QEMU's whole soft TLB).
 }
 
 // sbUserKicked reports whether the kernel asked t to leave user mode.

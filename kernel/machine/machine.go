@@ -240,6 +240,13 @@ func FlushTLB() {
 	syscall.RawSyscall(sysFlushTLB, 0, 0, 0)
 }
 
+// ReleaseAddressSpace makes every CPU stop using the page tables at root
+// (a CPU keeps a user space loaded after leaving user mode, to spare a
+// CR3 switch per system call); call it before freeing them.
+func ReleaseAddressSpace(root uintptr) {
+	syscall.RawSyscall(sysFlushTLB, root, 0, 0)
+}
+
 // AllocFrame returns the physical address of a zeroed 4 KiB frame, or 0
 // when memory is exhausted.
 func AllocFrame() uintptr

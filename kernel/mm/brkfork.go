@@ -38,7 +38,7 @@ func (s *Space) Brk(want uintptr) uintptr {
 // mappings, with every resident page shared copy-on-write (read-only in
 // both until one of them writes).
 func (s *Space) Fork(init func(pml4, pdpt, pd uintptr) error) (*Space, error) {
-	c, err := NewSpace(s.phys, init, s.reserve, s.flush)
+	c, err := NewSpace(s.phys, init, s.reserve, s.tlb)
 	if err != nil {
 		return nil, err
 	}
@@ -66,8 +66,6 @@ func (s *Space) Fork(init func(pml4, pdpt, pd uintptr) error) (*Space, error) {
 			c.Resident++
 		}
 	}
-	if s.flush != nil {
-		s.flush()
-	}
+	s.flushLocked()
 	return c, nil
 }

@@ -52,8 +52,7 @@ type Space struct {
 	brk     uintptr
 	// Resident counts frames mapped into this space.
 	Resident int
-	// flush is called after translations were removed or restricted.
-	flush func()
+	tlb      TLB
 	// limit caps the bytes mapped (RLIMIT_AS); 0 means none.
 	limit uintptr
 }
@@ -93,8 +92,8 @@ func (s *Space) mappedLocked() uintptr {
 // NewSpace makes an empty address space. init fills the three fresh
 // frames (PML4, and the PDPT and page directory of the first GiB) with the
 // shared kernel entries; reserved lists the lower-half ranges the kernel
-// keeps; flush drops stale translations on every CPU.
-func NewSpace(p Phys, init func(pml4, pdpt, pd uintptr) error, reserved [][2]uintptr, flush func()) (*Space, error) {
+// keeps; tlb keeps the CPUs' translations coherent.
+func NewSpace(p Phys, init func(pml4, pdpt, pd uintptr) error, reserved [][2]uintptr, tlb TLB) (*Space, error) {
 	var f [3]uintptr
 	for i := range f {
 		if f[i] = p.Alloc(); f[i] == 0 {
@@ -110,7 +109,25 @@ func NewSpace(p Phys, init func(pml4, pdpt, pd uintptr) error, reserved [][2]uin
 		}
 		return nil, err
 	}
-	return &Space{phys: p, root: f[0], reserve: reserved, flush: flush}, nil
+	return &Space{phys: p, root: f[0], reserve: reserved, tlb: tlb}, nil
+}
+
+// TLB is how a space keeps the CPUs' translation caches coherent; nil
+// functions do nothing (a simulated machine in tests).
+type TLB struct {
+	// Flush makes every CPU drop stale translations (after mappings
+	// were removed or restricted) before it returns.
+	Flush func()
+	// Release makes every CPU stop using root as its page-table root:
+	// CPUs may keep a space loaded after leaving user mode, and its
+	// tables are about to be freed.
+	Release func(root uintptr)
+}
+
+func (s *Space) flushLocked() {
+	if s.tlb.Flush != nil {
+		s.tlb.Flush()
+	}
 }
 
 // Root is the physical address of the PML4, for CR3.
@@ -197,8 +214,8 @@ func (s *Space) carveLocked(start, end uintptr) {
 
 // unmapLocked releases the frames mapped in [start, end) and flushes.
 func (s *Space) unmapLocked(start, end uintptr) {
-	if s.releaseRangeLocked(start, end) && s.flush != nil {
-		s.flush()
+	if s.releaseRangeLocked(start, end) {
+		s.flushLocked()
 	}
 }
 
@@ -287,8 +304,8 @@ func (s *Space) Protect(start, n uintptr, prot int) error {
 			restricted = true
 		}
 	}
-	if restricted && s.flush != nil {
-		s.flush()
+	if restricted {
+		s.flushLocked()
 	}
 	return nil
 }
@@ -395,9 +412,7 @@ func (s *Space) breakCOWLocked(pte *uint64, prot int) error {
 		}
 		*pte = uint64(f) | pteFlags(prot, false)
 	}
-	if s.flush != nil {
-		s.flush()
-	}
+	s.flushLocked()
 	return nil
 }
 
@@ -409,6 +424,9 @@ func (s *Space) Destroy() {
 		s.releaseRangeLocked(v.Start, v.End)
 	}
 	s.vmas = nil
+	if s.tlb.Release != nil {
+		s.tlb.Release(s.root)
+	}
 	freeTables(s.phys, s.root, 4)
 	s.phys.Free(s.root)
 	s.root = 0

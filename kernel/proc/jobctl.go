@@ -86,10 +86,14 @@ func (p *Process) notifyParent(code int32, sig int) {
 		return
 	}
 	parent.mu.Lock()
+	var target *Thread
+	if parent.sig.get(sigCHLD).flags&saNoCldStop == 0 {
+		target, _ = parent.queueLocked(info)
+	}
 	parent.notifyLocked()
 	parent.mu.Unlock()
-	if parent.sig.get(sigCHLD).flags&saNoCldStop == 0 {
-		parent.sendSignal(info)
+	if target != nil {
+		target.wake()
 	}
 }
 

@@ -31,7 +31,8 @@ func (Frames) Page(pa uintptr) *[mm.PageSize]byte {
 
 func newSpace() (*mm.Space, error) {
 	r := machine.KernelReserved()
-	return mm.NewSpace(Frames{}, machine.InitAddressSpace, [][2]uintptr{r[0], r[1]}, machine.FlushTLB)
+	return mm.NewSpace(Frames{}, machine.InitAddressSpace, [][2]uintptr{r[0], r[1]},
+		mm.TLB{Flush: machine.FlushTLB, Release: machine.ReleaseAddressSpace})
 }
 
 // FS is where exec finds programs.
@@ -293,7 +294,7 @@ func (p *Process) finish() {
 	}
 	if p.alarm.timer != nil {
 		p.alarm.timer.Stop()
-		p.alarm = realTimer{}
+		p.alarm = realTimer{gen: p.alarm.gen + 1}
 	}
 	orphans := p.children
 	p.children = map[int]*Process{}
@@ -340,14 +341,24 @@ func (p *Process) finish() {
 	if parent == nil {
 		return
 	}
+	info := p.childInfo()
 	parent.mu.Lock()
 	ignoring := parent.sig.ignoresChildren()
+	var target *Thread
 	if ignoring {
 		// SIGCHLD ignored (or SA_NOCLDWAIT): no zombie is kept.
 		delete(parent.children, p.PID)
+	} else {
+		// SIGCHLD is pending before a wait can see the zombie, as on
+		// Linux: a parent that reaps and then installs a handler must
+		// not get this child's signal late.
+		target, _ = parent.queueLocked(info)
 	}
 	parent.notifyLocked()
 	parent.mu.Unlock()
+	if target != nil {
+		target.wake()
+	}
 	if ignoring {
 		p.mu.Lock()
 		p.state = procReaped
@@ -355,9 +366,7 @@ func (p *Process) finish() {
 		tableMu.Lock()
 		delete(table, p.PID)
 		tableMu.Unlock()
-		return
 	}
-	parent.sendSignal(p.childInfo())
 }
 
 // childInfo is the SIGCHLD siginfo for p's exit.

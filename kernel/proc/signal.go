@@ -159,29 +159,34 @@ func (p *Process) sendSignal(info sigInfo) int64 {
 		p.continueGroup()
 	}
 	p.mu.Lock()
-	if isStopSignal(sig) {
-		p.discardLocked(bit(sigCONT))
-	}
-	if p.state != procRunning || p.ignores(sig) {
-		p.mu.Unlock()
-		return 0
-	}
-	if !p.pending.add(info) && sig >= sigRTMin {
-		p.mu.Unlock()
-		return -eAGAIN
-	}
-	var target *Thread
-	for _, t := range p.threads {
-		if t.sigMask&bit(sig) == 0 || sig == sigKILL || t.sigWaitSet&bit(sig) != 0 {
-			target = t
-			break
-		}
-	}
+	target, e := p.queueLocked(info)
 	p.mu.Unlock()
 	if target != nil {
 		target.wake()
 	}
-	return 0
+	return e
+}
+
+// queueLocked makes a process-directed signal pending and returns the
+// thread to wake for it (nil if none can take it now). Caller holds p.mu
+// and wakes the thread after unlocking.
+func (p *Process) queueLocked(info sigInfo) (*Thread, int64) {
+	sig := info.signo
+	if isStopSignal(sig) {
+		p.discardLocked(bit(sigCONT))
+	}
+	if p.state != procRunning || p.ignores(sig) {
+		return nil, 0
+	}
+	if !p.pending.add(info) && sig >= sigRTMin {
+		return nil, -eAGAIN
+	}
+	for _, t := range p.threads {
+		if t.sigMask&bit(sig) == 0 || sig == sigKILL || t.sigWaitSet&bit(sig) != 0 {
+			return t, 0
+		}
+	}
+	return nil, 0
 }
 
 // signalThread sends a thread-directed signal from the kernel (SIGPIPE).

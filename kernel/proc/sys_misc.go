@@ -4,7 +4,6 @@ package proc
 
 import (
 	"encoding/binary"
-	"time"
 
 	"shortbread/kernel/machine"
 	"shortbread/kernel/vfs"
@@ -206,7 +205,7 @@ func sysSysinfo(t *Thread, a *[6]uint64) (int64, bool) {
 	ms := machine.ReadMemStats()
 	var b [112]byte
 	le := binary.LittleEndian
-	le.PutUint64(b[0:], uint64(time.Since(bootMono).Seconds()))
+	le.PutUint64(b[0:], uint64(monotonicNow()/1e9))
 	le.PutUint64(b[32:], ms.TotalFrames*4096) // totalram
 	le.PutUint64(b[40:], ms.FreeFrames*4096)  // freeram
 	tableMu.Lock()

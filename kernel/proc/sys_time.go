@@ -12,6 +12,10 @@ type realTimer struct {
 	timer    *time.Timer
 	deadline time.Time
 	interval time.Duration
+	// gen tells a firing timer whether it is still the armed one: a
+	// timer that fires as it is being replaced or disarmed must not
+	// signal (setitimer returned, no SIGALRM may follow) nor re-arm.
+	gen uint64
 }
 
 // setRealTimer arms (or, with a zero value, disarms) the process's
@@ -27,20 +31,28 @@ func (p *Process) setRealTimer(value, interval time.Duration) (left, oldInterval
 			left = time.Microsecond // armed but due: report a sliver, as Linux does
 		}
 	}
-	p.alarm = realTimer{}
+	gen := old.gen + 1
+	p.alarm = realTimer{gen: gen}
 	if value > 0 {
 		p.alarm.deadline = time.Now().Add(value)
 		p.alarm.interval = interval
 		var fire func()
 		fire = func() {
-			p.signal(sigALRM)
 			p.mu.Lock()
-			defer p.mu.Unlock()
+			if p.alarm.gen != gen {
+				p.mu.Unlock()
+				return
+			}
+			target, _ := p.queueLocked(sigInfo{signo: sigALRM, code: siKernel})
 			if p.alarm.interval > 0 && p.state == procRunning {
 				p.alarm.deadline = time.Now().Add(p.alarm.interval)
 				p.alarm.timer = time.AfterFunc(p.alarm.interval, fire)
 			} else {
 				p.alarm.timer = nil
+			}
+			p.mu.Unlock()
+			if target != nil {
+				target.wake()
 			}
 		}
 		p.alarm.timer = time.AfterFunc(value, fire)

@@ -58,6 +58,13 @@ func (p *Process) selects(c *Process, pid int) bool {
 func (t *Thread) waitChild(pid, options int) (ev waitEvent, e int64) {
 	p := t.Proc
 	for {
+		opts := options
+		if p.sig.ignoresChildren() {
+			// SIGCHLD ignored or SA_NOCLDWAIT: exited children are
+			// the kernel's to reap; a wait ends with ECHILD when the
+			// last is gone.
+			opts &^= wExited
+		}
 		p.mu.Lock()
 		found := false
 		for _, c := range p.children {
@@ -65,7 +72,7 @@ func (t *Thread) waitChild(pid, options int) (ev waitEvent, e int64) {
 				continue
 			}
 			found = true
-			if ev, ok := c.takeWaitEvent(options); ok {
+			if ev, ok := c.takeWaitEvent(opts); ok {
 				if ev.code == cldExited || ev.code == cldKilled || ev.code == cldDumped {
 					if options&wNoWait == 0 {
 						delete(p.children, c.PID)
