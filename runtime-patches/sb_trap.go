@@ -72,7 +72,13 @@ func sbTrapExit(c *sbCPU, f *sbFrame) {
 		// program): leave user mode so the event is handled in Go.
 		sbUserExit(c, f, sbTrapInterrupt, 0)
 	}
-	if !cur.isIdle {
+	// Runtime signals go to kernel frames only. A thread still in user
+	// mode here had no signal ready a moment ago; one that became pending
+	// since (tgkill from another CPU) comes with an IPI, and the next
+	// trap takes the thread out of user mode first. Delivering it now
+	// would build the runtime's signal frame on the program's registers
+	// and return to ring 3 at runtime.sigtramp.
+	if !cur.isIdle && !cur.inUser {
 		sbDeliverSignals(c, f)
 	}
 	deadline := next

@@ -214,9 +214,11 @@ func (s *Space) carveLocked(start, end uintptr) {
 
 // unmapLocked releases the frames mapped in [start, end) and flushes.
 func (s *Space) unmapLocked(start, end uintptr) {
-	if s.releaseRangeLocked(start, end) {
+	free, removed := s.releaseRangeLocked(start, end)
+	if removed {
 		s.flushLocked()
 	}
+	s.freeFrames(free)
 }
 
 // Map adds a mapping at exactly [start, start+n), replacing whatever was
@@ -406,11 +408,15 @@ func (s *Space) breakCOWLocked(pte *uint64, prot int) error {
 			return ErrNoMem
 		}
 		*s.phys.Page(f) = *s.phys.Page(old)
-		if cowRelease(old) {
-			// The other sharers left while we copied.
+		last := cowRelease(old)
+		*pte = uint64(f) | pteFlags(prot, false)
+		s.flushLocked()
+		if last {
+			// The other sharers left while we copied; free the frame
+			// only now that no CPU can still read it through our entry.
 			s.phys.Free(old)
 		}
-		*pte = uint64(f) | pteFlags(prot, false)
+		return nil
 	}
 	s.flushLocked()
 	return nil
@@ -420,13 +426,16 @@ func (s *Space) breakCOWLocked(pte *uint64, prot int) error {
 func (s *Space) Destroy() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var free []uintptr
 	for _, v := range s.vmas {
-		s.releaseRangeLocked(v.Start, v.End)
+		f, _ := s.releaseRangeLocked(v.Start, v.End)
+		free = append(free, f...)
 	}
 	s.vmas = nil
 	if s.tlb.Release != nil {
-		s.tlb.Release(s.root)
+		s.tlb.Release(s.root) // flushes every CPU too
 	}
+	s.freeFrames(free)
 	freeTables(s.phys, s.root, 4)
 	s.phys.Free(s.root)
 	s.root = 0
@@ -434,8 +443,13 @@ func (s *Space) Destroy() {
 
 // releaseRangeLocked frees the frames mapped in [start, end), honouring
 // copy-on-write sharing, and reports whether any page was unmapped.
-func (s *Space) releaseRangeLocked(start, end uintptr) bool {
-	removed := false
+//
+// It does not free them: it returns the frames that become free, for the
+// caller to free after flushing the TLBs. Another CPU running a thread of
+// this process may still hold a translation to a page being unmapped; a
+// frame freed before the flush could be handed out (and zeroed, or
+// filled) while that CPU still writes to it.
+func (s *Space) releaseRangeLocked(start, end uintptr) (free []uintptr, removed bool) {
 	for va := start; va < end; va += PageSize {
 		pte := walk(s.phys, s.root, va, false)
 		if pte == nil || !holdsFrame(*pte) {
@@ -445,13 +459,19 @@ func (s *Space) releaseRangeLocked(start, end uintptr) bool {
 		switch {
 		case *pte&pteShared != 0: // the shared object owns the frame
 		case *pte&pteCOW == 0 || cowRelease(pa):
-			s.phys.Free(pa)
+			free = append(free, pa)
 		}
 		*pte = 0
 		s.Resident--
 		removed = true
 	}
-	return removed
+	return free, removed
+}
+
+func (s *Space) freeFrames(frames []uintptr) {
+	for _, pa := range frames {
+		s.phys.Free(pa)
+	}
 }
 
 // MappedBytes is the total size of the mappings (VmSize).

@@ -195,6 +195,18 @@ func (t *Thread) fatalSignal(sig int) {
 		status |= 0x80
 	}
 	Log.Infof("proc: %v killed by signal %d at rip=%#x addr=%#x (trap %d)", t.Proc, sig, r.RIP, r.Addr, r.Trap)
+	if coreSignal(sig) {
+		// What a core dump would hold, in brief: the registers and the
+		// top of the stack.
+		Log.Debugf("proc: %v tid %d: rax=%#x rbx=%#x rcx=%#x rdx=%#x rsi=%#x rdi=%#x rbp=%#x rsp=%#x r8=%#x r9=%#x r10=%#x r11=%#x r12=%#x r13=%#x r14=%#x r15=%#x fs=%#x",
+			t.Proc, t.TID, r.RAX, r.RBX, r.RCX, r.RDX, r.RSI, r.RDI, r.RBP, r.RSP, r.R8, r.R9, r.R10, r.R11, r.R12, r.R13, r.R14, r.R15, r.FSBase)
+		if s := t.Proc.Space(); s != nil {
+			var b [64]byte
+			if s.CopyIn(uintptr(r.RSP), b[:]) == nil {
+				Log.Debugf("proc: stack at %#x: % x", r.RSP, b[:])
+			}
+		}
+	}
 	t.Proc.exitGroup(status, t)
 	t.kill()
 }
