@@ -134,21 +134,33 @@ var sbTLBGen uint64 // shootdown generation; each CPU's tlbSeen catches up
 // through an old translation. CPUs spinning on a machine-layer lock answer
 // from the spin loop (sbSpin.lock), so waiting here while holding sbAS.mu
 // cannot deadlock.
-func sbShootdown() {
+func sbShootdown() { sbShootdownSpace(0) }
+
+// sbShootdownSpace is sbShootdown for one user address space: only CPUs
+// that have root loaded (running it, or keeping it after a system call)
+// can hold its translations; any other CPU dropped them when it loaded
+// another CR3 (there is no PCID). root 0 means every CPU (kernel
+// mappings). The caller's own TLB is its own business.
+func sbShootdownSpace(root uintptr) {
 	if sbNCPU == 1 {
 		return
 	}
 	me := sbThisCPU()
+	// The locked add orders the caller's page-table stores before the
+	// reads of c.cr3 below (sbLoadCR3 publishes c.cr3 before loading).
 	gen := atomic.Xadd64(&sbTLBGen, 1)
 	atomic.Store64(&me.tlbSeen, gen)
+	var sent [sbMaxCPU]bool
 	for i := int32(0); i < sbNCPU; i++ {
-		if c := &sbCPUs[i]; c != me && atomic.Load(&c.online) != 0 {
+		c := &sbCPUs[i]
+		if c != me && atomic.Load(&c.online) != 0 && (root == 0 || atomic.Loaduintptr(&c.cr3) == root) {
 			sbSendIPI(c.apicID, sbVecTLB)
+			sent[i] = true
 		}
 	}
 	for i := int32(0); i < sbNCPU; i++ {
 		c := &sbCPUs[i]
-		for c != me && atomic.Load(&c.online) != 0 && atomic.Load64(&c.tlbSeen) < gen {
+		for sent[i] && atomic.Load64(&c.tlbSeen) < gen {
 			sbPause()
 		}
 	}

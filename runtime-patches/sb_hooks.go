@@ -26,7 +26,7 @@ const (
 	sbSysIOAPIC    = 4 // (physical address) -> 0: the MADT's I/O APIC
 	sbSysRunUser   = 5 // (regs, cr3) -> 0 when the program traps back
 	sbSysInitAS    = 6 // (pml4, pdpt, pd) -> 0: share the kernel half
-	sbSysFlushTLB  = 7 // (root) -> 0: every CPU drops non-global translations, and stops using root as CR3 (0: none)
+	sbSysFlushTLB  = 7 // (root, release) -> 0: CPUs using root (0: every CPU) drop non-global translations; with release, every CPU stops using root as CR3
 	sbSysKick      = 8 // (regs) -> 0: hurry a kicked user thread back
 	sbSysCount     = 9
 
@@ -70,12 +70,12 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 	case sbSysKick:
 		return sbKick(a0)
 	case sbSysFlushTLB:
-		if a0 != 0 {
+		if a1 != 0 {
 			sbReleaseCR3(c, a0)
 			return 0
 		}
 		sbWriteCR3(sbReadCR3())
-		sbShootdown()
+		sbShootdownSpace(a0)
 		return 0
 	case sbSysIOAPIC:
 		if a0 == 0 || a0&0xfff != 0 || a0 >= sbDmapEnd {

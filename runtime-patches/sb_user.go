@@ -144,8 +144,10 @@ func sbLoadCR3(c *sbCPU, cr3 uintptr) {
 		cr3 = sbAS.pml4
 	}
 	if c.cr3 != cr3 {
+		// Published first: a shootdown that misses this CPU must find
+		// it before it can cache anything under cr3 (sbShootdownSpace).
+		atomic.Storeuintptr(&c.cr3, cr3)
 		sbWriteCR3(cr3)
-		c.cr3 = cr3
 	}
 }
 

@@ -240,11 +240,17 @@ func FlushTLB() {
 	syscall.RawSyscall(sysFlushTLB, 0, 0, 0)
 }
 
+// FlushSpaceTLB is FlushTLB for the user address space at root: only the
+// CPUs that have it loaded are interrupted.
+func FlushSpaceTLB(root uintptr) {
+	syscall.RawSyscall(sysFlushTLB, root, 0, 0)
+}
+
 // ReleaseAddressSpace makes every CPU stop using the page tables at root
 // (a CPU keeps a user space loaded after leaving user mode, to spare a
 // CR3 switch per system call); call it before freeing them.
 func ReleaseAddressSpace(root uintptr) {
-	syscall.RawSyscall(sysFlushTLB, root, 0, 0)
+	syscall.RawSyscall(sysFlushTLB, root, 1, 0)
 }
 
 // AllocFrame returns the physical address of a zeroed 4 KiB frame, or 0

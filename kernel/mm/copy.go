@@ -13,7 +13,7 @@ func (s *Space) accessLocked(va uintptr, write bool) (uintptr, error) {
 	}
 	pte := walk(s.phys, s.root, va, false)
 	if pte == nil || *pte&PTEPresent == 0 || (write && *pte&PTEWrite == 0) {
-		if err := s.faultLocked(va, write, false); err != nil {
+		if err := s.faultLocked(va, write, false, nil); err != nil {
 			return 0, ErrFault
 		}
 		pte = walk(s.phys, s.root, va, false)

@@ -90,7 +90,7 @@ func newTestSpace(t *testing.T, limit int) (*Space, *fakePhys, *int) {
 	fp := newFakePhys(limit)
 	p := testPhys{fp}
 	flushes := new(int)
-	s, err := NewSpace(p, initAS(p), reserved, TLB{Flush: func() { *flushes++ }})
+	s, err := NewSpace(p, initAS(p), reserved, TLB{Flush: func(uintptr) { *flushes++ }})
 	if err != nil {
 		t.Fatal(err)
 	}

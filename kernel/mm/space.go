@@ -115,9 +115,10 @@ func NewSpace(p Phys, init func(pml4, pdpt, pd uintptr) error, reserved [][2]uin
 // TLB is how a space keeps the CPUs' translation caches coherent; nil
 // functions do nothing (a simulated machine in tests).
 type TLB struct {
-	// Flush makes every CPU drop stale translations (after mappings
-	// were removed or restricted) before it returns.
-	Flush func()
+	// Flush makes every CPU that may hold translations of the space
+	// with page-table root root drop them (after mappings were removed
+	// or restricted) before it returns.
+	Flush func(root uintptr)
 	// Release makes every CPU stop using root as its page-table root:
 	// CPUs may keep a space loaded after leaving user mode, and its
 	// tables are about to be freed.
@@ -126,7 +127,7 @@ type TLB struct {
 
 func (s *Space) flushLocked() {
 	if s.tlb.Flush != nil {
-		s.tlb.Flush()
+		s.tlb.Flush(s.root)
 	}
 }
 
@@ -330,12 +331,32 @@ func pteFlags(prot int, cow bool) uint64 {
 // fetch. It returns ErrNoMap or ErrAccess for a genuine fault, which the
 // caller turns into SIGSEGV.
 func (s *Space) Fault(va uintptr, write, exec bool) error {
+	// The frame a fault most likely needs is allocated (and zeroed)
+	// before the lock is taken: the other threads of the process then
+	// wait only for the page-table update, not for the page clearing.
+	spare := s.phys.Alloc()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.faultLocked(va, write, exec)
+	err := s.faultLocked(va, write, exec, &spare)
+	s.mu.Unlock()
+	if spare != 0 {
+		s.phys.Free(spare)
+	}
+	return err
 }
 
-func (s *Space) faultLocked(va uintptr, write, exec bool) error {
+// takeFrame returns *spare if there is one (clearing it), else a new frame.
+func (s *Space) takeFrame(spare *uintptr) uintptr {
+	if spare != nil && *spare != 0 {
+		f := *spare
+		*spare = 0
+		return f
+	}
+	return s.phys.Alloc()
+}
+
+// faultLocked resolves a fault; spare, if not nil, may hold a zeroed
+// frame to use first.
+func (s *Space) faultLocked(va uintptr, write, exec bool, spare *uintptr) error {
 	i := s.find(va)
 	if i < 0 {
 		return ErrNoMap
@@ -351,7 +372,7 @@ func (s *Space) faultLocked(va uintptr, write, exec bool) error {
 	}
 	if holdsFrame(*pte) {
 		if write && *pte&pteCOW != 0 {
-			return s.breakCOWLocked(pte, v.Prot)
+			return s.breakCOWLocked(pte, v.Prot, spare)
 		}
 		if *pte&PTEPresent == 0 { // PROT_NONE lifted without the PTE
 			*pte = *pte&(pteAddr|pteCOW|pteShared) | pteFlags(v.Prot, *pte&pteCOW != 0)
@@ -370,12 +391,12 @@ func (s *Space) faultLocked(va uintptr, write, exec bool) error {
 		s.Resident++
 		return nil
 	}
-	f := s.phys.Alloc()
-	if f == 0 {
-		return ErrNoMem
-	}
 	if v.File && v.Off+(page-v.Start) >= pageUp(uintptr(len(v.Data))) {
 		return ErrBus
+	}
+	f := s.takeFrame(spare)
+	if f == 0 {
+		return ErrNoMem
 	}
 	if v.Data != nil {
 		off := v.Off + (page - v.Start)
@@ -395,7 +416,7 @@ func (s *Space) faultLocked(va uintptr, write, exec bool) error {
 // may write to it or free it (on another CPU, under another space's
 // lock), so copying after the release could copy that sharer's writes or
 // a recycled frame.
-func (s *Space) breakCOWLocked(pte *uint64, prot int) error {
+func (s *Space) breakCOWLocked(pte *uint64, prot int, spare *uintptr) error {
 	old := uintptr(*pte & pteAddr)
 	if cowShared(old) == 1 {
 		// We are the last sharer: nobody else can share the frame again
@@ -403,7 +424,7 @@ func (s *Space) breakCOWLocked(pte *uint64, prot int) error {
 		cowRelease(old)
 		*pte = uint64(old) | pteFlags(prot, false)
 	} else {
-		f := s.phys.Alloc()
+		f := s.takeFrame(spare)
 		if f == 0 {
 			return ErrNoMem
 		}

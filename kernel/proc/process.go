@@ -32,7 +32,7 @@ func (Frames) Page(pa uintptr) *[mm.PageSize]byte {
 func newSpace() (*mm.Space, error) {
 	r := machine.KernelReserved()
 	return mm.NewSpace(Frames{}, machine.InitAddressSpace, [][2]uintptr{r[0], r[1]},
-		mm.TLB{Flush: machine.FlushTLB, Release: machine.ReleaseAddressSpace})
+		mm.TLB{Flush: machine.FlushSpaceTLB, Release: machine.ReleaseAddressSpace})
 }
 
 // FS is where exec finds programs.
