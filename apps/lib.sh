@@ -99,6 +99,36 @@ uapi_headers() {
   done
 }
 
+# begin_build ARG PACKAGES...: the start every recipe shares. ARG is the
+# recipe's argument: --stamp prints the cache key (the recipe's stamp
+# function) and exits; otherwise it is OUTDIR. Installs PACKAGES, then
+# sets out (absolute OUTDIR), key (the cache key), start (seconds), the
+# log OUTDIR/$APP.log, and tmp, a scratch directory removed on exit.
+begin_build() {
+  arg=$1
+  shift
+  need "$@"
+  if [ "$arg" = --stamp ]; then
+    stamp
+    exit 0
+  fi
+  mkdir -p "$arg"
+  out=$(cd "$arg" && pwd)
+  key=$(stamp)
+  start=$(date +%s)
+  start_log "$out/$APP.log"
+  tmp=$(mktemp -d "/tmp/sb-$APP.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  chmod 0755 "$tmp"
+}
+
+# source_epoch DIR: builds are dated by the unpacked Debian source's
+# changelog (SOURCE_DATE_EPOCH), so they are reproducible.
+source_epoch() {
+  SOURCE_DATE_EPOCH=$(dpkg-parsechangelog -l "$1/debian/changelog" -STimestamp)
+  export SOURCE_DATE_EPOCH
+}
+
 start_log() {
   LOG=$1
   : >"$LOG"

@@ -18,17 +18,7 @@ stamp() {
 }
 
 [ $# -eq 1 ] || { echo "usage: $0 OUTDIR | --stamp" >&2; exit 2; }
-need musl-tools file binutils
-if [ "$1" = --stamp ]; then
-  stamp
-  exit 0
-fi
-mkdir -p "$1"
-out=$(cd "$1" && pwd)
-key=$(stamp)
-start_log "$out/mailbench.log"
-tmp=$(mktemp -d /tmp/sb-mailbench.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+begin_build "$1" musl-tools file binutils
 
 echo "mailbench: building with musl-gcc (log: $LOG)"
 for b in mailbench mail-enqueue mail-qman mail-deliver; do

@@ -36,24 +36,10 @@ stamp() {
 }
 
 [ $# -eq 1 ] || { echo "usage: $0 OUTDIR | --stamp" >&2; exit 2; }
-need musl-tools dpkg-dev make gcc libc6-dev file binutils
-if [ "$1" = --stamp ]; then
-  stamp
-  exit 0
-fi
-mkdir -p "$1"
-out=$(cd "$1" && pwd)
-key=$(stamp)
-start=$(date +%s)
-start_log "$out/nginx.log"
-
-tmp=$(mktemp -d /tmp/sb-nginx.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-chmod 0755 "$tmp"
+begin_build "$1" musl-tools dpkg-dev make gcc libc6-dev file binutils
 echo "nginx: apt-get source nginx ($key)"
 src=$(fetch_source nginx "$tmp/src")
-SOURCE_DATE_EPOCH=$(dpkg-parsechangelog -l "$src/debian/changelog" -STimestamp)
-export SOURCE_DATE_EPOCH
+source_epoch "$src"
 
 cd "$src"
 run configure ./configure \

@@ -26,24 +26,10 @@ stamp() {
 }
 
 [ $# -eq 1 ] || { echo "usage: $0 OUTDIR | --stamp" >&2; exit 2; }
-need musl-tools dpkg-dev make gcc libc6-dev file binutils
-if [ "$1" = --stamp ]; then
-  stamp
-  exit 0
-fi
-mkdir -p "$1"
-out=$(cd "$1" && pwd)
-key=$(stamp)
-start=$(date +%s)
-start_log "$out/redis.log"
-
-tmp=$(mktemp -d /tmp/sb-redis.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-chmod 0755 "$tmp"
+begin_build "$1" musl-tools dpkg-dev make gcc libc6-dev file binutils
 echo "redis: apt-get source redis ($key)"
 src=$(fetch_source redis "$tmp/src")
-SOURCE_DATE_EPOCH=$(dpkg-parsechangelog -l "$src/debian/changelog" -STimestamp)
-export SOURCE_DATE_EPOCH
+source_epoch "$src"
 
 echo "redis: building with musl-gcc (log: $LOG)"
 run make nice make -C "$src" -j2 V=1 CC=musl-gcc MALLOC=libc BUILD_TLS=no \

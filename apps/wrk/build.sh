@@ -46,26 +46,12 @@ stamp() {
 }
 
 [ $# -eq 1 ] || { echo "usage: $0 OUTDIR | --stamp" >&2; exit 2; }
-need musl-tools dpkg-dev make gcc libc6-dev linux-libc-dev perl pkg-config file binutils
-if [ "$1" = --stamp ]; then
-  stamp
-  exit 0
-fi
-mkdir -p "$1"
-out=$(cd "$1" && pwd)
-key=$(stamp)
-start=$(date +%s)
-start_log "$out/wrk.log"
-
-tmp=$(mktemp -d /tmp/sb-wrk.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-chmod 0755 "$tmp"
+begin_build "$1" musl-tools dpkg-dev make gcc libc6-dev linux-libc-dev perl pkg-config file binutils
 echo "wrk: apt-get source wrk luajit openssl ($key)"
 wrk=$(fetch_source wrk "$tmp/src")
 luajit=$(fetch_source luajit "$tmp/src")
 openssl=$(fetch_source openssl "$tmp/src")
-SOURCE_DATE_EPOCH=$(dpkg-parsechangelog -l "$wrk/debian/changelog" -STimestamp)
-export SOURCE_DATE_EPOCH
+source_epoch "$wrk"
 wrkver=$(dpkg-parsechangelog -l "$wrk/debian/changelog" -SVersion)
 stage=$tmp/stage
 uapi_headers "$tmp/uapi"

@@ -374,14 +374,7 @@ func (p *Process) childInfo() sigInfo {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	info := sigInfo{signo: sigCHLD, pid: int32(p.PID), uid: p.cred.ruid}
-	switch st := p.status; {
-	case st&0x7f == 0:
-		info.code, info.status = cldExited, int32(st>>8&0xff)
-	case st&0x80 != 0:
-		info.code, info.status = cldDumped, int32(st&0x7f)
-	default:
-		info.code, info.status = cldKilled, int32(st&0x7f)
-	}
+	info.code, info.status = exitCode(p.status)
 	info.value, info.stime = ticks(p.usage.dead.user), ticks(p.usage.dead.sys)
 	return info
 }

@@ -116,14 +116,7 @@ func (p *Process) takeWaitEvent(options int) (waitEvent, bool) {
 	switch {
 	case p.state == procZombie && options&wExited != 0:
 		ev.status = p.status
-		switch st := p.status; {
-		case st&0x7f == 0:
-			ev.code, ev.sig = cldExited, int32(st>>8&0xff)
-		case st&0x80 != 0:
-			ev.code, ev.sig = cldDumped, int32(st&0x7f)
-		default:
-			ev.code, ev.sig = cldKilled, int32(st&0x7f)
-		}
+		ev.code, ev.sig = exitCode(p.status)
 		return ev, true
 	case p.state == procRunning && p.job.stopReport && options&wUntraced != 0:
 		if options&wNoWait == 0 {
@@ -141,6 +134,19 @@ func (p *Process) takeWaitEvent(options int) (waitEvent, bool) {
 		return ev, true
 	}
 	return waitEvent{}, false
+}
+
+// exitCode turns a wait status into siginfo's si_code and si_status:
+// CLD_EXITED with the exit code, or CLD_KILLED / CLD_DUMPED with the
+// signal.
+func exitCode(status int) (code, value int32) {
+	switch {
+	case status&0x7f == 0:
+		return cldExited, int32(status >> 8 & 0xff)
+	case status&0x80 != 0:
+		return cldDumped, int32(status & 0x7f)
+	}
+	return cldKilled, int32(status & 0x7f)
 }
 
 // reapable reports whether ev is an exit (the child goes away).
