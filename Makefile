@@ -23,7 +23,7 @@ QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot
 
 DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio
 
-.PHONY: all run run-cmd test iso kernel deps host-test boot-test user-test linux-test user usertest-shortbread vet bench-boot hlltax hlltax-exact gc-headroom clean
+.PHONY: all run run-cmd test iso kernel deps host-test boot-test user-test linux-test user usertest-shortbread vet bench-boot bench-sys hlltax hlltax-exact gc-headroom clean
 
 all: iso
 
@@ -83,6 +83,13 @@ boot-test: $(KERNEL) $(STUB) $(INITRAMFS)
 
 bench-boot: deps $(KERNEL) $(STUB) $(INITRAMFS)
 	go run ./bench/boottime -runs 3
+
+# Micro-benchmarks (null system call, pipe ping-pong, page faults, process
+# lifecycle with growing data, multi-threaded malloc on 1/2/4 CPUs),
+# Shortbread vs Linux in the same QEMU configuration.
+bench-sys: deps user $(KERNEL) $(STUB)
+	tools/linux/kernel.sh $(LINUX_BUILD)
+	go run ./bench/sysbench -cpus 1,2,4
 
 # The user-space suite (user/tests, busybox from Debian's source, the
 # runner as /init) on Linux, the reference: Debian's stock kernel in the
