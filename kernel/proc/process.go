@@ -87,6 +87,7 @@ type Process struct {
 	pdeathsig   int // sent to this process when its parent exits
 	job         jobState
 	execed      bool // has called execve (setpgid by the parent: EACCES)
+	finishing   bool // finish has begun (it runs once)
 	// What /proc shows of the program: its file, arguments, environment,
 	// and when the process started (ns since boot).
 	exe        *vfs.Dentry
@@ -279,10 +280,11 @@ func (p *Process) threadExited(t *Thread, status int) {
 // (or reaps them), and turns it into a zombie for its parent.
 func (p *Process) finish() {
 	p.mu.Lock()
-	if p.state != procRunning {
+	if p.state != procRunning || p.finishing {
 		p.mu.Unlock()
 		return
 	}
+	p.finishing = true
 	space := p.space
 	p.space = nil
 	if space != nil {
@@ -298,7 +300,6 @@ func (p *Process) finish() {
 	}
 	orphans := p.children
 	p.children = map[int]*Process{}
-	p.state = procZombie
 	parent := p.parent
 	p.mu.Unlock()
 	if space != nil {
@@ -307,6 +308,12 @@ func (p *Process) finish() {
 	if p.files != nil {
 		p.files.CloseAll()
 	}
+	// A zombie only once its files are closed, as Linux's exit_files
+	// comes before exit_notify: a parent that reaps it may count on the
+	// pipe ends it held being gone (EOF, EPOLLHUP).
+	p.mu.Lock()
+	p.state = procZombie
+	p.mu.Unlock()
 	init := lookup(1)
 	for _, c := range orphans {
 		c.mu.Lock()
