@@ -63,7 +63,7 @@ func (s *Space) Fork(init func(pml4, pdpt, pd uintptr) error) (*Space, error) {
 			*pte = (*pte | pteCOW) &^ PTEWrite
 			*cpte = *pte
 			cowShare(uintptr(*pte & pteAddr))
-			c.Resident++
+			c.resident.Add(1)
 		}
 	}
 	s.flushLocked()

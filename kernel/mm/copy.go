@@ -31,8 +31,8 @@ func (s *Space) copy(va uintptr, b []byte, write bool) error {
 	if va+uintptr(len(b)) < va || va+uintptr(len(b)) > UserTop {
 		return ErrFault
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	for len(b) > 0 {
 		pa, err := s.accessLocked(va, write)
 		if err != nil {

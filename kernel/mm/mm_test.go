@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 )
@@ -124,8 +125,8 @@ func TestDemandPagingAndFileContents(t *testing.T) {
 	if err := s.CopyIn(0x403ff8, buf[:8]); err != nil || string(buf[:8]) != "12345678" {
 		t.Errorf("write then read: %q %v", buf[:8], err)
 	}
-	if s.Resident != 4 {
-		t.Errorf("resident %d, want 4", s.Resident)
+	if s.ResidentPages() != 4 {
+		t.Errorf("resident %d, want 4", s.ResidentPages())
 	}
 }
 
@@ -501,5 +502,103 @@ func TestFileMappingPastEndIsBus(t *testing.T) {
 	}
 	if err := s.Fault(0x402000, false, false); !errors.Is(err, ErrBus) {
 		t.Errorf("page past the end: %v", err)
+	}
+}
+
+// lockedPhys is testPhys safe for concurrent faults.
+type lockedPhys struct {
+	mu sync.Mutex
+	testPhys
+}
+
+func (p *lockedPhys) Alloc() uintptr {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.testPhys.Alloc()
+}
+
+func (p *lockedPhys) Free(pa uintptr) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.testPhys.Free(pa)
+}
+
+func (p *lockedPhys) Page(pa uintptr) *[PageSize]byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.testPhys.Page(pa)
+}
+
+// Threads of one process fault the same pages at once (under the read
+// lock): every page ends up mapped once, with one frame, and what the
+// threads wrote afterwards is all there; after a fork both sides break
+// COW concurrently.
+func TestConcurrentFaults(t *testing.T) {
+	lp := &lockedPhys{testPhys: testPhys{newFakePhys(100000)}}
+	s, err := NewSpace(lp, initAS(lp), reserved, TLB{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pages, workers = 64, 8
+	base := uintptr(0x40000000) // a fresh page directory: tables made concurrently too
+	s.Map(VMA{Start: base, End: base + pages*PageSize, Prot: ProtRead | ProtWrite})
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < pages; i++ {
+				va := base + uintptr(i)*PageSize
+				if err := s.Fault(va, true, false); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := s.CopyOut(va+uintptr(w), []byte{byte(w + 1)}); err != nil {
+					t.Error(err)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	if n := s.ResidentPages(); n != pages {
+		t.Errorf("%d pages resident, want %d", n, pages)
+	}
+	b := make([]byte, workers)
+	for i := 0; i < pages; i++ {
+		s.CopyIn(base+uintptr(i)*PageSize, b)
+		for w := range b {
+			if b[w] != byte(w+1) {
+				t.Fatalf("page %d byte %d = %d: a write went to a lost frame", i, w, b[w])
+			}
+		}
+	}
+	c, err := s.Fork(initAS(lp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sp := range []*Space{s, c, s, c} {
+		wg.Add(1)
+		go func(sp *Space) {
+			defer wg.Done()
+			for i := 0; i < pages; i++ {
+				if err := sp.Fault(base+uintptr(i)*PageSize, true, false); err != nil {
+					t.Error(err)
+				}
+			}
+		}(sp)
+	}
+	wg.Wait()
+	c.CopyOut(base, []byte{99})
+	s.CopyIn(base, b[:1])
+	if b[0] != 1 {
+		t.Errorf("parent sees the child's write after concurrent COW breaks: %d", b[0])
+	}
+	c.Destroy()
+	s.Destroy()
+	lp.mu.Lock()
+	left := len(lp.pages)
+	lp.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d frames leaked", left)
 	}
 }

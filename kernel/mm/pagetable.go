@@ -7,7 +7,10 @@
 // Page-table format: Intel SDM vol. 3 §4.5 (4-level paging).
 package mm
 
-import "unsafe"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // Phys is the physical memory the page tables live in.
 type Phys interface {
@@ -60,7 +63,8 @@ func walk(p Phys, root uintptr, va uintptr, create bool) *uint64 {
 	table := root
 	for level := 3; level > 0; level-- {
 		e := &entries(p, table)[(va>>(12+9*uint(level)))&511]
-		if *e&PTEPresent == 0 {
+		v := atomic.LoadUint64(e)
+		if v&PTEPresent == 0 {
 			if !create {
 				return nil
 			}
@@ -68,11 +72,19 @@ func walk(p Phys, root uintptr, va uintptr, create bool) *uint64 {
 			if f == 0 {
 				return nil
 			}
-			*e = uint64(f) | PTEPresent | PTEWrite | PTEUser
-		} else if *e&PTEUser == 0 || *e&PTEHuge != 0 {
+			// Faults run concurrently (under the space's read lock):
+			// the table goes in only if no other fault put one there.
+			nv := uint64(f) | PTEPresent | PTEWrite | PTEUser
+			if atomic.CompareAndSwapUint64(e, v, nv) {
+				v = nv
+			} else {
+				p.Free(f)
+				v = atomic.LoadUint64(e)
+			}
+		} else if v&PTEUser == 0 || v&PTEHuge != 0 {
 			return nil
 		}
-		table = uintptr(*e & pteAddr)
+		table = uintptr(v & pteAddr)
 	}
 	return &entries(p, table)[(va>>12)&511]
 }

@@ -156,8 +156,8 @@ func (s *Space) Advise(start, n uintptr) error {
 	if start&(PageSize-1) != 0 || start+n < start {
 		return ErrInval
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	return s.mappedRangeLocked(start, pageUp(start+n))
 }
 

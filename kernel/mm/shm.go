@@ -118,8 +118,8 @@ func (o *Shm) release() {
 // of a shared object is keyed by the object and offset (so processes
 // sharing it meet), other memory by this space and the address.
 func (s *Space) FutexKey(va uintptr) (obj any, off uintptr, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	i := s.find(va)
 	if i < 0 {
 		return nil, 0, ErrFault

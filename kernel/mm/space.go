@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // Protection bits, as in mmap(2).
@@ -43,15 +44,15 @@ type VMA struct {
 
 // Space is a user address space.
 type Space struct {
-	mu      sync.Mutex
+	mu      sync.RWMutex // write: mappings change; read: faults and copies
 	phys    Phys
 	root    uintptr // PML4
 	vmas    []VMA   // sorted, non-overlapping
 	reserve [][2]uintptr
 	brkBase uintptr
 	brk     uintptr
-	// Resident counts frames mapped into this space.
-	Resident int
+	// resident counts frames mapped into this space.
+	resident atomic.Int64
 	tlb      TLB
 	// limit caps the bytes mapped (RLIMIT_AS); 0 means none.
 	limit uintptr
@@ -335,9 +336,9 @@ func (s *Space) Fault(va uintptr, write, exec bool) error {
 	// before the lock is taken: the other threads of the process then
 	// wait only for the page-table update, not for the page clearing.
 	spare := s.phys.Alloc()
-	s.mu.Lock()
+	s.mu.RLock()
 	err := s.faultLocked(va, write, exec, &spare)
-	s.mu.Unlock()
+	s.mu.RUnlock()
 	if spare != 0 {
 		s.phys.Free(spare)
 	}
@@ -370,12 +371,13 @@ func (s *Space) faultLocked(va uintptr, write, exec bool, spare *uintptr) error 
 	if pte == nil {
 		return ErrNoMem
 	}
-	if holdsFrame(*pte) {
-		if write && *pte&pteCOW != 0 {
-			return s.breakCOWLocked(pte, v.Prot, spare)
+	cur := atomic.LoadUint64(pte)
+	if holdsFrame(cur) {
+		if write && cur&pteCOW != 0 {
+			return s.breakCOWLocked(pte, cur, v.Prot, spare)
 		}
-		if *pte&PTEPresent == 0 { // PROT_NONE lifted without the PTE
-			*pte = *pte&(pteAddr|pteCOW|pteShared) | pteFlags(v.Prot, *pte&pteCOW != 0)
+		if cur&PTEPresent == 0 { // PROT_NONE lifted without the PTE
+			atomic.CompareAndSwapUint64(pte, cur, cur&(pteAddr|pteCOW|pteShared)|pteFlags(v.Prot, cur&pteCOW != 0))
 		}
 		return nil // another thread resolved it
 	}
@@ -387,8 +389,9 @@ func (s *Space) faultLocked(va uintptr, write, exec bool, spare *uintptr) error 
 		if err != nil {
 			return err
 		}
-		*pte = uint64(f) | pteFlags(v.Prot, false) | pteShared
-		s.Resident++
+		if atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(v.Prot, false)|pteShared) {
+			s.resident.Add(1)
+		}
 		return nil
 	}
 	if v.File && v.Off+(page-v.Start) >= pageUp(uintptr(len(v.Data))) {
@@ -404,42 +407,54 @@ func (s *Space) faultLocked(va uintptr, write, exec bool, spare *uintptr) error 
 			copy(s.phys.Page(f)[:], v.Data[off:])
 		}
 	}
-	*pte = uint64(f) | pteFlags(v.Prot, false)
-	s.Resident++
+	if !atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(v.Prot, false)) {
+		s.phys.Free(f) // another thread of the process mapped the page first
+		return nil
+	}
+	s.resident.Add(1)
 	return nil
 }
 
-// breakCOWLocked gives a copy-on-write page its own frame.
+// breakCOWLocked gives a copy-on-write page its own frame; cur is the PTE
+// as the fault saw it.
 //
 // The copy is taken while this space still holds its share: once the
 // share is released, the last other sharer owns the frame outright and
 // may write to it or free it (on another CPU, under another space's
 // lock), so copying after the release could copy that sharer's writes or
-// a recycled frame.
-func (s *Space) breakCOWLocked(pte *uint64, prot int, spare *uintptr) error {
-	old := uintptr(*pte & pteAddr)
+// a recycled frame. Two threads of this space may break the same page at
+// once: the entry is swapped in atomically, and only the winner releases
+// the share; the loser drops its copy and the thread faults again if it
+// must.
+func (s *Space) breakCOWLocked(pte *uint64, cur uint64, prot int, spare *uintptr) error {
+	old := uintptr(cur & pteAddr)
 	if cowShared(old) == 1 {
 		// We are the last sharer: nobody else can share the frame again
-		// without forking this space, which needs s.mu.
-		cowRelease(old)
-		*pte = uint64(old) | pteFlags(prot, false)
-	} else {
-		f := s.takeFrame(spare)
-		if f == 0 {
-			return ErrNoMem
-		}
-		*s.phys.Page(f) = *s.phys.Page(old)
-		last := cowRelease(old)
-		*pte = uint64(f) | pteFlags(prot, false)
-		s.flushLocked()
-		if last {
-			// The other sharers left while we copied; free the frame
-			// only now that no CPU can still read it through our entry.
-			s.phys.Free(old)
+		// without forking this space, which needs the write lock.
+		// Making the entry writable needs no shootdown: a CPU with
+		// the old read-only translation faults, finds the entry done
+		// and retries.
+		if atomic.CompareAndSwapUint64(pte, cur, uint64(old)|pteFlags(prot, false)) {
+			cowRelease(old)
 		}
 		return nil
 	}
+	f := s.takeFrame(spare)
+	if f == 0 {
+		return ErrNoMem
+	}
+	*s.phys.Page(f) = *s.phys.Page(old)
+	if !atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(prot, false)) {
+		s.phys.Free(f)
+		return nil
+	}
+	last := cowRelease(old)
 	s.flushLocked()
+	if last {
+		// The other sharers left while we copied; free the frame only
+		// now that no CPU can still read it through our entry.
+		s.phys.Free(old)
+	}
 	return nil
 }
 
@@ -483,7 +498,7 @@ func (s *Space) releaseRangeLocked(start, end uintptr) (free []uintptr, removed 
 			free = append(free, pa)
 		}
 		*pte = 0
-		s.Resident--
+		s.resident.Add(-1)
 		removed = true
 	}
 	return free, removed
@@ -497,21 +512,17 @@ func (s *Space) freeFrames(frames []uintptr) {
 
 // MappedBytes is the total size of the mappings (VmSize).
 func (s *Space) MappedBytes() uintptr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	return s.mappedLocked()
 }
 
 // ResidentPages reports how many frames are mapped into the space.
-func (s *Space) ResidentPages() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.Resident
-}
+func (s *Space) ResidentPages() int { return int(s.resident.Load()) }
 
 // VMAs returns a copy of the mappings (for /proc/self/maps).
 func (s *Space) VMAs() []VMA {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	return append([]VMA(nil), s.vmas...)
 }
