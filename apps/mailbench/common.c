@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 const char *prog = "mailbench";
@@ -108,4 +110,19 @@ long parse_count(const char *text, const char *name, long max)
 	if (errno != 0 || end == text || *end != '\0' || v <= 0 || v > max)
 		die("%s: '%s' is not a number from 1 to %ld", name, text, max);
 	return v;
+}
+
+void notify_qman(const char *spool, const char *msg)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if ((size_t)snprintf(sa.sun_path, sizeof sa.sun_path, "%s/%s", spool, QMAN_SOCK) >= sizeof sa.sun_path)
+		die("socket path %s/%s is longer than %zu bytes", spool, QMAN_SOCK, sizeof sa.sun_path - 1);
+	int sock = socket(AF_UNIX, SOCK_DGRAM, 0);
+	if (sock < 0)
+		die("socket:");
+	/* A full receive queue blocks the sender until mail-qman catches up,
+	 * which is the back-pressure the benchmark wants. */
+	if (sendto(sock, msg, strlen(msg), 0, (struct sockaddr *)&sa, sizeof sa) < 0)
+		die("send to %s:", sa.sun_path);
+	close(sock);
 }

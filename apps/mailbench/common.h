@@ -32,6 +32,9 @@ void copy_fd(int from, int to, const char *fromname, const char *toname);
 /* snprintf into a PATH_MAX buffer, dying if the path does not fit. */
 void path_fmt(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Sends msg as one datagram to the queue manager's socket in spool. */
+void notify_qman(const char *spool, const char *msg);
+
 /* Parses a positive decimal number, dying with the option's name if the
  * text is not one or is above max. */
 long parse_count(const char *text, const char *name, long max);

@@ -28,9 +28,8 @@ int main(int argc, char **argv)
 {
 	char pidpath[PATH_MAX], todopath[PATH_MAX], messpath[PATH_MAX];
 	char id[32];
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct stat st;
-	int fd, sock;
+	int fd;
 
 	prog = "mail-enqueue";
 	if (argc != 3 || strchr(argv[2], '/') || argv[2][0] == '\0' || argv[2][0] == '.')
@@ -67,15 +66,6 @@ int main(int argc, char **argv)
 	if (rename(pidpath, messpath) < 0)
 		die("rename %s to %s:", pidpath, messpath);
 
-	if ((size_t)snprintf(sa.sun_path, sizeof sa.sun_path, "%s/%s", spool, QMAN_SOCK) >= sizeof sa.sun_path)
-		die("socket path %s/%s is longer than %zu bytes", spool, QMAN_SOCK, sizeof sa.sun_path - 1);
-	sock = socket(AF_UNIX, SOCK_DGRAM, 0);
-	if (sock < 0)
-		die("socket:");
-	/* A full receive queue blocks us here until mail-qman catches up,
-	 * which is the back-pressure the benchmark wants. */
-	if (sendto(sock, id, strlen(id), 0, (struct sockaddr *)&sa, sizeof sa) < 0)
-		die("send to %s:", sa.sun_path);
-	close(sock);
+	notify_qman(spool, id);
 	return 0;
 }

@@ -214,17 +214,9 @@ static void start_qman(long deliveries)
 
 static void quit_qman(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int sock, status;
+	int status;
 
-	if ((size_t)snprintf(sa.sun_path, sizeof sa.sun_path, "%s/%s", spool, QMAN_SOCK) >= sizeof sa.sun_path)
-		die("socket path %s/%s is longer than %zu bytes", spool, QMAN_SOCK, sizeof sa.sun_path - 1);
-	sock = socket(AF_UNIX, SOCK_DGRAM, 0);
-	if (sock < 0)
-		die("socket:");
-	if (sendto(sock, QMAN_QUIT, strlen(QMAN_QUIT), 0, (struct sockaddr *)&sa, sizeof sa) < 0)
-		die("send to %s:", sa.sun_path);
-	close(sock);
+	notify_qman(spool, QMAN_QUIT);
 	while (waitpid(qman_pid, &status, 0) < 0)
 		if (errno != EINTR)
 			die("waitpid:");

@@ -367,12 +367,7 @@ func (p *Process) finish() {
 		target.wake()
 	}
 	if ignoring {
-		p.mu.Lock()
-		p.state = procReaped
-		p.mu.Unlock()
-		tableMu.Lock()
-		delete(table, p.PID)
-		tableMu.Unlock()
+		p.reap()
 	}
 }
 
