@@ -34,86 +34,53 @@ func (t *Thread) ioResult(n int, err error) int64 {
 	return errno(err)
 }
 
-// readIO and writeIO read and write at the file position; a file
-// that can block counts as sleeping for CPU-time accounting.
-func (t *Thread) readIO(f *vfs.OpenFile, buf []byte) (int, error) {
+// readIO and writeIO read and write at off, or at the file position
+// when off < 0; a file that can block counts as sleeping for CPU-time
+// accounting.
+func (t *Thread) readIO(f *vfs.OpenFile, buf []byte, off int64) (int, error) {
 	if f.MayBlock() {
 		t.sleepBegin()
 		defer t.sleepEnd()
+	}
+	if off >= 0 {
+		return f.Pread(buf, off, t.sigWake)
 	}
 	return f.Read(buf, t.sigWake)
 }
 
-func (t *Thread) writeIO(f *vfs.OpenFile, buf []byte) (int, error) {
+func (t *Thread) writeIO(f *vfs.OpenFile, buf []byte, off int64) (int, error) {
 	if f.MayBlock() {
 		t.sleepBegin()
 		defer t.sleepEnd()
 	}
+	if off >= 0 {
+		return f.Pwrite(buf, off, t.sigWake)
+	}
 	return f.Write(buf, t.sigWake)
 }
 
+// read and pread64 are readv and preadv with one buffer; likewise for
+// the writes.
 func sysRead(t *Thread, a *[6]uint64) (int64, bool) {
-	f, err := t.file(int(int32(a[0])))
-	if err != nil {
-		return errno(err), false
-	}
-	defer f.DecRef()
-	buf := make([]byte, min(a[2], maxIO))
-	n, err := t.readIO(f, buf)
-	if n > 0 {
-		if cerr := t.Proc.Space().CopyOut(uintptr(a[1]), buf[:n]); cerr != nil {
-			return errno(cerr), false
-		}
-	}
-	return t.ioResult(n, err), false
+	return t.readInto(int(int32(a[0])), [][2]uint64{{a[1], a[2]}}, -1), false
 }
 
 func sysWrite(t *Thread, a *[6]uint64) (int64, bool) {
-	f, err := t.file(int(int32(a[0])))
-	if err != nil {
-		return errno(err), false
-	}
-	defer f.DecRef()
-	buf := make([]byte, min(a[2], maxIO))
-	if err := t.Proc.Space().CopyIn(uintptr(a[1]), buf); err != nil {
-		return errno(err), false
-	}
-	return t.ioResult(t.writeIO(f, buf)), false
+	return t.writeFrom(int(int32(a[0])), [][2]uint64{{a[1], a[2]}}, -1), false
 }
 
 func sysPread(t *Thread, a *[6]uint64) (int64, bool) {
 	if int64(a[3]) < 0 {
 		return -eINVAL, false
 	}
-	f, err := t.file(int(int32(a[0])))
-	if err != nil {
-		return errno(err), false
-	}
-	defer f.DecRef()
-	buf := make([]byte, min(a[2], maxIO))
-	n, err := f.Pread(buf, int64(a[3]), t.sigWake)
-	if n > 0 {
-		if cerr := t.Proc.Space().CopyOut(uintptr(a[1]), buf[:n]); cerr != nil {
-			return errno(cerr), false
-		}
-	}
-	return t.ioResult(n, err), false
+	return t.readInto(int(int32(a[0])), [][2]uint64{{a[1], a[2]}}, int64(a[3])), false
 }
 
 func sysPwrite(t *Thread, a *[6]uint64) (int64, bool) {
 	if int64(a[3]) < 0 {
 		return -eINVAL, false
 	}
-	f, err := t.file(int(int32(a[0])))
-	if err != nil {
-		return errno(err), false
-	}
-	defer f.DecRef()
-	buf := make([]byte, min(a[2], maxIO))
-	if err := t.Proc.Space().CopyIn(uintptr(a[1]), buf); err != nil {
-		return errno(err), false
-	}
-	return t.ioResult(f.Pwrite(buf, int64(a[3]), t.sigWake)), false
+	return t.writeFrom(int(int32(a[0])), [][2]uint64{{a[1], a[2]}}, int64(a[3])), false
 }
 
 // iovecs reads an iovec array.
@@ -150,24 +117,20 @@ func sysPwritev(t *Thread, a *[6]uint64) (int64, bool) {
 	return t.writev(a, int64(a[3])), false
 }
 
-// vectorFile decodes the (fd, iov, iovcnt) of the vector calls; the
-// caller drops the file's reference.
-func (t *Thread) vectorFile(a *[6]uint64) ([][2]uint64, *vfs.OpenFile, int64) {
+func (t *Thread) writev(a *[6]uint64, off int64) int64 {
 	iov, e := t.iovecs(a[1], a[2])
 	if e != 0 {
-		return nil, nil, e
+		return e
 	}
-	f, err := t.file(int(int32(a[0])))
-	if err != nil {
-		return nil, nil, errno(err)
-	}
-	return iov, f, 0
+	return t.writeFrom(int(int32(a[0])), iov, off)
 }
 
-func (t *Thread) writev(a *[6]uint64, off int64) int64 {
-	iov, f, e := t.vectorFile(a)
-	if e != 0 {
-		return e
+// writeFrom gathers the user buffers iov into one kernel buffer (up to
+// maxIO bytes) and makes one write at off (< 0: the file position).
+func (t *Thread) writeFrom(fd int, iov [][2]uint64, off int64) int64 {
+	f, err := t.file(fd)
+	if err != nil {
+		return errno(err)
 	}
 	defer f.DecRef()
 	var buf []byte
@@ -181,10 +144,7 @@ func (t *Thread) writev(a *[6]uint64, off int64) int64 {
 		}
 		buf = append(buf, b...)
 	}
-	if off >= 0 {
-		return t.ioResult(f.Pwrite(buf, off, t.sigWake))
-	}
-	return t.ioResult(t.writeIO(f, buf))
+	return t.ioResult(t.writeIO(f, buf, off))
 }
 
 func sysReadv(t *Thread, a *[6]uint64) (int64, bool) {
@@ -199,23 +159,27 @@ func sysPreadv(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 func (t *Thread) readv(a *[6]uint64, off int64) int64 {
-	iov, f, e := t.vectorFile(a)
+	iov, e := t.iovecs(a[1], a[2])
 	if e != 0 {
 		return e
 	}
+	return t.readInto(int(int32(a[0])), iov, off)
+}
+
+// readInto makes one read (up to maxIO bytes) at off (< 0: the file
+// position) and scatters what came into the user buffers iov.
+func (t *Thread) readInto(fd int, iov [][2]uint64, off int64) int64 {
+	f, err := t.file(fd)
+	if err != nil {
+		return errno(err)
+	}
 	defer f.DecRef()
-	var err error
 	total := uint64(0)
 	for _, v := range iov {
 		total += v[1]
 	}
 	buf := make([]byte, min(total, maxIO))
-	var n int
-	if off >= 0 {
-		n, err = f.Pread(buf, off, t.sigWake)
-	} else {
-		n, err = t.readIO(f, buf)
-	}
+	n, err := t.readIO(f, buf, off)
 	done := buf[:n]
 	for _, v := range iov {
 		if len(done) == 0 {

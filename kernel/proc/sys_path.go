@@ -208,15 +208,21 @@ func sysRenameat(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 func sysRenameat2(t *Thread, a *[6]uint64) (int64, bool) {
-	odir, opath, e := t.atPath(a[0], a[1])
-	if e != 0 {
-		return e, false
-	}
-	ndir, npath, e := t.atPath(a[2], a[3])
+	odir, opath, ndir, npath, e := t.pathPair(a)
 	if e != 0 {
 		return e, false
 	}
 	return errno(fsys.Rename(t.ctx(), odir, opath, ndir, npath, uint32(a[4]))), false
+}
+
+// pathPair reads the (olddirfd, oldpath, newdirfd, newpath) arguments of
+// renameat2 and linkat.
+func (t *Thread) pathPair(a *[6]uint64) (odir *vfs.Dentry, opath string, ndir *vfs.Dentry, npath string, e int64) {
+	if odir, opath, e = t.atPath(a[0], a[1]); e != 0 {
+		return
+	}
+	ndir, npath, e = t.atPath(a[2], a[3])
+	return
 }
 
 func sysLink(t *Thread, a *[6]uint64) (int64, bool) {
@@ -224,11 +230,7 @@ func sysLink(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 func sysLinkat(t *Thread, a *[6]uint64) (int64, bool) {
-	odir, opath, e := t.atPath(a[0], a[1])
-	if e != 0 {
-		return e, false
-	}
-	ndir, npath, e := t.atPath(a[2], a[3])
+	odir, opath, ndir, npath, e := t.pathPair(a)
 	if e != 0 {
 		return e, false
 	}
