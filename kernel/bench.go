@@ -90,6 +90,32 @@ func (k *kernel) benchHLLTax() {
 	runtime.KeepAlive(fs)
 }
 
+// profileInit starts the sampling profiler if the command line asks for
+// it (prof=HZ) and returns the function that stops it and dumps the
+// samples for bench/hlltax, so any user workload can be profiled the way
+// the kernel-resident benchmarks are. User-mode samples are kept: their
+// share is the time the CPUs spent outside the kernel.
+func (k *kernel) profileInit() (stop func()) {
+	if _, ok := k.opts["prof"]; !ok {
+		return func() {}
+	}
+	hz := k.intOpt("prof", 997)
+	// Room for a minute at full rate on every CPU; later samples are
+	// counted as dropped.
+	s, err := sampler.Start(hz, hz*60, k.hpetAddr())
+	if err != nil {
+		k.log.Errorf("prof: %v", err)
+		return func() {}
+	}
+	return func() {
+		res := s.Stop()
+		res.Dump(os.Stdout, map[string]string{"bench": "init"})
+		for i, n := range res.Counts {
+			k.log.Infof("profiler: cpu %d: %d samples, %d dropped (source %s)", i, n, res.Dropped[i], res.Source)
+		}
+	}
+}
+
 // profilerOverhead times a fixed amount of pure computation on every CPU
 // (no allocation, so no GC noise) with and without sampling, alternating
 // three times, and returns the relative slowdown of the median.

@@ -147,7 +147,9 @@ func (k *kernel) runInit() bool {
 		power.Off(k.tables, 127)
 	}
 	term.SetForeground(p.PID)
+	stopProf := k.profileInit()
 	status := p.Wait()
+	stopProf()
 	code := proc.ExitCode(status)
 	k.log.Infof("init %s exited: status %d", path, code)
 	power.Off(k.tables, uint8(code))

@@ -45,6 +45,7 @@ func (k *kernel) mountProc(v *vfs.VFS) error {
 		}
 		return b.Bytes()
 	}, nil)
+	fs.AddFile("interrupts", procInterrupts, nil)
 	fs.AddFile("mounts", func() []byte {
 		return []byte("rootfs / rootfs rw 0 0\ndevtmpfs /dev devtmpfs rw 0 0\nproc /proc proc rw 0 0\n")
 	}, nil)
@@ -73,6 +74,41 @@ func (k *kernel) mountProc(v *vfs.VFS) error {
 		runtime.GC()
 		return nil
 	})
+	// Every goroutine's stack, as SysRq-t shows Linux's tasks: what a
+	// hung system call is waiting for.
+	fs.AddFile("shortbread/goroutines", func() []byte {
+		buf := make([]byte, 1<<20)
+		return buf[:runtime.Stack(buf, true)]
+	}, nil)
 	proc.AddProcDirs(fs)
 	return v.Mount(&vfs.Ctx{}, nil, "/proc", fs.Root(), "proc", 0)
+}
+
+// procInterrupts is /proc/interrupts in Linux's layout: a row per I/O
+// APIC pin that has fired, then the local timer, rescheduling and TLB
+// shootdown IPIs, one column per CPU.
+func procInterrupts() []byte {
+	n := machine.NumCPU()
+	var b bytes.Buffer
+	b.WriteString("    ")
+	for cpu := 0; cpu < n; cpu++ {
+		fmt.Fprintf(&b, " %10s", fmt.Sprintf("CPU%d", cpu))
+	}
+	b.WriteString("\n")
+	row := func(label string, vec int, what string) {
+		fmt.Fprintf(&b, "%4s", label)
+		for cpu := 0; cpu < n; cpu++ {
+			fmt.Fprintf(&b, " %10d", machine.Interrupts(cpu, vec))
+		}
+		fmt.Fprintf(&b, "  %s\n", what)
+	}
+	for irq := 0; irq < 24; irq++ {
+		if machine.IRQCount(irq) != 0 {
+			row(fmt.Sprintf("%d:", irq), machine.VecIRQBase+irq, fmt.Sprintf("IO-APIC %d-edge", irq))
+		}
+	}
+	row("LOC:", machine.VecTimer, "Local timer interrupts")
+	row("RES:", machine.VecResched, "Rescheduling interrupts")
+	row("TLB:", machine.VecTLB, "TLB shootdowns")
+	return b.Bytes()
 }

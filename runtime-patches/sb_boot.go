@@ -122,6 +122,7 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 	sbBuildProcessStack()
 	sbCPUs[0].sliceEnd = sbNanotime() + sbTimeSlice
 	sbArmTimer(sbCPUs[0].sliceEnd)
+	sbCPUs[0].timerAt = sbCPUs[0].sliceEnd
 
 	sbPrintBegin()
 	sbPrintStr("machine: ")

@@ -29,10 +29,14 @@ type sbCPU struct {
 	id       int32
 	apicID   uint32
 	online   uint32
-	resched  bool    // set by timer or IPI: consider switching threads on exit
-	sliceEnd int64   // when the running thread's time slice ends
-	tlbSeen  uint64  // last TLB shootdown generation this CPU applied
-	cr3      uintptr // the address space loaded on this CPU
+	resched  bool  // set by timer or IPI: consider switching threads on exit
+	sliceEnd int64 // when the running thread's time slice ends
+	timerAt  int64 // deadline the timer interrupt is armed for, 0 after it fired
+	// intr counts the interrupts taken per vector from sbVecIRQBase on
+	// (/proc/interrupts).
+	intr    [sbVecCount - sbVecIRQBase]uint64
+	tlbSeen uint64  // last TLB shootdown generation this CPU applied
+	cr3     uintptr // the address space loaded on this CPU
 
 	// Sampling profiler (sb_prof.go): a buffer of 16-byte records that
 	// the NMI stub fills; profBuf == 0 means not sampling.

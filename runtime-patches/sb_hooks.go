@@ -146,12 +146,12 @@ func sbHookMemStats(s *sbMemStats) {
 	s.VMAs = uint64(sbAS.n)
 }
 
-//go:linkname sbHookIRQCount shortbread/kernel/machine.IRQCount
-func sbHookIRQCount(irq int) uint64 {
-	if irq < 0 || irq >= len(sbIRQCount) {
+//go:linkname sbHookInterrupts shortbread/kernel/machine.Interrupts
+func sbHookInterrupts(cpu, vec int) uint64 {
+	if cpu < 0 || cpu >= int(sbNCPU) || vec < sbVecIRQBase || vec >= sbVecCount {
 		return 0
 	}
-	return sbIRQCount[irq]
+	return sbCPUs[cpu].intr[vec-sbVecIRQBase]
 }
 
 //go:linkname sbHookThreads shortbread/kernel/machine.Threads

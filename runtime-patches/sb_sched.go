@@ -215,6 +215,11 @@ func sbYield(c *sbCPU, f *sbFrame) {
 		} else {
 			sbSwitchLocked(c, f, false)
 		}
+	} else {
+		// Nothing else wants the CPU: the thread starts a new slice.
+		// Left expired, the slice's end would be the timer deadline at
+		// every trap exit, an interrupt a microsecond later, and again.
+		c.sliceEnd = sbNanotime() + sbTimeSlice
 	}
 	sbSched.mu.unlock()
 }

@@ -17,8 +17,6 @@ import (
 	"unsafe"
 )
 
-var sbIRQCount [24]uint64
-
 //go:nowritebarrierrec
 func sbTrap(f *sbFrame) {
 	c := sbThisCPU()
@@ -30,6 +28,9 @@ func sbTrap(f *sbFrame) {
 	} else if f.vector != sbVecSyscall && uintptr(f.rsp) > c.stackTop-sbTrapStackSize && uintptr(f.rsp) <= c.stackTop {
 		sbDump(f, "trap inside the machine layer")
 	}
+	if v := f.vector; v >= sbVecIRQBase && v < sbVecCount {
+		c.intr[v-sbVecIRQBase]++
+	}
 	switch v := f.vector; {
 	case v == sbVecSyscall:
 		sbSyscall(c, f)
@@ -38,6 +39,7 @@ func sbTrap(f *sbFrame) {
 	case v < 32:
 		sbException(c, f)
 	case v == sbVecTimer:
+		c.timerAt = 0
 		sbProfTick(c, f)
 		c.resched = true
 		sbEOI()
@@ -48,7 +50,6 @@ func sbTrap(f *sbFrame) {
 		sbServiceTLB()
 		sbEOI()
 	case v >= sbVecIRQBase && v < sbVecIRQBase+24:
-		sbIRQCount[v-sbVecIRQBase]++
 		sbIRQ(int(v - sbVecIRQBase))
 		sbEOI()
 	case v == sbVecSpurious:
@@ -88,8 +89,14 @@ func sbTrapExit(c *sbCPU, f *sbFrame) {
 	if pn := sbProfTick(c, f); pn != 0 && (deadline == 0 || pn < deadline) {
 		deadline = pn
 	}
-	if deadline != 0 {
+	// Re-arming is a LAPIC register write, an MMIO exit under
+	// virtualization (under QEMU TCG it also takes the emulator's global
+	// lock, serializing the vCPUs): skip it when an interrupt at or
+	// before deadline is already coming. That interrupt re-arms the timer
+	// for whatever is due then.
+	if deadline != 0 && (c.timerAt == 0 || deadline < c.timerAt) {
 		sbArmTimer(deadline)
+		c.timerAt = deadline
 	}
 }
 

@@ -82,6 +82,10 @@ var Default = []Spec{
 	{Name: "bench.files", Kind: Int, Help: "vnodes the benchmark keeps live"},
 	{Name: "bench.ops", Kind: Int, Help: "operations per measurement"},
 	{Name: "bench.hz", Kind: Int, Help: "profiler samples per second per CPU"},
+	{
+		Name: "prof", Kind: Int, Bare: "997",
+		Help: "sample every CPU this many times a second while init runs and dump the samples when it exits (read them with bench/hlltax)",
+	},
 	{Name: "bench.headroom", Kind: String, Help: "comma-separated heap headrooms (multiples of the live heap) for gcheadroom"},
 	{
 		Name: "crash", Kind: Enum, Enum: []string{"nil", "panic"},

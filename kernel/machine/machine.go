@@ -48,8 +48,26 @@ func StartTSC() uint64
 // Rdtsc reads the time-stamp counter.
 func Rdtsc() uint64
 
-// IRQCount is the number of interrupts taken on ISA IRQ line irq.
-func IRQCount(irq int) uint64
+// Interrupt vectors, as Interrupts counts them.
+const (
+	VecIRQBase = 32 // I/O APIC pins 0-23
+	VecTimer   = 56 // the local APIC timer
+	VecResched = 57 // rescheduling IPIs
+	VecTLB     = 58 // TLB shootdown IPIs
+)
+
+// Interrupts is the number of interrupts CPU cpu has taken on vector vec.
+func Interrupts(cpu, vec int) uint64
+
+// IRQCount is the number of interrupts taken on ISA IRQ line irq, on all
+// CPUs.
+func IRQCount(irq int) uint64 {
+	var n uint64
+	for cpu := 0; cpu < NumCPU(); cpu++ {
+		n += Interrupts(cpu, VecIRQBase+irq)
+	}
+	return n
+}
 
 // Threads is the number of machine-layer threads (the runtime's Ms).
 func Threads() int

@@ -3,16 +3,16 @@ package mm
 // SetBrk sets where the program break starts (just past the loaded
 // program, or higher) for a new program.
 func (s *Space) SetBrk(base uintptr) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	s.brkBase, s.brk = base, base
 }
 
 // Brk implements brk(2): it moves the break to want if it can and returns
 // the break in effect afterwards (the old one on failure, as Linux does).
 func (s *Space) Brk(want uintptr) uintptr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	if want < s.brkBase || want >= UserTop {
 		return s.brk
 	}
@@ -42,8 +42,8 @@ func (s *Space) Fork(init func(pml4, pdpt, pd uintptr) error) (*Space, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	c.vmas = append([]VMA(nil), s.vmas...)
 	c.brkBase, c.brk, c.limit = s.brkBase, s.brk, s.limit
 	for _, v := range s.vmas {

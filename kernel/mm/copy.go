@@ -1,5 +1,7 @@
 package mm
 
+import "sync/atomic"
+
 // Copying between the kernel and user memory. Every access goes through
 // the program's page tables, so a pointer into unmapped memory, the kernel
 // half, a reserved range or a page without the needed permission is
@@ -11,8 +13,19 @@ func (s *Space) accessLocked(va uintptr, write bool) (uintptr, error) {
 	if va >= UserTop {
 		return 0, ErrFault
 	}
+	// The VMA decides, not the page-table entry: Unmap clears the entries
+	// of a range after taking it out of the VMA list, outside mu.
+	if s.find(va) < 0 {
+		return 0, ErrFault
+	}
+	// Entries change under the read lock too (faults install them by
+	// compare-and-swap): read them atomically.
 	pte := walk(s.phys, s.root, va, false)
-	if pte == nil || *pte&PTEPresent == 0 || (write && *pte&PTEWrite == 0) {
+	var e uint64
+	if pte != nil {
+		e = atomic.LoadUint64(pte)
+	}
+	if e&PTEPresent == 0 || (write && e&PTEWrite == 0) {
 		if err := s.faultLocked(va, write, false, nil); err != nil {
 			return 0, ErrFault
 		}
@@ -20,8 +33,9 @@ func (s *Space) accessLocked(va uintptr, write bool) (uintptr, error) {
 		if pte == nil {
 			return 0, ErrFault
 		}
+		e = atomic.LoadUint64(pte)
 	}
-	return uintptr(*pte & pteAddr), nil
+	return uintptr(e & pteAddr), nil
 }
 
 func (s *Space) copy(va uintptr, b []byte, write bool) error {
@@ -61,8 +75,8 @@ func (s *Space) CopyIn(va uintptr, b []byte) error { return s.copy(va, b, false)
 // CopyInString reads a NUL-terminated string of at most max bytes.
 func (s *Space) CopyInString(va uintptr, max int) (string, error) {
 	var out []byte
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	for len(out) < max {
 		if va >= UserTop {
 			return "", ErrFault

@@ -10,7 +10,9 @@ import (
 )
 
 // fakePhys is physical memory made of Go pages; address 0 means none.
+// It is locked: Shm objects free their pages from the finalizer goroutine.
 type fakePhys struct {
+	mu    sync.Mutex
 	pages map[uintptr]*[PageSize]byte
 	next  uintptr
 	limit int
@@ -25,10 +27,15 @@ func newFakePhys(limit int) *fakePhys {
 }
 
 func (p *fakePhys) Alloc() uintptr {
-	if f := p.onAlloc; f != nil {
-		p.onAlloc = nil
+	p.mu.Lock()
+	f := p.onAlloc
+	p.onAlloc = nil
+	p.mu.Unlock()
+	if f != nil {
 		f()
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if len(p.pages) >= p.limit {
 		return 0
 	}
@@ -38,7 +45,16 @@ func (p *fakePhys) Alloc() uintptr {
 	return pa
 }
 
+// inUse is the number of frames allocated and not freed.
+func (p *fakePhys) inUse() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.pages)
+}
+
 func (p *fakePhys) Free(pa uintptr) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if _, ok := p.pages[pa]; !ok {
 		panic("free of a frame not allocated")
 	}
@@ -47,6 +63,8 @@ func (p *fakePhys) Free(pa uintptr) {
 }
 
 func (p *fakePhys) Page(pa uintptr) *[PageSize]byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	pg, ok := p.pages[pa]
 	if !ok {
 		panic("access to a frame not allocated")
@@ -104,7 +122,7 @@ func TestDemandPagingAndFileContents(t *testing.T) {
 	if err := s.Map(VMA{Start: 0x400000, End: 0x404000, Prot: ProtRead | ProtWrite, Data: data}); err != nil {
 		t.Fatal(err)
 	}
-	before := len(fp.pages)
+	before := fp.inUse()
 	buf := make([]byte, 16)
 	if err := s.CopyIn(0x400000+4090, buf); err != nil { // crosses a page boundary
 		t.Fatal(err)
@@ -112,7 +130,7 @@ func TestDemandPagingAndFileContents(t *testing.T) {
 	if string(buf) != string(data[4090:4106]) {
 		t.Errorf("read %q", buf)
 	}
-	if got := len(fp.pages) - before; got < 2 {
+	if got := fp.inUse() - before; got < 2 {
 		t.Errorf("2 pages touched, %d frames allocated", got)
 	}
 	// Past the data: zeros (bss).
@@ -206,12 +224,12 @@ func TestUnmapProtectAndFree(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	frames := len(fp.pages)
+	frames := fp.inUse()
 	if err := s.Unmap(0x402000, 2*PageSize); err != nil {
 		t.Fatal(err)
 	}
-	if len(fp.pages) != frames-2 || *flushes == 0 {
-		t.Errorf("unmap freed %d frames, %d flushes", frames-len(fp.pages), *flushes)
+	if fp.inUse() != frames-2 || *flushes == 0 {
+		t.Errorf("unmap freed %d frames, %d flushes", frames-fp.inUse(), *flushes)
 	}
 	if err := s.CopyIn(0x402000, make([]byte, 1)); !errors.Is(err, ErrFault) {
 		t.Errorf("unmapped page still readable: %v", err)
@@ -233,8 +251,8 @@ func TestUnmapProtectAndFree(t *testing.T) {
 		t.Errorf("mprotect of a hole: %v", err)
 	}
 	s.Destroy()
-	if len(fp.pages) != 0 {
-		t.Errorf("%d frames leaked after Destroy", len(fp.pages))
+	if fp.inUse() != 0 {
+		t.Errorf("%d frames leaked after Destroy", fp.inUse())
 	}
 }
 
@@ -275,13 +293,13 @@ func TestForkCopyOnWrite(t *testing.T) {
 	s.Map(VMA{Start: 0x400000, End: 0x402000, Prot: ProtRead | ProtWrite})
 	s.CopyOut(0x400000, []byte("parent"))
 	s.CopyOut(0x401000, []byte("second"))
-	frames := len(fp.pages)
+	frames := fp.inUse()
 	c, err := s.Fork(initAS(testPhys{fp}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The child shares the data frames: only its page tables are new.
-	if extra := len(fp.pages) - frames; extra > 5 {
+	if extra := fp.inUse() - frames; extra > 5 {
 		t.Errorf("fork copied data: %d new frames", extra)
 	}
 	if err := c.CopyOut(0x400000, []byte("child!")); err != nil {
@@ -303,15 +321,15 @@ func TestForkCopyOnWrite(t *testing.T) {
 	if string(b) != "second" {
 		t.Errorf("child sees %q after the parent wrote", b)
 	}
-	before := len(fp.pages)
+	before := fp.inUse()
 	c.CopyOut(0x401000, []byte("mine.."))
-	if len(fp.pages) != before {
+	if fp.inUse() != before {
 		t.Errorf("sole owner's write copied the page")
 	}
 	c.Destroy()
 	s.Destroy()
-	if len(fp.pages) != 0 {
-		t.Errorf("%d frames leaked", len(fp.pages))
+	if fp.inUse() != 0 {
+		t.Errorf("%d frames leaked", fp.inUse())
 	}
 	if len(cow.shares) != 0 {
 		t.Errorf("COW table not empty: %v", cow.shares)
@@ -351,8 +369,8 @@ func TestForkCopyOnWriteRace(t *testing.T) {
 		t.Errorf("parent sees %q, want %q", b, "pare!t")
 	}
 	s.Destroy()
-	if len(fp.pages) != 0 {
-		t.Errorf("%d frames leaked", len(fp.pages))
+	if fp.inUse() != 0 {
+		t.Errorf("%d frames leaked", fp.inUse())
 	}
 	if len(cow.shares) != 0 {
 		t.Errorf("COW table not empty: %v", cow.shares)
@@ -408,12 +426,12 @@ func TestSharedAnonymousMemoryAcrossFork(t *testing.T) {
 	c.Destroy()
 	s.Destroy()
 	shm = nil
-	for i := 0; i < 50 && len(fp.pages) != 0; i++ {
+	for i := 0; i < 50 && fp.inUse() != 0; i++ {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
-	if len(fp.pages) != 0 {
-		t.Errorf("%d frames left after both spaces and the object are gone", len(fp.pages))
+	if fp.inUse() != 0 {
+		t.Errorf("%d frames left after both spaces and the object are gone", fp.inUse())
 	}
 }
 
@@ -447,11 +465,11 @@ func TestRemapMovesPagesAndGrows(t *testing.T) {
 		t.Errorf("grown tail not zero: %q", b)
 	}
 	// Shrinking in place drops the tail's frames.
-	before := len(fp.pages)
+	before := fp.inUse()
 	if got, err := s.Remap(to, 0x4000, 0x1000, false, 0, 0); got != to || err != nil {
 		t.Fatalf("shrink: %#x %v", got, err)
 	}
-	if len(fp.pages) >= before {
+	if fp.inUse() >= before {
 		t.Errorf("shrink kept the tail's frames")
 	}
 	if _, err := s.Remap(0x402000, 0x2000, 0x1000, true, 0, 0x10000000); !errors.Is(err, ErrFault) {
@@ -478,12 +496,12 @@ func TestProtNoneKeepsContentsAndDiscard(t *testing.T) {
 	if string(b) != "keep" {
 		t.Errorf("after PROT_NONE and back: %q", b)
 	}
-	n := len(fp.pages)
+	n := fp.inUse()
 	if err := s.Discard(0x401000, 0x1000); err != nil {
 		t.Fatal(err)
 	}
-	if len(fp.pages) != n-1 {
-		t.Errorf("discard freed %d frames", n-len(fp.pages))
+	if fp.inUse() != n-1 {
+		t.Errorf("discard freed %d frames", n-fp.inUse())
 	}
 	s.CopyIn(0x401000, b)
 	if !bytes.Equal(b, make([]byte, 4)) {
@@ -506,35 +524,9 @@ func TestFileMappingPastEndIsBus(t *testing.T) {
 }
 
 // lockedPhys is testPhys safe for concurrent faults.
-type lockedPhys struct {
-	mu sync.Mutex
-	testPhys
-}
-
-func (p *lockedPhys) Alloc() uintptr {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.testPhys.Alloc()
-}
-
-func (p *lockedPhys) Free(pa uintptr) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.testPhys.Free(pa)
-}
-
-func (p *lockedPhys) Page(pa uintptr) *[PageSize]byte {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.testPhys.Page(pa)
-}
-
-// Threads of one process fault the same pages at once (under the read
-// lock): every page ends up mapped once, with one frame, and what the
-// threads wrote afterwards is all there; after a fork both sides break
-// COW concurrently.
 func TestConcurrentFaults(t *testing.T) {
-	lp := &lockedPhys{testPhys: testPhys{newFakePhys(100000)}}
+	fp := newFakePhys(100000)
+	lp := testPhys{fp}
 	s, err := NewSpace(lp, initAS(lp), reserved, TLB{})
 	if err != nil {
 		t.Fatal(err)
@@ -595,10 +587,74 @@ func TestConcurrentFaults(t *testing.T) {
 	}
 	c.Destroy()
 	s.Destroy()
-	lp.mu.Lock()
-	left := len(lp.pages)
-	lp.mu.Unlock()
-	if left != 0 {
+	if left := fp.inUse(); left != 0 {
+		t.Errorf("%d frames leaked", left)
+	}
+}
+
+// Unmap clears page-table entries outside the lock that faults and copies
+// take: a copy into the range meanwhile must fail (EFAULT), never use a
+// frame that is being freed (the fake memory panics on that), and the
+// other threads' memory must stay intact.
+func TestUnmapWhileFaulting(t *testing.T) {
+	fp := newFakePhys(100000)
+	p := testPhys{fp}
+	s, err := NewSpace(p, initAS(p), reserved, TLB{Flush: func(uintptr) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pages = 32
+	churn, keep := uintptr(0x40000000), uintptr(0x40200000)
+	s.Map(VMA{Start: keep, End: keep + pages*PageSize, Prot: ProtRead | ProtWrite})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // one thread maps, touches and unmaps
+		defer wg.Done()
+		for i := 0; i < 300; i++ {
+			s.Map(VMA{Start: churn, End: churn + pages*PageSize, Prot: ProtRead | ProtWrite})
+			for pg := uintptr(0); pg < pages; pg++ {
+				s.Fault(churn+pg*PageSize, true, false)
+			}
+			s.Unmap(churn, pages*PageSize)
+		}
+		close(stop)
+	}()
+	for w := 0; w < 3; w++ {
+		wg.Add(1)
+		go func(w int) { // the others write to both ranges
+			defer wg.Done()
+			b := []byte{byte(w + 1)}
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				pg := uintptr(n % pages)
+				if err := s.CopyOut(churn+pg*PageSize+uintptr(w), b); err != nil && !errors.Is(err, ErrFault) {
+					t.Errorf("copy into the churned range: %v", err)
+					return
+				}
+				if err := s.CopyOut(keep+pg*PageSize+uintptr(w), b); err != nil {
+					t.Errorf("copy into the kept range: %v", err)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	got := make([]byte, 3)
+	for pg := uintptr(0); pg < pages; pg++ {
+		if err := s.CopyIn(keep+pg*PageSize, got); err != nil {
+			t.Fatal(err)
+		}
+		if got[0] != 1 || got[1] != 2 || got[2] != 3 {
+			t.Fatalf("kept page %d holds %v", pg, got)
+		}
+	}
+	s.Destroy()
+	if left := fp.inUse(); left != 0 {
 		t.Errorf("%d frames leaked", left)
 	}
 }

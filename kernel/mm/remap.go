@@ -24,8 +24,8 @@ func (s *Space) Remap(old, oldSize, newSize uintptr, mayMove bool, fixed, top ui
 	if old+oldSize < old || old+newSize < old || oldSize == 0 {
 		return 0, ErrInval
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	i := s.find(old)
 	if i < 0 || s.vmas[i].End < old+oldSize {
 		return 0, ErrFault
@@ -141,8 +141,8 @@ func (s *Space) Discard(start, n uintptr) error {
 		return ErrInval
 	}
 	end := pageUp(start + n)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	if err := s.mappedRangeLocked(start, end); err != nil {
 		return err
 	}

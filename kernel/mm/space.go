@@ -2,9 +2,11 @@ package mm
 
 import (
 	"errors"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Protection bits, as in mmap(2).
@@ -43,8 +45,17 @@ type VMA struct {
 }
 
 // Space is a user address space.
+//
+// Locking: every change to the mappings holds mapMu and the write side of
+// mu (lock/unlock); faults and user copies hold mu's read side. Unmap
+// drops mu once the VMAs are cut out and clears the page-table entries,
+// flushes and frees under mapMu alone, as Linux's munmap downgrades
+// mmap_lock: the process's other threads keep faulting meanwhile (a fault
+// or copy in the range finds no VMA), and no mapping can reappear there
+// before the flush.
 type Space struct {
-	mu      sync.RWMutex // write: mappings change; read: faults and copies
+	mapMu   sync.Mutex
+	mu      sync.RWMutex
 	phys    Phys
 	root    uintptr // PML4
 	vmas    []VMA   // sorted, non-overlapping
@@ -56,14 +67,63 @@ type Space struct {
 	tlb      TLB
 	// limit caps the bytes mapped (RLIMIT_AS); 0 means none.
 	limit uintptr
+	// unmapped holds frames taken out of the page tables (and flushed)
+	// under the write lock; unlock frees them after releasing it, so the
+	// other threads' faults do not wait for the frame allocator.
+	unmapped []uintptr
+}
+
+// lockSpins bounds the attempts to take mu without sleeping.
+const lockSpins = 1000
+
+// rlock takes mu for reading. Writers hold it for microseconds (the VMA
+// list changes; page tables are cleared outside it), far less than a
+// sleeping goroutine takes to be woken and rescheduled, so a fault spins
+// for a while before it sleeps.
+func (s *Space) rlock() { spinLock(s.mu.TryRLock, s.mu.RLock) }
+
+// spinLock takes a lock with try, lockSpins times, before it sleeps in
+// lock. With one CPU the holder cannot run while we spin.
+func spinLock(try func() bool, lock func()) {
+	if try() {
+		return
+	}
+	if runtime.GOMAXPROCS(0) == 1 {
+		lock()
+		return
+	}
+	for i := 0; i < lockSpins; i++ {
+		if try() {
+			return
+		}
+	}
+	lock()
+}
+
+// lock takes the space for a change of its mappings.
+func (s *Space) lock() {
+	spinLock(s.mapMu.TryLock, s.mapMu.Lock)
+	// A writer that sleeps on mu would also block every new fault until
+	// it has been woken and rescheduled.
+	spinLock(s.mu.TryLock, s.mu.Lock)
+}
+
+// unlock ends a change of the mappings and then frees the frames it
+// unmapped.
+func (s *Space) unlock() {
+	free := s.unmapped
+	s.unmapped = nil
+	s.mu.Unlock()
+	s.mapMu.Unlock()
+	s.freeFrames(free)
 }
 
 // SetLimit caps the total size of the mappings (RLIMIT_AS): a mapping or
 // break that would pass it fails with ErrNoMem. 0 removes the cap.
 func (s *Space) SetLimit(n uintptr) {
-	s.mu.Lock()
+	s.lock()
 	s.limit = n
-	s.mu.Unlock()
+	s.unlock()
 }
 
 // fitsLocked reports whether mapping [start, end) keeps the space within
@@ -214,21 +274,22 @@ func (s *Space) carveLocked(start, end uintptr) {
 	s.unmapLocked(start, end)
 }
 
-// unmapLocked releases the frames mapped in [start, end) and flushes.
+// unmapLocked takes the frames mapped in [start, end) out of the page
+// tables and flushes; they are freed when the write lock is released.
 func (s *Space) unmapLocked(start, end uintptr) {
 	free, removed := s.releaseRangeLocked(start, end)
 	if removed {
 		s.flushLocked()
 	}
-	s.freeFrames(free)
+	s.unmapped = append(s.unmapped, free...)
 }
 
 // Map adds a mapping at exactly [start, start+n), replacing whatever was
 // there (like MAP_FIXED).
 func (s *Space) Map(v VMA) error {
 	v.Start, v.End = pageDown(v.Start), pageUp(v.End)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	if !s.usable(v.Start, v.End) || !s.fitsLocked(v.Start, v.End) {
 		return ErrNoMem
 	}
@@ -245,8 +306,8 @@ func (s *Space) MapAnywhere(hint, n uintptr, v VMA, top uintptr) (uintptr, error
 	if n == 0 || n >= UserTop {
 		return 0, ErrNoMem
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	if s.limit != 0 && s.mappedLocked()+n > s.limit {
 		return 0, ErrNoMem
 	}
@@ -269,9 +330,18 @@ func (s *Space) Unmap(start, n uintptr) error {
 	if start&(PageSize-1) != 0 || n == 0 || start+n < start {
 		return ErrInval
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.carveLocked(start, pageUp(start+n))
+	end := pageUp(start + n)
+	s.lock()
+	gone := s.splitLocked(start, end)
+	s.mu.Unlock()
+	free, removed := s.releaseRangeLocked(start, end)
+	if removed {
+		s.flushLocked()
+	}
+	s.mapMu.Unlock()
+	// A shared object's frames must outlive the entries that map them.
+	runtime.KeepAlive(gone)
+	s.freeFrames(free)
 	return nil
 }
 
@@ -281,8 +351,8 @@ func (s *Space) Protect(start, n uintptr, prot int) error {
 		return ErrInval
 	}
 	end := pageUp(start + n)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	for va := start; va < end; va += PageSize {
 		if s.find(va) < 0 {
 			return ErrNoMem
@@ -336,7 +406,7 @@ func (s *Space) Fault(va uintptr, write, exec bool) error {
 	// before the lock is taken: the other threads of the process then
 	// wait only for the page-table update, not for the page clearing.
 	spare := s.phys.Alloc()
-	s.mu.RLock()
+	s.rlock()
 	err := s.faultLocked(va, write, exec, &spare)
 	s.mu.RUnlock()
 	if spare != 0 {
@@ -460,8 +530,8 @@ func (s *Space) breakCOWLocked(pte *uint64, cur uint64, prot int, spare *uintptr
 
 // Destroy releases every frame and page table of the space.
 func (s *Space) Destroy() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	var free []uintptr
 	for _, v := range s.vmas {
 		f, _ := s.releaseRangeLocked(v.Start, v.End)
@@ -485,21 +555,43 @@ func (s *Space) Destroy() {
 // this process may still hold a translation to a page being unmapped; a
 // frame freed before the flush could be handed out (and zeroed, or
 // filled) while that CPU still writes to it.
+//
+// Caller holds mapMu, and mu for writing unless [start, end) is already
+// out of the VMA list (then no fault or copy can use its entries).
 func (s *Space) releaseRangeLocked(start, end uintptr) (free []uintptr, removed bool) {
-	for va := start; va < end; va += PageSize {
-		pte := walk(s.phys, s.root, va, false)
-		if pte == nil || !holdsFrame(*pte) {
+	// One walk per page table: the entries up to the next boundary of
+	// what a leaf table maps are consecutive in the same table.
+	const tableSpan = 512 * PageSize
+	for va := start; va < end; {
+		next := min((va|(tableSpan-1))+1, end)
+		if next <= va { // wrapped at the top of the address space
+			next = end
+		}
+		first := walk(s.phys, s.root, va, false)
+		if first == nil {
+			va = next
 			continue
 		}
-		pa := uintptr(*pte & pteAddr)
-		switch {
-		case *pte&pteShared != 0: // the shared object owns the frame
-		case *pte&pteCOW == 0 || cowRelease(pa):
-			free = append(free, pa)
+		ptes := unsafe.Slice(first, (next-va)/PageSize)
+		n := 0
+		for i, pte := range ptes {
+			if !holdsFrame(pte) {
+				continue
+			}
+			pa := uintptr(pte & pteAddr)
+			switch {
+			case pte&pteShared != 0: // the shared object owns the frame
+			case pte&pteCOW == 0 || cowRelease(pa):
+				free = append(free, pa)
+			}
+			ptes[i] = 0
+			n++
 		}
-		*pte = 0
-		s.resident.Add(-1)
-		removed = true
+		if n > 0 {
+			s.resident.Add(int64(-n))
+			removed = true
+		}
+		va = next
 	}
 	return free, removed
 }

@@ -138,8 +138,7 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 		return err
 	}
 	p.mu.Lock()
-	old := p.space
-	p.space = newSpaceRef(space)
+	old := p.space.Swap(newSpaceRef(space))
 	p.name = path
 	p.exe, p.argv, p.envp = exe, argv, envp
 	p.mu.Unlock()

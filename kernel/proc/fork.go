@@ -66,7 +66,7 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 		// (the common user) wants the child's changes kept to itself.
 		cp.files = p.files.Fork()
 		if flags&cloneVM != 0 {
-			cp.space = p.space.get()
+			cp.space.Store(p.space.Load().get())
 		}
 		p.mu.Unlock()
 		if flags&cloneVM == 0 {
@@ -75,7 +75,7 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 				dropProcess(cp)
 				return errno(err)
 			}
-			cp.space = newSpaceRef(s)
+			cp.space.Store(newSpaceRef(s))
 		}
 		if flags&cloneSighand != 0 {
 			cp.sig = p.sig

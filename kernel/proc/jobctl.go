@@ -48,6 +48,7 @@ func (p *Process) stopGroup(sig int) {
 		return
 	}
 	p.job = jobState{stopped: true, stopSig: sig, stopReport: true, cont: make(chan struct{})}
+	p.jobStopped.Store(true)
 	threads := make([]*Thread, 0, len(p.threads))
 	for _, t := range p.threads {
 		threads = append(threads, t)
@@ -71,6 +72,7 @@ func (p *Process) continueGroup() {
 	}
 	close(p.job.cont)
 	p.job = jobState{contReport: true}
+	p.jobStopped.Store(false)
 	p.mu.Unlock()
 	p.notifyParent(cldContinued, sigCONT)
 }
@@ -103,6 +105,10 @@ func (t *Thread) waitWhileStopped() bool {
 	p := t.Proc
 	waited := false
 	for {
+		// A stop after this check kicks the thread out of user mode.
+		if !p.jobStopped.Load() {
+			return waited
+		}
 		p.mu.Lock()
 		stopped, cont := p.job.stopped, p.job.cont
 		p.mu.Unlock()

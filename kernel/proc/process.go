@@ -53,12 +53,14 @@ const (
 type Process struct {
 	PID int
 
-	mu        sync.Mutex
-	parent    *Process
-	children  map[int]*Process
-	pgid      int
-	sid       int
-	space     *spaceRef
+	mu       sync.Mutex
+	parent   *Process
+	children map[int]*Process
+	pgid     int
+	sid      int
+	// space changes under mu (exec, exit) but is read without it: every
+	// return to user mode looks it up.
+	space     atomic.Pointer[spaceRef]
 	fs        FS
 	stdin     any // an io.Reader, or a Terminal
 	stdout    io.Writer
@@ -86,8 +88,9 @@ type Process struct {
 	cred        creds
 	pdeathsig   int // sent to this process when its parent exits
 	job         jobState
-	execed      bool // has called execve (setpgid by the parent: EACCES)
-	finishing   bool // finish has begun (it runs once)
+	jobStopped  atomic.Bool // job.stopped, for the unlocked check on the way to user mode
+	execed      bool        // has called execve (setpgid by the parent: EACCES)
+	finishing   bool        // finish has begun (it runs once)
 	// What /proc shows of the program: its file, arguments, environment,
 	// and when the process started (ns since boot).
 	exe        *vfs.Dentry
@@ -117,12 +120,11 @@ func (r *spaceRef) put() {
 
 // Space returns the process's address space (nil once it has exited).
 func (p *Process) Space() *mm.Space {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.space == nil {
+	r := p.space.Load()
+	if r == nil {
 		return nil
 	}
-	return p.space.s
+	return r.s
 }
 
 var (
@@ -285,8 +287,7 @@ func (p *Process) finish() {
 		return
 	}
 	p.finishing = true
-	space := p.space
-	p.space = nil
+	space := p.space.Swap(nil)
 	if space != nil {
 		p.maxRSS = max(p.maxRSS, int64(space.s.ResidentPages())*4)
 	}

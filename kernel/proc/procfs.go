@@ -176,9 +176,11 @@ func fdDir(fs *procfs.FS, p *Process, pre string) vfs.Inode {
 			if files == nil {
 				return nil
 			}
-			if _, err := files.Get(fd); err != nil {
+			f, err := files.Get(fd)
+			if err != nil {
 				return nil
 			}
+			f.DecRef() // Get's reference: only the descriptor's existence matters here
 			return fs.Link(procIno(pre+"/"+name), func(*vfs.Ctx) (string, error) {
 				f, err := files.Get(fd)
 				if err != nil {

@@ -77,6 +77,9 @@ func (t *Thread) run() {
 	p := t.Proc
 	kstart := monotonicNow()
 	for {
+		// Cleared before signals and stops are checked (unlocked): one
+		// that arrives after the check kicks the thread out of RunUser.
+		atomic.StoreUint64(&t.regs.Kick, 0)
 		if t.dying.Load() {
 			t.exitThread()
 			return
@@ -91,7 +94,6 @@ func (t *Thread) run() {
 		if t.inSuspend { // no handler ran: the old mask comes back now
 			t.sigMask, t.inSuspend = t.suspendOld, false
 		}
-		atomic.StoreUint64(&t.regs.Kick, 0)
 		if t.dying.Load() {
 			t.exitThread()
 			return

@@ -247,6 +247,10 @@ func (t *Thread) interrupted() bool {
 // first).
 func (t *Thread) nextSignal() (sigInfo, bool) {
 	p := t.Proc
+	// Only this thread changes its mask, so it can be read here unlocked.
+	if (t.pending.unlocked()|p.pending.unlocked())&^(t.sigMask&^unblockable) == 0 {
+		return sigInfo{}, false
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	blocked := t.sigMask &^ unblockable

@@ -8,6 +8,7 @@ package proc
 
 import (
 	"encoding/binary"
+	"sync/atomic"
 	"time"
 )
 
@@ -71,11 +72,20 @@ func (i *sigInfo) encode(b []byte) {
 	le.PutUint64(b[24:], i.value)
 }
 
-// pendingSet is the signals pending for one thread or one process.
+// pendingSet is the signals pending for one thread or one process,
+// guarded by Process.mu. mask is also stored atomically, so a thread on its
+// way back to user mode can see that nothing is pending (the common case)
+// without taking the lock its sibling threads contend for.
 type pendingSet struct {
 	mask  uint64
 	infos []sigInfo // in arrival order; at least one per bit in mask
 }
+
+func (ps *pendingSet) setMask(m uint64) { atomic.StoreUint64(&ps.mask, m) }
+
+// unlocked is the pending mask read without Process.mu: a signal queued
+// after the read kicks the thread out of user mode again.
+func (ps *pendingSet) unlocked() uint64 { return atomic.LoadUint64(&ps.mask) }
 
 // add makes info's signal pending. It reports false if the signal was
 // dropped: a standard signal already pending (merged), or the queue full.
@@ -95,7 +105,7 @@ func (ps *pendingSet) add(info sigInfo) bool {
 	if len(ps.infos) >= maxQueued {
 		return false
 	}
-	ps.mask |= b
+	ps.setMask(ps.mask | b)
 	ps.infos = append(ps.infos, info)
 	return true
 }
@@ -124,7 +134,7 @@ func (ps *pendingSet) take(blocked uint64) (sigInfo, bool) {
 		break
 	}
 	if !more {
-		ps.mask &^= bit(sig)
+		ps.setMask(ps.mask &^ bit(sig))
 	}
 	return info, true
 }
@@ -134,7 +144,7 @@ func (ps *pendingSet) discard(sig int) {
 	if ps.mask&bit(sig) == 0 {
 		return
 	}
-	ps.mask &^= bit(sig)
+	ps.setMask(ps.mask &^ bit(sig))
 	kept := ps.infos[:0]
 	for _, in := range ps.infos {
 		if in.signo != sig {

@@ -275,8 +275,16 @@ static void test_links(int argc, char **argv)
 	}
 	CHECK("fd.dir_lists_open", has_fd && has_p1 && count >= 5);
 	close(dfd);
-	close(p[0]);
+	/* Looking a descriptor up through /proc takes no lasting reference:
+	 * once the write end is closed the reader sees end of file. */
+	snprintf(link, sizeof link, "/proc/self/fd/%d", p[1]);
+	struct stat ps1;
+	CHECK_SYS("fd.lstat_pipe_end", lstat(link, &ps1));
 	close(p[1]);
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	char ch;
+	CHECK_EQ("fd.lookup_keeps_no_reference", read(p[0], &ch, 1), 0);
+	close(p[0]);
 	close(fd);
 	unlink(path);
 	rmdir(tmp);
@@ -299,6 +307,43 @@ static long meminfo_kb(const char *buf, const char *key)
 	if (*p++ != ':')
 		return -1;
 	return strtol(p, NULL, 10);
+}
+
+/* Sum of the "LOC:" (local timer) row of /proc/interrupts, -1 if the
+ * row is missing or has fewer columns than there are CPUs. */
+static long long local_timer_total(const char *buf, int cpus)
+{
+	const char *p = strstr(buf, "\nLOC:");
+	if (!p)
+		return -1;
+	p += 5;
+	long long sum = 0;
+	for (int i = 0; i < cpus; i++) {
+		char *end;
+		long long v = strtoll(p, &end, 10);
+		if (end == p)
+			return -1;
+		sum += v;
+		p = end;
+	}
+	return sum;
+}
+
+static void test_interrupts(void)
+{
+	static char buf[65536];
+	CHECK("interrupts.read", slurp("/proc/interrupts", buf, sizeof buf) > 0);
+	int cpus = sysconf(_SC_NPROCESSORS_ONLN), cols = 0;
+	for (char *p = buf; *p && *p != '\n'; p++)
+		if (strncmp(p, "CPU", 3) == 0 && (p == buf || p[-1] == ' '))
+			cols++;
+	CHECK_EQ("interrupts.cpu_columns", cols, cpus);
+	long long before = local_timer_total(buf, cpus);
+	CHECK("interrupts.local_timer_row", before >= 0);
+	struct timespec ts = {0, 30 * 1000 * 1000};
+	nanosleep(&ts, NULL); /* a timed sleep needs a timer interrupt */
+	slurp("/proc/interrupts", buf, sizeof buf);
+	CHECK("interrupts.local_timer_counts", local_timer_total(buf, cpus) > before);
 }
 
 static void test_system_files(void)
@@ -338,6 +383,7 @@ static void test_system_files(void)
 	CHECK("overcommit.value", (buf[0] == '0' || buf[0] == '1' || buf[0] == '2') && buf[1] == '\n');
 	CHECK("somaxconn.read", slurp("/proc/sys/net/core/somaxconn", buf, sizeof buf) > 0);
 	CHECK("somaxconn.value", atoi(buf) > 0);
+	test_interrupts();
 	CHECK("mounts.read", slurp("/proc/mounts", buf, sizeof buf) > 0);
 	CHECK("mounts.has_proc", strstr(buf, " /proc proc ") != NULL);
 	CHECK_ERR("proc.missing_pid", open("/proc/999999/stat", O_RDONLY), ENOENT);
