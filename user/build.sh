@@ -8,6 +8,7 @@
 #                            Debian source version or user/busybox/build.sh
 #                            changed: OUTDIR/busybox.stamp)
 #   OUTDIR/tests/t_*, h_*    test programs and helpers (musl-gcc -static)
+#   OUTDIR/tests/f_fuzz      the system call fuzzer, run before the tests
 #   OUTDIR/runner            the guest runner (/init)
 #   OUTDIR/bench/ubench*     the micro-benchmarks (user/bench; not in the
 #                            initramfs: bench/sysbench adds them)
@@ -46,6 +47,8 @@ find "$here/tests" -maxdepth 1 \( -name 't_*.c' -o -name 'h_*.c' \) -print0 | so
   xargs -0 -P "$(nproc)" -n 1 sh -c '
     name=$(basename "$1" .c)
     $CC $CFLAGS -o "$out/tests.new/$name" "$1" -lpthread || { echo "cc: $1 failed" >&2; exit 255; }' sh
+# The system call fuzzer runs first (f_ sorts before t_).
+$CC $CFLAGS -o "$out/tests.new/f_fuzz" "$here/smoke/fuzz.c"
 rm -rf "$out/tests"
 mv "$out/tests.new" "$out/tests"
 $CC $CFLAGS -o "$out/runner" "$here/runner/runner.c"

@@ -3,8 +3,10 @@
  *
  * As process 1 it mounts /proc, /sys, /dev (devtmpfs) and /tmp (tmpfs) —
  * each may already be there (EBUSY) or be unknown to the kernel (ENODEV):
- * both are noted and ignored — then runs every /tests/t_* program in name
- * order, each in its own process group with a time limit (SIGALRM; on
+ * both are noted and ignored — then runs the /tests/f_* programs (the
+ * system call fuzzer) and every /tests/t_* program, in name order (so the
+ * whole suite runs after the fuzzer: the kernel must survive it and still
+ * pass everything), each in its own process group with a time limit (SIGALRM; on
  * expiry the group is killed with SIGKILL). The programs write to the
  * console directly. At the end it prints exactly one line
  * "N passed, M failed" (counting programs) and reports the status, 0 iff
@@ -226,7 +228,7 @@ int main(int argc, char **argv)
 	} else {
 		struct dirent *e;
 		while ((e = readdir(d)) && n < MAX_TESTS) {
-			if (strncmp(e->d_name, "t_", 2) != 0)
+			if (strncmp(e->d_name, "t_", 2) != 0 && strncmp(e->d_name, "f_", 2) != 0)
 				continue;
 			if (only && *only && !strstr(e->d_name, only))
 				continue;
