@@ -130,8 +130,19 @@ TEXT sbTrapCommon<>(SB),NOSPLIT|NOFRAME,$0
 	PUSHQ	R13
 	PUSHQ	R14
 	PUSHQ	R15
-	SUBQ	$(const_sbFXSize+8), SP		// pad + FXSAVE area
+	SUBQ	$(const_sbFPUSize+8), SP		// pad + FPU area
+	// The frame is 64-byte aligned (it starts at the fixed top of the
+	// trap stack), as XSAVE needs. EDX:EAX = all: XSAVE saves what XCR0
+	// enables (x87, SSE, AVX).
+	CMPB	runtime·sbXSave(SB), $0
+	JEQ	fxsave
+	MOVL	$-1, AX
+	MOVL	$-1, DX
+	XSAVE64	(SP)
+	JMP	saved
+fxsave:
 	FXSAVE64	(SP)
+saved:
 	MOVL	$MSR_FS_BASE, CX
 	RDMSR
 	SHLQ	$32, DX
@@ -167,8 +178,16 @@ TEXT sbTrapRestore<>(SB),NOSPLIT|NOFRAME,$0
 	SHRQ	$32, DX
 	MOVL	$MSR_FS_BASE, CX
 	WRMSR
+	CMPB	runtime·sbXSave(SB), $0
+	JEQ	fxrstor
+	MOVL	$-1, AX
+	MOVL	$-1, DX
+	XRSTOR64	(SP)
+	JMP	restored
+fxrstor:
 	FXRSTOR64	(SP)
-	ADDQ	$(const_sbFXSize+8), SP
+restored:
+	ADDQ	$(const_sbFPUSize+8), SP
 	POPQ	R15
 	POPQ	R14
 	POPQ	R13
@@ -496,6 +515,28 @@ TEXT runtime·sbReadCR3(SB),NOSPLIT,$0-8
 TEXT runtime·sbWriteCR3(SB),NOSPLIT,$0-8
 	MOVQ	v+0(FP), AX
 	MOVQ	AX, CR3
+	RET
+
+// func sbReadCR4() uint64
+TEXT runtime·sbReadCR4(SB),NOSPLIT,$0-8
+	MOVQ	CR4, AX
+	MOVQ	AX, ret+0(FP)
+	RET
+
+// func sbWriteCR4(v uint64)
+TEXT runtime·sbWriteCR4(SB),NOSPLIT,$0-8
+	MOVQ	v+0(FP), AX
+	MOVQ	AX, CR4
+	RET
+
+// func sbXsetbv(reg uint32, v uint64) sets extended control register reg
+// (0: XCR0, the state components XSAVE manages). Needs CR4.OSXSAVE.
+TEXT runtime·sbXsetbv(SB),NOSPLIT,$0-16
+	MOVL	reg+0(FP), CX
+	MOVQ	v+8(FP), AX
+	MOVQ	AX, DX
+	SHRQ	$32, DX
+	XSETBV
 	RET
 
 // func sbInvlpg(va uintptr)

@@ -135,6 +135,11 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 	} else {
 		sbPrintStr("one-shot")
 	}
+	if sbXSave {
+		sbPrintStr(", FPU state by XSAVE (x87 SSE AVX)")
+	} else {
+		sbPrintStr(", FPU state by FXSAVE (x87 SSE)")
+	}
 	sbPrintStr("; entering the Go runtime\n")
 	sbPrintEnd()
 }

@@ -85,12 +85,70 @@ func sbBuildIDT() {
 	*(*uint64)(unsafe.Pointer(&sbIDTR[2])) = uint64(uintptr(unsafe.Pointer(&sbIDT)))
 }
 
+// sbTrapStackTop is where CPU id's frames start: 64-byte aligned, so the
+// frame (whose size is a multiple of 64) and its FPU area are too.
+func sbTrapStackTop(id int32) uintptr {
+	return (uintptr(unsafe.Pointer(&sbTrapStacks[id])) + sbTrapStackSize) &^ 63
+}
+
+// XSAVE state: sbXSave is set when the CPUs save x87, SSE and AVX state
+// with XSAVE (sbXCR0 names the components); otherwise FXSAVE saves x87
+// and SSE and programs see no AVX.
+var (
+	sbXSave bool
+	sbXCR0  uint64
+)
+
+// sbFPUInit enables XSAVE for x87, SSE and AVX on this CPU if the
+// processor has them and their image fits the frame's FPU area. The boot
+// CPU decides; the others follow, before they run any Go code that could
+// use AVX (the runtime picks its memmove by what XCR0 enables).
+func sbFPUInit(boot bool) {
+	const osxsave = 1 << 18
+	if boot {
+		_, _, c, _ := sbCpuid(1, 0)
+		if c&(1<<26) == 0 || c&(1<<28) == 0 { // XSAVE, AVX
+			return
+		}
+		lo, _, _, _ := sbCpuid(0xD, 0)
+		if lo&7 != 7 {
+			return
+		}
+		sbWriteCR4(sbReadCR4() | osxsave)
+		sbXsetbv(0, 7)
+		if _, size, _, _ := sbCpuid(0xD, 0); size > sbFPUSize {
+			sbXsetbv(0, 3)
+			sbWriteCR4(sbReadCR4() &^ osxsave)
+			return
+		}
+		sbXCR0, sbXSave = 7, true
+		return
+	}
+	if sbXSave {
+		sbWriteCR4(sbReadCR4() | osxsave)
+		sbXsetbv(0, sbXCR0)
+	}
+}
+
+// sbFPUSanitize makes an FPU image from user memory safe to restore:
+// XRSTOR and FXRSTOR fault (in the kernel) on reserved MXCSR bits, on
+// state components XCR0 does not enable and on a non-zero compaction or
+// reserved header field.
+func sbFPUSanitize(fpu *[sbFPUSize]byte) {
+	*(*uint32)(unsafe.Pointer(&fpu[24])) &= 0xffbf
+	*(*uint64)(unsafe.Pointer(&fpu[512])) &= sbXCR0
+	for i := 520; i < 576; i++ {
+		fpu[i] = 0
+	}
+}
+
 // sbCPUInit loads this CPU's GDT, TSS, IDT and GS base and enables SYSCALL.
 func sbCPUInit(id int32) {
 	c := &sbCPUs[id]
 	c.self = uintptr(unsafe.Pointer(c))
 	c.id = id
-	c.stackTop = uintptr(unsafe.Pointer(&sbTrapStacks[id])) + sbTrapStackSize
+	sbFPUInit(id == 0)
+	c.stackTop = sbTrapStackTop(id)
 	lo := uintptr(unsafe.Pointer(&sbTrapStacks[id]))
 	c.g.stack = stack{lo: lo, hi: c.stackTop}
 	c.g.stackguard0 = lo + sbStackGuard

@@ -39,8 +39,11 @@ const (
 	sbM0StackSize   = 256 << 10
 	sbMaxCPU        = 16
 	sbMaxThreads    = 256
-	sbFXSize        = 512
-	sbPageSize      = 4096
+	// sbFPUSize is the FPU area of a frame: the XSAVE standard format for
+	// x87, SSE and AVX (512-byte legacy region, 64-byte header, 256 bytes
+	// of YMM upper halves); with FXSAVE only the first 512 bytes are used.
+	sbFPUSize  = 832
+	sbPageSize = 4096
 
 	// GDT selectors, laid out as Linux does so SYSRET works later:
 	// kernel CS, kernel DS, user CS32, user DS, user CS64, TSS.
@@ -67,7 +70,7 @@ const (
 // sbFrame is the register state saved by sbTrapCommon, in stack order.
 // A thread that is not running keeps its state in the same shape.
 type sbFrame struct {
-	fx      [sbFXSize]byte
+	fpu     [sbFPUSize]byte
 	pad     uint64
 	r15     uint64
 	r14     uint64
@@ -132,6 +135,9 @@ func sbInl(port uint16) uint32
 func sbRdtsc() uint64
 func sbReadCR2() uintptr
 func sbReadCR3() uintptr
+func sbReadCR4() uint64
+func sbWriteCR4(v uint64)
+func sbXsetbv(reg uint32, v uint64)
 func sbWriteCR3(v uintptr)
 func sbInvlpg(va uintptr)
 func sbCpuid(eax, ecx uint32) (a, b, c, d uint32)

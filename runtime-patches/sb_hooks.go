@@ -124,6 +124,9 @@ func sbHookCurrentCPU() int { return int(sbThisCPU().id) }
 //go:linkname sbHookTSCHz shortbread/kernel/machine.TSCHz
 func sbHookTSCHz() uint64 { return sbTSCHz }
 
+//go:linkname sbHookXFeatures shortbread/kernel/machine.XFeatures
+func sbHookXFeatures() uint64 { return sbXCR0 }
+
 //go:linkname sbHookStartTSC shortbread/kernel/machine.StartTSC
 func sbHookStartTSC() uint64 { return sbStartTSC }
 

@@ -105,18 +105,18 @@ func sbBuildSignalFrame(t *sbThread, f *sbFrame, sig int32, act sbSigaction) {
 	} else {
 		sp -= 128 // the interrupted code's red zone
 	}
-	sp = (sp - sbFXSize) &^ 63
+	sp = (sp - sbFPUSize) &^ 63
 	fpAddr := sp
 	ucSize := unsafe.Sizeof(ucontext{})
 	infoSize := unsafe.Sizeof(siginfo{})
 	sp = ((sp - 8 - ucSize - infoSize) &^ 15) - 8
-	if !sbAS.touch(sp, fpAddr+sbFXSize-sp, true) {
+	if !sbAS.touch(sp, fpAddr+sbFPUSize-sp, true) {
 		sbDump(f, "signal stack not writable")
 	}
 	ucAddr := sp + 8
 	infoAddr := ucAddr + ucSize
 	sbMemzero(ucAddr, ucSize+infoSize)
-	sbMemcpy(fpAddr, uintptr(unsafe.Pointer(&f.fx)), sbFXSize)
+	sbMemcpy(fpAddr, uintptr(unsafe.Pointer(&f.fpu)), sbFPUSize)
 	sbStore64(sp, uint64(act.restorer))
 
 	uc := (*ucontext)(unsafe.Pointer(ucAddr))
@@ -185,10 +185,9 @@ func sbSigreturn(c *sbCPU, f *sbFrame) {
 	f.rflags = m.eflags&userFlags | 0x202
 	f.cs, f.ss = sbKernelCS, sbKernelDS
 	fp := *(*uintptr)(unsafe.Pointer(&m.fpstate))
-	if fp != 0 && sbAS.touch(fp, sbFXSize, false) {
-		sbMemcpy(uintptr(unsafe.Pointer(&f.fx)), fp, sbFXSize)
-		// MXCSR reserved bits would make FXRSTOR fault.
-		*(*uint32)(unsafe.Pointer(&f.fx[24])) &= 0xffff
+	if fp != 0 && sbAS.touch(fp, sbFPUSize, false) {
+		sbMemcpy(uintptr(unsafe.Pointer(&f.fpu)), fp, sbFPUSize)
+		sbFPUSanitize(&f.fpu)
 	}
 	t.sigMask = *(*uint64)(unsafe.Pointer(&uc.uc_sigmask)) &^ sbUnblockable
 }

@@ -80,8 +80,8 @@ func sbStartCPU(apicID uint32) int64 {
 	c := &sbCPUs[id]
 	c.id = id
 	c.apicID = apicID
-	c.stackTop = uintptr(unsafe.Pointer(&sbTrapStacks[id])) + sbTrapStackSize
-	lo := c.stackTop - sbTrapStackSize
+	c.stackTop = sbTrapStackTop(id)
+	lo := uintptr(unsafe.Pointer(&sbTrapStacks[id]))
 	c.g.stack = stack{lo: lo, hi: c.stackTop}
 	c.g.stackguard0 = lo + sbStackGuard
 	c.g.stackguard1 = lo + sbStackGuard
@@ -183,9 +183,9 @@ func sbNewIdleThreadLocked(id int32) int32 {
 	t.frame.ss = sbKernelDS
 	t.frame.rflags = 0x202
 	t.frame.rsp = uint64(uintptr(unsafe.Pointer(&sbIdleStacks[id])) + 4096 - 8)
-	*(*uint16)(unsafe.Pointer(&t.frame.fx[0])) = 0x37f   // FCW default
-	*(*uint32)(unsafe.Pointer(&t.frame.fx[24])) = 0x1f80 // MXCSR default
-	sbSched.nthreads--                                   // not one of the runtime's threads
+	*(*uint16)(unsafe.Pointer(&t.frame.fpu[0])) = 0x37f   // FCW default
+	*(*uint32)(unsafe.Pointer(&t.frame.fpu[24])) = 0x1f80 // MXCSR default
+	sbSched.nthreads--                                    // not one of the runtime's threads
 	return i
 }
 

@@ -39,7 +39,7 @@ type sbUserRegs struct {
 	rip, rflags, rsp                     uint64
 	trap, errcode, addr                  uint64
 	kick                                 uint64 // non-zero: leave user mode at the next trap
-	fx                                   [sbFXSize]byte
+	fpu                                  [sbFPUSize]byte
 }
 
 // Reasons RunUser returns, in sbUserRegs.trap besides CPU vectors 0-31.
@@ -83,9 +83,8 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 	f.rflags = r.rflags&userFlags | 0x202
 	f.cs, f.ss = sbUserCS, sbUserDS
 	f.fsbase = sbCanonicalUser(r.fsbase)
-	f.fx = r.fx
-	// MXCSR reserved bits would make FXRSTOR fault in the kernel.
-	*(*uint32)(unsafe.Pointer(&f.fx[24])) &= 0xffbf
+	f.fpu = r.fpu
+	sbFPUSanitize(&f.fpu)
 	// SWAPGS on the way out makes this the user's GS base.
 	sbWrmsr(0xC0000102, sbCanonicalUser(r.gsbase))
 	sbLoadCR3(c, cr3)
@@ -107,7 +106,7 @@ func sbUserExit(c *sbCPU, f *sbFrame, trap uint64, addr uintptr) {
 	r.fsbase = f.fsbase
 	r.gsbase = sbRdmsr(0xC0000102)
 	r.trap, r.errcode, r.addr = trap, f.errcode, uint64(addr)
-	r.fx = f.fx
+	r.fpu = f.fpu
 	*f = t.kframe
 	t.inUser = false
 	t.user = 0

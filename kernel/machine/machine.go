@@ -205,8 +205,20 @@ type UserRegs struct {
 	// Kick, when non-zero, makes the thread leave user mode at its next
 	// trap (see Kick); RunUser then returns TrapInterrupt.
 	Kick uint64
-	FX   [512]byte // FXSAVE image: x87 and SSE state
+	// FPU is the x87, SSE and AVX state in XSAVE's standard format: the
+	// FXSAVE layout in the first 512 bytes, then the XSAVE header and the
+	// upper halves of the YMM registers. Without XSAVE (XFeatures 0) only
+	// the first 512 bytes are used.
+	FPU [FPUSize]byte
 }
+
+// FPUSize is the size of UserRegs.FPU.
+const FPUSize = 832
+
+// XFeatures is the XSAVE feature mask (XCR0) user threads' FPU state
+// covers: 7 for x87, SSE and AVX, or 0 if the CPUs save state with FXSAVE
+// (no AVX for programs).
+func XFeatures() uint64
 
 // Reasons in UserRegs.Trap besides exception vectors.
 const (

@@ -3,6 +3,9 @@ package proc
 import (
 	"encoding/binary"
 	"sync"
+
+	"shortbread/kernel/machine"
+	"shortbread/kernel/mm"
 )
 
 // Signal numbers (x86-64 Linux).
@@ -304,8 +307,64 @@ const (
 	ucSigmask  = ucMcontext + 256
 	ucSize     = ucSigmask + 8
 	siSize     = 128
-	fpSize     = 512
+	fxSize     = 512 // the FXSAVE layout: x87 and SSE
+	ucFPXState = 1   // uc_flags: the FPU area is in XSAVE format
+
+	// The XSAVE format in a signal frame, as Linux writes it (struct
+	// _fpx_sw_bytes in the FXSAVE area's software-reserved bytes, and a
+	// second magic word after the XSAVE area), so programs that look at
+	// or change their AVX state in a handler find it where they expect.
+	fpxSW       = 464
+	fpxMagic1   = 0x46505853
+	fpxMagic2   = 0x46505845
+	fpxMagic2Sz = 4
 )
+
+// sigFPU is the FPU state a signal frame carries: the XSAVE image with
+// Linux's markers when the CPUs save AVX state, else the FXSAVE image.
+func sigFPU(r *machine.UserRegs) []byte {
+	xf := machine.XFeatures()
+	if xf == 0 {
+		return append([]byte(nil), r.FPU[:fxSize]...)
+	}
+	b := make([]byte, machine.FPUSize+fpxMagic2Sz)
+	copy(b, r.FPU[:])
+	le := binary.LittleEndian
+	sw := b[fpxSW:fxSize]
+	clear(sw)
+	le.PutUint32(sw[0:], fpxMagic1)
+	le.PutUint32(sw[4:], machine.FPUSize+fpxMagic2Sz) // extended_size
+	le.PutUint64(sw[8:], xf)                          // xfeatures
+	le.PutUint32(sw[16:], machine.FPUSize)            // xstate_size
+	le.PutUint32(b[machine.FPUSize:], fpxMagic2)
+	return b
+}
+
+// restoreSigFPU loads the FPU state from a signal frame's area at fp. An
+// area without the XSAVE markers (a program that built its own frame, or
+// cleared them) restores x87 and SSE, and AVX state starts over.
+func restoreSigFPU(s *mm.Space, r *machine.UserRegs, fp uint64) error {
+	var fx [fxSize]byte
+	if err := s.CopyIn(uintptr(fp), fx[:]); err != nil {
+		return err
+	}
+	le := binary.LittleEndian
+	if machine.XFeatures() != 0 && le.Uint32(fx[fpxSW:]) == fpxMagic1 && le.Uint32(fx[fpxSW+16:]) == machine.FPUSize {
+		var img [machine.FPUSize + fpxMagic2Sz]byte
+		if err := s.CopyIn(uintptr(fp), img[:]); err != nil {
+			return err
+		}
+		if le.Uint32(img[machine.FPUSize:]) == fpxMagic2 {
+			copy(r.FPU[:], img[:machine.FPUSize])
+			return nil
+		}
+	}
+	copy(r.FPU[:], fx[:])
+	if machine.XFeatures() != 0 {
+		le.PutUint64(r.FPU[fxSize:], 3) // XSTATE_BV: x87 and SSE from the legacy area
+	}
+	return nil
+}
 
 // mcontext register order (struct sigcontext).
 func mcontextRegs(t *Thread) []*uint64 {
@@ -325,7 +384,8 @@ func (t *Thread) setupFrame(info sigInfo, a sigAction) error {
 	} else {
 		sp -= 128 // red zone
 	}
-	sp = (sp - fpSize) &^ 63
+	fpu := sigFPU(r)
+	sp = (sp - uint64(len(fpu))) &^ 63
 	fpAddr := sp
 	sp = ((sp - 8 - ucSize - siSize) &^ 15) - 8
 	ucAddr := sp + 8
@@ -339,6 +399,9 @@ func (t *Thread) setupFrame(info sigInfo, a sigAction) error {
 	le := binary.LittleEndian
 	le.PutUint64(frame[0:], a.restorer)
 	uc := frame[8:]
+	if machine.XFeatures() != 0 {
+		le.PutUint64(uc[ucFlags:], ucFPXState)
+	}
 	le.PutUint64(uc[ucStack:], t.altStack.sp)
 	le.PutUint32(uc[ucStack+8:], uint32(t.altStack.flags))
 	le.PutUint64(uc[ucStack+16:], t.altStack.size)
@@ -355,7 +418,7 @@ func (t *Thread) setupFrame(info sigInfo, a sigAction) error {
 	if info.isFault() {
 		le.PutUint64(uc[ucMcontext+22*8:], info.addr) // cr2
 	}
-	if err := s.CopyOut(uintptr(fpAddr), r.FX[:]); err != nil {
+	if err := s.CopyOut(uintptr(fpAddr), fpu); err != nil {
 		return err
 	}
 	if err := s.CopyOut(uintptr(sp), frame); err != nil {
@@ -397,7 +460,7 @@ func (t *Thread) sigreturn() error {
 		saved[i] = le.Uint64(uc[ucMcontext+8*i:])
 	}
 	if fp := le.Uint64(uc[ucMcontext+23*8:]); fp != 0 {
-		if err := s.CopyIn(uintptr(fp), r.FX[:]); err != nil {
+		if err := restoreSigFPU(s, r, fp); err != nil {
 			return err
 		}
 	}
