@@ -147,7 +147,7 @@ saved:
 	RDMSR
 	SHLQ	$32, DX
 	ORQ	DX, AX
-	MOVQ	AX, sbFrame_fsbase(SP)
+	MOVQ	AX, (sbFrame_sbGPRs+sbGPRs_fsbase)(SP)
 	// Go code reloads g from FS:-8 after every assembly call, so FS must
 	// point at this CPU's trap TLS block while the handler runs.
 	MOVQ	sbCPU_self(GS), AX
@@ -173,7 +173,7 @@ saved:
 // sbTrapRestore loads the frame at SP into the CPU and returns from the
 // trap into whatever thread the frame belongs to.
 TEXT sbTrapRestore<>(SB),NOSPLIT|NOFRAME,$0
-	MOVQ	sbFrame_fsbase(SP), AX
+	MOVQ	(sbFrame_sbGPRs+sbGPRs_fsbase)(SP), AX
 	MOVQ	AX, DX
 	SHRQ	$32, DX
 	MOVL	$MSR_FS_BASE, CX

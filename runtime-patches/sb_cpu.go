@@ -142,6 +142,20 @@ func sbFPUSanitize(fpu *[sbFPUSize]byte) {
 	}
 }
 
+// sbFPUReset makes fpu the initial FPU state: with XSAVE, a header that
+// marks every component as in its initial state (only MXCSR is read from
+// the image); with FXSAVE, the reset control words and zeroed registers.
+func sbFPUReset(fpu *[sbFPUSize]byte) {
+	if sbXSave {
+		*(*uint64)(unsafe.Pointer(&fpu[512])) = 0 // XSTATE_BV
+		*(*uint32)(unsafe.Pointer(&fpu[24])) = 0x1f80
+		return
+	}
+	*fpu = [sbFPUSize]byte{}
+	*(*uint16)(unsafe.Pointer(&fpu[0])) = 0x37f
+	*(*uint32)(unsafe.Pointer(&fpu[24])) = 0x1f80
+}
+
 // sbCPUInit loads this CPU's GDT, TSS, IDT and GS base and enables SYSCALL.
 func sbCPUInit(id int32) {
 	c := &sbCPUs[id]

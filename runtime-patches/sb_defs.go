@@ -70,8 +70,14 @@ const (
 // sbFrame is the register state saved by sbTrapCommon, in stack order.
 // A thread that is not running keeps its state in the same shape.
 type sbFrame struct {
-	fpu     [sbFPUSize]byte
-	pad     uint64
+	fpu [sbFPUSize]byte
+	pad uint64
+	sbGPRs
+}
+
+// sbGPRs is a frame without its FPU area: the general registers, FS base,
+// trap number and the interrupt return frame.
+type sbGPRs struct {
 	r15     uint64
 	r14     uint64
 	r13     uint64

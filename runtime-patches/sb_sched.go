@@ -64,7 +64,7 @@ type sbThread struct {
 	userGS uint64
 	cr3    uintptr
 	user   uintptr
-	kframe sbFrame
+	kframe sbGPRs
 	// The registers of this thread's last fault, for crash reports.
 	lastFault sbRegs
 	hasFault  bool

@@ -60,7 +60,13 @@ func sbTrap(f *sbFrame) {
 // sbTrapExit runs on every way out of a trap: switch away from the idle
 // thread or an expired time slice, deliver signals, arm the timer.
 func sbTrapExit(c *sbCPU, f *sbFrame) {
-	next := sbExpireTimers()
+	// Deadlines pass only at timer interrupts: the timer is always armed
+	// at or before the earliest one (below), so other traps need not read
+	// the clock to look.
+	next := sbNextDeadline
+	if c.timerAt == 0 {
+		next = sbExpireTimers()
+	}
 	cur := &sbThreads[c.cur]
 	if cur.isIdle || (c.resched && sbNanotime() >= c.sliceEnd) {
 		sbYield(c, f)

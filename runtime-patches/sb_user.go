@@ -69,7 +69,11 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 	}
 	t := &sbThreads[c.cur]
 	f.rax = 0
-	t.kframe = *f
+	// Only the kernel's general registers are kept: RunUser is a system
+	// call to the Go code that makes it, and no vector register is live
+	// across one (X15, the ABI's zero register, comes back zero from the
+	// init state sbUserExit loads).
+	t.kframe = f.sbGPRs
 	t.user = regs
 	t.inUser = true
 	t.cr3 = cr3
@@ -107,7 +111,8 @@ func sbUserExit(c *sbCPU, f *sbFrame, trap uint64, addr uintptr) {
 	r.gsbase = sbRdmsr(0xC0000102)
 	r.trap, r.errcode, r.addr = trap, f.errcode, uint64(addr)
 	r.fpu = f.fpu
-	*f = t.kframe
+	f.sbGPRs = t.kframe
+	sbFPUReset(&f.fpu)
 	t.inUser = false
 	t.user = 0
 	t.cr3 = 0

@@ -16,6 +16,7 @@ type Thread struct {
 	Proc *Process
 
 	regs machine.UserRegs
+	args [6]uint64 // the current system call's arguments
 	// clearTID is set_tid_address's (or CLONE_CHILD_CLEARTID's) pointer:
 	// on exit the kernel writes 0 there and wakes a futex waiter.
 	clearTID uintptr

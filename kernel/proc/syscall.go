@@ -69,14 +69,17 @@ type Entry struct {
 	Fn   handler
 }
 
-// table is the system call table, by Linux x86-64 number
-// (arch/x86/entry/syscalls/syscall_64.tbl).
-var syscalls map[uint64]Entry
+// syscalls is the system call table, indexed by Linux x86-64 number
+// (arch/x86/entry/syscalls/syscall_64.tbl); a nil Fn is ENOSYS.
+var syscalls [nSyscalls]Entry
+
+// nSyscalls bounds the numbers in the table (Linux is at 463).
+const nSyscalls = 512
 
 // The table is filled in init: clone's handler starts threads that run
 // system calls, which would make a package-level initializer a cycle.
 func init() {
-	syscalls = map[uint64]Entry{
+	for no, e := range map[uint64]Entry{
 		0:   {"read", sysRead},
 		1:   {"write", sysWrite},
 		2:   {"open", sysOpen},
@@ -230,6 +233,8 @@ func init() {
 		234: {"tgkill", sysTgkill},
 		273: {"set_robust_list", sysSetRobustList},
 		318: {"getrandom", sysGetrandom},
+	} {
+		syscalls[no] = e
 	}
 }
 
@@ -244,9 +249,15 @@ var Trace bool
 func (t *Thread) syscall() bool {
 	r := &t.regs
 	no := r.RAX
-	a := [6]uint64{r.RDI, r.RSI, r.RDX, r.R10, r.R8, r.R9}
-	e, ok := syscalls[no]
-	if !ok {
+	// The arguments live in the thread: handlers take their address, and
+	// a local array would be allocated on every system call.
+	t.args = [6]uint64{r.RDI, r.RSI, r.RDX, r.R10, r.R8, r.R9}
+	a := &t.args
+	var e Entry
+	if no < nSyscalls {
+		e = syscalls[no]
+	}
+	if e.Fn == nil {
 		if _, seen := enosysSeen.LoadOrStore(no, true); !seen {
 			Log.Warnf("proc: %v: unimplemented system call %d", t.Proc, no)
 		}
@@ -260,7 +271,7 @@ func (t *Thread) syscall() bool {
 		return false
 	}
 	t.syscallNo = no
-	ret, exit := e.Fn(t, &a)
+	ret, exit := e.Fn(t, a)
 	if Trace {
 		Log.Infof("strace: %d %s(%#x, %#x, %#x, %#x) = %d", t.TID, e.Name, a[0], a[1], a[2], a[3], ret)
 	}
