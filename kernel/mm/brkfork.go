@@ -47,12 +47,14 @@ func (s *Space) Fork(init func(pml4, pdpt, pd uintptr) error) (*Space, error) {
 	c.vmas = append([]VMA(nil), s.vmas...)
 	c.brkBase, c.brk, c.limit = s.brkBase, s.brk, s.limit
 	for _, v := range s.vmas {
-		if v.Shm != nil {
+		if v.Shm != nil && !v.Private {
 			continue // the child maps the same object and faults its pages in
 		}
 		for va := v.Start; va < v.End; va += PageSize {
 			pte := walk(s.phys, s.root, va, false)
-			if pte == nil || !holdsFrame(*pte) {
+			// An object's own page (in a private mapping) the child
+			// faults in from the object too.
+			if pte == nil || !holdsFrame(*pte) || *pte&pteShared != 0 {
 				continue
 			}
 			cpte := walk(c.phys, c.root, va, true)

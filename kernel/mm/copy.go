@@ -25,7 +25,13 @@ func (s *Space) accessLocked(va uintptr, write bool) (uintptr, error) {
 	if pte != nil {
 		e = atomic.LoadUint64(pte)
 	}
-	if e&PTEPresent == 0 || (write && e&PTEWrite == 0) {
+	// A fault that another thread raced with may leave the entry as it
+	// was; the kernel must never write through a read-only entry (it may
+	// map a frame another space or an object owns), so look again.
+	for try := 0; e&PTEPresent == 0 || (write && e&PTEWrite == 0); try++ {
+		if try == 3 {
+			return 0, ErrFault
+		}
 		if err := s.faultLocked(va, write, false, nil); err != nil {
 			return 0, ErrFault
 		}

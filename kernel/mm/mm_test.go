@@ -658,3 +658,98 @@ func TestUnmapWhileFaulting(t *testing.T) {
 		t.Errorf("%d frames leaked", left)
 	}
 }
+
+// A private mapping of an object (exec's segments of a tmpfs file) maps
+// the object's pages until they are written, then copies them; bytes past
+// FileEnd read as zeros; the object never sees the mapping's writes, and
+// a fork child sees the parent's copies, not the object.
+func TestPrivateObjectMapping(t *testing.T) {
+	s, fp, _ := newTestSpace(t, 1000)
+	obj := NewShm(testPhys{fp})
+	for i := uintptr(0); i < 3; i++ {
+		pg, _ := obj.Page(i, true)
+		for j := range pg {
+			pg[j] = byte('a' + i)
+		}
+	}
+	const base = 0x600000
+	// Three pages of file bytes, the last one only 100 bytes of it, then
+	// a page of bss.
+	v := VMA{Start: base, End: base + 4*PageSize, Prot: ProtRead | ProtWrite, Shm: obj, Private: true, FileEnd: 2*PageSize + 100}
+	if err := s.Map(v); err != nil {
+		t.Fatal(err)
+	}
+	before := fp.inUse()
+	b := make([]byte, 1)
+	s.CopyIn(base, b)
+	// Fault-around mapped the next whole object page, not the one that
+	// holds FileEnd (its tail must read as zeros: it gets its own copy).
+	if pte := walk(s.phys, s.root, base+PageSize, false); pte == nil || *pte&PTEPresent == 0 {
+		t.Errorf("the page after a read fault was not mapped around it")
+	}
+	if pte := walk(s.phys, s.root, base+2*PageSize, false); pte != nil && *pte != 0 {
+		t.Errorf("fault-around mapped the object's page that FileEnd cuts")
+	}
+	s.CopyIn(base+PageSize, b)
+	if b[0] != 'b' {
+		t.Errorf("second page reads %q, want the object's 'b'", b)
+	}
+	// Page tables aside (one leaf table), reading whole pages of the
+	// object took no frames.
+	if got := fp.inUse() - before; got > 1 {
+		t.Errorf("reading two object pages took %d frames", got)
+	}
+	edge := make([]byte, 2)
+	s.CopyIn(base+2*PageSize+99, edge)
+	if edge[0] != 'c' || edge[1] != 0 {
+		t.Errorf("the page holding FileEnd reads %q, want \"c\\x00\"", edge)
+	}
+	s.CopyIn(base+3*PageSize, b)
+	if b[0] != 0 {
+		t.Errorf("the page past FileEnd reads %q, want zero", b)
+	}
+	// A write (through a read-only object page) copies.
+	if err := s.Fault(base, false, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Fault(base, true, false); err != nil {
+		t.Fatal(err)
+	}
+	s.CopyOut(base, []byte("X"))
+	s.CopyIn(base+1, b)
+	if pg, _ := obj.Page(0, false); pg[0] != 'a' {
+		t.Errorf("the object saw the private write: %q", pg[0])
+	}
+	if b[0] != 'a' {
+		t.Errorf("the copied page lost the object's bytes: %q", b)
+	}
+	c, err := s.Fork(initAS(testPhys{fp}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.CopyIn(base, b)
+	if b[0] != 'X' {
+		t.Errorf("child reads %q, want the parent's private copy", b)
+	}
+	c.CopyOut(base+PageSize, []byte("Y"))
+	s.CopyIn(base+PageSize, b)
+	if b[0] != 'b' {
+		t.Errorf("the child's write reached the parent: %q", b)
+	}
+	// madvise(DONTNEED) drops the copy: the object's page is back.
+	if err := s.Discard(base, PageSize); err != nil {
+		t.Fatal(err)
+	}
+	s.CopyIn(base, b)
+	if b[0] != 'a' {
+		t.Errorf("after DONTNEED the page reads %q, want the object's 'a'", b)
+	}
+	if key, _, _ := s.FutexKey(base); key != s {
+		t.Errorf("a private mapping's futex key is %T, want the space", key)
+	}
+	c.Destroy()
+	s.Destroy()
+	if pg, _ := obj.Page(1, false); pg == nil || pg[0] != 'b' {
+		t.Errorf("the object lost its page")
+	}
+}

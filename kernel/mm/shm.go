@@ -52,6 +52,14 @@ func (o *Shm) frame(idx uintptr) (uintptr, error) {
 	return f, nil
 }
 
+// lookup returns the frame of page idx if the object has one.
+func (o *Shm) lookup(idx uintptr) (uintptr, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	f, ok := o.frames[idx]
+	return f, ok
+}
+
 // Page returns page idx's memory; a missing page is allocated (zeroed)
 // if alloc is set, else nil is returned for it (it reads as zeros).
 func (o *Shm) Page(idx uintptr, alloc bool) (*[PageSize]byte, error) {
@@ -124,7 +132,7 @@ func (s *Space) FutexKey(va uintptr) (obj any, off uintptr, err error) {
 	if i < 0 {
 		return nil, 0, ErrFault
 	}
-	if v := s.vmas[i]; v.Shm != nil {
+	if v := s.vmas[i]; v.Shm != nil && !v.Private {
 		return v.Shm, v.Off + va - v.Start, nil
 	}
 	return s, va, nil

@@ -42,6 +42,28 @@ type VMA struct {
 	// Shm, when set, makes the mapping shared anonymous memory: pages come
 	// from (and belong to) the object, at page index (address-Start+Off)/PageSize.
 	Shm *Shm
+	// Private, with Shm, makes it a private mapping of the object (a
+	// program's segments, exec maps from the file's pages): a page is
+	// mapped read-only from the object until written, then copied; the
+	// object never sees the mapping's writes. FileEnd, when not 0, is the
+	// object offset where the mapping's contents end (a segment's file
+	// bytes): the rest of its page, and later pages, read as zeros
+	// instead of faulting past the object's end.
+	Private bool
+	FileEnd uintptr
+}
+
+// sharesPages reports whether a fault at va in v can map a page of an
+// object (and needs no frame of its own).
+func (v *VMA) sharesPages(va uintptr, write bool) bool {
+	if v.Shm == nil {
+		return false
+	}
+	if !v.Private {
+		return true
+	}
+	off := v.Off + pageDown(va) - v.Start
+	return !write && (v.FileEnd == 0 || off+PageSize <= v.FileEnd)
 }
 
 // Space is a user address space.
@@ -67,6 +89,8 @@ type Space struct {
 	tlb      TLB
 	// limit caps the bytes mapped (RLIMIT_AS); 0 means none.
 	limit uintptr
+	// cowMu serializes copy-on-write breaks (see breakCOWLocked).
+	cowMu sync.Mutex
 	// unmapped holds frames taken out of the page tables (and flushed)
 	// under the write lock; unlock frees them after releasing it, so the
 	// other threads' faults do not wait for the frame allocator.
@@ -405,7 +429,14 @@ func (s *Space) Fault(va uintptr, write, exec bool) error {
 	// The frame a fault most likely needs is allocated (and zeroed)
 	// before the lock is taken: the other threads of the process then
 	// wait only for the page-table update, not for the page clearing.
-	spare := s.phys.Alloc()
+	s.rlock()
+	i := s.find(va)
+	shares := i >= 0 && s.vmas[i].sharesPages(va, write)
+	s.mu.RUnlock()
+	var spare uintptr
+	if !shares {
+		spare = s.phys.Alloc()
+	}
 	s.rlock()
 	err := s.faultLocked(va, write, exec, &spare)
 	s.mu.RUnlock()
@@ -451,6 +482,9 @@ func (s *Space) faultLocked(va uintptr, write, exec bool, spare *uintptr) error 
 		}
 		return nil // another thread resolved it
 	}
+	if v.Shm != nil && v.Private {
+		return s.faultPrivateLocked(v, page, pte, cur, write, spare)
+	}
 	if v.Shm != nil {
 		if size := v.Shm.size; size != nil && v.Off+page-v.Start >= pageUp(uintptr(max(size(), 0))) {
 			return ErrBus
@@ -485,6 +519,86 @@ func (s *Space) faultLocked(va uintptr, write, exec bool, spare *uintptr) error 
 	return nil
 }
 
+// faultPrivateLocked resolves a fault on a page without an entry in a
+// private mapping of an object: a read maps the object's page read-only
+// (copy-on-write), a write or a page the object does not wholly back gets
+// a frame of its own with what the object holds there.
+func (s *Space) faultPrivateLocked(v *VMA, page uintptr, pte *uint64, cur uint64, write bool, spare *uintptr) error {
+	off := v.Off + page - v.Start
+	end := v.FileEnd
+	if end == 0 && v.Shm.size != nil {
+		size := uintptr(max(v.Shm.size(), 0))
+		if off >= pageUp(size) {
+			return ErrBus
+		}
+		end = size
+	}
+	idx := off / PageSize
+	if v.sharesPages(page, write) {
+		if f, ok := v.Shm.lookup(idx); ok {
+			if s.mapObjectPage(v, pte, cur, f) {
+				s.faultAround(v, page)
+			}
+			return nil
+		}
+	}
+	f := s.takeFrame(spare)
+	if f == 0 {
+		return ErrNoMem
+	}
+	if end == 0 || off < end {
+		if src, _ := v.Shm.Page(idx, false); src != nil {
+			n := uintptr(PageSize)
+			if end != 0 {
+				n = min(n, end-off)
+			}
+			copy(s.phys.Page(f)[:n], src[:n])
+		}
+	}
+	if !atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(v.Prot, false)) {
+		s.phys.Free(f)
+		return nil
+	}
+	s.resident.Add(1)
+	return nil
+}
+
+// mapObjectPage maps frame f of v's object at the entry pte (which held
+// cur): shared and copy-on-write, so read-only whatever the protection,
+// and the object keeps the frame.
+func (s *Space) mapObjectPage(v *VMA, pte *uint64, cur uint64, f uintptr) bool {
+	if !atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(v.Prot, true)|pteShared|pteCOW) {
+		return false
+	}
+	s.resident.Add(1)
+	return true
+}
+
+// faultAroundPages is how many pages around a read fault in a private
+// object mapping are mapped with it, as Linux's fault-around does for the
+// page cache: a program reading its data sequentially takes one fault per
+// 64 KiB instead of one per page.
+const faultAroundPages = 16
+
+// faultAround maps the object's pages that are present, unmapped and
+// wholly backed in the aligned window of faultAroundPages around page.
+func (s *Space) faultAround(v *VMA, page uintptr) {
+	const span = faultAroundPages * PageSize
+	lo, hi := max(page&^(span-1), v.Start), min(page&^(span-1)+span, v.End)
+	for va := lo; va < hi; va += PageSize {
+		if va == page || !v.sharesPages(va, false) {
+			continue
+		}
+		pte := walk(s.phys, s.root, va, false) // the window is in page's table
+		if pte == nil || atomic.LoadUint64(pte) != 0 {
+			continue
+		}
+		if f, ok := v.Shm.lookup((v.Off + va - v.Start) / PageSize); ok {
+			s.mapObjectPage(v, pte, 0, f)
+		}
+	}
+}
+
 // breakCOWLocked gives a copy-on-write page its own frame; cur is the PTE
 // as the fault saw it.
 //
@@ -497,7 +611,29 @@ func (s *Space) faultLocked(va uintptr, write, exec bool, spare *uintptr) error 
 // the share; the loser drops its copy and the thread faults again if it
 // must.
 func (s *Space) breakCOWLocked(pte *uint64, cur uint64, prot int, spare *uintptr) error {
+	// One break at a time per space: a sibling thread that released this
+	// space's share while we copied would let the other sharer free the
+	// frame under the copy.
+	s.cowMu.Lock()
+	defer s.cowMu.Unlock()
+	if atomic.LoadUint64(pte) != cur {
+		return nil // a sibling broke it first
+	}
 	old := uintptr(cur & pteAddr)
+	if cur&pteShared != 0 {
+		// An object's page in a private mapping: the object keeps it.
+		f := s.takeFrame(spare)
+		if f == 0 {
+			return ErrNoMem
+		}
+		*s.phys.Page(f) = *s.phys.Page(old)
+		if !atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(prot, false)) {
+			s.phys.Free(f)
+			return nil
+		}
+		s.flushLocked()
+		return nil
+	}
 	if cowShared(old) == 1 {
 		// We are the last sharer: nobody else can share the frame again
 		// without forking this space, which needs the write lock.

@@ -57,10 +57,11 @@ var errArgTooLong = errors.New("argument list too long")
 // exec replaces the thread's process image with the program at path.
 func (t *Thread) exec(path string, argv, envp []string) error {
 	p := t.Proc
-	data, exe, err := t.readFile(path)
+	file, err := t.readFile(path)
 	if err != nil {
 		return err
 	}
+	data := file.data
 	// A "#!" script runs its interpreter with the script's path in place
 	// of argv[0]; interpreters may themselves be scripts, a few deep.
 	for depth := 0; len(data) >= 2 && data[0] == '#' && data[1] == '!'; depth++ {
@@ -80,17 +81,18 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 			args = append(args, argv[1:]...)
 		}
 		path, argv = interp, args
-		if data, exe, err = t.readFile(path); err != nil {
+		if file, err = t.readFile(path); err != nil {
 			return err
 		}
+		data = file.data
 	}
 	f, err := elf.Parse(data)
 	if err != nil {
 		return err
 	}
 	mapName := path // /proc/<pid>/maps names the program's segments by path
-	if exe != nil && fsys != nil {
-		mapName = fsys.Path(&vfs.Ctx{}, exe)
+	if file.exe != nil && fsys != nil {
+		mapName = fsys.Path(&vfs.Ctx{}, file.exe)
 	}
 	size := 0
 	for _, s := range append(append([]string(nil), argv...), envp...) {
@@ -120,6 +122,14 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 			Start: uintptr(start - pageOff), End: uintptr(start + s.Memsz), Prot: s.Prot,
 			Data: data[s.Off-pageOff : s.Off+s.Filesz], Name: mapName,
 		}
+		if file.pages != nil && s.Filesz > 0 && (s.Off-pageOff)%mm.PageSize == 0 {
+			// Map the file's own pages, copied only when written, as
+			// Linux maps the page cache: exec then costs no copy of the
+			// program's data, however large.
+			v.Data = nil
+			v.Shm, v.Private = file.pages, true
+			v.Off, v.FileEnd = uintptr(s.Off-pageOff), uintptr(s.Off+s.Filesz)
+		}
 		if err := space.Map(v); err != nil {
 			space.Destroy()
 			return fmt.Errorf("%w: segment at %#x: %v", ErrNoExec, start, err)
@@ -140,7 +150,7 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 	p.mu.Lock()
 	old := p.space.Swap(newSpaceRef(space))
 	p.name = path
-	p.exe, p.argv, p.envp = exe, argv, envp
+	p.exe, p.argv, p.envp = file.exe, argv, envp
 	p.mu.Unlock()
 	if old != nil {
 		old.put()

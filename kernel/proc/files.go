@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/mm"
 	"shortbread/kernel/vfs"
 )
 
@@ -74,26 +75,30 @@ func WriterFile(w io.Writer) *vfs.OpenFile {
 
 // readFile reads a whole regular file for exec, resolving path as t would,
 // and returns its dentry too (nil without a VFS).
-func (t *Thread) readFile(path string) ([]byte, *vfs.Dentry, error) {
+func (t *Thread) readFile(path string) (*execFile, error) {
 	if fsys == nil {
 		if t.Proc.fs == nil {
-			return nil, nil, linux.ENOENT
+			return nil, linux.ENOENT
 		}
 		data, err := t.Proc.fs.ReadFile(path)
-		return data, nil, err
+		return &execFile{data: data}, err
 	}
 	c := t.ctx()
 	f, err := fsys.Open(c, nil, path, linux.O_RDONLY, 0)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer f.DecRef()
 	a := f.Attr()
 	if a.Type() != linux.S_IFREG {
-		return nil, nil, linux.EACCES
+		return nil, linux.EACCES
 	}
 	if a.Mode&0o111 == 0 {
-		return nil, nil, linux.EACCES
+		return nil, linux.EACCES
+	}
+	var pages *mm.Shm
+	if pager, ok := f.Inode().(sharedPager); ok {
+		pages = pager.SharedPages()
 	}
 	// Programs are exec'd again and again (a shell's every command): keep
 	// one copy of each image while its file is unchanged.
@@ -101,14 +106,14 @@ func (t *Thread) readFile(path string) ([]byte, *vfs.Dentry, error) {
 	imageMu.Lock()
 	if data, ok := images[key]; ok {
 		imageMu.Unlock()
-		return data, f.Dentry(), nil
+		return &execFile{data, f.Dentry(), pages}, nil
 	}
 	imageMu.Unlock()
 	data := make([]byte, a.Size)
 	for off := 0; off < len(data); {
 		n, err := f.Pread(data[off:], int64(off), nil)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if n == 0 {
 			data = data[:off]
@@ -122,7 +127,16 @@ func (t *Thread) readFile(path string) ([]byte, *vfs.Dentry, error) {
 	}
 	images[key] = data
 	imageMu.Unlock()
-	return data, f.Dentry(), nil
+	return &execFile{data, f.Dentry(), pages}, nil
+}
+
+// execFile is a program file as exec reads it: its contents, its dentry
+// (for /proc/<pid>/exe), and its page store when the file system has one
+// (tmpfs), which the program's segments then map instead of copying.
+type execFile struct {
+	data  []byte
+	exe   *vfs.Dentry
+	pages *mm.Shm
 }
 
 // The exec image cache: file contents by inode and version. Mappings made

@@ -474,7 +474,7 @@ func (p *Process) mapsText() []byte {
 		if v.Prot&mm.ProtExec != 0 {
 			perm[2] = 'x'
 		}
-		if v.Shm != nil {
+		if v.Shm != nil && !v.Private {
 			perm[3] = 's'
 		}
 		line := fmt.Sprintf("%08x-%08x %s %08x 00:00 0 ", v.Start, v.End, perm, v.Off)

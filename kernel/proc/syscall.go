@@ -70,7 +70,8 @@ type Entry struct {
 }
 
 // syscalls is the system call table, indexed by Linux x86-64 number
-// (arch/x86/entry/syscalls/syscall_64.tbl); a nil Fn is ENOSYS.
+// (arch/x86/entry/syscalls/syscall_64.tbl); a number without a name is
+// ENOSYS.
 var syscalls [nSyscalls]Entry
 
 // nSyscalls bounds the numbers in the table (Linux is at 463).
@@ -257,7 +258,7 @@ func (t *Thread) syscall() bool {
 	if no < nSyscalls {
 		e = syscalls[no]
 	}
-	if e.Fn == nil {
+	if e.Name == "" {
 		if _, seen := enosysSeen.LoadOrStore(no, true); !seen {
 			Log.Warnf("proc: %v: unimplemented system call %d", t.Proc, no)
 		}
