@@ -546,10 +546,11 @@ func sysGetrandom(t *Thread, a *[6]uint64) (int64, bool) {
 // sharedPager is a file whose pages a shared mapping can map (tmpfs).
 type sharedPager interface{ SharedPages() *mm.Shm }
 
-// mapFile fills in v for a mapping of fd at off. A private mapping copies
-// the part of the file it shows now (later changes to the file are not
-// seen, which POSIX allows for MAP_PRIVATE); a shared one maps the
-// file's own pages, so writes go both ways (tmpfs files only).
+// mapFile fills in v for a mapping of fd at off. A shared mapping maps
+// the file's own pages, so writes go both ways; a private one maps them
+// copy-on-write, so it sees the file until it writes a page, as on Linux
+// (tmpfs files; a private mapping of another file copies the part of it
+// it shows now).
 func (t *Thread) mapFile(v *mm.VMA, fd int, off int64, n uintptr, flags uint64) int64 {
 	f, err := t.file(fd)
 	if err != nil {
@@ -577,6 +578,10 @@ func (t *Thread) mapFile(v *mm.VMA, fd int, off int64, n uintptr, flags uint64) 
 			return -eACCES
 		}
 		v.Shm = pager.SharedPages()
+		return 0
+	}
+	if pager, ok := f.Inode().(sharedPager); ok {
+		v.Shm, v.Private = pager.SharedPages(), true
 		return 0
 	}
 	// Only what the file holds is copied: a mapping larger than the file

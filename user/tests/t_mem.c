@@ -281,6 +281,10 @@ static void test_file_mapping(void)
 	CHECK_EQ("mmap.file_shared_written", c, '!');
 	pwrite(fd, "?", 1, 5);
 	CHECK_EQ("mmap.file_shared_sees_write", sh[5], '?');
+	/* A private mapping shows the file until it writes a page, then its
+	 * own copy (Linux maps the page cache copy-on-write). */
+	CHECK_EQ("mmap.file_private_sees_file_until_written", pr[PG + 1], '!');
+	CHECK_EQ("mmap.file_private_copy_kept", pr[5], buf[5]);
 	char *off = mmap(NULL, PG, PROT_READ, MAP_SHARED, fd, PG);
 	CHECK("mmap.file_offset", off != MAP_FAILED && off[1] == '!' && off[2] == buf[PG + 2]);
 	CHECK("mmap.file_bad_offset", mmap(NULL, PG, PROT_READ, MAP_SHARED, fd, 100) == MAP_FAILED && errno == EINVAL);
@@ -294,6 +298,10 @@ static void test_file_mapping(void)
 	munmap(t, 2 * PG);
 	t = mmap(NULL, 3 * PG, PROT_READ, MAP_SHARED, fd, 0);
 	CHECK("mmap.file_beyond_sigbus", faults(t + 2 * PG, 0) && fault_sig == SIGBUS);
+	munmap(t, 3 * PG);
+	t = mmap(NULL, 3 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	CHECK("mmap.file_private_tail_zero", t[PG + 10] == 0 && t[2 * PG - 1] == 0);
+	CHECK("mmap.file_private_beyond_sigbus", faults(t + 2 * PG, 0) && fault_sig == SIGBUS);
 	munmap(t, 3 * PG);
 	munmap(off, PG);
 	munmap(pr, 2 * PG);
