@@ -206,6 +206,22 @@ restored:
 	ADDQ	$24, SP				// fsbase, vector, error code
 	TESTQ	$3, 8(SP)			// returning to user mode?
 	JZ	tokernel
+	// SYSRET returns to user mode more cheaply than IRETQ, and restores
+	// the same state when RCX and R11 already hold RIP and RFLAGS: the
+	// state after a system call, for which SYSCALL set them so. Not for
+	// a RIP at the top of the lower half or beyond: Intel CPUs raise #GP
+	// for a non-canonical one in ring 0, on the user's stack. Interrupts
+	// stay off until SYSRET; an NMI runs on its own IST stack.
+	CMPQ	CX, 0(SP)			// rip
+	JNE	iret
+	CMPQ	R11, 16(SP)			// rflags
+	JNE	iret
+	CMPQ	CX, runtime·sbSysretMaxRIP(SB)
+	JAE	iret
+	MOVQ	24(SP), SP			// the user's rsp
+	SWAPGS
+	BYTE	$0x48; BYTE $0x0f; BYTE $0x07	// SYSRETQ (REX.W: to 64-bit mode)
+iret:
 	SWAPGS
 tokernel:
 	IRETQ

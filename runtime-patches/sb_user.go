@@ -50,6 +50,10 @@ const (
 
 const sbUserTop = 0x0000800000000000 // first non-canonical lower-half address
 
+// sbSysretMaxRIP bounds the RIPs the trap exit returns to with SYSRET
+// (sb_amd64.s); a variable so the assembly can compare with it.
+var sbSysretMaxRIP uint64 = sbUserTop - sbPageSize
+
 func sbCanonicalUser(v uint64) uint64 {
 	if v >= sbUserTop {
 		return 0
