@@ -666,7 +666,9 @@ func TestUnmapWhileFaulting(t *testing.T) {
 func TestPrivateObjectMapping(t *testing.T) {
 	s, fp, _ := newTestSpace(t, 1000)
 	obj := NewShm(testPhys{fp})
-	for i := uintptr(0); i < 3; i++ {
+	// Four pages of object: the mapping shows two and a bit, and its
+	// bss must not show the fourth.
+	for i := uintptr(0); i < 4; i++ {
 		pg, _ := obj.Page(i, true)
 		for j := range pg {
 			pg[j] = byte('a' + i)
@@ -751,5 +753,42 @@ func TestPrivateObjectMapping(t *testing.T) {
 	s.Destroy()
 	if pg, _ := obj.Page(1, false); pg == nil || pg[0] != 'b' {
 		t.Errorf("the object lost its page")
+	}
+}
+
+// Reading anonymous memory never written maps the space's zero page: no
+// frame per page. A write then gives the page its own (zeroed) frame.
+func TestZeroPage(t *testing.T) {
+	s, fp, _ := newTestSpace(t, 1000)
+	const base, pages = 0x700000, 8
+	if err := s.Map(VMA{Start: base, End: base + pages*PageSize, Prot: ProtRead | ProtWrite}); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1)
+	s.CopyIn(base, b) // page tables and the zero page
+	before := fp.inUse()
+	for i := uintptr(1); i < pages; i++ {
+		if err := s.Fault(base+i*PageSize, false, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := fp.inUse() - before; got != 0 {
+		t.Errorf("reading %d fresh pages took %d frames", pages-1, got)
+	}
+	if err := s.Fault(base+PageSize, true, false); err != nil {
+		t.Fatal(err)
+	}
+	s.CopyOut(base+PageSize, []byte{7})
+	s.CopyIn(base+2*PageSize, b)
+	if b[0] != 0 {
+		t.Errorf("the zero page took another page's write: %d", b[0])
+	}
+	s.CopyIn(base+PageSize, b)
+	if b[0] != 7 {
+		t.Errorf("the written page reads %d", b[0])
+	}
+	s.Destroy()
+	if left := fp.inUse(); left != 0 {
+		t.Errorf("%d frames leaked", left)
 	}
 }

@@ -53,17 +53,37 @@ type VMA struct {
 	FileEnd uintptr
 }
 
+// zeroFill reports whether the page at va of v reads as zeros until it
+// is written: anonymous memory, or a program segment's bss past its file
+// bytes.
+func (v *VMA) zeroFill(va uintptr) bool {
+	off := v.Off + pageDown(va) - v.Start
+	switch {
+	case v.Shm != nil:
+		return v.Private && v.FileEnd != 0 && off >= pageUp(v.FileEnd)
+	case v.Data != nil:
+		return !v.File && off >= pageUp(uintptr(len(v.Data)))
+	}
+	return true
+}
+
 // sharesPages reports whether a fault at va in v can map a page of an
-// object (and needs no frame of its own).
+// object, or the space's zero page (and needs no frame of its own).
 func (v *VMA) sharesPages(va uintptr, write bool) bool {
+	if !write && v.zeroFill(va) {
+		return true
+	}
 	if v.Shm == nil {
 		return false
 	}
-	if !v.Private {
-		return true
-	}
+	return !v.Private || (!write && v.objectBacked(va))
+}
+
+// objectBacked reports whether the page at va of a mapping of an object
+// shows a whole page of it (not cut by FileEnd).
+func (v *VMA) objectBacked(va uintptr) bool {
 	off := v.Off + pageDown(va) - v.Start
-	return !write && (v.FileEnd == 0 || off+PageSize <= v.FileEnd)
+	return v.Shm != nil && (v.FileEnd == 0 || off+PageSize <= v.FileEnd)
 }
 
 // Space is a user address space.
@@ -91,6 +111,10 @@ type Space struct {
 	limit uintptr
 	// cowMu serializes copy-on-write breaks (see breakCOWLocked).
 	cowMu sync.Mutex
+	// zero is a zeroed frame that read faults on anonymous memory map
+	// read-only and copy-on-write, as Linux maps its zero page: reading
+	// memory never written takes no frame. Made at the first such fault.
+	zero atomic.Uintptr
 	// unmapped holds frames taken out of the page tables (and flushed)
 	// under the write lock; unlock frees them after releasing it, so the
 	// other threads' faults do not wait for the frame allocator.
@@ -482,6 +506,14 @@ func (s *Space) faultLocked(va uintptr, write, exec bool, spare *uintptr) error 
 		}
 		return nil // another thread resolved it
 	}
+	if !write && v.zeroFill(page) {
+		z, err := s.zeroPage()
+		if err != nil {
+			return err
+		}
+		s.mapObjectPage(v, pte, cur, z)
+		return nil
+	}
 	if v.Shm != nil && v.Private {
 		return s.faultPrivateLocked(v, page, pte, cur, write, spare)
 	}
@@ -501,6 +533,7 @@ func (s *Space) faultLocked(va uintptr, write, exec bool, spare *uintptr) error 
 	if v.File && v.Off+(page-v.Start) >= pageUp(uintptr(len(v.Data))) {
 		return ErrBus
 	}
+
 	f := s.takeFrame(spare)
 	if f == 0 {
 		return ErrNoMem
@@ -534,7 +567,7 @@ func (s *Space) faultPrivateLocked(v *VMA, page uintptr, pte *uint64, cur uint64
 		end = size
 	}
 	idx := off / PageSize
-	if v.sharesPages(page, write) {
+	if !write && v.objectBacked(page) {
 		if f, ok := v.Shm.lookup(idx); ok {
 			if s.mapObjectPage(v, pte, cur, f) {
 				s.faultAround(v, page)
@@ -563,9 +596,24 @@ func (s *Space) faultPrivateLocked(v *VMA, page uintptr, pte *uint64, cur uint64
 	return nil
 }
 
-// mapObjectPage maps frame f of v's object at the entry pte (which held
-// cur): shared and copy-on-write, so read-only whatever the protection,
-// and the object keeps the frame.
+// zeroPage returns the space's zero page, making it first if needed.
+func (s *Space) zeroPage() (uintptr, error) {
+	if z := s.zero.Load(); z != 0 {
+		return z, nil
+	}
+	z := s.phys.Alloc()
+	if z == 0 {
+		return 0, ErrNoMem
+	}
+	if !s.zero.CompareAndSwap(0, z) {
+		s.phys.Free(z) // a sibling thread made it first
+	}
+	return s.zero.Load(), nil
+}
+
+// mapObjectPage maps frame f of v's object (or the zero page) at the entry
+// pte (which held cur): shared and copy-on-write, so read-only whatever
+// the protection, and the object keeps the frame.
 func (s *Space) mapObjectPage(v *VMA, pte *uint64, cur uint64, f uintptr) bool {
 	if !atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(v.Prot, true)|pteShared|pteCOW) {
 		return false
@@ -586,7 +634,7 @@ func (s *Space) faultAround(v *VMA, page uintptr) {
 	const span = faultAroundPages * PageSize
 	lo, hi := max(page&^(span-1), v.Start), min(page&^(span-1)+span, v.End)
 	for va := lo; va < hi; va += PageSize {
-		if va == page || !v.sharesPages(va, false) {
+		if va == page || !v.objectBacked(va) {
 			continue
 		}
 		pte := walk(s.phys, s.root, va, false) // the window is in page's table
@@ -621,12 +669,15 @@ func (s *Space) breakCOWLocked(pte *uint64, cur uint64, prot int, spare *uintptr
 	}
 	old := uintptr(cur & pteAddr)
 	if cur&pteShared != 0 {
-		// An object's page in a private mapping: the object keeps it.
+		// An object's page in a private mapping, or the zero page: the
+		// owner keeps it. Frames come zeroed: the zero page needs no copy.
 		f := s.takeFrame(spare)
 		if f == 0 {
 			return ErrNoMem
 		}
-		*s.phys.Page(f) = *s.phys.Page(old)
+		if old != s.zero.Load() {
+			*s.phys.Page(f) = *s.phys.Page(old)
+		}
 		if !atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(prot, false)) {
 			s.phys.Free(f)
 			return nil
@@ -681,6 +732,9 @@ func (s *Space) Destroy() {
 	freeTables(s.phys, s.root, 4)
 	s.phys.Free(s.root)
 	s.root = 0
+	if z := s.zero.Swap(0); z != 0 {
+		s.phys.Free(z)
+	}
 }
 
 // releaseRangeLocked frees the frames mapped in [start, end), honouring
