@@ -136,6 +136,19 @@ TEXT sbTrapCommon<>(SB),NOSPLIT|NOFRAME,$0
 	// enables (x87, SSE, AVX).
 	CMPB	runtime·sbXSave(SB), $0
 	JEQ	fxsave
+	// A system call from ring 0 (the runtime's, RunUser's) needs no save:
+	// Go code keeps no vector register live across SYSCALL, and X15, the
+	// ABI's zero register, comes back zero from the initial state that
+	// an XSTATE_BV of 0 restores (with the default MXCSR, which XRSTOR
+	// reads whenever it restores SSE). User programs' state is saved.
+	CMPQ	(sbFrame_sbGPRs+sbGPRs_vector)(SP), $const_sbVecSyscall
+	JNE	xsave
+	TESTQ	$3, (sbFrame_sbGPRs+sbGPRs_cs)(SP)
+	JNZ	xsave
+	MOVQ	$0, 512(SP)
+	MOVL	$0x1f80, 24(SP)
+	JMP	saved
+xsave:
 	MOVL	$-1, AX
 	MOVL	$-1, DX
 	XSAVE64	(SP)
