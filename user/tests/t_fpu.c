@@ -36,38 +36,34 @@ static int have_avx(void)
 }
 
 /* Load pat into register 9 (xmm9, or all of ymm9), make `loops` system
- * calls (nr, with a1 as the first argument), store register 9 to out. */
-static void reg9_across_syscalls(const uint8_t pat[32], uint8_t out[32], long nr, long a1, int loops)
+ * calls nr(a1, a2, a3), store register 9 to out. The same code for both
+ * widths, with the move instructions spelled out. */
+#define REG9_ACROSS_SYSCALLS(LOAD, STORE)                                         \
+	__asm__ volatile(LOAD " (%[p]), %%" REG "\n"                                 \
+			 "1:\n\t"                                                      \
+			 "mov %[nr], %%rax\n\t"                                         \
+			 "mov %[a1], %%rdi\n\t"                                         \
+			 "mov %[a2], %%rsi\n\t"                                         \
+			 "mov %[a3], %%rdx\n\t"                                         \
+			 "syscall\n\t"                                                \
+			 "decl %[n]\n\t"                                               \
+			 "jnz 1b\n\t" STORE " %%" REG ", (%[o])\n"                    \
+			 : [n] "+r"(loops)                                             \
+			 : [p] "r"(pat), [o] "r"(out), [nr] "r"(nr), [a1] "r"(a1),     \
+			   [a2] "r"(a2), [a3] "r"(a3)                                   \
+			 : "rax", "rcx", "rdx", "rsi", "rdi", "r11", "xmm9", "memory")
+
+static void reg9_across_syscalls(const uint8_t pat[32], uint8_t out[32], long nr, long a1, long a2, long a3, int loops)
 {
 	if (avx) {
-		__asm__ volatile(
-			"vmovdqu (%[p]), %%ymm9\n"
-			"1:\n\t"
-			"mov %[nr], %%rax\n\t"
-			"mov %[a1], %%rdi\n\t"
-			"xor %%esi, %%esi\n\t"
-			"syscall\n\t"
-			"decl %[n]\n\t"
-			"jnz 1b\n\t"
-			"vmovdqu %%ymm9, (%[o])\n\t"
-			"vzeroupper\n"
-			: [n] "+r"(loops)
-			: [p] "r"(pat), [o] "r"(out), [nr] "r"(nr), [a1] "r"(a1)
-			: "rax", "rcx", "rdx", "rsi", "rdi", "r11", "xmm9", "memory");
+#define REG "ymm9"
+		REG9_ACROSS_SYSCALLS("vmovdqu", "vmovdqu");
+#undef REG
+		__asm__ volatile("vzeroupper");
 	} else {
-		__asm__ volatile(
-			"movdqu (%[p]), %%xmm9\n"
-			"1:\n\t"
-			"mov %[nr], %%rax\n\t"
-			"mov %[a1], %%rdi\n\t"
-			"xor %%esi, %%esi\n\t"
-			"syscall\n\t"
-			"decl %[n]\n\t"
-			"jnz 1b\n\t"
-			"movdqu %%xmm9, (%[o])\n"
-			: [n] "+r"(loops)
-			: [p] "r"(pat), [o] "r"(out), [nr] "r"(nr), [a1] "r"(a1)
-			: "rax", "rcx", "rdx", "rsi", "rdi", "r11", "xmm9", "memory");
+#define REG "xmm9"
+		REG9_ACROSS_SYSCALLS("movdqu", "movdqu");
+#undef REG
 	}
 }
 
@@ -81,7 +77,7 @@ struct worker {
 static void *work(void *arg)
 {
 	struct worker *w = arg;
-	reg9_across_syscalls(w->pat, w->out, w->nr, w->a1, 300);
+	reg9_across_syscalls(w->pat, w->out, w->nr, w->a1, 0, 0, 300);
 	return NULL;
 }
 
@@ -155,35 +151,7 @@ static void test_signal(void)
 	}
 	expect_in_frame = pat;
 	/* One tgkill: the handler runs on the way back from it. */
-	long tgid = getpid(), tid = syscall(SYS_gettid);
-	uint8_t res[32];
-	if (avx) {
-		__asm__ volatile(
-			"vmovdqu (%[p]), %%ymm9\n\t"
-			"mov $234, %%eax\n\t" /* tgkill */
-			"mov %[g], %%rdi\n\t"
-			"mov %[t], %%rsi\n\t"
-			"mov $10, %%edx\n\t" /* SIGUSR1 */
-			"syscall\n\t"
-			"vmovdqu %%ymm9, (%[o])\n\t"
-			"vzeroupper\n"
-			:
-			: [p] "r"(pat), [o] "r"(res), [g] "r"(tgid), [t] "r"(tid)
-			: "rax", "rcx", "rdx", "rsi", "rdi", "r11", "xmm9", "memory");
-	} else {
-		__asm__ volatile(
-			"movdqu (%[p]), %%xmm9\n\t"
-			"mov $234, %%eax\n\t"
-			"mov %[g], %%rdi\n\t"
-			"mov %[t], %%rsi\n\t"
-			"mov $10, %%edx\n\t"
-			"syscall\n\t"
-			"movdqu %%xmm9, (%[o])\n"
-			:
-			: [p] "r"(pat), [o] "r"(res), [g] "r"(tgid), [t] "r"(tid)
-			: "rax", "rcx", "rdx", "rsi", "rdi", "r11", "xmm9", "memory");
-	}
-	memcpy(out, res, sizeof out);
+	reg9_across_syscalls(pat, out, SYS_tgkill, getpid(), syscall(SYS_gettid), SIGUSR1, 1);
 	CHECK("signal.frame_holds_interrupted_register", saw_interrupted_value);
 	if (avx)
 		CHECK("signal.frame_has_xstate_magic", saw_xstate_magic);
