@@ -57,6 +57,8 @@ func main() {
 	k.parseCmdline()
 	proc.Log = k.log
 	proc.Trace = k.opts["strace"] == "true"
+	proc.PowerOff = func() { power.Off(k.tables, 0) }
+	proc.Restart = power.Reset
 	k.findACPI()
 	k.setIOAPIC()
 	k.startCPUs()

@@ -232,6 +232,7 @@ func init() {
 		309: {"getcpu", sysGetcpu},
 		231: {"exit_group", sysExitGroup},
 		234: {"tgkill", sysTgkill},
+		169: {"reboot", sysReboot},
 		273: {"set_robust_list", sysSetRobustList},
 		318: {"getrandom", sysGetrandom},
 	} {

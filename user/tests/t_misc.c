@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/reboot.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -240,6 +241,26 @@ static void test_misc_calls(void)
 	CHECK("auxv.execfn", execfn && strstr(execfn, "t_misc") != NULL);
 }
 
+/* reboot(2) wants CAP_SYS_BOOT and its magic numbers; turning
+ * Ctrl-Alt-Del handling off is the one command that leaves the machine
+ * running. */
+static void test_reboot(void)
+{
+	CHECK_ERR("reboot.bad_magic", syscall(SYS_reboot, 0x1234, 672274793, RB_DISABLE_CAD, 0), EINVAL);
+	CHECK_ERR("reboot.bad_command", syscall(SYS_reboot, 0xfee1dead, 672274793, 0x5a5a5a5a, 0), EINVAL);
+	CHECK_SYS("reboot.cad_off", syscall(SYS_reboot, 0xfee1dead, 672274793, RB_DISABLE_CAD, 0));
+	pid_t c = fork();
+	if (c == 0) {
+		if (setuid(65534) != 0)
+			_exit(2);
+		long r = syscall(SYS_reboot, 0xfee1dead, 672274793, RB_POWER_OFF, 0);
+		_exit(r == -1 && errno == EPERM ? 0 : 1);
+	}
+	int st;
+	waitpid(c, &st, 0);
+	CHECK("reboot.unprivileged_eperm", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -251,5 +272,6 @@ int main(int argc, char **argv)
 	test_prctl();
 	test_ids();
 	test_misc_calls();
+	test_reboot();
 	return check_done();
 }
