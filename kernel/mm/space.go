@@ -618,7 +618,9 @@ func (s *Space) mapObjectPage(v *VMA, pte *uint64, cur uint64, f uintptr) bool {
 	if !atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(v.Prot, true)|pteShared|pteCOW) {
 		return false
 	}
-	s.resident.Add(1)
+	if f != s.zero.Load() { // the zero page is in no one's resident set, as on Linux
+		s.resident.Add(1)
+	}
 	return true
 }
 
@@ -675,12 +677,16 @@ func (s *Space) breakCOWLocked(pte *uint64, cur uint64, prot int, spare *uintptr
 		if f == 0 {
 			return ErrNoMem
 		}
-		if old != s.zero.Load() {
+		zero := old == s.zero.Load()
+		if !zero {
 			*s.phys.Page(f) = *s.phys.Page(old)
 		}
 		if !atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(prot, false)) {
 			s.phys.Free(f)
 			return nil
+		}
+		if zero { // the zero page was not counted
+			s.resident.Add(1)
 		}
 		s.flushLocked()
 		return nil
@@ -764,11 +770,17 @@ func (s *Space) releaseRangeLocked(start, end uintptr) (free []uintptr, removed 
 		}
 		ptes := unsafe.Slice(first, (next-va)/PageSize)
 		n := 0
+		zero := s.zero.Load()
 		for i, pte := range ptes {
 			if !holdsFrame(pte) {
 				continue
 			}
 			pa := uintptr(pte & pteAddr)
+			if pa == zero && pte&pteShared != 0 {
+				ptes[i] = 0
+				removed = true
+				continue
+			}
 			switch {
 			case pte&pteShared != 0: // the shared object owns the frame
 			case pte&pteCOW == 0 || cowRelease(pa):
