@@ -65,6 +65,8 @@ type sbThread struct {
 	cr3    uintptr
 	user   uintptr
 	kframe sbGPRs
+	// userChecked is the last UserRegs pointer found present (sbRunUser).
+	userChecked uintptr
 	// The registers of this thread's last fault, for crash reports.
 	lastFault sbRegs
 	hasFault  bool

@@ -63,15 +63,22 @@ func sbCanonicalUser(v uint64) uint64 {
 
 // sbRunUser implements the RunUser private system call.
 func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
-	if regs&7 != 0 || !sbAS.touch(regs, unsafe.Sizeof(sbUserRegs{}), true) {
-		f.rax = sbNeg(sbEFAULT)
-		return
+	t := &sbThreads[c.cur]
+	// The UserRegs must be present before the machine layer touches them
+	// (it takes no page faults). They are a live Go object, whose memory
+	// the runtime never releases: once checked, the same pointer stays
+	// good, and sbUserExit writes them without another look.
+	if regs != t.userChecked {
+		if regs&7 != 0 || !sbAS.touch(regs, unsafe.Sizeof(sbUserRegs{}), true) {
+			f.rax = sbNeg(sbEFAULT)
+			return
+		}
+		t.userChecked = regs
 	}
 	if cr3 == 0 || cr3&(sbPageSize-1) != 0 || cr3 >= sbFrames.maxPhys {
 		f.rax = sbNeg(sbEINVAL)
 		return
 	}
-	t := &sbThreads[c.cur]
 	f.rax = 0
 	// Only the kernel's general registers are kept: RunUser is a system
 	// call to the Go code that makes it, and no vector register is live
@@ -91,7 +98,7 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 	f.rflags = r.rflags&userFlags | 0x202
 	f.cs, f.ss = sbUserCS, sbUserDS
 	f.fsbase = sbCanonicalUser(r.fsbase)
-	f.fpu = r.fpu
+	sbMemcpy(uintptr(unsafe.Pointer(&f.fpu)), uintptr(unsafe.Pointer(&r.fpu)), sbFPUUsed(&r.fpu))
 	sbFPUSanitize(&f.fpu)
 	// SWAPGS on the way out makes this the user's GS base.
 	sbWrmsr(0xC0000102, sbCanonicalUser(r.gsbase))
@@ -102,10 +109,7 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 // user registers go back to its UserRegs and its kernel frame resumes.
 func sbUserExit(c *sbCPU, f *sbFrame, trap uint64, addr uintptr) {
 	t := &sbThreads[c.cur]
-	if !sbAS.touch(t.user, unsafe.Sizeof(sbUserRegs{}), true) {
-		sbDump(f, "UserRegs no longer writable")
-	}
-	r := (*sbUserRegs)(unsafe.Pointer(t.user))
+	r := (*sbUserRegs)(unsafe.Pointer(t.user)) // checked by sbRunUser
 	r.r15, r.r14, r.r13, r.r12 = f.r15, f.r14, f.r13, f.r12
 	r.r11, r.r10, r.r9, r.r8 = f.r11, f.r10, f.r9, f.r8
 	r.rbp, r.rdi, r.rsi, r.rdx = f.rbp, f.rdi, f.rsi, f.rdx
@@ -114,7 +118,7 @@ func sbUserExit(c *sbCPU, f *sbFrame, trap uint64, addr uintptr) {
 	r.fsbase = f.fsbase
 	r.gsbase = sbRdmsr(0xC0000102)
 	r.trap, r.errcode, r.addr = trap, f.errcode, uint64(addr)
-	r.fpu = f.fpu
+	sbMemcpy(uintptr(unsafe.Pointer(&r.fpu)), uintptr(unsafe.Pointer(&f.fpu)), sbFPUUsed(&f.fpu))
 	f.sbGPRs = t.kframe
 	sbFPUReset(&f.fpu)
 	t.inUser = false
