@@ -32,7 +32,7 @@ func (s *Space) accessLocked(va uintptr, write bool) (uintptr, error) {
 		if try == 3 {
 			return 0, ErrFault
 		}
-		if err := s.faultLocked(va, write, false, nil); err != nil {
+		if err := s.faultLocked(va, write, false); err != nil {
 			return 0, ErrFault
 		}
 		pte = walk(s.phys, s.root, va, false)

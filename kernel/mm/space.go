@@ -67,18 +67,6 @@ func (v *VMA) zeroFill(va uintptr) bool {
 	return true
 }
 
-// sharesPages reports whether a fault at va in v can map a page of an
-// object, or the space's zero page (and needs no frame of its own).
-func (v *VMA) sharesPages(va uintptr, write bool) bool {
-	if !write && v.zeroFill(va) {
-		return true
-	}
-	if v.Shm == nil {
-		return false
-	}
-	return !v.Private || (!write && v.objectBacked(va))
-}
-
 // objectBacked reports whether the page at va of a mapping of an object
 // shows a whole page of it (not cut by FileEnd).
 func (v *VMA) objectBacked(va uintptr) bool {
@@ -450,39 +438,16 @@ func pteFlags(prot int, cow bool) uint64 {
 // fetch. It returns ErrNoMap or ErrAccess for a genuine fault, which the
 // caller turns into SIGSEGV.
 func (s *Space) Fault(va uintptr, write, exec bool) error {
-	// The frame a fault most likely needs is allocated (and zeroed)
-	// before the lock is taken: the other threads of the process then
-	// wait only for the page-table update, not for the page clearing.
+	// Faults run under the read lock, so a fault that needs a frame
+	// allocates (and zeroes) it there without holding up its siblings.
 	s.rlock()
-	i := s.find(va)
-	shares := i >= 0 && s.vmas[i].sharesPages(va, write)
+	err := s.faultLocked(va, write, exec)
 	s.mu.RUnlock()
-	var spare uintptr
-	if !shares {
-		spare = s.phys.Alloc()
-	}
-	s.rlock()
-	err := s.faultLocked(va, write, exec, &spare)
-	s.mu.RUnlock()
-	if spare != 0 {
-		s.phys.Free(spare)
-	}
 	return err
 }
 
-// takeFrame returns *spare if there is one (clearing it), else a new frame.
-func (s *Space) takeFrame(spare *uintptr) uintptr {
-	if spare != nil && *spare != 0 {
-		f := *spare
-		*spare = 0
-		return f
-	}
-	return s.phys.Alloc()
-}
-
-// faultLocked resolves a fault; spare, if not nil, may hold a zeroed
-// frame to use first.
-func (s *Space) faultLocked(va uintptr, write, exec bool, spare *uintptr) error {
+// faultLocked resolves a fault.
+func (s *Space) faultLocked(va uintptr, write, exec bool) error {
 	i := s.find(va)
 	if i < 0 {
 		return ErrNoMap
@@ -499,7 +464,7 @@ func (s *Space) faultLocked(va uintptr, write, exec bool, spare *uintptr) error 
 	cur := atomic.LoadUint64(pte)
 	if holdsFrame(cur) {
 		if write && cur&pteCOW != 0 {
-			return s.breakCOWLocked(pte, cur, v.Prot, spare)
+			return s.breakCOWLocked(pte, cur, v.Prot)
 		}
 		if cur&PTEPresent == 0 { // PROT_NONE lifted without the PTE
 			atomic.CompareAndSwapUint64(pte, cur, cur&(pteAddr|pteCOW|pteShared)|pteFlags(v.Prot, cur&pteCOW != 0))
@@ -515,7 +480,7 @@ func (s *Space) faultLocked(va uintptr, write, exec bool, spare *uintptr) error 
 		return nil
 	}
 	if v.Shm != nil && v.Private {
-		return s.faultPrivateLocked(v, page, pte, cur, write, spare)
+		return s.faultPrivateLocked(v, page, pte, cur, write)
 	}
 	if v.Shm != nil {
 		if size := v.Shm.size; size != nil && v.Off+page-v.Start >= pageUp(uintptr(max(size(), 0))) {
@@ -534,7 +499,7 @@ func (s *Space) faultLocked(va uintptr, write, exec bool, spare *uintptr) error 
 		return ErrBus
 	}
 
-	f := s.takeFrame(spare)
+	f := s.phys.Alloc()
 	if f == 0 {
 		return ErrNoMem
 	}
@@ -556,7 +521,7 @@ func (s *Space) faultLocked(va uintptr, write, exec bool, spare *uintptr) error 
 // private mapping of an object: a read maps the object's page read-only
 // (copy-on-write), a write or a page the object does not wholly back gets
 // a frame of its own with what the object holds there.
-func (s *Space) faultPrivateLocked(v *VMA, page uintptr, pte *uint64, cur uint64, write bool, spare *uintptr) error {
+func (s *Space) faultPrivateLocked(v *VMA, page uintptr, pte *uint64, cur uint64, write bool) error {
 	off := v.Off + page - v.Start
 	end := v.FileEnd
 	if end == 0 && v.Shm.size != nil {
@@ -575,7 +540,7 @@ func (s *Space) faultPrivateLocked(v *VMA, page uintptr, pte *uint64, cur uint64
 			return nil
 		}
 	}
-	f := s.takeFrame(spare)
+	f := s.phys.Alloc()
 	if f == 0 {
 		return ErrNoMem
 	}
@@ -660,7 +625,7 @@ func (s *Space) faultAround(v *VMA, page uintptr) {
 // once: the entry is swapped in atomically, and only the winner releases
 // the share; the loser drops its copy and the thread faults again if it
 // must.
-func (s *Space) breakCOWLocked(pte *uint64, cur uint64, prot int, spare *uintptr) error {
+func (s *Space) breakCOWLocked(pte *uint64, cur uint64, prot int) error {
 	// One break at a time per space: a sibling thread that released this
 	// space's share while we copied would let the other sharer free the
 	// frame under the copy.
@@ -673,7 +638,7 @@ func (s *Space) breakCOWLocked(pte *uint64, cur uint64, prot int, spare *uintptr
 	if cur&pteShared != 0 {
 		// An object's page in a private mapping, or the zero page: the
 		// owner keeps it. Frames come zeroed: the zero page needs no copy.
-		f := s.takeFrame(spare)
+		f := s.phys.Alloc()
 		if f == 0 {
 			return ErrNoMem
 		}
@@ -702,7 +667,7 @@ func (s *Space) breakCOWLocked(pte *uint64, cur uint64, prot int, spare *uintptr
 		}
 		return nil
 	}
-	f := s.takeFrame(spare)
+	f := s.phys.Alloc()
 	if f == 0 {
 		return ErrNoMem
 	}
