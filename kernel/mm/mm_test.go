@@ -803,3 +803,38 @@ func TestZeroPage(t *testing.T) {
 		t.Errorf("%d frames leaked", left)
 	}
 }
+
+// A shared mapping made from a read-only descriptor can never become
+// writable: not by mprotect, not after a move, not in a fork's copy.
+func TestProtectDenied(t *testing.T) {
+	s, fp, _ := newTestSpace(t, 1000)
+	shm := NewShm(testPhys{fp})
+	if err := s.Map(VMA{Start: 0x400000, End: 0x404000, Prot: ProtRead, Deny: ProtWrite, Shm: shm}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Protect(0x401000, PageSize, ProtRead|ProtWrite); !errors.Is(err, ErrDenied) {
+		t.Fatalf("mprotect(PROT_WRITE) of a write-denied mapping: %v", err)
+	}
+	if err := s.CopyOut(0x401000, []byte{1}); !errors.Is(err, ErrFault) {
+		t.Errorf("kernel write through a denied mapping: %v", err)
+	}
+	if err := s.Protect(0x400000, 4*PageSize, ProtRead|ProtExec); err != nil {
+		t.Errorf("mprotect(PROT_READ|PROT_EXEC): %v", err)
+	}
+	to, err := s.Remap(0x400000, 0x4000, 0x4000, true, 0x500000, 0x10000000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Protect(to, PageSize, ProtWrite); !errors.Is(err, ErrDenied) {
+		t.Errorf("mprotect after mremap: %v", err)
+	}
+	c, err := s.Fork(initAS(testPhys{fp}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Protect(to+PageSize, PageSize, ProtRead|ProtWrite); !errors.Is(err, ErrDenied) {
+		t.Errorf("mprotect in a fork's copy: %v", err)
+	}
+	c.Destroy()
+	s.Destroy()
+}

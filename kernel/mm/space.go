@@ -25,6 +25,7 @@ var (
 	ErrAccess      = errors.New("access violates mapping") // SIGSEGV, SEGV_ACCERR
 	ErrNoMap       = errors.New("address not mapped")      // SIGSEGV, SEGV_MAPERR
 	ErrNameTooLong = errors.New("string too long")         // ENAMETOOLONG / E2BIG
+	ErrDenied      = errors.New("protection not allowed")  // EACCES
 )
 
 // VMA is one mapping. File-backed private mappings copy their contents
@@ -33,9 +34,16 @@ var (
 type VMA struct {
 	Start, End uintptr
 	Prot       int
-	Data       []byte
-	Off        uintptr
-	Name       string // for /proc/self/maps: "[heap]", "[stack]", a path
+	// Deny holds the protection bits the mapping may never gain, because
+	// the descriptor it was made from did not allow them (Linux clears
+	// VM_MAYWRITE for a shared mapping of a file opened read-only). The
+	// limit stays with the mapping through mprotect, mremap, splits and
+	// fork: it is what keeps a user from upgrading a read-only shared
+	// mapping of another user's file to a writable one.
+	Deny int
+	Data []byte
+	Off  uintptr
+	Name string // for /proc/self/maps: "[heap]", "[stack]", a path
 	// File marks Data as a file's contents (not a program segment with
 	// bss after it): a page wholly past its end faults with ErrBus.
 	File bool
@@ -381,7 +389,9 @@ func (s *Space) Unmap(start, n uintptr) error {
 	return nil
 }
 
-// Protect changes the protection of [start, start+n), which must be mapped.
+// Protect changes the protection of [start, start+n), which must be
+// mapped. It fails with ErrDenied, changing nothing, if a mapping in the
+// range may not gain a bit of prot (its Deny).
 func (s *Space) Protect(start, n uintptr, prot int) error {
 	if start&(PageSize-1) != 0 || start+n < start {
 		return ErrInval
@@ -390,8 +400,12 @@ func (s *Space) Protect(start, n uintptr, prot int) error {
 	s.lock()
 	defer s.unlock()
 	for va := start; va < end; va += PageSize {
-		if s.find(va) < 0 {
+		i := s.find(va)
+		if i < 0 {
 			return ErrNoMem
+		}
+		if prot&s.vmas[i].Deny != 0 {
+			return ErrDenied
 		}
 	}
 	// Keep the pages: re-cut only the VMA records.

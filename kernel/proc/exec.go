@@ -142,13 +142,23 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 		space.Destroy()
 		return err
 	}
-	sp, err := buildStack(space, f, bias, path, argv, envp)
+	p.mu.Lock()
+	cred := p.cred
+	p.mu.Unlock()
+	secure := execCreds(&cred, file)
+	sp, err := buildStack(space, f, bias, path, argv, envp, &cred, secure)
 	if err != nil {
 		space.Destroy()
 		return err
 	}
 	p.mu.Lock()
 	old := p.space.Swap(newSpaceRef(space))
+	p.cred = cred
+	p.nonDumpable.Store(secure || !file.readable)
+	// Published with the new image, before anything a waiter can see
+	// (close-on-exec descriptors reaching EOF, a vfork parent waking): a
+	// parent that saw the pipe close must find setpgid refused.
+	p.execed = true
 	p.name = path
 	p.exe, p.argv, p.envp = file.exe, argv, envp
 	p.mu.Unlock()
@@ -160,6 +170,28 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 	binary.LittleEndian.PutUint16(t.regs.FPU[0:], 0x37f)
 	binary.LittleEndian.PutUint32(t.regs.FPU[24:], 0x1f80)
 	return nil
+}
+
+// execCreds applies a program's set-user-ID and set-group-ID bits to
+// the IDs it will run with, as Linux does on a file system without
+// nosuid: the effective ID becomes the file's owner (group: only when
+// the file is also group-executable), and the saved and file-system IDs
+// follow the effective ones whether or not a bit was set. It reports a
+// "secure" exec (AT_SECURE): the program runs with IDs its caller did
+// not have, so libc distrusts the environment and the process is not
+// dumpable.
+func execCreds(c *creds, file *execFile) bool {
+	if file.exe != nil {
+		if file.attr.Mode&linux.S_ISUID != 0 {
+			c.euid = file.attr.UID
+		}
+		if file.attr.Mode&(linux.S_ISGID|linux.S_IXGRP) == linux.S_ISGID|linux.S_IXGRP {
+			c.egid = file.attr.GID
+		}
+	}
+	c.suid, c.fsuid = c.euid, c.euid
+	c.sgid, c.fsgid = c.egid, c.egid
+	return c.euid != c.ruid || c.egid != c.rgid
 }
 
 // Auxiliary vector types (Linux include/uapi/linux/auxvec.h).
@@ -186,7 +218,7 @@ const (
 // buildStack lays out argc, argv, envp and the auxiliary vector at the top
 // of the new stack (System V x86-64 psABI §3.4.1) and returns the stack
 // pointer.
-func buildStack(s *mm.Space, f *elf.File, bias uint64, path string, argv, envp []string) (uint64, error) {
+func buildStack(s *mm.Space, f *elf.File, bias uint64, path string, argv, envp []string, c *creds, secure bool) (uint64, error) {
 	sp := uint64(stackTop)
 	push := func(b []byte) (uint64, error) {
 		sp -= uint64(len(b))
@@ -214,11 +246,16 @@ func buildStack(s *mm.Space, f *elf.File, bias uint64, path string, argv, envp [
 		return 0, err
 	}
 	sp &^= 15
+	secureFlag := uint64(0)
+	if secure {
+		secureFlag = 1
+	}
 	auxv := []uint64{
 		atPhdr, f.PhdrAddr(bias), atPhent, 56, atPhnum, uint64(f.Phnum),
 		atPagesz, mm.PageSize, atBase, 0, atFlags, 0, atEntry, bias + f.Entry,
-		atUID, 0, atEUID, 0, atGID, 0, atEGID, 0, atHwcap, 0x178bfbff,
-		atClktck, 100, atSecure, 0, atRandom, random, atExecfn, execfn, atNull, 0,
+		atUID, uint64(c.ruid), atEUID, uint64(c.euid), atGID, uint64(c.rgid), atEGID, uint64(c.egid),
+		atHwcap, 0x178bfbff, atClktck, 100, atSecure, secureFlag, atRandom, random,
+		atExecfn, execfn, atNull, 0,
 	}
 	words := []uint64{uint64(len(argv))}
 	words = append(words, strs[:len(argv)]...)

@@ -84,18 +84,12 @@ func (t *Thread) readFile(path string) (*execFile, error) {
 		return &execFile{data: data}, err
 	}
 	c := t.ctx()
-	f, err := fsys.Open(c, nil, path, linux.O_RDONLY, 0)
+	f, readable, err := fsys.OpenExec(c, path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.DecRef()
 	a := f.Attr()
-	if a.Type() != linux.S_IFREG {
-		return nil, linux.EACCES
-	}
-	if a.Mode&0o111 == 0 {
-		return nil, linux.EACCES
-	}
 	var pages *mm.Shm
 	if pager, ok := f.Inode().(sharedPager); ok {
 		pages = pager.SharedPages()
@@ -106,7 +100,7 @@ func (t *Thread) readFile(path string) (*execFile, error) {
 	imageMu.Lock()
 	if data, ok := images[key]; ok {
 		imageMu.Unlock()
-		return &execFile{data, f.Dentry(), pages}, nil
+		return &execFile{data, f.Dentry(), pages, a, readable}, nil
 	}
 	imageMu.Unlock()
 	data := make([]byte, a.Size)
@@ -127,7 +121,7 @@ func (t *Thread) readFile(path string) (*execFile, error) {
 	}
 	images[key] = data
 	imageMu.Unlock()
-	return &execFile{data, f.Dentry(), pages}, nil
+	return &execFile{data, f.Dentry(), pages, a, readable}, nil
 }
 
 // execFile is a program file as exec reads it: its contents, its dentry
@@ -137,6 +131,10 @@ type execFile struct {
 	data  []byte
 	exe   *vfs.Dentry
 	pages *mm.Shm
+	// attr is the file's owner and mode, for set-user-ID and set-group-ID
+	// programs; readable says whether the caller could read it.
+	attr     vfs.Attr
+	readable bool
 }
 
 // The exec image cache: file contents by inode and version. Mappings made

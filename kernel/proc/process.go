@@ -90,7 +90,15 @@ type Process struct {
 	job         jobState
 	jobStopped  atomic.Bool // job.stopped, for the unlocked check on the way to user mode
 	execed      bool        // has called execve (setpgid by the parent: EACCES)
-	finishing   bool        // finish has begun (it runs once)
+	// nonDumpable is Linux's "dumpable" flag of the address space, inverted
+	// (the zero value is an ordinary process): set when the process's
+	// effective or file-system IDs change or it runs a set-user-ID
+	// program, cleared by exec of an ordinary one or PR_SET_DUMPABLE. A
+	// non-dumpable process's /proc entries belong to root and only root
+	// may inspect it, so a program that dropped privileges cannot have
+	// what it held as root read by the user it became.
+	nonDumpable atomic.Bool
+	finishing   bool // finish has begun (it runs once)
 	// What /proc shows of the program: its file, arguments, environment,
 	// and when the process started (ns since boot).
 	exe        *vfs.Dentry

@@ -83,26 +83,75 @@ func livePIDs() []int {
 // procDir is /proc/<pid>.
 func procDir(fs *procfs.FS, p *Process) vfs.Inode {
 	pre := strconv.Itoa(p.PID)
+	// What only a caller that may inspect the process (mayInspect) reads:
+	// its environment, memory map, program, directories and open files.
+	owner := p.dumpOwner
+	private := func(mode uint32) procfs.Perm {
+		return procfs.Perm{Mode: mode, Owner: owner, Check: p.mayInspect}
+	}
 	entries := map[string]func() vfs.Inode{
 		"stat": func() vfs.Inode { return fs.File(procIno(pre+"/stat"), func() []byte { return p.statLine(nil) }, nil) },
 		"status": func() vfs.Inode {
 			return fs.File(procIno(pre+"/status"), func() []byte { return p.statusText(nil) }, nil)
 		},
-		"maps":    func() vfs.Inode { return fs.File(procIno(pre+"/maps"), p.mapsText, nil) },
+		"maps":    func() vfs.Inode { return fs.Guard(fs.File(procIno(pre+"/maps"), p.mapsText, nil), private(0o444)) },
 		"cmdline": func() vfs.Inode { return fs.File(procIno(pre+"/cmdline"), p.cmdline, nil) },
-		"environ": func() vfs.Inode { return fs.File(procIno(pre+"/environ"), p.environ, nil) },
+		"environ": func() vfs.Inode { return fs.Guard(fs.File(procIno(pre+"/environ"), p.environ, nil), private(0o400)) },
 		"comm": func() vfs.Inode {
-			return fs.File(procIno(pre+"/comm"), func() []byte { return []byte(p.mainComm() + "\n") }, p.writeComm)
+			f := fs.File(procIno(pre+"/comm"), func() []byte { return []byte(p.mainComm() + "\n") }, p.writeComm)
+			return fs.Guard(f, procfs.Perm{Mode: 0o644, Owner: owner})
 		},
-		"exe": func() vfs.Inode { return fs.Link(procIno(pre+"/exe"), p.exeLink) },
-		"cwd": func() vfs.Inode { return fs.Link(procIno(pre+"/cwd"), p.cwdLink) },
+		"exe": func() vfs.Inode { return fs.Guard(fs.Link(procIno(pre+"/exe"), p.exeLink), private(0o777)) },
+		"cwd": func() vfs.Inode { return fs.Guard(fs.Link(procIno(pre+"/cwd"), p.cwdLink), private(0o777)) },
 		"root": func() vfs.Inode {
-			return fs.Link(procIno(pre+"/root"), func(*vfs.Ctx) (string, error) { return "/", nil })
+			l := fs.Link(procIno(pre+"/root"), func(*vfs.Ctx) (string, error) { return "/", nil })
+			return fs.Guard(l, private(0o777))
 		},
-		"fd":   func() vfs.Inode { return fdDir(fs, p, pre+"/fd") },
+		"fd": func() vfs.Inode {
+			// Mode 0500 for its owner, and the process itself may always
+			// list its own descriptors (a program that dropped privileges
+			// and is no longer dumpable still can).
+			return fs.Guard(fdDir(fs, p, pre+"/fd"), procfs.Perm{Mode: 0o500, Owner: owner,
+				Allow: func(c *vfs.Ctx) bool { return c.PID == p.PID }})
+		},
 		"task": func() vfs.Inode { return taskDir(fs, p, pre+"/task") },
 	}
 	return namedDir(fs, procIno(pre), entries)
+}
+
+// dumpOwner is who a process's /proc entries belong to: its effective
+// IDs, or root when it is not dumpable (Linux's task_dump_owner).
+func (p *Process) dumpOwner() (uid, gid uint32) {
+	if p.nonDumpable.Load() {
+		return 0, 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cred.euid, p.cred.egid
+}
+
+// mayInspect is Linux's ptrace access check in its read mode with
+// file-system IDs (PTRACE_MODE_READ_FSCREDS), which guards what /proc
+// shows of a process's memory, environment and files: the process
+// itself and root pass; any other caller needs file-system IDs equal to
+// each of the process's real, effective and saved IDs (so a set-user-ID
+// program's state stays hidden from the user who started it), and the
+// process must be dumpable.
+func (p *Process) mayInspect(c *vfs.Ctx) error {
+	if c.PID == p.PID || c.Cred.Superuser() {
+		return nil
+	}
+	p.mu.Lock()
+	pc := p.cred
+	p.mu.Unlock()
+	uid, gid := c.Cred.EUID, c.Cred.EGID // the caller's file-system IDs
+	if uid != pc.ruid || uid != pc.euid || uid != pc.suid || gid != pc.rgid || gid != pc.egid || gid != pc.sgid {
+		return linux.EACCES
+	}
+	if p.nonDumpable.Load() {
+		return linux.EACCES
+	}
+	return nil
 }
 
 // namedDir is a directory of fixed names whose inodes are made on lookup.
@@ -181,7 +230,7 @@ func fdDir(fs *procfs.FS, p *Process, pre string) vfs.Inode {
 				return nil
 			}
 			f.DecRef() // Get's reference: only the descriptor's existence matters here
-			return fs.Link(procIno(pre+"/"+name), func(*vfs.Ctx) (string, error) {
+			l := fs.Link(procIno(pre+"/"+name), func(*vfs.Ctx) (string, error) {
 				f, err := files.Get(fd)
 				if err != nil {
 					return "", linux.ENOENT
@@ -189,6 +238,7 @@ func fdDir(fs *procfs.FS, p *Process, pre string) vfs.Inode {
 				defer f.DecRef()
 				return filePath(f), nil
 			})
+			return fs.Guard(l, procfs.Perm{Mode: 0o700, Owner: p.dumpOwner, Check: p.mayInspect})
 		},
 	})
 }

@@ -42,8 +42,7 @@ type Thread struct {
 	inSuspend  bool
 	robustList uintptr
 	// comm is the name PR_SET_NAME gave the thread (nil: the program's).
-	comm        atomic.Pointer[string] // read by /proc from other goroutines
-	notDumpable bool
+	comm atomic.Pointer[string] // read by /proc from other goroutines
 
 	dying   atomic.Bool   // the process is exiting: stop at the next chance
 	stopped chan struct{} // closed when the goroutine has ended

@@ -75,6 +75,10 @@ func (t *Thread) changeCreds(f func(c *creds) int64) int64 {
 	c.groups = append([]uint32(nil), p.cred.groups...)
 	ret := f(&c)
 	if ret == 0 {
+		old := p.cred
+		if c.euid != old.euid || c.egid != old.egid || c.fsuid != old.fsuid || c.fsgid != old.fsgid {
+			p.nonDumpable.Store(true) // as Linux's commit_creds does
+		}
 		p.cred = c
 	}
 	return ret

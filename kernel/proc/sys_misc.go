@@ -161,10 +161,10 @@ func sysPrctl(t *Thread, a *[6]uint64) (int64, bool) {
 		if a[1] > 1 {
 			return -eINVAL, false
 		}
-		t.notDumpable = a[1] == 0
+		p.nonDumpable.Store(a[1] == 0)
 		return 0, false
 	case prGetDumpable:
-		if t.notDumpable {
+		if p.nonDumpable.Load() {
 			return 0, false
 		}
 		return 1, false

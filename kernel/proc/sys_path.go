@@ -319,6 +319,9 @@ func sysFtruncate(t *Thread, a *[6]uint64) (int64, bool) {
 		return errno(err), false
 	}
 	defer f.DecRef()
+	if err := f.KillSetID(t.cred); err != nil {
+		return errno(err), false
+	}
 	return errno(f.Truncate(int64(a[1]))), false
 }
 
@@ -461,6 +464,9 @@ func sysSendfile(t *Thread, a *[6]uint64) (int64, bool) {
 		}
 	}
 	count := a[3]
+	if err := out.KillSetID(t.cred); err != nil {
+		return errno(err), false
+	}
 	buf := make([]byte, 64<<10)
 	var done int64
 	for uint64(done) < count {

@@ -110,7 +110,6 @@ func (t *Thread) execve(path string, argv, envp []string) error {
 	t.altStack = stackT{}
 	t.clearTID = 0
 	p.mu.Lock()
-	p.execed = true
 	if p.vforkDone != nil {
 		close(p.vforkDone)
 		p.vforkDone = nil
@@ -157,7 +156,7 @@ func sysKill(t *Thread, a *[6]uint64) (int64, bool) {
 		if !exists {
 			continue
 		}
-		if !t.mayKill(p) {
+		if !t.mayKill(p, sig) {
 			denied++
 			continue
 		}
@@ -182,15 +181,23 @@ func (t *Thread) senderInfo(sig int, code int32) sigInfo {
 
 // mayKill reports whether t may signal p (kill_ok_by_cred): root may, and
 // so may a sender whose real or effective ID is the target's real or
-// saved one.
-func (t *Thread) mayKill(p *Process) bool {
+// saved one, and SIGCONT may go to any process of the sender's session
+// (a shell resumes the jobs it started, whatever their IDs became).
+func (t *Thread) mayKill(p *Process, sig int) bool {
 	c := t.creds()
-	if c.privileged() {
+	if c.privileged() || p == t.Proc {
 		return true
 	}
+	self := t.Proc
+	self.mu.Lock()
+	sid := self.sid
+	self.mu.Unlock()
 	p.mu.Lock()
-	tr, ts := p.cred.ruid, p.cred.suid
+	tr, ts, tsid := p.cred.ruid, p.cred.suid, p.sid
 	p.mu.Unlock()
+	if sig == sigCONT && tsid == sid {
+		return true
+	}
 	return c.euid == tr || c.euid == ts || c.ruid == tr || c.ruid == ts
 }
 
@@ -215,7 +222,7 @@ func (t *Thread) tkill(tgid, tid, sig int, info *sigInfo) int64 {
 	if target == nil || (tgid > 0 && target.Proc.PID != tgid) {
 		return -eSRCH
 	}
-	if !t.mayKill(target.Proc) {
+	if !t.mayKill(target.Proc, sig) {
 		return -ePERM
 	}
 	if sig == 0 {
@@ -256,7 +263,7 @@ func sysRtSigqueueinfo(t *Thread, a *[6]uint64) (int64, bool) {
 	if p == nil || pid <= 0 {
 		return -eSRCH, false
 	}
-	if !t.mayKill(p) {
+	if !t.mayKill(p, sig) {
 		return -ePERM, false
 	}
 	if sig == 0 {

@@ -49,6 +49,8 @@ func errno(err error) int64 {
 		return -eINVAL
 	case errors.Is(err, mm.ErrExists):
 		return -eEXIST
+	case errors.Is(err, mm.ErrDenied):
+		return -eACCES
 	case errors.Is(err, elf.ErrNoExec):
 		return -eNOEXEC
 	case errors.Is(err, mm.ErrNameTooLong):
@@ -575,8 +577,11 @@ func (t *Thread) mapFile(v *mm.VMA, fd int, off int64, n uintptr, flags uint64) 
 		if !ok {
 			return -eNODEV
 		}
-		if v.Prot&mm.ProtWrite != 0 && acc != 2 { // needs O_RDWR
-			return -eACCES
+		if acc != 2 { // writing through it needs O_RDWR, now or later
+			if v.Prot&mm.ProtWrite != 0 {
+				return -eACCES
+			}
+			v.Deny |= mm.ProtWrite
 		}
 		v.Shm = pager.SharedPages()
 		return 0

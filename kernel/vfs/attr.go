@@ -312,7 +312,49 @@ func (v *VFS) Truncate(c *Ctx, dir *Dentry, path string, size int64) error {
 	if d.mount.readOnly {
 		return linux.EROFS
 	}
+	if err := killSetID(&c.Cred, d.inode); err != nil {
+		return err
+	}
 	return truncate(d.inode, size)
+}
+
+// KillSetID prepares a write or truncation of the file by the caller
+// whose credentials cred returns: a regular file loses its set-user-ID
+// bit, and its set-group-ID bit when group-executable or when the writer
+// is not in the file's group, unless the writer is root (holds
+// CAP_FSETID), as Linux's file_remove_privs does. Without
+// it, a user allowed to write another user's set-user-ID program could
+// put code of its own behind that user's rights. cred is called only
+// when a bit is set, so a write of a plain file takes no credentials.
+func (f *OpenFile) KillSetID(cred func() *Cred) error {
+	if f.dentry == nil || f.dentry.mode != linux.S_IFREG {
+		return nil
+	}
+	if a := f.inode.Attr(); setIDToKill(&a) == 0 {
+		return nil
+	}
+	return killSetID(cred(), f.inode)
+}
+
+// setIDToKill returns the set-ID bits a write by an unprivileged user
+// may clear: set-user-ID always, set-group-ID when group-executable or
+// (see killSetID) when the writer is not in the file's group.
+func setIDToKill(a *Attr) uint32 {
+	return a.Mode & (linux.S_ISUID | linux.S_ISGID)
+}
+
+func killSetID(c *Cred, ino Inode) error {
+	a := ino.Attr()
+	kill := setIDToKill(&a)
+	if kill == 0 || c.Superuser() || a.Type() != linux.S_IFREG {
+		return nil
+	}
+	// Set-group-ID without group execute is kept for a member of the
+	// group (Linux's setattr_should_drop_sgid).
+	if a.Mode&linux.S_IXGRP == 0 && c.InGroup(a.GID) {
+		kill &^= linux.S_ISGID
+	}
+	return ino.SetAttr(&SetAttr{Mask: SetMode, Mode: a.Mode & 0o7777 &^ kill})
 }
 
 // truncate sets a regular file's size; like do_truncate it always

@@ -223,3 +223,10 @@ type Regular interface {
 type Opener interface {
 	Open(flags uint32) (File, error)
 }
+
+// CallerOpener is an Opener whose answer depends on who opens, beyond
+// the permission bits the VFS checks: a /proc file that only a caller
+// allowed to inspect its process may read.
+type CallerOpener interface {
+	OpenFor(c *Ctx, flags uint32) (File, error)
+}

@@ -184,8 +184,7 @@ func (v *VFS) openDentry(c *Ctx, d *Dentry, flags uint32, created bool) (*OpenFi
 		}
 	}
 	if !created {
-		a := d.inode.Attr()
-		if !c.Cred.Permits(&a, want) {
+		if !mayAccess(c, d.inode, want) {
 			return nil, linux.EACCES
 		}
 		if want&linux.W_OK != 0 && d.mount.readOnly && (d.mode == linux.S_IFREG || d.mode == linux.S_IFDIR) {
@@ -197,6 +196,10 @@ func (v *VFS) openDentry(c *Ctx, d *Dentry, flags uint32, created bool) (*OpenFi
 		return nil, err
 	}
 	if flags&linux.O_TRUNC != 0 && d.mode == linux.S_IFREG && !created {
+		if err := killSetID(&c.Cred, d.inode); err != nil {
+			file.Release()
+			return nil, err
+		}
 		if err := d.inode.SetAttr(&SetAttr{Mask: SetSize | SetMtime, Mtime: Now}); err != nil {
 			file.Release()
 			return nil, err
@@ -210,6 +213,9 @@ func (v *VFS) openDentry(c *Ctx, d *Dentry, flags uint32, created bool) (*OpenFi
 func (v *VFS) fileFor(c *Ctx, d *Dentry, flags uint32) (File, error) {
 	if d.mode == linux.S_IFDIR {
 		return &dirFile{v: v, d: d}, nil
+	}
+	if o, ok := d.inode.(CallerOpener); ok {
+		return o.OpenFor(c, flags)
 	}
 	if o, ok := d.inode.(Opener); ok {
 		return o.Open(flags)
@@ -229,4 +235,31 @@ func (v *VFS) fileFor(c *Ctx, d *Dentry, flags uint32) (File, error) {
 		return v.openFIFO(c, d.inode, flags)
 	}
 	return nil, linux.EIO
+}
+
+// OpenExec opens the program path names for execve(2): the caller must be
+// allowed to execute it (search the path, and execute permission on a
+// regular file), not to read it; the kernel then reads it with its own
+// rights, so a program mode 0711 runs for users who cannot read it. It
+// also reports whether the caller could have read the file (a program
+// it cannot read runs non-dumpable, so its image cannot be read through
+// /proc either).
+func (v *VFS) OpenExec(c *Ctx, path string) (f *OpenFile, readable bool, err error) {
+	if err := checkPath(path); err != nil {
+		return nil, false, err
+	}
+	d, err := v.Lookup(c, nil, path, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	if d.mode != linux.S_IFREG || !mayAccess(c, d.inode, linux.X_OK) {
+		return nil, false, linux.EACCES
+	}
+	kernel := *c
+	kernel.Cred = Root
+	f, err = v.openDentry(&kernel, d, linux.O_RDONLY, false)
+	if err != nil {
+		return nil, false, err
+	}
+	return f, mayAccess(c, d.inode, linux.R_OK), nil
 }

@@ -67,11 +67,27 @@ func (w *walker) mayLookup(d *Dentry) error {
 	if !d.IsDir() {
 		return linux.ENOTDIR
 	}
-	a := d.inode.Attr()
-	if !w.c.Cred.Permits(&a, linux.X_OK) {
+	if !mayAccess(w.c, d.inode, linux.X_OK) {
 		return linux.EACCES
 	}
 	return nil
+}
+
+// Permissioner is an inode that may grant access its permission bits
+// do not (a process's /proc/<pid>/fd, which the process itself may
+// always read).
+type Permissioner interface {
+	Grants(c *Ctx, want uint32) bool
+}
+
+// mayAccess reports whether the caller of c may access ino in the ways
+// want asks (linux.R_OK, W_OK, X_OK bits) for a search or an open.
+func mayAccess(c *Ctx, ino Inode, want uint32) bool {
+	if p, ok := ino.(Permissioner); ok && p.Grants(c, want) {
+		return true
+	}
+	a := ino.Attr()
+	return c.Cred.Permits(&a, want)
 }
 
 // parent walks all components of path but the last, from start. It

@@ -46,6 +46,51 @@ type base struct {
 	ino  uint64
 	mode uint32
 	when linux.Timespec
+	perm *Perm // nil: root's, with the mode above
+}
+
+// Perm gives an entry other permission bits and an owner than root's
+// 0444 (files), 0555 (directories) or 0777 (links), so that the VFS's
+// ordinary checks decide who may open, list or search it. Owner is asked
+// at every stat and permission check, as a process's owner changes with
+// its IDs. Check, when set, is a further test of the caller when a file
+// is opened or a link read or followed (a nil Ctx is the kernel, which
+// passes); its error is the call's.
+type Perm struct {
+	Mode  uint32
+	Owner func() (uid, gid uint32)
+	Check func(c *vfs.Ctx) error
+	// Allow, when set, grants a caller access whatever the bits say.
+	Allow func(c *vfs.Ctx) bool
+}
+
+// Grants lets Perm.Allow override the permission bits.
+func (b *base) Grants(c *vfs.Ctx, want uint32) bool {
+	return b.perm != nil && b.perm.Allow != nil && c != nil && b.perm.Allow(c)
+}
+
+// Guard applies p to ino, an inode made by File, Dir or Link of fs, and
+// returns it.
+func (fs *FS) Guard(ino vfs.Inode, p Perm) vfs.Inode {
+	switch i := ino.(type) {
+	case *file:
+		i.perm = &p
+	case *dir:
+		i.perm = &p
+	case *callerLink:
+		i.perm = &p
+	default:
+		panic("procfs: Guard of a foreign inode")
+	}
+	return ino
+}
+
+// check runs the Perm's caller test, if any.
+func (b *base) check(c *vfs.Ctx) error {
+	if b.perm == nil || b.perm.Check == nil || c == nil {
+		return nil
+	}
+	return b.perm.Check(c)
 }
 
 func (fs *FS) base(mode uint32) base {
@@ -58,8 +103,15 @@ func (b *base) Attr() vfs.Attr {
 	if b.mode&linux.S_IFMT == linux.S_IFDIR {
 		n = 2
 	}
-	return vfs.Attr{Dev: b.fs.dev, Ino: b.ino, Mode: b.mode, Nlink: n, Blksize: 1024,
+	a := vfs.Attr{Dev: b.fs.dev, Ino: b.ino, Mode: b.mode, Nlink: n, Blksize: 1024,
 		Atime: b.when, Mtime: b.when, Ctime: b.when}
+	if b.perm != nil {
+		a.Mode = b.mode&linux.S_IFMT | b.perm.Mode&0o7777
+		if b.perm.Owner != nil {
+			a.UID, a.GID = b.perm.Owner()
+		}
+	}
+	return a
 }
 
 func (b *base) SetAttr(*vfs.SetAttr) error { return linux.EPERM }
@@ -115,8 +167,14 @@ type callerLink struct {
 	target func(c *vfs.Ctx) (string, error)
 }
 
-func (l *callerLink) Readlink() (string, error)              { return l.target(nil) }
-func (l *callerLink) ReadlinkFor(c *vfs.Ctx) (string, error) { return l.target(c) }
+func (l *callerLink) Readlink() (string, error) { return l.target(nil) }
+
+func (l *callerLink) ReadlinkFor(c *vfs.Ctx) (string, error) {
+	if err := l.check(c); err != nil {
+		return "", err
+	}
+	return l.target(c)
+}
 
 func (fs *FS) newDir() *dir {
 	return &dir{base: fs.base(linux.S_IFDIR | 0o555), children: map[string]vfs.Inode{}}
@@ -228,6 +286,14 @@ type file struct {
 	base
 	gen   Gen
 	write WriteFn
+}
+
+// OpenFor checks the caller against the file's Perm, then opens it.
+func (f *file) OpenFor(c *vfs.Ctx, flags uint32) (vfs.File, error) {
+	if err := f.check(c); err != nil {
+		return nil, err
+	}
+	return f.Open(flags)
 }
 
 // Open takes the snapshot a reader will see.
