@@ -4,10 +4,14 @@
 ; first module2 (see grub.cfg). The stub runs in 32-bit protected mode with
 ; paging off, as multiboot2 (spec §3.3) leaves it, and:
 ;   1. checks the multiboot2 magic and that the CPU has long mode;
-;   2. copies the Go ELF's PT_LOAD segments to their physical addresses
-;      (the Go kernel is linked at 16 MiB, far above where GRUB puts modules);
+;   2. copies the Go ELF's PT_LOAD segments to physical memory: the Go
+;      kernel is linked in the top 2 GiB of the address space (at
+;      KERNEL_VBASE + 16 MiB), so a segment at virtual address V goes to
+;      physical V - KERNEL_VBASE (16 MiB and up, far above where GRUB puts
+;      modules); the whole lower half is then left to user programs;
 ;   3. builds identity page tables for the low 4 GiB, leaving page 0 unmapped
-;      so nil dereferences fault;
+;      so nil dereferences fault, and maps the first GiB again at
+;      KERNEL_VBASE for the kernel image;
 ;   4. enters long mode, turns on SSE (Go code needs it from the first
 ;      instruction) and jumps to the ELF entry with RDI = multiboot2 info,
 ;      RSI/RDX = the kernel module, RCX = the stub's end, R8 = the TSC at
@@ -21,6 +25,12 @@ extern stub_begin, stub_end
 MB2_MAGIC       equ 0xE85250D6
 MB2_BOOT_MAGIC  equ 0x36d76289
 COM1            equ 0x3f8
+; The kernel image's virtual base, in the top 2 GiB (the x86-64 "kernel"
+; code model): virtual KERNEL_VBASE + P is physical P. Only its high
+; dword and the low dword's top bit are set, so the 32-bit code below
+; checks and strips it with two comparisons and a subtraction.
+KERNEL_VBASE_HI equ 0xffffffff
+KERNEL_VBASE_LO equ 0x80000000
 
 section .multiboot2 progbits alloc noexec nowrite align=8
 mb2_header:
@@ -186,10 +196,14 @@ load_elf:
     jne .notelf
     cmp word [ebx + 18], 0x3e              ; EM_X86_64
     jne .notelf
-    mov eax, [ebx + 24]                    ; e_entry (low half)
+    mov eax, [ebx + 24]                    ; e_entry, in the kernel's top 2 GiB
     mov [elf_entry], eax
-    cmp dword [ebx + 28], 0
+    mov eax, [ebx + 28]
+    mov [elf_entry + 4], eax
+    cmp eax, KERNEL_VBASE_HI
     jne .toohigh
+    cmp dword [ebx + 24], KERNEL_VBASE_LO
+    jb .toohigh
     mov esi, [ebx + 32]                    ; e_phoff
     add esi, ebx
     movzx ecx, word [ebx + 56]             ; e_phnum
@@ -198,13 +212,17 @@ load_elf:
     jz .ok
     cmp dword [esi], 1                     ; PT_LOAD
     jne .skip
-    ; Refuse segments above 4 GiB or overlapping the module, the
-    ; multiboot info or this stub: copying would destroy them.
-    cmp dword [esi + 28], 0
+    ; Refuse segments outside the kernel's top 2 GiB, or whose physical
+    ; copy would overlap the module, the multiboot info or this stub:
+    ; copying would destroy them. (The Go linker sets p_paddr = p_vaddr.)
+    cmp dword [esi + 28], KERNEL_VBASE_HI
     jne .toohigh
+    cmp dword [esi + 24], KERNEL_VBASE_LO
+    jb .toohigh
     cmp dword [esi + 44], 0
     jne .toohigh
-    mov edi, [esi + 24]                    ; p_paddr
+    mov edi, [esi + 24]                    ; p_paddr - KERNEL_VBASE: physical
+    sub edi, KERNEL_VBASE_LO
     mov eax, edi
     add eax, [esi + 40]                    ; end = paddr + memsz
     jc .toohigh
@@ -263,10 +281,13 @@ load_elf:
 ; 2 MiB, which uses 4 KiB pages so that page 0 can stay unmapped.
 build_page_tables:
     mov edi, pml4
-    mov ecx, (4096 * 7) / 4
+    mov ecx, (4096 * 8) / 4
     xor eax, eax
     rep stosd
     mov dword [pml4], pdpt + 3
+    ; KERNEL_VBASE: PML4 slot 511, PDPT slot 510 -> the first GiB's table.
+    mov dword [pml4 + 511 * 8], pdpt_hi + 3
+    mov dword [pdpt_hi + 510 * 8], pd0 + 3
     mov eax, pd0 + 3
     mov [pdpt], eax
     add eax, 4096
@@ -323,7 +344,7 @@ long_entry:
     mov r8, [start_tsc]
     mov r9d, ap_trampoline
     mov r10d, ap_trampoline_end - ap_trampoline
-    mov eax, [elf_entry]
+    mov rax, [elf_entry]
     jmp rax
 
 ; The application-processor start-up code. The Go kernel copies it to a
@@ -411,7 +432,7 @@ msg_magic:    db "shortbread: not booted by a multiboot2 loader (bad magic); hal
 msg_nolong:   db "shortbread: this CPU has no 64-bit long mode; halting", 13, 10, 0
 msg_nomodule: db "shortbread: no kernel module (check grub.cfg module2 line); halting", 13, 10, 0
 msg_notelf:   db "shortbread: kernel module is not an x86-64 ELF; halting", 13, 10, 0
-msg_toohigh:  db "shortbread: kernel ELF segment outside the low 4 GiB; halting", 13, 10, 0
+msg_toohigh:  db "shortbread: kernel ELF not linked at 0xffffffff80000000 + its physical address (tools/build-kernel.sh -T); halting", 13, 10, 0
 msg_overlap:  db "shortbread: kernel ELF segment overlaps the boot stub, module or boot info; halting", 13, 10, 0
 
 align 8
@@ -428,8 +449,8 @@ mbi_addr:   dd 0
 boot_magic: dd 0
 mod_start:  dd 0
 mod_end:    dd 0
-elf_entry:  dd 0
 align 8
+elf_entry:  dq 0
 start_tsc:  dq 0
 
 section .bss
@@ -438,5 +459,6 @@ pml4: resb 4096
 pdpt: resb 4096
 pd0:  resb 4096 * 4
 pt0:  resb 4096
+pdpt_hi: resb 4096
 stack: resb 16384
 stack_top:

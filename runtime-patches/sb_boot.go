@@ -59,7 +59,7 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 			sbFrames.reserve(uintptr(sbLoad32(tag+8)), uintptr(sbLoad32(tag+12)))
 		}
 	})
-	sbFrames.reserve(sbKernelStart, sbKernelEnd)
+	sbFrames.reserve(sbKernelStart-sbKernelVBase, sbKernelEnd-sbKernelVBase)
 
 	// A page below 1 MiB for the AP start-up code, clear of whatever the
 	// boot loader placed there (UEFI GRUB puts modules in low memory).

@@ -65,6 +65,12 @@ const (
 
 	// Direct map of all physical memory.
 	sbDirectMap = 0xffff800000000000
+
+	// The kernel image is linked in the top 2 GiB (the "kernel" code
+	// model, tools/build-kernel.sh): virtual sbKernelVBase + P is
+	// physical P (the boot stub copies it there), so the whole lower
+	// half but page 0's 2 MiB is the user program's.
+	sbKernelVBase = 0xffffffff80000000
 )
 
 // sbFrame is the register state saved by sbTrapCommon, in stack order.

@@ -198,4 +198,4 @@ func sbHookFreeFrame(pa uintptr) {
 }
 
 //go:linkname sbHookKernelReserved shortbread/kernel/machine.KernelReserved
-func sbHookKernelReserved() [2][2]uintptr { return sbKernelReserved() }
+func sbHookKernelReserved() [1][2]uintptr { return sbKernelReserved() }

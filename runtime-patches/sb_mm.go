@@ -3,8 +3,8 @@
 // Shortbread machine layer: page tables and the runtime's own mappings.
 //
 // The kernel runs in one address space:
-//   - the kernel image, identity-mapped at 16 MiB with the ELF segment
-//     permissions (text read-only, everything else no-execute);
+//   - the kernel image at sbKernelVBase + 16 MiB (physical 16 MiB) with the
+//     ELF segment permissions (text read-only, everything else no-execute);
 //   - a direct map of all physical memory at sbDirectMap, 2 MiB pages;
 //   - the mappings the runtime asks for with mmap (its heap arenas, stacks,
 //     off-heap structures), recorded as VMAs and filled on demand: a page
@@ -156,7 +156,7 @@ func sbBuildKernelPageTables(elf uintptr) {
 			if pte == 0 {
 				sbFatal("out of memory mapping the kernel image")
 			}
-			sbStore64(pte, uint64(p)|flags)
+			sbStore64(pte, uint64(p-sbKernelVBase)|flags)
 		}
 	}
 	// The kernel half's PDPTs for the runtime's mappings, made now so the

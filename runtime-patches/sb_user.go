@@ -20,9 +20,10 @@
 //
 // Address spaces: the kernel half (PML4 slots 256-511: the direct map and
 // the runtime's mappings) is shared by pointing at the kernel's PDPTs,
-// which never change after boot. The lower half belongs to the program
-// except the first 2 MiB and the kernel image, whose page-directory
-// entries are copied from the kernel's (supervisor-only).
+// which never change after boot (the kernel image's, in slot 511, too).
+// The lower half belongs to the program except the first 2 MiB (page 0
+// and the AP trampoline), whose page-directory entry is copied from the
+// kernel's (supervisor-only).
 
 package runtime
 
@@ -195,7 +196,13 @@ func sbInitAddressSpace(pml4, pdpt, pd uintptr) int64 {
 	const userTable = ptePresent | pteWrite | pteUser
 	sbStore64(sbPhys(pml4), uint64(pdpt)|userTable)
 	sbStore64(sbPhys(pdpt), uint64(pd)|userTable)
+	if sbLoad64(kpml4)&ptePresent == 0 {
+		return 0 // the kernel maps nothing in the lower half
+	}
 	kpdpt := uintptr(sbLoad64(kpml4) & pteAddr)
+	if sbLoad64(sbPhys(kpdpt))&ptePresent == 0 {
+		return 0
+	}
 	kpd := uintptr(sbLoad64(sbPhys(kpdpt)) & pteAddr)
 	for _, r := range sbKernelReserved() {
 		for va := r[0]; va < r[1]; va += 2 << 20 {
@@ -207,12 +214,8 @@ func sbInitAddressSpace(pml4, pdpt, pd uintptr) int64 {
 }
 
 // sbKernelReserved lists the lower-half ranges user programs cannot map,
-// 2 MiB aligned: the first 2 MiB (page 0, the AP trampoline) and the
-// kernel image.
-func sbKernelReserved() [2][2]uintptr {
-	const mb2 = 2 << 20
-	return [2][2]uintptr{
-		{0, mb2},
-		{sbKernelStart &^ (mb2 - 1), (sbKernelEnd + mb2 - 1) &^ (mb2 - 1)},
-	}
+// 2 MiB aligned: the first 2 MiB (page 0, the AP trampoline). The kernel
+// image lives in the kernel half.
+func sbKernelReserved() [1][2]uintptr {
+	return [1][2]uintptr{{0, 2 << 20}}
 }

@@ -11,7 +11,10 @@ overlay=$("$root/tools/overlay.sh" "$root/runtime-patches" "$root/build/overlay"
 
 # -tags shortbread: the patch files carry it so that go vet/test ./...
 # skip them (they are package runtime and only build inside GOROOT).
-# -T: link at 16 MiB + 4 KiB (the ELF headers take the first page) far
-# above where GRUB puts modules; -E: start in the machine layer.
+# -T: link at 0xffffffff81001000 (the flag takes it as a signed number):
+# the top 2 GiB, whose image the boot stub puts at physical 16 MiB + 4 KiB
+# (the ELF headers take the first page), far above where GRUB puts
+# modules, and leaves the whole lower half to user programs; -E: start in
+# the machine layer.
 CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -tags shortbread -overlay "$overlay" \
-  -ldflags "-T 0x1001000 -E runtime.sbStart" -o "$out" "$root/kernel"
+  -ldflags "-T -2130702336 -E runtime.sbStart" -o "$out" "$root/kernel"

@@ -47,6 +47,8 @@ find "$here/tests" -maxdepth 1 \( -name 't_*.c' -o -name 'h_*.c' \) -print0 | so
   xargs -0 -P "$(nproc)" -n 1 sh -c '
     name=$(basename "$1" .c)
     $CC $CFLAGS -o "$out/tests.new/$name" "$1" -lpthread || { echo "cc: $1 failed" >&2; exit 255; }' sh
+# h_layout again with 64 KiB segment alignment (t_proc execs both).
+$CC $CFLAGS -Wl,-z,max-page-size=0x10000 -Wl,-z,relro -o "$out/tests.new/h_layout64k" "$here/tests/h_layout.c"
 # The system call fuzzer runs first (f_ sorts before t_).
 $CC $CFLAGS -o "$out/tests.new/f_fuzz" "$here/smoke/fuzz.c"
 rm -rf "$out/tests"

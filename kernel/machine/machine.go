@@ -291,5 +291,6 @@ func AllocFrame() uintptr
 func FreeFrame(pa uintptr)
 
 // KernelReserved lists the 2 MiB-aligned lower-half ranges [start, end)
-// that user programs cannot map (page 0 and the kernel image).
-func KernelReserved() [2][2]uintptr
+// that user programs cannot map (page 0's; the kernel image is in the
+// kernel half).
+func KernelReserved() [1][2]uintptr

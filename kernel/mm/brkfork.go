@@ -50,22 +50,29 @@ func (s *Space) Fork(init func(pml4, pdpt, pd uintptr) error) (*Space, error) {
 		if v.Shm != nil && !v.Private {
 			continue // the child maps the same object and faults its pages in
 		}
-		for va := v.Start; va < v.End; va += PageSize {
-			pte := walk(s.phys, s.root, va, false)
-			// An object's own page (in a private mapping) the child
-			// faults in from the object too.
-			if pte == nil || !holdsFrame(*pte) || *pte&pteShared != 0 {
-				continue
+		var err error
+		leafTables(s.phys, s.root, v.Start, v.End, func(va uintptr, ptes []uint64) {
+			for i := range ptes {
+				pte := &ptes[i]
+				// An object's own page (in a private mapping) the child
+				// faults in from the object too.
+				if err != nil || !holdsFrame(*pte) || *pte&pteShared != 0 {
+					continue
+				}
+				cpte := walk(c.phys, c.root, va+uintptr(i)*PageSize, true)
+				if cpte == nil {
+					err = ErrNoMem
+					return
+				}
+				*pte = (*pte | pteCOW) &^ PTEWrite
+				*cpte = *pte
+				cowShare(uintptr(*pte & pteAddr))
+				c.resident.Add(1)
 			}
-			cpte := walk(c.phys, c.root, va, true)
-			if cpte == nil {
-				c.Destroy()
-				return nil, ErrNoMem
-			}
-			*pte = (*pte | pteCOW) &^ PTEWrite
-			*cpte = *pte
-			cowShare(uintptr(*pte & pteAddr))
-			c.resident.Add(1)
+		})
+		if err != nil {
+			c.Destroy()
+			return nil, err
 		}
 	}
 	s.flushLocked()

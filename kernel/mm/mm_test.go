@@ -838,3 +838,48 @@ func TestProtectDenied(t *testing.T) {
 	c.Destroy()
 	s.Destroy()
 }
+
+// Passes over huge, sparsely populated ranges skip missing page tables:
+// mprotect, fork and munmap of all of the user half take as long as the
+// pages it maps (page by page, this test would run for hours). munmap
+// past the user half is EINVAL.
+func TestHugeSparseRange(t *testing.T) {
+	s, fp, _ := newTestSpace(t, 1000)
+	const lo = 32 << 20
+	if err := s.Map(VMA{Start: lo, End: UserTop, Prot: ProtRead | ProtWrite}); err != nil {
+		t.Fatal(err)
+	}
+	for _, va := range []uintptr{lo, 1 << 40, UserTop - PageSize} {
+		if err := s.CopyOut(va, []byte{1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Protect(lo, UserTop-lo, ProtRead); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CopyOut(1<<40, []byte{2}); !errors.Is(err, ErrFault) {
+		t.Errorf("write after mprotect(PROT_READ) of the whole range: %v", err)
+	}
+	c, err := s.Fork(initAS(testPhys{fp}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ResidentPages() != 3 {
+		t.Errorf("fork copied %d pages, want 3", c.ResidentPages())
+	}
+	c.Destroy()
+	if err := s.Unmap(0, 0x5533f2464e2ce000); !errors.Is(err, ErrInval) {
+		t.Errorf("munmap past the user half: %v", err)
+	}
+	frames := fp.inUse()
+	if err := s.Unmap(lo, UserTop-lo); err != nil {
+		t.Fatal(err)
+	}
+	if got := frames - fp.inUse(); got != 3 {
+		t.Errorf("munmap of the whole range freed %d frames, want 3", got)
+	}
+	s.Destroy()
+	if fp.inUse() != 0 {
+		t.Errorf("%d frames leaked", fp.inUse())
+	}
+}

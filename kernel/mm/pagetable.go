@@ -112,3 +112,33 @@ func freeTables(p Phys, table uintptr, level int) {
 		t[i] = 0
 	}
 }
+
+// leafTables calls fn for each leaf page table that exists under
+// [start, end), with va the address of ptes[0] and ptes the table's
+// entries inside the range. Missing tables are skipped whole at every
+// level (a missing PML4 entry skips 512 GiB), so a pass over a huge,
+// sparse range costs what the space maps, not its length in pages.
+// Entries of the shared kernel tables are never visited.
+func leafTables(p Phys, root, start, end uintptr, fn func(va uintptr, ptes []uint64)) {
+	for va := start; va < end; {
+		table, level := root, 3
+		for ; level > 0; level-- {
+			v := atomic.LoadUint64(&entries(p, table)[(va>>(12+9*uint(level)))&511])
+			if v&PTEPresent == 0 || v&PTEUser == 0 || v&PTEHuge != 0 {
+				break
+			}
+			table = uintptr(v & pteAddr)
+		}
+		span := uintptr(1) << (12 + 9*uint(level)) // what the missing entry, or the leaf table, covers
+		next := (va | (span - 1)) + 1
+		if next <= va || next > end { // the top of the address space, or the range's end
+			next = end
+		}
+		if level == 0 {
+			t := entries(p, table)
+			i := (va >> 12) & 511
+			fn(va, t[i:i+(next-va)/PageSize])
+		}
+		va = next
+	}
+}

@@ -78,21 +78,25 @@ func (s *Space) moveLocked(v VMA, old, oldSize, to, newSize uintptr) error {
 	// Make the destination tables first, so running out of memory leaves
 	// the old mapping whole.
 	n := min(oldSize, newSize)
-	for off := uintptr(0); off < n; off += PageSize {
-		if src := walk(s.phys, s.root, old+off, false); src != nil && holdsFrame(*src) {
-			if walk(s.phys, s.root, to+off, true) == nil {
-				return ErrNoMem
+	var err error
+	leafTables(s.phys, s.root, old, old+n, func(va uintptr, ptes []uint64) {
+		for i, pte := range ptes {
+			if err == nil && holdsFrame(pte) && walk(s.phys, s.root, to+va-old+uintptr(i)*PageSize, true) == nil {
+				err = ErrNoMem
 			}
 		}
+	})
+	if err != nil {
+		return err
 	}
-	for off := uintptr(0); off < n; off += PageSize {
-		src := walk(s.phys, s.root, old+off, false)
-		if src == nil || !holdsFrame(*src) {
-			continue
+	leafTables(s.phys, s.root, old, old+n, func(va uintptr, ptes []uint64) {
+		for i := range ptes {
+			if holdsFrame(ptes[i]) {
+				*walk(s.phys, s.root, to+va-old+uintptr(i)*PageSize, true) = ptes[i]
+				ptes[i] = 0
+			}
 		}
-		*walk(s.phys, s.root, to+off, true) = *src
-		*src = 0
-	}
+	})
 	s.splitLocked(old, old+oldSize)
 	s.unmapLocked(old+n, old+oldSize) // a shrinking move drops the tail
 	s.insertLocked(nv)

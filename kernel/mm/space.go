@@ -6,7 +6,6 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 )
 
 // Protection bits, as in mmap(2).
@@ -371,8 +370,8 @@ func (s *Space) MapAnywhere(hint, n uintptr, v VMA, top uintptr) (uintptr, error
 
 // Unmap removes [start, start+n).
 func (s *Space) Unmap(start, n uintptr) error {
-	if start&(PageSize-1) != 0 || n == 0 || start+n < start {
-		return ErrInval
+	if start&(PageSize-1) != 0 || n == 0 || start+n < start || start+n > UserTop {
+		return ErrInval // munmap(2): a range past the user half is EINVAL
 	}
 	end := pageUp(start + n)
 	s.lock()
@@ -399,7 +398,8 @@ func (s *Space) Protect(start, n uintptr, prot int) error {
 	end := pageUp(start + n)
 	s.lock()
 	defer s.unlock()
-	for va := start; va < end; va += PageSize {
+	// The range must be mapped throughout: walk the VMAs, not the pages.
+	for va := start; va < end; {
 		i := s.find(va)
 		if i < 0 {
 			return ErrNoMem
@@ -407,6 +407,7 @@ func (s *Space) Protect(start, n uintptr, prot int) error {
 		if prot&s.vmas[i].Deny != 0 {
 			return ErrDenied
 		}
+		va = s.vmas[i].End
 	}
 	// Keep the pages: re-cut only the VMA records.
 	parts := s.splitLocked(start, end)
@@ -417,17 +418,17 @@ func (s *Space) Protect(start, n uintptr, prot int) error {
 		s.insertLocked(p)
 	}
 	restricted := false
-	for va := start; va < end; va += PageSize {
-		pte := walk(s.phys, s.root, va, false)
-		if pte == nil || !holdsFrame(*pte) {
-			continue
+	leafTables(s.phys, s.root, start, end, func(_ uintptr, ptes []uint64) {
+		for i, old := range ptes {
+			if !holdsFrame(old) {
+				continue
+			}
+			ptes[i] = old&(pteAddr|pteCOW|pteShared) | pteFlags(prot, old&pteCOW != 0)
+			if ptes[i] != old {
+				restricted = true
+			}
 		}
-		old := *pte
-		*pte = old&(pteAddr|pteCOW|pteShared) | pteFlags(prot, old&pteCOW != 0)
-		if *pte != old {
-			restricted = true
-		}
-	}
+	})
 	if restricted {
 		s.flushLocked()
 	}
@@ -734,22 +735,9 @@ func (s *Space) Destroy() {
 // Caller holds mapMu, and mu for writing unless [start, end) is already
 // out of the VMA list (then no fault or copy can use its entries).
 func (s *Space) releaseRangeLocked(start, end uintptr) (free []uintptr, removed bool) {
-	// One walk per page table: the entries up to the next boundary of
-	// what a leaf table maps are consecutive in the same table.
-	const tableSpan = 512 * PageSize
-	for va := start; va < end; {
-		next := min((va|(tableSpan-1))+1, end)
-		if next <= va { // wrapped at the top of the address space
-			next = end
-		}
-		first := walk(s.phys, s.root, va, false)
-		if first == nil {
-			va = next
-			continue
-		}
-		ptes := unsafe.Slice(first, (next-va)/PageSize)
+	zero := s.zero.Load()
+	leafTables(s.phys, s.root, start, end, func(_ uintptr, ptes []uint64) {
 		n := 0
-		zero := s.zero.Load()
 		for i, pte := range ptes {
 			if !holdsFrame(pte) {
 				continue
@@ -772,8 +760,7 @@ func (s *Space) releaseRangeLocked(start, end uintptr) (free []uintptr, removed 
 			s.resident.Add(int64(-n))
 			removed = true
 		}
-		va = next
-	}
+	})
 	return free, removed
 }
 

@@ -31,7 +31,7 @@ func (Frames) Page(pa uintptr) *[mm.PageSize]byte {
 
 func newSpace() (*mm.Space, error) {
 	r := machine.KernelReserved()
-	return mm.NewSpace(Frames{}, machine.InitAddressSpace, [][2]uintptr{r[0], r[1]},
+	return mm.NewSpace(Frames{}, machine.InitAddressSpace, r[:],
 		mm.TLB{Flush: machine.FlushSpaceTLB, Release: machine.ReleaseAddressSpace})
 }
 

@@ -4,6 +4,8 @@ package proc
 
 import (
 	"encoding/binary"
+
+	"shortbread/kernel/klog"
 )
 
 const (
@@ -91,6 +93,11 @@ func sysExecve(t *Thread, a *[6]uint64) (int64, bool) {
 		return errno(err), false
 	}
 	if err := t.execve(path, argv, envp); err != nil {
+		// Why a program was refused (which segment, which check) is in
+		// err; the caller only sees the errno.
+		if Log != nil && Log.Enabled(klog.Debug) {
+			Log.Debugf("proc: %v: execve %q refused: %v", t.Proc, path, err)
+		}
 		return errno(err), false
 	}
 	return 0, false

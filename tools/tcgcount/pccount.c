@@ -2,7 +2,7 @@
  * pccount: a QEMU TCG plugin (plugin API version 1, QEMU 7.2) that counts
  * how many times every instruction in one virtual-address range executes.
  *
- *   qemu-system-x86_64 ... -plugin libpccount.so,start=0x1000000,end=0x10fcaf1,out=FILE
+ *   qemu-system-x86_64 ... -plugin libpccount.so,start=0xffffffff81000000,end=0xffffffff810fcaf1,out=FILE
  *                                 [,on=0xPC[,on_n=N],off=0xPC]
  *
  * When a block is translated, every instruction whose virtual address is

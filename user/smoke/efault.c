@@ -22,7 +22,7 @@ static void check(const char *what, long ret, int want_errno)
 int main(void)
 {
 	check("write(NULL)", write(1, NULL, 5), EFAULT);
-	check("write(kernel image)", write(1, (void *)0x1001000, 16), EFAULT);
+	check("write(kernel image)", write(1, (void *)0xffffffff81001000, 16), EFAULT);
 	check("write(kernel half)", write(1, (void *)0xffff800000000000, 16), EFAULT);
 	check("write(wrapping range)", write(1, (void *)(UINTPTR_MAX - 8), 64), EFAULT);
 	check("write(bad fd)", write(99, "x", 1), EBADF);

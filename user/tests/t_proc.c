@@ -501,6 +501,24 @@ static void test_orphan(void)
 	CHECK("orphan.reparented", r[1] != c && r[1] > 0);
 }
 
+/* programs with large, aligned and TLS segments load and see their bytes */
+static void test_layouts(const char *dir)
+{
+	const char *names[] = {"h_layout", "h_layout64k"};
+	for (unsigned i = 0; i < 2; i++) {
+		char path[512], name[64];
+		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+		pid_t c = fork();
+		if (c == 0) {
+			execl(path, names[i], (char *)NULL);
+			_exit(100 + errno);
+		}
+		int st = wait_status(c);
+		snprintf(name, sizeof name, "layout.%s", names[i]);
+		CHECK_EQ(name, st, 0);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -516,6 +534,7 @@ int main(int argc, char **argv)
 	test_execve(tmp);
 	test_groups();
 	test_orphan();
+	test_layouts(check_testdir(argv[0]));
 	CHECK_SYS("cleanup.rmdir", rmdir(tmp));
 	return check_done();
 }
