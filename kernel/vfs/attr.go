@@ -326,8 +326,9 @@ func (v *VFS) Truncate(c *Ctx, dir *Dentry, path string, size int64) error {
 // it, a user allowed to write another user's set-user-ID program could
 // put code of its own behind that user's rights. cred is called only
 // when a bit is set, so a write of a plain file takes no credentials.
+// A file not open for writing keeps its bits: the write will fail.
 func (f *OpenFile) KillSetID(cred func() *Cred) error {
-	if f.dentry == nil || f.dentry.mode != linux.S_IFREG {
+	if f.dentry == nil || f.dentry.mode != linux.S_IFREG || !f.writable() {
 		return nil
 	}
 	if a := f.inode.Attr(); setIDToKill(&a) == 0 {

@@ -6,9 +6,24 @@
  * fuzzer (kill, reboot, module and mount calls), never return (exit,
  * execve, fork bombs) or would disarm the alarm that bounds each child
  * (alarm, setitimer, sigaction, sigprocmask) are skipped.
+ *
+ * Then the same again as an unprivileged user (uid/gid 65534): root first
+ * prepares files of its own (0644, 0600, a set-user-ID program, a 0755
+ * directory) and opens some of them read-only and O_PATH; the children
+ * inherit those descriptors, drop to nobody, and their random arguments
+ * often name those descriptors and paths. Calls that only root may make
+ * are no longer skipped: they must fail. Afterwards root checks that no
+ * file changed (contents by checksum, mode, owner) and every child checks,
+ * before it exits, that it still has only nobody's IDs.
  * usage: fuzz [processes [calls-per-process [seed]]] */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
+#include <errno.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -27,14 +42,26 @@ static uint64_t next(void)
 
 static char scratch[65536];
 
+/* the unprivileged phase: root's files, by path and by descriptor */
+static int as_user;
+static const char *const paths[] = {"/tmp/fz_root644", "/tmp/fz_root600", "/tmp/fz_suid", "/tmp/fz_dir",
+				    "/tmp/fz_dir/f", "/bin/busybox", "/tmp", "/proc/1/environ"};
+#define NPATHS (sizeof paths / sizeof *paths)
+static int fds[6];
+
 static long arg(void)
 {
+	if (as_user && next() % 3 == 0) {
+		if (next() % 2)
+			return fds[next() % 6];
+		return (long)paths[next() % NPATHS];
+	}
 	switch (next() % 10) {
 	case 0: return 0;
 	case 1: return (long)(next() % 64);
 	case 2: return -(long)(next() % 4096);
 	case 3: return (long)(scratch + next() % sizeof scratch);
-	case 4: return (long)0x1001000;            /* the kernel image */
+	case 4: return (long)0xffffffff81001000ULL;  /* the kernel image */
 	case 5: return (long)0xffff800000000000ULL;  /* the kernel half */
 	case 6: return (long)(next() << 12);        /* some page, likely unmapped */
 	case 7: return (long)(1UL << (next() % 64));
@@ -43,8 +70,24 @@ static long arg(void)
 	}
 }
 
+/* calls only root may make: as nobody, they must fail, so they are fuzzed */
+static int root_only(long nr)
+{
+	switch (nr) {
+	case SYS_reboot: case SYS_mount: case SYS_umount2: case SYS_chroot: case SYS_sethostname:
+	case SYS_setdomainname: case SYS_settimeofday: case SYS_clock_settime: case SYS_adjtimex:
+	case SYS_clock_adjtime: case SYS_setrlimit: case SYS_prlimit64: case SYS_iopl: case SYS_ioperm:
+	case SYS_swapon: case SYS_swapoff: case SYS_acct: case SYS_vhangup: case SYS_init_module:
+	case SYS_delete_module: case SYS_kexec_load: case SYS_pivot_root:
+		return 1;
+	}
+	return 0;
+}
+
 static int skipped(long nr)
 {
+	if (as_user && root_only(nr))
+		return 0;
 	switch (nr) {
 	case SYS_exit: case SYS_exit_group: case SYS_execve: case SYS_execveat:
 	case SYS_fork: case SYS_vfork: case SYS_clone: case SYS_clone3:
@@ -71,6 +114,7 @@ static int skipped(long nr)
 static void child(long calls, uint64_t seed)
 {
 	rng = seed | 1;
+	signal(SIGALRM, SIG_DFL); /* not the parent's watchdog handler */
 	alarm(3);
 	/* Stay out of the console: no terminal output from random writes. */
 	close(0);
@@ -85,7 +129,168 @@ static void child(long calls, uint64_t seed)
 			continue;
 		syscall(nr, arg(), arg(), arg(), arg(), arg(), arg());
 	}
+	if (as_user) {
+		uid_t r, e, s;
+		gid_t gr, ge, gs;
+		if (syscall(SYS_getresuid, &r, &e, &s) || syscall(SYS_getresgid, &gr, &ge, &gs))
+			_exit(0); /* the fuzzer may have unmapped its own stack: not a verdict */
+		if (r != 65534 || e != 65534 || s != 65534 || gr != 65534 || ge != 65534 || gs != 65534)
+			_exit(3);
+	}
 	_exit(0);
+}
+
+static volatile sig_atomic_t woke;
+static void on_alarm(int s) { (void)s; woke = 1; }
+
+static void show(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return;
+	char b[4096];
+	for (ssize_t n; (n = read(fd, b, sizeof b)) > 0;)
+		fwrite(b, 1, n, stdout);
+	close(fd);
+	fflush(stdout);
+}
+
+/* reaps n children; a child alive 30 s after the rest are done (each ends
+ * itself after 3 s by SIGALRM) is a hang in the kernel: what the kernel
+ * says of it is printed, and it is killed. Returns the number of hangs;
+ * *finished, *crashed and *gained count the others (exit 3: gained IDs). */
+static int reap(pid_t *pids, int n, int *finished, int *crashed, int *gained)
+{
+	struct sigaction sa = {.sa_handler = on_alarm};
+	sigaction(SIGALRM, &sa, NULL);
+	woke = 0;
+	alarm(30);
+	int left = n, hangs = 0;
+	while (left > 0) {
+		int st;
+		pid_t pid = waitpid(-1, &st, 0);
+		if (pid < 0 && errno == EINTR && woke) {
+			for (int i = 0; i < n; i++) {
+				if (pids[i] == 0)
+					continue;
+				char path[64];
+				printf("fuzz: child %d hangs\n", pids[i]);
+				snprintf(path, sizeof path, "/proc/%d/status", pids[i]);
+				show(path);
+				snprintf(path, sizeof path, "/proc/%d/stat", pids[i]);
+				show(path);
+				hangs++;
+			}
+			show("/proc/shortbread/goroutines");
+			for (int i = 0; i < n; i++)
+				if (pids[i])
+					kill(pids[i], SIGKILL);
+			woke = 0;
+			alarm(30);
+			continue;
+		}
+		if (pid < 0)
+			break;
+		for (int i = 0; i < n; i++)
+			if (pids[i] == pid)
+				pids[i] = 0;
+		left--;
+		if (WIFSIGNALED(st))
+			(*crashed)++;
+		else if (WEXITSTATUS(st) == 3)
+			(*gained)++;
+		else
+			(*finished)++;
+	}
+	alarm(0);
+	return hangs;
+}
+
+static uint32_t checksum(const char *path, struct stat *st)
+{
+	uint32_t h = 2166136261u;
+	memset(st, 0, sizeof *st);
+	if (lstat(path, st))
+		return 0;
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 1;
+	unsigned char b[4096];
+	for (ssize_t n; (n = read(fd, b, sizeof b)) > 0;)
+		for (ssize_t i = 0; i < n; i++)
+			h = (h ^ b[i]) * 16777619u;
+	close(fd);
+	return h;
+}
+
+static void put_file(const char *path, mode_t mode, const char *data)
+{
+	unlink(path);
+	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	if (fd >= 0) {
+		write(fd, data, strlen(data));
+		fchmod(fd, mode);
+		close(fd);
+	}
+}
+
+/* runs the children as nobody; returns the number of integrity failures */
+static int user_phase(int procs, long calls, uint64_t seed)
+{
+	mkdir("/tmp/fz_dir", 0755);
+	chmod("/tmp/fz_dir", 0755);
+	put_file("/tmp/fz_root644", 0644, "root's file\n");
+	put_file("/tmp/fz_root600", 0600, "root's secret\n");
+	put_file("/tmp/fz_suid", 04755, "#!/bin/sh\nid\n");
+	put_file("/tmp/fz_dir/f", 0644, "in a 0755 dir\n");
+	fds[0] = open("/tmp/fz_root644", O_RDONLY);
+	fds[1] = open("/tmp/fz_suid", O_RDONLY);
+	fds[2] = open("/tmp/fz_root644", O_PATH);
+	fds[3] = open("/tmp/fz_dir", O_RDONLY | O_DIRECTORY);
+	fds[4] = open("/bin/busybox", O_RDONLY);
+	fds[5] = open("/tmp/fz_root600", O_PATH);
+	struct stat before[NPATHS], after;
+	uint32_t sum[NPATHS];
+	for (unsigned i = 0; i < NPATHS; i++)
+		sum[i] = checksum(paths[i], &before[i]);
+	int bad = 0, crashed = 0, finished = 0, gained = 0;
+	pid_t pids[64];
+	procs = procs > 64 ? 64 : procs;
+	for (int p = 0; p < procs; p++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			as_user = 1;
+			if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+				_exit(4);
+			child(calls, seed + (uint64_t)p * 0x9e3779b97f4a7c15ULL);
+		}
+		pids[p] = pid < 0 ? 0 : pid;
+	}
+	bad += reap(pids, procs, &finished, &crashed, &gained);
+	if (gained)
+		printf("fuzz-user: %d children gained IDs\n", gained);
+	bad += gained;
+	for (unsigned i = 0; i < NPATHS; i++) {
+		if (i == 6 || i == 7) /* /tmp changes under everyone; /proc/1 is generated */
+			continue;
+		uint32_t h = checksum(paths[i], &after);
+		if (h != sum[i] || after.st_mode != before[i].st_mode || after.st_uid != before[i].st_uid ||
+		    after.st_gid != before[i].st_gid) {
+			printf("fuzz-user: %s changed (mode %o -> %o, uid %d -> %d, sum %08x -> %08x)\n", paths[i],
+			       before[i].st_mode, after.st_mode, before[i].st_uid, after.st_uid, sum[i], h);
+			bad++;
+		}
+	}
+	for (int i = 0; i < 6; i++)
+		close(fds[i]);
+	printf("fuzz-user: %d processes x %ld calls as uid 65534: %d finished, %d ended by signals, %d hangs or integrity failures\n",
+	       procs, calls, finished, crashed, bad);
+	unlink("/tmp/fz_dir/f");
+	rmdir("/tmp/fz_dir");
+	unlink("/tmp/fz_root644");
+	unlink("/tmp/fz_root600");
+	unlink("/tmp/fz_suid");
+	return bad;
 }
 
 int main(int argc, char **argv)
@@ -93,7 +298,9 @@ int main(int argc, char **argv)
 	int procs = argc > 1 ? atoi(argv[1]) : 4;
 	long calls = argc > 2 ? atol(argv[2]) : 3000;
 	uint64_t seed = argc > 3 ? strtoull(argv[3], 0, 0) : 0x5eed;
-	int crashed = 0, finished = 0;
+	int crashed = 0, finished = 0, gained = 0;
+	pid_t pids[64];
+	procs = procs > 64 ? 64 : procs;
 	for (int p = 0; p < procs; p++) {
 		pid_t pid = fork();
 		if (pid == 0)
@@ -102,18 +309,14 @@ int main(int argc, char **argv)
 			perror("fork");
 			return 2;
 		}
+		pids[p] = pid;
 	}
-	for (int p = 0; p < procs; p++) {
-		int st;
-		if (wait(&st) < 0) {
-			perror("wait");
-			return 2;
-		}
-		if (WIFSIGNALED(st))
-			crashed++;
-		else
-			finished++;
-	}
-	printf("fuzz: %d processes x %ld calls: %d finished, %d ended by signals\n", procs, calls, finished, crashed);
+	int hangs = reap(pids, procs, &finished, &crashed, &gained);
+	printf("fuzz: %d processes x %ld calls: %d finished, %d ended by signals, %d hung\n", procs, calls, finished + gained,
+	       crashed, hangs);
+	if (hangs)
+		return 1;
+	if (geteuid() == 0 && user_phase(procs, calls, seed ^ 0xabad1dea) != 0)
+		return 1;
 	return 0;
 }
