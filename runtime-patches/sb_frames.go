@@ -25,6 +25,18 @@ type sbFrameAllocator struct {
 	free     uint64  // frames available (ranges + list)
 	total    uint64  // frames ever added
 	maxPhys  uintptr // end of the highest usable RAM
+	// reserved frames are kept for the kernel: allocations for user
+	// memory (allocUser) fail while no more than this many are free, so
+	// a program that touches memory until it runs out is killed while
+	// the kernel's own heap, stacks and page tables can still grow (a
+	// kernel page fault with no frame is fatal). Set by setReserve.
+	reserved uint64
+}
+
+// setReserve keeps a sixteenth of memory, between 8 MiB and 256 MiB, for
+// the kernel. Called during boot, once memory is known.
+func (a *sbFrameAllocator) setReserve() {
+	a.reserved = min(max(a.total/16, (8<<20)/sbPageSize), (256<<20)/sbPageSize)
 }
 
 var sbFrames sbFrameAllocator
@@ -93,8 +105,17 @@ func (a *sbFrameAllocator) reserve(base, end uintptr) {
 
 // alloc returns the physical address of a zeroed frame, or 0 when memory is
 // exhausted.
-func (a *sbFrameAllocator) alloc() uintptr {
+func (a *sbFrameAllocator) alloc() uintptr { return a.allocKeeping(0) }
+
+// allocUser is alloc for user memory: it leaves the kernel's reserve.
+func (a *sbFrameAllocator) allocUser() uintptr { return a.allocKeeping(a.reserved) }
+
+func (a *sbFrameAllocator) allocKeeping(keep uint64) uintptr {
 	a.mu.lock()
+	if a.free <= keep {
+		a.mu.unlock()
+		return 0
+	}
 	pa := a.freeHead
 	if pa != 0 {
 		a.freeHead = uintptr(sbLoad64(sbPhys(pa)))

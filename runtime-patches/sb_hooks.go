@@ -181,8 +181,10 @@ func sbIntrRestore(flags uintptr)
 //go:linkname sbHookAllocFrame shortbread/kernel/machine.AllocFrame
 func sbHookAllocFrame() uintptr {
 	// Interrupts off: a trap handler on this CPU may need the allocator.
+	// The kernel asks for frames for user memory (pages, page tables,
+	// tmpfs data): they come out of what the kernel's reserve leaves.
 	fl := sbIntrOff()
-	pa := sbFrames.alloc()
+	pa := sbFrames.allocUser()
 	sbIntrRestore(fl)
 	return pa
 }

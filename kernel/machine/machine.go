@@ -283,8 +283,11 @@ func ReleaseAddressSpace(root uintptr) {
 	syscall.RawSyscall(sysFlushTLB, root, 1, 0)
 }
 
-// AllocFrame returns the physical address of a zeroed 4 KiB frame, or 0
-// when memory is exhausted.
+// AllocFrame returns the physical address of a zeroed 4 KiB frame for
+// user memory (pages, page tables, file data), or 0 when memory is
+// exhausted: the machine layer keeps a reserve for the kernel's own heap
+// and stacks that AllocFrame never takes, so running out is an error for
+// the caller, never a kernel panic.
 func AllocFrame() uintptr
 
 // FreeFrame returns a frame from AllocFrame.

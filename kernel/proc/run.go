@@ -131,10 +131,12 @@ func (t *Thread) run() {
 			t.cpu.faults.Add(1)
 			if err := space.Fault(uintptr(r.Addr), write, exec); err != nil {
 				if errors.Is(err, mm.ErrNoMem) {
-					Log.Warnf("proc: %v killed: out of memory", p)
-					p.exitGroup(sigKILL, t)
-					t.exitThread()
-					return
+					if outOfMemory(t) {
+						p.exitGroup(sigKILL, t)
+						t.exitThread()
+						return
+					}
+					break // memory was made: fault again
 				}
 				if errors.Is(err, mm.ErrBus) {
 					t.faultSignal(sigBUS, busAdrErr, r.Addr)
