@@ -89,7 +89,7 @@ bench-boot: deps $(KERNEL) $(STUB) $(INITRAMFS)
 # Shortbread vs Linux in the same QEMU configuration.
 # The flake hunt: N (default 20) rounds of the boot self-tests and the
 # user suite with 1, 2 and 4 CPUs, failures counted per test (not in make test).
-soak-test: deps user $(KERNEL) $(STUB)
+soak-test: deps user $(KERNEL) $(STUB) $(INITRAMFS)
 	N=$(or $(N),20) tools/soak.sh
 
 # The system-call fuzzer for MINUTES (default 60) per CPU count, boot

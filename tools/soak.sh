@@ -5,7 +5,7 @@
 # a kernel race to find, not noise. The table goes to
 # bench/results/soak-DATE.md and failing serial logs to build/soak/.
 # usage: [N=20] [CPUS="1 2 4"] tools/soak.sh
-# Needs: make kernel user (build/kernel.elf, build/stub.elf, build/user).
+# Needs: build/kernel.elf, build/stub.elf, build/initramfs.cpio, build/user (make soak-test builds them).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build
