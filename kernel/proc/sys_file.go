@@ -303,10 +303,69 @@ func sysFcntl(t *Thread, a *[6]uint64) (int64, bool) {
 	case linux.F_SETPIPE_SZ:
 		n, err := vfs.SetPipeSize(f, int(arg), true)
 		return fdResult(n, err), false
-	case linux.F_GETLK, linux.F_SETLK, linux.F_SETLKW:
-		return 0, false // advisory locks: one process owns every file for now
+	case linux.F_GETLK, linux.F_SETLK, linux.F_SETLKW, linux.F_OFD_GETLK, linux.F_OFD_SETLK, linux.F_OFD_SETLKW:
+		return t.recordLock(fd, cmd, uintptr(arg)), false
 	}
 	return -eINVAL, false
+}
+
+// recordLock serves fcntl's lock commands. struct flock on x86-64:
+// l_type and l_whence (16 bits each), l_start and l_len (64 bits, at 8
+// and 16), l_pid (32 bits, at 24); 32 bytes.
+func (t *Thread) recordLock(fd, cmd int, arg uintptr) int64 {
+	f, err := t.file(fd)
+	if err != nil {
+		return errno(err)
+	}
+	defer f.DecRef()
+	var b [32]byte
+	s := t.Proc.Space()
+	if err := s.CopyIn(arg, b[:]); err != nil {
+		return errno(err)
+	}
+	le := binary.LittleEndian
+	typ, whence := int16(le.Uint16(b[0:])), int16(le.Uint16(b[2:]))
+	start, end, err := f.LockRange(whence, int64(le.Uint64(b[8:])), int64(le.Uint64(b[16:])))
+	if err != nil {
+		return errno(err)
+	}
+	ofd := cmd == linux.F_OFD_GETLK || cmd == linux.F_OFD_SETLK || cmd == linux.F_OFD_SETLKW
+	if ofd && le.Uint32(b[24:]) != 0 {
+		return -eINVAL // an OFD lock has no pid: l_pid must be 0
+	}
+	owner := t.Proc.files
+	if ofd {
+		owner = nil
+	}
+	switch cmd {
+	case linux.F_GETLK, linux.F_OFD_GETLK:
+		l, err := f.GetLock(owner, typ, start, end)
+		if err != nil {
+			return errno(err)
+		}
+		le.PutUint16(b[0:], uint16(l.Type))
+		if l.Type != linux.F_UNLCK {
+			length := l.End - l.Start + 1
+			if l.End == vfs.MaxOffset {
+				length = 0
+			}
+			le.PutUint16(b[2:], linux.SEEK_SET)
+			le.PutUint64(b[8:], uint64(l.Start))
+			le.PutUint64(b[16:], uint64(length))
+			le.PutUint32(b[24:], uint32(l.PID))
+		}
+		return errno(s.CopyOut(arg, b[:]))
+	}
+	wait := cmd == linux.F_SETLKW || cmd == linux.F_OFD_SETLKW
+	if wait {
+		t.sleepBegin()
+		defer t.sleepEnd()
+	}
+	err = f.SetLock(owner, int32(t.Proc.PID), typ, start, end, wait, t.sigWake)
+	if errors.Is(err, linux.EINTR) {
+		return t.restartOrEINTR()
+	}
+	return errno(err)
 }
 
 func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {

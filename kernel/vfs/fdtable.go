@@ -240,7 +240,7 @@ func (t *FDTable) dup3(oldfd, newfd int, cloexec bool) (int, error) {
 	old := t.set(newfd, f, cloexec)
 	t.mu.Unlock()
 	if old != nil {
-		old.DecRef()
+		t.closed(old)
 	}
 	return newfd, nil
 }
@@ -255,8 +255,16 @@ func (t *FDTable) Close(fd int) error {
 	}
 	old := t.set(fd, nil, false)
 	t.mu.Unlock()
-	old.DecRef()
+	t.closed(old)
 	return nil
+}
+
+// closed finishes taking f out of the table: as on Linux, closing any
+// descriptor of a file drops the record locks the table's process holds
+// on it, even if other descriptors still refer to the file.
+func (t *FDTable) closed(f *OpenFile) {
+	releaseLocks(f.inode, t)
+	f.DecRef()
 }
 
 // CloseRange closes descriptors first to last inclusive, or with
@@ -277,7 +285,7 @@ func (t *FDTable) CloseRange(first, last int, cloexecOnly bool) {
 	}
 	t.mu.Unlock()
 	for _, f := range closed {
-		f.DecRef()
+		t.closed(f)
 	}
 }
 
@@ -292,7 +300,7 @@ func (t *FDTable) CloseOnExec() {
 	}
 	t.mu.Unlock()
 	for _, f := range closed {
-		f.DecRef()
+		t.closed(f)
 	}
 }
 

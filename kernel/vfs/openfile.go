@@ -52,6 +52,7 @@ func (f *OpenFile) IncRef() { f.refs.Add(1) }
 func (f *OpenFile) DecRef() {
 	switch n := f.refs.Add(-1); {
 	case n == 0:
+		releaseLocks(f.inode, f) // its open-file-description locks
 		f.file.Release()
 	case n < 0:
 		panic("vfs: OpenFile reference count below zero")
