@@ -6,6 +6,7 @@ package proc
 import (
 	"errors"
 	"io"
+	"strings"
 	"sync"
 
 	"shortbread/kernel/abi/linux"
@@ -41,8 +42,10 @@ func (t *Thread) file(fd int) (*vfs.OpenFile, error) {
 
 // dirOf resolves the dirfd of an *at call: nil for AT_FDCWD, else the
 // directory the descriptor names.
-func (t *Thread) dirOf(dirfd int) (*vfs.Dentry, error) {
-	if dirfd == linux.AT_FDCWD {
+func (t *Thread) dirOf(dirfd int, path string) (*vfs.Dentry, error) {
+	// An absolute path ignores dirfd, whatever it is (Linux does not even
+	// look it up); AT_FDCWD is the working directory.
+	if strings.HasPrefix(path, "/") || dirfd == linux.AT_FDCWD {
 		return nil, nil
 	}
 	f, err := t.file(dirfd)
@@ -51,7 +54,9 @@ func (t *Thread) dirOf(dirfd int) (*vfs.Dentry, error) {
 	}
 	defer f.DecRef()
 	d := f.Dentry()
-	if d == nil {
+	// A relative path needs a directory to start from; an empty one
+	// (AT_EMPTY_PATH) names the file itself, whatever it is.
+	if d == nil || path != "" && !d.IsDir() {
 		return nil, linux.ENOTDIR
 	}
 	return d, nil

@@ -215,7 +215,7 @@ func (t *Thread) openat(dirfd int, pathAt uint64, flags, mode uint32) int64 {
 	if err != nil {
 		return errno(err)
 	}
-	dir, err := t.dirOf(dirfd)
+	dir, err := t.dirOf(dirfd, path)
 	if err != nil {
 		return errno(err)
 	}

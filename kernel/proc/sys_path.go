@@ -16,7 +16,7 @@ func (t *Thread) atPath(dirfd uint64, pathAt uint64) (*vfs.Dentry, string, int64
 	if err != nil {
 		return nil, "", errno(err)
 	}
-	dir, err := t.dirOf(int(int32(dirfd)))
+	dir, err := t.dirOf(int(int32(dirfd)), path)
 	if err != nil {
 		return nil, "", errno(err)
 	}
@@ -130,7 +130,11 @@ func (t *Thread) readlinkAt(dirfd, pathAt, buf, size uint64) int64 {
 	if e != 0 {
 		return e
 	}
-	target, err := fsys.Readlink(t.ctx(), dir, path, 0)
+	flags := 0
+	if path == "" { // the link itself, opened with O_PATH|O_NOFOLLOW
+		flags = linux.AT_EMPTY_PATH
+	}
+	target, err := fsys.Readlink(t.ctx(), dir, path, flags)
 	if err != nil {
 		return errno(err)
 	}
@@ -425,8 +429,11 @@ func sysChdir(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 func sysFchdir(t *Thread, a *[6]uint64) (int64, bool) {
-	dir, err := t.dirOf(int(int32(a[0])))
-	if err != nil || dir == nil {
+	dir, err := t.dirOf(int(int32(a[0])), ".")
+	if err != nil {
+		return errno(err), false
+	}
+	if dir == nil { // AT_FDCWD is no descriptor
 		return -int64(linux.EBADF), false
 	}
 	d, err := fsys.Chdir(t.ctx(), dir, ".", 0)
