@@ -312,6 +312,9 @@ func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {
 	}
 	defer f.DecRef()
 	cmd, arg := a[1], uintptr(a[2])
+	if r, ok := t.socketIoctl(f, cmd, arg); ok {
+		return r, false
+	}
 	const fionbio, fioclex, fionclex = 0x5421, 0x5451, 0x5450
 	switch cmd {
 	case fionbio:

@@ -151,7 +151,7 @@ func lookup(family, typ int) (*Family, error) {
 	if family < 0 || family >= afMax {
 		return nil, linux.EAFNOSUPPORT
 	}
-	if typ <= 0 || typ > 10 {
+	if typ < 0 || typ > 10 {
 		return nil, linux.EINVAL
 	}
 	familiesMu.RLock()

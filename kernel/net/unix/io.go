@@ -199,7 +199,7 @@ func (s *sock) sendDgram(b socket.Blocking, m *socket.SendMsg, t *sock) (int, er
 		}
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		return t.peer == s || len(t.rq) < maxDgramQlen
+		return t.peer == s || len(t.rq) <= maxDgramQlen
 	}, &s.q, &t.q)
 	if werr != nil {
 		return 0, werr
@@ -442,7 +442,7 @@ func (s *sock) Readiness() uint32 {
 	s.mu.Unlock()
 	if writable && s.typ == linux.SOCK_DGRAM && peer != nil && peer != s {
 		peer.mu.Lock()
-		if peer.peer != s && len(peer.rq) >= maxDgramQlen {
+		if peer.peer != s && len(peer.rq) > maxDgramQlen {
 			writable = false
 		}
 		peer.mu.Unlock()

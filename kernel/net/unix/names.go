@@ -106,6 +106,13 @@ func (s *sock) Bind(c *vfs.Ctx, raw []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.addr != nil {
+		// Linux makes the node before it looks at the socket: a taken
+		// path is EADDRINUSE even for a bound socket.
+		if kind == kindPath {
+			if _, err := s.vfs().Lookup(c, nil, name, linux.AT_SYMLINK_NOFOLLOW); err == nil {
+				return linux.EADDRINUSE
+			}
+		}
 		return linux.EINVAL
 	}
 	switch kind {

@@ -47,8 +47,9 @@ const (
 	bothShut = rcvShut | sndShut
 )
 
-// maxDgramQlen is how many datagrams may wait at a socket for senders it
-// is not connected back to (net.unix.max_dgram_qlen).
+// maxDgramQlen is net.unix.max_dgram_qlen: a socket's queue is full for
+// senders it is not connected back to once it holds more datagrams than
+// this (one more than the number, as Linux compares).
 const maxDgramQlen = 10
 
 // msgOverhead is what each queued message costs its sender beyond its

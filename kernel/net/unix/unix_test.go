@@ -64,7 +64,9 @@ func TestCreateChecks(t *testing.T) {
 	_, err = socket.New(c, 1000, linux.SOCK_STREAM, 0)
 	wantErr(t, "family out of range", err, linux.EAFNOSUPPORT)
 	_, err = socket.New(c, linux.AF_UNIX, 0, 0)
-	wantErr(t, "type 0", err, linux.EINVAL)
+	wantErr(t, "type 0", err, linux.ESOCKTNOSUPPORT)
+	_, err = socket.New(c, linux.AF_UNIX, 11, 0)
+	wantErr(t, "type 11", err, linux.EINVAL)
 	_, err = socket.New(c, linux.AF_UNIX, linux.SOCK_RDM, 0)
 	wantErr(t, "SOCK_RDM", err, linux.ESOCKTNOSUPPORT)
 	_, err = socket.New(c, linux.AF_UNIX, linux.SOCK_STREAM, 6)
@@ -181,6 +183,7 @@ func TestBindConnectAccept(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantErr(t, "bind twice", l.Bind(c, pathAddr("/other.sock")), linux.EINVAL)
+	wantErr(t, "bind twice to its own path", l.Bind(c, pathAddr("/srv.sock")), linux.EADDRINUSE)
 	a, err := testVFS.Stat(c, nil, "/srv.sock", 0)
 	if err != nil || a.Type() != linux.S_IFSOCK {
 		t.Errorf("socket node: %v %o", err, a.Mode)
@@ -287,7 +290,7 @@ func TestDgramQueueLimit(t *testing.T) {
 	r.Bind(c, append([]byte{1, 0}, "\x00qlimit"...))
 	w := mustSock(t, c, linux.SOCK_DGRAM)
 	w.Connect(c, append([]byte{1, 0}, "\x00qlimit"...), nb)
-	for i := range maxDgramQlen {
+	for i := range maxDgramQlen + 1 {
 		if _, err := w.Write(nb, []byte{byte(i)}, 0); err != nil {
 			t.Fatalf("datagram %d: %v", i, err)
 		}

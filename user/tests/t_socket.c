@@ -1,0 +1,959 @@
+/* t_socket: the socket calls and AF_UNIX (stream, datagram, seqpacket). */
+#define _GNU_SOURCE
+#include "check.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <stddef.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#define BAD_PTR ((void *)8)
+
+static void msleep(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* An address for a path name and its length as bind takes it. */
+static socklen_t path_addr(struct sockaddr_un *a, const char *path)
+{
+	memset(a, 0, sizeof *a);
+	a->sun_family = AF_UNIX;
+	strcpy(a->sun_path, path);
+	return offsetof(struct sockaddr_un, sun_path) + strlen(path) + 1;
+}
+
+/* An abstract name unique to this run (the host's namespace is shared). */
+static socklen_t abstract_addr(struct sockaddr_un *a, const char *name)
+{
+	memset(a, 0, sizeof *a);
+	a->sun_family = AF_UNIX;
+	int n = snprintf(a->sun_path + 1, sizeof a->sun_path - 1, "t_socket-%d-%s", (int)getpid(), name);
+	return offsetof(struct sockaddr_un, sun_path) + 1 + n;
+}
+
+static short poll1(int fd, short events, int ms)
+{
+	struct pollfd p = { fd, events, 0 };
+	if (poll(&p, 1, ms) < 0)
+		return -1;
+	return p.revents;
+}
+
+/* A data pattern both sides can compute, and a checksum over a stream. */
+static unsigned char pattern(uint64_t i, unsigned seed)
+{
+	return (unsigned char)((i * 2654435761u + seed) >> 7);
+}
+
+static uint64_t fnv(uint64_t h, const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	while (n > 0) {
+		ssize_t k = write(fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		p += k;
+		n -= k;
+	}
+	return 0;
+}
+
+static void test_create_and_bad_input(void)
+{
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+	CHECK("socket.stream", s >= 0);
+	struct stat st;
+	CHECK("socket.fstat_is_sock", fstat(s, &st) == 0 && S_ISSOCK(st.st_mode));
+	int v = -1;
+	socklen_t len = sizeof v;
+	CHECK("socket.so_type", getsockopt(s, SOL_SOCKET, SO_TYPE, &v, &len) == 0 && v == SOCK_STREAM && len == sizeof v);
+	CHECK("socket.so_domain", getsockopt(s, SOL_SOCKET, SO_DOMAIN, &v, &len) == 0 && v == AF_UNIX);
+	CHECK("socket.so_error_zero", getsockopt(s, SOL_SOCKET, SO_ERROR, &v, &len) == 0 && v == 0);
+	CHECK_EQ("socket.rdwr", fcntl(s, F_GETFL) & O_ACCMODE, O_RDWR);
+	CHECK_EQ("socket.no_cloexec", fcntl(s, F_GETFD), 0);
+	CHECK_ERR("socket.lseek_espipe", lseek(s, 0, SEEK_CUR), ESPIPE);
+	close(s);
+
+	s = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	CHECK("socket.flags_nonblock", s >= 0 && (fcntl(s, F_GETFL) & O_NONBLOCK));
+	CHECK_EQ("socket.flags_cloexec", fcntl(s, F_GETFD), FD_CLOEXEC);
+	close(s);
+	s = socket(AF_UNIX, SOCK_RAW, 0);
+	len = sizeof v;
+	CHECK("socket.raw_is_dgram", s >= 0 && getsockopt(s, SOL_SOCKET, SO_TYPE, &v, &len) == 0 && v == SOCK_DGRAM);
+	close(s);
+
+	CHECK_ERR("socket.bad_family", socket(1000, SOCK_STREAM, 0), EAFNOSUPPORT);
+	CHECK_ERR("socket.family_max", socket(46, SOCK_STREAM, 0), EAFNOSUPPORT);
+	CHECK_ERR("socket.bad_type", socket(AF_UNIX, 11, 0), EINVAL);
+	CHECK_ERR("socket.bad_flags", socket(AF_UNIX, SOCK_STREAM | 0x100000, 0), EINVAL);
+	CHECK_ERR("socket.unix_rdm", socket(AF_UNIX, SOCK_RDM, 0), ESOCKTNOSUPPORT);
+	CHECK_ERR("socket.unix_type0", socket(AF_UNIX, 0, 0), ESOCKTNOSUPPORT);
+	CHECK_ERR("socket.bad_protocol", socket(AF_UNIX, SOCK_STREAM, 99), EPROTONOSUPPORT);
+	CHECK_ERR("socketpair.bad_family", socketpair(1000, SOCK_STREAM, 0, (int[2]){ 0 }), EAFNOSUPPORT);
+	CHECK_ERR("socketpair.efault", syscall(SYS_socketpair, AF_UNIX, SOCK_STREAM, 0, BAD_PTR), EFAULT);
+
+	/* socket calls on a descriptor that is not a socket */
+	int p[2];
+	pipe(p);
+	struct sockaddr_un a;
+	socklen_t alen = path_addr(&a, "/tmp/x");
+	CHECK_ERR("enotsock.bind", bind(p[0], (struct sockaddr *)&a, alen), ENOTSOCK);
+	CHECK_ERR("enotsock.listen", listen(p[0], 1), ENOTSOCK);
+	CHECK_ERR("enotsock.accept", accept(p[0], NULL, NULL), ENOTSOCK);
+	CHECK_ERR("enotsock.connect", connect(p[0], (struct sockaddr *)&a, alen), ENOTSOCK);
+	CHECK_ERR("enotsock.send", send(p[1], "x", 1, 0), ENOTSOCK);
+	CHECK_ERR("enotsock.recv", recv(p[0], &v, 1, 0), ENOTSOCK);
+	len = sizeof v;
+	CHECK_ERR("enotsock.getsockopt", getsockopt(p[0], SOL_SOCKET, SO_TYPE, &v, &len), ENOTSOCK);
+	CHECK_ERR("enotsock.shutdown", shutdown(p[0], SHUT_RD), ENOTSOCK);
+	alen = sizeof a;
+	CHECK_ERR("enotsock.getsockname", getsockname(p[0], (struct sockaddr *)&a, &alen), ENOTSOCK);
+	CHECK_ERR("ebadf.bind", bind(-1, (struct sockaddr *)&a, 4), EBADF);
+	CHECK_ERR("ebadf.sendmsg", sendmsg(999, &(struct msghdr){ 0 }, 0), EBADF);
+	close(p[0]);
+	close(p[1]);
+
+	s = socket(AF_UNIX, SOCK_STREAM, 0);
+	alen = path_addr(&a, "/tmp/x");
+	CHECK_ERR("bind.len_too_short", bind(s, (struct sockaddr *)&a, 1), EINVAL);
+	CHECK_ERR("bind.len_over_sockaddr_un", bind(s, (struct sockaddr *)&a, sizeof a + 1), EINVAL);
+	CHECK_ERR("bind.len_over_storage", bind(s, (struct sockaddr *)&a, 200), EINVAL);
+	CHECK_ERR("bind.len_negative", bind(s, (struct sockaddr *)&a, -1), EINVAL);
+	CHECK_ERR("bind.efault", bind(s, BAD_PTR, alen), EFAULT);
+	a.sun_family = AF_INET;
+	CHECK_ERR("bind.wrong_family", bind(s, (struct sockaddr *)&a, alen), EINVAL);
+	CHECK_ERR("connect.len_family_only", connect(s, (struct sockaddr *)&a, 2), EINVAL);
+	CHECK_ERR("connect.efault", connect(s, BAD_PTR, alen), EFAULT);
+	len = sizeof v;
+	CHECK_ERR("getsockopt.efault_len", getsockopt(s, SOL_SOCKET, SO_TYPE, &v, BAD_PTR), EFAULT);
+	CHECK_ERR("getsockopt.efault_val", getsockopt(s, SOL_SOCKET, SO_TYPE, BAD_PTR, &len), EFAULT);
+	len = (socklen_t)-1;
+	CHECK_ERR("getsockopt.negative_len", getsockopt(s, SOL_SOCKET, SO_TYPE, &v, &len), EINVAL);
+	len = sizeof v;
+	CHECK_ERR("getsockopt.unknown", getsockopt(s, SOL_SOCKET, 9999, &v, &len), ENOPROTOOPT);
+	v = 1;
+	CHECK_ERR("setsockopt.short", setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &v, 2), EINVAL);
+	CHECK_ERR("setsockopt.unknown", setsockopt(s, SOL_SOCKET, 9999, &v, sizeof v), ENOPROTOOPT);
+	CHECK_ERR("setsockopt.so_type_readonly", setsockopt(s, SOL_SOCKET, SO_TYPE, &v, sizeof v), ENOPROTOOPT);
+	CHECK_SYS("setsockopt.reuseaddr", setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &v, sizeof v));
+	v = 0;
+	len = sizeof v;
+	CHECK("getsockopt.reuseaddr", getsockopt(s, SOL_SOCKET, SO_REUSEADDR, &v, &len) == 0 && v == 1);
+	alen = 1000;
+	CHECK_ERR("getpeername.unconnected", getpeername(s, (struct sockaddr *)&a, &alen), ENOTCONN);
+	CHECK_ERR("listen.unbound", listen(s, 1), EINVAL);
+	CHECK_ERR("accept.not_listening", accept(s, NULL, NULL), EINVAL);
+	CHECK_ERR("send.not_connected", send(s, "x", 1, 0), ENOTCONN);
+	CHECK_ERR("recv.not_connected", recv(s, &v, 1, 0), EINVAL);
+	CHECK_ERR("shutdown.bad_how", shutdown(s, 7), EINVAL);
+	CHECK_ERR("accept4.bad_flags", accept4(s, NULL, NULL, 0x1234), EINVAL);
+	close(s);
+
+	s = socket(AF_UNIX, SOCK_DGRAM, 0);
+	CHECK_ERR("listen.dgram", listen(s, 1), EOPNOTSUPP);
+	CHECK_ERR("send.dgram_no_destination", send(s, "x", 1, 0), ENOTCONN);
+	close(s);
+}
+
+static void test_buffer_options(void)
+{
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+	int v = 8192;
+	socklen_t len = sizeof v;
+	CHECK_SYS("sockopt.set_sndbuf", setsockopt(s, SOL_SOCKET, SO_SNDBUF, &v, sizeof v));
+	CHECK("sockopt.sndbuf_doubled", getsockopt(s, SOL_SOCKET, SO_SNDBUF, &v, &len) == 0 && v == 16384);
+	v = 1;
+	CHECK_SYS("sockopt.set_rcvbuf_small", setsockopt(s, SOL_SOCKET, SO_RCVBUF, &v, sizeof v));
+	CHECK("sockopt.rcvbuf_minimum", getsockopt(s, SOL_SOCKET, SO_RCVBUF, &v, &len) == 0 && v == 2304);
+	struct timeval tv = { 2, 500000 }, got = { 0 };
+	len = sizeof got;
+	CHECK_SYS("sockopt.set_rcvtimeo", setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv));
+	CHECK("sockopt.get_rcvtimeo", getsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &got, &len) == 0 && got.tv_sec == 2 && got.tv_usec == 500000 && len == sizeof got);
+	tv.tv_usec = 1000000;
+	CHECK_ERR("sockopt.rcvtimeo_bad_usec", setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), EDOM);
+	CHECK_ERR("sockopt.rcvtimeo_short", setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, 8), EINVAL);
+	/* a short length gets the start of the value and the length stored */
+	char c = 0x55;
+	len = 1;
+	CHECK("sockopt.short_get", getsockopt(s, SOL_SOCKET, SO_TYPE, &c, &len) == 0 && len == 1 && c == SOCK_STREAM);
+	close(s);
+}
+
+static void test_pair_stream(void)
+{
+	int sv[2];
+	CHECK_SYS("pair.stream", socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	CHECK_EQ("pair.poll_fresh", poll1(sv[0], POLLIN | POLLOUT, 0), POLLOUT);
+	CHECK_EQ("pair.write", write(sv[0], "hello", 5), 5);
+	CHECK_EQ("pair.send", send(sv[0], " world", 6, 0), 6);
+	int n = -1;
+	CHECK("pair.fionread", ioctl(sv[1], FIONREAD, &n) == 0 && n == 11);
+	CHECK_EQ("pair.poll_readable", poll1(sv[1], POLLIN | POLLOUT, 0), POLLIN | POLLOUT);
+	char buf[64] = { 0 };
+	CHECK_EQ("pair.peek", recv(sv[1], buf, 5, MSG_PEEK), 5);
+	CHECK("pair.peek_data", memcmp(buf, "hello", 5) == 0);
+	memset(buf, 0, sizeof buf);
+	/* a stream read crosses writes */
+	CHECK_EQ("pair.read_across_writes", read(sv[1], buf, sizeof buf), 11);
+	CHECK_STR("pair.data", buf, "hello world");
+	CHECK_ERR("pair.dontwait_empty", recv(sv[1], buf, 1, MSG_DONTWAIT), EAGAIN);
+	struct iovec wv[3] = { { "ab", 2 }, { "cde", 3 }, { "f", 1 } };
+	CHECK_EQ("pair.writev", writev(sv[1], wv, 3), 6);
+	char x[2], y[10] = { 0 };
+	struct iovec rv[2] = { { x, 2 }, { y, sizeof y } };
+	CHECK_EQ("pair.readv", readv(sv[0], rv, 2), 6);
+	CHECK("pair.readv_data", memcmp(x, "ab", 2) == 0 && strcmp(y, "cdef") == 0);
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	CHECK_ERR("pair.o_nonblock_empty", read(sv[0], buf, 1), EAGAIN);
+	int on = 0;
+	ioctl(sv[0], FIONBIO, &on);
+	CHECK_EQ("pair.fionbio_clears", fcntl(sv[0], F_GETFL) & O_NONBLOCK, 0);
+	/* MSG_WAITALL collects several writes */
+	CHECK_EQ("pair.waitall_w1", write(sv[1], "123", 3), 3);
+	CHECK_EQ("pair.waitall_w2", write(sv[1], "4567", 4), 4);
+	CHECK_EQ("pair.waitall", recv(sv[0], buf, 7, MSG_WAITALL), 7);
+	struct sockaddr_un a;
+	socklen_t alen = sizeof a;
+	CHECK("pair.getsockname_unnamed", getsockname(sv[0], (struct sockaddr *)&a, &alen) == 0 && alen == sizeof(sa_family_t) && a.sun_family == AF_UNIX);
+	alen = sizeof a;
+	CHECK("pair.getpeername_unnamed", getpeername(sv[0], (struct sockaddr *)&a, &alen) == 0 && alen == sizeof(sa_family_t));
+	CHECK_ERR("pair.sendto_connected", sendto(sv[0], "x", 1, 0, (struct sockaddr *)&a, path_addr(&a, "/tmp/y")), EISCONN);
+
+	/* shutdown: the peer reads end of file and sees POLLRDHUP */
+	CHECK_SYS("pair.shutdown_wr", shutdown(sv[0], SHUT_WR));
+	CHECK_EQ("pair.poll_rdhup", poll1(sv[1], POLLIN | POLLRDHUP, 0), POLLIN | POLLRDHUP);
+	CHECK_EQ("pair.eof_after_shutdown", read(sv[1], buf, sizeof buf), 0);
+	CHECK_ERR("pair.write_after_shutdown", send(sv[0], "x", 1, MSG_NOSIGNAL), EPIPE);
+	CHECK_EQ("pair.reverse_still_works", write(sv[1], "r", 1), 1);
+	CHECK_EQ("pair.reverse_read", read(sv[0], buf, 1), 1);
+	close(sv[0]);
+	CHECK_EQ("pair.poll_peer_closed", poll1(sv[1], POLLIN | POLLOUT | POLLRDHUP, 0) & (POLLIN | POLLHUP | POLLRDHUP), POLLIN | POLLHUP | POLLRDHUP);
+	close(sv[1]);
+}
+
+static volatile sig_atomic_t got_sigpipe, got_alarm;
+static void on_sigpipe(int sig) { (void)sig; got_sigpipe++; }
+static void on_alarm(int sig) { (void)sig; got_alarm++; }
+
+static void test_sigpipe(void)
+{
+	int sv[2];
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	struct sigaction sa = { 0 }, old;
+	sa.sa_handler = on_sigpipe;
+	sigaction(SIGPIPE, &sa, &old);
+	close(sv[1]);
+	got_sigpipe = 0;
+	CHECK_ERR("sigpipe.write_epipe", write(sv[0], "x", 1), EPIPE);
+	CHECK_EQ("sigpipe.raised", got_sigpipe, 1);
+	CHECK_ERR("sigpipe.nosignal_epipe", send(sv[0], "x", 1, MSG_NOSIGNAL), EPIPE);
+	CHECK_EQ("sigpipe.nosignal_quiet", got_sigpipe, 1);
+	CHECK_ERR("sigpipe.send_epipe", send(sv[0], "x", 1, 0), EPIPE);
+	CHECK_EQ("sigpipe.send_raised", got_sigpipe, 2);
+	sigaction(SIGPIPE, &old, NULL);
+	close(sv[0]);
+
+	/* unread data when the peer closes: ECONNRESET once, then end of file */
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	write(sv[0], "unread", 6);
+	close(sv[1]);
+	CHECK_EQ("reset.poll_err", poll1(sv[0], POLLIN, 0) & (POLLERR | POLLHUP), POLLERR | POLLHUP);
+	char b[8];
+	CHECK_ERR("reset.read_econnreset", read(sv[0], b, sizeof b), ECONNRESET);
+	CHECK_EQ("reset.then_eof", read(sv[0], b, sizeof b), 0);
+	close(sv[0]);
+}
+
+static void test_dgram_seqpacket(void)
+{
+	int sv[2];
+	CHECK_SYS("dgram.pair", socketpair(AF_UNIX, SOCK_DGRAM, 0, sv));
+	CHECK_EQ("dgram.send1", send(sv[0], "one", 3, 0), 3);
+	CHECK_EQ("dgram.send2", send(sv[0], "second", 6, 0), 6);
+	CHECK_EQ("dgram.send_empty", send(sv[0], "", 0, 0), 0);
+	int n = -1;
+	CHECK("dgram.fionread_first", ioctl(sv[1], FIONREAD, &n) == 0 && n == 3);
+	char buf[64];
+	CHECK_EQ("dgram.boundary", recv(sv[1], buf, sizeof buf, 0), 3);
+	struct iovec iov = { buf, 2 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	CHECK_EQ("dgram.truncated", recvmsg(sv[1], &m, 0), 2);
+	CHECK("dgram.msg_trunc_flag", m.msg_flags & MSG_TRUNC);
+	CHECK_EQ("dgram.empty_datagram", recv(sv[1], buf, sizeof buf, 0), 0);
+	send(sv[0], "abcdef", 6, 0);
+	CHECK_EQ("dgram.recv_msg_trunc_len", recv(sv[1], buf, 2, MSG_TRUNC), 6);
+	char big[300000];
+	CHECK_ERR("dgram.emsgsize", send(sv[0], big, sizeof big, 0), EMSGSIZE);
+	close(sv[0]);
+	close(sv[1]);
+
+	/* named datagram sockets: recvfrom names the sender */
+	int r = socket(AF_UNIX, SOCK_DGRAM, 0), w = socket(AF_UNIX, SOCK_DGRAM, 0);
+	struct sockaddr_un ra, wa, from;
+	socklen_t ralen = abstract_addr(&ra, "dgram-r"), walen = abstract_addr(&wa, "dgram-w");
+	CHECK_SYS("dgram.bind_r", bind(r, (struct sockaddr *)&ra, ralen));
+	CHECK_SYS("dgram.bind_w", bind(w, (struct sockaddr *)&wa, walen));
+	CHECK_EQ("dgram.sendto", sendto(w, "hi", 2, 0, (struct sockaddr *)&ra, ralen), 2);
+	socklen_t flen = sizeof from;
+	CHECK_EQ("dgram.recvfrom", recvfrom(r, buf, sizeof buf, 0, (struct sockaddr *)&from, &flen), 2);
+	CHECK("dgram.recvfrom_addr", flen == walen && memcmp(&from, &wa, walen) == 0);
+	int u = socket(AF_UNIX, SOCK_DGRAM, 0);
+	sendto(u, "anon", 4, 0, (struct sockaddr *)&ra, ralen);
+	flen = sizeof from;
+	CHECK("dgram.recvfrom_unnamed", recvfrom(r, buf, sizeof buf, 0, (struct sockaddr *)&from, &flen) == 4 && flen == 0);
+	/* a socket connected elsewhere refuses others' datagrams */
+	CHECK_SYS("dgram.connect", connect(r, (struct sockaddr *)&wa, walen));
+	CHECK_ERR("dgram.eperm_connected_elsewhere", sendto(u, "x", 1, 0, (struct sockaddr *)&ra, ralen), EPERM);
+	CHECK_EQ("dgram.send_connected", send(r, "back", 4, 0), 4);
+	CHECK_EQ("dgram.recv_connected", recv(w, buf, sizeof buf, 0), 4);
+	struct sockaddr_un unspec = { .sun_family = AF_UNSPEC };
+	CHECK_SYS("dgram.disconnect", connect(r, (struct sockaddr *)&unspec, sizeof unspec.sun_family));
+	CHECK_ERR("dgram.disconnected", send(r, "x", 1, 0), ENOTCONN);
+	/* eleven datagrams may wait for an unconnected sender (net.unix.max_dgram_qlen
+	 * is 10 and Linux compares with >), then EAGAIN */
+	int i, ok = 1;
+	for (i = 0; i < 11; i++)
+		ok &= sendto(u, "q", 1, MSG_DONTWAIT, (struct sockaddr *)&ra, ralen) == 1;
+	CHECK("dgram.queue_eleven", ok);
+	CHECK_ERR("dgram.queue_full", sendto(u, "q", 1, MSG_DONTWAIT, (struct sockaddr *)&ra, ralen), EAGAIN);
+	/* a closed destination */
+	CHECK_SYS("dgram.connect_w", connect(w, (struct sockaddr *)&ra, ralen));
+	close(r);
+	CHECK_ERR("dgram.send_to_closed", send(w, "x", 1, 0), ECONNREFUSED);
+	CHECK_ERR("dgram.sendto_gone", sendto(u, "x", 1, 0, (struct sockaddr *)&ra, ralen), ECONNREFUSED);
+	close(w);
+	close(u);
+
+	CHECK_SYS("seqpacket.pair", socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv));
+	send(sv[0], "rec1", 4, 0);
+	send(sv[0], "record2", 7, 0);
+	CHECK_EQ("seqpacket.boundary", recv(sv[1], buf, sizeof buf, 0), 4);
+	iov.iov_len = 3;
+	m.msg_flags = 0;
+	CHECK_EQ("seqpacket.truncated", recvmsg(sv[1], &m, 0), 3);
+	CHECK("seqpacket.msg_trunc_flag", m.msg_flags & MSG_TRUNC);
+	close(sv[0]);
+	CHECK_EQ("seqpacket.eof", recv(sv[1], buf, sizeof buf, 0), 0);
+	CHECK("seqpacket.pollhup", poll1(sv[1], POLLIN, 0) & POLLHUP);
+	close(sv[1]);
+	int sp = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	CHECK_ERR("seqpacket.recv_unconnected", recv(sp, buf, 1, MSG_DONTWAIT), ENOTCONN);
+	CHECK_ERR("seqpacket.send_unconnected", send(sp, buf, 1, 0), ENOTCONN);
+	close(sp);
+}
+
+static void test_names(void)
+{
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un a, got;
+	socklen_t alen = path_addr(&a, "srv.sock");
+	mode_t old = umask(022);
+	CHECK_SYS("fsname.bind", bind(s, (struct sockaddr *)&a, alen));
+	umask(old);
+	struct stat st;
+	CHECK("fsname.node_is_socket", stat("srv.sock", &st) == 0 && S_ISSOCK(st.st_mode));
+	CHECK_EQ("fsname.node_mode", st.st_mode & 07777, 0755);
+	socklen_t glen = sizeof got;
+	CHECK("fsname.getsockname", getsockname(s, (struct sockaddr *)&got, &glen) == 0 && glen == alen && strcmp(got.sun_path, "srv.sock") == 0);
+	/* a short buffer gets a prefix and the full length */
+	glen = 4;
+	memset(&got, 0x7f, sizeof got);
+	CHECK("fsname.getsockname_short", getsockname(s, (struct sockaddr *)&got, &glen) == 0 && glen == alen && got.sun_path[1] == 'r' && got.sun_path[2] == 0x7f);
+	glen = (socklen_t)-1;
+	CHECK_ERR("fsname.getsockname_negative", getsockname(s, (struct sockaddr *)&got, &glen), EINVAL);
+	glen = sizeof got;
+	CHECK_ERR("fsname.getsockname_efault", getsockname(s, BAD_PTR, &glen), EFAULT);
+	CHECK_ERR("fsname.bind_twice_same_path", bind(s, (struct sockaddr *)&a, alen), EADDRINUSE);
+	struct sockaddr_un oa;
+	socklen_t oalen = path_addr(&oa, "other.sock");
+	CHECK_ERR("fsname.bind_twice", bind(s, (struct sockaddr *)&oa, oalen), EINVAL);
+	CHECK_ERR("fsname.bind_twice_no_node", access("other.sock", F_OK), ENOENT);
+	int s2 = socket(AF_UNIX, SOCK_STREAM, 0);
+	CHECK_ERR("fsname.eaddrinuse", bind(s2, (struct sockaddr *)&a, alen), EADDRINUSE);
+	int c = socket(AF_UNIX, SOCK_STREAM, 0);
+	CHECK_ERR("fsname.connect_not_listening", connect(c, (struct sockaddr *)&a, alen), ECONNREFUSED);
+	CHECK_SYS("fsname.listen", listen(s, 4));
+	int v = 0;
+	socklen_t vlen = sizeof v;
+	CHECK("fsname.acceptconn", getsockopt(s, SOL_SOCKET, SO_ACCEPTCONN, &v, &vlen) == 0 && v == 1);
+	CHECK_EQ("fsname.poll_listener_idle", poll1(s, POLLIN | POLLOUT, 0), 0);
+	int d = socket(AF_UNIX, SOCK_DGRAM, 0);
+	CHECK_ERR("fsname.connect_wrong_type", connect(d, (struct sockaddr *)&a, alen), EPROTOTYPE);
+	close(d);
+	/* through a symlink, and relative to the cwd */
+	symlink("srv.sock", "link.sock");
+	struct sockaddr_un la;
+	socklen_t lalen = path_addr(&la, "link.sock");
+	CHECK_SYS("fsname.connect_via_symlink", connect(c, (struct sockaddr *)&la, lalen));
+	CHECK_EQ("fsname.poll_listener_pending", poll1(s, POLLIN, 0), POLLIN);
+	CHECK_ERR("fsname.connect_twice", connect(c, (struct sockaddr *)&a, alen), EISCONN);
+	glen = sizeof got;
+	CHECK("fsname.client_getpeername", getpeername(c, (struct sockaddr *)&got, &glen) == 0 && glen == alen && strcmp(got.sun_path, "srv.sock") == 0);
+	glen = sizeof got;
+	int acc = accept(s, (struct sockaddr *)&got, &glen);
+	CHECK("fsname.accept", acc >= 0);
+	CHECK_EQ("fsname.accept_peer_unnamed", glen, sizeof(sa_family_t));
+	glen = sizeof got;
+	CHECK("fsname.accepted_getsockname", getsockname(acc, (struct sockaddr *)&got, &glen) == 0 && glen == alen && strcmp(got.sun_path, "srv.sock") == 0);
+	close(acc);
+	close(c);
+	/* connect needs write permission on the node */
+	chmod("srv.sock", 0555);
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (setuid(65534) != 0)
+			_exit(2);
+		int cc = socket(AF_UNIX, SOCK_STREAM, 0);
+		_exit(connect(cc, (struct sockaddr *)&a, alen) == -1 && errno == EACCES ? 0 : 1);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	CHECK("fsname.connect_eacces", WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	chmod("srv.sock", 0755);
+	CHECK_SYS("fsname.unlink", unlink("srv.sock"));
+	c = socket(AF_UNIX, SOCK_STREAM, 0);
+	CHECK_ERR("fsname.connect_unlinked", connect(c, (struct sockaddr *)&a, alen), ENOENT);
+	CHECK_SYS("fsname.rebind_after_unlink", bind(s2, (struct sockaddr *)&a, alen));
+	int f = open("plain", O_CREAT | O_WRONLY, 0644);
+	close(f);
+	struct sockaddr_un pa;
+	socklen_t palen = path_addr(&pa, "plain");
+	CHECK_ERR("fsname.connect_not_socket", connect(c, (struct sockaddr *)&pa, palen), ECONNREFUSED);
+	CHECK_ERR("fsname.open_socket_enxio", open("srv.sock", O_RDWR), ENXIO);
+	palen = path_addr(&pa, "nodir/x.sock");
+	CHECK_ERR("fsname.bind_missing_dir", bind(c, (struct sockaddr *)&pa, palen), ENOENT);
+	unlink("srv.sock");
+	unlink("link.sock");
+	unlink("plain");
+	close(s);
+	close(s2);
+	close(c);
+
+	/* abstract names and autobind */
+	s = socket(AF_UNIX, SOCK_STREAM, 0);
+	alen = abstract_addr(&a, "abs");
+	CHECK_SYS("abstract.bind", bind(s, (struct sockaddr *)&a, alen));
+	glen = sizeof got;
+	CHECK("abstract.getsockname", getsockname(s, (struct sockaddr *)&got, &glen) == 0 && glen == alen && memcmp(&got, &a, alen) == 0);
+	s2 = socket(AF_UNIX, SOCK_STREAM, 0);
+	CHECK_ERR("abstract.eaddrinuse", bind(s2, (struct sockaddr *)&a, alen), EADDRINUSE);
+	c = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un na;
+	socklen_t nalen = abstract_addr(&na, "nobody");
+	CHECK_ERR("abstract.connect_missing", connect(c, (struct sockaddr *)&na, nalen), ECONNREFUSED);
+	listen(s, 0);
+	CHECK_SYS("abstract.connect", connect(c, (struct sockaddr *)&a, alen));
+	close(s);
+	char b;
+	CHECK_ERR("abstract.listener_closed_resets", read(c, &b, 1), ECONNRESET);
+	close(c);
+	s = socket(AF_UNIX, SOCK_STREAM, 0);
+	CHECK_SYS("abstract.name_free_after_close", bind(s, (struct sockaddr *)&a, alen));
+	close(s);
+	sa_family_t fam = AF_UNIX;
+	CHECK_SYS("autobind.bind", bind(s2, (struct sockaddr *)&fam, sizeof fam));
+	glen = sizeof got;
+	CHECK("autobind.name", getsockname(s2, (struct sockaddr *)&got, &glen) == 0 && glen == 8 && got.sun_path[0] == 0);
+	close(s2);
+}
+
+static void test_backlog(void)
+{
+	int l = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un a;
+	socklen_t alen = abstract_addr(&a, "backlog");
+	bind(l, (struct sockaddr *)&a, alen);
+	listen(l, 1);
+	int c[3], ok = 1;
+	for (int i = 0; i < 3; i++)
+		c[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	ok &= connect(c[0], (struct sockaddr *)&a, alen) == 0;
+	ok &= connect(c[1], (struct sockaddr *)&a, alen) == 0;
+	CHECK("backlog.two_pending", ok);
+	CHECK_ERR("backlog.full_eagain", connect(c[2], (struct sockaddr *)&a, alen), EAGAIN);
+	int s = accept4(l, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	CHECK("accept4.flags", s >= 0 && (fcntl(s, F_GETFL) & O_NONBLOCK) && fcntl(s, F_GETFD) == FD_CLOEXEC);
+	CHECK_SYS("backlog.room_after_accept", connect(c[2], (struct sockaddr *)&a, alen));
+	close(s);
+	for (int i = 0; i < 3; i++)
+		close(c[i]);
+	close(l);
+	l = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	bind(l, (struct sockaddr *)&a, alen);
+	listen(l, 5);
+	CHECK_ERR("accept.nonblock_empty", accept(l, NULL, NULL), EAGAIN);
+	close(l);
+}
+
+static void test_poll_epoll(void)
+{
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+	CHECK_EQ("poll.unconnected_stream", poll1(s, POLLIN | POLLOUT, 0), POLLOUT | POLLHUP);
+	close(s);
+	int sv[2];
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	int ep = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.u32 = 7 }, out[2];
+	CHECK_SYS("epoll.add_socket", epoll_ctl(ep, EPOLL_CTL_ADD, sv[1], &ev));
+	CHECK_EQ("epoll.nothing_yet", epoll_wait(ep, out, 2, 0), 0);
+	write(sv[0], "a", 1);
+	CHECK("epoll.readable", epoll_wait(ep, out, 2, 0) == 1 && out[0].events == EPOLLIN && out[0].data.u32 == 7);
+	CHECK_EQ("epoll.edge_once", epoll_wait(ep, out, 2, 0), 0);
+	write(sv[0], "b", 1);
+	CHECK_EQ("epoll.edge_again", epoll_wait(ep, out, 2, 0), 1);
+	shutdown(sv[0], SHUT_WR);
+	CHECK("epoll.rdhup", epoll_wait(ep, out, 2, 0) == 1 && (out[0].events & (EPOLLIN | EPOLLRDHUP)) == (EPOLLIN | EPOLLRDHUP));
+	/* a blocked epoll_wait wakes when a forked child writes */
+	int sv2[2];
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv2);
+	ev.events = EPOLLIN;
+	ev.data.u32 = 9;
+	epoll_ctl(ep, EPOLL_CTL_ADD, sv2[0], &ev);
+	pid_t pid = fork();
+	if (pid == 0) {
+		msleep(50);
+		write(sv2[1], "w", 1);
+		_exit(0);
+	}
+	int n, found = 0;
+	double t0 = now();
+	while (!found && now() - t0 < 10) {
+		n = epoll_wait(ep, out, 2, 10000);
+		for (int i = 0; i < n; i++)
+			found |= out[i].data.u32 == 9;
+	}
+	CHECK("epoll.wakes_on_write", found);
+	waitpid(pid, NULL, 0);
+	fd_set rd;
+	FD_ZERO(&rd);
+	FD_SET(sv2[0], &rd);
+	struct timeval tv = { 0, 0 };
+	CHECK("select.readable", select(sv2[0] + 1, &rd, NULL, NULL, &tv) == 1 && FD_ISSET(sv2[0], &rd));
+	close(ep);
+	close(sv[0]);
+	close(sv[1]);
+	close(sv2[0]);
+	close(sv2[1]);
+}
+
+/* A writer blocks on a full socket and wakes as the reader drains. */
+static void test_backpressure(void)
+{
+	int sv[2];
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	static char chunk[4096];
+	long total = 0;
+	ssize_t k;
+	while ((k = write(sv[0], chunk, sizeof chunk)) > 0)
+		total += k;
+	CHECK("backpressure.fills_eagain", k == -1 && errno == EAGAIN && total >= 4096);
+	CHECK_EQ("backpressure.poll_not_writable", poll1(sv[0], POLLOUT, 0), 0);
+	int outq = -1;
+	CHECK("backpressure.siocoutq", ioctl(sv[0], TIOCOUTQ, &outq) == 0 && outq > 0);
+	/* a child blocks writing 1 MiB more; we drain everything */
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fl = fcntl(sv[0], F_GETFL);
+		fcntl(sv[0], F_SETFL, fl & ~O_NONBLOCK);
+		static char more[1 << 20];
+		_exit(write_all(sv[0], more, sizeof more) == 0 ? 0 : 1);
+	}
+	long want = total + (1 << 20), got = 0;
+	static char buf[65536];
+	while (got < want && (k = read(sv[1], buf, sizeof buf)) > 0)
+		got += k;
+	CHECK_EQ("backpressure.all_arrived", got, want);
+	int status;
+	waitpid(pid, &status, 0);
+	CHECK("backpressure.writer_finished", WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK_EQ("backpressure.writable_again", poll1(sv[0], POLLOUT, 0), POLLOUT);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* A forked client and the server exchange 8 MiB each way, checked by
+ * checksum; the server sees the client's credentials. */
+static void test_client_server(void)
+{
+	enum { SIZE = 8 << 20 };
+	int l = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un a;
+	socklen_t alen = path_addr(&a, "cs.sock");
+	CHECK_SYS("cs.bind", bind(l, (struct sockaddr *)&a, alen));
+	CHECK_SYS("cs.listen", listen(l, 8));
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(l);
+		int c = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (connect(c, (struct sockaddr *)&a, alen) != 0)
+			_exit(10);
+		struct ucred cr;
+		socklen_t crlen = sizeof cr;
+		if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) != 0 || cr.pid != getppid())
+			_exit(11);
+		static unsigned char buf[65536];
+		for (uint64_t off = 0; off < SIZE; off += sizeof buf) {
+			for (size_t i = 0; i < sizeof buf; i++)
+				buf[i] = pattern(off + i, 1);
+			if (write_all(c, buf, sizeof buf) != 0)
+				_exit(12);
+		}
+		shutdown(c, SHUT_WR);
+		uint64_t h = 14695981039346656037ull, want = 14695981039346656037ull, got = 0;
+		ssize_t k;
+		while ((k = read(c, buf, sizeof buf)) > 0) {
+			h = fnv(h, buf, k);
+			got += k;
+		}
+		for (uint64_t off = 0; off < SIZE; off += sizeof buf) {
+			for (size_t i = 0; i < sizeof buf; i++)
+				buf[i] = pattern(off + i, 2);
+			want = fnv(want, buf, sizeof buf);
+		}
+		_exit(got != SIZE ? 13 : h != want ? 14 : 0);
+	}
+	int s = accept(l, NULL, NULL);
+	CHECK("cs.accept", s >= 0);
+	struct ucred cr;
+	socklen_t crlen = sizeof cr;
+	CHECK("cs.peercred", getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) == 0 && cr.pid == pid && cr.uid == getuid() && cr.gid == getgid());
+	static unsigned char buf[65536];
+	uint64_t h = 14695981039346656037ull, want = 14695981039346656037ull, got = 0;
+	ssize_t k;
+	while ((k = read(s, buf, sizeof buf)) > 0) {
+		h = fnv(h, buf, k);
+		got += k;
+	}
+	for (uint64_t off = 0; off < SIZE; off += sizeof buf) {
+		for (size_t i = 0; i < sizeof buf; i++)
+			buf[i] = pattern(off + i, 1);
+		want = fnv(want, buf, sizeof buf);
+	}
+	CHECK_EQ("cs.upload_size", got, SIZE);
+	CHECK("cs.upload_checksum", h == want);
+	int ok = 1;
+	for (uint64_t off = 0; off < SIZE && ok; off += sizeof buf) {
+		for (size_t i = 0; i < sizeof buf; i++)
+			buf[i] = pattern(off + i, 2);
+		ok = write_all(s, buf, sizeof buf) == 0;
+	}
+	CHECK("cs.download_written", ok);
+	close(s);
+	int status;
+	waitpid(pid, &status, 0);
+	CHECK_EQ("cs.client_status", WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status), 0);
+	close(l);
+	unlink("cs.sock");
+}
+
+/* Send descriptors in an SCM_RIGHTS message. */
+static ssize_t send_fds(int s, const int *fds, int n, const char *data)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * 4)] = { 0 };
+	struct iovec iov = { (void *)data, strlen(data) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = CMSG_SPACE(sizeof(int) * n) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+	return sendmsg(s, &m, 0);
+}
+
+/* Receive up to max descriptors; returns how many came (-1: error). */
+static int recv_fds(int s, int *fds, int max, size_t cspace, int flags, int *msg_flags)
+{
+	char cbuf[256] __attribute__((aligned(8)));
+	char data[16];
+	struct iovec iov = { data, sizeof data };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = cspace };
+	if (recvmsg(s, &m, flags) < 0)
+		return -1;
+	if (msg_flags)
+		*msg_flags = m.msg_flags;
+	int n = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) && n < max; i++)
+				memcpy(&fds[n++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+	return n;
+}
+
+static int lowest_free_fd(void)
+{
+	int fd = dup(0);
+	close(fd);
+	return fd;
+}
+
+static void test_rights(void)
+{
+	int sv[2], p[2];
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	pipe(p);
+	CHECK_EQ("rights.send", send_fds(sv[0], &p[1], 1, "F"), 1);
+	int got[4], mflags = 0;
+	CHECK_EQ("rights.recv_count", recv_fds(sv[1], got, 4, CMSG_SPACE(sizeof(int)), 0, &mflags), 1);
+	CHECK("rights.new_fd", got[0] != p[1] && fcntl(got[0], F_GETFD) == 0);
+	CHECK_EQ("rights.same_file", write(got[0], "via", 3), 3);
+	char b[8] = { 0 };
+	CHECK("rights.read_through_pipe", read(p[0], b, sizeof b) == 3 && memcmp(b, "via", 3) == 0);
+	close(got[0]);
+	/* MSG_CMSG_CLOEXEC, two descriptors in one message */
+	int two[2] = { p[0], p[1] };
+	send_fds(sv[0], two, 2, "G");
+	CHECK_EQ("rights.recv_two", recv_fds(sv[1], got, 4, CMSG_SPACE(2 * sizeof(int)), MSG_CMSG_CLOEXEC, NULL), 2);
+	CHECK("rights.cmsg_cloexec", fcntl(got[0], F_GETFD) == FD_CLOEXEC && fcntl(got[1], F_GETFD) == FD_CLOEXEC);
+	close(got[0]);
+	close(got[1]);
+	/* no room for the descriptor: MSG_CTRUNC, and it is not installed */
+	int before = lowest_free_fd();
+	send_fds(sv[0], &p[1], 1, "H");
+	CHECK_EQ("rights.no_room", recv_fds(sv[1], got, 4, 0, 0, &mflags), 0);
+	CHECK("rights.ctrunc", mflags & MSG_CTRUNC);
+	CHECK_EQ("rights.nothing_installed", lowest_free_fd(), before);
+	int bad = 12345;
+	CHECK_ERR("rights.ebadf", send_fds(sv[0], &bad, 1, "I"), EBADF);
+	/* bad control messages */
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { "J", 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = sizeof cbuf + 8;
+	CHECK_ERR("rights.cmsg_len_too_big", sendmsg(sv[0], &m, 0), EINVAL);
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	c->cmsg_type = 77;
+	CHECK_ERR("rights.cmsg_bad_type", sendmsg(sv[0], &m, 0), EINVAL);
+	m.msg_control = BAD_PTR;
+	/* (musl's sendmsg copies the control buffer itself: the raw call) */
+	CHECK_ERR("rights.control_efault", syscall(SYS_sendmsg, sv[0], &m, 0), EFAULT);
+	/* a descriptor in a message nobody reads is released with the socket:
+	 * the pipe's reader then sees end of file */
+	send_fds(sv[0], &p[1], 1, "K");
+	close(p[1]);
+	close(sv[0]);
+	close(sv[1]);
+	CHECK_EQ("rights.dropped_released", read(p[0], b, sizeof b), 0);
+	close(p[0]);
+
+	/* a descriptor passed to a forked process */
+	socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv);
+	pipe(p);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(sv[0]);
+		close(p[0]);
+		close(p[1]);
+		int fd;
+		if (recv_fds(sv[1], &fd, 1, CMSG_SPACE(sizeof(int)), 0, NULL) != 1)
+			_exit(1);
+		_exit(write(fd, "child", 5) == 5 ? 0 : 2);
+	}
+	close(sv[1]);
+	send_fds(sv[0], &p[1], 1, "L");
+	close(p[1]);
+	int status;
+	waitpid(pid, &status, 0);
+	CHECK("rights.fork_child", WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	memset(b, 0, sizeof b);
+	CHECK("rights.fork_data", read(p[0], b, sizeof b) == 5 && memcmp(b, "child", 5) == 0);
+	CHECK_EQ("rights.fork_eof", read(p[0], b, sizeof b), 0);
+	close(p[0]);
+	close(sv[0]);
+}
+
+static void test_credentials(void)
+{
+	int sv[2];
+	socketpair(AF_UNIX, SOCK_DGRAM, 0, sv);
+	struct ucred cr;
+	socklen_t len = sizeof cr;
+	CHECK("peercred.pair", getsockopt(sv[0], SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && len == sizeof cr && cr.pid == getpid() && cr.uid == geteuid());
+	int on = 1;
+	CHECK_SYS("passcred.set", setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &on, sizeof on));
+	send(sv[0], "c", 1, 0);
+	char cbuf[CMSG_SPACE(sizeof cr)] __attribute__((aligned(8)));
+	char data[4];
+	struct iovec iov = { data, sizeof data };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf };
+	CHECK_EQ("passcred.recv", recvmsg(sv[1], &m, 0), 1);
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	CHECK("passcred.cmsg", c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS && c->cmsg_len == CMSG_LEN(sizeof cr));
+	if (c)
+		memcpy(&cr, CMSG_DATA(c), sizeof cr);
+	CHECK("passcred.values", c && cr.pid == getpid() && cr.uid == getuid() && cr.gid == getgid());
+	/* credentials the sender states */
+	struct ucred mine = { getpid(), getuid(), getgid() };
+	char sbuf[CMSG_SPACE(sizeof mine)] __attribute__((aligned(8))) = { 0 };
+	struct iovec siov = { "d", 1 };
+	struct msghdr sm = { .msg_iov = &siov, .msg_iovlen = 1, .msg_control = sbuf, .msg_controllen = sizeof sbuf };
+	c = CMSG_FIRSTHDR(&sm);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_CREDENTIALS;
+	c->cmsg_len = CMSG_LEN(sizeof mine);
+	memcpy(CMSG_DATA(c), &mine, sizeof mine);
+	CHECK_EQ("passcred.send_own", sendmsg(sv[0], &sm, 0), 1);
+	c->cmsg_len = CMSG_LEN(sizeof mine) - 4;
+	CHECK_ERR("passcred.bad_len", sendmsg(sv[0], &sm, 0), EINVAL);
+	m.msg_controllen = sizeof cbuf;
+	CHECK_EQ("passcred.recv_own", recvmsg(sv[1], &m, 0), 1);
+	/* an unprivileged sender cannot claim another pid */
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (setuid(65534) != 0)
+			_exit(2);
+		c->cmsg_len = CMSG_LEN(sizeof mine);
+		struct ucred other = { 1, 65534, 65534 };
+		memcpy(CMSG_DATA(c), &other, sizeof other);
+		_exit(sendmsg(sv[0], &sm, 0) == -1 && errno == EPERM ? 0 : 1);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	CHECK("passcred.claim_eperm", WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* no control buffer: MSG_CTRUNC */
+	send(sv[0], "e", 1, 0);
+	m.msg_control = NULL;
+	m.msg_controllen = 0;
+	CHECK("passcred.ctrunc", recvmsg(sv[1], &m, 0) == 1 && (m.msg_flags & MSG_CTRUNC));
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static void test_timeouts_and_signals(void)
+{
+	int sv[2];
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	struct timeval tv = { 0, 100000 };
+	setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	char b;
+	double t0 = now();
+	CHECK_ERR("rcvtimeo.eagain", recv(sv[0], &b, 1, 0), EAGAIN);
+	CHECK("rcvtimeo.waited", now() - t0 >= 0.09);
+	tv.tv_usec = 0;
+	setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+
+	/* a signal without SA_RESTART interrupts a blocked recv */
+	struct sigaction sa = { 0 }, old;
+	sa.sa_handler = on_alarm;
+	sigaction(SIGALRM, &sa, &old);
+	struct itimerval it = { { 0, 0 }, { 0, 50000 } };
+	got_alarm = 0;
+	setitimer(ITIMER_REAL, &it, NULL);
+	CHECK_ERR("eintr.recv", recv(sv[0], &b, 1, 0), EINTR);
+	CHECK_EQ("eintr.handler_ran", got_alarm, 1);
+	/* with SA_RESTART the recv goes on and gets the data a child sends later */
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		msleep(300);
+		write(sv[1], "R", 1);
+		_exit(0);
+	}
+	got_alarm = 0;
+	setitimer(ITIMER_REAL, &it, NULL);
+	CHECK_EQ("restart.recv", recv(sv[0], &b, 1, 0), 1);
+	CHECK("restart.handler_ran", got_alarm == 1 && b == 'R');
+	waitpid(pid, NULL, 0);
+	/* with SO_RCVTIMEO set, Linux never restarts: EINTR */
+	tv.tv_sec = 5;
+	setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	got_alarm = 0;
+	setitimer(ITIMER_REAL, &it, NULL);
+	CHECK_ERR("restart.not_with_timeout", recv(sv[0], &b, 1, 0), EINTR);
+	sigaction(SIGALRM, &old, NULL);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static void test_mmsg(void)
+{
+	int sv[2];
+	socketpair(AF_UNIX, SOCK_DGRAM, 0, sv);
+	struct iovec iov[3] = { { "a", 1 }, { "bb", 2 }, { "ccc", 3 } };
+	struct mmsghdr mm[3];
+	memset(mm, 0, sizeof mm);
+	for (int i = 0; i < 3; i++) {
+		mm[i].msg_hdr.msg_iov = &iov[i];
+		mm[i].msg_hdr.msg_iovlen = 1;
+	}
+	CHECK_EQ("sendmmsg.count", sendmmsg(sv[0], mm, 3, 0), 3);
+	CHECK("sendmmsg.lengths", mm[0].msg_len == 1 && mm[1].msg_len == 2 && mm[2].msg_len == 3);
+	char bufs[4][8];
+	struct iovec riov[4];
+	struct mmsghdr rm[4];
+	memset(rm, 0, sizeof rm);
+	for (int i = 0; i < 4; i++) {
+		riov[i] = (struct iovec){ bufs[i], sizeof bufs[i] };
+		rm[i].msg_hdr.msg_iov = &riov[i];
+		rm[i].msg_hdr.msg_iovlen = 1;
+	}
+	CHECK_EQ("recvmmsg.waitforone", recvmmsg(sv[1], rm, 4, MSG_WAITFORONE, NULL), 3);
+	CHECK("recvmmsg.lengths", rm[0].msg_len == 1 && rm[1].msg_len == 2 && rm[2].msg_len == 3 && memcmp(bufs[2], "ccc", 3) == 0);
+	CHECK_ERR("recvmmsg.dontwait_empty", recvmmsg(sv[1], rm, 4, MSG_DONTWAIT, NULL), EAGAIN);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+int main(int argc, char **argv)
+{
+	(void)argc;
+	check_start(argv[0]);
+	const char *dir = check_mktmp();
+	if (!dir || chdir(dir) != 0) {
+		printf("not ok setup: no temporary directory\n");
+		return 1;
+	}
+	test_create_and_bad_input();
+	test_buffer_options();
+	test_pair_stream();
+	test_sigpipe();
+	test_dgram_seqpacket();
+	test_names();
+	test_backlog();
+	test_poll_epoll();
+	test_backpressure();
+	test_client_server();
+	test_rights();
+	test_credentials();
+	test_timeouts_and_signals();
+	test_mmsg();
+	chdir("/");
+	CHECK_SYS("cleanup.rmdir", rmdir(dir));
+	return check_done();
+}
