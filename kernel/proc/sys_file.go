@@ -9,6 +9,7 @@ import (
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/fs/devfs"
+	"shortbread/kernel/net/socket"
 	"shortbread/kernel/vfs"
 )
 
@@ -55,6 +56,9 @@ func (t *Thread) writeIO(f *vfs.OpenFile, buf []byte, off int64) (int, error) {
 	}
 	if off >= 0 {
 		return f.Pwrite(buf, off, t.sigWake)
+	}
+	if s, ok := f.Impl().(socket.Socket); ok {
+		return t.socketWrite(f, s, buf) // with the writer's credentials
 	}
 	return f.Write(buf, t.sigWake)
 }

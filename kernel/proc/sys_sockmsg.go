@@ -134,6 +134,18 @@ func sysSendto(t *Thread, a *[6]uint64) (int64, bool) {
 	return t.sendResult(s, n, err, flags), false
 }
 
+// socketWrite is write(2) and writev(2) on a socket: a send with no
+// flags that carries the writer's credentials, as SCM_CREDENTIALS
+// reports them to a receiver with SO_PASSCRED. EPIPE is returned for
+// ioResult to raise SIGPIPE.
+func (t *Thread) socketWrite(f *vfs.OpenFile, s socket.Socket, buf []byte) (int, error) {
+	if f.Flags()&linux.O_ACCMODE == linux.O_RDONLY {
+		return 0, linux.EBADF
+	}
+	c := t.ctx()
+	return s.SendMsg(c, t.blocking(f, 0), &socket.SendMsg{Data: buf, Sender: socket.CredOf(c)})
+}
+
 func sysRecvfrom(t *Thread, a *[6]uint64) (int64, bool) {
 	f, s, e := t.sock(a[0])
 	if e != 0 {

@@ -10,6 +10,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -845,6 +846,15 @@ static void test_credentials(void)
 	int status;
 	waitpid(pid, &status, 0);
 	CHECK("passcred.claim_eperm", WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* write(2) carries the writer's credentials too */
+	write(sv[0], "w", 1);
+	m.msg_controllen = sizeof cbuf;
+	memset(cbuf, 0, sizeof cbuf);
+	CHECK_EQ("passcred.recv_write", recvmsg(sv[1], &m, 0), 1);
+	c = CMSG_FIRSTHDR(&m);
+	if (c)
+		memcpy(&cr, CMSG_DATA(c), sizeof cr);
+	CHECK("passcred.write_values", c && c->cmsg_type == SCM_CREDENTIALS && cr.pid == getpid() && cr.uid == getuid());
 	/* no control buffer: MSG_CTRUNC */
 	send(sv[0], "e", 1, 0);
 	m.msg_control = NULL;
@@ -901,6 +911,37 @@ static void test_timeouts_and_signals(void)
 	close(sv[1]);
 }
 
+/* sendfile from a file to a socket, as nginx serves files */
+static void test_sendfile(void)
+{
+	int sv[2];
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	int f = open("sendfile.dat", O_CREAT | O_RDWR | O_TRUNC, 0644);
+	static unsigned char data[100000], got[100000];
+	for (size_t i = 0; i < sizeof data; i++)
+		data[i] = pattern(i, 3);
+	write_all(f, data, sizeof data);
+	off_t off = 0;
+	long sent = 0, n = 0;
+	pid_t pid = fork();
+	if (pid == 0) {
+		while (sent < (long)sizeof data && (n = sendfile(sv[0], f, &off, sizeof data - sent)) > 0)
+			sent += n;
+		_exit(sent == sizeof data && off == sizeof data ? 0 : 1);
+	}
+	long k, have = 0;
+	while (have < (long)sizeof got && (k = read(sv[1], got + have, sizeof got - have)) > 0)
+		have += k;
+	int status;
+	waitpid(pid, &status, 0);
+	CHECK("sendfile.to_socket", WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK("sendfile.data", have == sizeof got && memcmp(got, data, sizeof got) == 0);
+	close(f);
+	unlink("sendfile.dat");
+	close(sv[0]);
+	close(sv[1]);
+}
+
 static void test_mmsg(void)
 {
 	int sv[2];
@@ -953,6 +994,7 @@ int main(int argc, char **argv)
 	test_credentials();
 	test_timeouts_and_signals();
 	test_mmsg();
+	test_sendfile();
 	chdir("/");
 	CHECK_SYS("cleanup.rmdir", rmdir(dir));
 	return check_done();
