@@ -52,3 +52,8 @@ func (v *VFS) FindSocket(c *Ctx, dir *Dentry, path string) (Inode, error) {
 	}
 	return d.inode, nil
 }
+
+// Refs returns the open file's reference count. AF_UNIX's collector of
+// sockets in flight uses it to find sockets that only queued messages
+// still hold.
+func (f *OpenFile) Refs() int64 { return f.refs.Load() }

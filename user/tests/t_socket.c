@@ -584,6 +584,16 @@ static void test_backpressure(void)
 	CHECK_EQ("backpressure.poll_not_writable", poll1(sv[0], POLLOUT, 0), 0);
 	int outq = -1;
 	CHECK("backpressure.siocoutq", ioctl(sv[0], TIOCOUTQ, &outq) == 0 && outq > 0);
+	/* a blocking send to the full socket gives up after SO_SNDTIMEO */
+	struct timeval tv = { 0, 100000 };
+	setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	fcntl(sv[0], F_SETFL, 0);
+	double t0 = now();
+	CHECK_ERR("sndtimeo.eagain", send(sv[0], chunk, sizeof chunk, 0), EAGAIN);
+	CHECK("sndtimeo.waited", now() - t0 >= 0.09);
+	tv.tv_usec = 0;
+	setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
 	/* a child blocks writing 1 MiB more; we drain everything */
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -770,6 +780,23 @@ static void test_rights(void)
 	close(sv[0]);
 	close(sv[1]);
 	CHECK_EQ("rights.dropped_released", read(p[0], b, sizeof b), 0);
+	close(p[0]);
+
+	/* a cycle: two sockets sent to each other (a pipe's write end riding
+	 * along), then closed. Only their own queues hold them; the collector,
+	 * which runs when any AF_UNIX socket closes, frees them, and the
+	 * pipe's reader sees end of file. */
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	pipe(p);
+	int cyc[2] = { sv[0], p[1] };
+	CHECK_EQ("rights.cycle_send_a", send_fds(sv[0], cyc, 2, "M"), 1);
+	CHECK_EQ("rights.cycle_send_b", send_fds(sv[1], &sv[1], 1, "N"), 1);
+	close(p[1]);
+	close(sv[0]);
+	close(sv[1]);
+	close(socket(AF_UNIX, SOCK_DGRAM, 0));
+	CHECK("rights.cycle_collected", poll1(p[0], POLLIN, 5000) & POLLHUP);
+	CHECK_EQ("rights.cycle_eof", read(p[0], b, sizeof b), 0);
 	close(p[0]);
 
 	/* a descriptor passed to a forked process */

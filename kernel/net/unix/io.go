@@ -166,9 +166,11 @@ func (s *sock) peerGone(peer *sock) error {
 // enqueue adds q to the receive queue, charging its sender: EPIPE when
 // the socket is closed or shut for reading.
 func (t *sock) enqueue(q *msg) error {
+	countInflight(q.ctl.Files, 1)
 	t.mu.Lock()
 	if t.dead || t.shut&rcvShut != 0 {
 		t.mu.Unlock()
+		countInflight(q.ctl.Files, -1)
 		return linux.EPIPE
 	}
 	q.charge = int64(len(q.data) + msgOverhead)
@@ -309,8 +311,10 @@ func (s *sock) recvDgram(b socket.Blocking, m *socket.RecvMsg) (int, error) {
 	if q.from == nil {
 		m.From = nil
 	}
+	had := len(m.Control.Files)
 	s.deliverControl(q, m, peek, passcred)
 	if !peek {
+		countInflight(m.Control.Files[had:], -1)
 		q.uncharge()
 	}
 	n := m.N
@@ -370,6 +374,7 @@ func (s *sock) recvStream(b socket.Blocking, m *socket.RecvMsg) (int, error) {
 		}
 		var done []*msg
 		stop := false
+		had := len(m.Control.Files)
 		s.mu.Lock()
 		if len(s.rq) == 0 {
 			e := s.err
@@ -406,6 +411,9 @@ func (s *sock) recvStream(b socket.Blocking, m *socket.RecvMsg) (int, error) {
 			s.rq = s.rq[len(done):]
 		}
 		s.mu.Unlock()
+		if !peek {
+			countInflight(m.Control.Files[had:], -1)
+		}
 		for _, q := range done {
 			q.uncharge()
 		}

@@ -107,6 +107,7 @@ func (m *msg) uncharge() {
 // Preconditions: no socket lock is held.
 func (m *msg) drop() {
 	m.uncharge()
+	countInflight(m.ctl.Files, -1)
 	m.ctl.Release()
 }
 
@@ -199,6 +200,9 @@ func (s *sock) release(embryo bool) {
 	}
 	for _, n := range pending {
 		n.release(true)
+	}
+	if anyInflight() {
+		collect()
 	}
 }
 
