@@ -15,9 +15,9 @@ import (
 
 var registerOnce sync.Once
 
-// setup returns a tmpfs-rooted VFS, a root caller context on it, and
-// registers the family with that VFS (the tests share one, so each uses
-// its own names).
+// setup makes a fresh tmpfs-rooted VFS for the family's path names and
+// returns a root caller context on it. Abstract names are global: each
+// test uses its own and releases its sockets.
 var (
 	testVFS *vfs.VFS
 	testCtx *vfs.Ctx
@@ -25,15 +25,13 @@ var (
 
 func setup(t *testing.T) *vfs.Ctx {
 	t.Helper()
-	registerOnce.Do(func() {
-		v, err := vfs.New(tmpfs.New(tmpfs.Options{Dev: linux.MakeDev(0, 1)}).Root(), "tmpfs")
-		if err != nil {
-			panic(err)
-		}
-		testVFS = v
-		testCtx = &vfs.Ctx{Root: v.Root(), Cwd: v.Root(), PID: 7}
-		Register(func() *vfs.VFS { return testVFS })
-	})
+	registerOnce.Do(func() { Register(func() *vfs.VFS { return testVFS }) })
+	v, err := vfs.New(tmpfs.New(tmpfs.Options{Dev: linux.MakeDev(0, 1)}).Root(), "tmpfs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testVFS = v
+	testCtx = &vfs.Ctx{Root: v.Root(), Cwd: v.Root(), PID: 7}
 	return testCtx
 }
 
@@ -307,6 +305,9 @@ func TestDgramQueueLimit(t *testing.T) {
 	wantErr(t, "send to a socket connected elsewhere", err, linux.EPERM)
 	_, err = w.SendMsg(c, nb, &socket.SendMsg{Data: make([]byte, socket.DefaultBuf)})
 	wantErr(t, "datagram over the send buffer", err, linux.EMSGSIZE)
+	r.Release()
+	w.Release()
+	third.Release()
 }
 
 func (s *sock) autoName(t *testing.T) []byte {
@@ -461,5 +462,76 @@ func TestCycleCollected(t *testing.T) {
 	fy.DecRef()
 	if anyInflight() {
 		t.Error("in-flight count left over")
+	}
+}
+
+// TestConcurrentConnections: goroutines connect, exchange a byte and
+// close while others accept and echo; every exchange completes and the
+// name table holds nothing but the listener's name afterwards.
+func TestConcurrentConnections(t *testing.T) {
+	c := setup(t)
+	l := mustSock(t, c, linux.SOCK_STREAM)
+	name := append([]byte{1, 0}, "\x00concurrent"...)
+	if err := l.Bind(c, name); err != nil {
+		t.Fatal(err)
+	}
+	l.Listen(c, 16)
+	const clients, each = 8, 100
+	var wg sync.WaitGroup
+	errs := make(chan error, clients*each)
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				s := mustSock(t, c, linux.SOCK_STREAM)
+				if err := s.Connect(c, name, socket.Blocking{}); err != nil {
+					errs <- err
+					return
+				}
+				s.Write(socket.Blocking{}, []byte{byte(i)}, 0)
+				b := make([]byte, 1)
+				if n, err := s.Read(socket.Blocking{}, b, 0); n != 1 || b[0] != byte(i)+1 {
+					errs <- errors.Join(err, errors.New("bad echo"))
+				}
+				s.Release()
+			}
+		}()
+	}
+	stop := make(chan struct{})
+	var servers sync.WaitGroup
+	for range 2 {
+		servers.Add(1)
+		go func() {
+			defer servers.Done()
+			for {
+				n, err := l.Accept(c, socket.Blocking{Intr: stop})
+				if err != nil {
+					return
+				}
+				go func() {
+					b := make([]byte, 1)
+					if k, _ := n.Read(socket.Blocking{}, b, 0); k == 1 {
+						b[0]++
+						n.Write(socket.Blocking{}, b, 0)
+					}
+					n.Read(socket.Blocking{}, b, 0) // end of file
+					n.Release()
+				}()
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	servers.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	l.Release()
+	namesMu.Lock()
+	defer namesMu.Unlock()
+	if _, ok := abstract["\x00concurrent"]; ok {
+		t.Error("listener's name left in the table")
 	}
 }
