@@ -1048,6 +1048,69 @@ static void test_connection_storm(void)
 	close(l);
 }
 
+/* Find the /proc/net/unix line of the socket with inode ino: its flags,
+ * type, state and path ("" for none). Returns 1 if found. */
+static int procnet_find(unsigned long ino, unsigned *flags, unsigned *type, unsigned *st, char *path, size_t plen)
+{
+	FILE *f = fopen("/proc/net/unix", "r");
+	if (!f)
+		return 0;
+	char line[512];
+	int found = 0;
+	if (!fgets(line, sizeof line, f) || strncmp(line, "Num", 3) != 0) {
+		fclose(f);
+		return 0;
+	}
+	while (!found && fgets(line, sizeof line, f)) {
+		unsigned refs, proto;
+		unsigned long i;
+		int n = 0;
+		if (sscanf(line, "%*[0-9a-f]: %x %x %x %x %x %lu%n", &refs, &proto, flags, type, st, &i, &n) < 6 || i != ino)
+			continue;
+		found = 1;
+		const char *p = line + n;
+		while (*p == ' ')
+			p++;
+		snprintf(path, plen, "%s", p);
+		path[strcspn(path, "\n")] = 0;
+	}
+	fclose(f);
+	return found;
+}
+
+static void test_proc_net_unix(void)
+{
+	int l = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un a;
+	socklen_t alen = abstract_addr(&a, "procnet");
+	bind(l, (struct sockaddr *)&a, alen);
+	listen(l, 1);
+	struct stat st;
+	fstat(l, &st);
+	unsigned flags = 0, type = 0, state = 0;
+	char path[256], want[128];
+	snprintf(want, sizeof want, "@t_socket-%d-procnet", (int)getpid());
+	CHECK("procnet.listener_listed", procnet_find(st.st_ino, &flags, &type, &state, path, sizeof path));
+	CHECK("procnet.listener_fields", flags == 0x10000 && type == SOCK_STREAM && state == 1);
+	CHECK_STR("procnet.abstract_name", path, want);
+	int d = socket(AF_UNIX, SOCK_DGRAM, 0);
+	alen = path_addr(&a, "procnet.sock");
+	bind(d, (struct sockaddr *)&a, alen);
+	fstat(d, &st);
+	CHECK("procnet.path_listed", procnet_find(st.st_ino, &flags, &type, &state, path, sizeof path) && type == SOCK_DGRAM);
+	CHECK_STR("procnet.path_name", path, "procnet.sock");
+	int sv[2];
+	socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv);
+	fstat(sv[0], &st);
+	CHECK("procnet.pair_connected", procnet_find(st.st_ino, &flags, &type, &state, path, sizeof path) && type == SOCK_SEQPACKET && state == 3 && path[0] == 0);
+	close(sv[0]);
+	CHECK("procnet.closed_gone", !procnet_find(st.st_ino, &flags, &type, &state, path, sizeof path));
+	close(sv[1]);
+	close(l);
+	close(d);
+	unlink("procnet.sock");
+}
+
 static void test_mmsg(void)
 {
 	int sv[2];
@@ -1102,6 +1165,7 @@ int main(int argc, char **argv)
 	test_mmsg();
 	test_sendfile();
 	test_connection_storm();
+	test_proc_net_unix();
 	chdir("/");
 	CHECK_SYS("cleanup.rmdir", rmdir(dir));
 	return check_done();

@@ -191,8 +191,15 @@ func Pair(c *vfs.Ctx, family, typ, protocol int) (Socket, Socket, error) {
 // owned by owner, as Linux's sockfs does.
 func NewFile(s Socket, flags uint32, owner vfs.Owner) *vfs.OpenFile {
 	ino := vfs.NewAnonInode(linux.S_IFSOCK|0o777, owner)
+	if n, ok := s.(inoSetter); ok {
+		n.SetIno(ino.Attr().Ino)
+	}
 	return vfs.NewFile(ino, s, linux.O_RDWR|flags&linux.O_NONBLOCK)
 }
+
+// inoSetter is implemented by sockets that report their inode number
+// (AF_UNIX, in /proc/net/unix).
+type inoSetter interface{ SetIno(ino uint64) }
 
 // From returns the socket behind an open file, or ENOTSOCK.
 func From(f *vfs.OpenFile) (Socket, error) {

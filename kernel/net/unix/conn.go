@@ -106,6 +106,7 @@ func (s *sock) tryConnect(c *vfs.Ctx, t *sock) (done bool, err error) {
 	// and the client's credentials, and the client takes the listener's.
 	n := &sock{typ: s.typ, opts: socket.InitOptions(), vfs: s.vfs, state: connected,
 		addr: t.addr, peer: s, peerCred: socket.CredOf(c), hasCred: true}
+	track(n)
 	t.pending = append(t.pending, n)
 	s.peerCred, s.hasCred = t.peerCred, true
 	t.mu.Unlock()

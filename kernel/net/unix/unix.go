@@ -80,6 +80,7 @@ type sock struct {
 
 	backlog int     // listen backlog; protected by mu
 	pending []*sock // connections not yet accepted; protected by mu
+	ino     uint64  // inode number of the socket's file; protected by mu
 }
 
 // msg is one message in a receive queue: a datagram, a seqpacket record
@@ -138,7 +139,9 @@ func newSock(fs func() *vfs.VFS, typ, protocol int) (*sock, error) {
 	default:
 		return nil, linux.ESOCKTNOSUPPORT
 	}
-	return &sock{typ: typ, opts: socket.InitOptions(), vfs: fs}, nil
+	s := &sock{typ: typ, opts: socket.InitOptions(), vfs: fs}
+	track(s)
+	return s, nil
 }
 
 // pair makes two sockets connected to each other (socketpair), each
@@ -173,6 +176,7 @@ func (s *sock) Release() { s.release(false) }
 // release closes the socket; embryo is true for a connection that was
 // never accepted, whose client then sees ECONNRESET.
 func (s *sock) release(embryo bool) {
+	untrack(s)
 	s.mu.Lock()
 	s.dead = true
 	rq, pending, peer, addr := s.rq, s.pending, s.peer, s.addr
