@@ -109,7 +109,7 @@ func (s *sock) Bind(c *vfs.Ctx, raw []byte) error {
 		// Linux makes the node before it looks at the socket: a taken
 		// path is EADDRINUSE even for a bound socket.
 		if kind == kindPath {
-			if _, err := s.vfs().Lookup(c, nil, name, linux.AT_SYMLINK_NOFOLLOW); err == nil {
+			if v := s.vfs(); v != nil && lookupOK(v, c, name) {
 				return linux.EADDRINUSE
 			}
 		}
@@ -129,7 +129,11 @@ func (s *sock) Bind(c *vfs.Ctx, raw []byte) error {
 		s.addr = a
 		return nil
 	}
-	ino, err := s.vfs().BindSocket(c, nil, name, 0o777)
+	v := s.vfs()
+	if v == nil {
+		return linux.ENOENT // no file system to make the node in
+	}
+	ino, err := v.BindSocket(c, nil, name, 0o777)
 	if err != nil {
 		return err
 	}
@@ -138,6 +142,13 @@ func (s *sock) Bind(c *vfs.Ctx, raw []byte) error {
 	namesMu.Unlock()
 	s.addr = &address{raw: out, inode: ino}
 	return nil
+}
+
+// lookupOK reports whether a path names something (not following a
+// final symlink, as mknod does not).
+func lookupOK(v *vfs.VFS, c *vfs.Ctx, path string) bool {
+	_, err := v.Lookup(c, nil, path, linux.AT_SYMLINK_NOFOLLOW)
+	return err == nil
 }
 
 // autobindLocked gives an unnamed socket an abstract name of five hex
@@ -180,7 +191,11 @@ func (s *sock) find(c *vfs.Ctx, raw []byte) (*sock, error) {
 		return t, nil
 	}
 	namesMu.Unlock()
-	ino, err := s.vfs().FindSocket(c, nil, name)
+	v := s.vfs()
+	if v == nil {
+		return nil, linux.ENOENT
+	}
+	ino, err := v.FindSocket(c, nil, name)
 	if err != nil {
 		return nil, err
 	}
