@@ -266,6 +266,21 @@ static void test_dgram_seqpacket(void)
 		ok &= sendto(u, "q", 1, MSG_DONTWAIT, (struct sockaddr *)&ra, ralen) == 1;
 	CHECK("dgram.queue_eleven", ok);
 	CHECK_ERR("dgram.queue_full", sendto(u, "q", 1, MSG_DONTWAIT, (struct sockaddr *)&ra, ralen), EAGAIN);
+	/* another sender blocks on the full queue and goes on once the
+	 * receiver reads, though it read someone else's datagram */
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(sendto(w, "b", 1, 0, (struct sockaddr *)&ra, ralen) == 1 ? 0 : 1);
+	msleep(50);
+	CHECK_EQ("dgram.read_makes_room", recv(r, buf, sizeof buf, 0), 1);
+	int status = -1;
+	for (int t = 0; t < 500 && waitpid(pid, &status, WNOHANG) == 0; t++)
+		msleep(10);
+	if (status == -1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+	}
+	CHECK("dgram.blocked_sender_woken", WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	/* a closed destination */
 	CHECK_SYS("dgram.connect_w", connect(w, (struct sockaddr *)&ra, ralen));
 	close(r);

@@ -192,6 +192,7 @@ func (s *sock) Shutdown(how int) error {
 	peer := s.peer
 	s.mu.Unlock()
 	s.q.Notify()
+	s.roomQ.Notify()
 	if peer != nil && s.connOriented() {
 		peerMode := 0
 		if mode&rcvShut != 0 {

@@ -202,7 +202,7 @@ func (s *sock) sendDgram(b socket.Blocking, m *socket.SendMsg, t *sock) (int, er
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		return t.peer == s || len(t.rq) <= maxDgramQlen
-	}, &s.q, &t.q)
+	}, &s.q, &t.q, &t.roomQ)
 	if werr != nil {
 		return 0, werr
 	}
@@ -316,6 +316,7 @@ func (s *sock) recvDgram(b socket.Blocking, m *socket.RecvMsg) (int, error) {
 	if !peek {
 		countInflight(m.Control.Files[had:], -1)
 		q.uncharge()
+		s.roomQ.Notify()
 	}
 	n := m.N
 	if len(q.data) > len(m.Buf) {

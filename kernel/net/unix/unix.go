@@ -61,7 +61,12 @@ type sock struct {
 	typ  int
 	opts socket.Options
 	q    vfs.Queue // notified on every change of state, queue or buffer use
-	vfs  func() *vfs.VFS
+	// roomQ is notified when a datagram leaves the receive queue (or the
+	// socket closes): senders not connected back to this socket wait on
+	// it for room, as Linux's peer_wait, without waking this socket's
+	// own watchers.
+	roomQ vfs.Queue
+	vfs   func() *vfs.VFS
 
 	// wmem is the charge of this socket's messages still queued at a
 	// receiver; changed without mu by whoever queues or drains them.
@@ -160,12 +165,25 @@ func pair(c *vfs.Ctx, fs func() *vfs.VFS, typ, protocol int) (socket.Socket, soc
 	return a, b, nil
 }
 
-func (s *sock) Family() int                     { return linux.AF_UNIX }
-func (s *sock) Type() int                       { return s.typ }
-func (s *sock) Protocol() int                   { return 0 }
-func (s *sock) Options() *socket.Options        { return &s.opts }
-func (s *sock) connOriented() bool              { return s.typ != linux.SOCK_DGRAM }
-func (s *sock) Watch(ch chan<- struct{}) func() { return s.q.Watch(ch) }
+func (s *sock) Family() int              { return linux.AF_UNIX }
+func (s *sock) Type() int                { return s.typ }
+func (s *sock) Protocol() int            { return 0 }
+func (s *sock) Options() *socket.Options { return &s.opts }
+func (s *sock) connOriented() bool       { return s.typ != linux.SOCK_DGRAM }
+
+// Watch watches the socket and, for a datagram socket connected to
+// another, the room in that one's queue (its POLLOUT depends on it).
+func (s *sock) Watch(ch chan<- struct{}) func() {
+	cancel := s.q.Watch(ch)
+	s.mu.Lock()
+	peer := s.peer
+	s.mu.Unlock()
+	if s.typ != linux.SOCK_DGRAM || peer == nil || peer == s {
+		return cancel
+	}
+	c2 := peer.roomQ.Watch(ch)
+	return func() { cancel(); c2() }
+}
 
 // Release closes the socket when its last descriptor goes: its name is
 // freed, unread messages (and the descriptors in them) are dropped,
@@ -187,6 +205,7 @@ func (s *sock) release(embryo bool) {
 	}
 	s.mu.Unlock()
 	s.q.Notify()
+	s.roomQ.Notify()
 	if addr != nil {
 		unbind(addr, s)
 	}

@@ -535,3 +535,53 @@ func TestConcurrentConnections(t *testing.T) {
 		t.Error("listener's name left in the table")
 	}
 }
+
+// TestDgramRoomWakesOtherSenders: a sender blocked on a receiver's full
+// queue wakes when the receiver reads, even when the datagram read was
+// someone else's.
+func TestDgramRoomWakesOtherSenders(t *testing.T) {
+	c := setup(t)
+	r := mustSock(t, c, linux.SOCK_DGRAM)
+	name := append([]byte{1, 0}, "\x00room"...)
+	r.Bind(c, name)
+	a, b := mustSock(t, c, linux.SOCK_DGRAM), mustSock(t, c, linux.SOCK_DGRAM)
+	a.Connect(c, name, nb)
+	b.Connect(c, name, nb)
+	for range maxDgramQlen + 1 {
+		if _, err := a.Write(nb, []byte("a"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ch := make(chan struct{}, 1)
+	defer b.Watch(ch)()
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Write(socket.Blocking{}, []byte("b"), 0)
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if b.Readiness()&linux.POLLOUT != 0 {
+		t.Error("sender to a full queue reports POLLOUT")
+	}
+	select { // forget earlier signals
+	case <-ch:
+	default:
+	}
+	r.Read(nb, make([]byte, 1), 0) // one of a's datagrams
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("blocked sender not woken by the reader")
+	}
+	select {
+	case <-ch:
+	default:
+		t.Error("watcher of the sender not signalled when room was made")
+	}
+	r.Release()
+	a.Release()
+	b.Release()
+}
