@@ -127,7 +127,7 @@ func sysSendto(t *Thread, a *[6]uint64) (int64, bool) {
 		return e, false
 	}
 	c := t.ctx()
-	m.Sender = socket.CredOf(c)
+	m.Sender = socket.MsgCredOf(c)
 	t.sleepBegin()
 	n, err := s.SendMsg(c, t.blocking(f, flags), &m)
 	t.sleepEnd()
@@ -143,7 +143,7 @@ func (t *Thread) socketWrite(f *vfs.OpenFile, s socket.Socket, buf []byte) (int,
 		return 0, linux.EBADF
 	}
 	c := t.ctx()
-	return s.SendMsg(c, t.blocking(f, 0), &socket.SendMsg{Data: buf, Sender: socket.CredOf(c)})
+	return s.SendMsg(c, t.blocking(f, 0), &socket.SendMsg{Data: buf, Sender: socket.MsgCredOf(c)})
 }
 
 func sysRecvfrom(t *Thread, a *[6]uint64) (int64, bool) {
@@ -204,7 +204,7 @@ func (t *Thread) sendmsg(f *vfs.OpenFile, s socket.Socket, at uint64, flags int)
 		return e
 	}
 	c := t.ctx()
-	m.Sender = socket.CredOf(c)
+	m.Sender = socket.MsgCredOf(c)
 	if e := t.readControl(&h, &m.Control); e != 0 {
 		return e
 	}

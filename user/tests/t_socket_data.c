@@ -279,6 +279,22 @@ static void test_credentials(void)
 	if (c)
 		memcpy(&cr, CMSG_DATA(c), sizeof cr);
 	CHECK("passcred.write_values", c && c->cmsg_type == SCM_CREDENTIALS && cr.pid == getpid() && cr.uid == getuid());
+	/* the credentials a message carries are the sender's real IDs
+	 * (SO_PEERCRED reports effective ones) */
+	pid = fork();
+	if (pid == 0) {
+		if (setreuid(1000, 0) != 0)
+			_exit(2);
+		_exit(write(sv[0], "r", 1) == 1 ? 0 : 1);
+	}
+	waitpid(pid, &status, 0);
+	m.msg_controllen = sizeof cbuf;
+	memset(cbuf, 0, sizeof cbuf);
+	CHECK_EQ("passcred.recv_real_ids", recvmsg(sv[1], &m, 0), 1);
+	c = CMSG_FIRSTHDR(&m);
+	if (c)
+		memcpy(&cr, CMSG_DATA(c), sizeof cr);
+	CHECK("passcred.real_uid", c && cr.pid == pid && cr.uid == 1000);
 	/* no control buffer: MSG_CTRUNC */
 	send(sv[0], "e", 1, 0);
 	m.msg_control = NULL;

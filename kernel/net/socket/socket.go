@@ -78,10 +78,17 @@ type Cred struct {
 	UID, GID uint32
 }
 
-// CredOf returns the credentials of the caller c: its pid and effective
-// IDs.
+// CredOf returns the credentials SO_PEERCRED reports for the caller c:
+// its pid and effective IDs.
 func CredOf(c *vfs.Ctx) Cred {
 	return Cred{PID: int32(c.PID), UID: c.Cred.EUID, GID: c.Cred.EGID}
+}
+
+// MsgCredOf returns the credentials a message from c carries for
+// SCM_CREDENTIALS when it attaches none: its pid and real IDs, as
+// Linux's scm_send fills them in.
+func MsgCredOf(c *vfs.Ctx) Cred {
+	return Cred{PID: int32(c.PID), UID: c.Cred.UID, GID: c.Cred.GID}
 }
 
 // Control is ancillary data in flight: descriptors (SCM_RIGHTS), each an
@@ -107,8 +114,8 @@ type SendMsg struct {
 	Data    []byte
 	Control Control
 	Flags   int // MSG_* flags
-	// Sender is the caller's credentials: what SCM_CREDENTIALS carries
-	// when the sender did not attach its own.
+	// Sender is the caller's credentials (MsgCredOf): what
+	// SCM_CREDENTIALS carries when the sender did not attach its own.
 	Sender Cred
 }
 
