@@ -548,6 +548,7 @@ static void test_timeouts_and_signals(void)
 	setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	setitimer(ITIMER_REAL, &it, NULL);
 	CHECK_ERR("restart.not_with_timeout", recv(sv[0], &b, 1, 0), EINTR);
+	CHECK_ERR("restart.read_not_with_timeout", read(sv[0], &b, 1), EINTR);
 	setitimer(ITIMER_REAL, &off, NULL);
 	sigaction(SIGALRM, &old, NULL);
 	close(sv[0]);

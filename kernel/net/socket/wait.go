@@ -7,10 +7,31 @@ import (
 	"shortbread/kernel/vfs"
 )
 
+// ErrIntrNoRestart is EINTR from a wait that had a timeout: Linux never
+// restarts such a call, whatever SA_RESTART says (sock_intr_errno). It
+// maps to EINTR (errors.As gives linux.EINTR) but is not errors.Is
+// EINTR, so the system-call layer's restart logic leaves it alone for
+// read(2) and write(2) too.
+var ErrIntrNoRestart error = intrNoRestart{}
+
+type intrNoRestart struct{}
+
+func (intrNoRestart) Error() string { return linux.EINTR.Error() }
+
+// As makes errors.As see linux.EINTR.
+func (intrNoRestart) As(target any) bool {
+	if e, ok := target.(*linux.Errno); ok {
+		*e = linux.EINTR
+		return true
+	}
+	return false
+}
+
 // Wait blocks until ready reports true (nil), as vfs.WaitFor does, but
 // watches every queue in qs (a sender waits for its own buffer and for
 // room at the receiver) and gives up with EAGAIN after timeout
-// (SO_RCVTIMEO, SO_SNDTIMEO; 0 waits forever). The queues must be
+// (SO_RCVTIMEO, SO_SNDTIMEO; 0 waits forever; interrupted, it returns
+// ErrIntrNoRestart, and EINTR without a timeout). The queues must be
 // notified whenever ready's answer may change; ready does its own
 // locking.
 func Wait(b Blocking, timeout time.Duration, ready func() bool, qs ...*vfs.Queue) error {
@@ -37,6 +58,9 @@ func Wait(b Blocking, timeout time.Duration, ready func() bool, qs ...*vfs.Queue
 		select {
 		case <-ch:
 		case <-b.Intr:
+			if timeout > 0 {
+				return ErrIntrNoRestart
+			}
 			return linux.EINTR
 		case <-expired:
 			if ready() {

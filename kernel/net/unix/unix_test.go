@@ -405,7 +405,13 @@ func TestTimeoutAndInterrupt(t *testing.T) {
 	intr := make(chan struct{})
 	close(intr)
 	_, err = a.Read(socket.Blocking{Intr: intr}, make([]byte, 1), 0)
-	wantErr(t, "interrupted read", err, linux.EINTR)
+	var e linux.Errno
+	if !errors.As(err, &e) || e != linux.EINTR || errors.Is(err, linux.EINTR) {
+		t.Errorf("interrupted read with a timeout: %v, want EINTR that is not restarted", err)
+	}
+	socket.SetOption(c, a, linux.SOL_SOCKET, linux.SO_RCVTIMEO, make([]byte, 16))
+	_, err = a.Read(socket.Blocking{Intr: intr}, make([]byte, 1), 0)
+	wantErr(t, "interrupted read without a timeout", err, linux.EINTR)
 }
 
 // TestCycleCollected: two sockets sent to each other and then closed
