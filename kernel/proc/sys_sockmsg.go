@@ -347,10 +347,7 @@ func (t *Thread) recvmsg(f *vfs.OpenFile, s socket.Socket, at uint64, flags int,
 		namelen = uint64(len(m.From))
 	}
 	msgFlags := m.MsgFlags
-	used, ctrunc, e := t.writeControl(&h, &m.Control, flags)
-	if e != 0 {
-		return e
-	}
+	used, ctrunc := t.writeControl(&h, &m.Control, flags)
 	if ctrunc {
 		msgFlags |= linux.MSG_CTRUNC
 	}
@@ -371,21 +368,25 @@ func (t *Thread) recvmsg(f *vfs.OpenFile, s socket.Socket, at uint64, flags int,
 
 // writeControl stores the received control messages in the caller's
 // buffer as scm_recv does: credentials first, then as many descriptors
-// as fit, installed in the table (close-on-exec with MSG_CMSG_CLOEXEC);
-// what does not fit is closed and reported as MSG_CTRUNC. It returns the
-// bytes of the buffer used. The files are consumed either way.
-func (t *Thread) writeControl(h *msghdr, ctl *socket.Control, flags int) (used int, ctrunc bool, e int64) {
+// as fit, installed in the table (close-on-exec with MSG_CMSG_CLOEXEC).
+// What does not fit, or cannot be written (a bad buffer), is closed and
+// reported as MSG_CTRUNC; like Linux, a bad buffer does not fail the
+// call, whose data has been received. It returns the bytes of the
+// buffer used. The files are consumed either way.
+func (t *Thread) writeControl(h *msghdr, ctl *socket.Control, flags int) (used int, ctrunc bool) {
 	defer ctl.Release()
 	space := int(min(h.controlLen, 1<<31-1))
 	if h.control == 0 {
 		space = 0
 	}
 	le := binary.LittleEndian
+	// put stores one control message, cut short when it does not fit,
+	// and reports whether it was stored.
 	put := func(typ int, data []byte) bool {
 		left := space - used
 		if left < cmsgHdrSize {
 			ctrunc = true
-			return true
+			return false
 		}
 		n := cmsgHdrSize + len(data)
 		b := make([]byte, n)
@@ -398,7 +399,7 @@ func (t *Thread) writeControl(h *msghdr, ctl *socket.Control, flags int) (used i
 			b = b[:left]
 		}
 		if err := t.Proc.Space().CopyOut(uintptr(h.control)+uintptr(used), b); err != nil {
-			e = errno(err)
+			ctrunc = true
 			return false
 		}
 		used += min(cmsgAlign(n), left)
@@ -409,12 +410,12 @@ func (t *Thread) writeControl(h *msghdr, ctl *socket.Control, flags int) (used i
 		le.PutUint32(d[:], uint32(cr.PID))
 		le.PutUint32(d[4:], cr.UID)
 		le.PutUint32(d[8:], cr.GID)
-		if !put(linux.SCM_CREDENTIALS, d[:]) {
-			return used, ctrunc, e
+		if !put(linux.SCM_CREDENTIALS, d[:]) && len(ctl.Files) > 0 {
+			return used, true
 		}
 	}
 	if len(ctl.Files) == 0 {
-		return used, ctrunc, 0
+		return used, ctrunc
 	}
 	left := space - used
 	fit := 0
@@ -425,11 +426,11 @@ func (t *Thread) writeControl(h *msghdr, ctl *socket.Control, flags int) (used i
 		ctrunc = true
 	}
 	if fit == 0 {
-		return used, ctrunc, 0
+		return used, ctrunc
 	}
 	fds := make([]byte, 0, 4*fit)
 	cloexec := flags&linux.MSG_CMSG_CLOEXEC != 0
-	installed := []int{}
+	var installed []int
 	for _, f := range ctl.Files[:fit] {
 		fd, err := t.Proc.files.Install(f, cloexec)
 		if err != nil {
@@ -440,11 +441,13 @@ func (t *Thread) writeControl(h *msghdr, ctl *socket.Control, flags int) (used i
 		fds = le.AppendUint32(fds, uint32(fd))
 	}
 	if len(fds) > 0 && !put(linux.SCM_RIGHTS, fds) {
+		// The numbers could not be stored: the program cannot know the
+		// descriptors, so they are not left open.
 		for _, fd := range installed {
 			t.Proc.files.Close(fd)
 		}
 	}
-	return used, ctrunc, e
+	return used, ctrunc
 }
 
 func sysSendmmsg(t *Thread, a *[6]uint64) (int64, bool) {

@@ -176,6 +176,10 @@ static void test_pair_stream(void)
 	CHECK_ERR("pair.write_after_shutdown", send(sv[0], "x", 1, MSG_NOSIGNAL), EPIPE);
 	CHECK_EQ("pair.reverse_still_works", write(sv[1], "r", 1), 1);
 	CHECK_EQ("pair.reverse_read", read(sv[0], buf, 1), 1);
+	/* shutting down reading: end of file here, EPIPE for the peer */
+	CHECK_SYS("pair.shutdown_rd", shutdown(sv[0], SHUT_RD));
+	CHECK_EQ("pair.eof_after_shut_rd", read(sv[0], buf, 1), 0);
+	CHECK_ERR("pair.peer_write_after_shut_rd", send(sv[1], "x", 1, MSG_NOSIGNAL), EPIPE);
 	close(sv[0]);
 	CHECK_EQ("pair.poll_peer_closed", poll1(sv[1], POLLIN | POLLOUT | POLLRDHUP, 0) & (POLLIN | POLLHUP | POLLRDHUP), POLLIN | POLLHUP | POLLRDHUP);
 	close(sv[1]);

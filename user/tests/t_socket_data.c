@@ -153,6 +153,17 @@ static void test_rights(void)
 	CHECK_EQ("rights.no_room", recv_fds(sv[1], got, 4, 0, 0, &mflags), 0);
 	CHECK("rights.ctrunc", mflags & MSG_CTRUNC);
 	CHECK_EQ("rights.nothing_installed", lowest_free_fd(), before);
+	/* a control buffer that cannot be written: the data arrives, the
+	 * descriptor does not (MSG_CTRUNC), and nothing is installed */
+	send_fds(sv[0], &p[1], 1, "B");
+	{
+		char d[4];
+		struct iovec biov = { d, sizeof d };
+		struct msghdr bm = { .msg_iov = &biov, .msg_iovlen = 1, .msg_control = BAD_PTR, .msg_controllen = 64 };
+		CHECK_EQ("rights.recv_bad_control", syscall(SYS_recvmsg, sv[1], &bm, 0), 1);
+		CHECK("rights.recv_bad_control_ctrunc", bm.msg_flags & MSG_CTRUNC);
+		CHECK_EQ("rights.recv_bad_control_no_fd", lowest_free_fd(), before);
+	}
 	int bad = 12345;
 	CHECK_ERR("rights.ebadf", send_fds(sv[0], &bad, 1, "I"), EBADF);
 	/* bad control messages */
