@@ -115,6 +115,16 @@ static void test_buffer_options(void)
 	v = 1;
 	CHECK_SYS("sockopt.set_rcvbuf_small", setsockopt(s, SOL_SOCKET, SO_RCVBUF, &v, sizeof v));
 	CHECK("sockopt.rcvbuf_minimum", getsockopt(s, SOL_SOCKET, SO_RCVBUF, &v, &len) == 0 && v == 2304);
+	/* compared as unsigned, -1 asks for the most allowed (the
+	 * net.core.wmem_max sysctl), doubled */
+	long wmem_max = 0;
+	FILE *f = fopen("/proc/sys/net/core/wmem_max", "r");
+	CHECK("sockopt.wmem_max_sysctl", f && fscanf(f, "%ld", &wmem_max) == 1 && wmem_max > 0);
+	if (f)
+		fclose(f);
+	v = -1;
+	CHECK_SYS("sockopt.set_sndbuf_negative", setsockopt(s, SOL_SOCKET, SO_SNDBUF, &v, sizeof v));
+	CHECK("sockopt.sndbuf_negative_max", getsockopt(s, SOL_SOCKET, SO_SNDBUF, &v, &len) == 0 && v == 2 * wmem_max);
 	struct timeval tv = { 2, 500000 }, got = { 0 };
 	len = sizeof got;
 	CHECK_SYS("sockopt.set_rcvtimeo", setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv));

@@ -126,6 +126,15 @@ func parseTimeval(val []byte) (time.Duration, error) {
 	return time.Duration(sec)*time.Second + time.Duration(usec)*time.Microsecond, nil
 }
 
+// bufSize caps a requested buffer size at MaxBuf; Linux compares it as
+// unsigned, so a negative size asks for the most.
+func bufSize(v int) int {
+	if v < 0 || v > MaxBuf {
+		return MaxBuf
+	}
+	return v
+}
+
 // GetOption answers getsockopt(2) for s: the SOL_SOCKET options every
 // socket has here, the rest by the family.
 func GetOption(c *vfs.Ctx, s Socket, level, name int) ([]byte, error) {
@@ -215,16 +224,10 @@ func SetOption(c *vfs.Ctx, s Socket, level, name int, val []byte) error {
 	defer o.mu.Unlock()
 	switch name {
 	case linux.SO_SNDBUF, linux.SO_SNDBUFFORCE:
-		o.sndBuf = max(min(v, MaxBuf)*2, MinSndBuf)
-		if v < 0 {
-			o.sndBuf = MinSndBuf
-		}
+		o.sndBuf = max(bufSize(v)*2, MinSndBuf)
 		return nil
 	case linux.SO_RCVBUF, linux.SO_RCVBUFFORCE:
-		o.rcvBuf = max(min(v, MaxBuf)*2, MinRcvBuf)
-		if v < 0 {
-			o.rcvBuf = MinRcvBuf
-		}
+		o.rcvBuf = max(bufSize(v)*2, MinRcvBuf)
 		return nil
 	case linux.SO_RCVLOWAT:
 		o.rcvLowat = max(v, 1)
