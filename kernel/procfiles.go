@@ -14,6 +14,8 @@ import (
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/fs/procfs"
 	"shortbread/kernel/machine"
+	"shortbread/kernel/net/socket"
+	"shortbread/kernel/net/unix"
 	"shortbread/kernel/proc"
 	"shortbread/kernel/prof"
 	"shortbread/kernel/vfs"
@@ -51,6 +53,12 @@ func (k *kernel) mountProc(v *vfs.VFS) error {
 	}, nil)
 	fs.AddFile("sys/vm/overcommit_memory", func() []byte { return []byte("0\n") }, nil)
 	fs.AddFile("sys/net/core/somaxconn", func() []byte { return []byte("4096\n") }, nil)
+	fs.AddFile("net/unix", unix.ProcNetUnix, nil)
+	// The socket buffer sysctls, as the socket layer applies them.
+	for name, v := range map[string]int{"wmem_default": socket.DefaultBuf, "rmem_default": socket.DefaultBuf,
+		"wmem_max": socket.MaxBuf, "rmem_max": socket.MaxBuf} {
+		fs.AddFile("sys/net/core/"+name, func() []byte { return fmt.Appendf(nil, "%d\n", v) }, nil)
+	}
 	// The collector's figures since boot, one "key value" per line;
 	// writing "gc" runs a collection (so a program can see them move).
 	fs.AddFile("shortbread/gc", func() []byte {

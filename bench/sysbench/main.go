@@ -2,7 +2,8 @@
 // on Shortbread and on Linux in the same QEMU configuration, one boot per
 // kernel and CPU count, and reports each result with its Shortbread/Linux
 // ratio: null system call (getppid), pipe ping-pong between two processes,
-// page-fault cost, process lifecycle (fork+exec+exit+wait) as the
+// the same over an AF_UNIX stream socketpair and its bulk throughput
+// (time per MiB), page-fault cost, process lifecycle (fork+exec+exit+wait) as the
 // program's initialized data grows (.data) or its zeroed data does
 // (.bss), and a multi-threaded mmap/fault-heavy malloc workload on 1, 2
 // and 4 CPUs (its time should fall as CPUs are added).
@@ -42,6 +43,8 @@ const qemuFlags = "-machine q35 -cpu max -m 512M (TCG, no KVM)"
 const script = `cd /bench
 ./ubench getppid 100000
 ./ubench pingpong 3000
+./ubench unixpingpong 3000
+./ubench unixbulk 16
 ./ubench fault 2048
 ./ubench spawn 40 /bench/ubench touch spawn_hello
 ./ubench spawn 40 /bench/ubench-data1m touch spawn_data1m

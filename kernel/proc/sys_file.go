@@ -9,6 +9,7 @@ import (
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/fs/devfs"
+	"shortbread/kernel/net/socket"
 	"shortbread/kernel/vfs"
 )
 
@@ -59,6 +60,9 @@ func (t *Thread) writeIO(f *vfs.OpenFile, buf []byte, off int64) (int, error) {
 	}
 	if off >= 0 {
 		return f.Pwrite(buf, off, t.sigWake)
+	}
+	if s, ok := f.Impl().(socket.Socket); ok {
+		return t.socketWrite(f, s, buf) // with the writer's credentials
 	}
 	return f.Write(buf, t.sigWake)
 }
@@ -375,6 +379,9 @@ func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {
 	}
 	defer f.DecRef()
 	cmd, arg := a[1], uintptr(a[2])
+	if r, ok := t.socketIoctl(f, cmd, arg); ok {
+		return r, false
+	}
 	const fionbio, fioclex, fionclex = 0x5421, 0x5451, 0x5450
 	switch cmd {
 	case fionbio:

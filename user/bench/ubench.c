@@ -5,6 +5,9 @@
  *   ubench spawn N PATH [ARG]   fork + execve(PATH) + exit + waitpid
  *   ubench pingpong N           a byte back and forth over two pipes
  *                               between two processes (2 switches each)
+ *   ubench unixpingpong N       the same over an AF_UNIX stream socketpair
+ *   ubench unixbulk MIB         MIB MiB one way over an AF_UNIX stream
+ *                               socketpair in 64 KiB writes (time per MiB)
  *   ubench fault PAGES          write-touch PAGES fresh anonymous pages
  *   ubench malloc THREADS OPS   THREADS threads each allocate, touch and
  *                               free 256 KiB blocks OPS/THREADS times
@@ -24,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -132,6 +136,75 @@ static void bench_pingpong(long n)
 	report("pingpong", ns, n, 1000, "us");
 }
 
+static void bench_unix_pingpong(long n)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		die("socketpair");
+	pid_t pid = fork();
+	if (pid < 0)
+		die("fork");
+	char c = 0;
+	if (pid == 0) {
+		close(sv[0]);
+		for (;;) {
+			if (read(sv[1], &c, 1) != 1)
+				_exit(0);
+			if (write(sv[1], &c, 1) != 1)
+				_exit(1);
+		}
+	}
+	close(sv[1]);
+	long long ns[REPS];
+	for (int r = 0; r < REPS; r++) {
+		long long t0 = now_ns();
+		for (long i = 0; i < n; i++) {
+			if (write(sv[0], &c, 1) != 1 || read(sv[0], &c, 1) != 1)
+				die("unixpingpong");
+		}
+		ns[r] = now_ns() - t0;
+	}
+	close(sv[0]);
+	waitpid(pid, NULL, 0);
+	report("unix_pingpong", ns, n, 1000, "us");
+}
+
+static void bench_unix_bulk(long mib)
+{
+	static char buf[64 << 10];
+	long long ns[REPS];
+	for (int r = 0; r < REPS; r++) {
+		int sv[2];
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+			die("socketpair");
+		pid_t pid = fork();
+		if (pid < 0)
+			die("fork");
+		if (pid == 0) {
+			close(sv[0]);
+			long long got = 0;
+			ssize_t k;
+			while ((k = read(sv[1], buf, sizeof buf)) > 0)
+				got += k;
+			_exit(got == mib << 20 ? 0 : 1);
+		}
+		close(sv[1]);
+		long long t0 = now_ns();
+		for (long long sent = 0; sent < mib << 20;) {
+			ssize_t k = write(sv[0], buf, sizeof buf);
+			if (k <= 0)
+				die("unixbulk");
+			sent += k;
+		}
+		close(sv[0]);
+		int st;
+		if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			die("unixbulk reader");
+		ns[r] = now_ns() - t0;
+	}
+	report("unix_bulk", ns, mib, 1e6, "ms/MiB");
+}
+
 static void bench_fault(long pages)
 {
 	long long ns[REPS];
@@ -208,12 +281,16 @@ int main(int argc, char **argv)
 		bench_spawn(atol(argv[2]), argv[3], argc > 4 ? argv[4] : NULL, argc > 5 ? argv[5] : "spawn");
 	else if (argc >= 3 && !strcmp(argv[1], "pingpong"))
 		bench_pingpong(atol(argv[2]));
+	else if (argc >= 3 && !strcmp(argv[1], "unixpingpong"))
+		bench_unix_pingpong(atol(argv[2]));
+	else if (argc >= 3 && !strcmp(argv[1], "unixbulk"))
+		bench_unix_bulk(atol(argv[2]));
 	else if (argc >= 3 && !strcmp(argv[1], "fault"))
 		bench_fault(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "malloc"))
 		bench_malloc(atoi(argv[2]), atol(argv[3]));
 	else {
-		fprintf(stderr, "usage: ubench getppid N | spawn N PATH [ARG [NAME]] | pingpong N | fault PAGES | malloc THREADS OPS | touch\n");
+		fprintf(stderr, "usage: ubench getppid N | spawn N PATH [ARG [NAME]] | pingpong N | unixpingpong N | unixbulk MIB | fault PAGES | malloc THREADS OPS | touch\n");
 		return 2;
 	}
 	return 0;

@@ -1,0 +1,72 @@
+package socket
+
+import (
+	"time"
+
+	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/vfs"
+)
+
+// ErrIntrNoRestart is EINTR from a wait that had a timeout: Linux never
+// restarts such a call, whatever SA_RESTART says (sock_intr_errno). It
+// maps to EINTR (errors.As gives linux.EINTR) but is not errors.Is
+// EINTR, so the system-call layer's restart logic leaves it alone for
+// read(2) and write(2) too.
+var ErrIntrNoRestart error = intrNoRestart{}
+
+type intrNoRestart struct{}
+
+func (intrNoRestart) Error() string { return linux.EINTR.Error() }
+
+// As makes errors.As see linux.EINTR.
+func (intrNoRestart) As(target any) bool {
+	if e, ok := target.(*linux.Errno); ok {
+		*e = linux.EINTR
+		return true
+	}
+	return false
+}
+
+// Wait blocks until ready reports true (nil), as vfs.WaitFor does, but
+// watches every queue in qs (a sender waits for its own buffer and for
+// room at the receiver) and gives up with EAGAIN after timeout
+// (SO_RCVTIMEO, SO_SNDTIMEO; 0 waits forever; interrupted, it returns
+// ErrIntrNoRestart, and EINTR without a timeout). The queues must be
+// notified whenever ready's answer may change; ready does its own
+// locking.
+func Wait(b Blocking, timeout time.Duration, ready func() bool, qs ...*vfs.Queue) error {
+	if ready() {
+		return nil
+	}
+	if b.NonBlock {
+		return linux.EAGAIN
+	}
+	ch := make(chan struct{}, 1)
+	for _, q := range qs {
+		defer q.Watch(ch)()
+	}
+	var expired <-chan time.Time
+	if timeout > 0 {
+		timer := time.NewTimer(timeout)
+		defer timer.Stop()
+		expired = timer.C
+	}
+	for {
+		if ready() {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-b.Intr:
+			if timeout > 0 {
+				return ErrIntrNoRestart
+			}
+			return linux.EINTR
+		case <-expired:
+			if ready() {
+				return nil
+			}
+			return linux.EAGAIN
+		}
+	}
+}
