@@ -54,6 +54,10 @@ func (t *Thread) writeIO(f *vfs.OpenFile, buf []byte, off int64) (int, error) {
 		t.sleepBegin()
 		defer t.sleepEnd()
 	} else if len(buf) > 0 { // an empty write changes nothing, bits included
+		var err error
+		if buf, err = t.fsizeLimit(f, buf, off); err != nil {
+			return 0, err
+		}
 		if err := f.KillSetID(t.cred); err != nil {
 			return 0, err
 		}
@@ -65,6 +69,48 @@ func (t *Thread) writeIO(f *vfs.OpenFile, buf []byte, off int64) (int, error) {
 		return t.socketWrite(f, s, buf) // with the writer's credentials
 	}
 	return f.Write(buf, t.sigWake)
+}
+
+// fsizeLimit applies RLIMIT_FSIZE to a write of a regular file at off
+// (the file position when off < 0, the end with O_APPEND): the write is
+// cut at the limit, and one that would start at or past it raises
+// SIGXFSZ and fails with EFBIG, as Linux's generic_write_check_limits.
+func (t *Thread) fsizeLimit(f *vfs.OpenFile, buf []byte, off int64) ([]byte, error) {
+	p := t.Proc
+	p.mu.Lock()
+	limit := p.rlimits()[rlimitFsize].cur
+	p.mu.Unlock()
+	if a := f.Attr(); limit == rlimInfinity || a.Type() != linux.S_IFREG {
+		return buf, nil
+	}
+	pos := off
+	switch {
+	case f.Flags()&linux.O_APPEND != 0:
+		pos = f.Attr().Size
+	case pos < 0:
+		var err error
+		if pos, err = f.Seek(0, linux.SEEK_CUR); err != nil {
+			return buf, nil // the write reports what is wrong
+		}
+	}
+	if uint64(pos) >= limit {
+		t.signalThread(sigXFSZ)
+		return nil, linux.EFBIG
+	}
+	return buf[:min(uint64(len(buf)), limit-uint64(pos))], nil
+}
+
+// truncLimit applies RLIMIT_FSIZE to a truncation to size.
+func (t *Thread) truncLimit(size int64) error {
+	p := t.Proc
+	p.mu.Lock()
+	limit := p.rlimits()[rlimitFsize].cur
+	p.mu.Unlock()
+	if limit != rlimInfinity && uint64(size) > limit {
+		t.signalThread(sigXFSZ)
+		return linux.EFBIG
+	}
+	return nil
 }
 
 // read and pread64 are readv and preadv with one buffer; likewise for

@@ -311,6 +311,9 @@ func sysTruncate(t *Thread, a *[6]uint64) (int64, bool) {
 	if e != 0 {
 		return e, false
 	}
+	if err := t.truncLimit(int64(a[1])); err != nil {
+		return errno(err), false
+	}
 	return errno(fsys.Truncate(t.ctx(), dir, path, int64(a[1]))), false
 }
 
@@ -323,6 +326,11 @@ func sysFtruncate(t *Thread, a *[6]uint64) (int64, bool) {
 		return errno(err), false
 	}
 	defer f.DecRef()
+	if at := f.Attr(); at.Type() == linux.S_IFREG && f.Flags()&linux.O_ACCMODE != linux.O_RDONLY {
+		if err := t.truncLimit(int64(a[1])); err != nil {
+			return errno(err), false
+		}
+	}
 	if err := f.KillSetID(t.cred); err != nil {
 		return errno(err), false
 	}

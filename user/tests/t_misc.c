@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
@@ -261,6 +262,51 @@ static void test_reboot(void)
 	CHECK("reboot.unprivileged_eperm", WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* RLIMIT_FSIZE: writes are cut at the limit, then fail with EFBIG and
+ * SIGXFSZ (ignored here, fatal by default); truncation past it too. */
+static void test_fsize(void)
+{
+	char path[] = "/tmp/t_misc_fsizeXXXXXX";
+	int fd = mkstemp(path);
+	CHECK_SYS("fsize.file", fd);
+	pid_t c = fork();
+	if (c == 0) {
+		signal(SIGXFSZ, SIG_IGN);
+		struct rlimit rl = {4096, 4096};
+		if (setrlimit(RLIMIT_FSIZE, &rl))
+			_exit(1);
+		static char buf[8192];
+		if (write(fd, buf, sizeof buf) != 4096)
+			_exit(2);
+		if (write(fd, buf, 1) != -1 || errno != EFBIG)
+			_exit(3);
+		if (pwrite(fd, buf, 200, 4000) != 96)
+			_exit(4);
+		if (ftruncate(fd, 100000) != -1 || errno != EFBIG)
+			_exit(5);
+		if (ftruncate(fd, 4096) != 0 || ftruncate(fd, 10) != 0)
+			_exit(6);
+		_exit(0);
+	}
+	int st;
+	waitpid(c, &st, 0);
+	CHECK_EQ("fsize.cut_then_efbig", st, 0);
+	struct stat sb;
+	CHECK("fsize.size", fstat(fd, &sb) == 0 && sb.st_size == 10);
+	c = fork();
+	if (c == 0) {
+		struct rlimit rl = {10, 10};
+		setrlimit(RLIMIT_FSIZE, &rl);
+		lseek(fd, 10, SEEK_SET);
+		write(fd, "x", 1);
+		_exit(0);
+	}
+	waitpid(c, &st, 0);
+	CHECK("fsize.sigxfsz_kills", WIFSIGNALED(st) && WTERMSIG(st) == SIGXFSZ);
+	close(fd);
+	unlink(path);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -269,6 +315,7 @@ int main(int argc, char **argv)
 	test_random();
 	test_sysinfo();
 	test_rlimits();
+	test_fsize();
 	test_prctl();
 	test_ids();
 	test_misc_calls();
