@@ -48,6 +48,38 @@ type epollEntry struct {
 	cancel func()
 }
 
+// epollMaxNests is how deep epoll instances may watch one another
+// (Linux's EP_MAX_NESTS).
+const epollMaxNests = 4
+
+// depth returns how many levels of epoll instances e watches below it,
+// and whether it reaches stop (adding e to stop would close a cycle).
+func (e *epollFile) depth(stop *epollFile, level int) (int, bool) {
+	if e == stop {
+		return 0, true
+	}
+	if level > epollMaxNests { // deep enough to refuse; do not walk on
+		return level, false
+	}
+	e.mu.Lock()
+	var inner []*epollFile
+	for _, en := range e.entries {
+		if x, ok := en.f.Impl().(*epollFile); ok {
+			inner = append(inner, x)
+		}
+	}
+	e.mu.Unlock()
+	most := 0
+	for _, x := range inner {
+		d, loop := x.depth(stop, level+1)
+		if loop {
+			return 0, true
+		}
+		most = max(most, d+1)
+	}
+	return most, false
+}
+
 type epollFile struct {
 	mu      sync.Mutex
 	entries map[epollKey]*epollEntry
@@ -210,11 +242,21 @@ func sysEpollCtl(t *Thread, a *[6]uint64) (int64, bool) {
 		return errno(err), false
 	}
 	defer target.DecRef()
+	if target.IsPath() {
+		return -eBADF, false
+	}
 	if target == epf {
 		return -eINVAL, false
 	}
 	if !target.Pollable() {
 		return -ePERM, false // regular files and directories: always ready
+	}
+	if inner, ok := target.Impl().(*epollFile); ok && op == epollCtlAdd {
+		// Linux refuses what would make epoll instances watch one
+		// another in a cycle, or nest deeper than EP_MAX_NESTS.
+		if d, loop := inner.depth(ep, 0); loop || d+1 > epollMaxNests {
+			return -int64(linux.ELOOP), false
+		}
 	}
 	var ev epollEvent
 	if op != epollCtlDel {

@@ -244,11 +244,20 @@ func sysFutex(t *Thread, a *[6]uint64) (int64, bool) {
 			}
 		}
 		return t.futexWaitOn(s, addr, val, bitset, deadline), false
-	case futexWakeOpc:
-		return int64(futexWake(s, addr, int(val), ^uint32(0), false)), false
-	case futexWakeBitset:
-		if a[5] == 0 {
+	case futexWakeOpc, futexWakeBitset:
+		if op&futexCmdMask == futexWakeBitset && a[5] == 0 {
 			return -eINVAL, false
+		}
+		// A shared futex is found through the memory that holds it, so
+		// an unmapped word is EFAULT; a private one is only an address,
+		// and waking nobody there succeeds (as on Linux).
+		if op&futexPrivateFlag == 0 {
+			if _, _, err := s.FutexKey(addr); err != nil {
+				return -eFAULT, false
+			}
+		}
+		if op&futexCmdMask == futexWakeOpc {
+			return int64(futexWake(s, addr, int(val), ^uint32(0), false)), false
 		}
 		return int64(futexWake(s, addr, int(val), uint32(a[5]), false)), false
 	case futexRequeueOpc:

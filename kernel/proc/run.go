@@ -43,6 +43,8 @@ type Thread struct {
 	robustList uintptr
 	// comm is the name PR_SET_NAME gave the thread (nil: the program's).
 	comm atomic.Pointer[string] // read by /proc from other goroutines
+	// timerslack is PR_SET_TIMERSLACK's value in ns (0: the default).
+	timerslack uint64
 
 	dying   atomic.Bool   // the process is exiting: stop at the next chance
 	stopped chan struct{} // closed when the goroutine has ended

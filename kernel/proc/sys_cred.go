@@ -204,6 +204,9 @@ func sysSetfsuid(t *Thread, a *[6]uint64) (int64, bool) {
 	id := uint32(a[0])
 	t.changeCreds(func(c *creds) int64 {
 		old = c.fsuid
+		if id == keep { // not an ID: only asks for the current one
+			return 0
+		}
 		if c.privileged() || id == c.ruid || id == c.euid || id == c.suid || id == c.fsuid {
 			c.fsuid = id
 		}
@@ -217,6 +220,9 @@ func sysSetfsgid(t *Thread, a *[6]uint64) (int64, bool) {
 	id := uint32(a[0])
 	t.changeCreds(func(c *creds) int64 {
 		old = c.fsgid
+		if id == keep {
+			return 0
+		}
 		if c.privileged() || id == c.rgid || id == c.egid || id == c.sgid || id == c.fsgid {
 			c.fsgid = id
 		}
@@ -240,7 +246,10 @@ func sysGetgroups(t *Thread, a *[6]uint64) (int64, bool) {
 	for i, id := range g {
 		binary.LittleEndian.PutUint32(b[4*i:], id)
 	}
-	return errno(t.Proc.Space().CopyOut(uintptr(a[1]), b)), false
+	if err := t.Proc.Space().CopyOut(uintptr(a[1]), b); err != nil {
+		return errno(err), false
+	}
+	return int64(len(g)), false
 }
 
 func sysSetgroups(t *Thread, a *[6]uint64) (int64, bool) {

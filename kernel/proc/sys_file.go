@@ -171,6 +171,36 @@ func sysPwritev(t *Thread, a *[6]uint64) (int64, bool) {
 	return t.writev(a, int64(a[3])), false
 }
 
+// rwfSupported are the preadv2/pwritev2 flags accepted: RWF_HIPRI,
+// RWF_DSYNC, RWF_SYNC (every file system here is synchronous) and
+// RWF_NOWAIT (nothing blocks on a regular file's data). RWF_APPEND is
+// not supported.
+const rwfSupported = 1 | 2 | 4 | 8
+
+// sysPreadv2 and sysPwritev2 are preadv and pwritev with flags; an
+// offset of -1 means the file position, as readv and writev use.
+func sysPreadv2(t *Thread, a *[6]uint64) (int64, bool) {
+	if a[5]&^rwfSupported != 0 {
+		return -eOPNOTSUPP, false
+	}
+	off := int64(a[3])
+	if off < -1 {
+		return -eINVAL, false
+	}
+	return t.readv(a, off), false
+}
+
+func sysPwritev2(t *Thread, a *[6]uint64) (int64, bool) {
+	if a[5]&^rwfSupported != 0 {
+		return -eOPNOTSUPP, false
+	}
+	off := int64(a[3])
+	if off < -1 {
+		return -eINVAL, false
+	}
+	return t.writev(a, off), false
+}
+
 func (t *Thread) writev(a *[6]uint64, off int64) int64 {
 	iov, e := t.iovecs(a[1], a[2])
 	if e != 0 {
@@ -424,6 +454,9 @@ func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {
 		return errno(err), false
 	}
 	defer f.DecRef()
+	if f.IsPath() {
+		return -eBADF, false
+	}
 	cmd, arg := a[1], uintptr(a[2])
 	if r, ok := t.socketIoctl(f, cmd, arg); ok {
 		return r, false

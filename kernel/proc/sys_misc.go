@@ -11,24 +11,31 @@ import (
 
 // Resource limits (include/uapi/asm-generic/resource.h).
 const (
-	rlimitCPU      = 0
-	rlimitFsize    = 1
-	rlimitData     = 2
-	rlimitStack    = 3
-	rlimitCore     = 4
-	rlimitNofile   = 7
-	rlimitAS       = 9
-	rlimNlimits    = 16
-	rlimInfinity   = ^uint64(0)
-	nrOpen         = 1 << 20 // fs.nr_open: the highest RLIMIT_NOFILE
-	eMFILE         = 24
-	eNFILE         = 23
-	prSetName      = 15
-	prGetName      = 16
-	prSetDumpable  = 4
-	prGetDumpable  = 3
-	prSetPdeathsig = 1
-	prGetPdeathsig = 2
+	rlimitCPU       = 0
+	rlimitFsize     = 1
+	rlimitData      = 2
+	rlimitStack     = 3
+	rlimitCore      = 4
+	rlimitNofile    = 7
+	rlimitAS        = 9
+	rlimNlimits     = 16
+	rlimInfinity    = ^uint64(0)
+	nrOpen          = 1 << 20 // fs.nr_open: the highest RLIMIT_NOFILE
+	eMFILE          = 24
+	eNFILE          = 23
+	prSetName       = 15
+	prGetName       = 16
+	prSetDumpable   = 4
+	prGetDumpable   = 3
+	prSetPdeathsig  = 1
+	prGetTSC        = 25
+	prSetTSC        = 26
+	prGetTimerslack = 30
+	prSetTimerslack = 29
+	prTSCEnable     = 1
+	// defaultTimerslack is Linux's 50 us: how late a sleep may wake.
+	defaultTimerslack = 50000
+	prGetPdeathsig    = 2
 )
 
 type rlimit struct{ cur, max uint64 }
@@ -182,6 +189,31 @@ func sysPrctl(t *Thread, a *[6]uint64) (int64, bool) {
 		p.mu.Unlock()
 		var b [4]byte
 		binary.LittleEndian.PutUint32(b[:], uint32(sig))
+		return errno(p.Space().CopyOut(uintptr(a[1]), b[:])), false
+	case prSetTimerslack:
+		// Kept and reported; the kernel's timers fire at their deadline,
+		// which any slack allows.
+		slack := a[1]
+		if slack == 0 {
+			slack = defaultTimerslack
+		}
+		t.timerslack = slack
+		return 0, false
+	case prGetTimerslack:
+		if t.timerslack == 0 {
+			return defaultTimerslack, false
+		}
+		return int64(t.timerslack), false
+	case prSetTSC:
+		// RDTSC always works in user mode: PR_TSC_SIGSEGV (trapping it)
+		// is not supported.
+		if a[1] != prTSCEnable {
+			return -eINVAL, false
+		}
+		return 0, false
+	case prGetTSC:
+		var b [4]byte
+		binary.LittleEndian.PutUint32(b[:], prTSCEnable)
 		return errno(p.Space().CopyOut(uintptr(a[1]), b[:])), false
 	}
 	return -eINVAL, false

@@ -201,7 +201,11 @@ func sysClockNanosleep(t *Thread, a *[6]uint64) (int64, bool) {
 	id, flags := int32(a[0]), a[1]
 	switch id {
 	case clockRealtime, clockMonotonic, clockBoottime, clockTAI, clockRealtimeAlarm, clockBoottimeAlarm:
+	case clockMonotonicRaw, clockRealtimeCoarse, clockMonoCoarse:
+		return -eOPNOTSUPP, false // clocks one can read but not sleep on
 	default:
+		// CPU-time clocks too: sleeping until a process has used some
+		// CPU time is not supported (Linux: EINVAL only for a thread's).
 		return -eINVAL, false
 	}
 	if flags&^timerAbstime != 0 {

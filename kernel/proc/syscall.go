@@ -31,6 +31,7 @@ const (
 	eNOEXEC      = 8
 	eNAMETOOLONG = 36
 	eNODEV       = 19
+	eOPNOTSUPP   = 95
 )
 
 // errno maps kernel errors to Linux errno values.
@@ -149,6 +150,8 @@ func init() {
 		293: {"pipe2", sysPipe2},
 		295: {"preadv", sysPreadv},
 		296: {"pwritev", sysPwritev},
+		327: {"preadv2", sysPreadv2},
+		328: {"pwritev2", sysPwritev2},
 		316: {"renameat2", sysRenameat2},
 		332: {"statx", sysStatx},
 		439: {"faccessat2", sysFaccessat2},

@@ -169,6 +169,9 @@ func sysWait4(t *Thread, a *[6]uint64) (int64, bool) {
 	if options&^(wNoHang|wUntraced|wContinued|wNoThread|wAll|wClone) != 0 {
 		return -eINVAL, false
 	}
+	if pid == -1<<31 { // -INT_MIN is no process group: Linux says ESRCH
+		return -eSRCH, false
+	}
 	ev, e := t.waitChild(pid, options|wExited)
 	if e != 0 || ev.pid == 0 {
 		return e, false
