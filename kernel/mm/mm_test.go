@@ -3,14 +3,12 @@ package mm
 import (
 	"bytes"
 	"errors"
-	"runtime"
 	"sync"
 	"testing"
-	"time"
 )
 
 // fakePhys is physical memory made of Go pages; address 0 means none.
-// It is locked: Shm objects free their pages from the finalizer goroutine.
+// It is locked: tests fault and copy from several goroutines.
 type fakePhys struct {
 	mu    sync.Mutex
 	pages map[uintptr]*[PageSize]byte
@@ -396,6 +394,7 @@ func TestSharedAnonymousMemoryAcrossFork(t *testing.T) {
 	if err := s.Map(VMA{Start: 0x500000, End: 0x502000, Prot: ProtRead | ProtWrite, Shm: shm}); err != nil {
 		t.Fatal(err)
 	}
+	shm.DecRef() // the mapping holds it now, as mmap leaves it
 	s.CopyOut(0x500000, []byte("before"))
 	c, err := s.Fork(initAS(testPhys{fp}))
 	if err != nil {
@@ -425,14 +424,13 @@ func TestSharedAnonymousMemoryAcrossFork(t *testing.T) {
 		t.Errorf("after the child's munmap the parent sees %q", b)
 	}
 	c.Destroy()
-	s.Destroy()
-	shm = nil
-	for i := 0; i < 50 && fp.inUse() != 0; i++ {
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
+	if fp.inUse() == 0 {
+		t.Fatal("the child's exit freed the parent's shared memory")
 	}
+	s.Destroy()
+	// No collection needed: the last mapping's reference frees the pages.
 	if fp.inUse() != 0 {
-		t.Errorf("%d frames left after both spaces and the object are gone", fp.inUse())
+		t.Errorf("%d frames left after both spaces are gone", fp.inUse())
 	}
 }
 
@@ -755,6 +753,10 @@ func TestPrivateObjectMapping(t *testing.T) {
 	if pg, _ := obj.Page(1, false); pg == nil || pg[0] != 'b' {
 		t.Errorf("the object lost its page")
 	}
+	obj.DecRef() // the file's reference: now nothing holds the object
+	if left := fp.inUse(); left != 0 {
+		t.Errorf("%d frames left after the spaces and the object are gone", left)
+	}
 }
 
 // Reading anonymous memory never written maps the space's zero page: no
@@ -801,5 +803,107 @@ func TestZeroPage(t *testing.T) {
 	s.Destroy()
 	if left := fp.inUse(); left != 0 {
 		t.Errorf("%d frames leaked", left)
+	}
+}
+
+func (o *Shm) counts() (refs, maps int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.refs, o.maps
+}
+
+// Every mapping of an object holds one reference, however the mapping is
+// cut (munmap of a middle part, mprotect of one, mremap moving one) or
+// copied (fork); the object's frames go when its last holder does, and
+// not before. Truncation frees cut-off pages at once when nothing maps
+// them, and when the last mapping goes otherwise.
+func TestObjectReferences(t *testing.T) {
+	s, fp, _ := newTestSpace(t, 1000)
+	obj := NewShm(testPhys{fp})
+	for i := uintptr(0); i < 8; i++ {
+		pg, _ := obj.Page(i, true)
+		pg[0] = byte('a' + i)
+	}
+	const base = 0x600000
+	want := func(what string, refs, maps int) {
+		t.Helper()
+		if r, m := obj.counts(); r != refs || m != maps {
+			t.Errorf("%s: %d references (%d mappings), want %d (%d)", what, r, m, refs, maps)
+		}
+	}
+	if err := s.Map(VMA{Start: base, End: base + 8*PageSize, Prot: ProtRead | ProtWrite, Shm: obj}); err != nil {
+		t.Fatal(err)
+	}
+	want("mapped", 2, 1)
+	if err := s.Map(VMA{Start: base + 0x100000, End: base + 0x100000 + 8*PageSize, Prot: ProtRead, Shm: obj, Private: true}); err != nil {
+		t.Fatal(err)
+	}
+	want("mapped twice", 3, 2)
+	b := make([]byte, 1)
+	for i := uintptr(0); i < 8; i++ {
+		s.CopyIn(base+i*PageSize, b)
+		s.CopyIn(base+0x100000+i*PageSize, b)
+	}
+	s.Protect(base+2*PageSize, PageSize, ProtRead) // three pieces
+	want("after mprotect of a middle page", 5, 4)
+	s.Unmap(base+5*PageSize, PageSize) // the last piece splits in two
+	want("after munmap of a middle page", 6, 5)
+	moved, err := s.Remap(base+6*PageSize, 2*PageSize, 4*PageSize, true, 0x2000000, 0x40000000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("after mremap moved a piece", 6, 5)
+	c, err := s.Fork(initAS(testPhys{fp}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("after fork", 11, 10)
+	c.CopyIn(base, b)
+	if b[0] != 'a' {
+		t.Errorf("the child reads %q", b)
+	}
+	// Truncation while mapped keeps the cut pages until the mappings go.
+	obj.Truncate(4)
+	if obj.Pages() != 4 {
+		t.Errorf("%d pages after truncation to 4", obj.Pages())
+	}
+	c.Destroy()
+	want("after the child's exit", 6, 5)
+	obj.DecRef() // the creator's (a file's) reference
+	want("after the creator's release", 5, 5)
+	s.CopyIn(base+PageSize, b)
+	if b[0] != 'b' {
+		t.Errorf("a mapped page reads %q after the object lost its file", b)
+	}
+	s.Unmap(base, 0x200000)
+	want("after munmap of all but the moved piece", 1, 1)
+	s.CopyIn(moved+PageSize, b)
+	if b[0] != 'h' {
+		t.Errorf("the moved piece reads %q, want the object's last page", b)
+	}
+	before := fp.inUse()
+	s.Unmap(moved, 4*PageSize)
+	want("after the last munmap", 0, 0)
+	// The four pages left, the four cut off and held for the mappings.
+	if freed := before - fp.inUse(); freed < 8 {
+		t.Errorf("the last munmap freed %d frames, want at least the object's 8", freed)
+	}
+	s.Destroy()
+	if left := fp.inUse(); left != 0 {
+		t.Errorf("%d frames leaked", left)
+	}
+
+	// Unmapped, a truncation frees at once.
+	obj2 := NewShm(testPhys{fp})
+	for i := uintptr(0); i < 4; i++ {
+		obj2.Page(i, true)
+	}
+	obj2.Truncate(1)
+	if n := fp.inUse(); n != 1 {
+		t.Errorf("%d frames in use after truncating an unmapped object to a page", n)
+	}
+	obj2.DecRef()
+	if n := fp.inUse(); n != 0 {
+		t.Errorf("%d frames in use after the last reference", n)
 	}
 }

@@ -30,6 +30,9 @@ type OpenFile struct {
 }
 
 func newOpenFile(d *Dentry, ino Inode, file File, flags uint32) *OpenFile {
+	if c, ok := ino.(OpenCounter); ok {
+		c.Opened()
+	}
 	f := &OpenFile{dentry: d, inode: ino, file: file}
 	_, f.seekable = file.(Seeker)
 	f.flags.Store(flags)
@@ -53,6 +56,9 @@ func (f *OpenFile) DecRef() {
 	switch n := f.refs.Add(-1); {
 	case n == 0:
 		f.file.Release()
+		if c, ok := f.inode.(OpenCounter); ok {
+			c.Closed()
+		}
 	case n < 0:
 		panic("vfs: OpenFile reference count below zero")
 	}

@@ -149,6 +149,7 @@ func (d *dir) Link(name string, target vfs.Inode) error {
 	d.add(name, in)
 	now := d.fs.now()
 	in.base().changeLinks(1, now)
+	linksChanged(in)
 	d.touch(now)
 	return nil
 }
@@ -167,6 +168,7 @@ func (d *dir) Unlink(name string) error {
 	d.remove(name)
 	now := d.fs.now()
 	e.inode.base().changeLinks(-1, now)
+	linksChanged(e.inode)
 	d.touch(now)
 	return nil
 }
@@ -192,6 +194,14 @@ func (d *dir) Rmdir(name string) error {
 	d.changeLinks(-1, now)
 	d.touch(now)
 	return nil
+}
+
+// linksChanged tells a regular file its link count changed: the last
+// name gone, it may free its data.
+func linksChanged(in inode) {
+	if f, ok := in.(*file); ok {
+		f.linksChanged()
+	}
 }
 
 func (n *node) nlinkLocked() uint32 {
@@ -248,6 +258,7 @@ func (d *dir) Rename(oldName string, newDir vfs.Dir, newName string, flags uint3
 			nd.changeLinks(-1, now)
 		} else {
 			dst.inode.base().changeLinks(-1, now)
+			linksChanged(dst.inode)
 		}
 		nd.remove(newName)
 	}
