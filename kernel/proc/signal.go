@@ -149,6 +149,17 @@ func (p *Process) ignores(sig int) bool {
 	return sig != sigKILL && (a.handler == sigIgn || (a.handler == sigDfl && ignoredByDefault(sig)))
 }
 
+// shielded reports whether sig, sent by a program (kill, tgkill,
+// sigqueue), is discarded on arrival because p is init and has no
+// handler for it, as Linux protects init (SIGNAL_UNKILLABLE): SIGKILL and
+// SIGSTOP, and any signal left at its default action, cannot take down
+// or stop the process whose exit ends the system. The sender is not told:
+// kill still succeeds. Signals the kernel raises for a fault are not
+// shielded; a crashing init still dies.
+func (p *Process) shielded(sig int) bool {
+	return p.PID == 1 && p.sig.get(sig).handler == sigDfl
+}
+
 // sendSignal makes a signal pending for the process and wakes a thread
 // that does not block it to take it. Ignored signals are discarded at
 // once, as Linux does. It fails with EAGAIN when a real-time signal finds
