@@ -7,13 +7,16 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
+	"runtime/metrics"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/fs/procfs"
 	"shortbread/kernel/machine"
+	"shortbread/kernel/mm"
 	"shortbread/kernel/proc"
 	"shortbread/kernel/prof"
 	"shortbread/kernel/vfs"
@@ -23,13 +26,7 @@ func (k *kernel) mountProc(v *vfs.VFS) error {
 	fs := procfs.New(linux.MakeDev(0, 6))
 	boot := time.Now()
 	gc0 := prof.ReadGC()
-	fs.AddFile("meminfo", func() []byte {
-		ms := machine.ReadMemStats()
-		total, free := ms.TotalFrames*4, ms.FreeFrames*4
-		return fmt.Appendf(nil, "MemTotal:       %8d kB\nMemFree:        %8d kB\nMemAvailable:   %8d kB\n"+
-			"Buffers:               0 kB\nCached:                0 kB\nSwapTotal:             0 kB\nSwapFree:              0 kB\n",
-			total, free, free)
-	}, nil)
+	fs.AddFile("meminfo", procMeminfo, nil)
 	fs.AddFile("uptime", func() []byte {
 		up := time.Since(boot).Seconds()
 		return fmt.Appendf(nil, "%.2f %.2f\n", up, 0.0)
@@ -82,6 +79,64 @@ func (k *kernel) mountProc(v *vfs.VFS) error {
 	}, nil)
 	proc.AddProcDirs(fs)
 	return v.Mount(&vfs.Ctx{}, nil, "/proc", fs.Root(), "proc", 0)
+}
+
+// goMemory are the runtime's figures /proc/meminfo shows, read without
+// stopping the world (runtime.ReadMemStats would).
+var goMemory = []metrics.Sample{
+	{Name: "/memory/classes/heap/objects:bytes"}, // live and not yet swept objects
+	{Name: "/memory/classes/heap/unused:bytes"},  // room in the heap's spans between objects
+	{Name: "/memory/classes/heap/free:bytes"},    // free spans still backed by frames
+	{Name: "/memory/classes/heap/stacks:bytes"},  // goroutine stacks
+	{Name: "/memory/classes/os-stacks:bytes"},    // the Ms' system stacks
+}
+
+var goMemoryMu sync.Mutex
+
+// procMeminfo is /proc/meminfo: every figure is a count kept as memory
+// changes hands, none an estimate. Buffers and swap are zero (no block
+// cache, no swap); Cached is the tmpfs and shared memory pages (Shmem), as
+// Linux counts shmem in the page cache; Mapped counts every page of an
+// object something maps. The kernel's own memory is the Go heap: Slab is
+// its objects (with the gaps between them in their spans), KernelStack
+// the goroutine and thread stacks, and GoHeapInuse and GoHeapFree show
+// the heap's objects and its free spans, which the runtime can give back
+// and MemAvailable counts with MemFree.
+func procMeminfo() []byte {
+	ms := machine.ReadMemStats()
+	st := mm.ReadStats()
+	goMemoryMu.Lock()
+	metrics.Read(goMemory)
+	var g [5]uint64
+	for i, s := range goMemory {
+		if s.Value.Kind() == metrics.KindUint64 {
+			g[i] = s.Value.Uint64() / 1024
+		}
+	}
+	goMemoryMu.Unlock()
+	objects, unused, heapFree, stacks := g[0], g[1], g[2], g[3]+g[4]
+	free := ms.FreeFrames * 4
+	var b bytes.Buffer
+	line := func(key string, kb uint64) { fmt.Fprintf(&b, "%-15s %8d kB\n", key+":", kb) }
+	line("MemTotal", ms.TotalFrames*4)
+	line("MemFree", free)
+	line("MemAvailable", free+heapFree)
+	line("Buffers", 0)
+	line("Cached", uint64(st.Shm)*4)
+	line("SwapCached", 0)
+	line("SwapTotal", 0)
+	line("SwapFree", 0)
+	line("AnonPages", uint64(st.Anon)*4)
+	line("Mapped", uint64(st.Mapped)*4)
+	line("Shmem", uint64(st.Shm)*4)
+	line("Slab", objects+unused)
+	line("SReclaimable", 0)
+	line("SUnreclaim", objects+unused)
+	line("KernelStack", stacks)
+	line("PageTables", uint64(st.Tables)*4)
+	line("GoHeapInuse", objects)
+	line("GoHeapFree", heapFree)
+	return b.Bytes()
 }
 
 // procInterrupts is /proc/interrupts in Linux's layout: a row per I/O

@@ -907,3 +907,57 @@ func TestObjectReferences(t *testing.T) {
 		t.Errorf("%d frames in use after the last reference", n)
 	}
 }
+
+// The meminfo counts follow the frames: anonymous pages and their
+// copy-on-write copies, page tables, object pages and whether they are
+// mapped; all come back to where they were when everything is gone.
+func TestStats(t *testing.T) {
+	base := ReadStats()
+	delta := func() Stats {
+		s := ReadStats()
+		return Stats{Shm: s.Shm - base.Shm, Mapped: s.Mapped - base.Mapped, Anon: s.Anon - base.Anon, Tables: s.Tables - base.Tables}
+	}
+	s, fp, _ := newTestSpace(t, 1000)
+	if d := delta(); d.Tables != 3 || d.Anon != 0 {
+		t.Errorf("a new space: %+v, want 3 tables", d)
+	}
+	s.Map(VMA{Start: 0x400000, End: 0x404000, Prot: ProtRead | ProtWrite})
+	for va := uintptr(0x400000); va < 0x404000; va += PageSize {
+		s.CopyOut(va, []byte{1})
+	}
+	if d := delta(); d.Anon != 4 || d.Tables != 4 {
+		t.Errorf("4 anonymous pages written: %+v, want 4 anonymous, 4 tables", d)
+	}
+	obj := NewShm(testPhys{fp})
+	obj.Page(0, true)
+	if d := delta(); d.Shm != 1 || d.Mapped != 0 {
+		t.Errorf("an object page: %+v, want 1 shared, 0 mapped", d)
+	}
+	s.Map(VMA{Start: 0x500000, End: 0x503000, Prot: ProtRead | ProtWrite, Shm: obj})
+	s.CopyOut(0x501000, []byte{1})
+	if d := delta(); d.Shm != 2 || d.Mapped != 2 {
+		t.Errorf("a mapped object with 2 pages: %+v, want 2 shared, 2 mapped", d)
+	}
+	c, err := s.Fork(initAS(testPhys{fp}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.CopyOut(0x400000, []byte{2})
+	c.CopyOut(0x401000, []byte{2})
+	if d := delta(); d.Anon != 6 {
+		t.Errorf("a fork child wrote 2 shared pages: %d anonymous, want 6", d.Anon)
+	}
+	c.Destroy()
+	s.Unmap(0x500000, 0x3000)
+	if d := delta(); d.Anon != 4 || d.Mapped != 0 || d.Shm != 2 {
+		t.Errorf("the child gone and the object unmapped: %+v, want 4 anonymous, 2 shared, 0 mapped", d)
+	}
+	obj.DecRef()
+	s.Destroy()
+	if d := delta(); d != (Stats{}) {
+		t.Errorf("everything gone: %+v left", d)
+	}
+	if left := fp.inUse(); left != 0 {
+		t.Errorf("%d frames leaked", left)
+	}
+}

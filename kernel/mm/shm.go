@@ -1,9 +1,6 @@
 package mm
 
-import (
-	"sync"
-	"sync/atomic"
-)
+import "sync"
 
 // Shm is memory whose pages belong to an object rather than to the
 // address spaces mapping it: anonymous shared memory (mmap
@@ -35,13 +32,6 @@ type Shm struct {
 	// pages wholly past it fault with ErrBus.
 	size func() int64
 }
-
-// shmFrames counts the frames held by every Shm (/proc/meminfo's Shmem).
-var shmFrames atomic.Int64
-
-// ShmPages reports how many frames shared memory objects hold: tmpfs
-// file data and shared anonymous memory.
-func ShmPages() int64 { return shmFrames.Load() }
 
 // NewShm makes an empty shared memory object holding one reference, the
 // caller's.
@@ -86,7 +76,9 @@ func (o *Shm) dropLocked() {
 func (o *Shm) mapRef() {
 	o.mu.Lock()
 	o.refs++
-	o.maps++
+	if o.maps++; o.maps == 1 {
+		mappedFrames.Add(int64(len(o.frames) + len(o.detached)))
+	}
 	o.mu.Unlock()
 }
 
@@ -96,6 +88,7 @@ func (o *Shm) unmapRef() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.maps--; o.maps == 0 {
+		mappedFrames.Add(-int64(len(o.frames) + len(o.detached)))
 		o.freeDetachedLocked()
 	}
 	o.dropLocked()
@@ -108,9 +101,13 @@ func (o *Shm) freeDetachedLocked() {
 	o.detached = nil
 }
 
+// free frees a frame of the object. Preconditions: o.mu is held.
 func (o *Shm) free(f uintptr) {
 	o.phys.Free(f)
 	shmFrames.Add(-1)
+	if o.maps > 0 {
+		mappedFrames.Add(-1)
+	}
 }
 
 // frame returns the frame of page idx, allocating a zeroed one first.
@@ -125,6 +122,9 @@ func (o *Shm) frame(idx uintptr) (uintptr, error) {
 		return 0, ErrNoMem
 	}
 	shmFrames.Add(1)
+	if o.maps > 0 {
+		mappedFrames.Add(1)
+	}
 	o.frames[idx] = f
 	return f, nil
 }

@@ -218,6 +218,7 @@ func NewSpace(p Phys, init func(pml4, pdpt, pd uintptr) error, reserved [][2]uin
 		}
 		return nil, err
 	}
+	tableFrames.Add(int64(len(f)))
 	return &Space{phys: p, root: f[0], reserve: reserved, tlb: tlb}, nil
 }
 
@@ -560,6 +561,7 @@ func (s *Space) faultLocked(va uintptr, write, exec bool) error {
 		return nil
 	}
 	s.resident.Add(1)
+	anonFrames.Add(1)
 	return nil
 }
 
@@ -604,6 +606,7 @@ func (s *Space) faultPrivateLocked(v *VMA, page uintptr, pte *uint64, cur uint64
 		return nil
 	}
 	s.resident.Add(1)
+	anonFrames.Add(1)
 	return nil
 }
 
@@ -696,6 +699,7 @@ func (s *Space) breakCOWLocked(pte *uint64, cur uint64, prot int) error {
 			s.phys.Free(f)
 			return nil
 		}
+		anonFrames.Add(1)
 		if zero { // the zero page was not counted
 			s.resident.Add(1)
 		}
@@ -722,12 +726,14 @@ func (s *Space) breakCOWLocked(pte *uint64, cur uint64, prot int) error {
 		s.phys.Free(f)
 		return nil
 	}
+	anonFrames.Add(1)
 	last := cowRelease(old)
 	s.flushLocked()
 	if last {
 		// The other sharers left while we copied; free the frame only
 		// now that no CPU can still read it through our entry.
 		s.phys.Free(old)
+		anonFrames.Add(-1)
 	}
 	return nil
 }
@@ -749,6 +755,7 @@ func (s *Space) Destroy() {
 	s.freeFrames(free)
 	freeTables(s.phys, s.root, 4)
 	s.phys.Free(s.root)
+	tableFrames.Add(-1)
 	s.root = 0
 	if z := s.zero.Swap(0); z != 0 {
 		s.phys.Free(z)
@@ -810,10 +817,12 @@ func (s *Space) releaseRangeLocked(start, end uintptr) (free []uintptr, removed 
 	return free, removed
 }
 
+// freeFrames frees private frames of the space's mappings.
 func (s *Space) freeFrames(frames []uintptr) {
 	for _, pa := range frames {
 		s.phys.Free(pa)
 	}
+	anonFrames.Add(-int64(len(frames)))
 }
 
 // MappedBytes is the total size of the mappings (VmSize).
