@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"sort"
 	"strings"
@@ -47,6 +48,18 @@ func (k *kernel) mountProc(v *vfs.VFS) error {
 		return []byte("rootfs / rootfs rw 0 0\ndevtmpfs /dev devtmpfs rw 0 0\nproc /proc proc rw 0 0\n")
 	}, nil)
 	fs.AddFile("sys/vm/overcommit_memory", func() []byte { return []byte("0\n") }, nil)
+	// Linux drops clean caches when 1, 2 or 3 is written here; the
+	// kernel's one cache that can be dropped is the Go heap's garbage and
+	// free spans: a collection, and the free memory goes back to the
+	// frame allocator (what a program measuring MemFree wants).
+	fs.AddFile("sys/vm/drop_caches", func() []byte { return []byte("0\n") }, func(p []byte) error {
+		switch strings.TrimSpace(string(p)) {
+		case "1", "2", "3":
+			debug.FreeOSMemory()
+			return nil
+		}
+		return linux.EINVAL
+	})
 	fs.AddFile("sys/net/core/somaxconn", func() []byte { return []byte("4096\n") }, nil)
 	// The collector's figures since boot, one "key value" per line;
 	// writing "gc" runs a collection (so a program can see them move).
