@@ -79,7 +79,10 @@ func (d *dir) add(name string, in inode) {
 }
 
 // remove forgets name, leaving its slot in order until enough slots are
-// dead to be worth compacting.
+// dead to be worth compacting. Compaction also gives back the memory of
+// a directory that shrank: a Go map never shrinks, and the slice keeps
+// its capacity, so a directory that once held 100,000 names would hold
+// ~10 MB of Go heap for ever.
 // Preconditions: fs.tree is held for writing; name exists.
 func (d *dir) remove(name string) {
 	e := d.entries[name]
@@ -87,14 +90,15 @@ func (d *dir) remove(name string) {
 	e.removed = true
 	d.removed++
 	if d.removed > 32 && d.removed > len(d.order)/2 {
-		live := d.order[:0]
+		live := make([]*entry, 0, len(d.order)-d.removed)
+		entries := make(map[string]*entry, len(d.order)-d.removed)
 		for _, e := range d.order {
 			if !e.removed {
 				live = append(live, e)
+				entries[e.name] = e
 			}
 		}
-		clear(d.order[len(live):])
-		d.order = live
+		d.order, d.entries = live, entries
 		d.removed = 0
 	}
 }
