@@ -118,6 +118,23 @@ func TestFileLifetimes(t *testing.T) {
 	wantFrames(t, phys, "renamed over the big file", 1)
 	v.Unlink(c, nil, "/old")
 
+	// Renamed over while open: the replaced file lives until its close.
+	writeFile(t, v, c, "/victim", big)
+	victim, err := v.Open(c, nil, "/victim", linux.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, v, c, "/winner", 10)
+	v.Rename(c, nil, "/winner", nil, "/victim", 0)
+	wantFrames(t, phys, "renamed over an open file", 66)
+	if n, err := victim.Pread(make([]byte, 100), 64*mm.PageSize, nil); n != 100 || err != nil {
+		t.Errorf("reading the replaced open file: %d, %v", n, err)
+	}
+	victim.DecRef()
+	wantFrames(t, phys, "the replaced file closed", 1)
+	v.Unlink(c, nil, "/victim")
+	wantFrames(t, phys, "all unlinked", 0)
+
 	// A tree removed bottom-up, as rm -rf does.
 	for _, d := range []string{"/t", "/t/a", "/t/a/b", "/t/c"} {
 		if err := v.Mkdir(c, nil, d, 0o755); err != nil {
@@ -198,4 +215,41 @@ func TestFileLifetimes(t *testing.T) {
 	wantFrames(t, phys, "written again", 1)
 	v.Unlink(c, nil, "/trunc")
 	wantFrames(t, phys, "truncated file unlinked", 0)
+}
+
+// Opens, writes, closes, unlinks and renames racing on the same names
+// leave no pages behind once every name and open file is gone.
+func TestFileLifetimesConcurrent(t *testing.T) {
+	v, c, phys := newLifetimeFS(t)
+	var wg sync.WaitGroup
+	names := []string{"/a", "/b", "/c"}
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			buf := make([]byte, 3*mm.PageSize)
+			for i := 0; i < 300; i++ {
+				name := names[(g+i)%len(names)]
+				switch i % 4 {
+				case 0, 1:
+					f, err := v.Open(c, nil, name, linux.O_RDWR|linux.O_CREAT, 0o644)
+					if err != nil {
+						continue
+					}
+					f.Pwrite(buf, int64(i%3)*mm.PageSize, nil)
+					f.Pread(buf, 0, nil)
+					f.DecRef()
+				case 2:
+					v.Unlink(c, nil, name)
+				case 3:
+					v.Rename(c, nil, name, nil, names[(g+i+1)%len(names)], 0)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	for _, name := range names {
+		v.Unlink(c, nil, name)
+	}
+	wantFrames(t, phys, "after the race, everything unlinked and closed", 0)
 }
