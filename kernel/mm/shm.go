@@ -64,10 +64,10 @@ func (o *Shm) dropLocked() {
 	case o.refs < 0:
 		panic("mm: Shm reference count below zero")
 	case o.refs == 0:
-		for idx, f := range o.frames {
+		for _, f := range o.frames {
 			o.free(f)
-			delete(o.frames, idx)
 		}
+		o.frames = map[uintptr]uintptr{} // a map keeps its peak size
 		o.freeDetachedLocked()
 	}
 }
@@ -177,6 +177,9 @@ func (o *Shm) Truncate(idx uintptr) {
 		} else {
 			o.free(f)
 		}
+	}
+	if len(o.frames) == 0 {
+		o.frames = map[uintptr]uintptr{} // a map keeps its peak size
 	}
 }
 

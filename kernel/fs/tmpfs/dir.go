@@ -79,7 +79,9 @@ func (d *dir) add(name string, in inode) {
 }
 
 // remove forgets name, leaving its slot in order until enough slots are
-// dead to be worth compacting. Compaction also gives back the memory of
+// dead to be worth compacting; the slot lets go of the inode at once, so
+// an unlinked file is not kept by its old place in a listing. Compaction
+// also gives back the memory of
 // a directory that shrank: a Go map never shrinks, and the slice keeps
 // its capacity, so a directory that once held 100,000 names would hold
 // ~10 MB of Go heap for ever.
@@ -88,6 +90,7 @@ func (d *dir) remove(name string) {
 	e := d.entries[name]
 	delete(d.entries, name)
 	e.removed = true
+	e.inode = nil
 	d.removed++
 	if d.removed > 32 && d.removed > len(d.order)/2 {
 		live := make([]*entry, 0, len(d.order)-d.removed)
@@ -169,10 +172,11 @@ func (d *dir) Unlink(name string) error {
 	if _, isDir := e.inode.(*dir); isDir {
 		return linux.EISDIR
 	}
+	in := e.inode
 	d.remove(name)
 	now := d.fs.now()
-	e.inode.base().changeLinks(-1, now)
-	linksChanged(e.inode)
+	in.base().changeLinks(-1, now)
+	linksChanged(in)
 	d.touch(now)
 	return nil
 }
@@ -266,13 +270,14 @@ func (d *dir) Rename(oldName string, newDir vfs.Dir, newName string, flags uint3
 		}
 		nd.remove(newName)
 	}
+	moved := src.inode
 	d.remove(oldName)
-	nd.add(newName, src.inode)
+	nd.add(newName, moved)
 	if srcDir && d != nd {
 		d.changeLinks(-1, now)
 		nd.changeLinks(1, now)
 	}
-	src.inode.base().changeLinks(0, now)
+	moved.base().changeLinks(0, now)
 	d.touch(now)
 	nd.touch(now)
 	return nil
