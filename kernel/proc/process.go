@@ -20,10 +20,28 @@ import (
 )
 
 // Frames is physical memory as package mm needs it, from the machine
-// layer's frame allocator and direct map.
+// layer's frame allocator and direct map: user memory, page tables and
+// tmpfs data.
 type Frames struct{}
 
-func (Frames) Alloc() uintptr  { return machine.AllocFrame() }
+// Alloc returns a frame, or 0 once free memory is down to the kernel's
+// reserve: the Go heap grows from the same frames, and the runtime
+// cannot fail an allocation (it stops the machine), so user memory and
+// tmpfs files must run out first, as ENOMEM, ENOSPC or SIGBUS, while the
+// kernel still has room to work (Linux keeps min_free_kbytes back from
+// user allocations for the same reason).
+func (Frames) Alloc() uintptr {
+	ms := machine.ReadMemStats()
+	if ms.FreeFrames <= kernelReserve(ms.TotalFrames) {
+		return 0
+	}
+	return machine.AllocFrame()
+}
+
+// kernelReserve is how many frames user memory leaves free: 1/32 of the
+// machine (16 MiB of 512 MiB), at least 8 MiB.
+func kernelReserve(total uint64) uint64 { return max(total/32, 8<<20/mm.PageSize) }
+
 func (Frames) Free(pa uintptr) { machine.FreeFrame(pa) }
 func (Frames) Page(pa uintptr) *[mm.PageSize]byte {
 	return (*[mm.PageSize]byte)(machine.PhysPointer(pa))
