@@ -7,13 +7,17 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/fs/procfs"
 	"shortbread/kernel/machine"
+	"shortbread/kernel/mm"
 	"shortbread/kernel/net/socket"
 	"shortbread/kernel/net/unix"
 	"shortbread/kernel/proc"
@@ -25,13 +29,7 @@ func (k *kernel) mountProc(v *vfs.VFS) error {
 	fs := procfs.New(linux.MakeDev(0, 6))
 	boot := time.Now()
 	gc0 := prof.ReadGC()
-	fs.AddFile("meminfo", func() []byte {
-		ms := machine.ReadMemStats()
-		total, free := ms.TotalFrames*4, ms.FreeFrames*4
-		return fmt.Appendf(nil, "MemTotal:       %8d kB\nMemFree:        %8d kB\nMemAvailable:   %8d kB\n"+
-			"Buffers:               0 kB\nCached:                0 kB\nSwapTotal:             0 kB\nSwapFree:              0 kB\n",
-			total, free, free)
-	}, nil)
+	fs.AddFile("meminfo", procMeminfo, nil)
 	fs.AddFile("uptime", func() []byte {
 		up := time.Since(boot).Seconds()
 		return fmt.Appendf(nil, "%.2f %.2f\n", up, 0.0)
@@ -52,6 +50,18 @@ func (k *kernel) mountProc(v *vfs.VFS) error {
 		return []byte("rootfs / rootfs rw 0 0\ndevtmpfs /dev devtmpfs rw 0 0\nproc /proc proc rw 0 0\n")
 	}, nil)
 	fs.AddFile("sys/vm/overcommit_memory", func() []byte { return []byte("0\n") }, nil)
+	// Linux drops clean caches when 1, 2 or 3 is written here; the
+	// kernel's one cache that can be dropped is the Go heap's garbage and
+	// free spans: a collection, and the free memory goes back to the
+	// frame allocator (what a program measuring MemFree wants).
+	fs.AddFile("sys/vm/drop_caches", func() []byte { return []byte("0\n") }, func(p []byte) error {
+		switch strings.TrimSpace(string(p)) {
+		case "1", "2", "3":
+			debug.FreeOSMemory()
+			return nil
+		}
+		return linux.EINVAL
+	})
 	fs.AddFile("sys/net/core/somaxconn", func() []byte { return []byte("4096\n") }, nil)
 	fs.AddFile("net/unix", unix.ProcNetUnix, nil)
 	// The socket buffer sysctls, as the socket layer applies them.
@@ -90,6 +100,64 @@ func (k *kernel) mountProc(v *vfs.VFS) error {
 	}, nil)
 	proc.AddProcDirs(fs)
 	return v.Mount(&vfs.Ctx{}, nil, "/proc", fs.Root(), "proc", 0)
+}
+
+// goMemory are the runtime's figures /proc/meminfo shows, read without
+// stopping the world (runtime.ReadMemStats would).
+var goMemory = []metrics.Sample{
+	{Name: "/memory/classes/heap/objects:bytes"}, // live and not yet swept objects
+	{Name: "/memory/classes/heap/unused:bytes"},  // room in the heap's spans between objects
+	{Name: "/memory/classes/heap/free:bytes"},    // free spans still backed by frames
+	{Name: "/memory/classes/heap/stacks:bytes"},  // goroutine stacks
+	{Name: "/memory/classes/os-stacks:bytes"},    // the Ms' system stacks
+}
+
+var goMemoryMu sync.Mutex
+
+// procMeminfo is /proc/meminfo: every figure is a count kept as memory
+// changes hands, none an estimate. Buffers and swap are zero (no block
+// cache, no swap); Cached is the tmpfs and shared memory pages (Shmem), as
+// Linux counts shmem in the page cache; Mapped counts every page of an
+// object something maps. The kernel's own memory is the Go heap: Slab is
+// its objects (with the gaps between them in their spans), KernelStack
+// the goroutine and thread stacks, and GoHeapInuse and GoHeapFree show
+// the heap's objects and its free spans, which the runtime can give back
+// and MemAvailable counts with MemFree.
+func procMeminfo() []byte {
+	ms := machine.ReadMemStats()
+	st := mm.ReadStats()
+	goMemoryMu.Lock()
+	metrics.Read(goMemory)
+	var g [5]uint64
+	for i, s := range goMemory {
+		if s.Value.Kind() == metrics.KindUint64 {
+			g[i] = s.Value.Uint64() / 1024
+		}
+	}
+	goMemoryMu.Unlock()
+	objects, unused, heapFree, stacks := g[0], g[1], g[2], g[3]+g[4]
+	free := ms.FreeFrames * 4
+	var b bytes.Buffer
+	line := func(key string, kb uint64) { fmt.Fprintf(&b, "%-15s %8d kB\n", key+":", kb) }
+	line("MemTotal", ms.TotalFrames*4)
+	line("MemFree", free)
+	line("MemAvailable", free+heapFree)
+	line("Buffers", 0)
+	line("Cached", uint64(st.Shm)*4)
+	line("SwapCached", 0)
+	line("SwapTotal", 0)
+	line("SwapFree", 0)
+	line("AnonPages", uint64(st.Anon)*4)
+	line("Mapped", uint64(st.Mapped)*4)
+	line("Shmem", uint64(st.Shm)*4)
+	line("Slab", objects+unused)
+	line("SReclaimable", 0)
+	line("SUnreclaim", objects+unused)
+	line("KernelStack", stacks)
+	line("PageTables", uint64(st.Tables)*4)
+	line("GoHeapInuse", objects)
+	line("GoHeapFree", heapFree)
+	return b.Bytes()
 }
 
 // procInterrupts is /proc/interrupts in Linux's layout: a row per I/O

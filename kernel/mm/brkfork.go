@@ -45,6 +45,11 @@ func (s *Space) Fork(init func(pml4, pdpt, pd uintptr) error) (*Space, error) {
 	s.lock()
 	defer s.unlock()
 	c.vmas = append([]VMA(nil), s.vmas...)
+	for _, v := range c.vmas {
+		if v.Shm != nil {
+			v.Shm.mapRef() // the child's mapping; c.Destroy drops it
+		}
+	}
 	c.brkBase, c.brk, c.limit = s.brkBase, s.brk, s.limit
 	for _, v := range s.vmas {
 		if v.Shm != nil && !v.Private {

@@ -3,14 +3,12 @@ package mm
 import (
 	"bytes"
 	"errors"
-	"runtime"
 	"sync"
 	"testing"
-	"time"
 )
 
 // fakePhys is physical memory made of Go pages; address 0 means none.
-// It is locked: Shm objects free their pages from the finalizer goroutine.
+// It is locked: tests fault and copy from several goroutines.
 type fakePhys struct {
 	mu    sync.Mutex
 	pages map[uintptr]*[PageSize]byte
@@ -396,6 +394,7 @@ func TestSharedAnonymousMemoryAcrossFork(t *testing.T) {
 	if err := s.Map(VMA{Start: 0x500000, End: 0x502000, Prot: ProtRead | ProtWrite, Shm: shm}); err != nil {
 		t.Fatal(err)
 	}
+	shm.DecRef() // the mapping holds it now, as mmap leaves it
 	s.CopyOut(0x500000, []byte("before"))
 	c, err := s.Fork(initAS(testPhys{fp}))
 	if err != nil {
@@ -425,14 +424,13 @@ func TestSharedAnonymousMemoryAcrossFork(t *testing.T) {
 		t.Errorf("after the child's munmap the parent sees %q", b)
 	}
 	c.Destroy()
-	s.Destroy()
-	shm = nil
-	for i := 0; i < 50 && fp.inUse() != 0; i++ {
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
+	if fp.inUse() == 0 {
+		t.Fatal("the child's exit freed the parent's shared memory")
 	}
+	s.Destroy()
+	// No collection needed: the last mapping's reference frees the pages.
 	if fp.inUse() != 0 {
-		t.Errorf("%d frames left after both spaces and the object are gone", fp.inUse())
+		t.Errorf("%d frames left after both spaces are gone", fp.inUse())
 	}
 }
 
@@ -755,6 +753,10 @@ func TestPrivateObjectMapping(t *testing.T) {
 	if pg, _ := obj.Page(1, false); pg == nil || pg[0] != 'b' {
 		t.Errorf("the object lost its page")
 	}
+	obj.DecRef() // the file's reference: now nothing holds the object
+	if left := fp.inUse(); left != 0 {
+		t.Errorf("%d frames left after the spaces and the object are gone", left)
+	}
 }
 
 // Reading anonymous memory never written maps the space's zero page: no
@@ -799,6 +801,162 @@ func TestZeroPage(t *testing.T) {
 		t.Errorf("%d pages resident after the unmap", n)
 	}
 	s.Destroy()
+	if left := fp.inUse(); left != 0 {
+		t.Errorf("%d frames leaked", left)
+	}
+}
+
+func (o *Shm) counts() (refs, maps int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.refs, o.maps
+}
+
+// Every mapping of an object holds one reference, however the mapping is
+// cut (munmap of a middle part, mprotect of one, mremap moving one) or
+// copied (fork); the object's frames go when its last holder does, and
+// not before. Truncation frees cut-off pages at once when nothing maps
+// them, and when the last mapping goes otherwise.
+func TestObjectReferences(t *testing.T) {
+	s, fp, _ := newTestSpace(t, 1000)
+	obj := NewShm(testPhys{fp})
+	for i := uintptr(0); i < 8; i++ {
+		pg, _ := obj.Page(i, true)
+		pg[0] = byte('a' + i)
+	}
+	const base = 0x600000
+	want := func(what string, refs, maps int) {
+		t.Helper()
+		if r, m := obj.counts(); r != refs || m != maps {
+			t.Errorf("%s: %d references (%d mappings), want %d (%d)", what, r, m, refs, maps)
+		}
+	}
+	if err := s.Map(VMA{Start: base, End: base + 8*PageSize, Prot: ProtRead | ProtWrite, Shm: obj}); err != nil {
+		t.Fatal(err)
+	}
+	want("mapped", 2, 1)
+	if err := s.Map(VMA{Start: base + 0x100000, End: base + 0x100000 + 8*PageSize, Prot: ProtRead, Shm: obj, Private: true}); err != nil {
+		t.Fatal(err)
+	}
+	want("mapped twice", 3, 2)
+	b := make([]byte, 1)
+	for i := uintptr(0); i < 8; i++ {
+		s.CopyIn(base+i*PageSize, b)
+		s.CopyIn(base+0x100000+i*PageSize, b)
+	}
+	s.Protect(base+2*PageSize, PageSize, ProtRead) // three pieces
+	want("after mprotect of a middle page", 5, 4)
+	s.Unmap(base+5*PageSize, PageSize) // the last piece splits in two
+	want("after munmap of a middle page", 6, 5)
+	moved, err := s.Remap(base+6*PageSize, 2*PageSize, 4*PageSize, true, 0x2000000, 0x40000000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("after mremap moved a piece", 6, 5)
+	c, err := s.Fork(initAS(testPhys{fp}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("after fork", 11, 10)
+	c.CopyIn(base, b)
+	if b[0] != 'a' {
+		t.Errorf("the child reads %q", b)
+	}
+	// Truncation while mapped keeps the cut pages until the mappings go.
+	obj.Truncate(4)
+	if obj.Pages() != 4 {
+		t.Errorf("%d pages after truncation to 4", obj.Pages())
+	}
+	c.Destroy()
+	want("after the child's exit", 6, 5)
+	obj.DecRef() // the creator's (a file's) reference
+	want("after the creator's release", 5, 5)
+	s.CopyIn(base+PageSize, b)
+	if b[0] != 'b' {
+		t.Errorf("a mapped page reads %q after the object lost its file", b)
+	}
+	s.Unmap(base, 0x200000)
+	want("after munmap of all but the moved piece", 1, 1)
+	s.CopyIn(moved+PageSize, b)
+	if b[0] != 'h' {
+		t.Errorf("the moved piece reads %q, want the object's last page", b)
+	}
+	before := fp.inUse()
+	s.Unmap(moved, 4*PageSize)
+	want("after the last munmap", 0, 0)
+	// The four pages left, the four cut off and held for the mappings.
+	if freed := before - fp.inUse(); freed < 8 {
+		t.Errorf("the last munmap freed %d frames, want at least the object's 8", freed)
+	}
+	s.Destroy()
+	if left := fp.inUse(); left != 0 {
+		t.Errorf("%d frames leaked", left)
+	}
+
+	// Unmapped, a truncation frees at once.
+	obj2 := NewShm(testPhys{fp})
+	for i := uintptr(0); i < 4; i++ {
+		obj2.Page(i, true)
+	}
+	obj2.Truncate(1)
+	if n := fp.inUse(); n != 1 {
+		t.Errorf("%d frames in use after truncating an unmapped object to a page", n)
+	}
+	obj2.DecRef()
+	if n := fp.inUse(); n != 0 {
+		t.Errorf("%d frames in use after the last reference", n)
+	}
+}
+
+// The meminfo counts follow the frames: anonymous pages and their
+// copy-on-write copies, page tables, object pages and whether they are
+// mapped; all come back to where they were when everything is gone.
+func TestStats(t *testing.T) {
+	base := ReadStats()
+	delta := func() Stats {
+		s := ReadStats()
+		return Stats{Shm: s.Shm - base.Shm, Mapped: s.Mapped - base.Mapped, Anon: s.Anon - base.Anon, Tables: s.Tables - base.Tables}
+	}
+	s, fp, _ := newTestSpace(t, 1000)
+	if d := delta(); d.Tables != 3 || d.Anon != 0 {
+		t.Errorf("a new space: %+v, want 3 tables", d)
+	}
+	s.Map(VMA{Start: 0x400000, End: 0x404000, Prot: ProtRead | ProtWrite})
+	for va := uintptr(0x400000); va < 0x404000; va += PageSize {
+		s.CopyOut(va, []byte{1})
+	}
+	if d := delta(); d.Anon != 4 || d.Tables != 4 {
+		t.Errorf("4 anonymous pages written: %+v, want 4 anonymous, 4 tables", d)
+	}
+	obj := NewShm(testPhys{fp})
+	obj.Page(0, true)
+	if d := delta(); d.Shm != 1 || d.Mapped != 0 {
+		t.Errorf("an object page: %+v, want 1 shared, 0 mapped", d)
+	}
+	s.Map(VMA{Start: 0x500000, End: 0x503000, Prot: ProtRead | ProtWrite, Shm: obj})
+	s.CopyOut(0x501000, []byte{1})
+	if d := delta(); d.Shm != 2 || d.Mapped != 2 {
+		t.Errorf("a mapped object with 2 pages: %+v, want 2 shared, 2 mapped", d)
+	}
+	c, err := s.Fork(initAS(testPhys{fp}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.CopyOut(0x400000, []byte{2})
+	c.CopyOut(0x401000, []byte{2})
+	if d := delta(); d.Anon != 6 {
+		t.Errorf("a fork child wrote 2 shared pages: %d anonymous, want 6", d.Anon)
+	}
+	c.Destroy()
+	s.Unmap(0x500000, 0x3000)
+	if d := delta(); d.Anon != 4 || d.Mapped != 0 || d.Shm != 2 {
+		t.Errorf("the child gone and the object unmapped: %+v, want 4 anonymous, 2 shared, 0 mapped", d)
+	}
+	obj.DecRef()
+	s.Destroy()
+	if d := delta(); d != (Stats{}) {
+		t.Errorf("everything gone: %+v left", d)
+	}
 	if left := fp.inUse(); left != 0 {
 		t.Errorf("%d frames leaked", left)
 	}

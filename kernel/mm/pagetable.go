@@ -77,6 +77,7 @@ func walk(p Phys, root uintptr, va uintptr, create bool) *uint64 {
 			nv := uint64(f) | PTEPresent | PTEWrite | PTEUser
 			if atomic.CompareAndSwapUint64(e, v, nv) {
 				v = nv
+				tableFrames.Add(1)
 			} else {
 				p.Free(f)
 				v = atomic.LoadUint64(e)
@@ -108,6 +109,7 @@ func freeTables(p Phys, table uintptr, level int) {
 		}
 		if level > 1 {
 			p.Free(uintptr(e & pteAddr))
+			tableFrames.Add(-1)
 		}
 		t[i] = 0
 	}

@@ -97,7 +97,7 @@ func (s *Space) moveLocked(v VMA, old, oldSize, to, newSize uintptr) error {
 			}
 		}
 	})
-	s.splitLocked(old, old+oldSize)
+	s.dropLater(s.splitLocked(old, old+oldSize))
 	s.unmapLocked(old+n, old+oldSize) // a shrinking move drops the tail
 	s.insertLocked(nv)
 	s.flushLocked()

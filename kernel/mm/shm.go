@@ -1,41 +1,114 @@
 package mm
 
-import (
-	"runtime"
-	"sync"
-)
+import "sync"
 
 // Shm is memory whose pages belong to an object rather than to the
 // address spaces mapping it: anonymous shared memory (mmap
 // MAP_SHARED|MAP_ANONYMOUS), and a tmpfs file's data, which MAP_SHARED
-// maps directly. A fork child and its parent see the same pages,
-// including pages first touched after the fork; a file's readers and
-// writers see what its mappings wrote. The frames go back when nothing
-// refers to the object any more (its finalizer runs).
+// maps directly and exec maps copy-on-write. A fork child and its parent
+// see the same pages, including pages first touched after the fork; a
+// file's readers and writers see what its mappings wrote.
+//
+// The object is reference counted, and its frames go back the moment the
+// last reference is dropped: a file holds one while it has a name or an
+// open file, every mapping (VMA) of it holds one, and so does a caller
+// between finding the object and mapping it. A finalizer cannot do this
+// job: a file's size function refers back to the file that holds the
+// object, a cycle the collector never finalizes, and even without one
+// frames would wait for a collection the Go heap may not need for a long
+// time (a 200 MB file is a few hundred bytes of Go memory).
 type Shm struct {
 	phys   Phys
 	mu     sync.Mutex
 	frames map[uintptr]uintptr // page index -> frame
-	// mapped is set once the object is mapped into an address space:
-	// from then on frames cut off by Truncate may still be in page
-	// tables, so they are kept (in detached) until the object dies.
-	mapped   bool
+	// refs counts the holders; maps how many of them are mappings. While
+	// any mapping holds the object, frames cut off by Truncate may still
+	// be in page tables, so they wait in detached until the last mapping
+	// is gone (its entries cleared and flushed) or the object dies.
+	refs     int
+	maps     int
 	detached []uintptr
 	// size, when set, is the object's size in bytes (a file's): mapped
 	// pages wholly past it fault with ErrBus.
 	size func() int64
 }
 
-// NewShm makes an empty shared memory object.
+// NewShm makes an empty shared memory object holding one reference, the
+// caller's.
 func NewShm(p Phys) *Shm {
-	o := &Shm{phys: p, frames: map[uintptr]uintptr{}}
-	runtime.SetFinalizer(o, (*Shm).release)
-	return o
+	return &Shm{phys: p, frames: map[uintptr]uintptr{}, refs: 1}
 }
 
 // SetSize gives the object a size for mappings to respect (a file's
 // length); without one every page of a mapping is valid.
 func (o *Shm) SetSize(size func() int64) { o.size = size }
+
+// IncRef takes a reference.
+func (o *Shm) IncRef() {
+	o.mu.Lock()
+	o.refs++
+	o.mu.Unlock()
+}
+
+// DecRef drops a reference; the last one frees every frame. An object
+// used again after that starts empty.
+func (o *Shm) DecRef() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.dropLocked()
+}
+
+func (o *Shm) dropLocked() {
+	o.refs--
+	switch {
+	case o.refs < 0:
+		panic("mm: Shm reference count below zero")
+	case o.refs == 0:
+		for _, f := range o.frames {
+			o.free(f)
+		}
+		o.frames = map[uintptr]uintptr{} // a map keeps its peak size
+		o.freeDetachedLocked()
+	}
+}
+
+// mapRef takes the reference of a new mapping of the object.
+func (o *Shm) mapRef() {
+	o.mu.Lock()
+	o.refs++
+	if o.maps++; o.maps == 1 {
+		mappedFrames.Add(int64(len(o.frames) + len(o.detached)))
+	}
+	o.mu.Unlock()
+}
+
+// unmapRef drops a mapping's reference. The caller has cleared the
+// mapping's page-table entries and flushed the TLBs.
+func (o *Shm) unmapRef() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.maps--; o.maps == 0 {
+		mappedFrames.Add(-int64(len(o.frames) + len(o.detached)))
+		o.freeDetachedLocked()
+	}
+	o.dropLocked()
+}
+
+func (o *Shm) freeDetachedLocked() {
+	for _, f := range o.detached {
+		o.free(f)
+	}
+	o.detached = nil
+}
+
+// free frees a frame of the object. Preconditions: o.mu is held.
+func (o *Shm) free(f uintptr) {
+	o.phys.Free(f)
+	shmFrames.Add(-1)
+	if o.maps > 0 {
+		mappedFrames.Add(-1)
+	}
+}
 
 // frame returns the frame of page idx, allocating a zeroed one first.
 func (o *Shm) frame(idx uintptr) (uintptr, error) {
@@ -47,6 +120,10 @@ func (o *Shm) frame(idx uintptr) (uintptr, error) {
 	f := o.phys.Alloc()
 	if f == 0 {
 		return 0, ErrNoMem
+	}
+	shmFrames.Add(1)
+	if o.maps > 0 {
+		mappedFrames.Add(1)
 	}
 	o.frames[idx] = f
 	return f, nil
@@ -95,31 +172,15 @@ func (o *Shm) Truncate(idx uintptr) {
 			continue
 		}
 		delete(o.frames, i)
-		if o.mapped {
+		if o.maps > 0 {
 			o.detached = append(o.detached, f)
 		} else {
-			o.phys.Free(f)
+			o.free(f)
 		}
 	}
-}
-
-func (o *Shm) markMapped() {
-	o.mu.Lock()
-	o.mapped = true
-	o.mu.Unlock()
-}
-
-func (o *Shm) release() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for idx, f := range o.frames {
-		o.phys.Free(f)
-		delete(o.frames, idx)
+	if len(o.frames) == 0 {
+		o.frames = map[uintptr]uintptr{} // a map keeps its peak size
 	}
-	for _, f := range o.detached {
-		o.phys.Free(f)
-	}
-	o.detached = nil
 }
 
 // FutexKey names the futex word at va as every process sees it: memory

@@ -114,6 +114,10 @@ type Space struct {
 	// under the write lock; unlock frees them after releasing it, so the
 	// other threads' faults do not wait for the frame allocator.
 	unmapped []uintptr
+	// unmappedObjs holds the objects of mappings removed under the write
+	// lock: their references go after the frames, once the entries that
+	// mapped their pages are cleared and flushed.
+	unmappedObjs []*Shm
 }
 
 // lockSpins bounds the attempts to take mu without sleeping.
@@ -154,11 +158,19 @@ func (s *Space) lock() {
 // unlock ends a change of the mappings and then frees the frames it
 // unmapped.
 func (s *Space) unlock() {
-	free := s.unmapped
-	s.unmapped = nil
+	free, objs := s.unmapped, s.unmappedObjs
+	s.unmapped, s.unmappedObjs = nil, nil
 	s.mu.Unlock()
 	s.mapMu.Unlock()
 	s.freeFrames(free)
+	dropMappings(objs)
+}
+
+// dropMappings drops the references of mappings that are gone.
+func dropMappings(objs []*Shm) {
+	for _, o := range objs {
+		o.unmapRef()
+	}
 }
 
 // SetLimit caps the total size of the mappings (RLIMIT_AS): a mapping or
@@ -213,6 +225,7 @@ func NewSpace(p Phys, init func(pml4, pdpt, pd uintptr) error, reserved [][2]uin
 		}
 		return nil, err
 	}
+	tableFrames.Add(int64(len(f)))
 	return &Space{phys: p, root: f[0], reserve: reserved, tlb: tlb}, nil
 }
 
@@ -268,10 +281,11 @@ func (s *Space) overlaps(start, end uintptr) bool {
 	return i < len(s.vmas) && s.vmas[i].Start < end
 }
 
-// insertLocked adds v, which must not overlap.
+// insertLocked adds v, which must not overlap; a mapping of an object
+// takes a reference to it.
 func (s *Space) insertLocked(v VMA) {
 	if v.Shm != nil {
-		v.Shm.markMapped()
+		v.Shm.mapRef()
 	}
 	i := sort.Search(len(s.vmas), func(i int) bool { return s.vmas[i].Start >= v.End })
 	s.vmas = append(s.vmas, VMA{})
@@ -281,6 +295,10 @@ func (s *Space) insertLocked(v VMA) {
 
 // splitLocked removes [start, end) from the VMA records only, splitting
 // the VMAs it cuts, and returns the pieces that were inside the range.
+// Each piece of a mapping of an object holds a reference: a piece inside
+// keeps the one of the VMA it was cut from, pieces left outside take new
+// ones. The caller gives the inside pieces' references to dropLater (or,
+// with the write lock released, to dropMappings after the flush).
 func (s *Space) splitLocked(start, end uintptr) (inside []VMA) {
 	var out []VMA
 	for _, v := range s.vmas {
@@ -292,6 +310,9 @@ func (s *Space) splitLocked(start, end uintptr) (inside []VMA) {
 			left := v
 			left.End = start
 			out = append(out, left)
+			if v.Shm != nil {
+				v.Shm.mapRef()
+			}
 		}
 		in := v
 		if in.Start < start {
@@ -305,15 +326,39 @@ func (s *Space) splitLocked(start, end uintptr) (inside []VMA) {
 			right.Off += end - v.Start
 			right.Start = end
 			out = append(out, right)
+			if v.Shm != nil {
+				v.Shm.mapRef()
+			}
 		}
 	}
 	s.vmas = out
 	return inside
 }
 
+// dropLater queues the references of the mappings vs, taken out of the
+// VMA list, to be dropped by unlock after the frames are freed.
+func (s *Space) dropLater(vs []VMA) {
+	for _, v := range vs {
+		if v.Shm != nil {
+			s.unmappedObjs = append(s.unmappedObjs, v.Shm)
+		}
+	}
+}
+
+// objects returns the objects the mappings vs hold references to.
+func objects(vs []VMA) []*Shm {
+	var objs []*Shm
+	for _, v := range vs {
+		if v.Shm != nil {
+			objs = append(objs, v.Shm)
+		}
+	}
+	return objs
+}
+
 // carveLocked removes [start, end) from the VMA list and unmaps the pages.
 func (s *Space) carveLocked(start, end uintptr) {
-	s.splitLocked(start, end)
+	s.dropLater(s.splitLocked(start, end))
 	s.unmapLocked(start, end)
 }
 
@@ -382,9 +427,10 @@ func (s *Space) Unmap(start, n uintptr) error {
 		s.flushLocked()
 	}
 	s.mapMu.Unlock()
-	// A shared object's frames must outlive the entries that map them.
-	runtime.KeepAlive(gone)
+	// A shared object's frames must outlive the entries that map them:
+	// its references go only now.
 	s.freeFrames(free)
+	dropMappings(objects(gone))
 	return nil
 }
 
@@ -417,6 +463,7 @@ func (s *Space) Protect(start, n uintptr, prot int) error {
 	for _, p := range parts {
 		s.insertLocked(p)
 	}
+	s.dropLater(parts)
 	restricted := false
 	leafTables(s.phys, s.root, start, end, func(_ uintptr, ptes []uint64) {
 		for i, old := range ptes {
@@ -529,6 +576,7 @@ func (s *Space) faultLocked(va uintptr, write, exec bool) error {
 		return nil
 	}
 	s.resident.Add(1)
+	anonFrames.Add(1)
 	return nil
 }
 
@@ -573,6 +621,7 @@ func (s *Space) faultPrivateLocked(v *VMA, page uintptr, pte *uint64, cur uint64
 		return nil
 	}
 	s.resident.Add(1)
+	anonFrames.Add(1)
 	return nil
 }
 
@@ -665,6 +714,7 @@ func (s *Space) breakCOWLocked(pte *uint64, cur uint64, prot int) error {
 			s.phys.Free(f)
 			return nil
 		}
+		anonFrames.Add(1)
 		if zero { // the zero page was not counted
 			s.resident.Add(1)
 		}
@@ -691,12 +741,14 @@ func (s *Space) breakCOWLocked(pte *uint64, cur uint64, prot int) error {
 		s.phys.Free(f)
 		return nil
 	}
+	anonFrames.Add(1)
 	last := cowRelease(old)
 	s.flushLocked()
 	if last {
 		// The other sharers left while we copied; free the frame only
 		// now that no CPU can still read it through our entry.
 		s.phys.Free(old)
+		anonFrames.Add(-1)
 	}
 	return nil
 }
@@ -710,6 +762,7 @@ func (s *Space) Destroy() {
 		f, _ := s.releaseRangeLocked(v.Start, v.End)
 		free = append(free, f...)
 	}
+	s.dropLater(s.vmas)
 	s.vmas = nil
 	if s.tlb.Release != nil {
 		s.tlb.Release(s.root) // flushes every CPU too
@@ -717,6 +770,7 @@ func (s *Space) Destroy() {
 	s.freeFrames(free)
 	freeTables(s.phys, s.root, 4)
 	s.phys.Free(s.root)
+	tableFrames.Add(-1)
 	s.root = 0
 	if z := s.zero.Swap(0); z != 0 {
 		s.phys.Free(z)
@@ -764,10 +818,12 @@ func (s *Space) releaseRangeLocked(start, end uintptr) (free []uintptr, removed 
 	return free, removed
 }
 
+// freeFrames frees private frames of the space's mappings.
 func (s *Space) freeFrames(frames []uintptr) {
 	for _, pa := range frames {
 		s.phys.Free(pa)
 	}
+	anonFrames.Add(-int64(len(frames)))
 }
 
 // MappedBytes is the total size of the mappings (VmSize).

@@ -61,6 +61,7 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 	if err != nil {
 		return err
 	}
+	defer file.release()
 	data := file.data
 	// A "#!" script runs its interpreter with the script's path in place
 	// of argv[0]; interpreters may themselves be scripts, a few deep.
@@ -84,6 +85,7 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 		if file, err = t.readFile(path); err != nil {
 			return err
 		}
+		defer file.release()
 		data = file.data
 	}
 	f, err := elf.Parse(data)

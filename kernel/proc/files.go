@@ -112,6 +112,9 @@ func (t *Thread) readFile(path string) (*execFile, error) {
 	for off := 0; off < len(data); {
 		n, err := f.Pread(data[off:], int64(off), nil)
 		if err != nil {
+			if pages != nil {
+				pages.DecRef()
+			}
 			return nil, err
 		}
 		if n == 0 {
@@ -131,7 +134,9 @@ func (t *Thread) readFile(path string) (*execFile, error) {
 
 // execFile is a program file as exec reads it: its contents, its dentry
 // (for /proc/<pid>/exe), and its page store when the file system has one
-// (tmpfs), which the program's segments then map instead of copying.
+// (tmpfs), which the program's segments then map instead of copying. It
+// holds a reference to the pages (the file is closed by then, and could
+// lose its last name) until release.
 type execFile struct {
 	data  []byte
 	exe   *vfs.Dentry
@@ -140,6 +145,14 @@ type execFile struct {
 	// programs; readable says whether the caller could read it.
 	attr     vfs.Attr
 	readable bool
+}
+
+// release drops the reference to the pages; the mappings hold their own.
+func (e *execFile) release() {
+	if e.pages != nil {
+		e.pages.DecRef()
+		e.pages = nil
+	}
 }
 
 // The exec image cache: file contents by inode and version. Mappings made

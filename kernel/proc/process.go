@@ -20,10 +20,19 @@ import (
 )
 
 // Frames is physical memory as package mm needs it, from the machine
-// layer's frame allocator and direct map.
+// layer's frame allocator and direct map: user memory, page tables and
+// tmpfs data.
 type Frames struct{}
 
-func (Frames) Alloc() uintptr  { return machine.AllocFrame() }
+// Alloc returns a frame, or 0 once free memory is down to the kernel's
+// reserve, which the machine layer's allocator keeps back from user
+// memory (see machine.AllocFrame): the Go heap grows from the same
+// frames and the runtime cannot fail an allocation, so user memory and
+// tmpfs files run out first, as ENOMEM, ENOSPC or an OOM kill, while
+// the kernel still has room to work (Linux keeps min_free_kbytes back
+// from user allocations for the same reason).
+func (Frames) Alloc() uintptr { return machine.AllocFrame() }
+
 func (Frames) Free(pa uintptr) { machine.FreeFrame(pa) }
 func (Frames) Page(pa uintptr) *[mm.PageSize]byte {
 	return (*[mm.PageSize]byte)(machine.PhysPointer(pa))

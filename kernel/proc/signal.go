@@ -140,13 +140,31 @@ type stackT struct {
 	size  uint64
 }
 
-// signal sends a process-directed signal from the kernel (SI_KERNEL).
-func (p *Process) signal(sig int) { p.sendSignal(sigInfo{signo: sig, code: siKernel}) }
+// signal sends a process-directed signal from the kernel (SI_KERNEL): a
+// terminal's ^C, a timer, a parent's death. Init is shielded from these
+// as from a program's.
+func (p *Process) signal(sig int) {
+	if !p.shielded(sig) {
+		p.sendSignal(sigInfo{signo: sig, code: siKernel})
+	}
+}
 
 // ignoresLocked reports whether sig would be discarded on arrival.
 func (p *Process) ignores(sig int) bool {
 	a := p.sig.get(sig)
 	return sig != sigKILL && (a.handler == sigIgn || (a.handler == sigDfl && ignoredByDefault(sig)))
+}
+
+// shielded reports whether sig, sent by a program (kill, tgkill,
+// sigqueue) or raised by the kernel for an event (a terminal's ^C, a
+// timer, a broken pipe), is discarded on arrival because p is init and
+// has no handler for it, as Linux protects init (SIGNAL_UNKILLABLE):
+// SIGKILL and SIGSTOP, and any signal left at its default action, cannot
+// take down or stop the process whose exit ends the system. The sender
+// is not told: kill still succeeds. Signals the kernel raises for a fault
+// are not shielded; a crashing init still dies.
+func (p *Process) shielded(sig int) bool {
+	return p.PID == 1 && p.sig.get(sig).handler == sigDfl
 }
 
 // sendSignal makes a signal pending for the process and wakes a thread
@@ -194,7 +212,9 @@ func (p *Process) queueLocked(info sigInfo) (*Thread, int64) {
 
 // signalThread sends a thread-directed signal from the kernel (SIGPIPE).
 func (t *Thread) signalThread(sig int) {
-	t.sendSignal(sigInfo{signo: sig, code: siUser, pid: int32(t.Proc.PID)})
+	if !t.Proc.shielded(sig) {
+		t.sendSignal(sigInfo{signo: sig, code: siUser, pid: int32(t.Proc.PID)})
+	}
 }
 
 // sendSignal makes a thread-directed signal (tgkill, faults) pending.

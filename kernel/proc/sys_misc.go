@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 
 	"shortbread/kernel/machine"
+	"shortbread/kernel/mm"
 	"shortbread/kernel/vfs"
 )
 
@@ -238,8 +239,9 @@ func sysSysinfo(t *Thread, a *[6]uint64) (int64, bool) {
 	var b [112]byte
 	le := binary.LittleEndian
 	le.PutUint64(b[0:], uint64(monotonicNow()/1e9))
-	le.PutUint64(b[32:], ms.TotalFrames*4096) // totalram
-	le.PutUint64(b[40:], ms.FreeFrames*4096)  // freeram
+	le.PutUint64(b[32:], ms.TotalFrames*4096)             // totalram
+	le.PutUint64(b[40:], ms.FreeFrames*4096)              // freeram
+	le.PutUint64(b[48:], uint64(mm.ReadStats().Shm)*4096) // sharedram: tmpfs and shared memory
 	tableMu.Lock()
 	procs := len(table)
 	tableMu.Unlock()

@@ -168,7 +168,7 @@ func sysKill(t *Thread, a *[6]uint64) (int64, bool) {
 			continue
 		}
 		live++
-		if sig != 0 {
+		if sig != 0 && !p.shielded(sig) {
 			p.sendSignal(t.senderInfo(sig, siUser))
 		}
 	}
@@ -232,7 +232,7 @@ func (t *Thread) tkill(tgid, tid, sig int, info *sigInfo) int64 {
 	if !t.mayKill(target.Proc, sig) {
 		return -ePERM
 	}
-	if sig == 0 {
+	if sig == 0 || target.Proc.shielded(sig) {
 		return 0
 	}
 	if info == nil {
@@ -273,7 +273,7 @@ func sysRtSigqueueinfo(t *Thread, a *[6]uint64) (int64, bool) {
 	if !t.mayKill(p, sig) {
 		return -ePERM, false
 	}
-	if sig == 0 {
+	if sig == 0 || p.shielded(sig) {
 		return 0, false
 	}
 	return p.sendSignal(info), false

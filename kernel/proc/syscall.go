@@ -334,6 +334,11 @@ func sysMmap(t *Thread, a *[6]uint64) (int64, bool) {
 	} else if flags&mapShared != 0 {
 		v.Shm = mm.NewShm(Frames{})
 	}
+	if v.Shm != nil {
+		// The mapping takes its own reference; a failed one leaves
+		// nothing behind.
+		defer v.Shm.DecRef()
+	}
 	switch {
 	case flags&mapFixedNoreplace != 0:
 		if addr&(mm.PageSize-1) != 0 {

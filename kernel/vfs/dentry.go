@@ -189,6 +189,11 @@ func (d *Dentry) removeChild(name string) {
 	if c := d.children[name]; c != nil {
 		c.dead = true
 		delete(d.children, name)
+		if len(d.children) == 0 {
+			// A Go map keeps its peak size: let an emptied
+			// directory's go (rm -rf, a spool directory drained).
+			d.children = nil
+		}
 	}
 	d.mu.Unlock()
 }

@@ -216,6 +216,16 @@ type Regular interface {
 	Append(p []byte) (n int, end int64, err error)
 }
 
+// OpenCounter is implemented by inodes that must know whether an open
+// file refers to them: an in-memory file system frees an unlinked file's
+// data when its last open file goes (an open file, O_PATH ones too, keeps
+// a file whose names are all gone usable, as on Linux). Opened is called
+// for every open file made of the inode, Closed when it is released.
+type OpenCounter interface {
+	Opened()
+	Closed()
+}
+
 // Opener is implemented by inodes other than directories that supply
 // their own open-file behaviour, like device nodes and procfs files. A
 // device node without one is looked up in the VFS's device table by its

@@ -30,6 +30,9 @@ type OpenFile struct {
 }
 
 func newOpenFile(d *Dentry, ino Inode, file File, flags uint32) *OpenFile {
+	if c, ok := ino.(OpenCounter); ok {
+		c.Opened()
+	}
 	f := &OpenFile{dentry: d, inode: ino, file: file}
 	_, f.seekable = file.(Seeker)
 	f.flags.Store(flags)
@@ -54,6 +57,9 @@ func (f *OpenFile) DecRef() {
 	case n == 0:
 		releaseLocks(f.inode, f) // its open-file-description locks
 		f.file.Release()
+		if c, ok := f.inode.(OpenCounter); ok {
+			c.Closed()
+		}
 	case n < 0:
 		panic("vfs: OpenFile reference count below zero")
 	}

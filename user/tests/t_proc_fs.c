@@ -1,6 +1,7 @@
 /* t_proc_fs: what real programs read from /proc: /proc/self/stat (parsed),
  * status, maps (the stack and the text), exe, fd, cmdline, comm;
- * /proc/meminfo, uptime, cpuinfo, and the sysctls redis reads. */
+ * /proc/meminfo (and that Shmem, Cached, Mapped and AnonPages follow
+ * the memory), uptime, cpuinfo, and the sysctls redis reads. */
 #define _GNU_SOURCE
 #include "check.h"
 
@@ -309,6 +310,77 @@ static long meminfo_kb(const char *buf, const char *key)
 	return strtol(p, NULL, 10);
 }
 
+static long meminfo_now(const char *key)
+{
+	static char buf[16384];
+	if (slurp("/proc/meminfo", buf, sizeof buf) <= 0)
+		return -1;
+	return meminfo_kb(buf, key);
+}
+
+/* The fields programs read are there, and the memory counts follow the
+ * memory: a tmpfs file's pages are Shmem (and Cached) until it is
+ * unlinked, Mapped while a mapping of it is there, and written anonymous
+ * memory is AnonPages. 8 MiB moves each by far more than the slack of
+ * Linux's per-CPU counters. */
+static void test_meminfo_counts(void)
+{
+	static const char *keys[] = { "MemTotal", "MemFree", "MemAvailable", "Buffers", "Cached", "Shmem",
+				      "AnonPages", "Mapped", "PageTables", "KernelStack", "Slab" };
+	char name[64];
+	for (unsigned i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		snprintf(name, sizeof name, "meminfo.has_%s", keys[i]);
+		CHECK(name, meminfo_now(keys[i]) >= 0);
+	}
+	CHECK("meminfo.pagetables_nonzero", meminfo_now("PageTables") > 0);
+	CHECK("meminfo.kernelstack_nonzero", meminfo_now("KernelStack") > 0);
+	const long mb8 = 8 * 1024;
+	char path[300];
+	snprintf(path, sizeof path, "%s/meminfo-file", check_mktmp());
+	long shmem0 = meminfo_now("Shmem"), cached0 = meminfo_now("Cached");
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	CHECK_SYS("meminfo.create", fd);
+	static char chunk[65536];
+	memset(chunk, 'm', sizeof chunk);
+	for (long done = 0; done < mb8 * 1024; done += sizeof chunk)
+		if (write(fd, chunk, sizeof chunk) != sizeof chunk)
+			break;
+	long shmem1 = meminfo_now("Shmem"), cached1 = meminfo_now("Cached");
+	CHECK("meminfo.shmem_counts_tmpfs", shmem1 - shmem0 >= mb8 * 3 / 4);
+	CHECK("meminfo.cached_counts_tmpfs", cached1 - cached0 >= mb8 * 3 / 4);
+	long mapped0 = meminfo_now("Mapped");
+	char *m = mmap(NULL, mb8 * 1024, PROT_READ, MAP_SHARED, fd, 0);
+	CHECK("meminfo.mmap_file", m != MAP_FAILED);
+	long sum = 0;
+	if (m != MAP_FAILED)
+		for (long off = 0; off < mb8 * 1024; off += 4096)
+			sum += ((volatile char *)m)[off];
+	CHECK_EQ("meminfo.mapped_read", sum, 'm' * (mb8 / 4));
+	long mapped1 = meminfo_now("Mapped");
+	CHECK("meminfo.mapped_counts_mapping", mapped1 - mapped0 >= mb8 * 3 / 4);
+	if (m != MAP_FAILED)
+		munmap(m, mb8 * 1024);
+	CHECK("meminfo.mapped_after_munmap", meminfo_now("Mapped") - mapped0 < mb8 / 4);
+	close(fd);
+	unlink(path);
+	rmdir(check_tmpdir);
+	long shmem2 = meminfo_now("Shmem");
+	CHECK("meminfo.shmem_freed_by_unlink", shmem2 - shmem0 < mb8 / 4);
+	if (shmem2 - shmem0 >= mb8 / 4)
+		printf("# Shmem %ld kB before, %ld with the file, %ld after unlink\n", shmem0, shmem1, shmem2);
+
+	long anon0 = meminfo_now("AnonPages");
+	char *a = mmap(NULL, mb8 * 1024, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK("meminfo.mmap_anon", a != MAP_FAILED);
+	if (a != MAP_FAILED) {
+		for (long off = 0; off < mb8 * 1024; off += 4096)
+			a[off] = 1;
+		CHECK("meminfo.anonpages_counts_writes", meminfo_now("AnonPages") - anon0 >= mb8 * 3 / 4);
+		munmap(a, mb8 * 1024);
+		CHECK("meminfo.anonpages_after_munmap", meminfo_now("AnonPages") - anon0 < mb8 / 4);
+	}
+}
+
 /* Sum of the "LOC:" (local timer) row of /proc/interrupts, -1 if the
  * row is missing or has fewer columns than there are CPUs. */
 static long long local_timer_total(const char *buf, int cpus)
@@ -397,5 +469,6 @@ int main(int argc, char **argv)
 	test_status_maps();
 	test_links(argc, argv);
 	test_system_files();
+	test_meminfo_counts();
 	return check_done();
 }

@@ -1,7 +1,8 @@
 /* t_signal: sigaction (SA_SIGINFO, SA_RESTART, SA_RESETHAND, SA_NODEFER,
  * SA_ONSTACK), delivery order, sigprocmask/sigpending/sigsuspend,
  * kill/tgkill/raise/sigqueue, SIGCHLD, SIGPIPE/EPIPE, EINTR and restart,
- * sigaltstack, alarm and setitimer. */
+ * sigaltstack, alarm and setitimer, init's protection (kill(1, ...) and
+ * kill(-1, ...)). */
 #define _GNU_SOURCE
 #include "check.h"
 
@@ -636,6 +637,102 @@ static void test_timers(void)
 	signal(SIGALRM, SIG_DFL);
 }
 
+/* --- init's protection ---------------------------------------------------- */
+
+/* Whether pid 1 is the suite's runner: our parent, started as /init. Only
+ * then is signalling it known to be harmless (on a host run pid 1 is the
+ * host's init, and kill(-1) would reach the user's every process). */
+static int runner_is_init(void)
+{
+	if (getppid() != 1)
+		return 0;
+	char buf[64] = { 0 };
+	int fd = open("/proc/1/cmdline", O_RDONLY);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	return n > 0 && strcmp(buf, "/init") == 0;
+}
+
+/* The state letter of /proc/1/stat (R, S, T, Z...), or '?' */
+static char init_state(void)
+{
+	char buf[512] = { 0 };
+	int fd = open("/proc/1/stat", O_RDONLY);
+	if (fd < 0)
+		return '?';
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	char *p = n > 0 ? strrchr(buf, ')') : NULL;
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+static void test_init_protection(void)
+{
+	if (!runner_is_init()) {
+		printf("# init protection: skipped (pid 1 is not the runner)\n");
+		return;
+	}
+	CHECK_SYS("init.kill0", kill(1, 0));
+	/* The runner handles only SIGALRM: these stay at their default
+	 * action, so init never sees them, and kill says nothing of it. A
+	 * kernel that delivered them stops or kills the runner: the check of
+	 * its state below fails, or the whole suite does. */
+	CHECK_SYS("init.sigstop", kill(1, SIGSTOP));
+	CHECK_SYS("init.sigusr1", kill(1, SIGUSR1));
+	CHECK_SYS("init.sigterm", kill(1, SIGTERM));
+	CHECK_SYS("init.sigkill", kill(1, SIGKILL));
+	CHECK_SYS("init.sigqueue", sigqueue(1, SIGUSR1, (union sigval){ 0 }));
+	msleep(50);
+	char st = init_state();
+	CHECK("init.still_running", st == 'S' || st == 'R');
+	CHECK_SYS("init.kill0_after", kill(1, 0));
+	CHECK_EQ("init.still_parent", getppid(), 1);
+
+	/* kill(-1, sig) reaches every process but init and the caller. The
+	 * signal is SIGALRM, which the runner does handle: were it sent to
+	 * init, the runner would take it for this program's time limit and
+	 * kill it. Here a sibling and this process get it, the sender not. */
+	int ready[2], go[2];
+	CHECK_SYS("init.pipes", pipe(ready) | pipe(go));
+	pid_t sib = fork();
+	if (sib == 0) {
+		/* waits for SIGALRM: exits 0 when it comes, 1 if not in 10 s */
+		sigset_t m = set_of(SIGALRM, 0);
+		sigprocmask(SIG_BLOCK, &m, NULL);
+		write(ready[1], "s", 1);
+		struct timespec ten = { 10, 0 };
+		_exit(sigtimedwait(&m, NULL, &ten) == SIGALRM ? 0 : 1);
+	}
+	sigset_t m = set_of(SIGALRM, 0);
+	sigprocmask(SIG_BLOCK, &m, NULL);
+	pid_t sender = fork();
+	if (sender == 0) {
+		/* exits 0 if kill(-1) succeeded and did not signal the sender
+		 * (SIGALRM is blocked here: it would stay pending) */
+		char c;
+		read(go[0], &c, 1);
+		int r = kill(-1, SIGALRM);
+		sigset_t pend;
+		sigpending(&pend);
+		_exit(r == 0 && !sigismember(&pend, SIGALRM) ? 0 : 1);
+	}
+	char c;
+	read(ready[0], &c, 1);
+	write(go[1], "g", 1);
+	struct timespec ten = { 10, 0 };
+	CHECK_EQ("init.kill_all_reaches_caller_parent", sigtimedwait(&m, NULL, &ten), SIGALRM);
+	int status = -1;
+	waitpid(sender, &status, 0);
+	CHECK("init.kill_all_skips_sender", WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	status = -1;
+	waitpid(sib, &status, 0);
+	CHECK("init.kill_all_reaches_sibling", WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	sigprocmask(SIG_UNBLOCK, &m, NULL);
+	close(ready[0]), close(ready[1]), close(go[0]), close(go[1]);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -648,5 +745,6 @@ int main(int argc, char **argv)
 	test_eintr_restart();
 	test_altstack();
 	test_timers();
+	test_init_protection();
 	return check_done();
 }

@@ -14,10 +14,61 @@ const pageSize = mm.PageSize
 // mm.Shm: a page that was never written, or lies in a hole, reads as
 // zeros and takes no memory. The same pages are what MAP_SHARED maps, so
 // reads, writes and mappings all see one copy.
+//
+// The file holds a reference to its pages while it is in use: while it
+// has a name (nlink) or an open file refers to it. When both are gone it
+// drops the reference, and the pages go back at once unless a mapping
+// (a program exec'd from the file, an mmap) still holds them; the inode
+// itself is then only Go memory that nothing refers to.
 type file struct {
 	node
-	size int64   // protected by mu
-	data *mm.Shm // made at the first write; protected by mu
+	size  int64   // protected by mu
+	data  *mm.Shm // made at the first write; protected by mu
+	held  bool    // the file holds a reference to data; protected by mu
+	opens int     // open files of the inode; protected by mu
+}
+
+// Opened counts an open file of the inode (vfs.OpenCounter).
+func (f *file) Opened() {
+	f.mu.Lock()
+	f.opens++
+	f.holdLocked()
+	f.mu.Unlock()
+}
+
+// Closed counts the release of an open file.
+func (f *file) Closed() {
+	f.mu.Lock()
+	if f.opens--; f.opens < 0 {
+		panic("tmpfs: more closes than opens")
+	}
+	f.holdLocked()
+	f.mu.Unlock()
+}
+
+// linksChanged is called after the link count changed.
+func (f *file) linksChanged() {
+	f.mu.Lock()
+	f.holdLocked()
+	f.mu.Unlock()
+}
+
+// holdLocked takes or drops the file's reference to its pages as it comes
+// into use or goes out of it. A file out of use can come back: a running
+// program's /proc/<pid>/exe opens its file after the last name went, and
+// the pages are still there if the program's mappings still hold them.
+// Preconditions: f.mu is held.
+func (f *file) holdLocked() {
+	inUse := f.nlink > 0 || f.opens > 0
+	switch {
+	case f.data == nil || inUse == f.held:
+	case inUse:
+		f.data.IncRef()
+		f.held = true
+	default:
+		f.data.DecRef()
+		f.held = false
+	}
 }
 
 // pages is the number of pages holding data.
@@ -28,18 +79,22 @@ func (f *file) pages() int {
 	return f.data.Pages()
 }
 
-// SharedPages returns the file's pages for a shared mapping.
+// SharedPages returns the file's pages for a mapping, with a reference
+// the caller drops once the mapping holds its own (or it gave up).
 func (f *file) SharedPages() *mm.Shm {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.ensureData()
+	f.data.IncRef()
 	return f.data
 }
 
-// ensureData makes the page store. Preconditions: f.mu is held.
+// ensureData makes the page store. Preconditions: f.mu is held; the file
+// is in use (only a name or an open file reaches it).
 func (f *file) ensureData() {
 	if f.data == nil {
-		f.data = mm.NewShm(f.fs.phys)
+		f.data = mm.NewShm(f.fs.phys) // the file's reference
+		f.held = true
 		f.data.SetSize(func() int64 {
 			f.mu.Lock()
 			defer f.mu.Unlock()
