@@ -457,27 +457,37 @@ func sysSendmmsg(t *Thread, a *[6]uint64) (int64, bool) {
 	}
 	defer f.DecRef()
 	vec, vlen, flags := a[1], min(a[2], uioMaxIOV), int(int32(a[3]))
-	sent := int64(0)
+	return t.eachMmsg(vec, vlen, func(at uint64, _ int64) int64 { return t.sendmsg(f, s, at, flags) }, nil), false
+}
+
+// eachMmsg makes one message call per mmsghdr of a sendmmsg/recvmmsg
+// vector and stores each result in its msg_len. An error ends the call,
+// and is its result only if no message went through; more, when set, is
+// asked after each message whether to go on.
+func (t *Thread) eachMmsg(vec, vlen uint64, call func(at uint64, done int64) int64, more func() bool) int64 {
+	done := int64(0)
 	for i := range vlen {
 		at := vec + i*mmsghdrSize
-		r := t.sendmsg(f, s, at, flags)
+		r := call(at, done)
+		if r >= 0 {
+			var b [4]byte
+			binary.LittleEndian.PutUint32(b[:], uint32(r))
+			if err := t.Proc.Space().CopyOut(uintptr(at+msghdrSize), b[:]); err != nil {
+				r = errno(err)
+			}
+		}
 		if r < 0 {
-			if sent > 0 {
+			if done > 0 {
 				break
 			}
-			return r, false
+			return r
 		}
-		var b [4]byte
-		binary.LittleEndian.PutUint32(b[:], uint32(r))
-		if err := t.Proc.Space().CopyOut(uintptr(at+msghdrSize), b[:]); err != nil {
-			if sent > 0 {
-				break
-			}
-			return errno(err), false
+		done++
+		if more != nil && !more() {
+			break
 		}
-		sent++
 	}
-	return sent, false
+	return done
 }
 
 // sysRecvmmsg receives up to vlen messages; with MSG_WAITFORONE only the
@@ -502,28 +512,8 @@ func sysRecvmmsg(t *Thread, a *[6]uint64) (int64, bool) {
 		}
 		deadline = time.Now().Add(time.Duration(sec)*time.Second + time.Duration(nsec))
 	}
-	got := int64(0)
-	for i := range vlen {
-		at := vec + i*mmsghdrSize
-		r := t.recvmsg(f, s, at, flags&^linux.MSG_WAITFORONE, got > 0 && flags&linux.MSG_WAITFORONE != 0)
-		if r < 0 {
-			if got > 0 {
-				break
-			}
-			return r, false
-		}
-		var b [4]byte
-		binary.LittleEndian.PutUint32(b[:], uint32(r))
-		if err := t.Proc.Space().CopyOut(uintptr(at+msghdrSize), b[:]); err != nil {
-			if got > 0 {
-				break
-			}
-			return errno(err), false
-		}
-		got++
-		if !deadline.IsZero() && time.Now().After(deadline) {
-			break
-		}
-	}
-	return got, false
+	wait1 := flags&linux.MSG_WAITFORONE != 0
+	return t.eachMmsg(vec, vlen, func(at uint64, got int64) int64 {
+		return t.recvmsg(f, s, at, flags&^linux.MSG_WAITFORONE, got > 0 && wait1)
+	}, func() bool { return deadline.IsZero() || !time.Now().After(deadline) }), false
 }
