@@ -57,6 +57,12 @@ func main() {
 	k.parseCmdline()
 	proc.Log = k.log
 	proc.Trace = k.opts["strace"] == "true"
+	if v, ok := k.opts["hung_task_timeout_secs"]; ok {
+		n, _ := strconv.Atoi(v) // validated as an Int by the command-line schema
+		proc.HungTimeout = time.Duration(n) * time.Second
+	}
+	proc.HungPanic = k.opts["hung_task_panic"] == "true"
+	proc.StartHungTaskDetector()
 	proc.PowerOff = func() { power.Off(k.tables, 0) }
 	proc.Restart = power.Reset
 	k.findACPI()

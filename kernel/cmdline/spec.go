@@ -72,6 +72,14 @@ var Default = []Spec{
 		Help: "log every system call of user programs (debugging)",
 	},
 	{
+		Name: "hung_task_timeout_secs", Kind: Int,
+		Help: "report a thread in one system call this long without sleeping, with every goroutine's stack (default 120; 0: off)",
+	},
+	{
+		Name: "hung_task_panic", Kind: Bool,
+		Help: "panic after a hung-task report",
+	},
+	{
 		Name: "poweroff", Kind: Bool,
 		Help: "power off as soon as the kernel is ready (boot benchmarks)",
 	},

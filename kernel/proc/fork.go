@@ -194,3 +194,14 @@ func lookupThread(tid int) *Thread {
 	defer tidMu.Unlock()
 	return tids[tid]
 }
+
+// allThreads lists the live threads.
+func allThreads() []*Thread {
+	tidMu.Lock()
+	defer tidMu.Unlock()
+	out := make([]*Thread, 0, len(tids))
+	for _, t := range tids {
+		out = append(out, t)
+	}
+	return out
+}

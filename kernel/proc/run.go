@@ -45,6 +45,9 @@ type Thread struct {
 	comm atomic.Pointer[string] // read by /proc from other goroutines
 	// timerslack is PR_SET_TIMERSLACK's value in ns (0: the default).
 	timerslack uint64
+	// kseq counts entries to and exits from system calls: odd while the
+	// thread is in one (the hung-task detector's view, hung.go).
+	kseq atomic.Uint64
 
 	dying   atomic.Bool   // the process is exiting: stop at the next chance
 	stopped chan struct{} // closed when the goroutine has ended

@@ -278,7 +278,9 @@ func (t *Thread) syscall() bool {
 		return false
 	}
 	t.syscallNo = no
+	t.kseq.Add(1)
 	ret, exit := e.Fn(t, a)
+	t.kseq.Add(1)
 	if Trace {
 		Log.Infof("strace: %d %s(%#x, %#x, %#x, %#x) = %d", t.TID, e.Name, a[0], a[1], a[2], a[3], ret)
 	}
