@@ -12,7 +12,7 @@ func TestTracker(t *testing.T) {
 		seq      uint64
 		sleeping bool
 	}
-	stuck := &thread{seq: 7}                 // in a system call, awake, going nowhere
+	stuck := &thread{seq: 7}                  // in a system call, awake, going nowhere
 	asleep := &thread{seq: 9, sleeping: true} // in a system call, waiting interruptibly
 	busy := &thread{seq: 3}                   // in system calls, but new ones each look
 	user := &thread{seq: 4}                   // in user mode
