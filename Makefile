@@ -23,7 +23,7 @@ QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot
 
 DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio
 
-.PHONY: all run run-cmd test iso kernel deps host-test boot-test user-test linux-test user usertest-shortbread vet bench-boot bench-sys fuzz-soak soak-test hlltax hlltax-exact gc-headroom clean
+.PHONY: all run run-cmd test iso kernel deps host-test boot-test user-test linux-test user usertest-shortbread vet bench-boot bench-sys fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
 
 all: iso
 
@@ -87,6 +87,11 @@ bench-boot: deps $(KERNEL) $(STUB) $(INITRAMFS)
 # Micro-benchmarks (null system call, pipe ping-pong, page faults, process
 # lifecycle with growing data, multi-threaded malloc on 1/2/4 CPUs),
 # Shortbread vs Linux in the same QEMU configuration.
+# gdb on the kernel in QEMU (tools/gdb.sh; README: When something hangs).
+gdb: deps
+	@$(MAKE) --no-print-directory iso
+	CPUS=$(CPUS) MEM=$(MEM) tools/gdb.sh
+
 # The flake hunt: N (default 20) rounds of the boot self-tests and the
 # user suite with 1, 2 and 4 CPUs, failures counted per test (not in make test).
 soak-test: deps user $(KERNEL) $(STUB) $(INITRAMFS)
