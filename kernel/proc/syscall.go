@@ -445,8 +445,12 @@ func sysMprotect(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 func sysArchPrctl(t *Thread, a *[6]uint64) (int64, bool) {
-	const setFS, getFS = 0x1002, 0x1003
+	const setFS, getFS, getCPUID, setCPUID = 0x1002, 0x1003, 0x1011, 0x1012
 	switch a[0] {
+	case getCPUID:
+		return 1, false // CPUID is never made to fault
+	case setCPUID:
+		return -eNODEV, false // no CPUID faulting to turn on, as on CPUs without it
 	case setFS:
 		if a[1] >= mm.UserTop {
 			return -ePERM, false

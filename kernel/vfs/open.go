@@ -187,6 +187,11 @@ func (v *VFS) openDentry(c *Ctx, d *Dentry, flags uint32, created bool) (*OpenFi
 		if !mayAccess(c, d.inode, want) {
 			return nil, linux.EACCES
 		}
+		// Not updating another user's access times needs ownership
+		// (CAP_FOWNER for root), as on Linux.
+		if a := d.inode.Attr(); flags&linux.O_NOATIME != 0 && !c.Cred.Owns(&a) {
+			return nil, linux.EPERM
+		}
 		if want&linux.W_OK != 0 && d.mount.readOnly && (d.mode == linux.S_IFREG || d.mode == linux.S_IFDIR) {
 			return nil, linux.EROFS
 		}

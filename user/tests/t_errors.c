@@ -107,6 +107,28 @@ int main(int argc, char **argv)
 	CHECK_SYS("prctl.get_tsc", prctl(PR_GET_TSC, &tsc, 0, 0, 0));
 	CHECK_EQ("prctl.tsc_enabled", tsc, PR_TSC_ENABLE);
 
+	/* arch_prctl: CPUID faulting is not available in QEMU's CPU model */
+	CHECK_EQ("arch_prctl.get_cpuid", syscall(SYS_arch_prctl, 0x1011, 0), 1);
+	CHECK_ERR("arch_prctl.set_cpuid_enodev", syscall(SYS_arch_prctl, 0x1012, 0), ENODEV);
+
+	/* O_NOATIME on another user's file needs ownership */
+	int rootfile = open("/tmp/t_errors_noatime", O_CREAT | O_WRONLY, 0644);
+	close(rootfile);
+	pid_t c = fork();
+	if (c == 0) {
+		if (setgid(65534) || setuid(65534))
+			_exit(2);
+		int r = open("/tmp/t_errors_noatime", O_RDONLY | O_NOATIME);
+		_exit(r == -1 && errno == EPERM ? 0 : 1);
+	}
+	int st;
+	waitpid(c, &st, 0);
+	CHECK_EQ("open.noatime_other_eperm", st, 0);
+	int own = open("/tmp/t_errors_noatime", O_RDONLY | O_NOATIME);
+	CHECK_SYS("open.noatime_owner_ok", own);
+	close(own);
+	unlink("/tmp/t_errors_noatime");
+
 	/* clocks one cannot sleep on */
 	struct timespec ts = {0, 1000};
 	CHECK_EQ("clock_nanosleep.thread_cputime_einval", clock_nanosleep(CLOCK_THREAD_CPUTIME_ID, 0, &ts, NULL), EINVAL);
