@@ -103,6 +103,20 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 	if size > maxArgSize {
 		return errArgTooLong
 	}
+	// From here the program's file may not be opened for writing
+	// (ETXTBSY), for as long as this process runs it.
+	var hold func()
+	if file.exe != nil {
+		if hold, err = vfs.DenyWrite(file.exe); err != nil {
+			return err
+		}
+	}
+	committed := false
+	defer func() {
+		if !committed && hold != nil {
+			hold()
+		}
+	}()
 	space, err := newSpace()
 	if err != nil {
 		return err
@@ -163,7 +177,12 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 	p.execed = true
 	p.name = path
 	p.exe, p.argv, p.envp = file.exe, argv, envp
+	oldHold := p.exeHold
+	p.exeHold, committed = hold, true
 	p.mu.Unlock()
+	if oldHold != nil {
+		oldHold()
+	}
 	if old != nil {
 		old.put()
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"shortbread/kernel/machine"
+	"shortbread/kernel/vfs"
 )
 
 // clone flags (include/uapi/linux/sched.h).
@@ -59,6 +60,10 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 		cp.cred = p.cred
 		cp.nonDumpable.Store(p.nonDumpable.Load())
 		cp.exe, cp.argv, cp.envp = p.exe, p.argv, p.envp
+		if p.exe != nil && p.exeHold != nil {
+			// The child runs the same file: it holds it too.
+			cp.exeHold, _ = vfs.DenyWrite(p.exe)
+		}
 		if p.limits != nil {
 			l := *p.limits
 			cp.limits = &l

@@ -111,6 +111,7 @@ type Process struct {
 	// What /proc shows of the program: its file, arguments, environment,
 	// and when the process started (ns since boot).
 	exe        *vfs.Dentry
+	exeHold    func() // ends exe's text-busy hold (vfs.DenyWrite)
 	argv, envp []string
 	start      int64
 }
@@ -304,6 +305,10 @@ func (p *Process) finish() {
 		return
 	}
 	p.finishing = true
+	if p.exeHold != nil {
+		p.exeHold()
+		p.exeHold = nil
+	}
 	space := p.space.Swap(nil)
 	if space != nil {
 		p.maxRSS = max(p.maxRSS, int64(space.s.ResidentPages())*4)

@@ -312,6 +312,9 @@ func (v *VFS) Truncate(c *Ctx, dir *Dentry, path string, size int64) error {
 	if d.mount.readOnly {
 		return linux.EROFS
 	}
+	if err := checkNotRunning(d.inode); err != nil {
+		return err
+	}
 	if err := killSetID(&c.Cred, d.inode); err != nil {
 		return err
 	}

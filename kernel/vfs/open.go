@@ -196,22 +196,43 @@ func (v *VFS) openDentry(c *Ctx, d *Dentry, flags uint32, created bool) (*OpenFi
 			return nil, linux.EROFS
 		}
 	}
-	file, err := v.fileFor(c, d, flags)
-	if err != nil {
-		return nil, err
-	}
-	if flags&linux.O_TRUNC != 0 && d.mode == linux.S_IFREG && !created {
-		if err := killSetID(&c.Cred, d.inode); err != nil {
-			file.Release()
+	// A writer of a regular file is counted, so that a program it holds
+	// cannot be run, and a running program cannot be opened for writing
+	// (ETXTBSY, textbusy.go).
+	writer := d.mode == linux.S_IFREG && (acc == linux.O_WRONLY || acc == linux.O_RDWR)
+	if writer {
+		if err := getWriteAccess(d.inode); err != nil {
 			return nil, err
 		}
-		if err := d.inode.SetAttr(&SetAttr{Mask: SetSize | SetMtime, Mtime: Now}); err != nil {
+	}
+	fail := func(file File, err error) (*OpenFile, error) {
+		if file != nil {
 			file.Release()
-			return nil, err
+		}
+		if writer {
+			putWriteAccess(d.inode)
+		}
+		return nil, err
+	}
+	file, err := v.fileFor(c, d, flags)
+	if err != nil {
+		return fail(nil, err)
+	}
+	if flags&linux.O_TRUNC != 0 && d.mode == linux.S_IFREG && !created {
+		if err := checkNotRunning(d.inode); err != nil {
+			return fail(file, err)
+		}
+		if err := killSetID(&c.Cred, d.inode); err != nil {
+			return fail(file, err)
+		}
+		if err := d.inode.SetAttr(&SetAttr{Mask: SetSize | SetMtime, Mtime: Now}); err != nil {
+			return fail(file, err)
 		}
 	}
 	flags &^= linux.O_CREAT | linux.O_EXCL | linux.O_NOCTTY | linux.O_TRUNC | linux.O_CLOEXEC
-	return newOpenFile(d, d.inode, file, flags|linux.O_LARGEFILE), nil
+	f := newOpenFile(d, d.inode, file, flags|linux.O_LARGEFILE)
+	f.writer = writer
+	return f, nil
 }
 
 // fileFor returns the File behind an open of d.

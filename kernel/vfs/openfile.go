@@ -23,6 +23,7 @@ type OpenFile struct {
 	inode    Inode
 	file     File
 	seekable bool          // file implements Seeker
+	writer   bool          // counted as a writer of a regular file (textbusy.go)
 	flags    atomic.Uint32 // access mode and status flags (F_GETFL)
 
 	posMu sync.Mutex // serializes the users of pos
@@ -56,6 +57,9 @@ func (f *OpenFile) DecRef() {
 	switch n := f.refs.Add(-1); {
 	case n == 0:
 		releaseLocks(f.inode, f) // its open-file-description locks
+		if f.writer {
+			putWriteAccess(f.inode)
+		}
 		f.file.Release()
 		if c, ok := f.inode.(OpenCounter); ok {
 			c.Closed()

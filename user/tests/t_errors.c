@@ -32,9 +32,62 @@ static void *unmapped(void)
 
 static void on_usr1(int s, siginfo_t *i, void *c) { (void)s; (void)i; (void)c; }
 
+/* A running program's file cannot be written or truncated (ETXTBSY), and
+ * a file open for writing cannot be run. */
+static void test_text_busy(void)
+{
+	const char *tb = "/tmp/t_errors_tb";
+	int in = open("/proc/self/exe", O_RDONLY), out = open(tb, O_CREAT | O_WRONLY | O_TRUNC, 0755);
+	char buf[65536];
+	for (ssize_t n; (n = read(in, buf, sizeof buf)) > 0;)
+		write(out, buf, n);
+	close(in);
+	/* open for writing: it cannot be run */
+	pid_t c = fork();
+	if (c == 0) {
+		execl(tb, tb, "--exit", (char *)NULL);
+		_exit(errno == ETXTBSY ? 0 : 1);
+	}
+	int st;
+	waitpid(c, &st, 0);
+	CHECK_EQ("txtbsy.exec_open_for_writing", st, 0);
+	close(out);
+	/* running: it cannot be opened for writing or truncated */
+	int p[2];
+	pipe(p);
+	c = fork();
+	if (c == 0) {
+		dup2(p[1], 1);
+		execl(tb, tb, "--pause", (char *)NULL);
+		_exit(1);
+	}
+	close(p[1]);
+	char ch = 0;
+	CHECK_EQ("txtbsy.child_running", read(p[0], &ch, 1), 1);
+	CHECK_ERR("txtbsy.open_wronly", open(tb, O_WRONLY), ETXTBSY);
+	CHECK_ERR("txtbsy.open_rdwr", open(tb, O_RDWR), ETXTBSY);
+	CHECK_ERR("txtbsy.truncate", truncate(tb, 0), ETXTBSY);
+	int r = open(tb, O_RDONLY);
+	CHECK_SYS("txtbsy.open_rdonly_ok", r);
+	close(r);
+	kill(c, SIGKILL);
+	waitpid(c, NULL, 0);
+	close(p[0]);
+	r = open(tb, O_WRONLY);
+	CHECK_SYS("txtbsy.writable_after_exit", r);
+	close(r);
+	unlink(tb);
+}
+
 int main(int argc, char **argv)
 {
-	(void)argc;
+	if (argc > 1 && strcmp(argv[1], "--exit") == 0)
+		return 0;
+	if (argc > 1 && strcmp(argv[1], "--pause") == 0) {
+		write(1, "r", 1);
+		pause();
+		return 0;
+	}
 	check_start(argv[0]);
 	void *bad = unmapped();
 
@@ -128,6 +181,8 @@ int main(int argc, char **argv)
 	CHECK_SYS("open.noatime_owner_ok", own);
 	close(own);
 	unlink("/tmp/t_errors_noatime");
+
+	test_text_busy();
 
 	/* clocks one cannot sleep on */
 	struct timespec ts = {0, 1000};
