@@ -45,6 +45,9 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 	if space == nil {
 		return -eINVAL
 	}
+	if e := t.checkNproc(); e != 0 {
+		return e
+	}
 	tid := int(lastPID.Add(1))
 	var child *Thread
 	var cp *Process
@@ -198,6 +201,32 @@ func lookupThread(tid int) *Thread {
 	tidMu.Lock()
 	defer tidMu.Unlock()
 	return tids[tid]
+}
+
+// checkNproc applies RLIMIT_NPROC before a clone: a user may run at most
+// that many threads (Linux counts tasks, threads included, by real uid);
+// root is exempt (CAP_SYS_RESOURCE, CAP_SYS_ADMIN). EAGAIN otherwise.
+func (t *Thread) checkNproc() int64 {
+	p := t.Proc
+	p.mu.Lock()
+	c := p.cred
+	limit := p.rlimits()[rlimitNproc].cur
+	p.mu.Unlock()
+	if limit == rlimInfinity || c.ruid == 0 || c.privileged() {
+		return 0
+	}
+	n := uint64(0)
+	for _, u := range allThreads() {
+		u.Proc.mu.Lock()
+		if u.Proc.cred.ruid == c.ruid {
+			n++
+		}
+		u.Proc.mu.Unlock()
+	}
+	if n >= limit {
+		return -eAGAIN
+	}
+	return 0
 }
 
 // allThreads lists the live threads.

@@ -19,6 +19,7 @@ const (
 	rlimitCore      = 4
 	rlimitNofile    = 7
 	rlimitAS        = 9
+	rlimitNproc     = 6
 	rlimNlimits     = 16
 	rlimInfinity    = ^uint64(0)
 	nrOpen          = 1 << 20 // fs.nr_open: the highest RLIMIT_NOFILE

@@ -307,6 +307,55 @@ static void test_fsize(void)
 	unlink(path);
 }
 
+/* RLIMIT_NPROC: an unprivileged user runs at most that many tasks (by
+ * real uid); fork past it is EAGAIN; root is exempt. */
+static void test_nproc(void)
+{
+	pid_t c = fork();
+	if (c == 0) {
+		if (setgid(65534) || setuid(65534))
+			_exit(10);
+		struct rlimit rl = {3, 3};
+		if (setrlimit(RLIMIT_NPROC, &rl))
+			_exit(11);
+		pid_t kids[4];
+		int made = 0, err = 0;
+		for (int i = 0; i < 4; i++) {
+			pid_t k = fork();
+			if (k == 0) {
+				pause();
+				_exit(0);
+			}
+			if (k < 0) {
+				err = errno;
+				break;
+			}
+			kids[made++] = k;
+		}
+		for (int i = 0; i < made; i++) {
+			kill(kids[i], SIGKILL);
+			waitpid(kids[i], NULL, 0);
+		}
+		/* this process and two children make three tasks of uid 65534 */
+		_exit(made == 2 && err == EAGAIN ? 0 : 20 + made);
+	}
+	int st;
+	waitpid(c, &st, 0);
+	CHECK_EQ("nproc.limit_eagain", st, 0);
+	/* root is exempt */
+	struct rlimit old, one = {1, RLIM_INFINITY};
+	getrlimit(RLIMIT_NPROC, &old);
+	one.rlim_max = old.rlim_max;
+	CHECK_SYS("nproc.root_set", setrlimit(RLIMIT_NPROC, &one));
+	c = fork();
+	if (c == 0)
+		_exit(0);
+	CHECK("nproc.root_exempt", c > 0);
+	if (c > 0)
+		waitpid(c, NULL, 0);
+	setrlimit(RLIMIT_NPROC, &old);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -316,6 +365,7 @@ int main(int argc, char **argv)
 	test_sysinfo();
 	test_rlimits();
 	test_fsize();
+	test_nproc();
 	test_prctl();
 	test_ids();
 	test_misc_calls();
