@@ -459,6 +459,7 @@ func (p *Process) statusText(t *Thread) []byte {
 		fdsize = p.files.Limit()
 	}
 	maxRSS := max(p.maxRSS, int64(rss)*4)
+	sigq := p.rlimits()[rlimitSigpending].cur
 	p.mu.Unlock()
 	var blocked, shdPending uint64
 	if t == nil {
@@ -484,7 +485,7 @@ func (p *Process) statusText(t *Thread) []byte {
 	fmt.Fprintf(&b, "VmPeak:\t%8d kB\nVmSize:\t%8d kB\nVmHWM:\t%8d kB\nVmRSS:\t%8d kB\n",
 		vsize/1024, vsize/1024, maxRSS, rss*4)
 	fmt.Fprintf(&b, "Threads:\t%d\nSigQ:\t%d/%d\nSigPnd:\t%016x\nShdPnd:\t%016x\nSigBlk:\t%016x\nSigIgn:\t%016x\nSigCgt:\t%016x\n",
-		nthreads, 0, maxQueued, pending, shdPending, blocked, ign, cgt)
+		nthreads, 0, sigq, pending, shdPending, blocked, ign, cgt)
 	n := machine.NumCPU()
 	fmt.Fprintf(&b, "Cpus_allowed:\t%x\nCpus_allowed_list:\t0-%d\nvoluntary_ctxt_switches:\t0\nnonvoluntary_ctxt_switches:\t0\n",
 		uint64(1)<<n-1, n-1)

@@ -199,7 +199,7 @@ func (p *Process) queueLocked(info sigInfo) (*Thread, int64) {
 	if p.state != procRunning || p.ignores(sig) {
 		return nil, 0
 	}
-	if !p.pending.add(info) && sig >= sigRTMin {
+	if !p.pending.add(info, p.sigQueueFull()) && sig >= sigRTMin {
 		return nil, -eAGAIN
 	}
 	for _, t := range p.threads {
@@ -231,7 +231,7 @@ func (t *Thread) sendSignal(info sigInfo) int64 {
 		p.mu.Unlock()
 		return 0
 	}
-	if !t.pending.add(info) && info.signo >= sigRTMin {
+	if !t.pending.add(info, p.sigQueueFull()) && info.signo >= sigRTMin {
 		p.mu.Unlock()
 		return -eAGAIN
 	}
@@ -250,7 +250,7 @@ func (t *Thread) faultSignal(sig int, code int32, addr uint64) {
 		return
 	}
 	t.Proc.mu.Lock()
-	t.pending.add(sigInfo{signo: sig, code: code, addr: addr})
+	t.pending.add(sigInfo{signo: sig, code: code, addr: addr}, false)
 	t.Proc.mu.Unlock()
 }
 

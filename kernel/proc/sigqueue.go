@@ -15,8 +15,10 @@ import (
 const (
 	sigRTMin = 32
 	// maxQueued bounds the queued signals of one thread or process
-	// (RLIMIT_SIGPENDING's role): sigqueue fails with EAGAIN beyond it.
-	maxQueued = 1024
+	// whatever the sender: RLIMIT_SIGPENDING bounds those a program may
+	// queue (see add), and kill's and the kernel's signals pass it, as on
+	// Linux; this keeps even those bounded.
+	maxQueued = 1 << 16
 
 	// si_code values a sender can give.
 	siQueue = -1
@@ -88,9 +90,12 @@ func (ps *pendingSet) setMask(m uint64) { atomic.StoreUint64(&ps.mask, m) }
 func (ps *pendingSet) unlocked() uint64 { return atomic.LoadUint64(&ps.mask) }
 
 // add makes info's signal pending. It reports false if the signal was
-// dropped: a standard signal already pending (merged), or the queue full.
-// A fault replaces the siginfo of a pending signal of the same number.
-func (ps *pendingSet) add(info sigInfo) bool {
+// dropped: a standard signal already pending (merged), or no room: full
+// (the process is at RLIMIT_SIGPENDING, see Process.sigQueueFull) for a
+// signal a program queued with a negative si_code (tgkill, sigqueue), or
+// maxQueued in this set for one sent by kill or the kernel. A fault
+// replaces the siginfo of a pending signal of the same number.
+func (ps *pendingSet) add(info sigInfo, full bool) bool {
 	b := bit(info.signo)
 	if info.signo < sigRTMin && ps.mask&b != 0 {
 		if info.isFault() {
@@ -102,7 +107,7 @@ func (ps *pendingSet) add(info sigInfo) bool {
 		}
 		return false
 	}
-	if len(ps.infos) >= maxQueued {
+	if len(ps.infos) >= maxQueued || full && info.code < 0 {
 		return false
 	}
 	ps.setMask(ps.mask | b)
@@ -227,4 +232,15 @@ func sysRtSigtimedwait(t *Thread, a *[6]uint64) (int64, bool) {
 		}
 		t.sleepEnd()
 	}
+}
+
+// sigQueueFull reports whether p has as many signals queued, process-wide
+// and in its threads, as RLIMIT_SIGPENDING allows (Linux counts them per
+// user). Caller holds p.mu.
+func (p *Process) sigQueueFull() bool {
+	n := uint64(len(p.pending.infos))
+	for _, t := range p.threads {
+		n += uint64(len(t.pending.infos))
+	}
+	return n >= p.rlimits()[rlimitSigpending].cur
 }

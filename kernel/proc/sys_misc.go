@@ -12,29 +12,34 @@ import (
 
 // Resource limits (include/uapi/asm-generic/resource.h).
 const (
-	rlimitCPU       = 0
-	rlimitFsize     = 1
-	rlimitData      = 2
-	rlimitStack     = 3
-	rlimitCore      = 4
-	rlimitNofile    = 7
-	rlimitAS        = 9
-	rlimitNproc     = 6
-	rlimNlimits     = 16
-	rlimInfinity    = ^uint64(0)
-	nrOpen          = 1 << 20 // fs.nr_open: the highest RLIMIT_NOFILE
-	eMFILE          = 24
-	eNFILE          = 23
-	prSetName       = 15
-	prGetName       = 16
-	prSetDumpable   = 4
-	prGetDumpable   = 3
-	prSetPdeathsig  = 1
-	prGetTSC        = 25
-	prSetTSC        = 26
-	prGetTimerslack = 30
-	prSetTimerslack = 29
-	prTSCEnable     = 1
+	rlimitCPU        = 0
+	rlimitFsize      = 1
+	rlimitData       = 2
+	rlimitStack      = 3
+	rlimitCore       = 4
+	rlimitNofile     = 7
+	rlimitAS         = 9
+	rlimitNproc      = 6
+	rlimitMemlock    = 8
+	rlimitSigpending = 11
+	rlimitMsgqueue   = 12
+	rlimitNice       = 13
+	rlimitRtprio     = 14
+	rlimNlimits      = 16
+	rlimInfinity     = ^uint64(0)
+	nrOpen           = 1 << 20 // fs.nr_open: the highest RLIMIT_NOFILE
+	eMFILE           = 24
+	eNFILE           = 23
+	prSetName        = 15
+	prGetName        = 16
+	prSetDumpable    = 4
+	prGetDumpable    = 3
+	prSetPdeathsig   = 1
+	prGetTSC         = 25
+	prSetTSC         = 26
+	prGetTimerslack  = 30
+	prSetTimerslack  = 29
+	prTSCEnable      = 1
 	// defaultTimerslack is Linux's 50 us: how late a sleep may wake.
 	defaultTimerslack = 50000
 	prGetPdeathsig    = 2
@@ -42,7 +47,9 @@ const (
 
 type rlimit struct{ cur, max uint64 }
 
-// defaultRlimits are what Linux gives init.
+// defaultRlimits are what Linux gives init. RLIMIT_NPROC and
+// RLIMIT_SIGPENDING are half of Linux's max_threads, which it sizes from
+// memory (one thread per 32 pages, at least 20).
 func defaultRlimits() [rlimNlimits]rlimit {
 	var r [rlimNlimits]rlimit
 	for i := range r {
@@ -51,6 +58,13 @@ func defaultRlimits() [rlimNlimits]rlimit {
 	r[rlimitStack] = rlimit{8 << 20, rlimInfinity}
 	r[rlimitCore] = rlimit{0, rlimInfinity}
 	r[rlimitNofile] = rlimit{vfs.DefaultNOFILE, 4096}
+	tasks := max(machine.ReadMemStats().TotalFrames/32, 20) / 2
+	r[rlimitNproc] = rlimit{tasks, tasks}
+	r[rlimitSigpending] = rlimit{tasks, tasks}
+	r[rlimitMemlock] = rlimit{8 << 20, 8 << 20}
+	r[rlimitMsgqueue] = rlimit{819200, 819200}
+	r[rlimitNice] = rlimit{0, 0}
+	r[rlimitRtprio] = rlimit{0, 0}
 	return r
 }
 

@@ -14,6 +14,7 @@
 #include <sys/fsuid.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/uio.h>
@@ -183,6 +184,33 @@ int main(int argc, char **argv)
 	unlink("/tmp/t_errors_noatime");
 
 	test_text_busy();
+
+	/* RLIMIT_SIGPENDING bounds what tgkill and sigqueue may queue (EAGAIN);
+	 * kill's signals pass it, as on Linux */
+	c = fork();
+	if (c == 0) {
+		if (setgid(65534) || setuid(65534))
+			_exit(10);
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, SIGRTMIN);
+		sigprocmask(SIG_BLOCK, &set, NULL);
+		struct rlimit rl = {4, 4};
+		if (setrlimit(RLIMIT_SIGPENDING, &rl))
+			_exit(11);
+		for (int i = 0; i < 4; i++)
+			if (syscall(SYS_tgkill, getpid(), gettid(), SIGRTMIN))
+				_exit(12);
+		if (syscall(SYS_tgkill, getpid(), gettid(), SIGRTMIN) != -1 || errno != EAGAIN)
+			_exit(13);
+		if (sigqueue(getpid(), SIGRTMIN, (union sigval){0}) != -1 || errno != EAGAIN)
+			_exit(14);
+		if (kill(getpid(), SIGRTMIN) != 0)
+			_exit(15);
+		_exit(0);
+	}
+	waitpid(c, &st, 0);
+	CHECK_EQ("sigpending.tgkill_eagain_kill_passes", st, 0);
 
 	/* clocks one cannot sleep on */
 	struct timespec ts = {0, 1000};
