@@ -115,6 +115,23 @@ func (t *Thread) prlimit(pid int, res uint64, newp, oldp uintptr) int64 {
 			return errno(err)
 		}
 		nl = rlimit{binary.LittleEndian.Uint64(b[:]), binary.LittleEndian.Uint64(b[8:])}
+	}
+	c := t.creds()
+	priv := c.privileged()
+	if target != t.Proc && !priv {
+		// Another process's limits, read or written, need its real,
+		// effective and saved IDs all to be the caller's real ones (or
+		// CAP_SYS_RESOURCE), as Linux's check_prlimit_permission.
+		target.mu.Lock()
+		tc := target.cred
+		target.mu.Unlock()
+		if c.ruid != tc.ruid || c.ruid != tc.euid || c.ruid != tc.suid ||
+			c.rgid != tc.rgid || c.rgid != tc.egid || c.rgid != tc.sgid {
+			return -ePERM
+		}
+	}
+	// The new values are checked after the permission, as on Linux.
+	if newp != 0 {
 		if nl.cur > nl.max {
 			return -eINVAL
 		}
@@ -122,7 +139,6 @@ func (t *Thread) prlimit(pid int, res uint64, newp, oldp uintptr) int64 {
 			return -ePERM
 		}
 	}
-	priv := t.creds().privileged()
 	target.mu.Lock()
 	lim := target.rlimits()
 	old := lim[res]

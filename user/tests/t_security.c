@@ -453,6 +453,10 @@ static void probe_audit(int out)
 	put(out, rc(syscall(SYS_reboot, 0xfee1dead, 672274793, 0x4321fedc, NULL)));
 	/* SIGCONT may go to any process of the caller's session */
 	put(out, rc(kill(root_pid, SIGCONT)));
+	/* another user's resource limits: neither read nor written */
+	struct rlimit got;
+	put(out, rc(syscall(SYS_prlimit64, root_pid, RLIMIT_NOFILE, NULL, &got)));
+	put(out, rc(syscall(SYS_prlimit64, root_pid, RLIMIT_NOFILE, &got, NULL)));
 }
 
 static void test_audit(void)
@@ -463,8 +467,8 @@ static void test_audit(void)
 	CHECK_SYS("audit.prepare_dir", mkdir("/tmp/sec_rootdir", 0755));
 	int r[30];
 	int n = as_nobody(probe_audit, r, 30);
-	CHECK_EQ("audit.probes", n, 27);
-	if (n != 27)
+	CHECK_EQ("audit.probes", n, 29);
+	if (n != 29)
 		return;
 	static const struct {
 		const char *name;
@@ -497,6 +501,8 @@ static void test_audit(void)
 		{"audit.raise_hard_rlimit_eperm", EPERM},
 		{"audit.reboot_eperm", EPERM},
 		{"audit.sigcont_same_session_ok", 0},
+		{"audit.prlimit_read_other_eperm", EPERM},
+		{"audit.prlimit_write_other_eperm", EPERM},
 	};
 	for (unsigned i = 0; i < sizeof want / sizeof *want; i++)
 		CHECK_EQ(want[i].name, r[i], want[i].want);
