@@ -1,18 +1,22 @@
 /* t_churn: nothing leaks. Rounds of the same work -- small and large files
  * created, written and unlinked, renames over existing files, a tree
  * removed as rm -rf does, files unlinked while open and while mapped,
- * pipes, fork and exit, programs unlinked while they run -- and after
- * each round MemFree must be within
+ * pipes, fork and exit, programs unlinked while they run -- and MemFree,
+ * after any two rounds in a row past the first, must be within
  * LEAK_BOUND_KB of what it was after the first (which warms up whatever
- * the kernel keeps: caches, its heap, page tables).
+ * the kernel keeps: caches, its heap, page tables) in at least one of
+ * them: a leak lowers every later reading, while the kernel's Go heap
+ * (spans still partly used when a reading is taken) makes single
+ * readings dip by up to ~2 MiB and come back the round after.
  *
  * The counts are chosen so that a leak of one page per operation of any
  * one kind, over the rounds after the first, is well past the bound: each
  * kind runs OPS times a round (small files 4 * OPS), but for fork, which
- * costs ~10 ms under QEMU's TCG, FORKS times; (ROUNDS - 1) * FORKS pages
- * = 4 * 200 * 4 KiB = 3.1 MiB, and 4.7 MiB for the others, against a bound
- * of 2 MiB. (A program unlinked while it runs is exec'd EXECS times a
- * round: what would leak there is its image, 6 pages, 2.8 MiB in all.)
+ * costs ~10 ms under QEMU's TCG, FORKS times; by the next-to-last round,
+ * (ROUNDS - 2) * FORKS pages = 4 * 200 * 4 KiB = 3.1 MiB, and 4.7 MiB for
+ * the others, against a bound of 2 MiB. (A program unlinked while it runs
+ * is exec'd EXECS times a round: what would leak there is its image, 6
+ * pages, 2.8 MiB by then.)
  * Linux's MemFree moved by up to 0.9 MiB between rounds,
  * Shortbread's by 0.1 MiB. A file whose data leaks loses far more than a
  * page. Before each reading the
@@ -30,7 +34,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#define ROUNDS 5
+#define ROUNDS 6
 #define OPS 300
 #define FORKS 200
 #define EXECS 30
@@ -362,7 +366,7 @@ int main(int argc, char **argv)
 		{ "tree", tree }, { "unlink_open", unlink_open }, { "mmap_unlink", mmap_unlink },
 		{ "pipes", pipes }, { "fork_exit", fork_exit }, { "exec_unlink", exec_unlink },
 	};
-	long first = 0, worst = 0;
+	long first = 0, worst = 0, prev = 0;
 	long long t0 = now_ms();
 	for (int r = 1; r <= ROUNDS; r++) {
 		long long tr = now_ms();
@@ -379,15 +383,20 @@ int main(int argc, char **argv)
 			CHECK("memfree.read", free > 0);
 			continue;
 		}
-		char name[64];
-		snprintf(name, sizeof name, "memfree.round%d_within_bound", r);
-		if (!CHECK(name, first - free <= LEAK_BOUND_KB))
-			printf("# round %d: MemFree %ld kB, %ld kB below round 1's %ld (bound %d)\n", r, free,
-			       first - free, first, LEAK_BOUND_KB);
-		if (first - free > worst)
-			worst = first - free;
+		if (r > 2) {
+			/* the better of two readings in a row: a leak lowers both */
+			long best = free > prev ? free : prev;
+			char name[64];
+			snprintf(name, sizeof name, "memfree.rounds%d_%d_within_bound", r - 1, r);
+			if (!CHECK(name, first - best <= LEAK_BOUND_KB))
+				printf("# rounds %d and %d: MemFree %ld and %ld kB, both more than %d kB below round 1's %ld\n",
+				       r - 1, r, prev, free, LEAK_BOUND_KB, first);
+			if (first - best > worst)
+				worst = first - best;
+		}
+		prev = free;
 	}
-	printf("# %d rounds in %lld ms; MemFree at most %ld kB below round 1's (bound %d kB)\n", ROUNDS,
+	printf("# %d rounds in %lld ms; MemFree at most %ld kB below round 1's in two rounds in a row (bound %d kB)\n", ROUNDS,
 	       now_ms() - t0, worst, LEAK_BOUND_KB);
 	CHECK_EQ("operations_all_worked", failures, 0);
 	fill();
