@@ -94,6 +94,7 @@ func (k *kernel) mountProc(v *vfs.VFS) error {
 	})
 	// Every goroutine's stack, as SysRq-t shows Linux's tasks: what a
 	// hung system call is waiting for.
+	fs.AddFile("shortbread/kmem", procKmem, nil)
 	fs.AddFile("shortbread/goroutines", func() []byte {
 		buf := make([]byte, 1<<20)
 		return buf[:runtime.Stack(buf, true)]
@@ -186,5 +187,42 @@ func procInterrupts() []byte {
 	row("LOC:", machine.VecTimer, "Local timer interrupts")
 	row("RES:", machine.VecResched, "Rescheduling interrupts")
 	row("TLB:", machine.VecTLB, "TLB shootdowns")
+	return b.Bytes()
+}
+
+// kmemMemory are the runtime's memory classes /proc/shortbread/kmem
+// breaks the kernel's memory into.
+var kmemMemory = []metrics.Sample{
+	{Name: "/memory/classes/heap/objects:bytes"},
+	{Name: "/memory/classes/heap/unused:bytes"},
+	{Name: "/memory/classes/heap/free:bytes"},
+	{Name: "/memory/classes/heap/released:bytes"},
+	{Name: "/memory/classes/heap/stacks:bytes"},
+	{Name: "/memory/classes/os-stacks:bytes"},
+	{Name: "/memory/classes/metadata/other:bytes"},
+	{Name: "/memory/classes/other:bytes"},
+	{Name: "/memory/classes/total:bytes"},
+	{Name: "/gc/heap/objects:objects"},
+	{Name: "/sched/goroutines:goroutines"},
+}
+
+// procKmem is /proc/shortbread/kmem: the kernel's own memory by runtime
+// class, and the kernel objects programs make, counted as they come and
+// go (cheap counts only), so that what holds the kernel heap after a
+// spike can be seen without a profiler.
+func procKmem() []byte {
+	goMemoryMu.Lock()
+	metrics.Read(kmemMemory)
+	var b bytes.Buffer
+	for _, s := range kmemMemory {
+		if s.Value.Kind() == metrics.KindUint64 {
+			fmt.Fprintf(&b, "%-40s %d\n", s.Name, s.Value.Uint64())
+		}
+	}
+	goMemoryMu.Unlock()
+	ps, vs, ms := proc.ReadStats(), vfs.ReadStats(), mm.ReadStats()
+	fmt.Fprintf(&b, "processes %d\nthreads %d\nfutex_waiters %d\nopen_files %d\nrecord_locks %d\n",
+		ps.Processes, ps.Threads, ps.FutexWaiters, vs.Files, vs.Locks)
+	fmt.Fprintf(&b, "user_anon_pages %d\nshared_pages %d\npage_table_pages %d\n", ms.Anon, ms.Shm, ms.Tables)
 	return b.Bytes()
 }

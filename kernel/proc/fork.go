@@ -239,3 +239,21 @@ func allThreads() []*Thread {
 	}
 	return out
 }
+
+// Stats are the process layer's object counts (/proc/shortbread/kmem).
+type Stats struct {
+	Processes, Threads, FutexWaiters int
+}
+
+// ReadStats returns the counts now.
+func ReadStats() Stats {
+	tableMu.Lock()
+	s := Stats{Processes: len(table), Threads: len(tids)}
+	tableMu.Unlock()
+	futexes.mu.Lock()
+	for _, ws := range futexes.q {
+		s.FutexWaiters += len(ws)
+	}
+	futexes.mu.Unlock()
+	return s
+}

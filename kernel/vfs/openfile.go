@@ -38,6 +38,7 @@ func newOpenFile(d *Dentry, ino Inode, file File, flags uint32) *OpenFile {
 	_, f.seekable = file.(Seeker)
 	f.flags.Store(flags)
 	f.refs.Store(1)
+	liveFiles.Add(1)
 	return f
 }
 
@@ -60,6 +61,7 @@ func (f *OpenFile) DecRef() {
 		if f.writer {
 			putWriteAccess(f.inode)
 		}
+		liveFiles.Add(-1)
 		f.file.Release()
 		if c, ok := f.inode.(OpenCounter); ok {
 			c.Closed()

@@ -461,6 +461,51 @@ static void test_system_files(void)
 	CHECK_ERR("proc.missing_pid", open("/proc/999999/stat", O_RDONLY), ENOENT);
 }
 
+/* Shortbread's /proc/shortbread/kmem counts kernel objects as they come
+ * and go (Linux has no such file: skipped there). */
+static long kmem(const char *key)
+{
+	FILE *f = fopen("/proc/shortbread/kmem", "r");
+	if (!f)
+		return -1;
+	char k[64];
+	long v, found = -1;
+	while (fscanf(f, "%63s %ld", k, &v) == 2)
+		if (strcmp(k, key) == 0)
+			found = v;
+	fclose(f);
+	return found;
+}
+
+static void test_kmem(void)
+{
+	if (access("/proc/shortbread/kmem", R_OK) != 0) {
+		printf("# kmem: skipped (not Shortbread)\n");
+		return;
+	}
+	long files0 = kmem("open_files"), threads0 = kmem("threads");
+	CHECK("kmem.open_files", files0 > 0);
+	CHECK("kmem.threads", threads0 > 0);
+	CHECK("kmem.heap_objects", kmem("/memory/classes/heap/objects:bytes") > 0);
+	int fds[200];
+	for (int i = 0; i < 200; i++)
+		fds[i] = open("/dev/null", O_RDONLY);
+	long files1 = kmem("open_files");
+	CHECK("kmem.open_files_up", files1 - files0 >= 200);
+	for (int i = 0; i < 200; i++)
+		close(fds[i]);
+	long files2 = kmem("open_files");
+	CHECK("kmem.open_files_back", files2 - files0 < 20 && files0 - files2 < 20);
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+	int fd = open("/proc/self/exe", O_RDONLY);
+	fl.l_type = F_RDLCK;
+	long locks0 = kmem("record_locks");
+	CHECK_SYS("kmem.lock", fcntl(fd, F_SETLK, &fl));
+	CHECK_EQ("kmem.record_locks_up", kmem("record_locks") - locks0, 1);
+	close(fd);
+	CHECK_EQ("kmem.record_locks_back", kmem("record_locks"), locks0);
+}
+
 int main(int argc, char **argv)
 {
 	check_start(argv[0]);
@@ -470,5 +515,6 @@ int main(int argc, char **argv)
 	test_links(argc, argv);
 	test_system_files();
 	test_meminfo_counts();
+	test_kmem();
 	return check_done();
 }
