@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	"shortbread/kernel/fs/tmpfs"
 	"shortbread/kernel/initramfs"
 	"shortbread/kernel/klog"
+	"shortbread/kernel/kmem"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/multiboot"
 	"shortbread/kernel/power"
@@ -63,6 +65,7 @@ func main() {
 	}
 	proc.HungPanic = k.opts["hung_task_panic"] == "true"
 	proc.StartHungTaskDetector()
+	kmem.SetProbe(kernelMemoryLow())
 	proc.PowerOff = func() { power.Off(k.tables, 0) }
 	proc.Restart = power.Reset
 	k.findACPI()
@@ -417,5 +420,29 @@ func (k *kernel) commands() map[string]console.Command {
 			power.Reset()
 			return nil
 		}},
+	}
+}
+
+// kernelMemoryLow is kmem's probe: the kernel is short of memory once the
+// free frames are down to one and a half times the reserve the machine
+// layer keeps from user memory. Kernel objects are refused above the
+// reserve, so that programs' page faults do not start failing first:
+// memory taken by pipe buffers and the like is charged to no process,
+// and an OOM kill for it would take an innocent one. The Go heap's free
+// spans are given back first (at most every 250 ms: it scans the heap);
+// requests for new kernel objects then fail while it stays low.
+func kernelMemoryLow() func() bool {
+	var last atomic.Int64
+	return func() bool {
+		ms := machine.ReadMemStats()
+		low := ms.ReservedFrames + ms.ReservedFrames/2
+		if ms.FreeFrames > low {
+			return false
+		}
+		now := time.Now().UnixNano()
+		if prev := last.Load(); now-prev > int64(250*time.Millisecond) && last.CompareAndSwap(prev, now) {
+			debug.FreeOSMemory()
+		}
+		return machine.ReadMemStats().FreeFrames <= low
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/fs/procfs"
+	"shortbread/kernel/kmem"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
 	"shortbread/kernel/net/socket"
@@ -224,5 +225,6 @@ func procKmem() []byte {
 	fmt.Fprintf(&b, "processes %d\nthreads %d\nfutex_waiters %d\nopen_files %d\nrecord_locks %d\n",
 		ps.Processes, ps.Threads, ps.FutexWaiters, vs.Files, vs.Locks)
 	fmt.Fprintf(&b, "user_anon_pages %d\nshared_pages %d\npage_table_pages %d\n", ms.Anon, ms.Shm, ms.Tables)
+	fmt.Fprintf(&b, "reserved_frames %d\nrefused_for_memory %d\n", machine.ReadMemStats().ReservedFrames, kmem.Refused())
 	return b.Bytes()
 }

@@ -139,6 +139,7 @@ type sbMemStats struct {
 	FreeFrames      uint64
 	CommittedFrames uint64
 	VMAs            uint64
+	ReservedFrames  uint64
 }
 
 //go:linkname sbHookMemStats shortbread/kernel/machine.memStats
@@ -147,6 +148,7 @@ func sbHookMemStats(s *sbMemStats) {
 	s.FreeFrames = sbFrames.free
 	s.CommittedFrames = sbAS.committed
 	s.VMAs = uint64(sbAS.n)
+	s.ReservedFrames = sbFrames.reserved
 }
 
 //go:linkname sbHookInterrupts shortbread/kernel/machine.Interrupts

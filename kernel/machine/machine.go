@@ -102,6 +102,7 @@ type MemStats struct {
 	FreeFrames      uint64 // frames not in use
 	CommittedFrames uint64 // frames backing the runtime's mappings
 	VMAs            uint64 // mappings the runtime holds
+	ReservedFrames  uint64 // frames kept from user memory for the kernel (AllocFrame)
 }
 
 // ReadMemStats returns current physical memory figures.

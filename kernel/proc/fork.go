@@ -3,6 +3,7 @@ package proc
 import (
 	"encoding/binary"
 
+	"shortbread/kernel/kmem"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/vfs"
 )
@@ -47,6 +48,9 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 	}
 	if e := t.checkNproc(); e != 0 {
 		return e
+	}
+	if kmem.Refuse() { // no memory for another task
+		return -eNOMEM
 	}
 	tid := int(lastPID.Add(1))
 	var child *Thread

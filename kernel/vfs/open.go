@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/kmem"
 )
 
 // Open opens path relative to dir (nil: the cwd) as open(2) and openat(2)
@@ -113,6 +114,9 @@ func (v *VFS) create(c *Ctx, p *Dentry, name string, mode uint32, rdev uint64) (
 	if err := v.mayCreate(c, p); err != nil {
 		return nil, err
 	}
+	if kmem.Refuse() { // no memory for another inode: a full file system
+		return nil, linux.ENOSPC
+	}
 	dir := p.inode.(Dir)
 	owner, mode := c.newOwner(p, mode)
 	ino, err := dir.Create(name, mode, rdev, owner)
@@ -155,6 +159,9 @@ func (c *Ctx) newOwner(p *Dentry, mode uint32) (Owner, uint32) {
 // openDentry checks the open against the file found (may_open) and makes
 // the open file.
 func (v *VFS) openDentry(c *Ctx, d *Dentry, flags uint32, created bool) (*OpenFile, error) {
+	if kmem.Refuse() { // no memory for another open file: the table is full
+		return nil, linux.ENFILE
+	}
 	if flags&linux.O_PATH != 0 {
 		if flags&linux.O_DIRECTORY != 0 && !d.IsDir() {
 			return nil, linux.ENOTDIR

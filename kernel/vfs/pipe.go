@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/kmem"
 )
 
 // pipe is the buffer shared by the ends of a pipe or FIFO, modelled on
@@ -43,9 +44,10 @@ func newPipe() *pipe {
 	return &pipe{slots: make([]pipeBuf, linux.PipeDefSize/linux.PIPE_BUF)}
 }
 
-// put stores as much of src as the rules allow and returns the count.
-// Preconditions: p.mu is held.
-func (p *pipe) put(src []byte, merge bool) int {
+// put stores as much of src as the rules allow and returns the count,
+// and ENOMEM when it stopped because the kernel is short of memory for a
+// new page (kmem.Low). Preconditions: p.mu is held.
+func (p *pipe) put(src []byte, merge bool) (int, error) {
 	done := 0
 	if chars := len(src) % linux.PIPE_BUF; merge && chars > 0 && p.used > 0 {
 		last := &p.slots[(p.tail+p.used-1)%len(p.slots)]
@@ -60,6 +62,10 @@ func (p *pipe) put(src []byte, merge bool) int {
 		if n := len(p.spare); n > 0 {
 			pg, p.spare = p.spare[n-1], p.spare[:n-1]
 		} else {
+			if kmem.Refuse() {
+				p.bytes += done
+				return done, linux.ENOMEM
+			}
 			pg = new(pipePage)
 		}
 		k := copy(pg[:], src[done:])
@@ -68,7 +74,7 @@ func (p *pipe) put(src []byte, merge bool) int {
 		done += k
 	}
 	p.bytes += done
-	return done
+	return done, nil
 }
 
 // take reads up to len(dst) bytes, freeing the slots it empties.
@@ -150,13 +156,19 @@ func (e *pipeEnd) Write(b Blocking, src []byte, _ int64) (int, error) {
 			p.mu.Unlock()
 			return done, linux.EPIPE
 		}
-		n := p.put(src[done:], merge)
+		n, err := p.put(src[done:], merge)
 		done += n
 		merge = false
 		full := done < len(src)
 		p.mu.Unlock()
 		if n > 0 {
 			p.rq.Notify()
+		}
+		if err != nil { // no memory for the buffer: as Linux's pipe_write
+			if done > 0 {
+				return done, nil
+			}
+			return 0, err
 		}
 		if !full {
 			return done, nil
@@ -260,6 +272,9 @@ func PipeBuffered(f *OpenFile) (int, error) {
 func NewPipe(flags uint32, owner Owner) (r, w *OpenFile, err error) {
 	if flags&^(linux.O_NONBLOCK|linux.O_CLOEXEC) != 0 {
 		return nil, nil, linux.EINVAL
+	}
+	if kmem.Refuse() {
+		return nil, nil, linux.ENFILE
 	}
 	p := newPipe()
 	p.readers, p.writers, p.rOpens, p.wOpens = 1, 1, 1, 1
