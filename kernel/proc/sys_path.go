@@ -455,6 +455,10 @@ func sysFchdir(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 // sysSendfile copies between files through a kernel buffer.
+// maxRWCount is the most one read, write or sendfile moves (Linux's
+// MAX_RW_COUNT: 2 GiB less a page).
+const maxRWCount = 0x7ffff000
+
 func sysSendfile(t *Thread, a *[6]uint64) (int64, bool) {
 	out, err := t.file(int(int32(a[0])))
 	if err != nil {
@@ -466,6 +470,15 @@ func sysSendfile(t *Thread, a *[6]uint64) (int64, bool) {
 		return errno(err), false
 	}
 	defer in.DecRef()
+	// The source must be something with data to splice, as Linux's
+	// splice_read: a file, a device or a socket. An eventfd, a pipe or an
+	// epoll instance is EINVAL (an eventfd read 8 bytes at a time could
+	// keep a huge count going for hours).
+	switch ia := in.Attr(); ia.Type() {
+	case linux.S_IFREG, linux.S_IFCHR, linux.S_IFBLK, linux.S_IFSOCK:
+	default:
+		return -eINVAL, false
+	}
 	s := t.Proc.Space()
 	off := int64(-1)
 	if a[2] != 0 {
@@ -478,7 +491,7 @@ func sysSendfile(t *Thread, a *[6]uint64) (int64, bool) {
 			return -eINVAL, false
 		}
 	}
-	count := a[3]
+	count := min(a[3], maxRWCount) // one call moves at most MAX_RW_COUNT
 	if err := out.KillSetID(t.cred); err != nil {
 		return errno(err), false
 	}
@@ -501,6 +514,15 @@ func sysSendfile(t *Thread, a *[6]uint64) (int64, bool) {
 			err = werr
 			break
 		}
+		// A long copy stops for a signal (or the process's death) with
+		// what it has done, as Linux's does between pages.
+		select {
+		case <-t.sigWake:
+			t.wake() // the wake-up is for the return to user mode
+		default:
+			continue
+		}
+		break
 	}
 	if off >= 0 {
 		var b [8]byte

@@ -13,7 +13,9 @@
 #include <sys/epoll.h>
 #include <sys/fsuid.h>
 #include <sys/mman.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/sendfile.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -32,6 +34,7 @@ static void *unmapped(void)
 }
 
 static void on_usr1(int s, siginfo_t *i, void *c) { (void)s; (void)i; (void)c; }
+static void on_alarm_quiet(int s) { (void)s; }
 
 /* A running program's file cannot be written or truncated (ETXTBSY), and
  * a file open for writing cannot be run. */
@@ -184,6 +187,32 @@ int main(int argc, char **argv)
 	unlink("/tmp/t_errors_noatime");
 
 	test_text_busy();
+
+	/* sendfile needs a source it can splice from, and stops for a signal */
+	int efd = eventfd(1000000, EFD_SEMAPHORE);
+	int devnull = open("/dev/null", O_WRONLY), devzero = open("/dev/zero", O_RDONLY);
+	CHECK_ERR("sendfile.from_eventfd_einval", sendfile(devnull, efd, NULL, 1 << 20), EINVAL);
+	int sp[2];
+	pipe(sp);
+	write(sp[1], "abc", 3);
+	CHECK_ERR("sendfile.from_pipe_einval", sendfile(devnull, sp[0], NULL, 3), EINVAL);
+	/* from a 1 TiB sparse file: one call moves at most MAX_RW_COUNT
+	 * (2 GiB - 4 KiB), and a signal ends it early with what it moved */
+	int sparse = open("/tmp/t_errors_sparse", O_RDWR | O_CREAT | O_TRUNC, 0600);
+	CHECK_SYS("sendfile.sparse", ftruncate(sparse, (off_t)1 << 40));
+	struct sigaction alrm = {.sa_handler = on_alarm_quiet};
+	sigaction(SIGALRM, &alrm, NULL);
+	alarm(1);
+	ssize_t sent = sendfile(devnull, sparse, NULL, (size_t)1 << 40);
+	alarm(0);
+	CHECK("sendfile.bounded_or_interrupted", sent > 0 && sent <= 0x7ffff000);
+	close(sparse);
+	unlink("/tmp/t_errors_sparse");
+	close(efd);
+	close(sp[0]);
+	close(sp[1]);
+	close(devnull);
+	close(devzero);
 
 	/* RLIMIT_SIGPENDING bounds what tgkill and sigqueue may queue (EAGAIN);
 	 * kill's signals pass it, as on Linux */
