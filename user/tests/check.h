@@ -80,6 +80,22 @@ __attribute__((format(printf, 3, 4))) static int check_report(const char *name, 
 	check_report((name), check_gs_ && strcmp(check_gs_, check_ws_) == 0, "%s = \"%s\", want \"%s\" (%s:%d)", \
 		     #got, check_gs_ ? check_gs_ : "(null)", check_ws_, __FILE__, __LINE__); })
 
+/* the value of KEY in a file of "KEY VALUE" lines (/proc/shortbread/kmem),
+ * or -1 when the file or the key is missing */
+__attribute__((unused)) static long check_proc_value(const char *path, const char *key)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	char k[64];
+	long v, found = -1;
+	while (fscanf(f, "%63s %ld", k, &v) == 2)
+		if (strcmp(k, key) == 0)
+			found = v;
+	fclose(f);
+	return found;
+}
+
 __attribute__((unused)) static void check_start(const char *prog)
 {
 	const char *slash = strrchr(prog, '/');

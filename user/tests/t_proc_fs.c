@@ -463,19 +463,7 @@ static void test_system_files(void)
 
 /* Shortbread's /proc/shortbread/kmem counts kernel objects as they come
  * and go (Linux has no such file: skipped there). */
-static long kmem(const char *key)
-{
-	FILE *f = fopen("/proc/shortbread/kmem", "r");
-	if (!f)
-		return -1;
-	char k[64];
-	long v, found = -1;
-	while (fscanf(f, "%63s %ld", k, &v) == 2)
-		if (strcmp(k, key) == 0)
-			found = v;
-	fclose(f);
-	return found;
-}
+static long kmem(const char *key) { return check_proc_value("/proc/shortbread/kmem", key); }
 
 static void test_kmem(void)
 {
