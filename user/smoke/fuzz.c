@@ -155,26 +155,37 @@ static void show(const char *path)
 	fflush(stdout);
 }
 
-/* reaps n children; a child alive 30 s after the rest are done (each ends
- * itself after 3 s by SIGALRM) is a hang in the kernel: what the kernel
- * says of it is printed, and it is killed. Returns the number of hangs;
- * *finished, *crashed and *gained count the others (exit 3: gained IDs). */
+/* reaps n children. Each ends itself after 3 s by SIGALRM, unless its
+ * random calls blocked SIGALRM (a ppoll or pselect mask, say) while it
+ * sleeps: so a child alive after 30 s is sent SIGKILL, and only one that
+ * SIGKILL cannot end within 15 s more is a hang in the kernel: what the
+ * kernel says of it is printed. Returns the number of hangs; *finished,
+ * *crashed and *gained count the others (exit 3: gained IDs). */
 static int reap(pid_t *pids, int n, int *finished, int *crashed, int *gained)
 {
 	struct sigaction sa = {.sa_handler = on_alarm};
 	sigaction(SIGALRM, &sa, NULL);
 	woke = 0;
 	alarm(30);
-	int left = n, hangs = 0;
+	int left = n, hangs = 0, killed = 0;
 	while (left > 0) {
 		int st;
 		pid_t pid = waitpid(-1, &st, 0);
 		if (pid < 0 && errno == EINTR && woke) {
+			woke = 0;
+			if (!killed) {
+				for (int i = 0; i < n; i++)
+					if (pids[i])
+						kill(pids[i], SIGKILL);
+				killed = 1;
+				alarm(15);
+				continue;
+			}
 			for (int i = 0; i < n; i++) {
 				if (pids[i] == 0)
 					continue;
 				char path[64];
-				printf("fuzz: child %d hangs\n", pids[i]);
+				printf("fuzz: child %d hangs: SIGKILL did not end it\n", pids[i]);
 				snprintf(path, sizeof path, "/proc/%d/status", pids[i]);
 				show(path);
 				snprintf(path, sizeof path, "/proc/%d/stat", pids[i]);
@@ -182,12 +193,7 @@ static int reap(pid_t *pids, int n, int *finished, int *crashed, int *gained)
 				hangs++;
 			}
 			show("/proc/shortbread/goroutines");
-			for (int i = 0; i < n; i++)
-				if (pids[i])
-					kill(pids[i], SIGKILL);
-			woke = 0;
-			alarm(30);
-			continue;
+			break;
 		}
 		if (pid < 0)
 			break;
