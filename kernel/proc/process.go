@@ -95,7 +95,8 @@ type Process struct {
 	usage       processUsage
 	maxRSS      int64 // KiB, largest resident size seen
 	cred        creds
-	pdeathsig   int // sent to this process when its parent exits
+	sched       schedAttrs // nice, policy, I/O priority (sys_sched.go)
+	pdeathsig   int        // sent to this process when its parent exits
 	job         jobState
 	jobStopped  atomic.Bool // job.stopped, for the unlocked check on the way to user mode
 	execed      bool        // has called execve (setpgid by the parent: EACCES)

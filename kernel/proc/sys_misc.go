@@ -50,6 +50,8 @@ func defaultRlimits() [rlimNlimits]rlimit {
 	r[rlimitStack] = rlimit{8 << 20, rlimInfinity}
 	r[rlimitCore] = rlimit{0, rlimInfinity}
 	r[rlimitNofile] = rlimit{vfs.DefaultNOFILE, 4096}
+	r[rlimitNice] = rlimit{0, 0} // raising priority is root's alone
+	r[rlimitRtprio] = rlimit{0, 0}
 	return r
 }
 

@@ -122,6 +122,13 @@ int main(int argc, char **argv)
 	sh_check("sh.tar_roundtrip", "mkdir t && echo z > t/z && tar cf t.tar t && rm -r t && tar xf t.tar && cat t/z && rm -r t t.tar",
 		 "z\n", 0);
 	sh_check("sh.gzip_roundtrip", "seq 1 1000 > n && gzip n && gunzip n.gz && wc -l < n && rm n", "1000\n", 0);
+	/* scheduling attributes and names (t_sched checks the calls themselves) */
+	sh_check("sh.nice_renice", "nice -n 5 nice; renice -n 3 -p $$ && nice", "5\n3\n", 0);
+	sh_check("sh.ionice", "ionice -c 2 -n 5 ionice", "best-effort: prio 5\n", 0);
+	sh_check("sh.chrt", "chrt -r 7 sh -c 'chrt -p $$' | sed 's/pid [0-9]*/pid/'",
+		 "pid's current scheduling policy: SCHED_RR\npid's current scheduling priority: 7\n", 0);
+	sh_check("sh.hostname", "old=$(hostname); hostname sb-shell && hostname && uname -n; hostname \"$old\"",
+		 "sb-shell\nsb-shell\n", 0);
 	char want[32];
 	snprintf(want, sizeof want, "%u\n", getuid());
 	sh_check("sh.id", "id -u", want, 0);
