@@ -34,6 +34,16 @@ type Frames struct{}
 func (Frames) Alloc() uintptr { return machine.AllocFrame() }
 
 func (Frames) Free(pa uintptr) { machine.FreeFrame(pa) }
+
+// Available returns how many frames Alloc can still hand out: the free
+// ones less the kernel's reserve. The reserve is the machine layer's
+// (runtime-patches/sb_frames.go: 1/16 of memory, between 8 and 256 MiB),
+// which it does not export; the two must agree.
+func (Frames) Available() uint64 {
+	ms := machine.ReadMemStats()
+	reserve := min(max(ms.TotalFrames/16, (8<<20)/mm.PageSize), (256<<20)/mm.PageSize)
+	return ms.FreeFrames - min(ms.FreeFrames, reserve)
+}
 func (Frames) Page(pa uintptr) *[mm.PageSize]byte {
 	return (*[mm.PageSize]byte)(machine.PhysPointer(pa))
 }

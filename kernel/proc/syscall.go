@@ -240,6 +240,8 @@ func init() {
 		169: {"reboot", sysReboot},
 		273: {"set_robust_list", sysSetRobustList},
 		318: {"getrandom", sysGetrandom},
+		137: {"statfs", sysStatfs}, // sys_fs.go
+		138: {"fstatfs", sysFstatfs},
 		// sys_sched.go
 		140: {"getpriority", sysGetpriority},
 		141: {"setpriority", sysSetpriority},
