@@ -242,6 +242,7 @@ func init() {
 		318: {"getrandom", sysGetrandom},
 		137: {"statfs", sysStatfs}, // sys_fs.go
 		138: {"fstatfs", sysFstatfs},
+		103: {"syslog", sysSyslog}, // sys_syslog.go
 		// sys_sched.go
 		140: {"getpriority", sysGetpriority},
 		141: {"setpriority", sysSetpriority},
