@@ -130,6 +130,8 @@ int main(int argc, char **argv)
 	sh_check("sh.hostname", "old=$(hostname); hostname sb-shell && hostname && uname -n; hostname \"$old\"",
 		 "sb-shell\nsb-shell\n", 0);
 	sh_check("sh.dmesg", "dmesg -s 65536 >/dev/null && echo ok", "ok\n", 0);
+	sh_check("sh.top_mpstat_iostat", "top -b -n 1 | head -n 2 | cut -d: -f1; mpstat >/dev/null && iostat -c >/dev/null && echo ok",
+		 "Mem\nCPU\nok\n", 0);
 	sh_check("sh.stat_f", "stat -f -c '%T %s' / /proc", "tmpfs 4096\nproc 4096\n", 0);
 	sh_check("sh.df_proc", "df -P /proc",
 		 "Filesystem           1024-blocks    Used Available Capacity Mounted on\n"
