@@ -292,7 +292,7 @@ func (k *kernel) mountRoot(archive []byte) error {
 	if err != nil {
 		return err
 	}
-	root, err := tmpfs.FromCPIO(entries, tmpfs.Options{Dev: linux.MakeDev(0, 1), Phys: proc.Frames{}})
+	root, err := tmpfs.FromCPIO(entries, tmpfs.Options{Dev: linux.MakeDev(0, 1), Phys: proc.Frames{}, Available: proc.Frames{}.Available})
 	if err != nil {
 		return err
 	}

@@ -77,6 +77,8 @@ type Logger struct {
 	once     map[string]struct{}
 	onceFull bool
 	buf      []byte // reused under mu so steady-state logging does not allocate a line buffer
+	ring     ring   // what syslog(2) reads (ring.go)
+	stamp    []byte // reused under mu for the ring's time stamps
 }
 
 // New returns a logger writing to w that emits messages at level or
@@ -143,7 +145,7 @@ func (l *Logger) Logf(level Level, format string, args ...any) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if level > l.level {
+	if level > l.level && level > RingLevel {
 		return
 	}
 	l.write(level, format, args)
@@ -204,7 +206,8 @@ func (l *Logger) WarnOnce(key, format string, args ...any) {
 
 var levelTags = [...]string{Error: "error: ", Warn: "warn: ", Info: "info: ", Debug: "debug: "}
 
-// write formats and emits one message. Each line of a multi-line
+// write formats and emits one message: into the ring if its level is
+// kept there, on the console if its level is shown there. Each line of a multi-line
 // message gets its own prefix so that every console line can be
 // attributed and grepped by level. l.mu must be held.
 func (l *Logger) write(level Level, format string, args []any) {
@@ -214,6 +217,20 @@ func (l *Logger) write(level Level, format string, args []any) {
 	}
 	msg := fmt.Sprintf(format, args...)
 	msg = strings.TrimSuffix(msg, "\n")
+	if level <= RingLevel {
+		l.stamp = stampOf(l.stamp[:0], int64(max(d, 0)/time.Microsecond))
+		for m := msg; ; {
+			line, rest, more := strings.Cut(m, "\n")
+			l.record(level, l.stamp, line)
+			if !more {
+				break
+			}
+			m = rest
+		}
+	}
+	if level > l.level {
+		return // kept in the ring only
+	}
 
 	b := l.buf[:0]
 	for {

@@ -30,6 +30,7 @@ type cpuClock struct {
 }
 
 func (t *Thread) sleepBegin() {
+	thisCPUStat().ctxt.Add(1)
 	t.cpu.sleepStart = monotonicNow()
 	t.sleeping.Store(true)
 }
@@ -45,6 +46,7 @@ func (t *Thread) chargeSys(start, now int64) {
 	t.cpu.slept = 0
 	if d > 0 {
 		t.cpu.sys.Add(d)
+		thisCPUStat().sys.Add(d)
 		t.Proc.cpuTimersTick(0, d)
 	}
 }
@@ -53,6 +55,7 @@ func (t *Thread) chargeSys(start, now int64) {
 func (t *Thread) chargeUser(d int64) {
 	if d > 0 {
 		t.cpu.user.Add(d)
+		thisCPUStat().user.Add(d)
 		t.Proc.cpuTimersTick(d, 0)
 	}
 }

@@ -65,6 +65,7 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 		cp.pgid, cp.sid, cp.name = p.pgid, p.sid, p.name
 		cp.cwd, cp.umask = p.cwd, p.umask
 		cp.cred = p.cred
+		cp.sched = p.sched.forked()
 		cp.nonDumpable.Store(p.nonDumpable.Load())
 		cp.exe, cp.argv, cp.envp = p.exe, p.argv, p.envp
 		if p.exe != nil && p.exeHold != nil {

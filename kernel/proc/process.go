@@ -34,6 +34,15 @@ type Frames struct{}
 func (Frames) Alloc() uintptr { return machine.AllocFrame() }
 
 func (Frames) Free(pa uintptr) { machine.FreeFrame(pa) }
+
+// Available returns how many frames Alloc can still hand out: the free
+// ones less the kernel's reserve (the machine layer's, in MemStats).
+func (Frames) Available() uint64 {
+	ms := machine.ReadMemStats()
+	return ms.FreeFrames - min(ms.FreeFrames, ms.ReservedFrames)
+}
+
+
 func (Frames) Page(pa uintptr) *[mm.PageSize]byte {
 	return (*[mm.PageSize]byte)(machine.PhysPointer(pa))
 }
@@ -95,7 +104,8 @@ type Process struct {
 	usage       processUsage
 	maxRSS      int64 // KiB, largest resident size seen
 	cred        creds
-	pdeathsig   int // sent to this process when its parent exits
+	sched       schedAttrs // nice, policy, I/O priority (sys_sched.go)
+	pdeathsig   int        // sent to this process when its parent exits
 	job         jobState
 	jobStopped  atomic.Bool // job.stopped, for the unlocked check on the way to user mode
 	execed      bool        // has called execve (setpgid by the parent: EACCES)

@@ -63,7 +63,7 @@ func defaultRlimits() [rlimNlimits]rlimit {
 	r[rlimitSigpending] = rlimit{tasks, tasks}
 	r[rlimitMemlock] = rlimit{8 << 20, 8 << 20}
 	r[rlimitMsgqueue] = rlimit{819200, 819200}
-	r[rlimitNice] = rlimit{0, 0}
+	r[rlimitNice] = rlimit{0, 0} // raising priority is root's alone
 	r[rlimitRtprio] = rlimit{0, 0}
 	return r
 }

@@ -240,6 +240,23 @@ func init() {
 		169: {"reboot", sysReboot},
 		273: {"set_robust_list", sysSetRobustList},
 		318: {"getrandom", sysGetrandom},
+		137: {"statfs", sysStatfs}, // sys_fs.go
+		138: {"fstatfs", sysFstatfs},
+		103: {"syslog", sysSyslog}, // sys_syslog.go
+		// sys_sched.go
+		140: {"getpriority", sysGetpriority},
+		141: {"setpriority", sysSetpriority},
+		142: {"sched_setparam", sysSchedSetparam},
+		143: {"sched_getparam", sysSchedGetparam},
+		144: {"sched_setscheduler", sysSchedSetscheduler},
+		145: {"sched_getscheduler", sysSchedGetscheduler},
+		146: {"sched_get_priority_max", sysSchedGetPriorityMax},
+		147: {"sched_get_priority_min", sysSchedGetPriorityMin},
+		148: {"sched_rr_get_interval", sysSchedRrGetInterval},
+		170: {"sethostname", sysSethostname},
+		171: {"setdomainname", sysSetdomainname},
+		251: {"ioprio_set", sysIoprioSet},
+		252: {"ioprio_get", sysIoprioGet},
 	} {
 		syscalls[no] = e
 	}
@@ -473,7 +490,8 @@ func sysSetTidAddress(t *Thread, a *[6]uint64) (int64, bool) {
 
 func sysUname(t *Thread, a *[6]uint64) (int64, bool) {
 	var u [6 * 65]byte
-	for i, s := range []string{"Linux", "shortbread", "6.1.0-shortbread", "#1 SMP Shortbread", "x86_64", "(none)"} {
+	host, domain := utsName()
+	for i, s := range []string{"Linux", host, "6.1.0-shortbread", "#1 SMP Shortbread", "x86_64", domain} {
 		copy(u[i*65:], s)
 	}
 	return errno(t.Proc.Space().CopyOut(uintptr(a[0]), u[:])), false

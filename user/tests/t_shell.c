@@ -122,6 +122,20 @@ int main(int argc, char **argv)
 	sh_check("sh.tar_roundtrip", "mkdir t && echo z > t/z && tar cf t.tar t && rm -r t && tar xf t.tar && cat t/z && rm -r t t.tar",
 		 "z\n", 0);
 	sh_check("sh.gzip_roundtrip", "seq 1 1000 > n && gzip n && gunzip n.gz && wc -l < n && rm n", "1000\n", 0);
+	/* scheduling attributes and names (t_sched checks the calls themselves) */
+	sh_check("sh.nice_renice", "nice -n 5 nice; renice -n 3 -p $$ && nice", "5\n3\n", 0);
+	sh_check("sh.ionice", "ionice -c 2 -n 5 ionice", "best-effort: prio 5\n", 0);
+	sh_check("sh.chrt", "chrt -r 7 sh -c 'chrt -p $$' | sed 's/pid [0-9]*/pid/'",
+		 "pid's current scheduling policy: SCHED_RR\npid's current scheduling priority: 7\n", 0);
+	sh_check("sh.hostname", "old=$(hostname); hostname sb-shell && hostname && uname -n; hostname \"$old\"",
+		 "sb-shell\nsb-shell\n", 0);
+	sh_check("sh.dmesg", "dmesg -s 65536 >/dev/null && echo ok", "ok\n", 0);
+	sh_check("sh.top_mpstat_iostat", "top -b -n 1 | head -n 2 | cut -d: -f1; mpstat >/dev/null && iostat -c >/dev/null && echo ok",
+		 "Mem\nCPU\nok\n", 0);
+	sh_check("sh.stat_f", "stat -f -c '%T %s' / /proc", "tmpfs 4096\nproc 4096\n", 0);
+	sh_check("sh.df_proc", "df -P /proc",
+		 "Filesystem           1024-blocks    Used Available Capacity Mounted on\n"
+		 "proc                         0         0         0   0% /proc\n", 0);
 	char want[32];
 	snprintf(want, sizeof want, "%u\n", getuid());
 	sh_check("sh.id", "id -u", want, 0);

@@ -524,7 +524,7 @@ static void test_timeouts_and_signals(void)
 	char b;
 	double t0 = now();
 	CHECK_ERR("rcvtimeo.eagain", recv(sv[0], &b, 1, 0), EAGAIN);
-	CHECK("rcvtimeo.waited", now() - t0 >= 0.09);
+	CHECK("rcvtimeo.waited", now() - t0 >= 0.05); /* Linux under TCG has given up in under 90 ms */
 	tv.tv_usec = 0;
 	setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 

@@ -65,10 +65,23 @@ func (f *file) holdLocked() {
 	case inUse:
 		f.data.IncRef()
 		f.held = true
+		f.fs.counted(f, true)
 	default:
 		f.data.DecRef()
 		f.held = false
+		f.fs.counted(f, false)
 	}
+}
+
+// counted adds f to or removes it from the files statfs counts.
+func (fs *FS) counted(f *file, held bool) {
+	fs.inUseMu.Lock()
+	if held {
+		fs.inUse[f] = struct{}{}
+	} else {
+		delete(fs.inUse, f)
+	}
+	fs.inUseMu.Unlock()
 }
 
 // pages is the number of pages holding data.
@@ -95,6 +108,7 @@ func (f *file) ensureData() {
 	if f.data == nil {
 		f.data = mm.NewShm(f.fs.phys) // the file's reference
 		f.held = true
+		f.fs.counted(f, true)
 		f.data.SetSize(func() int64 {
 			f.mu.Lock()
 			defer f.mu.Unlock()

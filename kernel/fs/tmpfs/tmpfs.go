@@ -32,6 +32,10 @@ type Options struct {
 	// Phys holds file data; nil means Go memory (mm.HeapPhys). The kernel
 	// gives physical frames, so that MAP_SHARED can map file pages.
 	Phys mm.Phys
+	// Available returns how many more pages the file system may take
+	// (free memory less what the kernel keeps back), for statfs; nil
+	// means none are known.
+	Available func() uint64
 }
 
 // FS is one tmpfs instance.
@@ -42,11 +46,16 @@ type FS struct {
 	nextIno atomic.Uint64
 	tree    sync.RWMutex
 	root    *dir
+	avail   func() uint64
+	// inUse holds the files that hold their pages (holdLocked), so that
+	// statfs can count the pages of the whole file system.
+	inUseMu sync.Mutex
+	inUse   map[*file]struct{}
 }
 
 // New returns an empty file system.
 func New(o Options) *FS {
-	fs := &FS{dev: o.Dev, clock: o.Clock, phys: o.Phys}
+	fs := &FS{dev: o.Dev, clock: o.Clock, phys: o.Phys, avail: o.Available, inUse: make(map[*file]struct{})}
 	if fs.phys == nil {
 		fs.phys = &mm.HeapPhys{}
 	}
@@ -200,3 +209,32 @@ func (fs *FS) newSymlink(target string, owner vfs.Owner) *symlink {
 	fs.initNode(&s.node, linux.S_IFLNK|0o777, owner)
 	return s
 }
+
+// StatFS reports the file system for statfs: blocks are pages, those in
+// use are the pages its files hold, and the free ones are what it may
+// still take. Linux's tmpfs without a size= limit is bounded by half of
+// memory; this one by free memory, which every tmpfs instance (and every
+// process) draws on, so the figures of two instances overlap. There is no
+// limit on inodes, reported as Linux reports nr_inodes=0: zero files.
+func (fs *FS) StatFS() vfs.StatFS {
+	fs.inUseMu.Lock()
+	files := make([]*file, 0, len(fs.inUse))
+	for f := range fs.inUse {
+		files = append(files, f)
+	}
+	fs.inUseMu.Unlock()
+	var used uint64
+	for _, f := range files {
+		f.mu.Lock()
+		used += uint64(f.pages())
+		f.mu.Unlock()
+	}
+	var free uint64
+	if fs.avail != nil {
+		free = fs.avail()
+	}
+	return vfs.StatFS{Type: vfs.TmpfsMagic, Bsize: pageSize, Blocks: used + free, Bfree: free, Bavail: free, Namelen: 255}
+}
+
+// StatFS is the file system's statfs, answered by its root directory.
+func (d *dir) StatFS() vfs.StatFS { return d.fs.StatFS() }

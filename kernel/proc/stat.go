@@ -1,0 +1,116 @@
+package proc
+
+// /proc/stat: time per CPU, context switches, forks and runnable
+// threads, as top, vmstat, mpstat and iostat read them.
+//
+// User and system time per CPU is what the CPU-time accounting
+// (cputime.go) charges user threads, added up on the CPU that charged
+// it; idle is the rest of the time since boot. The kernel's own work
+// that no thread is charged for (the garbage collector, drivers) counts
+// as idle, as Linux counts its kernel threads' time as system time:
+// system time here is only that of system calls and faults. nice, iowait,
+// irq, softirq, steal and guest time are not measured and stay 0. ctxt
+// counts the times a user thread blocked (a voluntary switch); Go's
+// preemption of goroutines is not counted.
+
+import (
+	"bytes"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"shortbread/kernel/machine"
+)
+
+// cpuStat is one CPU's account, padded to its own cache line: every
+// return from user mode adds to it.
+type cpuStat struct {
+	user, sys, ctxt atomic.Int64
+	idle            atomic.Int64 // the last idle time reported, which never goes back
+	_               [32]byte
+}
+
+var cpuStats [256]cpuStat
+
+func thisCPUStat() *cpuStat { return &cpuStats[machine.CurrentCPU()%len(cpuStats)] }
+
+// ProcStat is /proc/stat in Linux's format (USER_HZ ticks).
+func ProcStat() []byte {
+	now := monotonicNow()
+	n := min(machine.NumCPU(), len(cpuStats))
+	var b bytes.Buffer
+	type row struct{ user, sys, idle int64 }
+	rows := make([]row, n)
+	var all row
+	for i := range rows {
+		c := &cpuStats[i]
+		r := row{user: c.user.Load(), sys: c.sys.Load()}
+		// A thread charges a whole system call when it ends, and a
+		// machine thread descheduled in user mode keeps counting: the
+		// sum can run ahead of the clock for a moment, so idle is kept
+		// from going back.
+		r.idle = max(now-r.user-r.sys, 0)
+		for {
+			last := c.idle.Load()
+			if r.idle <= last {
+				r.idle = last
+				break
+			}
+			if c.idle.CompareAndSwap(last, r.idle) {
+				break
+			}
+		}
+		rows[i] = r
+		all.user += r.user
+		all.sys += r.sys
+		all.idle += r.idle
+	}
+	line := func(name string, r row) {
+		fmt.Fprintf(&b, "%s %d 0 %d %d 0 0 0 0 0 0\n", name, ticks(r.user), ticks(r.sys), ticks(r.idle))
+	}
+	line("cpu ", all)
+	for i, r := range rows {
+		line(fmt.Sprintf("cpu%d", i), r)
+	}
+	var irqs [24]uint64
+	var total uint64
+	for i := range irqs {
+		irqs[i] = machine.IRQCount(i)
+		total += irqs[i]
+	}
+	fmt.Fprintf(&b, "intr %d", total)
+	for _, v := range irqs {
+		fmt.Fprintf(&b, " %d", v)
+	}
+	var ctxt int64
+	for i := range rows {
+		ctxt += cpuStats[i].ctxt.Load()
+	}
+	running, blocked := runnableThreads()
+	fmt.Fprintf(&b, "\nctxt %d\nbtime %d\nprocesses %d\nprocs_running %d\nprocs_blocked %d\n",
+		ctxt, time.Now().Add(-time.Duration(now)).Unix(), lastPID.Load(), running, blocked)
+	b.WriteString("softirq 0 0 0 0 0 0 0 0 0 0 0\n")
+	return b.Bytes()
+}
+
+// runnableThreads counts the user threads not blocked in a system call.
+// None waits for a disk (there is none), so none is "blocked" in
+// Linux's sense of uninterruptible I/O.
+func runnableThreads() (running, blocked int) {
+	tableMu.Lock()
+	ps := make([]*Process, 0, len(table))
+	for _, p := range table {
+		ps = append(ps, p)
+	}
+	tableMu.Unlock()
+	for _, p := range ps {
+		p.mu.Lock()
+		for _, t := range p.threads {
+			if !t.sleeping.Load() {
+				running++
+			}
+		}
+		p.mu.Unlock()
+	}
+	return running, 0
+}

@@ -1,0 +1,161 @@
+/*
+ * t_procstat: /proc/stat as top, vmstat, mpstat and iostat read it: the
+ * aggregate and per-CPU time lines, user time following a busy loop,
+ * system time following a system-call loop, every figure moving forward,
+ * ctxt following blocking switches, btime, processes following a fork,
+ * procs_running and procs_blocked.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "check.h"
+
+#define MAXCPU 64
+
+struct stat_snap {
+	unsigned long long cpu[10];		/* the aggregate line */
+	unsigned long long per[MAXCPU][10];	/* cpuN lines */
+	int ncpu, fields;
+	long long ctxt, btime, processes, running, blocked;
+	int ok;
+};
+
+static void snap(struct stat_snap *s)
+{
+	memset(s, 0, sizeof *s);
+	s->ctxt = s->btime = s->processes = s->running = s->blocked = -1;
+	FILE *f = fopen("/proc/stat", "r");
+	if (!f)
+		return;
+	char line[4096];
+	while (fgets(line, sizeof line, f)) {
+		unsigned long long v[10];
+		int cpu;
+		if (strncmp(line, "cpu ", 4) == 0) {
+			s->fields = sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+					   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
+			memcpy(s->cpu, v, sizeof v);
+		} else if (sscanf(line, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &v[0], &v[1],
+				  &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]) == 11 &&
+			   cpu == s->ncpu && cpu < MAXCPU) {
+			memcpy(s->per[cpu], v, sizeof v);
+			s->ncpu++;
+		} else {
+			sscanf(line, "ctxt %lld", &s->ctxt);
+			sscanf(line, "btime %lld", &s->btime);
+			sscanf(line, "processes %lld", &s->processes);
+			sscanf(line, "procs_running %lld", &s->running);
+			sscanf(line, "procs_blocked %lld", &s->blocked);
+		}
+	}
+	fclose(f);
+	s->ok = 1;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static unsigned long long sum(const unsigned long long *v)
+{
+	unsigned long long t = 0;
+	for (int i = 0; i < 10; i++)
+		t += v[i];
+	return t;
+}
+
+int main(int argc, char **argv)
+{
+	(void)argc;
+	check_start(argv[0]);
+	struct stat_snap a, b;
+	snap(&a);
+	CHECK("stat.read", a.ok);
+	CHECK_EQ("stat.cpu_fields", a.fields, 10);
+	CHECK_EQ("stat.per_cpu_lines", a.ncpu, sysconf(_SC_NPROCESSORS_ONLN));
+	CHECK("stat.ctxt", a.ctxt > 0);
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	CHECK("stat.btime", a.btime > 1000000000 && a.btime <= rt.tv_sec);
+	double up = now();
+	CHECK("stat.btime_plus_uptime", a.btime + (long long)up >= rt.tv_sec - 5 && a.btime + (long long)up <= rt.tv_sec + 5);
+	CHECK("stat.processes", a.processes > 1);
+	CHECK("stat.procs_running", a.running >= 1);
+	CHECK("stat.procs_blocked", a.blocked >= 0);
+	unsigned long long per_user = 0;
+	for (int i = 0; i < a.ncpu; i++)
+		per_user += a.per[i][0];
+	long long diff = (long long)per_user - (long long)a.cpu[0];
+	CHECK("stat.aggregate_is_sum", diff >= -a.ncpu && diff <= a.ncpu);
+
+	/* 300 ms in user mode */
+	volatile unsigned long x = 0;
+	for (double t0 = now(); now() - t0 < 0.3;)
+		for (int i = 0; i < 10000; i++)
+			x += i;
+	snap(&b);
+	CHECK("stat.user_grew", b.cpu[0] - a.cpu[0] >= 10);
+	int forward = 1;
+	for (int i = 0; i < 10; i++)
+		forward &= b.cpu[i] >= a.cpu[i];
+	for (int c = 0; c < a.ncpu && c < b.ncpu; c++)
+		for (int i = 0; i < 10; i++)
+			forward &= b.per[c][i] >= a.per[c][i];
+	CHECK("stat.never_back", forward);
+
+	/* 300 ms of system calls */
+	int fd = open("/dev/null", O_WRONLY);
+	static char buf[1 << 16];
+	snap(&a);
+	for (double t0 = now(); now() - t0 < 0.3;)
+		for (int i = 0; i < 10; i++)
+			(void)!write(fd, buf, sizeof buf);
+	snap(&b);
+	close(fd);
+	CHECK("stat.system_grew", b.cpu[2] - a.cpu[2] >= 5);
+
+	/* every CPU's line covers the time that passes, idle or not */
+	snap(&a);
+	double t0 = now();
+	usleep(300000);
+	double dt = now() - t0;
+	snap(&b);
+	CHECK("stat.all_time_covered", (double)(sum(b.cpu) - sum(a.cpu)) >= a.ncpu * dt * 100 * 0.5);
+	CHECK("stat.idle_grew", b.cpu[3] > a.cpu[3]);
+
+	/* blocking switches: 100 round trips through two pipes */
+	int p1[2], p2[2];
+	if (pipe(p1) || pipe(p2))
+		return 1;
+	snap(&a);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p1[1]);
+		close(p2[0]);
+		char c;
+		while (read(p1[0], &c, 1) == 1)
+			(void)!write(p2[1], &c, 1);
+		_exit(0);
+	}
+	close(p1[0]);
+	close(p2[1]);
+	int trips = 0;
+	for (int i = 0; i < 100; i++) {
+		char c = 'x';
+		if (write(p1[1], &c, 1) == 1 && read(p2[0], &c, 1) == 1)
+			trips++;
+	}
+	close(p1[1]);
+	waitpid(pid, NULL, 0);
+	close(p2[0]);
+	snap(&b);
+	CHECK_EQ("stat.round_trips", trips, 100);
+	CHECK("stat.ctxt_grew", b.ctxt - a.ctxt >= 100);
+	CHECK("stat.processes_grew", b.processes - a.processes >= 1);
+	return check_done();
+}
