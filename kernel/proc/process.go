@@ -42,7 +42,6 @@ func (Frames) Available() uint64 {
 	return ms.FreeFrames - min(ms.FreeFrames, ms.ReservedFrames)
 }
 
-
 func (Frames) Page(pa uintptr) *[mm.PageSize]byte {
 	return (*[mm.PageSize]byte)(machine.PhysPointer(pa))
 }
