@@ -16,6 +16,7 @@ package proc
 import (
 	"bytes"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,9 +27,22 @@ import (
 // return from user mode adds to it.
 type cpuStat struct {
 	user, sys, ctxt atomic.Int64
-	idle            atomic.Int64 // the last idle time reported, which never goes back
-	_               [32]byte
+	_               [40]byte
 }
+
+// idleAcct is how /proc/stat derives idle time per CPU: between two
+// readings, a CPU was idle for the time that passed less the busy time
+// charged to it meanwhile (none if more was charged: a thread charges a
+// whole system call when it ends, on the CPU it ends on). Idle then never
+// goes back, and a burst of charges does not hold it still afterwards.
+type idleAcct struct {
+	at, busy, idle int64
+}
+
+var (
+	idleMu   sync.Mutex
+	idleAccs [256]idleAcct
+)
 
 var cpuStats [256]cpuStat
 
@@ -45,21 +59,12 @@ func ProcStat() []byte {
 	for i := range rows {
 		c := &cpuStats[i]
 		r := row{user: c.user.Load(), sys: c.sys.Load()}
-		// A thread charges a whole system call when it ends, and a
-		// machine thread descheduled in user mode keeps counting: the
-		// sum can run ahead of the clock for a moment, so idle is kept
-		// from going back.
-		r.idle = max(now-r.user-r.sys, 0)
-		for {
-			last := c.idle.Load()
-			if r.idle <= last {
-				r.idle = last
-				break
-			}
-			if c.idle.CompareAndSwap(last, r.idle) {
-				break
-			}
-		}
+		idleMu.Lock()
+		a := &idleAccs[i]
+		a.idle += max(now-a.at-(r.user+r.sys-a.busy), 0)
+		a.at, a.busy = now, r.user+r.sys
+		r.idle = a.idle
+		idleMu.Unlock()
 		rows[i] = r
 		all.user += r.user
 		all.sys += r.sys
