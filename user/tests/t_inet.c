@@ -10,6 +10,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 
 static struct sockaddr_in lo4(int port)
 {
@@ -102,6 +103,14 @@ static void test_basics(void)
 	CHECK_EQ("getsockname.len", len, sizeof(struct sockaddr_in));
 	CHECK("getsockname.port", a.sin_port != 0);
 	CHECK_EQ("getsockname.addr", a.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+	FILE *pr = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+	int lo = 0, hi = 0;
+	CHECK("port_range.open", pr != NULL);
+	if (pr) {
+		CHECK_EQ("port_range.fields", fscanf(pr, "%d %d", &lo, &hi), 2);
+		fclose(pr);
+	}
+	CHECK("port_range.ephemeral_in_range", ntohs(a.sin_port) >= lo && ntohs(a.sin_port) <= hi);
 	CHECK_ERR("getpeername.enotconn", getpeername(s, (void *)&a, &len), ENOTCONN);
 	char c;
 	CHECK_ERR("recv.enotconn", recv(s, &c, 1, 0), ENOTCONN);
@@ -275,6 +284,22 @@ static void test_transfer(void)
 		waitpid(w, NULL, 0);
 		_exit(0);
 	}
+	/* Diagnosis of a stall seen on Shortbread (about one run in five
+	 * with 2 CPUs): after 25 s, the kernel's goroutine stacks. */
+	pid_t wd = fork();
+	if (wd == 0) {
+		sleep(25);
+		char b[4096];
+		int f = open("/proc/shortbread/goroutines", O_RDONLY);
+		if (f < 0)
+			_exit(0);
+		printf("# transfer stalled; goroutines:\n");
+		fflush(stdout);
+		ssize_t k;
+		while ((k = read(f, b, sizeof b)) > 0)
+			write(1, b, k);
+		_exit(0);
+	}
 	int a = accept(l, NULL, NULL);
 	CHECK_SYS("transfer.accept", a);
 	size_t got;
@@ -292,6 +317,8 @@ static void test_transfer(void)
 	CHECK("transfer.to_server_hash", h == child_sent);
 	CHECK("transfer.to_client_hash", sent == child_h);
 	CHECK_EQ("transfer.to_client_bytes", child_got, n);
+	kill(wd, SIGKILL);
+	waitpid(wd, NULL, 0);
 	close(a);
 	close(l);
 	close(fds[0]);

@@ -69,3 +69,73 @@ func TestConnectAcceptRefused(t *testing.T) {
 		t.Fatalf("connect to closed port: %v, want ECONNREFUSED", err)
 	}
 }
+
+// 4 MiB each way at once between two connected sockets, the pattern
+// checked, through blocking sends and receives that wait on the
+// endpoints' events: a lost wake-up hangs here.
+func TestBidirectionalTransfer(t *testing.T) {
+	for round := 0; round < 5; round++ {
+		l := newTCP(t)
+		l.Bind(nil, addr4(0))
+		l.Listen(nil, 4)
+		port := binary.BigEndian.Uint16(l.Name()[2:])
+		c := newTCP(t)
+		if err := c.Connect(nil, addr4(port), socket.Blocking{}); err != nil {
+			t.Fatal(err)
+		}
+		as, err := l.Accept(nil, socket.Blocking{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := as.(*sock)
+		const n = 4 << 20
+		pat := make([]byte, n)
+		for i := range pat {
+			pat[i] = byte(i*7 + i>>11)
+		}
+		errs := make(chan error, 4)
+		send := func(s *sock) {
+			for off := 0; off < n; {
+				k, err := s.Write(socket.Blocking{}, pat[off:min(off+65536, n)], 0)
+				if err != nil {
+					errs <- err
+					return
+				}
+				off += k
+			}
+			errs <- s.Shutdown(linux.SHUT_WR)
+		}
+		recv := func(s *sock) {
+			got := make([]byte, 0, n)
+			buf := make([]byte, 65536)
+			for {
+				k, err := s.Read(socket.Blocking{}, buf, 0)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if k == 0 {
+					break
+				}
+				got = append(got, buf[:k]...)
+			}
+			if string(got) != string(pat) {
+				errs <- errors.New("data differs")
+				return
+			}
+			errs <- nil
+		}
+		go send(a)
+		go send(c)
+		go recv(a)
+		go recv(c)
+		for i := 0; i < 4; i++ {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		a.Release()
+		c.Release()
+		l.Release()
+	}
+}

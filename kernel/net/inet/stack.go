@@ -48,6 +48,11 @@ func newStack() (*stack.Stack, error) {
 	if err := s.SetTransportProtocolOption(tcp.ProtocolNumber, &sack); err != nil {
 		return nil, fmt.Errorf("inet: SACK: %v", err)
 	}
+	// Linux's ephemeral ports (net.ipv4.ip_local_port_range), so that
+	// programs see the same ports on both kernels.
+	if err := s.SetPortRange(32768, 60999); err != nil {
+		return nil, fmt.Errorf("inet: port range: %v", err)
+	}
 	if err := s.CreateNIC(loNIC, newLoopback()); err != nil {
 		return nil, fmt.Errorf("inet: loopback NIC: %v", err)
 	}
@@ -69,4 +74,11 @@ func newStack() (*stack.Stack, error) {
 		{Destination: v6.AddressWithPrefix.Subnet(), NIC: loNIC},
 	})
 	return s, nil
+}
+
+// ProcPortRange returns /proc/sys/net/ipv4/ip_local_port_range: the
+// first and last ephemeral port, tab-separated as Linux prints them.
+func ProcPortRange() []byte {
+	lo, hi := Stack().PortRange()
+	return fmt.Appendf(nil, "%d\t%d\n", lo, hi)
 }
