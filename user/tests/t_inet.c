@@ -11,6 +11,7 @@
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <fcntl.h>
+#include <net/if.h>
 
 static struct sockaddr_in lo4(int port)
 {
@@ -380,9 +381,24 @@ static void test_inet6(void)
 	close(l);
 }
 
+/* Linux's lo starts down and nothing in the test image brings it up;
+ * Shortbread's loopback is up from boot and has no SIOCSIFFLAGS. */
+static void lo_up(void)
+{
+	struct ifreq ifr = {0};
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	strcpy(ifr.ifr_name, "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0 && !(ifr.ifr_flags & IFF_UP)) {
+		ifr.ifr_flags |= IFF_UP;
+		ioctl(s, SIOCSIFFLAGS, &ifr);
+	}
+	close(s);
+}
+
 int main(int argc, char **argv)
 {
 	check_start(argv[0]);
+	lo_up();
 	test_basics();
 	test_stream();
 	test_nonblock_connect();
