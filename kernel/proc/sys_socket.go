@@ -11,6 +11,7 @@ import (
 	"errors"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/net/inet"
 	"shortbread/kernel/net/socket"
 	"shortbread/kernel/net/unix"
 	"shortbread/kernel/vfs"
@@ -18,6 +19,7 @@ import (
 
 func init() {
 	unix.Register(func() *vfs.VFS { return fsys })
+	inet.Register()
 	for no, e := range map[uint64]Entry{
 		41:  {"socket", sysSocket},
 		42:  {"connect", sysConnect},

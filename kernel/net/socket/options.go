@@ -242,3 +242,15 @@ func SetOption(c *vfs.Ctx, s Socket, level, name int, val []byte) error {
 	}
 	return linux.ENOPROTOOPT
 }
+
+// Linger is struct linger as SO_LINGER set it.
+type Linger struct{ OnOff, Secs int32 }
+
+// Linger returns SO_LINGER's setting and whether it was ever set.
+func (o *Options) Linger() (l Linger, set bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	l.OnOff = int32(binary.LittleEndian.Uint32(o.linger[:]))
+	l.Secs = int32(binary.LittleEndian.Uint32(o.linger[4:]))
+	return l, o.linger != [8]byte{}
+}

@@ -1,0 +1,464 @@
+// Package inet is AF_INET and AF_INET6: TCP and UDP sockets as thin
+// files over gVisor's netstack endpoints on the kernel's loopback
+// interface. Netstack's waiter events are forwarded to the socket's
+// vfs.Queue so poll, select, epoll and blocking calls see exactly what
+// the endpoint reports.
+package inet
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"sync"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
+	"gvisor.dev/gvisor/pkg/waiter"
+
+	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/net/socket"
+	"shortbread/kernel/vfs"
+)
+
+// Protocol numbers and option levels (netinet/in.h).
+const (
+	ipprotoIP   = 0
+	ipprotoTCP  = 6
+	ipprotoUDP  = 17
+	ipprotoIPv6 = 41
+
+	tcpNodelay = 1
+	tcpCork    = 3
+	tcpInfo    = 11
+	ipv6V6only = 26
+)
+
+// Register makes AF_INET and AF_INET6 available and builds the stack,
+// so that the loopback interface exists from boot.
+func Register() {
+	Stack()
+	for _, fam := range []int{linux.AF_INET, linux.AF_INET6} {
+		fam := fam
+		socket.Register(fam, &socket.Family{
+			New: func(c *vfs.Ctx, typ, protocol int) (socket.Socket, error) {
+				return newSocket(fam, typ, protocol)
+			},
+		})
+	}
+}
+
+// sock is one AF_INET or AF_INET6 socket.
+type sock struct {
+	family, typ, proto int
+	opts               socket.Options
+
+	ep tcpip.Endpoint
+	wq *waiter.Queue
+	// entry forwards every netstack event to q, where poll, epoll and
+	// socket.Wait watch.
+	entry waiter.Entry
+	q     vfs.Queue
+
+	mu        sync.Mutex
+	listening bool // protected by mu
+}
+
+func netProto(family int) tcpip.NetworkProtocolNumber {
+	if family == linux.AF_INET6 {
+		return ipv6.ProtocolNumber
+	}
+	return ipv4.ProtocolNumber
+}
+
+func newSocket(family, typ, protocol int) (socket.Socket, error) {
+	var tp tcpip.TransportProtocolNumber
+	switch typ {
+	case linux.SOCK_STREAM:
+		if protocol != 0 && protocol != ipprotoTCP {
+			return nil, linux.EPROTONOSUPPORT
+		}
+		tp, protocol = tcp.ProtocolNumber, ipprotoTCP
+	case linux.SOCK_DGRAM:
+		if protocol != 0 && protocol != ipprotoUDP {
+			return nil, linux.EPROTONOSUPPORT
+		}
+		tp, protocol = udp.ProtocolNumber, ipprotoUDP
+	default:
+		return nil, linux.ESOCKTNOSUPPORT
+	}
+	wq := new(waiter.Queue)
+	ep, err := Stack().NewEndpoint(tp, netProto(family), wq)
+	if err != nil {
+		return nil, errno(err)
+	}
+	return wrap(family, typ, protocol, ep, wq), nil
+}
+
+func wrap(family, typ, protocol int, ep tcpip.Endpoint, wq *waiter.Queue) *sock {
+	s := &sock{family: family, typ: typ, proto: protocol, opts: socket.InitOptions(), ep: ep, wq: wq}
+	// Linux's sockets start with SO_REUSEADDR off but netstack's TCP
+	// keeps a bound port busy after close only as Linux does with
+	// TIME_WAIT; nothing to change here.
+	s.entry = waiter.NewFunctionEntry(waiter.AllEvents|waiter.EventErr|waiter.EventHUp, func(waiter.EventMask) { s.q.Notify() })
+	wq.EventRegister(&s.entry)
+	return s
+}
+
+func (s *sock) Family() int                     { return s.family }
+func (s *sock) Type() int                       { return s.typ }
+func (s *sock) Protocol() int                   { return s.proto }
+func (s *sock) Options() *socket.Options        { return &s.opts }
+func (s *sock) Watch(ch chan<- struct{}) func() { return s.q.Watch(ch) }
+
+// Readiness reports the endpoint's events; netstack's masks are Linux's
+// poll bits, with the *NORM bits added as Linux's tcp_poll sets them.
+func (s *sock) Readiness() uint32 {
+	m := uint32(s.ep.Readiness(waiter.EventIn | waiter.EventOut | waiter.EventErr | waiter.EventHUp | waiter.EventRdHUp))
+	if m&linux.POLLIN != 0 {
+		m |= linux.POLLRDNORM
+	}
+	if m&linux.POLLOUT != 0 {
+		m |= linux.POLLWRNORM
+	}
+	return m
+}
+
+func (s *sock) Release() {
+	s.syncOptions()
+	s.wq.EventUnregister(&s.entry)
+	s.ep.Close()
+	s.q.Notify()
+}
+
+// decode turns a sockaddr into a netstack address for this socket's
+// family, checking its length and family as Linux's inet_bind and
+// inet6_bind do. An AF_INET6 socket may take an AF_INET address only
+// when connecting or sending (Linux's v4-mapped form is the way).
+func (s *sock) decode(addr []byte) (tcpip.FullAddress, error) {
+	if len(addr) < 2 {
+		return tcpip.FullAddress{}, linux.EINVAL
+	}
+	fam := int(binary.LittleEndian.Uint16(addr))
+	if s.family == linux.AF_INET {
+		if len(addr) < 16 {
+			return tcpip.FullAddress{}, linux.EINVAL
+		}
+		if fam != linux.AF_INET {
+			return tcpip.FullAddress{}, linux.EAFNOSUPPORT
+		}
+		a := tcpip.FullAddress{Port: binary.BigEndian.Uint16(addr[2:])}
+		ip := [4]byte(addr[4:8])
+		if ip != [4]byte{} {
+			a.Addr = tcpip.AddrFrom4(ip)
+		}
+		return a, nil
+	}
+	// SIN6_LEN_RFC2133: the scope id is optional.
+	if len(addr) < 24 {
+		return tcpip.FullAddress{}, linux.EINVAL
+	}
+	if fam != linux.AF_INET6 {
+		return tcpip.FullAddress{}, linux.EAFNOSUPPORT
+	}
+	a := tcpip.FullAddress{Port: binary.BigEndian.Uint16(addr[2:])}
+	ip := [16]byte(addr[8:24])
+	if ip != [16]byte{} {
+		a.Addr = tcpip.AddrFrom16(ip)
+	}
+	return a, nil
+}
+
+// encode is the sockaddr of a: sockaddr_in (16 bytes) or sockaddr_in6
+// (28 bytes) by the socket's family; an IPv4 address on an AF_INET6
+// socket is shown v4-mapped.
+func (s *sock) encode(a tcpip.FullAddress) []byte {
+	if s.family == linux.AF_INET {
+		b := make([]byte, 16)
+		binary.LittleEndian.PutUint16(b, linux.AF_INET)
+		binary.BigEndian.PutUint16(b[2:], a.Port)
+		if a.Addr.Len() == 4 {
+			copy(b[4:], a.Addr.AsSlice())
+		}
+		return b
+	}
+	b := make([]byte, 28)
+	binary.LittleEndian.PutUint16(b, linux.AF_INET6)
+	binary.BigEndian.PutUint16(b[2:], a.Port)
+	switch a.Addr.Len() {
+	case 16:
+		copy(b[8:], a.Addr.AsSlice())
+	case 4:
+		b[18], b[19] = 0xff, 0xff
+		copy(b[20:], a.Addr.AsSlice())
+	}
+	return b
+}
+
+func (s *sock) Bind(c *vfs.Ctx, addr []byte) error {
+	a, err := s.decode(addr)
+	if err != nil {
+		return err
+	}
+	s.syncOptions()
+	return errno(s.ep.Bind(a))
+}
+
+func (s *sock) Listen(c *vfs.Ctx, backlog int) error {
+	if s.typ != linux.SOCK_STREAM {
+		return linux.EOPNOTSUPP
+	}
+	// Linux caps the backlog at somaxconn (4096) and takes a negative
+	// one as the cap too.
+	if backlog < 0 || backlog > 4096 {
+		backlog = 4096
+	}
+	s.syncOptions()
+	if err := s.ep.Listen(backlog); err != nil {
+		return errno(err)
+	}
+	s.mu.Lock()
+	s.listening = true
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *sock) Accept(c *vfs.Ctx, b socket.Blocking) (socket.Socket, error) {
+	s.mu.Lock()
+	l := s.listening
+	s.mu.Unlock()
+	if !l {
+		return nil, linux.EINVAL
+	}
+	var ns socket.Socket
+	var aerr error
+	rcv, _ := s.opts.Timeouts()
+	err := socket.Wait(b, rcv, func() bool {
+		ep, wq, e := s.ep.Accept(nil)
+		if _, ok := e.(*tcpip.ErrWouldBlock); ok {
+			return false
+		}
+		if e != nil {
+			aerr = errno(e)
+			return true
+		}
+		ns = wrap(s.family, s.typ, s.proto, ep, wq)
+		return true
+	}, &s.q)
+	if err != nil {
+		return nil, err
+	}
+	return ns, aerr
+}
+
+func (s *sock) Connect(c *vfs.Ctx, addr []byte, b socket.Blocking) error {
+	if len(addr) >= 2 && binary.LittleEndian.Uint16(addr) == 0 && s.typ == linux.SOCK_DGRAM {
+		// AF_UNSPEC dissolves a UDP association.
+		return errno(s.ep.Disconnect())
+	}
+	a, err := s.decode(addr)
+	if err != nil {
+		return err
+	}
+	s.syncOptions()
+	e := s.ep.Connect(a)
+	switch e.(type) {
+	case *tcpip.ErrConnectStarted:
+		if b.NonBlock {
+			return linux.EINPROGRESS
+		}
+	case *tcpip.ErrAlreadyConnecting:
+		// A blocking connect restarted after a signal waits for the
+		// handshake it started, as Linux's __inet_stream_connect does;
+		// only a non-blocking one says EALREADY.
+		if b.NonBlock {
+			return linux.EALREADY
+		}
+	default:
+		return errno(e)
+	}
+	// Netstack reports a finished handshake's outcome to the next
+	// Connect on the endpoint (success once, then EISCONN), as Linux
+	// does to a program that polls a non-blocking connect and connects
+	// again; until then that call says it is still connecting.
+	_, snd := s.opts.Timeouts()
+	var res tcpip.Error
+	if err := socket.Wait(b, snd, func() bool {
+		res = s.ep.Connect(a)
+		_, pending := res.(*tcpip.ErrAlreadyConnecting)
+		return !pending
+	}, &s.q); err != nil {
+		if err == linux.EAGAIN {
+			return linux.EINPROGRESS
+		}
+		return err
+	}
+	return errno(res)
+}
+
+func (s *sock) Shutdown(how int) error {
+	var f tcpip.ShutdownFlags
+	switch how {
+	case linux.SHUT_RD:
+		f = tcpip.ShutdownRead
+	case linux.SHUT_WR:
+		f = tcpip.ShutdownWrite
+	case linux.SHUT_RDWR:
+		f = tcpip.ShutdownRead | tcpip.ShutdownWrite
+	default:
+		return linux.EINVAL
+	}
+	err := errno(s.ep.Shutdown(f))
+	s.q.Notify()
+	return err
+}
+
+func (s *sock) Name() []byte {
+	a, _ := s.ep.GetLocalAddress()
+	return s.encode(a)
+}
+
+func (s *sock) Peer() ([]byte, error) {
+	a, err := s.ep.GetRemoteAddress()
+	if err != nil {
+		return nil, linux.ENOTCONN
+	}
+	return s.encode(a), nil
+}
+
+func (s *sock) Read(b vfs.Blocking, p []byte, _ int64) (int, error) {
+	m := socket.RecvMsg{Buf: p}
+	return s.RecvMsg(nil, b, &m)
+}
+
+func (s *sock) Write(b vfs.Blocking, p []byte, _ int64) (int, error) {
+	return s.SendMsg(nil, b, &socket.SendMsg{Data: p})
+}
+
+// SendMsg writes as much as fits, waiting for room as b allows; a TCP
+// send returns once all of it is queued (or with the count so far when
+// interrupted), as Linux's tcp_sendmsg does.
+func (s *sock) SendMsg(c *vfs.Ctx, b socket.Blocking, m *socket.SendMsg) (int, error) {
+	if len(m.Control.Files) > 0 {
+		return 0, linux.EINVAL
+	}
+	var opts tcpip.WriteOptions
+	if m.To != nil && s.typ == linux.SOCK_DGRAM {
+		a, err := s.decode(m.To)
+		if err != nil {
+			return 0, err
+		}
+		opts.To = &a
+	}
+	opts.More = m.Flags&linux.MSG_MORE != 0
+	_, snd := s.opts.Timeouts()
+	done := 0
+	for {
+		var r bytes.Reader
+		r.Reset(m.Data[done:])
+		n, e := s.ep.Write(&r, opts)
+		done += int(n)
+		if e == nil && (s.typ != linux.SOCK_STREAM || done == len(m.Data)) {
+			return done, nil
+		}
+		if e != nil {
+			if _, ok := e.(*tcpip.ErrWouldBlock); !ok {
+				if done > 0 {
+					return done, nil
+				}
+				return 0, errno(e)
+			}
+		}
+		err := socket.Wait(b, snd, func() bool {
+			return s.ep.Readiness(waiter.EventOut|waiter.EventErr|waiter.EventHUp) != 0
+		}, &s.q)
+		if err != nil {
+			if done > 0 {
+				return done, nil
+			}
+			return 0, err
+		}
+	}
+}
+
+// RecvMsg reads what is there, waiting for data as b allows (and for
+// all of Buf with MSG_WAITALL on TCP).
+func (s *sock) RecvMsg(c *vfs.Ctx, b socket.Blocking, m *socket.RecvMsg) (int, error) {
+	rcv, _ := s.opts.Timeouts()
+	peek := m.Flags&linux.MSG_PEEK != 0
+	waitAll := m.Flags&linux.MSG_WAITALL != 0 && s.typ == linux.SOCK_STREAM && !peek
+	for {
+		w := bufWriter{buf: m.Buf[m.N:]}
+		res, e := s.ep.Read(&w, tcpip.ReadOptions{Peek: peek, NeedRemoteAddr: s.typ == linux.SOCK_DGRAM})
+		switch e.(type) {
+		case nil:
+			m.N += res.Count
+			if s.typ == linux.SOCK_DGRAM {
+				m.From = s.encode(res.RemoteAddr)
+				if res.Total > res.Count {
+					m.MsgFlags |= linux.MSG_TRUNC
+				}
+				if m.Flags&linux.MSG_TRUNC != 0 {
+					return res.Total, nil
+				}
+				return m.N, nil
+			}
+			if !waitAll || m.N == len(m.Buf) || res.Count == 0 {
+				return m.N, nil
+			}
+			continue
+		case *tcpip.ErrClosedForReceive:
+			return m.N, nil
+		case *tcpip.ErrWouldBlock:
+		default:
+			if m.N > 0 {
+				return m.N, nil
+			}
+			if _, ok := e.(*tcpip.ErrNotConnected); ok && s.typ == linux.SOCK_STREAM {
+				return 0, linux.ENOTCONN
+			}
+			return 0, errno(e)
+		}
+		err := socket.Wait(b, rcv, func() bool {
+			return s.ep.Readiness(waiter.EventIn|waiter.EventErr|waiter.EventHUp|waiter.EventRdHUp) != 0
+		}, &s.q)
+		if err != nil {
+			if m.N > 0 {
+				return m.N, nil
+			}
+			return 0, err
+		}
+	}
+}
+
+// bufWriter is the io.Writer netstack copies received bytes into: it
+// takes what fits in buf, and netstack keeps the rest for the next read
+// (TCP) or drops it (UDP, reported as truncation).
+type bufWriter struct {
+	buf []byte
+	n   int
+}
+
+func (w *bufWriter) Write(p []byte) (int, error) {
+	n := copy(w.buf[w.n:], p)
+	w.n += n
+	if n < len(p) {
+		// Tells netstack the rest was not taken.
+		return n, io.ErrShortWrite
+	}
+	return n, nil
+}
+
+func (s *sock) Queued() (in, out int, err error) {
+	i, e := s.ep.GetSockOptInt(tcpip.ReceiveQueueSizeOption)
+	if e != nil {
+		return 0, 0, errno(e)
+	}
+	o, e := s.ep.GetSockOptInt(tcpip.SendQueueSizeOption)
+	if e != nil {
+		o = 0
+	}
+	return i, o, nil
+}

@@ -1,0 +1,131 @@
+package inet
+
+import (
+	"encoding/binary"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+
+	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/vfs"
+)
+
+// syncOptions hands the SOL_SOCKET options the socket layer keeps
+// (package socket stores the boolean ones and SO_LINGER itself) to the
+// endpoint before the calls they affect: bind (SO_REUSEADDR,
+// SO_REUSEPORT), listen and connect (SO_KEEPALIVE), close (SO_LINGER).
+func (s *sock) syncOptions() {
+	so := s.ep.SocketOptions()
+	so.SetReuseAddress(s.opts.Flag(linux.SO_REUSEADDR))
+	so.SetReusePort(s.opts.Flag(linux.SO_REUSEPORT))
+	so.SetKeepAlive(s.opts.Flag(linux.SO_KEEPALIVE))
+	if l, ok := s.opts.Linger(); ok {
+		so.SetLinger(tcpip.LingerOption{Enabled: l.OnOff != 0, Timeout: time.Duration(l.Secs) * time.Second})
+	}
+}
+
+func putInt(v int) []byte {
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], uint32(int32(v)))
+	return b[:]
+}
+
+func getInt(val []byte) (int, error) {
+	if len(val) < 4 {
+		return 0, linux.EINVAL
+	}
+	return int(int32(binary.LittleEndian.Uint32(val))), nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// GetOption answers the options of this family's levels and SO_ERROR
+// and SO_ACCEPTCONN, the SOL_SOCKET options only the endpoint knows.
+func (s *sock) GetOption(c *vfs.Ctx, level, name int) ([]byte, error) {
+	so := s.ep.SocketOptions()
+	switch {
+	case level == linux.SOL_SOCKET && name == linux.SO_ERROR:
+		return putInt(errnoInt(so.GetLastError())), nil
+	case level == linux.SOL_SOCKET && name == linux.SO_ACCEPTCONN:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return putInt(b2i(s.listening)), nil
+	case level == ipprotoTCP && s.typ == linux.SOCK_STREAM:
+		switch name {
+		case tcpNodelay:
+			return putInt(b2i(!so.GetDelayOption())), nil
+		case tcpCork:
+			return putInt(b2i(so.GetCorkOption())), nil
+		case tcpInfo:
+			var info tcpip.TCPInfoOption
+			if err := s.ep.GetSockOpt(&info); err != nil {
+				return nil, errno(err)
+			}
+			return tcpInfoBytes(&info), nil
+		}
+	case level == ipprotoIPv6 && s.family == linux.AF_INET6 && name == ipv6V6only:
+		return putInt(b2i(so.GetV6Only())), nil
+	}
+	return nil, linux.ENOPROTOOPT
+}
+
+func (s *sock) SetOption(c *vfs.Ctx, level, name int, val []byte) error {
+	so := s.ep.SocketOptions()
+	switch {
+	case level == ipprotoTCP && s.typ == linux.SOCK_STREAM && (name == tcpNodelay || name == tcpCork):
+		v, err := getInt(val)
+		if err != nil {
+			return err
+		}
+		if name == tcpNodelay {
+			so.SetDelayOption(v == 0)
+		} else {
+			so.SetCorkOption(v != 0)
+		}
+		return nil
+	case level == ipprotoIPv6 && s.family == linux.AF_INET6 && name == ipv6V6only:
+		v, err := getInt(val)
+		if err != nil {
+			return err
+		}
+		// Linux refuses to change it once the socket is bound.
+		if a, _ := s.ep.GetLocalAddress(); a.Port != 0 {
+			return linux.EINVAL
+		}
+		so.SetV6Only(v != 0)
+		return nil
+	}
+	return linux.ENOPROTOOPT
+}
+
+// errnoInt is the number SO_ERROR reports for a pending error.
+func errnoInt(e tcpip.Error) int {
+	if e == nil {
+		return 0
+	}
+	if n, ok := errno(e).(linux.Errno); ok {
+		return int(n)
+	}
+	return int(linux.EINVAL)
+}
+
+// tcpInfoBytes is struct tcp_info (linux/tcp.h, 232 bytes in 6.1) with
+// the fields netstack tracks: state, congestion state, RTO, RTT and its
+// variance (microseconds), the congestion window and slow-start
+// threshold; the rest stay zero.
+func tcpInfoBytes(i *tcpip.TCPInfoOption) []byte {
+	b := make([]byte, 232)
+	b[0] = byte(i.State)
+	b[1] = byte(i.CcState)
+	binary.LittleEndian.PutUint32(b[8:], uint32(i.RTO/time.Microsecond))
+	binary.LittleEndian.PutUint32(b[68:], uint32(i.RTT/time.Microsecond))
+	binary.LittleEndian.PutUint32(b[72:], uint32(i.RTTVar/time.Microsecond))
+	binary.LittleEndian.PutUint32(b[76:], i.SndSsthresh)
+	binary.LittleEndian.PutUint32(b[80:], i.SndCwnd)
+	return b
+}
