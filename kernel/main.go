@@ -435,7 +435,8 @@ func kernelMemoryLow() func() bool {
 	var last atomic.Int64
 	return func() bool {
 		ms := machine.ReadMemStats()
-		low := ms.ReservedFrames + ms.ReservedFrames/2
+		r := kmem.Reserve(ms.TotalFrames)
+		low := r + r/2
 		if ms.FreeFrames > low {
 			return false
 		}

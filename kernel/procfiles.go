@@ -228,6 +228,6 @@ func procKmem() []byte {
 	fmt.Fprintf(&b, "processes %d\nthreads %d\nfutex_waiters %d\nopen_files %d\nrecord_locks %d\n",
 		ps.Processes, ps.Threads, ps.FutexWaiters, vs.Files, vs.Locks)
 	fmt.Fprintf(&b, "user_anon_pages %d\nshared_pages %d\npage_table_pages %d\n", ms.Anon, ms.Shm, ms.Tables)
-	fmt.Fprintf(&b, "reserved_frames %d\nrefused_for_memory %d\n", machine.ReadMemStats().ReservedFrames, kmem.Refused())
+	fmt.Fprintf(&b, "reserved_frames %d\nrefused_for_memory %d\n", kmem.Reserve(machine.ReadMemStats().TotalFrames), kmem.Refused())
 	return b.Bytes()
 }

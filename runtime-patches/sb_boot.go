@@ -60,7 +60,6 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 		}
 	})
 	sbFrames.reserve(sbKernelStart-sbKernelVBase, sbKernelEnd-sbKernelVBase)
-	sbFrames.setReserve()
 
 	// A page below 1 MiB for the AP start-up code, clear of whatever the
 	// boot loader placed there (UEFI GRUB puts modules in low memory).

@@ -25,18 +25,6 @@ type sbFrameAllocator struct {
 	free     uint64  // frames available (ranges + list)
 	total    uint64  // frames ever added
 	maxPhys  uintptr // end of the highest usable RAM
-	// reserved frames are kept for the kernel: allocations for user
-	// memory (allocUser) fail while no more than this many are free, so
-	// a program that touches memory until it runs out is killed while
-	// the kernel's own heap, stacks and page tables can still grow (a
-	// kernel page fault with no frame is fatal). Set by setReserve.
-	reserved uint64
-}
-
-// setReserve keeps a sixteenth of memory, between 8 MiB and 256 MiB, for
-// the kernel. Called during boot, once memory is known.
-func (a *sbFrameAllocator) setReserve() {
-	a.reserved = min(max(a.total/16, (8<<20)/sbPageSize), (256<<20)/sbPageSize)
 }
 
 var sbFrames sbFrameAllocator
@@ -107,9 +95,9 @@ func (a *sbFrameAllocator) reserve(base, end uintptr) {
 // exhausted.
 func (a *sbFrameAllocator) alloc() uintptr { return a.allocKeeping(0) }
 
-// allocUser is alloc for user memory: it leaves the kernel's reserve.
-func (a *sbFrameAllocator) allocUser() uintptr { return a.allocKeeping(a.reserved) }
-
+// allocKeeping is alloc that fails while no more than keep frames are
+// free (the kernel's reserve, for frames of user memory): checked under
+// the allocator's lock, so concurrent callers cannot take the reserve.
 func (a *sbFrameAllocator) allocKeeping(keep uint64) uintptr {
 	a.mu.lock()
 	if a.free <= keep {

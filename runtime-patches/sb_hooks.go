@@ -139,7 +139,6 @@ type sbMemStats struct {
 	FreeFrames      uint64
 	CommittedFrames uint64
 	VMAs            uint64
-	ReservedFrames  uint64
 }
 
 //go:linkname sbHookMemStats shortbread/kernel/machine.memStats
@@ -148,7 +147,6 @@ func sbHookMemStats(s *sbMemStats) {
 	s.FreeFrames = sbFrames.free
 	s.CommittedFrames = sbAS.committed
 	s.VMAs = uint64(sbAS.n)
-	s.ReservedFrames = sbFrames.reserved
 }
 
 //go:linkname sbHookInterrupts shortbread/kernel/machine.Interrupts
@@ -181,12 +179,10 @@ func sbIntrOff() uintptr
 func sbIntrRestore(flags uintptr)
 
 //go:linkname sbHookAllocFrame shortbread/kernel/machine.AllocFrame
-func sbHookAllocFrame() uintptr {
+func sbHookAllocFrame(keep uint64) uintptr {
 	// Interrupts off: a trap handler on this CPU may need the allocator.
-	// The kernel asks for frames for user memory (pages, page tables,
-	// tmpfs data): they come out of what the kernel's reserve leaves.
 	fl := sbIntrOff()
-	pa := sbFrames.allocUser()
+	pa := sbFrames.allocKeeping(keep)
 	sbIntrRestore(fl)
 	return pa
 }

@@ -1,6 +1,8 @@
-// Package kmem says when the kernel itself is short of memory. User
-// memory cannot take the machine layer's reserve (machine.AllocFrame
-// stops there, and the OOM killer takes over), but kernel objects that
+// Package kmem is the kernel's memory policy: the reserve of frames user
+// memory leaves for the kernel (Reserve), and when the kernel itself is
+// short of memory (Low). User memory cannot take the reserve (its frames
+// come from machine.AllocFrame with the reserve to keep, and the OOM
+// killer takes over when they run out), but kernel objects that
 // programs make — pipe buffers, open files, processes, file-system
 // inodes — come out of the Go heap, which may use the reserve, and the
 // runtime cannot fail an allocation: a heap that finds no frame stops the
@@ -49,3 +51,13 @@ func Refuse() bool {
 
 // Refused is how many requests were turned away since boot.
 func Refused() int64 { return refused.Load() }
+
+// Reserve is how many of total frames user memory (program pages, page
+// tables, tmpfs data) leaves free for the kernel: a sixteenth of memory,
+// between 8 MiB and 256 MiB. The kernel's heap, stacks and page tables
+// grow by page faults that cannot fail (a kernel fault with no frame
+// stops the machine), so they must never find the reserve taken.
+func Reserve(total uint64) uint64 {
+	const page = 4096
+	return min(max(total/16, (8<<20)/page), (256<<20)/page)
+}

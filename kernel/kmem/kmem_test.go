@@ -20,3 +20,11 @@ func TestProbe(t *testing.T) {
 		t.Fatal("low after the probe was removed")
 	}
 }
+
+func TestReserve(t *testing.T) {
+	for _, c := range []struct{ mib, want uint64 }{{64, 8}, {512, 32}, {1024, 64}, {8192, 256}} {
+		if got := Reserve(c.mib << 8); got != c.want<<8 {
+			t.Errorf("Reserve(%d MiB) = %d frames, want %d MiB", c.mib, got, c.want)
+		}
+	}
+}

@@ -102,7 +102,6 @@ type MemStats struct {
 	FreeFrames      uint64 // frames not in use
 	CommittedFrames uint64 // frames backing the runtime's mappings
 	VMAs            uint64 // mappings the runtime holds
-	ReservedFrames  uint64 // frames kept from user memory for the kernel (AllocFrame)
 }
 
 // ReadMemStats returns current physical memory figures.
@@ -284,12 +283,11 @@ func ReleaseAddressSpace(root uintptr) {
 	syscall.RawSyscall(sysFlushTLB, root, 1, 0)
 }
 
-// AllocFrame returns the physical address of a zeroed 4 KiB frame for
-// user memory (pages, page tables, file data), or 0 when memory is
-// exhausted: the machine layer keeps a reserve for the kernel's own heap
-// and stacks that AllocFrame never takes, so running out is an error for
-// the caller, never a kernel panic.
-func AllocFrame() uintptr
+// AllocFrame returns the physical address of a zeroed 4 KiB frame, or 0
+// when no more than keep frames are free (memory exhausted: keep is the
+// reserve the caller leaves for the kernel's own heap and stacks; the
+// check is made under the allocator's lock).
+func AllocFrame(keep uint64) uintptr
 
 // FreeFrame returns a frame from AllocFrame.
 func FreeFrame(pa uintptr)

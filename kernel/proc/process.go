@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/kmem"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
 	"shortbread/kernel/vfs"
@@ -31,15 +32,18 @@ type Frames struct{}
 // tmpfs files run out first, as ENOMEM, ENOSPC or an OOM kill, while
 // the kernel still has room to work (Linux keeps min_free_kbytes back
 // from user allocations for the same reason).
-func (Frames) Alloc() uintptr { return machine.AllocFrame() }
+func (Frames) Alloc() uintptr { return machine.AllocFrame(userReserve()) }
+
+// userReserve is the frames user memory leaves to the kernel.
+var userReserve = sync.OnceValue(func() uint64 { return kmem.Reserve(machine.ReadMemStats().TotalFrames) })
 
 func (Frames) Free(pa uintptr) { machine.FreeFrame(pa) }
 
 // Available returns how many frames Alloc can still hand out: the free
-// ones less the kernel's reserve (the machine layer's, in MemStats).
+// ones less the kernel's reserve.
 func (Frames) Available() uint64 {
-	ms := machine.ReadMemStats()
-	return ms.FreeFrames - min(ms.FreeFrames, ms.ReservedFrames)
+	free := machine.ReadMemStats().FreeFrames
+	return free - min(free, userReserve())
 }
 
 func (Frames) Page(pa uintptr) *[mm.PageSize]byte {
