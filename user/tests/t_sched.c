@@ -19,9 +19,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "check.h"
+#include "probe.h"
 
-#define NOBODY 65534
 #define RESET_ON_FORK 0x40000000
 #define IOPRIO(class, data) (((class) << 13) | (data))
 
@@ -51,17 +50,6 @@ static int nice_of(int which, int who)
 	return n == -1 && errno ? 100 : n;
 }
 
-static int rc(long r)
-{
-	return r < 0 ? errno : 0;
-}
-
-static void put(int fd, int v)
-{
-	if (write(fd, &v, sizeof v) != sizeof v)
-		_exit(99);
-}
-
 /* a child that waits until its pipe closes; returns its pid */
 static pid_t sleeper(int *wfd)
 {
@@ -87,34 +75,6 @@ static void reap(pid_t pid, int wfd)
 }
 
 /* runs fn in a child, as nobody if drop; fills res[0..n) */
-static int in_child(void (*fn)(int), int drop, int *res, int n)
-{
-	int p[2];
-	if (pipe(p))
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(p[0]);
-		if (drop && (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) ||
-			     setresuid(NOBODY, NOBODY, NOBODY)))
-			_exit(98);
-		fn(p[1]);
-		_exit(0);
-	}
-	close(p[1]);
-	int got = 0;
-	for (ssize_t k; got < n && (k = read(p[0], &res[got], sizeof(int))) == sizeof(int);)
-		got++;
-	close(p[0]);
-	int st;
-	waitpid(pid, &st, 0);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		printf("# child: status %#x\n", st);
-		return -1;
-	}
-	return got;
-}
-
 static void nice_as_nobody(int fd)
 {
 	put(fd, rc(setpriority(PRIO_PROCESS, 0, 12)));	/* 0: raising nice is free */
@@ -223,13 +183,13 @@ static void test_nice(void)
 	/* fork inherits the nice value */
 	CHECK_SYS("nice.self_set", setpriority(PRIO_PROCESS, 0, 4));
 	int r[2];
-	CHECK_EQ("nice.fork_child", in_child(child_reports_nice, 0, r, 2), 2);
+	CHECK_EQ("nice.fork_child", probe(child_reports_nice, 0, r, 2), 2);
 	CHECK_EQ("nice.inherited", r[0], 4);
 	CHECK_SYS("nice.root_lowers", setpriority(PRIO_PROCESS, 0, 0));
 	CHECK_EQ("nice.back_to_0", nice_of(PRIO_PROCESS, 0), 0);
 
 	int u[6];
-	CHECK_EQ("nice.nobody_child", in_child(nice_as_nobody, 1, u, 6), 6);
+	CHECK_EQ("nice.nobody_child", probe(nice_as_nobody, 1, u, 6), 6);
 	CHECK_EQ("nice.nobody_raise", u[0], 0);
 	CHECK_EQ("nice.nobody_raised_to", u[1], 12);
 	CHECK_EQ("nice.nobody_lower_eacces", u[2], EACCES);
@@ -238,7 +198,7 @@ static void test_nice(void)
 	CHECK_EQ("nice.nobody_rlimit_eperm", u[5], EPERM);
 
 	int l[3];
-	CHECK_EQ("nice.rlimit_child", in_child(nice_rlimit, 0, l, 3), 3);
+	CHECK_EQ("nice.rlimit_child", probe(nice_rlimit, 0, l, 3), 3);
 	CHECK_EQ("nice.rlimit_allows", l[0], 0);
 	CHECK_EQ("nice.rlimit_reached", l[1], -10);
 	CHECK_EQ("nice.rlimit_past_eacces", l[2], EACCES);
@@ -307,7 +267,7 @@ static void test_sched(void)
 	CHECK_ERR("sched.rr_no_such", syscall(SYS_sched_rr_get_interval, 999999, &ts), ESRCH);
 
 	int f[5];
-	CHECK_EQ("sched.reset_child", in_child(reset_on_fork, 0, f, 5), 5);
+	CHECK_EQ("sched.reset_child", probe(reset_on_fork, 0, f, 5), 5);
 	CHECK_EQ("sched.reset_parent_policy", f[0], SCHED_FIFO | RESET_ON_FORK);
 	CHECK_EQ("sched.reset_child_other", f[1], SCHED_OTHER);
 	CHECK_EQ("sched.reset_child_nice0", f[2], 0);
@@ -324,7 +284,7 @@ static void test_ioprio(void)
 	CHECK_SYS("ioprio.set_rt_root", syscall(SYS_ioprio_set, 1, 0, IOPRIO(1, 7)));
 	CHECK_EQ("ioprio.get_rt", syscall(SYS_ioprio_get, 1, 0), IOPRIO(1, 7));
 	int r[1];
-	CHECK_EQ("ioprio.fork_child", in_child(child_reports_ioprio, 0, r, 1), 1);
+	CHECK_EQ("ioprio.fork_child", probe(child_reports_ioprio, 0, r, 1), 1);
 	CHECK_EQ("ioprio.inherited", r[0], IOPRIO(1, 7));
 	CHECK_ERR("ioprio.class4", syscall(SYS_ioprio_set, 1, 0, IOPRIO(4, 0)), EINVAL);
 	CHECK_ERR("ioprio.none_with_level", syscall(SYS_ioprio_set, 1, 0, IOPRIO(0, 1)), EINVAL);
@@ -342,7 +302,7 @@ static void test_ioprio(void)
 static void test_nobody_sched(void)
 {
 	int u[14];
-	CHECK_EQ("nobody.child", in_child(sched_as_nobody, 1, u, 14), 14);
+	CHECK_EQ("nobody.child", probe(sched_as_nobody, 1, u, 14), 14);
 	CHECK_EQ("nobody.fifo_eperm", u[0], EPERM);
 	CHECK_EQ("nobody.rr_eperm", u[1], EPERM);
 	CHECK_EQ("nobody.other_owner_eperm", u[2], EPERM);

@@ -23,56 +23,16 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "check.h"
+#include "probe.h"
 
-#define NOBODY 65534
 
 static const char ro_path[] = "/tmp/sec_ro";
 static const char original[] = "ORIGINAL";
 
-/* outcome of a call: 0 if it succeeded, else errno */
-static int rc(long r)
-{
-	return r < 0 ? errno : 0;
-}
-
-static void put(int fd, int v)
-{
-	if (write(fd, &v, sizeof v) != sizeof v)
-		_exit(99);
-}
-
-static void drop(void)
-{
-	if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) || setresuid(NOBODY, NOBODY, NOBODY))
-		_exit(98);
-}
-
 /* runs fn as nobody in a child; fills res[0..n) with what it sent */
 static int as_nobody(void (*fn)(int), int *res, int n)
 {
-	int p[2];
-	if (pipe(p))
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(p[0]);
-		drop();
-		fn(p[1]);
-		_exit(0);
-	}
-	close(p[1]);
-	int got = 0;
-	for (ssize_t k; got < n && (k = read(p[0], &res[got], sizeof(int))) == sizeof(int);)
-		got++;
-	close(p[0]);
-	int st;
-	waitpid(pid, &st, 0);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		printf("# probe child: status %#x\n", st);
-		return -1;
-	}
-	return got;
+	return probe(fn, 1, res, n);
 }
 
 static int make_file(const char *path, mode_t mode, const char *data)
