@@ -3,8 +3,9 @@
 # Included by the top-level Makefile.
 #   make apps          build what is missing or stale into build/apps
 #   make apps-check    build, then run them on this host (apps/check.sh)
-#   make apps-smoke    build, then check them inside Linux in QEMU
-#                      (apps/smoke.sh; correctness only, short runs)
+#   make apps-smoke    build, then check them inside Linux and inside
+#                      Shortbread in QEMU (apps/smoke.sh; correctness
+#                      only, short runs)
 #   make bench-apps    the in-guest benchmark (bench/apps), Linux, 1 and
 #                      2 CPUs, results in bench/results/
 
@@ -19,9 +20,10 @@ apps:
 apps-check: apps
 	apps/check.sh $(APPS_BUILD)
 
-apps-smoke: apps user
+apps-smoke: apps user $(KERNEL) $(STUB)
 	tools/linux/kernel.sh $(LINUX_BUILD)
-	apps/smoke.sh $(APPS_BUILD)
+	KERNEL=linux apps/smoke.sh $(APPS_BUILD)
+	KERNEL=shortbread CPUS=2 apps/smoke.sh $(APPS_BUILD)
 
 bench-apps: apps user
 	tools/linux/kernel.sh $(LINUX_BUILD)

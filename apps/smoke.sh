@@ -101,6 +101,8 @@ case $kernel in
   *) fail "KERNEL must be linux or shortbread" ;;
 esac
 tr -d '\r' <"$tmp/log" | grep '^smoke: ' || true
+# what the kernel had to refuse (unimplemented calls are logged once each)
+tr -d '\r' <"$tmp/log" | grep -E 'unimplemented|warn: ' | sed 's/^/apps-smoke: guest log: /' | head -n 20 || true
 [ $status -eq 0 ] || { tail -n 30 "$tmp/log" >&2; fail "the guest exited $status"; }
 # the guest's status alone could be 0 from a script that stopped early
 [ "$(tr -d '\r' <"$tmp/log" | grep -c '^smoke: ok ')" = 6 ] || fail "not all six checks passed"

@@ -341,11 +341,20 @@ func sysSetsockopt(t *Thread, a *[6]uint64) (int64, bool) {
 	return errno(socket.SetOption(t.ctx(), s, int(int32(a[1])), int(int32(a[2])), v)), false
 }
 
-// socketIoctl answers the socket ioctls: SIOCINQ (FIONREAD) and
-// SIOCOUTQ. ok is false for other files and commands.
+// socketIoctl answers the socket ioctls: SIOCINQ (FIONREAD), SIOCOUTQ
+// and the network-interface ioctls, which Linux takes on a socket of any
+// family. ok is false for other files and commands.
 func (t *Thread) socketIoctl(f *vfs.OpenFile, cmd uint64, arg uintptr) (int64, bool) {
 	s, err := socket.From(f)
-	if err != nil || (cmd != linux.SIOCINQ && cmd != linux.SIOCOUTQ) {
+	if err != nil {
+		return 0, false
+	}
+	switch {
+	case cmd == inet.SIOCGIFCONF:
+		return t.ifconf(arg), true
+	case inet.IsIfIoctl(cmd):
+		return t.ifIoctl(cmd, arg), true
+	case cmd != linux.SIOCINQ && cmd != linux.SIOCOUTQ:
 		return 0, false
 	}
 	in, out, err := s.Queued()
@@ -359,4 +368,54 @@ func (t *Thread) socketIoctl(f *vfs.OpenFile, cmd uint64, arg uintptr) (int64, b
 	var b [4]byte
 	binary.LittleEndian.PutUint32(b[:], uint32(v))
 	return errno(t.Proc.Space().CopyOut(arg, b[:])), true
+}
+
+// ifIoctl copies a struct ifreq in, has the network stack answer it and
+// copies it back; changing an interface is root's (CAP_NET_ADMIN).
+func (t *Thread) ifIoctl(cmd uint64, arg uintptr) int64 {
+	var req [inet.IfreqSize]byte
+	if err := t.Proc.Space().CopyIn(arg, req[:]); err != nil {
+		return errno(err)
+	}
+	if inet.IsIfSet(cmd) {
+		if !t.creds().privileged() {
+			return -ePERM
+		}
+		return errno(inet.IfIoctl(cmd, &req))
+	}
+	if err := inet.IfIoctl(cmd, &req); err != nil {
+		return errno(err)
+	}
+	return errno(t.Proc.Space().CopyOut(arg, req[:]))
+}
+
+// ifconf is SIOCGIFCONF: struct ifconf is an int length (padded to 8)
+// and a buffer pointer. A NULL buffer asks for the length needed;
+// otherwise as many whole ifreqs as fit are written and the length says
+// how many bytes.
+func (t *Thread) ifconf(arg uintptr) int64 {
+	var hdr [16]byte
+	sp := t.Proc.Space()
+	if err := sp.CopyIn(arg, hdr[:]); err != nil {
+		return errno(err)
+	}
+	n := int32(binary.LittleEndian.Uint32(hdr[:]))
+	buf := uintptr(binary.LittleEndian.Uint64(hdr[8:]))
+	reqs := inet.IfConf()
+	done := 0
+	if buf == 0 {
+		done = len(reqs) * inet.IfreqSize
+	} else {
+		for _, r := range reqs {
+			if int(n)-done < inet.IfreqSize {
+				break
+			}
+			if err := sp.CopyOut(buf+uintptr(done), r[:]); err != nil {
+				return errno(err)
+			}
+			done += inet.IfreqSize
+		}
+	}
+	binary.LittleEndian.PutUint32(hdr[:], uint32(done))
+	return errno(sp.CopyOut(arg, hdr[:4]))
 }

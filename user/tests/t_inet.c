@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "check.h"
 #include "sock.h"
+#include "probe.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -382,7 +383,7 @@ static void test_inet6(void)
 }
 
 /* Linux's lo starts down and nothing in the test image brings it up;
- * Shortbread's loopback is up from boot and has no SIOCSIFFLAGS. */
+ * Shortbread's loopback is up from boot. */
 static void lo_up(void)
 {
 	struct ifreq ifr = {0};
@@ -395,10 +396,122 @@ static void lo_up(void)
 	close(s);
 }
 
+static void ifreq_lo(struct ifreq *r)
+{
+	memset(r, 0, sizeof *r);
+	strcpy(r->ifr_name, "lo");
+}
+
+/* what nobody may do to an interface: read it, not change it */
+static void if_unprivileged(int out)
+{
+	struct ifreq r;
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	ifreq_lo(&r);
+	put(out, rc(ioctl(s, SIOCGIFFLAGS, &r)));
+	put(out, rc(ioctl(s, SIOCSIFFLAGS, &r)));
+	ifreq_lo(&r);
+	r.ifr_mtu = 1500;
+	put(out, rc(ioctl(s, SIOCSIFMTU, &r)));
+	close(s);
+}
+
+/* The interface ioctls ifconfig and busybox ip use, on lo (up by now). */
+static void test_ifioctl(void)
+{
+	struct ifreq r;
+	int s = socket(AF_INET, SOCK_DGRAM, 0), u = socket(AF_UNIX, SOCK_STREAM, 0);
+	ifreq_lo(&r);
+	CHECK_SYS("ifflags", ioctl(s, SIOCGIFFLAGS, &r));
+	CHECK_EQ("ifflags.lo", r.ifr_flags & (IFF_UP | IFF_LOOPBACK | IFF_RUNNING), IFF_UP | IFF_LOOPBACK | IFF_RUNNING);
+	ifreq_lo(&r);
+	CHECK_SYS("ifflags.unix_socket", ioctl(u, SIOCGIFFLAGS, &r));
+	ifreq_lo(&r);
+	CHECK_SYS("ifaddr", ioctl(s, SIOCGIFADDR, &r));
+	struct sockaddr_in *in = (struct sockaddr_in *)&r.ifr_addr;
+	CHECK_EQ("ifaddr.family", in->sin_family, AF_INET);
+	CHECK_EQ("ifaddr.addr", ntohl(in->sin_addr.s_addr), 0x7f000001);
+	ifreq_lo(&r);
+	CHECK_SYS("ifnetmask", ioctl(s, SIOCGIFNETMASK, &r));
+	CHECK_EQ("ifnetmask.mask", ntohl(((struct sockaddr_in *)&r.ifr_netmask)->sin_addr.s_addr), 0xff000000);
+	ifreq_lo(&r);
+	CHECK_SYS("ifindex", ioctl(s, SIOCGIFINDEX, &r));
+	CHECK_EQ("ifindex.lo", r.ifr_ifindex, 1);
+	CHECK_EQ("if_nametoindex", if_nametoindex("lo"), 1);
+	memset(&r, 0, sizeof r);
+	r.ifr_ifindex = 1;
+	CHECK_SYS("ifname", ioctl(s, SIOCGIFNAME, &r));
+	CHECK("ifname.lo", strcmp(r.ifr_name, "lo") == 0);
+	r.ifr_ifindex = 999;
+	CHECK_ERR("ifname.unknown_index", ioctl(s, SIOCGIFNAME, &r), ENODEV);
+	ifreq_lo(&r);
+	CHECK_SYS("ifmtu", ioctl(s, SIOCGIFMTU, &r));
+	CHECK_EQ("ifmtu.lo", r.ifr_mtu, 65536);
+	ifreq_lo(&r);
+	CHECK_SYS("ifhwaddr", ioctl(s, SIOCGIFHWADDR, &r));
+	CHECK_EQ("ifhwaddr.loopback", r.ifr_hwaddr.sa_family, 772 /* ARPHRD_LOOPBACK */);
+	memset(&r, 0, sizeof r);
+	strcpy(r.ifr_name, "nosuch0");
+	CHECK_ERR("ifflags.unknown_name", ioctl(s, SIOCGIFFLAGS, &r), ENODEV);
+	CHECK_ERR("ifaddr.efault", ioctl(s, SIOCGIFADDR, (void *)8), EFAULT);
+
+	/* SIOCGIFCONF: a NULL buffer asks for the size; lo is listed */
+	struct ifconf ic = {.ifc_len = 0, .ifc_buf = NULL};
+	CHECK_SYS("ifconf.size", ioctl(s, SIOCGIFCONF, &ic));
+	CHECK("ifconf.size_whole_ifreqs", ic.ifc_len >= (int)sizeof r && ic.ifc_len % (int)sizeof r == 0);
+	struct ifreq list[8];
+	ic.ifc_len = sizeof list;
+	ic.ifc_req = list;
+	CHECK_SYS("ifconf", ioctl(s, SIOCGIFCONF, &ic));
+	int found = 0;
+	for (int i = 0; i < ic.ifc_len / (int)sizeof r; i++)
+		if (strcmp(list[i].ifr_name, "lo") == 0 &&
+		    ntohl(((struct sockaddr_in *)&list[i].ifr_addr)->sin_addr.s_addr) == 0x7f000001)
+			found = 1;
+	CHECK("ifconf.lo", found);
+	ic.ifc_len = sizeof r - 1; /* room for no whole ifreq */
+	CHECK_SYS("ifconf.short", ioctl(s, SIOCGIFCONF, &ic));
+	CHECK_EQ("ifconf.short_len", ic.ifc_len, 0);
+
+	/* down and up again, as ifconfig lo down/up does */
+	ifreq_lo(&r);
+	ioctl(s, SIOCGIFFLAGS, &r);
+	r.ifr_flags &= ~IFF_UP;
+	CHECK_SYS("ifflags.down", ioctl(s, SIOCSIFFLAGS, &r));
+	ifreq_lo(&r);
+	ioctl(s, SIOCGIFFLAGS, &r);
+	CHECK_EQ("ifflags.down_read_back", r.ifr_flags & (IFF_UP | IFF_RUNNING), 0);
+	r.ifr_flags |= IFF_UP;
+	CHECK_SYS("ifflags.up", ioctl(s, SIOCSIFFLAGS, &r));
+	ifreq_lo(&r);
+	ioctl(s, SIOCGIFFLAGS, &r);
+	CHECK_EQ("ifflags.up_read_back", r.ifr_flags & (IFF_UP | IFF_RUNNING), IFF_UP | IFF_RUNNING);
+
+	/* MTU round trip, as root */
+	ifreq_lo(&r);
+	r.ifr_mtu = 16384;
+	CHECK_SYS("ifmtu.set", ioctl(s, SIOCSIFMTU, &r));
+	ifreq_lo(&r);
+	ioctl(s, SIOCGIFMTU, &r);
+	CHECK_EQ("ifmtu.set_read_back", r.ifr_mtu, 16384);
+	ifreq_lo(&r);
+	r.ifr_mtu = 65536;
+	CHECK_SYS("ifmtu.restore", ioctl(s, SIOCSIFMTU, &r));
+
+	int res[3];
+	CHECK_EQ("ifioctl.nobody_probe", probe(if_unprivileged, 1, res, 3), 3);
+	CHECK_EQ("ifflags.nobody_reads", res[0], 0);
+	CHECK_EQ("ifflags.nobody_set_eperm", res[1], EPERM);
+	CHECK_EQ("ifmtu.nobody_set_eperm", res[2], EPERM);
+	close(s);
+	close(u);
+}
+
 int main(int argc, char **argv)
 {
 	check_start(argv[0]);
 	lo_up();
+	test_ifioctl();
 	test_basics();
 	test_stream();
 	test_nonblock_connect();

@@ -53,7 +53,7 @@ func newStack() (*stack.Stack, error) {
 	if err := s.SetPortRange(32768, 60999); err != nil {
 		return nil, fmt.Errorf("inet: port range: %v", err)
 	}
-	if err := s.CreateNIC(loNIC, newLoopback()); err != nil {
+	if err := s.CreateNICWithOptions(loNIC, newLoopback(), stack.NICOptions{Name: "lo"}); err != nil {
 		return nil, fmt.Errorf("inet: loopback NIC: %v", err)
 	}
 	v4 := tcpip.ProtocolAddress{
