@@ -102,7 +102,8 @@ func init() {
 		32:  {"dup", sysDup},
 		33:  {"dup2", sysDup2},
 		40:  {"sendfile", sysSendfile},
-		72:  {"fcntl", sysFcntl},
+		72:  {"fcntl", sysFcntl}, // sys_fcntl.go
+		73:  {"flock", sysFlock},
 		76:  {"truncate", sysTruncate},
 		77:  {"ftruncate", sysFtruncate},
 		79:  {"getcwd", sysGetcwd},

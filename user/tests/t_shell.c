@@ -136,6 +136,9 @@ int main(int argc, char **argv)
 	sh_check("sh.df_proc", "df -P /proc",
 		 "Filesystem           1024-blocks    Used Available Capacity Mounted on\n"
 		 "proc                         0         0         0   0% /proc\n", 0);
+	/* flock(1): a second, non-blocking lock on the held file fails (1) */
+	sh_check("sh.flock", "touch fl && flock -x fl -c 'flock -n -s fl -c true; echo $?' && flock -n fl echo free && rm fl",
+		 "1\nfree\n", 0);
 	char want[32];
 	snprintf(want, sizeof want, "%u\n", getuid());
 	sh_check("sh.id", "id -u", want, 0);

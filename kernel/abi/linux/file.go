@@ -80,6 +80,15 @@ const (
 	FD_CLOEXEC = 1 // the only file descriptor flag
 )
 
+// flock(2) operations (include/uapi/asm-generic/fcntl.h).
+const (
+	LOCK_SH   = 1
+	LOCK_EX   = 2
+	LOCK_NB   = 4
+	LOCK_UN   = 8
+	LOCK_MAND = 32 // ignored since Linux 5.15
+)
+
 // Record lock types of struct flock.
 const (
 	F_RDLCK = 0
