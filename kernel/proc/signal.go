@@ -37,6 +37,7 @@ const (
 	sigVTALRM = 26
 	sigPROF   = 27
 	sigWINCH  = 28
+	sigIO     = 29
 	sigSYS    = 31
 	nSig      = 64
 

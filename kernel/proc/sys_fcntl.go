@@ -30,12 +30,62 @@ func sysFcntl(t *Thread, a *[6]uint64) (int64, bool) {
 		return errno(err), false
 	}
 	defer f.DecRef()
+	if f.IsPath() && cmd != linux.F_GETFL {
+		return -eBADF, false // check_fcntl_cmd: an O_PATH descriptor allows no more
+	}
 	switch cmd {
 	case linux.F_GETFL:
 		return int64(f.Flags()), false
 	case linux.F_SETFL:
-		f.SetFlags(uint32(arg))
+		f.SetStatusFlags(uint32(arg), fd)
 		return 0, false
+	case linux.F_GETOWN:
+		o := f.Owner()
+		if o.Kind == linux.F_OWNER_PGRP {
+			return -int64(o.ID), false
+		}
+		return int64(o.ID), false
+	case linux.F_SETOWN:
+		who := int32(arg)
+		kind := int32(linux.F_OWNER_PID)
+		if who < 0 {
+			if who == -1<<31 {
+				return -eINVAL, false
+			}
+			kind, who = linux.F_OWNER_PGRP, -who
+		}
+		return t.setOwner(f, kind, who), false
+	case linux.F_GETOWN_EX:
+		o := f.Owner()
+		var b [8]byte
+		binary.LittleEndian.PutUint32(b[0:], uint32(o.Kind))
+		binary.LittleEndian.PutUint32(b[4:], uint32(o.ID))
+		return errno(t.Proc.Space().CopyOut(uintptr(arg), b[:])), false
+	case linux.F_SETOWN_EX:
+		// struct f_owner_ex: int type; pid_t pid.
+		var b [8]byte
+		if err := t.Proc.Space().CopyIn(uintptr(arg), b[:]); err != nil {
+			return errno(err), false
+		}
+		kind, who := int32(binary.LittleEndian.Uint32(b[0:])), int32(binary.LittleEndian.Uint32(b[4:]))
+		if kind != linux.F_OWNER_TID && kind != linux.F_OWNER_PID && kind != linux.F_OWNER_PGRP {
+			return -eINVAL, false
+		}
+		return t.setOwner(f, kind, who), false
+	case linux.F_GETSIG:
+		return int64(f.Sig()), false
+	case linux.F_SETSIG:
+		if sig := uint64(int64(int32(arg))); sig > nSig {
+			return -eINVAL, false
+		}
+		f.SetSig(int(int32(arg)))
+		return 0, false
+	case linux.F_GETLEASE:
+		return int64(f.Lease()), false
+	case linux.F_SETLEASE:
+		cr := t.creds()
+		c := cr.vfsCred()
+		return errno(f.SetLease(&c, int32(t.Proc.PID), fd, int16(int32(arg)))), false
 	case linux.F_GETPIPE_SZ:
 		n, err := vfs.PipeSize(f)
 		return fdResult(n, err), false
@@ -141,4 +191,17 @@ func sysFlock(t *Thread, a *[6]uint64) (int64, bool) {
 		return t.restartOrEINTR(), false
 	}
 	return errno(err), false
+}
+
+// setOwner is F_SETOWN and F_SETOWN_EX: the thread, process or group
+// that receives the file's signals (who 0: nobody), recorded with the
+// caller's user IDs for the permission check at each signal. A number
+// that names nothing is ESRCH.
+func (t *Thread) setOwner(f *vfs.OpenFile, kind, who int32) int64 {
+	if who != 0 && !ownerExists(who) {
+		return -eSRCH
+	}
+	c := t.creds()
+	f.SetOwner(vfs.SigOwner{Kind: kind, ID: who, UID: c.ruid, EUID: c.euid})
+	return 0
 }

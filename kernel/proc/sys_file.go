@@ -366,8 +366,19 @@ func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {
 	if r, ok := t.socketIoctl(f, cmd, arg); ok {
 		return r, false
 	}
-	const fionbio, fioclex, fionclex = 0x5421, 0x5451, 0x5450
+	const fionbio, fioclex, fionclex, fioasync = 0x5421, 0x5451, 0x5450, 0x5452
 	switch cmd {
+	case fioasync:
+		var b [4]byte
+		if err := t.Proc.Space().CopyIn(arg, b[:]); err != nil {
+			return errno(err), false
+		}
+		fl := f.Flags() &^ linux.O_ASYNC
+		if binary.LittleEndian.Uint32(b[:]) != 0 {
+			fl |= linux.O_ASYNC
+		}
+		f.SetStatusFlags(fl, int(int32(a[0])))
+		return 0, false
 	case fionbio:
 		var b [4]byte
 		if err := t.Proc.Space().CopyIn(arg, b[:]); err != nil {

@@ -315,6 +315,9 @@ func (v *VFS) Truncate(c *Ctx, dir *Dentry, path string, size int64) error {
 	if err := checkNotRunning(d.inode); err != nil {
 		return err
 	}
+	if err := breakLease(d.inode, nil, true, false, c.Intr); err != nil {
+		return err
+	}
 	if err := killSetID(&c.Cred, d.inode); err != nil {
 		return err
 	}

@@ -41,6 +41,7 @@ type heldLock struct {
 type inodeLocks struct {
 	held   []heldLock
 	flocks []flockHeld // flock(2) locks (flock.go)
+	leases []lease     // fcntl leases (lease.go)
 	// changed is closed, and replaced, whenever locks are released or
 	// downgraded: the waiters of F_SETLKW look again.
 	changed chan struct{}
@@ -140,7 +141,7 @@ func locksOf(ino Inode, create bool) *inodeLocks {
 
 // dropIfIdleLocked forgets an inode's entry once it holds no lock.
 func dropIfIdleLocked(ino Inode, il *inodeLocks) {
-	if len(il.held) == 0 && len(il.flocks) == 0 {
+	if len(il.held) == 0 && len(il.flocks) == 0 && len(il.leases) == 0 {
 		delete(lockTable, ino)
 	}
 }
@@ -321,8 +322,13 @@ func releaseLocks(ino Inode, owner any) {
 		return
 	}
 	freed := il.setLocked(owner, 0, 0, MaxOffset, linux.F_UNLCK)
-	if f, ok := owner.(*OpenFile); ok && il.flockDropLocked(f) {
-		freed = true
+	if f, ok := owner.(*OpenFile); ok {
+		if il.flockDropLocked(f) {
+			freed = true
+		}
+		if il.dropLeaseLocked(f) {
+			freed = true
+		}
 	}
 	if freed {
 		il.wakeLocked()

@@ -80,6 +80,24 @@ const (
 	FD_CLOEXEC = 1 // the only file descriptor flag
 )
 
+// F_SETOWN_EX owner types (include/uapi/asm-generic/fcntl.h).
+const (
+	F_OWNER_TID  = 0
+	F_OWNER_PID  = 1
+	F_OWNER_PGRP = 2
+)
+
+// si_code values of SIGIO and F_SETSIG signals
+// (include/uapi/asm-generic/siginfo.h).
+const (
+	POLL_IN  = 1
+	POLL_OUT = 2
+	POLL_MSG = 3
+	POLL_ERR = 4
+	POLL_PRI = 5
+	POLL_HUP = 6
+)
+
 // flock(2) operations (include/uapi/asm-generic/fcntl.h).
 const (
 	LOCK_SH   = 1
