@@ -95,6 +95,7 @@ type Process struct {
 	sig       *sigHandlers  // shared with CLONE_SIGHAND children
 	files     *vfs.FDTable
 	cwd       *vfs.Dentry
+	root      *vfs.Dentry // chroot(2); nil: the tree's root
 	umask     uint32
 	limits    *[rlimNlimits]rlimit // nil until first read: the defaults
 	pending   pendingSet           // process-directed signals

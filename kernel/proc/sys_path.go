@@ -436,6 +436,28 @@ func sysChdir(t *Thread, a *[6]uint64) (int64, bool) {
 	return 0, false
 }
 
+// sysChroot implements chroot(2): the directory must be found and
+// searchable (ENOENT, ENOTDIR, EACCES come first), then the caller must be
+// root (CAP_SYS_CHROOT). The working directory stays where it was, as on
+// Linux, even outside the new root.
+func sysChroot(t *Thread, a *[6]uint64) (int64, bool) {
+	path, err := t.path(a[0])
+	if err != nil {
+		return errno(err), false
+	}
+	d, err := fsys.Chdir(t.ctx(), nil, path, 0)
+	if err != nil {
+		return errno(err), false
+	}
+	if !t.creds().privileged() {
+		return -ePERM, false
+	}
+	t.Proc.mu.Lock()
+	t.Proc.root = d
+	t.Proc.mu.Unlock()
+	return 0, false
+}
+
 func sysFchdir(t *Thread, a *[6]uint64) (int64, bool) {
 	dir, err := t.dirOf(int(int32(a[0])), ".")
 	if err != nil {

@@ -109,6 +109,7 @@ func init() {
 		79:  {"getcwd", sysGetcwd},
 		80:  {"chdir", sysChdir},
 		81:  {"fchdir", sysFchdir},
+		161: {"chroot", sysChroot},
 		82:  {"rename", sysRename},
 		83:  {"mkdir", sysMkdir},
 		84:  {"rmdir", sysRmdir},

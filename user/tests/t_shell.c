@@ -139,6 +139,13 @@ int main(int argc, char **argv)
 	/* flock(1): a second, non-blocking lock on the held file fails (1) */
 	sh_check("sh.flock", "touch fl && flock -x fl -c 'flock -n -s fl -c true; echo $?' && flock -n fl echo free && rm fl",
 		 "1\nfree\n", 0);
+	/* chroot(1) runs a program inside a tree of its own */
+	char script[600];
+	snprintf(script, sizeof script,
+		 "mkdir -p j/bin j/etc && cp %s j/bin/busybox && echo jailed > j/etc/x && "
+		 "chroot j /bin/busybox sh -c 'cd /../.. && /bin/busybox pwd && /bin/busybox cat /etc/x'; rm -r j",
+		 busybox);
+	sh_check("sh.chroot", script, "/\njailed\n", 0);
 	char want[32];
 	snprintf(want, sizeof want, "%u\n", getuid());
 	sh_check("sh.id", "id -u", want, 0);
