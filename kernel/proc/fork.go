@@ -33,7 +33,12 @@ const (
 // TID/PID or a negative errno.
 func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 	p := t.Proc
-	if flags&cloneNamespaces != 0 || flags&clonePidfd != 0 {
+	if flags&cloneNamespaces != 0 {
+		return -eINVAL
+	}
+	// CLONE_PIDFD returns the pidfd through parent_tid: not with
+	// CLONE_PARENT_SETTID, which writes there too, nor for a thread.
+	if flags&clonePidfd != 0 && flags&(cloneThread|cloneDetached|cloneParentSettid) != 0 {
 		return -eINVAL
 	}
 	if flags&cloneThread != 0 && flags&(cloneVM|cloneSighand) != cloneVM|cloneSighand {
@@ -119,6 +124,18 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 		if err := space.CopyOut(uintptr(ptid), b[:]); err != nil {
 			return errno(err)
 		}
+	}
+	if flags&clonePidfd != 0 {
+		fd, err := t.newPidfd(cp, false)
+		if err != nil {
+			return errno(err)
+		}
+		binary.LittleEndian.PutUint32(b[:], uint32(fd))
+		if err := space.CopyOut(uintptr(ptid), b[:]); err != nil {
+			t.Proc.files.Close(fd)
+			return errno(err)
+		}
+		binary.LittleEndian.PutUint32(b[:], uint32(tid))
 	}
 	if flags&cloneChildSettid != 0 {
 		if err := cp.Space().CopyOut(uintptr(ctid), b[:]); err != nil {

@@ -92,6 +92,7 @@ type Process struct {
 	status    int           // wait status once a zombie
 	changed   chan struct{} // closed and replaced when a child changes state
 	done      chan struct{} // closed when the process has exited
+	exitQ     vfs.Queue     // notified when done closes (pidfd pollers)
 	sig       *sigHandlers  // shared with CLONE_SIGHAND children
 	files     *vfs.FDTable
 	cwd       *vfs.Dentry
@@ -382,6 +383,7 @@ func (p *Process) finish() {
 		}
 	}
 	close(p.done)
+	p.exitQ.Notify()
 	if parent == nil {
 		return
 	}

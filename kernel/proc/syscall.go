@@ -259,6 +259,8 @@ func init() {
 		171: {"setdomainname", sysSetdomainname},
 		251: {"ioprio_set", sysIoprioSet},
 		252: {"ioprio_get", sysIoprioGet},
+		434: {"pidfd_open", sysPidfdOpen}, // pidfd.go
+		424: {"pidfd_send_signal", sysPidfdSendSignal},
 	} {
 		syscalls[no] = e
 	}
