@@ -259,7 +259,10 @@ func init() {
 		171: {"setdomainname", sysSetdomainname},
 		251: {"ioprio_set", sysIoprioSet},
 		252: {"ioprio_get", sysIoprioGet},
-		434: {"pidfd_open", sysPidfdOpen}, // pidfd.go
+		434: {"pidfd_open", sysPidfdOpen},         // pidfd.go
+		283: {"timerfd_create", sysTimerfdCreate}, // sys_timer.go
+		286: {"timerfd_settime", sysTimerfdSettime},
+		287: {"timerfd_gettime", sysTimerfdGettime},
 		424: {"pidfd_send_signal", sysPidfdSendSignal},
 	} {
 		syscalls[no] = e

@@ -1,0 +1,71 @@
+package timer
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestOneShot(t *testing.T) {
+	var got atomic.Uint64
+	tm := New(func(n uint64) { got.Add(n) })
+	tm.Set(10*time.Millisecond, 0)
+	if left, _ := tm.Get(); left <= 0 || left > 10*time.Millisecond {
+		t.Fatalf("left %v", left)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if got.Load() != 1 {
+		t.Fatalf("%d expirations, want 1", got.Load())
+	}
+	if left, _ := tm.Get(); left != 0 {
+		t.Fatalf("a fired one-shot timer reports %v left", left)
+	}
+}
+
+// A periodic timer counts every period, including those it was late for.
+func TestPeriodicCounts(t *testing.T) {
+	var got atomic.Uint64
+	tm := New(func(n uint64) { got.Add(n) })
+	tm.Set(5*time.Millisecond, 5*time.Millisecond)
+	time.Sleep(103 * time.Millisecond)
+	old, iv := tm.Set(0, 0)
+	if old <= 0 || iv != 5*time.Millisecond {
+		t.Errorf("old setting %v/%v", old, iv)
+	}
+	// 20 periods passed; the count may trail by one firing in progress.
+	if n := got.Load(); n < 19 || n > 21 {
+		t.Errorf("%d expirations in 103 ms of 5 ms periods", n)
+	}
+	n := got.Load()
+	time.Sleep(20 * time.Millisecond)
+	if got.Load() != n {
+		t.Errorf("disarmed timer still fires")
+	}
+}
+
+// Re-arming cancels the old expiry.
+func TestRearm(t *testing.T) {
+	var got atomic.Uint64
+	tm := New(func(n uint64) { got.Add(n) })
+	tm.Set(10*time.Millisecond, 0)
+	tm.Set(time.Hour, 0)
+	time.Sleep(30 * time.Millisecond)
+	if got.Load() != 0 {
+		t.Fatal("old expiry fired after re-arming")
+	}
+	tm.Stop()
+}
+
+// Closing a timerfd stops its timer: nothing keeps running for it.
+func TestFDReleaseStops(t *testing.T) {
+	f := NewFD(true, 1)
+	fd, _ := FDOf(f)
+	fd.Set(time.Hour, time.Hour)
+	if left, _ := fd.Get(); left == 0 {
+		t.Fatal("not armed")
+	}
+	f.DecRef()
+	if left, _ := fd.Get(); left != 0 {
+		t.Fatalf("timer still armed after the last close: %v left", left)
+	}
+}
