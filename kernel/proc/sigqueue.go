@@ -30,11 +30,12 @@ type sigInfo struct {
 	code   int32
 	pid    int32
 	uid    uint32
-	status int32  // SIGCHLD: exit status or signal
-	addr   uint64 // faults: the address
-	value  uint64 // sigqueue: sival; SIGCHLD: utime (ticks)
-	stime  uint64 // SIGCHLD: stime (ticks)
-	raw    []byte // the user's own siginfo for rt_sigqueueinfo (128 bytes)
+	status int32       // SIGCHLD: exit status or signal
+	addr   uint64      // faults: the address
+	value  uint64      // sigqueue: sival; SIGCHLD: utime (ticks)
+	stime  uint64      // SIGCHLD: stime (ticks)
+	raw    []byte      // the user's own siginfo for rt_sigqueueinfo (128 bytes)
+	timer  *posixTimer // the POSIX timer that sent it: told at delivery
 }
 
 // isFault reports whether the info describes a synchronous fault, whose
@@ -131,6 +132,9 @@ func (ps *pendingSet) take(blocked uint64) (sigInfo, bool) {
 		}
 		if !found {
 			info, found = ps.infos[k], true
+			if info.timer != nil {
+				info.timer.delivered(&info)
+			}
 			ps.infos = append(ps.infos[:k], ps.infos[k+1:]...)
 			k--
 			continue

@@ -130,3 +130,112 @@ func sysTimerfdGettime(t *Thread, a *[6]uint64) (int64, bool) {
 	left, interval := tf.Get()
 	return t.putItimerspec(uintptr(a[1]), interval, left), false
 }
+
+// sysTimerCreate implements timer_create(2) on the wall, monotonic, boot
+// and TAI clocks (and the alarm clocks, for root). Timers on CPU-time
+// clocks are not supported (EINVAL).
+func sysTimerCreate(t *Thread, a *[6]uint64) (int64, bool) {
+	id, evAt, idAt := int32(a[0]), uintptr(a[1]), uintptr(a[2])
+	switch id {
+	case clockMonotonicRaw, clockRealtimeCoarse, clockMonoCoarse:
+		return -eOPNOTSUPP, false
+	case clockTAI:
+	default:
+		if e := t.timerClock(id); e != 0 {
+			return e, false
+		}
+	}
+	pt := &posixTimer{clock: id, p: t.Proc, notify: sigevSignal, sig: sigALRM}
+	fromID := evAt == 0 // no sigevent: si_value is the timer id
+	if evAt != 0 {
+		// struct sigevent: sigev_value at 0, sigev_signo at 8,
+		// sigev_notify at 12, sigev_notify_thread_id at 16.
+		var b [64]byte
+		if err := t.Proc.Space().CopyIn(evAt, b[:]); err != nil {
+			return errno(err), false
+		}
+		le := binary.LittleEndian
+		pt.value = le.Uint64(b[0:])
+		pt.sig = int(int32(le.Uint32(b[8:])))
+		pt.notify = int32(le.Uint32(b[12:]))
+		switch pt.notify {
+		case sigevSignal | sigevThreadID:
+			th := lookupThread(int(int32(le.Uint32(b[16:]))))
+			if th == nil || th.Proc != t.Proc {
+				return -eINVAL, false
+			}
+			pt.target = th
+			fallthrough
+		case sigevSignal, sigevThread:
+			if pt.sig <= 0 || pt.sig > nSig {
+				return -eINVAL, false
+			}
+		case sigevNone:
+		default:
+			return -eINVAL, false
+		}
+	}
+	pt.tm = timer.New(pt.expired)
+	tid, e := t.Proc.addTimer(pt)
+	if e != 0 {
+		return e, false
+	}
+	if fromID {
+		pt.value = uint64(tid)
+	}
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], uint32(tid))
+	if err := t.Proc.Space().CopyOut(idAt, b[:]); err != nil {
+		t.Proc.deleteTimer(tid)
+		return errno(err), false
+	}
+	return 0, false
+}
+
+func sysTimerSettime(t *Thread, a *[6]uint64) (int64, bool) {
+	if a[2] == 0 {
+		return -eINVAL, false
+	}
+	interval, value, e := t.readItimerspec(uintptr(a[2]))
+	if e != 0 {
+		return e, false
+	}
+	pt := t.Proc.timerByID(int32(a[0]))
+	if pt == nil {
+		return -eINVAL, false
+	}
+	if value > 0 && a[1]&timerAbstime != 0 {
+		value = t.untilClock(pt.clock, value)
+	}
+	oldLeft, oldInterval := pt.set(value, interval)
+	if a[3] != 0 {
+		return t.putItimerspec(uintptr(a[3]), oldInterval, oldLeft), false
+	}
+	return 0, false
+}
+
+func sysTimerGettime(t *Thread, a *[6]uint64) (int64, bool) {
+	pt := t.Proc.timerByID(int32(a[0]))
+	if pt == nil {
+		return -eINVAL, false
+	}
+	left, interval := pt.tm.Get()
+	return t.putItimerspec(uintptr(a[1]), interval, left), false
+}
+
+func sysTimerGetoverrun(t *Thread, a *[6]uint64) (int64, bool) {
+	pt := t.Proc.timerByID(int32(a[0]))
+	if pt == nil {
+		return -eINVAL, false
+	}
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	return pt.reported, false
+}
+
+func sysTimerDelete(t *Thread, a *[6]uint64) (int64, bool) {
+	if !t.Proc.deleteTimer(int32(a[0])) {
+		return -eINVAL, false
+	}
+	return 0, false
+}

@@ -263,6 +263,11 @@ func init() {
 		283: {"timerfd_create", sysTimerfdCreate}, // sys_timer.go
 		286: {"timerfd_settime", sysTimerfdSettime},
 		287: {"timerfd_gettime", sysTimerfdGettime},
+		222: {"timer_create", sysTimerCreate},
+		223: {"timer_settime", sysTimerSettime},
+		224: {"timer_gettime", sysTimerGettime},
+		225: {"timer_getoverrun", sysTimerGetoverrun},
+		226: {"timer_delete", sysTimerDelete},
 		424: {"pidfd_send_signal", sysPidfdSendSignal},
 	} {
 		syscalls[no] = e
