@@ -189,6 +189,7 @@ func newProcessWithPID(parent *Process, pid int) *Process {
 		changed:  make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	p.pending.q = &p.sigQ
 	tableMu.Lock()
 	table[pid] = p
 	tableMu.Unlock()

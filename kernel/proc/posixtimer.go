@@ -68,7 +68,7 @@ func (pt *posixTimer) expired(n uint64) {
 	p := pt.p
 	p.mu.Lock()
 	var wake *Thread
-	ok := p.state == procRunning && !p.ignores(pt.sig)
+	ok := p.state == procRunning && !p.discardsLocked(pt.sig, pt.target)
 	if ok && pt.target != nil {
 		ok = pt.target.pending.add(info, false)
 		wake = pt.target

@@ -93,6 +93,7 @@ type Process struct {
 	changed     chan struct{} // closed and replaced when a child changes state
 	done        chan struct{} // closed when the process has exited
 	exitQ       vfs.Queue     // notified when done closes (pidfd pollers)
+	sigQ        vfs.Queue     // notified when a signal becomes pending (signalfd)
 	sig         *sigHandlers  // shared with CLONE_SIGHAND children
 	files       *vfs.FDTable
 	cwd         *vfs.Dentry
@@ -184,6 +185,7 @@ func newProcess(parent *Process) *Process {
 		done:     make(chan struct{}),
 		start:    monotonicNow(),
 	}
+	p.pending.q = &p.sigQ
 	p.pgid, p.sid = p.PID, p.PID
 	tableMu.Lock()
 	table[p.PID] = p

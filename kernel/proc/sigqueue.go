@@ -10,6 +10,8 @@ import (
 	"encoding/binary"
 	"sync/atomic"
 	"time"
+
+	"shortbread/kernel/vfs"
 )
 
 const (
@@ -81,7 +83,8 @@ func (i *sigInfo) encode(b []byte) {
 // without taking the lock its sibling threads contend for.
 type pendingSet struct {
 	mask  uint64
-	infos []sigInfo // in arrival order; at least one per bit in mask
+	infos []sigInfo  // in arrival order; at least one per bit in mask
+	q     *vfs.Queue // notified when a signal is added (the process's sigQ)
 }
 
 func (ps *pendingSet) setMask(m uint64) { atomic.StoreUint64(&ps.mask, m) }
@@ -113,6 +116,9 @@ func (ps *pendingSet) add(info sigInfo, full bool) bool {
 	}
 	ps.setMask(ps.mask | b)
 	ps.infos = append(ps.infos, info)
+	if ps.q != nil {
+		ps.q.Notify() // signalfd readers and pollers
+	}
 	return true
 }
 

@@ -46,6 +46,9 @@ func (t *Thread) readIO(f *vfs.OpenFile, buf []byte, off int64) (int, error) {
 	if off >= 0 {
 		return f.Pread(buf, off, t.sigWake)
 	}
+	if sf, ok := f.Impl().(*signalFile); ok {
+		return t.readSignalfd(f, sf, buf) // the reader's own signals
+	}
 	return f.Read(buf, t.sigWake)
 }
 

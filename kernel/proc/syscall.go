@@ -263,6 +263,8 @@ func init() {
 		283: {"timerfd_create", sysTimerfdCreate}, // sys_timer.go
 		286: {"timerfd_settime", sysTimerfdSettime},
 		287: {"timerfd_gettime", sysTimerfdGettime},
+		282: {"signalfd", sysSignalfd}, // signalfd.go
+		289: {"signalfd4", sysSignalfd4},
 		222: {"timer_create", sysTimerCreate},
 		223: {"timer_settime", sysTimerSettime},
 		224: {"timer_gettime", sysTimerGettime},
