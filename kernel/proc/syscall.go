@@ -106,6 +106,7 @@ func init() {
 		73:  {"flock", sysFlock},
 		76:  {"truncate", sysTruncate},
 		77:  {"ftruncate", sysFtruncate},
+		285: {"fallocate", sysFallocate},
 		79:  {"getcwd", sysGetcwd},
 		80:  {"chdir", sysChdir},
 		81:  {"fchdir", sysFchdir},

@@ -139,6 +139,7 @@ int main(int argc, char **argv)
 	/* flock(1): a second, non-blocking lock on the held file fails (1) */
 	sh_check("sh.flock", "touch fl && flock -x fl -c 'flock -n -s fl -c true; echo $?' && flock -n fl echo free && rm fl",
 		 "1\nfree\n", 0);
+	sh_check("sh.fallocate", "fallocate -l 10000 fa && stat -c %s fa && rm fa", "10000\n", 0);
 	/* chroot(1) runs a program inside a tree of its own */
 	char script[600];
 	snprintf(script, sizeof script,

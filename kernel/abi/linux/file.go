@@ -98,6 +98,17 @@ const (
 	POLL_HUP = 6
 )
 
+// fallocate(2) modes (include/uapi/linux/falloc.h).
+const (
+	FALLOC_FL_KEEP_SIZE      = 0x01
+	FALLOC_FL_PUNCH_HOLE     = 0x02
+	FALLOC_FL_NO_HIDE_STALE  = 0x04
+	FALLOC_FL_COLLAPSE_RANGE = 0x08
+	FALLOC_FL_ZERO_RANGE     = 0x10
+	FALLOC_FL_INSERT_RANGE   = 0x20
+	FALLOC_FL_UNSHARE_RANGE  = 0x40
+)
+
 // flock(2) operations (include/uapi/asm-generic/fcntl.h).
 const (
 	LOCK_SH   = 1
