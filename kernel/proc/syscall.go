@@ -12,6 +12,7 @@ import (
 	"shortbread/kernel/klog"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
+	"shortbread/kernel/wallclock"
 )
 
 // Log is where the process layer reports; the kernel sets it.
@@ -229,6 +230,8 @@ func init() {
 		228: {"clock_gettime", sysClockGettime},
 		229: {"clock_getres", sysClockGetres},
 		230: {"clock_nanosleep", sysClockNanosleep},
+		227: {"clock_settime", sysClockSettime},
+		164: {"settimeofday", sysSettimeofday},
 		98:  {"getrusage", sysGetrusage},
 		100: {"times", sysTimes},
 		128: {"rt_sigtimedwait", sysRtSigtimedwait},
@@ -540,11 +543,11 @@ func sysGettimeofday(t *Thread, a *[6]uint64) (int64, bool) {
 	if a[0] == 0 {
 		return 0, false
 	}
-	return putTimespec(t, uintptr(a[0]), time.Now().UnixNano(), true), false
+	return putTimespec(t, uintptr(a[0]), wallclock.Now().UnixNano(), true), false
 }
 
 func sysTime(t *Thread, a *[6]uint64) (int64, bool) {
-	now := time.Now().Unix()
+	now := wallclock.Now().Unix()
 	if a[0] != 0 {
 		var b [8]byte
 		binary.LittleEndian.PutUint64(b[:], uint64(now))

@@ -139,6 +139,10 @@ int main(int argc, char **argv)
 	/* flock(1): a second, non-blocking lock on the held file fails (1) */
 	sh_check("sh.flock", "touch fl && flock -x fl -c 'flock -n -s fl -c true; echo $?' && flock -n fl echo free && rm fl",
 		 "1\nfree\n", 0);
+	/* date -s sets the wall clock (and puts it back) */
+	sh_check("sh.date_set", "old=$(date +%s); date -s @$((old+1000)) >/dev/null; new=$(date +%s); "
+		 "date -s @$((new-1000)) >/dev/null; d=$((new-old)); [ $d -ge 1000 ] && [ $d -le 1003 ] && echo ok",
+		 "ok\n", 0);
 	sh_check("sh.fallocate", "fallocate -l 10000 fa && stat -c %s fa && rm fa", "10000\n", 0);
 	/* chroot(1) runs a program inside a tree of its own */
 	char script[600];
