@@ -13,7 +13,6 @@ import (
 	"encoding/binary"
 	"math"
 	"sync"
-	"time"
 
 	"shortbread/kernel/timer"
 )
@@ -160,9 +159,4 @@ func (p *Process) deleteTimers() {
 	for _, pt := range ts {
 		pt.tm.Stop()
 	}
-}
-
-// set arms the timer (value 0 disarms) and returns the old setting.
-func (pt *posixTimer) set(value, interval time.Duration) (oldLeft, oldInterval time.Duration) {
-	return pt.tm.Set(value, interval)
 }

@@ -222,6 +222,13 @@ func sysClockNanosleep(t *Thread, a *[6]uint64) (int64, bool) {
 		return -eINVAL, false
 	}
 	d := time.Duration(sec)*time.Second + time.Duration(nsec)
+	if flags&timerAbstime != 0 && isWallClock(id) {
+		// A time of day: the sleep follows changes of the clock.
+		if t.sleepUntilWall(time.Unix(0, int64(d))) {
+			return t.restartOrEINTR(), false
+		}
+		return 0, false
+	}
 	if flags&timerAbstime != 0 {
 		now, _ := t.clockNow(id)
 		d -= time.Duration(now)
@@ -242,6 +249,31 @@ func sysClockNanosleep(t *Thread, a *[6]uint64) (int64, bool) {
 		}
 	}
 	return -eINTR, false
+}
+
+// sleepUntilWall waits until the wall clock reads at, following changes
+// of the clock, and reports whether a signal interrupted it.
+func (t *Thread) sleepUntilWall(at time.Time) (interrupted bool) {
+	t.sleepBegin()
+	defer t.sleepEnd()
+	for {
+		changed := wallclock.Changed()
+		d := at.Sub(wallclock.Now())
+		if d <= 0 {
+			return false
+		}
+		tm := time.NewTimer(d)
+		select {
+		case <-tm.C:
+		case <-changed:
+		case <-t.sigWake:
+			if t.interrupted() {
+				tm.Stop()
+				return true
+			}
+		}
+		tm.Stop()
+	}
 }
 
 // sleep waits for d unless a signal comes first; it returns the time left.

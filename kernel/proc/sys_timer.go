@@ -95,8 +95,15 @@ func (t *Thread) timerfd(fd int) (*timer.FD, func(), int64) {
 	return tf, f.DecRef, 0
 }
 
-// sysTimerfdSettime implements timerfd_settime(2). TFD_TIMER_CANCEL_ON_SET
-// is accepted; a change of the wall clock does not cancel the timer.
+// isWallClock reports whether absolute times on clock id are times of
+// day, which follow clock_settime.
+func isWallClock(id int32) bool {
+	return id == clockRealtime || id == clockRealtimeAlarm || id == clockTAI
+}
+
+// sysTimerfdSettime implements timerfd_settime(2). An absolute time on
+// the wall clock follows changes of the clock; with
+// TFD_TIMER_CANCEL_ON_SET such a change fails the next read (ECANCELED).
 func sysTimerfdSettime(t *Thread, a *[6]uint64) (int64, bool) {
 	flags := a[1]
 	interval, value, e := t.readItimerspec(uintptr(a[2]))
@@ -111,10 +118,15 @@ func sysTimerfdSettime(t *Thread, a *[6]uint64) (int64, bool) {
 		return e, false
 	}
 	defer done()
-	if value > 0 && flags&tfdTimerAbstime != 0 {
-		value = t.untilClock(tf.Clock(), value)
+	var oldLeft, oldInterval time.Duration
+	switch {
+	case value > 0 && flags&tfdTimerAbstime != 0 && isWallClock(tf.Clock()):
+		oldLeft, oldInterval = tf.SetWall(time.Unix(0, int64(value)), interval, flags&tfdTimerCancelOnSet != 0)
+	case value > 0 && flags&tfdTimerAbstime != 0:
+		oldLeft, oldInterval = tf.Set(t.untilClock(tf.Clock(), value), interval)
+	default:
+		oldLeft, oldInterval = tf.Set(value, interval)
 	}
-	oldLeft, oldInterval := tf.Set(value, interval)
 	if a[3] != 0 {
 		return t.putItimerspec(uintptr(a[3]), oldInterval, oldLeft), false
 	}
@@ -204,10 +216,15 @@ func sysTimerSettime(t *Thread, a *[6]uint64) (int64, bool) {
 	if pt == nil {
 		return -eINVAL, false
 	}
-	if value > 0 && a[1]&timerAbstime != 0 {
-		value = t.untilClock(pt.clock, value)
+	var oldLeft, oldInterval time.Duration
+	switch {
+	case value > 0 && a[1]&timerAbstime != 0 && isWallClock(pt.clock):
+		oldLeft, oldInterval = pt.tm.SetWall(time.Unix(0, int64(value)), interval)
+	case value > 0 && a[1]&timerAbstime != 0:
+		oldLeft, oldInterval = pt.tm.Set(t.untilClock(pt.clock, value), interval)
+	default:
+		oldLeft, oldInterval = pt.tm.Set(value, interval)
 	}
-	oldLeft, oldInterval := pt.set(value, interval)
 	if a[3] != 0 {
 		return t.putItimerspec(uintptr(a[3]), oldInterval, oldLeft), false
 	}

@@ -5,12 +5,18 @@
 // so a consumer sees one call per firing with how many periods passed.
 //
 // Deadlines are kept on Go's monotonic clock; callers turn absolute
-// times on their clock into durations from now before arming.
+// times on a monotonic clock into durations from now before arming. A
+// timer set for a time of day (SetWall) follows the wall clock instead:
+// when the clock is set it recomputes its deadline, so it expires when
+// the clock says so, at once (with the periods jumped over as overruns)
+// if the clock was moved past it, as Linux's CLOCK_REALTIME timers do.
 package timer
 
 import (
 	"sync"
 	"time"
+
+	"shortbread/kernel/wallclock"
 )
 
 // Timer is one interval timer. The zero Timer is not usable: use New.
@@ -24,6 +30,15 @@ type Timer struct {
 	// count.
 	gen  uint64 // protected by mu
 	fire func(n uint64)
+
+	// A timer armed by SetWall: the wall-clock time of the next expiry,
+	// and a channel closed when this setting ends (its follower goes).
+	wall     bool      // protected by mu
+	wallNext time.Time // protected by mu
+	unarm    chan struct{}
+	// onClockSet, when set, runs (under mu) when the wall clock is set
+	// while a wall timer is armed (timerfd's TFD_TIMER_CANCEL_ON_SET).
+	onClockSet func()
 }
 
 // New returns a disarmed timer that calls fire, from its own goroutine,
@@ -48,21 +63,84 @@ func (t *Timer) leftLocked() time.Duration {
 func (t *Timer) Set(value, interval time.Duration) (oldLeft, oldInterval time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	oldLeft, oldInterval = t.leftLocked(), t.interval
+	oldLeft, oldInterval = t.disarmLocked()
+	if value > 0 {
+		t.armLocked(value, interval)
+	}
+	return
+}
+
+// SetWall arms the timer to expire when the wall clock reads at (at once
+// if that has passed) and then every interval, following changes of the
+// clock; it returns the old setting like Set.
+func (t *Timer) SetWall(at time.Time, interval time.Duration) (oldLeft, oldInterval time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	oldLeft, oldInterval = t.disarmLocked()
+	changed := wallclock.Changed()
+	t.armLocked(at.Sub(wallclock.Now()), interval)
+	t.wall, t.wallNext = true, at
+	t.unarm = make(chan struct{})
+	go t.followWall(t.gen, changed, t.unarm)
+	return
+}
+
+// SetClockSetHook makes f run when the wall clock is set while the
+// timer is armed by SetWall. f runs under the timer's lock.
+func (t *Timer) SetClockSetHook(f func()) {
+	t.mu.Lock()
+	t.onClockSet = f
+	t.mu.Unlock()
+}
+
+// disarmLocked ends the current setting and returns what it had left.
+func (t *Timer) disarmLocked() (left, interval time.Duration) {
+	left, interval = t.leftLocked(), t.interval
 	if t.t != nil {
 		t.t.Stop()
 		t.t = nil
 	}
-	t.gen++
-	t.interval = 0
-	if value <= 0 {
-		return
+	if t.unarm != nil {
+		close(t.unarm)
+		t.unarm = nil
 	}
-	t.interval = interval
-	t.deadline = time.Now().Add(value)
-	gen := t.gen
-	t.t = time.AfterFunc(value, func() { t.expire(gen) })
+	t.gen++
+	t.interval, t.wall = 0, false
 	return
+}
+
+// armLocked starts a setting: the first expiry after d (at once if d is
+// not positive: the periods already past count as overruns).
+func (t *Timer) armLocked(d, interval time.Duration) {
+	t.interval = interval
+	t.deadline = time.Now().Add(d)
+	gen := t.gen
+	t.t = time.AfterFunc(max(d, 0), func() { t.expire(gen) })
+}
+
+// followWall re-aims the timer of setting gen at each change of the
+// wall clock until the setting ends.
+func (t *Timer) followWall(gen uint64, changed <-chan struct{}, unarm chan struct{}) {
+	for {
+		select {
+		case <-unarm:
+			return
+		case <-changed:
+		}
+		changed = wallclock.Changed()
+		t.mu.Lock()
+		if t.gen != gen || t.t == nil {
+			t.mu.Unlock()
+			return
+		}
+		t.t.Stop()
+		t.deadline = time.Now().Add(t.wallNext.Sub(wallclock.Now()))
+		t.t = time.AfterFunc(max(time.Until(t.deadline), 0), func() { t.expire(gen) })
+		if t.onClockSet != nil {
+			t.onClockSet()
+		}
+		t.mu.Unlock()
+	}
 }
 
 // Get returns the time to the next expiry (0: disarmed) and the interval.
@@ -88,9 +166,14 @@ func (t *Timer) expire(gen uint64) {
 			n += uint64(late / t.interval)
 		}
 		t.deadline = t.deadline.Add(time.Duration(n) * t.interval)
+		t.wallNext = t.wallNext.Add(time.Duration(n) * t.interval)
 		t.t = time.AfterFunc(time.Until(t.deadline), func() { t.expire(gen) })
 	} else {
 		t.t = nil
+		if t.unarm != nil {
+			close(t.unarm) // a fired one-shot no longer follows the clock
+			t.unarm = nil
+		}
 	}
 	t.fire(n)
 	t.mu.Unlock()

@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"shortbread/kernel/wallclock"
 )
 
 func TestOneShot(t *testing.T) {
@@ -67,5 +69,34 @@ func TestFDReleaseStops(t *testing.T) {
 	f.DecRef()
 	if left, _ := fd.Get(); left != 0 {
 		t.Fatalf("timer still armed after the last close: %v left", left)
+	}
+}
+
+// A timer set for a time of day follows the wall clock: moved past the
+// time, it fires at once, counting the periods jumped over; the clock-set
+// hook runs.
+func TestWallFollowsClock(t *testing.T) {
+	defer wallclock.Set(time.Now())
+	var got atomic.Uint64
+	var hooked atomic.Bool
+	tm := New(func(n uint64) { got.Add(n) })
+	tm.SetClockSetHook(func() { hooked.Store(true) })
+	tm.SetWall(wallclock.Now().Add(time.Hour), time.Minute)
+	time.Sleep(10 * time.Millisecond)
+	if got.Load() != 0 {
+		t.Fatal("fired early")
+	}
+	wallclock.Set(wallclock.Now().Add(time.Hour + 10*time.Minute + time.Second))
+	waitUntil(t, func() bool { return got.Load() >= 11 })
+	if n := got.Load(); n != 11 || !hooked.Load() {
+		t.Errorf("%d expirations (want 11: the first and 10 jumped over), hook ran: %v", n, hooked.Load())
+	}
+	tm.Stop()
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 200 && !cond(); i++ {
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -15,12 +15,15 @@ import (
 
 // FD is the File behind a timerfd.
 type FD struct {
-	setMu sync.Mutex // serializes Set
-	clock int32      // the clock absolute settings are on (the caller converts)
+	setMu sync.Mutex // serializes settings
+	clock int32      // the clock absolute settings are on
 	tm    *Timer
 	mu    sync.Mutex
 	n     uint64 // expirations not yet read; protected by mu
-	q     vfs.Queue
+	// cancel: armed with TFD_TIMER_CANCEL_ON_SET; canceled: the wall
+	// clock was set since, and the next read fails with ECANCELED.
+	cancel, canceled bool // protected by mu
+	q                vfs.Queue
 }
 
 // NewFD returns an open timerfd on clock (a Linux clock id, recorded for
@@ -30,6 +33,14 @@ func NewFD(nonblock bool, clock int32) *vfs.OpenFile {
 	fd.tm = New(func(n uint64) {
 		fd.mu.Lock()
 		fd.n += n
+		fd.mu.Unlock()
+		fd.q.Notify()
+	})
+	fd.tm.SetClockSetHook(func() {
+		fd.mu.Lock()
+		if fd.cancel {
+			fd.canceled = true
+		}
 		fd.mu.Unlock()
 		fd.q.Notify()
 	})
@@ -50,16 +61,28 @@ func FDOf(f *vfs.OpenFile) (*FD, bool) {
 // Set arms the timer (value 0: disarms it) and forgets the expirations
 // not read yet, as timerfd_settime does; it returns the old setting.
 func (fd *FD) Set(value, interval time.Duration) (oldLeft, oldInterval time.Duration) {
+	return fd.set(func() { fd.tm.Set(value, interval) }, false)
+}
+
+// SetWall arms the timer for a time of day (TFD_TIMER_ABSTIME on the
+// wall clock), following changes of the clock; with cancelOnSet
+// (TFD_TIMER_CANCEL_ON_SET) such a change makes the next read fail with
+// ECANCELED. It returns the old setting.
+func (fd *FD) SetWall(at time.Time, interval time.Duration, cancelOnSet bool) (oldLeft, oldInterval time.Duration) {
+	return fd.set(func() { fd.tm.SetWall(at, interval) }, cancelOnSet)
+}
+
+func (fd *FD) set(arm func(), cancelOnSet bool) (oldLeft, oldInterval time.Duration) {
+	fd.setMu.Lock()
+	defer fd.setMu.Unlock()
 	// Disarming first means no expiry of the old setting is counted
 	// after this (the timer reports under its lock), so the count can be
 	// cleared before the new setting can add to it.
-	fd.setMu.Lock()
-	defer fd.setMu.Unlock()
 	oldLeft, oldInterval = fd.tm.Set(0, 0)
 	fd.mu.Lock()
-	fd.n = 0
+	fd.n, fd.cancel, fd.canceled = 0, cancelOnSet, false
 	fd.mu.Unlock()
-	fd.tm.Set(value, interval)
+	arm()
 	return
 }
 
@@ -76,14 +99,22 @@ func (fd *FD) Read(b vfs.Blocking, p []byte, _ int64) (int, error) {
 		return 0, linux.EINVAL
 	}
 	var n uint64
+	canceled := false
 	err := vfs.WaitFor(&fd.q, b, func() bool {
 		fd.mu.Lock()
 		defer fd.mu.Unlock()
+		if fd.canceled {
+			fd.canceled, fd.n, canceled = false, 0, true
+			return true
+		}
 		n, fd.n = fd.n, 0
 		return n > 0
 	})
 	if err != nil {
 		return 0, err
+	}
+	if canceled {
+		return 0, linux.ECANCELED
 	}
 	binary.LittleEndian.PutUint64(p, n)
 	return 8, nil
@@ -99,7 +130,7 @@ func (fd *FD) Release() { fd.tm.Stop() }
 func (fd *FD) Readiness() uint32 {
 	fd.mu.Lock()
 	defer fd.mu.Unlock()
-	if fd.n > 0 {
+	if fd.n > 0 || fd.canceled {
 		return linux.POLLIN | linux.POLLRDNORM
 	}
 	return 0
