@@ -29,7 +29,7 @@ func (t *Thread) ctx() *vfs.Ctx {
 	if root == nil {
 		root = fsys.Root()
 	}
-	return &vfs.Ctx{Cred: p.cred.vfsCred(), Root: root, Cwd: p.cwd, Umask: p.umask, Intr: t.sigWake, PID: p.PID, TID: t.TID}
+	return &vfs.Ctx{Cred: p.cred.vfsCred(), Root: root, Cwd: p.cwd, Umask: p.umask, Intr: t.sigWake, PID: p.PID, TID: t.TID, Sleeper: t}
 }
 
 // file returns the open file behind fd (a reference the caller drops).

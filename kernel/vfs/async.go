@@ -12,7 +12,9 @@ package vfs
 // POLL_IN while the file is readable (or hung up, or in error) and
 // POLL_OUT when it becomes writable. So every file that supports poll
 // supports O_ASYNC; files that are always ready (regular files) never
-// signal, as on Linux.
+// signal, as on Linux. Unlike Linux's, the signal follows the event
+// asynchronously (soon, not before the system call that caused it
+// returns): notifiers may hold locks that readiness takes.
 
 import (
 	"sync"
@@ -205,6 +207,11 @@ func (f *OpenFile) watchAsync(ch chan struct{}, cancel func(), stop chan struct{
 		case <-stop:
 			return
 		case <-ch:
+		}
+		select {
+		case <-stop: // O_ASYNC went off, or the file, while we woke
+			return
+		default:
 		}
 		r := f.Readiness()
 		switch {

@@ -92,7 +92,7 @@ func TestLeaseBreak(t *testing.T) {
 	if err := f.SetLease(&root, 9, 5, linux.F_WRLCK); err != nil {
 		t.Fatal(err)
 	}
-	if err := breakLease(ino, nil, false, true, nil); !errors.Is(err, linux.EAGAIN) {
+	if err := breakLease(ino, false, true, nil); !errors.Is(err, linux.EAGAIN) {
 		t.Fatalf("non-blocking break: %v", err)
 	}
 	if c := <-calls; c.o.ID != 9 || c.code != linux.POLL_MSG || c.fd != 5 {
@@ -102,7 +102,7 @@ func TestLeaseBreak(t *testing.T) {
 		t.Errorf("F_GETLEASE while breaking = %d, want F_RDLCK", got)
 	}
 	done := make(chan error)
-	go func() { done <- breakLease(ino, nil, false, false, nil) }()
+	go func() { done <- breakLease(ino, false, false, nil) }()
 	select {
 	case err := <-done:
 		t.Fatalf("reader did not wait: %v", err)
@@ -114,7 +114,7 @@ func TestLeaseBreak(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("reader after downgrade: %v", err)
 	}
-	go func() { done <- breakLease(ino, nil, true, false, nil) }()
+	go func() { done <- breakLease(ino, true, false, nil) }()
 	<-calls
 	if err := f.SetLease(&root, 9, 5, linux.F_UNLCK); err != nil {
 		t.Fatal(err)

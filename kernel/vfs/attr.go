@@ -315,7 +315,7 @@ func (v *VFS) Truncate(c *Ctx, dir *Dentry, path string, size int64) error {
 	if err := checkNotRunning(d.inode); err != nil {
 		return err
 	}
-	if err := breakLease(d.inode, nil, true, false, c.Intr); err != nil {
+	if err := breakLease(d.inode, true, false, c); err != nil {
 		return err
 	}
 	if err := killSetID(&c.Cred, d.inode); err != nil {

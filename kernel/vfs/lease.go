@@ -203,8 +203,8 @@ func (l *lease) conflicts(write bool) bool { return write || l.write }
 
 // breakLease breaks the leases on ino that conflict with an open for
 // writing (write) or reading, and waits for them to go (see the top of
-// this file). self is the opener's own new file, which never conflicts.
-func breakLease(ino Inode, self *OpenFile, write, nonblock bool, intr <-chan struct{}) error {
+// this file); c's Intr interrupts the wait (EINTR).
+func breakLease(ino Inode, write, nonblock bool, c *Ctx) error {
 	if lockCount.Load() == 0 {
 		return nil
 	}
@@ -222,9 +222,6 @@ func breakLease(ino Inode, self *OpenFile, write, nonblock bool, intr <-chan str
 	var notices []notice
 	for i := range il.leases {
 		l := &il.leases[i]
-		if l.owner == self {
-			continue
-		}
 		switch {
 		case write && !(l.breaking && l.unlock):
 			l.breaking, l.unlock, l.deadline = true, true, deadline
@@ -239,6 +236,12 @@ func breakLease(ino Inode, self *OpenFile, write, nonblock bool, intr <-chan str
 	for _, n := range notices {
 		n.f.signalOwner(linux.POLL_MSG, n.fd)
 	}
+	slept := false
+	defer func() {
+		if slept {
+			c.Sleeper.SleepEnd()
+		}
+	}()
 	for {
 		lockMu.Lock()
 		il := locksOf(ino, false)
@@ -253,7 +256,7 @@ func breakLease(ino Inode, self *OpenFile, write, nonblock bool, intr <-chan str
 		var first time.Time
 		for i := range il.leases {
 			l := &il.leases[i]
-			if l.owner != self && l.conflicts(write) && (first.IsZero() || l.deadline.Before(first)) {
+			if l.conflicts(write) && (first.IsZero() || l.deadline.Before(first)) {
 				first = l.deadline
 			}
 		}
@@ -268,6 +271,14 @@ func breakLease(ino Inode, self *OpenFile, write, nonblock bool, intr <-chan str
 		}
 		ch := il.changed
 		lockMu.Unlock()
+		if !slept && c != nil && c.Sleeper != nil {
+			c.Sleeper.SleepBegin()
+			slept = true
+		}
+		var intr <-chan struct{}
+		if c != nil {
+			intr = c.Intr
+		}
 		timer := time.NewTimer(first.Sub(now))
 		select {
 		case <-ch:

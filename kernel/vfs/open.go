@@ -228,7 +228,7 @@ func (v *VFS) openDentry(c *Ctx, d *Dentry, flags uint32, created bool) (*OpenFi
 	// Others' leases are broken before the file is opened, and before
 	// O_TRUNC changes it (lease.go).
 	if d.mode == linux.S_IFREG {
-		if err := breakLease(d.inode, nil, acc != linux.O_RDONLY, flags&linux.O_NONBLOCK != 0, c.Intr); err != nil {
+		if err := breakLease(d.inode, acc != linux.O_RDONLY, flags&linux.O_NONBLOCK != 0, c); err != nil {
 			return fail(file, err)
 		}
 	}

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -202,7 +203,12 @@ static void test_breaks(void)
 	CHECK_EQ("timeout.writer_result", ch, 'y');
 	if (!CHECK("timeout.took_break_time", took > 0.5 && took < 10))
 		printf("# took %.2f s\n", took);
-	waitpid(c, NULL, 0);
+	/* the wait was sleep, not CPU time */
+	struct rusage ru;
+	wait4(c, NULL, 0, &ru);
+	double cpu = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6 + ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+	if (!CHECK("timeout.wait_was_sleep", cpu < 0.4))
+		printf("# opener used %.2f s of CPU\n", cpu);
 	close(rd);
 	CHECK_EQ("timeout.lease_gone", fcntl(fd, F_GETLEASE), F_UNLCK);
 	CHECK_EQ("timeout.clears_sig", fcntl(fd, F_GETSIG), 0);
