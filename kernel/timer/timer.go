@@ -155,10 +155,29 @@ func (t *Timer) Stop() { t.Set(0, 0) }
 
 func (t *Timer) expire(gen uint64) {
 	t.mu.Lock()
-	if t.gen != gen || t.t == nil {
-		t.mu.Unlock()
-		return
+	defer t.mu.Unlock()
+	if t.gen != gen || t.t == nil || time.Now().Before(t.deadline) {
+		return // re-armed, stopped, or already counted by Sync
 	}
+	t.expireLocked()
+}
+
+// Sync counts the expiries that are due but whose Go timer has not run
+// yet, as Linux counts a timer's overruns when it is read: a reader sees
+// every period that has passed even if the callbacks run late.
+func (t *Timer) Sync() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.t != nil && !time.Now().Before(t.deadline) {
+		t.t.Stop()
+		t.expireLocked()
+	}
+}
+
+// expireLocked reports the expiries up to now and arms the next.
+// Preconditions: t.mu is held; the timer is armed and due.
+func (t *Timer) expireLocked() {
+	gen := t.gen
 	n := uint64(1)
 	if t.interval > 0 {
 		late := time.Since(t.deadline)
@@ -176,5 +195,4 @@ func (t *Timer) expire(gen uint64) {
 		}
 	}
 	t.fire(n)
-	t.mu.Unlock()
 }

@@ -100,3 +100,25 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// Sync counts the periods that are due even when the Go timer behind
+// them has not run yet (a reader of a late timer sees them all), and the
+// late callback then counts nothing twice.
+func TestSyncCountsDue(t *testing.T) {
+	var got atomic.Uint64
+	tm := New(func(n uint64) { got.Add(n) })
+	tm.Set(time.Hour, 10*time.Millisecond)
+	tm.mu.Lock()
+	tm.deadline = time.Now().Add(-95 * time.Millisecond) // 10 periods due
+	gen := tm.gen
+	tm.mu.Unlock()
+	tm.Sync()
+	if n := got.Load(); n != 10 {
+		t.Fatalf("Sync counted %d, want 10", n)
+	}
+	tm.expire(gen) // the late Go timer of the same setting
+	if n := got.Load(); n != 10 {
+		t.Fatalf("the late callback counted again: %d", n)
+	}
+	tm.Stop()
+}

@@ -90,7 +90,10 @@ func (fd *FD) set(arm func(), cancelOnSet bool) (oldLeft, oldInterval time.Durat
 func (fd *FD) Clock() int32 { return fd.clock }
 
 // Get returns the time to the next expiry (0: disarmed) and the interval.
-func (fd *FD) Get() (left, interval time.Duration) { return fd.tm.Get() }
+func (fd *FD) Get() (left, interval time.Duration) {
+	fd.tm.Sync()
+	return fd.tm.Get()
+}
 
 // Read returns the expiration count as a native 64-bit integer and
 // resets it; a buffer under 8 bytes is EINVAL.
@@ -101,6 +104,7 @@ func (fd *FD) Read(b vfs.Blocking, p []byte, _ int64) (int, error) {
 	var n uint64
 	canceled := false
 	err := vfs.WaitFor(&fd.q, b, func() bool {
+		fd.tm.Sync()
 		fd.mu.Lock()
 		defer fd.mu.Unlock()
 		if fd.canceled {
@@ -128,6 +132,7 @@ func (fd *FD) Release() { fd.tm.Stop() }
 
 // Readiness is POLLIN while expirations wait to be read.
 func (fd *FD) Readiness() uint32 {
+	fd.tm.Sync()
 	fd.mu.Lock()
 	defer fd.mu.Unlock()
 	if fd.n > 0 || fd.canceled {
