@@ -127,3 +127,48 @@ func sysPidfdSendSignal(t *Thread, a *[6]uint64) (int64, bool) {
 	}
 	return p.sendSignal(info), false
 }
+
+// mayAttach is ptrace's attach check with the caller's real ids
+// (PTRACE_MODE_ATTACH_REALCREDS): itself, root, or a caller whose real
+// uid and gid equal all of the target's, the target dumpable.
+func (t *Thread) mayAttach(p *Process) bool {
+	c := t.creds()
+	if p == t.Proc || c.privileged() {
+		return true
+	}
+	p.mu.Lock()
+	pc := p.cred
+	p.mu.Unlock()
+	return c.ruid == pc.ruid && c.ruid == pc.euid && c.ruid == pc.suid &&
+		c.rgid == pc.rgid && c.rgid == pc.egid && c.rgid == pc.sgid && !p.nonDumpable.Load()
+}
+
+// sysPidfdGetfd implements pidfd_getfd(2): a duplicate, close-on-exec,
+// of another process's descriptor, for a caller that may attach to it
+// (EPERM); ESRCH once it has exited, EBADF for a descriptor it does not
+// have.
+func sysPidfdGetfd(t *Thread, a *[6]uint64) (int64, bool) {
+	if a[2] != 0 {
+		return -eINVAL, false
+	}
+	p, err := t.pidfdProcess(int(int32(a[0])))
+	if err != nil {
+		return errno(err), false
+	}
+	p.mu.Lock()
+	exited, files := p.state != procRunning, p.files
+	p.mu.Unlock()
+	switch {
+	case exited:
+		return -eSRCH, false
+	case !t.mayAttach(p):
+		return -ePERM, false
+	}
+	f, err := files.Get(int(int32(a[1])))
+	if err != nil {
+		return errno(err), false
+	}
+	defer f.DecRef()
+	fd, err := t.Proc.files.Install(f, true)
+	return fdResult(fd, err), false
+}

@@ -321,6 +321,21 @@ func sysClose(t *Thread, a *[6]uint64) (int64, bool) {
 	return errno(t.Proc.files.Close(int(int32(a[0])))), false
 }
 
+// sysCloseRange implements close_range(2): close descriptors first to
+// last, or with CLOSE_RANGE_CLOEXEC mark them close-on-exec.
+// CLOSE_RANGE_UNSHARE is accepted and changes nothing: a process's table
+// is shared only by its threads here (CLONE_FILES between processes
+// copies), and those keep sharing it.
+func sysCloseRange(t *Thread, a *[6]uint64) (int64, bool) {
+	const unshare, cloexec = 2, 4
+	first, last, flags := uint32(a[0]), uint32(a[1]), a[2]
+	if flags&^(unshare|cloexec) != 0 || first > last {
+		return -eINVAL, false
+	}
+	t.Proc.files.CloseRange(int(first), int(last), flags&cloexec != 0)
+	return 0, false
+}
+
 func sysLseek(t *Thread, a *[6]uint64) (int64, bool) {
 	f, err := t.file(int(int32(a[0])))
 	if err != nil {

@@ -89,6 +89,7 @@ func init() {
 		1:   {"write", sysWrite},
 		2:   {"open", sysOpen},
 		3:   {"close", sysClose},
+		436: {"close_range", sysCloseRange},
 		4:   {"stat", sysStat},
 		5:   {"fstat", sysFstat},
 		6:   {"lstat", sysLstat},
@@ -275,6 +276,7 @@ func init() {
 		225: {"timer_getoverrun", sysTimerGetoverrun},
 		226: {"timer_delete", sysTimerDelete},
 		424: {"pidfd_send_signal", sysPidfdSendSignal},
+		438: {"pidfd_getfd", sysPidfdGetfd},
 	} {
 		syscalls[no] = e
 	}

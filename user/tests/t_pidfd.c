@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "check.h"
+#include "probe.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -186,6 +186,59 @@ static void test_clone_pidfd(void)
 		  EINVAL);
 }
 
+static int pidfd_getfd(int pidfd, int fd, unsigned flags) { return (int)syscall(SYS_pidfd_getfd, pidfd, fd, flags); }
+
+static void nobody_getfd(int out)
+{
+	int fd = pidfd_open(getppid(), 0); /* root's process */
+	put(out, fd >= 0);
+	put(out, rc(pidfd_getfd(fd, 0, 0)));
+}
+
+static void test_getfd(void)
+{
+	/* the child keeps a pipe with data in it at a descriptor it reports */
+	int rep[2], go[2];
+	pipe(rep);
+	pipe(go);
+	pid_t c = fork();
+	if (c == 0) {
+		int p[2];
+		if (pipe(p) || write(p[1], "hello", 5) != 5 || write(rep[1], &p[0], sizeof p[0]) != sizeof p[0])
+			_exit(1);
+		char ch;
+		read(go[0], &ch, 1); /* until the parent is done */
+		_exit(0);
+	}
+	int theirs = -1;
+	CHECK_EQ("getfd.child_reports", read(rep[0], &theirs, sizeof theirs), sizeof theirs);
+	int pf = pidfd_open(c, 0);
+	int mine = pidfd_getfd(pf, theirs, 0);
+	CHECK_SYS("getfd.dup", mine);
+	CHECK_EQ("getfd.cloexec", fcntl(mine, F_GETFD), FD_CLOEXEC);
+	char buf[8] = {0};
+	CHECK_EQ("getfd.same_pipe", read(mine, buf, sizeof buf), 5);
+	CHECK_STR("getfd.data", buf, "hello");
+	CHECK_ERR("getfd.flags", pidfd_getfd(pf, theirs, 1), EINVAL);
+	CHECK_ERR("getfd.no_such_fd", pidfd_getfd(pf, 999, 0), EBADF);
+	CHECK_ERR("getfd.not_a_pidfd", pidfd_getfd(rep[0], 0, 0), EBADF);
+	write(go[1], "x", 1);
+	usleep(200000);
+	CHECK_ERR("getfd.zombie_esrch", pidfd_getfd(pf, theirs, 0), ESRCH);
+	waitpid(c, NULL, 0);
+	CHECK_ERR("getfd.reaped_esrch", pidfd_getfd(pf, theirs, 0), ESRCH);
+	close(pf);
+	close(mine);
+	close(rep[0]);
+	close(rep[1]);
+	close(go[0]);
+	close(go[1]);
+	int res[2];
+	CHECK_EQ("getfd.nobody_probe", probe(nobody_getfd, 1, res, 2), 2);
+	CHECK("getfd.nobody_opens_pidfd", res[0]);
+	CHECK_EQ("getfd.nobody_eperm", res[1], EPERM);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -193,5 +246,6 @@ int main(int argc, char **argv)
 	test_open();
 	test_exit_and_wait();
 	test_clone_pidfd();
+	test_getfd();
 	return check_done();
 }
