@@ -38,6 +38,7 @@ import (
 	"shortbread/kernel/selftest"
 	"shortbread/kernel/tty"
 	"shortbread/kernel/vfs"
+	"shortbread/kernel/wallclock"
 )
 
 // kernel is what boot found and the console needs.
@@ -292,7 +293,7 @@ func (k *kernel) mountRoot(archive []byte) error {
 	if err != nil {
 		return err
 	}
-	root, err := tmpfs.FromCPIO(entries, tmpfs.Options{Dev: linux.MakeDev(0, 1), Phys: proc.Frames{}, Available: proc.Frames{}.Available})
+	root, err := tmpfs.FromCPIO(entries, tmpfs.Options{Dev: linux.MakeDev(0, 1), Phys: proc.Frames{}, Available: proc.Frames{}.Available, Clock: wallclock.Now})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -65,6 +66,15 @@ func (k *kernel) mountProc(v *vfs.VFS) error {
 		}
 		return linux.EINVAL
 	})
+	fs.AddFile("sys/fs/lease-break-time", func() []byte { return fmt.Appendf(nil, "%d\n", vfs.LeaseBreakTime()) },
+		func(p []byte) error {
+			n, err := strconv.ParseInt(strings.TrimSpace(string(p)), 10, 32)
+			if err != nil {
+				return linux.EINVAL
+			}
+			vfs.SetLeaseBreakTime(n)
+			return nil
+		})
 	fs.AddFile("sys/net/core/somaxconn", func() []byte { return []byte("4096\n") }, nil)
 	fs.AddFile("net/unix", unix.ProcNetUnix, nil)
 	fs.AddFile("net/dev", inet.ProcNetDev, nil)

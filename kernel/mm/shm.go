@@ -183,6 +183,26 @@ func (o *Shm) Truncate(idx uintptr) {
 	}
 }
 
+// PunchHole makes pages [first, last) read as zeros again. Unmapped, they
+// are freed; while a mapping holds the object they are zeroed in place
+// instead, so every mapping sees the hole at once (Linux zaps the page
+// table entries; here the frames stay and keep the mappings coherent).
+func (o *Shm) PunchHole(first, last uintptr) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i, f := range o.frames {
+		if i < first || i >= last {
+			continue
+		}
+		if o.maps > 0 {
+			clear(o.phys.Page(f)[:])
+			continue
+		}
+		delete(o.frames, i)
+		o.free(f)
+	}
+}
+
 // FutexKey names the futex word at va as every process sees it: memory
 // of a shared object is keyed by the object and offset (so processes
 // sharing it meet), other memory by this space and the address.

@@ -29,6 +29,10 @@ type cpuClock struct {
 	sleepStart int64
 }
 
+// SleepBegin and SleepEnd let the VFS mark a wait (vfs.Sleeper).
+func (t *Thread) SleepBegin() { t.sleepBegin() }
+func (t *Thread) SleepEnd()   { t.sleepEnd() }
+
 func (t *Thread) sleepBegin() {
 	thisCPUStat().ctxt.Add(1)
 	t.cpu.sleepStart = monotonicNow()

@@ -25,7 +25,11 @@ func (t *Thread) ctx() *vfs.Ctx {
 	p := t.Proc
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return &vfs.Ctx{Cred: p.cred.vfsCred(), Root: fsys.Root(), Cwd: p.cwd, Umask: p.umask, Intr: t.sigWake, PID: p.PID, TID: t.TID}
+	root := p.root
+	if root == nil {
+		root = fsys.Root()
+	}
+	return &vfs.Ctx{Cred: p.cred.vfsCred(), Root: root, Cwd: p.cwd, Umask: p.umask, Intr: t.sigWake, PID: p.PID, TID: t.TID, Sleeper: t}
 }
 
 // file returns the open file behind fd (a reference the caller drops).

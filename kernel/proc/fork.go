@@ -33,7 +33,12 @@ const (
 // TID/PID or a negative errno.
 func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 	p := t.Proc
-	if flags&cloneNamespaces != 0 || flags&clonePidfd != 0 {
+	if flags&cloneNamespaces != 0 {
+		return -eINVAL
+	}
+	// CLONE_PIDFD returns the pidfd through parent_tid: not with
+	// CLONE_PARENT_SETTID, which writes there too, nor for a thread.
+	if flags&clonePidfd != 0 && flags&(cloneThread|cloneDetached|cloneParentSettid) != 0 {
 		return -eINVAL
 	}
 	if flags&cloneThread != 0 && flags&(cloneVM|cloneSighand) != cloneVM|cloneSighand {
@@ -63,7 +68,7 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 		p.mu.Lock()
 		cp.fs, cp.stdin, cp.stdout, cp.stderr = p.fs, p.stdin, p.stdout, p.stderr
 		cp.pgid, cp.sid, cp.name = p.pgid, p.sid, p.name
-		cp.cwd, cp.umask = p.cwd, p.umask
+		cp.cwd, cp.root, cp.umask = p.cwd, p.root, p.umask
 		cp.cred = p.cred
 		cp.sched = p.sched.forked()
 		cp.nonDumpable.Store(p.nonDumpable.Load())
@@ -120,6 +125,18 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 			return errno(err)
 		}
 	}
+	if flags&clonePidfd != 0 {
+		fd, err := t.newPidfd(cp, false)
+		if err != nil {
+			return errno(err)
+		}
+		binary.LittleEndian.PutUint32(b[:], uint32(fd))
+		if err := space.CopyOut(uintptr(ptid), b[:]); err != nil {
+			t.Proc.files.Close(fd)
+			return errno(err)
+		}
+		binary.LittleEndian.PutUint32(b[:], uint32(tid))
+	}
 	if flags&cloneChildSettid != 0 {
 		if err := cp.Space().CopyOut(uintptr(ctid), b[:]); err != nil {
 			return errno(err)
@@ -172,6 +189,7 @@ func newProcessWithPID(parent *Process, pid int) *Process {
 		changed:  make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	p.pending.q = &p.sigQ
 	tableMu.Lock()
 	table[pid] = p
 	tableMu.Unlock()

@@ -81,26 +81,31 @@ type Process struct {
 	sid      int
 	// space changes under mu (exec, exit) but is read without it: every
 	// return to user mode looks it up.
-	space     atomic.Pointer[spaceRef]
-	fs        FS
-	stdin     any // an io.Reader, or a Terminal
-	stdout    io.Writer
-	stderr    io.Writer
-	threads   map[int]*Thread
-	state     int
-	exiting   bool
-	status    int           // wait status once a zombie
-	changed   chan struct{} // closed and replaced when a child changes state
-	done      chan struct{} // closed when the process has exited
-	sig       *sigHandlers  // shared with CLONE_SIGHAND children
-	files     *vfs.FDTable
-	cwd       *vfs.Dentry
-	umask     uint32
-	limits    *[rlimNlimits]rlimit // nil until first read: the defaults
-	pending   pendingSet           // process-directed signals
-	name      string
-	vforkDone chan struct{} // closed when a vfork child execs or exits
-	alarm     realTimer     // ITIMER_REAL
+	space       atomic.Pointer[spaceRef]
+	fs          FS
+	stdin       any // an io.Reader, or a Terminal
+	stdout      io.Writer
+	stderr      io.Writer
+	threads     map[int]*Thread
+	state       int
+	exiting     bool
+	status      int           // wait status once a zombie
+	changed     chan struct{} // closed and replaced when a child changes state
+	done        chan struct{} // closed when the process has exited
+	exitQ       vfs.Queue     // notified when done closes (pidfd pollers)
+	sigQ        vfs.Queue     // notified when a signal becomes pending (signalfd)
+	sig         *sigHandlers  // shared with CLONE_SIGHAND children
+	files       *vfs.FDTable
+	cwd         *vfs.Dentry
+	root        *vfs.Dentry           // chroot(2); nil: the tree's root
+	ptimers     map[int32]*posixTimer // timer_create(2); protected by mu
+	nextTimerID int32                 // protected by mu
+	umask       uint32
+	limits      *[rlimNlimits]rlimit // nil until first read: the defaults
+	pending     pendingSet           // process-directed signals
+	name        string
+	vforkDone   chan struct{} // closed when a vfork child execs or exits
+	alarm       realTimer     // ITIMER_REAL
 	// CPU time (cputime.go): ITIMER_VIRTUAL and ITIMER_PROF, and usage.
 	cpuTimers   [2]cpuTimer
 	cpuTimersOn atomic.Bool
@@ -180,6 +185,7 @@ func newProcess(parent *Process) *Process {
 		done:     make(chan struct{}),
 		start:    monotonicNow(),
 	}
+	p.pending.q = &p.sigQ
 	p.pgid, p.sid = p.PID, p.PID
 	tableMu.Lock()
 	table[p.PID] = p
@@ -334,12 +340,17 @@ func (p *Process) finish() {
 		p.alarm.timer.Stop()
 		p.alarm = realTimer{gen: p.alarm.gen + 1}
 	}
+	ptimers := p.ptimers
+	p.ptimers = nil
 	orphans := p.children
 	p.children = map[int]*Process{}
 	parent := p.parent
 	p.mu.Unlock()
 	if space != nil {
 		space.put()
+	}
+	for _, pt := range ptimers {
+		pt.tm.Stop()
 	}
 	if p.files != nil {
 		p.files.CloseAll()
@@ -381,6 +392,7 @@ func (p *Process) finish() {
 		}
 	}
 	close(p.done)
+	p.exitQ.Notify()
 	if parent == nil {
 		return
 	}

@@ -104,7 +104,7 @@ func procDir(fs *procfs.FS, p *Process) vfs.Inode {
 		"exe": func() vfs.Inode { return fs.Guard(fs.Link(procIno(pre+"/exe"), p.exeLink), private(0o777)) },
 		"cwd": func() vfs.Inode { return fs.Guard(fs.Link(procIno(pre+"/cwd"), p.cwdLink), private(0o777)) },
 		"root": func() vfs.Inode {
-			l := fs.Link(procIno(pre+"/root"), func(*vfs.Ctx) (string, error) { return "/", nil })
+			l := fs.Link(procIno(pre+"/root"), p.rootLink)
 			return fs.Guard(l, private(0o777))
 		},
 		"fd": func() vfs.Inode {
@@ -320,6 +320,18 @@ func (p *Process) exeLink(*vfs.Ctx) (string, error) {
 		return "", linux.ENOENT
 	}
 	return fsys.Path(&vfs.Ctx{}, exe), nil
+}
+
+// rootLink is /proc/<pid>/root: the process's root (chroot) as the
+// reader sees it.
+func (p *Process) rootLink(c *vfs.Ctx) (string, error) {
+	p.mu.Lock()
+	root := p.root
+	p.mu.Unlock()
+	if root == nil || fsys == nil {
+		return "/", nil
+	}
+	return fsys.Path(c, root), nil
 }
 
 func (p *Process) cwdLink(*vfs.Ctx) (string, error) {

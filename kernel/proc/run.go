@@ -54,7 +54,9 @@ type Thread struct {
 }
 
 func newThread(p *Process, tid int) *Thread {
-	return &Thread{TID: tid, Proc: p, sigWake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	t := &Thread{TID: tid, Proc: p, sigWake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	t.pending.q = &p.sigQ
+	return t
 }
 
 // start runs the thread's goroutine.

@@ -37,6 +37,7 @@ const (
 	sigVTALRM = 26
 	sigPROF   = 27
 	sigWINCH  = 28
+	sigIO     = 29
 	sigSYS    = 31
 	nSig      = 64
 
@@ -149,10 +150,32 @@ func (p *Process) signal(sig int) {
 	}
 }
 
-// ignoresLocked reports whether sig would be discarded on arrival.
+// ignores reports whether sig's action is to ignore it.
 func (p *Process) ignores(sig int) bool {
 	a := p.sig.get(sig)
 	return sig != sigKILL && (a.handler == sigIgn || (a.handler == sigDfl && ignoredByDefault(sig)))
+}
+
+// discardsLocked reports whether sig, sent to thread t (nil: to the
+// process), is dropped on arrival: it is ignored and not blocked. As on
+// Linux (sig_ignored), a blocked signal is kept even when ignored, since
+// the action may change before it is unblocked, and sigwaitinfo and
+// signalfd read it; for the process the main thread's mask decides, as
+// Linux asks the task the pid names. Preconditions: p.mu is held.
+func (p *Process) discardsLocked(sig int, t *Thread) bool {
+	if !p.ignores(sig) {
+		return false
+	}
+	if t == nil {
+		t = p.threads[p.PID]
+		if t == nil {
+			for _, x := range p.threads {
+				t = x
+				break
+			}
+		}
+	}
+	return t == nil || t.sigMask&bit(sig) == 0
 }
 
 // shielded reports whether sig, sent by a program (kill, tgkill,
@@ -196,7 +219,7 @@ func (p *Process) queueLocked(info sigInfo) (*Thread, int64) {
 	if isStopSignal(sig) {
 		p.discardLocked(bit(sigCONT))
 	}
-	if p.state != procRunning || p.ignores(sig) {
+	if p.state != procRunning || p.discardsLocked(sig, nil) {
 		return nil, 0
 	}
 	if !p.pending.add(info, p.sigQueueFull()) && sig >= sigRTMin {
@@ -227,7 +250,7 @@ func (t *Thread) sendSignal(info sigInfo) int64 {
 	if isStopSignal(info.signo) {
 		p.discardLocked(bit(sigCONT))
 	}
-	if p.ignores(info.signo) {
+	if p.discardsLocked(info.signo, t) {
 		p.mu.Unlock()
 		return 0
 	}

@@ -10,6 +10,8 @@ import (
 	"encoding/binary"
 	"sync/atomic"
 	"time"
+
+	"shortbread/kernel/vfs"
 )
 
 const (
@@ -30,11 +32,12 @@ type sigInfo struct {
 	code   int32
 	pid    int32
 	uid    uint32
-	status int32  // SIGCHLD: exit status or signal
-	addr   uint64 // faults: the address
-	value  uint64 // sigqueue: sival; SIGCHLD: utime (ticks)
-	stime  uint64 // SIGCHLD: stime (ticks)
-	raw    []byte // the user's own siginfo for rt_sigqueueinfo (128 bytes)
+	status int32       // SIGCHLD: exit status or signal
+	addr   uint64      // faults: the address
+	value  uint64      // sigqueue: sival; SIGCHLD: utime (ticks)
+	stime  uint64      // SIGCHLD: stime (ticks)
+	raw    []byte      // the user's own siginfo for rt_sigqueueinfo (128 bytes)
+	timer  *posixTimer // the POSIX timer that sent it: told at delivery
 }
 
 // isFault reports whether the info describes a synchronous fault, whose
@@ -80,7 +83,8 @@ func (i *sigInfo) encode(b []byte) {
 // without taking the lock its sibling threads contend for.
 type pendingSet struct {
 	mask  uint64
-	infos []sigInfo // in arrival order; at least one per bit in mask
+	infos []sigInfo  // in arrival order; at least one per bit in mask
+	q     *vfs.Queue // notified when a signal is added (the process's sigQ)
 }
 
 func (ps *pendingSet) setMask(m uint64) { atomic.StoreUint64(&ps.mask, m) }
@@ -112,6 +116,9 @@ func (ps *pendingSet) add(info sigInfo, full bool) bool {
 	}
 	ps.setMask(ps.mask | b)
 	ps.infos = append(ps.infos, info)
+	if ps.q != nil {
+		ps.q.Notify() // signalfd readers and pollers
+	}
 	return true
 }
 
@@ -131,6 +138,9 @@ func (ps *pendingSet) take(blocked uint64) (sigInfo, bool) {
 		}
 		if !found {
 			info, found = ps.infos[k], true
+			if info.timer != nil {
+				info.timer.delivered(&info)
+			}
 			ps.infos = append(ps.infos[:k], ps.infos[k+1:]...)
 			k--
 			continue

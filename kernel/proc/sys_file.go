@@ -46,6 +46,9 @@ func (t *Thread) readIO(f *vfs.OpenFile, buf []byte, off int64) (int, error) {
 	if off >= 0 {
 		return f.Pread(buf, off, t.sigWake)
 	}
+	if sf, ok := f.Impl().(*signalFile); ok {
+		return t.readSignalfd(f, sf, buf) // the reader's own signals
+	}
 	return f.Read(buf, t.sigWake)
 }
 
@@ -318,6 +321,21 @@ func sysClose(t *Thread, a *[6]uint64) (int64, bool) {
 	return errno(t.Proc.files.Close(int(int32(a[0])))), false
 }
 
+// sysCloseRange implements close_range(2): close descriptors first to
+// last, or with CLOSE_RANGE_CLOEXEC mark them close-on-exec.
+// CLOSE_RANGE_UNSHARE is accepted and changes nothing: a process's table
+// is shared only by its threads here (CLONE_FILES between processes
+// copies), and those keep sharing it.
+func sysCloseRange(t *Thread, a *[6]uint64) (int64, bool) {
+	const unshare, cloexec = 2, 4
+	first, last, flags := uint32(a[0]), uint32(a[1]), a[2]
+	if flags&^(unshare|cloexec) != 0 || first > last {
+		return -eINVAL, false
+	}
+	t.Proc.files.CloseRange(int(first), int(last), flags&cloexec != 0)
+	return 0, false
+}
+
 func sysLseek(t *Thread, a *[6]uint64) (int64, bool) {
 	f, err := t.file(int(int32(a[0])))
 	if err != nil {
@@ -353,101 +371,6 @@ func fdResult(fd int, err error) int64 {
 	return int64(fd)
 }
 
-func sysFcntl(t *Thread, a *[6]uint64) (int64, bool) {
-	fd, cmd, arg := int(int32(a[0])), int(a[1]), a[2]
-	files := t.Proc.files
-	switch cmd {
-	case linux.F_DUPFD, linux.F_DUPFD_CLOEXEC:
-		nfd, err := files.DupFD(fd, int(int32(arg)), cmd == linux.F_DUPFD_CLOEXEC)
-		return fdResult(nfd, err), false
-	case linux.F_GETFD:
-		fl, err := files.FDFlags(fd)
-		return fdResult(fl, err), false
-	case linux.F_SETFD:
-		return errno(files.SetFDFlags(fd, int(arg))), false
-	}
-	f, err := t.file(fd)
-	if err != nil {
-		return errno(err), false
-	}
-	defer f.DecRef()
-	switch cmd {
-	case linux.F_GETFL:
-		return int64(f.Flags()), false
-	case linux.F_SETFL:
-		f.SetFlags(uint32(arg))
-		return 0, false
-	case linux.F_GETPIPE_SZ:
-		n, err := vfs.PipeSize(f)
-		return fdResult(n, err), false
-	case linux.F_SETPIPE_SZ:
-		n, err := vfs.SetPipeSize(f, int(arg), true)
-		return fdResult(n, err), false
-	case linux.F_GETLK, linux.F_SETLK, linux.F_SETLKW, linux.F_OFD_GETLK, linux.F_OFD_SETLK, linux.F_OFD_SETLKW:
-		return t.recordLock(fd, cmd, uintptr(arg)), false
-	}
-	return -eINVAL, false
-}
-
-// recordLock serves fcntl's lock commands. struct flock on x86-64:
-// l_type and l_whence (16 bits each), l_start and l_len (64 bits, at 8
-// and 16), l_pid (32 bits, at 24); 32 bytes.
-func (t *Thread) recordLock(fd, cmd int, arg uintptr) int64 {
-	f, err := t.file(fd)
-	if err != nil {
-		return errno(err)
-	}
-	defer f.DecRef()
-	var b [32]byte
-	s := t.Proc.Space()
-	if err := s.CopyIn(arg, b[:]); err != nil {
-		return errno(err)
-	}
-	le := binary.LittleEndian
-	typ, whence := int16(le.Uint16(b[0:])), int16(le.Uint16(b[2:]))
-	start, end, err := f.LockRange(whence, int64(le.Uint64(b[8:])), int64(le.Uint64(b[16:])))
-	if err != nil {
-		return errno(err)
-	}
-	ofd := cmd == linux.F_OFD_GETLK || cmd == linux.F_OFD_SETLK || cmd == linux.F_OFD_SETLKW
-	if ofd && le.Uint32(b[24:]) != 0 {
-		return -eINVAL // an OFD lock has no pid: l_pid must be 0
-	}
-	owner := t.Proc.files
-	if ofd {
-		owner = nil
-	}
-	switch cmd {
-	case linux.F_GETLK, linux.F_OFD_GETLK:
-		l, err := f.GetLock(owner, typ, start, end)
-		if err != nil {
-			return errno(err)
-		}
-		le.PutUint16(b[0:], uint16(l.Type))
-		if l.Type != linux.F_UNLCK {
-			length := l.End - l.Start + 1
-			if l.End == vfs.MaxOffset {
-				length = 0
-			}
-			le.PutUint16(b[2:], linux.SEEK_SET)
-			le.PutUint64(b[8:], uint64(l.Start))
-			le.PutUint64(b[16:], uint64(length))
-			le.PutUint32(b[24:], uint32(l.PID))
-		}
-		return errno(s.CopyOut(arg, b[:]))
-	}
-	wait := cmd == linux.F_SETLKW || cmd == linux.F_OFD_SETLKW
-	if wait {
-		t.sleepBegin()
-		defer t.sleepEnd()
-	}
-	err = f.SetLock(owner, int32(t.Proc.PID), typ, start, end, wait, t.sigWake)
-	if errors.Is(err, linux.EINTR) {
-		return t.restartOrEINTR()
-	}
-	return errno(err)
-}
-
 func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {
 	f, err := t.file(int(int32(a[0])))
 	if err != nil {
@@ -461,8 +384,19 @@ func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {
 	if r, ok := t.socketIoctl(f, cmd, arg); ok {
 		return r, false
 	}
-	const fionbio, fioclex, fionclex = 0x5421, 0x5451, 0x5450
+	const fionbio, fioclex, fionclex, fioasync = 0x5421, 0x5451, 0x5450, 0x5452
 	switch cmd {
+	case fioasync:
+		var b [4]byte
+		if err := t.Proc.Space().CopyIn(arg, b[:]); err != nil {
+			return errno(err), false
+		}
+		fl := f.Flags() &^ linux.O_ASYNC
+		if binary.LittleEndian.Uint32(b[:]) != 0 {
+			fl |= linux.O_ASYNC
+		}
+		f.SetStatusFlags(fl, int(int32(a[0])))
+		return 0, false
 	case fionbio:
 		var b [4]byte
 		if err := t.Proc.Space().CopyIn(arg, b[:]); err != nil {

@@ -337,6 +337,26 @@ func sysFtruncate(t *Thread, a *[6]uint64) (int64, bool) {
 	return errno(f.Truncate(int64(a[1]))), false
 }
 
+// sysFallocate implements fallocate(2) (tmpfs: allocation, KEEP_SIZE,
+// PUNCH_HOLE). Allocating past RLIMIT_FSIZE (with KEEP_SIZE too, as
+// shmem_fallocate checks) raises SIGXFSZ and fails with EFBIG.
+func sysFallocate(t *Thread, a *[6]uint64) (int64, bool) {
+	mode, off, n := uint32(a[1]), int64(a[2]), int64(a[3])
+	f, err := t.file(int(int32(a[0])))
+	if err != nil {
+		return errno(err), false
+	}
+	defer f.DecRef()
+	at := f.Attr()
+	if at.Type() == linux.S_IFREG && f.Flags()&linux.O_ACCMODE != linux.O_RDONLY && !f.IsPath() &&
+		off >= 0 && n > 0 && off+n > at.Size && mode&linux.FALLOC_FL_PUNCH_HOLE == 0 {
+		if err := t.truncLimit(off + n); err != nil {
+			return errno(err), false
+		}
+	}
+	return errno(f.Fallocate(mode, off, n)), false
+}
+
 // sysFsync covers fsync, fdatasync and syncfs. Every file system is in
 // memory, so data is as durable as it gets once written; what is
 // checked is the descriptor: files that cannot be synced (pipes,
@@ -432,6 +452,28 @@ func sysChdir(t *Thread, a *[6]uint64) (int64, bool) {
 	}
 	t.Proc.mu.Lock()
 	t.Proc.cwd = d
+	t.Proc.mu.Unlock()
+	return 0, false
+}
+
+// sysChroot implements chroot(2): the directory must be found and
+// searchable (ENOENT, ENOTDIR, EACCES come first), then the caller must be
+// root (CAP_SYS_CHROOT). The working directory stays where it was, as on
+// Linux, even outside the new root.
+func sysChroot(t *Thread, a *[6]uint64) (int64, bool) {
+	path, err := t.path(a[0])
+	if err != nil {
+		return errno(err), false
+	}
+	d, err := fsys.Chdir(t.ctx(), nil, path, 0)
+	if err != nil {
+		return errno(err), false
+	}
+	if !t.creds().privileged() {
+		return -ePERM, false
+	}
+	t.Proc.mu.Lock()
+	t.Proc.root = d
 	t.Proc.mu.Unlock()
 	return 0, false
 }

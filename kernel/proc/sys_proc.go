@@ -113,6 +113,7 @@ func (t *Thread) execve(path string, argv, envp []string) error {
 	}
 	p.stopOthers(t)
 	p.sig.resetForExec()
+	p.deleteTimers()
 	p.files.CloseOnExec()
 	t.altStack = stackT{}
 	t.clearTID = 0

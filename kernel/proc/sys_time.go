@@ -5,6 +5,8 @@ package proc
 import (
 	"encoding/binary"
 	"time"
+
+	"shortbread/kernel/wallclock"
 )
 
 // realTimer is ITIMER_REAL: SIGALRM at expiry, then every interval.
@@ -168,7 +170,7 @@ const (
 func (t *Thread) clockNow(id int32) (int64, bool) {
 	switch id {
 	case clockRealtime, clockRealtimeCoarse, clockRealtimeAlarm, clockTAI:
-		return time.Now().UnixNano(), true
+		return wallclock.Now().UnixNano(), true
 	case clockMonotonic, clockMonotonicRaw, clockMonoCoarse, clockBoottime, clockBoottimeAlarm:
 		return monotonicNow(), true
 	}
@@ -220,6 +222,13 @@ func sysClockNanosleep(t *Thread, a *[6]uint64) (int64, bool) {
 		return -eINVAL, false
 	}
 	d := time.Duration(sec)*time.Second + time.Duration(nsec)
+	if flags&timerAbstime != 0 && isWallClock(id) {
+		// A time of day: the sleep follows changes of the clock.
+		if t.sleepUntilWall(time.Unix(0, int64(d))) {
+			return t.restartOrEINTR(), false
+		}
+		return 0, false
+	}
 	if flags&timerAbstime != 0 {
 		now, _ := t.clockNow(id)
 		d -= time.Duration(now)
@@ -242,6 +251,31 @@ func sysClockNanosleep(t *Thread, a *[6]uint64) (int64, bool) {
 	return -eINTR, false
 }
 
+// sleepUntilWall waits until the wall clock reads at, following changes
+// of the clock, and reports whether a signal interrupted it.
+func (t *Thread) sleepUntilWall(at time.Time) (interrupted bool) {
+	t.sleepBegin()
+	defer t.sleepEnd()
+	for {
+		changed := wallclock.Changed()
+		d := at.Sub(wallclock.Now())
+		if d <= 0 {
+			return false
+		}
+		tm := time.NewTimer(d)
+		select {
+		case <-tm.C:
+		case <-changed:
+		case <-t.sigWake:
+			if t.interrupted() {
+				tm.Stop()
+				return true
+			}
+		}
+		tm.Stop()
+	}
+}
+
 // sleep waits for d unless a signal comes first; it returns the time left.
 func (t *Thread) sleep(d time.Duration) (left time.Duration, interrupted bool) {
 	end := time.Now().Add(d)
@@ -259,4 +293,68 @@ func (t *Thread) sleep(d time.Duration) (left time.Duration, interrupted bool) {
 			}
 		}
 	}
+}
+
+// settodMax bounds the times the wall clock may be set to
+// (TIME_SETTOD_SEC_MAX: KTIME_SEC_MAX less 30 years).
+const settodMax = (1<<63-1)/1_000_000_000 - 30*365*86400
+
+// setWallClock applies clock_settime's and settimeofday's last checks
+// (EINVAL for a time out of range, then EPERM without CAP_SYS_TIME) and
+// sets the clock.
+func (t *Thread) setWallClock(sec, nsec int64) int64 {
+	if sec < 0 || nsec < 0 || nsec >= 1e9 || sec > settodMax {
+		return -eINVAL
+	}
+	if !t.creds().privileged() {
+		return -ePERM
+	}
+	wallclock.Set(time.Unix(sec, nsec))
+	return 0
+}
+
+// sysClockSettime implements clock_settime(2): only CLOCK_REALTIME can be
+// set (EINVAL for the others, before the pointer is read).
+func sysClockSettime(t *Thread, a *[6]uint64) (int64, bool) {
+	if int32(a[0]) != clockRealtime {
+		return -eINVAL, false
+	}
+	var b [16]byte
+	if err := t.Proc.Space().CopyIn(uintptr(a[1]), b[:]); err != nil {
+		return errno(err), false
+	}
+	le := binary.LittleEndian
+	return t.setWallClock(int64(le.Uint64(b[:])), int64(le.Uint64(b[8:]))), false
+}
+
+// sysSettimeofday implements settimeofday(2). The time zone is checked and
+// otherwise ignored (the kernel keeps no time zone).
+func sysSettimeofday(t *Thread, a *[6]uint64) (int64, bool) {
+	var sec, usec int64
+	if a[0] != 0 {
+		var b [16]byte
+		if err := t.Proc.Space().CopyIn(uintptr(a[0]), b[:]); err != nil {
+			return errno(err), false
+		}
+		sec, usec = int64(binary.LittleEndian.Uint64(b[:])), int64(binary.LittleEndian.Uint64(b[8:]))
+		if usec < 0 || usec >= 1e6 {
+			return -eINVAL, false
+		}
+	}
+	if a[1] != 0 {
+		var tz [8]byte // tz_minuteswest, tz_dsttime
+		if err := t.Proc.Space().CopyIn(uintptr(a[1]), tz[:]); err != nil {
+			return errno(err), false
+		}
+		if mw := int32(binary.LittleEndian.Uint32(tz[:])); mw < -15*60 || mw > 15*60 {
+			return -eINVAL, false
+		}
+	}
+	if a[0] == 0 {
+		if !t.creds().privileged() {
+			return -ePERM, false
+		}
+		return 0, false
+	}
+	return t.setWallClock(sec, usec*1000), false
 }

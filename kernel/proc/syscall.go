@@ -12,6 +12,7 @@ import (
 	"shortbread/kernel/klog"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
+	"shortbread/kernel/wallclock"
 )
 
 // Log is where the process layer reports; the kernel sets it.
@@ -88,6 +89,7 @@ func init() {
 		1:   {"write", sysWrite},
 		2:   {"open", sysOpen},
 		3:   {"close", sysClose},
+		436: {"close_range", sysCloseRange},
 		4:   {"stat", sysStat},
 		5:   {"fstat", sysFstat},
 		6:   {"lstat", sysLstat},
@@ -102,12 +104,15 @@ func init() {
 		32:  {"dup", sysDup},
 		33:  {"dup2", sysDup2},
 		40:  {"sendfile", sysSendfile},
-		72:  {"fcntl", sysFcntl},
+		72:  {"fcntl", sysFcntl}, // sys_fcntl.go
+		73:  {"flock", sysFlock},
 		76:  {"truncate", sysTruncate},
 		77:  {"ftruncate", sysFtruncate},
+		285: {"fallocate", sysFallocate},
 		79:  {"getcwd", sysGetcwd},
 		80:  {"chdir", sysChdir},
 		81:  {"fchdir", sysFchdir},
+		161: {"chroot", sysChroot},
 		82:  {"rename", sysRename},
 		83:  {"mkdir", sysMkdir},
 		84:  {"rmdir", sysRmdir},
@@ -226,6 +231,8 @@ func init() {
 		228: {"clock_gettime", sysClockGettime},
 		229: {"clock_getres", sysClockGetres},
 		230: {"clock_nanosleep", sysClockNanosleep},
+		227: {"clock_settime", sysClockSettime},
+		164: {"settimeofday", sysSettimeofday},
 		98:  {"getrusage", sysGetrusage},
 		100: {"times", sysTimes},
 		128: {"rt_sigtimedwait", sysRtSigtimedwait},
@@ -257,6 +264,19 @@ func init() {
 		171: {"setdomainname", sysSetdomainname},
 		251: {"ioprio_set", sysIoprioSet},
 		252: {"ioprio_get", sysIoprioGet},
+		434: {"pidfd_open", sysPidfdOpen},         // pidfd.go
+		283: {"timerfd_create", sysTimerfdCreate}, // sys_timer.go
+		286: {"timerfd_settime", sysTimerfdSettime},
+		287: {"timerfd_gettime", sysTimerfdGettime},
+		282: {"signalfd", sysSignalfd}, // signalfd.go
+		289: {"signalfd4", sysSignalfd4},
+		222: {"timer_create", sysTimerCreate},
+		223: {"timer_settime", sysTimerSettime},
+		224: {"timer_gettime", sysTimerGettime},
+		225: {"timer_getoverrun", sysTimerGetoverrun},
+		226: {"timer_delete", sysTimerDelete},
+		424: {"pidfd_send_signal", sysPidfdSendSignal},
+		438: {"pidfd_getfd", sysPidfdGetfd},
 	} {
 		syscalls[no] = e
 	}
@@ -525,11 +545,11 @@ func sysGettimeofday(t *Thread, a *[6]uint64) (int64, bool) {
 	if a[0] == 0 {
 		return 0, false
 	}
-	return putTimespec(t, uintptr(a[0]), time.Now().UnixNano(), true), false
+	return putTimespec(t, uintptr(a[0]), wallclock.Now().UnixNano(), true), false
 }
 
 func sysTime(t *Thread, a *[6]uint64) (int64, bool) {
-	now := time.Now().Unix()
+	now := wallclock.Now().Unix()
 	if a[0] != 0 {
 		var b [8]byte
 		binary.LittleEndian.PutUint64(b[:], uint64(now))

@@ -193,9 +193,10 @@ func sysWait4(t *Thread, a *[6]uint64) (int64, bool) {
 
 // waitid id types.
 const (
-	pAll  = 0
-	pPID  = 1
-	pPGID = 2
+	pAll   = 0
+	pPID   = 1
+	pPGID  = 2
+	pPIDFD = 3
 )
 
 func sysWaitid(t *Thread, a *[6]uint64) (int64, bool) {
@@ -217,6 +218,12 @@ func sysWaitid(t *Thread, a *[6]uint64) (int64, bool) {
 			return -eINVAL, false
 		}
 		pid = -id // 0: the caller's group, as wait4's 0
+	case pPIDFD:
+		c, err := t.pidfdProcess(id)
+		if err != nil {
+			return errno(err), false
+		}
+		pid = c.PID
 	default:
 		return -eINVAL, false
 	}

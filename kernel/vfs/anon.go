@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/wallclock"
 )
 
 // anonIno numbers the inodes of files with no path.
@@ -27,7 +28,7 @@ type AnonInode struct {
 // bits; Linux gives pipes S_IFIFO|0600 and eventfds and epoll instances a
 // bare 0600) owned by owner, with a fresh inode number.
 func NewAnonInode(mode uint32, owner Owner) *AnonInode {
-	now := timespec(time.Now())
+	now := timespec(wallclock.Now())
 	return &AnonInode{attr: Attr{
 		Dev: anonDev, Ino: anonIno.Add(1), Mode: mode, Nlink: 1, UID: owner.UID, GID: owner.GID,
 		Blksize: 4096, Atime: now, Mtime: now, Ctime: now,
@@ -52,7 +53,7 @@ func (a *AnonInode) SetAttr(s *SetAttr) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	now := timespec(time.Now())
+	now := timespec(wallclock.Now())
 	if s.Mask&SetMode != 0 {
 		a.attr.Mode = a.attr.Mode&linux.S_IFMT | s.Mode&0o7777
 	}

@@ -315,6 +315,9 @@ func (v *VFS) Truncate(c *Ctx, dir *Dentry, path string, size int64) error {
 	if err := checkNotRunning(d.inode); err != nil {
 		return err
 	}
+	if err := breakLease(d.inode, true, false, c); err != nil {
+		return err
+	}
 	if err := killSetID(&c.Cred, d.inode); err != nil {
 		return err
 	}
@@ -365,4 +368,52 @@ func killSetID(c *Cred, ino Inode) error {
 // updates mtime and ctime.
 func truncate(ino Inode, size int64) error {
 	return ino.SetAttr(&SetAttr{Mask: SetSize | SetMtime, Size: size, Mtime: Now})
+}
+
+// Allocator is implemented by regular-file inodes that support
+// fallocate(2); the VFS has checked mode and range.
+type Allocator interface {
+	Allocate(mode uint32, off, n int64) error
+}
+
+// Fallocate is fallocate(2) on f, with Linux's checks in its order
+// (vfs_fallocate): the range (EINVAL), modes no file system has or that
+// do not go together (EOPNOTSUPP), a descriptor open for writing
+// (EBADF), the kind of file (ESPIPE, EISDIR, ENODEV), the size limit
+// (EFBIG), then what the file system supports (EOPNOTSUPP).
+func (f *OpenFile) Fallocate(mode uint32, off, n int64) error {
+	const known = linux.FALLOC_FL_KEEP_SIZE | linux.FALLOC_FL_PUNCH_HOLE | linux.FALLOC_FL_NO_HIDE_STALE |
+		linux.FALLOC_FL_COLLAPSE_RANGE | linux.FALLOC_FL_ZERO_RANGE | linux.FALLOC_FL_INSERT_RANGE |
+		linux.FALLOC_FL_UNSHARE_RANGE
+	const punch = linux.FALLOC_FL_PUNCH_HOLE
+	switch {
+	case f.IsPath():
+		return linux.EBADF
+	case off < 0 || n <= 0:
+		return linux.EINVAL
+	case mode&^known != 0,
+		mode&(punch|linux.FALLOC_FL_ZERO_RANGE) == punch|linux.FALLOC_FL_ZERO_RANGE,
+		mode&punch != 0 && mode&linux.FALLOC_FL_KEEP_SIZE == 0:
+		return linux.EOPNOTSUPP
+	case !f.writable():
+		return linux.EBADF
+	}
+	at := f.inode.Attr()
+	switch at.Type() {
+	case linux.S_IFREG:
+	case linux.S_IFIFO:
+		return linux.ESPIPE
+	case linux.S_IFDIR:
+		return linux.EISDIR
+	default:
+		return linux.ENODEV
+	}
+	if off+n < 0 {
+		return linux.EFBIG
+	}
+	a, ok := f.inode.(Allocator)
+	if !ok || mode&^(linux.FALLOC_FL_KEEP_SIZE|punch) != 0 {
+		return linux.EOPNOTSUPP
+	}
+	return a.Allocate(mode, off, n)
 }

@@ -39,7 +39,9 @@ type heldLock struct {
 }
 
 type inodeLocks struct {
-	held []heldLock
+	held   []heldLock
+	flocks []flockHeld // flock(2) locks (flock.go)
+	leases []lease     // fcntl leases (lease.go)
 	// changed is closed, and replaced, whenever locks are released or
 	// downgraded: the waiters of F_SETLKW look again.
 	changed chan struct{}
@@ -139,7 +141,7 @@ func locksOf(ino Inode, create bool) *inodeLocks {
 
 // dropIfIdleLocked forgets an inode's entry once it holds no lock.
 func dropIfIdleLocked(ino Inode, il *inodeLocks) {
-	if len(il.held) == 0 {
+	if len(il.held) == 0 && len(il.flocks) == 0 && len(il.leases) == 0 {
 		delete(lockTable, ino)
 	}
 }
@@ -308,7 +310,7 @@ func (f *OpenFile) GetLock(owner *FDTable, typ int16, start, end int64) (Lock, e
 
 // releaseLocks drops every lock owner holds on ino: a process's POSIX
 // locks when it closes any descriptor of the file, an open file
-// description's when its last reference goes.
+// description's (OFD and flock locks) when its last reference goes.
 func releaseLocks(ino Inode, owner any) {
 	if lockCount.Load() == 0 {
 		return
@@ -319,7 +321,16 @@ func releaseLocks(ino Inode, owner any) {
 	if il == nil {
 		return
 	}
-	if il.setLocked(owner, 0, 0, MaxOffset, linux.F_UNLCK) {
+	freed := il.setLocked(owner, 0, 0, MaxOffset, linux.F_UNLCK)
+	if f, ok := owner.(*OpenFile); ok {
+		if il.flockDropLocked(f) {
+			freed = true
+		}
+		if il.dropLeaseLocked(f) {
+			freed = true
+		}
+	}
+	if freed {
 		il.wakeLocked()
 	}
 	dropIfIdleLocked(ino, il)

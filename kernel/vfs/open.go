@@ -225,6 +225,13 @@ func (v *VFS) openDentry(c *Ctx, d *Dentry, flags uint32, created bool) (*OpenFi
 	if err != nil {
 		return fail(nil, err)
 	}
+	// Others' leases are broken before the file is opened, and before
+	// O_TRUNC changes it (lease.go).
+	if d.mode == linux.S_IFREG {
+		if err := breakLease(d.inode, acc != linux.O_RDONLY, flags&linux.O_NONBLOCK != 0, c); err != nil {
+			return fail(file, err)
+		}
+	}
 	if flags&linux.O_TRUNC != 0 && d.mode == linux.S_IFREG && !created {
 		if err := checkNotRunning(d.inode); err != nil {
 			return fail(file, err)
@@ -239,6 +246,10 @@ func (v *VFS) openDentry(c *Ctx, d *Dentry, flags uint32, created bool) (*OpenFi
 	flags &^= linux.O_CREAT | linux.O_EXCL | linux.O_NOCTTY | linux.O_TRUNC | linux.O_CLOEXEC
 	f := newOpenFile(d, d.inode, file, flags|linux.O_LARGEFILE)
 	f.writer = writer
+	if d.mode == linux.S_IFREG && acc == linux.O_RDONLY {
+		f.reader = true
+		getReadAccess(d.inode)
+	}
 	return f, nil
 }
 

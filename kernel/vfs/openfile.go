@@ -22,9 +22,11 @@ type OpenFile struct {
 	dentry   *Dentry // nil for files with no path
 	inode    Inode
 	file     File
-	seekable bool          // file implements Seeker
-	writer   bool          // counted as a writer of a regular file (textbusy.go)
-	flags    atomic.Uint32 // access mode and status flags (F_GETFL)
+	seekable bool                      // file implements Seeker
+	writer   bool                      // counted as a writer of a regular file (textbusy.go)
+	flags    atomic.Uint32             // access mode and status flags (F_GETFL)
+	reader   bool                      // counted as a read-only opener of a regular file (lease.go)
+	async    atomic.Pointer[fileAsync] // owner and signal for O_ASYNC and leases (async.go)
 
 	posMu sync.Mutex // serializes the users of pos
 	pos   int64      // protected by posMu
@@ -57,7 +59,11 @@ func (f *OpenFile) IncRef() { f.refs.Add(1) }
 func (f *OpenFile) DecRef() {
 	switch n := f.refs.Add(-1); {
 	case n == 0:
-		releaseLocks(f.inode, f) // its open-file-description locks
+		f.stopAsync()
+		releaseLocks(f.inode, f) // its open-file-description locks, flock locks and leases
+		if f.reader {
+			putReadAccess(f.inode)
+		}
 		if f.writer {
 			putWriteAccess(f.inode)
 		}

@@ -15,6 +15,7 @@ import (
 var (
 	busyMu  sync.Mutex
 	writers = map[Inode]int{} // open files that may write the inode
+	readers = map[Inode]int{} // open files that only read the inode (leases)
 	running = map[Inode]int{} // processes running the inode
 )
 
@@ -70,4 +71,27 @@ func DenyWrite(d *Dentry) (release func(), err error) {
 			busyMu.Unlock()
 		})
 	}, nil
+}
+
+// getReadAccess counts a new read-only opener of a regular file: a write
+// lease needs there to be none but the holder (lease.go).
+func getReadAccess(ino Inode) {
+	busyMu.Lock()
+	readers[ino]++
+	busyMu.Unlock()
+}
+
+func putReadAccess(ino Inode) {
+	busyMu.Lock()
+	defer busyMu.Unlock()
+	if readers[ino]--; readers[ino] <= 0 {
+		delete(readers, ino)
+	}
+}
+
+// openCounts returns how many open files read only and may write ino.
+func openCounts(ino Inode) (r, w int) {
+	busyMu.Lock()
+	defer busyMu.Unlock()
+	return readers[ino], writers[ino]
 }

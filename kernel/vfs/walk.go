@@ -19,6 +19,16 @@ type Ctx struct {
 	// PID and TID name the calling process and thread (0 for the
 	// kernel), for links like /proc/self.
 	PID, TID int
+	// Sleeper, if set, is told when the operation waits for another
+	// party (a lease's holder), so the time counts as sleeping.
+	Sleeper Sleeper
+}
+
+// Sleeper is the caller of a VFS operation that may wait: the process
+// layer's thread, which accounts the wait as sleep, not CPU time.
+type Sleeper interface {
+	SleepBegin()
+	SleepEnd()
 }
 
 // walker resolves paths for one operation. It counts the symlinks

@@ -29,8 +29,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -222,6 +228,49 @@ static void pipes(void)
 	}
 }
 
+/* files that are events: timerfds (armed, read, closed armed), signalfds,
+ * pidfds, flock locks and leases dropped by close, pipes signalling with
+ * O_ASYNC, POSIX timers; all they hold goes with the close or delete */
+static void event_files(void)
+{
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGRTMIN + 5);
+	sigprocmask(SIG_BLOCK, &s, NULL);
+	int fd = open("evfile", O_RDWR | O_CREAT | O_TRUNC, 0644);
+	EXPECT(fd >= 0);
+	close(fd);
+	for (int i = 0; i < OPS; i++) {
+		int t = timerfd_create(CLOCK_MONOTONIC, 0);
+		struct itimerspec its = {.it_value = {0, 100000}, .it_interval = {0, 1000000}};
+		uint64_t n;
+		EXPECT(t >= 0 && timerfd_settime(t, 0, &its, NULL) == 0 && read(t, &n, 8) == 8);
+		close(t);
+		int sf = signalfd(-1, &s, 0);
+		EXPECT(sf >= 0);
+		close(sf);
+		int pf = (int)syscall(SYS_pidfd_open, getpid(), 0);
+		EXPECT(pf >= 0);
+		close(pf);
+		int f = open("evfile", O_RDONLY);
+		EXPECT(flock(f, LOCK_EX) == 0 && fcntl(f, F_SETLEASE, F_RDLCK) == 0);
+		close(f);
+		int p[2];
+		EXPECT(pipe(p) == 0 && fcntl(p[0], F_SETOWN, getpid()) == 0 && fcntl(p[0], F_SETSIG, SIGRTMIN + 5) == 0 &&
+		       fcntl(p[0], F_SETFL, O_ASYNC) == 0);
+		close(p[0]);
+		close(p[1]);
+		timer_t tm;
+		struct sigevent ev = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGRTMIN + 5};
+		EXPECT(timer_create(CLOCK_MONOTONIC, &ev, &tm) == 0 && timer_settime(tm, 0, &its, NULL) == 0);
+		timer_delete(tm);
+	}
+	struct timespec zero = {0, 0};
+	while (sigtimedwait(&s, NULL, &zero) > 0)
+		;
+	unlink("evfile");
+}
+
 /* fork and exit; the child writes a page of its own and one it shares
  * copy-on-write with the parent. */
 char cow_page[4096]; /* written by the parent before forking: shared */
@@ -365,7 +414,11 @@ int main(int argc, char **argv)
 		{ "small_files", small_files }, { "large_files", large_files }, { "rename_over", rename_over },
 		{ "tree", tree }, { "unlink_open", unlink_open }, { "mmap_unlink", mmap_unlink },
 		{ "pipes", pipes }, { "fork_exit", fork_exit }, { "exec_unlink", exec_unlink },
+		{ "event_files", event_files },
 	};
+	/* Shortbread's own counts (absent on Linux: -1): goroutines, and
+	 * every lock, flock lock and lease, after round 1 */
+	long gor1 = -1, locks1 = -1;
 	long first = 0, worst = 0, prev = 0;
 	long long t0 = now_ms();
 	for (int r = 1; r <= ROUNDS; r++) {
@@ -379,6 +432,8 @@ int main(int argc, char **argv)
 		long free = settled_free();
 		printf("; %lld ms, MemFree %ld kB\n", now_ms() - tr, free);
 		if (r == 1) {
+			gor1 = check_proc_value("/proc/shortbread/kmem", "/sched/goroutines:goroutines");
+			locks1 = check_proc_value("/proc/shortbread/kmem", "record_locks");
 			first = free;
 			CHECK("memfree.read", free > 0);
 			continue;
@@ -395,6 +450,13 @@ int main(int argc, char **argv)
 				worst = first - best;
 		}
 		prev = free;
+	}
+	if (gor1 >= 0) {
+		long gor = check_proc_value("/proc/shortbread/kmem", "/sched/goroutines:goroutines");
+		long locks = check_proc_value("/proc/shortbread/kmem", "record_locks");
+		if (!CHECK("kmem.goroutines_back", gor <= gor1 + 8))
+			printf("# goroutines %ld after round 1, %ld at the end\n", gor1, gor);
+		CHECK_EQ("kmem.locks_back", locks, locks1);
 	}
 	printf("# %d rounds in %lld ms; MemFree at most %ld kB below round 1's in two rounds in a row (bound %d kB)\n", ROUNDS,
 	       now_ms() - t0, worst, LEAK_BOUND_KB);

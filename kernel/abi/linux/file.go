@@ -80,6 +80,44 @@ const (
 	FD_CLOEXEC = 1 // the only file descriptor flag
 )
 
+// F_SETOWN_EX owner types (include/uapi/asm-generic/fcntl.h).
+const (
+	F_OWNER_TID  = 0
+	F_OWNER_PID  = 1
+	F_OWNER_PGRP = 2
+)
+
+// si_code values of SIGIO and F_SETSIG signals
+// (include/uapi/asm-generic/siginfo.h).
+const (
+	POLL_IN  = 1
+	POLL_OUT = 2
+	POLL_MSG = 3
+	POLL_ERR = 4
+	POLL_PRI = 5
+	POLL_HUP = 6
+)
+
+// fallocate(2) modes (include/uapi/linux/falloc.h).
+const (
+	FALLOC_FL_KEEP_SIZE      = 0x01
+	FALLOC_FL_PUNCH_HOLE     = 0x02
+	FALLOC_FL_NO_HIDE_STALE  = 0x04
+	FALLOC_FL_COLLAPSE_RANGE = 0x08
+	FALLOC_FL_ZERO_RANGE     = 0x10
+	FALLOC_FL_INSERT_RANGE   = 0x20
+	FALLOC_FL_UNSHARE_RANGE  = 0x40
+)
+
+// flock(2) operations (include/uapi/asm-generic/fcntl.h).
+const (
+	LOCK_SH   = 1
+	LOCK_EX   = 2
+	LOCK_NB   = 4
+	LOCK_UN   = 8
+	LOCK_MAND = 32 // ignored since Linux 5.15
+)
+
 // Record lock types of struct flock.
 const (
 	F_RDLCK = 0

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/vfs"
+	"shortbread/kernel/wallclock"
 )
 
 // Gen makes a file's contents.
@@ -94,7 +94,7 @@ func (b *base) check(c *vfs.Ctx) error {
 }
 
 func (fs *FS) base(mode uint32) base {
-	now := time.Now()
+	now := wallclock.Now()
 	return base{fs: fs, ino: fs.ino.Add(1), mode: mode, when: linux.Timespec{Sec: now.Unix(), Nsec: int64(now.Nanosecond())}}
 }
 

@@ -252,3 +252,44 @@ func (f *file) write(p []byte, off int64) (int, error) {
 	f.Mtime, f.Ctime = now, now
 	return len(p), nil
 }
+
+// Allocate implements fallocate(2) for tmpfs, as Linux's shmem_fallocate:
+// mode 0 allocates (zeroed) pages for [off, off+n) and extends the size
+// to cover them, linux.FALLOC_FL_KEEP_SIZE allocates without extending,
+// and FALLOC_FL_PUNCH_HOLE|KEEP_SIZE makes the range read as zeros,
+// freeing whole pages. A range that cannot be allocated fails with
+// ENOSPC and keeps the pages it got, as Linux keeps what it allocated.
+func (f *file) Allocate(mode uint32, off, n int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	end := off + n
+	if mode&linux.FALLOC_FL_PUNCH_HOLE != 0 {
+		if f.data == nil {
+			return nil
+		}
+		first, last := (off+pageSize-1)/pageSize, end/pageSize // whole pages inside
+		f.data.PunchHole(uintptr(first), uintptr(last))
+		for _, r := range [][2]int64{{off, min(end, first*pageSize)}, {max(off, last*pageSize), end}} {
+			if r[0] >= r[1] {
+				continue
+			}
+			if pg, _ := f.data.Page(uintptr(r[0]/pageSize), false); pg != nil {
+				clear(pg[r[0]%pageSize : (r[1]-1)%pageSize+1])
+			}
+		}
+		now := f.fs.now()
+		f.Mtime, f.Ctime = now, now
+		return nil
+	}
+	f.ensureData()
+	for idx := off / pageSize; idx*pageSize < end; idx++ {
+		if _, err := f.data.Page(uintptr(idx), true); err != nil {
+			return linux.ENOSPC
+		}
+	}
+	if mode&linux.FALLOC_FL_KEEP_SIZE == 0 && end > f.size {
+		f.size = end
+	}
+	f.Ctime = f.fs.now()
+	return nil
+}

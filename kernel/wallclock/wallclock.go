@@ -1,0 +1,42 @@
+// Package wallclock is the time of day (CLOCK_REALTIME) as the system
+// reports and stamps it: the machine's clock plus the offset that
+// clock_settime(2) and settimeofday(2) set. Intervals and deadlines use
+// Go's monotonic clock and are not moved by setting the wall clock.
+package wallclock
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+var (
+	// offset is what was added to the machine's clock, in nanoseconds.
+	offset atomic.Int64
+
+	changedMu sync.Mutex
+	changed   = make(chan struct{}) // closed and replaced at each Set; protected by changedMu
+)
+
+// Changed returns a channel closed the next time the clock is set:
+// timers on the wall clock recompute their deadlines then.
+func Changed() <-chan struct{} {
+	changedMu.Lock()
+	defer changedMu.Unlock()
+	return changed
+}
+
+// Now returns the wall-clock time. It carries no monotonic reading:
+// measure intervals with time.Now, which setting the clock does not move.
+func Now() time.Time {
+	return time.Now().Round(0).Add(time.Duration(offset.Load()))
+}
+
+// Set makes the wall clock read t now.
+func Set(t time.Time) {
+	offset.Store(int64(t.Round(0).Sub(time.Now().Round(0))))
+	changedMu.Lock()
+	close(changed)
+	changed = make(chan struct{})
+	changedMu.Unlock()
+}
