@@ -25,6 +25,7 @@ import (
 	"shortbread/kernel/cmdline"
 	"shortbread/kernel/console"
 	"shortbread/kernel/cpio"
+	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/drivers/uart"
 	"shortbread/kernel/fs/devfs"
 	"shortbread/kernel/fs/tmpfs"
@@ -51,6 +52,7 @@ type kernel struct {
 	initramfs *initramfs.FS
 	vfs       *vfs.VFS
 	console   *tty.TTY // the terminal on the serial console (/dev/console)
+	pci       *pci.Bus
 }
 
 func main() {
@@ -72,6 +74,7 @@ func main() {
 	k.setIOAPIC()
 	k.startCPUs()
 	runtime.GOMAXPROCS(machine.NumCPU())
+	k.startPCI()
 	k.loadInitramfs()
 	readyTSC := machine.Rdtsc()
 

@@ -48,6 +48,9 @@ func (k *kernel) mountProc(v *vfs.VFS) error {
 		return b.Bytes()
 	}, nil)
 	fs.AddFile("interrupts", procInterrupts, nil)
+	if k.pci != nil {
+		fs.AddFile("bus/pci/devices", k.pci.ProcDevices, nil)
+	}
 	fs.AddFile("stat", func() []byte { return proc.ProcStat() }, nil)
 	fs.AddFile("mounts", func() []byte {
 		return []byte("rootfs / rootfs rw 0 0\ndevtmpfs /dev devtmpfs rw 0 0\nproc /proc proc rw 0 0\n")

@@ -19,7 +19,7 @@ import (
 // Private system calls (served in sbHookSyscall).
 const (
 	sbSysBase      = 0x5300
-	sbSysIRQOpen   = 0 // (irq) -> fd: an fd that reads the IRQ count, pollable
+	sbSysIRQOpen   = 0 // (irq, flags) -> fd: an fd that reads the count of interrupts on vector sbVecIRQBase+irq, pollable
 	sbSysStartCPU  = 1 // (apicID) -> 0 or errno
 	sbSysProfStart = 2 // (buffers, n, hz, hpet) -> source or errno
 	sbSysProfStop  = 3 // () -> 0
@@ -31,6 +31,13 @@ const (
 	sbSysCount     = 9
 
 	sbFdIRQBase = 16 // fds sbFdIRQBase+irq are IRQ fds
+
+	// sbSysIRQOpen flags: an MSI vector has no I/O APIC pin; a PCI INTx
+	// pin is level-triggered (and on q35 active low), so it stays masked
+	// from its interrupt until the driver reads the fd.
+	sbIRQNoPin     = 1
+	sbIRQLevel     = 2
+	sbIRQActiveLow = 4
 )
 
 var (
@@ -44,6 +51,7 @@ var (
 	sbIRQOpen                  [24]bool
 	sbIRQPending               [24]uint64
 	sbIRQEdge                  [24]bool // set by an interrupt, cleared when epoll reports it
+	sbIRQLevelPin              [24]bool // a level-triggered pin, masked while its interrupt is unread
 )
 
 func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
@@ -53,7 +61,10 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 			return -sbEINVAL
 		}
 		sbIRQOpen[a0] = true
-		sbIOAPICUnmask(int(a0))
+		sbIRQLevelPin[a0] = a1&sbIRQLevel != 0
+		if a1&sbIRQNoPin == 0 {
+			sbIOAPICUnmask(int(a0), uint32(a1))
+		}
 		return int64(sbFdIRQBase + a0)
 	case sbSysStartCPU:
 		return sbStartCPU(uint32(a0))
@@ -95,6 +106,9 @@ func sbIRQ(irq int) {
 	sbIRQPending[irq]++
 	sbIRQEdge[irq] = true
 	sbEpollLock.unlock()
+	if sbIRQLevelPin[irq] {
+		sbIOAPICSetMask(irq, 1<<16)
+	}
 	sbWakeEpollWaiters()
 }
 
@@ -102,6 +116,12 @@ func sbIRQ(irq int) {
 func sbHookCmdline() string {
 	return unsafe.String(&sbCmdline[0], sbCmdlineLen)
 }
+
+//go:linkname sbHookBootAPICID shortbread/kernel/machine.BootAPICID
+func sbHookBootAPICID() uint32 { return sbBootCPU }
+
+//go:linkname sbHookDeviceMemStart shortbread/kernel/machine.DeviceMemStart
+func sbHookDeviceMemStart() uintptr { return sbDevMemStart }
 
 //go:linkname sbHookRSDP shortbread/kernel/machine.RSDP
 func sbHookRSDP() []byte { return sbRSDP[:sbRSDPLen] }

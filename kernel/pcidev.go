@@ -1,0 +1,118 @@
+package main
+
+// The PCI bus: configuration space through ECAM when the ACPI MCFG table
+// describes it (q35), else the legacy port mechanism (pc); memory BARs
+// through the direct map's uncached PCI hole; interrupts as pollable
+// vector descriptors from the machine layer.
+
+import (
+	"fmt"
+	"os"
+
+	"shortbread/kernel/drivers/pci"
+	"shortbread/kernel/machine"
+)
+
+// Device memory is reached through the direct map, which is uncached
+// from the end of the RAM below 4 GiB to 4 GiB (the PCI hole, with q35's
+// ECAM window). Memory BARs anywhere else (a 64-bit BAR the firmware put
+// above 4 GiB) are refused rather than mapped write-back; the firmware
+// (SeaBIOS, OVMF) puts QEMU's BARs below 4 GiB when they fit, as they do
+// with the devices we attach.
+func inDeviceWindow(addr, size uint64) bool {
+	return addr >= uint64(machine.DeviceMemStart()) && addr+size <= 4<<30 && addr+size > addr
+}
+
+type pciPlatform struct{ k *kernel }
+
+func (p pciPlatform) Map(b pci.BAR) (pci.Region, error) {
+	if b.IO || !inDeviceWindow(b.Addr, b.Size) {
+		return nil, fmt.Errorf("pci: BAR at %#x size %#x is outside the uncached window %#x-4G", b.Addr, b.Size, machine.DeviceMemStart())
+	}
+	return pci.MMIO{Base: machine.PhysAddr(uintptr(b.Addr)), Size: uintptr(b.Size)}, nil
+}
+
+// vectorIRQ waits on a machine-layer interrupt descriptor.
+type vectorIRQ struct{ f *os.File }
+
+func (v vectorIRQ) Wait() error {
+	var buf [8]byte
+	_, err := v.f.Read(buf[:])
+	return err
+}
+
+func (v vectorIRQ) Close() error { return v.f.Close() }
+
+func (p pciPlatform) AllocMSI() (pci.IRQ, uint64, uint32, error) {
+	fd, addr, data, err := machine.AllocMSI()
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return vectorIRQ{os.NewFile(uintptr(fd), fmt.Sprintf("msi%d", data))}, addr, data, nil
+}
+
+// INTx opens the pin the firmware routed the device's INTx to (the
+// interrupt line register, an ISA IRQ number; ACPI _PRT is not read),
+// level-triggered, with the polarity of the MADT's override for that IRQ
+// (QEMU's pc and q35 both declare active high).
+func (p pciPlatform) INTx(d *pci.Device) (pci.IRQ, error) {
+	line := d.IntLine
+	if line == 0 || line >= 16 {
+		return nil, fmt.Errorf("pci: %s: no usable interrupt line (%d)", d.Addr, line)
+	}
+	gsi, flags := uint32(line), uint16(0)
+	if p.k.madt != nil {
+		g, f := p.k.madt.ISAIRQToGSI(line)
+		gsi, flags = g, uint16(f)
+	}
+	mode := machine.IRQLevel
+	if flags&3 == 3 {
+		mode |= machine.IRQActiveLow
+	}
+	fd, err := machine.OpenInterrupt(int(gsi), mode)
+	if err != nil {
+		return nil, err
+	}
+	return vectorIRQ{os.NewFile(uintptr(fd), fmt.Sprintf("irq%d", gsi))}, nil
+}
+
+// startPCI finds the PCI devices and binds the drivers.
+func (k *kernel) startPCI() {
+	var cfg pci.Config
+	how := "port I/O"
+	if k.tables != nil {
+		if regs, err := k.tables.MCFG(); err == nil {
+			for _, r := range regs {
+				size := (uint64(r.EndBus) + 1) << 20
+				if r.Segment != 0 || !inDeviceWindow(r.Base, size) {
+					k.log.Warnf("pci: ECAM region %+v outside the uncached window (from %#x); not used", r, machine.DeviceMemStart())
+					continue
+				}
+				cfg = &pci.ECAM{Mem: pci.MMIO{Base: machine.PhysAddr(uintptr(r.Base)), Size: uintptr(size)},
+					Start: r.StartBus, End: r.EndBus}
+				how = fmt.Sprintf("ECAM at %#x", r.Base)
+				break
+			}
+		}
+	}
+	if cfg == nil {
+		cfg = &pci.PortConfig{P: pci.ArchPorts{}}
+	}
+	bus, notes := pci.NewBus(cfg, pciPlatform{k})
+	for _, n := range notes {
+		k.log.Warnf("%s", n)
+	}
+	k.pci = bus
+	k.log.Infof("pci: %d functions through %s", len(bus.Devices()), how)
+	for _, d := range bus.Devices() {
+		k.log.Debugf("pci: %s", d)
+	}
+	for _, drv := range pciDrivers(k) {
+		for _, line := range bus.Register(drv) {
+			k.log.Infof("%s", line)
+		}
+	}
+}
+
+// pciDrivers are the drivers offered the devices found.
+func pciDrivers(k *kernel) []*pci.Driver { return nil }
