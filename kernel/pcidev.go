@@ -8,6 +8,12 @@ package main
 import (
 	"fmt"
 	"os"
+	"syscall"
+	"unsafe"
+
+	"shortbread/kernel/blk"
+	"shortbread/kernel/drivers/virtio"
+	virtioblk "shortbread/kernel/drivers/virtio/blk"
 
 	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/machine"
@@ -115,4 +121,36 @@ func (k *kernel) startPCI() {
 }
 
 // pciDrivers are the drivers offered the devices found.
-func pciDrivers(k *kernel) []*pci.Driver { return nil }
+func pciDrivers(k *kernel) []*pci.Driver {
+	return []*pci.Driver{{
+		Name: "virtio_blk",
+		IDs:  virtioblk.IDs,
+		Probe: func(d *pci.Device, p pci.Platform) error {
+			if len(k.disks) >= 26 {
+				return fmt.Errorf("too many disks")
+			}
+			name := "vd" + string(rune('a'+len(k.disks)))
+			disk, err := virtioblk.New(d, p, virtioblk.Config{Name: name, DMA: frameDMA{}, Log: k.log.Errorf})
+			if err != nil {
+				return err
+			}
+			k.disks = append(k.disks, disk)
+			k.log.Infof("%s: %d sectors of %d bytes (%d MiB)", name, disk.Sectors(), disk.SectorSize(), blk.Size(disk)>>20)
+			return nil
+		},
+	}}
+}
+
+// frameDMA gives drivers physical frames (outside the Go heap, so the
+// collector never scans or moves them) reached through the direct map.
+type frameDMA struct{}
+
+func (frameDMA) Alloc() (virtio.Page, error) {
+	pa := machine.AllocFrame(0) // kernel memory: the reserve is for it
+	if pa == 0 {
+		return virtio.Page{}, syscall.ENOMEM
+	}
+	return virtio.Page{Phys: uint64(pa), Mem: unsafe.Slice((*byte)(machine.PhysPointer(pa)), virtio.PageSize)}, nil
+}
+
+func (frameDMA) Free(p virtio.Page) { machine.FreeFrame(uintptr(p.Phys)) }

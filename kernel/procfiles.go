@@ -188,7 +188,14 @@ func procInterrupts() []byte {
 	}
 	for irq := 0; irq < 24; irq++ {
 		if machine.IRQCount(irq) != 0 {
-			row(fmt.Sprintf("%d:", irq), machine.VecIRQBase+irq, fmt.Sprintf("IO-APIC %d-edge", irq))
+			what := fmt.Sprintf("IO-APIC %d-edge", irq)
+			switch _, fl := machine.InterruptFlags(irq); {
+			case fl&machine.IRQMessage != 0:
+				what = fmt.Sprintf("PCI-MSI %d-edge", irq)
+			case fl&machine.IRQLevel != 0:
+				what = fmt.Sprintf("IO-APIC %d-fasteoi", irq)
+			}
+			row(fmt.Sprintf("%d:", irq), machine.VecIRQBase+irq, what)
 		}
 	}
 	row("LOC:", machine.VecTimer, "Local timer interrupts")

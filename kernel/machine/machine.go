@@ -144,6 +144,18 @@ const NumIRQ = 24
 
 var irqMu sync.Mutex
 var irqUsed [NumIRQ]bool
+var irqFlags [NumIRQ]int
+
+// InterruptFlags reports whether device vector irq is open and the
+// flags it was opened with.
+func InterruptFlags(irq int) (open bool, flags int) {
+	if irq < 0 || irq >= NumIRQ {
+		return false, 0
+	}
+	irqMu.Lock()
+	defer irqMu.Unlock()
+	return irqUsed[irq], irqFlags[irq]
+}
 
 // OpenInterrupt returns a file descriptor for device vector
 // VecIRQBase+irq. Unless flags has IRQMessage, it routes I/O APIC pin irq
@@ -165,7 +177,7 @@ func OpenInterrupt(irq, flags int) (int, error) {
 	if errno != 0 {
 		return -1, errno
 	}
-	irqUsed[irq] = true
+	irqUsed[irq], irqFlags[irq] = true, flags
 	return int(fd), nil
 }
 

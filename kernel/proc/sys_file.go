@@ -492,6 +492,9 @@ func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {
 			return t.terminalIoctl(tt, cmd, arg), false
 		}
 	}
+	if d, ok := devfs.BlockOf(f); ok {
+		return t.blockIoctl(d, cmd, arg), false
+	}
 	return -eNOTTY, false
 }
 
