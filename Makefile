@@ -112,17 +112,22 @@ bench-sys: deps user $(KERNEL) $(STUB)
 user:
 	user/build.sh $(USER_BUILD)
 
+# Both kernels get a zeroed 64 MiB scratch disk (virtio-blk, /dev/vda)
+# for t_blk, made afresh for each boot.
+DISK_IMG := $(BUILD)/disk.img
+NEW_DISK = rm -f $(DISK_IMG) && truncate -s 64M $(DISK_IMG)
+
 linux-test: user
 	tools/linux/kernel.sh $(LINUX_BUILD)
-	tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 1 600
-	tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 2 600
+	$(NEW_DISK) && DISK=$(DISK_IMG) APPEND="BLK_DISK=vda" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 1 600
+	$(NEW_DISK) && DISK=$(DISK_IMG) APPEND="BLK_DISK=vda" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 2 600
 
 # The same suite on Shortbread, with 1 and 2 CPUs: every program must
 # pass (the runner's status becomes the kernel's power-off status).
 user-test: user $(KERNEL) $(STUB)
-	tools/mkiso.sh $(BUILD)/usertest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=120" $(USER_BUILD)/initramfs.cpio
-	tools/qemu.sh $(BUILD)/usertest.iso 1 1200
-	tools/qemu.sh $(BUILD)/usertest.iso 2 1200
+	tools/mkiso.sh $(BUILD)/usertest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=120 BLK_DISK=vda" $(USER_BUILD)/initramfs.cpio
+	$(NEW_DISK) && DISK=$(DISK_IMG) tools/qemu.sh $(BUILD)/usertest.iso 1 1200
+	$(NEW_DISK) && DISK=$(DISK_IMG) tools/qemu.sh $(BUILD)/usertest.iso 2 1200
 
 usertest-shortbread: user-test
 

@@ -123,7 +123,7 @@ func (k *kernel) startPCI() {
 // pciDrivers are the drivers offered the devices found.
 func pciDrivers(k *kernel) []*pci.Driver {
 	return []*pci.Driver{{
-		Name: "virtio_blk",
+		Name: "virtio-pci", // the PCI driver Linux binds virtio devices to
 		IDs:  virtioblk.IDs,
 		Probe: func(d *pci.Device, p pci.Platform) error {
 			if len(k.disks) >= 26 {
