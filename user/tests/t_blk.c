@@ -105,7 +105,7 @@ static void test_pci_listing(void)
 			tabs += *p == '\t';
 		if (tabs != 17) /* bdf id irq, 7 starts, 7 sizes, driver */
 			fields_ok = 0;
-		if (id == 0x808629c0 && bdf == 0)
+		if ((id == 0x808629c0 || id == 0x80861237) && bdf == 0) /* q35 or i440FX */
 			host = 1;
 		if (id == 0x1af41001 || id == 0x1af41042) {
 			virtio = 1;

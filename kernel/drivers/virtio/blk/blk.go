@@ -44,23 +44,24 @@ const (
 
 // Disk is one virtio block device.
 type Disk struct {
-	name    string
-	t       *virtio.Transport
-	q       *virtio.Queue
-	dma     virtio.DMA
-	irq     pci.IRQ
-	isr     bool // INTx or MSI: read the ISR on each interrupt
-	sectors uint64
-	ss      int // logical block size
-	flush   bool
-	ro      bool
-	segMax  int
-	log     func(format string, args ...any)
-	Timeout time.Duration
-	slots   chan *slot
-	mu      sync.Mutex
-	pending map[uint16]*slot
-	stopped bool
+	name      string
+	t         *virtio.Transport
+	q         *virtio.Queue
+	dma       virtio.DMA
+	irq       pci.IRQ
+	isr       bool // INTx or MSI: read the ISR on each interrupt
+	sectors   uint64
+	ss        int // logical block size
+	flush     bool
+	ro        bool
+	segMax    int
+	log       func(format string, args ...any)
+	Timeout   time.Duration
+	slots     chan *slot
+	slotBytes int // data one request carries
+	mu        sync.Mutex
+	pending   map[uint16]*slot
+	stopped   bool
 }
 
 // slot is one request's DMA memory: a header page (request header at 0,
@@ -128,6 +129,7 @@ func New(d *pci.Device, p pci.Platform, c Config) (*Disk, error) {
 		return nil, fmt.Errorf("virtio-blk %s: queue of %d descriptors too small", k.name, k.q.Size())
 	}
 	k.slots = make(chan *slot, n)
+	k.slotBytes = pages * virtio.PageSize
 	for i := 0; i < n; i++ {
 		s := &slot{done: make(chan result, 1)}
 		if s.hdr, err = c.DMA.Alloc(); err != nil {
@@ -195,21 +197,41 @@ func (k *Disk) WriteAt(p []byte, off int64) (int, error) {
 	return k.rw(p, off, true)
 }
 
+// rw splits a transfer into requests of one slot each and keeps as many
+// in flight as there are free slots. On failure it reports the bytes
+// before the first failed request.
 func (k *Disk) rw(p []byte, off int64, write bool) (int, error) {
 	if err := block.Check(k, len(p), off); err != nil {
 		return 0, err
 	}
-	done := 0
-	for done < len(p) {
-		s := <-k.slots
-		n := min(len(p)-done, len(s.data)*virtio.PageSize)
-		err := k.do(s, p[done:done+n], off+int64(done), write)
-		if err != nil {
-			return done, err
+	per := k.slotBytes
+	if len(p) <= per {
+		if len(p) == 0 {
+			return 0, nil
 		}
-		done += n
+		if err := k.do(<-k.slots, p, off, write); err != nil {
+			return 0, err
+		}
+		return len(p), nil
 	}
-	return done, nil
+	errs := make([]error, (len(p)+per-1)/per)
+	var wg sync.WaitGroup
+	for i := range errs {
+		s := <-k.slots
+		chunk := p[i*per : min(len(p), (i+1)*per)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = k.do(s, chunk, off+int64(i*per), write)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return i * per, err
+		}
+	}
+	return len(p), nil
 }
 
 // Flush asks the device to make every completed write durable.

@@ -256,3 +256,36 @@ func TestBlockSize4K(t *testing.T) {
 		t.Errorf("512-byte write on a 4K disk: %v", err)
 	}
 }
+
+// One large read keeps every slot's request in flight at once.
+func TestLargeRequestInFlight(t *testing.T) {
+	m := &model{data: make([]byte, 4<<20), bs: 512}
+	for i := range m.data {
+		m.data[i] = byte(i / 512)
+	}
+	d, dev, _ := newDisk(t, m)
+	dev.Hold.Store(true)
+	r := make([]byte, 2<<20)
+	done := make(chan error)
+	go func() { _, err := d.ReadAt(r, 512); done <- err }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		d.mu.Lock()
+		n := len(d.pending)
+		d.mu.Unlock()
+		if n == cap(d.slots) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests in flight, want %d", n, cap(d.slots))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	dev.Release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(r, m.data[512:512+len(r)]) {
+		t.Fatal("read back differs")
+	}
+}
