@@ -10,6 +10,7 @@ package blk
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -133,11 +134,13 @@ func New(d *pci.Device, p pci.Platform, c Config) (*Disk, error) {
 	for i := 0; i < n; i++ {
 		s := &slot{done: make(chan result, 1)}
 		if s.hdr, err = c.DMA.Alloc(); err != nil {
+			t.Fail()
 			return nil, err
 		}
 		for j := 0; j < pages; j++ {
 			pg, err := c.DMA.Alloc()
 			if err != nil {
+				t.Fail()
 				return nil, err
 			}
 			s.data = append(s.data, pg)
@@ -174,7 +177,11 @@ func (k *Disk) readConfig(feat uint64) error {
 	if k.ss < 512 || k.ss > virtio.PageSize || k.ss&(k.ss-1) != 0 {
 		return fmt.Errorf("virtio-blk %s: block size %d unsupported", k.name, k.ss)
 	}
-	// Capacity is in 512-byte sectors whatever the block size.
+	// Capacity is in 512-byte sectors whatever the block size; sizes in
+	// bytes must fit an int64 (file offsets).
+	if k.sectors > math.MaxInt64/512 {
+		return fmt.Errorf("virtio-blk %s: capacity of %d sectors unsupported", k.name, k.sectors)
+	}
 	k.sectors = k.sectors * 512 / uint64(k.ss)
 	k.flush = feat&featureFlush != 0
 	k.ro = feat&featureRO != 0

@@ -18,13 +18,14 @@ import (
 
 // model is a virtio-blk device over memory.
 type model struct {
-	mu      sync.Mutex
-	data    []byte
-	bs      uint32
-	flushes int
-	bad     map[uint64]bool // sectors that fail
-	short   bool            // report one byte less than written
-	seen    []string        // protocol errors the device noticed
+	capacity uint64 // overrides the size in the configuration
+	mu       sync.Mutex
+	data     []byte
+	bs       uint32
+	flushes  int
+	bad      map[uint64]bool // sectors that fail
+	short    bool            // report one byte less than written
+	seen     []string        // protocol errors the device noticed
 }
 
 func (m *model) Features() uint64 { return featureSegMax | featureBlkSize | featureFlush }
@@ -32,6 +33,9 @@ func (m *model) Queues() int      { return 1 }
 func (m *model) Config() []byte {
 	c := make([]byte, 24)
 	binary.LittleEndian.PutUint64(c, uint64(len(m.data))/512)
+	if m.capacity != 0 {
+		binary.LittleEndian.PutUint64(c, m.capacity)
+	}
 	binary.LittleEndian.PutUint32(c[12:], 126)
 	binary.LittleEndian.PutUint32(c[20:], m.bs)
 	return c
@@ -287,5 +291,23 @@ func TestLargeRequestInFlight(t *testing.T) {
 	}
 	if !bytes.Equal(r, m.data[512:512+len(r)]) {
 		t.Fatal("read back differs")
+	}
+}
+
+// Geometry the kernel cannot represent is refused at probe time.
+func TestBadGeometry(t *testing.T) {
+	for _, m := range []*model{
+		{data: make([]byte, 4096), bs: 512, capacity: 1 << 60},
+		{data: make([]byte, 4096), bs: 1000},
+		{data: make([]byte, 4096), bs: 8192},
+	} {
+		dev := virtiotest.New(0x1042, m)
+		devs, _ := pci.Scan(dev.Cfg)
+		if _, err := New(devs[0], dev.Platform(), Config{Name: "vda", DMA: dev.Mem}); err == nil {
+			t.Errorf("capacity %d block size %d accepted", m.capacity, m.bs)
+		}
+		if dev.Status()&0x80 == 0 {
+			t.Errorf("device not told the driver failed (status %#x)", dev.Status())
+		}
 	}
 }
