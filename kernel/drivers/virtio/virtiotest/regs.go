@@ -137,7 +137,7 @@ func (r *regs) write(off uint32, size int, v uint32) {
 	if off >= 0x3000 && off < 0x4000 {
 		r.d.Notifies.Add(1)
 		if int(v) < len(r.queues) {
-			r.d.kick <- int(v)
+			r.d.wake()
 		}
 		return
 	}

@@ -80,6 +80,25 @@ type Model interface {
 	Handle(queue int, bufs []Buf) uint32
 }
 
+// Holder is a Model that consumes a queue's buffers only when it has
+// something to put in them (a network card's receive queue): Ready says
+// whether Handle may take the next one; Poke retries later.
+type Holder interface {
+	Ready(queue int) bool
+}
+
+// Poke makes the device look at queue q again (a Holder became ready).
+func (d *Device) Poke(q int) { d.wake() }
+
+// wake makes the worker look at every queue; a wake-up already pending
+// covers this one.
+func (d *Device) wake() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
 // Device is a simulated virtio PCI device at 00:02.0.
 type Device struct {
 	Cfg   *pcitest.Config
@@ -91,7 +110,7 @@ type Device struct {
 	mu       sync.Mutex
 	irqs     map[uint32]*IRQ
 	nextData uint32
-	kick     chan int
+	kick     chan struct{}
 	// Hold, when set, keeps completed requests from being reported (a
 	// device that never answers).
 	Hold atomic.Bool
@@ -110,7 +129,7 @@ const (
 
 // New makes a device with deviceID (0x1040 + type) served by model.
 func New(deviceID uint16, model Model) *Device {
-	d := &Device{Cfg: pcitest.New(), Mem: NewMem(), model: model, irqs: map[uint32]*IRQ{}, kick: make(chan int, 64)}
+	d := &Device{Cfg: pcitest.New(), Mem: NewMem(), model: model, irqs: map[uint32]*IRQ{}, kick: make(chan struct{}, 1)}
 	f := d.Cfg.Add(pci.Addr{Bus: 0, Dev: 2, Fn: 0}, virtio.Vendor, deviceID, 0x010000).Interrupt(1, 10).
 		MemBAR(1, bar1, 4096, false, false).MemBAR(4, bar4, 16384, true, true)
 	f.AddCap(pci.CapMSIX, pcitest.MSIXCap(model.Queues()+1, 1, 0, 0x800))
@@ -213,19 +232,20 @@ func (d *Device) errorf(format string, args ...any) {
 	d.mu.Unlock()
 }
 
-// worker consumes the queues the driver notifies.
+// worker consumes the queues when the driver notifies (or a Holder
+// became ready).
 func (d *Device) worker() {
-	for q := range d.kick {
-		d.serve(q)
+	for range d.kick {
+		for q := 0; q < d.model.Queues(); q++ {
+			d.serve(q)
+		}
 	}
 }
 
 // Release reports the requests completed while Hold was set.
 func (d *Device) Release() {
 	d.Hold.Store(false)
-	for q := 0; q < d.model.Queues(); q++ {
-		d.kick <- q
-	}
+	d.wake()
 }
 
 func (d *Device) serve(qi int) {
@@ -252,6 +272,9 @@ func (d *Device) serve(qi int) {
 	for {
 		idx := uint16(atomic.LoadUint32(aw) >> 16)
 		if idx == q.lastAvail {
+			break
+		}
+		if h, ok := d.model.(Holder); ok && !h.Ready(qi) {
 			break
 		}
 		head := binary.LittleEndian.Uint16(avail[4+2*int(q.lastAvail%q.size):])

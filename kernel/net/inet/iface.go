@@ -1,0 +1,104 @@
+package inet
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/link/ethernet"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+)
+
+// IfConfig is an interface's static IPv4 configuration, as Linux's ip=
+// kernel parameter gives it.
+type IfConfig struct {
+	Addr    netip.Prefix // address and netmask
+	Gateway netip.Addr   // default route; invalid: none
+	Host    string
+	Device  string // which interface; empty: the first
+}
+
+// ParseIPParam parses the static form of Linux's ip= parameter
+// (Documentation/admin-guide/nfs/nfsroot.rst):
+// <client-ip>:<server-ip>:<gw-ip>:<netmask>:<hostname>:<device>:<autoconf>,
+// autoconf off or none (DHCP is not supported yet).
+func ParseIPParam(s string) (IfConfig, error) {
+	f := strings.Split(s, ":")
+	for len(f) < 7 {
+		f = append(f, "")
+	}
+	var c IfConfig
+	switch f[6] {
+	case "", "off", "none":
+	default:
+		return c, fmt.Errorf("ip=%s: autoconfiguration %q not supported (only static addresses)", s, f[6])
+	}
+	addr, err := netip.ParseAddr(f[0])
+	if err != nil || !addr.Is4() {
+		return c, fmt.Errorf("ip=%s: client address %q is not IPv4", s, f[0])
+	}
+	mask, err := netip.ParseAddr(f[3])
+	if err != nil || !mask.Is4() {
+		return c, fmt.Errorf("ip=%s: netmask %q is not IPv4", s, f[3])
+	}
+	m := mask.As4()
+	bits := uint32(m[0])<<24 | uint32(m[1])<<16 | uint32(m[2])<<8 | uint32(m[3])
+	ones := 0
+	for bits&(1<<31) != 0 {
+		ones++
+		bits <<= 1
+	}
+	if bits != 0 {
+		return c, fmt.Errorf("ip=%s: netmask %s is not contiguous", s, f[3])
+	}
+	c.Addr = netip.PrefixFrom(addr, ones)
+	if f[2] != "" {
+		gw, err := netip.ParseAddr(f[2])
+		if err != nil || !gw.Is4() || !c.Addr.Masked().Contains(gw) {
+			return c, fmt.Errorf("ip=%s: gateway %q is not an IPv4 address on the subnet", s, f[2])
+		}
+		c.Gateway = gw
+	}
+	c.Host, c.Device = f[4], f[5]
+	return c, nil
+}
+
+var nicMu sync.Mutex
+var nextNIC = loNIC + 1
+
+// AddEthernet attaches a network card's link endpoint (raw Ethernet
+// frames) to the stack as interface name, with c's address and routes
+// if c is not nil.
+func AddEthernet(name string, ep stack.LinkEndpoint, c *IfConfig) (tcpip.NICID, error) {
+	s := Stack()
+	nicMu.Lock()
+	id := nextNIC
+	nextNIC++
+	nicMu.Unlock()
+	if err := s.CreateNICWithOptions(id, ethernet.New(ep), stack.NICOptions{Name: name}); err != nil {
+		return 0, fmt.Errorf("inet: %s: %v", name, err)
+	}
+	if c == nil {
+		return id, nil
+	}
+	if !c.Addr.Addr().Is4() {
+		return id, errors.New("inet: only IPv4 configuration")
+	}
+	a := tcpip.ProtocolAddress{
+		Protocol:          ipv4.ProtocolNumber,
+		AddressWithPrefix: tcpip.AddressWithPrefix{Address: tcpip.AddrFrom4(c.Addr.Addr().As4()), PrefixLen: c.Addr.Bits()},
+	}
+	if err := s.AddProtocolAddress(id, a, stack.AddressProperties{}); err != nil {
+		return id, fmt.Errorf("inet: %s: address %v: %v", name, a.AddressWithPrefix, err)
+	}
+	s.AddRoute(tcpip.Route{Destination: a.AddressWithPrefix.Subnet(), NIC: id})
+	if c.Gateway.IsValid() {
+		s.AddRoute(tcpip.Route{Destination: header.IPv4EmptySubnet, Gateway: tcpip.AddrFrom4(c.Gateway.As4()), NIC: id})
+	}
+	return id, nil
+}
