@@ -23,7 +23,7 @@ QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot
 
 DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio
 
-.PHONY: all run run-cmd test iso kernel deps host-test boot-test user-test linux-test user usertest-shortbread vet bench-boot bench-sys fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
+.PHONY: all run run-cmd net-check test iso kernel deps host-test boot-test user-test linux-test user usertest-shortbread vet bench-boot bench-sys fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
 
 all: iso
 
@@ -130,6 +130,11 @@ user-test: user $(KERNEL) $(STUB)
 	$(NEW_DISK) && DISK=$(DISK_IMG) tools/qemu.sh $(BUILD)/usertest.iso 2 1200
 
 usertest-shortbread: user-test
+
+# virtio-net over QEMU user networking, both ways (not in make test: it
+# needs python3 and curl on the host).
+net-check: $(KERNEL) $(STUB) user
+	tools/netcheck.sh
 
 # redis, nginx, wrk (static musl, from Debian's sources) and mailbench.
 include apps/apps.mk
