@@ -223,7 +223,13 @@ func (s *scanner) sizeBARs(d *Device, n int) {
 			if m&0xffff0000 == 0 {
 				m |= 0xffff0000 // 16-bit I/O decoders leave the top half 0
 			}
-			b.IO, b.Addr, b.Size = true, uint64(orig&^3), uint64(^m+1)
+			size := uint64(^m + 1)
+			if mask&0xfffc == 0 || size&(size-1) != 0 {
+				s.note("pci: %s BAR%d (I/O) reads back %#x; ignored", d.Addr, i, mask)
+				*b = BAR{}
+				continue
+			}
+			b.IO, b.Addr, b.Size = true, uint64(orig&^3), size
 			continue
 		}
 		b.Prefetch = orig&8 != 0
