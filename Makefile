@@ -113,21 +113,26 @@ user:
 	user/build.sh $(USER_BUILD)
 
 # Both kernels get a zeroed 64 MiB scratch disk (virtio-blk, /dev/vda)
-# for t_blk, made afresh for each boot.
+# for t_blk, made afresh for each boot; afterwards t_blk, run on the
+# host, checks the image holds what the guest wrote.
 DISK_IMG := $(BUILD)/disk.img
 NEW_DISK = rm -f $(DISK_IMG) && truncate -s 64M $(DISK_IMG)
 
 linux-test: user
 	tools/linux/kernel.sh $(LINUX_BUILD)
 	$(NEW_DISK) && DISK=$(DISK_IMG) APPEND="BLK_DISK=vda" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 1 600
+	$(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG)
 	$(NEW_DISK) && DISK=$(DISK_IMG) APPEND="BLK_DISK=vda" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 2 600
+	$(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG)
 
 # The same suite on Shortbread, with 1 and 2 CPUs: every program must
 # pass (the runner's status becomes the kernel's power-off status).
 user-test: user $(KERNEL) $(STUB)
 	tools/mkiso.sh $(BUILD)/usertest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=120 BLK_DISK=vda" $(USER_BUILD)/initramfs.cpio
 	$(NEW_DISK) && DISK=$(DISK_IMG) tools/qemu.sh $(BUILD)/usertest.iso 1 1200
+	$(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG)
 	$(NEW_DISK) && DISK=$(DISK_IMG) tools/qemu.sh $(BUILD)/usertest.iso 2 1200
+	$(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG)
 
 usertest-shortbread: user-test
 
