@@ -216,7 +216,11 @@ func (k *Disk) rw(p []byte, off int64, write bool) (int, error) {
 		if len(p) == 0 {
 			return 0, nil
 		}
-		if err := k.do(<-k.slots, p, off, write); err != nil {
+		s, err := k.slot(off)
+		if err != nil {
+			return 0, err
+		}
+		if err := k.do(s, p, off, write); err != nil {
 			return 0, err
 		}
 		return len(p), nil
@@ -224,7 +228,11 @@ func (k *Disk) rw(p []byte, off int64, write bool) (int, error) {
 	errs := make([]error, (len(p)+per-1)/per)
 	var wg sync.WaitGroup
 	for i := range errs {
-		s := <-k.slots
+		s, err := k.slot(off + int64(i*per))
+		if err != nil {
+			errs[i] = err
+			break
+		}
 		chunk := p[i*per : min(len(p), (i+1)*per)]
 		wg.Add(1)
 		go func() {
@@ -246,7 +254,29 @@ func (k *Disk) Flush() error {
 	if !k.flush {
 		return nil // no volatile cache to flush (§5.2.6.2)
 	}
-	return k.do(<-k.slots, nil, 0, false)
+	s, err := k.slot(0)
+	if err != nil {
+		return err
+	}
+	return k.do(s, nil, 0, false)
+}
+
+// slot waits for a free request slot. Slots of requests the device never
+// answered stay taken, so a dead device makes this wait time out too.
+func (k *Disk) slot(off int64) (*slot, error) {
+	select {
+	case s := <-k.slots:
+		return s, nil
+	default:
+	}
+	t := time.NewTimer(k.Timeout)
+	defer t.Stop()
+	select {
+	case s := <-k.slots:
+		return s, nil
+	case <-t.C:
+		return nil, k.fail(uint64(off)/512, fmt.Errorf("%w: no request slot free after %v", block.ErrTimeout, k.Timeout))
+	}
 }
 
 // do runs one request in slot s (taken from k.slots; given back here,
