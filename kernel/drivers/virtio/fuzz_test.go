@@ -31,7 +31,7 @@ func FuzzUsed(f *testing.F) {
 		}
 		heads := map[uint16]uint32{}
 		for i := 0; i < 3; i++ {
-			h, err := q.Add([]Buf{{Phys: 0x1000, Len: 16}, {Phys: 0x2000, Len: 100, Write: true}})
+			h, err := q.Add([]Buf{{Phys: 0x1000, Len: 16}, {Phys: 0x2000, Len: 100, Write: true}}, i)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -39,10 +39,11 @@ func FuzzUsed(f *testing.F) {
 		}
 		copy(q.used.Mem, ring)
 		for i := 0; i < 10; i++ {
-			h, n, ok, err := q.Used()
+			c, ok, err := q.Used()
 			if err != nil || !ok {
 				return
 			}
+			h, n := c.Head, c.Len
 			w, live := heads[h]
 			if !live || n > w {
 				t.Fatalf("used %d (%d bytes): not in flight or too long", h, n)

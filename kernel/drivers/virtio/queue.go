@@ -55,6 +55,15 @@ type chain struct {
 	descs    []uint16
 	writable uint32
 	live     bool
+	token    any
+}
+
+// Completion is a request the device finished: its head descriptor, the
+// bytes the device wrote, and the token given to Add.
+type Completion struct {
+	Head  uint16
+	Len   uint32
+	Token any
 }
 
 // SetupQueue creates queue i with at most max entries (fewer if the
@@ -125,9 +134,11 @@ func (q *Queue) Size() int { return int(q.size) }
 // ErrFull: not enough free descriptors; wait for completions.
 var ErrFull = fmt.Errorf("virtio: queue full")
 
-// Add makes bufs one request and returns its head descriptor, the
-// request's identity in Used. The device sees it after Kick.
-func (q *Queue) Add(bufs []Buf) (uint16, error) {
+// Add makes bufs one request and returns its head descriptor; Used hands
+// token back with its completion (a driver's record of the request: by
+// then the head may already name a newer request). The device sees it
+// after Kick.
+func (q *Queue) Add(bufs []Buf, token any) (uint16, error) {
 	if len(bufs) == 0 {
 		return 0, fmt.Errorf("virtio: empty request")
 	}
@@ -162,7 +173,7 @@ func (q *Queue) Add(bufs []Buf) (uint16, error) {
 		binary.LittleEndian.PutUint16(d[14:], next)
 	}
 	head := descs[0]
-	q.inflight[head] = chain{descs: descs, writable: writable, live: true}
+	q.inflight[head] = chain{descs: descs, writable: writable, live: true, token: token}
 	binary.LittleEndian.PutUint16(q.avail.Mem[4+2*int(q.availIdx%q.size):], head)
 	q.availIdx++
 	// The index store publishes the entry and descriptors: an atomic
@@ -182,37 +193,37 @@ func (q *Queue) Kick() {
 	q.t.notify.Write16(q.notifyOff, uint16(q.Index))
 }
 
-// Used returns the next request the device finished: its head and the
-// number of bytes it wrote. ok is false when there is none. A used entry
-// that names no outstanding request, claims more bytes than the request
-// could take, or an index that ran ahead of what was made available,
-// breaks the queue: this and every later call return ErrDevice.
-func (q *Queue) Used() (head uint16, n uint32, ok bool, err error) {
+// Used returns the next request the device finished; ok is false when
+// there is none. A used entry that names no outstanding request, claims
+// more bytes than the request could take, or an index that ran ahead of
+// what was made available, breaks the queue: this and every later call
+// return ErrDevice.
+func (q *Queue) Used() (c Completion, ok bool, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.broken != nil {
-		return 0, 0, false, q.broken
+		return c, false, q.broken
 	}
 	idx := uint16(atomic.LoadUint32(word(q.used.Mem, 0)) >> 16)
 	if idx == q.lastUsed {
-		return 0, 0, false, nil
+		return c, false, nil
 	}
 	if pending := q.availIdx - q.lastUsed; idx-q.lastUsed > pending {
-		return 0, 0, false, q.breakf("used index %d ran past %d requests from %d", idx, pending, q.lastUsed)
+		return c, false, q.breakf("used index %d ran past %d requests from %d", idx, pending, q.lastUsed)
 	}
 	e := q.used.Mem[4+8*int(q.lastUsed%q.size):]
 	id, n := binary.LittleEndian.Uint32(e), binary.LittleEndian.Uint32(e[4:])
 	if id >= uint32(q.size) || !q.inflight[id].live {
-		return 0, 0, false, q.breakf("used entry names descriptor %d, not a request in flight", id)
+		return c, false, q.breakf("used entry names descriptor %d, not a request in flight", id)
 	}
-	c := q.inflight[id]
-	if n > c.writable {
-		return 0, 0, false, q.breakf("device wrote %d bytes into %d", n, c.writable)
+	ch := q.inflight[id]
+	if n > ch.writable {
+		return c, false, q.breakf("device wrote %d bytes into %d", n, ch.writable)
 	}
 	q.lastUsed++
 	q.inflight[id] = chain{}
-	q.free = append(q.free, c.descs...)
-	return uint16(id), n, true, nil
+	q.free = append(q.free, ch.descs...)
+	return Completion{Head: uint16(id), Len: n, Token: ch.token}, true, nil
 }
 
 func (q *Queue) breakf(format string, args ...any) error {

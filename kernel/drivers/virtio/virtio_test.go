@@ -89,14 +89,21 @@ func page(t *testing.T, m *virtiotest.Mem, fill byte) virtio.Page {
 func wait(t *testing.T, s setup, n int) map[uint16]uint32 {
 	t.Helper()
 	got := map[uint16]uint32{}
+	tokens := map[int]bool{}
 	deadline := time.After(5 * time.Second)
 	for len(got) < n {
-		head, m, ok, err := s.q.Used()
+		c, ok, err := s.q.Used()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if ok {
-			got[head] = m
+			if tok, isInt := c.Token.(int); isInt {
+				if tokens[tok] {
+					t.Fatalf("token %d completed twice", tok)
+				}
+				tokens[tok] = true
+			}
+			got[c.Head] = c.Len
 			continue
 		}
 		done := make(chan error, 1)
@@ -116,7 +123,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("queue size %d", s.q.Size())
 	}
 	in, out := page(t, s.dev.Mem, 0x5a), page(t, s.dev.Mem, 0)
-	head, err := s.q.Add([]virtio.Buf{{Phys: in.Phys, Len: 100}, {Phys: out.Phys, Len: 4096, Write: true}})
+	head, err := s.q.Add([]virtio.Buf{{Phys: in.Phys, Len: 100}, {Phys: out.Phys, Len: 4096, Write: true}}, uint16(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +145,7 @@ func TestManyInFlight(t *testing.T) {
 	s.dev.Hold.Store(true)
 	var heads []uint16
 	for {
-		h, err := s.q.Add([]virtio.Buf{{Phys: in.Phys, Len: 8}, {Phys: out.Phys, Len: 8, Write: true}})
+		h, err := s.q.Add([]virtio.Buf{{Phys: in.Phys, Len: 8}, {Phys: out.Phys, Len: 8, Write: true}}, len(heads))
 		if errors.Is(err, virtio.ErrFull) {
 			break
 		}
@@ -160,7 +167,7 @@ func TestManyInFlight(t *testing.T) {
 	}
 	for round := 0; round < 5; round++ {
 		for i := 0; i < 32; i++ {
-			if _, err := s.q.Add([]virtio.Buf{{Phys: in.Phys, Len: 8}, {Phys: out.Phys, Len: 8, Write: true}}); err != nil {
+			if _, err := s.q.Add([]virtio.Buf{{Phys: in.Phys, Len: 8}, {Phys: out.Phys, Len: 8, Write: true}}, nil); err != nil {
 				t.Fatalf("round %d: %v", round, err)
 			}
 		}
@@ -180,13 +187,13 @@ func TestBadDevice(t *testing.T) {
 			s := open(t, virtiotest.New(0x1040+9, echo{}))
 			s.dev.Corrupt = corrupt
 			in, out := page(t, s.dev.Mem, 1), page(t, s.dev.Mem, 0)
-			if _, err := s.q.Add([]virtio.Buf{{Phys: in.Phys, Len: 8}, {Phys: out.Phys, Len: 4096, Write: true}}); err != nil {
+			if _, err := s.q.Add([]virtio.Buf{{Phys: in.Phys, Len: 8}, {Phys: out.Phys, Len: 4096, Write: true}}, nil); err != nil {
 				t.Fatal(err)
 			}
 			s.q.Kick()
 			deadline := time.Now().Add(5 * time.Second)
 			for {
-				_, _, ok, err := s.q.Used()
+				_, ok, err := s.q.Used()
 				if errors.Is(err, virtio.ErrDevice) {
 					break
 				}
@@ -195,7 +202,7 @@ func TestBadDevice(t *testing.T) {
 				}
 				time.Sleep(time.Millisecond)
 			}
-			if _, err := s.q.Add([]virtio.Buf{{Phys: in.Phys, Len: 8}}); !errors.Is(err, virtio.ErrDevice) {
+			if _, err := s.q.Add([]virtio.Buf{{Phys: in.Phys, Len: 8}}, nil); !errors.Is(err, virtio.ErrDevice) {
 				t.Errorf("broken queue took a request: %v", err)
 			}
 		})

@@ -61,7 +61,7 @@ type Disk struct {
 	slots     chan *slot
 	slotBytes int // data one request carries
 	mu        sync.Mutex
-	pending   map[uint16]*slot
+	pending   map[*slot]bool // requests the device has
 	stopped   bool
 }
 
@@ -97,7 +97,7 @@ func New(d *pci.Device, p pci.Platform, c Config) (*Disk, error) {
 		return nil, err
 	}
 	k := &Disk{name: c.Name, t: t, dma: c.DMA, log: c.Log, Timeout: DefaultTimeout,
-		pending: map[uint16]*slot{}, ss: 512, segMax: maxDataPages}
+		pending: map[*slot]bool{}, ss: 512, segMax: maxDataPages}
 	if k.log == nil {
 		k.log = func(string, ...any) {}
 	}
@@ -304,13 +304,12 @@ func (k *Disk) do(s *slot, p []byte, off int64, write bool) error {
 	}
 	bufs = append(bufs, virtio.Buf{Phys: s.hdr.Phys + statusOffset, Len: 1, Write: true})
 	k.mu.Lock()
-	head, err := k.q.Add(bufs)
-	if err != nil {
+	if _, err := k.q.Add(bufs, s); err != nil {
 		k.mu.Unlock()
 		k.slots <- s
 		return k.fail(sector, fmt.Errorf("%w: %v", block.ErrIO, err))
 	}
-	k.pending[head] = s
+	k.pending[s] = true
 	k.mu.Unlock()
 	k.q.Kick()
 
@@ -365,7 +364,7 @@ func (k *Disk) complete() {
 			k.t.ISR()
 		}
 		for {
-			head, n, ok, err := k.q.Used()
+			c, ok, err := k.q.Used()
 			if err != nil {
 				k.log("virtio-blk %s: %v", k.name, err)
 				k.failAll(err)
@@ -374,18 +373,18 @@ func (k *Disk) complete() {
 			if !ok {
 				break
 			}
+			// Under k.mu, so that a waiter giving up (do) either finds
+			// the result or is seen to have left.
+			s := c.Token.(*slot)
 			k.mu.Lock()
-			s := k.pending[head]
-			delete(k.pending, head)
-			if s != nil && s.timedOut {
+			delete(k.pending, s)
+			if s.timedOut {
 				s.timedOut = false
-				k.slots <- s
-				s = nil
+				k.slots <- s // the slots channel holds them all: never blocks
+			} else {
+				s.done <- result{n: c.Len} // buffered for the one result
 			}
 			k.mu.Unlock()
-			if s != nil {
-				s.done <- result{n: n}
-			}
 		}
 		if err := k.irq.Wait(); err != nil {
 			k.failAll(err)
@@ -397,8 +396,8 @@ func (k *Disk) complete() {
 func (k *Disk) failAll(err error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	for h, s := range k.pending {
-		delete(k.pending, h)
+	for s := range k.pending {
+		delete(k.pending, s)
 		if !s.timedOut {
 			s.done <- result{err: fmt.Errorf("%w: %v", block.ErrIO, err)}
 		}

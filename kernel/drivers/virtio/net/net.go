@@ -66,9 +66,7 @@ type NIC struct {
 	Stats  Stats
 
 	mu     sync.Mutex
-	rxBufs map[uint16]virtio.Page // posted receive buffers by head
-	txBusy map[uint16]virtio.Page // frames the card has not sent yet
-	txFree []virtio.Page
+	txFree []virtio.Page // transmit pages not in the card's hands
 
 	dmu  sync.RWMutex
 	disp stack.NetworkDispatcher
@@ -92,8 +90,7 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &NIC{Name: c.Name, t: t, dma: c.DMA, log: c.Log, mtu: frameMax,
-		rxBufs: map[uint16]virtio.Page{}, txBusy: map[uint16]virtio.Page{}}
+	n := &NIC{Name: c.Name, t: t, dma: c.DMA, log: c.Log, mtu: frameMax}
 	if n.log == nil {
 		n.log = func(string, ...any) {}
 	}
@@ -164,14 +161,8 @@ func (n *NIC) LinkUp() bool {
 
 // post gives the card a receive buffer.
 func (n *NIC) post(pg virtio.Page) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	head, err := n.rx.Add([]virtio.Buf{{Phys: pg.Phys, Len: virtio.PageSize, Write: true}})
-	if err != nil {
-		return err
-	}
-	n.rxBufs[head] = pg
-	return nil
+	_, err := n.rx.Add([]virtio.Buf{{Phys: pg.Phys, Len: virtio.PageSize, Write: true}}, pg)
+	return err
 }
 
 // interrupts is the card's goroutine.
@@ -196,20 +187,14 @@ func (n *NIC) interrupts() {
 func (n *NIC) receive() error {
 	posted := false
 	for {
-		head, length, ok, err := n.rx.Used()
+		c, ok, err := n.rx.Used()
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
-		n.mu.Lock()
-		pg, known := n.rxBufs[head]
-		delete(n.rxBufs, head)
-		n.mu.Unlock()
-		if !known {
-			return fmt.Errorf("receive buffer %d unknown", head)
-		}
+		pg, length := c.Token.(virtio.Page), c.Len
 		if length < hdrLen+header.EthernetMinimumSize || length > virtio.PageSize {
 			n.Stats.RxErrors.Add(1)
 		} else {
@@ -244,15 +229,12 @@ func (n *NIC) deliver(frame []byte) {
 // reclaim takes back the pages of frames the card has sent.
 func (n *NIC) reclaim() {
 	for {
-		head, _, ok, err := n.tx.Used()
+		c, ok, err := n.tx.Used()
 		if err != nil || !ok {
 			return
 		}
 		n.mu.Lock()
-		if pg, known := n.txBusy[head]; known {
-			delete(n.txBusy, head)
-			n.txFree = append(n.txFree, pg)
-		}
+		n.txFree = append(n.txFree, c.Token.(virtio.Page))
 		n.mu.Unlock()
 	}
 }
@@ -319,14 +301,12 @@ func (n *NIC) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 		for _, s := range pkt.AsSlices() {
 			off += copy(pg.Mem[off:], s)
 		}
-		head, err := n.tx.Add([]virtio.Buf{{Phys: pg.Phys, Len: uint32(off)}})
-		if err != nil {
+		if _, err := n.tx.Add([]virtio.Buf{{Phys: pg.Phys, Len: uint32(off)}}, pg); err != nil {
 			n.txFree = append(n.txFree, pg)
 			n.mu.Unlock()
 			n.Stats.TxErrors.Add(1)
 			continue
 		}
-		n.txBusy[head] = pg
 		n.mu.Unlock()
 		n.Stats.TxPackets.Add(1)
 		n.Stats.TxBytes.Add(uint64(size))
