@@ -23,10 +23,9 @@ import (
 
 // Device memory is reached through the direct map, which is uncached
 // from the end of the RAM below 4 GiB to 4 GiB (the PCI hole, with q35's
-// ECAM window). Memory BARs anywhere else (a 64-bit BAR the firmware put
-// above 4 GiB) are refused rather than mapped write-back; the firmware
-// (SeaBIOS, OVMF) puts QEMU's BARs below 4 GiB when they fit, as they do
-// with the devices we attach.
+// ECAM window). A 64-bit BAR the firmware put above the direct map (OVMF
+// puts QEMU's there) gets uncached pages added to the direct map at boot
+// (machine.MapDevice); BARs are never moved.
 func inDeviceWindow(addr, size uint64) bool {
 	return addr >= uint64(machine.DeviceMemStart()) && addr+size <= 4<<30 && addr+size > addr
 }
@@ -34,8 +33,14 @@ func inDeviceWindow(addr, size uint64) bool {
 type pciPlatform struct{ k *kernel }
 
 func (p pciPlatform) Map(b pci.BAR) (pci.Region, error) {
-	if b.IO || !inDeviceWindow(b.Addr, b.Size) {
-		return nil, fmt.Errorf("pci: BAR at %#x size %#x is outside the uncached window %#x-4G", b.Addr, b.Size, machine.DeviceMemStart())
+	if b.IO || b.Size == 0 {
+		return nil, fmt.Errorf("pci: not a memory BAR")
+	}
+	if !inDeviceWindow(b.Addr, b.Size) {
+		if err := machine.MapDevice(b.Addr, b.Size); err != nil {
+			return nil, fmt.Errorf("pci: BAR at %#x size %#x: outside the uncached window %#x-4G and cannot be mapped: %v",
+				b.Addr, b.Size, machine.DeviceMemStart(), err)
+		}
 	}
 	return pci.MMIO{Base: machine.PhysAddr(uintptr(b.Addr)), Size: uintptr(b.Size)}, nil
 }

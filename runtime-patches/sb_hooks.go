@@ -28,7 +28,8 @@ const (
 	sbSysInitAS    = 6 // (pml4, pdpt, pd) -> 0: share the kernel half
 	sbSysFlushTLB  = 7 // (root, release) -> 0: CPUs using root (0: every CPU) drop non-global translations; with release, every CPU stops using root as CR3
 	sbSysKick      = 8 // (regs) -> 0: hurry a kicked user thread back
-	sbSysCount     = 9
+	sbSysMapDevice = 9 // (pa, size) -> 0: map device memory above the direct map, uncached
+	sbSysCount     = 10
 
 	sbFdIRQBase = 16 // fds sbFdIRQBase+irq are IRQ fds
 
@@ -88,6 +89,8 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 		sbWriteCR3(sbReadCR3())
 		sbShootdownSpace(a0)
 		return 0
+	case sbSysMapDevice:
+		return sbMapDevice(a0, a1)
 	case sbSysIOAPIC:
 		if a0 == 0 || a0&0xfff != 0 || a0 >= sbDmapEnd {
 			return -sbEINVAL
@@ -97,6 +100,22 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 		return 0
 	}
 	return -sbENOSYS
+}
+
+// sbMapDevice extends the direct map with uncached 2 MiB pages over
+// [pa, pa+size) above its end (64-bit BARs the firmware put high). Only
+// before the first user address space, which copies the kernel half's
+// PML4 entries, a new one among them.
+func sbMapDevice(pa, size uintptr) int64 {
+	if sbUserSpaces || size == 0 || pa < sbDmapEnd || pa+size < pa || pa+size > sbMmapMin-sbDirectMap {
+		return -sbEINVAL
+	}
+	for p := pa &^ (2<<20 - 1); p < pa+size; p += 2 << 20 {
+		if !sbMapLarge(sbAS.pml4, sbDirectMap+p, p, pteWrite|pteNX|pteGlobal|ptePCD) {
+			return -sbENOMEM
+		}
+	}
+	return 0
 }
 
 // sbIRQ records a device interrupt and wakes the netpoller, which in turn

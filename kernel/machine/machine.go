@@ -125,7 +125,18 @@ const (
 	sysProfStart = sysBase + 2
 	sysProfStop  = sysBase + 3
 	sysIOAPIC    = sysBase + 4
+	sysMapDevice = sysBase + 9
 )
+
+// MapDevice makes device memory [pa, pa+size) above the direct map (a
+// 64-bit BAR the firmware put above RAM) reachable, uncached, at
+// PhysAddr(pa). It works only at boot, before the first user process.
+func MapDevice(pa, size uint64) error {
+	if _, _, errno := syscall.RawSyscall(sysMapDevice, uintptr(pa), uintptr(size), 0); errno != 0 {
+		return errno
+	}
+	return nil
+}
 
 // OpenIRQ returns a file descriptor for ISA interrupt line irq and unmasks
 // the line (edge-triggered, active high). See OpenInterrupt.
