@@ -45,6 +45,7 @@ type Queue struct {
 	free     []uint16 // free descriptor indices
 	inflight []chain  // by head descriptor
 	availIdx uint16
+	noIntr   uint32 // availNoInterrupt when the driver asked for no interrupts
 	lastUsed uint16
 	broken   error
 }
@@ -177,10 +178,23 @@ func (q *Queue) Add(bufs []Buf, token any) (uint16, error) {
 	binary.LittleEndian.PutUint16(q.avail.Mem[4+2*int(q.availIdx%q.size):], head)
 	q.availIdx++
 	// The index store publishes the entry and descriptors: an atomic
-	// store is ordered after the plain stores above (flags share the
-	// word; interrupts stay on).
-	atomic.StoreUint32(word(q.avail.Mem, 0), uint32(q.availIdx)<<16)
+	// store is ordered after the plain stores above (the flags share the
+	// word).
+	atomic.StoreUint32(word(q.avail.Mem, 0), uint32(q.availIdx)<<16|q.noIntr)
 	return head, nil
+}
+
+// SuppressInterrupts asks the device not to interrupt when it uses
+// buffers of this queue (a hint, §2.4.7: a driver that reclaims sent
+// buffers when it sends more needs no interrupt for them).
+func (q *Queue) SuppressInterrupts(off bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.noIntr = 0
+	if off {
+		q.noIntr = availNoInterrupt
+	}
+	atomic.StoreUint32(word(q.avail.Mem, 0), uint32(q.availIdx)<<16|q.noIntr)
 }
 
 func word(b []byte, off int) *uint32 { return (*uint32)(unsafe.Pointer(&b[off])) }

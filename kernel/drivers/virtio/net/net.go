@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -65,8 +66,10 @@ type NIC struct {
 	log    func(format string, args ...any)
 	Stats  Stats
 
-	mu     sync.Mutex
-	txFree []virtio.Page // transmit pages not in the card's hands
+	mu      sync.Mutex
+	txFree  []virtio.Page // transmit pages not in the card's hands
+	txSpace chan struct{} // signalled when pages come back
+	rxq     chan []byte   // received frames on their way to the stack
 
 	dmu  sync.RWMutex
 	disp stack.NetworkDispatcher
@@ -90,7 +93,8 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &NIC{Name: c.Name, t: t, dma: c.DMA, log: c.Log, mtu: frameMax}
+	n := &NIC{Name: c.Name, t: t, dma: c.DMA, log: c.Log, mtu: frameMax, txSpace: make(chan struct{}, 1),
+		rxq: make(chan []byte, maxRX)}
 	if n.log == nil {
 		n.log = func(string, ...any) {}
 	}
@@ -126,6 +130,9 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 		t.Fail()
 		return nil, err
 	}
+	// Sent frames' pages are reclaimed when more are sent: no interrupt
+	// is needed for them.
+	n.tx.SuppressInterrupts(true)
 	for i := 0; i < n.tx.Size(); i++ {
 		pg, err := c.DMA.Alloc()
 		if err != nil {
@@ -148,6 +155,7 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 	t.DriverOK()
 	n.rx.Kick()
 	go n.interrupts()
+	go n.deliveries()
 	return n, nil
 }
 
@@ -211,32 +219,56 @@ func (n *NIC) receive() error {
 	return nil
 }
 
+// deliver queues a copy of frame for the stack. The interrupt goroutine
+// never calls into the stack itself: the stack may send from inside a
+// delivery and wait for transmit buffers, which only this goroutine's
+// reclaiming frees.
 func (n *NIC) deliver(frame []byte) {
-	n.dmu.RLock()
-	d := n.disp
-	n.dmu.RUnlock()
-	if d == nil {
-		n.Stats.RxDropped.Add(1)
-		return
+	select {
+	case n.rxq <- append([]byte(nil), frame...):
+	default:
+		n.Stats.RxDropped.Add(1) // the stack is this far behind
 	}
-	n.Stats.RxPackets.Add(1)
-	n.Stats.RxBytes.Add(uint64(len(frame)))
-	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(append([]byte(nil), frame...))})
-	d.DeliverNetworkPacket(0, pkt) // the Ethernet layer above reads the type
-	pkt.DecRef()
+}
+
+// deliveries hands received frames to the stack.
+func (n *NIC) deliveries() {
+	for frame := range n.rxq {
+		n.dmu.RLock()
+		d := n.disp
+		n.dmu.RUnlock()
+		if d == nil {
+			n.Stats.RxDropped.Add(1)
+			continue
+		}
+		n.Stats.RxPackets.Add(1)
+		n.Stats.RxBytes.Add(uint64(len(frame)))
+		pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(frame)})
+		d.DeliverNetworkPacket(0, pkt) // the Ethernet layer above reads the type
+		pkt.DecRef()
+	}
 }
 
 // reclaim takes back the pages of frames the card has sent.
-func (n *NIC) reclaim() {
+func (n *NIC) reclaim() int {
+	got := 0
 	for {
 		c, ok, err := n.tx.Used()
 		if err != nil || !ok {
-			return
+			break
 		}
 		n.mu.Lock()
 		n.txFree = append(n.txFree, c.Token.(virtio.Page))
 		n.mu.Unlock()
+		got++
 	}
+	if got > 0 {
+		select { // a sender waiting for space
+		case n.txSpace <- struct{}{}:
+		default:
+		}
+	}
+	return got
 }
 
 // Link endpoint (stack.LinkEndpoint) of raw Ethernet frames.
@@ -277,37 +309,44 @@ func (*NIC) Close()                                       {}
 func (*NIC) SetOnCloseAction(func())                      {}
 
 // WritePackets sends frames (the Ethernet header already on them). When
-// every transmit buffer is in flight the rest are dropped, as a full
-// hardware queue drops; TCP sends them again.
+// every transmit buffer is in flight it waits for the card to finish
+// some (taking an interrupt for it), as a driver stops its queue, and
+// drops the rest only if the card sends nothing for txWait.
 func (n *NIC) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	n.reclaim()
 	sent := 0
-	for _, pkt := range pkts.AsSlice() {
+	for i, pkt := range pkts.AsSlice() {
 		size := pkt.Size()
 		if size > frameMax || size+hdrLen > virtio.PageSize {
 			n.Stats.TxErrors.Add(1)
 			continue
 		}
-		n.mu.Lock()
-		if len(n.txFree) == 0 {
-			n.mu.Unlock()
-			n.Stats.TxDropped.Add(uint64(pkts.Len() - sent))
+		pg, ok := n.txPage()
+		if !ok && sent > 0 {
+			n.tx.Kick() // what is queued must go before waiting for space
+		}
+		if !ok && !n.waitTx() {
+			n.Stats.TxDropped.Add(uint64(pkts.Len() - i))
 			break
 		}
-		pg := n.txFree[len(n.txFree)-1]
-		n.txFree = n.txFree[:len(n.txFree)-1]
+		if !ok {
+			if pg, ok = n.txPage(); !ok {
+				n.Stats.TxDropped.Add(uint64(pkts.Len() - i))
+				break
+			}
+		}
 		clear(pg.Mem[:hdrLen])
 		off := hdrLen
 		for _, s := range pkt.AsSlices() {
 			off += copy(pg.Mem[off:], s)
 		}
 		if _, err := n.tx.Add([]virtio.Buf{{Phys: pg.Phys, Len: uint32(off)}}, pg); err != nil {
+			n.mu.Lock()
 			n.txFree = append(n.txFree, pg)
 			n.mu.Unlock()
 			n.Stats.TxErrors.Add(1)
 			continue
 		}
-		n.mu.Unlock()
 		n.Stats.TxPackets.Add(1)
 		n.Stats.TxBytes.Add(uint64(size))
 		sent++
@@ -316,4 +355,44 @@ func (n *NIC) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 		n.tx.Kick()
 	}
 	return sent, nil
+}
+
+// txWait bounds the wait for a transmit buffer.
+const txWait = time.Second
+
+func (n *NIC) txPage() (virtio.Page, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.txFree) == 0 {
+		return virtio.Page{}, false
+	}
+	pg := n.txFree[len(n.txFree)-1]
+	n.txFree = n.txFree[:len(n.txFree)-1]
+	return pg, true
+}
+
+// waitTx waits until the card has finished a frame, with transmit
+// interrupts on meanwhile.
+func (n *NIC) waitTx() bool {
+	n.tx.SuppressInterrupts(false)
+	defer n.tx.SuppressInterrupts(true)
+	t := time.NewTimer(txWait)
+	defer t.Stop()
+	for {
+		n.reclaim() // pages may also come back through the interrupt goroutine
+		n.mu.Lock()
+		free := len(n.txFree)
+		n.mu.Unlock()
+		if free > 0 {
+			return true
+		}
+		select {
+		case <-n.txSpace:
+		case <-t.C:
+			n.reclaim()
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			return len(n.txFree) > 0
+		}
+	}
 }

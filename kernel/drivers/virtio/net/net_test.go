@@ -172,6 +172,15 @@ func TestTCPAcrossCable(t *testing.T) {
 		if len(s.w.dev.Errors) != 0 {
 			t.Errorf("device saw %v", s.w.dev.Errors)
 		}
+		// A full transmit ring makes the sender wait, not drop.
+		if d := s.nic.Stats.TxDropped.Load(); d != 0 {
+			t.Errorf("%d frames dropped", d)
+		}
+		// Sending asks for interrupts only while it waits for the ring:
+		// far fewer than one per batch of frames sent.
+		if tx, rx := s.w.dev.Raised[queueTX].Load(), s.w.dev.Raised[queueRX].Load(); tx*10 > int64(s.nic.Stats.TxPackets.Load()) || rx == 0 {
+			t.Errorf("interrupts for sent frames %d (%d sent), for received ones %d", tx, s.nic.Stats.TxPackets.Load(), rx)
+		}
 	}
 }
 

@@ -116,8 +116,10 @@ type Device struct {
 	Hold atomic.Bool
 	// Corrupt, when set, may alter each used entry before it is
 	// published (a device handing back bad values).
-	Corrupt  func(id, n *uint32, idx *uint16)
-	Errors   []string // protocol violations by the driver, seen by the device
+	Corrupt func(id, n *uint32, idx *uint16)
+	Errors  []string // protocol violations by the driver, seen by the device
+	// Raised counts the interrupts the device raised for each queue.
+	Raised   [8]atomic.Int64
 	Notifies atomic.Int64
 }
 
@@ -301,6 +303,9 @@ func (d *Device) serve(qi int) {
 	r.queues[qi].lastAvail, r.queues[qi].usedIdx = q.lastAvail, q.usedIdx
 	r.mu.Unlock()
 	if served && atomic.LoadUint32(aw)&1 == 0 {
+		if qi < len(d.Raised) {
+			d.Raised[qi].Add(1)
+		}
 		r.isr.Store(1)
 		d.interrupt(q.msix)
 	}
