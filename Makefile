@@ -23,7 +23,7 @@ QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot
 
 DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio
 
-.PHONY: all run run-cmd test iso kernel deps host-test boot-test user-test linux-test user usertest-shortbread vet bench-boot bench-sys fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
+.PHONY: all run run-cmd net-check test iso kernel deps host-test boot-test user-test linux-test user usertest-shortbread vet bench-boot bench-sys fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
 
 all: iso
 
@@ -112,19 +112,34 @@ bench-sys: deps user $(KERNEL) $(STUB)
 user:
 	user/build.sh $(USER_BUILD)
 
+# Both kernels get a zeroed 64 MiB scratch disk (virtio-blk, /dev/vda)
+# for t_blk, made afresh for each boot; afterwards t_blk, run on the
+# host, checks the image holds what the guest wrote.
+DISK_IMG := $(BUILD)/disk.img
+NEW_DISK = rm -f $(DISK_IMG) && truncate -s 64M $(DISK_IMG)
+
 linux-test: user
 	tools/linux/kernel.sh $(LINUX_BUILD)
-	tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 1 600
-	tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 2 600
+	$(NEW_DISK) && DISK=$(DISK_IMG) APPEND="BLK_DISK=vda" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 1 600
+	$(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG)
+	$(NEW_DISK) && DISK=$(DISK_IMG) APPEND="BLK_DISK=vda" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 2 600
+	$(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG)
 
 # The same suite on Shortbread, with 1 and 2 CPUs: every program must
 # pass (the runner's status becomes the kernel's power-off status).
 user-test: user $(KERNEL) $(STUB)
-	tools/mkiso.sh $(BUILD)/usertest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=120" $(USER_BUILD)/initramfs.cpio
-	tools/qemu.sh $(BUILD)/usertest.iso 1 1200
-	tools/qemu.sh $(BUILD)/usertest.iso 2 1200
+	tools/mkiso.sh $(BUILD)/usertest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=120 BLK_DISK=vda" $(USER_BUILD)/initramfs.cpio
+	$(NEW_DISK) && DISK=$(DISK_IMG) tools/qemu.sh $(BUILD)/usertest.iso 1 1200
+	$(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG)
+	$(NEW_DISK) && DISK=$(DISK_IMG) tools/qemu.sh $(BUILD)/usertest.iso 2 1200
+	$(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG)
 
 usertest-shortbread: user-test
+
+# virtio-net over QEMU user networking, both ways (not in make test: it
+# needs python3 and curl on the host).
+net-check: $(KERNEL) $(STUB) user
+	tools/netcheck.sh
 
 # redis, nginx, wrk (static musl, from Debian's sources) and mailbench.
 include apps/apps.mk

@@ -22,9 +22,11 @@ import (
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/acpi"
+	"shortbread/kernel/blk"
 	"shortbread/kernel/cmdline"
 	"shortbread/kernel/console"
 	"shortbread/kernel/cpio"
+	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/drivers/uart"
 	"shortbread/kernel/fs/devfs"
 	"shortbread/kernel/fs/tmpfs"
@@ -52,6 +54,8 @@ type kernel struct {
 	initramfs *initramfs.FS
 	vfs       *vfs.VFS
 	console   *tty.TTY // the terminal on the serial console (/dev/console)
+	pci       *pci.Bus
+	disks     []blk.Device // vda, vdb, ... in probe order
 }
 
 func main() {
@@ -73,6 +77,7 @@ func main() {
 	k.setIOAPIC()
 	k.startCPUs()
 	runtime.GOMAXPROCS(machine.NumCPU())
+	k.startPCI()
 	k.loadInitramfs()
 	readyTSC := machine.Rdtsc()
 
@@ -310,6 +315,9 @@ func (k *kernel) mountRoot(archive []byte) error {
 	v.Chmod(c, nil, "/tmp", 0o1777, 0)
 	k.console = tty.New(os.Stdout, proc.SignalGroup)
 	dev := devfs.New(devfs.Options{Dev: linux.MakeDev(0, 5), Terminal: k.console})
+	for i, d := range k.disks {
+		dev.AddBlock(d.Name(), linux.MakeDev(devfs.VirtioBlkMajor, uint32(16*i)), d)
+	}
 	if err := v.Mount(c, nil, "/dev", dev.Root(), "devtmpfs", 0); err != nil {
 		return fmt.Errorf("mount /dev: %w", err)
 	}

@@ -49,6 +49,9 @@ func (k *kernel) mountProc(v *vfs.VFS) error {
 		return b.Bytes()
 	}, nil)
 	fs.AddFile("interrupts", procInterrupts, nil)
+	if k.pci != nil {
+		fs.AddFile("bus/pci/devices", k.pci.ProcDevices, nil)
+	}
 	fs.AddFile("stat", func() []byte { return proc.ProcStat() }, nil)
 	fs.AddFile("mounts", func() []byte {
 		return []byte("rootfs / rootfs rw 0 0\ndevtmpfs /dev devtmpfs rw 0 0\nproc /proc proc rw 0 0\n")
@@ -196,7 +199,14 @@ func procInterrupts() []byte {
 	}
 	for irq := 0; irq < 24; irq++ {
 		if machine.IRQCount(irq) != 0 {
-			row(fmt.Sprintf("%d:", irq), machine.VecIRQBase+irq, fmt.Sprintf("IO-APIC %d-edge", irq))
+			what := fmt.Sprintf("IO-APIC %d-edge", irq)
+			switch _, fl := machine.InterruptFlags(irq); {
+			case fl&machine.IRQMessage != 0:
+				what = fmt.Sprintf("PCI-MSI %d-edge", irq)
+			case fl&machine.IRQLevel != 0:
+				what = fmt.Sprintf("IO-APIC %d-fasteoi", irq)
+			}
+			row(fmt.Sprintf("%d:", irq), machine.VecIRQBase+irq, what)
 		}
 	}
 	row("LOC:", machine.VecTimer, "Local timer interrupts")

@@ -19,7 +19,7 @@ import (
 // Private system calls (served in sbHookSyscall).
 const (
 	sbSysBase      = 0x5300
-	sbSysIRQOpen   = 0 // (irq) -> fd: an fd that reads the IRQ count, pollable
+	sbSysIRQOpen   = 0 // (irq, flags) -> fd: an fd that reads the count of interrupts on vector sbVecIRQBase+irq, pollable
 	sbSysStartCPU  = 1 // (apicID) -> 0 or errno
 	sbSysProfStart = 2 // (buffers, n, hz, hpet) -> source or errno
 	sbSysProfStop  = 3 // () -> 0
@@ -28,9 +28,17 @@ const (
 	sbSysInitAS    = 6 // (pml4, pdpt, pd) -> 0: share the kernel half
 	sbSysFlushTLB  = 7 // (root, release) -> 0: CPUs using root (0: every CPU) drop non-global translations; with release, every CPU stops using root as CR3
 	sbSysKick      = 8 // (regs) -> 0: hurry a kicked user thread back
-	sbSysCount     = 9
+	sbSysMapDevice = 9 // (pa, size) -> 0: map device memory above the direct map, uncached
+	sbSysCount     = 10
 
 	sbFdIRQBase = 16 // fds sbFdIRQBase+irq are IRQ fds
+
+	// sbSysIRQOpen flags: an MSI vector has no I/O APIC pin; a PCI INTx
+	// pin is level-triggered (and on q35 active low), so it stays masked
+	// from its interrupt until the driver reads the fd.
+	sbIRQNoPin     = 1
+	sbIRQLevel     = 2
+	sbIRQActiveLow = 4
 )
 
 var (
@@ -44,6 +52,7 @@ var (
 	sbIRQOpen                  [24]bool
 	sbIRQPending               [24]uint64
 	sbIRQEdge                  [24]bool // set by an interrupt, cleared when epoll reports it
+	sbIRQLevelPin              [24]bool // a level-triggered pin, masked while its interrupt is unread
 )
 
 func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
@@ -53,7 +62,10 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 			return -sbEINVAL
 		}
 		sbIRQOpen[a0] = true
-		sbIOAPICUnmask(int(a0))
+		sbIRQLevelPin[a0] = a1&sbIRQLevel != 0
+		if a1&sbIRQNoPin == 0 {
+			sbIOAPICUnmask(int(a0), uint32(a1))
+		}
 		return int64(sbFdIRQBase + a0)
 	case sbSysStartCPU:
 		return sbStartCPU(uint32(a0))
@@ -77,6 +89,8 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 		sbWriteCR3(sbReadCR3())
 		sbShootdownSpace(a0)
 		return 0
+	case sbSysMapDevice:
+		return sbMapDevice(a0, a1)
 	case sbSysIOAPIC:
 		if a0 == 0 || a0&0xfff != 0 || a0 >= sbDmapEnd {
 			return -sbEINVAL
@@ -88,6 +102,22 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 	return -sbENOSYS
 }
 
+// sbMapDevice extends the direct map with uncached 2 MiB pages over
+// [pa, pa+size) above its end (64-bit BARs the firmware put high). Only
+// before the first user address space, which copies the kernel half's
+// PML4 entries, a new one among them.
+func sbMapDevice(pa, size uintptr) int64 {
+	if sbUserSpaces || size == 0 || pa < sbDmapEnd || pa+size < pa || pa+size > sbMmapMin-sbDirectMap {
+		return -sbEINVAL
+	}
+	for p := pa &^ (2<<20 - 1); p < pa+size; p += 2 << 20 {
+		if !sbMapLarge(sbAS.pml4, sbDirectMap+p, p, pteWrite|pteNX|pteGlobal|ptePCD) {
+			return -sbENOMEM
+		}
+	}
+	return 0
+}
+
 // sbIRQ records a device interrupt and wakes the netpoller, which in turn
 // wakes the driver goroutine blocked reading the IRQ's fd.
 func sbIRQ(irq int) {
@@ -95,6 +125,9 @@ func sbIRQ(irq int) {
 	sbIRQPending[irq]++
 	sbIRQEdge[irq] = true
 	sbEpollLock.unlock()
+	if sbIRQLevelPin[irq] {
+		sbIOAPICSetMask(irq, 1<<16)
+	}
 	sbWakeEpollWaiters()
 }
 
@@ -102,6 +135,12 @@ func sbIRQ(irq int) {
 func sbHookCmdline() string {
 	return unsafe.String(&sbCmdline[0], sbCmdlineLen)
 }
+
+//go:linkname sbHookBootAPICID shortbread/kernel/machine.BootAPICID
+func sbHookBootAPICID() uint32 { return sbBootCPU }
+
+//go:linkname sbHookDeviceMemStart shortbread/kernel/machine.DeviceMemStart
+func sbHookDeviceMemStart() uintptr { return sbDevMemStart }
 
 //go:linkname sbHookRSDP shortbread/kernel/machine.RSDP
 func sbHookRSDP() []byte { return sbRSDP[:sbRSDPLen] }

@@ -64,6 +64,8 @@ var (
 	sbAS       sbAddrSpace
 	sbDmapBase uintptr // 0 until the kernel page tables are live
 	sbDmapEnd  uintptr // physical addresses below this are direct-mapped
+
+	sbDevMemStart uintptr = 4 << 30 // the direct map is uncached from here to 4 GiB
 )
 
 // sbWalk returns the direct-map address of the 4 KiB PTE for va, creating
@@ -123,10 +125,20 @@ func sbBuildKernelPageTables(elf uintptr) {
 	dmapEnd := max(sbFrames.maxPhys, 4<<30)
 	dmapEnd = (dmapEnd + (1 << 30) - 1) &^ ((1 << 30) - 1)
 	sbDmapEnd = dmapEnd
+	// Device registers below 4 GiB (the PCI hole, which on q35 starts at
+	// 2 or 2.75 GiB with its ECAM window) are uncached: everything from
+	// the end of the RAM below 4 GiB.
+	lowEnd := uintptr(0)
+	for i := 0; i < sbFrames.nranges; i++ {
+		if e := sbFrames.ranges[i].end; e <= 4<<30 && e > lowEnd {
+			lowEnd = e
+		}
+	}
 	for pa := uintptr(0); pa < dmapEnd; pa += 2 << 20 {
 		flags := uint64(pteWrite | pteNX | pteGlobal)
-		if pa >= 3<<30 && pa < 4<<30 {
-			flags |= ptePCD // the PCI hole: device registers
+		if pa >= lowEnd && pa < 4<<30 {
+			flags |= ptePCD
+			sbDevMemStart = min(sbDevMemStart, pa)
 		}
 		if !sbMapLarge(pml4, sbDirectMap+pa, pa, flags) {
 			sbFatal("out of memory building the direct map")

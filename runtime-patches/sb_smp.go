@@ -195,14 +195,32 @@ func sbIOAPICWrite(reg uint32, v uint32) {
 	atomic.Store((*uint32)(unsafe.Pointer(base+0x10)), v)
 }
 
-// sbIOAPICUnmask routes ISA interrupt irq to vector sbVecIRQBase+irq on
-// the boot CPU, edge-triggered, active high (the ISA defaults; QEMU and PCs
-// wire the PIT, IRQ 0, to pin 2, which the kernel corrects from the MADT
-// overrides when it needs the PIT).
-func sbIOAPICUnmask(irq int) {
+// sbIOAPICUnmask routes pin irq to vector sbVecIRQBase+irq on the boot
+// CPU, edge-triggered and active high (the ISA defaults; QEMU and PCs wire
+// the PIT, IRQ 0, to pin 2, which the kernel corrects from the MADT
+// overrides when it needs the PIT) unless flags say level or active low.
+func sbIOAPICUnmask(irq int, flags uint32) {
+	v := uint32(sbVecIRQBase + irq)
+	if flags&sbIRQLevel != 0 {
+		v |= 1 << 15
+	}
+	if flags&sbIRQActiveLow != 0 {
+		v |= 1 << 13
+	}
 	sbIOAPICMu.lock()
 	sbIOAPICWrite(0x10+2*uint32(irq)+1, sbBootCPU<<24)
-	sbIOAPICWrite(0x10+2*uint32(irq), uint32(sbVecIRQBase+irq))
+	sbIOAPICWrite(0x10+2*uint32(irq), v)
+	sbIOAPICMu.unlock()
+}
+
+// sbIOAPICSetMask masks (m = 1<<16) or unmasks (m = 0) pin irq, keeping
+// its routing.
+func sbIOAPICSetMask(irq int, m uint32) {
+	sbIOAPICMu.lock()
+	base := sbPhys(sbIOAPIC)
+	atomic.Store((*uint32)(unsafe.Pointer(base)), 0x10+2*uint32(irq))
+	v := atomic.Load((*uint32)(unsafe.Pointer(base + 0x10)))
+	atomic.Store((*uint32)(unsafe.Pointer(base+0x10)), v&^(1<<16)|m)
 	sbIOAPICMu.unlock()
 }
 

@@ -207,6 +207,9 @@ func sbRead(fd int32, buf, n uintptr) int64 {
 		if v == 0 {
 			return -sbEAGAIN
 		}
+		if sbIRQLevelPin[irq] {
+			sbIOAPICSetMask(int(irq), 0)
+		}
 		sbStore64(buf, v)
 		return 8
 	}

@@ -183,12 +183,17 @@ func sbUserTrap(c *sbCPU, f *sbFrame) bool {
 // sbInitAddressSpace prepares a new user address space in three zeroed
 // frames given by the kernel: the PML4, and the PDPT and page directory
 // covering the first GiB, which hold the shared kernel entries.
+// sbUserSpaces: an address space was made; the kernel half's PML4
+// entries may no longer change (sbMapDevice).
+var sbUserSpaces bool
+
 func sbInitAddressSpace(pml4, pdpt, pd uintptr) int64 {
 	for _, p := range [...]uintptr{pml4, pdpt, pd} {
 		if p == 0 || p&(sbPageSize-1) != 0 || p >= sbFrames.maxPhys {
 			return -sbEINVAL
 		}
 	}
+	sbUserSpaces = true
 	kpml4 := sbPhys(sbAS.pml4)
 	for i := uintptr(256); i < 512; i++ {
 		sbStore64(sbPhys(pml4)+i*8, sbLoad64(kpml4+i*8))

@@ -3,10 +3,14 @@
 # with the serial console on stdout and a hard time limit.
 # usage: [FIRMWARE=uefi] [MEM=512M] tools/qemu.sh ISO CPUS TIMEOUT_SECONDS [extra qemu args...]
 # FIRMWARE=uefi boots through OVMF instead of SeaBIOS.
+# DISK=IMAGE attaches a raw image as a virtio-blk disk (/dev/vda).
 # Exit status: the kernel's status (isa-debug-exit), 124 on timeout.
 set -u
 iso=$1 cpus=$2 limit=$3
 shift 3
+if [ -n "${DISK:-}" ]; then
+  set -- -drive "file=$DISK,if=none,id=vd0,format=raw" -device virtio-blk-pci,drive=vd0 "$@"
+fi
 if [ "${FIRMWARE:-bios}" = uefi ]; then
   set -- -bios /usr/share/ovmf/OVMF.fd "$@"
 fi

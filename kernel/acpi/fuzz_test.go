@@ -55,5 +55,6 @@ func FuzzFindTables(f *testing.F) {
 		tabs.MADT()
 		tabs.FADT()
 		tabs.S5()
+		tabs.MCFG()
 	})
 }

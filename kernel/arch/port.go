@@ -15,3 +15,21 @@ func Inw(port uint16) uint16
 
 // Outw writes a 16-bit word to an I/O port.
 func Outw(port uint16, v uint16)
+
+// Inl reads a 32-bit doubleword from an I/O port.
+func Inl(port uint16) uint32
+
+// Outl writes a 32-bit doubleword to an I/O port.
+func Outl(port uint16, v uint32)
+
+// Device registers in memory (MMIO) are read and written through these,
+// one instruction of the given width each, which the compiler can neither
+// merge, split, reorder nor drop (Go has no volatile). addr is a kernel
+// virtual address of an uncached mapping.
+
+func Read8(addr uintptr) uint8
+func Read16(addr uintptr) uint16
+func Read32(addr uintptr) uint32
+func Write8(addr uintptr, v uint8)
+func Write16(addr uintptr, v uint16)
+func Write32(addr uintptr, v uint32)

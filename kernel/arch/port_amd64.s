@@ -27,3 +27,59 @@ TEXT ·Outw(SB),NOSPLIT,$0-4
 	MOVW	v+2(FP), AX
 	OUTW
 	RET
+
+// func Inl(port uint16) uint32
+TEXT ·Inl(SB),NOSPLIT,$0-12
+	MOVW	port+0(FP), DX
+	INL
+	MOVL	AX, ret+8(FP)
+	RET
+
+// func Outl(port uint16, v uint32)
+TEXT ·Outl(SB),NOSPLIT,$0-8
+	MOVW	port+0(FP), DX
+	MOVL	v+4(FP), AX
+	OUTL
+	RET
+
+// func Read8(addr uintptr) uint8
+TEXT ·Read8(SB),NOSPLIT,$0-9
+	MOVQ	addr+0(FP), BX
+	MOVB	(BX), AX
+	MOVB	AX, ret+8(FP)
+	RET
+
+// func Read16(addr uintptr) uint16
+TEXT ·Read16(SB),NOSPLIT,$0-10
+	MOVQ	addr+0(FP), BX
+	MOVW	(BX), AX
+	MOVW	AX, ret+8(FP)
+	RET
+
+// func Read32(addr uintptr) uint32
+TEXT ·Read32(SB),NOSPLIT,$0-12
+	MOVQ	addr+0(FP), BX
+	MOVL	(BX), AX
+	MOVL	AX, ret+8(FP)
+	RET
+
+// func Write8(addr uintptr, v uint8)
+TEXT ·Write8(SB),NOSPLIT,$0-9
+	MOVQ	addr+0(FP), BX
+	MOVB	v+8(FP), AX
+	MOVB	AX, (BX)
+	RET
+
+// func Write16(addr uintptr, v uint16)
+TEXT ·Write16(SB),NOSPLIT,$0-10
+	MOVQ	addr+0(FP), BX
+	MOVW	v+8(FP), AX
+	MOVW	AX, (BX)
+	RET
+
+// func Write32(addr uintptr, v uint32)
+TEXT ·Write32(SB),NOSPLIT,$0-12
+	MOVQ	addr+0(FP), BX
+	MOVL	v+8(FP), AX
+	MOVL	AX, (BX)
+	RET

@@ -80,6 +80,10 @@ var Default = []Spec{
 		Help: "panic after a hung-task report",
 	},
 	{
+		Name: "ip", Kind: String,
+		Help: "static IPv4 configuration of a network card, Linux's form ADDR::GW:MASK:HOST:IFACE:off (no DHCP yet)",
+	},
+	{
 		Name: "poweroff", Kind: Bool,
 		Help: "power off as soon as the kernel is ready (boot benchmarks)",
 	},

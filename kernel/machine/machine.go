@@ -8,6 +8,7 @@ package machine
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -27,6 +28,11 @@ func BootInfo() uintptr
 // PhysAddr returns the kernel virtual address of physical address pa (the
 // direct map of all RAM and device memory below 4 GiB).
 func PhysAddr(pa uintptr) uintptr
+
+// DeviceMemStart is where the direct map's uncached window for device
+// registers begins (the end of the RAM below 4 GiB, 2 MiB-aligned); it
+// ends at 4 GiB.
+func DeviceMemStart() uintptr
 
 // Exit powers the machine off with status: under QEMU through
 // isa-debug-exit (QEMU exits with status*2+1), else it halts.
@@ -119,20 +125,92 @@ const (
 	sysProfStart = sysBase + 2
 	sysProfStop  = sysBase + 3
 	sysIOAPIC    = sysBase + 4
+	sysMapDevice = sysBase + 9
 )
 
+// MapDevice makes device memory [pa, pa+size) above the direct map (a
+// 64-bit BAR the firmware put above RAM) reachable, uncached, at
+// PhysAddr(pa). It works only at boot, before the first user process.
+func MapDevice(pa, size uint64) error {
+	if _, _, errno := syscall.RawSyscall(sysMapDevice, uintptr(pa), uintptr(size), 0); errno != 0 {
+		return errno
+	}
+	return nil
+}
+
 // OpenIRQ returns a file descriptor for ISA interrupt line irq and unmasks
-// the line. The descriptor is non-blocking and pollable: a read returns
-// the number of interrupts since the last read as a little-endian uint64,
-// so a driver goroutine blocked reading it (through os.NewFile) is woken
-// by the runtime's netpoller when the interrupt arrives.
-func OpenIRQ(irq int) (int, error) {
-	fd, _, errno := syscall.RawSyscall(sysIRQOpen, uintptr(irq), 0, 0)
+// the line (edge-triggered, active high). See OpenInterrupt.
+func OpenIRQ(irq int) (int, error) { return OpenInterrupt(irq, 0) }
+
+// Flags for OpenInterrupt.
+const (
+	IRQMessage   = 1 // message-signalled (MSI, MSI-X): no I/O APIC pin
+	IRQLevel     = 2 // level-triggered pin (PCI INTx): masked until the fd is read
+	IRQActiveLow = 4 // active-low pin
+)
+
+// NumIRQ is the number of device vectors (VecIRQBase...): I/O APIC pins
+// and message-signalled interrupts share them.
+const NumIRQ = 24
+
+var irqMu sync.Mutex
+var irqUsed [NumIRQ]bool
+var irqFlags [NumIRQ]int
+
+// InterruptFlags reports whether device vector irq is open and the
+// flags it was opened with.
+func InterruptFlags(irq int) (open bool, flags int) {
+	if irq < 0 || irq >= NumIRQ {
+		return false, 0
+	}
+	irqMu.Lock()
+	defer irqMu.Unlock()
+	return irqUsed[irq], irqFlags[irq]
+}
+
+// OpenInterrupt returns a file descriptor for device vector
+// VecIRQBase+irq. Unless flags has IRQMessage, it routes I/O APIC pin irq
+// there and unmasks it. The descriptor is non-blocking and pollable: a
+// read returns the number of interrupts since the last read as a
+// little-endian uint64, so a driver goroutine blocked reading it (through
+// os.NewFile) is woken by the runtime's netpoller when the interrupt
+// arrives. A vector is open at most once (EBUSY).
+func OpenInterrupt(irq, flags int) (int, error) {
+	if irq < 0 || irq >= NumIRQ {
+		return -1, syscall.EINVAL
+	}
+	irqMu.Lock()
+	defer irqMu.Unlock()
+	if irqUsed[irq] {
+		return -1, syscall.EBUSY
+	}
+	fd, _, errno := syscall.RawSyscall(sysIRQOpen, uintptr(irq), uintptr(flags), 0)
 	if errno != 0 {
 		return -1, errno
 	}
+	irqUsed[irq], irqFlags[irq] = true, flags
 	return int(fd), nil
 }
+
+// AllocMSI opens the highest free device vector for a message-signalled
+// interrupt and returns its fd and the MSI message (address and data)
+// that raises it on the boot CPU, fixed delivery, edge-triggered (Intel
+// SDM vol. 3 §11.11). Vectors 0-15 stay for ISA lines.
+func AllocMSI() (fd int, addr uint64, data uint32, err error) {
+	for irq := NumIRQ - 1; irq >= 16; irq-- {
+		fd, err = OpenInterrupt(irq, IRQMessage)
+		if err == nil {
+			return fd, 0xfee00000 | uint64(BootAPICID())<<12, uint32(VecIRQBase + irq), nil
+		}
+		if err != syscall.EBUSY {
+			return -1, 0, 0, err
+		}
+	}
+	return -1, 0, 0, syscall.ENOSPC
+}
+
+// BootAPICID is the local APIC ID of the CPU that takes device interrupts.
+func BootAPICID() uint32
 
 // StartCPU starts the application processor with the given local APIC ID
 // and returns once it is idle in the scheduler.

@@ -380,7 +380,9 @@ func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {
 	if f.IsPath() {
 		return -eBADF, false
 	}
-	cmd, arg := a[1], uintptr(a[2])
+	// Linux takes the command as an unsigned int: musl passes it as an
+	// int, sign-extended (BLKGETSIZE64 has the top bit set).
+	cmd, arg := uint64(uint32(a[1])), uintptr(a[2])
 	if r, ok := t.socketIoctl(f, cmd, arg); ok {
 		return r, false
 	}
@@ -425,6 +427,9 @@ func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {
 		if tt, ok := term.(Terminal); ok {
 			return t.terminalIoctl(tt, cmd, arg), false
 		}
+	}
+	if d, ok := devfs.BlockOf(f); ok {
+		return t.blockIoctl(d, cmd, arg), false
 	}
 	return -eNOTTY, false
 }

@@ -358,9 +358,9 @@ func sysFallocate(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 // sysFsync covers fsync, fdatasync and syncfs. Every file system is in
-// memory, so data is as durable as it gets once written; what is
-// checked is the descriptor: files that cannot be synced (pipes,
-// sockets, devices) give EINVAL, as on Linux.
+// memory, so data is as durable as it gets once written; a block device
+// flushes its disk's cache. Files that cannot be synced (pipes, sockets,
+// character devices) give EINVAL, as on Linux.
 func sysFsync(t *Thread, a *[6]uint64) (int64, bool) {
 	f, err := t.file(int(int32(a[0])))
 	if err != nil {
@@ -369,6 +369,9 @@ func sysFsync(t *Thread, a *[6]uint64) (int64, bool) {
 	defer f.DecRef()
 	if f.IsPath() {
 		return -eBADF, false
+	}
+	if s, ok := f.Impl().(vfs.Syncer); ok {
+		return errno(s.Sync()), false
 	}
 	switch a := f.Attr(); a.Type() {
 	case linux.S_IFREG, linux.S_IFDIR:

@@ -58,6 +58,17 @@ type SeekStream struct{}
 // Lseek returns 0.
 func (SeekStream) Lseek(pos, off int64, whence int) (int64, error) { return 0, nil }
 
+// SeekSized is Lseek for a file of a fixed size (a block device).
+func SeekSized(pos, off int64, whence int, size int64) (int64, error) {
+	return seekWithin(pos, off, whence, size)
+}
+
+// Syncer is implemented by files whose writes fsync must make durable
+// (block devices: the disk's volatile cache is flushed).
+type Syncer interface {
+	Sync() error
+}
+
 // seekWithin computes an lseek result for a file of the given size.
 func seekWithin(pos, off int64, whence int, size int64) (int64, error) {
 	var base int64

@@ -6,6 +6,10 @@
 #                 to the runner as environment) or rdinit=/sbin/init (a shell)
 #   MEM=512M      guest memory
 #   QEMU_EXTRA="..." more QEMU arguments, split at spaces (e.g. a -drive)
+#   DISK=IMAGE    attaches a raw image as a virtio-blk disk (/dev/vda), as
+#                 tools/qemu.sh does, and appends Debian's virtio modules
+#                 (tools/linux/modules.sh, cached beside VMLINUZ) to the
+#                 initramfs for the runner to load
 # Exit status: the guest's status (isa-debug-exit, written by the runner),
 # 124 on timeout, 125 if QEMU exited without a status (e.g. a kernel panic).
 #
@@ -13,15 +17,28 @@
 set -u
 [ $# -eq 4 ] || { echo "usage: $0 VMLINUZ INITRAMFS CPUS TIMEOUT_SECONDS" >&2; exit 2; }
 here=$(cd "$(dirname "$0")/../.." && pwd)
-"$here/tools/deps.sh" qemu-system-x86 coreutils || exit 2
+"$here/tools/deps.sh" qemu-system-x86 coreutils cpio || exit 2
 kernel=$1 initrd=$2 cpus=$3 limit=$4
 for f in "$kernel" "$initrd"; do
   [ -f "$f" ] || { echo "run: $f: no such file" >&2; exit 2; }
 done
+disk=
+if [ -n "${DISK:-}" ]; then
+  kdir=$(dirname "$kernel")
+  "$here/tools/linux/modules.sh" "$kdir" virtio_pci virtio_blk >&2 || exit 2
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  mkdir -p "$tmp/root/lib/modules"
+  cp "$kdir"/modules/*.ko "$kdir/modules/load-order" "$tmp/root/lib/modules/"
+  # Linux unpacks concatenated newc archives in turn.
+  (cd "$tmp/root" && find . | cpio -o -H newc --quiet) | cat "$initrd" - > "$tmp/initrd.cpio"
+  initrd=$tmp/initrd.cpio
+  disk="-drive file=$DISK,if=none,id=vd0,format=raw -device virtio-blk-pci,drive=vd0"
+fi
 timeout --foreground -k 5 "$limit" qemu-system-x86_64 -machine q35 -cpu max -m "${MEM:-512M}" \
   -smp "$cpus" -display none -serial stdio -monitor none -no-reboot \
   -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
-  -kernel "$kernel" -initrd "$initrd" -append "console=ttyS0 panic=-1 quiet ${APPEND:-}" ${QEMU_EXTRA:-} </dev/null
+  -kernel "$kernel" -initrd "$initrd" -append "console=ttyS0 panic=-1 quiet ${APPEND:-}" $disk ${QEMU_EXTRA:-} </dev/null
 s=$?
 case $s in
   124|137) echo "run: timed out after ${limit}s" >&2; exit 124 ;;

@@ -21,6 +21,8 @@
  * Environment (Linux passes unknown key=value kernel parameters to init):
  *   RUNNER_TIMEOUT=seconds   per program (default 300)
  *   RUNNER_ONLY=substring    run only programs whose name contains it
+ *   BLK_DISK=vda             the scratch disk the harness attached (t_blk
+ *                            requires it then; passed on to the programs)
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -34,6 +36,7 @@
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
@@ -125,7 +128,11 @@ static int run_one(const char *dir, const char *name, unsigned timeout)
 		char bb[300] = "BUSYBOX=/bin/busybox";
 		if (getenv("BUSYBOX")) /* a host run may say where busybox is */
 			snprintf(bb, sizeof bb, "BUSYBOX=%s", getenv("BUSYBOX"));
-		char *envp[] = { "PATH=/bin:/sbin:/usr/bin:/usr/sbin", "HOME=/", "TMPDIR=/tmp", testdir, bb, NULL };
+		/* the disk the harness attached (t_blk), from the kernel command line */
+		char disk[80] = "BLK_DISK=";
+		if (getenv("BLK_DISK"))
+			snprintf(disk, sizeof disk, "BLK_DISK=%s", getenv("BLK_DISK"));
+		char *envp[] = { "PATH=/bin:/sbin:/usr/bin:/usr/sbin", "HOME=/", "TMPDIR=/tmp", testdir, bb, disk, NULL };
 		execve(path, argv, envp);
 		say("runner: execve %s: %s\n", path, strerror(errno));
 		_exit(127);
@@ -193,6 +200,27 @@ static void report_and_stop(int status)
 	exit(status);
 }
 
+/* Debian's kernel has virtio-blk as modules: tools/linux/run.sh appends
+ * them (and /lib/modules/load-order, dependencies first) to the
+ * initramfs when a disk is attached. Shortbread has no modules; the
+ * file is absent there. */
+static void load_modules(void)
+{
+	FILE *f = fopen("/lib/modules/load-order", "r");
+	if (!f)
+		return;
+	char name[128], path[200];
+	while (fscanf(f, "%127s", name) == 1) {
+		snprintf(path, sizeof path, "/lib/modules/%s.ko", name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || syscall(SYS_finit_module, fd, "", 0) != 0)
+			say("runner: module %s: %s\n", name, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	fclose(f);
+}
+
 int main(int argc, char **argv)
 {
 	int init = getpid() == 1;
@@ -203,6 +231,7 @@ int main(int argc, char **argv)
 		mount_one("devtmpfs", "/dev", "devtmpfs", 0, "mode=0755");
 		mount_one("tmpfs", "/tmp", "tmpfs", 0, "mode=1777");
 		ensure_console();
+		load_modules();
 		setsid();
 		umask(022);
 		if (chdir("/"))

@@ -141,7 +141,7 @@ func (fs *FS) Root() vfs.Inode { return fs.root }
 // Register enters the devices in v's device table.
 func (fs *FS) Register(v *vfs.VFS) {
 	for _, n := range fs.devices {
-		v.RegisterDevice(linux.S_IFCHR, n.rdev, n)
+		v.RegisterDevice(n.Mode&linux.S_IFMT, n.rdev, n)
 	}
 }
 

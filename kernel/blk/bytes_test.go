@@ -1,0 +1,71 @@
+package blk
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"testing"
+)
+
+// Random unaligned reads and writes agree with a plain byte slice.
+func TestBytesModel(t *testing.T) {
+	for _, ss := range []int{512, 4096} {
+		m := NewMem("vdz", ss, uint64(2<<20/ss))
+		ref := make([]byte, 2<<20)
+		rng := rand.New(rand.NewPCG(uint64(ss), 7))
+		for i := 0; i < 400; i++ {
+			off := rng.Int64N(int64(len(ref)) + 100)
+			n := rng.IntN(600 << 10)
+			if rng.IntN(4) == 0 {
+				n = rng.IntN(3 * ss)
+			}
+			if rng.IntN(2) == 0 {
+				p := make([]byte, n)
+				for j := range p {
+					p[j] = byte(rng.Uint32())
+				}
+				got, err := WriteBytes(m, p, off)
+				want := 0
+				if off < int64(len(ref)) {
+					want = copy(ref[off:], p)
+				}
+				if off >= int64(len(ref)) && n > 0 {
+					if !errors.Is(err, ErrRange) {
+						t.Fatalf("write at %d past the end: %v", off, err)
+					}
+					continue
+				}
+				if got != want || err != nil {
+					t.Fatalf("ss %d write %d at %d: %d %v, want %d", ss, n, off, got, err, want)
+				}
+			} else {
+				p := make([]byte, n)
+				got, err := ReadBytes(m, p, off)
+				want := 0
+				if off < int64(len(ref)) {
+					want = min(n, len(ref)-int(off))
+				}
+				if got != want || err != nil || !bytes.Equal(p[:got], ref[off:off+int64(got)]) {
+					t.Fatalf("ss %d read %d at %d: %d %v, want %d", ss, n, off, got, err, want)
+				}
+			}
+		}
+		if !bytes.Equal(m.data, ref) {
+			t.Fatalf("ss %d: device differs from the model", ss)
+		}
+	}
+}
+
+func TestBytesErrors(t *testing.T) {
+	m := NewMem("vdz", 512, 64)
+	m.Fail = func(s uint64, write bool) bool { return s == 10 }
+	if n, err := ReadBytes(m, make([]byte, 8192), 100); !errors.Is(err, ErrIO) || n != 0 {
+		t.Errorf("read over a bad sector: %d %v", n, err)
+	}
+	if n, err := WriteBytes(m, make([]byte, 10), 10*512+3); !errors.Is(err, ErrIO) || n != 0 {
+		t.Errorf("partial write over a bad sector: %d %v", n, err)
+	}
+	if n, err := ReadBytes(m, make([]byte, 10), -1); !errors.Is(err, ErrRange) || n != 0 {
+		t.Errorf("negative offset: %d %v", n, err)
+	}
+}

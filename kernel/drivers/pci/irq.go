@@ -1,0 +1,136 @@
+package pci
+
+import (
+	"errors"
+	"fmt"
+)
+
+// IRQ is an interrupt a driver goroutine waits for.
+type IRQ interface {
+	// Wait blocks until the interrupt has fired since the last Wait.
+	Wait() error
+	Close() error
+}
+
+// Platform is what the PCI layer needs from the machine: uncached
+// mappings of memory BARs and interrupt vectors.
+type Platform interface {
+	// Map returns the registers of memory BAR b.
+	Map(b BAR) (Region, error)
+	// AllocMSI returns a new message-signalled interrupt and the
+	// message (address, data) a device writes to raise it.
+	AllocMSI() (irq IRQ, addr uint64, data uint32, err error)
+	// INTx returns d's legacy interrupt pin as routed by the firmware.
+	INTx(d *Device) (IRQ, error)
+}
+
+// IntrKind says how a device interrupts.
+type IntrKind int
+
+const (
+	INTx IntrKind = iota
+	MSI
+	MSIX
+)
+
+func (k IntrKind) String() string { return [...]string{"INTx", "MSI", "MSI-X"}[k] }
+
+// ErrNoInterrupt: the device has neither MSI-X, MSI nor an INTx pin.
+var ErrNoInterrupt = errors.New("pci: device has no interrupt")
+
+// Interrupts sets d up to interrupt: with MSI-X, up to n vectors (entry i
+// of the table raises irqs[i]; fewer than n when the table or the free
+// vectors run short), else one MSI, else its INTx pin. Memory decoding
+// is turned on (the MSI-X table lives in a BAR).
+func (d *Device) Interrupts(p Platform, n int) (IntrKind, []IRQ, error) {
+	if off, ok := d.Cap(CapMSIX); ok && n > 0 {
+		irqs, err := d.msix(p, off, n)
+		if err == nil {
+			return MSIX, irqs, nil
+		}
+	}
+	if off, ok := d.Cap(CapMSI); ok {
+		irq, err := d.msi(p, off)
+		if err == nil {
+			return MSI, []IRQ{irq}, nil
+		}
+	}
+	if d.IntPin == 0 {
+		return INTx, nil, ErrNoInterrupt
+	}
+	irq, err := p.INTx(d)
+	if err != nil {
+		return INTx, nil, err
+	}
+	d.SetCommand(0, CmdINTxDisable)
+	return INTx, []IRQ{irq}, nil
+}
+
+// MSI-X capability (PCI Local Bus 3.0 §6.8.2).
+const (
+	msixEnable   = 1 << 15
+	msixMaskAll  = 1 << 14
+	msixEntry    = 16
+	msixVecCtrl  = 12
+	msixEntryOff = 4
+)
+
+func (d *Device) msix(p Platform, off uint16, n int) ([]IRQ, error) {
+	ctrl := uint16(d.Read(off+2, 2))
+	size := int(ctrl&0x7ff) + 1
+	n = min(n, size)
+	tbl := d.Read(off+msixEntryOff, 4)
+	bir, toff := int(tbl&7), uint64(tbl&^7)
+	if bir > 5 || d.BARs[bir].Size == 0 || d.BARs[bir].IO || toff+uint64(size)*msixEntry > d.BARs[bir].Size {
+		return nil, fmt.Errorf("pci: %s MSI-X table (BAR%d + %#x, %d entries) outside its BAR", d.Addr, bir, toff, size)
+	}
+	r, err := p.Map(d.BARs[bir])
+	if err != nil {
+		return nil, err
+	}
+	d.SetCommand(CmdMemory, 0)
+	// Enabled but masked while the entries are written.
+	d.Write(off+2, 2, uint32(ctrl|msixEnable|msixMaskAll))
+	var irqs []IRQ
+	for i := 0; i < n; i++ {
+		irq, addr, data, err := p.AllocMSI()
+		if err != nil {
+			if i == 0 {
+				d.Write(off+2, 2, uint32(ctrl&^(msixEnable|msixMaskAll)))
+				return nil, err
+			}
+			break
+		}
+		e := uint32(toff) + uint32(i)*msixEntry
+		r.Write32(e, uint32(addr))
+		r.Write32(e+4, uint32(addr>>32))
+		r.Write32(e+8, data)
+		r.Write32(e+msixVecCtrl, 0)
+		irqs = append(irqs, irq)
+	}
+	d.SetCommand(CmdINTxDisable, 0)
+	d.Write(off+2, 2, uint32(ctrl&^msixMaskAll|msixEnable))
+	return irqs, nil
+}
+
+// MSI capability (PCI Local Bus 3.0 §6.8.1): one vector.
+func (d *Device) msi(p Platform, off uint16) (IRQ, error) {
+	irq, addr, data, err := p.AllocMSI()
+	if err != nil {
+		return nil, err
+	}
+	ctrl := uint16(d.Read(off+2, 2))
+	d.Write(off+4, 4, uint32(addr))
+	dataOff, maskOff := off+8, off+12
+	if ctrl&(1<<7) != 0 { // 64-bit address
+		d.Write(off+8, 4, uint32(addr>>32))
+		dataOff, maskOff = off+12, off+16
+	}
+	d.Write(dataOff, 2, data)
+	if ctrl&(1<<8) != 0 { // per-vector masking
+		d.Write(maskOff, 4, 0)
+	}
+	d.SetCommand(CmdINTxDisable, 0)
+	d.Write(off+2, 2, uint32(ctrl&^0x70|1)) // one vector, enabled
+	return irq, nil
+}

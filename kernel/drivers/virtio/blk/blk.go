@@ -1,0 +1,405 @@
+// Package blk drives virtio block devices (virtio 1.0 §5.2) as
+// kernel/blk Devices: one request queue, several requests in flight,
+// completions by interrupt (a goroutine sleeps on the queue's MSI-X
+// vector; nothing polls while the disk is idle), every status and length
+// the device returns checked, failures as blk.ErrIO with a log line
+// naming the disk and sector, and requests the device never completes
+// reported as blk.ErrTimeout after Timeout.
+package blk
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	block "shortbread/kernel/blk"
+	"shortbread/kernel/drivers/pci"
+	"shortbread/kernel/drivers/virtio"
+)
+
+// Device IDs: modern (0x1040 + type 2) and transitional.
+var IDs = []pci.ID{{Vendor: virtio.Vendor, Device: 0x1042}, {Vendor: virtio.Vendor, Device: 0x1001}}
+
+// Feature bits (§5.2.3).
+const (
+	featureSizeMax = 1 << 1
+	featureSegMax  = 1 << 2
+	featureRO      = 1 << 5
+	featureBlkSize = 1 << 6
+	featureFlush   = 1 << 9
+	wantedFeatures = featureSegMax | featureRO | featureBlkSize | featureFlush
+	requestIn      = 0
+	requestOut     = 1
+	requestFlush   = 4
+	statusOK       = 0
+	statusIOErr    = 1
+	statusUnsupp   = 2
+	headerLen      = 16
+	statusOffset   = 512 // the status byte's place in a slot's header page
+	maxDataPages   = 16  // per request: 64 KiB
+	maxSlots       = 8
+	DefaultTimeout = 30 * time.Second
+)
+
+// Disk is one virtio block device.
+type Disk struct {
+	name      string
+	t         *virtio.Transport
+	q         *virtio.Queue
+	dma       virtio.DMA
+	irq       pci.IRQ
+	isr       bool // INTx or MSI: read the ISR on each interrupt
+	sectors   uint64
+	ss        int // logical block size
+	flush     bool
+	ro        bool
+	segMax    int
+	log       func(format string, args ...any)
+	Timeout   time.Duration
+	slots     chan *slot
+	slotBytes int // data one request carries
+	mu        sync.Mutex
+	pending   map[*slot]bool // requests the device has
+	stopped   bool
+}
+
+// slot is one request's DMA memory: a header page (request header at 0,
+// status byte at statusOffset) and data pages.
+type slot struct {
+	hdr      virtio.Page
+	data     []virtio.Page
+	done     chan result
+	timedOut bool // the caller gave up; the slot returns when the device answers
+}
+
+type result struct {
+	n   uint32
+	err error
+}
+
+// Config is what New needs besides the device.
+type Config struct {
+	Name string // vda, vdb, ...
+	DMA  virtio.DMA
+	Log  func(format string, args ...any)
+}
+
+// New brings d up as a disk.
+func New(d *pci.Device, p pci.Platform, c Config) (*Disk, error) {
+	t, err := virtio.Open(d, p)
+	if err != nil {
+		return nil, err
+	}
+	feat, err := t.Negotiate(wantedFeatures)
+	if err != nil {
+		return nil, err
+	}
+	k := &Disk{name: c.Name, t: t, dma: c.DMA, log: c.Log, Timeout: DefaultTimeout,
+		pending: map[*slot]bool{}, ss: 512, segMax: maxDataPages}
+	if k.log == nil {
+		k.log = func(string, ...any) {}
+	}
+	if err := k.readConfig(feat); err != nil {
+		t.Fail()
+		return nil, err
+	}
+	kind, irqs, err := d.Interrupts(p, 1)
+	if err != nil {
+		t.Fail()
+		return nil, err
+	}
+	k.irq, k.isr = irqs[0], kind != pci.MSIX
+	vec := uint16(virtio.NoVector)
+	if kind == pci.MSIX {
+		vec = 0
+		if err := t.SetConfigVector(virtio.NoVector); err != nil {
+			t.Fail()
+			return nil, err
+		}
+	}
+	if k.q, err = t.SetupQueue(0, virtio.MaxQueueSize, vec, c.DMA); err != nil {
+		t.Fail()
+		return nil, err
+	}
+	pages := min(maxDataPages, k.segMax)
+	n := min(maxSlots, k.q.Size()/(pages+2))
+	if n == 0 {
+		t.Fail()
+		return nil, fmt.Errorf("virtio-blk %s: queue of %d descriptors too small", k.name, k.q.Size())
+	}
+	k.slots = make(chan *slot, n)
+	k.slotBytes = pages * virtio.PageSize
+	for i := 0; i < n; i++ {
+		s := &slot{done: make(chan result, 1)}
+		if s.hdr, err = c.DMA.Alloc(); err != nil {
+			t.Fail()
+			return nil, err
+		}
+		for j := 0; j < pages; j++ {
+			pg, err := c.DMA.Alloc()
+			if err != nil {
+				t.Fail()
+				return nil, err
+			}
+			s.data = append(s.data, pg)
+		}
+		k.slots <- s
+	}
+	t.DriverOK()
+	go k.complete()
+	return k, nil
+}
+
+// readConfig reads the geometry (§5.2.4), retrying while the
+// configuration generation changes underneath.
+func (k *Disk) readConfig(feat uint64) error {
+	cfg := k.t.Config()
+	for try := 0; ; try++ {
+		gen := k.t.ConfigGeneration()
+		k.sectors = uint64(cfg.Read32(0)) | uint64(cfg.Read32(4))<<32
+		if feat&featureSegMax != 0 {
+			if sm := int(cfg.Read32(12)); sm > 0 {
+				k.segMax = min(sm, maxDataPages)
+			}
+		}
+		if feat&featureBlkSize != 0 {
+			k.ss = int(cfg.Read32(20))
+		}
+		if k.t.ConfigGeneration() == gen {
+			break
+		}
+		if try == 10 {
+			return fmt.Errorf("virtio-blk %s: configuration keeps changing", k.name)
+		}
+	}
+	if k.ss < 512 || k.ss > virtio.PageSize || k.ss&(k.ss-1) != 0 {
+		return fmt.Errorf("virtio-blk %s: block size %d unsupported", k.name, k.ss)
+	}
+	// Capacity is in 512-byte sectors whatever the block size; sizes in
+	// bytes must fit an int64 (file offsets).
+	if k.sectors > math.MaxInt64/512 {
+		return fmt.Errorf("virtio-blk %s: capacity of %d sectors unsupported", k.name, k.sectors)
+	}
+	k.sectors = k.sectors * 512 / uint64(k.ss)
+	k.flush = feat&featureFlush != 0
+	k.ro = feat&featureRO != 0
+	return nil
+}
+
+func (k *Disk) Name() string    { return k.name }
+func (k *Disk) SectorSize() int { return k.ss }
+func (k *Disk) Sectors() uint64 { return k.sectors }
+func (k *Disk) ReadOnly() bool  { return k.ro }
+
+// ReadAt reads whole sectors at off.
+func (k *Disk) ReadAt(p []byte, off int64) (int, error) { return k.rw(p, off, false) }
+
+// WriteAt writes whole sectors at off.
+func (k *Disk) WriteAt(p []byte, off int64) (int, error) {
+	if k.ro {
+		return 0, block.ErrReadOnly
+	}
+	return k.rw(p, off, true)
+}
+
+// rw splits a transfer into requests of one slot each and keeps as many
+// in flight as there are free slots. On failure it reports the bytes
+// before the first failed request.
+func (k *Disk) rw(p []byte, off int64, write bool) (int, error) {
+	if err := block.Check(k, len(p), off); err != nil {
+		return 0, err
+	}
+	per := k.slotBytes
+	if len(p) <= per {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		s, err := k.slot(off)
+		if err != nil {
+			return 0, err
+		}
+		if err := k.do(s, p, off, write); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	errs := make([]error, (len(p)+per-1)/per)
+	var wg sync.WaitGroup
+	for i := range errs {
+		s, err := k.slot(off + int64(i*per))
+		if err != nil {
+			errs[i] = err
+			break
+		}
+		chunk := p[i*per : min(len(p), (i+1)*per)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = k.do(s, chunk, off+int64(i*per), write)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return i * per, err
+		}
+	}
+	return len(p), nil
+}
+
+// Flush asks the device to make every completed write durable.
+func (k *Disk) Flush() error {
+	if !k.flush {
+		return nil // no volatile cache to flush (§5.2.6.2)
+	}
+	s, err := k.slot(0)
+	if err != nil {
+		return err
+	}
+	return k.do(s, nil, 0, false)
+}
+
+// slot waits for a free request slot. Slots of requests the device never
+// answered stay taken, so a dead device makes this wait time out too.
+func (k *Disk) slot(off int64) (*slot, error) {
+	select {
+	case s := <-k.slots:
+		return s, nil
+	default:
+	}
+	t := time.NewTimer(k.Timeout)
+	defer t.Stop()
+	select {
+	case s := <-k.slots:
+		return s, nil
+	case <-t.C:
+		return nil, k.fail(uint64(off)/512, fmt.Errorf("%w: no request slot free after %v", block.ErrTimeout, k.Timeout))
+	}
+}
+
+// do runs one request in slot s (taken from k.slots; given back here,
+// unless the request timed out): p nil is a flush.
+func (k *Disk) do(s *slot, p []byte, off int64, write bool) error {
+	typ := uint32(requestIn)
+	switch {
+	case p == nil:
+		typ = requestFlush
+	case write:
+		typ = requestOut
+	}
+	sector := uint64(off) / 512
+	binary.LittleEndian.PutUint32(s.hdr.Mem[0:], typ)
+	binary.LittleEndian.PutUint32(s.hdr.Mem[4:], 0)
+	binary.LittleEndian.PutUint64(s.hdr.Mem[8:], sector)
+	s.hdr.Mem[statusOffset] = 0xff
+	bufs := []virtio.Buf{{Phys: s.hdr.Phys, Len: headerLen}}
+	for i := 0; i*virtio.PageSize < len(p); i++ {
+		chunk := p[i*virtio.PageSize : min(len(p), (i+1)*virtio.PageSize)]
+		if write {
+			copy(s.data[i].Mem, chunk)
+		}
+		bufs = append(bufs, virtio.Buf{Phys: s.data[i].Phys, Len: uint32(len(chunk)), Write: !write})
+	}
+	bufs = append(bufs, virtio.Buf{Phys: s.hdr.Phys + statusOffset, Len: 1, Write: true})
+	k.mu.Lock()
+	if _, err := k.q.Add(bufs, s); err != nil {
+		k.mu.Unlock()
+		k.slots <- s
+		return k.fail(sector, fmt.Errorf("%w: %v", block.ErrIO, err))
+	}
+	k.pending[s] = true
+	k.mu.Unlock()
+	k.q.Kick()
+
+	timer := time.NewTimer(k.Timeout)
+	defer timer.Stop()
+	var r result
+	select {
+	case r = <-s.done:
+	case <-timer.C:
+		k.mu.Lock()
+		select {
+		case r = <-s.done: // completed meanwhile
+		default:
+			s.timedOut = true
+		}
+		k.mu.Unlock()
+		if s.timedOut {
+			return k.fail(sector, fmt.Errorf("%w after %v", block.ErrTimeout, k.Timeout))
+		}
+	}
+	defer func() { k.slots <- s }()
+	if r.err != nil {
+		return k.fail(sector, r.err)
+	}
+	status := s.hdr.Mem[statusOffset]
+	if status != statusOK {
+		return k.fail(sector, fmt.Errorf("%w: status %d", block.ErrIO, status))
+	}
+	if !write && p != nil {
+		// The device counts the bytes it wrote, status byte included.
+		if r.n != uint32(len(p))+1 {
+			return k.fail(sector, fmt.Errorf("%w: device wrote %d bytes of %d", block.ErrIO, r.n, len(p)+1))
+		}
+		for i := 0; i*virtio.PageSize < len(p); i++ {
+			copy(p[i*virtio.PageSize:min(len(p), (i+1)*virtio.PageSize)], s.data[i].Mem)
+		}
+	}
+	return nil
+}
+
+func (k *Disk) fail(sector uint64, err error) error {
+	k.log("virtio-blk %s: sector %d: %v", k.name, sector, err)
+	return fmt.Errorf("%s: sector %d: %w", k.name, sector, err)
+}
+
+// complete is the interrupt goroutine: woken by the queue's vector, it
+// hands each finished request to its waiter. A device that broke the
+// queue fails everything pending with ErrIO.
+func (k *Disk) complete() {
+	for {
+		if k.isr {
+			k.t.ISR()
+		}
+		for {
+			c, ok, err := k.q.Used()
+			if err != nil {
+				k.log("virtio-blk %s: %v", k.name, err)
+				k.failAll(err)
+				return
+			}
+			if !ok {
+				break
+			}
+			// Under k.mu, so that a waiter giving up (do) either finds
+			// the result or is seen to have left.
+			s := c.Token.(*slot)
+			k.mu.Lock()
+			delete(k.pending, s)
+			if s.timedOut {
+				s.timedOut = false
+				k.slots <- s // the slots channel holds them all: never blocks
+			} else {
+				s.done <- result{n: c.Len} // buffered for the one result
+			}
+			k.mu.Unlock()
+		}
+		if err := k.irq.Wait(); err != nil {
+			k.failAll(err)
+			return
+		}
+	}
+}
+
+func (k *Disk) failAll(err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for s := range k.pending {
+		delete(k.pending, s)
+		if !s.timedOut {
+			s.done <- result{err: fmt.Errorf("%w: %v", block.ErrIO, err)}
+		}
+	}
+}

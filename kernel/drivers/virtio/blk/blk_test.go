@@ -1,0 +1,328 @@
+package blk
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	block "shortbread/kernel/blk"
+	"shortbread/kernel/drivers/pci"
+	"shortbread/kernel/drivers/virtio/virtiotest"
+)
+
+// model is a virtio-blk device over memory.
+type model struct {
+	capacity uint64 // overrides the size in the configuration
+	mu       sync.Mutex
+	data     []byte
+	bs       uint32
+	flushes  int
+	bad      map[uint64]bool // sectors that fail
+	short    bool            // report one byte less than written
+	seen     []string        // protocol errors the device noticed
+}
+
+func (m *model) Features() uint64 { return featureSegMax | featureBlkSize | featureFlush }
+func (m *model) Queues() int      { return 1 }
+func (m *model) Config() []byte {
+	c := make([]byte, 24)
+	binary.LittleEndian.PutUint64(c, uint64(len(m.data))/512)
+	if m.capacity != 0 {
+		binary.LittleEndian.PutUint64(c, m.capacity)
+	}
+	binary.LittleEndian.PutUint32(c[12:], 126)
+	binary.LittleEndian.PutUint32(c[20:], m.bs)
+	return c
+}
+
+func (m *model) Handle(q int, bufs []virtiotest.Buf) uint32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(bufs) < 2 || len(bufs[0].Data) != 16 || bufs[0].Write || !bufs[len(bufs)-1].Write || len(bufs[len(bufs)-1].Data) != 1 {
+		m.seen = append(m.seen, fmt.Sprintf("bad request layout %d bufs", len(bufs)))
+		return 0
+	}
+	typ := binary.LittleEndian.Uint32(bufs[0].Data)
+	sector := binary.LittleEndian.Uint64(bufs[0].Data[8:])
+	status := bufs[len(bufs)-1].Data
+	off := sector * 512
+	var n uint32
+	st := byte(statusOK)
+	for _, b := range bufs[1 : len(bufs)-1] {
+		if m.bad[off/512] {
+			st = statusIOErr
+		}
+		if off+uint64(len(b.Data)) > uint64(len(m.data)) {
+			st = statusIOErr
+			break
+		}
+		switch typ {
+		case requestIn:
+			if !b.Write {
+				m.seen = append(m.seen, "read into a read-only buffer")
+			}
+			n += uint32(copy(b.Data, m.data[off:]))
+		case requestOut:
+			copy(m.data[off:], b.Data)
+		}
+		off += uint64(len(b.Data))
+	}
+	if typ == requestFlush {
+		m.flushes++
+	}
+	status[0] = st
+	n++
+	if m.short && typ == requestIn {
+		n--
+	}
+	return n
+}
+
+func newDisk(t *testing.T, m *model) (*Disk, *virtiotest.Device, *[]string) {
+	t.Helper()
+	dev := virtiotest.New(0x1042, m)
+	devs, _ := pci.Scan(dev.Cfg)
+	var logs []string
+	var mu sync.Mutex
+	d, err := New(devs[0], dev.Platform(), Config{Name: "vda", DMA: dev.Mem, Log: func(f string, a ...any) {
+		mu.Lock()
+		logs = append(logs, fmt.Sprintf(f, a...))
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, dev, &logs
+}
+
+func TestReadWrite(t *testing.T) {
+	m := &model{data: make([]byte, 4<<20), bs: 512}
+	d, dev, _ := newDisk(t, m)
+	if d.Sectors() != 8192 || d.SectorSize() != 512 {
+		t.Fatalf("geometry %d x %d", d.Sectors(), d.SectorSize())
+	}
+	var _ block.Device = d
+	// Sizes around the 64 KiB request limit and page boundaries.
+	for _, c := range []struct {
+		off int64
+		n   int
+	}{{0, 512}, {512, 4096}, {4096 * 3, 65536}, {1 << 20, 65536 + 512}, {(4 << 20) - 200*1024, 200 * 1024}} {
+		w := make([]byte, c.n)
+		for i := range w {
+			w[i] = byte(i*7 + int(c.off))
+		}
+		if n, err := d.WriteAt(w, c.off); n != c.n || err != nil {
+			t.Fatalf("write %d at %d: %d %v", c.n, c.off, n, err)
+		}
+		if !bytes.Equal(m.data[c.off:c.off+int64(c.n)], w) {
+			t.Fatalf("device holds other bytes at %d", c.off)
+		}
+		r := make([]byte, c.n)
+		if n, err := d.ReadAt(r, c.off); n != c.n || err != nil || !bytes.Equal(r, w) {
+			t.Fatalf("read %d at %d: %d %v equal=%v", c.n, c.off, n, err, bytes.Equal(r, w))
+		}
+	}
+	if err := d.Flush(); err != nil || m.flushes != 1 {
+		t.Errorf("flush: %v, device saw %d", err, m.flushes)
+	}
+	if _, err := d.ReadAt(make([]byte, 512), 4<<20); !errors.Is(err, block.ErrRange) {
+		t.Errorf("read past the end: %v", err)
+	}
+	if _, err := d.ReadAt(make([]byte, 100), 0); !errors.Is(err, block.ErrAlign) {
+		t.Errorf("unaligned read: %v", err)
+	}
+	if len(m.seen) != 0 || len(dev.Errors) != 0 {
+		t.Errorf("device saw %v %v", m.seen, dev.Errors)
+	}
+}
+
+// Goroutines writing and reading their own regions at once keep several
+// requests in flight and all see their own data.
+func TestConcurrent(t *testing.T) {
+	m := &model{data: make([]byte, 8<<20), bs: 512}
+	d, dev, _ := newDisk(t, m)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 1))
+			base := int64(g) * (512 << 10)
+			for i := 0; i < 20; i++ {
+				n := (1 + rng.IntN(64)) * 512
+				off := base + int64(rng.IntN((512<<10-n)/512))*512
+				w := make([]byte, n)
+				for j := range w {
+					w[j] = byte(rng.Uint32())
+				}
+				if _, err := d.WriteAt(w, off); err != nil {
+					errs <- err
+					return
+				}
+				r := make([]byte, n)
+				if _, err := d.ReadAt(r, off); err != nil || !bytes.Equal(r, w) {
+					errs <- fmt.Errorf("goroutine %d: read back %v equal=%v", g, err, bytes.Equal(r, w))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if dev.Notifies.Load() < 16*40 {
+		t.Errorf("%d notifications for %d requests", dev.Notifies.Load(), 16*40)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	m := &model{data: make([]byte, 1<<20), bs: 512, bad: map[uint64]bool{100: true}}
+	d, _, logs := newDisk(t, m)
+	_, err := d.ReadAt(make([]byte, 4096), 100*512)
+	if !errors.Is(err, block.ErrIO) {
+		t.Fatalf("bad sector: %v", err)
+	}
+	if len(*logs) != 1 || !strings.Contains((*logs)[0], "vda") || !strings.Contains((*logs)[0], "sector 100") {
+		t.Errorf("log %q", *logs)
+	}
+	// The disk goes on working.
+	if _, err := d.ReadAt(make([]byte, 4096), 0); err != nil {
+		t.Errorf("after an error: %v", err)
+	}
+	m.short = true
+	if _, err := d.ReadAt(make([]byte, 4096), 0); !errors.Is(err, block.ErrIO) {
+		t.Errorf("short read accepted: %v", err)
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	m := &model{data: make([]byte, 1<<20), bs: 512}
+	d, dev, logs := newDisk(t, m)
+	d.Timeout = 50 * time.Millisecond
+	dev.Hold.Store(true)
+	start := time.Now()
+	_, err := d.ReadAt(make([]byte, 512), 7*512)
+	if !errors.Is(err, block.ErrTimeout) || time.Since(start) > 5*time.Second {
+		t.Fatalf("held request: %v after %v", err, time.Since(start))
+	}
+	if len(*logs) == 0 || !strings.Contains((*logs)[0], "sector 7") {
+		t.Errorf("log %q", *logs)
+	}
+	free := len(d.slots)
+	// With every slot held by an unanswered request, new requests time
+	// out too instead of waiting for a slot forever.
+	var wg sync.WaitGroup
+	for i := 0; i < free; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); d.ReadAt(make([]byte, 512), int64(i)*512) }()
+	}
+	wg.Wait()
+	if _, err := d.ReadAt(make([]byte, 512), 0); !errors.Is(err, block.ErrTimeout) {
+		t.Fatalf("no slot left: %v", err)
+	}
+	free = len(d.slots)
+	if free != 0 {
+		t.Fatalf("%d slots free", free)
+	}
+	dev.Release()
+	// The late completions give the slots back.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(d.slots) != cap(d.slots) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if len(d.slots) != cap(d.slots) {
+		t.Errorf("slots %d, want %d", len(d.slots), cap(d.slots))
+	}
+	if _, err := d.ReadAt(make([]byte, 512), 0); err != nil {
+		t.Errorf("after the timeout: %v", err)
+	}
+}
+
+// A device handing back a used entry for no request breaks the disk:
+// requests fail with ErrIO, none hangs.
+func TestBrokenDevice(t *testing.T) {
+	m := &model{data: make([]byte, 1<<20), bs: 512}
+	d, dev, _ := newDisk(t, m)
+	dev.Corrupt = func(id, n *uint32, idx *uint16) { *id = 999 }
+	if _, err := d.ReadAt(make([]byte, 512), 0); !errors.Is(err, block.ErrIO) {
+		t.Fatalf("read: %v", err)
+	}
+	if _, err := d.WriteAt(make([]byte, 512), 0); !errors.Is(err, block.ErrIO) {
+		t.Fatalf("write after break: %v", err)
+	}
+}
+
+func TestBlockSize4K(t *testing.T) {
+	m := &model{data: make([]byte, 1<<20), bs: 4096}
+	d, _, _ := newDisk(t, m)
+	if d.SectorSize() != 4096 || d.Sectors() != 256 {
+		t.Fatalf("geometry %d x %d", d.Sectors(), d.SectorSize())
+	}
+	w := bytes.Repeat([]byte{9}, 4096)
+	if _, err := d.WriteAt(w, 8192); err != nil || m.data[8192] != 9 || m.data[8191] != 0 {
+		t.Fatalf("write: %v", err)
+	}
+	if _, err := d.WriteAt(w[:512], 0); !errors.Is(err, block.ErrAlign) {
+		t.Errorf("512-byte write on a 4K disk: %v", err)
+	}
+}
+
+// One large read keeps every slot's request in flight at once.
+func TestLargeRequestInFlight(t *testing.T) {
+	m := &model{data: make([]byte, 4<<20), bs: 512}
+	for i := range m.data {
+		m.data[i] = byte(i / 512)
+	}
+	d, dev, _ := newDisk(t, m)
+	dev.Hold.Store(true)
+	r := make([]byte, 2<<20)
+	done := make(chan error)
+	go func() { _, err := d.ReadAt(r, 512); done <- err }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		d.mu.Lock()
+		n := len(d.pending)
+		d.mu.Unlock()
+		if n == cap(d.slots) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests in flight, want %d", n, cap(d.slots))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	dev.Release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(r, m.data[512:512+len(r)]) {
+		t.Fatal("read back differs")
+	}
+}
+
+// Geometry the kernel cannot represent is refused at probe time.
+func TestBadGeometry(t *testing.T) {
+	for _, m := range []*model{
+		{data: make([]byte, 4096), bs: 512, capacity: 1 << 60},
+		{data: make([]byte, 4096), bs: 1000},
+		{data: make([]byte, 4096), bs: 8192},
+	} {
+		dev := virtiotest.New(0x1042, m)
+		devs, _ := pci.Scan(dev.Cfg)
+		if _, err := New(devs[0], dev.Platform(), Config{Name: "vda", DMA: dev.Mem}); err == nil {
+			t.Errorf("capacity %d block size %d accepted", m.capacity, m.bs)
+		}
+		if dev.Status()&0x80 == 0 {
+			t.Errorf("device not told the driver failed (status %#x)", dev.Status())
+		}
+	}
+}
