@@ -81,6 +81,10 @@ func (k *kernel) mountProc(v *vfs.VFS) error {
 	fs.AddFile("sys/net/core/somaxconn", func() []byte { return []byte("4096\n") }, nil)
 	fs.AddFile("net/unix", unix.ProcNetUnix, nil)
 	fs.AddFile("net/dev", inet.ProcNetDev, nil)
+	fs.AddFile("net/tcp", inet.ProcNetTCP, nil)
+	fs.AddFile("net/tcp6", inet.ProcNetTCP6, nil)
+	fs.AddFile("net/udp", inet.ProcNetUDP, nil)
+	fs.AddFile("net/udp6", inet.ProcNetUDP6, nil)
 	fs.AddFile("sys/net/ipv4/ip_local_port_range", inet.ProcPortRange, nil)
 	// The socket buffer sysctls, as the socket layer applies them.
 	for name, v := range map[string]int{"wmem_default": socket.DefaultBuf, "rmem_default": socket.DefaultBuf,

@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <net/if.h>
 
@@ -507,11 +508,95 @@ static void test_ifioctl(void)
 	close(u);
 }
 
+/* finds the line of /proc/net/FILE whose local address is want (as the
+ * file prints it, "0100007F:1F90") and copies it to line */
+static int procnet_line(const char *file, const char *want, char *line, size_t n)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/net/%s", file);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	int found = 0;
+	char l[512], local[64];
+	while (!found && fgets(l, sizeof l, f))
+		if (sscanf(l, " %*d: %63s", local) == 1 && strcmp(local, want) == 0) {
+			snprintf(line, n, "%s", l);
+			found = 1;
+		}
+	fclose(f);
+	return found;
+}
+
+/* /proc/net/tcp and udp: what netstat and ss read */
+static void test_procnet(void)
+{
+	struct sockaddr_in la;
+	int l = listener4(&la);
+	struct stat st;
+	fstat(l, &st);
+	char want[64], line[512];
+	snprintf(want, sizeof want, "0100007F:%04X", ntohs(la.sin_port));
+	CHECK("procnet.tcp_listener", procnet_line("tcp", want, line, sizeof line));
+	unsigned state = 0, uid = 99;
+	unsigned long ino = 0;
+	char rem[64];
+	sscanf(line, " %*d: %*s %63s %x %*s %*s %*s %u %*d %lu", rem, &state, &uid, &ino);
+	CHECK("procnet.tcp_listener_remote", strcmp(rem, "00000000:0000") == 0);
+	CHECK_EQ("procnet.tcp_listener_state", state, 0x0A);
+	CHECK_EQ("procnet.tcp_listener_uid", uid, 0);
+	CHECK_EQ("procnet.tcp_listener_inode", ino, st.st_ino);
+	int c = connect4(&la);
+	int a = accept(l, NULL, NULL);
+	struct sockaddr_in ca;
+	socklen_t len = sizeof ca;
+	getsockname(c, (void *)&ca, &len);
+	snprintf(want, sizeof want, "0100007F:%04X", ntohs(ca.sin_port));
+	CHECK("procnet.tcp_client", procnet_line("tcp", want, line, sizeof line));
+	sscanf(line, " %*d: %*s %63s %x", rem, &state);
+	char peer[32];
+	snprintf(peer, sizeof peer, "0100007F:%04X", ntohs(la.sin_port));
+	CHECK("procnet.tcp_client_remote", strcmp(rem, peer) == 0);
+	CHECK_EQ("procnet.tcp_client_state", state, 1);
+	close(a);
+	close(c);
+	close(l);
+	/* the accepted end may linger in TIME_WAIT on the same local port
+	 * (Linux lists it); the listener itself is gone */
+	snprintf(want, sizeof want, "0100007F:%04X", ntohs(la.sin_port));
+	state = 0;
+	if (procnet_line("tcp", want, line, sizeof line))
+		sscanf(line, " %*d: %*s %*s %x", &state);
+	CHECK("procnet.tcp_closed_listener_gone", state != 0x0A);
+
+	int u = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in ua = lo4(0);
+	len = sizeof ua;
+	bind(u, (void *)&ua, sizeof ua);
+	getsockname(u, (void *)&ua, &len);
+	snprintf(want, sizeof want, "0100007F:%04X", ntohs(ua.sin_port));
+	CHECK("procnet.udp_bound", procnet_line("udp", want, line, sizeof line));
+	sscanf(line, " %*d: %*s %*s %x", &state);
+	CHECK_EQ("procnet.udp_state", state, 7);
+	close(u);
+
+	int s6 = socket(AF_INET6, SOCK_STREAM, 0);
+	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	len = sizeof a6;
+	bind(s6, (void *)&a6, sizeof a6);
+	listen(s6, 1);
+	getsockname(s6, (void *)&a6, &len);
+	snprintf(want, sizeof want, "00000000000000000000000001000000:%04X", ntohs(a6.sin6_port));
+	CHECK("procnet.tcp6_listener", procnet_line("tcp6", want, line, sizeof line));
+	close(s6);
+}
+
 int main(int argc, char **argv)
 {
 	check_start(argv[0]);
 	lo_up();
 	test_ifioctl();
+	test_procnet();
 	test_basics();
 	test_stream();
 	test_nonblock_connect();

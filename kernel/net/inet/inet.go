@@ -44,7 +44,12 @@ func Register() {
 		fam := fam
 		socket.Register(fam, &socket.Family{
 			New: func(c *vfs.Ctx, typ, protocol int) (socket.Socket, error) {
-				return newSocket(fam, typ, protocol)
+				s, err := newSocket(fam, typ, protocol)
+				if err != nil {
+					return nil, err
+				}
+				s.uid = c.Cred.EUID
+				return s, nil
 			},
 		})
 	}
@@ -63,7 +68,10 @@ type sock struct {
 	q     vfs.Queue
 
 	mu        sync.Mutex
-	listening bool // protected by mu
+	listening bool   // protected by mu
+	ino       uint64 // the file's inode number; protected by mu
+
+	uid uint32 // the creator's effective user ID, for /proc/net/tcp
 }
 
 func netProto(family int) tcpip.NetworkProtocolNumber {
@@ -73,7 +81,7 @@ func netProto(family int) tcpip.NetworkProtocolNumber {
 	return ipv4.ProtocolNumber
 }
 
-func newSocket(family, typ, protocol int) (socket.Socket, error) {
+func newSocket(family, typ, protocol int) (*sock, error) {
 	var tp tcpip.TransportProtocolNumber
 	switch typ {
 	case linux.SOCK_STREAM:
@@ -104,6 +112,7 @@ func wrap(family, typ, protocol int, ep tcpip.Endpoint, wq *waiter.Queue) *sock 
 	// TIME_WAIT; nothing to change here.
 	s.entry = waiter.NewFunctionEntry(waiter.AllEvents|waiter.EventErr|waiter.EventHUp, func(waiter.EventMask) { s.q.Notify() })
 	wq.EventRegister(&s.entry)
+	track(s)
 	return s
 }
 
@@ -127,6 +136,7 @@ func (s *sock) Readiness() uint32 {
 }
 
 func (s *sock) Release() {
+	untrack(s)
 	s.syncOptions()
 	s.wq.EventUnregister(&s.entry)
 	s.ep.Close()
@@ -244,7 +254,11 @@ func (s *sock) Accept(c *vfs.Ctx, b socket.Blocking) (socket.Socket, error) {
 			aerr = errno(e)
 			return true
 		}
-		ns = wrap(s.family, s.typ, s.proto, ep, wq)
+		n := wrap(s.family, s.typ, s.proto, ep, wq)
+		if c != nil {
+			n.uid = c.Cred.EUID
+		}
+		ns = n
 		return true
 	}, &s.q)
 	if err != nil {

@@ -3,7 +3,11 @@ package inet
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
+
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/net/socket"
@@ -23,7 +27,7 @@ func newTCP(t *testing.T) *sock {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s.(*sock)
+	return s
 }
 
 // A listener, a connection through the loopback endpoint, data both
@@ -137,5 +141,51 @@ func TestBidirectionalTransfer(t *testing.T) {
 		a.Release()
 		c.Release()
 		l.Release()
+	}
+}
+
+// /proc/net/tcp lists a listener and both ends of a connection in
+// Linux's layout, and forgets a socket once it is released.
+func TestProcNetTCP(t *testing.T) {
+	l := newTCP(t)
+	if err := l.Bind(nil, addr4(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Listen(nil, 4); err != nil {
+		t.Fatal(err)
+	}
+	l.SetIno(424242)
+	port := l.ep.Info().(*stack.TransportEndpointInfo).ID.LocalPort
+	listen := fmt.Sprintf("0100007F:%04X 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 424242 ", port)
+	text := string(ProcNetTCP())
+	if !strings.HasPrefix(text, "  sl  local_address rem_address   st tx_queue") {
+		t.Fatalf("header: %q", text)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		if len(line) != 149 {
+			t.Errorf("line of %d characters, want 149 as Linux pads them: %q", len(line), line)
+		}
+	}
+	if !strings.Contains(text, listen) {
+		t.Fatalf("no listener line %q in\n%s", listen, text)
+	}
+	c := newTCP(t)
+	if err := c.Connect(nil, addr4(port), socket.Blocking{}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := l.Accept(nil, socket.Blocking{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text = string(ProcNetTCP())
+	est := fmt.Sprintf("0100007F:%04X 0100007F:", port)
+	if n := strings.Count(text, " 01 "); n < 2 || !strings.Contains(text, est) {
+		t.Errorf("want both ends established (%q):\n%s", est, text)
+	}
+	for _, s := range []*sock{l, c, a.(*sock)} {
+		s.Release()
+	}
+	if strings.Contains(string(ProcNetTCP()), " 424242 ") {
+		t.Errorf("released listener still listed")
 	}
 }

@@ -1,0 +1,182 @@
+package inet
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/transport"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+
+	"shortbread/kernel/abi/linux"
+)
+
+// Every open AF_INET and AF_INET6 socket, for /proc/net/{tcp,udp}{,6}.
+var (
+	allMu sync.Mutex
+	all   = map[*sock]struct{}{} // protected by allMu
+)
+
+func track(s *sock) {
+	allMu.Lock()
+	all[s] = struct{}{}
+	allMu.Unlock()
+}
+
+func untrack(s *sock) {
+	allMu.Lock()
+	delete(all, s)
+	allMu.Unlock()
+}
+
+// SetIno records the inode number fstat reports for the socket's file
+// (socket.NewFile calls it), the inode column of /proc/net/tcp.
+func (s *sock) SetIno(ino uint64) {
+	s.mu.Lock()
+	s.ino = ino
+	s.mu.Unlock()
+}
+
+// Linux's TCP states (include/net/tcp_states.h) as /proc/net/tcp shows
+// them; netstack's public states use the same numbers, and its internal
+// ones (initial, bound, connecting, error) are mapped here.
+const (
+	tcpEstablished = 1
+	tcpSynSent     = 2
+	tcpClose       = 7
+)
+
+func linuxTCPState(st tcp.EndpointState) int {
+	switch {
+	case st == tcp.StateConnecting:
+		return tcpSynSent
+	case st >= tcp.StateEstablished && st <= tcp.StateClosing:
+		return int(st)
+	}
+	return tcpClose // initial, bound, error
+}
+
+// hexAddr prints an address as Linux's /proc/net files do: each 32-bit
+// word of the network-order address in the machine's (little-endian)
+// order, so 127.0.0.1 is 0100007F.
+func hexAddr(a tcpip.Address, v6 bool) string {
+	n := 4
+	if v6 {
+		n = 16
+	}
+	b := make([]byte, n)
+	copy(b, a.AsSlice())
+	if v6 && a.Len() == 4 { // a v4 peer of a v6 socket: the mapped form
+		clear(b)
+		b[10], b[11] = 0xff, 0xff
+		copy(b[12:], a.AsSlice())
+	}
+	out := make([]byte, 0, 2*n)
+	for i := 0; i < n; i += 4 {
+		out = fmt.Appendf(out, "%08X", binary.LittleEndian.Uint32(b[i:]))
+	}
+	return string(out)
+}
+
+// procNet lists the sockets of one protocol and family in Linux's
+// layout: tcp4_seq_show / tcp6_seq_show / udp4_format_sock /
+// udp6_sock_seq_show. Columns netstack has no counterpart for (timers,
+// retransmits, the kernel pointer, which Linux hides too) are zero.
+func procNet(typ int, v6 bool) []byte {
+	allMu.Lock()
+	socks := make([]*sock, 0, len(all))
+	for s := range all {
+		if s.typ == typ && (s.family == linux.AF_INET6) == v6 {
+			socks = append(socks, s)
+		}
+	}
+	allMu.Unlock()
+	type row struct {
+		ino  uint64
+		text string
+	}
+	var rows []row
+	for _, s := range socks {
+		s.mu.Lock()
+		ino := s.ino
+		s.mu.Unlock()
+		var id stack.TransportEndpointID
+		if ti, ok := s.ep.Info().(*stack.TransportEndpointInfo); ok {
+			id = ti.ID
+		}
+		in, out, _ := s.Queued()
+		var state int
+		extra := ""
+		if typ == linux.SOCK_STREAM {
+			state = linuxTCPState(tcp.EndpointState(s.ep.State()))
+			var info tcpip.TCPInfoOption
+			rto, cwnd, ssthresh := 0, 0, -1
+			if s.ep.GetSockOpt(&info) == nil {
+				// clock ticks (USER_HZ 100), as Linux prints icsk_rto
+				rto, cwnd = int(info.RTO/(10*time.Millisecond)), int(info.SndCwnd)
+				if info.SndSsthresh < 1<<31-1 {
+					ssthresh = int(info.SndSsthresh)
+				}
+			}
+			extra = fmt.Sprintf(" 1 0000000000000000 %d 0 0 %d %d", rto, cwnd, ssthresh)
+		} else {
+			state = tcpClose
+			if transport.DatagramEndpointState(s.ep.State()) == transport.DatagramEndpointStateConnected {
+				state = tcpEstablished
+			}
+			extra = " 2 0000000000000000 0"
+		}
+		if s.isListening() {
+			out = 0 // Linux: tx_queue 0, rx_queue the accept backlog
+		}
+		text := fmt.Sprintf("%s:%04X %s:%04X %02X %08X:%08X 00:00000000 00000000 %5d %8d %d%s",
+			hexAddr(id.LocalAddress, v6), id.LocalPort, hexAddr(id.RemoteAddress, v6), id.RemotePort,
+			state, out, in, s.uid, 0, ino, extra)
+		rows = append(rows, row{ino, text})
+	}
+	slices.SortFunc(rows, func(a, b row) int { return int(a.ino) - int(b.ino) })
+	var b []byte
+	switch {
+	case typ == linux.SOCK_STREAM && !v6:
+		b = fmt.Appendf(b, "%-149s\n", "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode")
+	case typ == linux.SOCK_STREAM:
+		b = append(b, "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"...)
+	case !v6:
+		b = fmt.Appendf(b, "%-127s\n", "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops")
+	default:
+		b = append(b, "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n"...)
+	}
+	for i, r := range rows {
+		var line string
+		if typ == linux.SOCK_STREAM {
+			line = fmt.Sprintf("%4d: %s", i, r.text)
+		} else {
+			line = fmt.Sprintf("%5d: %s", i, r.text)
+		}
+		switch {
+		case typ == linux.SOCK_STREAM && !v6:
+			b = fmt.Appendf(b, "%-149s\n", line)
+		case !v6:
+			b = fmt.Appendf(b, "%-127s\n", line)
+		default:
+			b = append(append(b, line...), '\n')
+		}
+	}
+	return b
+}
+
+func (s *sock) isListening() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listening
+}
+
+// ProcNetTCP and the others return /proc/net/tcp, tcp6, udp and udp6.
+func ProcNetTCP() []byte  { return procNet(linux.SOCK_STREAM, false) }
+func ProcNetTCP6() []byte { return procNet(linux.SOCK_STREAM, true) }
+func ProcNetUDP() []byte  { return procNet(linux.SOCK_DGRAM, false) }
+func ProcNetUDP6() []byte { return procNet(linux.SOCK_DGRAM, true) }
