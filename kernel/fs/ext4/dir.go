@@ -56,6 +56,8 @@ type DirEntry struct {
 	// Type is the file type the entry records (linux.DT_*), or DT_UNKNOWN
 	// without the filetype feature.
 	Type uint8
+	// Off is the entry's byte offset in the directory (ReadDirAt).
+	Off int64
 }
 
 // dirent is a decoded entry at offset off of a block.
@@ -171,6 +173,11 @@ func (fs *FS) isIndexBlock(in *inode, lblk uint32, b []byte) bool {
 // forEachDirent calls f with every entry of directory in, in block
 // order, until f returns false or an error.
 func (fs *FS) forEachDirent(in *inode, f func(lblk uint32, b []byte, pblk uint64, d dirent) (bool, error)) error {
+	return fs.forEachDirentFrom(in, 0, f)
+}
+
+// forEachDirentFrom is forEachDirent starting at block first.
+func (fs *FS) forEachDirentFrom(in *inode, first uint32, f func(lblk uint32, b []byte, pblk uint64, d dirent) (bool, error)) error {
 	if !in.isDir() {
 		return linux.ENOTDIR
 	}
@@ -182,7 +189,7 @@ func (fs *FS) forEachDirent(in *inode, f func(lblk uint32, b []byte, pblk uint64
 	if err != nil {
 		return err
 	}
-	for lblk := uint32(0); lblk < n; lblk++ {
+	for lblk := first; lblk < n; lblk++ {
 		b, pblk, err := fs.dirBlock(fm, lblk)
 		if err != nil {
 			return err

@@ -563,3 +563,63 @@ func (fs *FS) dropXattrBlock(in *inode) error {
 	}
 	return fs.cache.write(fs, blk, b)
 }
+
+// Now returns the file system clock's time, as timestamps record it.
+func (fs *FS) Now() linux.Timespec { return fs.now() }
+
+// Append writes p at the end of regular file ino, atomically with respect
+// to other writers, and returns the new end.
+func (fs *FS) Append(ino uint32, p []byte) (int, int64, error) {
+	fs.begin()
+	defer fs.end()
+	if err := fs.writable(); err != nil {
+		return 0, 0, err
+	}
+	in, err := fs.iget(ino)
+	if err != nil {
+		return 0, 0, err
+	}
+	if in.fileType() != linux.S_IFREG {
+		return 0, 0, linux.EINVAL
+	}
+	n, err := fs.writeData(in, p, int64(in.size))
+	if n > 0 {
+		in.mtime = fs.now()
+		in.ctime = in.mtime
+	}
+	return n, int64(in.size), errors.Join(err, fs.iput(in))
+}
+
+// ReadDirAt returns the entries of directory dir whose position is pos
+// or later, in order, stopping at the end of the block in which it has
+// max entries. An entry's position (DirEntry.Off) is its byte offset in
+// the directory: entries never move, so positions stay valid while
+// others come and go.
+func (fs *FS) ReadDirAt(dir uint32, pos int64, max int) ([]DirEntry, error) {
+	fs.begin()
+	defer fs.end()
+	d, err := fs.iget(dir)
+	if err != nil {
+		return nil, err
+	}
+	if pos < 0 {
+		return nil, linux.EINVAL
+	}
+	var out []DirEntry
+	bs := int64(fs.blockSize)
+	full := false
+	err = fs.forEachDirentFrom(d, uint32(min(pos/bs, 1<<32-1)), func(lblk uint32, b []byte, _ uint64, e dirent) (bool, error) {
+		if full && e.off == 0 {
+			return false, nil // the block that filled the list is done
+		}
+		off := int64(lblk)*bs + int64(e.off)
+		if off < pos || e.ino == 0 {
+			return true, nil
+		}
+		name := string(b[e.off+direntHeader : e.off+direntHeader+e.nameLen])
+		out = append(out, DirEntry{Name: name, Ino: e.ino, Type: dtOf(e.ftype), Off: off})
+		full = len(out) >= max
+		return true, nil
+	})
+	return out, err
+}
