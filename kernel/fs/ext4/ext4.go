@@ -105,6 +105,17 @@ func Mount(dev Device, o Options) (*FS, error) {
 	if err := fs.readGroups(); err != nil {
 		return nil, err
 	}
+	if fs.sb.incompat&incompatRecover != 0 {
+		// Replay, then read everything again: the journal may have held
+		// the superblock and descriptors themselves.
+		if err := fs.recoverJournal(); err != nil {
+			return nil, fmt.Errorf("ext4: journal recovery: %w", err)
+		}
+		fs.cache.init(fs.blockSize)
+		if err := fs.readGroups(); err != nil {
+			return nil, err
+		}
+	}
 	return fs, nil
 }
 

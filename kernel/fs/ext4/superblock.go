@@ -201,12 +201,6 @@ func (fs *FS) readSuper() error {
 	if bad := sb.incompat &^ (incompatSupported | incompatRecover); bad != 0 {
 		return fmt.Errorf("%w: incompatible features %s", ErrUnsupported, featureNames(bad, incompatNames))
 	}
-	if sb.incompat&incompatRecover != 0 {
-		// The journal holds committed transactions not yet written home:
-		// reading the file system without replaying them shows a state
-		// older than the one its last writer promised.
-		return fmt.Errorf("%w: the journal needs recovery (needs_recovery), which is not implemented yet", ErrUnsupported)
-	}
 	if bad := sb.roCompat &^ roCompatWritable; bad != 0 && !fs.ro {
 		fs.ro = true
 		fs.roWhy = "read-only-compatible features " + featureNames(bad, roCompatNames)
