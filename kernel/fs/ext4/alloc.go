@@ -231,7 +231,7 @@ func (fs *FS) freeRun(start uint64, n uint32) error {
 		}
 		for i := uint32(0); i < cnt; i++ {
 			clearBit(b, off+i)
-			fs.cache.forget(start + uint64(i))
+			fs.cache.forget(fs, start+uint64(i))
 		}
 		fs.groups[g].freeBlocks += cnt
 		fs.sb.freeBlocks += uint64(cnt)

@@ -1,9 +1,12 @@
 package ext4
 
+import "shortbread/kernel/abi/linux"
+
 // cache holds recently used metadata blocks (bitmaps, inode tables,
-// directory, extent and indirect blocks). It writes through: a block
-// changed in place is written to the device at once by write, so dropping
-// an entry never loses data. File data does not pass through it; the page
+// directory, extent and indirect blocks). A block changed in place is
+// handed to write, which writes it home at once or, with a journal, adds
+// it to the running transaction; so an entry can be dropped whenever it
+// is not in the transaction. File data does not pass through it; the page
 // cache of block-backed files will hold that.
 //
 // A block freed by the allocator is dropped (forget), since it may come
@@ -48,24 +51,36 @@ func (c *cache) put(n uint64, b []byte) { c.blocks[n] = b }
 // operations (under FS.mu, before one starts), so that no caller holds a
 // slice the cache no longer has: two copies of one block could otherwise
 // each be changed and written, the second undoing the first.
-func (c *cache) trim() {
+// Blocks in the running transaction stay: their home copy is stale.
+func (c *cache) trim(fs *FS) {
 	if len(c.blocks) < c.max {
 		return
 	}
 	// Drop an arbitrary half: simple, and every entry is clean.
 	i := 0
 	for k := range c.blocks {
-		if i%2 == 0 {
+		if i%2 == 0 && !fs.inTransaction(k) {
 			delete(c.blocks, k)
 		}
 		i++
 	}
 }
 
-// write writes block n, a slice get or zero returned, to the device.
+// write writes block n, a slice get or zero returned, to the device, or
+// with a journal, adds it to the running transaction.
 func (c *cache) write(fs *FS, n uint64, b []byte) error {
 	c.blocks[n] = b
+	if fs.jnl != nil {
+		if fs.ro {
+			return linux.EROFS
+		}
+		return fs.logBlock(n, b)
+	}
 	return fs.writeRaw(b, n)
 }
 
-func (c *cache) forget(n uint64) { delete(c.blocks, n) }
+// forget drops block n, freed: from the cache and from the transaction.
+func (c *cache) forget(fs *FS, n uint64) {
+	delete(c.blocks, n)
+	fs.unlog(n)
+}

@@ -86,6 +86,7 @@ type FS struct {
 	descPerBlk uint32
 	csumSeed   uint32 // crc32c seed of metadata_csum checksums
 	cache      cache
+	jnl        *journal       // nil: writes go home at once (no journal, or read-only)
 	genCounter uint32         // varies new inodes' generation numbers
 	held       map[uint32]int // inodes held open (Hold), by number
 }
@@ -115,6 +116,9 @@ func Mount(dev Device, o Options) (*FS, error) {
 		if err := fs.readGroups(); err != nil {
 			return nil, err
 		}
+	}
+	if err := fs.openJournal(); err != nil {
+		return nil, fmt.Errorf("ext4: journal: %w", err)
 	}
 	return fs, nil
 }
@@ -156,14 +160,4 @@ func (fs *FS) writeRaw(p []byte, n uint64) error {
 func (fs *FS) now() linux.Timespec {
 	t := fs.clock()
 	return linux.Timespec{Sec: t.Unix(), Nsec: int64(t.Nanosecond())}
-}
-
-// Sync makes everything written so far durable.
-func (fs *FS) Sync() error {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	if fs.ro {
-		return nil
-	}
-	return fs.dev.Flush()
 }

@@ -168,6 +168,7 @@ func exercise(dev *memDev) {
 		f.Rmdir(d, "e")
 	}
 	f.Rename(RootIno, "many", RootIno, "renamed", 0)
+	f.Sync()
 }
 
 func TestCorruptImages(t *testing.T) {

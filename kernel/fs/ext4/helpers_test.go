@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -84,10 +85,37 @@ func saveImage(t testing.TB, d *memDev) string {
 	return img
 }
 
+// mounted maps a device to the file system a test mounted read-write on
+// it, so that fsck can commit its journal first.
+var (
+	mountedMu sync.Mutex
+	mounted   = map[*memDev]*FS{}
+)
+
+// mountDev mounts d and remembers it for fsck.
+func mountDev(d *memDev, o Options) (*FS, error) {
+	f, err := Mount(d, o)
+	if err == nil {
+		mountedMu.Lock()
+		mounted[d] = f
+		mountedMu.Unlock()
+	}
+	return f, err
+}
+
 // fsck runs e2fsck -fn on the device's contents and fails the test unless
-// it finds nothing.
+// it finds nothing. A file system mounted on it commits its journal first
+// (as unmounting would).
 func fsck(t testing.TB, d *memDev) {
 	t.Helper()
+	mountedMu.Lock()
+	f := mounted[d]
+	mountedMu.Unlock()
+	if f != nil {
+		if err := f.Sync(); err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+	}
 	img := saveImage(t, d)
 	out, err := exec.Command("e2fsck", "-fn", img).CombinedOutput()
 	if err != nil {
@@ -97,6 +125,14 @@ func fsck(t testing.TB, d *memDev) {
 
 func debugfs(t testing.TB, d *memDev, req string) string {
 	t.Helper()
+	mountedMu.Lock()
+	f := mounted[d]
+	mountedMu.Unlock()
+	if f != nil {
+		if err := f.Sync(); err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+	}
 	img := saveImage(t, d)
 	out, err := exec.Command("debugfs", "-R", req, img).CombinedOutput()
 	if err != nil {
@@ -210,10 +246,4 @@ func compareTree(t *testing.T, f *FS, dir string, root uint32) int {
 		t.Fatal(err)
 	}
 	return count
-}
-
-func saveAndFsck(t testing.TB, d *memDev) (string, error) {
-	img := saveImage(t, d)
-	out, err := exec.Command("e2fsck", "-fn", img).CombinedOutput()
-	return string(out), err
 }

@@ -29,8 +29,12 @@ type Stat struct {
 // 1 (dir_nlink), as Linux's EXT4_LINK_MAX.
 const linkMax = 65000
 
-func (fs *FS) begin() { fs.mu.Lock(); fs.cache.trim() }
-func (fs *FS) end()   { fs.mu.Unlock() }
+func (fs *FS) begin() { fs.mu.Lock(); fs.cache.trim(fs) }
+
+func (fs *FS) end() {
+	fs.maybeCommit()
+	fs.mu.Unlock()
+}
 
 func (fs *FS) writable() error {
 	if fs.ro {

@@ -273,7 +273,7 @@ func (r *journalReader) replay(end uint32, revoked map[uint64]uint32) (error, er
 			if _, err := fs.dev.WriteAt(data, int64(t.home)*int64(fs.blockSize)); err != nil {
 				return 0, errors.Join(linux.EIO, err)
 			}
-			fs.cache.forget(t.home)
+			fs.cache.forget(fs, t.home)
 		}
 		return blk, nil
 	})

@@ -265,9 +265,9 @@ func (fs *FS) checkGeometry() error {
 func (fs *FS) hasCsum() bool    { return fs.sb.roCompat&roCompatMetadataCsum != 0 }
 func (fs *FS) hasGdtCsum() bool { return fs.sb.roCompat&roCompatGdtCsum != 0 }
 
-// writeSuper stores the counters this package changes and the checksum
-// into the primary superblock. Backups keep mkfs's values, as Linux's.
-func (fs *FS) writeSuperLocked() error {
+// encodeSuper stores the counters this package changes and the checksum
+// into the superblock's bytes.
+func (fs *FS) encodeSuper() {
 	sb := &fs.sb
 	raw := sb.raw
 	le.PutUint32(raw[0xC:], uint32(sb.freeBlocks))
@@ -276,15 +276,44 @@ func (fs *FS) writeSuperLocked() error {
 		le.PutUint32(raw[0x158:], uint32(sb.freeBlocks>>32))
 	}
 	le.PutUint16(raw[0x3A:], sb.state)
+	le.PutUint32(raw[0x60:], sb.incompat)
 	le.PutUint32(raw[0x30:], uint32(fs.clock().Unix()))
 	if fs.hasCsum() {
 		le.PutUint32(raw[0x3FC:], crc32c(^uint32(0), raw[:0x3FC]))
 	}
+}
+
+// superBuf returns the cached block holding the superblock, with the
+// current superblock copied in.
+func (fs *FS) superBuf() (uint64, []byte, error) {
+	fs.encodeSuper()
+	blk := uint64(superOffset / fs.blockSize)
+	b, err := fs.cache.get(fs, blk)
+	if err != nil {
+		return 0, nil, err
+	}
+	copy(b[superOffset%fs.blockSize:], fs.sb.raw)
+	return blk, b, nil
+}
+
+// writeSuperLocked writes the primary superblock (through the journal if
+// there is one). Backups keep mkfs's values, as Linux's do.
+func (fs *FS) writeSuperLocked() error {
 	if fs.ro {
 		return nil
 	}
-	if _, err := fs.dev.WriteAt(raw, superOffset); err != nil {
-		return fmt.Errorf("ext4: write superblock: %w", err)
+	blk, b, err := fs.superBuf()
+	if err != nil {
+		return err
 	}
-	return nil
+	return fs.cache.write(fs, blk, b)
+}
+
+// writeSuperHome writes the superblock straight home, around the journal.
+func (fs *FS) writeSuperHome() error {
+	blk, b, err := fs.superBuf()
+	if err != nil {
+		return err
+	}
+	return fs.devWrite(b, blk)
 }

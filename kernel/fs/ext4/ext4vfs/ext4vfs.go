@@ -43,6 +43,12 @@ func New(disk *ext4.FS, o Options) *FS {
 	return &FS{disk: disk, dev: o.Dev, logf: o.Logf, nodes: make(map[uint32]weak.Pointer[node])}
 }
 
+// Sync commits the journal and flushes the device: what every call
+// before it changed is durable. It is what fsync, fdatasync, syncfs and
+// sync come down to (one journal for all files), and what a timer should
+// call every few seconds, as Linux commits every 5 s.
+func (f *FS) Sync() error { return f.errno(f.disk.Sync()) }
+
 // Root returns the root directory, to mount.
 func (f *FS) Root() (vfs.Inode, error) { return f.inode(ext4.RootIno) }
 

@@ -53,7 +53,7 @@ func tool(t *testing.T, name string, args ...string) string {
 
 // setup makes an ext4 image from a small tree, mounts it on /mnt of a
 // tmpfs-rooted VFS and returns the VFS, a root context and the device.
-func setup(t *testing.T) (*vfs.VFS, *vfs.Ctx, *memDev) {
+func setup(t *testing.T) (*vfs.VFS, *vfs.Ctx, *memDev, *FS) {
 	src := filepath.Join(t.TempDir(), "src")
 	os.MkdirAll(filepath.Join(src, "dir"), 0o755)
 	os.WriteFile(filepath.Join(src, "hello"), []byte("hello from mke2fs\n"), 0o644)
@@ -94,7 +94,7 @@ func setup(t *testing.T) (*vfs.VFS, *vfs.Ctx, *memDev) {
 			t.Errorf("logged: %q", logged)
 		}
 	})
-	return v, c, dev
+	return v, c, dev, fs
 }
 
 func fsck(t *testing.T, dev *memDev) {
@@ -105,7 +105,7 @@ func fsck(t *testing.T, dev *memDev) {
 }
 
 func TestVFS(t *testing.T) {
-	v, c, dev := setup(t)
+	v, c, dev, fs := setup(t)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -206,6 +206,7 @@ func TestVFS(t *testing.T) {
 	if s.Type != Magic || s.Bsize != 1024 || s.Blocks != 32768 || s.Bfree == 0 || s.Files == 0 {
 		t.Errorf("statfs %+v", s)
 	}
+	must(fs.Sync())
 	fsck(t, dev)
 	img := filepath.Join(t.TempDir(), "out")
 	os.WriteFile(img, dev.b, 0o644)
@@ -218,7 +219,7 @@ func TestVFS(t *testing.T) {
 // TestIdentity: one inode, one VFS object, while anyone holds it (the
 // FIFO table and bound sockets key on it); collected ones are forgotten.
 func TestIdentity(t *testing.T) {
-	v, c, _ := setup(t)
+	v, c, _, _ := setup(t)
 	if err := v.Mknod(c, nil, "/mnt/fifo", linux.S_IFIFO|0o600, 0); err != nil {
 		t.Fatal(err)
 	}
