@@ -135,8 +135,20 @@ var errNoSpace = linux.ENOSPC
 
 // allocRun allocates up to want contiguous blocks, trying at goal first,
 // then onward through the groups; it returns the first block and how
-// many it got (at least one).
+// many it got (at least one). Out of space while the running transaction
+// holds freed blocks back, it commits and tries again.
 func (fs *FS) allocRun(goal uint64, want uint32) (uint64, uint32, error) {
+	b, n, err := fs.allocRunOnce(goal, want)
+	if errors.Is(err, errNoSpace) && fs.jnl != nil && fs.jnl.freed != nil {
+		if err := fs.commitOrStop(); err != nil {
+			return 0, 0, err
+		}
+		return fs.allocRunOnce(goal, want)
+	}
+	return b, n, err
+}
+
+func (fs *FS) allocRunOnce(goal uint64, want uint32) (uint64, uint32, error) {
 	if fs.ro {
 		return 0, 0, linux.EROFS
 	}
@@ -169,11 +181,11 @@ func (fs *FS) allocRun(goal uint64, want uint32) (uint64, uint32, error) {
 			return 0, 0, err
 		}
 		for i := start; i < end; i++ {
-			if testBit(b, i) {
+			if testBit(b, i) || fs.freedPending(g, i) {
 				continue
 			}
 			got := uint32(0)
-			for i+got < end && got < want && !testBit(b, i+got) {
+			for i+got < end && got < want && !testBit(b, i+got) && !fs.freedPending(g, i+got) {
 				setBit(b, i+got)
 				got++
 			}
@@ -231,6 +243,7 @@ func (fs *FS) freeRun(start uint64, n uint32) error {
 		}
 		for i := uint32(0); i < cnt; i++ {
 			clearBit(b, off+i)
+			fs.noteFreed(g, off+i)
 			fs.cache.forget(fs, start+uint64(i))
 		}
 		fs.groups[g].freeBlocks += cnt

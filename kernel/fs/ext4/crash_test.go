@@ -151,3 +151,34 @@ func TestCommitPowerCut(t *testing.T) {
 		})
 	}
 }
+
+// TestFreedBlocksWait: blocks freed by the running transaction are not
+// given to new data before it commits (else a crash would leave the
+// deleted file, still on disk, holding the new data).
+func TestFreedBlocksWait(t *testing.T) {
+	f, dev := mountRW(t, "16M", "-t", "ext4")
+	old := okIno(t)(f.Create(RootIno, "old", linux.S_IFREG|0o644, 0, 0, 0, 0))
+	writeAll(t, f, old, make([]byte, 1<<20), 0)
+	ok(t, f.Sync())
+	in, _ := f.iget(old)
+	fm, _ := f.mapping(in)
+	oldBlocks := map[uint64]bool{}
+	for _, e := range fm.em.exts {
+		for i := uint32(0); i < e.len; i++ {
+			oldBlocks[e.pblk+uint64(i)] = true
+		}
+	}
+	ok(t, f.Unlink(RootIno, "old"))
+	nw := okIno(t)(f.Create(RootIno, "new", linux.S_IFREG|0o644, 0, 0, 0, 0))
+	writeAll(t, f, nw, make([]byte, 1<<20), 0)
+	in, _ = f.iget(nw)
+	fm, _ = f.mapping(in)
+	for _, e := range fm.em.exts {
+		for i := uint32(0); i < e.len; i++ {
+			if oldBlocks[e.pblk+uint64(i)] {
+				t.Fatalf("block %d reused before the unlink committed", e.pblk+uint64(i))
+			}
+		}
+	}
+	fsck(t, dev)
+}

@@ -34,6 +34,11 @@ type journal struct {
 	blocks  map[uint64][]byte // the running transaction: block -> cache buffer
 	order   []uint64
 	cap     int // blocks a transaction may hold
+	// freed holds, per group, the blocks freed by the running
+	// transaction. They stay out of reach of the allocator until it
+	// commits: written with new data before then, a crash would leave
+	// the file they still belong to holding it.
+	freed map[uint32][]byte
 }
 
 // openJournal prepares writing through the journal of a read-write mount.
@@ -107,6 +112,33 @@ func (fs *FS) unlog(n uint64) {
 			}
 		}
 	}
+}
+
+// noteFreed records that the running transaction freed bit i of group g.
+func (fs *FS) noteFreed(g, i uint32) {
+	j := fs.jnl
+	if j == nil {
+		return
+	}
+	if j.freed == nil {
+		j.freed = map[uint32][]byte{}
+	}
+	b := j.freed[g]
+	if b == nil {
+		b = make([]byte, fs.blockSize)
+		j.freed[g] = b
+	}
+	setBit(b, i)
+}
+
+// freedPending reports whether bit i of group g was freed by the running
+// transaction.
+func (fs *FS) freedPending(g, i uint32) bool {
+	if fs.jnl == nil || fs.jnl.freed == nil {
+		return false
+	}
+	b := fs.jnl.freed[g]
+	return b != nil && testBit(b, i)
 }
 
 // inTransaction reports whether block n waits in the running transaction
@@ -330,6 +362,7 @@ func (fs *FS) commitLocked() error {
 	j.seq++
 	j.blocks = map[uint64][]byte{}
 	j.order = nil
+	j.freed = nil
 	if err := fs.writeJournalSuper(0, j.seq); err != nil {
 		return err
 	}
