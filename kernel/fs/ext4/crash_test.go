@@ -182,3 +182,44 @@ func TestFreedBlocksWait(t *testing.T) {
 	}
 	fsck(t, dev)
 }
+
+// TestOrphans: a file whose last name goes while it is open waits on the
+// orphan list; a crash before the last close leaves it there, and the
+// next mount frees it.
+func TestOrphans(t *testing.T) {
+	f, dev := mountRW(t, "16M", "-t", "ext4")
+	must := okIno(t)
+	var inos []uint32
+	for _, name := range []string{"a", "b", "c"} {
+		ino := must(f.Create(RootIno, name, linux.S_IFREG|0o644, 0, 0, 0, 0))
+		writeAll(t, f, ino, make([]byte, 50000), 0)
+		f.Hold(ino)
+		ok(t, f.Unlink(RootIno, name))
+		inos = append(inos, ino)
+	}
+	free := f.Statfs().Free
+	// The middle one closes: it leaves the list from its middle.
+	ok(t, f.Release(inos[1]))
+	if f.Statfs().Free <= free {
+		t.Error("closing an unlinked file freed nothing")
+	}
+	ok(t, f.Sync())
+	if got := le.Uint32(f.sb.raw[0xE8:]); got != inos[2] {
+		t.Errorf("orphan list starts at %d, want %d", got, inos[2])
+	}
+	// Crash now, with a and c still open.
+	crashed := &memDev{b: append([]byte(nil), dev.b...)}
+	g, err := mountDev(crashed, Options{})
+	ok(t, err)
+	if le.Uint32(g.sb.raw[0xE8:]) != 0 {
+		t.Error("orphans left after mount")
+	}
+	fsck(t, crashed)
+	// Without the crash, the last closes free them.
+	ok(t, f.Release(inos[0]))
+	ok(t, f.Release(inos[2]))
+	fsck(t, dev)
+	if a, b := f.Statfs(), g.Statfs(); a.Free != b.Free || a.FilesFree != b.FilesFree {
+		t.Errorf("after the closes %d/%d free, after the crash %d/%d", a.Free, a.FilesFree, b.Free, b.FilesFree)
+	}
+}

@@ -120,6 +120,17 @@ func Mount(dev Device, o Options) (*FS, error) {
 	if err := fs.openJournal(); err != nil {
 		return nil, fmt.Errorf("ext4: journal: %w", err)
 	}
+	if !fs.ro {
+		fs.mu.Lock()
+		err := fs.processOrphans()
+		if err == nil {
+			err = fs.commitOrStop()
+		}
+		fs.mu.Unlock()
+		if err != nil {
+			return nil, fmt.Errorf("ext4: orphan inodes: %w", err)
+		}
+	}
 	return fs, nil
 }
 

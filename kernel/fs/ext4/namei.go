@@ -478,13 +478,78 @@ func (fs *FS) remove(dir uint32, name string, wantDir bool) error {
 		in.links--
 	}
 	in.ctime = fs.now()
-	errs := []error{fs.touchDir(d)}
-	if in.links == 0 && fs.held[in.num] == 0 {
-		errs = append(errs, fs.evict(in))
-	} else {
-		errs = append(errs, fs.iput(in))
+	return errors.Join(fs.touchDir(d), fs.settle(in))
+}
+
+// settle writes an inode that just lost a link: freed if that was its
+// last and no open file holds it; put on the orphan list if one does, so
+// that a crash before the last close still frees it at the next mount.
+func (fs *FS) settle(in *inode) error {
+	if in.links > 0 {
+		return fs.iput(in)
 	}
-	return errors.Join(errs...)
+	if fs.held[in.num] == 0 {
+		return fs.evict(in)
+	}
+	// The orphan list threads through i_dtime from s_last_orphan.
+	in.dtime = le.Uint32(fs.sb.raw[0xE8:])
+	le.PutUint32(fs.sb.raw[0xE8:], in.num)
+	return errors.Join(fs.iput(in), fs.writeSuperLocked())
+}
+
+// unorphan takes ino off the orphan list, reporting whether it was on it.
+func (fs *FS) unorphan(ino uint32) (bool, error) {
+	prev := (*inode)(nil)
+	cur := le.Uint32(fs.sb.raw[0xE8:])
+	for steps := uint32(0); cur != 0 && steps < fs.sb.inodesCount; steps++ {
+		in, err := fs.iget(cur)
+		if err != nil {
+			return false, err
+		}
+		if cur == ino {
+			if prev == nil {
+				le.PutUint32(fs.sb.raw[0xE8:], in.dtime)
+				return true, fs.writeSuperLocked()
+			}
+			prev.dtime = in.dtime
+			return true, fs.iput(prev)
+		}
+		prev, cur = in, in.dtime
+	}
+	return false, nil
+}
+
+// processOrphans frees the inodes a crash left on the orphan list (their
+// last name gone while a file was open), as Linux does at mount.
+func (fs *FS) processOrphans() error {
+	for steps := uint32(0); steps < fs.sb.inodesCount; steps++ {
+		ino := le.Uint32(fs.sb.raw[0xE8:])
+		if ino == 0 {
+			return nil
+		}
+		in, err := fs.iget(ino)
+		if err != nil {
+			return err
+		}
+		if in.dtime > fs.sb.inodesCount {
+			return corrupt("orphan inode %d links to %d", ino, in.dtime)
+		}
+		le.PutUint32(fs.sb.raw[0xE8:], in.dtime)
+		if err := fs.writeSuperLocked(); err != nil {
+			return err
+		}
+		if in.links == 0 {
+			if err := fs.evict(in); err != nil {
+				return err
+			}
+		} else {
+			in.dtime = 0
+			if err := fs.iput(in); err != nil {
+				return err
+			}
+		}
+	}
+	return corrupt("the orphan list loops")
 }
 
 // Hold keeps inode ino from being freed when its last name goes, while a
@@ -511,14 +576,18 @@ func (fs *FS) Release(ino uint32) error {
 	if fs.ro {
 		return nil
 	}
+	was, err := fs.unorphan(ino)
+	if err != nil || !was {
+		return err
+	}
 	in, err := fs.iget(ino)
 	if err != nil {
 		return err
 	}
-	if in.links == 0 && in.dtime == 0 {
+	if in.links == 0 {
 		return fs.evict(in)
 	}
-	return nil
+	return fs.iput(in)
 }
 
 // evict frees an inode with no links: its data, its xattr block, and the

@@ -124,11 +124,7 @@ func (fs *FS) Rename(srcDir uint32, srcName string, dstDir uint32, dstName strin
 			dst.links--
 		}
 		dst.ctime = now
-		if dst.links == 0 && fs.held[dst.num] == 0 {
-			errs = append(errs, fs.evict(dst))
-		} else {
-			errs = append(errs, fs.iput(dst))
-		}
+		errs = append(errs, fs.settle(dst))
 	}
 	sd.mtime, sd.ctime = now, now
 	errs = append(errs, fs.iput(sd))
