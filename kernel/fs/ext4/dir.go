@@ -2,6 +2,7 @@ package ext4
 
 import (
 	"bytes"
+	"errors"
 
 	"shortbread/kernel/abi/linux"
 )
@@ -268,6 +269,12 @@ type dirLoc struct {
 
 // findEntry looks name up in directory in.
 func (fs *FS) findEntry(in *inode, name string) (*dirLoc, error) {
+	if fs.indexed(in) && name != "." && name != ".." {
+		loc, ok, err := fs.dxFind(in, name)
+		if ok || err != nil && !errors.Is(err, linux.ENOENT) {
+			return loc, err
+		}
+	}
 	var loc *dirLoc
 	prev, prevBlk := -1, uint32(0)
 	err := fs.forEachDirent(in, func(lblk uint32, b []byte, pblk uint64, d dirent) (bool, error) {
@@ -298,12 +305,19 @@ func (fs *FS) writeDirBlock(in *inode, pblk uint64, b []byte) error {
 	return fs.cache.write(fs, pblk, b)
 }
 
-// addEntry adds name -> ino to directory in, in the first block with
-// room, or in a new block at the end. A hashed directory loses its index
-// first (htree.go), so that no index can point past the new name.
+// addEntry adds name -> ino to directory in: through the index of an
+// indexed directory (htree_write.go), else in the first block with room
+// or a new block at the end, which a directory outgrowing one block gets
+// as an index. An index that cannot grow further is dropped.
 func (fs *FS) addEntry(in *inode, name string, ino uint32, ftype uint8) error {
 	if len(name) == 0 || len(name) > maxNameLen {
 		return linux.ENAMETOOLONG
+	}
+	if fs.indexed(in) {
+		err := fs.dxAdd(in, name, ino, ftype)
+		if err != errNoRoom {
+			return err
+		}
 	}
 	if in.flags&flagIndex != 0 {
 		if err := fs.dropIndex(in); err != nil {
@@ -335,6 +349,12 @@ func (fs *FS) addEntry(in *inode, name string, ino uint32, ftype uint8) error {
 	})
 	if err != nil || placed {
 		return errors2(err, werr)
+	}
+	if fs.sb.compat&compatDirIndex != 0 && in.size == uint64(fs.blockSize) && !fs.noIndex {
+		err := fs.makeIndexed(in, name, ino, ftype)
+		if err != errNoRoom {
+			return err
+		}
 	}
 	// Append a block.
 	n, err := fs.dirBlocks(in)

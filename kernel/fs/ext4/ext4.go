@@ -88,6 +88,7 @@ type FS struct {
 	cache      cache
 	jnl        *journal       // nil: writes go home at once (no journal, or read-only)
 	genCounter uint32         // varies new inodes' generation numbers
+	noIndex    bool           // tests: grow directories without an index
 	held       map[uint32]int // inodes held open (Hold), by number
 }
 

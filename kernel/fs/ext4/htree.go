@@ -5,15 +5,15 @@ package ext4
 // index root: a header, a count/limit pair and (hash, block) pairs. With
 // more than one level, the blocks it points at are index nodes: a fake
 // empty entry spanning the block, then count/limit and pairs. Leaves are
-// ordinary directory blocks, so a linear walk sees every name; this
-// package reads indexed directories that way, checking the index blocks'
-// checksums as it passes them.
+// ordinary directory blocks, so a linear walk (readdir) sees every name,
+// checking the index blocks' checksums as it passes them; lookups and
+// inserts go through the index (htree_write.go).
 //
-// When it adds a name to an indexed directory it drops the index rather
-// than maintain it: the root becomes an ordinary block holding "." and
-// "..", the nodes become empty blocks, and the inode loses its index flag.
-// The directory stays valid (e2fsck accepts it, Linux reads it linearly);
-// what is lost is the index's speed for very large directories.
+// Where the index cannot grow (a full root over full nodes, or three
+// levels) dropIndex turns the directory back into a plain one: the root
+// becomes an ordinary block holding "." and "..", the nodes become empty
+// blocks, and the inode loses its index flag. e2fsck accepts that and
+// Linux reads it linearly.
 
 const (
 	dxRootInfoOff = 24
