@@ -454,3 +454,55 @@ func TestTimestamps(t *testing.T) {
 		t.Errorf("debugfs stat /t:\n%s", out)
 	}
 }
+
+func TestFallocate(t *testing.T) {
+	f, dev := mountRW(t, "32M", "-t", "ext4")
+	ino := okIno(t)(f.Create(RootIno, "f", linux.S_IFREG|0o644, 0, 0, 0, 0))
+	bs := int64(f.blockSize)
+	ok(t, f.Fallocate(ino, 0, 0, 100*bs+10))
+	st, _ := f.Stat(ino)
+	if st.Size != uint64(100*bs+10) || st.Blocks < uint64(101*bs/512) {
+		t.Fatalf("after fallocate: size %d, %d sectors", st.Size, st.Blocks)
+	}
+	if got := readAll(t, f, ino); !bytes.Equal(got, make([]byte, len(got))) {
+		t.Fatal("preallocated blocks do not read as zeros")
+	}
+	fsck(t, dev)
+	// Write into the middle of the unwritten extent: it splits.
+	data := bytes.Repeat([]byte("w"), int(3*bs))
+	writeAll(t, f, ino, data, 10*bs+7)
+	ok(t, f.Fallocate(ino, FallocKeepSize, 200*bs, 50*bs))
+	if st, _ := f.Stat(ino); st.Size != uint64(100*bs+10) {
+		t.Errorf("KEEP_SIZE changed the size to %d", st.Size)
+	}
+	fsck(t, dev)
+	// Punch a hole across the written part.
+	ok(t, f.Fallocate(ino, FallocPunchHole|FallocKeepSize, 11*bs+5, bs+100))
+	got := readAll(t, f, ino)
+	want := make([]byte, 100*bs+10)
+	copy(want[10*bs+7:], data)
+	clear(want[11*bs+5 : 12*bs+105])
+	if !bytes.Equal(got, want) {
+		t.Error("contents after punch differ")
+	}
+	before, _ := f.Stat(ino)
+	ok(t, f.Fallocate(ino, FallocPunchHole|FallocKeepSize, 20*bs, 30*bs))
+	after, _ := f.Stat(ino)
+	if after.Blocks >= before.Blocks {
+		t.Errorf("punching 30 blocks freed nothing (%d -> %d sectors)", before.Blocks, after.Blocks)
+	}
+	if err := f.Fallocate(ino, FallocPunchHole, 0, bs); !errors.Is(err, linux.EINVAL) {
+		t.Errorf("punch without KEEP_SIZE: %v", err)
+	}
+	fsck(t, dev)
+	out := debugfs(t, dev, "stat /f")
+	if !strings.Contains(out, "[u]") && !strings.Contains(out, "Uninit") {
+		t.Logf("debugfs stat:\n%s", out)
+	}
+	g, d2 := mountRW(t, "8M", "-t", "ext3")
+	e := okIno(t)(g.Create(RootIno, "x", linux.S_IFREG|0o644, 0, 0, 0, 0))
+	if err := g.Fallocate(e, 0, 0, 4096); !errors.Is(err, linux.EOPNOTSUPP) {
+		t.Errorf("fallocate on an indirect-mapped file: %v", err)
+	}
+	fsck(t, d2)
+}
