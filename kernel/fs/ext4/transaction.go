@@ -16,8 +16,8 @@ import (
 //     blocks) is durable before the metadata that points at it;
 //  2. write a descriptor, the blocks and a commit block at the start of
 //     the log, flush;
-//  3. point the journal superblock at the log and set needs_recovery in
-//     the file system superblock, flush: from here a crash replays;
+//  3. set needs_recovery in the file system superblock, flush, then point
+//     the journal superblock at the log, flush: from here a crash replays;
 //  4. write the blocks home (checkpoint), flush;
 //  5. empty the log and clear needs_recovery.
 //
@@ -339,11 +339,17 @@ func (fs *FS) commitLocked() error {
 	if err := fs.flush(); err != nil {
 		return err
 	}
-	// 3: the log is live, and the home superblock says so.
-	if err := fs.writeJournalSuper(jsb.first, seq); err != nil {
+	// 3: the home superblock says the journal needs recovery, then the
+	// journal superblock points at the log. Never the second without the
+	// first: Linux would wipe a log its superblock does not ask to
+	// replay, while e2fsck would replay it.
+	if err := fs.writeSuperHome(); err != nil {
 		return err
 	}
-	if err := fs.writeSuperHome(); err != nil {
+	if err := fs.flush(); err != nil {
+		return err
+	}
+	if err := fs.writeJournalSuper(jsb.first, seq); err != nil {
 		return err
 	}
 	if err := fs.flush(); err != nil {
