@@ -69,7 +69,9 @@ func (fs *FS) groupHasSuper(g uint32) bool {
 func (fs *FS) descBlock(i uint32) uint64 {
 	sb := &fs.sb
 	if sb.incompat&incompatMetaBG == 0 || i < sb.firstMetaBG {
-		return uint64(sb.firstDataBlock) + 1 + uint64(i)
+		// Right after the superblock's block (block 1 with 1 KiB blocks
+		// even when bigalloc makes the first data block 0).
+		return uint64(superOffset/fs.blockSize) + 1 + uint64(i)
 	}
 	g := i * fs.descPerBlk
 	b := fs.groupFirstBlock(g)

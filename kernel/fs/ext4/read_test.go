@@ -93,6 +93,8 @@ var variants = []struct {
 	{"ext3", []string{"-t", "ext3"}},
 	{"ext2", []string{"-t", "ext2"}},
 	{"ext2-128", []string{"-t", "ext2", "-I", "128", "-b", "2048"}},
+	{"ext4-meta_bg", []string{"-t", "ext4", "-O", "meta_bg,^resize_inode"}},
+	{"ext4-bigalloc", []string{"-t", "ext4", "-b", "1024", "-O", "bigalloc", "-C", "16384"}},
 }
 
 // indexDirs runs e2fsck -fyD, which indexes the large directories.
@@ -121,6 +123,11 @@ func TestReadTree(t *testing.T) {
 			f, err := Mount(dev, Options{ReadOnly: true})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if rw, err := Mount(&memDev{b: append([]byte(nil), dev.b...)}, Options{}); err != nil {
+				t.Fatal(err)
+			} else if ro, why := rw.ReadOnly(); ro != (v.name == "ext4-meta_bg" || v.name == "ext4-bigalloc") {
+				t.Errorf("read-only %v (%s)", ro, why)
 			}
 			n := compareTree(t, f, src, RootIno)
 			if n < 3000 {

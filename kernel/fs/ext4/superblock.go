@@ -205,6 +205,12 @@ func (fs *FS) readSuper() error {
 		fs.ro = true
 		fs.roWhy = "read-only-compatible features " + featureNames(bad, roCompatNames)
 	}
+	if sb.incompat&incompatMetaBG != 0 && !fs.ro {
+		// Reading places descriptors by meta_bg; the allocator's picture
+		// of an uninitialized group does not know its layout yet.
+		fs.ro = true
+		fs.roWhy = "meta_bg is read-only for now"
+	}
 	if sb.roCompat&roCompatMetadataCsum != 0 {
 		if sb.incompat&incompatCsumSeed != 0 {
 			fs.csumSeed = sb.checksumSeed
@@ -224,8 +230,12 @@ func (fs *FS) checkGeometry() error {
 	}
 	fs.blockSize = 1024 << sb.logBlockSize
 	bs := uint64(fs.blockSize)
-	if sb.blocksPerGroup == 0 || uint64(sb.blocksPerGroup) > 8*bs {
-		return corrupt("%d blocks per group", sb.blocksPerGroup)
+	clustersPerGroup := uint64(le.Uint32(sb.raw[0x24:]))
+	if sb.roCompat&roCompatBigalloc == 0 {
+		clustersPerGroup = uint64(sb.blocksPerGroup)
+	}
+	if sb.blocksPerGroup == 0 || clustersPerGroup == 0 || clustersPerGroup > 8*bs || uint64(sb.blocksPerGroup) > 1<<31 {
+		return corrupt("%d blocks (%d clusters) per group", sb.blocksPerGroup, clustersPerGroup)
 	}
 	if sb.roCompat&roCompatBigalloc == 0 && sb.logClusterSize != sb.logBlockSize {
 		return corrupt("cluster size differs from block size without bigalloc")
@@ -239,7 +249,7 @@ func (fs *FS) checkGeometry() error {
 	if sb.firstIno < 11 || sb.firstIno > sb.inodesCount {
 		return corrupt("first inode %d", sb.firstIno)
 	}
-	if uint64(sb.firstDataBlock) >= sb.blocksCount || (bs == 1024) != (sb.firstDataBlock == 1) {
+	if uint64(sb.firstDataBlock) >= sb.blocksCount || sb.firstDataBlock > 1 || bs > 1024 && sb.firstDataBlock != 0 {
 		return corrupt("first data block %d", sb.firstDataBlock)
 	}
 	if devBlocks := uint64(fs.dev.Size()) / bs; sb.blocksCount > devBlocks {
