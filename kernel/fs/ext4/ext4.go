@@ -13,13 +13,17 @@
 // Files: superblock.go (features, mount checks), group.go (group
 // descriptors), checksum.go (crc32c, crc16), cache.go (metadata buffer
 // cache), inode.go, extent.go and blockmap.go (file block mapping),
-// file.go (reading and writing file data), dir.go and htree.go
-// (directories), alloc.go (bitmaps), namei.go (create, link, unlink,
-// rename).
+// file.go (reading and writing file data), fallocate.go, dir.go,
+// htree.go, htree_write.go and dirhash.go (directories and their hash
+// index), alloc.go (bitmaps), fileops.go (stat, read, write, truncate,
+// listings), namei.go (create, link, unlink, mkdir, rmdir, symlink),
+// rename.go (rename, setattr, statfs), orphan.go (inodes past their last
+// name), journal.go (jbd2 format), recovery.go (replay at mount) and
+// transaction.go (writing metadata through the journal).
 //
 // Locking: one mutex, FS.mu, guards everything: the buffer cache, the
-// allocator, every inode and directory change. Exported methods take it;
-// methods named ...Locked expect it held.
+// allocator, the running journal transaction, every inode and directory
+// change. Exported methods take it; unexported ones expect it held.
 //
 // On-disk format reference: Linux's Documentation/filesystems/ext4/.
 package ext4
