@@ -190,9 +190,10 @@ func (fs *FS) Append(ino uint32, p []byte) (int, int64, error) {
 
 // ReadDirAt returns the entries of directory dir whose position is pos
 // or later, in order, stopping at the end of the block in which it has
-// max entries. An entry's position (DirEntry.Off) is its byte offset in
-// the directory: entries never move, so positions stay valid while
-// others come and go.
+// max entries. An entry's position (DirEntry.Off) stays valid while
+// others come and go: in a plain directory it is the entry's byte offset
+// (entries there never move), in an indexed one it is made of the name's
+// hash (a leaf split moves entries between blocks), as on Linux.
 func (fs *FS) ReadDirAt(dir uint32, pos int64, max int) ([]DirEntry, error) {
 	fs.begin()
 	defer fs.end()
@@ -202,6 +203,9 @@ func (fs *FS) ReadDirAt(dir uint32, pos int64, max int) ([]DirEntry, error) {
 	}
 	if pos < 0 {
 		return nil, linux.EINVAL
+	}
+	if fs.indexed(d) {
+		return fs.readDirHashed(d, pos, max)
 	}
 	var out []DirEntry
 	bs := int64(fs.blockSize)

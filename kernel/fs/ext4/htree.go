@@ -1,5 +1,7 @@
 package ext4
 
+import "sort"
+
 // Hashed directories (dir_index). Block 0 of an indexed directory holds
 // "." and "..", whose record covers the rest of the block, then the
 // index root: a header, a count/limit pair and (hash, block) pairs. With
@@ -154,4 +156,134 @@ func (fs *FS) dropIndex(in *inode) error {
 	}
 	in.flags &^= flagIndex
 	return nil
+}
+
+// dxLeaf is a leaf of the index and the least hash it may hold.
+type dxLeaf struct {
+	hash uint32
+	lblk uint32
+}
+
+// dxLeaves lists the leaves of indexed directory in, in hash order.
+func (fs *FS) dxLeaves(in *inode, fm *fileMapping) ([]dxLeaf, error) {
+	nblocks, err := fs.dirBlocks(in)
+	if err != nil {
+		return nil, err
+	}
+	root, _, err := fs.dirBlock(fm, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := fs.checkIndexBlock(in, 0, root); err != nil {
+		return nil, err
+	}
+	levels := int(root[dxRootInfoOff+6])
+	seen := map[uint32]bool{}
+	var out []dxLeaf
+	var walk func(b []byte, lblk uint32, level int, low uint32) error
+	walk = func(b []byte, lblk uint32, level int, low uint32) error {
+		f := &dxFrame{b: b, countOff: dxCountOffset(lblk, b)}
+		for i := 0; i < f.count(); i++ {
+			h := f.hash(i)
+			if i == 0 {
+				h = low
+			}
+			child := f.block(i)
+			if child == 0 || child >= nblocks || seen[child] {
+				return corrupt("directory %d index points at block %d", in.num, child)
+			}
+			seen[child] = true
+			if level == levels {
+				out = append(out, dxLeaf{h, child})
+				continue
+			}
+			cb, _, err := fs.dirBlock(fm, child)
+			if err != nil {
+				return err
+			}
+			if !fs.isIndexBlock(in, child, cb) {
+				return corrupt("directory %d block %d should be an index node", in.num, child)
+			}
+			if err := fs.checkIndexBlock(in, child, cb); err != nil {
+				return err
+			}
+			if err := walk(cb, child, level+1, h); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return out, walk(root, 0, 0, 0)
+}
+
+// hashPos is a listing position made of an entry's hashes: ordered as the
+// index orders names, and unmoved when a split moves the entry to
+// another block. 0 and 1 are "." and "..".
+func hashPos(hash, minor uint32) int64 {
+	return int64(hash>>1)<<31 | int64(minor>>1) + 2
+}
+
+// readDirHashed lists an indexed directory in hash order from position
+// pos, a leaf (or a run of leaves sharing a hash) at a time, until it
+// has max entries.
+func (fs *FS) readDirHashed(in *inode, pos int64, max int) ([]DirEntry, error) {
+	fm, err := fs.mapping(in)
+	if err != nil {
+		return nil, err
+	}
+	root, _, err := fs.dirBlock(fm, 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []DirEntry
+	dots, err := fs.parseRootDots(in, root)
+	if err != nil {
+		return nil, err
+	}
+	for i, d := range dots {
+		if int64(i) >= pos {
+			out = append(out, DirEntry{Name: []string{".", ".."}[i], Ino: d.ino, Type: dtOf(d.ftype), Off: int64(i)})
+		}
+	}
+	leaves, err := fs.dxLeaves(in, fm)
+	if err != nil {
+		return nil, err
+	}
+	version := fs.dxVersion(root)
+	startHash := uint32(0)
+	if pos >= 2 {
+		startHash = uint32((pos-2)>>31) << 1
+	}
+	i := sort.Search(len(leaves), func(i int) bool { return leaves[i].hash > startHash }) - 1
+	if i < 0 {
+		i = 0
+	}
+	for i < len(leaves) && len(out) < max {
+		// A run of leaves continuing one hash is listed as one.
+		var group []DirEntry
+		for first := true; i < len(leaves) && (first || leaves[i].hash&1 != 0); first = false {
+			b, _, err := fs.dirBlock(fm, leaves[i].lblk)
+			if err != nil {
+				return nil, err
+			}
+			ents, err := fs.parseDirBlock(in, leaves[i].lblk, b)
+			if err != nil {
+				return nil, err
+			}
+			for _, d := range ents {
+				if d.ino == 0 {
+					continue
+				}
+				name := b[d.off+direntHeader : d.off+direntHeader+d.nameLen]
+				h, minor, _ := nameHash(name, version, fs.sb.hashSeed)
+				if p := hashPos(h, minor); p >= pos {
+					group = append(group, DirEntry{Name: string(name), Ino: d.ino, Type: dtOf(d.ftype), Off: p})
+				}
+			}
+			i++
+		}
+		sort.Slice(group, func(a, b int) bool { return group[a].Off < group[b].Off })
+		out = append(out, group...)
+	}
+	return out, nil
 }

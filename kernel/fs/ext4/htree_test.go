@@ -101,3 +101,50 @@ func TestGrowLinuxIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestListWhileGrowing lists an indexed directory a few names at a time
+// while names are added (splitting leaves, moving names between blocks):
+// every name there before the listing is seen exactly once, none twice.
+func TestListWhileGrowing(t *testing.T) {
+	f, dev := mountRW(t, "32M", "-t", "ext4", "-b", "1024", "-N", "20000")
+	must := okIno(t)
+	d := must(f.Mkdir(RootIno, "d", 0o755, 0, 0))
+	before := map[string]bool{}
+	for i := 0; i < 3000; i++ {
+		n := fmt.Sprintf("old-%d", i)
+		must(f.Create(d, n, linux.S_IFREG|0o600, 0, 0, 0, 0))
+		before[n] = true
+	}
+	seen := map[string]int{}
+	pos, added := int64(0), 0
+	for {
+		ents, err := f.ReadDirAt(d, pos, 40)
+		ok(t, err)
+		if len(ents) == 0 {
+			break
+		}
+		for _, e := range ents {
+			seen[e.Name]++
+			pos = e.Off + 1
+		}
+		for j := 0; j < 60; j++ {
+			must(f.Create(d, fmt.Sprintf("new-%d", added), linux.S_IFREG|0o600, 0, 0, 0, 0))
+			added++
+		}
+	}
+	for n, c := range seen {
+		if c != 1 {
+			t.Errorf("%s listed %d times", n, c)
+		}
+	}
+	for n := range before {
+		if seen[n] != 1 {
+			t.Errorf("%s not listed", n)
+		}
+	}
+	if seen["."] != 1 || seen[".."] != 1 {
+		t.Error(". or .. missing")
+	}
+	t.Logf("%d names added during the listing", added)
+	fsck(t, dev)
+}
