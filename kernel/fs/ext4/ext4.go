@@ -70,7 +70,9 @@ var ErrUnsupported = errors.New("ext4: unsupported feature")
 
 // Options configure a mount.
 type Options struct {
-	// ReadOnly mounts without ever writing to the device.
+	// ReadOnly mounts without writing to the device, except to replay a
+	// journal that needs recovery (as Linux does: the file system is not
+	// consistent without it).
 	ReadOnly bool
 	// Clock gives timestamps; nil means time.Now.
 	Clock func() time.Time

@@ -165,6 +165,18 @@ func (fs *FS) Sync() error {
 	return fs.flush()
 }
 
+// Commit commits the running transaction if it holds anything, and says
+// whether it did: what a timer calls every few seconds (Linux commits
+// every 5 s), without flushing an idle device.
+func (fs *FS) Commit() (bool, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.ro || fs.jnl == nil || len(fs.jnl.order) == 0 {
+		return false, nil
+	}
+	return true, fs.commitOrStop()
+}
+
 func (fs *FS) flush() error {
 	if err := fs.dev.Flush(); err != nil {
 		return fmt.Errorf("ext4: flush: %w", errors.Join(linux.EIO, err))

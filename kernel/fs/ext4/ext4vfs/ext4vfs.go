@@ -14,6 +14,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"time"
 	"weak"
 
 	"shortbread/kernel/abi/linux"
@@ -48,6 +49,25 @@ func New(disk *ext4.FS, o Options) *FS {
 // sync come down to (one journal for all files), and what a timer should
 // call every few seconds, as Linux commits every 5 s.
 func (f *FS) Sync() error { return f.errno(f.disk.Sync()) }
+
+// Committer commits the journal every interval until stop is closed, as
+// Linux's journal thread does every 5 s (commit=5): the most a crash can
+// take from a program that never calls fsync. Run it in its own
+// goroutine for a read-write mount.
+func (f *FS) Committer(stop <-chan struct{}, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			if _, err := f.disk.Commit(); err != nil {
+				f.errno(err)
+			}
+		}
+	}
+}
 
 // Root returns the root directory, to mount.
 func (f *FS) Root() (vfs.Inode, error) { return f.inode(ext4.RootIno) }

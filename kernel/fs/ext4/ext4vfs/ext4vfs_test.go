@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/fs/ext4"
@@ -16,9 +18,20 @@ import (
 	"shortbread/kernel/vfs"
 )
 
-type memDev struct{ b []byte }
+type memDev struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (d *memDev) snapshot() []byte {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]byte(nil), d.b...)
+}
 
 func (d *memDev) ReadAt(p []byte, off int64) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if off < 0 || off+int64(len(p)) > int64(len(d.b)) {
 		return 0, fmt.Errorf("read past the end")
 	}
@@ -26,6 +39,8 @@ func (d *memDev) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (d *memDev) WriteAt(p []byte, off int64) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if off < 0 || off+int64(len(p)) > int64(len(d.b)) {
 		return 0, fmt.Errorf("write past the end")
 	}
@@ -233,4 +248,37 @@ func TestIdentity(t *testing.T) {
 	if a.Inode() != b {
 		t.Error("two objects for one inode")
 	}
+}
+
+// TestCommitter: a write becomes durable without Sync, by the timer.
+func TestCommitter(t *testing.T) {
+	v, c, dev, fs := setup(t)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { fs.Committer(stop, 20*time.Millisecond); close(done) }()
+	f, err := v.Open(c, nil, "/mnt/timed", linux.O_CREAT|linux.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("committed by the timer"), nil)
+	f.DecRef()
+	deadline := time.Now().Add(10 * time.Second)
+	// Snapshots of the disk (any moment, even inside a commit) are what a
+	// power cut would leave: once one holds the file, the timer did it.
+	for {
+		g, err := ext4.Mount(&memDev{b: dev.snapshot()}, ext4.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.Lookup(ext4.RootIno, "timed"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the timer never committed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	<-done
+	fsck(t, dev)
 }
