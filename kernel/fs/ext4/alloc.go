@@ -180,12 +180,18 @@ func (fs *FS) allocRunOnce(goal uint64, want uint32) (uint64, uint32, error) {
 		if err != nil {
 			return 0, 0, err
 		}
+		pend := fs.freedInGroup(g)
+		used := func(i uint32) bool { return testBit(b, i) || pend != nil && testBit(pend, i) }
 		for i := start; i < end; i++ {
-			if testBit(b, i) || fs.freedPending(g, i) {
+			if i%64 == 0 && i+64 <= end && le.Uint64(b[i/8:]) == ^uint64(0) {
+				i += 63 // 64 blocks in use
+				continue
+			}
+			if used(i) {
 				continue
 			}
 			got := uint32(0)
-			for i+got < end && got < want && !testBit(b, i+got) && !fs.freedPending(g, i+got) {
+			for i+got < end && got < want && !used(i+got) {
 				setBit(b, i+got)
 				got++
 			}

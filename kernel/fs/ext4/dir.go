@@ -103,38 +103,52 @@ func (fs *FS) setTail(dirIno, gen uint32, b []byte) {
 
 // parseDirBlock decodes the entries of a leaf block, checking each.
 func (fs *FS) parseDirBlock(in *inode, lblk uint32, b []byte) ([]dirent, error) {
+	var out []dirent
+	err := fs.walkDirBlock(in, lblk, b, func(d dirent) bool {
+		out = append(out, d)
+		return true
+	})
+	return out, err
+}
+
+// walkDirBlock checks a leaf block and calls f with each entry until f
+// returns false; every entry is checked before f sees any.
+func (fs *FS) walkDirBlock(in *inode, lblk uint32, b []byte, f func(d dirent) bool) error {
 	limit := len(b)
 	if fs.hasCsum() {
 		if !fs.hasTail(b) {
-			return nil, corrupt("directory %d block %d has no checksum tail", in.num, lblk)
+			return corrupt("directory %d block %d has no checksum tail", in.num, lblk)
 		}
 		limit -= dirTailSize
 		if want, got := crc32c(fs.inodeSeed(in.num, in.generation), b[:limit]), le.Uint32(b[limit+8:]); want != got {
-			return nil, corrupt("directory %d block %d checksum %#x, computed %#x", in.num, lblk, got, want)
+			return corrupt("directory %d block %d checksum %#x, computed %#x", in.num, lblk, got, want)
 		}
 	}
-	var out []dirent
-	for off := 0; off < limit; {
-		e := b[off:]
-		if limit-off < direntHeader {
-			return nil, corrupt("directory %d block %d: entry at %d runs past the block", in.num, lblk, off)
+	for pass := 0; pass < 2; pass++ {
+		for off := 0; off < limit; {
+			e := b[off:]
+			if limit-off < direntHeader {
+				return corrupt("directory %d block %d: entry at %d runs past the block", in.num, lblk, off)
+			}
+			d := dirent{off: off, ino: le.Uint32(e), recLen: fs.recLen(e[4:]), nameLen: int(e[6])}
+			if fs.sb.incompat&incompatFiletype != 0 {
+				d.ftype = e[7]
+			} else {
+				d.nameLen |= int(e[7]) << 8
+			}
+			if d.recLen < 12 || d.recLen%4 != 0 || off+d.recLen > limit || direntSize(d.nameLen) > d.recLen && d.ino != 0 {
+				return corrupt("directory %d block %d: bad entry at %d (length %d, name %d)", in.num, lblk, off, d.recLen, d.nameLen)
+			}
+			if d.ino > fs.sb.inodesCount {
+				return corrupt("directory %d block %d: entry names inode %d", in.num, lblk, d.ino)
+			}
+			if pass == 1 && !f(d) {
+				return nil
+			}
+			off += d.recLen
 		}
-		d := dirent{off: off, ino: le.Uint32(e), recLen: fs.recLen(e[4:]), nameLen: int(e[6])}
-		if fs.sb.incompat&incompatFiletype != 0 {
-			d.ftype = e[7]
-		} else {
-			d.nameLen |= int(e[7]) << 8
-		}
-		if d.recLen < 12 || d.recLen%4 != 0 || off+d.recLen > limit || direntSize(d.nameLen) > d.recLen && d.ino != 0 {
-			return nil, corrupt("directory %d block %d: bad entry at %d (length %d, name %d)", in.num, lblk, off, d.recLen, d.nameLen)
-		}
-		if d.ino > fs.sb.inodesCount {
-			return nil, corrupt("directory %d block %d: entry names inode %d", in.num, lblk, d.ino)
-		}
-		out = append(out, d)
-		off += d.recLen
 	}
-	return out, nil
+	return nil
 }
 
 // dirBlocks returns the number of blocks of directory in.

@@ -1,7 +1,6 @@
 package ext4
 
 import (
-	"bytes"
 	"errors"
 	"sort"
 
@@ -128,16 +127,18 @@ func (fs *FS) dxFind(in *inode, name string) (loc *dirLoc, ok bool, err error) {
 		if err != nil {
 			return nil, false, err
 		}
-		ents, err := fs.parseDirBlock(in, leaf, b)
-		if err != nil {
-			return nil, false, err
-		}
 		prev := -1
-		for _, d := range ents {
-			if d.ino != 0 && d.nameLen == len(name) && bytes.Equal(b[d.off+direntHeader:d.off+direntHeader+d.nameLen], []byte(name)) {
-				return &dirLoc{lblk: leaf, pblk: pblk, d: d, prev: prev}, true, nil
+		var found *dirLoc
+		err = fs.walkDirBlock(in, leaf, b, func(d dirent) bool {
+			if d.ino != 0 && d.nameLen == len(name) && string(b[d.off+direntHeader:d.off+direntHeader+d.nameLen]) == name {
+				found = &dirLoc{lblk: leaf, pblk: pblk, d: d, prev: prev}
+				return false
 			}
 			prev = d.off
+			return true
+		})
+		if err != nil || found != nil {
+			return found, true, err
 		}
 		// Names of one hash may continue in the next leaf, whose index
 		// hash then has its low bit set.
@@ -279,10 +280,6 @@ func (fs *FS) dxAddOnce(in *inode, name string, ino uint32, ftype uint8) error {
 	if err != nil {
 		return err
 	}
-	ents, err := fs.leafEntries(in, leaf, b, version)
-	if err != nil {
-		return err
-	}
 	// Room in the leaf: put the name in the slack after an entry, moving
 	// none (a listing in progress keeps its place).
 	need := direntSize(len(name))
@@ -306,6 +303,10 @@ func (fs *FS) dxAddOnce(in *inode, name string, ino uint32, ftype uint8) error {
 		}
 		fs.putDirent(b[off:], ino, recLen, name, ftype)
 		return fs.writeDirBlock(in, pblk, b)
+	}
+	ents, err := fs.leafEntries(in, leaf, b, version)
+	if err != nil {
+		return err
 	}
 	ents = append(ents, leafEntry{ino: ino, ftype: ftype, name: name, hash: hash})
 	// Split the leaf; first make sure its parent can take an entry.

@@ -131,14 +131,13 @@ func (fs *FS) noteFreed(g, i uint32) {
 	setBit(b, i)
 }
 
-// freedPending reports whether bit i of group g was freed by the running
-// transaction.
-func (fs *FS) freedPending(g, i uint32) bool {
+// freedInGroup returns the bitmap of group g's blocks freed by the
+// running transaction, or nil if none.
+func (fs *FS) freedInGroup(g uint32) []byte {
 	if fs.jnl == nil || fs.jnl.freed == nil {
-		return false
+		return nil
 	}
-	b := fs.jnl.freed[g]
-	return b != nil && testBit(b, i)
+	return fs.jnl.freed[g]
 }
 
 // inTransaction reports whether block n waits in the running transaction
