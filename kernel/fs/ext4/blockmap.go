@@ -145,6 +145,9 @@ func (fs *FS) blockmapTruncate(in *inode, from uint32) error {
 	}
 	start := uint64(directBlocks)
 	span := per
+	// A damaged map could name one indirect block many times, making the
+	// walk fan out without end: each may be met once.
+	seen := map[uint64]bool{}
 	for level := 1; level <= 3; level++ {
 		slot := indIndex + level - 1
 		root := uint64(le.Uint32(in.block[4*slot:]))
@@ -153,7 +156,7 @@ func (fs *FS) blockmapTruncate(in *inode, from uint32) error {
 			if uint64(from) > start {
 				keepFrom = uint64(from) - start
 			}
-			empty, err := fs.truncIndirect(in, root, level, keepFrom, span, &free)
+			empty, err := fs.truncIndirect(in, root, level, keepFrom, span, &free, seen)
 			if err != nil {
 				return err
 			}
@@ -180,10 +183,14 @@ func (fs *FS) blockmapTruncate(in *inode, from uint32) error {
 // truncIndirect clears the entries of indirect block b (covering span
 // logical blocks at the given level) from offset keepFrom on, collecting
 // the freed blocks; it reports whether b holds nothing more.
-func (fs *FS) truncIndirect(in *inode, b uint64, level int, keepFrom, span uint64, free *[]uint64) (bool, error) {
+func (fs *FS) truncIndirect(in *inode, b uint64, level int, keepFrom, span uint64, free *[]uint64, seen map[uint64]bool) (bool, error) {
 	if err := fs.checkDataBlock(in, b); err != nil {
 		return false, err
 	}
+	if seen[b] || uint64(len(*free)) > fs.sb.blocksCount {
+		return false, corrupt("inode %d: indirect block %d used twice", in.num, b)
+	}
+	seen[b] = true
 	blk, err := fs.cache.get(fs, b)
 	if err != nil {
 		return false, err
@@ -211,7 +218,7 @@ func (fs *FS) truncIndirect(in *inode, b uint64, level int, keepFrom, span uint6
 		if keepFrom > lo {
 			sub = keepFrom - lo
 		}
-		childEmpty, err := fs.truncIndirect(in, e, level-1, sub, child, free)
+		childEmpty, err := fs.truncIndirect(in, e, level-1, sub, child, free, seen)
 		if err != nil {
 			return false, err
 		}

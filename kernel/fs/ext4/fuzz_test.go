@@ -1,6 +1,7 @@
 package ext4
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"os"
@@ -233,4 +234,30 @@ func FuzzCorruptImage(f *testing.F) {
 		corruptImage(dev.b, data)
 		exercise(dev)
 	})
+}
+
+// TestIndirectLoop: a truncate through a triple indirect block naming
+// itself in every slot (2^30 paths) ends quickly, refused as corrupt.
+func TestIndirectLoop(t *testing.T) {
+	f, dev := mountRW(t, "16M", "-t", "ext2", "-b", "4096")
+	ino := okIno(t)(f.Create(RootIno, "f", linux.S_IFREG|0o644, 0, 0, 0, 0))
+	writeAll(t, f, ino, []byte("x"), 0)
+	in, _ := f.iget(ino)
+	blk := le.Uint32(in.block[0:]) // its one data block becomes the triple indirect block
+	b := dev.b[int(blk)*4096 : int(blk+1)*4096]
+	for i := 0; i < 1024; i++ {
+		le.PutUint32(b[4*i:], blk)
+	}
+	le.PutUint32(in.block[4*14:], blk)
+	in.size = 1 << 40
+	ok(t, f.iput(in))
+	f.cache.forget(f, uint64(blk))
+	start := time.Now()
+	err := f.Truncate(ino, 0)
+	if !errors.Is(err, linux.EUCLEAN) {
+		t.Errorf("truncate: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("truncate took %v", d)
+	}
 }
