@@ -111,6 +111,9 @@ func TestCommitPowerCut(t *testing.T) {
 					if err != nil {
 						t.Fatalf("cut after flush %d (trial %d): mount: %v", k, trial, err)
 					}
+					if ro, why := g.ReadOnly(); ro {
+						t.Fatalf("cut after flush %d (trial %d): mounted read-only: %s", k, trial, why)
+					}
 					fsck(t, c)
 					cuts++
 					_, errA := g.Lookup(RootIno, "a")

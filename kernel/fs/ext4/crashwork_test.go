@@ -178,6 +178,9 @@ func TestRandomPowerCuts(t *testing.T) {
 					if err != nil {
 						t.Fatalf("sync %d, cut after flush %d: mount: %v", i, k, err)
 					}
+					if ro, why := g.ReadOnly(); ro {
+						t.Fatalf("sync %d, cut after flush %d: mounted read-only: %s", i, k, why)
+					}
 					fsck(t, c)
 					got := renderFS(t, g)
 					if got != snaps[i-1] && got != snaps[i] {

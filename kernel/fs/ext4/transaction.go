@@ -66,11 +66,34 @@ func (fs *FS) openJournal() error {
 	if uint64(jsb.maxLen)*uint64(fs.blockSize) > jin.size {
 		return corrupt("journal of %d blocks in an inode of %d bytes", jsb.maxLen, jin.size)
 	}
-	if jsb.incompat&^jbdIncompatKnown != 0 || jsb.start != 0 {
-		fs.ro, fs.roWhy = true, "journal features or state not handled"
+	if jsb.incompat&^jbdIncompatKnown != 0 {
+		fs.ro, fs.roWhy = true, "journal features not handled"
 		return nil
 	}
 	r.jsb = jsb
+	if jsb.start != 0 {
+		// A log the superblock does not ask to replay (needs_recovery is
+		// clear): its transactions reached home already (a crash as a
+		// commit emptied the log), or its writer meant it dropped. Like
+		// Linux, wipe it, numbering new transactions past any in it so
+		// that a later scan cannot run on into the old ones.
+		end, err := r.scan()
+		if err != nil {
+			return err
+		}
+		be.PutUint32(jsb.raw[0x18:], end)
+		be.PutUint32(jsb.raw[0x1C:], 0)
+		if jsb.csumV23() {
+			be.PutUint32(jsb.raw[0xFC:], journalSuperCsum(jsb.raw))
+		}
+		if err := fs.devWrite(jsb.raw, phys); err != nil {
+			return err
+		}
+		if err := fs.flush(); err != nil {
+			return err
+		}
+		jsb.sequence, jsb.start = end, 0
+	}
 	j := &journal{r: r, jsbPhys: phys, seq: jsb.sequence, blocks: map[uint64][]byte{}}
 	// Room for the blocks, their descriptors and the commit block.
 	perDesc := (int(fs.blockSize) - jbdHeaderSize - jbdTailSize - 16) / jsb.tagSize()
