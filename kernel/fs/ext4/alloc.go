@@ -1,0 +1,357 @@
+package ext4
+
+import (
+	"errors"
+
+	"shortbread/kernel/abi/linux"
+)
+
+// Block and inode allocation through the groups' bitmaps. A group made by
+// mke2fs with lazy initialization may have BLOCK_UNINIT or INODE_UNINIT
+// set: its bitmap block was never written, and its contents are implied
+// (the group's own metadata in use, every inode free). The first
+// allocation in such a group writes the bitmap and clears the flag.
+
+var errFileTooBig = linux.EFBIG
+
+// bitmapCsum is the crc32c of the first n bytes of a bitmap block.
+func (fs *FS) bitmapCsum(b []byte, nbits uint32) uint32 {
+	return crc32c(fs.csumSeed, b[:nbits/8])
+}
+
+// blockBitmap returns group g's block bitmap, building it when the group
+// is BLOCK_UNINIT, else reading and checking it.
+func (fs *FS) blockBitmap(g uint32) ([]byte, error) {
+	d := &fs.groups[g]
+	if d.flags&bgBlockUninit != 0 && (fs.hasCsum() || fs.hasGdtCsum()) {
+		b := fs.cache.zero(fs, d.blockBitmap)
+		fs.initBlockBitmap(g, b)
+		return b, nil
+	}
+	b, err := fs.cache.get(fs, d.blockBitmap)
+	if err != nil {
+		return nil, err
+	}
+	if fs.hasCsum() {
+		want := fs.bitmapCsum(b, fs.sb.blocksPerGroup)
+		if len(d.raw) < 64 {
+			want &= 0xFFFF
+		}
+		if want != d.blockBitmapCsum {
+			return nil, corrupt("group %d block bitmap checksum %#x, computed %#x", g, d.blockBitmapCsum, want)
+		}
+	}
+	return b, nil
+}
+
+// initBlockBitmap fills b with what an uninitialized group's bitmap
+// implies: its superblock backup and descriptor blocks, any group's
+// bitmaps and inode table placed in it, and the bits past its end.
+func (fs *FS) initBlockBitmap(g uint32, b []byte) {
+	first := fs.groupFirstBlock(g)
+	n := uint64(fs.groupBlocks(g))
+	if fs.groupHasSuper(g) {
+		meta := uint64(1) + uint64((fs.groupCount()+fs.descPerBlk-1)/fs.descPerBlk) + uint64(fs.sb.reservedGdt)
+		for i := uint64(0); i < meta && i < n; i++ {
+			setBit(b, uint32(i))
+		}
+	}
+	itBlocks := (uint64(fs.sb.inodesPerGroup)*uint64(fs.sb.inodeSize) + uint64(fs.blockSize) - 1) / uint64(fs.blockSize)
+	mark := func(start, count uint64) {
+		for i := start; i < start+count; i++ {
+			if i >= first && i < first+n {
+				setBit(b, uint32(i-first))
+			}
+		}
+	}
+	for h := range fs.groups {
+		d := &fs.groups[h]
+		mark(d.blockBitmap, 1)
+		mark(d.inodeBitmap, 1)
+		mark(d.inodeTable, itBlocks)
+	}
+	for i := uint32(n); i < fs.blockSize*8; i++ {
+		setBit(b, i)
+	}
+}
+
+// inodeBitmap returns group g's inode bitmap, zeroed (with the padding
+// bits set) for an INODE_UNINIT group.
+func (fs *FS) inodeBitmap(g uint32) ([]byte, error) {
+	d := &fs.groups[g]
+	if d.flags&bgInodeUninit != 0 && (fs.hasCsum() || fs.hasGdtCsum()) {
+		b := fs.cache.zero(fs, d.inodeBitmap)
+		for i := fs.sb.inodesPerGroup; i < fs.blockSize*8; i++ {
+			setBit(b, i)
+		}
+		return b, nil
+	}
+	b, err := fs.cache.get(fs, d.inodeBitmap)
+	if err != nil {
+		return nil, err
+	}
+	if fs.hasCsum() {
+		want := fs.bitmapCsum(b, fs.sb.inodesPerGroup)
+		if len(d.raw) < 64 {
+			want &= 0xFFFF
+		}
+		if want != d.inodeBitmapCsum {
+			return nil, corrupt("group %d inode bitmap checksum %#x, computed %#x", g, d.inodeBitmapCsum, want)
+		}
+	}
+	return b, nil
+}
+
+func setBit(b []byte, i uint32)       { b[i/8] |= 1 << (i % 8) }
+func clearBit(b []byte, i uint32)     { b[i/8] &^= 1 << (i % 8) }
+func testBit(b []byte, i uint32) bool { return b[i/8]&(1<<(i%8)) != 0 }
+
+// writeBlockBitmap writes group g's block bitmap and descriptor.
+func (fs *FS) writeBlockBitmap(g uint32, b []byte) error {
+	d := &fs.groups[g]
+	if err := fs.cache.write(fs, d.blockBitmap, b); err != nil {
+		return err
+	}
+	d.flags &^= bgBlockUninit
+	if fs.hasCsum() {
+		d.blockBitmapCsum = fs.bitmapCsum(b, fs.sb.blocksPerGroup)
+	}
+	return fs.writeGroupLocked(g)
+}
+
+func (fs *FS) writeInodeBitmap(g uint32, b []byte) error {
+	d := &fs.groups[g]
+	if err := fs.cache.write(fs, d.inodeBitmap, b); err != nil {
+		return err
+	}
+	d.flags &^= bgInodeUninit
+	if fs.hasCsum() {
+		d.inodeBitmapCsum = fs.bitmapCsum(b, fs.sb.inodesPerGroup)
+	}
+	return fs.writeGroupLocked(g)
+}
+
+var errNoSpace = linux.ENOSPC
+
+// allocRun allocates up to want contiguous blocks, trying at goal first,
+// then onward through the groups; it returns the first block and how
+// many it got (at least one). Out of space while the running transaction
+// holds freed blocks back, it commits and tries again.
+func (fs *FS) allocRun(goal uint64, want uint32) (uint64, uint32, error) {
+	b, n, err := fs.allocRunOnce(goal, want)
+	if errors.Is(err, errNoSpace) && fs.jnl != nil && fs.jnl.freed != nil {
+		if err := fs.commitOrStop(); err != nil {
+			return 0, 0, err
+		}
+		return fs.allocRunOnce(goal, want)
+	}
+	return b, n, err
+}
+
+func (fs *FS) allocRunOnce(goal uint64, want uint32) (uint64, uint32, error) {
+	if fs.ro {
+		return 0, 0, linux.EROFS
+	}
+	if fs.sb.freeBlocks == 0 {
+		return 0, 0, errNoSpace
+	}
+	if goal < uint64(fs.sb.firstDataBlock) || goal >= fs.sb.blocksCount {
+		goal = uint64(fs.sb.firstDataBlock)
+	}
+	ng := fs.groupCount()
+	g0 := uint32((goal - uint64(fs.sb.firstDataBlock)) / uint64(fs.sb.blocksPerGroup))
+	// The goal group from the goal on, the other groups, then the goal
+	// group's blocks before the goal.
+	goalOff := uint32(goal - fs.groupFirstBlock(g0))
+	for k := uint32(0); k <= ng; k++ {
+		g := (g0 + k) % ng
+		start, end := uint32(0), fs.groupBlocks(g)
+		switch {
+		case k == 0:
+			start = goalOff
+		case k == ng:
+			end = goalOff
+		}
+		d := &fs.groups[g]
+		if d.freeBlocks == 0 || start >= end {
+			continue
+		}
+		b, err := fs.blockBitmap(g)
+		if err != nil {
+			return 0, 0, err
+		}
+		pend := fs.freedInGroup(g)
+		used := func(i uint32) bool { return testBit(b, i) || pend != nil && testBit(pend, i) }
+		for i := start; i < end; i++ {
+			if i%64 == 0 && i+64 <= end && le.Uint64(b[i/8:]) == ^uint64(0) {
+				i += 63 // 64 blocks in use
+				continue
+			}
+			if used(i) {
+				continue
+			}
+			got := uint32(0)
+			for i+got < end && got < want && !used(i+got) {
+				setBit(b, i+got)
+				got++
+			}
+			if got > d.freeBlocks {
+				return 0, 0, corrupt("group %d free block count %d below its bitmap's", g, d.freeBlocks)
+			}
+			d.freeBlocks -= got
+			fs.sb.freeBlocks -= min(fs.sb.freeBlocks, uint64(got))
+			if err := fs.writeBlockBitmap(g, b); err != nil {
+				return 0, 0, err
+			}
+			if err := fs.writeSuperLocked(); err != nil {
+				return 0, 0, err
+			}
+			return fs.groupFirstBlock(g) + uint64(i), got, nil
+		}
+	}
+	return 0, 0, errNoSpace
+}
+
+// allocBlockList allocates n blocks, not necessarily contiguous, near goal.
+func (fs *FS) allocBlockList(goal uint64, n int, owner uint32) ([]uint64, error) {
+	var out []uint64
+	for len(out) < n {
+		b, got, err := fs.allocRun(goal, uint32(n-len(out)))
+		if err != nil {
+			fs.freeBlockList(out)
+			return nil, err
+		}
+		for i := uint32(0); i < got; i++ {
+			out = append(out, b+uint64(i))
+		}
+		goal = b + uint64(got)
+	}
+	return out, nil
+}
+
+// freeRun frees n blocks from start; freeing a free block is corruption.
+func (fs *FS) freeRun(start uint64, n uint32) error {
+	for n > 0 {
+		if start < uint64(fs.sb.firstDataBlock) || start+uint64(n) > fs.sb.blocksCount {
+			return corrupt("free of blocks %d+%d outside the file system", start, n)
+		}
+		g := uint32((start - uint64(fs.sb.firstDataBlock)) / uint64(fs.sb.blocksPerGroup))
+		off := uint32(start - fs.groupFirstBlock(g))
+		cnt := min(n, fs.groupBlocks(g)-off)
+		b, err := fs.blockBitmap(g)
+		if err != nil {
+			return err
+		}
+		for i := uint32(0); i < cnt; i++ {
+			if !testBit(b, off+i) {
+				return corrupt("block %d freed twice", start+uint64(i))
+			}
+		}
+		for i := uint32(0); i < cnt; i++ {
+			clearBit(b, off+i)
+			fs.noteFreed(g, off+i)
+			fs.cache.forget(fs, start+uint64(i))
+		}
+		fs.groups[g].freeBlocks += cnt
+		fs.sb.freeBlocks += uint64(cnt)
+		if err := fs.writeBlockBitmap(g, b); err != nil {
+			return err
+		}
+		start += uint64(cnt)
+		n -= cnt
+	}
+	return fs.writeSuperLocked()
+}
+
+func (fs *FS) freeBlockList(bs []uint64) error {
+	var errs []error
+	for i := 0; i < len(bs); {
+		j := i + 1
+		for j < len(bs) && bs[j] == bs[j-1]+1 {
+			j++
+		}
+		if err := fs.freeRun(bs[i], uint32(j-i)); err != nil {
+			errs = append(errs, err)
+		}
+		i = j
+	}
+	return errors.Join(errs...)
+}
+
+// allocInode takes a free inode, in the parent's group if it has one
+// (a directory: the group with the most free inodes, to spread trees).
+func (fs *FS) allocInode(parent uint32, dir bool) (uint32, error) {
+	if fs.ro {
+		return 0, linux.EROFS
+	}
+	if fs.sb.freeInodes == 0 {
+		return 0, errNoSpace
+	}
+	ng := fs.groupCount()
+	g0 := (parent - 1) / fs.sb.inodesPerGroup
+	if dir {
+		best := uint32(0)
+		for g := uint32(0); g < ng; g++ {
+			if fs.groups[g].freeInodes > fs.groups[best].freeInodes {
+				best = g
+			}
+		}
+		if fs.groups[best].freeInodes > fs.groups[g0].freeInodes*2 {
+			g0 = best
+		}
+	}
+	for k := uint32(0); k < ng; k++ {
+		g := (g0 + k) % ng
+		d := &fs.groups[g]
+		if d.freeInodes == 0 {
+			continue
+		}
+		b, err := fs.inodeBitmap(g)
+		if err != nil {
+			return 0, err
+		}
+		for i := uint32(0); i < fs.sb.inodesPerGroup; i++ {
+			ino := g*fs.sb.inodesPerGroup + i + 1
+			if testBit(b, i) || ino < fs.sb.firstIno {
+				continue
+			}
+			setBit(b, i)
+			d.freeInodes--
+			fs.sb.freeInodes--
+			if dir {
+				d.usedDirs++
+			}
+			if unused := fs.sb.inodesPerGroup - i - 1; (fs.hasCsum() || fs.hasGdtCsum()) && unused < d.itableUnused {
+				d.itableUnused = unused
+			}
+			if err := fs.writeInodeBitmap(g, b); err != nil {
+				return 0, err
+			}
+			return ino, fs.writeSuperLocked()
+		}
+	}
+	return 0, errNoSpace
+}
+
+func (fs *FS) freeInode(ino uint32, dir bool) error {
+	g := (ino - 1) / fs.sb.inodesPerGroup
+	i := (ino - 1) % fs.sb.inodesPerGroup
+	b, err := fs.inodeBitmap(g)
+	if err != nil {
+		return err
+	}
+	if !testBit(b, i) {
+		return corrupt("inode %d freed twice", ino)
+	}
+	clearBit(b, i)
+	d := &fs.groups[g]
+	d.freeInodes++
+	fs.sb.freeInodes++
+	if dir && d.usedDirs > 0 {
+		d.usedDirs--
+	}
+	if err := fs.writeInodeBitmap(g, b); err != nil {
+		return err
+	}
+	return fs.writeSuperLocked()
+}

@@ -1,0 +1,181 @@
+// Package ext4 reads and writes the ext2, ext3 and ext4 on-disk format as
+// Linux and e2fsprogs lay it out: the superblock and group descriptors
+// (32- and 64-byte), block and inode bitmaps with flex_bg, inodes with
+// extra fields and nanosecond timestamps, extent trees and the older
+// indirect block map, linear and hashed (htree) directories, symlinks,
+// device nodes, and the crc32c checksums of metadata_csum.
+//
+// The package is the on-disk logic only: it works on a Device (anything
+// with ReadAt/WriteAt/Flush/Size, e.g. a block device or, in tests, a byte
+// slice) and knows nothing of the VFS. The glue that makes its inodes VFS
+// inodes lives apart from it.
+//
+// Files: superblock.go (features, mount checks), group.go (group
+// descriptors), checksum.go (crc32c, crc16), cache.go (metadata buffer
+// cache), inode.go, extent.go and blockmap.go (file block mapping),
+// file.go (reading and writing file data), fallocate.go, dir.go,
+// htree.go, htree_write.go and dirhash.go (directories and their hash
+// index), alloc.go (bitmaps), fileops.go (stat, read, write, truncate,
+// listings), namei.go (create, link, unlink, mkdir, rmdir, symlink),
+// rename.go (rename, setattr, statfs), orphan.go (inodes past their last
+// name), journal.go (jbd2 format), recovery.go (replay at mount) and
+// transaction.go (writing metadata through the journal).
+//
+// Locking: one mutex, FS.mu, guards everything: the buffer cache, the
+// allocator, the running journal transaction, every inode and directory
+// change. Exported methods take it; unexported ones expect it held.
+//
+// On-disk format reference: Linux's Documentation/filesystems/ext4/.
+package ext4
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"shortbread/kernel/abi/linux"
+)
+
+// Device is the block device under a file system. Any block device
+// satisfies it structurally; offsets and lengths are in bytes.
+type Device interface {
+	ReadAt(p []byte, off int64) (int, error)
+	WriteAt(p []byte, off int64) (int, error)
+	// Flush makes every completed write durable.
+	Flush() error
+	// Size is the device's length in bytes.
+	Size() int64
+}
+
+// CorruptError reports on-disk metadata that breaks the format: a bad
+// magic number, a checksum mismatch, a pointer out of range. errors.Is
+// matches it with linux.EUCLEAN (Linux's EFSCORRUPTED).
+type CorruptError struct {
+	What string
+}
+
+func (e *CorruptError) Error() string { return "ext4: corrupt file system: " + e.What }
+
+// Unwrap makes the error an EUCLEAN for errors.Is and errors.As.
+func (e *CorruptError) Unwrap() error { return linux.EUCLEAN }
+
+func corrupt(format string, args ...any) error {
+	return &CorruptError{What: fmt.Sprintf(format, args...)}
+}
+
+// ErrUnsupported is wrapped by the error a mount returns for a file system
+// using an incompatible feature this package does not implement.
+var ErrUnsupported = errors.New("ext4: unsupported feature")
+
+// Options configure a mount.
+type Options struct {
+	// ReadOnly mounts without writing to the device, except to replay a
+	// journal that needs recovery (as Linux does: the file system is not
+	// consistent without it).
+	ReadOnly bool
+	// Clock gives timestamps; nil means time.Now.
+	Clock func() time.Time
+}
+
+// FS is one mounted ext2/3/4 file system.
+type FS struct {
+	mu    sync.Mutex
+	dev   Device
+	sb    superblock
+	ro    bool   // read-only: by request or forced by a feature
+	roWhy string // why the mount is read-only, when forced
+	clock func() time.Time
+
+	blockSize  uint32
+	groups     []groupDesc
+	descPerBlk uint32
+	csumSeed   uint32 // crc32c seed of metadata_csum checksums
+	cache      cache
+	jnl        *journal       // nil: writes go home at once (no journal, or read-only)
+	genCounter uint32         // varies new inodes' generation numbers
+	noIndex    bool           // tests: grow directories without an index
+	held       map[uint32]int // inodes held open (Hold), by number
+}
+
+// Mount reads and checks the superblock and group descriptors of the file
+// system on dev. It refuses incompatible features it does not know and
+// mounts read-only when a read-only-compatible feature is unknown.
+func Mount(dev Device, o Options) (*FS, error) {
+	fs := &FS{dev: dev, ro: o.ReadOnly, clock: o.Clock}
+	if fs.clock == nil {
+		fs.clock = time.Now
+	}
+	if err := fs.readSuper(); err != nil {
+		return nil, err
+	}
+	fs.cache.init(fs.blockSize)
+	if err := fs.readGroups(); err != nil {
+		return nil, err
+	}
+	if fs.sb.incompat&incompatRecover != 0 {
+		// Replay, then read everything again: the journal may have held
+		// the superblock and descriptors themselves.
+		if err := fs.recoverJournal(); err != nil {
+			return nil, fmt.Errorf("ext4: journal recovery: %w", err)
+		}
+		fs.cache.init(fs.blockSize)
+		if err := fs.readGroups(); err != nil {
+			return nil, err
+		}
+	}
+	if err := fs.openJournal(); err != nil {
+		return nil, fmt.Errorf("ext4: journal: %w", err)
+	}
+	if !fs.ro {
+		fs.mu.Lock()
+		err := fs.processOrphans()
+		if err == nil {
+			err = fs.commitOrStop()
+		}
+		fs.mu.Unlock()
+		if err != nil {
+			return nil, fmt.Errorf("ext4: orphan inodes: %w", err)
+		}
+	}
+	return fs, nil
+}
+
+// ReadOnly reports whether the mount is read-only, and why when a feature
+// forced it.
+func (fs *FS) ReadOnly() (bool, string) { return fs.ro, fs.roWhy }
+
+// BlockSize returns the file system's block size in bytes.
+func (fs *FS) BlockSize() uint32 { return fs.blockSize }
+
+// readRaw reads block n of the device into p (one block long).
+func (fs *FS) readRaw(p []byte, n uint64) error {
+	if n >= fs.sb.blocksCount {
+		return corrupt("block %d beyond the end of the file system (%d blocks)", n, fs.sb.blocksCount)
+	}
+	_, err := fs.dev.ReadAt(p, int64(n)*int64(fs.blockSize))
+	if err != nil {
+		return fmt.Errorf("ext4: read block %d: %w", n, errors.Join(linux.EIO, err))
+	}
+	return nil
+}
+
+// writeRaw writes p (one block long) to block n of the device.
+func (fs *FS) writeRaw(p []byte, n uint64) error {
+	if fs.ro {
+		return linux.EROFS
+	}
+	if n >= fs.sb.blocksCount {
+		return corrupt("write to block %d beyond the end of the file system", n)
+	}
+	_, err := fs.dev.WriteAt(p, int64(n)*int64(fs.blockSize))
+	if err != nil {
+		return fmt.Errorf("ext4: write block %d: %w", n, errors.Join(linux.EIO, err))
+	}
+	return nil
+}
+
+func (fs *FS) now() linux.Timespec {
+	t := fs.clock()
+	return linux.Timespec{Sec: t.Unix(), Nsec: int64(t.Nanosecond())}
+}

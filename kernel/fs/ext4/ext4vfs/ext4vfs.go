@@ -1,0 +1,341 @@
+// Package ext4vfs makes a mounted ext2/3/4 file system (package ext4)
+// a tree of VFS inodes: directories, regular files, symlinks and special
+// files implementing the interfaces of package vfs. It holds no file
+// system state of its own beyond one Go object per inode in use, so that
+// the VFS (its FIFO table, bound sockets) sees one identity per inode;
+// every call goes down to package ext4, which does the work under its
+// own lock.
+//
+// Errors from below are mapped to errno values: a corrupt file system
+// gives EUCLEAN (logged with what was wrong), an I/O failure EIO.
+package ext4vfs
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"time"
+	"weak"
+
+	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/fs/ext4"
+	"shortbread/kernel/vfs"
+)
+
+// Options configure the adapter.
+type Options struct {
+	Dev uint64 // st_dev of every inode (linux.MakeDev of the block device)
+	// Logf reports corruption found below; nil discards it.
+	Logf func(format string, args ...any)
+}
+
+// FS is the VFS face of one mounted ext4.FS.
+type FS struct {
+	disk *ext4.FS
+	dev  uint64
+	logf func(format string, args ...any)
+
+	mu    sync.Mutex
+	nodes map[uint32]weak.Pointer[node] // protected by mu
+}
+
+// New wraps disk.
+func New(disk *ext4.FS, o Options) *FS {
+	return &FS{disk: disk, dev: o.Dev, logf: o.Logf, nodes: make(map[uint32]weak.Pointer[node])}
+}
+
+// Sync commits the journal and flushes the device: what every call
+// before it changed is durable. It is what fsync, fdatasync, syncfs and
+// sync come down to (one journal for all files), and what a timer should
+// call every few seconds, as Linux commits every 5 s.
+func (f *FS) Sync() error { return f.errno(f.disk.Sync()) }
+
+// Committer commits the journal every interval until stop is closed, as
+// Linux's journal thread does every 5 s (commit=5): the most a crash can
+// take from a program that never calls fsync. Run it in its own
+// goroutine for a read-write mount.
+func (f *FS) Committer(stop <-chan struct{}, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			if _, err := f.disk.Commit(); err != nil {
+				f.errno(err)
+			}
+		}
+	}
+}
+
+// Root returns the root directory, to mount.
+func (f *FS) Root() (vfs.Inode, error) { return f.inode(ext4.RootIno) }
+
+// errno turns an error from package ext4 into the errno the VFS returns.
+func (f *FS) errno(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *ext4.CorruptError
+	if errors.As(err, &ce) && f.logf != nil {
+		f.logf("ext4: %s", ce.What)
+	}
+	var e linux.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	if f.logf != nil {
+		f.logf("ext4: %v", err)
+	}
+	return linux.EIO
+}
+
+// node is one inode; its Go type (dir, file, symlink, special) carries
+// the interfaces its file type needs.
+type node struct {
+	fs  *FS
+	ino uint32
+	// self is the vfs.Inode the node was handed out as.
+	self vfs.Inode
+}
+
+type dir struct{ *node }
+type file struct{ *node }
+type symlink struct{ *node }
+type special struct{ *node }
+
+// inode returns the canonical VFS inode for ino, making it if no one
+// holds it now.
+func (f *FS) inode(ino uint32) (vfs.Inode, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if wp, ok := f.nodes[ino]; ok {
+		if n := wp.Value(); n != nil {
+			return n.self, nil
+		}
+	}
+	st, err := f.disk.Stat(ino)
+	if err != nil {
+		return nil, f.errno(err)
+	}
+	n := &node{fs: f, ino: ino}
+	switch st.Mode & linux.S_IFMT {
+	case linux.S_IFDIR:
+		n.self = dir{n}
+	case linux.S_IFREG:
+		n.self = file{n}
+	case linux.S_IFLNK:
+		n.self = symlink{n}
+	default:
+		n.self = special{n}
+	}
+	f.nodes[ino] = weak.Make(n)
+	runtime.AddCleanup(n, f.forget, ino)
+	return n.self, nil
+}
+
+// forget drops the map entry of an inode whose node was collected,
+// unless a new node took its place.
+func (f *FS) forget(ino uint32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if wp, ok := f.nodes[ino]; ok && wp.Value() == nil {
+		delete(f.nodes, ino)
+	}
+}
+
+// Attr implements vfs.Inode.
+func (n *node) Attr() vfs.Attr {
+	st, err := n.fs.disk.Stat(n.ino)
+	if err != nil {
+		n.fs.errno(err)
+		return vfs.Attr{Dev: n.fs.dev, Ino: uint64(n.ino)}
+	}
+	return vfs.Attr{
+		Dev: n.fs.dev, Ino: uint64(st.Ino), Mode: st.Mode, Nlink: st.Nlink, UID: st.UID, GID: st.GID,
+		Rdev: linux.MakeDev(st.RdevMajor, st.RdevMinor), Size: int64(st.Size), Blocks: int64(st.Blocks),
+		Blksize: int32(n.fs.disk.BlockSize()), Atime: st.Atime, Mtime: st.Mtime, Ctime: st.Ctime, Btime: st.Btime,
+	}
+}
+
+// SetAttr implements vfs.Inode.
+func (n *node) SetAttr(s *vfs.SetAttr) error {
+	var mask uint32
+	a := ext4.Attr{Mode: s.Mode, UID: s.UID, GID: s.GID, Size: uint64(s.Size), Atime: s.Atime, Mtime: s.Mtime}
+	now := n.fs.disk.Now()
+	if s.Mask&vfs.SetMode != 0 {
+		mask |= ext4.SetMode
+	}
+	if s.Mask&vfs.SetUID != 0 {
+		mask |= ext4.SetUID
+	}
+	if s.Mask&vfs.SetGID != 0 {
+		mask |= ext4.SetGID
+	}
+	if s.Mask&vfs.SetSize != 0 {
+		if s.Size < 0 {
+			return linux.EINVAL
+		}
+		mask |= ext4.SetSize
+	}
+	if s.Mask&vfs.SetAtime != 0 {
+		mask |= ext4.SetAtime
+		if a.Atime.Nsec == linux.UTIME_NOW {
+			a.Atime = now
+		}
+	}
+	if s.Mask&vfs.SetMtime != 0 {
+		mask |= ext4.SetMtime
+		if a.Mtime.Nsec == linux.UTIME_NOW {
+			a.Mtime = now
+		}
+	}
+	return n.fs.errno(n.fs.disk.SetAttr(n.ino, mask, a))
+}
+
+// Opened implements vfs.OpenCounter: an open file keeps the inode after
+// its last name goes.
+func (n *node) Opened() { n.fs.disk.Hold(n.ino) }
+
+// Closed implements vfs.OpenCounter.
+func (n *node) Closed() { n.fs.errno(n.fs.disk.Release(n.ino)) }
+
+// StatFS implements vfs.FSStater on the root (every directory has it;
+// the VFS asks the root).
+func (d dir) StatFS() vfs.StatFS {
+	s := d.fs.disk.Statfs()
+	return vfs.StatFS{
+		Type: Magic, Bsize: int64(s.BlockSize), Blocks: s.Blocks, Bfree: s.Free, Bavail: s.Avail,
+		Files: s.Files, Ffree: s.FilesFree, Namelen: int64(s.NameLen),
+	}
+}
+
+// Magic is statfs's f_type for ext2/3/4 (EXT4_SUPER_MAGIC).
+const Magic = 0xEF53
+
+// Lookup implements vfs.Dir.
+func (d dir) Lookup(name string) (vfs.Inode, error) {
+	ino, err := d.fs.disk.Lookup(d.ino, name)
+	if err != nil {
+		return nil, d.fs.errno(err)
+	}
+	return d.fs.inode(ino)
+}
+
+// Create implements vfs.Dir.
+func (d dir) Create(name string, mode uint32, rdev uint64, owner vfs.Owner) (vfs.Inode, error) {
+	var ino uint32
+	var err error
+	if mode&linux.S_IFMT == linux.S_IFDIR {
+		ino, err = d.fs.disk.Mkdir(d.ino, name, mode&0o7777, owner.UID, owner.GID)
+	} else {
+		ino, err = d.fs.disk.Create(d.ino, name, mode, owner.UID, owner.GID, linux.DevMajor(rdev), linux.DevMinor(rdev))
+	}
+	if err != nil {
+		return nil, d.fs.errno(err)
+	}
+	return d.fs.inode(ino)
+}
+
+// Symlink implements vfs.Dir.
+func (d dir) Symlink(name, target string, owner vfs.Owner) (vfs.Inode, error) {
+	ino, err := d.fs.disk.Symlink(d.ino, name, target, owner.UID, owner.GID)
+	if err != nil {
+		return nil, d.fs.errno(err)
+	}
+	return d.fs.inode(ino)
+}
+
+// nodeOf returns the node behind a VFS inode of this file system.
+func (f *FS) nodeOf(i vfs.Inode) (*node, bool) {
+	var n *node
+	switch v := i.(type) {
+	case dir:
+		n = v.node
+	case file:
+		n = v.node
+	case symlink:
+		n = v.node
+	case special:
+		n = v.node
+	default:
+		return nil, false
+	}
+	return n, n.fs == f
+}
+
+// Link implements vfs.Dir.
+func (d dir) Link(name string, target vfs.Inode) error {
+	n, ok := d.fs.nodeOf(target)
+	if !ok {
+		return linux.EXDEV
+	}
+	return d.fs.errno(d.fs.disk.Link(d.ino, name, n.ino))
+}
+
+// Unlink implements vfs.Dir.
+func (d dir) Unlink(name string) error { return d.fs.errno(d.fs.disk.Unlink(d.ino, name)) }
+
+// Rmdir implements vfs.Dir.
+func (d dir) Rmdir(name string) error { return d.fs.errno(d.fs.disk.Rmdir(d.ino, name)) }
+
+// Rename implements vfs.Dir.
+func (d dir) Rename(oldName string, newDir vfs.Dir, newName string, flags uint32) error {
+	nd, ok := d.fs.nodeOf(newDir)
+	if !ok {
+		return linux.EXDEV
+	}
+	return d.fs.errno(d.fs.disk.Rename(d.ino, oldName, nd.ino, newName, flags))
+}
+
+// readDirBatch is how many entries ReadDir fetches at a time.
+const readDirBatch = 128
+
+// ReadDir implements vfs.Dir. A position is an entry's byte offset in the
+// directory; the next position is one past it, so an entry removed or
+// added meanwhile never makes the listing repeat one.
+func (d dir) ReadDir(pos int64, emit func(vfs.DirEntry) bool) error {
+	for {
+		ents, err := d.fs.disk.ReadDirAt(d.ino, pos, readDirBatch)
+		if err != nil {
+			return d.fs.errno(err)
+		}
+		if len(ents) == 0 {
+			return nil
+		}
+		for _, e := range ents {
+			pos = e.Off + 1
+			if e.Name == "." || e.Name == ".." {
+				continue
+			}
+			if !emit(vfs.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Type: e.Type, Next: pos}) {
+				return nil
+			}
+		}
+	}
+}
+
+// ReadAt implements vfs.Regular.
+func (f file) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.fs.disk.ReadAt(f.ino, p, off)
+	return n, f.fs.errno(err)
+}
+
+// WriteAt implements vfs.Regular.
+func (f file) WriteAt(p []byte, off int64) (int, error) {
+	n, err := f.fs.disk.WriteAt(f.ino, p, off)
+	return n, f.fs.errno(err)
+}
+
+// Append implements vfs.Regular.
+func (f file) Append(p []byte) (int, int64, error) {
+	n, end, err := f.fs.disk.Append(f.ino, p)
+	return n, end, f.fs.errno(err)
+}
+
+// Readlink implements vfs.Symlink.
+func (s symlink) Readlink() (string, error) {
+	t, err := s.fs.disk.Readlink(s.ino)
+	return t, s.fs.errno(err)
+}

@@ -1,0 +1,299 @@
+package ext4
+
+import (
+	"errors"
+	"fmt"
+
+	"shortbread/kernel/abi/linux"
+)
+
+// File data. Reads and writes go straight to the device, a block at a
+// time for partial blocks and a run at a time for whole ones; holes and
+// unwritten extents read as zeros.
+
+// maxFileBlocks bounds a file's logical blocks: 2^32 with extents; with
+// the indirect map, what its three levels reach.
+func (fs *FS) maxFileBlocks(in *inode) uint64 {
+	if in.flags&flagExtents != 0 {
+		return 1 << 32
+	}
+	per := uint64(fs.blockSize / 4)
+	return directBlocks + per + per*per + per*per*per
+}
+
+// fileMapping is a file's block map, loaded once per operation.
+type fileMapping struct {
+	fs *FS
+	in *inode
+	em *extentMap // nil for the indirect map
+}
+
+func (fs *FS) mapping(in *inode) (*fileMapping, error) {
+	fm := &fileMapping{fs: fs, in: in}
+	if in.flags&flagExtents != 0 {
+		em, err := fs.readExtents(in)
+		if err != nil {
+			return nil, err
+		}
+		fm.em = em
+	}
+	return fm, nil
+}
+
+// lookup maps lblk: physical block (0: hole), run length, unwritten.
+func (fm *fileMapping) lookup(lblk, limit uint32) (uint64, uint32, bool, error) {
+	if fm.em != nil {
+		p, n, u := fm.em.lookup(lblk, limit)
+		return p, n, u, nil
+	}
+	p, n, err := fm.fs.blockmapLookup(fm.in, lblk, limit)
+	return p, n, false, err
+}
+
+// readData reads from in at off into p, stopping at the file's size.
+func (fs *FS) readData(in *inode, p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, linux.EINVAL
+	}
+	if uint64(off) >= in.size {
+		return 0, nil
+	}
+	if rem := in.size - uint64(off); uint64(len(p)) > rem {
+		p = p[:rem]
+	}
+	fm, err := fs.mapping(in)
+	if err != nil {
+		return 0, err
+	}
+	bs := int64(fs.blockSize)
+	done := 0
+	for done < len(p) {
+		pos := off + int64(done)
+		lblk := uint32(pos / bs)
+		inBlk := pos % bs
+		want := uint32((inBlk + int64(len(p)-done) + bs - 1) / bs)
+		pblk, n, unwritten, err := fm.lookup(lblk, want)
+		if err != nil {
+			return done, err
+		}
+		chunk := min(int64(n)*bs-inBlk, int64(len(p)-done))
+		dst := p[done : done+int(chunk)]
+		if pblk == 0 || unwritten {
+			clear(dst)
+		} else if _, err := fs.dev.ReadAt(dst, int64(pblk)*bs+inBlk); err != nil {
+			return done, fmt.Errorf("ext4: read inode %d: %w", in.num, errors.Join(linux.EIO, err))
+		}
+		done += int(chunk)
+	}
+	return done, nil
+}
+
+// writeData writes p at off, allocating blocks for holes and turning the
+// unwritten extents it covers into written ones; the size grows if the
+// write ends past it. The caller writes in back.
+func (fs *FS) writeData(in *inode, p []byte, off int64) (int, error) {
+	if fs.ro {
+		return 0, linux.EROFS
+	}
+	if off < 0 {
+		return 0, linux.EINVAL
+	}
+	bs := int64(fs.blockSize)
+	end := uint64(off) + uint64(len(p))
+	if (end+uint64(bs)-1)/uint64(bs) > fs.maxFileBlocks(in) {
+		return 0, linux.EFBIG
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	fm, err := fs.mapping(in)
+	if err != nil {
+		return 0, err
+	}
+	changed := false
+	done := 0
+	var werr error
+	for done < len(p) {
+		pos := off + int64(done)
+		lblk := uint32(pos / bs)
+		inBlk := pos % bs
+		want := uint32((inBlk + int64(len(p)-done) + bs - 1) / bs)
+		pblk, n, unwritten, err := fm.lookup(lblk, want)
+		if err != nil {
+			werr = err
+			break
+		}
+		fresh := false // blocks whose old contents must read as zeros
+		if pblk == 0 {
+			pblk, n, err = fs.mapNew(fm, lblk, n)
+			if err != nil {
+				werr = err
+				break
+			}
+			fresh, changed = true, true
+		} else if unwritten {
+			fm.em.set(extent{lblk: lblk, len: n, pblk: pblk})
+			fresh, changed = true, true
+		}
+		chunk := min(int64(n)*bs-inBlk, int64(len(p)-done))
+		if err := fs.writeRun(pblk, inBlk, p[done:done+int(chunk)], fresh); err != nil {
+			werr = err
+			break
+		}
+		done += int(chunk)
+	}
+	if changed && fm.em != nil {
+		if err := fs.writeExtents(in, fm.em); err != nil && werr == nil {
+			werr = err
+		}
+	}
+	if uint64(off)+uint64(done) > in.size {
+		in.size = uint64(off) + uint64(done)
+	}
+	return done, werr
+}
+
+// mapNew allocates up to n blocks for the hole at lblk and maps them.
+func (fs *FS) mapNew(fm *fileMapping, lblk, n uint32) (uint64, uint32, error) {
+	in := fm.in
+	goal := fs.goalFor(fm, lblk)
+	if fm.em == nil {
+		n = 1
+	}
+	pblk, got, err := fs.allocRun(goal, n)
+	if err != nil {
+		return 0, 0, err
+	}
+	if fm.em != nil {
+		fm.em.set(extent{lblk: lblk, len: got, pblk: pblk})
+	} else if err := fs.blockmapSet(in, lblk, pblk); err != nil {
+		fs.freeRun(pblk, got)
+		return 0, 0, err
+	}
+	in.blocks += uint64(got) * uint64(fs.blockSize/512)
+	return pblk, got, nil
+}
+
+// goalFor picks where to look for a new block of the file: right after
+// the block mapped before lblk, else in the inode's group.
+func (fs *FS) goalFor(fm *fileMapping, lblk uint32) uint64 {
+	if fm.em != nil {
+		if i, _ := fm.em.find(lblk); i > 0 {
+			e := fm.em.exts[i-1]
+			return e.pblk + uint64(lblk-e.lblk)
+		}
+	} else if lblk > 0 {
+		if p, _, err := fs.blockmapLookup(fm.in, lblk-1, 1); err == nil && p != 0 {
+			return p + 1
+		}
+	}
+	g := (fm.in.num - 1) / fs.sb.inodesPerGroup
+	return fs.groupFirstBlock(g)
+}
+
+// writeRun writes data at byte inBlk of the run of blocks from pblk.
+// Partial blocks are read, changed and written back, or, when fresh,
+// filled out with zeros.
+func (fs *FS) writeRun(pblk uint64, inBlk int64, data []byte, fresh bool) error {
+	bs := int64(fs.blockSize)
+	base := int64(pblk) * bs
+	pos := inBlk
+	for len(data) > 0 {
+		blkOff := pos % bs
+		if blkOff == 0 && int64(len(data)) >= bs {
+			whole := int64(len(data)) / bs * bs
+			if _, err := fs.dev.WriteAt(data[:whole], base+pos); err != nil {
+				return errors.Join(linux.EIO, err)
+			}
+			pos += whole
+			data = data[whole:]
+			continue
+		}
+		buf := make([]byte, bs)
+		blkStart := base + pos - blkOff
+		if !fresh {
+			if _, err := fs.dev.ReadAt(buf, blkStart); err != nil {
+				return errors.Join(linux.EIO, err)
+			}
+		}
+		n := copy(buf[blkOff:], data)
+		if _, err := fs.dev.WriteAt(buf, blkStart); err != nil {
+			return errors.Join(linux.EIO, err)
+		}
+		pos += int64(n)
+		data = data[n:]
+	}
+	return nil
+}
+
+// truncateData sets in's size, freeing the blocks past a smaller size and
+// zeroing the rest of its last block, so that growing the file again
+// shows zeros. The caller writes in back.
+func (fs *FS) truncateData(in *inode, size uint64) error {
+	if fs.ro {
+		return linux.EROFS
+	}
+	bs := uint64(fs.blockSize)
+	if (size+bs-1)/bs > fs.maxFileBlocks(in) {
+		return linux.EFBIG
+	}
+	if size < in.size {
+		keep := (size + bs - 1) / bs
+		fm, err := fs.mapping(in)
+		if err != nil {
+			return err
+		}
+		if err := fs.freeFrom(fm, keep); err != nil {
+			return err
+		}
+		if tail := size % bs; tail != 0 {
+			pblk, _, unwritten, err := fm.lookup(uint32(size/bs), 1)
+			if err != nil {
+				return err
+			}
+			if pblk != 0 && !unwritten {
+				zero := make([]byte, bs-tail)
+				if _, err := fs.dev.WriteAt(zero, int64(pblk*bs+tail)); err != nil {
+					return errors.Join(linux.EIO, err)
+				}
+			}
+		}
+	}
+	in.size = size
+	return nil
+}
+
+// freeFrom frees every block of the file from logical block keep on.
+func (fs *FS) freeFrom(fm *fileMapping, keep uint64) error {
+	in := fm.in
+	if fm.em == nil {
+		if keep >= fs.maxFileBlocks(in) {
+			return nil
+		}
+		return fs.blockmapTruncate(in, uint32(keep))
+	}
+	if keep >= 1<<32 {
+		return nil
+	}
+	removed := fm.em.punch(uint32(keep), 1<<32-keep)
+	if len(removed) == 0 {
+		return nil
+	}
+	return fs.freeExtents(fm, removed)
+}
+
+// freeExtents frees the blocks of extents just removed from fm's map and
+// writes the map.
+func (fs *FS) freeExtents(fm *fileMapping, removed []extent) error {
+	in := fm.in
+	var errs []error
+	for _, e := range removed {
+		if err := fs.freeRun(e.pblk, e.len); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		in.blocks -= min(in.blocks, uint64(e.len)*uint64(fs.blockSize/512))
+	}
+	errs = append(errs, fs.writeExtents(in, fm.em))
+	return errors.Join(errs...)
+}

@@ -1,0 +1,227 @@
+package ext4
+
+// Operations on a file's attributes and contents, and directory
+// listings. Like every exported method they take FS.mu for their length.
+
+import (
+	"errors"
+
+	"shortbread/kernel/abi/linux"
+)
+
+// Stat is an inode's attributes.
+type Stat struct {
+	Ino                 uint32
+	Mode                uint32 // type and permission bits (linux.S_IF*)
+	Nlink               uint32
+	UID, GID            uint32
+	Size                uint64
+	Blocks              uint64 // 512-byte units
+	Atime, Mtime, Ctime linux.Timespec
+	Btime               linux.Timespec
+	RdevMajor           uint32
+	RdevMinor           uint32
+	Generation          uint32
+	Flags               uint32
+}
+
+func (fs *FS) stat(in *inode) Stat {
+	s := Stat{
+		Ino: in.num, Mode: uint32(in.mode), Nlink: uint32(in.links), UID: in.uid, GID: in.gid,
+		Size: in.size, Blocks: in.blocks, Atime: in.atime, Mtime: in.mtime, Ctime: in.ctime,
+		Btime: in.crtime, Generation: in.generation, Flags: in.flags,
+	}
+	if t := in.fileType(); t == linux.S_IFCHR || t == linux.S_IFBLK {
+		s.RdevMajor, s.RdevMinor = in.rdev()
+	}
+	return s
+}
+
+// Stat returns inode ino's attributes.
+func (fs *FS) Stat(ino uint32) (Stat, error) {
+	fs.begin()
+	defer fs.end()
+	in, err := fs.iget(ino)
+	if err != nil {
+		return Stat{}, err
+	}
+	return fs.stat(in), nil
+}
+
+// Lookup returns the inode that name names in directory dir.
+func (fs *FS) Lookup(dir uint32, name string) (uint32, error) {
+	fs.begin()
+	defer fs.end()
+	d, err := fs.iget(dir)
+	if err != nil {
+		return 0, err
+	}
+	loc, err := fs.findEntry(d, name)
+	if err != nil {
+		return 0, err
+	}
+	return loc.d.ino, nil
+}
+
+// ReadDir returns every entry of directory dir, "." and ".." included.
+func (fs *FS) ReadDir(dir uint32) ([]DirEntry, error) {
+	fs.begin()
+	defer fs.end()
+	d, err := fs.iget(dir)
+	if err != nil {
+		return nil, err
+	}
+	return fs.readDir(d)
+}
+
+// ReadAt reads file ino's data at off.
+func (fs *FS) ReadAt(ino uint32, p []byte, off int64) (int, error) {
+	fs.begin()
+	defer fs.end()
+	in, err := fs.iget(ino)
+	if err != nil {
+		return 0, err
+	}
+	if in.isDir() {
+		return 0, linux.EISDIR
+	}
+	return fs.readData(in, p, off)
+}
+
+// WriteAt writes p into file ino at off, setting mtime and ctime.
+func (fs *FS) WriteAt(ino uint32, p []byte, off int64) (int, error) {
+	fs.begin()
+	defer fs.end()
+	if err := fs.writable(); err != nil {
+		return 0, err
+	}
+	in, err := fs.iget(ino)
+	if err != nil {
+		return 0, err
+	}
+	if in.fileType() != linux.S_IFREG {
+		return 0, linux.EINVAL
+	}
+	n, err := fs.writeData(in, p, off)
+	if n > 0 {
+		in.mtime = fs.now()
+		in.ctime = in.mtime
+	}
+	return n, errors.Join(err, fs.iput(in))
+}
+
+// Truncate sets regular file ino's size.
+func (fs *FS) Truncate(ino uint32, size uint64) error {
+	fs.begin()
+	defer fs.end()
+	if err := fs.writable(); err != nil {
+		return err
+	}
+	in, err := fs.iget(ino)
+	if err != nil {
+		return err
+	}
+	if in.fileType() != linux.S_IFREG {
+		return linux.EINVAL
+	}
+	err = fs.truncateData(in, size)
+	in.mtime = fs.now()
+	in.ctime = in.mtime
+	return errors.Join(err, fs.iput(in))
+}
+
+// Readlink returns symlink ino's target.
+func (fs *FS) Readlink(ino uint32) (string, error) {
+	fs.begin()
+	defer fs.end()
+	in, err := fs.iget(ino)
+	if err != nil {
+		return "", err
+	}
+	if in.fileType() != linux.S_IFLNK {
+		return "", linux.EINVAL
+	}
+	if in.size > uint64(fs.blockSize) || in.size == 0 {
+		return "", corrupt("symlink %d size %d", in.num, in.size)
+	}
+	if fs.isFastSymlink(in) {
+		return string(in.block[:in.size]), nil
+	}
+	buf := make([]byte, in.size)
+	n, err := fs.readData(in, buf, 0)
+	return string(buf[:n]), err
+}
+
+// isFastSymlink reports whether a symlink's target lives in i_block: no
+// data blocks beyond an xattr block.
+func (fs *FS) isFastSymlink(in *inode) bool {
+	ea := uint64(0)
+	if in.fileACL != 0 {
+		ea = uint64(fs.blockSize / 512)
+	}
+	return in.size < 60 && in.blocks <= ea && in.flags&flagExtents == 0
+}
+
+// Now returns the file system clock's time, as timestamps record it.
+func (fs *FS) Now() linux.Timespec { return fs.now() }
+
+// Append writes p at the end of regular file ino, atomically with respect
+// to other writers, and returns the new end.
+func (fs *FS) Append(ino uint32, p []byte) (int, int64, error) {
+	fs.begin()
+	defer fs.end()
+	if err := fs.writable(); err != nil {
+		return 0, 0, err
+	}
+	in, err := fs.iget(ino)
+	if err != nil {
+		return 0, 0, err
+	}
+	if in.fileType() != linux.S_IFREG {
+		return 0, 0, linux.EINVAL
+	}
+	n, err := fs.writeData(in, p, int64(in.size))
+	if n > 0 {
+		in.mtime = fs.now()
+		in.ctime = in.mtime
+	}
+	return n, int64(in.size), errors.Join(err, fs.iput(in))
+}
+
+// ReadDirAt returns the entries of directory dir whose position is pos
+// or later, in order, stopping at the end of the block in which it has
+// max entries. An entry's position (DirEntry.Off) stays valid while
+// others come and go: in a plain directory it is the entry's byte offset
+// (entries there never move), in an indexed one it is made of the name's
+// hash (a leaf split moves entries between blocks), as on Linux.
+func (fs *FS) ReadDirAt(dir uint32, pos int64, max int) ([]DirEntry, error) {
+	fs.begin()
+	defer fs.end()
+	d, err := fs.iget(dir)
+	if err != nil {
+		return nil, err
+	}
+	if pos < 0 {
+		return nil, linux.EINVAL
+	}
+	if fs.indexed(d) {
+		return fs.readDirHashed(d, pos, max)
+	}
+	var out []DirEntry
+	bs := int64(fs.blockSize)
+	full := false
+	err = fs.forEachDirentFrom(d, uint32(min(pos/bs, 1<<32-1)), func(lblk uint32, b []byte, _ uint64, e dirent) (bool, error) {
+		if full && e.off == 0 {
+			return false, nil // the block that filled the list is done
+		}
+		off := int64(lblk)*bs + int64(e.off)
+		if off < pos || e.ino == 0 {
+			return true, nil
+		}
+		name := string(b[e.off+direntHeader : e.off+direntHeader+e.nameLen])
+		out = append(out, DirEntry{Name: name, Ino: e.ino, Type: dtOf(e.ftype), Off: off})
+		full = len(out) >= max
+		return true, nil
+	})
+	return out, err
+}

@@ -1,0 +1,331 @@
+package ext4
+
+import (
+	"errors"
+
+	"shortbread/kernel/abi/linux"
+)
+
+// Creating and removing names: Create, Mkdir, Symlink, Link, Unlink,
+// Rmdir (Rename is in rename.go). Like every exported operation each
+// takes FS.mu for its whole length and names inodes by number; nothing
+// decoded outlives the call.
+
+// linkMax is the most links a file may have; a directory past it counts
+// 1 (dir_nlink), as Linux's EXT4_LINK_MAX.
+const linkMax = 65000
+
+func (fs *FS) begin() { fs.mu.Lock(); fs.cache.trim(fs) }
+
+func (fs *FS) end() {
+	fs.maybeCommit()
+	fs.mu.Unlock()
+}
+
+func (fs *FS) writable() error {
+	if fs.ro {
+		return linux.EROFS
+	}
+	return nil
+}
+
+// newInode allocates and initializes an inode; the caller links it.
+func (fs *FS) newInode(parent uint32, mode uint32, uid, gid uint32) (*inode, error) {
+	ino, err := fs.allocInode(parent, mode&linux.S_IFMT == linux.S_IFDIR)
+	if err != nil {
+		return nil, err
+	}
+	in := &inode{num: ino, raw: make([]byte, fs.sb.inodeSize)}
+	in.mode = uint16(mode)
+	in.uid, in.gid = uid, gid
+	now := fs.now()
+	in.atime, in.mtime, in.ctime, in.crtime = now, now, now, now
+	fs.genCounter++
+	in.generation = uint32(now.Nsec) ^ fs.genCounter*0x9E3779B9
+	if fs.sb.inodeSize > 128 {
+		in.extraIsize = fs.sb.wantExtraIsize
+		if in.extraIsize < fs.sb.minExtraIsize {
+			in.extraIsize = fs.sb.minExtraIsize
+		}
+		if in.extraIsize == 0 {
+			in.extraIsize = min(32, fs.sb.inodeSize-128)
+		}
+	}
+	switch mode & linux.S_IFMT {
+	case linux.S_IFREG, linux.S_IFDIR, linux.S_IFLNK:
+		if fs.sb.incompat&incompatExtents != 0 {
+			in.flags |= flagExtents
+			putExtentHeader(in.block[:], 0, 4, 0)
+		}
+	}
+	return in, nil
+}
+
+func (fs *FS) dirForChange(dir uint32) (*inode, error) {
+	if err := fs.writable(); err != nil {
+		return nil, err
+	}
+	d, err := fs.iget(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !d.isDir() {
+		return nil, linux.ENOTDIR
+	}
+	if d.links == 0 {
+		return nil, linux.ENOENT
+	}
+	return d, nil
+}
+
+func (fs *FS) checkFree(d *inode, name string) error {
+	if len(name) > maxNameLen {
+		return linux.ENAMETOOLONG
+	}
+	if name == "" || name == "." || name == ".." {
+		return linux.EEXIST
+	}
+	if _, err := fs.findEntry(d, name); err == nil {
+		return linux.EEXIST
+	} else if !errors.Is(err, linux.ENOENT) {
+		return err
+	}
+	return nil
+}
+
+// touchDir sets a directory's mtime and ctime and writes it.
+func (fs *FS) touchDir(d *inode) error {
+	d.mtime = fs.now()
+	d.ctime = d.mtime
+	return fs.iput(d)
+}
+
+// Create makes a regular file, device node, FIFO or socket named name in
+// dir; mode holds its type and permissions.
+func (fs *FS) Create(dir uint32, name string, mode, uid, gid, major, minor uint32) (uint32, error) {
+	fs.begin()
+	defer fs.end()
+	switch mode & linux.S_IFMT {
+	case linux.S_IFREG, linux.S_IFCHR, linux.S_IFBLK, linux.S_IFIFO, linux.S_IFSOCK:
+	default:
+		return 0, linux.EINVAL
+	}
+	d, err := fs.dirForChange(dir)
+	if err != nil {
+		return 0, err
+	}
+	if err := fs.checkFree(d, name); err != nil {
+		return 0, err
+	}
+	in, err := fs.newInode(dir, mode, uid, gid)
+	if err != nil {
+		return 0, err
+	}
+	if t := mode & linux.S_IFMT; t == linux.S_IFCHR || t == linux.S_IFBLK {
+		in.setRdev(major, minor)
+	}
+	in.links = 1
+	return in.num, fs.linkNew(d, name, in)
+}
+
+// linkNew writes a new inode and enters it in d; on failure to enter it
+// the inode is freed again.
+func (fs *FS) linkNew(d *inode, name string, in *inode) error {
+	if err := fs.iput(in); err != nil {
+		fs.freeInode(in.num, in.isDir())
+		return err
+	}
+	if err := fs.addEntry(d, name, in.num, fileTypeOf(uint32(in.mode))); err != nil {
+		in.links = 0
+		return errors.Join(err, fs.evict(in))
+	}
+	return fs.touchDir(d)
+}
+
+// Mkdir makes directory name in dir.
+func (fs *FS) Mkdir(dir uint32, name string, perm, uid, gid uint32) (uint32, error) {
+	fs.begin()
+	defer fs.end()
+	d, err := fs.dirForChange(dir)
+	if err != nil {
+		return 0, err
+	}
+	if err := fs.checkFree(d, name); err != nil {
+		return 0, err
+	}
+	if d.links >= linkMax && fs.sb.roCompat&roCompatDirNlink == 0 {
+		return 0, linux.EMLINK
+	}
+	in, err := fs.newInode(dir, linux.S_IFDIR|perm&0o7777, uid, gid)
+	if err != nil {
+		return 0, err
+	}
+	in.links = 2
+	fm, err := fs.mapping(in)
+	if err == nil {
+		var pblk uint64
+		if pblk, _, err = fs.mapNew(fm, 0, 1); err == nil {
+			if fm.em != nil {
+				err = fs.writeExtents(in, fm.em)
+			}
+			b := fs.cache.zero(fs, pblk)
+			fs.putDirent(b, in.num, 12, ".", ftDir)
+			span := len(b) - 12
+			if fs.hasCsum() {
+				span -= dirTailSize
+			}
+			fs.putDirent(b[12:], d.num, span, "..", ftDir)
+			in.size = uint64(fs.blockSize)
+			err = errors.Join(err, fs.writeDirBlock(in, pblk, b))
+		}
+	}
+	if err != nil {
+		in.links = 0
+		return 0, errors.Join(err, fs.evict(in))
+	}
+	if err := fs.linkNew(d, name, in); err != nil {
+		return 0, err
+	}
+	fs.incLinks(d)
+	return in.num, fs.iput(d)
+}
+
+func (fs *FS) incLinks(d *inode) {
+	if d.isDir() && (d.links >= linkMax-1 || d.links == 1) {
+		d.links = 1 // too many to count (dir_nlink)
+		return
+	}
+	d.links++
+}
+
+func (fs *FS) decLinks(d *inode) {
+	if d.isDir() && d.links <= 2 {
+		return
+	}
+	d.links--
+}
+
+// Symlink makes symlink name in dir pointing at target.
+func (fs *FS) Symlink(dir uint32, name, target string, uid, gid uint32) (uint32, error) {
+	fs.begin()
+	defer fs.end()
+	if len(target) == 0 {
+		return 0, linux.ENOENT
+	}
+	if len(target) >= int(fs.blockSize) {
+		return 0, linux.ENAMETOOLONG
+	}
+	d, err := fs.dirForChange(dir)
+	if err != nil {
+		return 0, err
+	}
+	if err := fs.checkFree(d, name); err != nil {
+		return 0, err
+	}
+	in, err := fs.newInode(dir, linux.S_IFLNK|0o777, uid, gid)
+	if err != nil {
+		return 0, err
+	}
+	in.links = 1
+	if len(target) < 60 {
+		in.flags &^= flagExtents
+		in.block = [60]byte{}
+		copy(in.block[:], target)
+		in.size = uint64(len(target))
+	} else if _, err := fs.writeData(in, []byte(target), 0); err != nil {
+		in.links = 0
+		return 0, errors.Join(err, fs.evict(in))
+	}
+	return in.num, fs.linkNew(d, name, in)
+}
+
+// Link enters inode ino in dir as name.
+func (fs *FS) Link(dir uint32, name string, ino uint32) error {
+	fs.begin()
+	defer fs.end()
+	d, err := fs.dirForChange(dir)
+	if err != nil {
+		return err
+	}
+	in, err := fs.iget(ino)
+	if err != nil {
+		return err
+	}
+	if in.isDir() {
+		return linux.EPERM
+	}
+	if in.links >= linkMax {
+		return linux.EMLINK
+	}
+	if in.links == 0 {
+		return linux.ENOENT
+	}
+	if err := fs.checkFree(d, name); err != nil {
+		return err
+	}
+	if err := fs.addEntry(d, name, ino, fileTypeOf(uint32(in.mode))); err != nil {
+		return err
+	}
+	in.links++
+	in.ctime = fs.now()
+	return errors.Join(fs.iput(in), fs.touchDir(d))
+}
+
+// Unlink removes name, not a directory, from dir.
+func (fs *FS) Unlink(dir uint32, name string) error {
+	return fs.remove(dir, name, false)
+}
+
+// Rmdir removes the empty directory name from dir.
+func (fs *FS) Rmdir(dir uint32, name string) error {
+	return fs.remove(dir, name, true)
+}
+
+func (fs *FS) remove(dir uint32, name string, wantDir bool) error {
+	fs.begin()
+	defer fs.end()
+	d, err := fs.dirForChange(dir)
+	if err != nil {
+		return err
+	}
+	if name == "." || name == ".." {
+		if wantDir {
+			return linux.EINVAL
+		}
+		return linux.EISDIR
+	}
+	loc, err := fs.findEntry(d, name)
+	if err != nil {
+		return err
+	}
+	in, err := fs.iget(loc.d.ino)
+	if err != nil {
+		return err
+	}
+	if wantDir != in.isDir() {
+		if wantDir {
+			return linux.ENOTDIR
+		}
+		return linux.EISDIR
+	}
+	if wantDir {
+		empty, err := fs.isEmptyDir(in)
+		if err != nil {
+			return err
+		}
+		if !empty {
+			return linux.ENOTEMPTY
+		}
+	}
+	if err := fs.removeEntry(d, loc); err != nil {
+		return err
+	}
+	if wantDir {
+		fs.decLinks(d)
+		in.links = 0
+	} else if in.links > 0 {
+		in.links--
+	}
+	in.ctime = fs.now()
+	return errors.Join(fs.touchDir(d), fs.settle(in))
+}

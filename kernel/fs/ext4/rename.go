@@ -1,0 +1,295 @@
+package ext4
+
+import (
+	"errors"
+
+	"shortbread/kernel/abi/linux"
+)
+
+// Rename moves srcName in srcDir to dstName in dstDir, replacing what
+// dstName named unless flags has linux.RENAME_NOREPLACE; with
+// linux.RENAME_EXCHANGE the two names trade places. A directory moved to
+// another parent gets its ".." changed and the parents' link counts
+// follow.
+func (fs *FS) Rename(srcDir uint32, srcName string, dstDir uint32, dstName string, flags uint32) error {
+	fs.begin()
+	defer fs.end()
+	if flags&^(linux.RENAME_NOREPLACE|linux.RENAME_EXCHANGE) != 0 ||
+		flags == linux.RENAME_NOREPLACE|linux.RENAME_EXCHANGE {
+		return linux.EINVAL
+	}
+	for _, n := range []string{srcName, dstName} {
+		if n == "." || n == ".." || n == "" {
+			return linux.EINVAL
+		}
+		if len(n) > maxNameLen {
+			return linux.ENAMETOOLONG
+		}
+	}
+	sd, err := fs.dirForChange(srcDir)
+	if err != nil {
+		return err
+	}
+	dd := sd
+	if dstDir != srcDir {
+		if dd, err = fs.dirForChange(dstDir); err != nil {
+			return err
+		}
+	}
+	sloc, err := fs.findEntry(sd, srcName)
+	if err != nil {
+		return err
+	}
+	src, err := fs.iget(sloc.d.ino)
+	if err != nil {
+		return err
+	}
+	var dst *inode
+	dloc, err := fs.findEntry(dd, dstName)
+	switch {
+	case err == nil:
+		if flags&linux.RENAME_NOREPLACE != 0 {
+			return linux.EEXIST
+		}
+		if dloc.d.ino == src.num {
+			return nil // two names of one file: nothing to do
+		}
+		if dst, err = fs.iget(dloc.d.ino); err != nil {
+			return err
+		}
+	case errors.Is(err, linux.ENOENT):
+		if flags&linux.RENAME_EXCHANGE != 0 {
+			return linux.ENOENT
+		}
+		dloc = nil
+	default:
+		return err
+	}
+	if src.isDir() && srcDir != dstDir {
+		if err := fs.checkNotAncestor(src.num, dd.num); err != nil {
+			return err
+		}
+	}
+	if dst != nil && dst.isDir() && flags&linux.RENAME_EXCHANGE != 0 && srcDir != dstDir {
+		if err := fs.checkNotAncestor(dst.num, sd.num); err != nil {
+			return err
+		}
+	}
+	now := fs.now()
+	if flags&linux.RENAME_EXCHANGE != 0 {
+		return fs.exchange(sd, dd, src, dst, srcName, dloc, now)
+	}
+	if dst != nil {
+		if src.isDir() {
+			if !dst.isDir() {
+				return linux.ENOTDIR
+			}
+			empty, err := fs.isEmptyDir(dst)
+			if err != nil {
+				return err
+			}
+			if !empty {
+				return linux.ENOTEMPTY
+			}
+		} else if dst.isDir() {
+			return linux.EISDIR
+		}
+		if err := fs.setEntryIno(dd, dloc, src.num, fileTypeOf(uint32(src.mode))); err != nil {
+			return err
+		}
+	} else if err := fs.addEntry(dd, dstName, src.num, fileTypeOf(uint32(src.mode))); err != nil {
+		return err
+	}
+	// Adding may have changed the source block (same directory): find the
+	// name again.
+	if sloc, err = fs.findEntry(sd, srcName); err != nil {
+		return err
+	}
+	if err := fs.removeEntry(sd, sloc); err != nil {
+		return err
+	}
+	var errs []error
+	if src.isDir() && srcDir != dstDir {
+		errs = append(errs, fs.setDotDot(src, dd.num))
+		fs.decLinks(sd)
+		fs.incLinks(dd)
+	}
+	src.ctime = now
+	errs = append(errs, fs.iput(src))
+	if dst != nil {
+		if dst.isDir() {
+			dst.links = 0
+			fs.decLinks(dd)
+		} else {
+			dst.links--
+		}
+		dst.ctime = now
+		errs = append(errs, fs.settle(dst))
+	}
+	sd.mtime, sd.ctime = now, now
+	errs = append(errs, fs.iput(sd))
+	if dd != sd {
+		dd.mtime, dd.ctime = now, now
+		errs = append(errs, fs.iput(dd))
+	}
+	return errors.Join(errs...)
+}
+
+func (fs *FS) exchange(sd, dd, src, dst *inode, srcName string, dloc *dirLoc, now linux.Timespec) error {
+	if err := fs.setEntryIno(dd, dloc, src.num, fileTypeOf(uint32(src.mode))); err != nil {
+		return err
+	}
+	sloc, err := fs.findEntry(sd, srcName)
+	if err != nil {
+		return err
+	}
+	if err := fs.setEntryIno(sd, sloc, dst.num, fileTypeOf(uint32(dst.mode))); err != nil {
+		return err
+	}
+	var errs []error
+	if sd != dd {
+		if src.isDir() {
+			errs = append(errs, fs.setDotDot(src, dd.num))
+		}
+		if dst.isDir() {
+			errs = append(errs, fs.setDotDot(dst, sd.num))
+		}
+		if src.isDir() && !dst.isDir() {
+			fs.decLinks(sd)
+			fs.incLinks(dd)
+		} else if dst.isDir() && !src.isDir() {
+			fs.decLinks(dd)
+			fs.incLinks(sd)
+		}
+	}
+	src.ctime, dst.ctime = now, now
+	sd.mtime, sd.ctime = now, now
+	errs = append(errs, fs.iput(src), fs.iput(dst), fs.iput(sd))
+	if dd != sd {
+		dd.mtime, dd.ctime = now, now
+		errs = append(errs, fs.iput(dd))
+	}
+	return errors.Join(errs...)
+}
+
+// setDotDot points directory in's ".." at parent.
+func (fs *FS) setDotDot(in *inode, parent uint32) error {
+	loc, err := fs.findEntry(in, "..")
+	if err != nil {
+		return err
+	}
+	return fs.setEntryIno(in, loc, parent, ftDir)
+}
+
+// checkNotAncestor fails with EINVAL if directory dir is ino or lies
+// below it: a directory cannot move into itself.
+func (fs *FS) checkNotAncestor(ino, dir uint32) error {
+	cur := dir
+	for steps := 0; steps < 1<<16; steps++ {
+		if cur == ino {
+			return linux.EINVAL
+		}
+		if cur == RootIno {
+			return nil
+		}
+		in, err := fs.iget(cur)
+		if err != nil {
+			return err
+		}
+		loc, err := fs.findEntry(in, "..")
+		if err != nil {
+			return err
+		}
+		cur = loc.d.ino
+	}
+	return corrupt("directory %d: the chain of .. does not reach the root", dir)
+}
+
+// SetAttr mask bits: which fields of an Attr change.
+const (
+	SetMode = 1 << iota
+	SetUID
+	SetGID
+	SetSize
+	SetAtime
+	SetMtime
+	SetCtime
+)
+
+// Attr carries new attribute values for SetAttr.
+type Attr struct {
+	Mode         uint32 // permission bits (07777)
+	UID, GID     uint32
+	Size         uint64
+	Atime, Mtime linux.Timespec
+	Ctime        linux.Timespec
+}
+
+// SetAttr changes the attributes of ino that mask names. Permission
+// checks are the caller's.
+func (fs *FS) SetAttr(ino uint32, mask uint32, a Attr) error {
+	fs.begin()
+	defer fs.end()
+	if err := fs.writable(); err != nil {
+		return err
+	}
+	in, err := fs.iget(ino)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	if mask&SetSize != 0 {
+		if in.fileType() != linux.S_IFREG {
+			return linux.EINVAL
+		}
+		if a.Size != in.size {
+			in.mtime = fs.now()
+		}
+		errs = append(errs, fs.truncateData(in, a.Size))
+	}
+	if mask&SetMode != 0 {
+		in.mode = in.mode&uint16(linux.S_IFMT) | uint16(a.Mode&0o7777)
+	}
+	if mask&SetUID != 0 {
+		in.uid = a.UID
+	}
+	if mask&SetGID != 0 {
+		in.gid = a.GID
+	}
+	if mask&SetAtime != 0 {
+		in.atime = a.Atime
+	}
+	if mask&SetMtime != 0 {
+		in.mtime = a.Mtime
+	}
+	in.ctime = fs.now()
+	if mask&SetCtime != 0 {
+		in.ctime = a.Ctime
+	}
+	return errors.Join(append(errs, fs.iput(in))...)
+}
+
+// Statfs describes the file system's space, as statfs(2) reports it.
+type Statfs struct {
+	BlockSize uint32
+	Blocks    uint64
+	Free      uint64 // free blocks
+	Avail     uint64 // free blocks less those kept for root
+	Files     uint64
+	FilesFree uint64
+	NameLen   uint32
+}
+
+// Statfs returns the file system's counts.
+func (fs *FS) Statfs() Statfs {
+	fs.begin()
+	defer fs.end()
+	s := Statfs{
+		BlockSize: fs.blockSize, Blocks: fs.sb.blocksCount, Free: fs.sb.freeBlocks,
+		Files: uint64(fs.sb.inodesCount), FilesFree: uint64(fs.sb.freeInodes), NameLen: maxNameLen,
+	}
+	if s.Free > fs.sb.rBlocksCount {
+		s.Avail = s.Free - fs.sb.rBlocksCount
+	}
+	return s
+}
