@@ -35,6 +35,7 @@ import (
 	"shortbread/kernel/kmem"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/multiboot"
+	"shortbread/kernel/net/inet"
 	"shortbread/kernel/power"
 	"shortbread/kernel/proc"
 	"shortbread/kernel/selftest"
@@ -77,6 +78,9 @@ func main() {
 	k.setIOAPIC()
 	k.startCPUs()
 	runtime.GOMAXPROCS(machine.NumCPU())
+	// The network stack with its loopback interface, now that netstack
+	// can size its TCP processors (one per GOMAXPROCS) to the CPUs.
+	inet.Stack()
 	k.startPCI()
 	k.loadInitramfs()
 	readyTSC := machine.Rdtsc()

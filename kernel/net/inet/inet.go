@@ -36,10 +36,10 @@ const (
 	ipv6V6only = 26
 )
 
-// Register makes AF_INET and AF_INET6 available and builds the stack,
-// so that the loopback interface exists from boot.
+// Register makes AF_INET and AF_INET6 available. The stack itself is
+// built on first use (the kernel builds it once every CPU is up: netstack
+// starts one TCP processor goroutine per GOMAXPROCS).
 func Register() {
-	Stack()
 	for _, fam := range []int{linux.AF_INET, linux.AF_INET6} {
 		fam := fam
 		socket.Register(fam, &socket.Family{
