@@ -15,6 +15,9 @@
  * are no longer skipped: they must fail. Afterwards root checks that no
  * file changed (contents by checksum, mode, owner) and every child checks,
  * before it exits, that it still has only nobody's IDs.
+ * Each child first opens sockets of every kind (TCP listening and
+ * connected, UDP, IPv6, unix pairs) and random pointers sometimes name
+ * its listeners' addresses, so socket calls meet live sockets.
  * usage: fuzz [processes [calls-per-process [seed]]] */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -26,8 +29,10 @@
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 static uint64_t rng;
@@ -49,8 +54,15 @@ static const char *const paths[] = {"/tmp/fz_root644", "/tmp/fz_root600", "/tmp/
 #define NPATHS (sizeof paths / sizeof *paths)
 static int fds[6];
 
+/* a listener's address on 127.0.0.1 (and ::1), so random connects,
+ * sendtos and binds sometimes name a live socket */
+static struct sockaddr_in lo4;
+static struct sockaddr_in6 lo6;
+
 static long arg(void)
 {
+	if (next() % 16 == 0)
+		return next() % 2 ? (long)&lo4 : (long)&lo6;
 	if (as_user && next() % 3 == 0) {
 		if (next() % 2)
 			return fds[next() % 6];
@@ -111,6 +123,32 @@ static int skipped(long nr)
 	return 0;
 }
 
+/* Sockets of every kind the kernel has, on the low descriptors random
+ * arguments name most: a TCP listener with a connection in both its
+ * states, UDP, IPv6 and a unix pair. */
+static void sockets(void)
+{
+	lo4 = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	lo6 = (struct sockaddr_in6){.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	socklen_t len = sizeof lo4;
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	if (bind(l, (void *)&lo4, sizeof lo4) == 0 && listen(l, 4) == 0)
+		getsockname(l, (void *)&lo4, &len);
+	int c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	connect(c, (void *)&lo4, sizeof lo4);
+	accept4(l, NULL, NULL, SOCK_NONBLOCK);
+	int u = socket(AF_INET, SOCK_DGRAM, 0);
+	bind(u, (void *)&(struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)},
+	     sizeof lo4);
+	int l6 = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	len = sizeof lo6;
+	if (bind(l6, (void *)&lo6, sizeof lo6) == 0 && listen(l6, 4) == 0)
+		getsockname(l6, (void *)&lo6, &len);
+	int sp[2];
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sp);
+	socketpair(AF_UNIX, SOCK_DGRAM, 0, sp);
+}
+
 static void child(long calls, uint64_t seed)
 {
 	rng = seed | 1;
@@ -123,6 +161,7 @@ static void child(long calls, uint64_t seed)
 	for (int s = 1; s < 32; s++)
 		if (s != SIGKILL && s != SIGSTOP && s != SIGALRM)
 			signal(s, SIG_IGN);
+	sockets();
 	for (long i = 0; i < calls; i++) {
 		long nr = (long)(next() % 335);
 		if (skipped(nr))
