@@ -11,6 +11,8 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -591,6 +593,96 @@ static void test_procnet(void)
 	close(s6);
 }
 
+/* 64 MiB one way between two processes, every byte checked by hash:
+ * long enough for netstack's windows, timers and buffer auto-tuning to
+ * go through many cycles. */
+static void test_bulk(void)
+{
+	const size_t n = 64 << 20;
+	struct sockaddr_in la;
+	int l = listener4(&la);
+	int fds[2];
+	if (l < 0 || pipe(fds) < 0)
+		return;
+	pid_t pid = fork();
+	if (pid == 0) {
+		int c = connect4(&la);
+		unsigned long h = c < 0 ? 0 : send_pattern(c, n);
+		write(fds[1], &h, sizeof h);
+		_exit(0);
+	}
+	int a = accept(l, NULL, NULL);
+	CHECK_SYS("bulk.accept", a);
+	size_t got;
+	unsigned long h = recv_all(a, &got), sent = 0;
+	read(fds[0], &sent, sizeof sent);
+	waitpid(pid, NULL, 0);
+	CHECK_EQ("bulk.bytes", got, n);
+	CHECK("bulk.hash", sent != 0 && h == sent);
+	close(a);
+	close(l);
+	close(fds[0]);
+	close(fds[1]);
+}
+
+/* Many connections open at once to one listener, each carrying a byte
+ * both ways: 1,000 where the descriptor limit allows (two per
+ * connection). */
+static void test_many(void)
+{
+	struct rlimit rl;
+	getrlimit(RLIMIT_NOFILE, &rl);
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	int n = 1000;
+	if ((rlim_t)(2 * n + 64) > rl.rlim_cur)
+		n = (int)(rl.rlim_cur - 64) / 2;
+	printf("# many: %d connections\n", n);
+	struct sockaddr_in la;
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	la = lo4(0);
+	socklen_t len = sizeof la;
+	bind(l, (void *)&la, sizeof la);
+	CHECK_SYS("many.listen", listen(l, 4096));
+	getsockname(l, (void *)&la, &len);
+	int *c = calloc(n, sizeof *c), *a = calloc(n, sizeof *a);
+	int connected = 0, echoed = 0;
+	for (int i = 0; i < n; i++) {
+		c[i] = connect4(&la);
+		a[i] = accept(l, NULL, NULL);
+		if (c[i] < 0 || a[i] < 0)
+			break;
+		connected++;
+	}
+	CHECK_EQ("many.connected", connected, n);
+	for (int i = 0; i < connected; i++) {
+		char x = (char)i, y = 0, z = 0;
+		if (write(c[i], &x, 1) == 1 && read(a[i], &y, 1) == 1 && write(a[i], &y, 1) == 1 &&
+		    read(c[i], &z, 1) == 1 && z == x)
+			echoed++;
+	}
+	CHECK_EQ("many.echoed", echoed, n);
+	/* every port distinct */
+	int distinct = 1;
+	unsigned char *seen = calloc(65536, 1);
+	for (int i = 0; i < connected; i++) {
+		struct sockaddr_in ca;
+		len = sizeof ca;
+		getsockname(c[i], (void *)&ca, &len);
+		if (seen[ntohs(ca.sin_port)]++)
+			distinct = 0;
+	}
+	CHECK("many.distinct_ports", distinct);
+	for (int i = 0; i < connected; i++) {
+		close(c[i]);
+		close(a[i]);
+	}
+	free(seen);
+	free(c);
+	free(a);
+	close(l);
+}
+
 int main(int argc, char **argv)
 {
 	check_start(argv[0]);
@@ -601,6 +693,8 @@ int main(int argc, char **argv)
 	test_stream();
 	test_nonblock_connect();
 	test_transfer();
+	test_bulk();
+	test_many();
 	test_udp();
 	test_inet6();
 	return check_done();
