@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/kmem"
 	"shortbread/kernel/vfs"
 )
 
@@ -274,6 +275,9 @@ func sysEpollCtl(t *Thread, a *[6]uint64) (int64, bool) {
 	case epollCtlAdd:
 		if exists {
 			return -int64(linux.EEXIST), false
+		}
+		if kmem.Refuse() { // no memory for another watch (Linux: ENOMEM)
+			return -int64(linux.ENOMEM), false
 		}
 		target.IncRef()
 		en = &epollEntry{f: target, events: ev.events, data: ev.data, edge: make(chan struct{}, 1)}

@@ -1,7 +1,8 @@
 /*
  * t_kmem: programs that make the kernel allocate until something fails --
- * pipes filled with data, several processes at once -- get errors
- * (ENOMEM, ENFILE, EMFILE, EAGAIN), the kernel stays up, and everything
+ * pipes, unix socket pairs and TCP connections filled with data, several
+ * processes at once -- get errors (ENOMEM, ENFILE, ENOBUFS, EMFILE,
+ * EAGAIN), the kernel stays up, and everything
  * comes back when they exit (MemFree within a bound of where it was,
  * kernel objects back to their counts). Shortbread only: Linux, as root,
  * deadlocks on memory here (pipe buffers are charged to no process, so
@@ -11,7 +12,10 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <signal.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/sysinfo.h>
 #include <sys/wait.h>
 
@@ -42,7 +46,39 @@ static long memfree(void)
 /* fills pipes until pipe() or a write fails for want of memory; reports
  * the errno that stopped it and the MiB it buffered, then waits to be
  * killed, holding everything */
-static void hog(int out)
+enum { PIPES, UNIX_PAIRS, TCP_PAIRS };
+static const char *const kinds[] = {"pipes", "unix socket pairs", "TCP connections"};
+
+/* makes a connected pair of the kind: p[1] is written, p[0] never read */
+static int make_pair(int kind, int p[2])
+{
+	if (kind == PIPES) {
+		if (pipe2(p, O_NONBLOCK))
+			return -1;
+		fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+		return 0;
+	}
+	if (kind == UNIX_PAIRS)
+		return socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, p);
+	static int l = -1;
+	static struct sockaddr_in a;
+	if (l < 0) {
+		a = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		socklen_t len = sizeof a;
+		l = socket(AF_INET, SOCK_STREAM, 0);
+		if (l < 0 || bind(l, (void *)&a, sizeof a) || listen(l, 64) || getsockname(l, (void *)&a, &len))
+			return -1;
+	}
+	p[1] = socket(AF_INET, SOCK_STREAM, 0);
+	if (p[1] < 0)
+		return -1;
+	if (connect(p[1], (void *)&a, sizeof a) || (p[0] = accept(l, NULL, NULL)) < 0)
+		return -1;
+	fcntl(p[1], F_SETFL, O_NONBLOCK);
+	return 0;
+}
+
+static void hog(int out, int kind)
 {
 	struct rlimit rl = {4096, 4096};
 	setrlimit(RLIMIT_NOFILE, &rl);
@@ -51,11 +87,10 @@ static void hog(int out)
 	int err = 0;
 	for (;;) {
 		int p[2];
-		if (pipe2(p, O_NONBLOCK)) {
+		if (make_pair(kind, p)) {
 			err = errno;
 			break;
 		}
-		fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
 		ssize_t w;
 		while ((w = write(p[1], buf, sizeof buf)) > 0)
 			kb += w / 1024;
@@ -72,7 +107,7 @@ static void hog(int out)
 
 /* runs HOGS hogs at once until kernel memory runs short, checks what
  * stopped them, kills them; returns the MiB they buffered */
-static int spike(void)
+static int spike(int kind)
 {
 	int p[2];
 	CHECK_SYS("pipe", pipe(p));
@@ -87,7 +122,7 @@ static int spike(void)
 		kids[i] = fork();
 		if (kids[i] == 0) {
 			close(p[0]);
-			hog(p[1]);
+			hog(p[1], kind);
 		}
 	}
 	close(p[1]);
@@ -96,13 +131,14 @@ static int spike(void)
 		int msg[2];
 		if (read(p[0], msg, sizeof msg) != sizeof msg)
 			break;
-		if (msg[0] == ENOMEM || msg[0] == ENFILE)
+		if (msg[0] == ENOMEM || msg[0] == ENFILE || msg[0] == ENOBUFS)
 			refused++;
 		else if (msg[0] != EMFILE)
 			other = msg[0];
 		mib += msg[1];
 	}
-	printf("# %d hogs buffered %d MiB in pipes; %d stopped for want of kernel memory\n", HOGS, mib, refused);
+	printf("# %d hogs buffered %d MiB in %s; %d stopped for want of kernel memory\n", HOGS, mib, kinds[kind],
+	       refused);
 	CHECK("kmem.some_refused_for_memory", refused > 0);
 	CHECK_EQ("kmem.no_other_errors", other, 0);
 	CHECK("kmem.took_most_memory", mib > 200);
@@ -132,15 +168,26 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	long free0 = memfree(), files0 = kmem("open_files"), procs0 = kmem("processes");
-	long after[2];
-	for (int round = 0; round < 2; round++) {
-		int mib = spike();
-		after[round] = memfree();
-		printf("# round %d: MemFree %ld kB before, %ld kB after the hogs exited\n", round + 1, free0, after[round]);
+	long after[4];
+	/* pipes twice (the second spike must keep nothing more), then the
+	 * socket kinds */
+	static const int order[] = {PIPES, PIPES, UNIX_PAIRS, TCP_PAIRS};
+	for (int round = 0; round < 4; round++) {
+		int mib = spike(order[round]);
 		/* What the runtime keeps of a spike is its metadata (span and
 		 * arena records for the peak heap, about 3%): stated bound,
-		 * 4 MiB + 4% of what was buffered. */
+		 * 4 MiB + 4% of what was buffered. Closed TCP connections are
+		 * torn down by netstack's goroutines after their owners are
+		 * gone, so their memory may take a moment: up to 3 s. */
 		long bound = 4096 + (long)mib * 1024 * 4 / 100;
+		int waited = 0;
+		while ((after[round] = memfree()) < free0 - bound && waited < 30) {
+			usleep(100000);
+			waited++;
+		}
+		if (waited)
+			printf("# memory came back after %d ms\n", waited * 100);
+		printf("# round %d: MemFree %ld kB before, %ld kB after the hogs exited\n", round + 1, free0, after[round]);
 		char name[64];
 		snprintf(name, sizeof name, "kmem.round%d_memory_back", round + 1);
 		if (!CHECK(name, free0 - after[round] < bound))

@@ -19,6 +19,7 @@ import (
 	"gvisor.dev/gvisor/pkg/waiter"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/kmem"
 	"shortbread/kernel/net/socket"
 	"shortbread/kernel/vfs"
 )
@@ -370,6 +371,12 @@ func (s *sock) SendMsg(c *vfs.Ctx, b socket.Blocking, m *socket.SendMsg) (int, e
 	_, snd := s.opts.Timeouts()
 	done := 0
 	for {
+		if kmem.Refuse() { // no kernel memory for the data: Linux's ENOBUFS
+			if done > 0 {
+				return done, nil
+			}
+			return 0, linux.ENOBUFS
+		}
 		var r bytes.Reader
 		r.Reset(m.Data[done:])
 		n, e := s.ep.Write(&r, opts)

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/kmem"
 	"shortbread/kernel/vfs"
 )
 
@@ -178,6 +179,9 @@ func New(c *vfs.Ctx, family, typ, protocol int) (Socket, error) {
 	if err != nil {
 		return nil, err
 	}
+	if kmem.Refuse() { // no memory for another socket (Linux: ENOBUFS)
+		return nil, linux.ENOBUFS
+	}
 	return f.New(c, typ, protocol)
 }
 
@@ -189,6 +193,9 @@ func Pair(c *vfs.Ctx, family, typ, protocol int) (Socket, Socket, error) {
 	}
 	if f.Pair == nil {
 		return nil, nil, linux.EOPNOTSUPP
+	}
+	if kmem.Refuse() {
+		return nil, nil, linux.ENOBUFS
 	}
 	return f.Pair(c, typ, protocol)
 }

@@ -2,6 +2,7 @@ package unix
 
 import (
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/kmem"
 	"shortbread/kernel/net/socket"
 	"shortbread/kernel/vfs"
 )
@@ -129,6 +130,12 @@ func (s *sock) sendStream(b socket.Blocking, m *socket.SendMsg) (int, error) {
 			}
 			return 0, werr
 		}
+		if kmem.Refuse() { // no kernel memory for the data: Linux's ENOBUFS
+			if sent > 0 {
+				return sent, nil
+			}
+			return 0, linux.ENOBUFS
+		}
 		room := sndBuf - s.wmem.Load()
 		k := min(len(m.Data)-sent, maxChunk, int(max(room, sndBuf/2)))
 		q := s.newMsg(append([]byte(nil), m.Data[sent:sent+k]...), m)
@@ -208,6 +215,9 @@ func (s *sock) sendDgram(b socket.Blocking, m *socket.SendMsg, t *sock) (int, er
 	}
 	if err != nil {
 		return 0, err
+	}
+	if kmem.Refuse() {
+		return 0, linux.ENOBUFS
 	}
 	q := s.newMsg(append([]byte(nil), m.Data...), m)
 	q.ctl = m.Control
