@@ -108,6 +108,9 @@ func newSocket(family, typ, protocol int) (*sock, error) {
 
 func wrap(family, typ, protocol int, ep tcpip.Endpoint, wq *waiter.Queue) *sock {
 	s := &sock{family: family, typ: typ, proto: protocol, opts: socket.InitOptions(), ep: ep, wq: wq}
+	if typ == linux.SOCK_STREAM {
+		s.opts = socket.InitOptionsBuf(tcpDefaultSndBuf, tcpDefaultRcvBuf)
+	}
 	// Linux's sockets start with SO_REUSEADDR off but netstack's TCP
 	// keeps a bound port busy after close only as Linux does with
 	// TIME_WAIT; nothing to change here.

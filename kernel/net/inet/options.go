@@ -15,12 +15,35 @@ import (
 // endpoint before the calls they affect: bind (SO_REUSEADDR,
 // SO_REUSEPORT), listen and connect (SO_KEEPALIVE), close (SO_LINGER).
 func (s *sock) syncOptions() {
+	s.SetBuffers()
 	so := s.ep.SocketOptions()
 	so.SetReuseAddress(s.opts.Flag(linux.SO_REUSEADDR))
 	so.SetReusePort(s.opts.Flag(linux.SO_REUSEPORT))
 	so.SetKeepAlive(s.opts.Flag(linux.SO_KEEPALIVE))
 	if l, ok := s.opts.Linger(); ok {
 		so.SetLinger(tcpip.LingerOption{Enabled: l.OnOff != 0, Timeout: time.Duration(l.Secs) * time.Second})
+	}
+}
+
+// TCP's default buffer sizes as Linux reports them before a program
+// sets any (the middle values of net.ipv4.tcp_wmem and tcp_rmem); the
+// buffers themselves are netstack's, auto-tuned until set.
+const (
+	tcpDefaultSndBuf = 16384
+	tcpDefaultRcvBuf = 131072
+)
+
+// SetBuffers gives netstack the SO_SNDBUF and SO_RCVBUF a program set,
+// which also ends receive-buffer auto-tuning, as setting SO_RCVBUF does
+// on Linux; unset sizes are left to netstack.
+func (s *sock) SetBuffers() {
+	snd, rcv, sndSet, rcvSet := s.opts.Buffers()
+	so := s.ep.SocketOptions()
+	if sndSet {
+		so.SetSendBufferSize(int64(snd), true)
+	}
+	if rcvSet {
+		so.SetReceiveBufferSize(int64(rcv), true)
 	}
 }
 

@@ -26,6 +26,8 @@ type Options struct {
 	mu       sync.Mutex
 	sndBuf   int           // protected by mu
 	rcvBuf   int           // protected by mu
+	sndSet   bool          // SO_SNDBUF was set; protected by mu
+	rcvSet   bool          // SO_RCVBUF was set; protected by mu
 	rcvTimeo time.Duration // 0: wait forever; protected by mu
 	sndTimeo time.Duration // protected by mu
 	rcvLowat int           // protected by mu
@@ -43,8 +45,27 @@ var boolOpts = map[int]bool{
 
 // InitOptions returns the options of a new socket.
 func InitOptions() Options {
-	return Options{sndBuf: DefaultBuf, rcvBuf: DefaultBuf, rcvLowat: 1}
+	return InitOptionsBuf(DefaultBuf, DefaultBuf)
 }
+
+// InitOptionsBuf returns the options of a new socket whose protocol has
+// its own default buffer sizes (TCP: net.ipv4.tcp_wmem and tcp_rmem).
+func InitOptionsBuf(snd, rcv int) Options {
+	return Options{sndBuf: snd, rcvBuf: rcv, rcvLowat: 1}
+}
+
+// Buffers returns the buffer sizes and whether the program set each
+// (a set size fixes the buffer; an unset one leaves the protocol to
+// size it, as Linux's TCP auto-tuning does).
+func (o *Options) Buffers() (snd, rcv int, sndSet, rcvSet bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.sndBuf, o.rcvBuf, o.sndSet, o.rcvSet
+}
+
+// BufferSetter is a socket that applies SO_SNDBUF and SO_RCVBUF as they
+// are set (a netstack endpoint's buffers).
+type BufferSetter interface{ SetBuffers() }
 
 // SndBuf returns the send buffer size.
 func (o *Options) SndBuf() int {
@@ -220,15 +241,23 @@ func SetOption(c *vfs.Ctx, s Socket, level, name int, val []byte) error {
 	if err != nil {
 		return err
 	}
+	switch name {
+	case linux.SO_SNDBUF, linux.SO_SNDBUFFORCE, linux.SO_RCVBUF, linux.SO_RCVBUFFORCE:
+		o.mu.Lock()
+		if name == linux.SO_SNDBUF || name == linux.SO_SNDBUFFORCE {
+			o.sndBuf, o.sndSet = max(bufSize(v)*2, MinSndBuf), true
+		} else {
+			o.rcvBuf, o.rcvSet = max(bufSize(v)*2, MinRcvBuf), true
+		}
+		o.mu.Unlock()
+		if bs, ok := s.(BufferSetter); ok {
+			bs.SetBuffers()
+		}
+		return nil
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	switch name {
-	case linux.SO_SNDBUF, linux.SO_SNDBUFFORCE:
-		o.sndBuf = max(bufSize(v)*2, MinSndBuf)
-		return nil
-	case linux.SO_RCVBUF, linux.SO_RCVBUFFORCE:
-		o.rcvBuf = max(bufSize(v)*2, MinRcvBuf)
-		return nil
 	case linux.SO_RCVLOWAT:
 		o.rcvLowat = max(v, 1)
 		return nil
