@@ -115,24 +115,31 @@ user:
 # Both kernels get a zeroed 64 MiB scratch disk (virtio-blk, /dev/vda)
 # for t_blk, made afresh for each boot; afterwards t_blk, run on the
 # host, checks the image holds what the guest wrote.
+#
+# A second 64 MiB disk (/dev/vdb) holds a fresh ext4 file system for
+# t_mount; afterwards e2fsck -fn must find it clean and debugfs must show
+# the files the guest wrote (t_mount --check-image).
 DISK_IMG := $(BUILD)/disk.img
-NEW_DISK = rm -f $(DISK_IMG) && truncate -s 64M $(DISK_IMG)
+EXT4_IMG := $(BUILD)/ext4.img
+NEW_DISK = rm -f $(DISK_IMG) $(EXT4_IMG) && truncate -s 64M $(DISK_IMG) && mke2fs -q -t ext4 -F $(EXT4_IMG) 64M
+DISKS = DISK=$(DISK_IMG) DISK2=$(EXT4_IMG)
+CHECK_DISKS = $(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG) && $(USER_BUILD)/tests/t_mount --check-image $(EXT4_IMG)
 
 linux-test: user
 	tools/linux/kernel.sh $(LINUX_BUILD)
-	$(NEW_DISK) && DISK=$(DISK_IMG) APPEND="BLK_DISK=vda" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 1 600
-	$(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG)
-	$(NEW_DISK) && DISK=$(DISK_IMG) APPEND="BLK_DISK=vda" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 2 600
-	$(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG)
+	$(NEW_DISK) && $(DISKS) APPEND="BLK_DISK=vda EXT4_DISK=vdb" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 1 600
+	$(CHECK_DISKS)
+	$(NEW_DISK) && $(DISKS) APPEND="BLK_DISK=vda EXT4_DISK=vdb" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 2 600
+	$(CHECK_DISKS)
 
 # The same suite on Shortbread, with 1 and 2 CPUs: every program must
 # pass (the runner's status becomes the kernel's power-off status).
 user-test: user $(KERNEL) $(STUB)
-	tools/mkiso.sh $(BUILD)/usertest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=120 BLK_DISK=vda" $(USER_BUILD)/initramfs.cpio
-	$(NEW_DISK) && DISK=$(DISK_IMG) tools/qemu.sh $(BUILD)/usertest.iso 1 1200
-	$(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG)
-	$(NEW_DISK) && DISK=$(DISK_IMG) tools/qemu.sh $(BUILD)/usertest.iso 2 1200
-	$(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG)
+	tools/mkiso.sh $(BUILD)/usertest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=120 BLK_DISK=vda EXT4_DISK=vdb" $(USER_BUILD)/initramfs.cpio
+	$(NEW_DISK) && $(DISKS) tools/qemu.sh $(BUILD)/usertest.iso 1 1200
+	$(CHECK_DISKS)
+	$(NEW_DISK) && $(DISKS) tools/qemu.sh $(BUILD)/usertest.iso 2 1200
+	$(CHECK_DISKS)
 
 usertest-shortbread: user-test
 

@@ -28,7 +28,6 @@ import (
 	"shortbread/kernel/cpio"
 	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/drivers/uart"
-	"shortbread/kernel/fs/devfs"
 	"shortbread/kernel/fs/tmpfs"
 	"shortbread/kernel/initramfs"
 	"shortbread/kernel/klog"
@@ -318,17 +317,15 @@ func (k *kernel) mountRoot(archive []byte) error {
 	}
 	v.Chmod(c, nil, "/tmp", 0o1777, 0)
 	k.console = tty.New(os.Stdout, proc.SignalGroup)
-	dev := devfs.New(devfs.Options{Dev: linux.MakeDev(0, 5), Terminal: k.console})
-	for i, d := range k.disks {
-		dev.AddBlock(d.Name(), linux.MakeDev(devfs.VirtioBlkMajor, uint32(16*i)), d)
-	}
+	dev := k.newDevfs(linux.MakeDev(0, 5))
 	if err := v.Mount(c, nil, "/dev", dev.Root(), "devtmpfs", 0); err != nil {
 		return fmt.Errorf("mount /dev: %w", err)
 	}
 	dev.Register(v)
-	if err := k.mountProc(v); err != nil {
+	if err := v.Mount(c, nil, "/proc", k.newProc(v).Root(), "proc", 0); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
+	k.registerFSTypes(v)
 	k.vfs = v
 	proc.SetVFS(v)
 	return nil

@@ -28,7 +28,9 @@ import (
 	"shortbread/kernel/vfs"
 )
 
-func (k *kernel) mountProc(v *vfs.VFS) error {
+// newProc makes a procfs instance: the one at /proc, and any mount(2)
+// makes.
+func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 	fs := procfs.New(linux.MakeDev(0, 6))
 	boot := time.Now()
 	gc0 := prof.ReadGC()
@@ -53,9 +55,7 @@ func (k *kernel) mountProc(v *vfs.VFS) error {
 		fs.AddFile("bus/pci/devices", k.pci.ProcDevices, nil)
 	}
 	fs.AddFile("stat", func() []byte { return proc.ProcStat() }, nil)
-	fs.AddFile("mounts", func() []byte {
-		return []byte("rootfs / rootfs rw 0 0\ndevtmpfs /dev devtmpfs rw 0 0\nproc /proc proc rw 0 0\n")
-	}, nil)
+	fs.AddFile("mounts", func() []byte { return v.Mounts() }, nil)
 	fs.AddFile("sys/vm/overcommit_memory", func() []byte { return []byte("0\n") }, nil)
 	// Linux drops clean caches when 1, 2 or 3 is written here; the
 	// kernel's one cache that can be dropped is the Go heap's garbage and
@@ -122,7 +122,7 @@ func (k *kernel) mountProc(v *vfs.VFS) error {
 		return buf[:runtime.Stack(buf, true)]
 	}, nil)
 	proc.AddProcDirs(fs)
-	return v.Mount(&vfs.Ctx{}, nil, "/proc", fs.Root(), "proc", 0)
+	return fs
 }
 
 // goMemory are the runtime's figures /proc/meminfo shows, read without

@@ -4,10 +4,16 @@
 # usage: [FIRMWARE=uefi] [MEM=512M] tools/qemu.sh ISO CPUS TIMEOUT_SECONDS [extra qemu args...]
 # FIRMWARE=uefi boots through OVMF instead of SeaBIOS.
 # DISK=IMAGE attaches a raw image as a virtio-blk disk (/dev/vda).
+# DISK2=IMAGE attaches a second one (/dev/vdb; /dev/vda without DISK).
 # Exit status: the kernel's status (isa-debug-exit), 124 on timeout.
 set -u
 iso=$1 cpus=$2 limit=$3
 shift 3
+# Prepended, so DISK2 goes first to come after DISK on the command line
+# (and on the PCI bus).
+if [ -n "${DISK2:-}" ]; then
+  set -- -drive "file=$DISK2,if=none,id=vd1,format=raw" -device virtio-blk-pci,drive=vd1 "$@"
+fi
 if [ -n "${DISK:-}" ]; then
   set -- -drive "file=$DISK,if=none,id=vd0,format=raw" -device virtio-blk-pci,drive=vd0 "$@"
 fi

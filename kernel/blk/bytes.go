@@ -94,3 +94,26 @@ func WriteBytes(d Device, p []byte, off int64) (int, error) {
 	}
 	return done, nil
 }
+
+// Bytes is a Device seen as a file of bytes (io.ReaderAt, io.WriterAt,
+// Flush and Size): what a file system driver reads and writes. A range
+// crossing the end is ErrRange, never a short count.
+type Bytes struct{ D Device }
+
+func (b Bytes) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off > Size(b.D) || int64(len(p)) > Size(b.D)-off {
+		return 0, ErrRange
+	}
+	return ReadBytes(b.D, p, off)
+}
+
+func (b Bytes) WriteAt(p []byte, off int64) (int, error) {
+	if off < 0 || off > Size(b.D) || int64(len(p)) > Size(b.D)-off {
+		return 0, ErrRange
+	}
+	return WriteBytes(b.D, p, off)
+}
+
+func (b Bytes) Flush() error { return b.D.Flush() }
+
+func (b Bytes) Size() int64 { return Size(b.D) }

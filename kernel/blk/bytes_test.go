@@ -69,3 +69,27 @@ func TestBytesErrors(t *testing.T) {
 		t.Errorf("negative offset: %d %v", n, err)
 	}
 }
+
+func TestBytes(t *testing.T) {
+	m := NewMem("vdb", 512, 8)
+	b := Bytes{m}
+	if b.Size() != 4096 {
+		t.Fatalf("size %d", b.Size())
+	}
+	if n, err := b.WriteAt([]byte("hello"), 1020); n != 5 || err != nil {
+		t.Fatalf("unaligned write: %d, %v", n, err)
+	}
+	p := make([]byte, 5)
+	if n, err := b.ReadAt(p, 1020); n != 5 || err != nil || string(p) != "hello" {
+		t.Fatalf("read back %q: %d, %v", p, n, err)
+	}
+	if _, err := b.ReadAt(p, 4094); !errors.Is(err, ErrRange) {
+		t.Errorf("read across the end: %v, want ErrRange", err)
+	}
+	if _, err := b.WriteAt(p, -1); !errors.Is(err, ErrRange) {
+		t.Errorf("write before the start: %v, want ErrRange", err)
+	}
+	if err := b.Flush(); err != nil || m.Flushes != 1 {
+		t.Errorf("flush: %v, %d flushes", err, m.Flushes)
+	}
+}

@@ -18,7 +18,43 @@ import (
 var fsys *vfs.VFS
 
 // SetVFS makes v the file system of the processes started from now on.
-func SetVFS(v *vfs.VFS) { fsys = v }
+func SetVFS(v *vfs.VFS) {
+	fsys = v
+	v.SetPinned(pinned)
+}
+
+// pinned reports whether some process's working or root directory is
+// in m, which makes m busy for umount.
+func pinned(m *vfs.Mount) bool {
+	tableMu.Lock()
+	ps := make([]*Process, 0, len(table))
+	for _, p := range table {
+		ps = append(ps, p)
+	}
+	tableMu.Unlock()
+	for _, p := range ps {
+		select {
+		case <-p.done:
+			continue // exited: its directories no longer count
+		default:
+		}
+		p.mu.Lock()
+		in := m.Contains(p.cwd) || m.Contains(p.root)
+		p.mu.Unlock()
+		if in {
+			return true
+		}
+	}
+	return false
+}
+
+// mountsText is /proc/mounts and /proc/<pid>/mounts.
+func mountsText() []byte {
+	if fsys == nil {
+		return nil
+	}
+	return fsys.Mounts()
+}
 
 // ctx is the VFS context of a system call made by t.
 func (t *Thread) ctx() *vfs.Ctx {

@@ -96,6 +96,10 @@ func procDir(fs *procfs.FS, p *Process) vfs.Inode {
 		},
 		"maps":    func() vfs.Inode { return fs.Guard(fs.File(procIno(pre+"/maps"), p.mapsText, nil), private(0o444)) },
 		"cmdline": func() vfs.Inode { return fs.File(procIno(pre+"/cmdline"), p.cmdline, nil) },
+		"mounts":  func() vfs.Inode { return fs.File(procIno(pre+"/mounts"), mountsText, nil) },
+		"mountinfo": func() vfs.Inode {
+			return fs.File(procIno(pre+"/mountinfo"), func() []byte { return fsys.MountInfo() }, nil)
+		},
 		"environ": func() vfs.Inode { return fs.Guard(fs.File(procIno(pre+"/environ"), p.environ, nil), private(0o400)) },
 		"comm": func() vfs.Inode {
 			f := fs.File(procIno(pre+"/comm"), func() []byte { return []byte(p.mainComm() + "\n") }, p.writeComm)

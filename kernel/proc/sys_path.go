@@ -357,10 +357,11 @@ func sysFallocate(t *Thread, a *[6]uint64) (int64, bool) {
 	return errno(f.Fallocate(mode, off, n)), false
 }
 
-// sysFsync covers fsync, fdatasync and syncfs. Every file system is in
-// memory, so data is as durable as it gets once written; a block device
-// flushes its disk's cache. Files that cannot be synced (pipes, sockets,
-// character devices) give EINVAL, as on Linux.
+// sysFsync covers fsync and fdatasync. A block device flushes its disk's
+// cache; a file on a disk file system commits its journal (one for all
+// files, so fsync is syncfs); on an in-memory file system data is as
+// durable as it gets once written. Files that cannot be synced (pipes,
+// sockets, character devices) give EINVAL, as on Linux.
 func sysFsync(t *Thread, a *[6]uint64) (int64, bool) {
 	f, err := t.file(int(int32(a[0])))
 	if err != nil {
@@ -375,21 +376,35 @@ func sysFsync(t *Thread, a *[6]uint64) (int64, bool) {
 	}
 	switch a := f.Attr(); a.Type() {
 	case linux.S_IFREG, linux.S_IFDIR:
+		if d := f.Dentry(); d != nil {
+			return errno(d.Mount().Sync()), false
+		}
 		return 0, false
 	}
 	return -eINVAL, false
 }
 
+// sysSyncfs writes back the file system fd's file is on.
 func sysSyncfs(t *Thread, a *[6]uint64) (int64, bool) {
 	f, err := t.file(int(int32(a[0])))
 	if err != nil {
 		return errno(err), false
 	}
-	f.DecRef()
+	defer f.DecRef()
+	if d := f.Dentry(); d != nil {
+		return errno(d.Mount().Sync()), false
+	}
 	return 0, false
 }
 
-func sysSync(t *Thread, a *[6]uint64) (int64, bool) { return 0, false }
+// sysSync writes back every file system; like Linux's it reports no
+// error.
+func sysSync(t *Thread, a *[6]uint64) (int64, bool) {
+	if fsys != nil {
+		fsys.SyncAll()
+	}
+	return 0, false
+}
 
 func sysUtimensat(t *Thread, a *[6]uint64) (int64, bool) {
 	var times *[2]linux.Timespec

@@ -169,6 +169,8 @@ func init() {
 		74:  {"fsync", sysFsync},
 		75:  {"fdatasync", sysFsync},
 		162: {"sync", sysSync},
+		165: {"mount", sysMount},
+		166: {"umount2", sysUmount2},
 		306: {"syncfs", sysSyncfs},
 		28:  {"madvise", sysMadvise},
 		13:  {"rt_sigaction", sysRtSigaction},

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"shortbread/kernel/machine"
 )
@@ -346,6 +347,38 @@ func testFinalizers() error {
 		case <-time.After(50 * time.Millisecond):
 		case <-deadline:
 			return fmt.Errorf("%d of %d finalizers ran", got, n)
+		}
+	}
+	return nil
+}
+
+// testWeakCleanups: weak pointers go nil and runtime.AddCleanup's
+// functions run once their objects are collected (ext4vfs forgets
+// inodes no one uses this way).
+func testWeakCleanups() error {
+	const n = 10
+	ran := make(chan int, n)
+	ptrs := make([]weak.Pointer[[64]byte], n)
+	for i := 0; i < n; i++ {
+		obj := new([64]byte)
+		ptrs[i] = weak.Make(obj)
+		runtime.AddCleanup(obj, func(i int) { ran <- i }, i)
+	}
+	got := 0
+	deadline := time.After(20 * time.Second)
+	for got < n {
+		runtime.GC()
+		select {
+		case <-ran:
+			got++
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			return fmt.Errorf("%d of %d cleanups ran", got, n)
+		}
+	}
+	for i, p := range ptrs {
+		if p.Value() != nil {
+			return fmt.Errorf("weak pointer %d still set after its cleanup ran", i)
 		}
 	}
 	return nil

@@ -30,6 +30,7 @@ var Tests = []Test{
 	{"preempt-tight-loop", testPreempt},
 	{"gc-heap-returns-to-baseline", testGCHeap},
 	{"finalizers", testFinalizers},
+	{"weak-pointers-and-cleanups", testWeakCleanups},
 	{"panic-recover", testPanicRecover},
 	{"nil-fault-recover", testNilFault},
 	{"divide-fault-recover", testDivideFault},

@@ -3,6 +3,7 @@ package vfs
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"shortbread/kernel/abi/linux"
 )
@@ -16,11 +17,15 @@ import (
 // holds it for writing, so those are serialized and a walk never sees a
 // half-done rename. Reads and writes of open files never take it.
 type VFS struct {
-	mu      sync.RWMutex
-	root    *Dentry
-	devices map[devKey]Opener // protected by mu
-	fifos   fifoTable
-	mounts  uint64 // mounts made so far, for mount IDs; protected by mu
+	mu       sync.RWMutex
+	root     *Dentry
+	devices  map[devKey]Opener // protected by mu
+	fifos    fifoTable
+	mounts   uint64            // mounts made so far, for mount IDs; protected by mu
+	table    []*Mount          // attached mounts in mount order; protected by mu
+	fsTypes  map[string]FSType // what mount(2) can make; protected by mu
+	pinned   func(*Mount) bool // reports a mount some process's cwd or root is in
+	claiming map[uint64]bool   // block devices being mounted; protected by mu
 }
 
 type devKey struct {
@@ -30,11 +35,17 @@ type devKey struct {
 
 // Mount is one file system mounted in the tree.
 type Mount struct {
-	id       uint64  // statx's stx_mnt_id
-	root     *Dentry // the file system's root as mounted here
-	point    *Dentry // the dentry it covers; nil for the first mount
-	fsType   string
-	readOnly bool
+	id          uint64  // statx's stx_mnt_id
+	root        *Dentry // the file system's root as mounted here
+	point       *Dentry // the dentry it covers; nil for the first mount
+	fsType      string
+	source      string      // mount(2)'s source, as /proc/mounts shows it
+	dev         uint64      // the block device it was made from, or 0
+	fs          *FileSystem // what mount(2) made; nil for a root given by the kernel
+	readOnly    bool
+	files       atomic.Int64 // open files inside it (umount's EBUSY)
+	detached    atomic.Bool  // unmounted: released with its last open file
+	releaseOnce sync.Once
 }
 
 // ID returns the mount's number, unique in its tree (stx_mnt_id).
@@ -93,10 +104,11 @@ func New(root Inode, fsType string) (*VFS, error) {
 	if _, ok := root.(Dir); !ok {
 		return nil, linux.ENOTDIR
 	}
-	m := &Mount{id: 1, fsType: fsType}
+	m := &Mount{id: 1, fsType: fsType, source: fsType}
 	d := newDentry("/", nil, root, m)
 	m.root = d
-	return &VFS{root: d, devices: make(map[devKey]Opener), mounts: 1}, nil
+	return &VFS{root: d, devices: make(map[devKey]Opener), mounts: 1, table: []*Mount{m},
+		fsTypes: make(map[string]FSType)}, nil
 }
 
 // Root returns the root of the tree, the first process's root and cwd.
@@ -217,57 +229,4 @@ func (d *Dentry) dotdot(root *Dentry) *Dentry {
 // cannot be removed or renamed (EBUSY).
 func (d *Dentry) busy() bool {
 	return d.mounted != nil || d.mount.root == d
-}
-
-// Mount mounts the file system whose root directory is root on the
-// directory path names, like mount(2) with flags MS_RDONLY honoured.
-// Mounting on a mount point stacks the new file system on top.
-func (v *VFS) Mount(c *Ctx, dir *Dentry, path string, root Inode, fsType string, flags uint32) error {
-	if _, ok := root.(Dir); !ok {
-		return linux.ENOTDIR
-	}
-	if !c.Cred.Superuser() {
-		return linux.EPERM
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	w := walker{v: v, c: c}
-	t, err := w.lookup(w.start(dir, path), path, true)
-	if err != nil {
-		return err
-	}
-	if !t.IsDir() {
-		return linux.ENOTDIR
-	}
-	if t.parent == nil {
-		return linux.EBUSY // the top of the tree has nowhere to hang a mount
-	}
-	v.mounts++
-	m := &Mount{id: v.mounts, point: t, fsType: fsType, readOnly: flags&linux.MS_RDONLY != 0}
-	r := newDentry(t.name, t.parent, root, m)
-	m.root = r
-	t.mounted = r
-	return nil
-}
-
-// Unmount detaches the file system mounted at path, like umount2(2) with
-// MNT_DETACH: files and directories in use inside it stay usable, and it
-// goes away when the last of them does. Flags may hold UMOUNT_NOFOLLOW.
-func (v *VFS) Unmount(c *Ctx, dir *Dentry, path string, flags uint32) error {
-	if !c.Cred.Superuser() {
-		return linux.EPERM
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	w := walker{v: v, c: c}
-	t, err := w.lookup(w.start(dir, path), path, flags&linux.UMOUNT_NOFOLLOW == 0)
-	if err != nil {
-		return err
-	}
-	m := t.mount
-	if m.root != t || m.point == nil {
-		return linux.EINVAL
-	}
-	m.point.mounted = nil // t is the top of any stack: walks follow mounts to it
-	return nil
 }

@@ -6,8 +6,9 @@
 // in inode.go and never import each other.
 //
 // Where things are: inode.go (what a file system implements), file.go
-// (what an open file does), dentry.go (the tree, mounts, the device
-// table), walk.go (path resolution, chdir, getcwd), open.go, dirops.go
+// (what an open file does), dentry.go (the tree, the device table),
+// mount.go (mount(2), umount2(2), the file system types mount can make,
+// /proc/mounts), walk.go (path resolution, chdir, getcwd), open.go, dirops.go
 // (mkdir, link, unlink, rename, ...), attr.go (stat, chmod, utimensat,
 // truncate, ...), openfile.go (OpenFile), dirfile.go (getdents64),
 // fdtable.go, pipe.go, fifo.go, eventfd.go, wait.go (blocking and
@@ -25,6 +26,7 @@
 //	dev := devfs.New(devfs.Options{Dev: linux.MakeDev(0, 5), Terminal: console}) // a *tty.TTY
 //	v.Mount(c, nil, "/dev", dev.Root(), "devtmpfs", 0)
 //	dev.Register(v) // so mknod'ed and initramfs device nodes work too
+//	v.RegisterFSType("tmpfs", vfs.FSType{Make: ...}) // what mount(2) may make
 //
 // A task keeps its Cred, root and cwd (*Dentry), umask and an *FDTable
 // (vfs.NewFDTable(vfs.DefaultNOFILE)); for each system call it builds a

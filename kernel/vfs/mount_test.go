@@ -85,7 +85,8 @@ func TestUnmount(t *testing.T) {
 	must(t, "open", err)
 	must(t, "chdir", k.chdir("/mnt"))
 	wantErr(t, "unmount a non-mount", k.v.Unmount(&k.ctx, nil, "/", 0), linux.EINVAL)
-	must(t, "unmount", k.v.Unmount(&k.ctx, nil, "/mnt", 0))
+	wantErr(t, "unmount with an open file", k.v.Unmount(&k.ctx, nil, "/mnt", 0), linux.EBUSY)
+	must(t, "unmount", k.v.Unmount(&k.ctx, nil, "/mnt", linux.MNT_DETACH))
 	if got := readAll(k, "/mnt/hidden"); got != "under the mount" {
 		t.Errorf("after unmount /mnt/hidden reads %q", got)
 	}
@@ -176,4 +177,95 @@ func TestChroot(t *testing.T) {
 	if cwd != "(unreachable)/" {
 		t.Errorf("getcwd outside the root %q", cwd)
 	}
+}
+
+// fakeFS is a file system type for TestMountFS that counts syncs and
+// releases.
+type fakeFS struct {
+	syncs, releases int
+	made            []vfs.Source
+}
+
+func (f *fakeFS) typ(device bool) vfs.FSType {
+	return vfs.FSType{Device: device, Make: func(src vfs.Source, ro bool, data string) (*vfs.FileSystem, error) {
+		if data == "bad" {
+			return nil, linux.EINVAL
+		}
+		f.made = append(f.made, src)
+		fs := tmpfs.New(tmpfs.Options{Dev: linux.MakeDev(0, 50+uint32(len(f.made))), Mode: 0o755})
+		return &vfs.FileSystem{Root: fs.Root(),
+			Sync:    func() error { f.syncs++; return nil },
+			Release: func() error { f.releases++; return nil }}, nil
+	}}
+}
+
+func TestMountFS(t *testing.T) {
+	k := newKernelSys(t)
+	var mem, disk fakeFS
+	k.v.RegisterFSType("memfs", mem.typ(false))
+	k.v.RegisterFSType("diskfs", disk.typ(true))
+	must(t, "mkdir /mnt", k.mkdir("/mnt", 0o755))
+	must(t, "mkdir /m2", k.mkdir("/m2", 0o755))
+	must(t, "mknod /vdb", k.mknod("/vdb", linux.S_IFBLK|0o600, linux.MakeDev(254, 16)))
+	must(t, "mknod /tty", k.mknod("/tty", linux.S_IFCHR|0o600, linux.MakeDev(5, 0)))
+	c := &k.ctx
+
+	wantErr(t, "unknown type", k.v.MountFS(c, nil, "none", "/mnt", "nosuchfs", 0, ""), linux.ENODEV)
+	wantErr(t, "no target", k.v.MountFS(c, nil, "none", "/nope", "memfs", 0, ""), linux.ENOENT)
+	wantErr(t, "file source", k.v.MountFS(c, nil, "/tty", "/mnt", "diskfs", 0, ""), linux.ENOTBLK)
+	wantErr(t, "missing source", k.v.MountFS(c, nil, "/nodev", "/mnt", "diskfs", 0, ""), linux.ENOENT)
+	wantErr(t, "bind", k.v.MountFS(c, nil, "/m2", "/mnt", "", linux.MS_BIND, ""), linux.EINVAL)
+	wantErr(t, "options refused", k.v.MountFS(c, nil, "none", "/mnt", "memfs", 0, "bad"), linux.EINVAL)
+	user := *c
+	user.Cred = vfs.Cred{UID: 1000, EUID: 1000}
+	wantErr(t, "mount by a user", k.v.MountFS(&user, nil, "none", "/mnt", "memfs", 0, ""), linux.EPERM)
+
+	must(t, "mount memfs", k.v.MountFS(c, nil, "none", "/mnt", "memfs", 0, ""))
+	must(t, "mount diskfs", k.v.MountFS(c, nil, "/vdb", "/m2", "diskfs", linux.MS_RDONLY, ""))
+	if len(disk.made) != 1 || disk.made[0].Rdev != linux.MakeDev(254, 16) {
+		t.Errorf("diskfs made from %+v", disk.made)
+	}
+	wantErr(t, "device mounted twice", k.v.MountFS(c, nil, "/vdb", "/mnt", "diskfs", 0, ""), linux.EBUSY)
+	want := "tmpfs / tmpfs rw 0 0\nnone /mnt memfs rw 0 0\n/vdb /m2 diskfs ro 0 0\n"
+	if got := string(k.v.Mounts()); got != want {
+		t.Errorf("mounts:\n%s\nwant:\n%s", got, want)
+	}
+	wantErr(t, "write to a read-only mount", k.mkdir("/m2/d", 0o755), linux.EROFS)
+
+	fd, err := k.open("/mnt/f", linux.O_CREAT|linux.O_RDWR, 0o644)
+	must(t, "create", err)
+	wantErr(t, "busy", k.v.Unmount(c, nil, "/mnt", 0), linux.EBUSY)
+	wantErr(t, "not a mount point", k.v.Unmount(c, nil, "/m2/..", 0), linux.EINVAL)
+	wantErr(t, "bad flags", k.v.Unmount(c, nil, "/mnt", 0x100), linux.EINVAL)
+	must(t, "lazy unmount", k.v.Unmount(c, nil, "/mnt", linux.MNT_DETACH))
+	if mem.releases != 0 || mem.syncs != 1 {
+		t.Errorf("busy lazy unmount: %d syncs, %d releases; want 1, 0", mem.syncs, mem.releases)
+	}
+	k.close(fd)
+	if mem.releases != 1 {
+		t.Errorf("last close after a lazy unmount: %d releases, want 1", mem.releases)
+	}
+	must(t, "unmount diskfs", k.v.Unmount(c, nil, "/m2", 0))
+	if disk.releases != 1 || disk.syncs != 1 {
+		t.Errorf("unmount: %d syncs, %d releases; want 1, 1", disk.syncs, disk.releases)
+	}
+	if got := string(k.v.Mounts()); got != "tmpfs / tmpfs rw 0 0\n" {
+		t.Errorf("mounts after unmounting: %q", got)
+	}
+	must(t, "mount the device again", k.v.MountFS(c, nil, "/vdb", "/m2", "diskfs", 0, ""))
+	must(t, "sync", k.v.SyncAll())
+	if disk.syncs != 2 {
+		t.Errorf("sync: %d syncs, want 2", disk.syncs)
+	}
+
+	// A file system with nothing to write back (tmpfs) unmounted lazily
+	// while in use.
+	k.v.RegisterFSType("plain", vfs.FSType{Make: func(vfs.Source, bool, string) (*vfs.FileSystem, error) {
+		return &vfs.FileSystem{Root: tmpfs.New(tmpfs.Options{}).Root()}, nil
+	}})
+	must(t, "mount plain", k.v.MountFS(c, nil, "none", "/mnt", "plain", 0, ""))
+	fd, err = k.open("/mnt/f", linux.O_CREAT|linux.O_RDWR, 0o644)
+	must(t, "create", err)
+	must(t, "lazy unmount of plain", k.v.Unmount(c, nil, "/mnt", linux.MNT_DETACH))
+	k.close(fd)
 }

@@ -37,6 +37,9 @@ func newOpenFile(d *Dentry, ino Inode, file File, flags uint32) *OpenFile {
 		c.Opened()
 	}
 	f := &OpenFile{dentry: d, inode: ino, file: file}
+	if d != nil && d.mount != nil {
+		d.mount.files.Add(1)
+	}
 	_, f.seekable = file.(Seeker)
 	f.flags.Store(flags)
 	f.refs.Store(1)
@@ -71,6 +74,9 @@ func (f *OpenFile) DecRef() {
 		f.file.Release()
 		if c, ok := f.inode.(OpenCounter); ok {
 			c.Closed()
+		}
+		if f.dentry != nil && f.dentry.mount != nil {
+			f.dentry.mount.closed()
 		}
 	case n < 0:
 		panic("vfs: OpenFile reference count below zero")

@@ -10,6 +10,8 @@
 #                 tools/qemu.sh does, and appends Debian's virtio modules
 #                 (tools/linux/modules.sh, cached beside VMLINUZ) to the
 #                 initramfs for the runner to load
+#   DISK2=IMAGE   a second disk (/dev/vdb; with DISK, else /dev/vda), and
+#                 Debian's ext4 modules with their dependencies
 # Exit status: the guest's status (isa-debug-exit, written by the runner),
 # 124 on timeout, 125 if QEMU exited without a status (e.g. a kernel panic).
 #
@@ -23,9 +25,10 @@ for f in "$kernel" "$initrd"; do
   [ -f "$f" ] || { echo "run: $f: no such file" >&2; exit 2; }
 done
 disk=
-if [ -n "${DISK:-}" ]; then
+if [ -n "${DISK:-}${DISK2:-}" ]; then
   kdir=$(dirname "$kernel")
-  "$here/tools/linux/modules.sh" "$kdir" virtio_pci virtio_blk >&2 || exit 2
+  # One module list for both (modules.sh caches one set): ext4 is cheap to load.
+  "$here/tools/linux/modules.sh" "$kdir" virtio_pci virtio_blk crc32c_generic ext4 >&2 || exit 2
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   mkdir -p "$tmp/root/lib/modules"
@@ -33,7 +36,8 @@ if [ -n "${DISK:-}" ]; then
   # Linux unpacks concatenated newc archives in turn.
   (cd "$tmp/root" && find . | cpio -o -H newc --quiet) | cat "$initrd" - > "$tmp/initrd.cpio"
   initrd=$tmp/initrd.cpio
-  disk="-drive file=$DISK,if=none,id=vd0,format=raw -device virtio-blk-pci,drive=vd0"
+  [ -z "${DISK:-}" ] || disk="-drive file=$DISK,if=none,id=vd0,format=raw -device virtio-blk-pci,drive=vd0"
+  [ -z "${DISK2:-}" ] || disk="$disk -drive file=$DISK2,if=none,id=vd1,format=raw -device virtio-blk-pci,drive=vd1"
 fi
 timeout --foreground -k 5 "$limit" qemu-system-x86_64 -machine q35 -cpu max -m "${MEM:-512M}" \
   -smp "$cpus" -display none -serial stdio -monitor none -no-reboot \

@@ -23,6 +23,8 @@
  *   RUNNER_ONLY=substring    run only programs whose name contains it
  *   BLK_DISK=vda             the scratch disk the harness attached (t_blk
  *                            requires it then; passed on to the programs)
+ *   EXT4_DISK=vdb            the ext4 image the harness attached (t_mount),
+ *                            passed on likewise
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -132,7 +134,11 @@ static int run_one(const char *dir, const char *name, unsigned timeout)
 		char disk[80] = "BLK_DISK=";
 		if (getenv("BLK_DISK"))
 			snprintf(disk, sizeof disk, "BLK_DISK=%s", getenv("BLK_DISK"));
-		char *envp[] = { "PATH=/bin:/sbin:/usr/bin:/usr/sbin", "HOME=/", "TMPDIR=/tmp", testdir, bb, disk, NULL };
+		/* the ext4 image the harness attached (t_mount) */
+		char ext4[80] = "EXT4_DISK=";
+		if (getenv("EXT4_DISK"))
+			snprintf(ext4, sizeof ext4, "EXT4_DISK=%s", getenv("EXT4_DISK"));
+		char *envp[] = { "PATH=/bin:/sbin:/usr/bin:/usr/sbin", "HOME=/", "TMPDIR=/tmp", testdir, bb, disk, ext4, NULL };
 		execve(path, argv, envp);
 		say("runner: execve %s: %s\n", path, strerror(errno));
 		_exit(127);

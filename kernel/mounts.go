@@ -1,0 +1,160 @@
+package main
+
+// The file system types mount(2) can make: tmpfs, proc, devtmpfs, and
+// ext2/3/4 on a disk.
+
+import (
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/blk"
+	"shortbread/kernel/fs/devfs"
+	"shortbread/kernel/fs/ext4"
+	"shortbread/kernel/fs/ext4/ext4vfs"
+	"shortbread/kernel/fs/tmpfs"
+	"shortbread/kernel/proc"
+	"shortbread/kernel/vfs"
+	"shortbread/kernel/wallclock"
+)
+
+// anonMinor numbers the file systems mount(2) makes with no device
+// (major 0, as Linux's anonymous devices); the kernel's own use 1 to 6.
+var anonMinor atomic.Uint32
+
+func init() { anonMinor.Store(16) }
+
+// ext4Commit is how often a read-write ext4 mount commits its journal
+// (Linux's commit=5 default).
+const ext4Commit = 5 * time.Second
+
+func (k *kernel) newDevfs(dev uint64) *devfs.FS {
+	d := devfs.New(devfs.Options{Dev: dev, Terminal: k.console})
+	for i, disk := range k.disks {
+		d.AddBlock(disk.Name(), diskDev(i), disk)
+	}
+	return d
+}
+
+// diskDev is the device number of the i-th disk.
+func diskDev(i int) uint64 { return linux.MakeDev(devfs.VirtioBlkMajor, uint32(16*i)) }
+
+func (k *kernel) registerFSTypes(v *vfs.VFS) {
+	v.RegisterFSType("tmpfs", vfs.FSType{Make: func(_ vfs.Source, _ bool, data string) (*vfs.FileSystem, error) {
+		opts, err := mountOptions(data, "size", "nr_inodes", "nr_blocks", "mode", "uid", "gid")
+		if err != nil {
+			return nil, err
+		}
+		o := tmpfs.Options{Dev: linux.MakeDev(0, anonMinor.Add(1)), Phys: proc.Frames{},
+			Available: proc.Frames{}.Available, Clock: wallclock.Now}
+		// size= and nr_inodes= are accepted and not enforced: a tmpfs
+		// is bounded by free memory.
+		for key, field := range map[string]*uint32{"mode": &o.Mode, "uid": &o.UID, "gid": &o.GID} {
+			if s, ok := opts[key]; ok {
+				base := 10
+				if key == "mode" {
+					base = 8
+				}
+				n, err := strconv.ParseUint(s, base, 32)
+				if err != nil {
+					return nil, linux.EINVAL
+				}
+				*field = uint32(n)
+			}
+		}
+		return &vfs.FileSystem{Root: tmpfs.New(o).Root()}, nil
+	}})
+	v.RegisterFSType("proc", vfs.FSType{Make: func(_ vfs.Source, _ bool, data string) (*vfs.FileSystem, error) {
+		if _, err := mountOptions(data, "hidepid", "gid", "subset"); err != nil {
+			return nil, err
+		}
+		return &vfs.FileSystem{Root: k.newProc(v).Root()}, nil
+	}})
+	v.RegisterFSType("devtmpfs", vfs.FSType{Make: func(_ vfs.Source, _ bool, data string) (*vfs.FileSystem, error) {
+		if _, err := mountOptions(data, "mode", "size", "nr_inodes"); err != nil {
+			return nil, err
+		}
+		d := k.newDevfs(linux.MakeDev(0, anonMinor.Add(1)))
+		d.Register(v)
+		return &vfs.FileSystem{Root: d.Root()}, nil
+	}})
+	for _, name := range []string{"ext4", "ext3", "ext2"} {
+		v.RegisterFSType(name, vfs.FSType{Device: true, Make: k.mountExt4})
+	}
+}
+
+// mountExt4 mounts the ext2/3/4 file system on the disk src names;
+// a read-write one commits its journal every ext4Commit (or commit=N
+// seconds) until it is unmounted.
+func (k *kernel) mountExt4(src vfs.Source, ro bool, data string) (*vfs.FileSystem, error) {
+	opts, err := mountOptions(data, "commit", "data")
+	if err != nil {
+		return nil, err
+	}
+	interval := ext4Commit
+	if s, ok := opts["commit"]; ok {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return nil, linux.EINVAL
+		}
+		if n > 0 {
+			interval = time.Duration(n) * time.Second
+		}
+	}
+	if s, ok := opts["data"]; ok && s != "ordered" {
+		return nil, linux.EINVAL // the journal has ordered mode only
+	}
+	var disk blk.Device
+	for i, d := range k.disks {
+		if diskDev(i) == src.Rdev {
+			disk = d
+		}
+	}
+	if disk == nil {
+		return nil, linux.ENXIO
+	}
+	fs, err := ext4.Mount(blk.Bytes{D: disk}, ext4.Options{ReadOnly: ro, Clock: wallclock.Now})
+	if err != nil {
+		k.log.Warnf("ext4: mount %s: %v", disk.Name(), err)
+		return nil, linux.EINVAL // what Linux says of a disk it cannot mount
+	}
+	name := disk.Name()
+	x := ext4vfs.New(fs, ext4vfs.Options{Dev: src.Rdev, Logf: func(format string, args ...any) {
+		k.log.Warnf("ext4 "+name+": "+format, args...)
+	}})
+	root, err := x.Root()
+	if err != nil {
+		return nil, err
+	}
+	stop := make(chan struct{})
+	if !ro {
+		go x.Committer(stop, interval)
+	}
+	return &vfs.FileSystem{Root: root, Sync: x.Sync, Release: func() error {
+		close(stop)
+		return nil
+	}}, nil
+}
+
+// mountOptions parses mount(2)'s comma-separated option string, allowing
+// only the keys given (EINVAL for others, as Linux's file systems do).
+func mountOptions(data string, allowed ...string) (map[string]string, error) {
+	opts := map[string]string{}
+	for _, o := range strings.Split(data, ",") {
+		if o == "" {
+			continue
+		}
+		key, val, _ := strings.Cut(o, "=")
+		ok := false
+		for _, a := range allowed {
+			ok = ok || a == key
+		}
+		if !ok {
+			return nil, linux.EINVAL
+		}
+		opts[key] = val
+	}
+	return opts, nil
+}

@@ -1,0 +1,409 @@
+package vfs
+
+// Mounting and unmounting: the kernel's own mounts at boot (Mount),
+// mount(2) and umount2(2) (MountFS, Unmount), the file system types
+// mount(2) can make, and the table /proc/mounts shows.
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"shortbread/kernel/abi/linux"
+)
+
+// mount(2) flags beyond those in package linux that mount accepts
+// (include/uapi/linux/mount.h).
+const (
+	msNoatime     = 0x400
+	msNodiratime  = 0x800
+	msMove        = 0x2000
+	msRec         = 0x4000
+	msSilent      = 0x8000
+	msUnbindable  = 1 << 17
+	msPrivate     = 1 << 18
+	msSlave       = 1 << 19
+	msShared      = 1 << 20
+	msRelatime    = 1 << 21
+	msStrictatime = 1 << 24
+	msLazytime    = 1 << 25
+
+	msPropagation = msUnbindable | msPrivate | msSlave | msShared
+	// msAccepted are the flags a new mount may carry: the access-time
+	// ones change nothing (every mount is relatime), MS_NOSUID, MS_NODEV
+	// and MS_NOEXEC are accepted but not enforced yet.
+	msAccepted = linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC |
+		msNoatime | msNodiratime | msSilent | msRelatime | msStrictatime | msLazytime
+)
+
+// FileSystem is one file system instance made by an FSType.
+type FileSystem struct {
+	Root Inode
+	// Sync makes every change so far durable (syncfs, sync, umount);
+	// nil when there is nothing to write back.
+	Sync func() error
+	// Release runs once the file system is unmounted and unused, after
+	// a last Sync: it stops background work. Nil when there is none.
+	Release func() error
+}
+
+// Source is what mount(2)'s source names.
+type Source struct {
+	Name string // as given, for /proc/mounts
+	Rdev uint64 // the block device, for a type that needs one
+}
+
+// FSType is a kind of file system mount(2) can make.
+type FSType struct {
+	// Device: the source is the path of a block device (ENOTBLK if not).
+	Device bool
+	// Make makes an instance; data is mount(2)'s option string.
+	Make func(src Source, readOnly bool, data string) (*FileSystem, error)
+}
+
+// RegisterFSType makes fsType known to mount(2).
+func (v *VFS) RegisterFSType(name string, t FSType) {
+	v.mu.Lock()
+	v.fsTypes[name] = t
+	v.mu.Unlock()
+}
+
+// SetPinned gives the VFS a way to find out whether a process's working
+// or root directory lies in a mount, which makes it busy for umount.
+func (v *VFS) SetPinned(f func(*Mount) bool) {
+	v.mu.Lock()
+	v.pinned = f
+	v.mu.Unlock()
+}
+
+// Contains reports whether d lies in the mount m.
+func (m *Mount) Contains(d *Dentry) bool { return d != nil && d.mount == m }
+
+// Sync writes back m's file system (syncfs, fsync).
+func (m *Mount) Sync() error {
+	if m.fs == nil || m.fs.Sync == nil {
+		return nil
+	}
+	return m.fs.Sync()
+}
+
+// SyncAll writes back every mounted file system (sync(2)).
+func (v *VFS) SyncAll() error {
+	v.mu.RLock()
+	ms := append([]*Mount(nil), v.table...)
+	v.mu.RUnlock()
+	var first error
+	for _, m := range ms {
+		if err := m.Sync(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Mount mounts the file system whose root directory is root on the
+// directory path names, like mount(2) with flags MS_RDONLY honoured.
+// Mounting on a mount point stacks the new file system on top. It is
+// how the kernel mounts /dev and /proc at boot.
+func (v *VFS) Mount(c *Ctx, dir *Dentry, path string, root Inode, fsType string, flags uint32) error {
+	if _, ok := root.(Dir); !ok {
+		return linux.ENOTDIR
+	}
+	if !c.Cred.Superuser() {
+		return linux.EPERM
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	w := walker{v: v, c: c}
+	t, err := w.lookup(w.start(dir, path), path, true)
+	if err != nil {
+		return err
+	}
+	return v.attach(t, &Mount{fsType: fsType, source: fsType, readOnly: flags&linux.MS_RDONLY != 0}, root)
+}
+
+// attach hangs m, whose root directory is root, on t.
+// Preconditions: v.mu is held for writing.
+func (v *VFS) attach(t *Dentry, m *Mount, root Inode) error {
+	if !t.IsDir() {
+		return linux.ENOTDIR
+	}
+	if t.parent == nil {
+		return linux.EBUSY // the top of the tree has nowhere to hang a mount
+	}
+	if t.dead {
+		return linux.ENOENT
+	}
+	v.mounts++
+	m.id = v.mounts
+	m.point = t
+	r := newDentry(t.name, t.parent, root, m)
+	m.root = r
+	t.mounted = r
+	v.table = append(v.table, m)
+	return nil
+}
+
+// MountFS is mount(2): it makes a file system of type fsType from source
+// (a block device path for a type that needs one) and mounts it on the
+// directory target. Flags are mount(2)'s with MS_MGC_VAL removed; data is
+// the option string. MS_REMOUNT changes only MS_RDONLY; propagation
+// changes are accepted on a mount point and change nothing (there is one
+// mount namespace); bind and move mounts are EINVAL.
+func (v *VFS) MountFS(c *Ctx, dir *Dentry, source, target, fsType string, flags uint32, data string) error {
+	v.mu.RLock()
+	w := walker{v: v, c: c}
+	t, err := w.lookup(w.start(dir, target), target, true)
+	if err != nil {
+		v.mu.RUnlock()
+		return err
+	}
+	typ, known := v.fsTypes[fsType]
+	var src *Dentry
+	if known && typ.Device && flags&(linux.MS_REMOUNT|linux.MS_BIND|msMove|msPropagation) == 0 {
+		if source == "" {
+			err = linux.ENOENT
+		} else {
+			src, err = w.lookup(w.start(dir, source), source, true)
+		}
+	}
+	v.mu.RUnlock()
+	if !c.Cred.Superuser() {
+		return linux.EPERM
+	}
+	switch {
+	case flags&msPropagation != 0:
+		if t.mount.root != t {
+			return linux.EINVAL
+		}
+		return nil
+	case flags&linux.MS_REMOUNT != 0:
+		return v.remount(t, flags)
+	case flags&(linux.MS_BIND|msMove) != 0:
+		return linux.EINVAL
+	case flags&^msAccepted != 0:
+		return linux.EINVAL
+	case !known:
+		return linux.ENODEV
+	case err != nil:
+		return err
+	case !t.IsDir():
+		return linux.ENOTDIR
+	}
+	s := Source{Name: source}
+	if typ.Device {
+		if src.Type() != linux.S_IFBLK {
+			return linux.ENOTBLK
+		}
+		s.Rdev = src.inode.Attr().Rdev
+		if !v.claim(s.Rdev) {
+			return linux.EBUSY
+		}
+		defer v.unclaim(s.Rdev)
+	} else if s.Name == "" {
+		s.Name = "none"
+	}
+	ro := flags&linux.MS_RDONLY != 0
+	// Made without the namespace lock: a disk file system reads its
+	// metadata (and may replay a journal), and a devtmpfs registers its
+	// devices with v.
+	fs, err := typ.Make(s, ro, data)
+	if err != nil {
+		return err
+	}
+	if _, ok := fs.Root.(Dir); !ok {
+		release(fs)
+		return linux.ENOTDIR
+	}
+	m := &Mount{fsType: fsType, source: s.Name, dev: s.Rdev, fs: fs, readOnly: ro}
+	v.mu.Lock()
+	w = walker{v: v, c: c}
+	t, err = w.lookup(w.start(dir, target), target, true)
+	if err == nil {
+		err = v.attach(t, m, fs.Root)
+	}
+	v.mu.Unlock()
+	if err != nil {
+		release(fs)
+	}
+	return err
+}
+
+// claim marks block device rdev as being mounted, false if it already
+// is (one mount per device: a second is EBUSY).
+func (v *VFS) claim(rdev uint64) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, m := range v.table {
+		if m.dev == rdev {
+			return false
+		}
+	}
+	if v.claiming[rdev] {
+		return false
+	}
+	if v.claiming == nil {
+		v.claiming = make(map[uint64]bool)
+	}
+	v.claiming[rdev] = true
+	return true
+}
+
+func (v *VFS) unclaim(rdev uint64) {
+	v.mu.Lock()
+	delete(v.claiming, rdev)
+	v.mu.Unlock()
+}
+
+// remount changes whether the mount whose root is t is read-only; going
+// read-only writes its changes back first.
+func (v *VFS) remount(t *Dentry, flags uint32) error {
+	m := t.mount
+	if m.root != t {
+		return linux.EINVAL
+	}
+	ro := flags&linux.MS_RDONLY != 0
+	if ro {
+		if err := m.Sync(); err != nil {
+			return err
+		}
+	}
+	v.mu.Lock()
+	m.readOnly = ro
+	v.mu.Unlock()
+	return nil
+}
+
+// busy reports whether m cannot be unmounted: files are open in it, a
+// process works in it, or another mount hangs on it.
+// Preconditions: v.mu is held.
+func (v *VFS) busy(m *Mount) bool {
+	if m.files.Load() > 0 {
+		return true
+	}
+	for _, o := range v.table {
+		if o != m && o.point != nil && o.point.mount == m {
+			return true
+		}
+	}
+	return v.pinned != nil && v.pinned(m)
+}
+
+// Unmount is umount2(2): it detaches the file system mounted at path.
+// One in use is EBUSY unless flags has MNT_DETACH, which detaches it
+// lazily: files and directories in use inside it stay usable, and its
+// file system is released with the last open file. Flags may also hold
+// MNT_FORCE (no different here) and UMOUNT_NOFOLLOW.
+func (v *VFS) Unmount(c *Ctx, dir *Dentry, path string, flags uint32) error {
+	if flags&^(linux.MNT_FORCE|linux.MNT_DETACH|linux.UMOUNT_NOFOLLOW) != 0 {
+		return linux.EINVAL
+	}
+	v.mu.Lock()
+	w := walker{v: v, c: c}
+	t, err := w.lookup(w.start(dir, path), path, flags&linux.UMOUNT_NOFOLLOW == 0)
+	if err == nil && !c.Cred.Superuser() {
+		err = linux.EPERM
+	}
+	if err != nil {
+		v.mu.Unlock()
+		return err
+	}
+	m := t.mount
+	if m.root != t || m.point == nil {
+		v.mu.Unlock()
+		return linux.EINVAL
+	}
+	busy := v.busy(m)
+	if busy && flags&linux.MNT_DETACH == 0 {
+		v.mu.Unlock()
+		return linux.EBUSY
+	}
+	m.point.mounted = nil // t is the top of any stack: walks follow mounts to it
+	for i, o := range v.table {
+		if o == m {
+			v.table = append(v.table[:i:i], v.table[i+1:]...)
+			break
+		}
+	}
+	m.detached.Store(true)
+	v.mu.Unlock()
+	if m.fs == nil {
+		return nil
+	}
+	if busy {
+		// Still used: what is written so far is made durable now, the
+		// rest when the last open file goes (closed).
+		return m.Sync()
+	}
+	return m.release()
+}
+
+// closed is called when an open file in m goes away.
+func (m *Mount) closed() {
+	if m.files.Add(-1) == 0 && m.detached.Load() && m.fs != nil {
+		m.release()
+	}
+}
+
+// release syncs and releases m's file system, once.
+func (m *Mount) release() (err error) {
+	m.releaseOnce.Do(func() { err = release(m.fs) })
+	return err
+}
+
+func release(fs *FileSystem) error {
+	var err error
+	if fs.Sync != nil {
+		err = fs.Sync()
+	}
+	if fs.Release != nil {
+		if e := fs.Release(); err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// Mounts is /proc/mounts: one line per mount, in mount order.
+func (v *VFS) Mounts() []byte {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	w := walker{v: v, c: &Ctx{}}
+	var b bytes.Buffer
+	for _, m := range v.table {
+		fmt.Fprintf(&b, "%s %s %s %s 0 0\n", mountEscape(m.source), mountEscape(w.path(m.root)), m.fsType, m.options())
+	}
+	return b.Bytes()
+}
+
+// MountInfo is /proc/<pid>/mountinfo (proc(5)): IDs, the device, the
+// mount point, options, type and source.
+func (v *VFS) MountInfo() []byte {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	w := walker{v: v, c: &Ctx{}}
+	var b bytes.Buffer
+	for _, m := range v.table {
+		parent := m.id
+		if m.point != nil {
+			parent = m.point.mount.id
+		}
+		dev := m.root.inode.Attr().Dev
+		fmt.Fprintf(&b, "%d %d %d:%d / %s %s - %s %s %s\n", m.id, parent, linux.DevMajor(dev), linux.DevMinor(dev),
+			mountEscape(w.path(m.root)), m.options()+",relatime", m.fsType, mountEscape(m.source), m.options())
+	}
+	return b.Bytes()
+}
+
+func (m *Mount) options() string {
+	if m.readOnly {
+		return "ro"
+	}
+	return "rw"
+}
+
+// mountEscape writes space, tab, newline and backslash as octal escapes,
+// as Linux does in /proc/mounts.
+var mountEscaper = strings.NewReplacer(" ", `\040`, "\t", `\011`, "\n", `\012`, `\`, `\134`)
+
+func mountEscape(s string) string { return mountEscaper.Replace(s) }
