@@ -601,8 +601,50 @@ static int sockopt_int(int fd, int name)
 	return v;
 }
 
+/* n bytes one way from a child to the parent, checked by hash; the
+ * sender's SO_SNDBUF and the receiver's SO_RCVBUF are set when nonzero.
+ * Checks are named PREFIX.bytes and PREFIX.hash. */
+static void one_way(const char *prefix, size_t n, int sndbuf, int rcvbuf)
+{
+	struct sockaddr_in la;
+	int l = listener4(&la);
+	int fds[2];
+	if (l < 0 || pipe(fds) < 0)
+		return;
+	pid_t pid = fork();
+	if (pid == 0) {
+		int c = socket(AF_INET, SOCK_STREAM, 0);
+		if (sndbuf)
+			setsockopt(c, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+		unsigned long h = connect(c, (void *)&la, sizeof la) < 0 ? 0 : send_pattern(c, n);
+		write(fds[1], &h, sizeof h);
+		_exit(0);
+	}
+	int a = accept(l, NULL, NULL);
+	char name[64];
+	snprintf(name, sizeof name, "%s.accept", prefix);
+	CHECK_SYS(name, a);
+	if (rcvbuf) {
+		snprintf(name, sizeof name, "%s.set_rcvbuf", prefix);
+		CHECK_SYS(name, setsockopt(a, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf));
+	}
+	size_t got;
+	unsigned long h = recv_all(a, &got), sent = 0;
+	read(fds[0], &sent, sizeof sent);
+	waitpid(pid, NULL, 0);
+	snprintf(name, sizeof name, "%s.bytes", prefix);
+	CHECK_EQ(name, got, n);
+	snprintf(name, sizeof name, "%s.hash", prefix);
+	CHECK(name, sent != 0 && h == sent);
+	close(a);
+	close(l);
+	close(fds[0]);
+	close(fds[1]);
+}
+
 /* SO_SNDBUF and SO_RCVBUF: TCP's own defaults, doubled when set, and a
- * transfer through small fixed buffers still moves every byte */
+ * transfer through small fixed buffers still moves every byte (256 KiB:
+ * small windows are slow on Linux under TCG) */
 static void test_bufs(void)
 {
 	int s = socket(AF_INET, SOCK_STREAM, 0);
@@ -615,68 +657,13 @@ static void test_bufs(void)
 	int u = socket(AF_INET, SOCK_DGRAM, 0);
 	CHECK_EQ("bufs.udp_rcvbuf_default", sockopt_int(u, SO_RCVBUF), 212992);
 	close(u);
-
-	const size_t n = 256 << 10; /* small windows are slow on Linux under TCG */
-	struct sockaddr_in la;
-	int l = listener4(&la);
-	int fds[2];
-	if (l < 0 || pipe(fds) < 0)
-		return;
-	pid_t pid = fork();
-	if (pid == 0) {
-		int c = socket(AF_INET, SOCK_STREAM, 0);
-		int small = 16384;
-		setsockopt(c, SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
-		unsigned long h = connect(c, (void *)&la, sizeof la) < 0 ? 0 : send_pattern(c, n);
-		write(fds[1], &h, sizeof h);
-		_exit(0);
-	}
-	int a = accept(l, NULL, NULL);
-	int small = 16384;
-	CHECK_SYS("bufs.small_rcvbuf", setsockopt(a, SOL_SOCKET, SO_RCVBUF, &small, sizeof small));
-	size_t got;
-	unsigned long h = recv_all(a, &got), sent = 0;
-	read(fds[0], &sent, sizeof sent);
-	waitpid(pid, NULL, 0);
-	CHECK_EQ("bufs.small_bytes", got, n);
-	CHECK("bufs.small_hash", sent != 0 && h == sent);
-	close(a);
-	close(l);
-	close(fds[0]);
-	close(fds[1]);
+	one_way("bufs.small", 256 << 10, 16384, 16384);
 }
 
 /* 64 MiB one way between two processes, every byte checked by hash:
  * long enough for netstack's windows, timers and buffer auto-tuning to
  * go through many cycles. */
-static void test_bulk(void)
-{
-	const size_t n = 64 << 20;
-	struct sockaddr_in la;
-	int l = listener4(&la);
-	int fds[2];
-	if (l < 0 || pipe(fds) < 0)
-		return;
-	pid_t pid = fork();
-	if (pid == 0) {
-		int c = connect4(&la);
-		unsigned long h = c < 0 ? 0 : send_pattern(c, n);
-		write(fds[1], &h, sizeof h);
-		_exit(0);
-	}
-	int a = accept(l, NULL, NULL);
-	CHECK_SYS("bulk.accept", a);
-	size_t got;
-	unsigned long h = recv_all(a, &got), sent = 0;
-	read(fds[0], &sent, sizeof sent);
-	waitpid(pid, NULL, 0);
-	CHECK_EQ("bulk.bytes", got, n);
-	CHECK("bulk.hash", sent != 0 && h == sent);
-	close(a);
-	close(l);
-	close(fds[0]);
-	close(fds[1]);
-}
+static void test_bulk(void) { one_way("bulk", 64 << 20, 0, 0); }
 
 /* Many connections open at once to one listener, each carrying a byte
  * both ways: 1,000 where the descriptor limit allows (two per

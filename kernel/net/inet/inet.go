@@ -69,8 +69,9 @@ type sock struct {
 	q     vfs.Queue
 
 	mu        sync.Mutex
-	listening bool   // protected by mu
-	ino       uint64 // the file's inode number; protected by mu
+	listening bool // protected by mu
+
+	socket.FileIno // the file's inode number, for /proc/net/tcp
 
 	uid uint32 // the creator's effective user ID, for /proc/net/tcp
 }

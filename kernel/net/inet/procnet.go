@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -13,33 +12,14 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/net/socket"
 )
 
 // Every open AF_INET and AF_INET6 socket, for /proc/net/{tcp,udp}{,6}.
-var (
-	allMu sync.Mutex
-	all   = map[*sock]struct{}{} // protected by allMu
-)
+var all socket.Registry[*sock]
 
-func track(s *sock) {
-	allMu.Lock()
-	all[s] = struct{}{}
-	allMu.Unlock()
-}
-
-func untrack(s *sock) {
-	allMu.Lock()
-	delete(all, s)
-	allMu.Unlock()
-}
-
-// SetIno records the inode number fstat reports for the socket's file
-// (socket.NewFile calls it), the inode column of /proc/net/tcp.
-func (s *sock) SetIno(ino uint64) {
-	s.mu.Lock()
-	s.ino = ino
-	s.mu.Unlock()
-}
+func track(s *sock)   { all.Add(s) }
+func untrack(s *sock) { all.Remove(s) }
 
 // Linux's TCP states (include/net/tcp_states.h) as /proc/net/tcp shows
 // them; netstack's public states use the same numbers, and its internal
@@ -87,23 +67,19 @@ func hexAddr(a tcpip.Address, v6 bool) string {
 // udp6_sock_seq_show. Columns netstack has no counterpart for (timers,
 // retransmits, the kernel pointer, which Linux hides too) are zero.
 func procNet(typ int, v6 bool) []byte {
-	allMu.Lock()
-	socks := make([]*sock, 0, len(all))
-	for s := range all {
+	var socks []*sock
+	for _, s := range all.All() {
 		if s.typ == typ && (s.family == linux.AF_INET6) == v6 {
 			socks = append(socks, s)
 		}
 	}
-	allMu.Unlock()
 	type row struct {
 		ino  uint64
 		text string
 	}
 	var rows []row
 	for _, s := range socks {
-		s.mu.Lock()
-		ino := s.ino
-		s.mu.Unlock()
+		ino := s.Ino()
 		var id stack.TransportEndpointID
 		if ti, ok := s.ep.Info().(*stack.TransportEndpointInfo); ok {
 			id = ti.ID

@@ -4,34 +4,15 @@ import (
 	"bytes"
 	"fmt"
 	"sort"
-	"sync"
+
+	"shortbread/kernel/net/socket"
 )
 
 // Every open AF_UNIX socket, for /proc/net/unix.
-var (
-	allMu sync.Mutex
-	all   = map[*sock]struct{}{} // protected by allMu
-)
+var all socket.Registry[*sock]
 
-func track(s *sock) {
-	allMu.Lock()
-	all[s] = struct{}{}
-	allMu.Unlock()
-}
-
-func untrack(s *sock) {
-	allMu.Lock()
-	delete(all, s)
-	allMu.Unlock()
-}
-
-// SetIno records the inode number fstat reports for the socket's file,
-// which /proc/net/unix shows (socket.NewFile calls it).
-func (s *sock) SetIno(ino uint64) {
-	s.mu.Lock()
-	s.ino = ino
-	s.mu.Unlock()
-}
+func track(s *sock)   { all.Add(s) }
+func untrack(s *sock) { all.Remove(s) }
 
 // Socket states as /proc/net/unix reports them (SS_UNCONNECTED,
 // SS_CONNECTED) and the listening flag (__SO_ACCEPTCON).
@@ -47,12 +28,7 @@ const (
 // them; the kernel address column is zeros, as Linux shows it to
 // programs without CAP_SYSLOG's view.
 func ProcNetUnix() []byte {
-	allMu.Lock()
-	socks := make([]*sock, 0, len(all))
-	for s := range all {
-		socks = append(socks, s)
-	}
-	allMu.Unlock()
+	socks := all.All()
 	type line struct {
 		ino  uint64
 		text string
@@ -67,7 +43,7 @@ func ProcNetUnix() []byte {
 		if s.state == connected {
 			st = ssConnected
 		}
-		t := fmt.Sprintf("0000000000000000: %08X %08X %08X %04X %02X %5d", 2, 0, flags, s.typ, st, s.ino)
+		t := fmt.Sprintf("0000000000000000: %08X %08X %08X %04X %02X %5d", 2, 0, flags, s.typ, st, s.Ino())
 		if a := s.addr; a != nil {
 			name := a.raw[2:]
 			if a.abstract {
@@ -77,7 +53,7 @@ func ProcNetUnix() []byte {
 			}
 			t += " " + string(name)
 		}
-		ino := s.ino
+		ino := s.Ino()
 		s.mu.Unlock()
 		lines = append(lines, line{ino, t})
 	}

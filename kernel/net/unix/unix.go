@@ -85,7 +85,8 @@ type sock struct {
 
 	backlog int     // listen backlog; protected by mu
 	pending []*sock // connections not yet accepted; protected by mu
-	ino     uint64  // inode number of the socket's file; protected by mu
+
+	socket.FileIno // the file's inode number, for /proc/net/unix
 }
 
 // msg is one message in a receive queue: a datagram, a seqpacket record
