@@ -32,6 +32,12 @@ type sbCPU struct {
 	resched  bool  // set by timer or IPI: consider switching threads on exit
 	sliceEnd int64 // when the running thread's time slice ends
 	timerAt  int64 // deadline the timer interrupt is armed for, 0 after it fired
+	// idleClock is the time this CPU's idle thread has run, in one word
+	// that machine.IdleTime reads without the scheduler's lock: while the
+	// CPU runs a thread, the total (>= 0); while it is idle, -1 minus the
+	// time the idle stint would have started at had all its idle time
+	// been one stint (so the total is now - (-1 - idleClock)).
+	idleClock int64
 	// intr counts the interrupts taken per vector from sbVecIRQBase on
 	// (/proc/interrupts).
 	intr    [sbVecCount - sbVecIRQBase]uint64

@@ -196,6 +196,18 @@ func sbHookInterrupts(cpu, vec int) uint64 {
 	return sbCPUs[cpu].intr[vec-sbVecIRQBase]
 }
 
+//go:linkname sbHookIdleTime shortbread/kernel/machine.IdleTime
+func sbHookIdleTime(cpu int) int64 {
+	if cpu < 0 || cpu >= int(sbNCPU) {
+		return 0
+	}
+	v := atomic.Loadint64(&sbCPUs[cpu].idleClock)
+	if v < 0 {
+		return sbNanotime() - (-1 - v)
+	}
+	return v
+}
+
 //go:linkname sbHookThreads shortbread/kernel/machine.Threads
 func sbHookThreads() int { return int(sbSched.nthreads) }
 

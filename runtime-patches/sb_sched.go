@@ -17,6 +17,8 @@
 
 package runtime
 
+import "internal/runtime/atomic"
+
 const (
 	sbThFree = iota
 	sbThRunnable
@@ -177,6 +179,14 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool) {
 	next := sbDequeueLocked()
 	if next < 0 {
 		next = c.idle
+	}
+	if idle, was := next == c.idle, c.idleClock < 0; idle != was {
+		now := sbNanotime()
+		if idle {
+			atomic.Storeint64(&c.idleClock, -1-(now-c.idleClock))
+		} else {
+			atomic.Storeint64(&c.idleClock, now-(-1-c.idleClock))
+		}
 	}
 	t := &sbThreads[next]
 	t.state = sbThRunning

@@ -159,6 +159,7 @@ func sbAPMain(id int32) {
 	sbSched.mu.lock()
 	c.idle = sbNewIdleThreadLocked(id)
 	c.cur = c.idle
+	c.idleClock = -1 - sbNanotime() // idle from now on, none before
 	sbSched.mu.unlock()
 	sbNCPU = id + 1
 	atomic.Store(&c.online, 1)

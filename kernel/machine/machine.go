@@ -75,6 +75,10 @@ func IRQCount(irq int) uint64 {
 	return n
 }
 
+// IdleTime is how long CPU cpu has run its idle thread (halted, waiting
+// for work), in nanoseconds since boot.
+func IdleTime(cpu int) int64
+
 // Threads is the number of machine-layer threads (the runtime's Ms).
 func Threads() int
 

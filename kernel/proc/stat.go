@@ -3,15 +3,16 @@ package proc
 // /proc/stat: time per CPU, context switches, forks and runnable
 // threads, as top, vmstat, mpstat and iostat read them.
 //
-// User and system time per CPU is what the CPU-time accounting
-// (cputime.go) charges user threads, added up on the CPU that charged
-// it; idle is the rest of the time since boot. The kernel's own work
-// that no thread is charged for (the garbage collector, drivers) counts
-// as idle, as Linux counts its kernel threads' time as system time:
-// system time here is only that of system calls and faults. nice, iowait,
-// irq, softirq, steal and guest time are not measured and stay 0. ctxt
-// counts the times a user thread blocked (a voluntary switch); Go's
-// preemption of goroutines is not counted.
+// User time per CPU is what the CPU-time accounting (cputime.go) charges
+// user threads, added up on the CPU that charged it; idle is the time
+// the CPU's idle thread ran (machine.IdleTime); system time is the rest:
+// the system calls and faults charged to threads and the kernel's own
+// work that no thread is charged for (netstack's TCP processors, the
+// garbage collector, drivers), as Linux counts its kernel threads and
+// softirqs as system and softirq time. nice, iowait, irq, softirq, steal
+// and guest time are not measured and stay 0. ctxt counts the times a
+// user thread blocked (a voluntary switch); Go's preemption of
+// goroutines is not counted.
 
 import (
 	"bytes"
@@ -30,13 +31,13 @@ type cpuStat struct {
 	_               [40]byte
 }
 
-// idleAcct is how /proc/stat derives idle time per CPU: between two
-// readings, a CPU was idle for the time that passed less the busy time
-// charged to it meanwhile (none if more was charged: a thread charges a
-// whole system call when it ends, on the CPU it ends on). Idle then never
-// goes back, and a burst of charges does not hold it still afterwards.
+// idleAcct is how /proc/stat derives the kernel's uncharged work per CPU:
+// between two readings, the time that passed less the CPU's idle time
+// and the time charged to threads on it meanwhile (none if more was
+// charged: a thread charges a whole system call when it ends, on the CPU
+// it ends on). The sum only grows, so system time never goes back.
 type idleAcct struct {
-	at, busy, idle int64
+	at, charged, idle, kernel int64
 }
 
 var (
@@ -58,12 +59,12 @@ func ProcStat() []byte {
 	var all row
 	for i := range rows {
 		c := &cpuStats[i]
-		r := row{user: c.user.Load(), sys: c.sys.Load()}
+		r := row{user: c.user.Load(), sys: c.sys.Load(), idle: machine.IdleTime(i)}
 		idleMu.Lock()
 		a := &idleAccs[i]
-		a.idle += max(now-a.at-(r.user+r.sys-a.busy), 0)
-		a.at, a.busy = now, r.user+r.sys
-		r.idle = a.idle
+		a.kernel += max(now-a.at-(r.idle-a.idle)-(r.user+r.sys-a.charged), 0)
+		a.at, a.charged, a.idle = now, r.user+r.sys, r.idle
+		r.sys += a.kernel
 		idleMu.Unlock()
 		rows[i] = r
 		all.user += r.user
