@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/fs/procfs"
@@ -32,13 +31,9 @@ import (
 // makes.
 func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 	fs := procfs.New(linux.MakeDev(0, 6))
-	boot := time.Now()
 	gc0 := prof.ReadGC()
 	fs.AddFile("meminfo", procMeminfo, nil)
-	fs.AddFile("uptime", func() []byte {
-		up := time.Since(boot).Seconds()
-		return fmt.Appendf(nil, "%.2f %.2f\n", up, 0.0)
-	}, nil)
+	fs.AddFile("uptime", proc.ProcUptime, nil)
 	fs.AddFile("loadavg", func() []byte {
 		return fmt.Appendf(nil, "0.00 0.00 0.00 1/%d 1\n", machine.Threads())
 	}, nil)

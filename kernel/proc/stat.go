@@ -49,6 +49,17 @@ var cpuStats [256]cpuStat
 
 func thisCPUStat() *cpuStat { return &cpuStats[machine.CurrentCPU()%len(cpuStats)] }
 
+// ProcUptime is /proc/uptime: the time since boot on the clock
+// CLOCK_BOOTTIME reads, and the idle time of all CPUs together, as
+// Linux prints them.
+func ProcUptime() []byte {
+	var idle int64
+	for i := range min(machine.NumCPU(), len(cpuStats)) {
+		idle += machine.IdleTime(i)
+	}
+	return fmt.Appendf(nil, "%.2f %.2f\n", float64(monotonicNow())/1e9, float64(idle)/1e9)
+}
+
 // ProcStat is /proc/stat in Linux's format (USER_HZ ticks).
 func ProcStat() []byte {
 	now := monotonicNow()

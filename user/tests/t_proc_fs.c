@@ -440,6 +440,8 @@ static void test_system_files(void)
 	struct timespec bt;
 	clock_gettime(CLOCK_BOOTTIME, &bt);
 	CHECK("uptime.agrees_boottime", up <= bt.tv_sec + 1.0 && up >= bt.tv_sec - 2.0);
+	/* the second field is the idle time of all CPUs together */
+	CHECK("uptime.idle_within_cpus", idle >= 0 && idle <= up * sysconf(_SC_NPROCESSORS_ONLN) + 1.0);
 
 	CHECK("cpuinfo.read", slurp("/proc/cpuinfo", buf, sizeof buf) > 0);
 	int cpus = 0;
