@@ -3,6 +3,7 @@ package inet
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -44,22 +45,24 @@ const (
 	iffLowerUp  = 0x10000
 )
 
-// IsIfIoctl reports whether cmd is an interface ioctl IfIoctl answers
-// (SIOCGIFCONF, whose argument is not an ifreq, is IfConf's).
+// ifCmds are the ifreq ioctls IfIoctl answers (SIOCGIFCONF, whose
+// argument is not an ifreq, is IfConf's), true for those that change an
+// interface and need CAP_NET_ADMIN.
+var ifCmds = map[uint64]bool{
+	SIOCGIFNAME: false, SIOCGIFFLAGS: false, SIOCGIFADDR: false, SIOCGIFBRDADDR: false,
+	SIOCGIFNETMASK: false, SIOCGIFMETRIC: false, SIOCGIFMTU: false, SIOCGIFHWADDR: false,
+	SIOCGIFINDEX: false, SIOCGIFTXQLEN: false,
+	SIOCSIFFLAGS: true, SIOCSIFADDR: true, SIOCSIFNETMASK: true, SIOCSIFMTU: true,
+}
+
+// IsIfIoctl reports whether cmd is an interface ioctl IfIoctl answers.
 func IsIfIoctl(cmd uint64) bool {
-	switch cmd {
-	case SIOCGIFNAME, SIOCGIFFLAGS, SIOCSIFFLAGS, SIOCGIFADDR, SIOCSIFADDR, SIOCGIFBRDADDR,
-		SIOCGIFNETMASK, SIOCSIFNETMASK, SIOCGIFMETRIC, SIOCGIFMTU, SIOCSIFMTU, SIOCGIFHWADDR,
-		SIOCGIFINDEX, SIOCGIFTXQLEN:
-		return true
-	}
-	return false
+	_, ok := ifCmds[cmd]
+	return ok
 }
 
 // IsIfSet reports whether cmd changes an interface (CAP_NET_ADMIN).
-func IsIfSet(cmd uint64) bool {
-	return cmd == SIOCSIFFLAGS || cmd == SIOCSIFADDR || cmd == SIOCSIFNETMASK || cmd == SIOCSIFMTU
-}
+func IsIfSet(cmd uint64) bool { return ifCmds[cmd] }
 
 // nicByName finds an interface by the NUL-terminated name in an ifreq.
 func nicByName(req *[IfreqSize]byte) (tcpip.NICID, stack.NICInfo, error) {
@@ -276,15 +279,18 @@ func prefixLen(mask tcpip.Address) int {
 	return n
 }
 
+// nics returns every interface's information and their ids in order
+// (lo first, as Linux lists interfaces by index).
+func nics() (map[tcpip.NICID]stack.NICInfo, []tcpip.NICID) {
+	infos := Stack().NICInfo()
+	ids := slices.Sorted(maps.Keys(infos))
+	return infos, ids
+}
+
 // IfConf returns one ifreq per interface with an IPv4 address, in
 // interface order, as SIOCGIFCONF lists them.
 func IfConf() [][IfreqSize]byte {
-	infos := Stack().NICInfo()
-	ids := make([]tcpip.NICID, 0, len(infos))
-	for id := range infos {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	infos, ids := nics()
 	var out [][IfreqSize]byte
 	for _, id := range ids {
 		info := infos[id]
@@ -305,12 +311,7 @@ func IfConf() [][IfreqSize]byte {
 func ProcNetDev() []byte {
 	b := []byte("Inter-|   Receive                                                |  Transmit\n" +
 		" face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n")
-	infos := Stack().NICInfo()
-	ids := make([]tcpip.NICID, 0, len(infos))
-	for id := range infos {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	infos, ids := nics()
 	for _, id := range ids {
 		st := infos[id].Stats
 		b = fmt.Appendf(b, "%6s: %7d %7d %4d %4d %4d %5d %10d %9d %8d %7d %4d %4d %4d %5d %7d %10d\n",
