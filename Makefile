@@ -71,8 +71,11 @@ vet:
 	go vet ./...
 	@test -z "$$(gofmt -l kernel bench tools runtime-patches 2>/dev/null)" || { gofmt -l kernel bench tools runtime-patches; echo "gofmt needed"; exit 1; }
 
+# With the netstack the kernel is built with (tools/netstack.sh), and the
+# tests that netstack-patches/ adds to it.
 host-test:
-	go test ./...
+	m=$$(tools/netstack.sh netstack-patches $(BUILD)/netstack-test) && \
+	  go test -modfile "$$m" ./... gvisor.dev/gvisor/pkg/tcpip/transport/tcp
 
 boot-test: $(KERNEL) $(STUB) $(INITRAMFS)
 	tools/overlaytest.sh

@@ -1,13 +1,16 @@
 #!/bin/sh
 # Builds the Go kernel ELF: the stock toolchain (pinned by go.mod's
 # toolchain line) with runtime-patches/ applied through go build -overlay
-# (see tools/overlay.sh).
+# (see tools/overlay.sh) and netstack-patches/ applied to a copy of gVisor's
+# module (see tools/netstack.sh).
 #
 # usage: tools/build-kernel.sh OUT.elf
 set -eu
 out=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
 overlay=$("$root/tools/overlay.sh" "$root/runtime-patches" "$root/build/overlay")
+# Beside OUT, so builds into different directories do not share it.
+modfile=$("$root/tools/netstack.sh" "$root/netstack-patches" "$(dirname "$out")/netstack")
 
 # -tags shortbread: the patch files carry it so that go vet/test ./...
 # skip them (they are package runtime and only build inside GOROOT).
@@ -16,5 +19,5 @@ overlay=$("$root/tools/overlay.sh" "$root/runtime-patches" "$root/build/overlay"
 # (the ELF headers take the first page), far above where GRUB puts
 # modules, and leaves the whole lower half to user programs; -E: start in
 # the machine layer.
-CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -tags shortbread -overlay "$overlay" \
+CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -tags shortbread -overlay "$overlay" -modfile "$modfile" \
   -ldflags "-T -2130702336 -E runtime.sbStart" -o "$out" "$root/kernel"

@@ -263,15 +263,7 @@ static void test_nonblock_connect(void)
 
 /* 4 MiB each way between two processes, one direction after the other:
  * the parent sends and half-closes, the child reads to EOF, then sends
- * its 4 MiB back. (Both directions at once, when each side writes all
- * before it reads, can deadlock in netstack about one run in three on
- * Shortbread: the receiver whose buffer is full accepts a pure ACK only
- * at rcv_nxt once its advertised window rounds to zero under window
- * scaling, while the peer's ACKs carry the sequence number at the edge
- * it was once offered; netstack's receiver.acceptable rounds the window
- * where Linux's tcp_sequence does not. Found with a TCP probe dump; the
- * fix belongs in netstack, so the suite moves one direction at a
- * time.) */
+ * its 4 MiB back. test_transfer_both sends both ways at once. */
 static void test_transfer(void)
 {
 	const size_t n = 4 << 20;
@@ -333,6 +325,72 @@ static void test_transfer(void)
 	close(l);
 	close(fds[0]);
 	close(fds[1]);
+}
+
+/* Both directions at once, five rounds of 4 MiB each way: the parent
+ * writes everything before it reads, so its receive buffer fills and its
+ * window closes while the child, reading and writing in two processes,
+ * keeps sending into it. The parent's writes finish only if it takes the
+ * child's ACKs whose sequence number is at the window edge it last
+ * offered (netstack once dropped them once the window rounded to zero
+ * under window scaling, and both directions stalled:
+ * netstack-patches/tcp-acceptable-edge.diff). A stall fails the checks
+ * after 20 s by the parent's socket timeouts. */
+static void test_transfer_both(void)
+{
+	const size_t n = 4 << 20;
+	const int rounds = 5;
+	struct sockaddr_in la;
+	int l = listener4(&la);
+	int ok = 0;
+	for (int r = 0; r < rounds; r++) {
+		int fds[2];
+		if (pipe(fds) < 0)
+			return;
+		pid_t pid = fork();
+		if (pid == 0) {
+			int c = connect4(&la);
+			if (c < 0)
+				_exit(1);
+			pid_t w = fork();
+			if (w == 0) {
+				unsigned long sent = send_pattern(c, n);
+				shutdown(c, SHUT_WR);
+				write(fds[1], &sent, sizeof sent);
+				_exit(0);
+			}
+			size_t got;
+			unsigned long h = recv_all(c, &got);
+			waitpid(w, NULL, 0);
+			write(fds[1], &h, sizeof h);
+			write(fds[1], &got, sizeof got);
+			_exit(0);
+		}
+		int a = accept(l, NULL, NULL);
+		struct timeval tv = {.tv_sec = 20};
+		setsockopt(a, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+		setsockopt(a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		unsigned long sent = send_pattern(a, n);
+		shutdown(a, SHUT_WR);
+		size_t got;
+		unsigned long h = recv_all(a, &got);
+		unsigned long child_sent = 0, child_h = 0;
+		size_t child_got = 0;
+		read(fds[0], &child_sent, sizeof child_sent);
+		read(fds[0], &child_h, sizeof child_h);
+		read(fds[0], &child_got, sizeof child_got);
+		waitpid(pid, NULL, 0);
+		if (sent != 0 && got == n && child_got == n && h == child_sent && child_h == sent)
+			ok++;
+		else
+			printf("# both ways round %d: sent %s, got %zu of %zu, child got %zu\n",
+			       r, sent ? "all" : "short", got, n, child_got);
+		close(a);
+		close(fds[0]);
+		close(fds[1]);
+	}
+	CHECK_EQ("transfer.both_ways_rounds", ok, rounds);
+	close(l);
 }
 
 static void test_udp(void)
@@ -738,6 +796,7 @@ int main(int argc, char **argv)
 	test_stream();
 	test_nonblock_connect();
 	test_transfer();
+	test_transfer_both();
 	test_bufs();
 	test_bulk();
 	test_many();
