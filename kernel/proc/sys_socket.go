@@ -12,6 +12,8 @@ import (
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/net/inet"
+	"shortbread/kernel/net/netlink"
+	"shortbread/kernel/net/rtnetlink"
 	"shortbread/kernel/net/socket"
 	"shortbread/kernel/net/unix"
 	"shortbread/kernel/vfs"
@@ -20,6 +22,8 @@ import (
 func init() {
 	unix.Register(func() *vfs.VFS { return fsys })
 	inet.Register()
+	netlink.Register()
+	rtnetlink.Register()
 	for no, e := range map[uint64]Entry{
 		41:  {"socket", sysSocket},
 		42:  {"connect", sysConnect},

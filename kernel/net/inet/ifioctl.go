@@ -120,6 +120,8 @@ func ifFlags(info stack.NICInfo) uint32 {
 	}
 	if info.Flags.Loopback {
 		f |= iffLoopback
+	} else {
+		f |= iffBroadcast | iffMulticast // Ethernet, as Linux sets them
 	}
 	return f
 }
