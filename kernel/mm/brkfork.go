@@ -47,7 +47,7 @@ func (s *Space) Fork(init func(pml4, pdpt, pd uintptr) error) (*Space, error) {
 	c.vmas = append([]VMA(nil), s.vmas...)
 	for _, v := range c.vmas {
 		if v.Shm != nil {
-			v.Shm.mapRef() // the child's mapping; c.Destroy drops it
+			v.Shm.mapRef(v.mayWriteShared()) // the child's mapping; c.Destroy drops it
 		}
 	}
 	c.brkBase, c.brk, c.limit = s.brkBase, s.brk, s.limit

@@ -60,6 +60,12 @@ type VMA struct {
 	FileEnd uintptr
 }
 
+// mayWriteShared reports whether v is a shared mapping of an object that
+// may write it, now or after an mprotect (Linux's VM_SHARED|VM_MAYWRITE).
+func (v *VMA) mayWriteShared() bool {
+	return v.Shm != nil && !v.Private && v.Deny&ProtWrite == 0
+}
+
 // zeroFill reports whether the page at va of v reads as zeros until it
 // is written: anonymous memory, or a program segment's bss past its file
 // bytes.
@@ -117,7 +123,14 @@ type Space struct {
 	// unmappedObjs holds the objects of mappings removed under the write
 	// lock: their references go after the frames, once the entries that
 	// mapped their pages are cleared and flushed.
-	unmappedObjs []*Shm
+	unmappedObjs []mapping
+}
+
+// mapping is the reference a mapping holds on an object, and whether it
+// may write it.
+type mapping struct {
+	o      *Shm
+	writer bool
 }
 
 // lockSpins bounds the attempts to take mu without sleeping.
@@ -167,9 +180,9 @@ func (s *Space) unlock() {
 }
 
 // dropMappings drops the references of mappings that are gone.
-func dropMappings(objs []*Shm) {
-	for _, o := range objs {
-		o.unmapRef()
+func dropMappings(objs []mapping) {
+	for _, m := range objs {
+		m.o.unmapRef(m.writer)
 	}
 }
 
@@ -285,7 +298,7 @@ func (s *Space) overlaps(start, end uintptr) bool {
 // takes a reference to it.
 func (s *Space) insertLocked(v VMA) {
 	if v.Shm != nil {
-		v.Shm.mapRef()
+		v.Shm.mapRef(v.mayWriteShared())
 	}
 	i := sort.Search(len(s.vmas), func(i int) bool { return s.vmas[i].Start >= v.End })
 	s.vmas = append(s.vmas, VMA{})
@@ -311,7 +324,7 @@ func (s *Space) splitLocked(start, end uintptr) (inside []VMA) {
 			left.End = start
 			out = append(out, left)
 			if v.Shm != nil {
-				v.Shm.mapRef()
+				v.Shm.mapRef(v.mayWriteShared())
 			}
 		}
 		in := v
@@ -327,7 +340,7 @@ func (s *Space) splitLocked(start, end uintptr) (inside []VMA) {
 			right.Start = end
 			out = append(out, right)
 			if v.Shm != nil {
-				v.Shm.mapRef()
+				v.Shm.mapRef(v.mayWriteShared())
 			}
 		}
 	}
@@ -340,17 +353,17 @@ func (s *Space) splitLocked(start, end uintptr) (inside []VMA) {
 func (s *Space) dropLater(vs []VMA) {
 	for _, v := range vs {
 		if v.Shm != nil {
-			s.unmappedObjs = append(s.unmappedObjs, v.Shm)
+			s.unmappedObjs = append(s.unmappedObjs, mapping{v.Shm, v.mayWriteShared()})
 		}
 	}
 }
 
 // objects returns the objects the mappings vs hold references to.
-func objects(vs []VMA) []*Shm {
-	var objs []*Shm
+func objects(vs []VMA) []mapping {
+	var objs []mapping
 	for _, v := range vs {
 		if v.Shm != nil {
-			objs = append(objs, v.Shm)
+			objs = append(objs, mapping{v.Shm, v.mayWriteShared()})
 		}
 	}
 	return objs

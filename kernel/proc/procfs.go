@@ -253,6 +253,9 @@ func filePath(f *vfs.OpenFile) string {
 	if d := f.Dentry(); d != nil && fsys != nil {
 		return fsys.Path(&vfs.Ctx{}, d)
 	}
+	if name := f.Name(); name != "" {
+		return name
+	}
 	a := f.Attr()
 	switch a.Type() {
 	case linux.S_IFIFO:

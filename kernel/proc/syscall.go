@@ -279,6 +279,7 @@ func init() {
 		226: {"timer_delete", sysTimerDelete},
 		424: {"pidfd_send_signal", sysPidfdSendSignal},
 		438: {"pidfd_getfd", sysPidfdGetfd},
+		319: {"memfd_create", sysMemfdCreate}, // sys_memfd.go
 	} {
 		syscalls[no] = e
 	}
@@ -626,6 +627,9 @@ func (t *Thread) mapFile(v *mm.VMA, fd int, off int64, n uintptr, flags uint64) 
 		return -eNODEV
 	}
 	v.Off = uintptr(off)
+	if e := sealedMapping(f, v, flags&mapShared != 0); e != 0 {
+		return e
+	}
 	if flags&mapShared != 0 {
 		pager, ok := f.Inode().(sharedPager)
 		if !ok {
