@@ -280,6 +280,13 @@ func init() {
 		424: {"pidfd_send_signal", sysPidfdSendSignal},
 		438: {"pidfd_getfd", sysPidfdGetfd},
 		319: {"memfd_create", sysMemfdCreate}, // sys_memfd.go
+		275: {"splice", sysSplice},            // sys_splice.go
+		276: {"tee", sysTee},
+		278: {"vmsplice", sysVmsplice},
+		326: {"copy_file_range", sysCopyFileRange},
+		277: {"sync_file_range", sysSyncFileRange},
+		221: {"fadvise64", sysFadvise64},
+		187: {"readahead", sysReadahead},
 	} {
 		syscalls[no] = e
 	}
