@@ -25,6 +25,9 @@ var (
 	ErrNoMap       = errors.New("address not mapped")      // SIGSEGV, SEGV_MAPERR
 	ErrNameTooLong = errors.New("string too long")         // ENAMETOOLONG / E2BIG
 	ErrDenied      = errors.New("protection not allowed")  // EACCES
+	// ErrLockNoMem is a lock whose pages could not be made present for
+	// want of memory (mlock's EAGAIN).
+	ErrLockNoMem = errors.New("no memory for locked pages") // EAGAIN
 )
 
 // VMA is one mapping. File-backed private mappings copy their contents
@@ -58,6 +61,10 @@ type VMA struct {
 	// instead of faulting past the object's end.
 	Private bool
 	FileEnd uintptr
+	// Locked marks an mlock'ed mapping (VM_LOCKED, mlock.go): its pages
+	// were made present and are counted in VmLck. A fork child's copy is
+	// not locked.
+	Locked bool
 }
 
 // mayWriteShared reports whether v is a shared mapping of an object that
@@ -124,6 +131,9 @@ type Space struct {
 	// lock: their references go after the frames, once the entries that
 	// mapped their pages are cleared and flushed.
 	unmappedObjs []mapping
+	// lockNew and lockOnFault are mlockall's MCL_FUTURE and MCL_ONFAULT:
+	// new mappings are to be locked (mlock.go). Protected by mu.
+	lockNew, lockOnFault bool
 }
 
 // mapping is the reference a mapping holds on an object, and whether it

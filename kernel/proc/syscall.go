@@ -287,6 +287,11 @@ func init() {
 		277: {"sync_file_range", sysSyncFileRange},
 		221: {"fadvise64", sysFadvise64},
 		187: {"readahead", sysReadahead},
+		149: {"mlock", sysMlock}, // sys_mlock.go
+		150: {"munlock", sysMunlock},
+		151: {"mlockall", sysMlockall},
+		152: {"munlockall", sysMunlockall},
+		325: {"mlock2", sysMlock2},
 	} {
 		syscalls[no] = e
 	}
@@ -401,6 +406,9 @@ func sysMmap(t *Thread, a *[6]uint64) (int64, bool) {
 			s.Unmap(got, n)
 			return -eEXIST, false
 		}
+		if e := t.lockNewMapping(got, n); e != 0 {
+			return e, false
+		}
 		return int64(got), false
 	case flags&mapFixed != 0:
 		if addr&(mm.PageSize-1) != 0 {
@@ -413,11 +421,17 @@ func sysMmap(t *Thread, a *[6]uint64) (int64, bool) {
 		if err := s.Map(v); err != nil {
 			return errno(err), false
 		}
+		if e := t.lockNewMapping(addr, n); e != 0 {
+			return e, false
+		}
 		return int64(addr), false
 	}
 	got, err := s.MapAnywhere(addr, n, v, mmapTop)
 	if err != nil {
 		return errno(err), false
+	}
+	if e := t.lockNewMapping(got, n); e != 0 {
+		return e, false
 	}
 	return int64(got), false
 }
