@@ -292,6 +292,24 @@ func init() {
 		151: {"mlockall", sysMlockall},
 		152: {"munlockall", sysMunlockall},
 		325: {"mlock2", sysMlock2},
+		188: {"setxattr", sysSetxattr}, // sys_xattr.go
+		189: {"lsetxattr", sysLsetxattr},
+		190: {"fsetxattr", sysFsetxattr},
+		191: {"getxattr", sysGetxattr},
+		192: {"lgetxattr", sysLgetxattr},
+		193: {"fgetxattr", sysFgetxattr},
+		194: {"listxattr", sysListxattr},
+		195: {"llistxattr", sysLlistxattr},
+		196: {"flistxattr", sysFlistxattr},
+		197: {"removexattr", sysRemovexattr},
+		198: {"lremovexattr", sysLremovexattr},
+		199: {"fremovexattr", sysFremovexattr},
+		125: {"capget", sysCapget}, // sys_cap.go
+		126: {"capset", sysCapset},
+		135: {"personality", sysPersonality},
+		324: {"membarrier", sysMembarrier}, // sys_membarrier.go
+		334: {"rseq", sysNosys},            // deliberately ENOSYS: sys_membarrier.go
+		435: {"clone3", sysNosys},          // deliberately ENOSYS: sys_membarrier.go
 	} {
 		syscalls[no] = e
 	}
