@@ -295,7 +295,8 @@ func (k *kernel) loadInitramfs() {
 
 // mountRoot builds the file system tree: a tmpfs filled from the
 // initramfs as /, devfs on /dev (its console is the serial terminal), an
-// empty /tmp.
+// empty /tmp, and a tmpfs on /dev/shm for POSIX shared memory and named
+// semaphores (where Linux systems' init mounts one).
 func (k *kernel) mountRoot(archive []byte) error {
 	entries, err := cpio.Parse(archive)
 	if err != nil {
@@ -326,6 +327,9 @@ func (k *kernel) mountRoot(archive []byte) error {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
 	k.registerFSTypes(v)
+	if err := v.MountFS(c, nil, "tmpfs", "/dev/shm", "tmpfs", linux.MS_NOSUID|linux.MS_NODEV, "mode=1777"); err != nil {
+		return fmt.Errorf("mount /dev/shm: %w", err) // shm_open and sem_open need it
+	}
 	k.vfs = v
 	proc.SetVFS(v)
 	return nil

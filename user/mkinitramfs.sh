@@ -99,6 +99,8 @@ cat >etc/inittab <<'EOF'
 ::sysinit:/bin/mount -t proc proc /proc
 ::sysinit:/bin/mount -t sysfs sysfs /sys
 ::sysinit:/bin/mount -t devtmpfs devtmpfs /dev
+::sysinit:/bin/mkdir -p /dev/shm
+::sysinit:/bin/mount -t tmpfs -o mode=1777,nosuid,nodev shm /dev/shm
 ::sysinit:/bin/mount -t tmpfs -o mode=1777 tmpfs /tmp
 ::sysinit:/bin/hostname -F /etc/hostname
 ::askfirst:-/bin/sh

@@ -45,9 +45,12 @@ func (s *Space) Fork(init func(pml4, pdpt, pd uintptr) error) (*Space, error) {
 	s.lock()
 	defer s.unlock()
 	c.vmas = append([]VMA(nil), s.vmas...)
+	for i := range c.vmas {
+		c.vmas[i].Locked = false // memory locks are not inherited
+	}
 	for _, v := range c.vmas {
 		if v.Shm != nil {
-			v.Shm.mapRef() // the child's mapping; c.Destroy drops it
+			v.Shm.mapRef(v.mayWriteShared()) // the child's mapping; c.Destroy drops it
 		}
 	}
 	c.brkBase, c.brk, c.limit = s.brkBase, s.brk, s.limit

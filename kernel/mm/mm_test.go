@@ -1041,3 +1041,52 @@ func TestHugeSparseRange(t *testing.T) {
 		t.Errorf("%d frames leaked", fp.inUse())
 	}
 }
+
+// WriteMapped counts the shared mappings that may write an object, through
+// mprotect, splits, fork and unmapping; private and write-denied ones do
+// not count.
+func TestWriteMapped(t *testing.T) {
+	s, fp, _ := newTestSpace(t, 1000)
+	obj := NewShm(testPhys{fp})
+	defer obj.DecRef()
+	if err := s.Map(VMA{Start: 0x500000, End: 0x503000, Prot: ProtRead, Deny: ProtWrite, Shm: obj}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Map(VMA{Start: 0x600000, End: 0x602000, Prot: ProtRead | ProtWrite, Shm: obj, Private: true}); err != nil {
+		t.Fatal(err)
+	}
+	if obj.WriteMapped() {
+		t.Fatal("a write-denied shared mapping and a private one count as writers")
+	}
+	if err := s.Map(VMA{Start: 0x700000, End: 0x703000, Prot: ProtRead, Shm: obj}); err != nil {
+		t.Fatal(err)
+	}
+	if !obj.WriteMapped() {
+		t.Fatal("a read-only shared mapping that mprotect may make writable does not count")
+	}
+	if err := s.Protect(0x701000, PageSize, ProtRead|ProtWrite); err != nil { // splits it in three
+		t.Fatal(err)
+	}
+	c, err := s.Fork(initAS(testPhys{fp}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Unmap(0x700000, 3*PageSize); err != nil {
+		t.Fatal(err)
+	}
+	if !obj.WriteMapped() {
+		t.Error("the child's copy of the mapping does not count")
+	}
+	if err := c.Unmap(0x700000, 2*PageSize); err != nil {
+		t.Fatal(err)
+	}
+	if !obj.WriteMapped() {
+		t.Error("the child's last page of the mapping does not count")
+	}
+	if err := c.Unmap(0x702000, PageSize); err != nil {
+		t.Fatal(err)
+	}
+	if obj.WriteMapped() {
+		t.Error("writers left after every writable mapping is gone")
+	}
+}

@@ -28,6 +28,10 @@ type Shm struct {
 	refs     int
 	maps     int
 	detached []uintptr
+	// writers counts the mappings that may write the object: shared
+	// ones whose descriptor allowed writing (Linux's i_mmap_writable),
+	// which a file's write seal must wait out.
+	writers int
 	// size, when set, is the object's size in bytes (a file's): mapped
 	// pages wholly past it fault with ErrBus.
 	size func() int64
@@ -72,10 +76,14 @@ func (o *Shm) dropLocked() {
 	}
 }
 
-// mapRef takes the reference of a new mapping of the object.
-func (o *Shm) mapRef() {
+// mapRef takes the reference of a new mapping of the object; writer
+// says whether the mapping may write it (VMA.mayWriteShared).
+func (o *Shm) mapRef(writer bool) {
 	o.mu.Lock()
 	o.refs++
+	if writer {
+		o.writers++
+	}
 	if o.maps++; o.maps == 1 {
 		mappedFrames.Add(int64(len(o.frames) + len(o.detached)))
 	}
@@ -84,14 +92,26 @@ func (o *Shm) mapRef() {
 
 // unmapRef drops a mapping's reference. The caller has cleared the
 // mapping's page-table entries and flushed the TLBs.
-func (o *Shm) unmapRef() {
+func (o *Shm) unmapRef(writer bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if writer {
+		o.writers--
+	}
 	if o.maps--; o.maps == 0 {
 		mappedFrames.Add(-int64(len(o.frames) + len(o.detached)))
 		o.freeDetachedLocked()
 	}
 	o.dropLocked()
+}
+
+// WriteMapped reports whether a mapping that may write the object exists
+// (a shared one made from a descriptor open for writing, whatever its
+// protection now: mprotect may add PROT_WRITE).
+func (o *Shm) WriteMapped() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.writers > 0
 }
 
 func (o *Shm) freeDetachedLocked() {

@@ -25,6 +25,9 @@ var (
 	ErrNoMap       = errors.New("address not mapped")      // SIGSEGV, SEGV_MAPERR
 	ErrNameTooLong = errors.New("string too long")         // ENAMETOOLONG / E2BIG
 	ErrDenied      = errors.New("protection not allowed")  // EACCES
+	// ErrLockNoMem is a lock whose pages could not be made present for
+	// want of memory (mlock's EAGAIN).
+	ErrLockNoMem = errors.New("no memory for locked pages") // EAGAIN
 )
 
 // VMA is one mapping. File-backed private mappings copy their contents
@@ -58,6 +61,16 @@ type VMA struct {
 	// instead of faulting past the object's end.
 	Private bool
 	FileEnd uintptr
+	// Locked marks an mlock'ed mapping (VM_LOCKED, mlock.go): its pages
+	// were made present and are counted in VmLck. A fork child's copy is
+	// not locked.
+	Locked bool
+}
+
+// mayWriteShared reports whether v is a shared mapping of an object that
+// may write it, now or after an mprotect (Linux's VM_SHARED|VM_MAYWRITE).
+func (v *VMA) mayWriteShared() bool {
+	return v.Shm != nil && !v.Private && v.Deny&ProtWrite == 0
 }
 
 // zeroFill reports whether the page at va of v reads as zeros until it
@@ -117,7 +130,17 @@ type Space struct {
 	// unmappedObjs holds the objects of mappings removed under the write
 	// lock: their references go after the frames, once the entries that
 	// mapped their pages are cleared and flushed.
-	unmappedObjs []*Shm
+	unmappedObjs []mapping
+	// lockNew and lockOnFault are mlockall's MCL_FUTURE and MCL_ONFAULT:
+	// new mappings are to be locked (mlock.go). Protected by mu.
+	lockNew, lockOnFault bool
+}
+
+// mapping is the reference a mapping holds on an object, and whether it
+// may write it.
+type mapping struct {
+	o      *Shm
+	writer bool
 }
 
 // lockSpins bounds the attempts to take mu without sleeping.
@@ -167,9 +190,9 @@ func (s *Space) unlock() {
 }
 
 // dropMappings drops the references of mappings that are gone.
-func dropMappings(objs []*Shm) {
-	for _, o := range objs {
-		o.unmapRef()
+func dropMappings(objs []mapping) {
+	for _, m := range objs {
+		m.o.unmapRef(m.writer)
 	}
 }
 
@@ -285,7 +308,7 @@ func (s *Space) overlaps(start, end uintptr) bool {
 // takes a reference to it.
 func (s *Space) insertLocked(v VMA) {
 	if v.Shm != nil {
-		v.Shm.mapRef()
+		v.Shm.mapRef(v.mayWriteShared())
 	}
 	i := sort.Search(len(s.vmas), func(i int) bool { return s.vmas[i].Start >= v.End })
 	s.vmas = append(s.vmas, VMA{})
@@ -311,7 +334,7 @@ func (s *Space) splitLocked(start, end uintptr) (inside []VMA) {
 			left.End = start
 			out = append(out, left)
 			if v.Shm != nil {
-				v.Shm.mapRef()
+				v.Shm.mapRef(v.mayWriteShared())
 			}
 		}
 		in := v
@@ -327,7 +350,7 @@ func (s *Space) splitLocked(start, end uintptr) (inside []VMA) {
 			right.Start = end
 			out = append(out, right)
 			if v.Shm != nil {
-				v.Shm.mapRef()
+				v.Shm.mapRef(v.mayWriteShared())
 			}
 		}
 	}
@@ -340,17 +363,17 @@ func (s *Space) splitLocked(start, end uintptr) (inside []VMA) {
 func (s *Space) dropLater(vs []VMA) {
 	for _, v := range vs {
 		if v.Shm != nil {
-			s.unmappedObjs = append(s.unmappedObjs, v.Shm)
+			s.unmappedObjs = append(s.unmappedObjs, mapping{v.Shm, v.mayWriteShared()})
 		}
 	}
 }
 
 // objects returns the objects the mappings vs hold references to.
-func objects(vs []VMA) []*Shm {
-	var objs []*Shm
+func objects(vs []VMA) []mapping {
+	var objs []mapping
 	for _, v := range vs {
 		if v.Shm != nil {
-			objs = append(objs, v.Shm)
+			objs = append(objs, mapping{v.Shm, v.mayWriteShared()})
 		}
 	}
 	return objs

@@ -70,6 +70,7 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 		cp.pgid, cp.sid, cp.name = p.pgid, p.sid, p.name
 		cp.cwd, cp.root, cp.umask = p.cwd, p.root, p.umask
 		cp.cred = p.cred
+		cp.persona = p.persona
 		cp.sched = p.sched.forked()
 		cp.nonDumpable.Store(p.nonDumpable.Load())
 		cp.exe, cp.argv, cp.envp = p.exe, p.argv, p.envp

@@ -113,6 +113,8 @@ type Process struct {
 	maxRSS      int64 // KiB, largest resident size seen
 	cred        creds
 	sched       schedAttrs // nice, policy, I/O priority (sys_sched.go)
+	persona     uint32     // personality(2); protected by mu
+	membarriers uint32     // membarrier(2) registrations (sys_membarrier.go); protected by mu
 	pdeathsig   int        // sent to this process when its parent exits
 	job         jobState
 	jobStopped  atomic.Bool // job.stopped, for the unlocked check on the way to user mode

@@ -253,6 +253,9 @@ func filePath(f *vfs.OpenFile) string {
 	if d := f.Dentry(); d != nil && fsys != nil {
 		return fsys.Path(&vfs.Ctx{}, d)
 	}
+	if name := f.Name(); name != "" {
+		return name
+	}
 	a := f.Attr()
 	switch a.Type() {
 	case linux.S_IFIFO:
@@ -456,6 +459,10 @@ func (p *Process) statLine(t *Thread) []byte {
 func (p *Process) statusText(t *Thread) []byte {
 	state := p.procState(t)
 	vsize, rss := p.memInfo()
+	var locked uint64
+	if s := p.Space(); s != nil {
+		locked = uint64(s.LockedBytes())
+	}
 	comm := p.mainComm()
 	tid := p.PID
 	if t != nil {
@@ -498,8 +505,8 @@ func (p *Process) statusText(t *Thread) []byte {
 		comm, umask, state, stateNames[state], p.PID, tid, ppid)
 	fmt.Fprintf(&b, "Uid:\t%d\t%d\t%d\t%d\nGid:\t%d\t%d\t%d\t%d\nFDSize:\t%d\nGroups:\t%s\n",
 		c.ruid, c.euid, c.suid, c.fsuid, c.rgid, c.egid, c.sgid, c.fsgid, fdsize, strings.Join(groups, " "))
-	fmt.Fprintf(&b, "VmPeak:\t%8d kB\nVmSize:\t%8d kB\nVmHWM:\t%8d kB\nVmRSS:\t%8d kB\n",
-		vsize/1024, vsize/1024, maxRSS, rss*4)
+	fmt.Fprintf(&b, "VmPeak:\t%8d kB\nVmSize:\t%8d kB\nVmLck:\t%8d kB\nVmPin:\t%8d kB\nVmHWM:\t%8d kB\nVmRSS:\t%8d kB\n",
+		vsize/1024, vsize/1024, locked/1024, 0, maxRSS, rss*4)
 	fmt.Fprintf(&b, "Threads:\t%d\nSigQ:\t%d/%d\nSigPnd:\t%016x\nShdPnd:\t%016x\nSigBlk:\t%016x\nSigIgn:\t%016x\nSigCgt:\t%016x\n",
 		nthreads, 0, sigq, pending, shdPending, blocked, ign, cgt)
 	n := machine.NumCPU()

@@ -72,6 +72,8 @@ func sysFcntl(t *Thread, a *[6]uint64) (int64, bool) {
 			return -eINVAL, false
 		}
 		return t.setOwner(f, kind, who), false
+	case linux.F_ADD_SEALS, linux.F_GET_SEALS:
+		return fcntlSeals(f, cmd, arg), false // sys_memfd.go
 	case linux.F_GETSIG:
 		return int64(f.Sig()), false
 	case linux.F_SETSIG:

@@ -279,6 +279,37 @@ func init() {
 		226: {"timer_delete", sysTimerDelete},
 		424: {"pidfd_send_signal", sysPidfdSendSignal},
 		438: {"pidfd_getfd", sysPidfdGetfd},
+		319: {"memfd_create", sysMemfdCreate}, // sys_memfd.go
+		275: {"splice", sysSplice},            // sys_splice.go
+		276: {"tee", sysTee},
+		278: {"vmsplice", sysVmsplice},
+		326: {"copy_file_range", sysCopyFileRange},
+		277: {"sync_file_range", sysSyncFileRange},
+		221: {"fadvise64", sysFadvise64},
+		187: {"readahead", sysReadahead},
+		149: {"mlock", sysMlock}, // sys_mlock.go
+		150: {"munlock", sysMunlock},
+		151: {"mlockall", sysMlockall},
+		152: {"munlockall", sysMunlockall},
+		325: {"mlock2", sysMlock2},
+		188: {"setxattr", sysSetxattr}, // sys_xattr.go
+		189: {"lsetxattr", sysLsetxattr},
+		190: {"fsetxattr", sysFsetxattr},
+		191: {"getxattr", sysGetxattr},
+		192: {"lgetxattr", sysLgetxattr},
+		193: {"fgetxattr", sysFgetxattr},
+		194: {"listxattr", sysListxattr},
+		195: {"llistxattr", sysLlistxattr},
+		196: {"flistxattr", sysFlistxattr},
+		197: {"removexattr", sysRemovexattr},
+		198: {"lremovexattr", sysLremovexattr},
+		199: {"fremovexattr", sysFremovexattr},
+		125: {"capget", sysCapget}, // sys_cap.go
+		126: {"capset", sysCapset},
+		135: {"personality", sysPersonality},
+		324: {"membarrier", sysMembarrier}, // sys_membarrier.go
+		334: {"rseq", sysNosys},            // deliberately ENOSYS: sys_membarrier.go
+		435: {"clone3", sysNosys},          // deliberately ENOSYS: sys_membarrier.go
 	} {
 		syscalls[no] = e
 	}
@@ -393,6 +424,9 @@ func sysMmap(t *Thread, a *[6]uint64) (int64, bool) {
 			s.Unmap(got, n)
 			return -eEXIST, false
 		}
+		if e := t.lockNewMapping(got, n); e != 0 {
+			return e, false
+		}
 		return int64(got), false
 	case flags&mapFixed != 0:
 		if addr&(mm.PageSize-1) != 0 {
@@ -405,11 +439,17 @@ func sysMmap(t *Thread, a *[6]uint64) (int64, bool) {
 		if err := s.Map(v); err != nil {
 			return errno(err), false
 		}
+		if e := t.lockNewMapping(addr, n); e != 0 {
+			return e, false
+		}
 		return int64(addr), false
 	}
 	got, err := s.MapAnywhere(addr, n, v, mmapTop)
 	if err != nil {
 		return errno(err), false
+	}
+	if e := t.lockNewMapping(got, n); e != 0 {
+		return e, false
 	}
 	return int64(got), false
 }
@@ -626,6 +666,9 @@ func (t *Thread) mapFile(v *mm.VMA, fd int, off int64, n uintptr, flags uint64) 
 		return -eNODEV
 	}
 	v.Off = uintptr(off)
+	if e := sealedMapping(f, v, flags&mapShared != 0); e != 0 {
+		return e
+	}
 	if flags&mapShared != 0 {
 		pager, ok := f.Inode().(sharedPager)
 		if !ok {

@@ -20,6 +20,7 @@ import (
 type OpenFile struct {
 	refs     atomic.Int64
 	dentry   *Dentry // nil for files with no path
+	name     string  // what /proc/<pid>/fd shows for a file with no path, if set
 	inode    Inode
 	file     File
 	seekable bool                      // file implements Seeker
@@ -54,6 +55,22 @@ func newOpenFile(d *Dentry, ino Inode, file File, flags uint32) *OpenFile {
 func NewFile(ino Inode, file File, flags uint32) *OpenFile {
 	return newOpenFile(nil, ino, file, flags)
 }
+
+// NewUnlinkedFile returns an open regular file that has no path, I/O on
+// ino (memfd_create's file); name is what /proc/<pid>/fd shows for it.
+// flags are as for NewFile. It holds one reference.
+func NewUnlinkedFile(ino Regular, flags uint32, name string) *OpenFile {
+	f := newOpenFile(nil, ino, regularFile{ino}, flags|linux.O_LARGEFILE)
+	f.name = name
+	if acc := flags & linux.O_ACCMODE; acc == linux.O_WRONLY || acc == linux.O_RDWR {
+		getWriteAccess(ino) // a file nobody runs: cannot fail
+		f.writer = true
+	}
+	return f
+}
+
+// Name returns the name given to a file with no path, or "".
+func (f *OpenFile) Name() string { return f.name }
 
 // IncRef takes a reference.
 func (f *OpenFile) IncRef() { f.refs.Add(1) }
@@ -267,8 +284,11 @@ func (f *OpenFile) Truncate(size int64) error {
 	if !f.writable() || size < 0 {
 		return linux.EINVAL
 	}
-	if f.dentry == nil || f.dentry.mode != linux.S_IFREG {
+	if f.dentry != nil && f.dentry.mode != linux.S_IFREG {
 		return linux.EINVAL
+	}
+	if _, ok := f.file.(regularFile); f.dentry == nil && !ok {
+		return linux.EINVAL // a pipe, a socket, an eventfd
 	}
 	return truncate(f.inode, size)
 }

@@ -15,16 +15,20 @@ import (
 // never split, and a pipe holds less than 64 KiB when writes are not
 // page multiples. A page's slot is free again only once it is read out.
 type pipe struct {
-	mu      sync.Mutex
-	slots   []pipeBuf   // ring; len is the capacity in pages; protected by mu
-	tail    int         // oldest slot in use; protected by mu
-	used    int         // slots in use; protected by mu
-	bytes   int         // bytes buffered; protected by mu
-	spare   []*pipePage // pages read out, kept for the next writes; protected by mu
-	readers int         // open read ends; protected by mu
-	writers int         // open write ends; protected by mu
-	rOpens  int         // read ends ever opened (FIFO rendezvous); protected by mu
-	wOpens  int         // write ends ever opened; protected by mu
+	// spliceMu keeps readers out while a splice moves bytes it has
+	// peeked at and consumes only once written (splice.go). Lock order:
+	// spliceMu, then mu.
+	spliceMu sync.Mutex
+	mu       sync.Mutex
+	slots    []pipeBuf   // ring; len is the capacity in pages; protected by mu
+	tail     int         // oldest slot in use; protected by mu
+	used     int         // slots in use; protected by mu
+	bytes    int         // bytes buffered; protected by mu
+	spare    []*pipePage // pages read out, kept for the next writes; protected by mu
+	readers  int         // open read ends; protected by mu
+	writers  int         // open write ends; protected by mu
+	rOpens   int         // read ends ever opened (FIFO rendezvous); protected by mu
+	wOpens   int         // write ends ever opened; protected by mu
 
 	rq Queue // readers' side: data added, writers came or went
 	wq Queue // writers' side: room made, readers came or went
@@ -119,13 +123,16 @@ func (e *pipeEnd) Read(b Blocking, dst []byte, _ int64) (int, error) {
 	var w waiter
 	defer w.done()
 	for {
+		p.spliceMu.Lock()
 		p.mu.Lock()
 		if p.used > 0 {
 			n := p.take(dst)
 			p.mu.Unlock()
+			p.spliceMu.Unlock()
 			p.wq.Notify()
 			return n, nil
 		}
+		p.spliceMu.Unlock()
 		if p.writers == 0 {
 			p.mu.Unlock()
 			return 0, nil

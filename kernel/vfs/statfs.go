@@ -75,6 +75,11 @@ func (f *OpenFile) StatFS() StatFS {
 	if f.dentry != nil {
 		return f.dentry.mount.StatFS()
 	}
+	if fs, ok := f.inode.(FSStater); ok { // a memfd: its tmpfs
+		s := fs.StatFS()
+		s.Frsize, s.Flags = s.Bsize, stValid
+		return s
+	}
 	t := uint64(AnonInodeMagic)
 	switch f.Attr().Mode & linux.S_IFMT {
 	case linux.S_IFIFO:

@@ -1,9 +1,9 @@
 /*
  * runner: /init of the test initramfs (static musl).
  *
- * As process 1 it mounts /proc, /sys, /dev (devtmpfs) and /tmp (tmpfs) —
- * each may already be there (EBUSY) or be unknown to the kernel (ENODEV):
- * both are noted and ignored — then runs the /tests/f_* programs (the
+ * As process 1 it mounts /proc, /sys, /dev (devtmpfs), /dev/shm and /tmp
+ * (tmpfs) — each may already be there (EBUSY) or be unknown to the kernel
+ * (ENODEV): both are noted and ignored — then runs the /tests/f_* programs (the
  * system call fuzzer) and every /tests/t_* program, in name order (so the
  * whole suite runs after the fuzzer: the kernel must survive it and still
  * pass everything), each in its own process group with a time limit (SIGALRM; on
@@ -235,6 +235,8 @@ int main(int argc, char **argv)
 		mount_one("proc", "/proc", "proc", 0, NULL);
 		mount_one("sysfs", "/sys", "sysfs", 0, NULL);
 		mount_one("devtmpfs", "/dev", "devtmpfs", 0, "mode=0755");
+		/* as Linux systems' init does: shm_open and sem_open live here */
+		mount_one("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
 		mount_one("tmpfs", "/tmp", "tmpfs", 0, "mode=1777");
 		ensure_console();
 		load_modules();

@@ -80,6 +80,15 @@ const (
 	FD_CLOEXEC = 1 // the only file descriptor flag
 )
 
+// File seals, F_ADD_SEALS and F_GET_SEALS (include/uapi/linux/fcntl.h).
+const (
+	F_SEAL_SEAL         = 0x0001 // no more seals may be added
+	F_SEAL_SHRINK       = 0x0002 // the size may not shrink
+	F_SEAL_GROW         = 0x0004 // the size may not grow
+	F_SEAL_WRITE        = 0x0008 // the data may not be written
+	F_SEAL_FUTURE_WRITE = 0x0010 // no new writers; existing mappings may write
+)
+
 // F_SETOWN_EX owner types (include/uapi/asm-generic/fcntl.h).
 const (
 	F_OWNER_TID  = 0

@@ -26,6 +26,7 @@ type file struct {
 	data  *mm.Shm // made at the first write; protected by mu
 	held  bool    // the file holds a reference to data; protected by mu
 	opens int     // open files of the inode; protected by mu
+	seals uint32  // linux.F_SEAL_* (seal.go); protected by mu
 }
 
 // Opened counts an open file of the inode (vfs.OpenCounter).
@@ -134,6 +135,9 @@ func (f *file) SetAttr(s *vfs.SetAttr) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if s.Mask&vfs.SetSize != 0 {
+		if err := f.sealedResize(s.Size); err != nil {
+			return err
+		}
 		f.resize(s.Size)
 	}
 	f.Apply(s, now)
@@ -232,6 +236,11 @@ func (f *file) write(p []byte, off int64) (int, error) {
 	if room := math.MaxInt64 - off; int64(len(p)) > room {
 		p = p[:room]
 	}
+	allowed, err := f.sealedWrite(off, int64(len(p)))
+	if err != nil {
+		return 0, err
+	}
+	p = p[:allowed]
 	f.ensureData()
 	for done := 0; done < len(p); {
 		idx, in := (off+int64(done))/pageSize, int((off+int64(done))%pageSize)
@@ -264,6 +273,9 @@ func (f *file) Allocate(mode uint32, off, n int64) error {
 	defer f.mu.Unlock()
 	end := off + n
 	if mode&linux.FALLOC_FL_PUNCH_HOLE != 0 {
+		if f.seals&writeSeals != 0 {
+			return linux.EPERM
+		}
 		if f.data == nil {
 			return nil
 		}
@@ -280,6 +292,9 @@ func (f *file) Allocate(mode uint32, off, n int64) error {
 		now := f.fs.now()
 		f.Mtime, f.Ctime = now, now
 		return nil
+	}
+	if f.seals&linux.F_SEAL_GROW != 0 && end > f.size {
+		return linux.EPERM
 	}
 	f.ensureData()
 	for idx := off / pageSize; idx*pageSize < end; idx++ {

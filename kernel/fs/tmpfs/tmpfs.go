@@ -190,7 +190,7 @@ func (s *special) SetAttr(a *vfs.SetAttr) error {
 func (fs *FS) newInode(mode uint32, rdev uint64, owner vfs.Owner) (inode, error) {
 	switch mode & linux.S_IFMT {
 	case linux.S_IFREG:
-		f := &file{}
+		f := &file{seals: linux.F_SEAL_SEAL}
 		fs.initNode(&f.node, mode, owner)
 		return f, nil
 	case linux.S_IFDIR:
