@@ -125,7 +125,7 @@ static int skipped(long nr)
 
 /* Sockets of every kind the kernel has, on the low descriptors random
  * arguments name most: a TCP listener with a connection in both its
- * states, UDP, IPv6 and a unix pair. */
+ * states, UDP, IPv6, a unix pair and netlink. */
 static void sockets(void)
 {
 	lo4 = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -147,6 +147,15 @@ static void sockets(void)
 	int sp[2];
 	socketpair(AF_UNIX, SOCK_STREAM, 0, sp);
 	socketpair(AF_UNIX, SOCK_DGRAM, 0, sp);
+	/* NETLINK_ROUTE with a link dump waiting to be read. */
+	int nl = socket(16 /* AF_NETLINK */, SOCK_RAW, 0);
+	struct {
+		uint32_t len;
+		uint16_t type, flags;
+		uint32_t seq, pid;
+		unsigned char ifi[16];
+	} dump = {.len = sizeof dump, .type = 18 /* RTM_GETLINK */, .flags = 0x301 /* NLM_F_REQUEST|NLM_F_DUMP */};
+	send(nl, &dump, sizeof dump, 0);
 }
 
 static void child(long calls, uint64_t seed)
