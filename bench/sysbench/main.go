@@ -39,19 +39,27 @@ import (
 const qemuFlags = "-machine q35 -cpu max -m 512M (TCG, no KVM)"
 
 // script is the benchmark run inside the guest at 1 CPU; at more CPUs
-// only the malloc benchmark runs, with one thread per CPU.
+// the malloc benchmark runs with one thread per CPU, and the
+// communication benchmarks again (their two processes may then run on
+// different CPUs).
 const script = `cd /bench
 ./ubench getppid 100000
-./ubench pingpong 3000
-./ubench unixpingpong 3000
-./ubench unixbulk 16
-./ubench fault 2048
+` + commScript + `./ubench fault 2048
 ./ubench spawn 40 /bench/ubench touch spawn_hello
 ./ubench spawn 40 /bench/ubench-data1m touch spawn_data1m
 ./ubench spawn 20 /bench/ubench-data8m touch spawn_data8m
 ./ubench spawn 40 /bench/ubench-bss1m touch spawn_bss1m
 ./ubench spawn 20 /bench/ubench-bss8m touch spawn_bss8m
 ./ubench malloc 1 2000
+`
+
+// commScript is the benchmarks of communication between two processes:
+// pipes, unix sockets and TCP over loopback.
+const commScript = `./ubench pingpong 3000
+./ubench unixpingpong 3000
+./ubench unixbulk 16
+./ubench tcppingpong 2000
+./ubench tcpbulk 16
 `
 
 // Result is one measurement.
@@ -73,7 +81,7 @@ type Report struct {
 }
 
 func main() {
-	cpuList := flag.String("cpus", "1,2,4", "CPU counts (the full set runs at the first; malloc at all)")
+	cpuList := flag.String("cpus", "1,2,4", "CPU counts (the full set runs at the first; malloc and the communication benchmarks at all)")
 	out := flag.String("out", "bench/results", "where to write the report")
 	flag.Parse()
 	var cpus []int
@@ -93,7 +101,7 @@ func main() {
 	for i, n := range cpus {
 		cmd := script
 		if i > 0 {
-			cmd = fmt.Sprintf("cd /bench && ./ubench malloc %d 2000\n", n)
+			cmd = fmt.Sprintf("cd /bench && ./ubench malloc %d 2000\n", n) + commScript
 		}
 		for _, kernel := range []string{"shortbread", "linux"} {
 			fmt.Fprintf(os.Stderr, "sysbench: %s, %d CPU(s)\n", kernel, n)

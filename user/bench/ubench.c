@@ -20,7 +20,12 @@
  *   result NAME VALUE UNIT
  * Times come from CLOCK_MONOTONIC in the guest. */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -136,11 +141,51 @@ static void bench_pingpong(long n)
 	report("pingpong", ns, n, 1000, "us");
 }
 
-static void bench_unix_pingpong(long n)
+/* Linux's lo starts down in the benchmark image (nothing configures
+ * it); Shortbread's is up from boot. */
+static void lo_up(void)
+{
+	struct ifreq r = {0};
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	strcpy(r.ifr_name, "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &r) == 0 && !(r.ifr_flags & IFF_UP)) {
+		r.ifr_flags |= IFF_UP;
+		if (ioctl(s, SIOCSIFFLAGS, &r))
+			die("lo up");
+	}
+	close(s);
+}
+
+/* A connected stream pair: AF_UNIX from socketpair, or TCP over
+ * 127.0.0.1 with TCP_NODELAY (a listener, a connect and an accept). */
+static void stream_pair(int tcp, int sv[2])
+{
+	if (!tcp) {
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+			die("socketpair");
+		return;
+	}
+	lo_up();
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof a;
+	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	if (l < 0 || bind(l, (void *)&a, sizeof a) || listen(l, 1) || getsockname(l, (void *)&a, &len))
+		die("tcp listen");
+	sv[0] = socket(AF_INET, SOCK_STREAM, 0);
+	if (sv[0] < 0 || connect(sv[0], (void *)&a, sizeof a))
+		die("tcp connect");
+	sv[1] = accept(l, NULL, NULL);
+	if (sv[1] < 0)
+		die("tcp accept");
+	close(l);
+	setsockopt(sv[0], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	setsockopt(sv[1], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+static void bench_sock_pingpong(long n, int tcp)
 {
 	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
-		die("socketpair");
+	stream_pair(tcp, sv);
 	pid_t pid = fork();
 	if (pid < 0)
 		die("fork");
@@ -160,23 +205,22 @@ static void bench_unix_pingpong(long n)
 		long long t0 = now_ns();
 		for (long i = 0; i < n; i++) {
 			if (write(sv[0], &c, 1) != 1 || read(sv[0], &c, 1) != 1)
-				die("unixpingpong");
+				die("pingpong");
 		}
 		ns[r] = now_ns() - t0;
 	}
 	close(sv[0]);
 	waitpid(pid, NULL, 0);
-	report("unix_pingpong", ns, n, 1000, "us");
+	report(tcp ? "tcp_pingpong" : "unix_pingpong", ns, n, 1000, "us");
 }
 
-static void bench_unix_bulk(long mib)
+static void bench_sock_bulk(long mib, int tcp)
 {
 	static char buf[64 << 10];
 	long long ns[REPS];
 	for (int r = 0; r < REPS; r++) {
 		int sv[2];
-		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
-			die("socketpair");
+		stream_pair(tcp, sv);
 		pid_t pid = fork();
 		if (pid < 0)
 			die("fork");
@@ -193,16 +237,16 @@ static void bench_unix_bulk(long mib)
 		for (long long sent = 0; sent < mib << 20;) {
 			ssize_t k = write(sv[0], buf, sizeof buf);
 			if (k <= 0)
-				die("unixbulk");
+				die("bulk");
 			sent += k;
 		}
 		close(sv[0]);
 		int st;
 		if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-			die("unixbulk reader");
+			die("bulk reader");
 		ns[r] = now_ns() - t0;
 	}
-	report("unix_bulk", ns, mib, 1e6, "ms/MiB");
+	report(tcp ? "tcp_bulk" : "unix_bulk", ns, mib, 1e6, "ms/MiB");
 }
 
 static void bench_fault(long pages)
@@ -282,15 +326,19 @@ int main(int argc, char **argv)
 	else if (argc >= 3 && !strcmp(argv[1], "pingpong"))
 		bench_pingpong(atol(argv[2]));
 	else if (argc >= 3 && !strcmp(argv[1], "unixpingpong"))
-		bench_unix_pingpong(atol(argv[2]));
+		bench_sock_pingpong(atol(argv[2]), 0);
 	else if (argc >= 3 && !strcmp(argv[1], "unixbulk"))
-		bench_unix_bulk(atol(argv[2]));
+		bench_sock_bulk(atol(argv[2]), 0);
+	else if (argc >= 3 && !strcmp(argv[1], "tcppingpong"))
+		bench_sock_pingpong(atol(argv[2]), 1);
+	else if (argc >= 3 && !strcmp(argv[1], "tcpbulk"))
+		bench_sock_bulk(atol(argv[2]), 1);
 	else if (argc >= 3 && !strcmp(argv[1], "fault"))
 		bench_fault(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "malloc"))
 		bench_malloc(atoi(argv[2]), atol(argv[3]));
 	else {
-		fprintf(stderr, "usage: ubench getppid N | spawn N PATH [ARG [NAME]] | pingpong N | unixpingpong N | unixbulk MIB | fault PAGES | malloc THREADS OPS | touch\n");
+		fprintf(stderr, "usage: ubench getppid N | spawn N PATH [ARG [NAME]] | pingpong N | unixpingpong N | unixbulk MIB | tcppingpong N | tcpbulk MIB | fault PAGES | malloc THREADS OPS | touch\n");
 		return 2;
 	}
 	return 0;
