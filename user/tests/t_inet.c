@@ -593,6 +593,25 @@ static int procnet_line(const char *file, const char *want, char *line, size_t n
 	return found;
 }
 
+/* finds the state and inode of the /proc/net/FILE line with local
+ * address local and remote address remote; 0 when there is none */
+static int procnet_pair(const char *file, const char *local, const char *remote, unsigned *state, unsigned long *ino)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/net/%s", file);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	int found = 0;
+	char l[512], lo[64], re[64];
+	while (!found && fgets(l, sizeof l, f))
+		if (sscanf(l, " %*d: %63s %63s %x %*s %*s %*s %*u %*d %lu", lo, re, state, ino) == 4 &&
+		    strcmp(lo, local) == 0 && strcmp(re, remote) == 0)
+			found = 1;
+	fclose(f);
+	return found;
+}
+
 /* /proc/net/tcp and udp: what netstat and ss read */
 static void test_procnet(void)
 {
@@ -623,8 +642,23 @@ static void test_procnet(void)
 	snprintf(peer, sizeof peer, "0100007F:%04X", ntohs(la.sin_port));
 	CHECK("procnet.tcp_client_remote", strcmp(rem, peer) == 0);
 	CHECK_EQ("procnet.tcp_client_state", state, 1);
+	/* The side that closes first ends in TIME_WAIT, listed with no
+	 * owner (inode 0) once its socket is gone. */
 	close(a);
+	char b;
+	CHECK_EQ("procnet.peer_sees_eof", read(c, &b, 1), 0);
 	close(c);
+	unsigned long tw_ino = 99;
+	unsigned tw_state = 0;
+	int tw = 0;
+	for (int i = 0; i < 100 && !(tw && tw_state == 6); i++) {
+		tw = procnet_pair("tcp", peer, want, &tw_state, &tw_ino);
+		if (!(tw && tw_state == 6))
+			usleep(10000);
+	}
+	CHECK("procnet.time_wait_listed", tw);
+	CHECK_EQ("procnet.time_wait_state", tw_state, 6);
+	CHECK_EQ("procnet.time_wait_no_inode", tw_ino, 0);
 	close(l);
 	/* the accepted end may linger in TIME_WAIT on the same local port
 	 * (Linux lists it); the listener itself is gone */

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/tcpip/transport"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
@@ -115,6 +117,11 @@ func procNet(typ int, v6 bool) []byte {
 		rows = append(rows, row{ino, text})
 	}
 	slices.SortFunc(rows, func(a, b row) int { return int(a.ino) - int(b.ino) })
+	if typ == linux.SOCK_STREAM {
+		for _, text := range orphans(v6) {
+			rows = append(rows, row{0, text})
+		}
+	}
 	var b []byte
 	switch {
 	case typ == linux.SOCK_STREAM && !v6:
@@ -143,6 +150,45 @@ func procNet(typ int, v6 bool) []byte {
 		}
 	}
 	return b
+}
+
+// orphans are the rows of the TCP endpoints netstack still holds that
+// no open socket owns: connections closed by their program but not yet
+// finished (FIN_WAIT, LAST_ACK, TIME_WAIT) and connections a listener
+// has not yet handed to accept. Linux lists them too, with uid and
+// inode 0; a TIME_WAIT one in its short form (get_timewait4_sock).
+func orphans(v6 bool) []string {
+	mine := map[tcpip.Endpoint]bool{}
+	for _, s := range all.All() {
+		mine[s.ep] = true
+	}
+	proto := ipv4.ProtocolNumber
+	if v6 {
+		proto = ipv6.ProtocolNumber
+	}
+	var out []string
+	for _, te := range Stack().RegisteredEndpoints() {
+		ep, ok := te.(*tcp.Endpoint)
+		if !ok || mine[ep] {
+			continue
+		}
+		ti, ok := ep.Info().(*stack.TransportEndpointInfo)
+		if !ok || ti.NetProto != proto {
+			continue
+		}
+		id := ti.ID
+		st := tcp.EndpointState(ep.State())
+		head := fmt.Sprintf("%s:%04X %s:%04X %02X %08X:%08X",
+			hexAddr(id.LocalAddress, v6), id.LocalPort, hexAddr(id.RemoteAddress, v6), id.RemotePort,
+			linuxTCPState(st), 0, 0)
+		if st == tcp.StateTimeWait {
+			out = append(out, head+" 03:00000000 00000000     0        0 0 3 0000000000000000")
+		} else {
+			out = append(out, head+" 00:00000000 00000000     0        0 0 1 0000000000000000 0 0 0 0 -1")
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (s *sock) isListening() bool {
