@@ -397,6 +397,9 @@ func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {
 		if binary.LittleEndian.Uint32(b[:]) != 0 {
 			fl |= linux.O_ASYNC
 		}
+		if fl != f.Flags() && !f.CanSignal() {
+			return -eNOTTY, false // ioctl_fioasync: no fasync
+		}
 		f.SetStatusFlags(fl, int(int32(a[0])))
 		return 0, false
 	case fionbio:

@@ -10,10 +10,12 @@ package vfs
 // through the same queue poll and epoll use: while O_ASYNC is on, a
 // goroutine waits for the file's notifications and, at each, sends
 // POLL_IN while the file is readable (or hung up, or in error) and
-// POLL_OUT when it becomes writable. So every file that supports poll
-// supports O_ASYNC; files that are always ready (regular files) never
-// signal, as on Linux. Unlike Linux's, the signal follows the event
-// asynchronously (soon, not before the system call that caused it
+// POLL_OUT when it becomes writable. Only the kinds of file that have a
+// fasync operation on Linux signal (pipes and FIFOs, sockets,
+// terminals: they implement AsyncIO); on the others (regular files,
+// eventfd, epoll, timerfd, signalfd, pidfd) O_ASYNC does not stick and
+// nothing is sent, as on Linux. Unlike Linux's, the signal follows the
+// event asynchronously (soon, not before the system call that caused it
 // returns): notifiers may hold locks that readiness takes.
 
 import (
@@ -21,6 +23,10 @@ import (
 
 	"shortbread/kernel/abi/linux"
 )
+
+// AsyncIO is implemented by the files that signal their owner under
+// O_ASYNC (Linux's files with an f_op->fasync).
+type AsyncIO interface{ AsyncIO() }
 
 // SigOwner is who receives a file's signals: a thread, a process or a
 // process group (Kind linux.F_OWNER_TID, F_OWNER_PID, F_OWNER_PGRP), or
@@ -159,7 +165,14 @@ func pollBand(code int32) uint32 {
 // flags like SetFlags and, when O_ASYNC turns on, starts signalling the
 // owner on readiness (si_fd fd); when it turns off, stops. Setting it
 // while on only records the new fd, as Linux's fasync_helper does.
+//
+// O_ASYNC is set only on files that can signal (AsyncIO): Linux leaves
+// the bit to a file's fasync operation, so F_GETFL never shows it on the
+// others.
 func (f *OpenFile) SetStatusFlags(flags uint32, fd int) {
+	if !f.CanSignal() {
+		flags &^= linux.O_ASYNC
+	}
 	a := f.asyncState()
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -171,7 +184,7 @@ func (f *OpenFile) SetStatusFlags(flags uint32, fd int) {
 	}
 	switch {
 	case on && !was && a.stop == nil:
-		if _, ok := f.file.(Poller); ok {
+		if f.CanSignal() {
 			a.stop = make(chan struct{})
 			ch := make(chan struct{}, 1)
 			go f.watchAsync(ch, f.Watch(ch), a.stop)
@@ -180,6 +193,14 @@ func (f *OpenFile) SetStatusFlags(flags uint32, fd int) {
 		close(a.stop)
 		a.stop = nil
 	}
+}
+
+// CanSignal reports whether O_ASYNC makes f signal its owner (FIOASYNC
+// on another file is ENOTTY).
+func (f *OpenFile) CanSignal() bool {
+	_, async := f.file.(AsyncIO)
+	_, poll := f.file.(Poller)
+	return async && poll
 }
 
 // stopAsync ends the readiness watch when the file is released.

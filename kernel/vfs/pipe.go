@@ -223,6 +223,9 @@ func (e *pipeEnd) Release() {
 // Readiness follows pipe_poll: readable with data, hung up with no
 // writer (once one has been seen), writable with a free slot, in error
 // with no reader.
+// AsyncIO: O_ASYNC signals readiness changes (vfs.AsyncIO).
+func (*pipeEnd) AsyncIO() {}
+
 func (e *pipeEnd) Readiness() uint32 {
 	p := e.p
 	p.mu.Lock()

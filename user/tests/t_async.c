@@ -11,6 +11,9 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -179,6 +182,27 @@ static void test_socket_signal(void)
 	drain();
 }
 
+/* eventfd has no fasync on Linux: O_ASYNC does not stick and no
+ * signal comes when it becomes readable */
+static void test_eventfd_no_signal(void)
+{
+	siginfo_t si;
+	int e = eventfd(0, EFD_NONBLOCK);
+	CHECK_SYS("eventfd.create", e);
+	CHECK_SYS("eventfd.setown", fcntl(e, F_SETOWN, getpid()));
+	CHECK_SYS("eventfd.setsig", fcntl(e, F_SETSIG, SIG));
+	CHECK_SYS("eventfd.o_async", fcntl(e, F_SETFL, O_ASYNC | O_NONBLOCK));
+	/* Linux leaves the bit to the file's fasync, which eventfd has not */
+	CHECK("eventfd.o_async_not_shown", !(fcntl(e, F_GETFL) & O_ASYNC));
+	int on = 1;
+	CHECK_ERR("eventfd.fioasync_enotty", ioctl(e, FIOASYNC, &on), ENOTTY);
+	uint64_t one = 1;
+	CHECK_EQ("eventfd.write", write(e, &one, sizeof one), (ssize_t)sizeof one);
+	CHECK_EQ("eventfd.no_signal", wait_sig(SIG, &si, 500), -1);
+	close(e);
+	drain();
+}
+
 static volatile int other_got = -2;
 
 static void *other_thread(void *arg)
@@ -271,6 +295,7 @@ int main(int argc, char **argv)
 	test_owner_values();
 	test_pipe_signals();
 	test_socket_signal();
+	test_eventfd_no_signal();
 	test_thread_owner();
 	test_pgrp_owner();
 	test_permission();

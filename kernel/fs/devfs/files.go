@@ -99,6 +99,9 @@ func (f *ttyFile) Release() {}
 
 // Readiness is always writable (output goes straight to the line) and
 // readable when a read would not block.
+// AsyncIO: O_ASYNC signals readiness changes (vfs.AsyncIO).
+func (*ttyFile) AsyncIO() {}
+
 func (f *ttyFile) Readiness() uint32 {
 	m := uint32(linux.POLLOUT | linux.POLLWRNORM)
 	if ok, _ := f.t.Readable(); ok {

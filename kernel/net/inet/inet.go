@@ -129,6 +129,9 @@ func (s *sock) Watch(ch chan<- struct{}) func() { return s.q.Watch(ch) }
 
 // Readiness reports the endpoint's events; netstack's masks are Linux's
 // poll bits, with the *NORM bits added as Linux's tcp_poll sets them.
+// AsyncIO: O_ASYNC signals readiness changes (vfs.AsyncIO).
+func (*sock) AsyncIO() {}
+
 func (s *sock) Readiness() uint32 {
 	m := uint32(s.ep.Readiness(waiter.EventIn | waiter.EventOut | waiter.EventErr | waiter.EventHUp | waiter.EventRdHUp))
 	if m&linux.POLLIN != 0 {

@@ -113,6 +113,9 @@ func (s *sock) Protocol() int                   { return s.proto }
 func (s *sock) Options() *socket.Options        { return &s.opts }
 func (s *sock) Watch(ch chan<- struct{}) func() { return s.q.Watch(ch) }
 
+// AsyncIO: O_ASYNC signals readiness changes (vfs.AsyncIO).
+func (*sock) AsyncIO() {}
+
 func (s *sock) Readiness() uint32 {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -438,6 +438,9 @@ func (s *sock) recvStream(b socket.Blocking, m *socket.RecvMsg) (int, error) {
 
 // Readiness reports the poll bits as Linux's unix_poll (stream) and
 // unix_dgram_poll (datagram, seqpacket) do.
+// AsyncIO: O_ASYNC signals readiness changes (vfs.AsyncIO).
+func (*sock) AsyncIO() {}
+
 func (s *sock) Readiness() uint32 {
 	s.mu.Lock()
 	var r uint32
