@@ -19,7 +19,7 @@ func (s *Space) Brk(want uintptr) uintptr {
 	oldEnd, newEnd := pageUp(s.brk), pageUp(want)
 	switch {
 	case newEnd > oldEnd:
-		if !s.usable(oldEnd, newEnd) || s.overlaps(oldEnd, newEnd) || !s.fitsLocked(oldEnd, newEnd) {
+		if !s.usable(oldEnd, newEnd) || s.overlaps(oldEnd, newEnd) || !s.fitsLocked(oldEnd, newEnd, true) {
 			return s.brk
 		}
 		if i := s.find(oldEnd - 1); oldEnd > s.brkBase && i >= 0 && s.vmas[i].Name == "[heap]" && s.vmas[i].End == oldEnd {
@@ -53,7 +53,7 @@ func (s *Space) Fork(init func(pml4, pdpt, pd uintptr) error) (*Space, error) {
 			v.Shm.mapRef(v.mayWriteShared()) // the child's mapping; c.Destroy drops it
 		}
 	}
-	c.brkBase, c.brk, c.limit = s.brkBase, s.brk, s.limit
+	c.brkBase, c.brk, c.limit, c.dataLimit = s.brkBase, s.brk, s.limit, s.dataLimit
 	for _, v := range s.vmas {
 		if v.Shm != nil && !v.Private {
 			continue // the child maps the same object and faults its pages in

@@ -50,7 +50,7 @@ func (s *Space) Remap(old, oldSize, newSize uintptr, mayMove bool, fixed, top ui
 	}
 	// Grow in place: the range must end the mapping, with room after it.
 	end := old + newSize
-	if old+oldSize == v.End && s.usable(v.End, end) && !s.overlaps(v.End, end) && s.fitsLocked(v.End, end) {
+	if old+oldSize == v.End && s.usable(v.End, end) && !s.overlaps(v.End, end) && s.fitsLocked(v.End, end, v.isData()) {
 		s.vmas[i].End = end
 		return old, nil
 	}
@@ -72,7 +72,7 @@ func (s *Space) moveLocked(v VMA, old, oldSize, to, newSize uintptr) error {
 	nv := v
 	nv.Off += old - v.Start
 	nv.Start, nv.End = to, to+newSize
-	if !s.fitsLocked(to, to+newSize) && newSize > oldSize {
+	if !s.fitsLocked(to, to+newSize, v.isData()) && newSize > oldSize {
 		return ErrNoMem
 	}
 	// Make the destination tables first, so running out of memory leaves

@@ -115,8 +115,9 @@ type Space struct {
 	// resident counts frames mapped into this space.
 	resident atomic.Int64
 	tlb      TLB
-	// limit caps the bytes mapped (RLIMIT_AS); 0 means none.
-	limit uintptr
+	// limit caps the bytes mapped (RLIMIT_AS), dataLimit those of data
+	// mappings (RLIMIT_DATA); 0 means none.
+	limit, dataLimit uintptr
 	// cowMu serializes copy-on-write breaks (see breakCOWLocked).
 	cowMu sync.Mutex
 	// zero is a zeroed frame that read faults on anonymous memory map
@@ -204,19 +205,63 @@ func (s *Space) SetLimit(n uintptr) {
 	s.unlock()
 }
 
+// SetDataLimit caps the size of the data mappings (RLIMIT_DATA): a data
+// mapping or break that would pass it fails with ErrNoMem. 0 removes the
+// cap.
+func (s *Space) SetDataLimit(n uintptr) {
+	s.lock()
+	s.dataLimit = n
+	s.unlock()
+}
+
+// isData reports whether v counts against RLIMIT_DATA: private and
+// writable, not the stack (Linux's is_data_mapping: VM_WRITE without
+// VM_SHARED or VM_STACK).
+func (v *VMA) isData() bool {
+	return v.Prot&ProtWrite != 0 && !(v.Shm != nil && !v.Private) && v.Name != "[stack]"
+}
+
 // fitsLocked reports whether mapping [start, end) keeps the space within
-// its limit; what the range already maps is replaced, not added.
-func (s *Space) fitsLocked(start, end uintptr) bool {
-	if s.limit == 0 {
+// its limits (RLIMIT_AS, and RLIMIT_DATA when data says the new mapping
+// is a data mapping); what the range already maps is replaced, not
+// added.
+func (s *Space) fitsLocked(start, end uintptr, data bool) bool {
+	return s.fitsAddLocked(start, end, end-start, data)
+}
+
+// fitsAddLocked is fitsLocked for n new bytes that replace what
+// [start, end) maps (an empty range: n bytes in a free gap).
+func (s *Space) fitsAddLocked(start, end, n uintptr, data bool) bool {
+	if s.limit == 0 && (s.dataLimit == 0 || !data) {
 		return true
 	}
-	total := s.mappedLocked() + end - start
-	for _, v := range s.vmas {
+	total, dataTotal := n, uintptr(0)
+	if data {
+		dataTotal = n
+	}
+	for i := range s.vmas {
+		v := &s.vmas[i]
+		size := v.End - v.Start
 		if lo, hi := max(v.Start, start), min(v.End, end); lo < hi {
-			total -= hi - lo
+			size -= hi - lo
+		}
+		total += size
+		if v.isData() {
+			dataTotal += size
 		}
 	}
-	return total <= s.limit
+	return (s.limit == 0 || total <= s.limit) && (s.dataLimit == 0 || !data || dataTotal <= s.dataLimit)
+}
+
+// dataLocked is the total size of the data mappings.
+func (s *Space) dataLocked() uintptr {
+	total := uintptr(0)
+	for i := range s.vmas {
+		if s.vmas[i].isData() {
+			total += s.vmas[i].End - s.vmas[i].Start
+		}
+	}
+	return total
 }
 
 // mappedLocked is the total size of the mappings.
@@ -401,7 +446,7 @@ func (s *Space) Map(v VMA) error {
 	v.Start, v.End = pageDown(v.Start), pageUp(v.End)
 	s.lock()
 	defer s.unlock()
-	if !s.usable(v.Start, v.End) || !s.fitsLocked(v.Start, v.End) {
+	if !s.usable(v.Start, v.End) || !s.fitsLocked(v.Start, v.End, v.isData()) {
 		return ErrNoMem
 	}
 	s.carveLocked(v.Start, v.End)
@@ -419,7 +464,7 @@ func (s *Space) MapAnywhere(hint, n uintptr, v VMA, top uintptr) (uintptr, error
 	}
 	s.lock()
 	defer s.unlock()
-	if s.limit != 0 && s.mappedLocked()+n > s.limit {
+	if !s.fitsAddLocked(0, 0, n, v.isData()) {
 		return 0, ErrNoMem
 	}
 	if hint = pageDown(hint); hint != 0 && hint+n > hint && s.usable(hint, hint+n) && !s.overlaps(hint, hint+n) {
@@ -468,15 +513,25 @@ func (s *Space) Protect(start, n uintptr, prot int) error {
 	s.lock()
 	defer s.unlock()
 	// The range must be mapped throughout: walk the VMAs, not the pages.
+	newData := uintptr(0) // bytes that become data mappings (RLIMIT_DATA)
 	for va := start; va < end; {
 		i := s.find(va)
 		if i < 0 {
 			return ErrNoMem
 		}
-		if prot&s.vmas[i].Deny != 0 {
+		v := s.vmas[i]
+		if prot&v.Deny != 0 {
 			return ErrDenied
 		}
-		va = s.vmas[i].End
+		after := v
+		after.Prot = prot
+		if !v.isData() && after.isData() {
+			newData += min(v.End, end) - max(v.Start, start)
+		}
+		va = v.End
+	}
+	if newData > 0 && s.dataLimit != 0 && s.dataLocked()+newData > s.dataLimit {
+		return ErrNoMem // Linux's mprotect_fixup asks may_expand_vm too
 	}
 	// Keep the pages: re-cut only the VMA records.
 	parts := s.splitLocked(start, end)

@@ -216,7 +216,14 @@ func (p *Process) cpuTimersTick(user, sys int64) {
 		return
 	}
 	var fire [2]bool
+	limitSig := 0
 	p.mu.Lock()
+	if p.cpuLimitLeft != 0 {
+		p.cpuLimitLeft -= user + sys
+		if p.cpuLimitLeft <= 0 {
+			limitSig = p.cpuLimitReachedLocked()
+		}
+	}
 	for i, d := range [2]int64{user, user + sys} {
 		it := &p.cpuTimers[i]
 		if it.left == 0 || d == 0 {
@@ -228,14 +235,54 @@ func (p *Process) cpuTimersTick(user, sys int64) {
 			it.left = it.interval
 		}
 	}
-	p.cpuTimersOn.Store(p.cpuTimers[0].left != 0 || p.cpuTimers[1].left != 0)
+	p.cpuTimersUpdateLocked()
 	p.mu.Unlock()
+	if limitSig != 0 {
+		p.signal(limitSig)
+	}
 	if fire[0] {
 		p.signal(sigVTALRM)
 	}
 	if fire[1] {
 		p.signal(sigPROF)
 	}
+}
+
+// cpuTimersUpdateLocked records whether anything counts CPU time down.
+func (p *Process) cpuTimersUpdateLocked() {
+	p.cpuTimersOn.Store(p.cpuTimers[0].left != 0 || p.cpuTimers[1].left != 0 || p.cpuLimitLeft != 0)
+}
+
+// armCPULimitLocked starts RLIMIT_CPU's count-down from used, the
+// process's CPU time so far: its soft limit is an event at that many
+// seconds of CPU time (caller holds p.mu).
+func (p *Process) armCPULimitLocked(used int64) {
+	l := p.rlimits()[rlimitCPU]
+	p.cpuLimitLeft = 0
+	if l.cur != rlimInfinity {
+		p.cpuLimitLeft = max(int64(min(l.cur, 1<<32))*int64(time.Second)-used, 1)
+	}
+	p.cpuTimersUpdateLocked()
+}
+
+// cpuLimitReachedLocked is RLIMIT_CPU's event at the soft limit's
+// seconds of CPU time, as Linux's check_process_timers does it: at or
+// past the hard limit, SIGKILL and nothing more; else SIGXCPU, the soft
+// limit moved one second on, and another event a second later. It
+// returns the signal to send (caller holds p.mu).
+func (p *Process) cpuLimitReachedLocked() int {
+	l := &p.rlimits()[rlimitCPU]
+	if l.cur == rlimInfinity {
+		p.cpuLimitLeft = 0
+		return 0
+	}
+	if l.max != rlimInfinity && l.cur >= l.max {
+		p.cpuLimitLeft = 0
+		return sigKILL
+	}
+	l.cur++
+	p.cpuLimitLeft = int64(time.Second)
+	return sigXCPU
 }
 
 // setCPUTimer arms (value 0: disarms) ITIMER_VIRTUAL (i=0) or ITIMER_PROF
@@ -245,7 +292,7 @@ func (p *Process) setCPUTimer(i int, value, interval time.Duration) (left, oldIn
 	defer p.mu.Unlock()
 	old := p.cpuTimers[i]
 	p.cpuTimers[i] = cpuTimer{left: int64(value), interval: int64(interval)}
-	p.cpuTimersOn.Store(p.cpuTimers[0].left != 0 || p.cpuTimers[1].left != 0)
+	p.cpuTimersUpdateLocked()
 	return time.Duration(old.left), time.Duration(old.interval)
 }
 
@@ -264,7 +311,7 @@ func (t *Thread) cpuTimerKick() *time.Timer {
 		return nil
 	}
 	p.mu.Lock()
-	next := int64(0)
+	next := p.cpuLimitLeft
 	for _, it := range p.cpuTimers {
 		if it.left != 0 && (next == 0 || it.left < next) {
 			next = it.left

@@ -18,9 +18,14 @@ import (
 // Layout of a new program's address space.
 const (
 	stackTop   = 0x7ffffffde000 // Linux-like: just below 128 TiB, with room above
-	stackSize  = 8 << 20        // RLIMIT_STACK's usual 8 MiB, mapped lazily
+	stackSize  = 8 << 20        // RLIMIT_STACK's usual 8 MiB
 	pieBase    = 0x555555554000 // where static PIE programs load, as Linux does
 	mmapTop    = stackTop - stackSize - 1<<30
+	// The stack mapping is RLIMIT_STACK's soft limit (Linux's stack grows
+	// on faults up to it; ours is mapped whole, its pages made on touch),
+	// at least 128 KiB and at most 1 GiB, which the gap below the stack
+	// leaves room for (an unlimited stack gets 1 GiB).
+	minStack, maxStack = 128 << 10, 1 << 30
 	maxArgSize = 128 << 10 // total argv+envp bytes, like Linux's MAX_ARG_STRLEN sum
 )
 
@@ -122,7 +127,10 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 		return err
 	}
 	t.Proc.mu.Lock()
-	space.SetLimit(asLimit(t.Proc.rlimits()[rlimitAS].cur))
+	lim := t.Proc.rlimits()
+	space.SetLimit(asLimit(lim[rlimitAS].cur))
+	space.SetDataLimit(asLimit(lim[rlimitData].cur))
+	stack := uintptr(min(max(lim[rlimitStack].cur, minStack), maxStack)) &^ (mm.PageSize - 1)
 	t.Proc.mu.Unlock()
 	bias := uint64(0)
 	if f.Type == 3 { // ET_DYN: static PIE
@@ -154,7 +162,7 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 	}
 	// A random gap after the program, as Linux randomises the break.
 	space.SetBrk(uintptr(end+mm.PageSize-1)&^(mm.PageSize-1) + uintptr(rand.IntN(256))*mm.PageSize)
-	if err := space.Map(mm.VMA{Start: stackTop - stackSize, End: stackTop, Prot: mm.ProtRead | mm.ProtWrite, Name: "[stack]"}); err != nil {
+	if err := space.Map(mm.VMA{Start: stackTop - stack, End: stackTop, Prot: mm.ProtRead | mm.ProtWrite, Name: "[stack]"}); err != nil {
 		space.Destroy()
 		return err
 	}

@@ -81,6 +81,7 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 		if p.limits != nil {
 			l := *p.limits
 			cp.limits = &l
+			cp.armCPULimitLocked(0) // the child's CPU time starts at 0
 		}
 		// CLONE_FILES between processes is treated as a copy: posix_spawn
 		// (the common user) wants the child's changes kept to itself.

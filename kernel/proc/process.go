@@ -108,7 +108,11 @@ type Process struct {
 	alarm       realTimer     // ITIMER_REAL
 	// CPU time (cputime.go): ITIMER_VIRTUAL and ITIMER_PROF, and usage.
 	cpuTimers   [2]cpuTimer
-	cpuTimersOn atomic.Bool
+	// cpuLimitLeft is the CPU time (ns) until RLIMIT_CPU's next event
+	// (its soft limit, then each second after); 0: no limit. Protected
+	// by mu.
+	cpuLimitLeft int64
+	cpuTimersOn  atomic.Bool
 	usage       processUsage
 	maxRSS      int64 // KiB, largest resident size seen
 	cred        creds

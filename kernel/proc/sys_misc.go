@@ -68,7 +68,7 @@ func defaultRlimits() [rlimNlimits]rlimit {
 	return r
 }
 
-// asLimit is RLIMIT_AS as package mm takes it (0: none).
+// asLimit is RLIMIT_AS or RLIMIT_DATA as package mm takes it (0: none).
 func asLimit(cur uint64) uintptr {
 	if cur == rlimInfinity {
 		return 0
@@ -158,9 +158,20 @@ func (t *Thread) prlimit(pid int, res uint64, newp, oldp uintptr) int64 {
 		}
 		files.SetLimit(int(n))
 	}
+	if newp != 0 && res == rlimitCPU {
+		used, _ := target.selfTimes()
+		target.mu.Lock()
+		target.armCPULimitLocked(used.total())
+		target.mu.Unlock()
+	}
 	if newp != 0 && res == rlimitAS {
 		if s := target.Space(); s != nil {
 			s.SetLimit(asLimit(nl.cur))
+		}
+	}
+	if newp != 0 && res == rlimitData {
+		if s := target.Space(); s != nil {
+			s.SetDataLimit(asLimit(nl.cur))
 		}
 	}
 	if oldp != 0 {
