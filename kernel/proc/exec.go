@@ -17,16 +17,16 @@ import (
 
 // Layout of a new program's address space.
 const (
-	stackTop   = 0x7ffffffde000 // Linux-like: just below 128 TiB, with room above
-	stackSize  = 8 << 20        // RLIMIT_STACK's usual 8 MiB
-	pieBase    = 0x555555554000 // where static PIE programs load, as Linux does
-	mmapTop    = stackTop - stackSize - 1<<30
+	stackTop  = 0x7ffffffde000 // Linux-like: just below 128 TiB, with room above
+	stackSize = 8 << 20        // RLIMIT_STACK's usual 8 MiB
+	pieBase   = 0x555555554000 // where static PIE programs load, as Linux does
+	mmapTop   = stackTop - stackSize - 1<<30
 	// The stack mapping is RLIMIT_STACK's soft limit (Linux's stack grows
 	// on faults up to it; ours is mapped whole, its pages made on touch),
 	// at least 128 KiB and at most 1 GiB, which the gap below the stack
 	// leaves room for (an unlimited stack gets 1 GiB).
 	minStack, maxStack = 128 << 10, 1 << 30
-	maxArgSize = 128 << 10 // total argv+envp bytes, like Linux's MAX_ARG_STRLEN sum
+	maxArgSize         = 128 << 10 // total argv+envp bytes, like Linux's MAX_ARG_STRLEN sum
 )
 
 // maxInterpDepth bounds "#!" interpreter chains (Linux allows 4 + 1).

@@ -107,22 +107,22 @@ type Process struct {
 	vforkDone   chan struct{} // closed when a vfork child execs or exits
 	alarm       realTimer     // ITIMER_REAL
 	// CPU time (cputime.go): ITIMER_VIRTUAL and ITIMER_PROF, and usage.
-	cpuTimers   [2]cpuTimer
+	cpuTimers [2]cpuTimer
 	// cpuLimitLeft is the CPU time (ns) until RLIMIT_CPU's next event
 	// (its soft limit, then each second after); 0: no limit. Protected
 	// by mu.
 	cpuLimitLeft int64
 	cpuTimersOn  atomic.Bool
-	usage       processUsage
-	maxRSS      int64 // KiB, largest resident size seen
-	cred        creds
-	sched       schedAttrs // nice, policy, I/O priority (sys_sched.go)
-	persona     uint32     // personality(2); protected by mu
-	membarriers uint32     // membarrier(2) registrations (sys_membarrier.go); protected by mu
-	pdeathsig   int        // sent to this process when its parent exits
-	job         jobState
-	jobStopped  atomic.Bool // job.stopped, for the unlocked check on the way to user mode
-	execed      bool        // has called execve (setpgid by the parent: EACCES)
+	usage        processUsage
+	maxRSS       int64 // KiB, largest resident size seen
+	cred         creds
+	sched        schedAttrs // nice, policy, I/O priority (sys_sched.go)
+	persona      uint32     // personality(2); protected by mu
+	membarriers  uint32     // membarrier(2) registrations (sys_membarrier.go); protected by mu
+	pdeathsig    int        // sent to this process when its parent exits
+	job          jobState
+	jobStopped   atomic.Bool // job.stopped, for the unlocked check on the way to user mode
+	execed       bool        // has called execve (setpgid by the parent: EACCES)
 	// nonDumpable is Linux's "dumpable" flag of the address space, inverted
 	// (the zero value is an ordinary process): set when the process's
 	// effective or file-system IDs change or it runs a set-user-ID
