@@ -16,6 +16,7 @@ import (
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/fs/procfs"
+	"shortbread/kernel/ipc/mqueue"
 	"shortbread/kernel/kmem"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
@@ -73,6 +74,31 @@ func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 			vfs.SetLeaseBreakTime(n)
 			return nil
 		})
+	for _, f := range []struct {
+		name   string
+		lo, hi int
+		get    func(*mqueue.Limits) *int
+	}{
+		{"queues_max", 0, 1<<31 - 1, func(l *mqueue.Limits) *int { return &l.QueuesMax }},
+		{"msg_max", 1, 65536, func(l *mqueue.Limits) *int { return &l.MsgMax }},
+		{"msgsize_max", 128, 16 << 20, func(l *mqueue.Limits) *int { return &l.MsgsizeMax }},
+		{"msg_default", 1, 65536, func(l *mqueue.Limits) *int { return &l.MsgDefault }},
+		{"msgsize_default", 128, 16 << 20, func(l *mqueue.Limits) *int { return &l.MsgsizeDefault }},
+	} {
+		fs.AddFile("sys/fs/mqueue/"+f.name, func() []byte {
+			l := mqueue.GetLimits()
+			return fmt.Appendf(nil, "%d\n", *f.get(&l))
+		}, func(p []byte) error {
+			n, err := strconv.Atoi(strings.TrimSpace(string(p)))
+			if err != nil || n < f.lo || n > f.hi {
+				return linux.EINVAL
+			}
+			l := mqueue.GetLimits()
+			*f.get(&l) = n
+			mqueue.SetLimits(l)
+			return nil
+		})
+	}
 	fs.AddFile("sys/net/core/somaxconn", func() []byte { return []byte("4096\n") }, nil)
 	fs.AddFile("net/unix", unix.ProcNetUnix, nil)
 	fs.AddFile("net/dev", inet.ProcNetDev, nil)
