@@ -17,6 +17,7 @@ import (
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/fs/procfs"
 	"shortbread/kernel/ipc/mqueue"
+	"shortbread/kernel/ipc/sysv"
 	"shortbread/kernel/kmem"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
@@ -99,6 +100,39 @@ func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 			return nil
 		})
 	}
+	fs.AddFile("sysvipc/shm", proc.SysvShm().ProcSysvipc, nil)
+	for _, f := range []struct {
+		name string
+		get  func(*sysv.ShmLimits) *uint64
+	}{
+		{"shmmax", func(l *sysv.ShmLimits) *uint64 { return &l.Max }},
+		{"shmall", func(l *sysv.ShmLimits) *uint64 { return &l.All }},
+	} {
+		fs.AddFile("sys/kernel/"+f.name, func() []byte {
+			l := proc.SysvShm().Limits()
+			return fmt.Appendf(nil, "%d\n", *f.get(&l))
+		}, func(p []byte) error {
+			n, err := strconv.ParseUint(strings.TrimSpace(string(p)), 10, 64)
+			if err != nil {
+				return linux.EINVAL
+			}
+			l := proc.SysvShm().Limits()
+			*f.get(&l) = n
+			proc.SysvShm().SetLimits(l)
+			return nil
+		})
+	}
+	fs.AddFile("sys/kernel/shmmni", func() []byte { return fmt.Appendf(nil, "%d\n", proc.SysvShm().Limits().MNI) },
+		func(p []byte) error {
+			n, err := strconv.Atoi(strings.TrimSpace(string(p)))
+			if err != nil || n < 0 || n > 1<<15 {
+				return linux.EINVAL
+			}
+			l := proc.SysvShm().Limits()
+			l.MNI = n
+			proc.SysvShm().SetLimits(l)
+			return nil
+		})
 	fs.AddFile("sys/net/core/somaxconn", func() []byte { return []byte("4096\n") }, nil)
 	fs.AddFile("net/unix", unix.ProcNetUnix, nil)
 	fs.AddFile("net/dev", inet.ProcNetDev, nil)

@@ -35,6 +35,26 @@ type Shm struct {
 	// size, when set, is the object's size in bytes (a file's): mapped
 	// pages wholly past it fault with ErrBus.
 	size func() int64
+	// unmapped, when set, is called (without o.mu) each time the last
+	// mapping of the object goes: a System V segment removed while
+	// attached is destroyed then.
+	unmapped func()
+}
+
+// OnUnmapped sets the function called whenever the object's last
+// mapping goes away.
+func (o *Shm) OnUnmapped(f func()) {
+	o.mu.Lock()
+	o.unmapped = f
+	o.mu.Unlock()
+}
+
+// Maps returns how many mappings hold the object (a System V segment's
+// shm_nattch: a mapping split in two counts twice, as on Linux).
+func (o *Shm) Maps() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.maps
 }
 
 // NewShm makes an empty shared memory object holding one reference, the
@@ -94,15 +114,20 @@ func (o *Shm) mapRef(writer bool) {
 // mapping's page-table entries and flushed the TLBs.
 func (o *Shm) unmapRef(writer bool) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	if writer {
 		o.writers--
 	}
+	var last func()
 	if o.maps--; o.maps == 0 {
 		mappedFrames.Add(-int64(len(o.frames) + len(o.detached)))
 		o.freeDetachedLocked()
+		last = o.unmapped
 	}
 	o.dropLocked()
+	o.mu.Unlock()
+	if last != nil {
+		last()
+	}
 }
 
 // WriteMapped reports whether a mapping that may write the object exists
