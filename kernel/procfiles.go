@@ -133,6 +133,28 @@ func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 			proc.SysvShm().SetLimits(l)
 			return nil
 		})
+	for _, f := range []struct {
+		name string
+		get  func(*sysv.MsgLimits) *int
+	}{
+		{"msgmax", func(l *sysv.MsgLimits) *int { return &l.Max }},
+		{"msgmnb", func(l *sysv.MsgLimits) *int { return &l.MNB }},
+		{"msgmni", func(l *sysv.MsgLimits) *int { return &l.MNI }},
+	} {
+		fs.AddFile("sys/kernel/"+f.name, func() []byte {
+			l := proc.SysvMsg().Limits()
+			return fmt.Appendf(nil, "%d\n", *f.get(&l))
+		}, func(p []byte) error {
+			n, err := strconv.Atoi(strings.TrimSpace(string(p)))
+			if err != nil || n < 0 || n > 1<<30 {
+				return linux.EINVAL
+			}
+			l := proc.SysvMsg().Limits()
+			*f.get(&l) = n
+			proc.SysvMsg().SetLimits(l)
+			return nil
+		})
+	}
 	fs.AddFile("sys/net/core/somaxconn", func() []byte { return []byte("4096\n") }, nil)
 	fs.AddFile("net/unix", unix.ProcNetUnix, nil)
 	fs.AddFile("net/dev", inet.ProcNetDev, nil)

@@ -1,14 +1,19 @@
 package proc
 
-// System V shared memory: shmget, shmat, shmdt and shmctl decode and
-// check their arguments and call package kernel/ipc/sysv; shmat and
-// shmdt map and unmap the segment in the caller's address space.
+// System V IPC: shared memory (shmget, shmat, shmdt and shmctl) and
+// message queues (msgget, msgsnd, msgrcv, msgctl) decode and check
+// their arguments and call package kernel/ipc/sysv; shmat and shmdt map
+// and unmap the segment in the caller's address space.
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"shortbread/kernel/ipc/sysv"
+	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/mm"
+	"shortbread/kernel/vfs"
 	"shortbread/kernel/wallclock"
 )
 
@@ -18,6 +23,10 @@ func init() {
 		30: {"shmat", sysShmat},
 		31: {"shmctl", sysShmctl},
 		67: {"shmdt", sysShmdt},
+		68: {"msgget", sysMsgget},
+		69: {"msgsnd", sysMsgsnd},
+		70: {"msgrcv", sysMsgrcv},
+		71: {"msgctl", sysMsgctl},
 	} {
 		syscalls[no] = e
 	}
@@ -25,6 +34,12 @@ func init() {
 
 // sysvShm is the kernel's one IPC namespace's segments.
 var sysvShm = sysv.NewShm(Frames{}, wallclock.Now)
+
+// sysvMsg is its message queues.
+var sysvMsg = sysv.NewMsg(wallclock.Now)
+
+// SysvMsg returns the message queue table, for /proc/sys/kernel/msg*.
+func SysvMsg() *sysv.Msg { return sysvMsg }
 
 // SysvShm returns the segment table, for /proc/sysvipc/shm and
 // /proc/sys/kernel/shm*.
@@ -157,6 +172,101 @@ func sysShmctl(t *Thread, a *[6]uint64) (int64, bool) {
 		out = 72 // struct shminfo64
 	case sysv.ShmInfo:
 		out = 48 // struct shm_info
+	}
+	if out > 0 {
+		if err := space.CopyOut(at, buf[:out]); err != nil {
+			return errno(err), false
+		}
+	}
+	return int64(r), false
+}
+
+func sysMsgget(t *Thread, a *[6]uint64) (int64, bool) {
+	c := t.creds()
+	id, err := sysvMsg.Get(int32(a[0]), uint32(a[1]), c.vfsCred())
+	if err != nil {
+		return errno(err), false
+	}
+	return int64(id), false
+}
+
+// sysvResult is a blocking System V call's result: an interrupted wait
+// is EINTR whatever SA_RESTART says (signal(7): never restarted).
+func sysvResult(err error) int64 {
+	if errors.Is(err, linux.EINTR) {
+		return -eINTR
+	}
+	return errno(err)
+}
+
+func sysMsgsnd(t *Thread, a *[6]uint64) (int64, bool) {
+	id, at, size, flags := int(int32(a[0])), uintptr(a[1]), int64(a[2]), a[3]
+	if size < 0 || size > int64(sysvMsg.Limits().Max) || int32(a[0]) < 0 {
+		return -eINVAL, false
+	}
+	s := t.Proc.Space()
+	buf := make([]byte, 8+size)
+	if err := s.CopyIn(at, buf); err != nil {
+		return errno(err), false
+	}
+	typ := int64(binary.LittleEndian.Uint64(buf))
+	c := t.creds()
+	b := vfs.Blocking{NonBlock: flags&sysv.NoWait != 0, Intr: t.sigWake}
+	t.sleepBegin()
+	err := sysvMsg.Send(id, typ, buf[8:], b, c.vfsCred(), t.Proc.PID)
+	t.sleepEnd()
+	return sysvResult(err), false
+}
+
+func sysMsgrcv(t *Thread, a *[6]uint64) (int64, bool) {
+	id, at, size, typ, flags := int(int32(a[0])), uintptr(a[1]), int64(a[2]), int64(a[3]), int(int32(a[4]))
+	if size < 0 || int32(a[0]) < 0 {
+		return -eINVAL, false
+	}
+	c := t.creds()
+	b := vfs.Blocking{NonBlock: flags&sysv.NoWait != 0, Intr: t.sigWake}
+	t.sleepBegin()
+	mtype, text, err := sysvMsg.Receive(id, int(min(size, 1<<30)), typ, flags, b, c.vfsCred(), t.Proc.PID)
+	t.sleepEnd()
+	if err != nil {
+		return sysvResult(err), false
+	}
+	out := binary.LittleEndian.AppendUint64(make([]byte, 0, 8+len(text)), uint64(mtype))
+	out = append(out, text...)
+	if err := t.Proc.Space().CopyOut(at, out); err != nil {
+		return errno(err), false
+	}
+	return int64(len(text)), false
+}
+
+func sysMsgctl(t *Thread, a *[6]uint64) (int64, bool) {
+	id, cmd, at := int(int32(a[0])), int(int32(a[1]))&^ipc64, uintptr(a[2])
+	if int32(a[0]) < 0 || cmd < 0 {
+		return -eINVAL, false
+	}
+	c := t.creds()
+	buf := make([]byte, sysv.MsqidDSSize)
+	space := t.Proc.Space()
+	switch cmd {
+	case sysv.SET:
+		if err := space.CopyIn(at, buf); err != nil {
+			return errno(err), false
+		}
+	case sysv.STAT, sysv.INFO, sysv.MsgInfo, sysv.MsgStat, sysv.MsgStatAny:
+		if at == 0 {
+			return -eFAULT, false
+		}
+	}
+	r, err := sysvMsg.Ctl(id, cmd, buf, c.vfsCred())
+	if err != nil {
+		return errno(err), false
+	}
+	out := 0
+	switch cmd {
+	case sysv.STAT, sysv.MsgStat, sysv.MsgStatAny:
+		out = sysv.MsqidDSSize
+	case sysv.INFO, sysv.MsgInfo:
+		out = 32 // struct msginfo
 	}
 	if out > 0 {
 		if err := space.CopyOut(at, buf[:out]); err != nil {
