@@ -10,8 +10,8 @@ import (
 	"errors"
 	"fmt"
 
-	"shortbread/kernel/ipc/sysv"
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/ipc/sysv"
 	"shortbread/kernel/mm"
 	"shortbread/kernel/vfs"
 	"shortbread/kernel/wallclock"
