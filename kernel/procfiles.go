@@ -155,6 +155,18 @@ func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 			return nil
 		})
 	}
+	fs.AddFile("sys/kernel/sem", func() []byte {
+		l := proc.SysvSem().Limits()
+		return fmt.Appendf(nil, "%d\t%d\t%d\t%d\n", l.MSL, l.MNS, l.OPM, l.MNI)
+	}, func(p []byte) error {
+		var l sysv.SemLimits
+		if n, err := fmt.Sscan(string(p), &l.MSL, &l.MNS, &l.OPM, &l.MNI); n != 4 || err != nil ||
+			l.MSL < 1 || l.MNS < 1 || l.OPM < 1 || l.MNI < 0 || l.MNI > 1<<15 {
+			return linux.EINVAL
+		}
+		proc.SysvSem().SetLimits(l)
+		return nil
+	})
 	fs.AddFile("sys/net/core/somaxconn", func() []byte { return []byte("4096\n") }, nil)
 	fs.AddFile("net/unix", unix.ProcNetUnix, nil)
 	fs.AddFile("net/dev", inet.ProcNetDev, nil)

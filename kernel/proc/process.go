@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/ipc/sysv"
 	"shortbread/kernel/kmem"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
@@ -113,16 +114,19 @@ type Process struct {
 	// by mu.
 	cpuLimitLeft int64
 	cpuTimersOn  atomic.Bool
-	usage        processUsage
-	maxRSS       int64 // KiB, largest resident size seen
-	cred         creds
-	sched        schedAttrs // nice, policy, I/O priority (sys_sched.go)
-	persona      uint32     // personality(2); protected by mu
-	membarriers  uint32     // membarrier(2) registrations (sys_membarrier.go); protected by mu
-	pdeathsig    int        // sent to this process when its parent exits
-	job          jobState
-	jobStopped   atomic.Bool // job.stopped, for the unlocked check on the way to user mode
-	execed       bool        // has called execve (setpgid by the parent: EACCES)
+	// semUndo is the process's SEM_UNDO adjustments, applied at exit;
+	// nil until its first semop. Protected by mu.
+	semUndo     *sysv.Undo
+	usage       processUsage
+	maxRSS      int64 // KiB, largest resident size seen
+	cred        creds
+	sched       schedAttrs // nice, policy, I/O priority (sys_sched.go)
+	persona     uint32     // personality(2); protected by mu
+	membarriers uint32     // membarrier(2) registrations (sys_membarrier.go); protected by mu
+	pdeathsig   int        // sent to this process when its parent exits
+	job         jobState
+	jobStopped  atomic.Bool // job.stopped, for the unlocked check on the way to user mode
+	execed      bool        // has called execve (setpgid by the parent: EACCES)
 	// nonDumpable is Linux's "dumpable" flag of the address space, inverted
 	// (the zero value is an ordinary process): set when the process's
 	// effective or file-system IDs change or it runs a set-user-ID
@@ -348,6 +352,8 @@ func (p *Process) finish() {
 	}
 	ptimers := p.ptimers
 	p.ptimers = nil
+	undo := p.semUndo
+	p.semUndo = nil
 	orphans := p.children
 	p.children = map[int]*Process{}
 	parent := p.parent
@@ -358,6 +364,7 @@ func (p *Process) finish() {
 	for _, pt := range ptimers {
 		pt.tm.Stop()
 	}
+	sysvSem.Exit(undo, p.PID)
 	if p.files != nil {
 		p.files.CloseAll()
 	}

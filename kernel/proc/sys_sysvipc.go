@@ -1,7 +1,8 @@
 package proc
 
-// System V IPC: shared memory (shmget, shmat, shmdt and shmctl) and
-// message queues (msgget, msgsnd, msgrcv, msgctl) decode and check
+// System V IPC: shared memory (shmget, shmat, shmdt and shmctl),
+// message queues (msgget, msgsnd, msgrcv, msgctl) and semaphores
+// (semget, semop, semtimedop, semctl) decode and check
 // their arguments and call package kernel/ipc/sysv; shmat and shmdt map
 // and unmap the segment in the caller's address space.
 
@@ -9,6 +10,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/ipc/sysv"
@@ -19,14 +21,18 @@ import (
 
 func init() {
 	for no, e := range map[uint64]Entry{
-		29: {"shmget", sysShmget},
-		30: {"shmat", sysShmat},
-		31: {"shmctl", sysShmctl},
-		67: {"shmdt", sysShmdt},
-		68: {"msgget", sysMsgget},
-		69: {"msgsnd", sysMsgsnd},
-		70: {"msgrcv", sysMsgrcv},
-		71: {"msgctl", sysMsgctl},
+		29:  {"shmget", sysShmget},
+		30:  {"shmat", sysShmat},
+		31:  {"shmctl", sysShmctl},
+		67:  {"shmdt", sysShmdt},
+		68:  {"msgget", sysMsgget},
+		69:  {"msgsnd", sysMsgsnd},
+		70:  {"msgrcv", sysMsgrcv},
+		71:  {"msgctl", sysMsgctl},
+		64:  {"semget", sysSemget},
+		65:  {"semop", sysSemop},
+		66:  {"semctl", sysSemctl},
+		220: {"semtimedop", sysSemtimedop},
 	} {
 		syscalls[no] = e
 	}
@@ -37,6 +43,12 @@ var sysvShm = sysv.NewShm(Frames{}, wallclock.Now)
 
 // sysvMsg is its message queues.
 var sysvMsg = sysv.NewMsg(wallclock.Now)
+
+// sysvSem is its semaphore sets.
+var sysvSem = sysv.NewSem(wallclock.Now)
+
+// SysvSem returns the semaphore table, for /proc/sys/kernel/sem.
+func SysvSem() *sysv.Sem { return sysvSem }
 
 // SysvMsg returns the message queue table, for /proc/sys/kernel/msg*.
 func SysvMsg() *sysv.Msg { return sysvMsg }
@@ -270,6 +282,128 @@ func sysMsgctl(t *Thread, a *[6]uint64) (int64, bool) {
 	}
 	if out > 0 {
 		if err := space.CopyOut(at, buf[:out]); err != nil {
+			return errno(err), false
+		}
+	}
+	return int64(r), false
+}
+
+func sysSemget(t *Thread, a *[6]uint64) (int64, bool) {
+	c := t.creds()
+	id, err := sysvSem.Get(int32(a[0]), int(int32(a[1])), uint32(a[2]), c.vfsCred())
+	if err != nil {
+		return errno(err), false
+	}
+	return int64(id), false
+}
+
+func sysSemop(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.semop(a[0], uintptr(a[1]), a[2], 0), false
+}
+
+func sysSemtimedop(t *Thread, a *[6]uint64) (int64, bool) {
+	return t.semop(a[0], uintptr(a[1]), a[2], uintptr(a[3])), false
+}
+
+// semop runs the nsops struct sembuf at ops on set id, waiting at most
+// the relative timespec at timeout (0: no limit).
+func (t *Thread) semop(id uint64, ops uintptr, nsops uint64, timeout uintptr) int64 {
+	if int32(id) < 0 || nsops < 1 {
+		return -eINVAL
+	}
+	if nsops > uint64(sysvSem.Limits().OPM) {
+		return -int64(linux.E2BIG)
+	}
+	s := t.Proc.Space()
+	raw := make([]byte, 6*nsops)
+	if err := s.CopyIn(ops, raw); err != nil {
+		return errno(err)
+	}
+	list := make([]sysv.SemOp, nsops)
+	for i := range list {
+		b := raw[6*i:]
+		list[i] = sysv.SemOp{Num: binary.LittleEndian.Uint16(b), Op: int16(binary.LittleEndian.Uint16(b[2:])), Flags: int16(binary.LittleEndian.Uint16(b[4:]))}
+	}
+	w := sysv.SemWait{Intr: t.sigWake}
+	if timeout != 0 {
+		var b [16]byte
+		if err := s.CopyIn(timeout, b[:]); err != nil {
+			return errno(err)
+		}
+		sec, nsec := int64(binary.LittleEndian.Uint64(b[:])), int64(binary.LittleEndian.Uint64(b[8:]))
+		if sec < 0 || nsec < 0 || nsec >= 1e9 {
+			return -eINVAL
+		}
+		w.HasTimeout, w.Timeout = true, time.Duration(sec)*time.Second+time.Duration(nsec)
+		if w.Timeout == 0 {
+			w.Timeout = -1 // a zero timeout: do not wait at all
+		}
+	}
+	p := t.Proc
+	p.mu.Lock()
+	if p.semUndo == nil {
+		p.semUndo = new(sysv.Undo)
+	}
+	undo := p.semUndo
+	p.mu.Unlock()
+	c := t.creds()
+	t.sleepBegin()
+	err := sysvSem.Op(int(int32(id)), list, w, c.vfsCred(), p.PID, undo)
+	t.sleepEnd()
+	return sysvResult(err)
+}
+
+func sysSemctl(t *Thread, a *[6]uint64) (int64, bool) {
+	id, num, cmd, arg := int(int32(a[0])), int(int32(a[1])), int(int32(a[2]))&^ipc64, a[3]
+	if int32(a[0]) < 0 || cmd < 0 {
+		return -eINVAL, false
+	}
+	c := t.creds()
+	s := t.Proc.Space()
+	buf := make([]byte, sysv.SemidDSSize)
+	var vals []uint16
+	switch cmd {
+	case sysv.SET:
+		if err := s.CopyIn(uintptr(arg), buf); err != nil {
+			return errno(err), false
+		}
+	case sysv.GetAll, sysv.SetAll:
+		n, err := sysvSem.NSems(id)
+		if err != nil {
+			return errno(err), false
+		}
+		vals = make([]uint16, n)
+		if cmd == sysv.SetAll {
+			raw := make([]byte, 2*n)
+			if err := s.CopyIn(uintptr(arg), raw); err != nil {
+				return errno(err), false
+			}
+			for i := range vals {
+				vals[i] = binary.LittleEndian.Uint16(raw[2*i:])
+			}
+		}
+	}
+	r, err := sysvSem.Ctl(id, num, cmd, arg, buf, vals, c.vfsCred(), t.Proc.PID)
+	if err != nil {
+		return errno(err), false
+	}
+	out := 0
+	switch cmd {
+	case sysv.STAT, sysv.SemStat, sysv.SemStatAny:
+		out = sysv.SemidDSSize
+	case sysv.INFO, sysv.SemInfo:
+		out = 40 // struct seminfo
+	case sysv.GetAll:
+		raw := make([]byte, 2*len(vals))
+		for i, v := range vals {
+			binary.LittleEndian.PutUint16(raw[2*i:], v)
+		}
+		if err := s.CopyOut(uintptr(arg), raw); err != nil {
+			return errno(err), false
+		}
+	}
+	if out > 0 {
+		if err := s.CopyOut(uintptr(arg), buf[:out]); err != nil {
 			return errno(err), false
 		}
 	}
