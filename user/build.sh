@@ -12,6 +12,7 @@
 #   OUTDIR/runner            the guest runner (/init)
 #   OUTDIR/bench/ubench*     the micro-benchmarks (user/bench; not in the
 #                            initramfs: bench/sysbench adds them)
+#   OUTDIR/bench/scale       the scaling workloads (bench/scale adds it)
 #   OUTDIR/initramfs.cpio    newc cpio (OUTDIR/initramfs.cpio.gz with --gzip)
 #
 # Needs (installed when missing): musl-tools cpio gzip file, plus what
@@ -64,6 +65,8 @@ for mb in 1 8; do
   $CC $CFLAGS -DBLOB_DATA -DBLOB_SIZE=$size -o "$out/bench/ubench-data${mb}m" $ub
   $CC $CFLAGS -DBLOB_SIZE=$size -o "$out/bench/ubench-bss${mb}m" $ub
 done
+# The scaling workloads (bench/scale).
+$CC $CFLAGS -o "$out/bench/scale" "$here/bench/scale.c" -lpthread
 for f in "$out"/tests/* "$out/runner" "$out"/bench/*; do
   case $(file -b "$f") in
     *ELF\ 64-bit*x86-64*statically\ linked*) ;;
