@@ -52,6 +52,9 @@ find "$here/tests" -maxdepth 1 \( -name 't_*.c' -o -name 'h_*.c' \) -print0 | so
 $CC $CFLAGS -Wl,-z,max-page-size=0x10000 -Wl,-z,relro -o "$out/tests.new/h_layout64k" "$here/tests/h_layout.c"
 # The system call fuzzer runs first (f_ sorts before t_).
 $CC $CFLAGS -o "$out/tests.new/f_fuzz" "$here/smoke/fuzz.c"
+# The scaling workloads as a helper: t_scale checks they run and print
+# well-formed results on both kernels.
+$CC $CFLAGS -o "$out/tests.new/h_scale" "$here/bench/scale.c" -lpthread
 rm -rf "$out/tests"
 mv "$out/tests.new" "$out/tests"
 $CC $CFLAGS -o "$out/runner" "$here/runner/runner.c"

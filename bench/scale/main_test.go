@@ -12,7 +12,7 @@ const bootLog = "boot-times: main_ns=1\r\n" +
 	"@@info kernel 6.1.0-test\r\n" +
 	"@@info cpus 2\r\n" +
 	"scale workload=getppid workers=1 cpus=2 ms=1000 ops=1000 ops_per_s=1000.0 pin_miss=0\r\n" +
-	"scale workload=getppid workers=2 cpus=2 ms=1000 ops=1900 ops_per_s=1900.0 pin_miss=0\n" +
+	"scale workload=getppid workers=2 cpus=2 ms=1000 ops=1900 ops_per_s=1900.0 pin_miss=0 total_ms=1093\n" +
 	"scale workload=pipe_cross workers=1 cpus=2 ms=1002 ops=500 ops_per_s=499.0 pin_miss=1\n" +
 	"scale workload=pipe_cross workers=2 cpus=1 ms=1000 ops=1 ops_per_s=1 pin_miss=0\n" +
 	"scale workload=bogus workers=1 cpus=2 ms=1 ops=1 ops_per_s=1 pin_miss=0\n" +
@@ -31,6 +31,9 @@ func TestParse(t *testing.T) {
 	want := Sample{Kernel: "linux", CPUs: 2, Rep: 1, Workload: "pipe_cross", Workers: 1, Ops: 500, MS: 1002, Rate: 499, PinMiss: 1}
 	if s[2] != want {
 		t.Errorf("sample %+v, want %+v", s[2], want)
+	}
+	if s[1].TotalMS != 1093 {
+		t.Errorf("total_ms %v, want 1093", s[1].TotalMS)
 	}
 	// A result for the wrong CPU count, an unknown workload, a bad
 	// number and the workload's own error are all reported.
@@ -66,7 +69,7 @@ func report(rates map[string]map[string][2]float64) *Report {
 				rep.Samples = append(rep.Samples,
 					Sample{Kernel: k, CPUs: 1, Rep: r, Workload: w, Workers: 1, Rate: v[0] * f},
 					Sample{Kernel: k, CPUs: 2, Rep: r, Workload: w, Workers: 1, Rate: v[0] * f},
-					Sample{Kernel: k, CPUs: 2, Rep: r, Workload: w, Workers: 2, Rate: v[1] * f * f})
+					Sample{Kernel: k, CPUs: 2, Rep: r, Workload: w, Workers: 2, Rate: v[1] * f * f, MS: 1000, TotalMS: 1000 + 1500*float64(r-1)})
 			}
 		}
 		rep.Boots = append(rep.Boots, Boot{Kernel: "shortbread", CPUs: 2, Rep: r, WallSeconds: 40, LoadBefore: "4.1 3 2", LoadAfter: "4.5 3 2"})
@@ -97,7 +100,8 @@ func TestMatrixAndMarkdown(t *testing.T) {
 		"| files_private | 0.77× [0.76–0.77] | 1.93× [1.91–1.95] | 1.11 | 0.44 | **slower with more workers** (2 CPUs) |",
 		"| getppid | calls/s | 204.0k ±1% | 204.0k ±1% | 416.2k ±2% | 2.04M ±1% |",
 		"![speed-up per workload](scale.png)",
-		"shortbread 2 CPU #3 40 s (4.1 3 2 → 4.5 3 2)",
+		"shortbread 2 CPU #3 40 s (4.1 3 2 → 4.5 3 2; getppid ×2 4.0 s)",
+		"shortbread 2 CPU #1 40 s (4.1 3 2 → 4.5 3 2);",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)

@@ -19,6 +19,7 @@ type workload struct {
 // workloadInfo holds every workload scale.c knows, in the report's order
 // (workloadOrder).
 var workloadInfo = map[string]workload{
+	"spin":          {"a loop in user space that never enters the kernel: its speed-up is the parallel CPU the host gave the guest, the control for every other row", "k-loops/s"},
 	"getppid":       {"getppid(): a system-call round trip", "calls/s"},
 	"fault":         {"mmap 64 pages, write one byte to each, munmap; processes", "faults/s"},
 	"fault_mt":      {"the same from threads sharing one address space", "faults/s"},
@@ -36,7 +37,7 @@ var workloadInfo = map[string]workload{
 	"tcp":           {"1-byte ping-pong over TCP 127.0.0.1 (TCP_NODELAY)", "round trips/s"},
 }
 
-var workloadOrder = []string{"getppid", "fault", "fault_mt", "malloc_mt", "files_private", "files_shared", "files_mt",
+var workloadOrder = []string{"spin", "getppid", "fault", "fault_mt", "malloc_mt", "files_private", "files_shared", "files_mt",
 	"lookup", "spawn", "pipe_local", "pipe_cross", "futex_cross", "epoll", "unix", "tcp"}
 
 func workloadNames() []string { return slices.Clone(workloadOrder) }
@@ -52,6 +53,7 @@ type Sample struct {
 	MS       float64 `json:"ms"`
 	Rate     float64 `json:"ops_per_s"`
 	PinMiss  int     `json:"pin_miss"`
+	TotalMS  float64 `json:"total_ms,omitempty"` // the whole run, set-up and tear-down included
 }
 
 // Boot is one guest boot.
@@ -119,7 +121,8 @@ func Parse(out, kernel string, cpus, rep int) (samples []Sample, version string,
 }
 
 // parseResult reads "scale workload=W workers=N cpus=C ms=T ops=K
-// ops_per_s=R pin_miss=M"; every field must be there and make sense.
+// ops_per_s=R pin_miss=M [total_ms=U]"; every field but the last must be
+// there and make sense.
 func parseResult(line string) (Sample, error) {
 	kv := map[string]string{}
 	for _, f := range strings.Fields(line)[1:] {
@@ -144,6 +147,9 @@ func parseResult(line string) (Sample, error) {
 	}
 	s.Workers, s.CPUs, s.PinMiss = int(num("workers")), int(num("cpus")), int(num("pin_miss"))
 	s.MS, s.Ops, s.Rate = num("ms"), num("ops"), num("ops_per_s")
+	if _, ok := kv["total_ms"]; ok {
+		s.TotalMS = num("total_ms")
+	}
 	if s.Workers < 1 || s.CPUs < 1 || s.MS <= 0 {
 		bad = append(bad, "workers/cpus/ms")
 	}
@@ -227,6 +233,8 @@ func (m *Matrix) Speedup(kernel, workload string, cpus int) stat {
 func (m *Matrix) Verdict(workload string, cpus int) string {
 	s, l := m.Speedup("shortbread", workload, cpus), m.Speedup("linux", workload, cpus)
 	switch {
+	case workload == "spin":
+		return "(the control)"
 	case s.N == 0:
 		return ""
 	case s.Median < 0.95:
@@ -348,6 +356,15 @@ func Markdown(rep *Report, plotFile string) []byte {
 			}
 			b.WriteString("\n")
 		}
+		if has(rep.Workloads, "spin") {
+			fmt.Fprintf(&b, "\n**Control**: `spin` never enters the kernel, so its speed-up is the parallel CPU time the host gave the guest:")
+			for _, k := range rep.Kernels {
+				for _, c := range multi {
+					fmt.Fprintf(&b, " %s %d CPUs %s;", k, c, factorCell(m.Speedup(k, "spin", c)))
+				}
+			}
+			b.WriteString(" where it is well below N, the host had no N free cores and no row can be read as the kernel's scaling.\n")
+		}
 		if both {
 			fmt.Fprintf(&b, "\nThe ratio columns are at %d CPUs (above 1: Shortbread does more). The last column flags a median speed-up below 0.95× (more workers get less done) or below 90%% of Linux's.\n", top)
 		}
@@ -413,14 +430,14 @@ func Markdown(rep *Report, plotFile string) []byte {
 	}
 	b.WriteString(" (a kernel that does not honour affinity makes `pipe_local` and `pipe_cross` the same workload).\n")
 
-	b.WriteString("\n## Boots\n\nWall time, and the host's load average before → after:")
+	b.WriteString("\n## Boots\n\nWall time, the host's load average before → after, and the run that took longest from start to exit when it took over twice its measured time:")
 	nerr := 0
 	for i, bt := range rep.Boots {
 		sep := ";"
 		if i == 0 {
 			sep = ""
 		}
-		fmt.Fprintf(&b, "%s %s %d CPU #%d %.0f s (%s → %s)", sep, bt.Kernel, bt.CPUs, bt.Rep, bt.WallSeconds, bt.LoadBefore, bt.LoadAfter)
+		fmt.Fprintf(&b, "%s %s %d CPU #%d %.0f s (%s → %s%s)", sep, bt.Kernel, bt.CPUs, bt.Rep, bt.WallSeconds, bt.LoadBefore, bt.LoadAfter, slowest(rep.Samples, bt))
 		nerr += len(bt.Errors)
 	}
 	b.WriteString(".\n")
@@ -436,4 +453,19 @@ func Markdown(rep *Report, plotFile string) []byte {
 		}
 	}
 	return b.Bytes()
+}
+
+// slowest names the boot's run that took longest from start to exit, if
+// set-up and tear-down made it take more than twice its measured time.
+func slowest(samples []Sample, b Boot) string {
+	var worst Sample
+	for _, s := range samples {
+		if s.Kernel == b.Kernel && s.CPUs == b.CPUs && s.Rep == b.Rep && s.TotalMS > worst.TotalMS {
+			worst = s
+		}
+	}
+	if worst.TotalMS <= 2*worst.MS {
+		return ""
+	}
+	return fmt.Sprintf("; %s ×%d %.1f s", worst.Workload, worst.Workers, worst.TotalMS/1e3)
 }

@@ -5,13 +5,14 @@
  *   scale list                  the workloads, one a line: NAME KIND
  *   scale nop                   exit at once (what spawn executes)
  *
- * Every worker repeats one operation until the parent says stop; the
- * result is the total over the workers:
+ * Every worker repeats one operation until the parent says stop (at
+ * least once); the result is the total over the workers:
  *
- *   scale workload=NAME workers=W cpus=C ms=T ops=N ops_per_s=X pin_miss=K
+ *   scale workload=NAME workers=W cpus=C ms=T ops=N ops_per_s=X pin_miss=K total_ms=U
  *
  * (C is the number of online CPUs; K counts pinned threads that were not on
- * their CPU when they stopped: a kernel that ignores sched_setaffinity.) A
+ * their CPU when they stopped: a kernel that ignores sched_setaffinity; U
+ * is the whole run's time, set-up and tear-down included.) A
  * failed operation prints "scale-error workload=NAME ..." and exits 1.
  *
  * Workers start together (they block on a pipe the parent then closes) and
@@ -117,14 +118,29 @@ static int stopped(void)
 
 /* ---- one-sided workloads ---- */
 
+/* spin never enters the kernel: its speed-up is how much parallel CPU the
+ * host gives the guest, the control for every other row. */
+static int w_spin(int i)
+{
+	long n = 0;
+	start(i);
+	do {
+		for (volatile int k = 0; k < 1000; k++)
+			;
+		n++;
+	} while (!stopped());
+	sh->ops[i] = n;
+	return 0;
+}
+
 static int w_getppid(int i)
 {
 	long n = 0;
 	start(i);
-	while (!stopped()) {
+	do {
 		syscall(SYS_getppid);
 		n++;
-	}
+	} while (!stopped());
 	sh->ops[i] = n;
 	return 0;
 }
@@ -133,7 +149,7 @@ static int w_fault(int i)
 {
 	long n = 0;
 	start(i);
-	while (!stopped()) {
+	do {
 		char *p = mmap(NULL, FAULT_PAGES * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
 			return fail(i, "mmap");
@@ -142,7 +158,7 @@ static int w_fault(int i)
 		if (munmap(p, FAULT_PAGES * PG))
 			return fail(i, "munmap");
 		n += FAULT_PAGES;
-	}
+	} while (!stopped());
 	sh->ops[i] = n;
 	return 0;
 }
@@ -151,7 +167,7 @@ static int w_malloc(int i)
 {
 	long n = 0;
 	start(i);
-	while (!stopped()) {
+	do {
 		volatile char *p = malloc(MALLOC_SIZE);
 		if (!p)
 			return fail(i, "malloc");
@@ -159,7 +175,7 @@ static int w_malloc(int i)
 			p[off] = (char)n;
 		free((void *)p);
 		n++;
-	}
+	} while (!stopped());
 	sh->ops[i] = n;
 	return 0;
 }
@@ -173,7 +189,7 @@ static int churn(int i, const char *dir)
 	long n = 0;
 	memset(buf, 'x', sizeof buf);
 	start(i);
-	while (!stopped()) {
+	do {
 		snprintf(path, sizeof path, "%s/w%d.%ld", dir, i, n % (2 * FILE_WINDOW));
 		int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
 		if (fd < 0)
@@ -188,7 +204,7 @@ static int churn(int i, const char *dir)
 				return fail(i, "unlink");
 		}
 		n++;
-	}
+	} while (!stopped());
 	sh->ops[i] = n;
 	for (long k = n > FILE_WINDOW ? n - FILE_WINDOW : 0; k < n; k++) {
 		snprintf(path, sizeof path, "%s/w%d.%ld", dir, i, k % (2 * FILE_WINDOW));
@@ -219,7 +235,7 @@ static int w_lookup(int i)
 	long n = 0;
 	snprintf(path, sizeof path, "%s/tree/usr/share/doc/pkg/file", workdir);
 	start(i);
-	while (!stopped()) {
+	do {
 		if (stat(path, &st))
 			return fail(i, "stat");
 		int fd = open(path, O_RDONLY);
@@ -227,7 +243,7 @@ static int w_lookup(int i)
 			return fail(i, "open");
 		close(fd);
 		n++;
-	}
+	} while (!stopped());
 	sh->ops[i] = n;
 	return 0;
 }
@@ -237,7 +253,7 @@ static int w_spawn(int i)
 	char *argv[] = { (char *)self, "nop", NULL }, *envp[] = { NULL };
 	long n = 0;
 	start(i);
-	while (!stopped()) {
+	do {
 		pid_t pid = fork();
 		if (pid < 0)
 			return fail(i, "fork");
@@ -253,7 +269,7 @@ static int w_spawn(int i)
 			return fail(i, "exec");
 		}
 		n++;
-	}
+	} while (!stopped());
 	sh->ops[i] = n;
 	return 0;
 }
@@ -289,13 +305,13 @@ static int rounds(int i, int cpu, int wfd, int rfd)
 	long n = 0;
 	char c = 0;
 	start(i);
-	while (!stopped()) {
+	do {
 		if (write(wfd, &c, 1) != 1)
 			return fail(i, "write");
 		if (read(rfd, &c, 1) != 1)
 			return fail(i, "read");
 		n++;
-	}
+	} while (!stopped());
 	if (cpu >= 0)
 		pin_check(i, cpu);
 	sh->ops[i] = n;
@@ -442,13 +458,13 @@ static int w_epoll(int i)
 	long n = 0;
 	char c = 0;
 	start(i);
-	while (!stopped()) {
+	do {
 		if (write(fds[2 * (n % EPIPES) + 1], &c, 1) != 1)
 			return fail(i, "write");
 		if (read(fds[2 * EPIPES], &c, 1) != 1)
 			return fail(i, "read");
 		n++;
-	}
+	} while (!stopped());
 	sh->ops[i] = n;
 	for (int k = 0; k < EPIPES; k++)
 		close(fds[2 * k + 1]);
@@ -493,13 +509,13 @@ static int w_futex_cross(int i)
 		return fail(i, "pthread_create");
 	long n = 0;
 	start(i);
-	while (!stopped()) {
+	do {
 		atomic_store(&p.word, 1);
 		futex(&p.word, FUTEX_WAKE, 1);
 		while (atomic_load(&p.word) == 1)
 			futex(&p.word, FUTEX_WAIT, 1);
 		n++;
-	}
+	} while (!stopped());
 	pin_check(i, i);
 	atomic_store(&p.word, 2);
 	futex(&p.word, FUTEX_WAKE, 1);
@@ -517,6 +533,7 @@ static const struct workload {
 	enum kind kind;
 	int (*fn)(int);
 } workloads[] = {
+	{ "spin", PROC, w_spin },
 	{ "getppid", PROC, w_getppid },
 	{ "fault", PROC, w_fault },
 	{ "fault_mt", THREAD, w_fault },
@@ -609,6 +626,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
+	long long t_start = now_ns();
 	self = argv[0];
 	if (argc == 2 && !strcmp(argv[1], "nop"))
 		return 0;
@@ -709,7 +727,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	double secs = (double)(t1 - t0) / 1e9;
-	printf("scale workload=%s workers=%d cpus=%d ms=%.0f ops=%ld ops_per_s=%.1f pin_miss=%d\n",
-	       wl->name, workers, ncpu, secs * 1e3, ops, ops / secs, miss);
+	printf("scale workload=%s workers=%d cpus=%d ms=%.0f ops=%ld ops_per_s=%.1f pin_miss=%d total_ms=%.0f\n",
+	       wl->name, workers, ncpu, secs * 1e3, ops, ops / secs, miss, (double)(now_ns() - t_start) / 1e6);
 	return 0;
 }
