@@ -148,6 +148,9 @@ func main() {
 		fail("%v", err)
 	}
 	err = write(filepath.Join(*outDir, base), &rep, true)
+	if md, rerr := os.ReadFile(filepath.Join(*outDir, base) + ".md"); rerr == nil {
+		os.Stdout.Write(md)
+	}
 	os.RemoveAll(stage) // fail exits without running deferred calls
 	if err != nil {
 		fail("%v", err)
@@ -157,12 +160,21 @@ func main() {
 	}
 }
 
+// analysisHeading starts the part of a results file written by hand.
+const analysisHeading = "## Analysis"
+
 // write saves base.md and base.png (and base.json when withJSON).
 func write(base string, rep *Report, withJSON bool) error {
 	md := Markdown(rep, filepath.Base(base)+".png")
 	png, err := Plot(rep)
 	if err != nil {
 		return err
+	}
+	// A hand-written analysis at the end of an earlier rendering stays.
+	if old, err := os.ReadFile(base + ".md"); err == nil {
+		if i := bytes.Index(old, []byte("\n"+analysisHeading)); i >= 0 {
+			md = append(append(md, '\n'), old[i+1:]...)
+		}
 	}
 	files := map[string][]byte{".md": md, ".png": png}
 	if withJSON {
@@ -177,7 +189,6 @@ func write(base string, rep *Report, withJSON bool) error {
 			return err
 		}
 	}
-	os.Stdout.Write(md)
 	fmt.Fprintf(os.Stderr, "bench/scale: wrote %s.{md,png}\n", base)
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"image/png"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -58,9 +60,9 @@ func TestParse(t *testing.T) {
 
 // report builds a run: rates per kernel, workload and worker count over
 // three boots, with rep r's rate scaled by 1+r/100.
-func report(rates map[string]map[string][2]float64) *Report {
+func report(rates map[string]map[string][2]float64, workloads ...string) *Report {
 	rep := &Report{Date: "2026-11-25T10:00:00Z", Commit: "abc1234", Reps: 3, MS: 1000, CPUs: []int{1, 2},
-		Kernels: []string{"shortbread", "linux"}, Workloads: []string{"getppid", "files_private"}, HostCPUs: 2}
+		Kernels: []string{"shortbread", "linux"}, Workloads: workloads, HostCPUs: 2}
 	for r := 1; r <= 3; r++ {
 		for _, k := range rep.Kernels {
 			for _, w := range rep.Workloads {
@@ -81,7 +83,7 @@ func TestMatrixAndMarkdown(t *testing.T) {
 	rep := report(map[string]map[string][2]float64{
 		"shortbread": {"getppid": {200e3, 400e3}, "files_private": {20e3, 15e3}},
 		"linux":      {"getppid": {2e6, 3.9e6}, "files_private": {18e3, 34e3}},
-	})
+	}, "getppid", "files_private")
 	m := NewMatrix(rep.Samples)
 	// Speed-ups are paired within a boot: rep r gives 2×(1+r/100).
 	s := m.Speedup("shortbread", "getppid", 2)
@@ -94,10 +96,15 @@ func TestMatrixAndMarkdown(t *testing.T) {
 	if v := m.Verdict("files_private", 2); !strings.Contains(v, "slower") {
 		t.Errorf("files_private at 0.76× is flagged %q", v)
 	}
+	// Normalized divides by the control's speed-up in the same boot; this
+	// run has no spin rows, so there is none.
+	if n := m.Normalized("shortbread", "getppid", 2); n.N != 0 {
+		t.Errorf("normalized without a control: %+v", n)
+	}
 	md := string(Markdown(rep, "scale.png"))
 	for _, want := range []string{
 		"| getppid | 2.04× [2.02–2.06] | 1.99× [1.97–2.01] | 0.10 | 0.10 |  |",
-		"| files_private | 0.77× [0.76–0.77] | 1.93× [1.91–1.95] | 1.11 | 0.44 | **slower with more workers** (2 CPUs) |",
+		"| files_private | 0.77× [0.76–0.77] | 1.93× [1.91–1.95] | 1.11 | 0.44 | **slower with more workers** |",
 		"| getppid | calls/s | 204.0k ±1% | 204.0k ±1% | 416.2k ±2% | 2.04M ±1% |",
 		"![speed-up per workload](scale.png)",
 		"shortbread 2 CPU #3 40 s (4.1 3 2 → 4.5 3 2; getppid ×2 4.0 s)",
@@ -113,7 +120,7 @@ func TestPlot(t *testing.T) {
 	rep := report(map[string]map[string][2]float64{
 		"shortbread": {"getppid": {100, 150}, "files_private": {100, 50}},
 		"linux":      {"getppid": {100, 190}, "files_private": {100, 180}},
-	})
+	}, "getppid", "files_private")
 	b, err := Plot(rep)
 	if err != nil {
 		t.Fatal(err)
@@ -139,5 +146,55 @@ func TestPlot(t *testing.T) {
 	}
 	if got := img.At(px(1.7), y+barH); got != kernelColour["linux"] {
 		t.Errorf("pixel in Linux's getppid bar (1.9×) at 1.7× is %v", got)
+	}
+}
+
+func TestNormalized(t *testing.T) {
+	rep := report(map[string]map[string][2]float64{
+		"shortbread": {"spin": {100, 150}, "getppid": {100, 120}},
+		"linux":      {"spin": {100, 200}, "getppid": {100, 200}},
+	}, "spin", "getppid")
+	m := NewMatrix(rep.Samples)
+	// Both speed-ups carry the same per-boot factor, so the quotient is
+	// exact: 1.2/1.5 and 2/2.
+	if n := m.Normalized("shortbread", "getppid", 2); n.N != 3 || fmt.Sprintf("%.3f", n.Median) != "0.800" {
+		t.Errorf("shortbread getppid normalized %+v", n)
+	}
+	if n := m.Normalized("linux", "getppid", 2); fmt.Sprintf("%.3f", n.Median) != "1.000" {
+		t.Errorf("linux getppid normalized %+v", n)
+	}
+	md := string(Markdown(rep, ""))
+	for _, want := range []string{"| getppid | 1.22× [1.21–1.24] | 2.04× [2.02–2.06] | 0.80 | 1.00 | 1.00 | 0.60 | scales less than Linux |", "**Control**", "(the control)"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestWriteKeepsAnalysis(t *testing.T) {
+	rep := report(map[string]map[string][2]float64{
+		"shortbread": {"getppid": {100, 150}}, "linux": {"getppid": {100, 190}},
+	}, "getppid")
+	base := filepath.Join(t.TempDir(), "scale-x")
+	if err := write(base, rep, true); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(base + ".md")
+	hand := "\n## Analysis\n\nwritten by hand\n"
+	if err := os.WriteFile(base+".md", append(md, hand...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep.Commit = "def5678" // a re-rendering changes the generated part
+	if err := write(base, rep, false); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(base + ".md")
+	if !strings.Contains(string(got), "commit def5678") || !strings.HasSuffix(string(got), hand) || strings.Count(string(got), "## Analysis") != 1 {
+		t.Errorf("re-rendered file:\n%s", got)
+	}
+	for _, ext := range []string{".json", ".png"} {
+		if _, err := os.Stat(base + ext); err != nil {
+			t.Error(err)
+		}
 	}
 }

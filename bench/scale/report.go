@@ -190,10 +190,12 @@ type Matrix struct {
 	rates map[cell][]float64
 	// speed-ups of cpus workers over one in the same boot (workers = cpus)
 	speedups map[cell][]float64
+	// the same divided by the spin control's speed-up in that boot
+	normalized map[cell][]float64
 }
 
 func NewMatrix(samples []Sample) *Matrix {
-	m := &Matrix{rates: map[cell][]float64{}, speedups: map[cell][]float64{}}
+	m := &Matrix{rates: map[cell][]float64{}, speedups: map[cell][]float64{}, normalized: map[cell][]float64{}}
 	type boot struct {
 		kernel, workload string
 		cpus, rep        int
@@ -205,16 +207,40 @@ func NewMatrix(samples []Sample) *Matrix {
 			one[boot{s.Kernel, s.Workload, s.CPUs, s.Rep}] = s.Rate
 		}
 	}
+	type speedup struct {
+		boot boot
+		v    float64
+	}
+	var ups []speedup
+	control := map[boot]float64{} // the spin workload's speed-up per boot
 	for _, s := range samples {
 		if s.Workers == 1 || s.Workers != s.CPUs {
 			continue
 		}
-		if r1 := one[boot{s.Kernel, s.Workload, s.CPUs, s.Rep}]; r1 > 0 {
-			c := cell{s.Kernel, s.Workload, s.CPUs, s.Workers}
-			m.speedups[c] = append(m.speedups[c], s.Rate/r1)
+		b := boot{s.Kernel, s.Workload, s.CPUs, s.Rep}
+		if r1 := one[b]; r1 > 0 {
+			ups = append(ups, speedup{b, s.Rate / r1})
+			if s.Workload == "spin" {
+				control[boot{s.Kernel, "", s.CPUs, s.Rep}] = s.Rate / r1
+			}
+		}
+	}
+	for _, u := range ups {
+		c := cell{u.boot.kernel, u.boot.workload, u.boot.cpus, u.boot.cpus}
+		m.speedups[c] = append(m.speedups[c], u.v)
+		if sp := control[boot{u.boot.kernel, "", u.boot.cpus, u.boot.rep}]; sp > 0 {
+			m.normalized[c] = append(m.normalized[c], u.v/sp)
 		}
 	}
 	return m
+}
+
+// Normalized is Speedup divided by the spin control's speed-up in the
+// same boot: the share of the parallel CPU time the host gave that the
+// workload turned into throughput (1: as well as a loop that never enters
+// the kernel).
+func (m *Matrix) Normalized(kernel, workload string, cpus int) stat {
+	return summarize(m.normalized[cell{kernel, workload, cpus, cpus}])
 }
 
 // Rate is the throughput of workers workers in a cpus-CPU guest.
@@ -282,6 +308,13 @@ func factorCell(s stat) string {
 	return fmt.Sprintf("%.2f× [%.2f–%.2f]", s.Median, s.Min, s.Max)
 }
 
+func medianCell(s stat) string {
+	if s.N == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", s.Median)
+}
+
 func ratio(a, b stat) string {
 	if a.N == 0 || b.N == 0 || b.Median == 0 {
 		return "–"
@@ -329,11 +362,20 @@ func Markdown(rep *Report, plotFile string) []byte {
 		for _, c := range multi {
 			fmt.Fprintf(&b, " Shortbread %d CPUs | Linux %d CPUs |", c, c)
 		}
+		spin := has(rep.Workloads, "spin")
+		if spin {
+			for _, c := range multi {
+				fmt.Fprintf(&b, " Shortbread ÷ spin %d CPUs | Linux ÷ spin %d CPUs |", c, c)
+			}
+		}
 		if both {
 			b.WriteString(" Shortbread/Linux, 1 worker | Shortbread/Linux, N workers | Shortbread |")
 		}
 		b.WriteString("\n|---|")
 		b.WriteString(strings.Repeat("---:|---:|", len(multi)))
+		if spin {
+			b.WriteString(strings.Repeat("---:|---:|", len(multi)))
+		}
 		if both {
 			b.WriteString("---:|---:|---|")
 		}
@@ -344,13 +386,23 @@ func Markdown(rep *Report, plotFile string) []byte {
 			for _, c := range multi {
 				fmt.Fprintf(&b, " %s | %s |", factorCell(m.Speedup("shortbread", w, c)), factorCell(m.Speedup("linux", w, c)))
 			}
+			if spin {
+				for _, c := range multi {
+					fmt.Fprintf(&b, " %s | %s |", medianCell(m.Normalized("shortbread", w, c)), medianCell(m.Normalized("linux", w, c)))
+				}
+			}
 			if both {
 				var v []string
 				for _, c := range multi {
-					if s := m.Verdict(w, c); s != "" {
+					s := m.Verdict(w, c)
+					switch {
+					case w == "spin" || len(multi) == 1 && s != "":
+						v = append(v, s)
+					case s != "":
 						v = append(v, fmt.Sprintf("%s (%d CPUs)", s, c))
 					}
 				}
+				v = slices.Compact(v)
 				fmt.Fprintf(&b, " %s | %s | %s |", ratio(m.Rate("shortbread", w, top, 1), m.Rate("linux", w, top, 1)),
 					ratio(m.Rate("shortbread", w, top, top), m.Rate("linux", w, top, top)), strings.Join(v, "; "))
 			}
@@ -363,7 +415,8 @@ func Markdown(rep *Report, plotFile string) []byte {
 					fmt.Fprintf(&b, " %s %d CPUs %s;", k, c, factorCell(m.Speedup(k, "spin", c)))
 				}
 			}
-			b.WriteString(" where it is well below N, the host had no N free cores and no row can be read as the kernel's scaling.\n")
+			b.WriteString(" where it is well below N, the host had no N free cores and no row can be read as the kernel's scaling. " +
+				"The ÷ spin columns divide each boot's speed-up by the control's in that boot (median over boots): 1 means the workload turned the parallel time the host gave into throughput as well as the loop did.\n")
 		}
 		if both {
 			fmt.Fprintf(&b, "\nThe ratio columns are at %d CPUs (above 1: Shortbread does more). The last column flags a median speed-up below 0.95× (more workers get less done) or below 90%% of Linux's.\n", top)
