@@ -27,7 +27,7 @@ var workloadInfo = map[string]workload{
 	"files_private": {"create, write 4 KiB, close, unlink the file 16 before; a directory per process", "files/s"},
 	"files_shared":  {"the same, every process in one directory", "files/s"},
 	"files_mt":      {"the same from threads, a directory per thread", "files/s"},
-	"lookup":        {"stat and open+close of one 6-component path, shared by all", "lookups/s"},
+	"lookup":        {"stat and open+close of one 8-component path (/tmp/scale.PID/tree/usr/share/doc/pkg/file), shared by all", "lookups/s"},
 	"spawn":         {"fork + execve + exit + waitpid", "spawns/s"},
 	"pipe_local":    {"1-byte pipe ping-pong, both ends pinned to one CPU", "round trips/s"},
 	"pipe_cross":    {"the same with the ends pinned to neighbouring CPUs", "round trips/s"},
@@ -351,11 +351,15 @@ func Markdown(rep *Report, plotFile string) []byte {
 	}
 	fmt.Fprintf(&b, ". QEMU: %s; `%s`. Host: %d CPUs, shared with other work: `uptime` at the start `%s`, at the end `%s`.\n\n",
 		rep.QEMUVersion, rep.QEMU, rep.HostCPUs, rep.UptimeStart, rep.UptimeEnd)
-	fmt.Fprintf(&b, "Each workload ran for %d ms with 1 worker and with one worker per CPU, in %d boots per kernel and CPU count (kernels alternating, %v CPUs)%s. ",
-		rep.MS, rep.Reps, rep.CPUs, map[bool]string{true: ", `-long`"}[rep.Long])
+	cpus := make([]string, len(rep.CPUs))
+	for i, c := range rep.CPUs {
+		cpus[i] = strconv.Itoa(c)
+	}
+	fmt.Fprintf(&b, "Each workload ran for %d ms with 1 worker and with one worker per CPU, in %d boots per kernel and CPU count (%s CPUs, kernels alternating)%s. ",
+		rep.MS, rep.Reps, strings.Join(cpus, ", "), map[bool]string{true: ", `-long`"}[rep.Long])
 	b.WriteString("Rates are the total over the workers; medians over the boots, ± half the range as a share of the median; " +
 		"speed-ups are N workers over 1 in the same boot, median [min–max]. " +
-		"QEMU is TCG on a loaded host: rates are slow and noisy in absolute terms; read the speed-ups and the ratios within this run.\n\n")
+		"QEMU is TCG, and on a shared host (see the load averages and the spin control) rates are slow and noisy in absolute terms: read the speed-ups and the ratios within this run.\n\n")
 
 	if len(multi) > 0 {
 		b.WriteString("## Speed-up: N workers over 1, in an N-CPU guest\n\n| workload |")
