@@ -23,7 +23,7 @@ QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot
 
 DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio e2fsprogs
 
-.PHONY: all run run-cmd net-check test iso kernel deps host-test boot-test user-test linux-test user usertest-shortbread vet bench-boot bench-sys fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
+.PHONY: all run run-cmd net-check test iso kernel deps host-test boot-test user-test linux-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
 
 all: iso
 
@@ -108,6 +108,14 @@ fuzz-soak: deps user $(KERNEL) $(STUB)
 bench-sys: deps user $(KERNEL) $(STUB)
 	tools/linux/kernel.sh $(LINUX_BUILD)
 	go run ./bench/sysbench -cpus 1,2,4
+
+# The scaling matrix (issue 21): each workload of user/bench/scale.c with
+# one worker and one per CPU, on 1 and 2 CPUs, Shortbread vs Linux in
+# interleaved boots (~10-15 min here; LONG=1: 6 boots of 3 s runs, and 4
+# CPUs where the host has them). Not in make test.
+bench-scale: deps user $(KERNEL) $(STUB)
+	tools/linux/kernel.sh $(LINUX_BUILD)
+	go run ./bench/scale $(if $(LONG),-long)
 
 # The user-space suite (user/tests, busybox from Debian's source, the
 # runner as /init) on Linux, the reference: Debian's stock kernel in the

@@ -12,6 +12,7 @@
 #   OUTDIR/runner            the guest runner (/init)
 #   OUTDIR/bench/ubench*     the micro-benchmarks (user/bench; not in the
 #                            initramfs: bench/sysbench adds them)
+#   OUTDIR/bench/scale       the scaling workloads (bench/scale adds it)
 #   OUTDIR/initramfs.cpio    newc cpio (OUTDIR/initramfs.cpio.gz with --gzip)
 #
 # Needs (installed when missing): musl-tools cpio gzip file, plus what
@@ -51,6 +52,9 @@ find "$here/tests" -maxdepth 1 \( -name 't_*.c' -o -name 'h_*.c' \) -print0 | so
 $CC $CFLAGS -Wl,-z,max-page-size=0x10000 -Wl,-z,relro -o "$out/tests.new/h_layout64k" "$here/tests/h_layout.c"
 # The system call fuzzer runs first (f_ sorts before t_).
 $CC $CFLAGS -o "$out/tests.new/f_fuzz" "$here/smoke/fuzz.c"
+# The scaling workloads as a helper: t_scale checks they run and print
+# well-formed results on both kernels.
+$CC $CFLAGS -o "$out/tests.new/h_scale" "$here/bench/scale.c" -lpthread
 rm -rf "$out/tests"
 mv "$out/tests.new" "$out/tests"
 $CC $CFLAGS -o "$out/runner" "$here/runner/runner.c"
@@ -64,6 +68,8 @@ for mb in 1 8; do
   $CC $CFLAGS -DBLOB_DATA -DBLOB_SIZE=$size -o "$out/bench/ubench-data${mb}m" $ub
   $CC $CFLAGS -DBLOB_SIZE=$size -o "$out/bench/ubench-bss${mb}m" $ub
 done
+# The scaling workloads (bench/scale).
+$CC $CFLAGS -o "$out/bench/scale" "$here/bench/scale.c" -lpthread
 for f in "$out"/tests/* "$out/runner" "$out"/bench/*; do
   case $(file -b "$f") in
     *ELF\ 64-bit*x86-64*statically\ linked*) ;;
