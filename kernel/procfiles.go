@@ -167,6 +167,28 @@ func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 		proc.SysvSem().SetLimits(l)
 		return nil
 	})
+	for _, f := range []struct {
+		name string
+		get  func(*vfs.InotifyLimits) *int
+	}{
+		{"max_queued_events", func(l *vfs.InotifyLimits) *int { return &l.MaxQueuedEvents }},
+		{"max_user_instances", func(l *vfs.InotifyLimits) *int { return &l.MaxUserInstances }},
+		{"max_user_watches", func(l *vfs.InotifyLimits) *int { return &l.MaxUserWatches }},
+	} {
+		fs.AddFile("sys/fs/inotify/"+f.name, func() []byte {
+			l := vfs.GetInotifyLimits()
+			return fmt.Appendf(nil, "%d\n", *f.get(&l))
+		}, func(p []byte) error {
+			n, err := strconv.Atoi(strings.TrimSpace(string(p)))
+			if err != nil || n < 0 {
+				return linux.EINVAL
+			}
+			l := vfs.GetInotifyLimits()
+			*f.get(&l) = n
+			vfs.SetInotifyLimits(l)
+			return nil
+		})
+	}
 	fs.AddFile("sys/net/core/somaxconn", func() []byte { return []byte("4096\n") }, nil)
 	fs.AddFile("net/unix", unix.ProcNetUnix, nil)
 	fs.AddFile("net/dev", inet.ProcNetDev, nil)

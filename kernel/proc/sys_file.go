@@ -420,7 +420,11 @@ func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {
 		}
 		return errno(t.Proc.files.SetFDFlags(int(int32(a[0])), fl)), false
 	case fionread:
-		if n, err := vfs.PipeBuffered(f); err == nil {
+		n, err := vfs.PipeBuffered(f)
+		if in, ierr := vfs.InotifyFrom(f); ierr == nil {
+			n, err = in.Queued(), nil
+		}
+		if err == nil {
 			var b [4]byte
 			binary.LittleEndian.PutUint32(b[:], uint32(n))
 			return errno(t.Proc.Space().CopyOut(arg, b[:])), false

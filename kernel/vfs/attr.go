@@ -121,7 +121,7 @@ func (v *VFS) Chmod(c *Ctx, dir *Dentry, path string, mode uint32, atFlags int) 
 	if d.mode == linux.S_IFLNK {
 		return linux.EOPNOTSUPP // fchmodat2 with AT_SYMLINK_NOFOLLOW on a symlink
 	}
-	return chmod(&c.Cred, d.inode, d.mount, mode)
+	return attrChanged(d, chmod(&c.Cred, d.inode, d.mount, mode))
 }
 
 // Chmod sets the permission bits of the open file (fchmod(2)).
@@ -129,7 +129,15 @@ func (f *OpenFile) Chmod(c *Cred, mode uint32) error {
 	if f.IsPath() {
 		return linux.EBADF
 	}
-	return chmod(c, f.inode, f.mount(), mode)
+	return attrChanged(f.dentry, chmod(c, f.inode, f.mount(), mode))
+}
+
+// attrChanged raises IN_ATTRIB for d after a change that succeeded.
+func attrChanged(d *Dentry, err error) error {
+	if err == nil {
+		notifyFile(d, InAttrib)
+	}
+	return err
 }
 
 func (f *OpenFile) mount() *Mount {
@@ -167,7 +175,7 @@ func (v *VFS) Chown(c *Ctx, dir *Dentry, path string, uid, gid uint32, atFlags i
 	if err != nil {
 		return err
 	}
-	return chown(&c.Cred, d.inode, d.mount, uid, gid)
+	return attrChanged(d, chown(&c.Cred, d.inode, d.mount, uid, gid))
 }
 
 // Chown changes the owner and group of the open file (fchown(2)).
@@ -175,7 +183,7 @@ func (f *OpenFile) Chown(c *Cred, uid, gid uint32) error {
 	if f.IsPath() {
 		return linux.EBADF
 	}
-	return chown(c, f.inode, f.mount(), uid, gid)
+	return attrChanged(f.dentry, chown(c, f.inode, f.mount(), uid, gid))
 }
 
 // chown applies chown_ok and chgrp_ok from fs/attr.c: only root gives a
@@ -229,7 +237,7 @@ func (v *VFS) Utimens(c *Ctx, dir *Dentry, path string, times *[2]linux.Timespec
 	if err != nil {
 		return err
 	}
-	return utimens(&c.Cred, d.inode, d.mount, times)
+	return attrChanged(d, utimens(&c.Cred, d.inode, d.mount, times))
 }
 
 // Utimens sets the times of the open file (futimens(3)).
@@ -240,7 +248,7 @@ func (f *OpenFile) Utimens(c *Cred, times *[2]linux.Timespec) error {
 	if f.IsPath() {
 		return linux.EBADF
 	}
-	return utimens(c, f.inode, f.mount(), times)
+	return attrChanged(f.dentry, utimens(c, f.inode, f.mount(), times))
 }
 
 func checkTimes(times *[2]linux.Timespec) error {
@@ -321,7 +329,11 @@ func (v *VFS) Truncate(c *Ctx, dir *Dentry, path string, size int64) error {
 	if err := killSetID(&c.Cred, d.inode); err != nil {
 		return err
 	}
-	return truncate(d.inode, size)
+	if err := truncate(d.inode, size); err != nil {
+		return err
+	}
+	notifyFile(d, InModify)
+	return nil
 }
 
 // KillSetID prepares a write or truncation of the file by the caller

@@ -42,6 +42,7 @@ type Mount struct {
 	source      string      // mount(2)'s source, as /proc/mounts shows it
 	dev         uint64      // the block device it was made from, or 0
 	fs          *FileSystem // what mount(2) made; nil for a root given by the kernel
+	vfs         *VFS        // the tree it is in (inotify events take its lock)
 	readOnly    bool
 	files       atomic.Int64 // open files inside it (umount's EBUSY)
 	detached    atomic.Bool  // unmounted: released with its last open file
@@ -107,8 +108,10 @@ func New(root Inode, fsType string) (*VFS, error) {
 	m := &Mount{id: 1, fsType: fsType, source: fsType}
 	d := newDentry("/", nil, root, m)
 	m.root = d
-	return &VFS{root: d, devices: make(map[devKey]Opener), mounts: 1, table: []*Mount{m},
-		fsTypes: make(map[string]FSType)}, nil
+	v := &VFS{root: d, devices: make(map[devKey]Opener), mounts: 1, table: []*Mount{m},
+		fsTypes: make(map[string]FSType)}
+	m.vfs = v
+	return v, nil
 }
 
 // Root returns the root of the tree, the first process's root and cwd.

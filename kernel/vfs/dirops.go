@@ -101,6 +101,7 @@ func (v *VFS) Symlink(c *Ctx, target string, dir *Dentry, path string) error {
 	if err != nil {
 		return err
 	}
+	notifyChild(p, InCreate, 0, name, false)
 	p.addChild(name, ino)
 	return nil
 }
@@ -139,6 +140,10 @@ func (v *VFS) Link(c *Ctx, oldDir *Dentry, oldPath string, newDir *Dentry, newPa
 	}
 	if err := p.inode.(Dir).Link(name, od.inode); err != nil {
 		return err
+	}
+	if watching.Load() != 0 {
+		notifyInode(od.inode, InAttrib, 0, "") // its link count
+		notifyChild(p, InCreate, 0, name, false)
 	}
 	p.addChild(name, od.inode)
 	return nil
@@ -186,6 +191,13 @@ func (v *VFS) Unlink(c *Ctx, dir *Dentry, path string) error {
 	if err := p.inode.(Dir).Unlink(name); err != nil {
 		return err
 	}
+	if watching.Load() != 0 {
+		notifyInode(d.inode, InAttrib, 0, "") // its link count
+		if a := d.inode.Attr(); a.Nlink == 0 {
+			notifyInode(d.inode, InDeleteSelf, 0, "")
+		}
+		notifyChild(p, InDelete, 0, name, false)
+	}
 	p.removeChild(name)
 	return nil
 }
@@ -225,6 +237,10 @@ func (v *VFS) Rmdir(c *Ctx, dir *Dentry, path string) error {
 	}
 	if err := p.inode.(Dir).Rmdir(name); err != nil {
 		return err
+	}
+	if watching.Load() != 0 {
+		notifyInode(d.inode, InDeleteSelf, 0, "") // no IN_ISDIR on Linux 6.1
+		notifyChild(p, InDelete, 0, name, true)
 	}
 	p.removeChild(name)
 	return nil
@@ -332,6 +348,9 @@ func (v *VFS) Rename(c *Ctx, oldDir *Dentry, oldPath string, newDir *Dentry, new
 	if err := op.inode.(Dir).Rename(oname, np.inode.(Dir), nname, flags); err != nil {
 		return err
 	}
+	if watching.Load() != 0 {
+		renamed(op, oname, od, np, nname, nd, exchange)
+	}
 	op.mu.Lock()
 	delete(op.children, oname)
 	op.mu.Unlock()
@@ -347,6 +366,28 @@ func (v *VFS) Rename(c *Ctx, oldDir *Dentry, oldPath string, newDir *Dentry, new
 	}
 	move(od, np, nname)
 	return nil
+}
+
+// renamed raises a rename's events: IN_MOVED_FROM and IN_MOVED_TO
+// sharing a cookie on the two directories, IN_MOVE_SELF on what moved
+// (both ways for an exchange), and IN_DELETE_SELF on a file the rename
+// replaced if that was its last link.
+func renamed(op *Dentry, oname string, od *Dentry, np *Dentry, nname string, nd *Dentry, exchange bool) {
+	cookie := nextCookie()
+	notifyChild(op, InMovedFrom, cookie, oname, od.IsDir())
+	notifyChild(np, InMovedTo, cookie, nname, od.IsDir())
+	notifyInode(od.inode, InMoveSelf, 0, "") // no IN_ISDIR, as on Linux 6.1
+	switch {
+	case nd != nil && exchange:
+		cookie = nextCookie()
+		notifyChild(np, InMovedFrom, cookie, nname, nd.IsDir())
+		notifyChild(op, InMovedTo, cookie, oname, nd.IsDir())
+		notifyInode(nd.inode, InMoveSelf, 0, "")
+	case nd != nil:
+		if a := nd.inode.Attr(); a.Nlink == 0 {
+			notifyInode(nd.inode, InDeleteSelf, 0, "")
+		}
+	}
 }
 
 func isNormal(name string) bool { return name != "" && name != "." && name != ".." }

@@ -136,6 +136,7 @@ func (v *VFS) attach(t *Dentry, m *Mount, root Inode) error {
 	}
 	v.mounts++
 	m.id = v.mounts
+	m.vfs = v
 	m.point = t
 	r := newDentry(t.name, t.parent, root, m)
 	m.root = r
@@ -327,6 +328,7 @@ func (v *VFS) Unmount(c *Ctx, dir *Dentry, path string, flags uint32) error {
 	}
 	m.detached.Store(true)
 	v.mu.Unlock()
+	unmounted(m)
 	if m.fs == nil {
 		return nil
 	}

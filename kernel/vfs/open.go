@@ -31,7 +31,14 @@ func (v *VFS) Open(c *Ctx, dir *Dentry, path string, flags uint32, mode uint32) 
 	if err != nil {
 		return nil, err
 	}
-	return v.openDentry(c, d, flags, created)
+	f, err := v.openDentry(c, d, flags, created)
+	if err == nil && flags&linux.O_PATH == 0 {
+		if flags&linux.O_TRUNC != 0 && d.mode == linux.S_IFREG && !created {
+			notifyFile(d, InModify)
+		}
+		notifyFile(d, InOpen)
+	}
+	return f, err
 }
 
 // openLookup finds (or with O_CREAT makes) the file to open.
@@ -123,6 +130,7 @@ func (v *VFS) create(c *Ctx, p *Dentry, name string, mode uint32, rdev uint64) (
 	if err != nil {
 		return nil, err
 	}
+	notifyChild(p, InCreate, 0, name, mode&linux.S_IFMT == linux.S_IFDIR)
 	return p.addChild(name, ino), nil
 }
 

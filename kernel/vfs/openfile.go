@@ -79,6 +79,13 @@ func (f *OpenFile) IncRef() { f.refs.Add(1) }
 func (f *OpenFile) DecRef() {
 	switch n := f.refs.Add(-1); {
 	case n == 0:
+		if f.dentry != nil && !f.IsPath() && watching.Load() != 0 {
+			if f.writable() {
+				notifyFile(f.dentry, InCloseWrite)
+			} else {
+				notifyFile(f.dentry, InCloseNowrite)
+			}
+		}
 		f.stopAsync()
 		releaseLocks(f.inode, f) // its open-file-description locks, flock locks and leases
 		if f.reader {
@@ -158,13 +165,24 @@ func (f *OpenFile) Read(p []byte, intr <-chan struct{}) (int, error) {
 		return 0, linux.EBADF
 	}
 	if !f.seekable {
-		return f.file.Read(f.blocking(intr), p, 0)
+		n, err := f.file.Read(f.blocking(intr), p, 0)
+		f.accessed(n, InAccess)
+		return n, err
 	}
 	f.posMu.Lock()
-	defer f.posMu.Unlock()
 	n, err := f.file.Read(f.blocking(intr), p, f.pos)
 	f.pos += int64(n)
+	f.posMu.Unlock()
+	f.accessed(n, InAccess)
 	return n, err
+}
+
+// accessed raises an inotify event (IN_ACCESS, IN_MODIFY) for n bytes
+// read or written through a file with a path.
+func (f *OpenFile) accessed(n int, mask uint32) {
+	if n > 0 && f.dentry != nil && watching.Load() != 0 {
+		notifyFile(f.dentry, mask)
+	}
 }
 
 // appender is implemented by Files that can write at the end atomically.
@@ -180,19 +198,25 @@ func (f *OpenFile) Write(p []byte, intr <-chan struct{}) (int, error) {
 		return 0, linux.EBADF
 	}
 	if !f.seekable {
-		return f.file.Write(f.blocking(intr), p, 0)
+		n, err := f.file.Write(f.blocking(intr), p, 0)
+		f.accessed(n, InModify)
+		return n, err
 	}
 	f.posMu.Lock()
-	defer f.posMu.Unlock()
+	var n int
+	var err error
 	if a, ok := f.file.(appender); ok && f.Flags()&linux.O_APPEND != 0 {
-		n, end, err := a.Append(p)
+		var end int64
+		n, end, err = a.Append(p)
 		if n > 0 || err == nil {
 			f.pos = end
 		}
-		return n, err
+	} else {
+		n, err = f.file.Write(f.blocking(intr), p, f.pos)
+		f.pos += int64(n)
 	}
-	n, err := f.file.Write(f.blocking(intr), p, f.pos)
-	f.pos += int64(n)
+	f.posMu.Unlock()
+	f.accessed(n, InModify)
 	return n, err
 }
 
@@ -207,7 +231,9 @@ func (f *OpenFile) Pread(p []byte, off int64, intr <-chan struct{}) (int, error)
 	if off < 0 {
 		return 0, linux.EINVAL
 	}
-	return f.file.Read(f.blocking(intr), p, off)
+	n, err := f.file.Read(f.blocking(intr), p, off)
+	f.accessed(n, InAccess)
+	return n, err
 }
 
 // Pwrite writes at off without using or moving the file position. Like
@@ -222,11 +248,15 @@ func (f *OpenFile) Pwrite(p []byte, off int64, intr <-chan struct{}) (int, error
 	if off < 0 {
 		return 0, linux.EINVAL
 	}
+	var n int
+	var err error
 	if a, ok := f.file.(appender); ok && f.Flags()&linux.O_APPEND != 0 {
-		n, _, err := a.Append(p)
-		return n, err
+		n, _, err = a.Append(p)
+	} else {
+		n, err = f.file.Write(f.blocking(intr), p, off)
 	}
-	return f.file.Write(f.blocking(intr), p, off)
+	f.accessed(n, InModify)
+	return n, err
 }
 
 // Seek moves the file position like lseek(2) and returns it.
@@ -290,7 +320,11 @@ func (f *OpenFile) Truncate(size int64) error {
 	if _, ok := f.file.(regularFile); f.dentry == nil && !ok {
 		return linux.EINVAL // a pipe, a socket, an eventfd
 	}
-	return truncate(f.inode, size)
+	if err := truncate(f.inode, size); err != nil {
+		return err
+	}
+	notifyFile(f.dentry, InModify)
+	return nil
 }
 
 // Pollable reports whether the file's readiness can change, so epoll
