@@ -31,7 +31,7 @@ func (n *NIC) MTU() uint32 {
 
 func (n *NIC) SetMTU(mtu uint32) {
 	n.dmu.Lock()
-	n.mtu = min(mtu, 1500)
+	n.mtu = min(mtu, frameMTU)
 	n.dmu.Unlock()
 }
 

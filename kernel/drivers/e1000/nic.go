@@ -110,7 +110,7 @@ func New(d *pci.Device, p pci.Platform, m *Model, c Config) (*NIC, error) {
 	if c.IntrRate <= 0 {
 		c.IntrRate = DefaultIntrRate
 	}
-	n := &NIC{Name: c.Name, Model: m, regs: regs, dma: c.DMA, log: c.Log, mtu: 1500,
+	n := &NIC{Name: c.Name, Model: m, regs: regs, dma: c.DMA, log: c.Log, mtu: frameMTU,
 		txSpace: make(chan struct{}, 1), rxWork: make(chan struct{}, 1)}
 	if n.log == nil {
 		n.log = func(string, ...any) {}

@@ -30,6 +30,11 @@ const bufSize = 2048
 // the 14-byte header and room for one VLAN tag (CRC stripped).
 const maxFrame = 1518
 
+// frameMTU is the endpoint's MTU, counted in whole untagged frames: the
+// stack's Ethernet layer takes the 14-byte header off for an MTU of
+// 1500.
+const frameMTU = 1514
+
 // ring is a descriptor ring in one page (at most 256 descriptors) and a
 // buffer for each descriptor.
 type ring struct {
