@@ -14,8 +14,6 @@ import (
 	"shortbread/kernel/blk"
 	"shortbread/kernel/drivers/virtio"
 	virtioblk "shortbread/kernel/drivers/virtio/blk"
-	virtionet "shortbread/kernel/drivers/virtio/net"
-	"shortbread/kernel/net/inet"
 
 	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/machine"
@@ -129,7 +127,7 @@ func (k *kernel) startPCI() {
 
 // pciDrivers are the drivers offered the devices found.
 func pciDrivers(k *kernel) []*pci.Driver {
-	return []*pci.Driver{k.virtioBlkDriver(), k.virtioNetDriver()}
+	return append([]*pci.Driver{k.virtioBlkDriver()}, k.netDrivers()...)
 }
 
 func (k *kernel) virtioBlkDriver() *pci.Driver {
@@ -147,47 +145,6 @@ func (k *kernel) virtioBlkDriver() *pci.Driver {
 			}
 			k.disks = append(k.disks, disk)
 			k.log.Infof("%s: %d sectors of %d bytes (%d MiB)", name, disk.Sectors(), disk.SectorSize(), blk.Size(disk)>>20)
-			return nil
-		},
-	}
-}
-
-// virtioNetDriver attaches virtio network cards to the network stack as
-// eth0, eth1, ..., configured from ip= when it names the card (or names
-// none: the first card).
-func (k *kernel) virtioNetDriver() *pci.Driver {
-	var cfg *inet.IfConfig
-	if s := k.opts["ip"]; s != "" {
-		c, err := inet.ParseIPParam(s)
-		if err != nil {
-			k.log.Warnf("%v", err)
-		} else {
-			cfg = &c
-		}
-	}
-	n := 0
-	return &pci.Driver{
-		Name: "virtio-pci",
-		IDs:  virtionet.IDs,
-		Probe: func(d *pci.Device, p pci.Platform) error {
-			name := fmt.Sprintf("eth%d", n)
-			nic, err := virtionet.New(d, p, virtionet.Config{Name: name, DMA: frameDMA{}, Log: k.log.Errorf})
-			if err != nil {
-				return err
-			}
-			n++
-			var c *inet.IfConfig
-			if cfg != nil && (cfg.Device == name || cfg.Device == "" && name == "eth0") {
-				c = cfg
-			}
-			if _, err := inet.AddEthernet(name, nic, c); err != nil {
-				return err
-			}
-			addr := "none"
-			if c != nil {
-				addr = c.Addr.String()
-			}
-			k.log.Infof("%s: MAC %v, link up %v, address %s", name, nic.MAC(), nic.LinkUp(), addr)
 			return nil
 		},
 	}

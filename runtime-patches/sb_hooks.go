@@ -122,12 +122,14 @@ func sbMapDevice(pa, size uintptr) int64 {
 // wakes the driver goroutine blocked reading the IRQ's fd.
 func sbIRQ(irq int) {
 	sbEpollLock.lock()
-	sbIRQPending[irq]++
-	sbIRQEdge[irq] = true
-	sbEpollLock.unlock()
+	// Masked under the lock sbRead unmasks under, or a read in between
+	// leaves the pin masked with nothing pending. Then sbIOAPICMu.
 	if sbIRQLevelPin[irq] {
 		sbIOAPICSetMask(irq, 1<<16)
 	}
+	sbIRQPending[irq]++
+	sbIRQEdge[irq] = true
+	sbEpollLock.unlock()
 	sbWakeEpollWaiters()
 }
 

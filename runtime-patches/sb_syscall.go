@@ -203,12 +203,12 @@ func sbRead(fd int32, buf, n uintptr) int64 {
 		sbEpollLock.lock()
 		v := sbIRQPending[irq]
 		sbIRQPending[irq] = 0
+		if v != 0 && sbIRQLevelPin[irq] {
+			sbIOAPICSetMask(int(irq), 0) // under the lock: see sbIRQ
+		}
 		sbEpollLock.unlock()
 		if v == 0 {
 			return -sbEAGAIN
-		}
-		if sbIRQLevelPin[irq] {
-			sbIOAPICSetMask(int(irq), 0)
 		}
 		sbStore64(buf, v)
 		return 8

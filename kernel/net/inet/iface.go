@@ -12,6 +12,8 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/link/ethernet"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"shortbread/kernel/net/link"
 )
 
 // IfConfig is an interface's static IPv4 configuration, as Linux's ip=
@@ -71,6 +73,17 @@ func ParseIPParam(s string) (IfConfig, error) {
 var nicMu sync.Mutex
 var nextNIC = loNIC + 1
 
+// cards are the interfaces whose driver reports carrier and counters,
+// by NIC id; nicMu guards it.
+var cards = map[tcpip.NICID]link.Device{}
+
+// card returns interface id's driver, if it reports its own state.
+func card(id tcpip.NICID) link.Device {
+	nicMu.Lock()
+	defer nicMu.Unlock()
+	return cards[id]
+}
+
 // AddEthernet attaches a network card's link endpoint (raw Ethernet
 // frames) to the stack as interface name, with c's address and routes
 // if c is not nil.
@@ -79,6 +92,9 @@ func AddEthernet(name string, ep stack.LinkEndpoint, c *IfConfig) (tcpip.NICID, 
 	nicMu.Lock()
 	id := nextNIC
 	nextNIC++
+	if d, ok := ep.(link.Device); ok {
+		cards[id] = d
+	}
 	nicMu.Unlock()
 	if err := s.CreateNICWithOptions(id, ethernet.New(ep), stack.NICOptions{Name: name}); err != nil {
 		return 0, fmt.Errorf("inet: %s: %v", name, err)

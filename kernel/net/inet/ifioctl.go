@@ -113,10 +113,16 @@ func sockaddrIn(req *[IfreqSize]byte) (tcpip.Address, error) {
 // up and down set.
 func up(info stack.NICInfo) bool { return info.Flags.Running }
 
-func ifFlags(info stack.NICInfo) uint32 {
+// ifFlags are interface id's flags: up as its administrative state;
+// running and lower-up as well when the card has carrier (a card that
+// does not say is taken to have it).
+func ifFlags(id tcpip.NICID, info stack.NICInfo) uint32 {
 	var f uint32
 	if up(info) {
-		f |= iffUp | iffRunning | iffLowerUp
+		f |= iffUp
+		if c := card(id); c == nil || c.LinkUp() {
+			f |= iffRunning | iffLowerUp
+		}
 	}
 	if info.Flags.Loopback {
 		f |= iffLoopback
@@ -147,7 +153,7 @@ func IfIoctl(cmd uint64, req *[IfreqSize]byte) error {
 	switch cmd {
 	case SIOCGIFFLAGS:
 		clear(req[16:])
-		binary.LittleEndian.PutUint16(req[16:], uint16(ifFlags(info)))
+		binary.LittleEndian.PutUint16(req[16:], uint16(ifFlags(id, info)))
 	case SIOCSIFFLAGS:
 		on := binary.LittleEndian.Uint16(req[16:])&iffUp != 0
 		var e tcpip.Error
@@ -316,10 +322,15 @@ func ProcNetDev() []byte {
 	infos, ids := nics()
 	for _, id := range ids {
 		st := infos[id].Stats
+		rxB, rxP, rxE, rxD := st.Rx.Bytes.Value(), st.Rx.Packets.Value(), uint64(0), uint64(0)
+		txB, txP, txE, txD := st.Tx.Bytes.Value(), st.Tx.Packets.Value(), uint64(0), st.TxPacketsDroppedNoBufferSpace.Value()
+		if c := card(id); c != nil { // the driver's own count, as Linux shows it
+			k := c.Counters()
+			rxB, rxP, rxE, rxD = k.RxBytes.Load(), k.RxPackets.Load(), k.RxErrors.Load(), k.RxDropped.Load()
+			txB, txP, txE, txD = k.TxBytes.Load(), k.TxPackets.Load(), k.TxErrors.Load(), k.TxDropped.Load()
+		}
 		b = fmt.Appendf(b, "%6s: %7d %7d %4d %4d %4d %5d %10d %9d %8d %7d %4d %4d %4d %5d %7d %10d\n",
-			infos[id].Name,
-			st.Rx.Bytes.Value(), st.Rx.Packets.Value(), 0, 0, 0, 0, 0, 0,
-			st.Tx.Bytes.Value(), st.Tx.Packets.Value(), 0, st.TxPacketsDroppedNoBufferSpace.Value(), 0, 0, 0, 0)
+			infos[id].Name, rxB, rxP, rxE, rxD, 0, 0, 0, 0, txB, txP, txE, txD, 0, 0, 0, 0)
 	}
 	return b
 }

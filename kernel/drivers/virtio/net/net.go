@@ -16,7 +16,6 @@ package net
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/buffer"
@@ -26,6 +25,7 @@ import (
 
 	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/drivers/virtio"
+	"shortbread/kernel/net/link"
 )
 
 // Device IDs: modern (0x1040 + type 1) and transitional.
@@ -47,12 +47,6 @@ const (
 	maxTX    = 64
 )
 
-// Stats are a card's counters, as /proc/net/dev shows them.
-type Stats struct {
-	RxPackets, RxBytes, RxErrors, RxDropped atomic.Uint64
-	TxPackets, TxBytes, TxErrors, TxDropped atomic.Uint64
-}
-
 // NIC is one virtio network card.
 type NIC struct {
 	Name   string
@@ -64,7 +58,7 @@ type NIC struct {
 	mac    tcpip.LinkAddress
 	status bool // the card reports link status
 	log    func(format string, args ...any)
-	Stats  Stats
+	Stats  link.Stats // as /proc/net/dev shows them
 
 	mu      sync.Mutex
 	txFree  []virtio.Page // transmit pages not in the card's hands
@@ -161,6 +155,9 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 
 // MAC is the card's address.
 func (n *NIC) MAC() tcpip.LinkAddress { return n.mac }
+
+// Counters are the card's counters.
+func (n *NIC) Counters() *link.Stats { return &n.Stats }
 
 // LinkUp reports the link state (always up if the card does not say).
 func (n *NIC) LinkUp() bool {

@@ -1,0 +1,98 @@
+package main
+
+// Network cards: the PCI drivers that attach them to the stack, named
+// eth0, eth1, ... in the order they are bound (bus order within a
+// driver, the drivers in netDrivers' order), and configured from ip=
+// when it names the card (or names none: the first card).
+
+import (
+	"fmt"
+
+	"shortbread/kernel/drivers/e1000"
+	"shortbread/kernel/drivers/pci"
+	"shortbread/kernel/drivers/virtio"
+	virtionet "shortbread/kernel/drivers/virtio/net"
+	"shortbread/kernel/net/inet"
+	"shortbread/kernel/net/link"
+)
+
+// netCards names and attaches the cards the drivers bind.
+type netCards struct {
+	k   *kernel
+	cfg *inet.IfConfig // from ip=
+	n   int
+}
+
+func (k *kernel) netDrivers() []*pci.Driver {
+	c := &netCards{k: k}
+	if s := k.opts["ip"]; s != "" {
+		cfg, err := inet.ParseIPParam(s)
+		if err != nil {
+			k.log.Warnf("%v", err)
+		} else {
+			c.cfg = &cfg
+		}
+	}
+	return []*pci.Driver{c.virtioDriver(), c.e1000Driver(e1000.E1000), c.e1000Driver(e1000.E1000E)}
+}
+
+// name is the next card's interface name.
+func (c *netCards) name() string { return fmt.Sprintf("eth%d", c.n) }
+
+// attach adds a bound card to the stack under the name name() gave.
+func (c *netCards) attach(dev link.Device, what string) error {
+	name := c.name()
+	c.n++
+	var cfg *inet.IfConfig
+	if c.cfg != nil && (c.cfg.Device == name || c.cfg.Device == "" && name == "eth0") {
+		cfg = c.cfg
+	}
+	if _, err := inet.AddEthernet(name, dev, cfg); err != nil {
+		return err
+	}
+	addr := "none"
+	if cfg != nil {
+		addr = cfg.Addr.String()
+	}
+	c.k.log.Infof("%s: %s, MAC %v, link up %v, address %s", name, what, dev.LinkAddress(), dev.LinkUp(), addr)
+	return nil
+}
+
+func (c *netCards) virtioDriver() *pci.Driver {
+	return &pci.Driver{
+		Name: "virtio-pci", // the PCI driver Linux binds virtio devices to
+		IDs:  virtionet.IDs,
+		Probe: func(d *pci.Device, p pci.Platform) error {
+			nic, err := virtionet.New(d, p, virtionet.Config{Name: c.name(), DMA: frameDMA{}, Log: c.k.log.Errorf})
+			if err != nil {
+				return err
+			}
+			return c.attach(nic, "virtio-net")
+		},
+	}
+}
+
+// e1000Driver binds model m's cards; the name is Linux's driver's.
+func (c *netCards) e1000Driver(m *e1000.Model) *pci.Driver {
+	return &pci.Driver{
+		Name: m.Name,
+		IDs:  e1000.IDs(m),
+		Probe: func(d *pci.Device, p pci.Platform) error {
+			nic, err := e1000.New(d, p, m, e1000.Config{Name: c.name(), DMA: e1000DMA{}, Log: c.k.log.Infof})
+			if err != nil {
+				return err
+			}
+			return c.attach(nic, fmt.Sprintf("%s (%s) by %v", m.Name, m.Chip, nic.Kind))
+		},
+	}
+}
+
+// e1000DMA is frameDMA in the e1000 package's page type.
+type e1000DMA struct{}
+
+func (e1000DMA) Alloc() (e1000.Page, error) {
+	p, err := frameDMA{}.Alloc()
+	return e1000.Page{Phys: p.Phys, Mem: p.Mem}, err
+}
+
+func (e1000DMA) Free(p e1000.Page) { frameDMA{}.Free(virtio.Page{Phys: p.Phys, Mem: p.Mem}) }
