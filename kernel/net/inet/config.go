@@ -82,7 +82,7 @@ func linkOf(id tcpip.NICID, info stack.NICInfo) Link {
 	l := Link{
 		Index:  int(id),
 		Name:   info.Name,
-		Flags:  ifFlags(info),
+		Flags:  ifFlags(id, info),
 		MTU:    info.MTU,
 		Type:   arphrd(info.ARPHardwareType),
 		HWAddr: make([]byte, 6),
@@ -91,14 +91,26 @@ func linkOf(id tcpip.NICID, info stack.NICInfo) Link {
 	if !info.Flags.Loopback {
 		l.TxQLen = 1000
 	}
+	l.Stats = linkStats(id, info)
+	return l
+}
+
+// linkStats is an interface's counters: the driver's own for a card, as
+// Linux shows them, else netstack's (lo).
+func linkStats(id tcpip.NICID, info stack.NICInfo) LinkStats {
+	if c := card(id); c != nil {
+		k := c.Counters()
+		return LinkStats{
+			RxPackets: k.RxPackets.Load(), RxBytes: k.RxBytes.Load(), RxErrors: k.RxErrors.Load(), RxDropped: k.RxDropped.Load(),
+			TxPackets: k.TxPackets.Load(), TxBytes: k.TxBytes.Load(), TxErrors: k.TxErrors.Load(), TxDropped: k.TxDropped.Load(),
+		}
+	}
 	st := info.Stats
-	l.Stats = LinkStats{
-		RxPackets: st.Rx.Packets.Value(), TxPackets: st.Tx.Packets.Value(),
-		RxBytes: st.Rx.Bytes.Value(), TxBytes: st.Tx.Bytes.Value(),
-		RxErrors:  st.MalformedL4RcvdPackets.Value(),
+	return LinkStats{
+		RxPackets: st.Rx.Packets.Value(), RxBytes: st.Rx.Bytes.Value(),
+		TxPackets: st.Tx.Packets.Value(), TxBytes: st.Tx.Bytes.Value(),
 		TxDropped: st.TxPacketsDroppedNoBufferSpace.Value(),
 	}
-	return l
 }
 
 // Links returns every interface in index order.

@@ -321,16 +321,10 @@ func ProcNetDev() []byte {
 		" face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n")
 	infos, ids := nics()
 	for _, id := range ids {
-		st := infos[id].Stats
-		rxB, rxP, rxE, rxD := st.Rx.Bytes.Value(), st.Rx.Packets.Value(), uint64(0), uint64(0)
-		txB, txP, txE, txD := st.Tx.Bytes.Value(), st.Tx.Packets.Value(), uint64(0), st.TxPacketsDroppedNoBufferSpace.Value()
-		if c := card(id); c != nil { // the driver's own count, as Linux shows it
-			k := c.Counters()
-			rxB, rxP, rxE, rxD = k.RxBytes.Load(), k.RxPackets.Load(), k.RxErrors.Load(), k.RxDropped.Load()
-			txB, txP, txE, txD = k.TxBytes.Load(), k.TxPackets.Load(), k.TxErrors.Load(), k.TxDropped.Load()
-		}
+		s := linkStats(id, infos[id])
 		b = fmt.Appendf(b, "%6s: %7d %7d %4d %4d %4d %5d %10d %9d %8d %7d %4d %4d %4d %5d %7d %10d\n",
-			infos[id].Name, rxB, rxP, rxE, rxD, 0, 0, 0, 0, txB, txP, txE, txD, 0, 0, 0, 0)
+			infos[id].Name, s.RxBytes, s.RxPackets, s.RxErrors, s.RxDropped, 0, 0, 0, 0,
+			s.TxBytes, s.TxPackets, s.TxErrors, s.TxDropped, 0, 0, 0, 0)
 	}
 	return b
 }

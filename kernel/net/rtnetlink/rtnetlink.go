@@ -76,6 +76,8 @@ const (
 
 const (
 	iffUp        = 0x1
+	iffRunning   = 0x40
+	iffLowerUp   = 0x10000
 	ifaPermanent = 0x80
 	operUp       = 6
 	operDown     = 2
@@ -191,8 +193,11 @@ func putLink(m *netlink.Builder, l inet.Link) {
 	m.String(iflaIfname, l.Name)
 	m.U32(iflaTxQLen, l.TxQLen)
 	oper, carrier := uint8(operDown), uint8(0)
-	if l.Flags&iffUp != 0 {
-		oper, carrier = operUp, 1
+	if l.Flags&iffLowerUp != 0 {
+		carrier = 1
+	}
+	if l.Flags&iffUp != 0 && l.Flags&iffRunning != 0 {
+		oper = operUp
 		if l.Type == 772 { // lo: Linux reports its state as unknown
 			oper = operUnknown
 		}
