@@ -6,11 +6,14 @@ package proc
 import (
 	"encoding/binary"
 	"errors"
+	"sync"
 	"time"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/ipc/mqueue"
 	"shortbread/kernel/mm"
+	"shortbread/kernel/net/netlink"
+	"shortbread/kernel/net/socket"
 	"shortbread/kernel/vfs"
 	"shortbread/kernel/wallclock"
 )
@@ -31,6 +34,10 @@ func init() {
 const (
 	siMesgq    = -3 // si_code of a queue's notification
 	mqAttrSize = 64 // struct mq_attr: four longs and four reserved
+
+	notifyCookieLen = 32 // NOTIFY_COOKIE_LEN
+	notifyWokenUp   = 1  // NOTIFY_WOKENUP
+	notifyRemoved   = 2  // NOTIFY_REMOVED
 )
 
 // mqName copies in a queue name (NAME_MAX and its NUL at most).
@@ -204,6 +211,7 @@ func sysMqTimedreceive(t *Thread, a *[6]uint64) (int64, bool) {
 func sysMqNotify(t *Thread, a *[6]uint64) (int64, bool) {
 	var n *mqueue.Notification
 	p := t.Proc
+	abandon := func() {} // drops what a registration that failed held
 	if a[1] != 0 {
 		// struct sigevent: sigev_value at 0, sigev_signo at 8,
 		// sigev_notify at 12.
@@ -227,9 +235,36 @@ func sysMqNotify(t *Thread, a *[6]uint64) (int64, bool) {
 				binary.LittleEndian.PutUint64(raw[24:], value)
 				p.sendSignal(sigInfo{signo: sig, code: siMesgq, raw: raw})
 			}}
+		case sigevThread:
+			// The C library's helper thread reads a 32-byte cookie
+			// from a netlink socket (sigev_signo); the last byte says
+			// whether the queue was woken or the registration removed.
+			var cookie [notifyCookieLen]byte
+			if err := p.Space().CopyIn(uintptr(value), cookie[:]); err != nil {
+				return errno(err), false
+			}
+			nf, err := t.file(sig)
+			if err != nil {
+				return errno(err), false
+			}
+			if s, err := socket.From(nf); err != nil || s.Family() != linux.AF_NETLINK {
+				nf.DecRef()
+				return -eBADF, false
+			}
+			var once sync.Once
+			send := func(how byte) {
+				once.Do(func() {
+					c := cookie
+					c[notifyCookieLen-1] = how
+					netlink.Deliver(nf, c[:])
+					nf.DecRef()
+				})
+			}
+			n = &mqueue.Notification{PID: p.PID, Thread: true,
+				Fire:    func(int, uint32) { send(notifyWokenUp) },
+				Removed: func() { send(notifyRemoved) }}
+			abandon = func() { once.Do(func() { nf.DecRef() }) }
 		default:
-			// SIGEV_THREAD, which musl and glibc build on a netlink
-			// socket the kernel writes a cookie to, is not supported.
 			return -eINVAL, false
 		}
 	}
@@ -245,10 +280,15 @@ func sysMqNotify(t *Thread, a *[6]uint64) (int64, bool) {
 		}
 	}
 	if e != 0 {
+		abandon()
 		return e, false
 	}
 	defer f.DecRef()
-	return errno(mf.SetNotify(p.PID, n)), false
+	if err := mf.SetNotify(p.PID, n); err != nil {
+		abandon()
+		return errno(err), false
+	}
+	return 0, false
 }
 
 func sysMqGetsetattr(t *Thread, a *[6]uint64) (int64, bool) {

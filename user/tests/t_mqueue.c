@@ -205,6 +205,40 @@ static void test_notify(void)
 	mq_unlink(Q);
 }
 
+static int thread_pipe[2];
+
+static void on_message(union sigval v)
+{
+	write(thread_pipe[1], &v.sival_int, sizeof v.sival_int);
+}
+
+/* SIGEV_THREAD: the C library's thread runs the function (musl and glibc
+ * build it on a netlink socket the kernel writes a cookie to) */
+static void test_notify_thread(void)
+{
+	mq_unlink(Q);
+	mqd_t q = mq_open(Q, O_CREAT | O_RDWR, 0600, NULL);
+	pipe(thread_pipe);
+	struct sigevent ev = {.sigev_notify = SIGEV_THREAD, .sigev_notify_function = on_message, .sigev_value.sival_int = 77};
+	CHECK_SYS("thread.register", mq_notify(q, &ev));
+	char st[128] = {0};
+	read(q, st, sizeof st - 1);
+	CHECK("thread.status_notify_2", strstr(st, "NOTIFY:2") != NULL);
+	CHECK_SYS("thread.send", mq_send(q, "t", 1, 0));
+	struct pollfd p = {.fd = thread_pipe[0], .events = POLLIN};
+	int v = 0;
+	CHECK("thread.ran", poll(&p, 1, 3000) == 1 && read(thread_pipe[0], &v, sizeof v) == sizeof v && v == 77);
+	/* registered again and removed: the thread is not run */
+	char buf[8192];
+	mq_receive(q, buf, sizeof buf, NULL);
+	CHECK_SYS("thread.register_again", mq_notify(q, &ev));
+	CHECK_SYS("thread.remove", mq_notify(q, NULL));
+	mq_send(q, "u", 1, 0);
+	CHECK_EQ("thread.removed_not_run", poll(&p, 1, 300), 0);
+	mq_close(q);
+	mq_unlink(Q);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -212,5 +246,6 @@ int main(int argc, char **argv)
 	test_basics();
 	test_access();
 	test_notify();
+	test_notify_thread();
 	return check_done();
 }

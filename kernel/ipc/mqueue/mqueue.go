@@ -74,7 +74,12 @@ type Notification struct {
 	PID  int // the registering process, for the status line
 	Sig  int // 0 for SIGEV_NONE
 	Fire func(senderPID int, senderUID uint32)
-	via  *File // the descriptor it was registered through
+	// Removed, if set, is called (without locks held) when the
+	// registration goes without firing: mq_notify(NULL) or the close of
+	// the descriptor it came through.
+	Removed func()
+	Thread  bool  // SIGEV_THREAD, for the status line
+	via     *File // the descriptor it was registered through
 }
 
 // Queue is one message queue.
@@ -393,13 +398,18 @@ func (q *Queue) Receive(w Wait, buf []byte) (int, uint32, error) {
 func (f *File) SetNotify(pid int, n *Notification) error {
 	q := f.Q
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	if n == nil {
+		var gone *Notification
 		if q.notify != nil && q.notify.PID == pid {
-			q.notify = nil
+			gone, q.notify = q.notify, nil
+		}
+		q.mu.Unlock()
+		if gone != nil && gone.Removed != nil {
+			gone.Removed()
 		}
 		return nil
 	}
+	defer q.mu.Unlock()
 	if q.notify != nil {
 		return linux.EBUSY
 	}
@@ -418,7 +428,10 @@ func (q *Queue) Status() []byte {
 		sig, pid = q.notify.Sig, q.notify.PID
 	}
 	notify := 0
-	if q.notify != nil && sig == 0 {
+	switch {
+	case q.notify != nil && q.notify.Thread:
+		notify = 2 // SIGEV_THREAD
+	case q.notify != nil && sig == 0:
 		notify = 1 // SIGEV_NONE
 	}
 	return fmt.Appendf(nil, "QSIZE:%-10d NOTIFY:%-5d SIGNO:%-5d NOTIFY_PID:%-6d\n", q.bytes, notify, sig, pid)
@@ -497,10 +510,14 @@ func (f *File) Write(vfs.Blocking, []byte, int64) (int, error) { return 0, linux
 
 func (f *File) Release() {
 	f.Q.mu.Lock()
+	var gone *Notification
 	if f.Q.notify != nil && f.Q.notify.via == f {
-		f.Q.notify = nil
+		gone, f.Q.notify = f.Q.notify, nil
 	}
 	f.Q.mu.Unlock()
+	if gone != nil && gone.Removed != nil {
+		gone.Removed()
+	}
 	mu.Lock()
 	f.Q.refs--
 	f.Q.freeLocked()

@@ -378,6 +378,18 @@ func Notify(proto int, group uint, typ uint16, build func(m *Builder)) {
 	}
 }
 
+// Deliver queues a datagram from the kernel on the netlink socket
+// behind f (mq_notify's SIGEV_THREAD cookies); EBADF for another kind of
+// file. A full receiver loses it, as on Linux.
+func Deliver(f *vfs.OpenFile, d []byte) error {
+	s, ok := f.Impl().(*sock)
+	if !ok {
+		return linux.EBADF
+	}
+	s.enqueue([][]byte{append([]byte(nil), d...)})
+	return nil
+}
+
 // rxLimit bounds what waits in a socket's receive queue: its receive
 // buffer, at least what one dump of a small machine takes.
 func (s *sock) rxLimit() int {
