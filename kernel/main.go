@@ -27,6 +27,7 @@ import (
 	"shortbread/kernel/console"
 	"shortbread/kernel/cpio"
 	"shortbread/kernel/drivers/pci"
+	"shortbread/kernel/drivers/rtc"
 	"shortbread/kernel/drivers/uart"
 	"shortbread/kernel/fs/devpts"
 	"shortbread/kernel/fs/tmpfs"
@@ -56,6 +57,7 @@ type kernel struct {
 	vfs       *vfs.VFS
 	console   *tty.TTY // the terminal on the serial console (/dev/console)
 	pts       *devpts.FS
+	rtc       *rtc.CMOS // the CMOS clock (/dev/rtc0)
 	pci       *pci.Bus
 	disks     []blk.Device // vda, vdb, ... in probe order
 }
@@ -318,6 +320,7 @@ func (k *kernel) mountRoot(archive []byte) error {
 	}
 	v.Chmod(c, nil, "/tmp", 0o1777, 0)
 	k.newTerminals()
+	k.rtc = k.newRTC()
 	dev := k.newDevfs(linux.MakeDev(0, 5))
 	if err := v.Mount(c, nil, "/dev", dev.Root(), "devtmpfs", 0); err != nil {
 		return fmt.Errorf("mount /dev: %w", err)

@@ -36,6 +36,9 @@ func (k *kernel) newDevfs(dev uint64) *devfs.FS {
 	for i, disk := range k.disks {
 		d.AddBlock(disk.Name(), diskDev(i), disk)
 	}
+	if k.rtc != nil {
+		d.AddRTC("rtc0", linux.MakeDev(devfs.RTCMajor, 0), k.rtc)
+	}
 	return d
 }
 

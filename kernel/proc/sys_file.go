@@ -437,6 +437,9 @@ func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {
 	if d, ok := devfs.BlockOf(f); ok {
 		return t.blockIoctl(d, cmd, arg), false
 	}
+	if r, ok := devfs.RTCOf(f); ok {
+		return t.rtcIoctl(r, cmd, arg), false
+	}
 	return -eNOTTY, false
 }
 
