@@ -19,6 +19,7 @@ import (
 func (k *kernel) newTerminals() {
 	k.console = tty.New(tty.WriterOutput{W: os.Stdout}, proc.Signals{}, nil)
 	k.console.SetWindowSize(tty.Winsize{Row: 24, Col: 80})
+	k.console.SetDevice(linux.MakeDev(5, 1))
 	k.pts = devpts.New(devpts.Options{Dev: linux.MakeDev(0, anonMinor.Add(1)), Signals: proc.Signals{}, Clock: wallclock.Now})
 }
 

@@ -438,3 +438,11 @@ func (t *Thread) ptyMasterIoctl(f *vfs.OpenFile, m *tty.Pty, cmd uint64, arg uin
 	}
 	return -eNOTTY
 }
+
+// encodeTTYDev is the tty_nr of /proc/<pid>/stat: the device number in
+// the kernel's new_encode_dev layout (minor's low byte, major, then the
+// minor's high bits).
+func encodeTTYDev(dev uint64) int {
+	major, minor := linux.DevMajor(dev), linux.DevMinor(dev)
+	return int(minor&0xff | major<<8 | (minor&^0xff)<<12)
+}

@@ -20,6 +20,10 @@ import (
 	"shortbread/kernel/vfs"
 )
 
+// SlaveMajor is the device major of pseudo-terminal slaves, /dev/pts/N
+// (Documentation/admin-guide/devices.txt).
+const SlaveMajor = 136
+
 // outLimit bounds the slave's output the master has not read: slave
 // writes wait past it.
 const outLimit = 16 << 10
@@ -47,6 +51,7 @@ func NewPty(index int, sig Signaller, release func()) *Pty {
 	p := &Pty{Index: index, locked: true, masterOpen: true, release: release}
 	p.Slave = New(ptyOutput{p}, sig, &p.q)
 	p.Slave.pty = p
+	p.Slave.SetDevice(linux.MakeDev(SlaveMajor, uint32(index)))
 	// Linux's pty slaves start with no window size.
 	return p
 }

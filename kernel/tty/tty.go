@@ -19,6 +19,7 @@ package tty
 import (
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/vfs"
@@ -72,16 +73,17 @@ type TTY struct {
 	q   *vfs.Queue // notified at every change of what a reader or writer waits for
 
 	mu      sync.Mutex
-	termios Termios // protected by mu
-	win     Winsize // protected by mu
-	line    []byte  // the line being edited (canonical mode); protected by mu
-	input   []byte  // bytes ready for readers; protected by mu
-	eofs    []int   // offsets in input where a ^D ends a read; protected by mu
-	lnext   bool    // the next byte is taken literally (VLNEXT); protected by mu
-	session int     // session this is the controlling terminal of (0: none); protected by mu
-	fg      int     // foreground process group (0: none); protected by mu
-	hungup  bool    // hung up: reads end, writes fail; protected by mu
-	pty     *Pty    // the pair of a pseudo-terminal's slave; nil for the console
+	termios Termios       // protected by mu
+	win     Winsize       // protected by mu
+	line    []byte        // the line being edited (canonical mode); protected by mu
+	input   []byte        // bytes ready for readers; protected by mu
+	eofs    []int         // offsets in input where a ^D ends a read; protected by mu
+	lnext   bool          // the next byte is taken literally (VLNEXT); protected by mu
+	session int           // session this is the controlling terminal of (0: none); protected by mu
+	fg      int           // foreground process group (0: none); protected by mu
+	hungup  bool          // hung up: reads end, writes fail; protected by mu
+	pty     *Pty          // the pair of a pseudo-terminal's slave; nil for the console
+	dev     atomic.Uint64 // device number (linux.MakeDev), for /proc/<pid>/stat
 }
 
 // New makes a terminal whose output goes to out and whose signals sig
@@ -93,6 +95,13 @@ func New(out Output, sig Signaller, q *vfs.Queue) *TTY {
 	}
 	return &TTY{out: out, sig: sig, q: q, termios: DefaultTermios()}
 }
+
+// Device returns the terminal's device number (linux.MakeDev; 0 if
+// none was set).
+func (t *TTY) Device() uint64 { return t.dev.Load() }
+
+// SetDevice sets the device number Device reports.
+func (t *TTY) SetDevice(dev uint64) { t.dev.Store(dev) }
 
 // Open opens the terminal again, as /dev/tty does for a process's
 // controlling terminal: a slave's open counts as one (EIO once its

@@ -25,8 +25,8 @@ import (
 
 // Device numbers (Documentation/admin-guide/devices.txt).
 const (
-	SlaveMajor = 136      // /dev/pts/N
-	PTMX       = 5<<8 | 2 // /dev/ptmx and /dev/pts/ptmx, linux.MakeDev(5, 2)
+	SlaveMajor = tty.SlaveMajor // /dev/pts/N
+	PTMX       = 5<<8 | 2       // /dev/ptmx and /dev/pts/ptmx, linux.MakeDev(5, 2)
 )
 
 const (
