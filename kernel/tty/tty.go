@@ -12,8 +12,8 @@
 // side of a pseudo-terminal (pty.go; its Output queues bytes for the
 // master). The open-file side, shared by both, is in file.go.
 //
-// Lock order: TTY.mu, then Pty.mu. Output, Signaller and Queue.Notify
-// are called with neither held.
+// Locking: TTY.mu and Pty.mu are never held together, and Output,
+// Signaller and Queue.Notify are called with neither held.
 package tty
 
 import (

@@ -19,6 +19,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/epoll.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -242,6 +243,30 @@ static int jobctl_child(void)
 		return 4;
 	kill(g, SIGKILL);
 	waitpid(g, &st, 0);
+	/* a background write: allowed, unless TOSTOP (then SIGTTOU) */
+	signal(SIGTTOU, SIG_DFL);
+	struct termios t;
+	tcgetattr(0, &t);
+	for (int tostop = 0; tostop < 2; tostop++) {
+		if (tostop) {
+			t.c_lflag |= TOSTOP;
+			tcsetattr(0, TCSANOW, &t);
+		}
+		g = fork();
+		if (g == 0) {
+			setpgid(0, 0);
+			_exit(write(1, "bg\n", 3) == 3 ? 0 : 1);
+		}
+		setpgid(g, g);
+		if (waitpid(g, &st, WUNTRACED) != g)
+			return 5;
+		if (!tostop && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+			return 6;
+		if (tostop && !(WIFSTOPPED(st) && WSTOPSIG(st) == SIGTTOU))
+			return 7;
+	}
+	kill(g, SIGKILL);
+	waitpid(g, &st, 0);
 	return 0;
 }
 
@@ -334,8 +359,14 @@ static void test_ldisc(void)
 	CHECK_EQ("canon.eof", read(s, b, sizeof b), 0);
 	read_until(m, b, sizeof b, NULL, 100);
 
-	/* output: ONLCR; poll on the master */
+	/* output: ONLCR; poll and epoll on the master */
+	int ep = epoll_create1(0);
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = m};
+	CHECK_SYS("epoll.add_master", epoll_ctl(ep, EPOLL_CTL_ADD, m, &ev));
+	CHECK_EQ("epoll.master_idle", epoll_wait(ep, &ev, 1, 0), 0);
 	write(s, "one\ntwo\n", 8);
+	CHECK("epoll.master_readable", epoll_wait(ep, &ev, 1, 3000) == 1 && ev.data.fd == m && (ev.events & EPOLLIN));
+	close(ep);
 	p[0].revents = 0;
 	CHECK("poll.master_readable", poll(&p[0], 1, 3000) == 1 && (p[0].revents & POLLIN));
 	n = read_until(m, b, sizeof b, "two\r\n", 3000);
