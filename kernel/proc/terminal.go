@@ -201,6 +201,7 @@ const (
 	tiocgwinsz  = 0x5413
 	tiocswinsz  = 0x5414
 	fionread    = 0x541B
+	tiocpkt     = 0x5420
 	tiocnotty   = 0x5422
 	tcsbrkp     = 0x5425
 	tiocgsid    = 0x5429
@@ -208,6 +209,7 @@ const (
 	tiocsptlck  = 0x40045431
 	tiocgdev    = 0x80045432
 	tiocsig     = 0x40045436
+	tiocgpkt    = 0x80045438
 	tiocgptlck  = 0x80045439
 	tiocgptpeer = 0x5441
 )
@@ -263,8 +265,11 @@ func (t *Thread) terminalIoctl(f *vfs.OpenFile, term *tty.TTY, master *tty.Pty, 
 		if r := change(); r != 0 {
 			return r
 		}
-		if arg != 1 { // TCIFLUSH or TCIOFLUSH
-			term.Flush()
+		in, out := arg != 1, arg != 0 // TCIFLUSH 0, TCOFLUSH 1, TCIOFLUSH 2
+		if master != nil {
+			master.MasterFlush(in, out)
+		} else {
+			term.Flush(in, out)
 		}
 		return 0
 	case tiocgwinsz:
@@ -410,6 +415,19 @@ func (t *Thread) ptyMasterIoctl(f *vfs.OpenFile, m *tty.Pty, cmd uint64, arg uin
 		return put32(v)
 	case tiocgdev:
 		return put32(uint32(linux.MakeDev(devpts.SlaveMajor, uint32(m.Index))))
+	case tiocpkt:
+		v, e := get32()
+		if e != 0 {
+			return e
+		}
+		m.SetPacket(v != 0)
+		return 0
+	case tiocgpkt:
+		v := uint32(0)
+		if m.Packet() {
+			v = 1
+		}
+		return put32(v)
 	case tiocsig:
 		sig := int(arg)
 		if sig <= 0 || sig > nSig {

@@ -41,6 +41,8 @@ type Pty struct {
 	slaves      int    // open slave files; protected by mu
 	slaveClosed bool   // the open slave files dropped to 0 (TTY_OTHER_CLOSED): master reads fail with EIO (before the first open they wait); protected by mu
 	released    bool   // protected by mu
+	packet      bool   // packet mode (TIOCPKT); protected by mu
+	pktStatus   uint8  // packet-mode events not yet read (Pkt*); protected by mu
 	release     func() // called once, when both sides are closed
 }
 
@@ -76,6 +78,70 @@ func (o ptyOutput) HasRoom() bool {
 	o.p.mu.Lock()
 	defer o.p.mu.Unlock()
 	return len(o.p.outq) < outLimit || !o.p.masterOpen
+}
+
+// Packet-mode status bits (TIOCPKT_* in include/uapi/asm-generic/ioctls.h):
+// a master read returns one of these bytes alone when events are pending,
+// else a 0 byte (TIOCPKT_DATA) before the data.
+const (
+	PktData       = 0
+	PktFlushRead  = 1
+	PktFlushWrite = 2
+	PktNoStop     = 16
+	PktDoStop     = 32
+)
+
+// SetPacket turns packet mode on or off (TIOCPKT); turning it on clears
+// stale events.
+func (p *Pty) SetPacket(on bool) {
+	p.mu.Lock()
+	if on && !p.packet {
+		p.pktStatus = 0
+	}
+	p.packet = on
+	p.mu.Unlock()
+}
+
+// Packet reports whether packet mode is on (TIOCGPKT).
+func (p *Pty) Packet() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.packet
+}
+
+// packetEvent records events for a packet-mode master (set, after
+// clearing clear).
+func (p *Pty) packetEvent(set, clear uint8) {
+	p.mu.Lock()
+	if !p.packet || set == 0 {
+		p.mu.Unlock()
+		return
+	}
+	p.pktStatus = p.pktStatus&^clear | set
+	p.mu.Unlock()
+	p.q.Notify()
+}
+
+// discardOutput drops the slave's output the master has not read.
+func (p *Pty) discardOutput() {
+	p.mu.Lock()
+	p.outq = nil
+	p.mu.Unlock()
+	p.q.Notify()
+}
+
+// MasterFlush is TCFLSH on the master: in discards what the master has
+// not read, out what it wrote that the slave has not.
+func (p *Pty) MasterFlush(in, out bool) {
+	if in {
+		p.discardOutput()
+	}
+	if out {
+		p.Slave.mu.Lock()
+		p.Slave.input, p.Slave.line, p.Slave.eofs = nil, nil, nil
+		p.Slave.mu.Unlock()
+		p.q.Notify()
+	}
 }
 
 // SetLocked locks or unlocks the slave (TIOCSPTLCK).
@@ -155,7 +221,9 @@ func (p *Pty) MasterOpen() bool {
 }
 
 // readMaster reads the slave's output: it waits while there is none,
-// and fails with EIO when there is none and no slave is open.
+// and fails with EIO when there is none and no slave is open. In packet
+// mode a read returns the pending status byte alone, or a 0 byte and
+// data.
 func (p *Pty) readMaster(b vfs.Blocking, buf []byte) (int, error) {
 	if len(buf) == 0 {
 		return 0, nil
@@ -165,9 +233,19 @@ func (p *Pty) readMaster(b vfs.Blocking, buf []byte) (int, error) {
 	err := vfs.WaitFor(&p.q, b, func() bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
+		if p.packet && p.pktStatus != 0 {
+			buf[0], p.pktStatus = p.pktStatus, 0
+			n = 1
+			return true
+		}
 		if len(p.outq) > 0 {
-			n = copy(buf, p.outq)
-			p.outq = p.outq[n:]
+			dst := buf
+			if p.packet {
+				buf[0], dst, n = PktData, buf[1:], 1
+			}
+			k := copy(dst, p.outq)
+			n += k
+			p.outq = p.outq[k:]
 			if len(p.outq) == 0 {
 				p.outq = nil
 			}
@@ -216,6 +294,9 @@ func (p *Pty) masterReadiness() uint32 {
 	m := uint32(0)
 	if len(p.outq) > 0 {
 		m |= linux.POLLIN | linux.POLLRDNORM
+	}
+	if p.packet && p.pktStatus != 0 {
+		m |= linux.POLLIN | linux.POLLRDNORM | linux.POLLPRI
 	}
 	if p.slaveClosed {
 		m |= linux.POLLHUP

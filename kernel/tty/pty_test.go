@@ -194,3 +194,32 @@ func TestPtyFlowControl(t *testing.T) {
 		t.Error("slave writable with the master's queue full")
 	}
 }
+
+func TestPtyPacketMode(t *testing.T) {
+	p := NewPty(0, &sigRec{}, func() {})
+	p.SetLocked(false)
+	s, _ := p.OpenSlave()
+	m := p.MasterFile()
+	p.Slave.Flush(true, false) // packet mode off: no event
+	p.SetPacket(true)
+	s.Write(vfs.Blocking{}, []byte("ab"), 0)
+	if got := readMaster(t, m); got != "\x00ab" {
+		t.Errorf("packet data %q", got)
+	}
+	p.Slave.Flush(true, true)
+	if m.Readiness()&linux.POLLPRI == 0 {
+		t.Error("no POLLPRI with an event pending")
+	}
+	if got := readMaster(t, m); got != "\x03" {
+		t.Errorf("flush event %q", got)
+	}
+	tio := p.Slave.Termios()
+	tio.Iflag &^= IXON
+	p.Slave.SetTermios(tio, false)
+	if got := readMaster(t, m); got != "\x10" {
+		t.Errorf("IXON off: %q, want NOSTOP", got)
+	}
+	if _, err := m.Read(nonblock, make([]byte, 4), 0); !errors.Is(err, linux.EAGAIN) {
+		t.Errorf("after the events: %v", err)
+	}
+}

@@ -38,6 +38,8 @@ const (
 	VEOF    = 4
 	VTIME   = 5
 	VMIN    = 6
+	VSTART  = 8
+	VSTOP   = 9
 	VSUSP   = 10
 	VEOL    = 11
 	VWERASE = 14
@@ -61,6 +63,12 @@ type Termios struct {
 	Iflag, Oflag, Cflag, Lflag uint32
 	Line                       uint8
 	CC                         [NCCS]uint8
+}
+
+// flowControl reports whether ^S and ^Q stop and start output: IXON
+// with the usual characters, as a packet-mode master is told.
+func (t *Termios) flowControl() bool {
+	return t.Iflag&IXON != 0 && t.CC[VSTOP] == 0x13 && t.CC[VSTART] == 0x11
 }
 
 // TermiosSize is the size of the encoded struct.

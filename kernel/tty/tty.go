@@ -129,6 +129,7 @@ func (t *TTY) Termios() Termios {
 func (t *TTY) SetTermios(n Termios, flush bool) {
 	t.mu.Lock()
 	wasCanon := t.termios.Lflag&ICANON != 0
+	oldFlow, newFlow := t.termios.flowControl(), n.flowControl()
 	t.termios = n
 	if flush {
 		t.input, t.line, t.eofs = nil, nil, nil
@@ -141,6 +142,15 @@ func (t *TTY) SetTermios(n Termios, flush bool) {
 	}
 	t.mu.Unlock()
 	t.q.Notify()
+	if t.pty != nil && oldFlow != newFlow {
+		// A packet-mode master learns whether ^S/^Q stop output now
+		// (pty_set_termios).
+		if newFlow {
+			t.pty.packetEvent(PktDoStop, PktNoStop)
+		} else {
+			t.pty.packetEvent(PktNoStop, PktDoStop)
+		}
+	}
 }
 
 // WindowSize returns the window size.
@@ -256,12 +266,28 @@ func (t *TTY) Buffered() int {
 	return 0
 }
 
-// Flush discards pending input (TCFLSH with TCIFLUSH).
-func (t *TTY) Flush() {
-	t.mu.Lock()
-	t.input, t.line, t.eofs = nil, nil, nil
-	t.mu.Unlock()
-	t.q.Notify()
+// Flush is TCFLSH: it discards pending input (in) and output not yet
+// delivered (out: a pseudo-terminal's output the master has not read);
+// a pseudo-terminal's master in packet mode hears of both.
+func (t *TTY) Flush(in, out bool) {
+	if in {
+		t.mu.Lock()
+		t.input, t.line, t.eofs = nil, nil, nil
+		t.mu.Unlock()
+		t.q.Notify()
+	}
+	if t.pty == nil {
+		return
+	}
+	var ev uint8
+	if in {
+		ev |= PktFlushRead
+	}
+	if out {
+		t.pty.discardOutput()
+		ev |= PktFlushWrite
+	}
+	t.pty.packetEvent(ev, 0)
 }
 
 // errHungUp is what a write to a hung-up terminal fails with.

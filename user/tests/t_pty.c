@@ -9,8 +9,8 @@
  * control (SIGTTIN stops a background reader, TIOCSPGRP rules); hangup
  * (master closed: the slave reads end of file, writes fail with EIO, the
  * session leader gets SIGHUP; slave closed: master reads fail with EIO,
- * poll says POLLHUP); poll readiness on both sides; indices reused once
- * both sides close.
+ * poll says POLLHUP); poll and epoll readiness; packet mode (TIOCPKT);
+ * indices reused once both sides close.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -521,6 +521,51 @@ static void test_script(void)
 	unlink("/tmp/t_pty.typescript");
 }
 
+static void test_packet(void)
+{
+	char name[64], b[64];
+	int m = open_pair(name, sizeof name);
+	int s = open(name, O_RDWR | O_NOCTTY);
+	CHECK("packet.open", m >= 0 && s >= 0);
+	if (m < 0 || s < 0)
+		return;
+	int on = 1, got = 0;
+	CHECK_SYS("packet.tiocpkt", ioctl(m, TIOCPKT, &on));
+	CHECK("packet.tiocgpkt", ioctl(m, TIOCGPKT, &got) == 0 && got == 1);
+	CHECK_ERR("packet.tiocpkt_on_slave", ioctl(s, TIOCPKT, &on), ENOTTY);
+	/* data comes after a TIOCPKT_DATA byte */
+	write(s, "hi", 2);
+	int n = read_until(m, b, sizeof b, NULL, 300);
+	CHECK("packet.data", n == 3 && b[0] == TIOCPKT_DATA && memcmp(b + 1, "hi", 2) == 0);
+	/* a flush of the slave's input: one status byte, POLLPRI */
+	tcflush(s, TCIFLUSH);
+	struct pollfd p = {m, POLLIN | POLLPRI, 0};
+	CHECK("packet.pollpri", poll(&p, 1, 3000) == 1 && (p.revents & POLLPRI));
+	n = read(m, b, sizeof b);
+	CHECK("packet.flushread", n == 1 && b[0] == TIOCPKT_FLUSHREAD);
+	tcflush(s, TCOFLUSH);
+	n = read(m, b, sizeof b);
+	CHECK("packet.flushwrite", n == 1 && b[0] == TIOCPKT_FLUSHWRITE);
+	/* ^S/^Q flow control turned off and on */
+	struct termios t;
+	tcgetattr(s, &t);
+	t.c_iflag &= ~IXON;
+	tcsetattr(s, TCSANOW, &t);
+	n = read(m, b, sizeof b);
+	CHECK("packet.nostop", n == 1 && b[0] == TIOCPKT_NOSTOP);
+	t.c_iflag |= IXON;
+	tcsetattr(s, TCSANOW, &t);
+	n = read(m, b, sizeof b);
+	CHECK("packet.dostop", n == 1 && b[0] == TIOCPKT_DOSTOP);
+	on = 0;
+	ioctl(m, TIOCPKT, &on);
+	write(s, "x", 1);
+	n = read_until(m, b, sizeof b, NULL, 300);
+	CHECK("packet.off", n == 1 && b[0] == 'x');
+	close(s);
+	close(m);
+}
+
 static void test_reuse(void)
 {
 	/* both sides closed: the index is free again (the pair is gone) */
@@ -565,6 +610,7 @@ int main(int argc, char **argv)
 	test_ldisc();
 	test_session();
 	test_script();
+	test_packet();
 	test_reuse();
 	return check_done();
 }
