@@ -233,13 +233,8 @@ func (t *Thread) terminalIoctl(f *vfs.OpenFile, term *tty.TTY, master *tty.Pty, 
 		return int32(binary.LittleEndian.Uint32(b[:])), 0
 	}
 	// Settings changes from the background of the controlling terminal
-	// raise SIGTTOU (tty_check_change); a master's never do.
-	change := func() int64 {
-		if master != nil {
-			return 0
-		}
-		return t.jobControl(term, sigTTOU)
-	}
+	// raise SIGTTOU (tty_check_change), through the master too.
+	change := func() int64 { return t.jobControl(term, sigTTOU) }
 	switch cmd {
 	case tcgets:
 		b := term.Termios().Encode()
@@ -288,7 +283,7 @@ func (t *Thread) terminalIoctl(f *vfs.OpenFile, term *tty.TTY, master *tty.Pty, 
 		}
 		return put32(uint32(term.Foreground()))
 	case tiocspgrp:
-		return t.setForeground(term, master, get32, change)
+		return t.setForeground(term, get32, change)
 	case tiocgsid:
 		if master == nil && t.Proc.controllingTTY() != term {
 			return -eNOTTY
@@ -299,7 +294,7 @@ func (t *Thread) terminalIoctl(f *vfs.OpenFile, term *tty.TTY, master *tty.Pty, 
 		}
 		return put32(uint32(sid))
 	case tiocsctty:
-		return t.setCTTY(term, master, arg)
+		return t.setCTTY(term, arg)
 	case tiocnotty:
 		p := t.Proc
 		if master != nil || p.controllingTTY() != term {
@@ -321,9 +316,9 @@ func (t *Thread) terminalIoctl(f *vfs.OpenFile, term *tty.TTY, master *tty.Pty, 
 	return -eNOTTY
 }
 
-// setForeground is TIOCSPGRP: only on the caller's controlling terminal,
-// to a group of its session.
-func (t *Thread) setForeground(term *tty.TTY, master *tty.Pty, get32 func() (int32, int64), change func() int64) int64 {
+// setForeground is TIOCSPGRP: only on the caller's controlling terminal
+// (or its master), to a group of its session.
+func (t *Thread) setForeground(term *tty.TTY, get32 func() (int32, int64), change func() int64) int64 {
 	p := t.Proc
 	if r := change(); r != 0 {
 		return r
@@ -332,7 +327,7 @@ func (t *Thread) setForeground(term *tty.TTY, master *tty.Pty, get32 func() (int
 	if e != 0 {
 		return e
 	}
-	if master != nil || p.controllingTTY() != term {
+	if p.controllingTTY() != term {
 		return -eNOTTY
 	}
 	if pg < 0 {
@@ -367,19 +362,19 @@ func groupExists(pgid int) bool {
 }
 
 // setCTTY is TIOCSCTTY: a session leader without a controlling terminal
-// takes term; one that is another session's only with arg 1 and root
-// (which takes it from that session).
-func (t *Thread) setCTTY(term *tty.TTY, master *tty.Pty, arg uintptr) int64 {
+// takes term (on a master, its slave, as Linux's); one that is another
+// session's only with arg 1 and root (which takes it from that session).
+func (t *Thread) setCTTY(term *tty.TTY, arg uintptr) int64 {
 	p := t.Proc
 	cur := p.controllingTTY()
 	p.mu.Lock()
 	sid, pgid, leader := p.sid, p.pgid, p.sid == p.PID
 	root := p.cred.euid == 0
 	p.mu.Unlock()
-	if cur == term && master == nil {
+	if leader && cur == term {
 		return 0
 	}
-	if !leader || cur != nil || master != nil {
+	if !leader || cur != nil {
 		return -ePERM
 	}
 	steal := arg == 1 && root

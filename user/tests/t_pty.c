@@ -474,6 +474,33 @@ static void test_session(void)
 	close(m);
 	CHECK_EQ("hangup.child", child_status(c), 0);
 
+	/* TIOCSCTTY through the master makes the slave the controlling
+	 * terminal; a second session cannot take it */
+	m = open_pair(name, sizeof name);
+	c = fork();
+	if (c == 0) {
+		alarm(30);
+		if (setsid() < 0 || ioctl(m, TIOCSCTTY, 0) != 0)
+			_exit(1);
+		int t = open("/dev/tty", O_RDWR);
+		int sl = open(name, O_RDWR | O_NOCTTY);
+		pid_t sid = 0;
+		if (t < 0 || sl < 0 || ioctl(sl, TIOCGSID, &sid) != 0 || sid != getpid())
+			_exit(2);
+		if (tcgetpgrp(t) != getpid())
+			_exit(3);
+		pid_t g = fork();
+		if (g == 0) {
+			setsid();
+			_exit(ioctl(m, TIOCSCTTY, 0) == -1 && errno == EPERM ? 0 : 1);
+		}
+		int st2;
+		waitpid(g, &st2, 0);
+		_exit(WIFEXITED(st2) && WEXITSTATUS(st2) == 0 ? 0 : 4);
+	}
+	CHECK_EQ("tiocsctty.through_master", child_status(c), 0);
+	close(m);
+
 	/* TIOCSPGRP on a terminal that is not the caller's: ENOTTY */
 	m = open_pair(name, sizeof name);
 	int s = open(name, O_RDWR | O_NOCTTY);

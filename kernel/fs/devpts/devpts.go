@@ -8,7 +8,8 @@
 // Linux's did before 4.7 without "newinstance" (each of Linux's mounts is
 // now its own instance, and /dev/ptmx opens the one at the "pts" next to
 // it; with one /dev the difference cannot be seen). Mount options mode=,
-// gid= and ptmxmode= are honoured; newinstance and max= are accepted.
+// uid=, gid= and ptmxmode= are honoured; newinstance and max= are
+// accepted.
 package devpts
 
 import (
@@ -40,7 +41,7 @@ const (
 	slaveMode = 0o600      // mode= default
 	dirMode   = 0o755      // the root directory's
 	ptmxMode  = 0          // ptmxmode= default
-	anyGID    = ^uint32(0) // no gid= option: slaves get the opener's group
+	anyID     = ^uint32(0) // no uid= or gid= option: slaves get the opener's
 )
 
 // Options configure the instance.
@@ -60,7 +61,8 @@ type FS struct {
 	slaves map[int]*node // the /dev/pts/N nodes, while their master is open; protected by mu
 	used   map[int]bool  // indices of pairs not yet released; protected by mu
 	mode   uint32        // new slaves' permission bits (mode=); protected by mu
-	gid    uint32        // new slaves' group (gid=), anyGID for the opener's; protected by mu
+	uid    uint32        // new slaves' owner (uid=), anyID for the opener; protected by mu
+	gid    uint32        // new slaves' group (gid=), anyID for the opener's; protected by mu
 }
 
 // New returns an empty devpts.
@@ -68,7 +70,7 @@ func New(o Options) *FS {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	fs := &FS{o: o, slaves: map[int]*node{}, used: map[int]bool{}, mode: slaveMode, gid: anyGID}
+	fs := &FS{o: o, slaves: map[int]*node{}, used: map[int]bool{}, mode: slaveMode, uid: anyID, gid: anyID}
 	fs.root = &root{node: fs.newNode(rootIno, linux.S_IFDIR|dirMode, 0, vfs.Owner{})}
 	fs.ptmx = fs.newNode(ptmxIno, linux.S_IFCHR|ptmxMode, PTMX, vfs.Owner{})
 	fs.ptmx.open = func(c *vfs.Ctx, _ uint32) (vfs.File, error) { return fs.OpenMaster(c) }
@@ -78,11 +80,13 @@ func New(o Options) *FS {
 // Root returns the root directory, to mount on /dev/pts.
 func (fs *FS) Root() vfs.Inode { return fs.root }
 
-// SetOptions applies mount(2)'s option string: mode=, gid=, ptmxmode=
-// (octal and decimal as Linux reads them); newinstance and max= are
-// accepted; others fail with EINVAL.
+// SetOptions applies mount(2)'s option string: mode=, ptmxmode= (octal),
+// uid=, gid= (decimal); newinstance and max= are accepted; others fail
+// with EINVAL.
 func (fs *FS) SetOptions(data string) error {
-	mode, gid, pmode := fs.mode, fs.gid, uint32(0)
+	fs.mu.Lock()
+	mode, uid, gid, pmode := fs.mode, fs.uid, fs.gid, uint32(0)
+	fs.mu.Unlock()
 	setPmode := false
 	for _, o := range strings.Split(data, ",") {
 		if o == "" {
@@ -100,13 +104,17 @@ func (fs *FS) SetOptions(data string) error {
 			} else {
 				pmode, setPmode = uint32(n), true
 			}
-		case "gid":
+		case "uid", "gid":
 			n, err := strconv.ParseUint(val, 10, 32)
-			if err != nil {
+			if err != nil || uint32(n) == anyID {
 				return linux.EINVAL
 			}
-			gid = uint32(n)
-		case "uid", "max":
+			if key == "uid" {
+				uid = uint32(n)
+			} else {
+				gid = uint32(n)
+			}
+		case "max":
 			if _, err := strconv.ParseUint(val, 10, 32); err != nil {
 				return linux.EINVAL
 			}
@@ -116,7 +124,7 @@ func (fs *FS) SetOptions(data string) error {
 		}
 	}
 	fs.mu.Lock()
-	fs.mode, fs.gid = mode, gid
+	fs.mode, fs.uid, fs.gid = mode, uid, gid
 	fs.mu.Unlock()
 	if setPmode {
 		fs.ptmx.mu.Lock()
@@ -145,7 +153,10 @@ func (fs *FS) OpenMaster(c *vfs.Ctx) (vfs.File, error) {
 	if index < 0 {
 		return nil, linux.ENOSPC
 	}
-	if fs.gid != anyGID {
+	if fs.uid != anyID {
+		owner.UID = fs.uid
+	}
+	if fs.gid != anyID {
 		owner.GID = fs.gid
 	}
 	fs.used[index] = true

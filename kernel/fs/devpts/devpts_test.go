@@ -57,7 +57,7 @@ func names(t *testing.T, v *vfs.VFS) []string {
 
 func TestSlavesComeAndGo(t *testing.T) {
 	v, fs := setup(t)
-	if err := fs.SetOptions("mode=620,gid=5,ptmxmode=666,newinstance"); err != nil {
+	if err := fs.SetOptions("mode=620,gid=5,ptmxmode=666,newinstance,max=100"); err != nil {
 		t.Fatal(err)
 	}
 	if err := fs.SetOptions("bogus=1"); !errors.Is(err, linux.EINVAL) {
