@@ -598,6 +598,7 @@ static void test_reuse(void)
 	/* both sides closed: the index is free again (the pair is gone) */
 	char first[64] = "", name[64];
 	int ok = 1;
+	long files0 = check_proc_value("/proc/shortbread/kmem", "open_files");
 	for (int i = 0; i < 300 && ok; i++) {
 		int m = open_pair(name, sizeof name);
 		int s = open(name, O_RDWR | O_NOCTTY);
@@ -615,6 +616,8 @@ static void test_reuse(void)
 		close(m);
 	}
 	CHECK("reuse.index_freed", ok);
+	if (files0 >= 0) /* Shortbread: the kernel's count of open files is back */
+		CHECK("reuse.open_files_back", check_proc_value("/proc/shortbread/kmem", "open_files") <= files0);
 	/* while the slave stays open, the index stays taken */
 	int m = open_pair(name, sizeof name);
 	int s = open(name, O_RDWR | O_NOCTTY);
