@@ -27,7 +27,9 @@ import (
 	"shortbread/kernel/console"
 	"shortbread/kernel/cpio"
 	"shortbread/kernel/drivers/pci"
+	"shortbread/kernel/drivers/rtc"
 	"shortbread/kernel/drivers/uart"
+	"shortbread/kernel/fs/devpts"
 	"shortbread/kernel/fs/tmpfs"
 	"shortbread/kernel/initramfs"
 	"shortbread/kernel/klog"
@@ -54,6 +56,8 @@ type kernel struct {
 	initramfs *initramfs.FS
 	vfs       *vfs.VFS
 	console   *tty.TTY // the terminal on the serial console (/dev/console)
+	pts       *devpts.FS
+	rtc       *rtc.CMOS // the CMOS clock (/dev/rtc0)
 	pci       *pci.Bus
 	disks     []blk.Device // vda, vdb, ... in probe order
 }
@@ -160,13 +164,12 @@ func (k *kernel) runInit() bool {
 		k.log.Errorf("init: /dev/console: %v", err)
 		power.Off(k.tables, 127)
 	}
-	p, err := proc.Start(proc.Options{Files: []*vfs.OpenFile{cons, cons, cons}}, path, argv, envp)
+	p, err := proc.Start(proc.Options{Files: []*vfs.OpenFile{cons, cons, cons}, CTTY: term}, path, argv, envp)
 	cons.DecRef()
 	if err != nil {
 		k.log.Errorf("init %s: %v", path, err)
 		power.Off(k.tables, 127)
 	}
-	term.SetForeground(p.PID)
 	stopProf := k.profileInit()
 	status := p.Wait()
 	stopProf()
@@ -317,10 +320,14 @@ func (k *kernel) mountRoot(archive []byte) error {
 		}
 	}
 	v.Chmod(c, nil, "/tmp", 0o1777, 0)
-	k.console = tty.New(os.Stdout, proc.SignalGroup)
+	k.newTerminals()
+	k.rtc = k.newRTC()
 	dev := k.newDevfs(linux.MakeDev(0, 5))
 	if err := v.Mount(c, nil, "/dev", dev.Root(), "devtmpfs", 0); err != nil {
 		return fmt.Errorf("mount /dev: %w", err)
+	}
+	if err := k.mountPts(v, c); err != nil {
+		return fmt.Errorf("mount /dev/pts: %w", err)
 	}
 	dev.Register(v)
 	if err := v.Mount(c, nil, "/proc", k.newProc(v).Root(), "proc", 0); err != nil {

@@ -1,7 +1,7 @@
 package main
 
-// The file system types mount(2) can make: tmpfs, proc, devtmpfs, and
-// ext2/3/4 on a disk.
+// The file system types mount(2) can make: tmpfs, proc, devtmpfs,
+// devpts, and ext2/3/4 on a disk.
 
 import (
 	"strconv"
@@ -31,9 +31,13 @@ func init() { anonMinor.Store(16) }
 const ext4Commit = 5 * time.Second
 
 func (k *kernel) newDevfs(dev uint64) *devfs.FS {
-	d := devfs.New(devfs.Options{Dev: dev, Terminal: k.console})
+	d := devfs.New(devfs.Options{Dev: dev, Console: k.console, ControllingTerminal: proc.ControllingTerminal,
+		PTMX: func(c *vfs.Ctx, _ uint32) (vfs.File, error) { return k.pts.OpenMaster(c) }})
 	for i, disk := range k.disks {
 		d.AddBlock(disk.Name(), diskDev(i), disk)
+	}
+	if k.rtc != nil {
+		d.AddRTC("rtc0", linux.MakeDev(devfs.RTCMajor, 0), k.rtc)
 	}
 	return d
 }
@@ -80,6 +84,7 @@ func (k *kernel) registerFSTypes(v *vfs.VFS) {
 		d.Register(v)
 		return &vfs.FileSystem{Root: d.Root()}, nil
 	}})
+	v.RegisterFSType("devpts", k.devptsType())
 	for _, name := range []string{"ext4", "ext3", "ext2"} {
 		v.RegisterFSType(name, vfs.FSType{Device: true, Make: k.mountExt4})
 	}

@@ -67,7 +67,7 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 		cp = newProcessWithPID(p, tid)
 		p.mu.Lock()
 		cp.fs, cp.stdin, cp.stdout, cp.stderr = p.fs, p.stdin, p.stdout, p.stderr
-		cp.pgid, cp.sid, cp.name = p.pgid, p.sid, p.name
+		cp.pgid, cp.sid, cp.ctty, cp.name = p.pgid, p.sid, p.ctty, p.name
 		cp.cwd, cp.root, cp.umask = p.cwd, p.root, p.umask
 		cp.cred = p.cred
 		cp.persona = p.persona

@@ -99,8 +99,9 @@ func (p *Process) notifyParent(code int32, sig int) {
 	}
 }
 
-// waitWhileStopped parks the thread while its process is stopped. It
-// reports whether it waited (the caller then looks at signals again).
+// waitWhileStopped parks the thread while its process is stopped, or
+// until SIGKILL is pending (which kills a stopped process, as on Linux).
+// It reports whether it waited (the caller then looks at signals again).
 func (t *Thread) waitWhileStopped() bool {
 	p := t.Proc
 	waited := false
@@ -114,6 +115,9 @@ func (t *Thread) waitWhileStopped() bool {
 		p.mu.Unlock()
 		if !stopped || t.dying.Load() {
 			return waited
+		}
+		if (t.pending.unlocked()|p.pending.unlocked())&bit(sigKILL) != 0 {
+			return true
 		}
 		waited = true
 		t.sleepBegin()

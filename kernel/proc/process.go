@@ -18,6 +18,7 @@ import (
 	"shortbread/kernel/kmem"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
+	"shortbread/kernel/tty"
 	"shortbread/kernel/vfs"
 )
 
@@ -80,11 +81,12 @@ type Process struct {
 	children map[int]*Process
 	pgid     int
 	sid      int
+	ctty     *tty.TTY // controlling terminal (terminal.go); valid while it is sid's
 	// space changes under mu (exec, exit) but is read without it: every
 	// return to user mode looks it up.
 	space       atomic.Pointer[spaceRef]
 	fs          FS
-	stdin       any // an io.Reader, or a Terminal
+	stdin       any // an io.Reader
 	stdout      io.Writer
 	stderr      io.Writer
 	threads     map[int]*Thread
@@ -209,10 +211,13 @@ type Options struct {
 	// Files are the first descriptors (0, 1, 2, ...) when the VFS is in
 	// use; otherwise Stdin/Stdout/Stderr are wrapped into open files.
 	Files []*vfs.OpenFile
-	// Stdin is an io.Reader, or a Terminal for terminal semantics.
+	// Stdin is an io.Reader.
 	Stdin  any
 	Stdout io.Writer
 	Stderr io.Writer
+	// CTTY, if set, becomes the process's controlling terminal, with
+	// the process (a session leader) in the foreground.
+	CTTY *tty.TTY
 }
 
 // Start runs path with argv and envp in a new process with no parent
@@ -223,6 +228,9 @@ func Start(o Options, path string, argv, envp []string) (*Process, error) {
 	p.sig = newSigHandlers()
 	p.umask = 0o022
 	p.files = vfs.NewFDTable(vfs.DefaultNOFILE)
+	if o.CTTY != nil && o.CTTY.Control(p.sid, p.pgid, true) {
+		p.ctty = o.CTTY
+	}
 	files := o.Files
 	if files == nil {
 		var in *vfs.OpenFile
@@ -368,6 +376,7 @@ func (p *Process) finish() {
 	if p.files != nil {
 		p.files.CloseAll()
 	}
+	p.dropCTTY()
 	// A zombie only once its files are closed, as Linux's exit_files
 	// comes before exit_notify: a parent that reaps it may count on the
 	// pipe ends it held being gone (EOF, EPOLLHUP).

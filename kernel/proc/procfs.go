@@ -420,6 +420,10 @@ func (p *Process) statLine(t *Thread) []byte {
 	} else {
 		times, faults = p.selfTimes()
 	}
+	ttyNr, tpgid := 0, -1
+	if c := p.controllingTTY(); c != nil {
+		ttyNr, tpgid = encodeTTYDev(c.Device()), c.Foreground()
+	}
 	p.mu.Lock()
 	ppid := 0
 	if p.parent != nil {
@@ -440,8 +444,8 @@ func (p *Process) statLine(t *Thread) []byte {
 	}
 	ign, cgt := p.sig.dispositions()
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "%d (%s) %c %d %d %d 0 -1 0 %d %d 0 0 %d %d %d %d 20 0 %d 0 %d %d %d %d",
-		p.PID, comm, state, ppid, pgid, sid,
+	fmt.Fprintf(&b, "%d (%s) %c %d %d %d %d %d 0 %d %d 0 0 %d %d %d %d 20 0 %d 0 %d %d %d %d",
+		p.PID, comm, state, ppid, pgid, sid, ttyNr, tpgid,
 		faults, cfaults,
 		ticks(times.user), ticks(times.sys), ticks(ch.user), ticks(ch.sys),
 		nthreads, ticks(start), vsize, rss, rsslim)

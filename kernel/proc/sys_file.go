@@ -10,6 +10,7 @@ import (
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/fs/devfs"
 	"shortbread/kernel/net/socket"
+	"shortbread/kernel/tty"
 	"shortbread/kernel/vfs"
 )
 
@@ -220,6 +221,9 @@ func (t *Thread) writeFrom(fd int, iov [][2]uint64, off int64) int64 {
 		return errno(err)
 	}
 	defer f.DecRef()
+	if r := t.terminalIO(f, true); r != 0 {
+		return r
+	}
 	var buf []byte
 	for _, v := range iov {
 		if uint64(len(buf))+v[1] > maxIO {
@@ -261,6 +265,9 @@ func (t *Thread) readInto(fd int, iov [][2]uint64, off int64) int64 {
 		return errno(err)
 	}
 	defer f.DecRef()
+	if r := t.terminalIO(f, false); r != 0 {
+		return r
+	}
 	total := uint64(0)
 	for _, v := range iov {
 		total += v[1]
@@ -314,6 +321,7 @@ func (t *Thread) openat(dirfd int, pathAt uint64, flags, mode uint32) int64 {
 	if err != nil {
 		return errno(err)
 	}
+	t.openedFile(f, flags)
 	return int64(fd)
 }
 
@@ -430,13 +438,14 @@ func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {
 			return errno(t.Proc.Space().CopyOut(arg, b[:])), false
 		}
 	}
-	if term, ok := devfs.TerminalOf(f); ok {
-		if tt, ok := term.(Terminal); ok {
-			return t.terminalIoctl(tt, cmd, arg), false
-		}
+	if term, master, ok := tty.Of(f); ok {
+		return t.terminalIoctl(f, term, master, cmd, arg), false
 	}
 	if d, ok := devfs.BlockOf(f); ok {
 		return t.blockIoctl(d, cmd, arg), false
+	}
+	if r, ok := devfs.RTCOf(f); ok {
+		return t.rtcIoctl(r, cmd, arg), false
 	}
 	return -eNOTTY, false
 }

@@ -546,7 +546,7 @@ func sysSetsid(t *Thread, a *[6]uint64) (int64, bool) {
 	if p.pgid == p.PID {
 		return -ePERM, false
 	}
-	p.sid, p.pgid = p.PID, p.PID
+	p.sid, p.pgid, p.ctty = p.PID, p.PID, nil
 	return int64(p.PID), false
 }
 

@@ -23,7 +23,7 @@
 //	v, err := vfs.New(root.Root(), "rootfs")
 //	c := &vfs.Ctx{Root: v.Root(), Cwd: v.Root()} // zero Cred: root
 //	v.Mkdir(c, nil, "/dev", 0o755)                // EEXIST is fine
-//	dev := devfs.New(devfs.Options{Dev: linux.MakeDev(0, 5), Terminal: console}) // a *tty.TTY
+//	dev := devfs.New(devfs.Options{Dev: linux.MakeDev(0, 5), Console: console}) // a *tty.TTY
 //	v.Mount(c, nil, "/dev", dev.Root(), "devtmpfs", 0)
 //	dev.Register(v) // so mknod'ed and initramfs device nodes work too
 //	v.RegisterFSType("tmpfs", vfs.FSType{Make: ...}) // what mount(2) may make

@@ -18,7 +18,7 @@ const VirtioBlkMajor = 254
 func (fs *FS) AddBlock(name string, rdev uint64, d blk.Device) {
 	n := fs.newNode(linux.S_IFBLK|0o660, rdev)
 	n.GID = 6 // disk
-	n.open = func(uint32) (vfs.File, error) { return &blockFile{d: d}, nil }
+	n.open = func(*vfs.Ctx, uint32) (vfs.File, error) { return &blockFile{d: d}, nil }
 	fs.devices = append(fs.devices, n)
 	fs.root.add(name, n)
 }

@@ -1,5 +1,5 @@
 // Package devfs is the file system mounted on /dev: the memory devices
-// (null, zero, full, random, urandom), the terminal (tty, console), the
+// (null, zero, full, random, urandom), the terminals (tty, console, ptmx), the
 // usual symlinks into /proc/self/fd and empty directories to mount shm
 // and pts on. Device numbers are Linux's (Documentation/admin-guide/
 // devices.txt), so that programs checking st_rdev see what they expect,
@@ -22,27 +22,18 @@ import (
 	"shortbread/kernel/vfs"
 )
 
-// Terminal is the console the tty devices read and write: the method set
-// of the kernel's line discipline, *tty.TTY, which satisfies it as is.
-type Terminal interface {
-	// Read reads input, blocking until there is some unless nonblock
-	// (tty.ErrWouldBlock) or until intr fires (tty.ErrInterrupted).
-	Read(p []byte, intr <-chan struct{}, nonblock bool) (int, error)
-	// Write writes output.
-	Write(p []byte) (int, error)
-	// Readable reports whether a read would not block, and returns a
-	// channel closed at the next change of input.
-	Readable() (bool, <-chan struct{})
-}
-
-var _ Terminal = (*tty.TTY)(nil)
-
 // Options configure /dev.
 type Options struct {
-	Dev      uint64           // st_dev of the file system (Linux's devtmpfs is 0:5)
-	Random   io.Reader        // source for random and urandom; nil means a ChaCha8 stream seeded by the runtime
-	Terminal Terminal         // behind tty and console; nil makes opening them fail with ENXIO
-	Clock    func() time.Time // nil means time.Now
+	Dev     uint64           // st_dev of the file system (Linux's devtmpfs is 0:5)
+	Random  io.Reader        // source for random and urandom; nil means a ChaCha8 stream seeded by the runtime
+	Console *tty.TTY         // behind console; nil makes opening it fail with ENXIO
+	Clock   func() time.Time // nil means time.Now
+	// ControllingTerminal opens /dev/tty for process pid: its
+	// controlling terminal, ENXIO when it has none. Nil: ENXIO.
+	ControllingTerminal func(pid int, flags uint32) (vfs.File, error)
+	// PTMX opens /dev/ptmx: a new pseudo-terminal master (package
+	// devpts). Nil: ENXIO.
+	PTMX func(c *vfs.Ctx, flags uint32) (vfs.File, error)
 }
 
 // Device numbers, as Linux assigns them, encoded like linux.MakeDev
@@ -55,6 +46,7 @@ const (
 	URandom = 1<<8 | 9
 	TTY     = 5<<8 | 0
 	Console = 5<<8 | 1
+	PTMX    = 5<<8 | 2
 )
 
 // FS is one /dev.
@@ -79,15 +71,16 @@ func New(o Options) *FS {
 		name string
 		mode uint32
 		rdev uint64
-		open func(flags uint32) (vfs.File, error)
+		open func(c *vfs.Ctx, flags uint32) (vfs.File, error)
 	}{
-		{"null", 0o666, Null, func(uint32) (vfs.File, error) { return nullFile{}, nil }},
-		{"zero", 0o666, Zero, func(uint32) (vfs.File, error) { return zeroFile{}, nil }},
-		{"full", 0o666, Full, func(uint32) (vfs.File, error) { return fullFile{}, nil }},
+		{"null", 0o666, Null, func(*vfs.Ctx, uint32) (vfs.File, error) { return nullFile{}, nil }},
+		{"zero", 0o666, Zero, func(*vfs.Ctx, uint32) (vfs.File, error) { return zeroFile{}, nil }},
+		{"full", 0o666, Full, func(*vfs.Ctx, uint32) (vfs.File, error) { return fullFile{}, nil }},
 		{"random", 0o666, Random, fs.openRandom},
 		{"urandom", 0o666, URandom, fs.openRandom},
-		{"tty", 0o666, TTY, fs.openTerminal},
-		{"console", 0o600, Console, fs.openTerminal},
+		{"tty", 0o666, TTY, fs.openTTY},
+		{"console", 0o600, Console, fs.openConsole},
+		{"ptmx", 0o666, PTMX, fs.openPTMX},
 	} {
 		n := fs.newNode(linux.S_IFCHR|d.mode, d.rdev)
 		n.open = d.open
@@ -145,16 +138,6 @@ func (fs *FS) Register(v *vfs.VFS) {
 	}
 }
 
-// TerminalOf returns the terminal behind f when f is an open tty or
-// console, for the ioctls that act on it.
-func TerminalOf(f *vfs.OpenFile) (Terminal, bool) {
-	t, ok := f.Impl().(*ttyFile)
-	if !ok {
-		return nil, false
-	}
-	return t.t, true
-}
-
 // node is every devfs inode: attributes, and what it is.
 type node struct {
 	fs       *FS
@@ -162,7 +145,7 @@ type node struct {
 	rdev     uint64
 	mu       sync.Mutex
 	vfs.Meta // protected by mu
-	open     func(flags uint32) (vfs.File, error)
+	open     func(c *vfs.Ctx, flags uint32) (vfs.File, error)
 	target   string // a symlink's
 }
 
@@ -206,13 +189,17 @@ func (n *node) SetAttr(s *vfs.SetAttr) error {
 	return nil
 }
 
-// Open opens a device node.
-func (n *node) Open(flags uint32) (vfs.File, error) {
+// OpenFor opens a device node for the caller c.
+func (n *node) OpenFor(c *vfs.Ctx, flags uint32) (vfs.File, error) {
 	if n.open == nil {
 		return nil, linux.ENXIO
 	}
-	return n.open(flags)
+	return n.open(c, flags)
 }
+
+// Open opens a device node for the kernel (a node made by mknod, found
+// in the device table).
+func (n *node) Open(flags uint32) (vfs.File, error) { return n.OpenFor(&vfs.Ctx{}, flags) }
 
 // Readlink returns a symlink's target.
 func (n *node) Readlink() (string, error) { return n.target, nil }

@@ -35,7 +35,7 @@ func (l *lockedBuffer) String() string {
 }
 
 // setup mounts a devfs on /dev of a tmpfs root.
-func setup(t *testing.T, term devfs.Terminal) (*vfs.VFS, *vfs.Ctx) {
+func setup(t *testing.T, term *tty.TTY) (*vfs.VFS, *vfs.Ctx) {
 	t.Helper()
 	root := tmpfs.New(tmpfs.Options{})
 	v, err := vfs.New(root.Root(), "tmpfs")
@@ -46,7 +46,13 @@ func setup(t *testing.T, term devfs.Terminal) (*vfs.VFS, *vfs.Ctx) {
 	if err := v.Mkdir(c, nil, "/dev", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	dev := devfs.New(devfs.Options{Dev: linux.MakeDev(0, 5), Random: bytes.NewReader([]byte("0123456789abcdef")), Terminal: term})
+	dev := devfs.New(devfs.Options{Dev: linux.MakeDev(0, 5), Random: bytes.NewReader([]byte("0123456789abcdef")), Console: term,
+		ControllingTerminal: func(pid int, _ uint32) (vfs.File, error) {
+			if pid != 7 || term == nil {
+				return nil, linux.ENXIO
+			}
+			return tty.NewFile(term), nil
+		}})
 	if err := v.Mount(c, nil, "/dev", dev.Root(), "devtmpfs", 0); err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +148,7 @@ func TestDeviceNumbers(t *testing.T) {
 		major, minor uint32
 	}{
 		{devfs.Null, 1, 3}, {devfs.Zero, 1, 5}, {devfs.Full, 1, 7}, {devfs.Random, 1, 8},
-		{devfs.URandom, 1, 9}, {devfs.TTY, 5, 0}, {devfs.Console, 5, 1},
+		{devfs.URandom, 1, 9}, {devfs.TTY, 5, 0}, {devfs.Console, 5, 1}, {devfs.PTMX, 5, 2},
 	} {
 		if linux.MakeDev(d.major, d.minor) != d.dev {
 			t.Errorf("device %d:%d encoded as %#x", d.major, d.minor, d.dev)
@@ -153,12 +159,22 @@ func TestDeviceNumbers(t *testing.T) {
 // TestTerminal runs the tty devices over the kernel's line discipline.
 func TestTerminal(t *testing.T) {
 	out := &lockedBuffer{}
-	term := tty.New(out, func(pgrp, sig int) {})
+	term := tty.New(tty.WriterOutput{W: out}, nil, nil)
 	v, c := setup(t, term)
-	f := open(t, v, c, "/dev/tty", linux.O_RDWR)
+	// /dev/tty is the caller's controlling terminal: process 7 has one.
+	if _, err := v.Open(c, nil, "/dev/tty", linux.O_RDWR, 0); !errors.Is(err, linux.ENXIO) {
+		t.Errorf("/dev/tty with no controlling terminal: %v, want ENXIO", err)
+	}
+	c7 := &vfs.Ctx{PID: 7}
+	ft := open(t, v, c7, "/dev/tty", linux.O_RDWR)
+	if got, _, ok := tty.Of(ft); !ok || got != term {
+		t.Error("/dev/tty of process 7 is not its terminal")
+	}
+	ft.DecRef()
+	f := open(t, v, c, "/dev/console", linux.O_RDWR)
 	defer f.DecRef()
-	if got, ok := devfs.TerminalOf(f); !ok || got != term {
-		t.Error("TerminalOf does not find the terminal")
+	if got, _, ok := tty.Of(f); !ok || got != term {
+		t.Error("tty.Of does not find the console")
 	}
 	if n, err := f.Write([]byte("prompt$ "), nil); n != 8 || err != nil || out.String() != "prompt$ " {
 		t.Errorf("write: %d %v %q", n, err, out.String())
@@ -237,7 +253,7 @@ func TestDevDirectory(t *testing.T) {
 		off += l
 	}
 	sort.Strings(names)
-	want := []string{".", "..", "console", "fd", "full", "null", "pts", "random", "shm", "stderr", "stdin", "stdout", "tty", "urandom", "zero"}
+	want := []string{".", "..", "console", "fd", "full", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin", "stdout", "tty", "urandom", "zero"}
 	if len(names) != len(want) {
 		t.Fatalf("names %v", names)
 	}

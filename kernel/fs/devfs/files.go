@@ -1,9 +1,7 @@
 package devfs
 
 import (
-	"errors"
 	"io"
-	"sync"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/tty"
@@ -47,7 +45,7 @@ type randomFile struct {
 	r io.Reader
 }
 
-func (fs *FS) openRandom(uint32) (vfs.File, error) { return randomFile{r: fs.o.Random}, nil }
+func (fs *FS) openRandom(*vfs.Ctx, uint32) (vfs.File, error) { return randomFile{r: fs.o.Random}, nil }
 
 func (f randomFile) Read(_ vfs.Blocking, p []byte, _ int64) (int, error) {
 	if _, err := io.ReadFull(f.r, p); err != nil {
@@ -58,79 +56,28 @@ func (f randomFile) Read(_ vfs.Blocking, p []byte, _ int64) (int, error) {
 func (randomFile) Write(_ vfs.Blocking, p []byte, _ int64) (int, error) { return len(p), nil }
 func (randomFile) Release()                                             {}
 
-// ttyFile is /dev/tty and /dev/console: a stream over the Terminal.
-type ttyFile struct{ t Terminal }
-
-func (fs *FS) openTerminal(uint32) (vfs.File, error) {
-	if fs.o.Terminal == nil {
+// openTTY opens /dev/tty: the caller's controlling terminal.
+func (fs *FS) openTTY(c *vfs.Ctx, flags uint32) (vfs.File, error) {
+	if fs.o.ControllingTerminal == nil || c == nil || c.PID == 0 {
 		return nil, linux.ENXIO
 	}
-	return &ttyFile{fs.o.Terminal}, nil
+	return fs.o.ControllingTerminal(c.PID, flags)
 }
 
-func (f *ttyFile) Read(b vfs.Blocking, p []byte, _ int64) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
+// openConsole opens /dev/console: the console terminal.
+func (fs *FS) openConsole(*vfs.Ctx, uint32) (vfs.File, error) {
+	if fs.o.Console == nil {
+		return nil, linux.ENXIO
 	}
-	n, err := f.t.Read(p, b.Intr, b.NonBlock)
-	switch {
-	case err == nil:
-		return n, nil
-	case errors.Is(err, tty.ErrWouldBlock):
-		return 0, linux.EAGAIN
-	case errors.Is(err, tty.ErrInterrupted):
-		return 0, linux.EINTR
-	}
-	return 0, linux.EIO
+	return tty.NewFile(fs.o.Console), nil
 }
 
-func (f *ttyFile) Write(_ vfs.Blocking, p []byte, _ int64) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
+// openPTMX opens /dev/ptmx: a new pseudo-terminal.
+func (fs *FS) openPTMX(c *vfs.Ctx, flags uint32) (vfs.File, error) {
+	if fs.o.PTMX == nil {
+		return nil, linux.ENXIO
 	}
-	n, err := f.t.Write(p)
-	if err != nil && n == 0 {
-		return 0, linux.EIO
-	}
-	return n, nil
-}
-
-func (f *ttyFile) Release() {}
-
-// Readiness is always writable (output goes straight to the line) and
-// readable when a read would not block.
-// AsyncIO: O_ASYNC signals readiness changes (vfs.AsyncIO).
-func (*ttyFile) AsyncIO() {}
-
-func (f *ttyFile) Readiness() uint32 {
-	m := uint32(linux.POLLOUT | linux.POLLWRNORM)
-	if ok, _ := f.t.Readable(); ok {
-		m |= linux.POLLIN | linux.POLLRDNORM
-	}
-	return m
-}
-
-// Watch forwards the terminal's change channels to ch from a goroutine
-// until cancel. The first channel is taken before Watch returns, so no
-// input after it goes unsignalled.
-func (f *ttyFile) Watch(ch chan<- struct{}) func() {
-	_, changed := f.t.Readable()
-	stop := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-changed:
-				select {
-				case ch <- struct{}{}:
-				default:
-				}
-				_, changed = f.t.Readable()
-			case <-stop:
-				return
-			}
-		}
-	}()
-	return sync.OnceFunc(func() { close(stop) })
+	return fs.o.PTMX(c, flags)
 }
 
 // dir is a devfs directory: a fixed list of names.
