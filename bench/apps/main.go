@@ -564,6 +564,18 @@ func intList(s string) ([]int, error) {
 // (os.Exit skips deferred calls).
 var scratch []string
 
+// writePlot draws the Shortbread/Linux ratios when both kernels ran.
+func writePlot(path string, rep report) {
+	png, err := ratioPlot(rep)
+	if err != nil {
+		return // one kernel only: nothing to compare
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		fail("%v", err)
+	}
+	fmt.Println("wrote", path)
+}
+
 func fail(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "bench/apps: "+format+"\n", a...)
 	for _, d := range scratch {
@@ -612,6 +624,7 @@ func main() {
 			fail("%v", err)
 		}
 		fmt.Println("wrote", md)
+		writePlot(strings.TrimSuffix(*render, ".json")+".png", rep)
 		return
 	}
 
@@ -753,6 +766,7 @@ func main() {
 		}
 	}
 	fmt.Println("recorded in", filepath.Join(*outDir, base)+".{json,md}")
+	writePlot(filepath.Join(*outDir, base)+".png", rep)
 	if len(allErrs) > 0 {
 		fail("%d errors", len(allErrs))
 	}

@@ -125,3 +125,24 @@ func TestGuestScriptSections(t *testing.T) {
 		}
 	}
 }
+
+func TestRatios(t *testing.T) {
+	rep := report{Date: "2026-11-25T00:00:00Z", Commit: "abc", Results: []result{
+		{Kernel: "linux", CPUs: 1, Workload: "redis", Case: "tcp P1 GET", Metric: "requests/s", Median: 1000},
+		{Kernel: "shortbread", CPUs: 1, Workload: "redis", Case: "tcp P1 GET", Metric: "requests/s", Median: 250},
+		{Kernel: "shortbread", CPUs: 1, Workload: "redis", Case: "tcp P1 GET", Metric: "p50 ms", Median: 3},
+		{Kernel: "linux", CPUs: 2, Workload: "mail", Case: "tmpfs", Metric: "messages/s", Median: 100},
+		{Kernel: "shortbread", CPUs: 2, Workload: "mail", Case: "tmpfs", Metric: "messages/s", Median: 55},
+		{Kernel: "shortbread", CPUs: 2, Workload: "nginx", Case: "1k", Metric: "requests/s", Median: 10}, // no Linux
+	}}
+	rs := ratios(rep)
+	if len(rs) != 2 || rs[0].label != "mail tmpfs" || rs[0].value != 0.55 || rs[1].value != 0.25 || rs[1].cpus != 1 {
+		t.Fatalf("ratios %+v", rs)
+	}
+	if _, err := ratioPlot(rep); err != nil {
+		t.Error(err)
+	}
+	if _, err := ratioPlot(report{Date: "2026-11-25"}); err == nil {
+		t.Error("a plot with nothing to compare")
+	}
+}
