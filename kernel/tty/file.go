@@ -39,6 +39,10 @@ func (f *File) Release() {
 // Readiness reports POLLIN when a read would not block and POLLOUT when
 // a write would not; a hung-up terminal reports everything, as Linux's
 // hung_up_tty_poll.
+// AsyncIO: O_ASYNC signals readiness changes of a terminal (vfs.AsyncIO),
+// as Linux's tty_fasync does.
+func (*File) AsyncIO() {}
+
 func (f *File) Readiness() uint32 {
 	if f.T.HungUp() {
 		return linux.POLLIN | linux.POLLOUT | linux.POLLERR | linux.POLLHUP | linux.POLLRDNORM | linux.POLLWRNORM
@@ -75,6 +79,9 @@ func (f *MasterFile) Write(b vfs.Blocking, p []byte, _ int64) (int, error) {
 func (f *MasterFile) Release() { f.P.closeMaster() }
 
 // Readiness is the master's poll state.
+// AsyncIO: a pty master signals too (vfs.AsyncIO).
+func (*MasterFile) AsyncIO() {}
+
 func (f *MasterFile) Readiness() uint32 { return f.P.masterReadiness() }
 
 // Watch registers ch for readiness changes of either side.

@@ -152,7 +152,7 @@ int main(int argc, char **argv)
 	s = its(2000, 0);
 	CHECK_SYS("none.set", ktimer_settime(id, 0, &s, NULL));
 	CHECK_SYS("none.gettime", ktimer_gettime(id, &cur));
-	CHECK("none.left", cur.it_value.tv_sec == 1 || cur.it_value.tv_sec == 2);
+	CHECK("none.left", (cur.it_value.tv_sec > 0 || cur.it_value.tv_nsec > 0) && cur.it_value.tv_sec <= 2); /* armed for 2 s; a loaded host may pass a second */
 	ktimer_delete(id);
 
 	/* SIGEV_THREAD_ID: this thread gets it, another waiting one does not */
