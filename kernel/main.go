@@ -73,6 +73,14 @@ func main() {
 		proc.HungTimeout = time.Duration(n) * time.Second
 	}
 	proc.HungPanic = k.opts["hung_task_panic"] == "true"
+	if v, ok := k.opts["lockprof"]; ok {
+		n, _ := strconv.Atoi(v) // validated as an Int by the command-line schema
+		// Where kernel goroutines wait on each other: contended
+		// sync.Mutex/RWMutex unlocks (one in n) and blocking channel and
+		// lock waits (one per n ns), by call stack.
+		runtime.SetMutexProfileFraction(n)
+		runtime.SetBlockProfileRate(n)
+	}
 	proc.StartHungTaskDetector()
 	kmem.SetProbe(kernelMemoryLow())
 	proc.PowerOff = func() { power.Off(k.tables, 0) }

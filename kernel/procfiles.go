@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -228,6 +229,21 @@ func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 	// Every goroutine's stack, as SysRq-t shows Linux's tasks: what a
 	// hung system call is waiting for.
 	fs.AddFile("shortbread/kmem", procKmem, nil)
+	// Lock contention and blocking waits by call stack (lockprof=N on the
+	// command line turns the recording on): the text form of Go's pprof
+	// profiles, and .pb.gz files go tool pprof reads as they are.
+	for _, name := range []string{"mutex", "block"} {
+		fs.AddFile("shortbread/"+name, func() []byte {
+			var b bytes.Buffer
+			pprof.Lookup(name).WriteTo(&b, 1)
+			return b.Bytes()
+		}, nil)
+		fs.AddFile("shortbread/"+name+".pb.gz", func() []byte {
+			var b bytes.Buffer
+			pprof.Lookup(name).WriteTo(&b, 0)
+			return b.Bytes()
+		}, nil)
+	}
 	fs.AddFile("shortbread/goroutines", func() []byte {
 		buf := make([]byte, 1<<20)
 		return buf[:runtime.Stack(buf, true)]

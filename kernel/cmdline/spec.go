@@ -98,6 +98,10 @@ var Default = []Spec{
 		Name: "prof", Kind: Int, Bare: "997",
 		Help: "sample every CPU this many times a second while init runs and dump the samples when it exits (read them with bench/hlltax)",
 	},
+	{
+		Name: "lockprof", Kind: Int, Bare: "1",
+		Help: "record one in N contended kernel lock acquisitions (Go's mutex profile) and one blocking wait per N ns (its block profile), read from /proc/shortbread/{mutex,block}; 0: off (the default)",
+	},
 	{Name: "bench.headroom", Kind: String, Help: "comma-separated heap headrooms (multiples of the live heap) for gcheadroom"},
 	{
 		Name: "crash", Kind: Enum, Enum: []string{"nil", "panic"},

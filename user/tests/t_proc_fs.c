@@ -494,6 +494,16 @@ static void test_kmem(void)
 	CHECK_EQ("kmem.record_locks_up", kmem("record_locks") - locks0, 1);
 	close(fd);
 	CHECK_EQ("kmem.record_locks_back", kmem("record_locks"), locks0);
+	/* the lock-contention and blocking profiles (lockprof=N records
+	 * into them): Go's pprof text, and the gzip form for go tool pprof */
+	char head[32] = {0};
+	int m = open("/proc/shortbread/mutex", O_RDONLY);
+	CHECK("lockprof.mutex_text", m >= 0 && read(m, head, sizeof head - 1) > 0 && strncmp(head, "--- mutex:", 10) == 0);
+	close(m);
+	unsigned char gz[2] = {0};
+	m = open("/proc/shortbread/block.pb.gz", O_RDONLY);
+	CHECK("lockprof.block_gzip", m >= 0 && read(m, gz, 2) == 2 && gz[0] == 0x1f && gz[1] == 0x8b);
+	close(m);
 }
 
 int main(int argc, char **argv)
