@@ -41,8 +41,8 @@ func (d *dir) Attr() vfs.Attr {
 	d.fs.tree.RLock()
 	n := len(d.entries)
 	d.fs.tree.RUnlock()
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.mu.RLock()
+	defer d.mu.RUnlock()
 	a := d.attr()
 	a.Size = int64(2+n) * bogoDirent
 	return a

@@ -119,8 +119,8 @@ func (f *file) ensureData() {
 }
 
 func (f *file) Attr() vfs.Attr {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.mu.RLock()
+	defer f.mu.RUnlock()
 	a := f.attr()
 	a.Size = f.size
 	a.Blocks = int64(f.pages()) * (pageSize / 512)

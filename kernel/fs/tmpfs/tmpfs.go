@@ -82,9 +82,9 @@ func (fs *FS) now() linux.Timespec {
 type node struct {
 	fs       *FS
 	ino      uint64
-	mu       sync.Mutex
-	vfs.Meta        // protected by mu
-	nlink    uint32 // protected by mu
+	mu       sync.RWMutex // read-locked by Attr: path walks check every directory's permissions
+	vfs.Meta              // protected by mu
+	nlink    uint32       // protected by mu
 	rdev     uint64
 	btime    linux.Timespec
 }
@@ -140,8 +140,8 @@ type symlink struct {
 const shortSymlink = 128
 
 func (s *symlink) Attr() vfs.Attr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	a := s.attr()
 	a.Size = int64(len(s.target))
 	if len(s.target) > shortSymlink {
@@ -169,8 +169,8 @@ func (s *symlink) Readlink() (string, error) { return s.target, nil }
 type special struct{ node }
 
 func (s *special) Attr() vfs.Attr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	return s.attr()
 }
 
