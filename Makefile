@@ -21,7 +21,7 @@ MEM        ?= 512M
 QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot \
               -device isa-debug-exit,iobase=0xf4,iosize=0x04
 
-DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio e2fsprogs
+DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio e2fsprogs gdisk fdisk
 
 .PHONY: all run run-cmd net-check test iso kernel deps host-test boot-test user-test linux-test user usertest-shortbread vet bench-boot bench-sys fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
 
