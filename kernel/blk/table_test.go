@@ -195,7 +195,10 @@ func TestGPTBothDamaged(t *testing.T) {
 func TestGPTEntryPastEnd(t *testing.T) {
 	m := memFromFile(t, sgdiskImage(t))
 	setGPT(m, 1, func(_, e []byte) { binary.LittleEndian.PutUint64(e[128+40:], m.Sectors()+100) })
-	setGPT(m, 1, func(_, e []byte) { binary.LittleEndian.PutUint64(e[2*128+32:], 9000); binary.LittleEndian.PutUint64(e[2*128+40:], 8999) })
+	setGPT(m, 1, func(_, e []byte) {
+		binary.LittleEndian.PutUint64(e[2*128+32:], 9000)
+		binary.LittleEndian.PutUint64(e[2*128+40:], 8999)
+	})
 	got, _, notes, err := ReadTable(m)
 	if err != nil || len(got) != 1 || got[0].Num != 1 {
 		t.Fatalf("got %+v err %v", got, err)
