@@ -90,7 +90,7 @@ type simPort struct {
 	serr, sact, ci         uint32
 	started                uint32 // slots taken from CI for running
 	halted                 bool   // stopped by an error until ST is cleared
-	queued                 []int // queued tags accepted, not yet completed
+	queued                 []int  // queued tags accepted, not yet completed
 }
 
 // sim is the HBA.
@@ -134,8 +134,8 @@ func (h *sim) errorf(format string, args ...any) {
 }
 
 // The Region interface (ABAR).
-func (h *sim) Read8(off uint32) uint8   { return uint8(h.Read32(off &^ 3) >> (8 * (off & 3))) }
-func (h *sim) Read16(off uint32) uint16 { return uint16(h.Read32(off &^ 3) >> (8 * (off & 3))) }
+func (h *sim) Read8(off uint32) uint8   { return uint8(h.Read32(off&^3) >> (8 * (off & 3))) }
+func (h *sim) Read16(off uint32) uint16 { return uint16(h.Read32(off&^3) >> (8 * (off & 3))) }
 func (h *sim) Write8(off uint32, v uint8) {
 	h.mu.Lock()
 	h.errorf("8-bit write at %#x", off)
