@@ -55,7 +55,7 @@ type kernel struct {
 	vfs       *vfs.VFS
 	console   *tty.TTY // the terminal on the serial console (/dev/console)
 	pci       *pci.Bus
-	disks     []blk.Device // vda, vdb, ... in probe order
+	blocks    *blk.Disks // the disks the drivers found, with their partitions
 }
 
 func main() {

@@ -31,15 +31,8 @@ func init() { anonMinor.Store(16) }
 const ext4Commit = 5 * time.Second
 
 func (k *kernel) newDevfs(dev uint64) *devfs.FS {
-	d := devfs.New(devfs.Options{Dev: dev, Terminal: k.console})
-	for i, disk := range k.disks {
-		d.AddBlock(disk.Name(), diskDev(i), disk)
-	}
-	return d
+	return devfs.New(devfs.Options{Dev: dev, Terminal: k.console, Blocks: k.blocks})
 }
-
-// diskDev is the device number of the i-th disk.
-func diskDev(i int) uint64 { return linux.MakeDev(devfs.VirtioBlkMajor, uint32(16*i)) }
 
 func (k *kernel) registerFSTypes(v *vfs.VFS) {
 	v.RegisterFSType("tmpfs", vfs.FSType{Make: func(_ vfs.Source, _ bool, data string) (*vfs.FileSystem, error) {
@@ -106,15 +99,11 @@ func (k *kernel) mountExt4(src vfs.Source, ro bool, data string) (*vfs.FileSyste
 	if s, ok := opts["data"]; ok && s != "ordered" {
 		return nil, linux.EINVAL // the journal has ordered mode only
 	}
-	var disk blk.Device
-	for i, d := range k.disks {
-		if diskDev(i) == src.Rdev {
-			disk = d
-		}
-	}
-	if disk == nil {
+	node, ok := k.blocks.Find(linux.DevMajor(src.Rdev), linux.DevMinor(src.Rdev))
+	if !ok {
 		return nil, linux.ENXIO
 	}
+	disk := node.Dev
 	fs, err := ext4.Mount(blk.Bytes{D: disk}, ext4.Options{ReadOnly: ro, Clock: wallclock.Now})
 	if err != nil {
 		k.log.Warnf("ext4: mount %s: %v", disk.Name(), err)

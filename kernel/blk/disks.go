@@ -31,7 +31,8 @@ type Node struct {
 // Disks is the set of disks, in the order they were added, with the
 // partitions read from each.
 type Disks struct {
-	log   func(format string, args ...any)
+	info  func(format string, args ...any) // the tables found
+	warn  func(format string, args ...any) // what was refused
 	mu    sync.Mutex
 	disks []*disk // protected by mu
 	ext   []bool  // ExtMajor minors in use; protected by mu
@@ -43,13 +44,17 @@ type disk struct {
 	parts  []Node
 }
 
-// NewDisks returns an empty set; log receives what partition scans find
-// and refuse.
-func NewDisks(log func(format string, args ...any)) *Disks {
-	if log == nil {
-		log = func(string, ...any) {}
+// NewDisks returns an empty set; info receives the partition tables
+// found, warn what scans refuse (either may be nil).
+func NewDisks(info, warn func(format string, args ...any)) *Disks {
+	nop := func(string, ...any) {}
+	if info == nil {
+		info = nop
 	}
-	return &Disks{log: log}
+	if warn == nil {
+		warn = nop
+	}
+	return &Disks{info: info, warn: warn}
 }
 
 // Add registers d as major:minor with minors device numbers of its own
@@ -98,10 +103,10 @@ func (s *Disks) scanLocked(k *disk) {
 	k.parts = nil
 	entries, format, notes, err := ReadTable(k.node.Dev)
 	for _, n := range notes {
-		s.log("%s", n)
+		s.warn("%s", n)
 	}
 	if err != nil {
-		s.log("%s: unable to read partition table: %v", k.node.Name, err)
+		s.warn("%s: unable to read partition table: %v", k.node.Name, err)
 		return
 	}
 	names := []string{}
@@ -115,7 +120,7 @@ func (s *Disks) scanLocked(k *disk) {
 		names = append(names, p.name)
 	}
 	if format != FormatNone {
-		s.log("%s: %s partition table: %s", k.node.Name, format, strings.Join(names, " "))
+		s.info("%s: %s partition table: %s", k.node.Name, format, strings.Join(names, " "))
 	}
 }
 

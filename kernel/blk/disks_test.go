@@ -18,7 +18,7 @@ func TestPartName(t *testing.T) {
 func TestPartitionBounds(t *testing.T) {
 	m := NewMem("sda", 512, 1000)
 	putMBREntry(m.data, 1, 0x83, 100, 50)
-	s := NewDisks(nil)
+	s := NewDisks(nil, nil)
 	s.Add(m, 8, 0, 16)
 	n, ok := s.Find(8, 2)
 	if !ok || n.Name != "sda2" || Size(n.Dev) != 50*512 {
@@ -52,7 +52,7 @@ func TestPartitionBounds(t *testing.T) {
 }
 
 func TestDisksNumbersAndProc(t *testing.T) {
-	s := NewDisks(nil)
+	s := NewDisks(nil, nil)
 	vda := NewMem("vda", 512, 8192) // 4 MiB, no table
 	sda := NewMem("sda", 512, 65536)
 	putMBREntry(sda.data, 0, 0x83, 2048, 4096)
@@ -85,7 +85,7 @@ func TestDisksNumbersAndProc(t *testing.T) {
 
 func TestReread(t *testing.T) {
 	var logged []string
-	s := NewDisks(func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) })
+	s := NewDisks(func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }, nil)
 	sda := NewMem("sda", 512, 65536)
 	s.Add(sda, 8, 16, 16)
 	if len(s.Nodes()) != 1 {
@@ -136,7 +136,7 @@ func TestExtMinors(t *testing.T) {
 			putMBREntry(ebr, 1, typeExtended, at+1000-100, 1000)
 		}
 	}
-	s := NewDisks(nil)
+	s := NewDisks(nil, nil)
 	s.Add(m, 8, 0, 16)
 	nodes := s.Nodes()
 	if len(nodes) != 16 {

@@ -429,7 +429,7 @@ func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {
 		}
 	}
 	if d, ok := devfs.BlockOf(f); ok {
-		return t.blockIoctl(d, cmd, arg), false
+		return t.blockIoctl(f, d, cmd, arg), false
 	}
 	return -eNOTTY, false
 }

@@ -58,6 +58,7 @@ func start(t *testing.T, ncq, s64a bool, disks ...*simDisk) (*Controller, *sim, 
 	c.wait = func(time.Duration) { time.Sleep(10 * time.Microsecond) }
 	t.Cleanup(func() {
 		h.irq.Close()
+		close(h.stop)
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if len(h.seen) > 0 {

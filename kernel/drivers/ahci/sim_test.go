@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"time"
 
 	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/drivers/pci/pcitest"
@@ -104,13 +105,14 @@ type sim struct {
 	seen     []string // protocol errors the HBA noticed
 	rng      *rand.Rand
 	work     chan struct{}
+	stop     chan struct{}
 	resets   int
 	comreset int
 }
 
 func newSim(ncq, s64a bool, disks ...*simDisk) *sim {
 	h := &sim{mem: newSimMem(s64a), irq: &simIRQ{c: make(chan struct{}, 1)}, rng: rand.New(rand.NewPCG(1, 2)),
-		work: make(chan struct{}, 1)}
+		work: make(chan struct{}, 1), stop: make(chan struct{})}
 	h.cap = 3 | 31<<8 | capSCLO
 	if ncq {
 		h.cap |= capSNCQ
@@ -340,7 +342,17 @@ func (h *sim) event(pn int, bits uint32) {
 // worker takes issued commands: non-queued ones run at once; queued
 // ones are accepted (PxCI cleared) and completed later in random order.
 func (h *sim) worker() {
-	for range h.work {
+	tick := time.NewTicker(200 * time.Microsecond)
+	defer tick.Stop()
+	for {
+		completing := false
+		select {
+		case <-h.work:
+		case <-tick.C:
+			completing = true
+		case <-h.stop:
+			return
+		}
 		h.mu.Lock()
 		for pn, p := range h.ports {
 			p.started &= p.ci
@@ -353,8 +365,10 @@ func (h *sim) worker() {
 				}
 				h.run(pn, slot)
 			}
-			// Complete some queued commands, in random order.
-			for len(p.queued) > 0 && !p.halted {
+			// Queued commands complete at each tick, in random
+			// order, so that those issued meanwhile are in flight
+			// together.
+			for completing && len(p.queued) > 0 && !p.halted {
 				i := h.rng.IntN(len(p.queued))
 				tag := p.queued[i]
 				p.queued = append(p.queued[:i], p.queued[i+1:]...)

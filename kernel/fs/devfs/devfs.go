@@ -6,7 +6,8 @@
 // and Register puts the devices in the VFS's device table, so a node
 // made by mknod or shipped in the initramfs opens the same device.
 //
-// The set of names is fixed: creating, linking, renaming or removing in
+// Besides the block devices (Options.Blocks, which change with
+// BLKRRPART), the set of names is fixed: creating, linking, renaming or removing in
 // /dev fails with EPERM. Attributes (chmod, chown, utimensat) can change.
 package devfs
 
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/blk"
 	"shortbread/kernel/tty"
 	"shortbread/kernel/vfs"
 )
@@ -43,6 +45,7 @@ type Options struct {
 	Random   io.Reader        // source for random and urandom; nil means a ChaCha8 stream seeded by the runtime
 	Terminal Terminal         // behind tty and console; nil makes opening them fail with ENXIO
 	Clock    func() time.Time // nil means time.Now
+	Blocks   *blk.Disks       // the disks and partitions listed; nil for none
 }
 
 // Device numbers, as Linux assigns them, encoded like linux.MakeDev
@@ -62,7 +65,9 @@ type FS struct {
 	o       Options
 	nextIno atomic.Uint64
 	root    *dir
+	top     *rootDir
 	devices []*node // the device nodes, for Register
+	blocks  blockNodes
 }
 
 // New returns a /dev with the standard devices.
@@ -106,6 +111,7 @@ func New(o Options) *FS {
 		fs.root.add(name, &dir{node: fs.newNode(linux.S_IFDIR|0o755, 0), index: map[string]int{}})
 	}
 	fs.root.get("shm").base().Mode = linux.S_IFDIR | 0o1777
+	fs.top = &rootDir{dir: fs.root, fs: fs}
 	return fs
 }
 
@@ -136,13 +142,14 @@ func (r *chacha) Read(p []byte) (int, error) {
 }
 
 // Root returns the root directory, to mount on /dev.
-func (fs *FS) Root() vfs.Inode { return fs.root }
+func (fs *FS) Root() vfs.Inode { return fs.top }
 
 // Register enters the devices in v's device table.
 func (fs *FS) Register(v *vfs.VFS) {
 	for _, n := range fs.devices {
 		v.RegisterDevice(n.Mode&linux.S_IFMT, n.rdev, n)
 	}
+	fs.registerBlocks(v)
 }
 
 // TerminalOf returns the terminal behind f when f is an open tty or
