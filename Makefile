@@ -119,23 +119,35 @@ user:
 # A second 64 MiB disk (/dev/vdb) holds a fresh ext4 file system for
 # t_mount; afterwards e2fsck -fn must find it clean and debugfs must show
 # the files the guest wrote (t_mount --check-image).
+#
+# Three SATA disks on q35's AHCI controller: a zeroed 64 MiB one for
+# t_blk, and a GPT disk (sgdisk, 40 MiB) and an MBR one (sfdisk, 48 MiB)
+# made by t_part --make-images for t_part, which t_part --check-images
+# checks afterwards. The tests find SATA disks by size (Linux names them
+# in the order their ports finish probing).
 DISK_IMG := $(BUILD)/disk.img
 EXT4_IMG := $(BUILD)/ext4.img
-NEW_DISK = rm -f $(DISK_IMG) $(EXT4_IMG) && truncate -s 64M $(DISK_IMG) && mke2fs -q -t ext4 -F $(EXT4_IMG) 64M
-DISKS = DISK=$(DISK_IMG) DISK2=$(EXT4_IMG)
-CHECK_DISKS = $(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG) && $(USER_BUILD)/tests/t_mount --check-image $(EXT4_IMG)
+SATA_IMG := $(BUILD)/sata.img
+GPT_IMG  := $(BUILD)/gpt.img
+MBR_IMG  := $(BUILD)/mbr.img
+NEW_DISK = rm -f $(DISK_IMG) $(EXT4_IMG) $(SATA_IMG) && truncate -s 64M $(DISK_IMG) $(SATA_IMG) && \
+  mke2fs -q -t ext4 -F $(EXT4_IMG) 64M && $(USER_BUILD)/tests/t_part --make-images $(GPT_IMG) $(MBR_IMG)
+DISKS = DISK=$(DISK_IMG) DISK2=$(EXT4_IMG) SATA="$(SATA_IMG) $(GPT_IMG) $(MBR_IMG)"
+DISK_ARGS := BLK_DISK=vda,sata:65536 EXT4_DISK=vdb PART_DISKS=sata:40960,sata:49152
+CHECK_DISKS = $(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG) $(SATA_IMG) && \
+  $(USER_BUILD)/tests/t_mount --check-image $(EXT4_IMG) && $(USER_BUILD)/tests/t_part --check-images $(GPT_IMG) $(MBR_IMG)
 
 linux-test: user
 	tools/linux/kernel.sh $(LINUX_BUILD)
-	$(NEW_DISK) && $(DISKS) APPEND="BLK_DISK=vda EXT4_DISK=vdb" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 1 600
+	$(NEW_DISK) && $(DISKS) APPEND="$(DISK_ARGS)" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 1 600
 	$(CHECK_DISKS)
-	$(NEW_DISK) && $(DISKS) APPEND="BLK_DISK=vda EXT4_DISK=vdb" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 2 600
+	$(NEW_DISK) && $(DISKS) APPEND="$(DISK_ARGS)" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 2 600
 	$(CHECK_DISKS)
 
 # The same suite on Shortbread, with 1 and 2 CPUs: every program must
 # pass (the runner's status becomes the kernel's power-off status).
 user-test: user $(KERNEL) $(STUB)
-	tools/mkiso.sh $(BUILD)/usertest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=120 BLK_DISK=vda EXT4_DISK=vdb" $(USER_BUILD)/initramfs.cpio
+	tools/mkiso.sh $(BUILD)/usertest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=120 $(DISK_ARGS)" $(USER_BUILD)/initramfs.cpio
 	$(NEW_DISK) && $(DISKS) tools/qemu.sh $(BUILD)/usertest.iso 1 1200
 	$(CHECK_DISKS)
 	$(NEW_DISK) && $(DISKS) tools/qemu.sh $(BUILD)/usertest.iso 2 1200
