@@ -111,8 +111,11 @@ func New(d *pci.Device, p pci.Platform, cfg Config) (*Controller, error) {
 
 	nports := int(c.cap&capNP) + 1
 	pi := c.regs.Read32(regPI)
+	// The ports come up together: most of the time goes in waiting
+	// for links, the longest on ports with nothing attached.
 	c.ports = make([]*Disk, 32)
-	var found []*Disk
+	errs := make([]error, 32)
+	var wg sync.WaitGroup
 	for i := 0; i < 32; i++ {
 		if pi&(1<<i) == 0 {
 			continue
@@ -121,13 +124,19 @@ func New(d *pci.Device, p pci.Platform, cfg Config) (*Controller, error) {
 			c.log("ahci %s: port %d implemented but outside CAP.NP (%d ports) or ABAR; ignored", c.addr, i, nports)
 			continue
 		}
-		k, err := c.startPort(i)
-		if err != nil {
-			c.log("ahci %s: port %d: %v", c.addr, i, err)
-			continue
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.ports[i], errs[i] = c.startPort(i)
+		}()
+	}
+	wg.Wait()
+	var found []*Disk
+	for i, k := range c.ports {
+		if errs[i] != nil {
+			c.log("ahci %s: port %d: %v", c.addr, i, errs[i])
 		}
 		if k != nil {
-			c.ports[i] = k
 			found = append(found, k)
 		}
 	}

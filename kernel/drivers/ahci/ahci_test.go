@@ -47,10 +47,15 @@ func newDisk(size, ss int, ncq bool) *simDisk {
 // start brings a simulated HBA up with the given disks on ports 0...
 func start(t *testing.T, ncq, s64a bool, disks ...*simDisk) (*Controller, *sim, *logs) {
 	t.Helper()
+	return startOn(t, false, ncq, s64a, disks...)
+}
+
+func startOn(t *testing.T, intx, ncq, s64a bool, disks ...*simDisk) (*Controller, *sim, *logs) {
+	t.Helper()
 	h := newSim(ncq, s64a, disks...)
 	l := &logs{}
 	n := 0
-	c, err := New(simFunction(), simPlatform{h}, Config{DMA: h.mem, Log: l.add, Info: l.add,
+	c, err := New(simFunction(), simPlatform{h, intx}, Config{DMA: h.mem, Log: l.add, Info: l.add,
 		Name: func() string { n++; return fmt.Sprintf("sd%c", 'a'+n-1) }})
 	if err != nil {
 		t.Fatal(err)
@@ -285,4 +290,13 @@ func TestIdentifyChecked(t *testing.T) {
 	if len(c.Disks()) != 0 || !l.has("capacity") {
 		t.Errorf("a disk of 2^50 sectors was taken: %q", l.lines)
 	}
+}
+
+func TestINTx(t *testing.T) {
+	d := newDisk(2<<20, 512, true)
+	c, _, _ := startOn(t, true, true, true, d)
+	if c.Interrupt() != pci.INTx {
+		t.Errorf("interrupt %v", c.Interrupt())
+	}
+	whole(t, c.Disks()[0], d)
 }

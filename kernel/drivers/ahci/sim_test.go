@@ -588,13 +588,25 @@ func (i *simIRQ) Close() error {
 }
 
 // platform gives the driver the simulated ABAR and an MSI.
-type simPlatform struct{ h *sim }
+// With intx, no MSI vector is free and the pin is used.
+type simPlatform struct {
+	h    *sim
+	intx bool
+}
 
 func (p simPlatform) Map(b pci.BAR) (pci.Region, error) { return p.h, nil }
 func (p simPlatform) AllocMSI() (pci.IRQ, uint64, uint32, error) {
+	if p.intx {
+		return nil, 0, 0, errors.New("no vector free")
+	}
 	return p.h.irq, 0xfee00000, 0x41, nil
 }
-func (p simPlatform) INTx(*pci.Device) (pci.IRQ, error) { return nil, errors.New("no INTx") }
+func (p simPlatform) INTx(*pci.Device) (pci.IRQ, error) {
+	if !p.intx {
+		return nil, errors.New("INTx while MSI is there")
+	}
+	return p.h.irq, nil
+}
 
 // simFunction is the ICH9 AHCI function as q35 has it.
 func simFunction() *pci.Device {
