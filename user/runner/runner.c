@@ -26,6 +26,7 @@
  *   EXT4_DISK=vdb            the ext4 image the harness attached (t_mount),
  *                            passed on likewise
  *   PART_DISKS=sdb,sdc       the partitioned images (t_part), likewise
+ *   ERR_DISK=sata:24576      the disk that fails (t_blkerr), likewise
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -143,7 +144,11 @@ static int run_one(const char *dir, const char *name, unsigned timeout)
 		char part[80] = "PART_DISKS=";
 		if (getenv("PART_DISKS"))
 			snprintf(part, sizeof part, "PART_DISKS=%s", getenv("PART_DISKS"));
-		char *envp[] = { "PATH=/bin:/sbin:/usr/bin:/usr/sbin", "HOME=/", "TMPDIR=/tmp", testdir, bb, disk, ext4, part, NULL };
+		/* the disk that fails (t_blkerr) */
+		char err[80] = "ERR_DISK=";
+		if (getenv("ERR_DISK"))
+			snprintf(err, sizeof err, "ERR_DISK=%s", getenv("ERR_DISK"));
+		char *envp[] = { "PATH=/bin:/sbin:/usr/bin:/usr/sbin", "HOME=/", "TMPDIR=/tmp", testdir, bb, disk, ext4, part, err, NULL };
 		execve(path, argv, envp);
 		say("runner: execve %s: %s\n", path, strerror(errno));
 		_exit(127);

@@ -21,10 +21,7 @@ func (k *Disk) Flush() error {
 	if !k.flush {
 		return nil // no FLUSH CACHE EXT: nothing the disk lets us ask
 	}
-	if err := k.command(ataFlushExt, 0, nil, false, false).err; err != nil {
-		return k.fail(0, err)
-	}
-	return nil
+	return k.retry(ataFlushExt, 0, nil, false, false)
 }
 
 // rw splits a transfer into commands of one slot's data each, as many in
@@ -72,12 +69,28 @@ func (k *Disk) rw(p []byte, off int64, write bool) (int, error) {
 func (k *Disk) transfer(p []byte, lba uint64, write bool) error {
 	op := map[[2]bool]uint8{{false, false}: ataReadDMAExt, {false, true}: ataWriteDMAExt,
 		{true, false}: ataReadFPDMA, {true, true}: ataWriteFPDMA}
-	queued := k.ncq
-	for {
-		r := k.command(op[[2]bool{queued, write}], lba, p, write, queued)
-		if r.retry && queued {
-			queued = false
+	return k.retry(op[[2]bool{k.ncq, write}], lba, p, write, k.ncq)
+}
+
+// maxTries bounds the times one request is issued when port restarts
+// for other commands' errors keep aborting it.
+const maxTries = 4
+
+// retry runs a command until it completes, fails by itself or has been
+// aborted maxTries times; a queued command goes again unqueued (as
+// DMA EXT), so that a failing one is found alone.
+func (k *Disk) retry(op uint8, lba uint64, p []byte, write, queued bool) error {
+	unqueued := map[uint8]uint8{ataReadFPDMA: ataReadDMAExt, ataWriteFPDMA: ataWriteDMAExt}
+	for try := 1; ; try++ {
+		r := k.command(op, lba, p, write, queued)
+		if r.retry && try < maxTries {
+			if queued {
+				queued, op = false, unqueued[op]
+			}
 			continue
+		}
+		if r.retry {
+			r.err = fmt.Errorf("%w: aborted by %d port restarts", blk.ErrIO, try)
 		}
 		if r.err != nil {
 			return k.fail(lba, r.err)
@@ -257,9 +270,12 @@ func (k *Disk) completeLocked() {
 }
 
 // errorLocked recovers from an error interrupt (§6.2.2): commands
-// finished before it complete; the port is stopped and restarted; the
+// finished before it complete; the port is stopped and restarted; a
 // failed non-queued command reports the task file, and queued ones go
-// again alone (the disk stopped them all, whichever failed).
+// again alone (the disk stopped them all, whichever failed). So does a
+// non-queued one when the task file shows no error: QEMU raises the
+// error event of a failed queued command once more, later, and halts
+// the port for it all the same.
 // Preconditions: k.mu is held.
 func (k *Disk) errorLocked(is uint32) {
 	k.completeLocked()
@@ -268,7 +284,7 @@ func (k *Disk) errorLocked(is uint32) {
 		k.name, k.port, is, tfd&0xff, tfd>>8&0xff, serr)
 	ok := k.restartLocked(false)
 	k.abortLocked(func(s *slot) result {
-		if s.queued && ok {
+		if ok && (s.queued || tfd&tfdERR == 0) {
 			return result{retry: true}
 		}
 		return result{err: fmt.Errorf("%w: task file status %#x error %#x (interrupt status %#x)", blk.ErrIO, tfd&0xff, tfd>>8&0xff, is)}
