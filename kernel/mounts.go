@@ -121,8 +121,17 @@ func (k *kernel) mountExt4(src vfs.Source, ro bool, data string) (*vfs.FileSyste
 	if !ro {
 		go x.Committer(stop, interval)
 	}
+	// A mounted partition is in use, as an open one is: BLKRRPART on
+	// its disk says EBUSY until the unmount.
+	part, _ := disk.(*blk.Partition)
+	if part != nil {
+		part.Opened()
+	}
 	return &vfs.FileSystem{Root: root, Sync: x.Sync, Release: func() error {
 		close(stop)
+		if part != nil {
+			part.Closed()
+		}
 		return nil
 	}}, nil
 }
