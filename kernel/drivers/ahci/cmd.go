@@ -67,9 +67,18 @@ func (k *Disk) rw(p []byte, off int64, write bool) (int, error) {
 // command caught in another's error goes again alone, so only a command
 // that fails by itself reports an error.
 func (k *Disk) transfer(p []byte, lba uint64, write bool) error {
-	op := map[[2]bool]uint8{{false, false}: ataReadDMAExt, {false, true}: ataWriteDMAExt,
-		{true, false}: ataReadFPDMA, {true, true}: ataWriteFPDMA}
-	return k.retry(op[[2]bool{k.ncq, write}], lba, p, write, k.ncq)
+	var op uint8
+	switch {
+	case k.ncq && write:
+		op = ataWriteFPDMA
+	case k.ncq:
+		op = ataReadFPDMA
+	case write:
+		op = ataWriteDMAExt
+	default:
+		op = ataReadDMAExt
+	}
+	return k.retry(op, lba, p, write, k.ncq)
 }
 
 // maxTries bounds the times one request is issued when port restarts
@@ -80,12 +89,14 @@ const maxTries = 4
 // aborted maxTries times; a queued command goes again unqueued (as
 // DMA EXT), so that a failing one is found alone.
 func (k *Disk) retry(op uint8, lba uint64, p []byte, write, queued bool) error {
-	unqueued := map[uint8]uint8{ataReadFPDMA: ataReadDMAExt, ataWriteFPDMA: ataWriteDMAExt}
 	for try := 1; ; try++ {
 		r := k.command(op, lba, p, write, queued)
 		if r.retry && try < maxTries {
 			if queued {
-				queued, op = false, unqueued[op]
+				queued, op = false, ataReadDMAExt
+				if write {
+					op = ataWriteDMAExt
+				}
 			}
 			continue
 		}
