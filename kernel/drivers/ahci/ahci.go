@@ -220,14 +220,14 @@ func (c *Controller) interrupts() {
 		for round, again := 0, true; again && round < 64; round++ {
 			is := c.regs.Read32(regIS)
 			for i, k := range c.ports {
-				if k != nil && (is&(1<<i) != 0 || k.busy()) {
+				if k != nil && !k.shut.Load() && (is&(1<<i) != 0 || k.busy()) {
 					k.service()
 				}
 			}
 			c.regs.Write32(regIS, is)
 			again = false
 			for _, k := range c.ports {
-				if k != nil && k.pending() {
+				if k != nil && !k.shut.Load() && k.pending() {
 					again = true
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,10 +39,11 @@ type Disk struct {
 	gate sync.RWMutex
 
 	mu      sync.Mutex
-	issued  uint32 // slots the HBA has; protected by mu
-	queued  uint32 // of those, NCQ commands; protected by mu
-	dead    bool   // the port could not be restarted; protected by mu
-	oddBits bool   // reported completion bits for slots never issued; protected by mu
+	issued  uint32      // slots the HBA has; protected by mu
+	queued  uint32      // of those, NCQ commands; protected by mu
+	dead    bool        // the port could not be restarted; protected by mu
+	oddBits bool        // reported completion bits for slots never issued; protected by mu
+	shut    atomic.Bool // shut down (IDENTIFY failed): the interrupt goroutine leaves it be
 }
 
 // slot is one command slot's memory and state.
@@ -200,6 +202,7 @@ func (k *Disk) comreset() {
 // stop shuts a port down for good and gives its memory back when the
 // HBA is seen to have let go of it.
 func (k *Disk) stop() {
+	k.shut.Store(true)
 	k.write32(pxIE, 0)
 	if k.stopEngines() == nil {
 		k.release()
