@@ -300,3 +300,38 @@ func TestINTx(t *testing.T) {
 	}
 	whole(t, c.Disks()[0], d)
 }
+
+// QEMU's second error event for a failed queued command halts the port
+// under the next command, a non-queued flush here: it goes again and
+// succeeds.
+func TestLateErrorEvent(t *testing.T) {
+	d := newDisk(1<<20, 512, true)
+	d.bad[100] = true
+	d.lateTFES = true
+	c, _, _ := start(t, true, true, d)
+	k := c.Disks()[0]
+	if _, err := k.ReadAt(make([]byte, 512), 100*512); !errors.Is(err, blk.ErrIO) {
+		t.Fatalf("bad sector: %v", err)
+	}
+	d.lateTFES = false
+	if err := k.Flush(); err != nil {
+		t.Errorf("flush after the late event: %v", err)
+	}
+	if d.flushes != 1 {
+		t.Errorf("%d flushes", d.flushes)
+	}
+}
+
+// A command aborted by restart after restart gives up with EIO.
+func TestEndlessRestarts(t *testing.T) {
+	d := newDisk(1<<20, 512, false)
+	c, h, _ := start(t, true, true, d)
+	k := c.Disks()[0]
+	h.mu.Lock()
+	d.lateAlways = true
+	h.mu.Unlock()
+	_, err := k.ReadAt(make([]byte, 512), 0)
+	if !errors.Is(err, blk.ErrIO) || !strings.Contains(err.Error(), "aborted by 4 port restarts") {
+		t.Errorf("got %v", err)
+	}
+}

@@ -82,6 +82,12 @@ type simDisk struct {
 	flushes   int
 	maxQueued int // most queued commands outstanding at once
 	hugeSize  bool
+	// lateTFES: after a queued command fails, the next command issued
+	// meets a second task-file error event (with no error in the task
+	// file) and the port halts, as QEMU does.
+	lateTFES bool
+	// lateAlways: every command meets such an event.
+	lateAlways bool
 }
 
 type simPort struct {
@@ -91,6 +97,7 @@ type simPort struct {
 	serr, sact, ci         uint32
 	started                uint32 // slots taken from CI for running
 	halted                 bool   // stopped by an error until ST is cleared
+	late                   bool   // a late task-file error event is due
 	queued                 []int  // queued tags accepted, not yet completed
 }
 
@@ -385,6 +392,13 @@ func (h *sim) run(pn, slot int) {
 	p := h.ports[pn]
 	d := p.disk
 	bit := uint32(1) << slot
+	if p.late || d.lateAlways {
+		p.late = false
+		p.tfd = 0x50 | 0x04<<8
+		p.halted = true
+		h.event(pn, isTFES|isSDBS)
+		return
+	}
 	hdr, err := h.mem.slice(p.clb+uint64(slot)*32, 32)
 	if err != nil {
 		h.errorf("command header: %v", err)
@@ -463,6 +477,7 @@ func (h *sim) run(pn, slot int) {
 		if !d.transfer(bufs, lba, write) {
 			p.tfd = 0x41 | 0x04<<8 // ERR, ABRT
 			p.halted = true
+			p.late = d.lateTFES
 			h.event(pn, isTFES)
 			return
 		}
