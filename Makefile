@@ -21,7 +21,7 @@ MEM        ?= 512M
 QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot \
               -device isa-debug-exit,iobase=0xf4,iosize=0x04
 
-DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio e2fsprogs python3 curl
+DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio e2fsprogs python3 curl gdisk fdisk
 
 .PHONY: all run run-cmd net-check test iso kernel deps host-test boot-test user-test linux-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
 
@@ -130,23 +130,41 @@ user:
 # A second 64 MiB disk (/dev/vdb) holds a fresh ext4 file system for
 # t_mount; afterwards e2fsck -fn must find it clean and debugfs must show
 # the files the guest wrote (t_mount --check-image).
+#
+# Four SATA disks on q35's AHCI controller: a zeroed 64 MiB one for
+# t_blk, and a GPT disk (sgdisk, 40 MiB) and an MBR one (sfdisk, 48 MiB)
+# made by t_part --make-images for t_part (t_part --check-images checks
+# them afterwards), and a 24 MiB one behind QEMU's blkdebug that fails
+# reads of sector 1000 and writes of sector 2000 (t_blkerr
+# --make-image). The tests find SATA disks by size (Linux names them in
+# the order their ports finish probing).
 DISK_IMG := $(BUILD)/disk.img
 EXT4_IMG := $(BUILD)/ext4.img
-NEW_DISK = rm -f $(DISK_IMG) $(EXT4_IMG) && truncate -s 64M $(DISK_IMG) && mke2fs -q -t ext4 -F $(EXT4_IMG) 64M
-DISKS = DISK=$(DISK_IMG) DISK2=$(EXT4_IMG)
-CHECK_DISKS = $(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG) && $(USER_BUILD)/tests/t_mount --check-image $(EXT4_IMG)
+SATA_IMG := $(BUILD)/sata.img
+GPT_IMG  := $(BUILD)/gpt.img
+MBR_IMG  := $(BUILD)/mbr.img
+ERR_IMG  := $(BUILD)/err.img
+ERR_CFG  := $(BUILD)/blkdebug.cfg
+NEW_DISK = rm -f $(DISK_IMG) $(EXT4_IMG) $(SATA_IMG) && truncate -s 64M $(DISK_IMG) $(SATA_IMG) && \
+  mke2fs -q -t ext4 -F $(EXT4_IMG) 64M && $(USER_BUILD)/tests/t_part --make-images $(GPT_IMG) $(MBR_IMG) && \
+  $(USER_BUILD)/tests/t_blkerr --make-image $(ERR_CFG) $(ERR_IMG)
+DISKS = DISK=$(DISK_IMG) DISK2=$(EXT4_IMG) SATA="$(SATA_IMG) $(GPT_IMG) $(MBR_IMG) blkdebug:$(ERR_CFG):$(ERR_IMG)"
+DISK_ARGS := BLK_DISK=vda,sata:65536 EXT4_DISK=vdb PART_DISKS=sata:40960,sata:49152 ERR_DISK=sata:24576
+CHECK_DISKS = $(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG) $(SATA_IMG) && \
+  $(USER_BUILD)/tests/t_mount --check-image $(EXT4_IMG) && $(USER_BUILD)/tests/t_part --check-images $(GPT_IMG) $(MBR_IMG) && \
+  $(USER_BUILD)/tests/t_blkerr --check-image $(ERR_IMG)
 
 linux-test: user
 	tools/linux/kernel.sh $(LINUX_BUILD)
-	$(NEW_DISK) && $(DISKS) APPEND="BLK_DISK=vda EXT4_DISK=vdb" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 1 600
+	$(NEW_DISK) && $(DISKS) APPEND="$(DISK_ARGS)" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 1 600
 	$(CHECK_DISKS)
-	$(NEW_DISK) && $(DISKS) APPEND="BLK_DISK=vda EXT4_DISK=vdb" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 2 600
+	$(NEW_DISK) && $(DISKS) APPEND="$(DISK_ARGS)" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 2 600
 	$(CHECK_DISKS)
 
 # The same suite on Shortbread, with 1 and 2 CPUs: every program must
 # pass (the runner's status becomes the kernel's power-off status).
 user-test: user $(KERNEL) $(STUB)
-	tools/mkiso.sh $(BUILD)/usertest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=120 BLK_DISK=vda EXT4_DISK=vdb" $(USER_BUILD)/initramfs.cpio
+	tools/mkiso.sh $(BUILD)/usertest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=120 $(DISK_ARGS)" $(USER_BUILD)/initramfs.cpio
 	$(NEW_DISK) && $(DISKS) tools/qemu.sh $(BUILD)/usertest.iso 1 1200
 	$(CHECK_DISKS)
 	$(NEW_DISK) && $(DISKS) tools/qemu.sh $(BUILD)/usertest.iso 2 1200

@@ -59,7 +59,7 @@ type kernel struct {
 	pts       *devpts.FS
 	rtc       *rtc.CMOS // the CMOS clock (/dev/rtc0)
 	pci       *pci.Bus
-	disks     []blk.Device // vda, vdb, ... in probe order
+	blocks    *blk.Disks // the disks the drivers found, with their partitions
 }
 
 func main() {

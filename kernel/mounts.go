@@ -32,18 +32,13 @@ const ext4Commit = 5 * time.Second
 
 func (k *kernel) newDevfs(dev uint64) *devfs.FS {
 	d := devfs.New(devfs.Options{Dev: dev, Console: k.console, ControllingTerminal: proc.ControllingTerminal,
-		PTMX: func(c *vfs.Ctx, _ uint32) (vfs.File, error) { return k.pts.OpenMaster(c) }})
-	for i, disk := range k.disks {
-		d.AddBlock(disk.Name(), diskDev(i), disk)
-	}
+		PTMX:   func(c *vfs.Ctx, _ uint32) (vfs.File, error) { return k.pts.OpenMaster(c) },
+		Blocks: k.blocks})
 	if k.rtc != nil {
 		d.AddRTC("rtc0", linux.MakeDev(devfs.RTCMajor, 0), k.rtc)
 	}
 	return d
 }
-
-// diskDev is the device number of the i-th disk.
-func diskDev(i int) uint64 { return linux.MakeDev(devfs.VirtioBlkMajor, uint32(16*i)) }
 
 func (k *kernel) registerFSTypes(v *vfs.VFS) {
 	v.RegisterFSType("tmpfs", vfs.FSType{Make: func(_ vfs.Source, _ bool, data string) (*vfs.FileSystem, error) {
@@ -111,15 +106,11 @@ func (k *kernel) mountExt4(src vfs.Source, ro bool, data string) (*vfs.FileSyste
 	if s, ok := opts["data"]; ok && s != "ordered" {
 		return nil, linux.EINVAL // the journal has ordered mode only
 	}
-	var disk blk.Device
-	for i, d := range k.disks {
-		if diskDev(i) == src.Rdev {
-			disk = d
-		}
-	}
-	if disk == nil {
+	node, ok := k.blocks.Find(linux.DevMajor(src.Rdev), linux.DevMinor(src.Rdev))
+	if !ok {
 		return nil, linux.ENXIO
 	}
+	disk := node.Dev
 	fs, err := ext4.Mount(blk.Bytes{D: disk}, ext4.Options{ReadOnly: ro, Clock: wallclock.Now})
 	if err != nil {
 		k.log.Warnf("ext4: mount %s: %v", disk.Name(), err)
@@ -137,8 +128,17 @@ func (k *kernel) mountExt4(src vfs.Source, ro bool, data string) (*vfs.FileSyste
 	if !ro {
 		go x.Committer(stop, interval)
 	}
+	// A mounted partition is in use, as an open one is: BLKRRPART on
+	// its disk says EBUSY until the unmount.
+	part, _ := disk.(*blk.Partition)
+	if part != nil {
+		part.Opened()
+	}
 	return &vfs.FileSystem{Root: root, Sync: x.Sync, Release: func() error {
 		close(stop)
+		if part != nil {
+			part.Closed()
+		}
 		return nil
 	}}, nil
 }

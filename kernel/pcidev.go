@@ -109,6 +109,7 @@ func (k *kernel) startPCI() {
 	if cfg == nil {
 		cfg = &pci.PortConfig{P: pci.ArchPorts{}}
 	}
+	k.blocks = blk.NewDisks(k.log.Infof, k.log.Warnf)
 	bus, notes := pci.NewBus(cfg, pciPlatform{k})
 	for _, n := range notes {
 		k.log.Warnf("%s", n)
@@ -127,23 +128,29 @@ func (k *kernel) startPCI() {
 
 // pciDrivers are the drivers offered the devices found.
 func pciDrivers(k *kernel) []*pci.Driver {
-	return append([]*pci.Driver{k.virtioBlkDriver()}, k.netDrivers()...)
+	return append([]*pci.Driver{k.virtioBlkDriver(), k.ahciDriver()}, k.netDrivers()...)
 }
 
+// virtioMajor is the block major Linux's virtio-blk gets (dynamic there,
+// 254 on a Debian guest); each disk has 16 minors.
+const virtioMajor = 254
+
 func (k *kernel) virtioBlkDriver() *pci.Driver {
+	n := 0
 	return &pci.Driver{
 		Name: "virtio-pci", // the PCI driver Linux binds virtio devices to
 		IDs:  virtioblk.IDs,
 		Probe: func(d *pci.Device, p pci.Platform) error {
-			if len(k.disks) >= 26 {
+			if n >= 26 {
 				return fmt.Errorf("too many disks")
 			}
-			name := "vd" + string(rune('a'+len(k.disks)))
+			name := "vd" + string(rune('a'+n))
 			disk, err := virtioblk.New(d, p, virtioblk.Config{Name: name, DMA: frameDMA{}, Log: k.log.Errorf})
 			if err != nil {
 				return err
 			}
-			k.disks = append(k.disks, disk)
+			k.blocks.Add(disk, virtioMajor, uint32(16*n), 16)
+			n++
 			k.log.Infof("%s: %d sectors of %d bytes (%d MiB)", name, disk.Sectors(), disk.SectorSize(), blk.Size(disk)>>20)
 			return nil
 		},

@@ -52,6 +52,9 @@ func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 	if k.pci != nil {
 		fs.AddFile("bus/pci/devices", k.pci.ProcDevices, nil)
 	}
+	if k.blocks != nil {
+		fs.AddFile("partitions", k.blocks.ProcPartitions, nil)
+	}
 	fs.AddFile("stat", func() []byte { return proc.ProcStat() }, nil)
 	fs.AddFile("mounts", func() []byte { return v.Mounts() }, nil)
 	fs.AddFile("sys/vm/overcommit_memory", func() []byte { return []byte("0\n") }, nil)

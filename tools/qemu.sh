@@ -6,8 +6,11 @@
 # MACHINE=pc boots the i440FX machine instead of q35.
 # DISK=IMAGE attaches a raw image as a virtio-blk disk (/dev/vda).
 # DISK2=IMAGE attaches a second one (/dev/vdb; /dev/vda without DISK).
+# SATA="IMAGE..." attaches raw images as SATA disks on q35's AHCI
+# controller (/dev/sda, sdb, ...: ports 0, 1, 3, 4, 5; -cdrom is port 2).
 # Exit status: the kernel's status (isa-debug-exit), 124 on timeout.
 set -u
+. "$(dirname "$0")/sata.sh"
 iso=$1 cpus=$2 limit=$3
 shift 3
 # Prepended, so DISK2 goes first to come after DISK on the command line
@@ -18,6 +21,7 @@ fi
 if [ -n "${DISK:-}" ]; then
   set -- -drive "file=$DISK,if=none,id=vd0,format=raw" -device virtio-blk-pci,drive=vd0 "$@"
 fi
+set -- $(tools_sata_args) "$@"
 if [ "${FIRMWARE:-bios}" = uefi ]; then
   set -- -bios /usr/share/ovmf/OVMF.fd "$@"
 fi

@@ -1,7 +1,12 @@
 // Package blk is the kernel's view of a disk: a fixed number of sectors
 // of one size, read and written by byte offset. Drivers (virtio-blk,
-// later AHCI and NVMe) implement Device; file systems and the block
-// device files in /dev use it. Mem is an in-memory Device for host tests.
+// AHCI, NVMe) implement Device; file systems and the block device files
+// in /dev use it. Device-independent parts live here too: partition
+// tables (table.go: GPT and MBR) and the partitions they describe as
+// Devices of their own (part.go), the set of disks with their device
+// numbers that /dev, /proc/partitions and BLKRRPART work on (disks.go),
+// and byte-range access for device files (bytes.go). Mem is an
+// in-memory Device for host tests.
 package blk
 
 import (

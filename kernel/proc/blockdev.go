@@ -4,11 +4,14 @@ import (
 	"encoding/binary"
 
 	"shortbread/kernel/blk"
+	"shortbread/kernel/fs/devfs"
+	"shortbread/kernel/vfs"
 )
 
 // Block device ioctls (include/uapi/linux/fs.h).
 const (
 	blkROGet     = 0x125e     // int: read-only
+	blkRRPart    = 0x125f     // re-read the partition table
 	blkGetSize   = 0x1260     // unsigned long: size in 512-byte sectors
 	blkFlsBuf    = 0x1261     // flush buffers (and the disk's cache)
 	blkSSZGet    = 0x1268     // int: logical sector size
@@ -17,7 +20,7 @@ const (
 )
 
 // blockIoctl serves the BLK* ioctls on a block device file.
-func (t *Thread) blockIoctl(d blk.Device, cmd uint64, arg uintptr) int64 {
+func (t *Thread) blockIoctl(f *vfs.OpenFile, d blk.Device, cmd uint64, arg uintptr) int64 {
 	var b [8]byte
 	n := 4
 	switch cmd {
@@ -33,6 +36,11 @@ func (t *Thread) blockIoctl(d blk.Device, cmd uint64, arg uintptr) int64 {
 		if ro, ok := d.(interface{ ReadOnly() bool }); ok && ro.ReadOnly() {
 			b[0] = 1
 		}
+	case blkRRPart:
+		if !t.creds().privileged() {
+			return -eACCES
+		}
+		return errno(devfs.RereadPartitions(f))
 	case blkFlsBuf:
 		if !t.creds().privileged() {
 			return -eACCES

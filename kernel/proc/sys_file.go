@@ -442,7 +442,7 @@ func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {
 		return t.terminalIoctl(f, term, master, cmd, arg), false
 	}
 	if d, ok := devfs.BlockOf(f); ok {
-		return t.blockIoctl(d, cmd, arg), false
+		return t.blockIoctl(f, d, cmd, arg), false
 	}
 	if r, ok := devfs.RTCOf(f); ok {
 		return t.rtcIoctl(r, cmd, arg), false

@@ -25,6 +25,8 @@
  *                            requires it then; passed on to the programs)
  *   EXT4_DISK=vdb            the ext4 image the harness attached (t_mount),
  *                            passed on likewise
+ *   PART_DISKS=sdb,sdc       the partitioned images (t_part), likewise
+ *   ERR_DISK=sata:24576      the disk that fails (t_blkerr), likewise
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -138,7 +140,15 @@ static int run_one(const char *dir, const char *name, unsigned timeout)
 		char ext4[80] = "EXT4_DISK=";
 		if (getenv("EXT4_DISK"))
 			snprintf(ext4, sizeof ext4, "EXT4_DISK=%s", getenv("EXT4_DISK"));
-		char *envp[] = { "PATH=/bin:/sbin:/usr/bin:/usr/sbin", "HOME=/", "TMPDIR=/tmp", testdir, bb, disk, ext4, NULL };
+		/* the partitioned images (t_part) */
+		char part[80] = "PART_DISKS=";
+		if (getenv("PART_DISKS"))
+			snprintf(part, sizeof part, "PART_DISKS=%s", getenv("PART_DISKS"));
+		/* the disk that fails (t_blkerr) */
+		char err[80] = "ERR_DISK=";
+		if (getenv("ERR_DISK"))
+			snprintf(err, sizeof err, "ERR_DISK=%s", getenv("ERR_DISK"));
+		char *envp[] = { "PATH=/bin:/sbin:/usr/bin:/usr/sbin", "HOME=/", "TMPDIR=/tmp", testdir, bb, disk, ext4, part, err, NULL };
 		execve(path, argv, envp);
 		say("runner: execve %s: %s\n", path, strerror(errno));
 		_exit(127);

@@ -1,15 +1,18 @@
 /*
- * t_blk: a virtio-blk disk as a block device file. The harness attaches a
- * zeroed 64 MiB scratch image and says so with BLK_DISK=vda (kernel
- * command line, passed on by the runner); without it, and with no
- * /dev/vda, the program only says it skipped. Checks: the PCI listing
- * (/proc/bus/pci/devices) shows the q35 host bridge and the virtio disk
- * bound to virtio-pci; the device file's type and numbers; BLKGETSIZE64,
+ * t_blk: disks as block device files, one after the other: virtio-blk
+ * (vda) and SATA on q35's AHCI controller (sda). The harness attaches a
+ * zeroed 64 MiB scratch image for each and names them with
+ * BLK_DISK=vda,sata:65536 (kernel command line, passed on by the runner;
+ * disks.h: a SATA disk by its size);
+ * without it, and with no /dev/vda, the program only says it skipped.
+ * Checks, per disk: the PCI listing (/proc/bus/pci/devices) shows the q35
+ * host bridge and the disk's controller bound to its driver (virtio-pci,
+ * ahci); the device file's type and numbers; BLKGETSIZE64,
  * BLKGETSIZE, BLKSSZGET; patterns written at aligned and unaligned
  * offsets, across request sizes and at the end, read back with read,
  * pread and after reopening; ENOSPC past the end; fsync; four processes
- * writing their own regions at once. `t_blk --check-image IMAGE` on the
- * host then checks the image file holds what the guest wrote.
+ * writing their own regions at once. `t_blk --check-image IMAGE...` on
+ * the host then checks each image file holds what the guest wrote.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -19,6 +22,7 @@
 #include <sys/wait.h>
 
 #include "check.h"
+#include "disks.h"
 
 #define DISK_SIZE (64LL << 20)
 
@@ -88,14 +92,28 @@ static ssize_t full_read(int fd, void *b, size_t n)
 	return (ssize_t)done;
 }
 
+/* the disk under test: its name's prefix says its controller */
+static const char *disk_name;
+static int is_sata(void) { return strncmp(disk_name, "sd", 2) == 0; }
+
+/* the name of a check, prefixed with the disk's */
+static const char *nm(const char *check)
+{
+	static char buf[8][96];
+	static int i;
+	i = (i + 1) % 8;
+	snprintf(buf[i], sizeof buf[i], "%s.%s", disk_name, check);
+	return buf[i];
+}
+
 static void test_pci_listing(void)
 {
 	FILE *f = fopen("/proc/bus/pci/devices", "r");
-	CHECK("pci.listing_open", f != NULL);
+	CHECK(nm("pci.listing_open"), f != NULL);
 	if (!f)
 		return;
 	char line[1024];
-	int host = 0, virtio = 0, bound = 0, fields_ok = 1, rows = 0;
+	int host = 0, virtio = 0, bound = 0, ahci = 0, ahci_bound = 0, fields_ok = 1, rows = 0;
 	while (fgets(line, sizeof line, f)) {
 		rows++;
 		unsigned bdf, id, irq;
@@ -113,38 +131,49 @@ static void test_pci_listing(void)
 			if (strstr(line, "\tvirtio-pci\n"))
 				bound = 1;
 		}
+		if (id == 0x80862922) { /* ICH9 AHCI */
+			ahci = 1;
+			if (strstr(line, "\tahci\n"))
+				ahci_bound = 1;
+		}
 	}
 	fclose(f);
-	CHECK("pci.listing_rows", rows >= 3);
-	CHECK("pci.listing_format", fields_ok);
-	CHECK("pci.host_bridge", host);
-	CHECK("pci.virtio_disk", virtio);
-	CHECK("pci.virtio_bound", bound);
+	CHECK(nm("pci.listing_rows"), rows >= 3);
+	CHECK(nm("pci.listing_format"), fields_ok);
+	CHECK(nm("pci.host_bridge"), host);
+	if (is_sata()) {
+		CHECK(nm("pci.ahci"), ahci);
+		CHECK(nm("pci.ahci_bound"), ahci_bound);
+	} else {
+		CHECK(nm("pci.virtio_disk"), virtio);
+		CHECK(nm("pci.virtio_bound"), bound);
+	}
 }
 
 static void test_geometry(int fd, const char *path)
 {
 	struct stat st;
-	CHECK_SYS("geom.fstat", fstat(fd, &st));
-	CHECK("geom.is_block", S_ISBLK(st.st_mode));
-	CHECK_EQ("geom.major", major(st.st_rdev), 254);
-	CHECK_EQ("geom.minor", minor(st.st_rdev), 0);
-	CHECK_SYS("geom.stat", stat(path, &st));
-	CHECK("geom.stat_block", S_ISBLK(st.st_mode));
+	CHECK_SYS(nm("geom.fstat"), fstat(fd, &st));
+	CHECK(nm("geom.is_block"), S_ISBLK(st.st_mode));
+	/* sd disks are 8:0, 8:16, ...; virtio's major is dynamic on Linux (254 on Debian) */
+	CHECK_EQ(nm("geom.major"), major(st.st_rdev), is_sata() ? 8 : 254);
+	CHECK_EQ(nm("geom.minor"), minor(st.st_rdev), 16 * (disk_name[2] - 'a'));
+	CHECK_SYS(nm("geom.stat"), stat(path, &st));
+	CHECK(nm("geom.stat_block"), S_ISBLK(st.st_mode));
 
 	unsigned long long size = 0;
-	CHECK_SYS("geom.getsize64", ioctl(fd, BLKGETSIZE64, &size));
-	CHECK_EQ("geom.size", size, DISK_SIZE);
+	CHECK_SYS(nm("geom.getsize64"), ioctl(fd, BLKGETSIZE64, &size));
+	CHECK_EQ(nm("geom.size"), size, DISK_SIZE);
 	unsigned long sectors = 0;
-	CHECK_SYS("geom.getsize", ioctl(fd, BLKGETSIZE, &sectors));
-	CHECK_EQ("geom.sectors", sectors, DISK_SIZE / 512);
+	CHECK_SYS(nm("geom.getsize"), ioctl(fd, BLKGETSIZE, &sectors));
+	CHECK_EQ(nm("geom.sectors"), sectors, DISK_SIZE / 512);
 	int ssz = 0;
-	CHECK_SYS("geom.sszget", ioctl(fd, BLKSSZGET, &ssz));
-	CHECK_EQ("geom.ssz", ssz, 512);
-	CHECK_EQ("geom.seek_end", lseek(fd, 0, SEEK_END), DISK_SIZE);
-	CHECK_EQ("geom.seek_set", lseek(fd, 4096, SEEK_SET), 4096);
-	CHECK_EQ("geom.seek_cur", lseek(fd, -1024, SEEK_CUR), 3072);
-	CHECK_ERR("geom.bad_ioctl", ioctl(fd, 0x1234, &ssz), ENOTTY);
+	CHECK_SYS(nm("geom.sszget"), ioctl(fd, BLKSSZGET, &ssz));
+	CHECK_EQ(nm("geom.ssz"), ssz, 512);
+	CHECK_EQ(nm("geom.seek_end"), lseek(fd, 0, SEEK_END), DISK_SIZE);
+	CHECK_EQ(nm("geom.seek_set"), lseek(fd, 4096, SEEK_SET), 4096);
+	CHECK_EQ(nm("geom.seek_cur"), lseek(fd, -1024, SEEK_CUR), 3072);
+	CHECK_ERR(nm("geom.bad_ioctl"), ioctl(fd, 0x1234, &ssz), ENOTTY);
 }
 
 static void test_patterns(int fd, const char *path)
@@ -165,7 +194,7 @@ static void test_patterns(int fd, const char *path)
 		if (full_pwrite(fd, w, cases[i].n, cases[i].off) != (ssize_t)cases[i].n)
 			wrote = 0;
 	}
-	CHECK("pattern.pwrite", wrote);
+	CHECK(nm("pattern.pwrite"), wrote);
 	/* read back with lseek + read and with pread, each case */
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		memset(r, 0, cases[i].n);
@@ -179,38 +208,38 @@ static void test_patterns(int fd, const char *path)
 		    mismatch(r, cases[i].n, cases[i].off, 1) >= 0)
 			pread_ok = 0;
 	}
-	CHECK("pattern.read", direct);
-	CHECK("pattern.pread", pread_ok);
+	CHECK(nm("pattern.read"), direct);
+	CHECK(nm("pattern.pread"), pread_ok);
 	/* bytes between the cases were never written: still zero */
 	memset(r, 0xff, 4096);
-	CHECK_EQ("pattern.gap_read", pread(fd, r, 4096, 2 << 20), 4096);
+	CHECK_EQ(nm("pattern.gap_read"), pread(fd, r, 4096, 2 << 20), 4096);
 	int zero = 1;
 	for (int i = 0; i < 4096; i++)
 		zero &= r[i] == 0;
-	CHECK("pattern.gap_zero", zero);
+	CHECK(nm("pattern.gap_zero"), zero);
 	/* the sector an unaligned write starts in keeps its other bytes */
-	CHECK_EQ("pattern.edge_read", pread(fd, r, 8, (1 << 20) - 10), 8);
-	CHECK("pattern.edge_before", r[0] == 0 && r[2] == 0);
-	CHECK("pattern.edge_after", r[3] == pattern((1 << 20) - 7, 1) && r[7] == pattern((1 << 20) - 3, 1));
+	CHECK_EQ(nm("pattern.edge_read"), pread(fd, r, 8, (1 << 20) - 10), 8);
+	CHECK(nm("pattern.edge_before"), r[0] == 0 && r[2] == 0);
+	CHECK(nm("pattern.edge_after"), r[3] == pattern((1 << 20) - 7, 1) && r[7] == pattern((1 << 20) - 3, 1));
 
-	CHECK_SYS("pattern.fsync", fsync(fd));
-	CHECK_SYS("pattern.fdatasync", fdatasync(fd));
+	CHECK_SYS(nm("pattern.fsync"), fsync(fd));
+	CHECK_SYS(nm("pattern.fdatasync"), fdatasync(fd));
 
 	/* at and past the end */
-	CHECK_EQ("end.read_at_end", pread(fd, r, 512, DISK_SIZE), 0);
-	CHECK_EQ("end.read_across", pread(fd, r, 1024, DISK_SIZE - 512), 512);
-	CHECK_ERR("end.write_at_end", pwrite(fd, w, 512, DISK_SIZE), ENOSPC);
+	CHECK_EQ(nm("end.read_at_end"), pread(fd, r, 512, DISK_SIZE), 0);
+	CHECK_EQ(nm("end.read_across"), pread(fd, r, 1024, DISK_SIZE - 512), 512);
+	CHECK_ERR(nm("end.write_at_end"), pwrite(fd, w, 512, DISK_SIZE), ENOSPC);
 	fill(w, 200, DISK_SIZE - 100, 2);
-	CHECK_EQ("end.write_across", pwrite(fd, w, 200, DISK_SIZE - 100), 100);
-	CHECK_EQ("end.read_last", pread(fd, r, 100, DISK_SIZE - 100), 100);
-	CHECK("end.last_bytes", mismatch(r, 100, DISK_SIZE - 100, 2) < 0);
+	CHECK_EQ(nm("end.write_across"), pwrite(fd, w, 200, DISK_SIZE - 100), 100);
+	CHECK_EQ(nm("end.read_last"), pread(fd, r, 100, DISK_SIZE - 100), 100);
+	CHECK(nm("end.last_bytes"), mismatch(r, 100, DISK_SIZE - 100, 2) < 0);
 
 	/* a fresh open sees the same bytes */
 	int fd2 = open(path, O_RDONLY);
-	CHECK_SYS("reopen.open", fd2);
-	CHECK_EQ("reopen.read", full_pread(fd2, r, (4 << 20) + 512, 5 << 20), (4 << 20) + 512);
-	CHECK("reopen.same", mismatch(r, (4 << 20) + 512, 5 << 20, 1) < 0);
-	CHECK_ERR("reopen.write_rdonly", write(fd2, w, 512), EBADF);
+	CHECK_SYS(nm("reopen.open"), fd2);
+	CHECK_EQ(nm("reopen.read"), full_pread(fd2, r, (4 << 20) + 512, 5 << 20), (4 << 20) + 512);
+	CHECK(nm("reopen.same"), mismatch(r, (4 << 20) + 512, 5 << 20, 1) < 0);
+	CHECK_ERR(nm("reopen.write_rdonly"), write(fd2, w, 512), EBADF);
 	close(fd2);
 	free(w);
 	free(r);
@@ -244,7 +273,7 @@ static void test_concurrent(const char *path)
 		int st;
 		all &= waitpid(pids[c], &st, 0) == pids[c] && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 	}
-	CHECK("concurrent.writers", all);
+	CHECK(nm("concurrent.writers"), all);
 	int fd = open(path, O_RDONLY);
 	unsigned char *r = malloc(REGION);
 	int same = 1;
@@ -253,19 +282,19 @@ static void test_concurrent(const char *path)
 		if (full_pread(fd, r, REGION, at) != REGION || mismatch(r, REGION, at, 10 + c) >= 0)
 			same = 0;
 	}
-	CHECK("concurrent.read_back", same);
+	CHECK(nm("concurrent.read_back"), same);
 	free(r);
 	close(fd);
 }
 
 /* On the host, after a guest ran this program: the image file holds the
  * bytes the guest wrote (the four writers' regions and the 4 MiB case). */
-static int check_image(const char *path)
+static void check_image(const char *path)
 {
 	int fd = open(path, O_RDONLY);
-	CHECK_SYS("image.open", fd);
+	CHECK_SYS(nm("image.open"), fd);
 	if (fd < 0)
-		return check_done();
+		return;
 	size_t n = 2 << 20;
 	unsigned char *r = malloc((4 << 20) + 512);
 	int same = 1;
@@ -274,33 +303,53 @@ static int check_image(const char *path)
 		if (full_pread(fd, r, n, at) != (ssize_t)n || mismatch(r, n, at, 10 + c) >= 0)
 			same = 0;
 	}
-	CHECK("image.writers_regions", same);
-	CHECK("image.large_case", full_pread(fd, r, (4 << 20) + 512, 5 << 20) == (4 << 20) + 512 &&
+	CHECK(nm("image.writers_regions"), same);
+	CHECK(nm("image.large_case"), full_pread(fd, r, (4 << 20) + 512, 5 << 20) == (4 << 20) + 512 &&
 		  mismatch(r, (4 << 20) + 512, 5 << 20, 1) < 0);
 	free(r);
 	close(fd);
-	return check_done();
 }
 
-int main(int argc, char **argv)
+static void test_disk(const char *spec)
 {
-	if (argc == 3 && strcmp(argv[1], "--check-image") == 0)
-		return check_image(argv[2]);
-	const char *disk = getenv("BLK_DISK");
-	char path[64];
-	snprintf(path, sizeof path, "/dev/%s", disk && *disk ? disk : "vda");
-	if ((!disk || !*disk) && access(path, F_OK) != 0) {
-		printf("t_blk: no disk attached (BLK_DISK unset, no %s): skipped\n", path);
-		return 0;
-	}
+	static char name[64];
+	disk_name = spec;
+	if (!CHECK(nm("found"), resolve_disk(spec, name, sizeof name)))
+		return;
+	disk_name = name;
+	char path[80];
+	snprintf(path, sizeof path, "/dev/%s", name);
+	/* the node may come a moment after /proc/partitions lists the disk */
+	for (int i = 0; i < 20 && access(path, F_OK) != 0; i++)
+		usleep(100 * 1000);
 	test_pci_listing();
 	int fd = open(path, O_RDWR);
-	CHECK_SYS("open", fd);
+	CHECK_SYS(nm("open"), fd);
 	if (fd < 0)
-		return check_done();
+		return;
 	test_geometry(fd, path);
 	test_patterns(fd, path);
 	close(fd);
 	test_concurrent(path);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 3 && strcmp(argv[1], "--check-image") == 0) {
+		for (int i = 2; i < argc; i++) {
+			disk_name = argv[i];
+			check_image(argv[i]);
+		}
+		return check_done();
+	}
+	const char *disks = getenv("BLK_DISK");
+	if ((!disks || !*disks) && access("/dev/vda", F_OK) != 0) {
+		printf("t_blk: no disk attached (BLK_DISK unset, no /dev/vda): skipped\n");
+		return 0;
+	}
+	char list[128];
+	snprintf(list, sizeof list, "%s", disks && *disks ? disks : "vda");
+	for (char *save, *d = strtok_r(list, ",", &save); d; d = strtok_r(NULL, ",", &save))
+		test_disk(d);
 	return check_done();
 }

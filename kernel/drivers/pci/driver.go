@@ -12,6 +12,9 @@ type ID struct{ Vendor, Device uint16 }
 type Driver struct {
 	Name string // as /proc/bus/pci/devices shows it
 	IDs  []ID
+	// Class, if not 0, claims every device of that class code (class,
+	// subclass, programming interface) as well.
+	Class uint32
 	// Probe takes the device over; an error leaves it unclaimed.
 	Probe func(d *Device, p Platform) error
 }
@@ -72,6 +75,9 @@ func (b *Bus) Register(drv *Driver) []string {
 }
 
 func (drv *Driver) matches(d *Device) bool {
+	if drv.Class != 0 && d.Class == drv.Class {
+		return true
+	}
 	for _, id := range drv.IDs {
 		if id.Vendor == d.Vendor && id.Device == d.Device {
 			return true

@@ -6,7 +6,8 @@
 // and Register puts the devices in the VFS's device table, so a node
 // made by mknod or shipped in the initramfs opens the same device.
 //
-// The set of names is fixed: creating, linking, renaming or removing in
+// Besides the block devices (Options.Blocks, which change with
+// BLKRRPART), the set of names is fixed: creating, linking, renaming or removing in
 // /dev fails with EPERM. Attributes (chmod, chown, utimensat) can change.
 package devfs
 
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/blk"
 	"shortbread/kernel/tty"
 	"shortbread/kernel/vfs"
 )
@@ -33,7 +35,8 @@ type Options struct {
 	ControllingTerminal func(pid int, flags uint32) (vfs.File, error)
 	// PTMX opens /dev/ptmx: a new pseudo-terminal master (package
 	// devpts). Nil: ENXIO.
-	PTMX func(c *vfs.Ctx, flags uint32) (vfs.File, error)
+	PTMX   func(c *vfs.Ctx, flags uint32) (vfs.File, error)
+	Blocks *blk.Disks // the disks and partitions listed; nil for none
 }
 
 // Device numbers, as Linux assigns them, encoded like linux.MakeDev
@@ -54,7 +57,9 @@ type FS struct {
 	o       Options
 	nextIno atomic.Uint64
 	root    *dir
+	top     *rootDir
 	devices []*node // the device nodes, for Register
+	blocks  blockNodes
 }
 
 // New returns a /dev with the standard devices.
@@ -99,6 +104,7 @@ func New(o Options) *FS {
 		fs.root.add(name, &dir{node: fs.newNode(linux.S_IFDIR|0o755, 0), index: map[string]int{}})
 	}
 	fs.root.get("shm").base().Mode = linux.S_IFDIR | 0o1777
+	fs.top = &rootDir{dir: fs.root, fs: fs}
 	return fs
 }
 
@@ -129,13 +135,14 @@ func (r *chacha) Read(p []byte) (int, error) {
 }
 
 // Root returns the root directory, to mount on /dev.
-func (fs *FS) Root() vfs.Inode { return fs.root }
+func (fs *FS) Root() vfs.Inode { return fs.top }
 
 // Register enters the devices in v's device table.
 func (fs *FS) Register(v *vfs.VFS) {
 	for _, n := range fs.devices {
 		v.RegisterDevice(n.Mode&linux.S_IFMT, n.rdev, n)
 	}
+	fs.registerBlocks(v)
 }
 
 // node is every devfs inode: attributes, and what it is.

@@ -140,3 +140,53 @@ func (d *dir) ReadDir(pos int64, emit func(vfs.DirEntry) bool) error {
 	}
 	return nil
 }
+
+// rootDir is /dev: the fixed names, then the block devices there are
+// now. Volatile, so the VFS asks again each time instead of trusting
+// a cached name or absence.
+type rootDir struct {
+	*dir
+	fs *FS
+}
+
+func (r *rootDir) Volatile() {}
+
+func (r *rootDir) Lookup(name string) (vfs.Inode, error) {
+	if i, ok := r.index[name]; ok {
+		return r.nodes[i], nil
+	}
+	if n, ok := r.fs.blockLookup(name); ok {
+		return n, nil
+	}
+	return nil, linux.ENOENT
+}
+
+func (r *rootDir) Attr() vfs.Attr {
+	a := r.dir.Attr()
+	list, _ := r.fs.blockList()
+	a.Size += int64(len(list)) * 20
+	return a
+}
+
+// ReadDir lists the fixed names, then the block devices.
+func (r *rootDir) ReadDir(pos int64, emit func(vfs.DirEntry) bool) error {
+	fixed := int64(len(r.names))
+	if pos < fixed {
+		stop := false
+		r.dir.ReadDir(pos, func(e vfs.DirEntry) bool {
+			stop = !emit(e)
+			return !stop
+		})
+		if stop {
+			return nil
+		}
+		pos = fixed
+	}
+	list, inodes := r.fs.blockList()
+	for i := pos - fixed; i < int64(len(list)); i++ {
+		if !emit(vfs.DirEntry{Name: list[i].Name, Ino: inodes[i].ino, Type: linux.DirentType(linux.S_IFBLK), Next: fixed + i + 1}) {
+			break
+		}
+	}
+	return nil
+}
