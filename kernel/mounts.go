@@ -33,13 +33,27 @@ const ext4Commit = 5 * time.Second
 func (k *kernel) newDevfs(dev uint64) *devfs.FS {
 	d := devfs.New(devfs.Options{Dev: dev, Terminal: k.console})
 	for i, disk := range k.disks {
-		d.AddBlock(disk.Name(), diskDev(i), disk)
+		d.AddBlock(disk.Name(), k.diskDev(i), disk)
 	}
 	return d
 }
 
-// diskDev is the device number of the i-th disk.
-func diskDev(i int) uint64 { return linux.MakeDev(devfs.VirtioBlkMajor, uint32(16*i)) }
+// diskDev is the device number of the i-th disk, as Linux numbers its
+// kind: virtio disks 254:16n (partitions between), NVMe namespaces
+// 259:n, n counting the disks of that kind before it.
+func (k *kernel) diskDev(i int) uint64 {
+	nvme := func(d blk.Device) bool { return strings.HasPrefix(d.Name(), "nvme") }
+	n := 0
+	for _, d := range k.disks[:i] {
+		if nvme(d) == nvme(k.disks[i]) {
+			n++
+		}
+	}
+	if nvme(k.disks[i]) {
+		return linux.MakeDev(devfs.BlockExtMajor, uint32(n))
+	}
+	return linux.MakeDev(devfs.VirtioBlkMajor, uint32(16*n))
+}
 
 func (k *kernel) registerFSTypes(v *vfs.VFS) {
 	v.RegisterFSType("tmpfs", vfs.FSType{Make: func(_ vfs.Source, _ bool, data string) (*vfs.FileSystem, error) {
@@ -108,7 +122,7 @@ func (k *kernel) mountExt4(src vfs.Source, ro bool, data string) (*vfs.FileSyste
 	}
 	var disk blk.Device
 	for i, d := range k.disks {
-		if diskDev(i) == src.Rdev {
+		if k.diskDev(i) == src.Rdev {
 			disk = d
 		}
 	}

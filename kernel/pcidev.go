@@ -129,7 +129,7 @@ func (k *kernel) startPCI() {
 
 // pciDrivers are the drivers offered the devices found.
 func pciDrivers(k *kernel) []*pci.Driver {
-	return []*pci.Driver{k.virtioBlkDriver(), k.virtioNetDriver()}
+	return []*pci.Driver{k.virtioBlkDriver(), k.virtioNetDriver(), k.nvmeDriver()}
 }
 
 func (k *kernel) virtioBlkDriver() *pci.Driver {

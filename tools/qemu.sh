@@ -5,12 +5,17 @@
 # FIRMWARE=uefi boots through OVMF instead of SeaBIOS.
 # DISK=IMAGE attaches a raw image as a virtio-blk disk (/dev/vda).
 # DISK2=IMAGE attaches a second one (/dev/vdb; /dev/vda without DISK).
+# NVME=IMAGE attaches a raw image as an NVMe controller's namespace 1
+# (/dev/nvme0n1).
 # Exit status: the kernel's status (isa-debug-exit), 124 on timeout.
 set -u
 iso=$1 cpus=$2 limit=$3
 shift 3
 # Prepended, so DISK2 goes first to come after DISK on the command line
 # (and on the PCI bus).
+if [ -n "${NVME:-}" ]; then
+  set -- -drive "file=$NVME,if=none,id=nv0,format=raw" -device nvme,serial=sbnvme0,drive=nv0 "$@"
+fi
 if [ -n "${DISK2:-}" ]; then
   set -- -drive "file=$DISK2,if=none,id=vd1,format=raw" -device virtio-blk-pci,drive=vd1 "$@"
 fi

@@ -12,6 +12,8 @@
 #                 initramfs for the runner to load
 #   DISK2=IMAGE   a second disk (/dev/vdb; with DISK, else /dev/vda), and
 #                 Debian's ext4 modules with their dependencies
+#   NVME=IMAGE    attaches a raw image as an NVMe controller's namespace 1
+#                 (/dev/nvme0n1), as tools/qemu.sh does, with the nvme module
 # Exit status: the guest's status (isa-debug-exit, written by the runner),
 # 124 on timeout, 125 if QEMU exited without a status (e.g. a kernel panic).
 #
@@ -25,10 +27,10 @@ for f in "$kernel" "$initrd"; do
   [ -f "$f" ] || { echo "run: $f: no such file" >&2; exit 2; }
 done
 disk=
-if [ -n "${DISK:-}${DISK2:-}" ]; then
+if [ -n "${DISK:-}${DISK2:-}${NVME:-}" ]; then
   kdir=$(dirname "$kernel")
   # One module list for both (modules.sh caches one set): ext4 is cheap to load.
-  "$here/tools/linux/modules.sh" "$kdir" virtio_pci virtio_blk crc32c_generic ext4 >&2 || exit 2
+  "$here/tools/linux/modules.sh" "$kdir" virtio_pci virtio_blk crc32c_generic ext4 nvme >&2 || exit 2
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   mkdir -p "$tmp/root/lib/modules"
@@ -38,6 +40,7 @@ if [ -n "${DISK:-}${DISK2:-}" ]; then
   initrd=$tmp/initrd.cpio
   [ -z "${DISK:-}" ] || disk="-drive file=$DISK,if=none,id=vd0,format=raw -device virtio-blk-pci,drive=vd0"
   [ -z "${DISK2:-}" ] || disk="$disk -drive file=$DISK2,if=none,id=vd1,format=raw -device virtio-blk-pci,drive=vd1"
+  [ -z "${NVME:-}" ] || disk="$disk -drive file=$NVME,if=none,id=nv0,format=raw -device nvme,serial=sbnvme0,drive=nv0"
 fi
 timeout --foreground -k 5 "$limit" qemu-system-x86_64 -machine q35 -cpu max -m "${MEM:-512M}" \
   -smp "$cpus" -display none -serial stdio -monitor none -no-reboot \

@@ -1,10 +1,12 @@
 /*
- * t_blk: a virtio-blk disk as a block device file. The harness attaches a
- * zeroed 64 MiB scratch image and says so with BLK_DISK=vda (kernel
- * command line, passed on by the runner); without it, and with no
+ * t_blk: a disk as a block device file. The harness attaches a zeroed
+ * 64 MiB scratch image and says so with BLK_DISK=vda (virtio-blk) or
+ * BLK_DISK=nvme0n1 (namespace 1 of an NVMe controller) on the kernel
+ * command line, passed on by the runner; without it, and with no
  * /dev/vda, the program only says it skipped. Checks: the PCI listing
- * (/proc/bus/pci/devices) shows the q35 host bridge and the virtio disk
- * bound to virtio-pci; the device file's type and numbers; BLKGETSIZE64,
+ * (/proc/bus/pci/devices) shows the q35 host bridge and the disk's
+ * controller bound to its driver (virtio-pci, nvme); the device file's
+ * type and numbers (Linux's: 254:0 for vda, 259:0 for nvme0n1); BLKGETSIZE64,
  * BLKGETSIZE, BLKSSZGET; patterns written at aligned and unaligned
  * offsets, across request sizes and at the end, read back with read,
  * pread and after reopening; ENOSPC past the end; fsync; four processes
@@ -21,6 +23,9 @@
 #include "check.h"
 
 #define DISK_SIZE (64LL << 20)
+
+/* the disk is an NVMe namespace (else a virtio disk) */
+static int nvme;
 
 /* <linux/fs.h> (musl-gcc has no kernel headers) */
 #define BLKGETSIZE 0x1260
@@ -95,7 +100,7 @@ static void test_pci_listing(void)
 	if (!f)
 		return;
 	char line[1024];
-	int host = 0, virtio = 0, bound = 0, fields_ok = 1, rows = 0;
+	int host = 0, disk = 0, bound = 0, fields_ok = 1, rows = 0;
 	while (fgets(line, sizeof line, f)) {
 		rows++;
 		unsigned bdf, id, irq;
@@ -108,9 +113,10 @@ static void test_pci_listing(void)
 			fields_ok = 0;
 		if ((id == 0x808629c0 || id == 0x80861237) && bdf == 0) /* q35 or i440FX */
 			host = 1;
-		if (id == 0x1af41001 || id == 0x1af41042) {
-			virtio = 1;
-			if (strstr(line, "\tvirtio-pci\n"))
+		/* QEMU's NVMe controller (its own ID, or Intel's with use-intel-id) */
+		if (nvme ? id == 0x1b360010 || id == 0x80865845 : id == 0x1af41001 || id == 0x1af41042) {
+			disk = 1;
+			if (strstr(line, nvme ? "\tnvme\n" : "\tvirtio-pci\n"))
 				bound = 1;
 		}
 	}
@@ -118,8 +124,8 @@ static void test_pci_listing(void)
 	CHECK("pci.listing_rows", rows >= 3);
 	CHECK("pci.listing_format", fields_ok);
 	CHECK("pci.host_bridge", host);
-	CHECK("pci.virtio_disk", virtio);
-	CHECK("pci.virtio_bound", bound);
+	CHECK(nvme ? "pci.nvme_disk" : "pci.virtio_disk", disk);
+	CHECK(nvme ? "pci.nvme_bound" : "pci.virtio_bound", bound);
 }
 
 static void test_geometry(int fd, const char *path)
@@ -127,7 +133,7 @@ static void test_geometry(int fd, const char *path)
 	struct stat st;
 	CHECK_SYS("geom.fstat", fstat(fd, &st));
 	CHECK("geom.is_block", S_ISBLK(st.st_mode));
-	CHECK_EQ("geom.major", major(st.st_rdev), 254);
+	CHECK_EQ("geom.major", major(st.st_rdev), nvme ? 259 : 254);
 	CHECK_EQ("geom.minor", minor(st.st_rdev), 0);
 	CHECK_SYS("geom.stat", stat(path, &st));
 	CHECK("geom.stat_block", S_ISBLK(st.st_mode));
@@ -289,10 +295,15 @@ int main(int argc, char **argv)
 	const char *disk = getenv("BLK_DISK");
 	char path[64];
 	snprintf(path, sizeof path, "/dev/%s", disk && *disk ? disk : "vda");
+	nvme = strncmp(path, "/dev/nvme", 9) == 0;
 	if ((!disk || !*disk) && access(path, F_OK) != 0) {
 		printf("t_blk: no disk attached (BLK_DISK unset, no %s): skipped\n", path);
 		return 0;
 	}
+	/* Linux probes NVMe controllers asynchronously: the node may appear
+	 * a moment after boot */
+	for (int i = 0; i < 100 && access(path, F_OK) != 0; i++)
+		usleep(100 * 1000);
 	test_pci_listing();
 	int fd = open(path, O_RDWR);
 	CHECK_SYS("open", fd);

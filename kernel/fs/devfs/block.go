@@ -13,6 +13,10 @@ import (
 // after the whole disk.
 const VirtioBlkMajor = 254
 
+// BlockExtMajor is Linux's block major for disks numbered dynamically
+// (BLOCK_EXT_MAJOR): NVMe namespaces are 259:0, 259:1, ...
+const BlockExtMajor = 259
+
 // AddBlock adds block device file name for d with device number rdev
 // (linux.MakeDev). Call it before Register.
 func (fs *FS) AddBlock(name string, rdev uint64, d blk.Device) {
