@@ -106,6 +106,12 @@ bench-sys: deps user $(KERNEL) $(STUB)
 	tools/linux/kernel.sh $(LINUX_BUILD)
 	go run ./bench/sysbench -cpus 1,2,4
 
+# Block devices (NVMe and virtio-blk, 4 KiB O_DIRECT sequential/random,
+# queue depth 1 and 32, fsync latency), Shortbread vs Linux, 1 and 2 CPUs.
+bench-blk: deps user $(KERNEL) $(STUB)
+	tools/linux/kernel.sh $(LINUX_BUILD)
+	go run ./bench/blkbench -cpus 1,2
+
 # The user-space suite (user/tests, busybox from Debian's source, the
 # runner as /init) on Linux, the reference: Debian's stock kernel in the
 # same QEMU configuration. Every test must pass there.

@@ -10,8 +10,8 @@
 #   OUTDIR/tests/t_*, h_*    test programs and helpers (musl-gcc -static)
 #   OUTDIR/tests/f_fuzz      the system call fuzzer, run before the tests
 #   OUTDIR/runner            the guest runner (/init)
-#   OUTDIR/bench/ubench*     the micro-benchmarks (user/bench; not in the
-#                            initramfs: bench/sysbench adds them)
+#   OUTDIR/bench/*           the micro- and block benchmarks (user/bench; not in the
+#                            initramfs: bench/sysbench and bench/blkbench add them)
 #   OUTDIR/initramfs.cpio    newc cpio (OUTDIR/initramfs.cpio.gz with --gzip)
 #
 # Needs (installed when missing): musl-tools cpio gzip file, plus what
@@ -64,6 +64,8 @@ for mb in 1 8; do
   $CC $CFLAGS -DBLOB_DATA -DBLOB_SIZE=$size -o "$out/bench/ubench-data${mb}m" $ub
   $CC $CFLAGS -DBLOB_SIZE=$size -o "$out/bench/ubench-bss${mb}m" $ub
 done
+# The block-device benchmark (bench/blkbench).
+$CC $CFLAGS -o "$out/bench/blkbench" "$here/bench/blkbench.c" -lpthread
 for f in "$out"/tests/* "$out/runner" "$out"/bench/*; do
   case $(file -b "$f") in
     *ELF\ 64-bit*x86-64*statically\ linked*) ;;
