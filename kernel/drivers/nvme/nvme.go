@@ -125,6 +125,7 @@ func New(d *pci.Device, p pci.Platform, cfg Config) (*Controller, error) {
 	c.kind, c.irqs = kind, irqs
 	c.vectors = make([][]*queue, len(irqs))
 	if err := c.enable(readyWait); err != nil {
+		c.shutdown()
 		return nil, err
 	}
 	for v := range c.irqs {
@@ -208,10 +209,15 @@ func (c *Controller) enable(limit time.Duration) error {
 }
 
 // shutdown stops the controller after a failed bring-up, so it no
-// longer touches the driver's memory. Nothing is freed: a controller
-// that ignores the reset may still write it.
+// longer touches the driver's memory, and gives back the interrupt
+// vectors (their goroutines end, failing whatever was outstanding).
+// Memory is not freed: a controller that ignores the reset may still
+// write it.
 func (c *Controller) shutdown() {
 	c.regs.Write32(regCC, 0)
+	for _, irq := range c.irqs {
+		irq.Close()
+	}
 }
 
 // setup identifies the controller, creates the I/O queues and finds the

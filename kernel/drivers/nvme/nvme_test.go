@@ -264,6 +264,7 @@ func TestFewerQueues(t *testing.T) {
 		{"controller grants 1", nvmetest.Options{Vectors: 8, MaxQueues: 1}, 1, pci.MSIX, false},
 		{"table of 2", nvmetest.Options{Vectors: 2}, 2, pci.MSIX, false},
 		{"MSI only", nvmetest.Options{}, 1, pci.MSI, false},
+		{"10-entry queues", nvmetest.Options{Vectors: 4, MQES: 9}, 4, pci.MSIX, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dev := nvmetest.New(tc.opts, ns(1<<20, 9))
@@ -282,6 +283,15 @@ func TestFewerQueues(t *testing.T) {
 				if _, err := d.ReadAt(r, int64(i)*4096); err != nil || !bytes.Equal(r, w) {
 					t.Fatalf("read back: %v", err)
 				}
+			}
+			// Enough at once to wrap the rings several times.
+			w := pattern(1<<20, 5)
+			if _, err := d.WriteAt(w, 0); err != nil {
+				t.Fatal(err)
+			}
+			r := make([]byte, 1<<20)
+			if _, err := d.ReadAt(r, 0); err != nil || !bytes.Equal(r, w) {
+				t.Fatalf("1 MiB read back: %v", err)
 			}
 		})
 	}
