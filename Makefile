@@ -132,10 +132,13 @@ DISKS = DISK=$(DISK_IMG) DISK2=$(EXT4_IMG)
 CHECK_DISKS = $(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG) && $(USER_BUILD)/tests/t_mount --check-image $(EXT4_IMG)
 
 # t_blk alone once more, on namespace 1 of an NVMe controller
-# (/dev/nvme0n1), with a fresh zeroed 64 MiB image checked the same way.
+# (/dev/nvme0n1), with a fresh zeroed 64 MiB image checked the same way;
+# QEMU's blkdebug makes reads of sector NVME_BAD fail (t_blk wants EIO).
 NVME_IMG := $(BUILD)/nvme.img
-NVME_T_BLK = $(NEW_NVME) && NVME=$(NVME_IMG)
-NEW_NVME = rm -f $(NVME_IMG) && truncate -s 64M $(NVME_IMG)
+NVME_BAD := 24576
+NVME_T_BLK = $(NEW_NVME) && NVME=blkdebug:$(BUILD)/nvme-bad.conf:$(NVME_IMG)
+NEW_NVME = rm -f $(NVME_IMG) && truncate -s 64M $(NVME_IMG) && \
+	printf '[inject-error]\nevent = "read_aio"\nerrno = "5"\nsector = "$(NVME_BAD)"\n' > $(BUILD)/nvme-bad.conf
 CHECK_NVME = $(USER_BUILD)/tests/t_blk --check-image $(NVME_IMG)
 
 linux-test: user
@@ -144,9 +147,9 @@ linux-test: user
 	$(CHECK_DISKS)
 	$(NEW_DISK) && $(DISKS) APPEND="BLK_DISK=vda EXT4_DISK=vdb" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 2 600
 	$(CHECK_DISKS)
-	$(NVME_T_BLK) APPEND="RUNNER_ONLY=t_blk BLK_DISK=nvme0n1" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 1 300
+	$(NVME_T_BLK) APPEND="RUNNER_ONLY=t_blk BLK_DISK=nvme0n1 BLK_BAD_SECTOR=$(NVME_BAD)" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 1 300
 	$(CHECK_NVME)
-	$(NVME_T_BLK) APPEND="RUNNER_ONLY=t_blk BLK_DISK=nvme0n1" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 2 300
+	$(NVME_T_BLK) APPEND="RUNNER_ONLY=t_blk BLK_DISK=nvme0n1 BLK_BAD_SECTOR=$(NVME_BAD)" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 2 300
 	$(CHECK_NVME)
 
 # The same suite on Shortbread, with 1 and 2 CPUs: every program must
@@ -157,7 +160,7 @@ user-test: user $(KERNEL) $(STUB)
 	$(CHECK_DISKS)
 	$(NEW_DISK) && $(DISKS) tools/qemu.sh $(BUILD)/usertest.iso 2 1200
 	$(CHECK_DISKS)
-	tools/mkiso.sh $(BUILD)/nvmetest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=120 RUNNER_ONLY=t_blk BLK_DISK=nvme0n1" $(USER_BUILD)/initramfs.cpio
+	tools/mkiso.sh $(BUILD)/nvmetest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=120 RUNNER_ONLY=t_blk BLK_DISK=nvme0n1 BLK_BAD_SECTOR=$(NVME_BAD)" $(USER_BUILD)/initramfs.cpio
 	$(NVME_T_BLK) tools/qemu.sh $(BUILD)/nvmetest.iso 1 300
 	$(CHECK_NVME)
 	$(NVME_T_BLK) tools/qemu.sh $(BUILD)/nvmetest.iso 2 300

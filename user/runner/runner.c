@@ -25,6 +25,8 @@
  *                            requires it then; passed on to the programs)
  *   EXT4_DISK=vdb            the ext4 image the harness attached (t_mount),
  *                            passed on likewise
+ *   BLK_BAD_SECTOR=N         a sector of BLK_DISK the harness made fail
+ *                            (t_blk), passed on likewise
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -138,7 +140,11 @@ static int run_one(const char *dir, const char *name, unsigned timeout)
 		char ext4[80] = "EXT4_DISK=";
 		if (getenv("EXT4_DISK"))
 			snprintf(ext4, sizeof ext4, "EXT4_DISK=%s", getenv("EXT4_DISK"));
-		char *envp[] = { "PATH=/bin:/sbin:/usr/bin:/usr/sbin", "HOME=/", "TMPDIR=/tmp", testdir, bb, disk, ext4, NULL };
+		/* a sector of it made to fail (t_blk) */
+		char bad[80] = "BLK_BAD_SECTOR=";
+		if (getenv("BLK_BAD_SECTOR"))
+			snprintf(bad, sizeof bad, "BLK_BAD_SECTOR=%s", getenv("BLK_BAD_SECTOR"));
+		char *envp[] = { "PATH=/bin:/sbin:/usr/bin:/usr/sbin", "HOME=/", "TMPDIR=/tmp", testdir, bb, disk, ext4, bad, NULL };
 		execve(path, argv, envp);
 		say("runner: execve %s: %s\n", path, strerror(errno));
 		_exit(127);

@@ -10,8 +10,10 @@
  * BLKGETSIZE, BLKSSZGET; patterns written at aligned and unaligned
  * offsets, across request sizes and at the end, read back with read,
  * pread and after reopening; ENOSPC past the end; fsync; four processes
- * writing their own regions at once. `t_blk --check-image IMAGE` on the
- * host then checks the image file holds what the guest wrote.
+ * writing their own regions at once; with BLK_BAD_SECTOR=N (the harness
+ * injected read errors there), EIO for that sector only. `t_blk
+ * --check-image IMAGE` on the host then checks the image file holds what
+ * the guest wrote.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -222,6 +224,24 @@ static void test_patterns(int fd, const char *path)
 	free(r);
 }
 
+/* BLK_BAD_SECTOR=N: the harness made the disk fail reads of 512-byte
+ * sector N (QEMU's blkdebug), in a region nothing else here touches.
+ * Reading it is EIO, again on a second try, and the next 4 KiB still
+ * read (as zeros). */
+static void test_bad_sector(int fd, long long sector)
+{
+	unsigned char *b = malloc(4096);
+	CHECK_ERR("bad.read", pread(fd, b, 512, sector * 512), EIO);
+	CHECK_ERR("bad.read_again", pread(fd, b, 4096, sector * 512), EIO);
+	memset(b, 0xff, 4096);
+	CHECK_EQ("bad.next_read", pread(fd, b, 4096, (sector + 8) * 512), 4096);
+	int zero = 1;
+	for (int i = 0; i < 4096; i++)
+		zero &= b[i] == 0;
+	CHECK("bad.next_zero", zero);
+	free(b);
+}
+
 /* four processes, each its own 2 MiB region, written in 64 KiB pieces
  * with an fsync each 512 KiB, at once; then everything is checked */
 static void test_concurrent(const char *path)
@@ -311,6 +331,9 @@ int main(int argc, char **argv)
 		return check_done();
 	test_geometry(fd, path);
 	test_patterns(fd, path);
+	const char *bad = getenv("BLK_BAD_SECTOR");
+	if (bad && *bad)
+		test_bad_sector(fd, atoll(bad));
 	close(fd);
 	test_concurrent(path);
 	return check_done();
