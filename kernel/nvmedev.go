@@ -41,8 +41,8 @@ func (k *kernel) nvmeDriver() *pci.Driver {
 			}
 			n++
 			kind, vecs := c.Interrupts()
-			k.log.Infof("%s: %s (serial %s, firmware %s, NVMe %s), %d I/O queues on %d %v vectors, write cache %v",
-				name, c.Model(), c.Serial(), c.Firmware(), c.Version(), c.Queues(), vecs, kind, c.VolatileCache())
+			k.log.Infof("%s: %s (serial %s, firmware %s, NVMe %s), %d I/O queues on %d %v vectors, write cache %v, shadow doorbells %v",
+				name, c.Model(), c.Serial(), c.Firmware(), c.Version(), c.Queues(), vecs, kind, c.VolatileCache(), c.ShadowDoorbells())
 			for _, ns := range c.Namespaces() {
 				k.disks = append(k.disks, ns)
 				k.log.Infof("%s: %d sectors of %d bytes (%d MiB)", ns.Name(), ns.Sectors(), ns.SectorSize(), blk.Size(ns)>>20)

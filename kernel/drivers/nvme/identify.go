@@ -13,6 +13,7 @@ type identity struct {
 	mdts                    uint8 // max transfer: 2^mdts minimum pages, 0 unlimited
 	namespaces              uint32
 	vwc                     bool // volatile write cache present
+	dbbuf                   bool // Doorbell Buffer Config supported
 }
 
 func parseController(b []byte) (identity, error) {
@@ -23,6 +24,7 @@ func parseController(b []byte) (identity, error) {
 		mdts:       b[77],
 		namespaces: binary.LittleEndian.Uint32(b[516:]),
 		vwc:        b[525]&1 != 0,
+		dbbuf:      binary.LittleEndian.Uint16(b[256:])&(1<<8) != 0, // OACS
 	}
 	// Entry sizes: required (low nibble) to maximum (high nibble), as
 	// powers of two; the driver uses 64-byte and 16-byte entries.

@@ -65,6 +65,9 @@ type Controller struct {
 	vmu       sync.Mutex
 	vectors   [][]*queue // queues each vector's goroutine serves (under vmu)
 	dataPages int        // per I/O command
+	// shadow and eventIdx are the shadow doorbell and event index pages
+	// (Mem nil when the controller has no Doorbell Buffer Config).
+	shadow, eventIdx Page
 	id        identity
 	ns        []*Namespace
 }
@@ -238,10 +241,46 @@ func (c *Controller) setup(wanted int) error {
 	if c.id.mdts > 0 && c.id.mdts < 5 { // 2^MDTS minimum pages per command
 		c.dataPages = 1 << c.id.mdts
 	}
+	if c.id.dbbuf {
+		c.shadowDoorbells(wanted)
+	}
 	if err := c.createQueues(wanted); err != nil {
 		return err
 	}
 	return c.findNamespaces(buf)
+}
+
+// shadowDoorbells gives the controller shadow doorbell and event index
+// pages, so that most doorbell updates are memory writes rather than
+// register writes (each of which an emulated controller traps). Without
+// them the driver rings the registers as before.
+func (c *Controller) shadowDoorbells(queues int) {
+	if uint32(2*queues+2)*c.cap.stride() > PageSize {
+		return // the doorbells would not fit one page each
+	}
+	shadow, err := c.alloc()
+	if err != nil {
+		c.log("nvme %s: shadow doorbells: %v", c.name, err)
+		return
+	}
+	event, err := c.alloc()
+	if err != nil {
+		c.dma.Free(shadow)
+		c.log("nvme %s: shadow doorbells: %v", c.name, err)
+		return
+	}
+	if _, err := c.adminCmd(&sqe{opcode: adminDoorbellBuf, prp1: shadow.Phys, prp2: event.Phys}, Page{}); err != nil {
+		// The pages stay allocated: a controller that failed the command
+		// may still have taken their addresses.
+		c.log("nvme %s: shadow doorbells refused: %v", c.name, err)
+		return
+	}
+	q := c.admin
+	q.mu.Lock() // ring reads c.shadow under a queue's lock
+	c.shadow, c.eventIdx = shadow, event
+	storeWord(shadow.Mem, int(q.sqDB-regDB), uint32(q.sqTail))
+	storeWord(shadow.Mem, int(q.cqDB-regDB), uint32(q.cqHead))
+	q.mu.Unlock()
 }
 
 // createQueues asks for wanted I/O queue pairs and creates as many as
@@ -425,6 +464,10 @@ func (c *Controller) Firmware() string { return c.id.firmware }
 func (c *Controller) Version() string {
 	return fmt.Sprintf("%d.%d", c.version>>16, c.version>>8&0xff)
 }
+
+// ShadowDoorbells says whether the I/O queues' doorbells live in memory
+// (Doorbell Buffer Config).
+func (c *Controller) ShadowDoorbells() bool { return c.shadow.Mem != nil }
 
 // VolatileCache says whether the controller has a write cache that
 // Flush empties.

@@ -186,12 +186,34 @@ func (q *queue) submit(cmd *command, e *sqe) error {
 		binary.LittleEndian.PutUint32(b[40+4*i:], w)
 	}
 	cmd.busy = true
+	old := q.sqTail
 	q.sqTail = next
-	// The doorbell is an uncached write, ordered after the entry's
-	// stores on x86 (and a mutex hand-off in the simulator).
-	q.c.regs.Write32(q.sqDB, uint32(next))
+	q.ring(q.sqDB, old, next)
 	return nil
 }
+
+// ring tells the controller that a doorbell moved from old to new: the
+// register write (uncached, so ordered after the entry's stores on x86;
+// a mutex hand-off in the simulator), or, with shadow doorbells on an
+// I/O queue, a store to the shadow and the register write only if the
+// controller's event index asks for it (NVMe 1.4 §5.7). The admin
+// queue always rings the register, its shadow kept equal for
+// controllers that read it.
+func (q *queue) ring(db uint32, old, new uint16) {
+	c := q.c
+	if c.shadow.Mem != nil {
+		off := int(db - regDB)
+		storeWord(c.shadow.Mem, off, uint32(new)) // a full barrier: the event index is read after
+		if q.id != 0 && !needEvent(uint16(loadWord(c.eventIdx.Mem, off)), new, old) {
+			return
+		}
+	}
+	c.regs.Write32(db, uint32(new))
+}
+
+// needEvent says whether moving a doorbell from old to new passed the
+// controller's event index ev.
+func needEvent(ev, new, old uint16) bool { return new-ev-1 < new-old }
 
 // reap consumes the completion entries the controller posted, checking
 // each, hands their results to the waiters and moves the completion
@@ -200,7 +222,7 @@ func (q *queue) submit(cmd *command, e *sqe) error {
 func (q *queue) reap() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	n := 0
+	old, n := q.cqHead, 0
 	for ; n < int(q.size); n++ {
 		off := int(q.cqHead) * cqeSize
 		dw3 := loadWord(q.cq.Mem, off+12)
@@ -215,7 +237,7 @@ func (q *queue) reap() {
 		q.complete(dw0, dw2, dw3)
 	}
 	if n > 0 {
-		q.c.regs.Write32(q.cqDB, uint32(q.cqHead))
+		q.ring(q.cqDB, old, q.cqHead)
 	}
 }
 

@@ -58,6 +58,7 @@ const (
 	adminCreateCQ    = 0x05
 	adminIdentify    = 0x06
 	adminSetFeatures = 0x09
+	adminDoorbellBuf = 0x7c // Doorbell Buffer Config (§5.7)
 )
 
 // NVM command set opcodes (§6).

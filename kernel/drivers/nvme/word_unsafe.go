@@ -12,3 +12,10 @@ import (
 func loadWord(b []byte, off int) uint32 {
 	return atomic.LoadUint32((*uint32)(unsafe.Pointer(&b[off : off+4][0])))
 }
+
+// storeWord writes the 32-bit word at off in DMA memory the controller
+// reads, as one access and a full barrier (XCHG on amd64): a shadow
+// doorbell is stored before the event index is read.
+func storeWord(b []byte, off int, v uint32) {
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&b[off : off+4][0])), v)
+}

@@ -70,6 +70,11 @@ type Options struct {
 	NeverReady bool   // CSTS.RDY never becomes 1
 	Fatal      bool   // CSTS.CFS set on enable
 	Enabled    bool   // left enabled by firmware (CC.EN and CSTS.RDY set)
+	// DBBuf offers shadow doorbells (OACS bit 8): once configured, I/O
+	// queue tails and heads are read from the shadow page, and each
+	// submission queue's event index is its tail after each pass, as
+	// QEMU does; completion queues' event indices stay 0.
+	DBBuf bool
 }
 
 // Controller is a simulated NVMe controller.
@@ -99,6 +104,9 @@ type Controller struct {
 	// IdentifyHook may alter identify data before the driver sees it.
 	IdentifyHook func(cns uint8, nsid uint32, data []byte)
 	Errors       []string // protocol violations by the driver
+	dbs, eis     uint64   // shadow doorbell and event index pages (0: none)
+	// Doorbells counts doorbell register writes: submission, completion.
+	Doorbells [2]atomic.Int64
 	Flushes      atomic.Int64
 	// Executed counts the I/O commands executed on each submission queue.
 	Executed [65]atomic.Int64
@@ -325,11 +333,18 @@ func (c *Controller) process() {
 		sort.Ints(ids)
 		for _, id := range ids {
 			sq := c.sqs[uint16(id)]
-			if sq == nil || sq.head == sq.tail {
+			if sq == nil {
+				continue
+			}
+			c.shadowTail(sq)
+			if sq.head == sq.tail {
 				continue
 			}
 			cq := c.cqs[sq.cqid]
-			if cq == nil || (cq.tail+1)%cq.size == cq.head {
+			if cq == nil {
+				continue
+			}
+			if c.shadowHead(cq); (cq.tail+1)%cq.size == cq.head {
 				continue
 			}
 			e, err := c.Mem.Slice(sq.base+uint64(sq.head)*64, 64)
@@ -356,9 +371,63 @@ func (c *Controller) process() {
 			more = true
 		}
 	}
+	if c.dbs != 0 {
+		for id, sq := range c.sqs {
+			if id != 0 {
+				c.shadowWord(c.eis, id, false, uint32(sq.tail), true)
+			}
+		}
+	}
 	for v := range raise {
 		c.interrupt(v)
 	}
+}
+
+// shadowWord reads (or with write, stores v into) queue id's entry in
+// the shadow doorbell or event index page at base.
+func (c *Controller) shadowWord(base uint64, id uint16, cq bool, v uint32, write bool) uint32 {
+	off := uint64(id) * 8
+	if cq {
+		off += 4
+	}
+	b, err := c.Mem.Slice(base+off, 4)
+	if err != nil {
+		c.errorf("shadow doorbells: %v", err)
+		return 0
+	}
+	p := (*uint32)(unsafe.Pointer(&b[0]))
+	if write {
+		atomic.StoreUint32(p, v)
+		return v
+	}
+	return atomic.LoadUint32(p)
+}
+
+// shadowTail takes an I/O submission queue's tail from its shadow
+// doorbell.
+func (c *Controller) shadowTail(sq *subQueue) {
+	if c.dbs == 0 || sq.id == 0 {
+		return
+	}
+	if t := c.shadowWord(c.dbs, sq.id, false, 0, false); t < uint32(sq.size) {
+		sq.tail = uint16(t)
+	} else {
+		c.errorf("shadow submission tail %d = %d", sq.id, t)
+	}
+}
+
+// shadowHead takes an I/O completion queue's head from its shadow
+// doorbell.
+func (c *Controller) shadowHead(cq *compQueue) {
+	if c.dbs == 0 || cq.id == 0 {
+		return
+	}
+	h := c.shadowWord(c.dbs, cq.id, true, 0, false)
+	if h >= uint32(cq.size) || (h-uint32(cq.head)+uint32(cq.size))%uint32(cq.size) > (uint32(cq.tail)-uint32(cq.head)+uint32(cq.size))%uint32(cq.size) {
+		c.errorf("shadow completion head %d = %d (head %d, tail %d)", cq.id, h, cq.head, cq.tail)
+		return
+	}
+	cq.head = uint16(h)
 }
 
 // post writes a completion entry at cq's tail: the status word (with
@@ -459,6 +528,19 @@ func (c *Controller) admin(e []byte) (uint32, uint16) {
 		}
 		c.sqs[qid] = &subQueue{id: qid, cqid: cqid, size: size, base: base}
 		return 0, 0
+	case 0x7c:
+		dbs, eis := binary.LittleEndian.Uint64(e[24:]), binary.LittleEndian.Uint64(e[32:])
+		if !c.opts.DBBuf {
+			return 0, scInvalidOpcode | dnr
+		}
+		_, err1 := c.Mem.Slice(dbs, nvme.PageSize)
+		_, err2 := c.Mem.Slice(eis, nvme.PageSize)
+		if err1 != nil || err2 != nil {
+			c.errorf("doorbell buffer config %#x %#x: pages not allocated", dbs, eis)
+			return 0, scInvalidField | dnr
+		}
+		c.dbs, c.eis = dbs, eis
+		return 0, 0
 	}
 	return 0, scInvalidOpcode | dnr
 }
@@ -482,6 +564,9 @@ func (c *Controller) identify(cns uint8, nsid uint32, prp uint64) uint16 {
 		binary.LittleEndian.PutUint32(d[516:], c.opts.NN)
 		if c.opts.VWC {
 			d[525] = 1
+		}
+		if c.opts.DBBuf {
+			d[257] = 1 // OACS bit 8
 		}
 	case 0:
 		ns := c.ns(nsid)

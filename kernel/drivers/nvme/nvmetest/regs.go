@@ -133,6 +133,7 @@ func (c *Controller) setCC(v uint32) {
 	case was&1 != 0 && v&1 == 0:
 		c.sqs, c.cqs = map[uint16]*subQueue{}, map[uint16]*compQueue{}
 		c.csts = 0
+		c.dbs, c.eis = 0, 0
 	}
 }
 
@@ -141,6 +142,7 @@ func (c *Controller) setCC(v uint32) {
 func (c *Controller) doorbell(off, v uint32) {
 	i := (off - 0x1000) / 4
 	qid := uint16(i / 2)
+	c.Doorbells[i%2].Add(1)
 	if i%2 == 0 {
 		sq := c.sqs[qid]
 		if sq == nil || v >= uint32(sq.size) {
