@@ -68,8 +68,8 @@ type Controller struct {
 	// shadow and eventIdx are the shadow doorbell and event index pages
 	// (Mem nil when the controller has no Doorbell Buffer Config).
 	shadow, eventIdx Page
-	id        identity
-	ns        []*Namespace
+	id               identity
+	ns               []*Namespace
 }
 
 // Config is what New needs besides the device.

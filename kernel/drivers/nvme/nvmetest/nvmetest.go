@@ -107,7 +107,7 @@ type Controller struct {
 	dbs, eis     uint64   // shadow doorbell and event index pages (0: none)
 	// Doorbells counts doorbell register writes: submission, completion.
 	Doorbells [2]atomic.Int64
-	Flushes      atomic.Int64
+	Flushes   atomic.Int64
 	// Executed counts the I/O commands executed on each submission queue.
 	Executed [65]atomic.Int64
 	// Raised counts the interrupts raised on each vector.
