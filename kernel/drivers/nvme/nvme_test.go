@@ -624,3 +624,39 @@ func TestShadowDoorbells(t *testing.T) {
 		})
 	}
 }
+
+// Completions arriving just as their commands time out: each slot comes
+// back exactly once, whichever side wins.
+func TestTimeoutRace(t *testing.T) {
+	dev := nvmetest.New(nvmetest.Options{Vectors: 2}, ns(1<<20, 9))
+	c, _ := mustOpen(t, dev, setup{timeout: 3 * time.Millisecond})
+	d := c.Namespaces()[0]
+	rng := rand.New(rand.NewPCG(3, 4))
+	var ok, timedOut int
+	for i := 0; i < 300; i++ {
+		dev.Hold.Store(true)
+		released := make(chan struct{})
+		pause := time.Duration(rng.IntN(6000)) * time.Microsecond
+		go func() {
+			time.Sleep(pause)
+			dev.Release()
+			close(released)
+		}()
+		_, err := d.ReadAt(make([]byte, 512), 0)
+		<-released
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, blk.ErrTimeout):
+			timedOut++
+		default:
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d completed, %d timed out", ok, timedOut)
+	time.Sleep(50 * time.Millisecond) // late completions come back
+	free, dup := nvme.FreeSlots(c)
+	if dup || len(free) != 1 || free[0] != 16 {
+		t.Fatalf("free slots %v, duplicate %v; want all 16 once", free, dup)
+	}
+}

@@ -137,16 +137,20 @@ func (q *queue) run(cmd *command, e *sqe, done func()) (result, error) {
 	select {
 	case r = <-cmd.done:
 	case <-timer.C:
+		// Under q.mu, so that the completion either is here or will
+		// find timedOut set (and the slot then is complete's to give
+		// back, perhaps at once: nothing of cmd is read after Unlock).
 		q.mu.Lock()
+		gaveUp, id := false, cmd.id()
 		select {
 		case r = <-cmd.done: // completed meanwhile
 		default:
-			cmd.timedOut = true
+			cmd.timedOut, gaveUp = true, true
 		}
 		q.mu.Unlock()
-		if cmd.timedOut {
+		if gaveUp {
 			return result{}, fmt.Errorf("%w: command %#x (opcode %#02x) on queue %d not completed after %v%s",
-				blk.ErrTimeout, cmd.id(), e.opcode, q.id, q.c.Timeout, q.c.statusNote())
+				blk.ErrTimeout, id, e.opcode, q.id, q.c.Timeout, q.c.statusNote())
 		}
 	}
 	defer func() { q.free <- cmd }()
