@@ -66,6 +66,7 @@ type Report struct {
 	MiB     int      `json:"mib"`
 	Ops     int      `json:"ops"`
 	Results []Result `json:"results"`
+	Notes   []string `json:"notes,omitempty"` // runs that failed or hung
 }
 
 func main() {
@@ -100,7 +101,11 @@ func main() {
 				fmt.Fprintf(os.Stderr, "blkbench: %s on %s, %d CPU(s)\n", kernel, dev, n)
 				rs, err := run(kernel, n, extra, d.env, fmt.Sprintf(guest, d.node, *mib, *ops))
 				if err != nil {
-					fail("%s on %s with %d CPUs: %v", kernel, dev, n, err)
+					// What finished before a guest hung or failed is kept,
+					// and the failure recorded.
+					note := fmt.Sprintf("%s on %s with %d CPUs: %v after %d results", kernel, dev, n, err, len(rs))
+					fmt.Fprintf(os.Stderr, "blkbench: %s\n", note)
+					rep.Notes = append(rep.Notes, note)
 				}
 				for i := range rs {
 					rs[i].Device = dev
@@ -153,16 +158,16 @@ func run(kernel string, cpus int, extra, env, cmd string) ([]Result, error) {
 		return nil, err
 	}
 	c := exec.Command("tools/run-cmd.sh", extra, cmd)
-	c.Env = append(os.Environ(), "CPUS="+strconv.Itoa(cpus), "TIMEOUT=900", env+"="+img)
+	c.Env = append(os.Environ(), "CPUS="+strconv.Itoa(cpus), "TIMEOUT=420", env+"="+img)
 	if kernel == "linux" {
 		c.Env = append(c.Env, "LINUX=1")
 	}
 	var stdout bytes.Buffer
 	c.Stdout = &stdout
 	c.Stderr = os.Stderr
-	if err := c.Run(); err != nil {
+	runErr := c.Run()
+	if runErr != nil {
 		os.Stderr.Write(stdout.Bytes())
-		return nil, err
 	}
 	var rs []Result
 	sc := bufio.NewScanner(&stdout)
@@ -176,6 +181,9 @@ func run(kernel string, cpus int, extra, env, cmd string) ([]Result, error) {
 			continue
 		}
 		rs = append(rs, Result{Name: f[1], CPUs: cpus, Kernel: kernel, Value: v, Unit: f[3]})
+	}
+	if runErr != nil {
+		return rs, runErr
 	}
 	if len(rs) == 0 {
 		os.Stderr.Write(stdout.Bytes())
@@ -238,9 +246,26 @@ func render(rep Report) string {
 	fmt.Fprintf(&b, "QEMU: %s; Linux: %s. O_DIRECT 4 KiB requests over %d MiB, %d per random pass; median of 3 in-guest repetitions. "+
 		"Speed is Shortbread relative to Linux (above 1: Shortbread faster; for fsync, latency inverted).\n\n", rep.QEMU, rep.Linux, rep.MiB, rep.Ops)
 	fmt.Fprintf(&b, "| device | CPUs | benchmark | Shortbread | Linux | speed |\n|---|---|---|---|---|---|\n")
+	cell := func(r Result, ok bool) string {
+		if !ok {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f %s", r.Value, r.Unit)
+	}
 	for _, k := range keys {
-		s, l := vals[k]["shortbread"], vals[k]["linux"]
-		fmt.Fprintf(&b, "| %s | %d | %s | %.1f %s | %.1f %s | %.2f |\n", k.dev, k.cpus, k.name, s.Value, s.Unit, l.Value, l.Unit, speed(s, l))
+		s, sok := vals[k]["shortbread"]
+		l, lok := vals[k]["linux"]
+		ratio := "-"
+		if sok && lok {
+			ratio = fmt.Sprintf("%.2f", speed(s, l))
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s |\n", k.dev, k.cpus, k.name, cell(s, sok), cell(l, lok), ratio)
+	}
+	if len(rep.Notes) > 0 {
+		fmt.Fprintf(&b, "\nRuns that did not finish (their rows show what they measured before):\n\n")
+		for _, n := range rep.Notes {
+			fmt.Fprintf(&b, "- %s\n", n)
+		}
 	}
 	return b.String()
 }
