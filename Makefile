@@ -117,6 +117,12 @@ bench-scale: deps user $(KERNEL) $(STUB)
 	tools/linux/kernel.sh $(LINUX_BUILD)
 	go run ./bench/scale $(if $(LONG),-long)
 
+# Block devices (NVMe and virtio-blk, 4 KiB O_DIRECT sequential/random,
+# queue depth 1 and 32, fsync latency), Shortbread vs Linux, 1 and 2 CPUs.
+bench-blk: deps user $(KERNEL) $(STUB)
+	tools/linux/kernel.sh $(LINUX_BUILD)
+	go run ./bench/blkbench -cpus 1,2
+
 # The user-space suite (user/tests, busybox from Debian's source, the
 # runner as /init) on Linux, the reference: Debian's stock kernel in the
 # same QEMU configuration. Every test must pass there.
@@ -154,12 +160,26 @@ CHECK_DISKS = $(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG) $(SATA_IMG) &&
   $(USER_BUILD)/tests/t_mount --check-image $(EXT4_IMG) && $(USER_BUILD)/tests/t_part --check-images $(GPT_IMG) $(MBR_IMG) && \
   $(USER_BUILD)/tests/t_blkerr --check-image $(ERR_IMG)
 
+# t_blk alone once more, on namespace 1 of an NVMe controller
+# (/dev/nvme0n1), with a fresh zeroed 64 MiB image checked the same way;
+# QEMU's blkdebug makes reads of sector NVME_BAD fail (t_blk wants EIO).
+NVME_IMG := $(BUILD)/nvme.img
+NVME_BAD := 24576
+NVME_T_BLK = $(NEW_NVME) && NVME=blkdebug:$(BUILD)/nvme-bad.conf:$(NVME_IMG)
+NEW_NVME = rm -f $(NVME_IMG) && truncate -s 64M $(NVME_IMG) && \
+	printf '[inject-error]\nevent = "read_aio"\nerrno = "5"\nsector = "$(NVME_BAD)"\n' > $(BUILD)/nvme-bad.conf
+CHECK_NVME = $(USER_BUILD)/tests/t_blk --check-image $(NVME_IMG)
+
 linux-test: user
 	tools/linux/kernel.sh $(LINUX_BUILD)
 	$(NEW_DISK) && $(DISKS) APPEND="$(DISK_ARGS)" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 1 600
 	$(CHECK_DISKS)
 	$(NEW_DISK) && $(DISKS) APPEND="$(DISK_ARGS)" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 2 600
 	$(CHECK_DISKS)
+	$(NVME_T_BLK) APPEND="RUNNER_ONLY=t_blk BLK_DISK=nvme0n1 BLK_BAD_SECTOR=$(NVME_BAD)" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 1 300
+	$(CHECK_NVME)
+	$(NVME_T_BLK) APPEND="RUNNER_ONLY=t_blk BLK_DISK=nvme0n1 BLK_BAD_SECTOR=$(NVME_BAD)" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 2 300
+	$(CHECK_NVME)
 
 # The same suite on Shortbread, with 1 and 2 CPUs: every program must
 # pass (the runner's status becomes the kernel's power-off status).
@@ -169,6 +189,11 @@ user-test: user $(KERNEL) $(STUB)
 	$(CHECK_DISKS)
 	$(NEW_DISK) && $(DISKS) tools/qemu.sh $(BUILD)/usertest.iso 2 1200
 	$(CHECK_DISKS)
+	tools/mkiso.sh $(BUILD)/nvmetest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=120 RUNNER_ONLY=t_blk BLK_DISK=nvme0n1 BLK_BAD_SECTOR=$(NVME_BAD)" $(USER_BUILD)/initramfs.cpio
+	$(NVME_T_BLK) tools/qemu.sh $(BUILD)/nvmetest.iso 1 300
+	$(CHECK_NVME)
+	$(NVME_T_BLK) tools/qemu.sh $(BUILD)/nvmetest.iso 2 300
+	$(CHECK_NVME)
 
 usertest-shortbread: user-test
 

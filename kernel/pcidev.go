@@ -128,7 +128,7 @@ func (k *kernel) startPCI() {
 
 // pciDrivers are the drivers offered the devices found.
 func pciDrivers(k *kernel) []*pci.Driver {
-	return append([]*pci.Driver{k.virtioBlkDriver(), k.ahciDriver()}, k.netDrivers()...)
+	return append([]*pci.Driver{k.virtioBlkDriver(), k.ahciDriver(), k.nvmeDriver()}, k.netDrivers()...)
 }
 
 // virtioMajor is the block major Linux's virtio-blk gets (dynamic there,

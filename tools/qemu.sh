@@ -8,6 +8,8 @@
 # DISK2=IMAGE attaches a second one (/dev/vdb; /dev/vda without DISK).
 # SATA="IMAGE..." attaches raw images as SATA disks on q35's AHCI
 # controller (/dev/sda, sdb, ...: ports 0, 1, 3, 4, 5; -cdrom is port 2).
+# NVME=IMAGE attaches a raw image as an NVMe controller's namespace 1
+# (/dev/nvme0n1).
 # Exit status: the kernel's status (isa-debug-exit), 124 on timeout.
 set -u
 . "$(dirname "$0")/sata.sh"
@@ -15,6 +17,9 @@ iso=$1 cpus=$2 limit=$3
 shift 3
 # Prepended, so DISK2 goes first to come after DISK on the command line
 # (and on the PCI bus).
+if [ -n "${NVME:-}" ]; then
+  set -- -drive "file=$NVME,if=none,id=nv0,format=raw" -device nvme,serial=sbnvme0,drive=nv0 "$@"
+fi
 if [ -n "${DISK2:-}" ]; then
   set -- -drive "file=$DISK2,if=none,id=vd1,format=raw" -device virtio-blk-pci,drive=vd1 "$@"
 fi

@@ -10,9 +10,9 @@
 #   OUTDIR/tests/t_*, h_*    test programs and helpers (musl-gcc -static)
 #   OUTDIR/tests/f_fuzz      the system call fuzzer, run before the tests
 #   OUTDIR/runner            the guest runner (/init)
-#   OUTDIR/bench/ubench*     the micro-benchmarks (user/bench; not in the
-#                            initramfs: bench/sysbench adds them)
-#   OUTDIR/bench/scale       the scaling workloads (bench/scale adds it)
+#   OUTDIR/bench/*           the micro-, scaling and block benchmarks
+#                            (user/bench; not in the initramfs: bench/sysbench,
+#                            bench/scale and bench/blkbench add them)
 #   OUTDIR/initramfs.cpio    newc cpio (OUTDIR/initramfs.cpio.gz with --gzip)
 #
 # Needs (installed when missing): musl-tools cpio gzip file, plus what
@@ -70,6 +70,8 @@ for mb in 1 8; do
 done
 # The scaling workloads (bench/scale).
 $CC $CFLAGS -o "$out/bench/scale" "$here/bench/scale.c" -lpthread
+# The block-device benchmark (bench/blkbench).
+$CC $CFLAGS -o "$out/bench/blkbench" "$here/bench/blkbench.c" -lpthread
 for f in "$out"/tests/* "$out/runner" "$out"/bench/*; do
   case $(file -b "$f") in
     *ELF\ 64-bit*x86-64*statically\ linked*) ;;

@@ -15,6 +15,8 @@
 #   SATA="IMAGE..." SATA disks on q35's AHCI controller (/dev/sda, ...),
 #                 as tools/qemu.sh attaches them, with Debian's ahci and
 #                 sd_mod modules
+#   NVME=IMAGE    attaches a raw image as an NVMe controller's namespace 1
+#                 (/dev/nvme0n1), as tools/qemu.sh does, with the nvme module
 # Exit status: the guest's status (isa-debug-exit, written by the runner),
 # 124 on timeout, 125 if QEMU exited without a status (e.g. a kernel panic).
 #
@@ -29,10 +31,10 @@ for f in "$kernel" "$initrd"; do
 done
 . "$here/tools/sata.sh"
 disk=
-if [ -n "${DISK:-}${DISK2:-}${SATA:-}" ]; then
+if [ -n "${DISK:-}${DISK2:-}${SATA:-}${NVME:-}" ]; then
   kdir=$(dirname "$kernel")
-  # One module list for both (modules.sh caches one set): ext4 is cheap to load.
-  "$here/tools/linux/modules.sh" "$kdir" virtio_pci virtio_blk crc32c_generic ext4 sd_mod ahci >&2 || exit 2
+  # One module list for all (modules.sh caches one set): ext4 is cheap to load.
+  "$here/tools/linux/modules.sh" "$kdir" virtio_pci virtio_blk crc32c_generic ext4 sd_mod ahci nvme >&2 || exit 2
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   mkdir -p "$tmp/root/lib/modules"
@@ -43,6 +45,7 @@ if [ -n "${DISK:-}${DISK2:-}${SATA:-}" ]; then
   [ -z "${DISK:-}" ] || disk="-drive file=$DISK,if=none,id=vd0,format=raw -device virtio-blk-pci,drive=vd0"
   [ -z "${DISK2:-}" ] || disk="$disk -drive file=$DISK2,if=none,id=vd1,format=raw -device virtio-blk-pci,drive=vd1"
   disk="$disk $(tools_sata_args | tr '\n' ' ')"
+  [ -z "${NVME:-}" ] || disk="$disk -drive file=$NVME,if=none,id=nv0,format=raw -device nvme,serial=sbnvme0,drive=nv0"
 fi
 timeout --foreground -k 5 "$limit" qemu-system-x86_64 -machine q35 -cpu max -m "${MEM:-512M}" \
   -smp "$cpus" -display none -serial stdio -monitor none -no-reboot \

@@ -27,6 +27,8 @@
  *                            passed on likewise
  *   PART_DISKS=sdb,sdc       the partitioned images (t_part), likewise
  *   ERR_DISK=sata:24576      the disk that fails (t_blkerr), likewise
+ *   BLK_BAD_SECTOR=N         a sector of BLK_DISK the harness made fail
+ *                            (t_blk), passed on likewise
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -148,7 +150,11 @@ static int run_one(const char *dir, const char *name, unsigned timeout)
 		char err[80] = "ERR_DISK=";
 		if (getenv("ERR_DISK"))
 			snprintf(err, sizeof err, "ERR_DISK=%s", getenv("ERR_DISK"));
-		char *envp[] = { "PATH=/bin:/sbin:/usr/bin:/usr/sbin", "HOME=/", "TMPDIR=/tmp", testdir, bb, disk, ext4, part, err, NULL };
+		/* a sector of BLK_DISK made to fail (t_blk) */
+		char bad[80] = "BLK_BAD_SECTOR=";
+		if (getenv("BLK_BAD_SECTOR"))
+			snprintf(bad, sizeof bad, "BLK_BAD_SECTOR=%s", getenv("BLK_BAD_SECTOR"));
+		char *envp[] = { "PATH=/bin:/sbin:/usr/bin:/usr/sbin", "HOME=/", "TMPDIR=/tmp", testdir, bb, disk, ext4, part, err, bad, NULL };
 		execve(path, argv, envp);
 		say("runner: execve %s: %s\n", path, strerror(errno));
 		_exit(127);

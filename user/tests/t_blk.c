@@ -1,6 +1,7 @@
 /*
  * t_blk: disks as block device files, one after the other: virtio-blk
- * (vda) and SATA on q35's AHCI controller (sda). The harness attaches a
+ * (vda), SATA on q35's AHCI controller (sda) and NVMe namespaces
+ * (nvme0n1, in a boot of their own). The harness attaches a
  * zeroed 64 MiB scratch image for each and names them with
  * BLK_DISK=vda,sata:65536 (kernel command line, passed on by the runner;
  * disks.h: a SATA disk by its size);
@@ -11,8 +12,10 @@
  * BLKGETSIZE, BLKSSZGET; patterns written at aligned and unaligned
  * offsets, across request sizes and at the end, read back with read,
  * pread and after reopening; ENOSPC past the end; fsync; four processes
- * writing their own regions at once. `t_blk --check-image IMAGE...` on
- * the host then checks each image file holds what the guest wrote.
+ * writing their own regions at once; with BLK_BAD_SECTOR=N (the harness
+ * injected read errors there), EIO for that sector only. `t_blk
+ * --check-image IMAGE...` on the host then checks each image file holds
+ * what the guest wrote.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -95,6 +98,7 @@ static ssize_t full_read(int fd, void *b, size_t n)
 /* the disk under test: its name's prefix says its controller */
 static const char *disk_name;
 static int is_sata(void) { return strncmp(disk_name, "sd", 2) == 0; }
+static int is_nvme(void) { return strncmp(disk_name, "nvme", 4) == 0; }
 
 /* the name of a check, prefixed with the disk's */
 static const char *nm(const char *check)
@@ -113,7 +117,7 @@ static void test_pci_listing(void)
 	if (!f)
 		return;
 	char line[1024];
-	int host = 0, virtio = 0, bound = 0, ahci = 0, ahci_bound = 0, fields_ok = 1, rows = 0;
+	int host = 0, virtio = 0, bound = 0, ahci = 0, ahci_bound = 0, nvme = 0, nvme_bound = 0, fields_ok = 1, rows = 0;
 	while (fgets(line, sizeof line, f)) {
 		rows++;
 		unsigned bdf, id, irq;
@@ -136,6 +140,12 @@ static void test_pci_listing(void)
 			if (strstr(line, "\tahci\n"))
 				ahci_bound = 1;
 		}
+		/* QEMU's NVMe controller (its own ID, or Intel's with use-intel-id) */
+		if (id == 0x1b360010 || id == 0x80865845) {
+			nvme = 1;
+			if (strstr(line, "\tnvme\n"))
+				nvme_bound = 1;
+		}
 	}
 	fclose(f);
 	CHECK(nm("pci.listing_rows"), rows >= 3);
@@ -144,6 +154,9 @@ static void test_pci_listing(void)
 	if (is_sata()) {
 		CHECK(nm("pci.ahci"), ahci);
 		CHECK(nm("pci.ahci_bound"), ahci_bound);
+	} else if (is_nvme()) {
+		CHECK(nm("pci.nvme_disk"), nvme);
+		CHECK(nm("pci.nvme_bound"), nvme_bound);
 	} else {
 		CHECK(nm("pci.virtio_disk"), virtio);
 		CHECK(nm("pci.virtio_bound"), bound);
@@ -155,9 +168,10 @@ static void test_geometry(int fd, const char *path)
 	struct stat st;
 	CHECK_SYS(nm("geom.fstat"), fstat(fd, &st));
 	CHECK(nm("geom.is_block"), S_ISBLK(st.st_mode));
-	/* sd disks are 8:0, 8:16, ...; virtio's major is dynamic on Linux (254 on Debian) */
-	CHECK_EQ(nm("geom.major"), major(st.st_rdev), is_sata() ? 8 : 254);
-	CHECK_EQ(nm("geom.minor"), minor(st.st_rdev), 16 * (disk_name[2] - 'a'));
+	/* sd disks are 8:0, 8:16, ...; virtio's major is dynamic on Linux (254
+	 * on Debian); NVMe namespaces take extended numbers, 259:0 first */
+	CHECK_EQ(nm("geom.major"), major(st.st_rdev), is_sata() ? 8 : is_nvme() ? 259 : 254);
+	CHECK_EQ(nm("geom.minor"), minor(st.st_rdev), is_nvme() ? 0 : 16 * (disk_name[2] - 'a'));
 	CHECK_SYS(nm("geom.stat"), stat(path, &st));
 	CHECK(nm("geom.stat_block"), S_ISBLK(st.st_mode));
 
@@ -310,6 +324,24 @@ static void check_image(const char *path)
 	close(fd);
 }
 
+/* BLK_BAD_SECTOR=N: the harness made the disk fail reads of 512-byte
+ * sector N (QEMU's blkdebug), in a region nothing else here touches.
+ * Reading it is EIO, again on a second try, and the next 4 KiB still
+ * read (as zeros). */
+static void test_bad_sector(int fd, long long sector)
+{
+	unsigned char *b = malloc(4096);
+	CHECK_ERR(nm("bad.read"), pread(fd, b, 512, sector * 512), EIO);
+	CHECK_ERR(nm("bad.read_again"), pread(fd, b, 4096, sector * 512), EIO);
+	memset(b, 0xff, 4096);
+	CHECK_EQ(nm("bad.next_read"), pread(fd, b, 4096, (sector + 8) * 512), 4096);
+	int zero = 1;
+	for (int i = 0; i < 4096; i++)
+		zero &= b[i] == 0;
+	CHECK(nm("bad.next_zero"), zero);
+	free(b);
+}
+
 static void test_disk(const char *spec)
 {
 	static char name[64];
@@ -319,8 +351,9 @@ static void test_disk(const char *spec)
 	disk_name = name;
 	char path[80];
 	snprintf(path, sizeof path, "/dev/%s", name);
-	/* the node may come a moment after /proc/partitions lists the disk */
-	for (int i = 0; i < 20 && access(path, F_OK) != 0; i++)
+	/* the node may come a moment after /proc/partitions lists the disk,
+	 * and Linux probes NVMe controllers asynchronously */
+	for (int i = 0; i < 100 && access(path, F_OK) != 0; i++)
 		usleep(100 * 1000);
 	test_pci_listing();
 	int fd = open(path, O_RDWR);
@@ -329,6 +362,9 @@ static void test_disk(const char *spec)
 		return;
 	test_geometry(fd, path);
 	test_patterns(fd, path);
+	const char *bad = getenv("BLK_BAD_SECTOR");
+	if (bad && *bad)
+		test_bad_sector(fd, atoll(bad));
 	close(fd);
 	test_concurrent(path);
 }

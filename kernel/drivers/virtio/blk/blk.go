@@ -319,14 +319,18 @@ func (k *Disk) do(s *slot, p []byte, off int64, write bool) error {
 	select {
 	case r = <-s.done:
 	case <-timer.C:
+		// Decided under k.mu: once the lock is released, a late
+		// completion may give the slot back at once, so s.timedOut is
+		// not read again here.
 		k.mu.Lock()
+		gaveUp := false
 		select {
 		case r = <-s.done: // completed meanwhile
 		default:
-			s.timedOut = true
+			s.timedOut, gaveUp = true, true
 		}
 		k.mu.Unlock()
-		if s.timedOut {
+		if gaveUp {
 			return k.fail(sector, fmt.Errorf("%w after %v", block.ErrTimeout, k.Timeout))
 		}
 	}

@@ -1,0 +1,134 @@
+package nvme
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"shortbread/kernel/blk"
+)
+
+// Namespace is one namespace of a controller: a block device.
+type Namespace struct {
+	c       *Controller
+	name    string
+	nsid    uint32
+	shift   uint // log2 of the logical block size
+	sectors uint64
+}
+
+func (n *Namespace) Name() string    { return n.name }
+func (n *Namespace) SectorSize() int { return 1 << n.shift }
+func (n *Namespace) Sectors() uint64 { return n.sectors }
+
+// ID is the namespace identifier.
+func (n *Namespace) ID() uint32 { return n.nsid }
+
+// ReadAt reads whole logical blocks at off.
+func (n *Namespace) ReadAt(p []byte, off int64) (int, error) { return n.rw(p, off, false) }
+
+// WriteAt writes whole logical blocks at off.
+func (n *Namespace) WriteAt(p []byte, off int64) (int, error) { return n.rw(p, off, true) }
+
+// rw splits a transfer into commands of one slot each, all on the
+// caller's CPU's queue, as many in flight as the queue has free slots.
+// On failure it reports the bytes before the first failed command.
+func (n *Namespace) rw(p []byte, off int64, write bool) (int, error) {
+	if err := blk.Check(n, len(p), off); err != nil {
+		return 0, err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	q := n.c.io[n.c.cpu()%len(n.c.io)]
+	per := n.c.dataPages * PageSize
+	if len(p) <= per {
+		if err := n.transfer(q, p, off, write); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	errs := make([]error, (len(p)+per-1)/per)
+	var wg sync.WaitGroup
+	for i := range errs {
+		chunk := p[i*per : min(len(p), (i+1)*per)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = n.transfer(q, chunk, off+int64(i*per), write)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return i * per, err
+		}
+	}
+	return len(p), nil
+}
+
+// transfer reads or writes p (at most one slot's pages) at off.
+func (n *Namespace) transfer(q *queue, p []byte, off int64, write bool) error {
+	cmd, err := q.get()
+	if err != nil {
+		return n.fail(off, err)
+	}
+	pages := (len(p) + PageSize - 1) / PageSize
+	e := &sqe{opcode: ioRead, nsid: n.nsid, prp1: cmd.data[0].Phys}
+	if write {
+		e.opcode = ioWrite
+		for i := 0; i < pages; i++ {
+			copy(cmd.data[i].Mem, p[i*PageSize:])
+		}
+	}
+	// PRP entries (§4.3): the first page, then the second page or a
+	// list of the rest.
+	switch {
+	case pages == 2:
+		e.prp2 = cmd.data[1].Phys
+	case pages > 2:
+		for i := 1; i < pages; i++ {
+			binary.LittleEndian.PutUint64(cmd.prpList.Mem[8*(i-1):], cmd.data[i].Phys)
+		}
+		e.prp2 = cmd.prpList.Phys
+	}
+	lba := uint64(off) >> n.shift
+	e.cdw[0], e.cdw[1] = uint32(lba), uint32(lba>>32)
+	e.cdw[2] = uint32(len(p)>>n.shift) - 1 // NLB, 0-based
+	var copyOut func()
+	if !write {
+		copyOut = func() {
+			for i := 0; i < pages; i++ {
+				copy(p[i*PageSize:], cmd.data[i].Mem)
+			}
+		}
+	}
+	if _, err := q.run(cmd, e, copyOut); err != nil {
+		return n.fail(off, err)
+	}
+	return nil
+}
+
+// Flush makes every completed write durable (a no-op without a volatile
+// write cache, as on Linux).
+func (n *Namespace) Flush() error {
+	if !n.c.id.vwc {
+		return nil
+	}
+	q := n.c.io[n.c.cpu()%len(n.c.io)]
+	cmd, err := q.get()
+	if err != nil {
+		return n.fail(0, err)
+	}
+	if _, err := q.run(cmd, &sqe{opcode: ioFlush, nsid: n.nsid}, nil); err != nil {
+		return n.fail(0, fmt.Errorf("flush: %w", err))
+	}
+	return nil
+}
+
+// fail logs err with the device and 512-byte sector (Linux's units in
+// its I/O error lines) and returns it wrapped with both.
+func (n *Namespace) fail(off int64, err error) error {
+	n.c.log("nvme %s: sector %d: %v", n.name, off/512, err)
+	return fmt.Errorf("%s: sector %d: %w", n.name, off/512, err)
+}
