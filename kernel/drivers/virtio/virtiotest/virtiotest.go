@@ -13,57 +13,29 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"shortbread/kernel/drivers/dmatest"
 	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/drivers/pci/pcitest"
 	"shortbread/kernel/drivers/virtio"
 )
 
-// Mem is simulated guest memory: DMA pages at bus addresses from 1 MiB.
-type Mem struct {
-	mu    sync.Mutex
-	pages map[uint64][]byte
-	next  uint64
-	Limit int // pages that may be allocated (0: no limit)
-	InUse int
-}
+// Mem is simulated guest memory (dmatest) handing out virtio.Pages.
+type Mem struct{ *dmatest.Mem }
 
-func NewMem() *Mem { return &Mem{pages: map[uint64][]byte{}, next: 1 << 20} }
+func NewMem() *Mem { return &Mem{dmatest.New(virtio.PageSize)} }
 
 func (m *Mem) Alloc() (virtio.Page, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.Limit > 0 && m.InUse >= m.Limit {
-		return virtio.Page{}, errors.New("virtiotest: out of DMA memory")
+	phys, b, err := m.AllocPage()
+	if err != nil {
+		return virtio.Page{}, err
 	}
-	b := make([]byte, virtio.PageSize)
-	p := virtio.Page{Phys: m.next, Mem: b}
-	m.pages[m.next] = b
-	m.next += virtio.PageSize
-	m.InUse++
-	return p, nil
+	return virtio.Page{Phys: phys, Mem: b}, nil
 }
 
-func (m *Mem) Free(p virtio.Page) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.pages[p.Phys] == nil {
-		panic(fmt.Sprintf("virtiotest: free of unknown page %#x", p.Phys))
-	}
-	delete(m.pages, p.Phys)
-	m.InUse--
-}
+func (m *Mem) Free(p virtio.Page) { m.FreePage(p.Phys) }
 
 // Slice is the guest memory at [pa, pa+n), which must lie in one page.
-func (m *Mem) Slice(pa uint64, n uint32) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	base := pa &^ (virtio.PageSize - 1)
-	b := m.pages[base]
-	if b == nil || pa-base+uint64(n) > virtio.PageSize {
-		return nil, fmt.Errorf("virtiotest: DMA to %#x+%d outside allocated memory", pa, n)
-	}
-	return b[pa-base : pa-base+uint64(n)], nil
-}
+func (m *Mem) Slice(pa uint64, n uint32) ([]byte, error) { return m.Mem.Slice(pa, int(n)) }
 
 // Buf is one descriptor of a request as the device sees it.
 type Buf struct {
