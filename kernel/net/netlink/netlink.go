@@ -346,13 +346,19 @@ func (s *sock) deliver(to, groups uint32, d []byte) error {
 // members returns the sockets of proto that joined any of groups, but
 // not except.
 func members(proto int, groups uint32, except *sock) []*sock {
+	// The sockets are collected first: bind holds a socket's lock while
+	// it takes portsMu, so portsMu must not be held while a socket's is
+	// taken.
 	portsMu.Lock()
-	defer portsMu.Unlock()
-	var out []*sock
+	var all []*sock
 	for _, t := range ports {
-		if t == except || t.proto != proto {
-			continue
+		if t != except && t.proto == proto {
+			all = append(all, t)
 		}
+	}
+	portsMu.Unlock()
+	var out []*sock
+	for _, t := range all {
 		t.mu.Lock()
 		g := t.groups
 		t.mu.Unlock()
