@@ -82,6 +82,7 @@ func main() {
 		runtime.SetBlockProfileRate(n)
 	}
 	proc.StartHungTaskDetector()
+	proc.StartLoadAverage()
 	kmem.SetProbe(kernelMemoryLow())
 	proc.PowerOff = func() { power.Off(k.tables, 0) }
 	proc.Restart = power.Reset

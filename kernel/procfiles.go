@@ -16,6 +16,8 @@ import (
 	"sync"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/arch"
+	"shortbread/kernel/cpuinfo"
 	"shortbread/kernel/fs/procfs"
 	"shortbread/kernel/ipc/mqueue"
 	"shortbread/kernel/ipc/sysv"
@@ -37,16 +39,10 @@ func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 	gc0 := prof.ReadGC()
 	fs.AddFile("meminfo", procMeminfo, nil)
 	fs.AddFile("uptime", proc.ProcUptime, nil)
-	fs.AddFile("loadavg", func() []byte {
-		return fmt.Appendf(nil, "0.00 0.00 0.00 1/%d 1\n", machine.Threads())
-	}, nil)
+	fs.AddFile("loadavg", proc.ProcLoadavg, nil)
+	cpu := cpuinfo.Read(arch.CPUID)
 	fs.AddFile("cpuinfo", func() []byte {
-		var b bytes.Buffer
-		for i := 0; i < machine.NumCPU(); i++ {
-			fmt.Fprintf(&b, "processor\t: %d\nvendor_id\t: Shortbread\nmodel name\t: x86-64 (Go %s)\ncpu MHz\t\t: %d\n\n",
-				i, runtime.Version(), machine.TSCHz()/1_000_000)
-		}
-		return b.Bytes()
+		return cpuinfo.Format(cpu, machine.NumCPU(), machine.TSCHz()/1_000_000)
 	}, nil)
 	fs.AddFile("interrupts", procInterrupts, nil)
 	if k.pci != nil {

@@ -33,3 +33,6 @@ func Read32(addr uintptr) uint32
 func Write8(addr uintptr, v uint8)
 func Write16(addr uintptr, v uint16)
 func Write32(addr uintptr, v uint32)
+
+// CPUID executes CPUID with EAX=leaf and ECX=sub.
+func CPUID(leaf, sub uint32) (eax, ebx, ecx, edx uint32)

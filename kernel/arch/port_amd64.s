@@ -83,3 +83,16 @@ TEXT ·Write32(SB),NOSPLIT,$0-12
 	MOVL	v+8(FP), AX
 	MOVL	AX, (BX)
 	RET
+
+// func CPUID(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
+// CPUID with EAX=leaf and ECX=sub: the processor's identification and
+// feature bits (/proc/cpuinfo). It clobbers only the four registers.
+TEXT ·CPUID(SB),NOSPLIT,$0-24
+	MOVL	leaf+0(FP), AX
+	MOVL	sub+4(FP), CX
+	CPUID
+	MOVL	AX, eax+8(FP)
+	MOVL	BX, ebx+12(FP)
+	MOVL	CX, ecx+16(FP)
+	MOVL	DX, edx+20(FP)
+	RET
