@@ -1,6 +1,7 @@
 package vfs_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -20,10 +21,14 @@ type kernelSys struct {
 }
 
 // testClock is a clock that moves one millisecond per reading, so that
-// every change gets a distinct, later time.
+// every change gets a distinct, later time. Changes in different
+// directories run in parallel, so it takes a lock.
 func testClock() func() time.Time {
+	var mu sync.Mutex
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
 		now = now.Add(time.Millisecond)
 		return now
 	}

@@ -11,11 +11,21 @@ import (
 // VFS is one mounted tree of file systems: the dentry cache over it, its
 // mount table and the table of device numbers.
 //
-// Lock order: VFS.mu, then Dentry.mu, then the file systems' own locks.
-// VFS.mu is the namespace lock: path walks hold it for reading; every
-// call that changes a directory (create, link, unlink, rename, mount)
-// holds it for writing, so those are serialized and a walk never sees a
-// half-done rename. Reads and writes of open files never take it.
+// Lock order: VFS.mu; then directories' Dentry.dirMu, a parent's before
+// its child's; then Dentry.mu; then the file systems' own locks.
+//
+// VFS.mu is the namespace lock. It keeps the shape of the tree still:
+// where each dentry hangs (name, parent) and what is mounted where.
+// Path walks hold it for reading. So do the calls that add or remove a
+// name (create, mkdir, mknod, symlink, link, unlink, rmdir): each also
+// holds the directory's dirMu for writing, like Linux's inode lock of
+// the parent, so calls in different directories run in parallel and
+// those in one directory one at a time. A walk that misses the dentry
+// cache holds the directory's dirMu for reading while it asks the file
+// system and caches the answer, so it never caches a name that a
+// concurrent unlink has just removed. Rename and mount, which move
+// dentries, hold VFS.mu for writing and so run alone: a walk never sees
+// a half-done rename. Reads and writes of open files take none of these.
 type VFS struct {
 	mu       sync.RWMutex
 	root     *Dentry
@@ -74,10 +84,14 @@ type Dentry struct {
 	mode  uint32 // file type bits, fixed
 	mount *Mount // fixed
 
-	name     string  // protected by VFS.mu
-	parent   *Dentry // protected by VFS.mu; nil at the top of the tree
-	mounted  *Dentry // root of a file system mounted here; protected by VFS.mu
-	dead     bool    // name removed; protected by VFS.mu
+	name    string  // protected by VFS.mu
+	parent  *Dentry // protected by VFS.mu; nil at the top of the tree
+	mounted *Dentry // root of a file system mounted here; protected by VFS.mu
+	// dead is set when the name is removed: by unlink and rmdir with
+	// the parent's dirMu held (rmdir also holds this directory's, which
+	// creators check it under), by rename with VFS.mu held for writing.
+	dead     atomic.Bool
+	dirMu    sync.RWMutex // a directory's lock for adding and removing names (see VFS)
 	mu       sync.Mutex
 	children map[string]*Dentry // protected by mu
 }
@@ -134,8 +148,19 @@ func (v *VFS) device(typ uint32, rdev uint64) Opener {
 
 // child returns the dentry for name in directory d, from the cache or by
 // asking the file system, and follows mounts on it.
-// Preconditions: v.mu is held, for reading or writing.
+// Preconditions: v.mu is held, for reading or writing; d.dirMu is not
+// held by the caller.
 func (v *VFS) child(d *Dentry, name string) (*Dentry, error) {
+	return v.childOf(d, name, false)
+}
+
+// childLocked is child for a caller holding d.dirMu for writing (or
+// v.mu for writing, which keeps every dirMu free).
+func (v *VFS) childLocked(d *Dentry, name string) (*Dentry, error) {
+	return v.childOf(d, name, true)
+}
+
+func (v *VFS) childOf(d *Dentry, name string, locked bool) (*Dentry, error) {
 	dir, ok := d.inode.(Dir)
 	if !ok {
 		return nil, linux.ENOTDIR
@@ -148,7 +173,16 @@ func (v *VFS) child(d *Dentry, name string) (*Dentry, error) {
 	c := d.children[name]
 	d.mu.Unlock()
 	if c == nil || volatile {
+		if !locked && !volatile {
+			// A volatile directory's names come and go by themselves
+			// (procfs), never through the calls that take dirMu.
+			d.dirMu.RLock()
+			defer d.dirMu.RUnlock()
+		}
 		ino, err := dir.Lookup(name)
+		if lookupHook != nil {
+			lookupHook(d, name)
+		}
 		if err != nil {
 			if volatile && c != nil && errors.Is(err, linux.ENOENT) {
 				d.mu.Lock()
@@ -176,8 +210,12 @@ func (v *VFS) child(d *Dentry, name string) (*Dentry, error) {
 	return c, nil
 }
 
+// lookupHook, when set (by tests only), runs between a file system's
+// Lookup and the caching of its answer.
+var lookupHook func(dir *Dentry, name string)
+
 // cached returns the cached dentry for name in d without following mounts.
-// Preconditions: v.mu is held for writing.
+// Preconditions: v.mu is held for writing, or for reading with d.dirMu.
 func (d *Dentry) cached(name string) *Dentry {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -185,7 +223,8 @@ func (d *Dentry) cached(name string) *Dentry {
 }
 
 // addChild caches a dentry for a new name in d.
-// Preconditions: v.mu is held for writing.
+// Preconditions: v.mu is held for writing, or for reading with d.dirMu
+// held for writing.
 func (d *Dentry) addChild(name string, ino Inode) *Dentry {
 	c := newDentry(name, d, ino, d.mount)
 	d.mu.Lock()
@@ -198,11 +237,12 @@ func (d *Dentry) addChild(name string, ino Inode) *Dentry {
 }
 
 // removeChild forgets name in d and marks its dentry dead.
-// Preconditions: v.mu is held for writing.
+// Preconditions: v.mu is held for writing, or for reading with d.dirMu
+// held for writing (and, for a directory, its own dirMu too).
 func (d *Dentry) removeChild(name string) {
 	d.mu.Lock()
 	if c := d.children[name]; c != nil {
-		c.dead = true
+		c.dead.Store(true)
 		delete(d.children, name)
 		if len(d.children) == 0 {
 			// A Go map keeps its peak size: let an emptied

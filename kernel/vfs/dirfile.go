@@ -27,7 +27,7 @@ func (*dirFile) Lseek(pos, off int64, whence int) (int64, error) {
 // bytes used and the position after the last record.
 func (f *dirFile) getdents(pos int64, buf []byte) (int, int64, error) {
 	f.v.mu.RLock()
-	dead := f.d.dead
+	dead := f.d.dead.Load()
 	parent := f.d
 	if f.d.mount.root != f.d && f.d.parent != nil {
 		parent = f.d.parent // the fs root's ".." is itself, as in Linux

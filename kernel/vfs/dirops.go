@@ -8,12 +8,27 @@ import (
 
 // This file holds the calls that change directories: mkdir, mknod,
 // symlink, link, unlink, rmdir and rename. Each holds the namespace lock
-// for writing from its path walk to its dentry cache update.
+// from its path walk to its dentry cache update: for reading, with the
+// changed directory's dirMu for writing, or for a rename for writing.
+
+// lockDir takes directory p's dirMu for a change to its names; it fails
+// with ENOENT, holding nothing, when p was removed before the lock was
+// won (Linux's IS_DEADDIR).
+// Preconditions: v.mu is held for reading.
+func lockDir(p *Dentry) error {
+	p.dirMu.Lock()
+	if p.dead.Load() {
+		p.dirMu.Unlock()
+		return linux.ENOENT
+	}
+	return nil
+}
 
 // newName resolves the parent of a name about to be created, as
 // filename_create does: "", "." and ".." and existing names fail with
-// EEXIST, and a trailing slash with ENOENT unless dirOK.
-// Preconditions: v.mu is held for writing.
+// EEXIST, and a trailing slash with ENOENT unless dirOK. On success the
+// parent's dirMu is held for writing: the caller unlocks it.
+// Preconditions: v.mu is held for reading.
 func (v *VFS) newName(w *walker, dir *Dentry, path string, dirOK bool) (*Dentry, string, error) {
 	if err := checkPath(path); err != nil {
 		return nil, "", err
@@ -25,27 +40,33 @@ func (v *VFS) newName(w *walker, dir *Dentry, path string, dirOK bool) (*Dentry,
 	if name == "" || name == "." || name == ".." {
 		return nil, "", linux.EEXIST
 	}
-	_, err = v.child(p, name)
+	if err := lockDir(p); err != nil {
+		return nil, "", err
+	}
+	_, err = v.childLocked(p, name)
 	switch {
 	case err == nil:
-		return nil, "", linux.EEXIST
+		err = linux.EEXIST
 	case !errors.Is(err, linux.ENOENT):
-		return nil, "", err
 	case trailing && !dirOK:
-		return nil, "", linux.ENOENT
+		err = linux.ENOENT
+	default:
+		return p, name, nil
 	}
-	return p, name, nil
+	p.dirMu.Unlock()
+	return nil, "", err
 }
 
 // Mkdir makes a directory (mkdir(2), mkdirat(2)).
 func (v *VFS) Mkdir(c *Ctx, dir *Dentry, path string, mode uint32) error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.mu.RLock()
+	defer v.mu.RUnlock()
 	w := walker{v: v, c: c}
 	p, name, err := v.newName(&w, dir, path, true)
 	if err != nil {
 		return err
 	}
+	defer p.dirMu.Unlock()
 	_, err = v.create(c, p, name, linux.S_IFDIR|mode&^c.Umask&0o1777, 0)
 	return err
 }
@@ -66,13 +87,14 @@ func (v *VFS) Mknod(c *Ctx, dir *Dentry, path string, mode uint32, rdev uint64) 
 	default:
 		return linux.EINVAL
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.mu.RLock()
+	defer v.mu.RUnlock()
 	w := walker{v: v, c: c}
 	p, name, err := v.newName(&w, dir, path, false)
 	if err != nil {
 		return err
 	}
+	defer p.dirMu.Unlock()
 	typ := mode & linux.S_IFMT
 	if typ != linux.S_IFCHR && typ != linux.S_IFBLK {
 		rdev = 0
@@ -86,13 +108,14 @@ func (v *VFS) Symlink(c *Ctx, target string, dir *Dentry, path string) error {
 	if err := checkPath(target); err != nil {
 		return err
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.mu.RLock()
+	defer v.mu.RUnlock()
 	w := walker{v: v, c: c}
 	p, name, err := v.newName(&w, dir, path, false)
 	if err != nil {
 		return err
 	}
+	defer p.dirMu.Unlock()
 	if err := v.mayCreate(c, p); err != nil {
 		return err
 	}
@@ -112,8 +135,8 @@ func (v *VFS) Link(c *Ctx, oldDir *Dentry, oldPath string, newDir *Dentry, newPa
 	if atFlags&^(linux.AT_SYMLINK_FOLLOW|linux.AT_EMPTY_PATH) != 0 {
 		return linux.EINVAL
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.mu.RLock()
+	defer v.mu.RUnlock()
 	w := walker{v: v, c: c}
 	var od *Dentry
 	var err error
@@ -126,6 +149,7 @@ func (v *VFS) Link(c *Ctx, oldDir *Dentry, oldPath string, newDir *Dentry, newPa
 	if err != nil {
 		return err
 	}
+	defer p.dirMu.Unlock()
 	if od.mount != p.mount {
 		return linux.EXDEV
 	}
@@ -150,7 +174,7 @@ func (v *VFS) Link(c *Ctx, oldDir *Dentry, oldPath string, newDir *Dentry, newPa
 }
 
 // removal resolves the name an unlink or rmdir removes.
-// Preconditions: v.mu is held for writing.
+// Preconditions: v.mu is held for reading.
 func (v *VFS) removal(w *walker, dir *Dentry, path string) (p *Dentry, name string, trailing bool, err error) {
 	if err := checkPath(path); err != nil {
 		return nil, "", false, err
@@ -160,8 +184,8 @@ func (v *VFS) removal(w *walker, dir *Dentry, path string) (p *Dentry, name stri
 
 // Unlink removes a name of a non-directory (unlink(2), unlinkat(2)).
 func (v *VFS) Unlink(c *Ctx, dir *Dentry, path string) error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.mu.RLock()
+	defer v.mu.RUnlock()
 	w := walker{v: v, c: c}
 	p, name, trailing, err := v.removal(&w, dir, path)
 	if err != nil {
@@ -173,7 +197,11 @@ func (v *VFS) Unlink(c *Ctx, dir *Dentry, path string) error {
 	if p.mount.readOnly {
 		return linux.EROFS
 	}
-	d, err := v.child(p, name)
+	if err := lockDir(p); err != nil {
+		return err
+	}
+	defer p.dirMu.Unlock()
+	d, err := v.childLocked(p, name)
 	switch {
 	case err != nil:
 		return err
@@ -204,8 +232,8 @@ func (v *VFS) Unlink(c *Ctx, dir *Dentry, path string) error {
 
 // Rmdir removes an empty directory (rmdir(2), unlinkat(2) with AT_REMOVEDIR).
 func (v *VFS) Rmdir(c *Ctx, dir *Dentry, path string) error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.mu.RLock()
+	defer v.mu.RUnlock()
 	w := walker{v: v, c: c}
 	p, name, _, err := v.removal(&w, dir, path)
 	if err != nil {
@@ -222,7 +250,11 @@ func (v *VFS) Rmdir(c *Ctx, dir *Dentry, path string) error {
 	if p.mount.readOnly {
 		return linux.EROFS
 	}
-	d, err := v.child(p, name)
+	if err := lockDir(p); err != nil {
+		return err
+	}
+	defer p.dirMu.Unlock()
+	d, err := v.childLocked(p, name)
 	if err != nil {
 		return err
 	}
@@ -235,6 +267,11 @@ func (v *VFS) Rmdir(c *Ctx, dir *Dentry, path string) error {
 	if d.busy() || d == w.root() {
 		return linux.EBUSY
 	}
+	// The victim's own lock keeps names from being added to it between
+	// the file system's emptiness check and the dentry turning dead,
+	// which creators check once they hold it.
+	d.dirMu.Lock()
+	defer d.dirMu.Unlock()
 	if err := p.inode.(Dir).Rmdir(name); err != nil {
 		return err
 	}
@@ -361,7 +398,7 @@ func (v *VFS) Rename(c *Ctx, oldDir *Dentry, oldPath string, newDir *Dentry, new
 		if exchange {
 			move(nd, op, oname)
 		} else {
-			nd.dead = true
+			nd.dead.Store(true)
 		}
 	}
 	move(od, np, nname)

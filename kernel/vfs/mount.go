@@ -131,7 +131,7 @@ func (v *VFS) attach(t *Dentry, m *Mount, root Inode) error {
 	if t.parent == nil {
 		return linux.EBUSY // the top of the tree has nowhere to hang a mount
 	}
-	if t.dead {
+	if t.dead.Load() {
 		return linux.ENOENT
 	}
 	v.mounts++

@@ -51,8 +51,8 @@ func (v *VFS) openLookup(c *Ctx, dir *Dentry, path string, flags, mode uint32) (
 		d, err := w.lookup(w.start(dir, path), path, follow)
 		return d, false, err
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.mu.RLock()
+	defer v.mu.RUnlock()
 	w := walker{v: v, c: c}
 	p, name, trailing, err := w.parent(w.start(dir, path), path)
 	for err == nil {
@@ -60,13 +60,13 @@ func (v *VFS) openLookup(c *Ctx, dir *Dentry, path string, flags, mode uint32) (
 			return nil, false, linux.EISDIR
 		}
 		var d *Dentry
-		d, err = v.child(p, name)
-		if errors.Is(err, linux.ENOENT) {
-			d, err = v.create(c, p, name, linux.S_IFREG|mode&^c.Umask&0o7777, 0)
-			return d, err == nil, err
-		}
+		var created bool
+		d, created, err = v.openChild(c, p, name, mode)
 		if err != nil {
-			break
+			return nil, false, err
+		}
+		if created {
+			return d, true, nil
 		}
 		if flags&linux.O_EXCL != 0 {
 			return nil, false, linux.EEXIST
@@ -97,6 +97,28 @@ func (v *VFS) openLookup(c *Ctx, dir *Dentry, path string, flags, mode uint32) (
 	return nil, false, err
 }
 
+// openChild finds name in p for an open with O_CREAT, and makes it a
+// regular file if it does not exist. Only the making takes p's dirMu,
+// as Linux takes the directory's lock only for a negative dentry, so
+// opens of existing files in one directory do not queue on it.
+// Preconditions: v.mu is held for reading.
+func (v *VFS) openChild(c *Ctx, p *Dentry, name string, mode uint32) (d *Dentry, created bool, err error) {
+	d, err = v.child(p, name)
+	if !errors.Is(err, linux.ENOENT) {
+		return d, false, err
+	}
+	if err := lockDir(p); err != nil {
+		return nil, false, err
+	}
+	defer p.dirMu.Unlock()
+	d, err = v.childLocked(p, name) // made meanwhile by another call?
+	if !errors.Is(err, linux.ENOENT) {
+		return d, false, err
+	}
+	d, err = v.create(c, p, name, linux.S_IFREG|mode&^c.Umask&0o7777, 0)
+	return d, err == nil, err
+}
+
 func readlink(c *Ctx, d *Dentry) (string, error) {
 	s, ok := d.inode.(Symlink)
 	if !ok {
@@ -116,7 +138,8 @@ func readlinkFor(c *Ctx, s Symlink) (string, error) {
 // create makes a new inode of the type and permissions in mode under
 // name in p, owned by the caller (with the group of p when p is
 // set-group-ID), and caches its dentry.
-// Preconditions: v.mu is held for writing; name is a free normal component.
+// Preconditions: v.mu is held for reading and p.dirMu for writing (or
+// v.mu for writing); name is a free normal component.
 func (v *VFS) create(c *Ctx, p *Dentry, name string, mode uint32, rdev uint64) (*Dentry, error) {
 	if err := v.mayCreate(c, p); err != nil {
 		return nil, err
@@ -136,7 +159,7 @@ func (v *VFS) create(c *Ctx, p *Dentry, name string, mode uint32, rdev uint64) (
 
 // mayCreate checks the caller may add a name to directory p.
 func (v *VFS) mayCreate(c *Ctx, p *Dentry) error {
-	if p.dead {
+	if p.dead.Load() {
 		return linux.ENOENT
 	}
 	a := p.inode.Attr()

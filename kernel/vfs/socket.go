@@ -17,8 +17,8 @@ import (
 // directory with ENOENT; the caller needs write and search permission on
 // the directory.
 func (v *VFS) BindSocket(c *Ctx, dir *Dentry, path string, mode uint32) (Inode, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.mu.RLock()
+	defer v.mu.RUnlock()
 	w := walker{v: v, c: c}
 	p, name, err := v.newName(&w, dir, path, false)
 	if errors.Is(err, linux.EEXIST) {
@@ -27,6 +27,7 @@ func (v *VFS) BindSocket(c *Ctx, dir *Dentry, path string, mode uint32) (Inode, 
 	if err != nil {
 		return nil, err
 	}
+	defer p.dirMu.Unlock()
 	d, err := v.create(c, p, name, linux.S_IFSOCK|mode&^c.Umask&0o7777, 0)
 	if err != nil {
 		return nil, err

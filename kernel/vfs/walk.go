@@ -259,7 +259,7 @@ func (v *VFS) Getcwd(c *Ctx, dir *Dentry) (string, error) {
 	if dir == nil {
 		dir = w.start(nil, ".")
 	}
-	if dir.dead {
+	if dir.dead.Load() {
 		return "", linux.ENOENT
 	}
 	return w.path(dir), nil
@@ -271,7 +271,7 @@ func (v *VFS) Path(c *Ctx, d *Dentry) string {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	w := walker{v: v, c: c}
-	if d.dead {
+	if d.dead.Load() {
 		return w.path(d) + " (deleted)"
 	}
 	return w.path(d)

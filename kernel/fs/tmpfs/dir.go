@@ -2,6 +2,7 @@ package tmpfs
 
 import (
 	"sort"
+	"sync"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/vfs"
@@ -13,10 +14,11 @@ import (
 // went (Linux's tmpfs gives the same guarantee with its stable offsets).
 type dir struct {
 	node
-	entries map[string]*entry // protected by fs.tree
-	order   []*entry          // by position, with removed entries left in; protected by fs.tree
-	removed int               // removed entries still in order; protected by fs.tree
-	nextPos int64             // protected by fs.tree
+	names   sync.RWMutex
+	entries map[string]*entry // protected by names
+	order   []*entry          // by position, with removed entries left in; protected by names
+	removed int               // removed entries still in order; protected by names
+	nextPos int64             // protected by names
 }
 
 type entry struct {
@@ -38,9 +40,9 @@ func (fs *FS) newDir(mode uint32, owner vfs.Owner) *dir {
 }
 
 func (d *dir) Attr() vfs.Attr {
-	d.fs.tree.RLock()
+	d.names.RLock()
 	n := len(d.entries)
-	d.fs.tree.RUnlock()
+	d.names.RUnlock()
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	a := d.attr()
@@ -61,8 +63,8 @@ func (d *dir) SetAttr(s *vfs.SetAttr) error {
 
 // Lookup returns the inode named name.
 func (d *dir) Lookup(name string) (vfs.Inode, error) {
-	d.fs.tree.RLock()
-	defer d.fs.tree.RUnlock()
+	d.names.RLock()
+	defer d.names.RUnlock()
 	if e := d.entries[name]; e != nil {
 		return e.inode, nil
 	}
@@ -70,7 +72,7 @@ func (d *dir) Lookup(name string) (vfs.Inode, error) {
 }
 
 // add links in under name at the next position.
-// Preconditions: fs.tree is held for writing; name is free.
+// Preconditions: d.names is held for writing; name is free.
 func (d *dir) add(name string, in inode) {
 	e := &entry{name: name, inode: in, pos: d.nextPos}
 	d.nextPos++
@@ -85,7 +87,7 @@ func (d *dir) add(name string, in inode) {
 // a directory that shrank: a Go map never shrinks, and the slice keeps
 // its capacity, so a directory that once held 100,000 names would hold
 // ~10 MB of Go heap for ever.
-// Preconditions: fs.tree is held for writing; name exists.
+// Preconditions: d.names is held for writing; name exists.
 func (d *dir) remove(name string) {
 	e := d.entries[name]
 	delete(d.entries, name)
@@ -112,8 +114,8 @@ func (d *dir) Create(name string, mode uint32, rdev uint64, owner vfs.Owner) (vf
 	if err != nil {
 		return nil, err
 	}
-	d.fs.tree.Lock()
-	defer d.fs.tree.Unlock()
+	d.names.Lock()
+	defer d.names.Unlock()
 	if d.entries[name] != nil {
 		return nil, linux.EEXIST
 	}
@@ -129,8 +131,8 @@ func (d *dir) Create(name string, mode uint32, rdev uint64, owner vfs.Owner) (vf
 // Symlink makes a symbolic link under name.
 func (d *dir) Symlink(name, target string, owner vfs.Owner) (vfs.Inode, error) {
 	s := d.fs.newSymlink(target, owner)
-	d.fs.tree.Lock()
-	defer d.fs.tree.Unlock()
+	d.names.Lock()
+	defer d.names.Unlock()
 	if d.entries[name] != nil {
 		return nil, linux.EEXIST
 	}
@@ -148,8 +150,8 @@ func (d *dir) Link(name string, target vfs.Inode) error {
 	if _, isDir := in.(*dir); isDir {
 		return linux.EPERM
 	}
-	d.fs.tree.Lock()
-	defer d.fs.tree.Unlock()
+	d.names.Lock()
+	defer d.names.Unlock()
 	if d.entries[name] != nil {
 		return linux.EEXIST
 	}
@@ -163,8 +165,8 @@ func (d *dir) Link(name string, target vfs.Inode) error {
 
 // Unlink removes a name of a non-directory.
 func (d *dir) Unlink(name string) error {
-	d.fs.tree.Lock()
-	defer d.fs.tree.Unlock()
+	d.names.Lock()
+	defer d.names.Unlock()
 	e := d.entries[name]
 	if e == nil {
 		return linux.ENOENT
@@ -183,8 +185,8 @@ func (d *dir) Unlink(name string) error {
 
 // Rmdir removes an empty directory.
 func (d *dir) Rmdir(name string) error {
-	d.fs.tree.Lock()
-	defer d.fs.tree.Unlock()
+	d.names.Lock()
+	defer d.names.Unlock()
 	e := d.entries[name]
 	if e == nil {
 		return linux.ENOENT
@@ -193,7 +195,7 @@ func (d *dir) Rmdir(name string) error {
 	if !ok {
 		return linux.ENOTDIR
 	}
-	if len(sub.entries) != 0 {
+	if !sub.empty() {
 		return linux.ENOTEMPTY
 	}
 	d.remove(name)
@@ -202,6 +204,33 @@ func (d *dir) Rmdir(name string) error {
 	d.changeLinks(-1, now)
 	d.touch(now)
 	return nil
+}
+
+// empty reports whether the directory has no entries. The caller holds
+// the names lock of its parent, which comes first in the lock order.
+func (d *dir) empty() bool {
+	d.names.RLock()
+	defer d.names.RUnlock()
+	return len(d.entries) == 0
+}
+
+// lockPair takes the names locks of a rename's two directories, the
+// lower inode number first. The VFS runs a rename alone, so this order
+// only has to agree with itself.
+func lockPair(a, b *dir) (unlock func()) {
+	if a == b {
+		a.names.Lock()
+		return a.names.Unlock
+	}
+	if b.ino < a.ino {
+		a, b = b, a
+	}
+	a.names.Lock()
+	b.names.Lock()
+	return func() {
+		b.names.Unlock()
+		a.names.Unlock()
+	}
 }
 
 // linksChanged tells a regular file its link count changed: the last
@@ -224,8 +253,8 @@ func (d *dir) Rename(oldName string, newDir vfs.Dir, newName string, flags uint3
 	if !ok || nd.fs != d.fs {
 		return linux.EXDEV
 	}
-	d.fs.tree.Lock()
-	defer d.fs.tree.Unlock()
+	unlock := lockPair(d, nd)
+	defer unlock()
 	src := d.entries[oldName]
 	if src == nil {
 		return linux.ENOENT
@@ -259,7 +288,7 @@ func (d *dir) Rename(oldName string, newDir vfs.Dir, newName string, flags uint3
 			return linux.EEXIST
 		}
 		if sub, ok := dst.inode.(*dir); ok {
-			if len(sub.entries) != 0 {
+			if !sub.empty() {
 				return linux.ENOTEMPTY
 			}
 			sub.changeLinks(-int(sub.nlinkLocked()), now)
@@ -285,8 +314,8 @@ func (d *dir) Rename(oldName string, newDir vfs.Dir, newName string, flags uint3
 
 // ReadDir lists the entries from position pos on.
 func (d *dir) ReadDir(pos int64, emit func(vfs.DirEntry) bool) error {
-	d.fs.tree.RLock()
-	defer d.fs.tree.RUnlock()
+	d.names.RLock()
+	defer d.names.RUnlock()
 	i := sort.Search(len(d.order), func(i int) bool { return d.order[i].pos >= pos })
 	for ; i < len(d.order); i++ {
 		e := d.order[i]

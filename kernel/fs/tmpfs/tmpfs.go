@@ -5,11 +5,13 @@
 // file extended by ftruncate or a write far past its end holds holes
 // that cost nothing. FromCPIO builds a tree from the newc initramfs.
 //
-// Locking: FS.tree guards the contents of every directory (names and
-// positions); each inode's mu guards its attributes and data. Lock
-// order: FS.tree, then an inode's mu. The VFS serializes all directory
-// changes, so tree is mostly uncontended; it is there for concurrent
-// lookups and listings.
+// Locking: each directory's names lock (dir.names) guards its contents
+// (names and positions); each inode's mu guards its attributes and data.
+// Lock order: a directory's names before those of a directory inside it,
+// then an inode's mu. The VFS locks a directory for every change to it,
+// so changes to different directories run in parallel; only rename,
+// which the VFS runs alone, takes the names locks of two directories
+// that need not be parent and child.
 package tmpfs
 
 import (
@@ -44,7 +46,6 @@ type FS struct {
 	dev     uint64
 	clock   func() time.Time
 	nextIno atomic.Uint64
-	tree    sync.RWMutex
 	root    *dir
 	avail   func() uint64
 	// inUse holds the files that hold their pages (holdLocked), so that

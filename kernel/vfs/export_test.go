@@ -1,0 +1,6 @@
+package vfs
+
+// SetLookupHook makes f run inside every dentry-cache miss, between the
+// file system's answer and its caching, so that tests can put another
+// call in that window.
+func SetLookupHook(f func(dir *Dentry, name string)) { lookupHook = f }
