@@ -89,7 +89,7 @@ func main() {
 	k.findACPI()
 	k.setIOAPIC()
 	k.startCPUs()
-	runtime.GOMAXPROCS(machine.NumCPU())
+	runtime.GOMAXPROCS(k.maxProcs())
 	// The network stack with its loopback interface, now that netstack
 	// can size its TCP processors (one per GOMAXPROCS) to the CPUs.
 	inet.Stack()
@@ -233,6 +233,18 @@ func (k *kernel) parseCmdline() {
 		k.log.Warnf("command line: %s", w)
 	}
 	k.log.Debugf("command line: %q", machine.Cmdline())
+}
+
+// maxProcs is the kernel's GOMAXPROCS: one per CPU, or fewer with
+// gomaxprocs=N.
+func (k *kernel) maxProcs() int {
+	n := machine.NumCPU()
+	if v, ok := k.opts["gomaxprocs"]; ok {
+		if m, err := strconv.Atoi(v); err == nil && m > 0 && m < n {
+			n = m
+		}
+	}
+	return n
 }
 
 // physMem reads firmware tables through the machine layer's direct map.

@@ -102,6 +102,10 @@ var Default = []Spec{
 		Name: "lockprof", Kind: Int, Bare: "1",
 		Help: "record one in N contended kernel lock acquisitions (Go's mutex profile) and one blocking wait per N ns (its block profile), read from /proc/shortbread/{mutex,block}; 0: off (the default)",
 	},
+	{
+		Name: "gomaxprocs", Kind: Int,
+		Help: "run the kernel's Go code on at most this many processors (default: one per CPU); experiments on the Go scheduler's share of a cost",
+	},
 	{Name: "bench.headroom", Kind: String, Help: "comma-separated heap headrooms (multiples of the live heap) for gcheadroom"},
 	{
 		Name: "crash", Kind: Enum, Enum: []string{"nil", "panic"},
