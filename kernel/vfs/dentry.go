@@ -90,9 +90,11 @@ type Dentry struct {
 	// dead is set when the name is removed: by unlink and rmdir with
 	// the parent's dirMu held (rmdir also holds this directory's, which
 	// creators check it under), by rename with VFS.mu held for writing.
-	dead     atomic.Bool
-	dirMu    sync.RWMutex // a directory's lock for adding and removing names (see VFS)
-	mu       sync.Mutex
+	dead  atomic.Bool
+	dirMu sync.RWMutex // a directory's lock for adding and removing names (see VFS)
+	// mu guards the cache of names; walks only read it, so they share
+	// it with each other.
+	mu       sync.RWMutex
 	children map[string]*Dentry // protected by mu
 }
 
@@ -169,9 +171,9 @@ func (v *VFS) childOf(d *Dentry, name string, locked bool) (*Dentry, error) {
 		return nil, linux.ENAMETOOLONG
 	}
 	_, volatile := dir.(Volatile)
-	d.mu.Lock()
+	d.mu.RLock()
 	c := d.children[name]
-	d.mu.Unlock()
+	d.mu.RUnlock()
 	if c == nil || volatile {
 		if !locked && !volatile {
 			// A volatile directory's names come and go by themselves
