@@ -50,7 +50,9 @@ func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 	}
 	if k.blocks != nil {
 		fs.AddFile("partitions", k.blocks.ProcPartitions, nil)
+		fs.AddFile("diskstats", k.blocks.ProcDiskstats, nil)
 	}
+	fs.AddFile("vmstat", k.procVmstat, nil)
 	fs.AddFile("stat", func() []byte { return proc.ProcStat() }, nil)
 	fs.AddFile("mounts", func() []byte { return v.Mounts() }, nil)
 	fs.AddFile("sys/vm/overcommit_memory", func() []byte { return []byte("0\n") }, nil)
@@ -306,6 +308,55 @@ func procMeminfo() []byte {
 	line("PageTables", uint64(st.Tables)*4)
 	line("GoHeapInuse", objects)
 	line("GoHeapFree", heapFree)
+	return b.Bytes()
+}
+
+// procVmstat is /proc/vmstat: the counts Linux prints there that
+// Shortbread keeps, by Linux's names and in its units (pages, but
+// nr_kernel_stack in KiB and pgpgin/pgpgout in KiB moved to and from
+// disks). What Shortbread does not have is 0: swap, dirty and writeback
+// pages (no page cache yet), major faults (no file is paged in from a
+// disk).
+func (k *kernel) procVmstat() []byte {
+	ms := machine.ReadMemStats()
+	st := mm.ReadStats()
+	goMemoryMu.Lock()
+	metrics.Read(goMemory)
+	var stacks uint64
+	for _, s := range goMemory[3:5] {
+		if s.Value.Kind() == metrics.KindUint64 {
+			stacks += s.Value.Uint64()
+		}
+	}
+	goMemoryMu.Unlock()
+	var in, out uint64
+	if k.blocks != nil {
+		in, out = k.blocks.Sectors()
+	}
+	var b bytes.Buffer
+	for _, f := range []struct {
+		name string
+		v    uint64
+	}{
+		{"nr_free_pages", ms.FreeFrames},
+		{"nr_anon_pages", uint64(st.Anon)},
+		{"nr_mapped", uint64(st.Mapped)},
+		{"nr_file_pages", uint64(st.Shm)}, // shmem is in the page cache's count on Linux
+		{"nr_dirty", 0},
+		{"nr_writeback", 0},
+		{"nr_shmem", uint64(st.Shm)},
+		{"nr_kernel_stack", stacks / 1024},
+		{"nr_page_table_pages", uint64(st.Tables)},
+		{"pgpgin", in / 2},
+		{"pgpgout", out / 2},
+		{"pswpin", 0},
+		{"pswpout", 0},
+		{"pgfault", uint64(proc.PageFaults())},
+		{"pgmajfault", 0},
+		{"oom_kill", uint64(proc.OOMKills())},
+	} {
+		fmt.Fprintf(&b, "%s %d\n", f.name, f.v)
+	}
 	return b.Bytes()
 }
 

@@ -64,7 +64,7 @@ func NewDisks(info, warn func(format string, args ...any)) *Disks {
 func (s *Disks) Add(d Device, major, minor uint32, minors int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := &disk{node: Node{Name: d.Name(), Major: major, Minor: minor, Dev: d}, minors: max(minors, 1)}
+	k := &disk{node: Node{Name: d.Name(), Major: major, Minor: minor, Dev: Count(d)}, minors: max(minors, 1)}
 	s.disks = append(s.disks, k)
 	s.scanLocked(k)
 }
@@ -75,7 +75,7 @@ func (s *Disks) AddExt(d Device) uint32 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.extLocked()
-	k := &disk{node: Node{Name: d.Name(), Major: ExtMajor, Minor: m, Dev: d}, minors: 1}
+	k := &disk{node: Node{Name: d.Name(), Major: ExtMajor, Minor: m, Dev: Count(d)}, minors: 1}
 	s.disks = append(s.disks, k)
 	s.scanLocked(k)
 	return m
@@ -131,8 +131,8 @@ func (s *Disks) Reread(d Device) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, k := range s.disks {
-		if k.node.Dev != d {
-			continue
+		if k.node.Dev != d && k.node.Dev.(*Counted).Device != d {
+			continue // d is the disk as Nodes lists it, or as it was added
 		}
 		for _, p := range k.parts {
 			if p.Dev.(*Partition).opens.Load() > 0 {
@@ -143,6 +143,44 @@ func (s *Disks) Reread(d Device) error {
 		return nil
 	}
 	return ErrNotDisk
+}
+
+// ProcDiskstats is /proc/diskstats in Linux 6.1's format: every disk
+// and partition (but partitions of zero size) with its request counts.
+func (s *Disks) ProcDiskstats() []byte {
+	var b []byte
+	for _, n := range s.Nodes() {
+		var st *Stats
+		switch d := n.Dev.(type) {
+		case *Counted:
+			st = &d.Stats
+		case *Partition:
+			if d.Sectors() == 0 {
+				continue
+			}
+			st = &d.stats
+		default:
+			continue
+		}
+		b = append(b, st.Line(n.Major, n.Minor, n.Name)...)
+	}
+	return b
+}
+
+// Sectors returns the 512-byte sectors read from and written to all the
+// disks since boot (/proc/vmstat's pgpgin and pgpgout, in KiB, are half).
+func (s *Disks) Sectors() (read, written uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range s.disks {
+		if c, ok := k.node.Dev.(*Counted); ok {
+			c.Stats.mu.Lock()
+			read += c.Stats.sectors[statRead]
+			written += c.Stats.sectors[statWrite]
+			c.Stats.mu.Unlock()
+		}
+	}
+	return read, written
 }
 
 // Nodes lists every disk, each followed by its partitions in table

@@ -16,6 +16,7 @@ type Partition struct {
 	start   uint64 // first sector on the disk
 	sectors uint64
 	opens   atomic.Int32 // open device files (BLKRRPART's EBUSY)
+	stats   Stats        // its own requests; the disk counts them too
 }
 
 // PartName is Linux's name of partition n of disk: sda1, vdb2, but
@@ -52,7 +53,10 @@ func (p *Partition) ReadAt(b []byte, off int64) (int, error) {
 	if err := Check(p, len(b), off); err != nil {
 		return 0, err
 	}
-	return p.disk.ReadAt(b, off+p.offset())
+	t := p.stats.begin()
+	n, err := p.disk.ReadAt(b, off+p.offset())
+	p.stats.end(t, statRead, n, err == nil)
+	return n, err
 }
 
 // WriteAt writes whole sectors at off within the partition.
@@ -60,10 +64,14 @@ func (p *Partition) WriteAt(b []byte, off int64) (int, error) {
 	if err := Check(p, len(b), off); err != nil {
 		return 0, err
 	}
-	return p.disk.WriteAt(b, off+p.offset())
+	t := p.stats.begin()
+	n, err := p.disk.WriteAt(b, off+p.offset())
+	p.stats.end(t, statWrite, n, err == nil)
+	return n, err
 }
 
-// Flush flushes the disk's cache: a partition has none of its own.
+// Flush flushes the disk's cache: a partition has none of its own (and
+// Linux counts flushes on the disk only).
 func (p *Partition) Flush() error { return p.disk.Flush() }
 
 func (p *Partition) offset() int64 { return int64(p.start) * int64(p.disk.SectorSize()) }

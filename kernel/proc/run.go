@@ -136,6 +136,7 @@ func (t *Thread) run() {
 			write := r.ErrCode&2 != 0
 			exec := r.ErrCode&16 != 0
 			t.cpu.faults.Add(1)
+			thisCPUStat().faults.Add(1)
 			if err := space.Fault(uintptr(r.Addr), write, exec); err != nil {
 				if errors.Is(err, mm.ErrNoMem) {
 					if outOfMemory(t) {

@@ -28,7 +28,8 @@ import (
 // return from user mode adds to it.
 type cpuStat struct {
 	user, sys, ctxt atomic.Int64
-	_               [40]byte
+	faults          atomic.Int64 // page faults taken by user programs
+	_               [32]byte
 }
 
 // idleAcct is how /proc/stat derives the kernel's uncharged work per CPU:
@@ -48,6 +49,20 @@ var (
 var cpuStats [256]cpuStat
 
 func thisCPUStat() *cpuStat { return &cpuStats[machine.CurrentCPU()%len(cpuStats)] }
+
+// PageFaults is the number of page faults user programs took since boot
+// (/proc/vmstat's pgfault).
+func PageFaults() int64 {
+	var n int64
+	for i := range min(machine.NumCPU(), len(cpuStats)) {
+		n += cpuStats[i].faults.Load()
+	}
+	return n
+}
+
+// OOMKills is the number of processes killed for want of memory
+// (/proc/vmstat's oom_kill).
+func OOMKills() int64 { return int64(oomKills.Load()) }
 
 // ProcUptime is /proc/uptime: the time since boot on the clock
 // CLOCK_BOOTTIME reads, and the idle time of all CPUs together, as

@@ -13,7 +13,8 @@
  * offsets, across request sizes and at the end, read back with read,
  * pread and after reopening; ENOSPC past the end; fsync; four processes
  * writing their own regions at once; with BLK_BAD_SECTOR=N (the harness
- * injected read errors there), EIO for that sector only. `t_blk
+ * injected read errors there), EIO for that sector only; the disk's
+ * /proc/diskstats line following the reads, writes and fsyncs. `t_blk
  * --check-image IMAGE...` on the host then checks each image file holds
  * what the guest wrote.
  */
@@ -342,6 +343,46 @@ static void test_bad_sector(int fd, long long sector)
 	free(b);
 }
 
+/* diskstats reads the disk's /proc/diskstats line: the fields after the
+ * name, and how many there are (17 on Linux 6.1). */
+static int diskstats(unsigned long long v[20])
+{
+	FILE *f = fopen("/proc/diskstats", "r");
+	char line[512];
+	int n = 0;
+	while (f && fgets(line, sizeof line, f)) {
+		char name[64];
+		int maj, min, used;
+		if (sscanf(line, "%d %d %63s%n", &maj, &min, name, &used) != 3 || strcmp(name, disk_name) != 0)
+			continue;
+		char *p = line + used, *end;
+		for (n = 0; n < 20; n++, p = end) {
+			v[n] = strtoull(p, &end, 10);
+			if (end == p)
+				break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* The disk's counts follow what the tests before did to it: reads and
+ * writes with their sectors, flushes from fsync, and nothing in flight. */
+static void test_diskstats(const unsigned long long *a)
+{
+	unsigned long long b[20];
+	int n = diskstats(b);
+	CHECK_EQ(nm("diskstats.fields"), n, 17);
+	if (n < 17)
+		return;
+	CHECK(nm("diskstats.reads"), b[0] > a[0] && b[2] >= a[2] + 8);
+	CHECK(nm("diskstats.writes"), b[4] > a[4] && b[6] >= a[6] + 8);
+	CHECK(nm("diskstats.flushes"), b[15] > a[15]);
+	CHECK_EQ(nm("diskstats.in_flight"), b[8], 0);
+	CHECK(nm("diskstats.busy"), b[9] >= a[9] && b[10] >= a[10]);
+}
+
 static void test_disk(const char *spec)
 {
 	static char name[64];
@@ -360,8 +401,11 @@ static void test_disk(const char *spec)
 	CHECK_SYS(nm("open"), fd);
 	if (fd < 0)
 		return;
+	unsigned long long stats[20] = {0};
+	CHECK_EQ(nm("diskstats.line"), diskstats(stats), 17);
 	test_geometry(fd, path);
 	test_patterns(fd, path);
+	test_diskstats(stats);
 	const char *bad = getenv("BLK_BAD_SECTOR");
 	if (bad && *bad)
 		test_bad_sector(fd, atoll(bad));

@@ -3,10 +3,12 @@
  * aggregate and per-CPU time lines, user time following a busy loop,
  * system time following a system-call loop, every figure moving forward,
  * ctxt following blocking switches, btime, processes following a fork,
- * procs_running and procs_blocked.
+ * procs_running and procs_blocked. /proc/vmstat as vmstat and free
+ * read it: the counts by their names, pgfault following page faults.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -52,6 +54,50 @@ static void snap(struct stat_snap *s)
 	}
 	fclose(f);
 	s->ok = 1;
+}
+
+/* vmstat returns the value of name in /proc/vmstat, or -1. */
+static long long vmstat(const char *name)
+{
+	FILE *f = fopen("/proc/vmstat", "r");
+	char key[64];
+	long long v, found = -1;
+	while (f && fscanf(f, "%63s %lld", key, &v) == 2)
+		if (strcmp(key, name) == 0)
+			found = v;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+static void test_vmstat(void)
+{
+	static const char *names[] = {"nr_free_pages", "nr_anon_pages", "nr_mapped", "nr_file_pages",
+				      "nr_dirty", "nr_writeback", "nr_shmem", "nr_kernel_stack",
+				      "nr_page_table_pages", "pgpgin", "pgpgout", "pswpin", "pswpout",
+				      "pgfault", "pgmajfault", "oom_kill"};
+	int all = 1;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (vmstat(names[i]) < 0) {
+			printf("# /proc/vmstat has no %s\n", names[i]);
+			all = 0;
+		}
+	CHECK("vmstat.names", all);
+	CHECK("vmstat.free_pages", vmstat("nr_free_pages") > 0);
+	/* 100 pages of a fresh mapping, too small for a huge page: at least
+	 * one fault each, wherever the kernel counts them. */
+	long long before = vmstat("pgfault");
+	char *m = mmap(NULL, 100 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK("vmstat.mmap", m != MAP_FAILED);
+	if (m != MAP_FAILED) {
+		for (int i = 0; i < 100; i++)
+			m[i * 4096] = 1;
+		munmap(m, 100 * 4096);
+	}
+	long long after = vmstat("pgfault");
+	if (after - before < 100)
+		printf("# pgfault %lld -> %lld\n", before, after);
+	CHECK("vmstat.pgfault_grew", after - before >= 100);
 }
 
 static double now(void)
@@ -162,5 +208,6 @@ int main(int argc, char **argv)
 	CHECK_EQ("stat.round_trips", trips, 100);
 	CHECK("stat.ctxt_grew", b.ctxt - a.ctxt >= 100);
 	CHECK("stat.processes_grew", b.processes - a.processes >= 1);
+	test_vmstat();
 	return check_done();
 }
