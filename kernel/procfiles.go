@@ -245,6 +245,30 @@ func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 			return b.Bytes()
 		}, nil)
 	}
+	// The Go execution trace of the kernel: writing "start" begins one,
+	// "stop" ends it, and a read returns the last one finished, for `go
+	// tool trace`. Root only (the file is 0644, root-owned).
+	fs.AddFile("shortbread/trace", func() []byte {
+		b, truncated := kernelTrace.Bytes()
+		if truncated {
+			k.log.Warnf("trace: longer than %d MiB, its end was dropped", prof.TraceLimit>>20)
+		}
+		return b
+	}, func(p []byte) error {
+		var err error
+		switch strings.TrimSpace(string(p)) {
+		case "start":
+			err = kernelTrace.Start()
+		case "stop":
+			err = kernelTrace.Stop()
+		default:
+			return linux.EINVAL
+		}
+		if err != nil {
+			return linux.EBUSY
+		}
+		return nil
+	})
 	fs.AddFile("shortbread/goroutines", func() []byte {
 		buf := make([]byte, 1<<20)
 		return buf[:runtime.Stack(buf, true)]
@@ -252,6 +276,8 @@ func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 	proc.AddProcDirs(fs)
 	return fs
 }
+
+var kernelTrace prof.Tracer
 
 // goMemory are the runtime's figures /proc/meminfo shows, read without
 // stopping the world (runtime.ReadMemStats would).

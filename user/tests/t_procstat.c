@@ -5,10 +5,12 @@
  * ctxt following blocking switches, btime, processes following a fork,
  * procs_running and procs_blocked. /proc/vmstat as vmstat and free
  * read it: the counts by their names, pgfault following page faults.
+ * An open of a /proc file with O_TRUNC works (shells redirect so).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -209,5 +211,14 @@ int main(int argc, char **argv)
 	CHECK("stat.ctxt_grew", b.ctxt - a.ctxt >= 100);
 	CHECK("stat.processes_grew", b.processes - a.processes >= 1);
 	test_vmstat();
+	/* A shell's "echo 1 > /proc/sys/vm/drop_caches" opens with O_TRUNC,
+	 * which procfs ignores; a change of mode it refuses. */
+	int dc = open("/proc/sys/vm/drop_caches", O_WRONLY | O_TRUNC);
+	CHECK_SYS("procfs.open_trunc", dc);
+	if (dc >= 0) {
+		CHECK_EQ("procfs.write_after_trunc", write(dc, "1", 1), 1);
+		close(dc);
+	}
+	CHECK_ERR("procfs.chmod", chmod("/proc/sys/vm/drop_caches", 0666), EPERM);
 	return check_done();
 }

@@ -114,7 +114,15 @@ func (b *base) Attr() vfs.Attr {
 	return a
 }
 
-func (b *base) SetAttr(*vfs.SetAttr) error { return linux.EPERM }
+// SetAttr refuses a change of mode or owner, as Linux's procfs does, and
+// ignores the rest: an open with O_TRUNC, as a shell's `echo 3 >
+// /proc/sys/vm/drop_caches` makes, truncates nothing and succeeds.
+func (b *base) SetAttr(s *vfs.SetAttr) error {
+	if s.Mask&(vfs.SetMode|vfs.SetUID|vfs.SetGID) != 0 {
+		return linux.EPERM
+	}
+	return nil
+}
 
 type dir struct {
 	base
