@@ -17,6 +17,8 @@ var supportNotes = map[string]supportNote{
 	"mount":              {partial, "tmpfs, proc, devtmpfs, devpts, ext2/3/4 and remounts; no bind mounts and no second mount of a mounted device (EBUSY); propagation flags accepted and ignored; MS_NOSUID/NODEV/NOEXEC accepted, not enforced"},
 	"mmap":               {partial, "MAP_LOCKED, MAP_POPULATE and MAP_HUGETLB are accepted and ignored (pages come on demand, 4 KiB each); MAP_SHARED_VALIDATE does not refuse unknown flags"},
 	"mq_notify":          {partial, "SIGEV_SIGNAL, SIGEV_NONE and SIGEV_THREAD (a netlink cookie); no mqueue file system to mount"},
+	"adjtimex":           {partial, "frequency, tick length, one-shot slews (adjtime) and ADJ_SETOFFSET move the clock, and every field is kept and reported as Linux does; no phase-locked loop: an ADJ_OFFSET under STA_PLL is remembered, not chased, and no PPS"},
+	"clock_adjtime":      {partial, "as adjtimex, for CLOCK_REALTIME; the other clocks are EOPNOTSUPP"},
 	"rseq":               {unsupported, "restartable sequences need the scheduler to keep cpu_id current and to abort critical sections on preemption; glibc runs without rseq on ENOSYS"},
 	"clone3":             {unsupported, "glibc falls back to clone on ENOSYS and musl never calls it"},
 }

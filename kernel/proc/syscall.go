@@ -234,6 +234,8 @@ func init() {
 		229: {"clock_getres", sysClockGetres},
 		230: {"clock_nanosleep", sysClockNanosleep},
 		227: {"clock_settime", sysClockSettime},
+		159: {"adjtimex", sysAdjtimex},
+		305: {"clock_adjtime", sysClockAdjtime},
 		164: {"settimeofday", sysSettimeofday},
 		98:  {"getrusage", sysGetrusage},
 		100: {"times", sysTimes},

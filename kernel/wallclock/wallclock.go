@@ -29,12 +29,26 @@ func Changed() <-chan struct{} {
 // Now returns the wall-clock time. It carries no monotonic reading:
 // measure intervals with time.Now, which setting the clock does not move.
 func Now() time.Time {
-	return time.Now().Round(0).Add(time.Duration(offset.Load()))
+	now := time.Now()
+	if adjusting.Load() {
+		return now.Round(0).Add(adjustedOffset(now))
+	}
+	return now.Round(0).Add(time.Duration(offset.Load()))
 }
 
-// Set makes the wall clock read t now.
+// Set makes the wall clock read t now. A slew in progress keeps going
+// from there, as on Linux.
 func Set(t time.Time) {
-	offset.Store(int64(t.Round(0).Sub(time.Now().Round(0))))
+	adjMu.Lock()
+	now := time.Now()
+	fold(now)
+	offset.Store(int64(t.Round(0).Sub(now.Round(0))))
+	adjMu.Unlock()
+	notify()
+}
+
+// notify wakes the timers on the wall clock.
+func notify() {
 	changedMu.Lock()
 	close(changed)
 	changed = make(chan struct{})
