@@ -16,6 +16,7 @@
 // tools/linux/kernel.sh build/linux, or through make bench-blk):
 //
 //	go run ./bench/blkbench [-devices nvme,virtio] [-cpus 1,2] [-mib 16] [-ops 2000]
+//	go run ./bench/blkbench -latency [-cpus 1,2] [-ops 2000] [-rounds 2]
 package main
 
 import (
@@ -75,6 +76,8 @@ func main() {
 	mib := flag.Int("mib", 16, "MiB covered by the sequential passes and the random offsets")
 	ops := flag.Int("ops", 2000, "requests per random pass")
 	out := flag.String("out", "bench/results", "where to write the report")
+	lat := flag.Bool("latency", false, "split QD1 virtio-blk reads into device, delivery and guest turnaround from QEMU's trace events (latency.go)")
+	rounds := flag.Int("rounds", 2, "boots per kernel and CPU count in -latency mode")
 	flag.Parse()
 	var cpus []int
 	for _, f := range strings.Split(*cpuList, ",") {
@@ -83,6 +86,12 @@ func main() {
 			fail("bad -cpus %q", *cpuList)
 		}
 		cpus = append(cpus, n)
+	}
+	if *lat {
+		if err := latency(cpus, *ops, *rounds, *out); err != nil {
+			fail("%v", err)
+		}
+		return
 	}
 	extra, err := stage()
 	if err != nil {
