@@ -226,3 +226,32 @@ func TestOrphans(t *testing.T) {
 		t.Errorf("after the closes %d/%d free, after the crash %d/%d", a.Free, a.FilesFree, b.Free, b.FilesFree)
 	}
 }
+
+// TestSyncSkipsIdleFlush: a Sync with nothing written since the last
+// flush issues none (two fsyncs of one change cost one device flush),
+// and any write after it, journaled or straight to the device (file
+// data), brings the flush back.
+func TestSyncSkipsIdleFlush(t *testing.T) {
+	img := loadImage(t, mkfs(t, "16M", "", "-t", "ext4"))
+	d := &recDev{memDev: memDev{b: append([]byte(nil), img.b...)}, base: append([]byte(nil), img.b...)}
+	f, err := Mount(d, Options{})
+	ok(t, err)
+	a := okIno(t)(f.Create(RootIno, "a", linux.S_IFREG|0o644, 0, 0, 0, 0))
+	ok(t, f.Sync())
+	n := len(d.flushes)
+	ok(t, f.Sync())
+	if len(d.flushes) != n {
+		t.Errorf("a Sync with nothing new flushed %d times", len(d.flushes)-n)
+	}
+	writeAll(t, f, a, []byte("data"), 0)
+	ok(t, f.Sync())
+	if len(d.flushes) == n {
+		t.Error("a Sync after a write flushed nothing")
+	}
+	n = len(d.flushes)
+	last := len(d.writes)
+	ok(t, f.Sync())
+	if len(d.flushes) != n || len(d.writes) != last {
+		t.Errorf("a second Sync wrote %d blocks and flushed %d times", len(d.writes)-last, len(d.flushes)-n)
+	}
+}

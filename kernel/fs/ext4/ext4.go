@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"shortbread/kernel/abi/linux"
@@ -96,13 +97,31 @@ type FS struct {
 	genCounter uint32         // varies new inodes' generation numbers
 	noIndex    bool           // tests: grow directories without an index
 	held       map[uint32]int // inodes held open (Hold), by number
+	// written counts the device writes issued; durable is its value
+	// when the last flush began, so a Sync with nothing written since
+	// then skips the flush (a second fsync of a message already made
+	// durable by the first).
+	written atomic.Uint64
+	durable uint64 // protected by mu
+}
+
+// countedDevice counts the writes to the device under the file system.
+type countedDevice struct {
+	Device
+	n *atomic.Uint64
+}
+
+func (d countedDevice) WriteAt(p []byte, off int64) (int, error) {
+	d.n.Add(1)
+	return d.Device.WriteAt(p, off)
 }
 
 // Mount reads and checks the superblock and group descriptors of the file
 // system on dev. It refuses incompatible features it does not know and
 // mounts read-only when a read-only-compatible feature is unknown.
 func Mount(dev Device, o Options) (*FS, error) {
-	fs := &FS{dev: dev, ro: o.ReadOnly, clock: o.Clock}
+	fs := &FS{ro: o.ReadOnly, clock: o.Clock}
+	fs.dev = countedDevice{dev, &fs.written}
 	if fs.clock == nil {
 		fs.clock = time.Now
 	}

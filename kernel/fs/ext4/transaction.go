@@ -181,6 +181,9 @@ func (fs *FS) Sync() error {
 	if fs.ro {
 		return nil
 	}
+	if (fs.jnl == nil || len(fs.jnl.order) == 0) && fs.written.Load() == fs.durable {
+		return nil // everything written is behind a completed flush already
+	}
 	if err := fs.commitOrStop(); err != nil {
 		return err
 	}
@@ -199,10 +202,14 @@ func (fs *FS) Commit() (bool, error) {
 	return true, fs.commitOrStop()
 }
 
+// flush makes every write issued so far durable.
+// Preconditions: fs.mu is held.
 func (fs *FS) flush() error {
+	w := fs.written.Load()
 	if err := fs.dev.Flush(); err != nil {
 		return fmt.Errorf("ext4: flush: %w", errors.Join(linux.EIO, err))
 	}
+	fs.durable = max(fs.durable, w)
 	return nil
 }
 
