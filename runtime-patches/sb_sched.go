@@ -366,8 +366,16 @@ func sbFindTIDLocked(tid int32) int32 {
 	return -1
 }
 
-// sbKickIdleCPU wakes a halted CPU so it looks at the run queue.
+// sbKickIdleCPU wakes a halted CPU so it looks at the run queue, unless
+// this CPU is idle and the queue holds only the one thread: this CPU is
+// then in a trap (an interrupt woke the thread), and sbTrapExit runs the
+// thread here. An IPI would wake a second CPU to find nothing, and
+// under virtualization wake a second vCPU thread on the host.
+// Preconditions: sbSched.mu is held.
 func sbKickIdleCPU() {
+	if sbThreads[sbThisCPU().cur].isIdle && sbSched.nrunnable <= 1 {
+		return
+	}
 	for i := int32(0); i < sbNCPU; i++ {
 		c := &sbCPUs[i]
 		if c.online != 0 && sbThreads[c.cur].isIdle && c != sbThisCPU() {
