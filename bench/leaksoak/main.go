@@ -34,6 +34,9 @@ type Sample struct {
 	MemFreeGC  int64   `json:"mem_free_after_drop_kib"`
 	HeapInuse  int64   `json:"go_heap_inuse_kib"`
 	Goroutines int64   `json:"goroutines"`
+	// AnonPages is the programs' private memory: redis's heap, which
+	// lives through every round and may keep what it once used.
+	AnonPages int64 `json:"anon_pages_kib,omitempty"`
 }
 
 // Report is what is recorded.
@@ -64,7 +67,8 @@ sample() {
 	echo 3 > /proc/sys/vm/drop_caches
 	sleep 1
 	freegc=$(awk '/^MemFree:/ {print $2}' /proc/meminfo)
-	echo "leaksoak-sample $round $now $free $freegc $heap $g"
+	anon=$(awk '/^AnonPages:/ {print $2}' /proc/meminfo)
+	echo "leaksoak-sample $round $now $free $freegc $heap $g $anon"
 }
 sample
 while [ $(cut -d. -f1 /proc/uptime) -lt $end ]; do
@@ -135,20 +139,20 @@ func tail(b []byte, lines int) []byte {
 	return bytes.Join(ls, []byte("\n"))
 }
 
-// parse reads the "leaksoak-sample ROUND UPTIME FREE FREEGC HEAP GOROUTINES"
-// lines; the first sample's uptime is time zero.
+// parse reads the "leaksoak-sample ROUND UPTIME FREE FREEGC HEAP GOROUTINES
+// [ANON]" lines; the first sample's uptime is time zero.
 func parse(b []byte) []Sample {
 	var out []Sample
 	var t0 float64
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		f := strings.Fields(strings.TrimSpace(strings.ReplaceAll(sc.Text(), "\r", "")))
-		if len(f) != 7 || f[0] != "leaksoak-sample" {
+		if len(f) < 7 || len(f) > 8 || f[0] != "leaksoak-sample" {
 			continue
 		}
-		var v [6]float64
+		var v [7]float64
 		ok := true
-		for i := range v {
+		for i := range len(f) - 1 {
 			x, err := strconv.ParseFloat(f[i+1], 64)
 			if err != nil {
 				ok = false
@@ -162,7 +166,8 @@ func parse(b []byte) []Sample {
 			t0 = v[1]
 		}
 		out = append(out, Sample{Round: int(v[0]), Minutes: (v[1] - t0) / 60,
-			MemFree: int64(v[2]), MemFreeGC: int64(v[3]), HeapInuse: int64(v[4]), Goroutines: int64(v[5])})
+			MemFree: int64(v[2]), MemFreeGC: int64(v[3]), HeapInuse: int64(v[4]), Goroutines: int64(v[5]),
+			AnonPages: int64(v[6])})
 	}
 	return out
 }
@@ -189,7 +194,7 @@ func render(r Report) string {
 	fmt.Fprintf(&b, "# Leak soak: mail and redis on tmpfs, %s\n\n", r.Date)
 	fmt.Fprintf(&b, "Commit %s; Shortbread, %d CPUs, %s of guest memory, %d minutes, %d rounds (`make leak-soak`). ",
 		r.Commit, r.CPUs, r.Mem, r.Minutes, len(r.Samples)-1)
-	b.WriteString("Each round delivers 400 messages with mailbench to a fresh spool and removes it, runs 20,000 SET and LPUSH against redis with appendonly, rewrites the AOF and flushes the data set. After each round: MemFree as it is, MemFree after `drop_caches` (which hands the kernel heap's free spans back), GoHeapInuse and the kernel's goroutines.\n\n")
+	b.WriteString("Each round delivers 400 messages with mailbench to a fresh spool and removes it, runs 20,000 SET and LPUSH against redis with appendonly, rewrites the AOF and flushes the data set. After each round: MemFree as it is, MemFree after `drop_caches` (which hands the kernel heap's free spans back), GoHeapInuse, the kernel's goroutines and AnonPages (the programs' private memory, mostly redis's heap, which lives through every round); the kernel's own figure is MemFree after drop_caches plus AnonPages.\n\n")
 	// Growth from round 1 on: round 0 is before the programs first ran.
 	s := r.Samples
 	if len(s) > 2 {
@@ -204,10 +209,14 @@ func render(r Report) string {
 	row("MemFree after drop_caches", func(p Sample) float64 { return float64(p.MemFreeGC) }, "KiB")
 	row("GoHeapInuse", func(p Sample) float64 { return float64(p.HeapInuse) }, "KiB")
 	row("goroutines", func(p Sample) float64 { return float64(p.Goroutines) }, "")
+	if last.AnonPages != 0 {
+		row("AnonPages", func(p Sample) float64 { return float64(p.AnonPages) }, "KiB")
+		row("MemFree after drop_caches + AnonPages", func(p Sample) float64 { return float64(p.MemFreeGC + p.AnonPages) }, "KiB")
+	}
 	b.WriteString("\n![free memory and kernel heap against time](leaksoak-" + r.Date + ".png)\n\n")
-	b.WriteString("| round | minutes | MemFree KiB | after drop_caches KiB | GoHeapInuse KiB | goroutines |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| round | minutes | MemFree KiB | after drop_caches KiB | GoHeapInuse KiB | goroutines | AnonPages KiB |\n|---|---|---|---|---|---|---|\n")
 	for _, p := range r.Samples {
-		fmt.Fprintf(&b, "| %d | %.1f | %d | %d | %d | %d |\n", p.Round, p.Minutes, p.MemFree, p.MemFreeGC, p.HeapInuse, p.Goroutines)
+		fmt.Fprintf(&b, "| %d | %.1f | %d | %d | %d | %d | %d |\n", p.Round, p.Minutes, p.MemFree, p.MemFreeGC, p.HeapInuse, p.Goroutines, p.AnonPages)
 	}
 	return b.String()
 }
