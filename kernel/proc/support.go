@@ -18,7 +18,8 @@ var supportNotes = map[string]supportNote{
 	"mmap":               {partial, "MAP_LOCKED, MAP_POPULATE and MAP_HUGETLB are accepted and ignored (pages come on demand, 4 KiB each); MAP_SHARED_VALIDATE does not refuse unknown flags"},
 	"mq_notify":          {partial, "SIGEV_SIGNAL, SIGEV_NONE and SIGEV_THREAD (a netlink cookie); no mqueue file system to mount"},
 	"rseq":               {unsupported, "restartable sequences need the scheduler to keep cpu_id current and to abort critical sections on preemption; glibc runs without rseq on ENOSYS"},
-	"clone3":             {unsupported, "glibc falls back to clone on ENOSYS and musl never calls it"},
+	"clone3":             {unsupported, "glibc falls back to clone on ENOSYS (Debian's glibc 2.36: t_debian's threaded sort) and musl never calls it"},
+	"execve":             {partial, "static and dynamically linked programs (PT_INTERP's loader, e.g. glibc's ld.so, at a random base); no vDSO, so no AT_SYSINFO_EHDR: glibc makes real system calls for clock_gettime, gettimeofday, time and getcpu"},
 }
 
 type supportLevel int
