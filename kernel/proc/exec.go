@@ -19,7 +19,7 @@ import (
 const (
 	stackTop  = 0x7ffffffde000 // Linux-like: just below 128 TiB, with room above
 	stackSize = 8 << 20        // RLIMIT_STACK's usual 8 MiB
-	pieBase   = 0x555555554000 // where static PIE programs load, as Linux does
+	pieBase   = 0x555555554000 // the lowest base of PIE programs, Linux's ELF_ET_DYN_BASE
 	userTop   = 0x0000800000000000
 	mmapTop   = stackTop - stackSize - 1<<30
 	// The stack mapping is RLIMIT_STACK's soft limit (Linux's stack grows
@@ -152,13 +152,10 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 	t.Proc.mu.Unlock()
 	bias := uint64(0)
 	if f.Type == 3 { // ET_DYN
-		bias = pieBase
-		if f.Dynamic {
-			// A position-independent program with a loader goes to a
-			// random place above Linux's ELF_ET_DYN_BASE (mmap_rnd_bits
-			// 28: up to 1 TiB higher), at its segments' alignment.
-			bias = alignUp(pieBase+uint64(rand.IntN(1<<28))*mm.PageSize, f.Align)
-		}
+		// A position-independent program (or a loader run as one) goes
+		// to a random place above Linux's ELF_ET_DYN_BASE (mmap_rnd_bits
+		// 28: up to 1 TiB higher), at its segments' alignment.
+		bias = alignUp(pieBase+uint64(rand.IntN(1<<28))*mm.PageSize, f.Align)
 	}
 	end, err := mapSegments(space, f, file, bias, mapName)
 	if err != nil {
@@ -202,7 +199,9 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 	p.mu.Lock()
 	old := p.space.Swap(newSpaceRef(space))
 	p.cred = cred
-	p.nonDumpable.Store(secure || !file.readable)
+	// A program or loader the caller could not read makes the process
+	// undumpable, as Linux's would_dump checks both.
+	p.nonDumpable.Store(secure || !file.readable || interp != nil && !interp.readable)
 	// Published with the new image, before anything a waiter can see
 	// (close-on-exec descriptors reaching EOF, a vfork parent waking): a
 	// parent that saw the pipe close must find setpgid refused.

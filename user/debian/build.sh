@@ -1,6 +1,7 @@
 #!/bin/sh
 # Debian's own dynamically linked programs for `make debian-test`: bash,
-# coreutils programs, the libraries they need and glibc's dynamic loader,
+# coreutils programs, python3.11 (python3-minimal's interpreter and
+# standard library), the libraries they need and glibc's dynamic loader,
 # unchanged, from the Debian archive (`apt-get download`; the .deb files
 # are kept, so later builds need no network), plus the test that runs
 # them (t_debian, static musl like the rest of the suite).
@@ -12,9 +13,12 @@
 #                       initramfs: /debian/bin/{bash,ls,...},
 #                       /lib/x86_64-linux-gnu/{ld-linux-x86-64.so.2,lib*.so.*},
 #                       /lib64/ld-linux-x86-64.so.2 -> the loader (as
-#                       Debian has it), /debian/t_debian
+#                       Debian has it), /usr/bin/python3.11 and
+#                       /usr/lib/python3.11 (where Debian puts them: Python
+#                       finds its library from its own path),
+#                       /debian/t_debian
 #
-# The default test initramfs does not carry these (about 7 MB): only the
+# The default test initramfs does not carry these (about 20 MB): only the
 # dedicated boots of `make debian-test` do. Needs apt-get, dpkg-deb,
 # readelf (binutils), musl-gcc.
 set -eu
@@ -23,10 +27,11 @@ root=$(cd "$here/../.." && pwd)
 [ $# -eq 1 ] || { echo "usage: $0 OUTDIR" >&2; exit 2; }
 mkdir -p "$1"
 out=$(cd "$1" && pwd)
-"$root/tools/deps.sh" musl-tools binutils dpkg
+"$root/tools/deps.sh" musl-tools binutils dpkg file
 
 # Packages: the programs' own and every library package they need.
-packages="bash coreutils libc6 libtinfo6 libselinux1 libpcre2-8-0 libacl1 libattr1 libgmp10"
+packages="bash coreutils libc6 libtinfo6 libselinux1 libpcre2-8-0 libacl1 libattr1 libgmp10
+  python3.11-minimal libpython3.11-minimal libexpat1 zlib1g"
 # coreutils programs the test uses.
 progs="ls cat sort wc sha256sum md5sum cp mv rm ln mkdir touch date stat head tail tr uniq cut seq env id printf basename dirname readlink expr tee sleep true echo"
 
@@ -60,12 +65,19 @@ for p in $progs; do
   done
   [ -f "$r/debian/bin/$p" ] || { echo "debian: no $p in coreutils" >&2; exit 1; }
 done
+# Python: the interpreter and its standard library without the two
+# extension modules that need OpenSSL (hashlib falls back to its own
+# digests without _hashlib).
+mkdir -p "$r/usr/bin" "$r/usr/lib"
+cp "$x/usr/bin/python3.11" "$r/usr/bin/"
+cp -a "$x/usr/lib/python3.11" "$r/usr/lib/"
+rm -f "$r"/usr/lib/python3.11/lib-dynload/_ssl.* "$r"/usr/lib/python3.11/lib-dynload/_hashlib.*
 # The loader where PT_INTERP names it (/lib64 is a symbolic link there,
 # as on Debian), and each program's libraries by DT_NEEDED, recursively.
 cp -L "$x/lib64/ld-linux-x86-64.so.2" "$libdir/ld-linux-x86-64.so.2"
 ln -s ../lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "$r/lib64/ld-linux-x86-64.so.2"
 needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
-todo=$(for f in "$r"/debian/bin/*; do needed "$f"; done | sort -u)
+todo=$(for f in "$r"/debian/bin/* "$r/usr/bin/python3.11"; do needed "$f"; done | sort -u)
 while [ -n "$todo" ]; do
   next=
   for lib in $todo; do
@@ -80,7 +92,7 @@ while [ -n "$todo" ]; do
   done
   todo=$(echo $next | tr ' ' '\n' | sort -u)
 done
-for f in "$r"/debian/bin/*; do
+for f in "$r"/debian/bin/* "$r/usr/bin/python3.11"; do
   case $(file -b "$f") in
     *ELF\ 64-bit*x86-64*dynamically\ linked*interpreter\ /lib64/ld-linux-x86-64.so.2*) ;;
     *) echo "debian: $f is not a dynamically linked x86-64 program" >&2; exit 1 ;;

@@ -8,7 +8,8 @@
  * functions, here-documents, background jobs) and coreutils commands with
  * their output compared exactly, coreutils against busybox on the same
  * files, and exec's errors for programs whose loader is missing or
- * broken (ENOENT, ELIBBAD, ENOEXEC, as Linux).
+ * broken (ENOENT, ELIBBAD, ENOEXEC, as Linux); python3.11 (python3-minimal)
+ * running a script with threads and a subprocess.
  * Run by `make debian-test` on both kernels (tools/run-cmd.sh). */
 #define _GNU_SOURCE
 #include "check.h"
@@ -242,6 +243,45 @@ static void versus_busybox(void)
 	CHECK_STR("busybox.output", out, "same\n1988895\n1988895\nstat-same\ndate-close\nsorted\n");
 }
 
+/* python3-minimal's interpreter: the standard library from /usr/lib,
+ * threads, a subprocess, files */
+static void python(void)
+{
+	static const char script[] =
+		"import sys, os, re, struct, hashlib, subprocess, threading, tempfile, math\n"
+		"print(sys.version_info[:2], sys.executable, sys.prefix)\n"
+		"print(hashlib.sha256(b'abc').hexdigest())\n"
+		"print(sum(i * i for i in range(100000)), math.factorial(20))\n"
+		"print(re.findall(r'\\d+', 'a1b22c333'), struct.pack('<IH', 1, 2).hex())\n"
+		"r = subprocess.run(['sort', '-r'], input=b'a\\nc\\nb\\n', capture_output=True)\n"
+		"print(r.stdout.decode().split(), r.returncode)\n"
+		"out = []\n"
+		"ts = [threading.Thread(target=lambda k=k: out.append(k * k)) for k in range(8)]\n"
+		"for t in ts: t.start()\n"
+		"for t in ts: t.join()\n"
+		"print(sorted(out))\n"
+		"with tempfile.TemporaryDirectory() as d:\n"
+		"    p = os.path.join(d, 'f')\n"
+		"    with open(p, 'w') as f: f.write('x' * 5000)\n"
+		"    print(os.stat(p).st_size, os.listdir(d))\n";
+	char path[128];
+	snprintf(path, sizeof path, "%s/t.py", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK("python.script_written", fd >= 0 && write(fd, script, sizeof script - 1) == sizeof script - 1);
+	close(fd);
+	char *argv[] = { "/usr/bin/python3.11", path, NULL };
+	CHECK_EQ("python.status", run(argv, NULL, out, sizeof out), 0);
+	CHECK_STR("python.output", out,
+		  "(3, 11) /usr/bin/python3.11 /usr\n"
+		  "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\n"
+		  "333328333350000 2432902008176640000\n"
+		  "['1', '22', '333'] 010000000200\n"
+		  "['c', 'b', 'a'] 0\n"
+		  "[0, 1, 4, 9, 16, 25, 36, 49]\n"
+		  "5000 ['f']\n");
+	unlink(path);
+}
+
 /* a copy of a dynamic program whose PT_INTERP names another file */
 static int with_interp(const char *dst, const char *interp)
 {
@@ -353,6 +393,7 @@ int main(int argc, char **argv)
 	loader_ran();
 	scripts();
 	versus_busybox();
+	python();
 	bad_loaders();
 	rmdir(dir);
 	return check_done();
