@@ -1,7 +1,9 @@
 #!/bin/sh
 # Debian's own dynamically linked programs for `make debian-test`: bash,
 # coreutils programs, python3.11 (python3-minimal's interpreter and
-# standard library), the libraries they need and glibc's dynamic loader,
+# standard library), redis 7.0 (redis-tools' programs; redis-server is
+# the link to redis-check-rdb that Debian's redis-server package makes),
+# the libraries they need and glibc's dynamic loader,
 # unchanged, from the Debian archive (`apt-get download`; the .deb files
 # are kept, so later builds need no network), plus the test that runs
 # them (t_debian, static musl like the rest of the suite).
@@ -16,9 +18,10 @@
 #                       Debian has it), /usr/bin/python3.11 and
 #                       /usr/lib/python3.11 (where Debian puts them: Python
 #                       finds its library from its own path),
+#                       /usr/bin/redis-{server,cli,check-rdb},
 #                       /debian/t_debian
 #
-# The default test initramfs does not carry these (about 20 MB): only the
+# The default test initramfs does not carry these (about 33 MB): only the
 # dedicated boots of `make debian-test` do. Needs apt-get, dpkg-deb,
 # readelf (binutils), musl-gcc.
 set -eu
@@ -31,7 +34,9 @@ out=$(cd "$1" && pwd)
 
 # Packages: the programs' own and every library package they need.
 packages="bash coreutils libc6 libtinfo6 libselinux1 libpcre2-8-0 libacl1 libattr1 libgmp10
-  python3.11-minimal libpython3.11-minimal libexpat1 zlib1g"
+  python3.11-minimal libpython3.11-minimal libexpat1 zlib1g
+  redis-tools libatomic1 libjemalloc2 liblzf1 libssl3 libsystemd0 libcap2 libgcrypt20 liblz4-1
+  liblzma5 libzstd1 libgpg-error0 libgcc-s1 libstdc++6"
 # coreutils programs the test uses.
 progs="ls cat sort wc sha256sum md5sum cp mv rm ln mkdir touch date stat head tail tr uniq cut seq env id printf basename dirname readlink expr tee sleep true echo"
 
@@ -72,12 +77,16 @@ mkdir -p "$r/usr/bin" "$r/usr/lib"
 cp "$x/usr/bin/python3.11" "$r/usr/bin/"
 cp -a "$x/usr/lib/python3.11" "$r/usr/lib/"
 rm -f "$r"/usr/lib/python3.11/lib-dynload/_ssl.* "$r"/usr/lib/python3.11/lib-dynload/_hashlib.*
+# redis: the server is redis-check-rdb under another name (argv[0]).
+cp "$x/usr/bin/redis-check-rdb" "$x/usr/bin/redis-cli" "$r/usr/bin/"
+ln -s redis-check-rdb "$r/usr/bin/redis-server"
+extra="$r/usr/bin/python3.11 $r/usr/bin/redis-check-rdb $r/usr/bin/redis-cli"
 # The loader where PT_INTERP names it (/lib64 is a symbolic link there,
 # as on Debian), and each program's libraries by DT_NEEDED, recursively.
 cp -L "$x/lib64/ld-linux-x86-64.so.2" "$libdir/ld-linux-x86-64.so.2"
 ln -s ../lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "$r/lib64/ld-linux-x86-64.so.2"
 needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
-todo=$(for f in "$r"/debian/bin/* "$r/usr/bin/python3.11"; do needed "$f"; done | sort -u)
+todo=$(for f in "$r"/debian/bin/* $extra; do needed "$f"; done | sort -u)
 while [ -n "$todo" ]; do
   next=
   for lib in $todo; do
@@ -92,7 +101,7 @@ while [ -n "$todo" ]; do
   done
   todo=$(echo $next | tr ' ' '\n' | sort -u)
 done
-for f in "$r"/debian/bin/* "$r/usr/bin/python3.11"; do
+for f in "$r"/debian/bin/* $extra; do
   case $(file -b "$f") in
     *ELF\ 64-bit*x86-64*dynamically\ linked*interpreter\ /lib64/ld-linux-x86-64.so.2*) ;;
     *) echo "debian: $f is not a dynamically linked x86-64 program" >&2; exit 1 ;;

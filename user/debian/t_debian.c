@@ -9,7 +9,8 @@
  * their output compared exactly, coreutils against busybox on the same
  * files, and exec's errors for programs whose loader is missing or
  * broken (ENOENT, ELIBBAD, ENOEXEC, as Linux); python3.11 (python3-minimal)
- * running a script with threads and a subprocess.
+ * running a script with threads and a subprocess; redis-server and
+ * redis-cli on a unix socket.
  * Run by `make debian-test` on both kernels (tools/run-cmd.sh). */
 #define _GNU_SOURCE
 #include "check.h"
@@ -282,6 +283,25 @@ static void python(void)
 	unlink(path);
 }
 
+/* Debian's redis-server (jemalloc, OpenSSL, libsystemd) on a unix
+ * socket, and redis-cli talking to it */
+static void redis(void)
+{
+	char script[1024];
+	snprintf(script, sizeof script,
+		 "d=%s; cd $d; /usr/bin/redis-server --port 0 --unixsocket $d/r.sock --daemonize yes "
+		 "--save '' --appendonly no --dir $d --logfile $d/redis.log || exit 1; "
+		 "c() { /usr/bin/redis-cli -s $d/r.sock \"$@\"; }; "
+		 "for i in $(seq 1 600); do [ \"$(c ping 2>/dev/null)\" = PONG ] && break; sleep 0.1; done; "
+		 "c set k hello; c get k; c rpush l a b c; c lrange l 0 -1; c incrby n 5; c incrby n 5; "
+		 "c info server | tr -d '\\r' | while read -r l; do case $l in redis_version:*|multiplexing_api:*) echo $l;; esac; done; "
+		 "c shutdown nosave; for i in $(seq 1 600); do [ -e r.sock ] || break; sleep 0.1; done; "
+		 "ls; rm -f redis.log",
+		 dir);
+	bash("redis", script,
+	     "OK\nhello\n3\na\nb\nc\n5\n10\nredis_version:7.0.15\nmultiplexing_api:epoll\nredis.log\n", 0);
+}
+
 /* a copy of a dynamic program whose PT_INTERP names another file */
 static int with_interp(const char *dst, const char *interp)
 {
@@ -394,6 +414,7 @@ int main(int argc, char **argv)
 	scripts();
 	versus_busybox();
 	python();
+	redis();
 	bad_loaders();
 	rmdir(dir);
 	return check_done();
