@@ -23,7 +23,7 @@ QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot
 
 DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio e2fsprogs python3 curl gdisk fdisk
 
-.PHONY: all run run-cmd net-check test iso kernel deps host-test boot-test user-test linux-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
+.PHONY: all run run-cmd net-check test iso kernel deps host-test boot-test user-test linux-test debian-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
 
 all: iso
 
@@ -65,7 +65,7 @@ run: deps
 	qemu-system-x86_64 $(QEMU_FLAGS) $(if $(filter uefi,$(FIRMWARE)),-bios /usr/share/ovmf/OVMF.fd) -cdrom $(ISO); \
 	  s=$$?; [ $$s -eq 1 ] || [ $$s -eq 0 ] || echo "QEMU exited with $$s (kernel status $$(( ($$s - 1) / 2 )))"
 
-test: deps vet host-test boot-test user-test linux-test net-check apps-smoke
+test: deps vet host-test boot-test user-test linux-test debian-test net-check apps-smoke
 
 vet:
 	go vet ./...
@@ -196,6 +196,19 @@ user-test: user $(KERNEL) $(STUB)
 	$(CHECK_NVME)
 
 usertest-shortbread: user-test
+
+# Debian's own dynamically linked programs, unchanged: bash, coreutils,
+# glibc's loader and libraries fetched with apt-get download
+# (user/debian/build.sh), merged into the test initramfs only for these
+# boots; t_debian on Shortbread and Linux with 1 and 2 CPUs.
+DEBIAN_BUILD := $(BUILD)/debian
+debian-test: deps user $(KERNEL) $(STUB)
+	user/debian/build.sh $(DEBIAN_BUILD)
+	tools/linux/kernel.sh $(LINUX_BUILD)
+	@for c in 1 2; do \
+	  echo "debian-test: Shortbread, $$c CPUs"; CPUS=$$c TIMEOUT=300 tools/run-cmd.sh $(DEBIAN_BUILD)/root /debian/t_debian || exit 1; \
+	  echo "debian-test: Linux, $$c CPUs"; LINUX=1 CPUS=$$c TIMEOUT=300 tools/run-cmd.sh $(DEBIAN_BUILD)/root /debian/t_debian || exit 1; \
+	done
 
 # Every network card model over QEMU user networking at 1 and 2 CPUs
 # (tools/netcheck.sh, ~25 s a run, each bounded at 300 s: a 4 MB download

@@ -1,11 +1,13 @@
-// Package elf parses the ELF64 executables Shortbread runs: static x86-64
-// programs, ET_EXEC or static PIE (ET_DYN without an interpreter). It only
-// reads headers; package proc maps the segments. Anything malformed is
-// ErrNoExec (ENOEXEC). Reference: System V gABI, chapters 4 and 5; the
-// x86-64 psABI §5.
+// Package elf parses the ELF64 executables Shortbread runs: x86-64
+// programs, ET_EXEC or ET_DYN (PIE), static or naming a dynamic loader in
+// PT_INTERP, and the loaders themselves. It only reads headers; package
+// proc maps the segments. A malformed program is ErrNoExec (ENOEXEC), a
+// malformed loader ErrBadInterp (ELIBBAD). Reference: System V gABI,
+// chapters 4 and 5; the x86-64 psABI §5.
 package elf
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,6 +15,10 @@ import (
 
 // ErrNoExec reports a file that is not a runnable executable.
 var ErrNoExec = errors.New("exec format error")
+
+// ErrBadInterp reports a dynamic loader (the file PT_INTERP names) that is
+// not a loadable x86-64 ELF image: Linux's ELIBBAD.
+var ErrBadInterp = errors.New("accessing a corrupted shared library")
 
 // Segment is one PT_LOAD segment.
 type Segment struct {
@@ -28,8 +34,10 @@ type File struct {
 	Phoff            uint64
 	Phentsize, Phnum uint16
 	Segments         []Segment
-	Interp           bool // has PT_INTERP: needs a dynamic linker (unsupported)
-	StackX           bool // PT_GNU_STACK asks for an executable stack
+	Interp           string // PT_INTERP's path: the dynamic loader to run first
+	Dynamic          bool   // has PT_INTERP (whose path may be empty: ENOENT)
+	Align            uint64 // the largest PT_LOAD alignment, a power of two (at least a page)
+	StackX           bool   // PT_GNU_STACK asks for an executable stack
 	TLS              *Segment
 }
 
@@ -44,6 +52,8 @@ const (
 	ptGNUStack = 0x6474e551
 
 	maxPhnum = 128
+	pathMax  = 4096 // Linux's PATH_MAX bounds PT_INTERP's size
+	maxAlign = 1 << 30
 	userTop  = 0x0000800000000000
 )
 
@@ -107,12 +117,33 @@ func Parse(b []byte) (*File, error) {
 			if s.Vaddr+s.Memsz < s.Vaddr || s.Vaddr+s.Memsz > userTop {
 				return nil, errf("segment %d: address range %#x+%#x outside user space", i, s.Vaddr, s.Memsz)
 			}
-			if align := le.Uint64(ph[48:]); align > 1 && (s.Vaddr-s.Off)%4096 != 0 {
+			align := le.Uint64(ph[48:])
+			if align > 1 && (s.Vaddr-s.Off)%4096 != 0 {
 				return nil, errf("segment %d: address and offset not congruent modulo the page size", i)
+			}
+			// Only a power-of-two alignment counts (Linux ignores others),
+			// and none beyond 1 GiB.
+			if align&(align-1) == 0 && align <= maxAlign {
+				f.Align = max(f.Align, align)
 			}
 			f.Segments = append(f.Segments, s)
 		case ptInterp:
-			f.Interp = true
+			if f.Dynamic {
+				break // Linux reads only the first
+			}
+			// As Linux: a size past PATH_MAX or under 2 bytes, or a
+			// path not ending in NUL, is no program.
+			if s.Filesz < 2 || s.Filesz > pathMax {
+				return nil, errf("PT_INTERP of %d bytes", s.Filesz)
+			}
+			if s.Off > uint64(len(b)) || s.Off+s.Filesz > uint64(len(b)) {
+				return nil, errf("PT_INTERP outside the file")
+			}
+			path := b[s.Off : s.Off+s.Filesz]
+			if path[len(path)-1] != 0 {
+				return nil, errf("PT_INTERP path not NUL-terminated")
+			}
+			f.Interp, f.Dynamic = string(path[:bytes.IndexByte(path, 0)]), true
 		case ptTLS:
 			t := s
 			f.TLS = &t
@@ -123,9 +154,19 @@ func Parse(b []byte) (*File, error) {
 	if len(f.Segments) == 0 {
 		return nil, errf("no loadable segments")
 	}
-	if f.Interp {
-		return nil, errf("dynamically linked (PT_INTERP); only static programs run")
+	f.Align = max(f.Align, 4096)
+	return f, nil
+}
+
+// ParseInterp checks the headers of a dynamic loader as Parse checks a
+// program's; any fault is ErrBadInterp. A loader's own PT_INTERP is
+// ignored, as Linux ignores it.
+func ParseInterp(b []byte) (*File, error) {
+	f, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: dynamic loader: %v", ErrBadInterp, err)
 	}
+	f.Interp, f.Dynamic = "", false
 	return f, nil
 }
 

@@ -1,6 +1,7 @@
 package elf
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"os/exec"
@@ -88,13 +89,75 @@ func TestRejectsBrokenExecutables(t *testing.T) {
 	}
 }
 
-func TestRejectsDynamicExecutables(t *testing.T) {
+func TestParseDynamicExecutable(t *testing.T) {
 	b, err := os.ReadFile("/bin/ls")
 	if err != nil {
 		t.Skip("no /bin/ls")
 	}
-	if _, err := Parse(b); !errors.Is(err, ErrNoExec) {
-		t.Errorf("dynamic /bin/ls: %v, want ErrNoExec", err)
+	f, err := Parse(b)
+	if err != nil {
+		t.Fatalf("dynamic /bin/ls: %v", err)
+	}
+	if !f.Dynamic || f.Interp != "/lib64/ld-linux-x86-64.so.2" {
+		t.Errorf("/bin/ls: interpreter %q (dynamic %v)", f.Interp, f.Dynamic)
+	}
+	if f.Align < 4096 || f.Align&(f.Align-1) != 0 {
+		t.Errorf("/bin/ls: alignment %#x", f.Align)
+	}
+	// The PT_INTERP header, patched: too short, too long, not
+	// NUL-terminated, outside the file.
+	ph := -1
+	for i := 0; i < int(f.Phnum); i++ {
+		if binary.LittleEndian.Uint32(b[int(f.Phoff)+56*i:]) == ptInterp {
+			ph = int(f.Phoff) + 56*i
+		}
+	}
+	if ph < 0 {
+		t.Fatal("no PT_INTERP header")
+	}
+	patch := func(field int, v uint64) []byte {
+		c := append([]byte(nil), b...)
+		binary.LittleEndian.PutUint64(c[ph+field:], v)
+		return c
+	}
+	off := binary.LittleEndian.Uint64(b[ph+8:])
+	n := binary.LittleEndian.Uint64(b[ph+32:])
+	for name, img := range map[string][]byte{
+		"size 1":          patch(32, 1),
+		"size 5000":       patch(32, 5000),
+		"no NUL":          patch(32, n-1),
+		"outside":         patch(8, uint64(len(b))-n/2),
+		"offset overflow": patch(8, ^uint64(0)-1),
+	} {
+		if _, err := Parse(img); !errors.Is(err, ErrNoExec) {
+			t.Errorf("PT_INTERP %s: %v, want ErrNoExec", name, err)
+		}
+	}
+	// An empty path is a program whose loader cannot be found (ENOENT).
+	c := append([]byte(nil), b...)
+	c[off] = 0
+	if f, err := Parse(c); err != nil || !f.Dynamic || f.Interp != "" {
+		t.Errorf("empty PT_INTERP: %v", err)
+	}
+}
+
+func TestParseInterp(t *testing.T) {
+	b, err := os.ReadFile("/lib64/ld-linux-x86-64.so.2")
+	if err != nil {
+		t.Skip("no /lib64/ld-linux-x86-64.so.2")
+	}
+	f, err := ParseInterp(b)
+	if err != nil || f.Type != etDyn || f.Dynamic {
+		t.Fatalf("ld.so: %v", err)
+	}
+	for name, img := range map[string][]byte{
+		"script":     []byte("#!/bin/sh\n"),
+		"not x86-64": append(append([]byte(nil), b[:18]...), append([]byte{183, 0}, b[20:]...)...),
+		"cut":        b[:100],
+	} {
+		if _, err := ParseInterp(img); !errors.Is(err, ErrBadInterp) {
+			t.Errorf("loader %s: %v, want ErrBadInterp", name, err)
+		}
 	}
 }
 

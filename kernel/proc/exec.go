@@ -19,7 +19,8 @@ import (
 const (
 	stackTop  = 0x7ffffffde000 // Linux-like: just below 128 TiB, with room above
 	stackSize = 8 << 20        // RLIMIT_STACK's usual 8 MiB
-	pieBase   = 0x555555554000 // where static PIE programs load, as Linux does
+	pieBase   = 0x555555554000 // the lowest base of PIE programs, Linux's ELF_ET_DYN_BASE
+	userTop   = 0x0000800000000000
 	mmapTop   = stackTop - stackSize - 1<<30
 	// The stack mapping is RLIMIT_STACK's soft limit (Linux's stack grows
 	// on faults up to it; ours is mapped whole, its pages made on touch),
@@ -97,6 +98,23 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 	if err != nil {
 		return err
 	}
+	// A dynamically linked program runs its loader first; the loader is
+	// opened as a program is (search and execute permission), and must
+	// itself be a loadable ELF image (ELIBBAD otherwise, as Linux).
+	var interp *execFile
+	var fi *elf.File
+	if f.Dynamic {
+		if interp, err = t.readFile(f.Interp); err != nil {
+			return err
+		}
+		defer interp.release()
+		if len(interp.data) < 64 {
+			return linux.EIO // Linux reads a whole ELF header first
+		}
+		if fi, err = elf.ParseInterp(interp.data); err != nil {
+			return err
+		}
+	}
 	mapName := path // /proc/<pid>/maps names the program's segments by path
 	if file.exe != nil && fsys != nil {
 		mapName = fsys.Path(&vfs.Ctx{}, file.exe)
@@ -133,32 +151,35 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 	stack := uintptr(min(max(lim[rlimitStack].cur, minStack), maxStack)) &^ (mm.PageSize - 1)
 	t.Proc.mu.Unlock()
 	bias := uint64(0)
-	if f.Type == 3 { // ET_DYN: static PIE
-		bias = pieBase
+	if f.Type == 3 { // ET_DYN
+		// A position-independent program (or a loader run as one) goes
+		// to a random place above Linux's ELF_ET_DYN_BASE (mmap_rnd_bits
+		// 28: up to 1 TiB higher), at its segments' alignment.
+		bias = alignUp(pieBase+uint64(rand.IntN(1<<28))*mm.PageSize, f.Align)
 	}
-	var end uint64
-	for _, s := range f.Segments {
-		start := bias + s.Vaddr
-		// The file's bytes back the segment from its page-aligned start;
-		// the rest (bss) reads as zeros.
-		pageOff := start & (mm.PageSize - 1)
-		v := mm.VMA{
-			Start: uintptr(start - pageOff), End: uintptr(start + s.Memsz), Prot: s.Prot,
-			Data: data[s.Off-pageOff : s.Off+s.Filesz], Name: mapName,
+	end, err := mapSegments(space, f, file, bias, mapName)
+	if err != nil {
+		space.Destroy()
+		return err
+	}
+	entry, interpBase := bias+f.Entry, uint64(0)
+	if fi != nil {
+		// The loader, anywhere below the mmap area's top with a random
+		// gap (as Linux's randomised mmap_base), at its alignment.
+		lo, hi := fi.Span()
+		top := uint64(mmapTop) - uint64(rand.IntN(1<<28))*mm.PageSize
+		if fi.Type == 3 {
+			interpBase = (top-(hi-lo))&^(fi.Align-1) - lo
 		}
-		if file.pages != nil && s.Filesz > 0 && (s.Off-pageOff)%mm.PageSize == 0 {
-			// Map the file's own pages, copied only when written, as
-			// Linux maps the page cache: exec then costs no copy of the
-			// program's data, however large.
-			v.Data = nil
-			v.Shm, v.Private = file.pages, true
-			v.Off, v.FileEnd = uintptr(s.Off-pageOff), uintptr(s.Off+s.Filesz)
+		name := f.Interp
+		if interp.exe != nil && fsys != nil {
+			name = fsys.Path(&vfs.Ctx{}, interp.exe)
 		}
-		if err := space.Map(v); err != nil {
+		if _, err := mapSegments(space, fi, interp, interpBase, name); err != nil {
 			space.Destroy()
-			return fmt.Errorf("%w: segment at %#x: %v", ErrNoExec, start, err)
+			return fmt.Errorf("%w: %v", elf.ErrBadInterp, err)
 		}
-		end = max(end, start+s.Memsz)
+		entry = interpBase + fi.Entry
 	}
 	// A random gap after the program, as Linux randomises the break.
 	space.SetBrk(uintptr(end+mm.PageSize-1)&^(mm.PageSize-1) + uintptr(rand.IntN(256))*mm.PageSize)
@@ -170,7 +191,7 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 	cred := p.cred
 	p.mu.Unlock()
 	secure := execCreds(&cred, file)
-	sp, err := buildStack(space, f, bias, path, argv, envp, &cred, secure)
+	sp, err := buildStack(space, f, bias, interpBase, path, argv, envp, &cred, secure)
 	if err != nil {
 		space.Destroy()
 		return err
@@ -178,7 +199,9 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 	p.mu.Lock()
 	old := p.space.Swap(newSpaceRef(space))
 	p.cred = cred
-	p.nonDumpable.Store(secure || !file.readable)
+	// A program or loader the caller could not read makes the process
+	// undumpable, as Linux's would_dump checks both.
+	p.nonDumpable.Store(secure || !file.readable || interp != nil && !interp.readable)
 	// Published with the new image, before anything a waiter can see
 	// (close-on-exec descriptors reaching EOF, a vfork parent waking): a
 	// parent that saw the pipe close must find setpgid refused.
@@ -194,11 +217,49 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 	if old != nil {
 		old.put()
 	}
-	t.regs = machine.UserRegs{RIP: bias + f.Entry, RSP: sp, RFLAGS: 0x202}
+	t.regs = machine.UserRegs{RIP: entry, RSP: sp, RFLAGS: 0x202}
 	// x87 control word and MXCSR at their reset values (FXSAVE layout).
 	binary.LittleEndian.PutUint16(t.regs.FPU[0:], 0x37f)
 	binary.LittleEndian.PutUint32(t.regs.FPU[24:], 0x1f80)
 	return nil
+}
+
+func alignUp(v, align uint64) uint64 { return (v + align - 1) &^ (align - 1) }
+
+// mapSegments maps an ELF image's PT_LOAD segments at bias into space and
+// returns the end of the highest one. Each segment is backed by the
+// file's bytes from its page-aligned start; the rest (bss) reads as
+// zeros. When the file system keeps the file's pages (tmpfs), they are
+// mapped copy-on-write, as Linux maps the page cache: exec then costs no
+// copy, however large the image.
+func mapSegments(space *mm.Space, f *elf.File, file *execFile, bias uint64, name string) (uint64, error) {
+	var end uint64
+	for _, s := range f.Segments {
+		start := bias + s.Vaddr
+		if start < bias || start+s.Memsz < start || start+s.Memsz > userTop {
+			return 0, fmt.Errorf("%w: segment at %#x+%#x outside user space", ErrNoExec, start, s.Memsz)
+		}
+		pageOff := start & (mm.PageSize - 1)
+		if s.Off < pageOff {
+			// Only possible without an alignment, which Parse lets pass
+			// unchecked: the segment's page would start before the file.
+			return 0, fmt.Errorf("%w: segment at %#x starts before its file page", ErrNoExec, start)
+		}
+		v := mm.VMA{
+			Start: uintptr(start - pageOff), End: uintptr(start + s.Memsz), Prot: s.Prot,
+			Data: file.data[s.Off-pageOff : s.Off+s.Filesz], Name: name,
+		}
+		if file.pages != nil && s.Filesz > 0 && (s.Off-pageOff)%mm.PageSize == 0 {
+			v.Data = nil
+			v.Shm, v.Private = file.pages, true
+			v.Off, v.FileEnd = uintptr(s.Off-pageOff), uintptr(s.Off+s.Filesz)
+		}
+		if err := space.Map(v); err != nil {
+			return 0, fmt.Errorf("%w: segment at %#x: %v", ErrNoExec, start, err)
+		}
+		end = max(end, start+s.Memsz)
+	}
+	return end, nil
 }
 
 // execCreds applies a program's set-user-ID and set-group-ID bits to
@@ -247,7 +308,7 @@ const (
 // buildStack lays out argc, argv, envp and the auxiliary vector at the top
 // of the new stack (System V x86-64 psABI §3.4.1) and returns the stack
 // pointer.
-func buildStack(s *mm.Space, f *elf.File, bias uint64, path string, argv, envp []string, c *creds, secure bool) (uint64, error) {
+func buildStack(s *mm.Space, f *elf.File, bias, interpBase uint64, path string, argv, envp []string, c *creds, secure bool) (uint64, error) {
 	sp := uint64(stackTop)
 	push := func(b []byte) (uint64, error) {
 		sp -= uint64(len(b))
@@ -281,7 +342,7 @@ func buildStack(s *mm.Space, f *elf.File, bias uint64, path string, argv, envp [
 	}
 	auxv := []uint64{
 		atPhdr, f.PhdrAddr(bias), atPhent, 56, atPhnum, uint64(f.Phnum),
-		atPagesz, mm.PageSize, atBase, 0, atFlags, 0, atEntry, bias + f.Entry,
+		atPagesz, mm.PageSize, atBase, interpBase, atFlags, 0, atEntry, bias + f.Entry,
 		atUID, uint64(c.ruid), atEUID, uint64(c.euid), atGID, uint64(c.rgid), atEGID, uint64(c.egid),
 		atHwcap, 0x178bfbff, atClktck, 100, atSecure, secureFlag, atRandom, random,
 		atExecfn, execfn, atNull, 0,

@@ -20,7 +20,8 @@ var supportNotes = map[string]supportNote{
 	"adjtimex":           {partial, "frequency, tick length, one-shot slews (adjtime) and ADJ_SETOFFSET move the clock, and every field is kept and reported as Linux does; no phase-locked loop: an ADJ_OFFSET under STA_PLL is remembered, not chased, and no PPS"},
 	"clock_adjtime":      {partial, "as adjtimex, for CLOCK_REALTIME; the other clocks are EOPNOTSUPP"},
 	"rseq":               {unsupported, "restartable sequences need the scheduler to keep cpu_id current and to abort critical sections on preemption; glibc runs without rseq on ENOSYS"},
-	"clone3":             {unsupported, "glibc falls back to clone on ENOSYS and musl never calls it"},
+	"clone3":             {unsupported, "glibc falls back to clone on ENOSYS (Debian's glibc 2.36: t_debian's threaded sort) and musl never calls it"},
+	"execve":             {partial, "static and dynamically linked programs (PT_INTERP's loader, e.g. glibc's ld.so, at a random base); no vDSO, so no AT_SYSINFO_EHDR: glibc makes real system calls for clock_gettime, gettimeofday, time and getcpu"},
 }
 
 type supportLevel int

@@ -29,13 +29,25 @@ func (t *Thread) putStat(at uint64, a vfs.Attr) int64 {
 	return errno(t.Proc.Space().CopyOut(uintptr(at), b[:]))
 }
 
+// emptyPath reports an empty path with AT_EMPTY_PATH: the call is about
+// the descriptor itself, whatever it is. glibc's fstat is
+// newfstatat(fd, "", AT_EMPTY_PATH), on pipes and sockets too, so this
+// is decided before the descriptor is taken for a directory.
+func (t *Thread) emptyPath(pathAt uint64, flags int) bool {
+	if flags&linux.AT_EMPTY_PATH == 0 {
+		return false
+	}
+	path, err := t.path(pathAt)
+	return err == nil && path == ""
+}
+
 func (t *Thread) statAt(dirfd, pathAt, buf uint64, flags int) int64 {
+	if t.emptyPath(pathAt, flags) {
+		return t.fstat(int(int32(dirfd)), buf)
+	}
 	dir, path, e := t.atPath(dirfd, pathAt)
 	if e != 0 {
 		return e
-	}
-	if path == "" && flags&linux.AT_EMPTY_PATH != 0 {
-		return t.fstat(int(int32(dirfd)), buf)
 	}
 	a, err := fsys.Stat(t.ctx(), dir, path, flags)
 	if err != nil {
@@ -70,11 +82,14 @@ func sysNewfstatat(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 func sysStatx(t *Thread, a *[6]uint64) (int64, bool) {
-	dir, path, e := t.atPath(a[0], a[1])
-	if e != 0 {
-		return e, false
-	}
 	flags, mask := int(a[2]), uint32(a[3])
+	var dir *vfs.Dentry
+	path, e := "", int64(0)
+	if !t.emptyPath(a[1], flags) {
+		if dir, path, e = t.atPath(a[0], a[1]); e != 0 {
+			return e, false
+		}
+	}
 	var x linux.Statx
 	var err error
 	if path == "" && flags&linux.AT_EMPTY_PATH != 0 {

@@ -33,6 +33,7 @@ const (
 	eNAMETOOLONG = 36
 	eNODEV       = 19
 	eOPNOTSUPP   = 95
+	eLIBBAD      = 80
 )
 
 // errno maps kernel errors to Linux errno values.
@@ -53,6 +54,8 @@ func errno(err error) int64 {
 		return -eEXIST
 	case errors.Is(err, mm.ErrDenied):
 		return -eACCES
+	case errors.Is(err, elf.ErrBadInterp):
+		return -eLIBBAD
 	case errors.Is(err, elf.ErrNoExec):
 		return -eNOEXEC
 	case errors.Is(err, mm.ErrNameTooLong):
@@ -668,6 +671,9 @@ func (t *Thread) mapFile(v *mm.VMA, fd int, off int64, n uintptr, flags uint64) 
 		return -eNODEV
 	}
 	v.Off = uintptr(off)
+	// /proc/<pid>/maps names the file, as Linux does (the dynamic
+	// loader's libraries show there by path).
+	v.Name = filePath(f)
 	if e := sealedMapping(f, v, flags&mapShared != 0); e != 0 {
 		return e
 	}
