@@ -22,10 +22,12 @@ import (
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/acpi"
+	"shortbread/kernel/arch"
 	"shortbread/kernel/blk"
 	"shortbread/kernel/cmdline"
 	"shortbread/kernel/console"
 	"shortbread/kernel/cpio"
+	"shortbread/kernel/cpuinfo"
 	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/drivers/rtc"
 	"shortbread/kernel/drivers/uart"
@@ -86,6 +88,7 @@ func main() {
 	kmem.SetProbe(kernelMemoryLow())
 	proc.PowerOff = func() { power.Off(k.tables, 0) }
 	proc.Restart = power.Reset
+	k.log.Infof("cpu: %s", cpuinfo.Summary(cpuinfo.Read(arch.CPUID)))
 	k.findACPI()
 	k.setIOAPIC()
 	k.startCPUs()

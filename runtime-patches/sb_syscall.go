@@ -439,23 +439,28 @@ func sbGetrandom(buf, n uintptr) int64 {
 	return int64(n)
 }
 
+// sbRdrandOK is CPUID's RDRAND bit, read at boot (the instruction is
+// undefined without it). sbRandState is the fallback's state.
+var sbRdrandOK bool
 var sbRandState uint64
 
-// sbRandom returns RDRAND output, or a TSC-seeded xorshift on CPUs
-// without RDRAND.
+// sbRandom returns RDRAND output (retried, as Intel advises, when it
+// reports a transient failure). Without RDRAND it is a splitmix64 stream
+// seeded from the RTC and the TSC, with the TSC mixed in at every call:
+// only as unpredictable as the time of boot and of each call, so guessable
+// by anyone who can estimate those. It seeds the runtime's and the kernel's
+// generators (AT_RANDOM, getrandom). Intel has RDRAND since 2012, AMD since 2015.
 func sbRandom() uint64 {
-	if v, ok := sbRdrand(); ok {
-		return v
+	for i := 0; sbRdrandOK && i < 10; i++ {
+		if v, ok := sbRdrand(); ok {
+			return v
+		}
 	}
-	if sbRandState == 0 {
-		sbRandState = sbRdtsc() | 1
-	}
-	x := sbRandState
-	x ^= x << 13
-	x ^= x >> 7
-	x ^= x << 17
-	sbRandState = x
-	return x
+	sbRandState += 0x9e3779b97f4a7c15 ^ sbRdtsc()
+	z := sbRandState
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
 }
 
 func sbEpollCtl(epfd, op, fd int32, ev uintptr) int64 {
