@@ -65,7 +65,7 @@ run: deps
 	qemu-system-x86_64 $(QEMU_FLAGS) $(if $(filter uefi,$(FIRMWARE)),-bios /usr/share/ovmf/OVMF.fd) -cdrom $(ISO); \
 	  s=$$?; [ $$s -eq 1 ] || [ $$s -eq 0 ] || echo "QEMU exited with $$s (kernel status $$(( ($$s - 1) / 2 )))"
 
-test: deps vet host-test boot-test user-test cpu-test linux-test net-check apps-smoke
+test: deps vet host-test boot-test cpu-test user-test linux-test net-check apps-smoke
 
 vet:
 	go vet ./...
