@@ -87,7 +87,7 @@ func main() {
 	proc.StartLoadAverage()
 	kmem.SetProbe(kernelMemoryLow())
 	proc.PowerOff = func() { power.Off(k.tables, 0) }
-	proc.Restart = power.Reset
+	proc.Restart = func() { power.Reset(k.tables, k.log.Infof) }
 	k.log.Infof("cpu: %s", cpuinfo.Summary(cpuinfo.Read(arch.CPUID)))
 	k.findACPI()
 	k.setIOAPIC()
@@ -450,7 +450,7 @@ func (k *kernel) commands() map[string]console.Command {
 			return nil
 		}},
 		"reboot": {Help: "reset the machine", Run: func(w io.Writer, _ []string) error {
-			power.Reset()
+			power.Reset(k.tables, k.log.Infof)
 			return nil
 		}},
 	}
