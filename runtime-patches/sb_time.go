@@ -45,6 +45,7 @@ var (
 	sbLAPIC        uintptr // direct-map address of the local APIC registers
 	sbTSCDeadline  bool
 	sbAPICPerNs32  uint64 // APIC timer ticks per ns, << 32
+	sbTSCPerNs32   uint64 // TSC ticks per ns, << 32
 )
 
 func sbLAPICRead(reg uintptr) uint32 {
@@ -90,6 +91,7 @@ func sbCalibrateTSC() {
 		sbFatal("TSC calibration failed")
 	}
 	sbTSCMult = (1_000_000_000 << 32) / sbTSCHz
+	sbTSCPerNs32 = sbTSCHz/1_000_000_000<<32 + (sbTSCHz%1_000_000_000<<32)/1_000_000_000
 }
 
 // sbInitLAPIC enables this CPU's local APIC and calibrates its timer
@@ -131,8 +133,8 @@ func sbArmTimer(deadline int64) {
 		if delta < 1000 {
 			delta = 1000
 		}
-		tsc := sbRdtsc() + uint64(delta)*sbTSCHz/1_000_000_000
-		sbWrmsr(msrTSCDeadline, tsc)
+		hi, lo := math.Mul64(uint64(delta), sbTSCPerNs32) // delta*sbTSCHz/1e9 overflowed past ~6 s
+		sbWrmsr(msrTSCDeadline, sbRdtsc()+(hi<<32|lo>>32))
 		return
 	}
 	delta := deadline - sbNanotime()
