@@ -439,17 +439,15 @@ func sbGetrandom(buf, n uintptr) int64 {
 	return int64(n)
 }
 
-// sbRdrandOK is CPUID's RDRAND bit, read at boot (the instruction is
-// undefined without it). sbRandState is the fallback's state.
-var sbRdrandOK bool
-var sbRandState uint64
+var (
+	sbRdrandOK  bool // CPUID's RDRAND bit (the instruction faults without it)
+	sbRandState uint64
+)
 
-// sbRandom returns RDRAND output (retried, as Intel advises, when it
-// reports a transient failure). Without RDRAND it is a splitmix64 stream
-// seeded from the RTC and the TSC, with the TSC mixed in at every call:
-// only as unpredictable as the time of boot and of each call, so guessable
-// by anyone who can estimate those. It seeds the runtime's and the kernel's
-// generators (AT_RANDOM, getrandom). Intel has RDRAND since 2012, AMD since 2015.
+// sbRandom returns RDRAND output (retried, as Intel advises). Without RDRAND
+// (Intel before 2012, AMD before 2015) it is splitmix64 over the boot's RTC
+// time with the TSC mixed in at each call: WEAK, guessable by anyone who can
+// estimate those times; it seeds AT_RANDOM and the kernel's generators.
 func sbRandom() uint64 {
 	for i := 0; sbRdrandOK && i < 10; i++ {
 		if v, ok := sbRdrand(); ok {

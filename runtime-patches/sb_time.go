@@ -64,11 +64,9 @@ func sbNanotime() int64 {
 
 func sbWalltime() int64 { return sbBootUnixNano + sbNanotime() }
 
-// sbCalibrateTSC counts TSC cycles over ~10 ms of PIT channel 2, three
-// times, and keeps the smallest count: a run the host (or an SMI) stalled
-// between the PIT's expiry and the read that sees it counts too many
-// (a loaded QEMU host once measured 4.6 GHz for 2.6). Without a PIT the
-// wait is bounded, so the failure is a message rather than a hang.
+// sbCalibrateTSC counts TSC cycles over ~10 ms of PIT channel 2 three
+// times and keeps the smallest count: a run stalled (by the host, an SMI)
+// before it saw the PIT expire counts too many. A missing PIT is fatal.
 func sbCalibrateTSC() {
 	sbTSC0 = sbRdtsc()
 	best := ^uint64(0)
