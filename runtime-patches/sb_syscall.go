@@ -439,10 +439,8 @@ func sbGetrandom(buf, n uintptr) int64 {
 	return int64(n)
 }
 
-var (
-	sbRdrandOK  bool // CPUID's RDRAND bit (the instruction faults without it)
-	sbRandState uint64
-)
+var sbRdrandOK bool // CPUID's RDRAND bit (the instruction faults without it)
+var sbRandState uint64
 
 // sbRandom returns RDRAND output (retried, as Intel advises). Without RDRAND
 // (Intel before 2012, AMD before 2015) it is splitmix64 over the boot's RTC

@@ -126,28 +126,14 @@ func sbInitLAPIC(calibrate bool) {
 
 // sbArmTimer asks for a timer interrupt at deadline (ns since boot).
 func sbArmTimer(deadline int64) {
+	delta := uint64(max(deadline-sbNanotime(), 1000))
 	if sbTSCDeadline {
-		delta := deadline - sbNanotime()
-		if delta < 1000 {
-			delta = 1000
-		}
-		hi, lo := math.Mul64(uint64(delta), sbTSCPerNs32) // delta*sbTSCHz/1e9 overflowed past ~6 s
+		hi, lo := math.Mul64(delta, sbTSCPerNs32) // delta*sbTSCHz/1e9 overflowed past ~6 s
 		sbWrmsr(msrTSCDeadline, sbRdtsc()+(hi<<32|lo>>32))
 		return
 	}
-	delta := deadline - sbNanotime()
-	if delta < 1000 {
-		delta = 1000
-	}
-	hi, lo := math.Mul64(uint64(delta), sbAPICPerNs32)
-	ticks := hi<<32 | lo>>32
-	if ticks == 0 {
-		ticks = 1
-	}
-	if ticks > 0xffffffff {
-		ticks = 0xffffffff
-	}
-	sbLAPICWrite(lapicInitCnt, uint32(ticks))
+	hi, lo := math.Mul64(delta, sbAPICPerNs32)
+	sbLAPICWrite(lapicInitCnt, uint32(min(max(hi<<32|lo>>32, 1), 0xffffffff)))
 }
 
 func sbEOI() { sbLAPICWrite(lapicEOI, 0) }
