@@ -23,7 +23,7 @@ QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot
 
 DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio e2fsprogs python3 curl gdisk fdisk
 
-.PHONY: all run run-cmd net-check test iso kernel deps host-test boot-test user-test linux-test debian-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
+.PHONY: all run run-cmd net-check test iso kernel deps host-test boot-test user-test cpu-test linux-test debian-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
 
 all: iso
 
@@ -65,7 +65,7 @@ run: deps
 	qemu-system-x86_64 $(QEMU_FLAGS) $(if $(filter uefi,$(FIRMWARE)),-bios /usr/share/ovmf/OVMF.fd) -cdrom $(ISO); \
 	  s=$$?; [ $$s -eq 1 ] || [ $$s -eq 0 ] || echo "QEMU exited with $$s (kernel status $$(( ($$s - 1) / 2 )))"
 
-test: deps vet host-test boot-test user-test linux-test debian-test net-check apps-smoke
+test: deps vet host-test boot-test cpu-test user-test linux-test debian-test net-check apps-smoke
 
 vet:
 	go vet ./...
@@ -83,6 +83,20 @@ boot-test: $(KERNEL) $(STUB) $(INITRAMFS)
 	tools/boottest.sh 4
 	FIRMWARE=uefi tools/boottest.sh 2
 	tools/crashtest.sh
+
+# Machines with less than -cpu max: the self-tests (whose profiler test
+# takes the NMI path) on qemu64 (no RDRAND, RDTSCP, XSAVE, AVX) and on q35
+# without an HPET, then the user programs that depend on the processor
+# (FPU state and signal frames, /proc/cpuinfo, getrandom, clocks) on
+# qemu64, Nehalem, Skylake-Server (AVX-512), EPYC and without an HPET.
+CPU_TESTS := t_fpu,t_signal,t_loadcpu,t_misc,t_time
+cpu-test: user $(KERNEL) $(STUB) $(INITRAMFS)
+	CPU=qemu64 tools/boottest.sh 2
+	MACHINE=q35,hpet=off tools/boottest.sh 2
+	tools/mkiso.sh $(BUILD)/cputest.iso $(STUB) $(KERNEL) "init=/init loglevel=info RUNNER_TIMEOUT=120 RUNNER_ONLY=$(CPU_TESTS)" $(USER_BUILD)/initramfs.cpio
+	for c in qemu64 Nehalem Skylake-Server EPYC; do \
+	  echo "cpu-test: CPU $$c"; CPU=$$c tools/qemu.sh $(BUILD)/cputest.iso 2 600 || exit 1; done
+	echo "cpu-test: no HPET"; MACHINE=q35,hpet=off tools/qemu.sh $(BUILD)/cputest.iso 2 600
 
 bench-boot: deps $(KERNEL) $(STUB) $(INITRAMFS)
 	go run ./bench/boottime -runs 3

@@ -3,7 +3,7 @@
 ; GRUB loads this small image as the "kernel" and the Go kernel ELF as the
 ; first module2 (see grub.cfg). The stub runs in 32-bit protected mode with
 ; paging off, as multiboot2 (spec §3.3) leaves it, and:
-;   1. checks the multiboot2 magic and that the CPU has long mode;
+;   1. checks the multiboot2 magic and that the CPU has long mode and NX;
 ;   2. copies the Go ELF's PT_LOAD segments to physical memory: the Go
 ;      kernel is linked in the top 2 GiB of the address space (at
 ;      KERNEL_VBASE + 16 MiB), so a segment at virtual address V goes to
@@ -73,6 +73,10 @@ _start:
     cpuid
     test edx, 1 << 29
     jz .no_long
+    ; NX (EDX bit 20): EFER.NXE and the page tables' no-execute bits need
+    ; it; firmware setup can hide it ("Execute Disable Bit").
+    test edx, 1 << 20
+    jz .no_nx
 
     call find_module
     test eax, eax
@@ -105,6 +109,9 @@ _start:
     jmp .fail
 .no_long:
     mov eax, msg_nolong
+    jmp .fail
+.no_nx:
+    mov eax, msg_nonx
     jmp .fail
 .no_module:
     mov eax, msg_nomodule
@@ -430,6 +437,7 @@ ap_trampoline_end:
 section .rodata
 msg_magic:    db "shortbread: not booted by a multiboot2 loader (bad magic); halting", 13, 10, 0
 msg_nolong:   db "shortbread: this CPU has no 64-bit long mode; halting", 13, 10, 0
+msg_nonx:     db "shortbread: this CPU has no NX (execute-disable) bit; enable it in the firmware setup; halting", 13, 10, 0
 msg_nomodule: db "shortbread: no kernel module (check grub.cfg module2 line); halting", 13, 10, 0
 msg_notelf:   db "shortbread: kernel module is not an x86-64 ELF; halting", 13, 10, 0
 msg_toohigh:  db "shortbread: kernel ELF not linked at 0xffffffff80000000 + its physical address (tools/build-kernel.sh -T); halting", 13, 10, 0

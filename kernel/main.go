@@ -22,10 +22,12 @@ import (
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/acpi"
+	"shortbread/kernel/arch"
 	"shortbread/kernel/blk"
 	"shortbread/kernel/cmdline"
 	"shortbread/kernel/console"
 	"shortbread/kernel/cpio"
+	"shortbread/kernel/cpuinfo"
 	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/drivers/rtc"
 	"shortbread/kernel/drivers/uart"
@@ -85,7 +87,8 @@ func main() {
 	proc.StartLoadAverage()
 	kmem.SetProbe(kernelMemoryLow())
 	proc.PowerOff = func() { power.Off(k.tables, 0) }
-	proc.Restart = power.Reset
+	proc.Restart = func() { power.Reset(k.tables, k.log.Infof) }
+	k.log.Infof("cpu: %s", cpuinfo.Summary(cpuinfo.Read(arch.CPUID)))
 	k.findACPI()
 	k.setIOAPIC()
 	k.startCPUs()
@@ -459,7 +462,7 @@ func (k *kernel) commands() map[string]console.Command {
 			return nil
 		}},
 		"reboot": {Help: "reset the machine", Run: func(w io.Writer, _ []string) error {
-			power.Reset()
+			power.Reset(k.tables, k.log.Infof)
 			return nil
 		}},
 	}

@@ -248,8 +248,8 @@ TEXT runtime·sbVec1(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $1; JMP sbTrapEntry
 // Vector 2, NMI: the sampling profiler's interrupt (sb_prof.go). It can
 // land anywhere: in trap context with interrupts off, and (with user
 // programs) in user mode or between an entry and its SWAPGS, so it finds
-// its CPU through TSC_AUX (RDTSCP), never GS, runs on its own IST stack,
-// touches only this CPU's sample buffer and never calls Go. Record:
+// its CPU from its own IST stack (CPU i's is sbDFStacks[i], 8 KiB), never
+// GS, touches only this CPU's sample buffer and never calls Go. Record:
 // interrupted RIP; CPU index | flags<<16 (1 = idle thread, 2 = interrupts
 // were off, 4 = user mode); the low 32 bits of the TSC.
 TEXT runtime·sbVec2(SB),NOSPLIT|NOFRAME,$0
@@ -258,9 +258,12 @@ TEXT runtime·sbVec2(SB),NOSPLIT|NOFRAME,$0
 	PUSHQ	CX
 	PUSHQ	DX
 	PUSHQ	R8
-	RDTSCP					// ECX = TSC_AUX = CPU index, EAX = TSC low
+	RDTSC					// EAX = TSC low
 	MOVL	AX, R8
-	MOVL	CX, CX
+	MOVQ	SP, CX
+	LEAQ	runtime·sbDFStacks(SB), DX
+	SUBQ	DX, CX
+	SHRQ	$13, CX				// CX = CPU index
 	IMULQ	$sbCPU__size, CX
 	LEAQ	runtime·sbCPUs(SB), DX
 	ADDQ	CX, DX				// DX = this CPU's sbCPU

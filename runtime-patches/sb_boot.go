@@ -99,6 +99,9 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 
 	sbCalibrateTSC()
 	sbBootUnixNano = sbReadRTC()*1_000_000_000 - sbNanotime()
+	_, _, c, _ := sbCpuid(1, 0)
+	sbRdrandOK = c&(1<<30) != 0
+	sbRandState = uint64(sbBootUnixNano)
 	// The runtime reads its clocks through the vDSO when it has one:
 	// point it at ours, which reads the TSC without a trap.
 	vdsoClockgettimeSym = abi.FuncPCABI0(sbVdsoClockGettime)

@@ -62,7 +62,7 @@ var (
 	sbCPUs       [sbMaxCPU]sbCPU
 	sbNCPU       int32 = 1
 	sbTrapStacks [sbMaxCPU][sbTrapStackSize]byte
-	sbDFStacks   [sbMaxCPU][8192]byte
+	sbDFStacks   [sbMaxCPU][8192]byte // IST2; the NMI stub's CPU is its offset here >> 13
 	sbIdleStacks [sbMaxCPU][4096]byte
 	sbIDT        [256][2]uint64
 	sbIDTR       [10]byte
@@ -211,7 +211,6 @@ func sbCPUInit(id int32) {
 	sbLoadIDT(uintptr(unsafe.Pointer(&sbIDTR)))
 	c.cr3 = sbReadCR3()
 	sbWrmsr(0xC0000101, uint64(c.self)) // GS base
-	sbWrmsr(0xC0000103, uint64(id))     // TSC_AUX: the NMI stub's CPU index
 	sbWrmsr(0xC0000102, 0)              // kernel GS base (for SWAPGS, later)
 
 	// SYSCALL: EFER.SCE (and NXE, already set by the stub); STAR selectors

@@ -439,23 +439,24 @@ func sbGetrandom(buf, n uintptr) int64 {
 	return int64(n)
 }
 
+var sbRdrandOK bool // CPUID's RDRAND bit (the instruction faults without it)
 var sbRandState uint64
 
-// sbRandom returns RDRAND output, or a TSC-seeded xorshift on CPUs
-// without RDRAND.
+// sbRandom returns RDRAND output (retried, as Intel advises). Without RDRAND
+// (Intel before 2012, AMD before 2015) it is splitmix64 over the boot's RTC
+// time with the TSC mixed in at each call: WEAK, guessable by anyone who can
+// estimate those times; it seeds AT_RANDOM and the kernel's generators.
 func sbRandom() uint64 {
-	if v, ok := sbRdrand(); ok {
-		return v
+	for i := 0; sbRdrandOK && i < 10; i++ {
+		if v, ok := sbRdrand(); ok {
+			return v
+		}
 	}
-	if sbRandState == 0 {
-		sbRandState = sbRdtsc() | 1
-	}
-	x := sbRandState
-	x ^= x << 13
-	x ^= x >> 7
-	x ^= x << 17
-	sbRandState = x
-	return x
+	sbRandState += 0x9e3779b97f4a7c15 ^ sbRdtsc()
+	z := sbRandState
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
 }
 
 func sbEpollCtl(epfd, op, fd int32, ev uintptr) int64 {

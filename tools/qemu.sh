@@ -3,7 +3,10 @@
 # with the serial console on stdout and a hard time limit.
 # usage: [FIRMWARE=uefi] [MEM=512M] tools/qemu.sh ISO CPUS TIMEOUT_SECONDS [extra qemu args...]
 # FIRMWARE=uefi boots through OVMF instead of SeaBIOS.
-# MACHINE=pc boots the i440FX machine instead of q35.
+# MACHINE=pc boots the i440FX machine instead of q35 (MACHINE=q35,hpet=off:
+# q35 without an HPET).
+# CPU=MODEL is the processor QEMU emulates (default max: every feature TCG
+# has; qemu64 has the fewest; `qemu-system-x86_64 -cpu help` lists them).
 # DISK=IMAGE attaches a raw image as a virtio-blk disk (/dev/vda).
 # DISK2=IMAGE attaches a second one (/dev/vdb; /dev/vda without DISK).
 # SATA="IMAGE..." attaches raw images as SATA disks on q35's AHCI
@@ -30,7 +33,7 @@ set -- $(tools_sata_args) "$@"
 if [ "${FIRMWARE:-bios}" = uefi ]; then
   set -- -bios /usr/share/ovmf/OVMF.fd "$@"
 fi
-timeout --foreground -k 5 "$limit" qemu-system-x86_64 -machine "${MACHINE:-q35}" -cpu max -m "${MEM:-512M}" \
+timeout --foreground -k 5 "$limit" qemu-system-x86_64 -machine "${MACHINE:-q35}" -cpu "${CPU:-max}" -m "${MEM:-512M}" \
   -smp "$cpus" -display none -serial stdio -monitor none -no-reboot \
   -device isa-debug-exit,iobase=0xf4,iosize=0x04 -cdrom "$iso" "$@" </dev/null
 s=$?

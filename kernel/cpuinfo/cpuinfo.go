@@ -136,3 +136,42 @@ func Format(in Info, ncpu int, mhz uint64) []byte {
 	}
 	return []byte(b.String())
 }
+
+// Optional features whose presence changes what Shortbread does, by
+// Linux's flag names: the random source (rdrand, else a TSC-seeded
+// generator), FPU state (xsave and avx, else FXSAVE), the timer
+// (tsc_deadline_timer, else a one-shot LAPIC timer calibrated against the
+// TSC). The rest are listed so a boot log tells what a machine offers:
+// nothing requires them.
+var optional = []string{"rdrand", "rdseed", "xsave", "avx", "tsc_deadline_timer", "x2apic",
+	"rdtscp", "rdpid", "pcid", "invpcid", "pdpe1gb", "fsgsbase", "smep", "smap"}
+
+// Summary is the boot log's line about the processor: its name and which
+// of the optional features it has and lacks.
+func Summary(in Info) string {
+	has := make(map[string]bool, len(in.Flags))
+	for _, f := range in.Flags {
+		has[f] = true
+	}
+	var yes, no []string
+	for _, f := range optional {
+		if has[f] {
+			yes = append(yes, f)
+		} else {
+			no = append(no, f)
+		}
+	}
+	name := in.Brand
+	if name == "" {
+		name = in.Vendor
+	}
+	return fmt.Sprintf("%s (family %d model %d); has %s; lacks %s", name, in.Family, in.Model,
+		orNone(yes), orNone(no))
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, " ")
+}

@@ -87,3 +87,17 @@ func TestFormatFake(t *testing.T) {
 		t.Errorf("format:\n%s", out)
 	}
 }
+
+func TestSummary(t *testing.T) {
+	in := Info{Vendor: "AuthenticAMD", Family: 15, Model: 107, Flags: []string{"fpu", "sse2", "rdrand", "pcid"}}
+	want := "AuthenticAMD (family 15 model 107); has rdrand pcid; lacks rdseed xsave avx tsc_deadline_timer x2apic " +
+		"rdtscp rdpid invpcid pdpe1gb fsgsbase smep smap"
+	if got := Summary(in); got != want {
+		t.Errorf("Summary = %q, want %q", got, want)
+	}
+	in.Brand = "QEMU Virtual CPU version 2.5+"
+	in.Flags = nil
+	if got := Summary(in); !strings.HasPrefix(got, in.Brand+" (") || !strings.Contains(got, "; has none;") {
+		t.Errorf("Summary = %q", got)
+	}
+}

@@ -7,13 +7,22 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/arch"
 	"shortbread/kernel/elf"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
 	"shortbread/kernel/vfs"
 )
+
+// hwcap is AT_HWCAP: on x86-64, CPUID.1:EDX, the processor's base
+// feature bits, as Linux passes it (not a fixed value a smaller CPU lacks).
+var hwcap = sync.OnceValue(func() uint64 {
+	_, _, _, edx := arch.CPUID(1, 0)
+	return uint64(edx)
+})
 
 // Layout of a new program's address space.
 const (
@@ -344,7 +353,7 @@ func buildStack(s *mm.Space, f *elf.File, bias, interpBase uint64, path string, 
 		atPhdr, f.PhdrAddr(bias), atPhent, 56, atPhnum, uint64(f.Phnum),
 		atPagesz, mm.PageSize, atBase, interpBase, atFlags, 0, atEntry, bias + f.Entry,
 		atUID, uint64(c.ruid), atEUID, uint64(c.euid), atGID, uint64(c.rgid), atEGID, uint64(c.egid),
-		atHwcap, 0x178bfbff, atClktck, 100, atSecure, secureFlag, atRandom, random,
+		atHwcap, hwcap(), atClktck, 100, atSecure, secureFlag, atRandom, random,
 		atExecfn, execfn, atNull, 0,
 	}
 	words := []uint64{uint64(len(argv))}

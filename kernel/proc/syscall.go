@@ -627,7 +627,8 @@ func sysNanosleep(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 // sysGetrandom fills from math/rand/v2's global generator: ChaCha8, seeded
-// by the runtime from the machine layer's RDRAND. (crypto/rand would pull
+// by the runtime from the machine layer's RDRAND (a weak time-based seed
+// on CPUs without it: runtime-patches/sb_syscall.go). (crypto/rand would pull
 // in a 32 MiB FIPS DRBG buffer the kernel image would have to carry.)
 func sysGetrandom(t *Thread, a *[6]uint64) (int64, bool) {
 	if a[2]&^7 != 0 { // GRND_NONBLOCK, GRND_RANDOM, GRND_INSECURE

@@ -20,7 +20,8 @@
  *
  * Environment (Linux passes unknown key=value kernel parameters to init):
  *   RUNNER_TIMEOUT=seconds   per program (default 300)
- *   RUNNER_ONLY=substring    run only programs whose name contains it
+ *   RUNNER_ONLY=sub1,sub2    run only programs whose name contains one of
+ *                            the comma-separated substrings
  *   BLK_DISK=vda             the scratch disk the harness attached (t_blk
  *                            requires it then; passed on to the programs)
  *   EXT4_DISK=vdb            the ext4 image the harness attached (t_mount),
@@ -96,6 +97,22 @@ static void ensure_console(void)
 			dup2(fd, i);
 	if (fd > 2)
 		close(fd);
+}
+
+/* selected reports whether name contains one of the comma-separated
+ * substrings in only. */
+static int selected(const char *name, const char *only)
+{
+	while (*only) {
+		size_t len = strcspn(only, ",");
+		for (const char *p = name; len && strlen(p) >= len; p++)
+			if (strncmp(p, only, len) == 0)
+				return 1;
+		only += len;
+		if (*only == ',')
+			only++;
+	}
+	return 0;
 }
 
 static int cmp_names(const void *a, const void *b)
@@ -283,7 +300,7 @@ int main(int argc, char **argv)
 		while ((e = readdir(d)) && n < MAX_TESTS) {
 			if (strncmp(e->d_name, "t_", 2) != 0 && strncmp(e->d_name, "f_", 2) != 0)
 				continue;
-			if (only && *only && !strstr(e->d_name, only))
+			if (only && *only && !selected(e->d_name, only))
 				continue;
 			names[n++] = strdup(e->d_name);
 		}

@@ -3,6 +3,7 @@
  * set_tid_address, unknown system calls. */
 #define _GNU_SOURCE
 #include "check.h"
+#include <cpuid.h>
 
 #include <fcntl.h>
 #include <sched.h>
@@ -235,7 +236,14 @@ static void test_misc_calls(void)
 	CHECK("getpriority", getpriority(PRIO_PROCESS, 0) >= -20);
 	CHECK_EQ("umask.set", umask(027) >= 0, 1);
 	CHECK_EQ("umask.get", umask(022), 027);
-	CHECK("auxv.hwcap", getauxval(AT_HWCAP) != 0);
+	/* AT_HWCAP is CPUID.1:EDX (Linux may clear a bit it does not use,
+	 * never set one the processor lacks); fpu and sse2 are in every
+	 * x86-64 processor. */
+	unsigned eax, ebx, ecx, edx;
+	__cpuid(1, eax, ebx, ecx, edx);
+	unsigned long hwcap = getauxval(AT_HWCAP);
+	CHECK("auxv.hwcap_basics", (hwcap & (1 | 1 << 26)) == (1 | 1 << 26));
+	CHECK_EQ("auxv.hwcap_from_cpuid", hwcap & ~(unsigned long)edx, 0);
 	CHECK_EQ("auxv.uid", getauxval(AT_UID), getuid());
 	CHECK("auxv.phdr", getauxval(AT_PHDR) != 0);
 	char *execfn = (char *)getauxval(AT_EXECFN);
