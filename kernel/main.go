@@ -90,6 +90,7 @@ func main() {
 	k.setIOAPIC()
 	k.startCPUs()
 	runtime.GOMAXPROCS(machine.NumCPU())
+	k.startWatchdog()
 	// The network stack with its loopback interface, now that netstack
 	// can size its TCP processors (one per GOMAXPROCS) to the CPUs.
 	inet.Stack()
