@@ -9,6 +9,7 @@ import (
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/fs/procfs"
 	"shortbread/kernel/machine"
+	"shortbread/kernel/proc"
 )
 
 // The hard-lockup watchdog (watchdog_thresh=, watchdog_panic) is the
@@ -46,10 +47,12 @@ func (k *kernel) startWatchdog() {
 }
 
 // addDebugHooks offers /proc/shortbread/debug under debug_hooks, for the
-// watchdog's tests: "irqoff N" spins the writer's CPU with interrupts off
-// for N seconds, "hang N" blocks the writer for N seconds in a wait no
-// signal ends (what the hung-task detector reports). Never offered
-// otherwise: an ordinary boot has no way to lock a CPU on purpose.
+// watchdog's tests: "irqoff N" spins the writer's CPU with interrupts off,
+// "hang N" blocks the writer in a wait no signal ends (what the hung-task
+// detector reports), each until its detector has reported it or N
+// seconds have passed, so a test takes as long as the detection and no
+// longer. Never offered otherwise: an ordinary boot has no way to lock a
+// CPU on purpose.
 func (k *kernel) addDebugHooks(fs *procfs.FS) {
 	if k.opts["debug_hooks"] != "true" {
 		return
@@ -69,8 +72,19 @@ func (k *kernel) addDebugHooks(fs *procfs.FS) {
 			k.log.Warnf("debug: cpu %d spins with interrupts off for %v", machine.CurrentCPU(), d)
 			return machine.DebugSpin(d)
 		case "hang":
-			k.log.Warnf("debug: blocking uninterruptibly for %v", d)
-			time.Sleep(d)
+			k.log.Warnf("debug: blocking uninterruptibly for at most %v", d)
+			// A report made once this wait is older than the timeout
+			// is this wait's own (others before then may be about
+			// the thread's previous system call).
+			start, seen := time.Now(), int64(-1)
+			for time.Since(start) < d {
+				if seen < 0 && time.Since(start) > proc.HungTimeout {
+					seen = proc.HungReports()
+				} else if seen >= 0 && proc.HungReports() != seen {
+					return nil
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
 			return nil
 		}
 		return linux.EINVAL

@@ -150,14 +150,16 @@ func sbWdStack(o *sbCPU, rip, cs, rflags, rsp, rbp uint64, note string) {
 // sbSysDebugSpin is the private system call (ns) -> 0 served by sbDebugSpin.
 const sbSysDebugSpin = 10
 
-// sbDebugSpin spins for ns with interrupts off, as a machine-layer bug
-// would (answering TLB shootdowns, as the machine layer's spin loops do):
-// the watchdog's test (the kernel offers it only under debug_hooks).
+// sbDebugSpin spins with interrupts off, as a machine-layer bug would
+// (answering TLB shootdowns, as the machine layer's spin loops do), until
+// the watchdog has reported a lockup or ns have passed: the watchdog's
+// test (the kernel offers it only under debug_hooks).
 func sbDebugSpin(ns int64) int64 {
 	if ns < 0 || ns > 120e9 {
 		return -sbEINVAL
 	}
-	for end := sbNanotime() + ns; sbNanotime() < end; {
+	n := atomic.Load(&sbWdLockups)
+	for end := sbNanotime() + ns; sbNanotime() < end && atomic.Load(&sbWdLockups) == n; {
 		sbPause()
 		sbServiceTLB()
 	}

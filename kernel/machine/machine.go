@@ -281,8 +281,9 @@ func SetWatchdog(thresh int64, panic bool)
 // Lockups is how many hard lockups the watchdog has reported.
 func Lockups() uint32
 
-// DebugSpin spins this CPU with interrupts off for d (at most 120 s), as
-// a machine-layer bug would: the watchdog's test.
+// DebugSpin spins this CPU with interrupts off, as a machine-layer bug
+// would, until the watchdog reports it or d (at most 120 s) has passed:
+// the watchdog's test.
 func DebugSpin(d time.Duration) error {
 	if _, _, errno := syscall.Syscall(sysDebugSpin, uintptr(d), 0, 0); errno != 0 {
 		return errno
