@@ -128,23 +128,31 @@ func sbWdStack(o *sbCPU, rip, cs, rflags, rsp, rbp uint64, note string) {
 		sbPrintStr("  (user mode)\n")
 		return
 	}
-	pc, fp := uintptr(rip), uintptr(rbp)
-	for i := 0; i < 32; i++ {
-		sbPrintStr("  ")
-		// Names only: file and line (funcline) need an M's cache.
-		if fn := findfunc(pc); fn.valid() {
-			sbPrintStr(funcname(fn))
-			sbPrintStr("+")
-			sbPrintHex(uint64(pc - fn.entry()))
-		} else {
-			sbPrintHex(uint64(pc))
-		}
-		sbPrintStr("\n")
-		if fp == 0 || fp&7 != 0 || !sbAS.touchNoFault(fp, 16) {
-			return
-		}
-		pc, fp = uintptr(sbLoad64(fp+8)), uintptr(sbLoad64(fp))
+	sbWdFunc("  ", uintptr(rip))
+	// A frameless leaf (sbPause, sbNanotime...) has its caller's return
+	// address on top of the stack, not in the frame chain: shown with
+	// "?", as Linux marks a stack word that may be a return address.
+	if sp := uintptr(rsp); sp&7 == 0 && sbAS.touchNoFault(sp, 8) && findfunc(uintptr(sbLoad64(sp))).valid() {
+		sbWdFunc("  ? ", uintptr(sbLoad64(sp)))
 	}
+	for fp, i := uintptr(rbp), 0; i < 32 && fp != 0 && fp&7 == 0 && sbAS.touchNoFault(fp, 16); i++ {
+		sbWdFunc("  ", uintptr(sbLoad64(fp+8)))
+		fp = uintptr(sbLoad64(fp))
+	}
+}
+
+// sbWdFunc prints one stack entry by function name and offset (not file
+// and line: funcline needs an M's cache).
+func sbWdFunc(prefix string, pc uintptr) {
+	sbPrintStr(prefix)
+	if fn := findfunc(pc); fn.valid() {
+		sbPrintStr(funcname(fn))
+		sbPrintStr("+")
+		sbPrintHex(uint64(pc - fn.entry()))
+	} else {
+		sbPrintHex(uint64(pc))
+	}
+	sbPrintStr("\n")
 }
 
 // sbSysDebugSpin is the private system call (ns) -> 0 served by sbDebugSpin.
