@@ -208,6 +208,7 @@ user-test: user $(KERNEL) $(STUB)
 	$(CHECK_NVME)
 	$(NVME_T_BLK) tools/qemu.sh $(BUILD)/nvmetest.iso 2 300
 	$(CHECK_NVME)
+	tools/watchdogtest.sh
 
 usertest-shortbread: user-test
 

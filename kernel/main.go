@@ -93,6 +93,7 @@ func main() {
 	k.setIOAPIC()
 	k.startCPUs()
 	runtime.GOMAXPROCS(k.maxProcs())
+	k.startWatchdog()
 	// The network stack with its loopback interface, now that netstack
 	// can size its TCP processors (one per GOMAXPROCS) to the CPUs.
 	inet.Stack()

@@ -273,6 +273,7 @@ func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 		buf := make([]byte, 1<<20)
 		return buf[:runtime.Stack(buf, true)]
 	}, nil)
+	k.addDebugHooks(fs)
 	proc.AddProcDirs(fs)
 	return fs
 }

@@ -245,7 +245,8 @@ tokernel:
 // APIC timer, reschedule IPI, TLB shootdown IPI, spurious.
 TEXT runtime·sbVec0(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $0; JMP sbTrapEntry<>(SB)
 TEXT runtime·sbVec1(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $1; JMP sbTrapEntry<>(SB)
-// Vector 2, NMI: the sampling profiler's interrupt (sb_prof.go). It can
+// Vector 2, NMI: the sampling profiler's interrupt (sb_prof.go) and the
+// watchdog's request for a CPU's registers (sb_watchdog.go). It can
 // land anywhere: in trap context with interrupts off, and (with user
 // programs) in user mode or between an entry and its SWAPGS, so it finds
 // its CPU from its own IST stack (CPU i's is sbDFStacks[i], 8 KiB), never
@@ -300,12 +301,30 @@ nmibusy:
 nmifull:
 	INCQ	sbCPU_profDropped(DX)
 nmidone:
+	CMPL	sbCPU_nmiWant(DX), $0
+	JNE	nmiregs
+nmiret:
 	POPQ	R8
 	POPQ	DX
 	POPQ	CX
 	POPQ	BX
 	POPQ	AX
 	IRETQ
+nmiregs:
+	// The watchdog asked (sb_watchdog.go): copy the interrupted RIP, CS,
+	// RFLAGS and RSP from the NMI frame, and RBP, then count the copy.
+	MOVQ	40(SP), AX
+	MOVQ	AX, (sbCPU_nmiRegs+0)(DX)
+	MOVQ	48(SP), AX
+	MOVQ	AX, (sbCPU_nmiRegs+8)(DX)
+	MOVQ	56(SP), AX
+	MOVQ	AX, (sbCPU_nmiRegs+16)(DX)
+	MOVQ	64(SP), AX
+	MOVQ	AX, (sbCPU_nmiRegs+24)(DX)
+	MOVQ	BP, (sbCPU_nmiRegs+32)(DX)
+	INCL	sbCPU_nmiSeq(DX)
+	MOVL	$0, sbCPU_nmiWant(DX)
+	JMP	nmiret
 
 TEXT runtime·sbVec3(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $3; JMP sbTrapEntry<>(SB)
 TEXT runtime·sbVec4(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $4; JMP sbTrapEntry<>(SB)

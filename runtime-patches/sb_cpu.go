@@ -52,6 +52,14 @@ type sbCPU struct {
 	profDropped uint64
 	profNext    int64 // next sample time with the timer-interrupt source
 
+	// Hard-lockup watchdog (sb_watchdog.go): what this CPU's watcher saw
+	// of it, and the interrupted frame the NMI stub copies when asked.
+	wdSeen                 uint64
+	wdStuck, wdCheck       int64
+	wdTold                 bool
+	nmiWant, nmiSeq, wdSeq uint32
+	nmiRegs                [5]uint64 // rip, cs, rflags, rsp, rbp
+
 	gdt  [10]uint64
 	tss  [104]byte
 	gdtr [10]byte

@@ -29,7 +29,7 @@ const (
 	sbSysFlushTLB  = 7 // (root, release) -> 0: CPUs using root (0: every CPU) drop non-global translations; with release, every CPU stops using root as CR3
 	sbSysKick      = 8 // (regs) -> 0: hurry a kicked user thread back
 	sbSysMapDevice = 9 // (pa, size) -> 0: map device memory above the direct map, uncached
-	sbSysCount     = 10
+	sbSysCount     = 11
 
 	sbFdIRQBase = 16 // fds sbFdIRQBase+irq are IRQ fds
 
@@ -91,6 +91,8 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 		return 0
 	case sbSysMapDevice:
 		return sbMapDevice(a0, a1)
+	case sbSysDebugSpin:
+		return sbDebugSpin(int64(a0))
 	case sbSysIOAPIC:
 		if a0 == 0 || a0&0xfff != 0 || a0 >= sbDmapEnd {
 			return -sbEINVAL

@@ -41,6 +41,7 @@ func sbTrap(f *sbFrame) {
 	case v == sbVecTimer:
 		c.timerAt = 0
 		sbProfTick(c, f)
+		sbWatchdog(c, f)
 		c.resched = true
 		sbEOI()
 	case v == sbVecResched:
@@ -95,6 +96,7 @@ func sbTrapExit(c *sbCPU, f *sbFrame) {
 	if pn := sbProfTick(c, f); pn != 0 && (deadline == 0 || pn < deadline) {
 		deadline = pn
 	}
+	deadline = sbWdDeadline(c, deadline)
 	// Re-arming is a LAPIC register write, an MMIO exit under
 	// virtualization (under QEMU TCG it also takes the emulator's global
 	// lock, serializing the vCPUs): skip it when an interrupt at or

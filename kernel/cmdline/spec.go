@@ -80,6 +80,18 @@ var Default = []Spec{
 		Help: "panic after a hung-task report",
 	},
 	{
+		Name: "watchdog_thresh", Kind: Int,
+		Help: "report a CPU that runs a thread and takes no timer interrupt for this many seconds, with every busy CPU's stack (default 10; 0: off; needs 2 CPUs)",
+	},
+	{
+		Name: "watchdog_panic", Kind: Bool,
+		Help: "power off with a failing status after a hard-lockup report",
+	},
+	{
+		Name: "debug_hooks", Kind: Bool,
+		Help: "offer /proc/shortbread/debug (root): irqoff N spins a CPU with interrupts off, hang N blocks the writer uninterruptibly, for N seconds (for checking the watchdogs)",
+	},
+	{
 		Name: "ip", Kind: String,
 		Help: "static IPv4 configuration of a network card, Linux's form ADDR::GW:MASK:HOST:IFACE:off (no DHCP yet)",
 	},

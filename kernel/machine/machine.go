@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -130,6 +131,7 @@ const (
 	sysProfStop  = sysBase + 3
 	sysIOAPIC    = sysBase + 4
 	sysMapDevice = sysBase + 9
+	sysDebugSpin = sysBase + 10
 )
 
 // MapDevice makes device memory [pa, pa+size) above the direct map (a
@@ -266,6 +268,27 @@ func ProfStart(bufs []ProfBuffer, hz int, hpet uint64) (int, error) {
 // ProfStop stops sampling.
 func ProfStop() {
 	syscall.Syscall(sysProfStop, 0, 0, 0)
+}
+
+// The hard-lockup watchdog (runtime-patches/sb_watchdog.go).
+
+// SetWatchdog makes each CPU's timer interrupt watch the next CPU: one
+// that runs a thread and takes no timer interrupt for thresh nanoseconds
+// (0: off) is reported on the console with every busy CPU's registers and
+// stack, and with panic the machine powers off after the report.
+func SetWatchdog(thresh int64, panic bool)
+
+// Lockups is how many hard lockups the watchdog has reported.
+func Lockups() uint32
+
+// DebugSpin spins this CPU with interrupts off, as a machine-layer bug
+// would, until the watchdog reports it or d (at most 120 s) has passed:
+// the watchdog's test.
+func DebugSpin(d time.Duration) error {
+	if _, _, errno := syscall.Syscall(sysDebugSpin, uintptr(d), 0, 0); errno != 0 {
+		return errno
+	}
+	return nil
 }
 
 // ProfCount returns how many samples CPU cpu has recorded and dropped

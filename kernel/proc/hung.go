@@ -3,6 +3,7 @@ package proc
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"shortbread/kernel/watchdog"
@@ -46,11 +47,18 @@ func StartHungTaskDetector() {
 	})
 }
 
+// hungReports counts the threads reported.
+var hungReports atomic.Int64
+
+// HungReports is how many hung threads the detector has reported.
+func HungReports() int64 { return hungReports.Load() }
+
 func checkHung(tr *watchdog.Tracker, now time.Time) {
 	hung := false
 	for _, t := range allThreads() {
 		if stuck, report := tr.Observe(t, t.kseq.Load(), t.sleeping.Load(), now); report {
 			hung = true
+			hungReports.Add(1)
 			Log.Errorf("proc: hung task: %v tid %d has been in system call %d for %v without sleeping",
 				t.Proc, t.TID, t.syscallNo, stuck.Round(time.Second))
 		}

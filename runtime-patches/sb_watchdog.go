@@ -1,0 +1,175 @@
+//go:build shortbread
+
+// Shortbread machine layer: the hard-lockup watchdog.
+//
+// A CPU that runs a thread (not its idle loop) and takes no timer
+// interrupt for sbWdThresh is locked up: spinning with interrupts off,
+// which only trap context does. Each CPU's timer interrupt watches the
+// next online CPU (a buddy, as Linux's buddy detector does), so no other
+// interrupt source is needed, at the price of two CPUs at least (one CPU
+// cannot watch itself without an NMI source, and the HPET the profiler
+// uses is not on every machine). The watcher reports from trap context:
+// the locked CPU may run a goroutine that a stop of the world waits for,
+// so kernel goroutines may never run again. It asks every other busy CPU
+// for its registers with an NMI (the stub in sb_amd64.s copies the
+// interrupted frame when nmiWant is set), walks their frame pointers and
+// names the functions from the runtime's symbol table; the kernel prints
+// the goroutines afterwards (sbWdLockups), or the watcher powers off
+// (watchdog_panic).
+
+package runtime
+
+import (
+	"internal/runtime/atomic"
+	_ "unsafe" // go:linkname
+)
+
+var (
+	sbWdThresh  int64  // ns without a timer interrupt; 0: off
+	sbWdPanic   bool   // power off after a report
+	sbWdLockups uint32 // reports so far
+)
+
+//go:linkname sbHookSetWatchdog shortbread/kernel/machine.SetWatchdog
+func sbHookSetWatchdog(thresh int64, panic bool) { sbWdThresh, sbWdPanic = thresh, panic }
+
+//go:linkname sbHookLockups shortbread/kernel/machine.Lockups
+func sbHookLockups() uint32 { return atomic.Load(&sbWdLockups) }
+
+// sbWatchdog runs in CPU c's timer interrupt. A watcher that itself
+// missed its ticks (the host stopped the whole machine) counts at most
+// half the threshold for that gap, so a stall alone is no lockup.
+func sbWatchdog(c *sbCPU, f *sbFrame) {
+	if sbWdThresh <= 0 || sbNCPU < 2 {
+		return
+	}
+	now := sbNanotime()
+	gap := min(now-c.wdCheck, sbWdThresh/2)
+	c.wdCheck = now
+	b := &sbCPUs[(c.id+1)%sbNCPU]
+	ticks := atomic.Load64(&b.intr[sbVecTimer-sbVecIRQBase])
+	if atomic.Load(&b.online) == 0 || ticks != b.wdSeen || sbThreads[b.cur].isIdle {
+		b.wdSeen, b.wdStuck, b.wdTold = ticks, 0, false
+		return
+	}
+	if b.wdStuck += gap; b.wdTold || b.wdStuck < sbWdThresh {
+		return
+	}
+	b.wdTold = true
+	sbWdReport(c, b, f)
+}
+
+// sbWdDeadline keeps an idle watcher's timer armed so it keeps looking.
+func sbWdDeadline(c *sbCPU, deadline int64) int64 {
+	if next := c.wdCheck + sbWdThresh/4; sbWdThresh > 0 && (deadline == 0 || next < deadline) {
+		return next
+	}
+	return deadline
+}
+
+func sbWdReport(c, b *sbCPU, f *sbFrame) {
+	for i := int32(0); i < sbNCPU; i++ {
+		if o := &sbCPUs[i]; o != c && atomic.Load(&o.online) != 0 && !sbThreads[o.cur].isIdle {
+			o.wdSeq = atomic.Load(&o.nmiSeq)
+			atomic.Store(&o.nmiWant, 1)
+			sbSendIPI(o.apicID, 0x400) // delivery mode NMI
+		}
+	}
+	// The console lock may be what a locked CPU holds: wait a second for
+	// it, then print anyway.
+	for end := sbNanotime() + 1e9; !sbCas(&sbConsoleLock.v, 0, 1) && sbNanotime() < end; {
+		sbPause()
+	}
+	sbPrintStr("\nwatchdog: hard LOCKUP on cpu ")
+	sbPrintDec(int64(b.id))
+	sbPrintStr(": no timer interrupt for ")
+	sbPrintDec(b.wdStuck / 1e6)
+	sbPrintStr(" ms\n")
+	for i := int32(0); i < sbNCPU; i++ {
+		o := &sbCPUs[i]
+		if o == c {
+			sbWdStack(o, f.rip, f.cs, f.rflags, f.rsp, f.rbp, " (watching)")
+			continue
+		}
+		for end := sbNanotime() + 1e8; atomic.Load(&o.nmiWant) != 0 && sbNanotime() < end; {
+			sbPause()
+		}
+		if atomic.Load(&o.nmiSeq) != o.wdSeq {
+			r := &o.nmiRegs
+			sbWdStack(o, r[0], r[1], r[2], r[3], r[4], "")
+		}
+	}
+	sbPrintEnd()
+	atomic.Xadd(&sbWdLockups, 1)
+	if sbWdPanic {
+		sbLog("PANIC: hard LOCKUP (watchdog_panic)")
+		sbPowerOff(0x7e)
+	}
+}
+
+// sbWdStack prints one CPU's registers and its call stack by frame
+// pointers (Go keeps them on amd64), each frame checked present first.
+func sbWdStack(o *sbCPU, rip, cs, rflags, rsp, rbp uint64, note string) {
+	sbPrintStr("cpu ")
+	sbPrintDec(int64(o.id))
+	sbPrintStr(note)
+	sbPrintStr(": rip=")
+	sbPrintHex(rip)
+	sbPrintStr(" cs=")
+	sbPrintHex(cs)
+	sbPrintStr(" rflags=")
+	sbPrintHex(rflags)
+	sbPrintStr(" rsp=")
+	sbPrintHex(rsp)
+	sbPrintStr(" rbp=")
+	sbPrintHex(rbp)
+	sbPrintStr("\n")
+	if cs&3 != 0 {
+		sbPrintStr("  (user mode)\n")
+		return
+	}
+	sbWdFunc("  ", uintptr(rip))
+	// A frameless leaf (sbPause, sbNanotime...) has its caller's return
+	// address on top of the stack, not in the frame chain: shown with
+	// "?", as Linux marks a stack word that may be a return address.
+	if sp := uintptr(rsp); sp&7 == 0 && sbAS.touchNoFault(sp, 8) && findfunc(uintptr(sbLoad64(sp))).valid() {
+		sbWdFunc("  ? ", uintptr(sbLoad64(sp)))
+	}
+	for fp, i := uintptr(rbp), 0; i < 32 && fp != 0 && fp&7 == 0 && sbAS.touchNoFault(fp, 16); i++ {
+		sbWdFunc("  ", uintptr(sbLoad64(fp+8)))
+		fp = uintptr(sbLoad64(fp))
+	}
+}
+
+// sbWdFunc prints one stack entry by function name and offset (not file
+// and line: funcline needs an M's cache).
+func sbWdFunc(prefix string, pc uintptr) {
+	sbPrintStr(prefix)
+	if fn := findfunc(pc); fn.valid() {
+		sbPrintStr(funcname(fn))
+		sbPrintStr("+")
+		sbPrintHex(uint64(pc - fn.entry()))
+	} else {
+		sbPrintHex(uint64(pc))
+	}
+	sbPrintStr("\n")
+}
+
+// sbSysDebugSpin is the private system call (ns) -> 0 served by sbDebugSpin.
+const sbSysDebugSpin = 10
+
+// sbDebugSpin spins with interrupts off, as a machine-layer bug would
+// (answering TLB shootdowns, as the machine layer's spin loops do), until
+// the watchdog has reported a lockup or ns have passed: the watchdog's
+// test (the kernel offers it only under debug_hooks).
+func sbDebugSpin(ns int64) int64 {
+	if ns < 0 || ns > 120e9 {
+		return -sbEINVAL
+	}
+	n := atomic.Load(&sbWdLockups)
+	for end := sbNanotime() + ns; sbNanotime() < end && atomic.Load(&sbWdLockups) == n; {
+		sbPause()
+		sbServiceTLB()
+	}
+	return 0
+}
