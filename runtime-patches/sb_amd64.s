@@ -297,6 +297,53 @@ nmibusy:
 nmifull:
 	INCQ	sbCPU_profDropped(DX)
 nmidone:
+	// The HPET's NMI reaches the boot CPU (index 0) only; it passes it on
+	// to every other online CPU by physical APIC ID (sb_prof.go). In xAPIC
+	// mode the ICR's high word may hold a destination the interrupted code
+	// is about to use: it is restored.
+	CMPB	runtime·sbProfFanout(SB), $0
+	JEQ	nmiret
+	CMPL	sbCPU_id(DX), $0
+	JNE	nmiret
+	PUSHQ	R9
+	MOVQ	runtime·sbLAPIC(SB), R9
+	CMPB	runtime·sbX2APIC(SB), $0
+	JNE	nmix2
+	MOVL	0x310(R9), BX			// xAPIC ICR high, restored below
+nmix2:
+	MOVL	runtime·sbNCPU(SB), R8
+	LEAQ	runtime·sbCPUs(SB), DX
+nmifwd:
+	DECL	R8
+	JLE	nmifwddone
+	ADDQ	$sbCPU__size, DX
+	MOVL	$0x4400, AX			// NMI, assert, physical destination
+	CMPB	runtime·sbX2APIC(SB), $0
+	JEQ	nmixapic
+	MOVL	$0x830, CX
+	PUSHQ	DX
+	MOVL	sbCPU_apicID(DX), DX
+	WRMSR
+	POPQ	DX
+	JMP	nmifwd
+nmixapic:
+	TESTL	$0x1000, 0x300(R9)		// delivery status: previous IPI pending
+	JZ	nmixsend
+	PAUSE
+	JMP	nmixapic
+nmixsend:
+	MOVL	sbCPU_apicID(DX), CX
+	SHLL	$24, CX
+	MOVL	CX, 0x310(R9)
+	MOVL	AX, 0x300(R9)
+	JMP	nmifwd
+nmifwddone:
+	CMPB	runtime·sbX2APIC(SB), $0
+	JNE	nmifwdret
+	MOVL	BX, 0x310(R9)
+nmifwdret:
+	POPQ	R9
+nmiret:
 	POPQ	R8
 	POPQ	DX
 	POPQ	CX
@@ -482,6 +529,19 @@ TEXT runtime·sbWrmsr(SB),NOSPLIT,$0-16
 	MOVQ	v+8(FP), AX
 	MOVQ	AX, DX
 	SHRQ	$32, DX
+	WRMSR
+	RET
+
+// func sbX2APICICR(v uint64): writes the x2APIC ICR (MSR 0x830). WRMSR to
+// the x2APIC MSRs is not serializing: MFENCE makes earlier stores visible
+// and LFENCE keeps the WRMSR from starting before it (SDM vol. 3 §11.12.3).
+TEXT runtime·sbX2APICICR(SB),NOSPLIT,$0-8
+	MOVQ	v+0(FP), AX
+	MOVQ	AX, DX
+	SHRQ	$32, DX
+	MOVL	$0x830, CX
+	MFENCE
+	LFENCE
 	WRMSR
 	RET
 

@@ -22,6 +22,7 @@ type Test struct {
 // Tests is the suite, in the order it runs.
 var Tests = []Test{
 	{"goroutines-on-every-cpu", testEveryCPU},
+	{"apic-mode-follows-cpuid", testAPICMode},
 	{"channels-and-select", testChannels},
 	{"mutex-contended-from-all-cpus", testMutex},
 	{"maps-defer", testMapsDefer},
