@@ -83,6 +83,7 @@ boot-test: $(KERNEL) $(STUB) $(INITRAMFS)
 	tools/boottest.sh 4
 	FIRMWARE=uefi tools/boottest.sh 2
 	tools/crashtest.sh
+	tools/apictest.sh
 
 bench-boot: deps $(KERNEL) $(STUB) $(INITRAMFS)
 	go run ./bench/boottime -runs 3

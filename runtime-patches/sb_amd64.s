@@ -306,41 +306,38 @@ nmidone:
 	CMPL	sbCPU_id(DX), $0
 	JNE	nmiret
 	PUSHQ	R9
-	MOVQ	runtime·sbLAPIC(SB), R9
-	CMPB	runtime·sbX2APIC(SB), $0
-	JNE	nmix2
-	MOVL	0x310(R9), BX			// xAPIC ICR high, restored below
-nmix2:
 	MOVL	runtime·sbNCPU(SB), R8
-	LEAQ	runtime·sbCPUs(SB), DX
+	LEAQ	runtime·sbCPUs(SB), R9
+	MOVQ	runtime·sbLAPIC(SB), CX
+	CMPB	runtime·sbX2APIC(SB), $0
+	JNE	nmifwd
+	MOVL	0x310(CX), BX			// xAPIC ICR high, restored below
 nmifwd:
 	DECL	R8
 	JLE	nmifwddone
-	ADDQ	$sbCPU__size, DX
+	ADDQ	$sbCPU__size, R9
+	MOVL	sbCPU_apicID(R9), DX
 	MOVL	$0x4400, AX			// NMI, assert, physical destination
+	MOVQ	runtime·sbLAPIC(SB), CX
 	CMPB	runtime·sbX2APIC(SB), $0
 	JEQ	nmixapic
 	MOVL	$0x830, CX
-	PUSHQ	DX
-	MOVL	sbCPU_apicID(DX), DX
-	WRMSR
-	POPQ	DX
+	WRMSR					// x2APIC ICR = EDX:EAX
 	JMP	nmifwd
 nmixapic:
-	TESTL	$0x1000, 0x300(R9)		// delivery status: previous IPI pending
+	TESTL	$0x1000, 0x300(CX)		// delivery status: previous IPI pending
 	JZ	nmixsend
 	PAUSE
 	JMP	nmixapic
 nmixsend:
-	MOVL	sbCPU_apicID(DX), CX
-	SHLL	$24, CX
-	MOVL	CX, 0x310(R9)
-	MOVL	AX, 0x300(R9)
+	SHLL	$24, DX
+	MOVL	DX, 0x310(CX)
+	MOVL	AX, 0x300(CX)
 	JMP	nmifwd
 nmifwddone:
 	CMPB	runtime·sbX2APIC(SB), $0
 	JNE	nmifwdret
-	MOVL	BX, 0x310(R9)
+	MOVL	BX, 0x310(CX)
 nmifwdret:
 	POPQ	R9
 nmiret:

@@ -127,8 +127,11 @@ func sbCalibrateTSC() {
 // sbInitLAPIC enables this CPU's local APIC and calibrates its timer
 // against the TSC (once, on the boot CPU).
 func sbInitLAPIC(calibrate bool) {
-	if sbX2APIC { // enabled, x2APIC mode (bits 11, 10)
-		sbWrmsr(msrAPICBase, sbRdmsr(msrAPICBase)|0xC00)
+	if b := sbRdmsr(msrAPICBase); sbX2APIC && b&(1<<10) == 0 {
+		// Enabled (bit 11), then x2APIC mode (bit 10): going there
+		// straight from disabled is an invalid transition (§11.12.5).
+		sbWrmsr(msrAPICBase, b|1<<11)
+		sbWrmsr(msrAPICBase, b|1<<11|1<<10)
 	}
 	sbLAPICWrite(lapicSVR, 0x100|sbVecSpurious) // enable
 	sbLAPICWrite(lapicLVTLint0, 1<<16)          // masked
