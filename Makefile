@@ -83,6 +83,7 @@ boot-test: $(KERNEL) $(STUB) $(INITRAMFS)
 	tools/boottest.sh 4
 	FIRMWARE=uefi tools/boottest.sh 2
 	tools/crashtest.sh
+	tools/apictest.sh
 
 # Machines with less than -cpu max: the self-tests (whose profiler test
 # takes the NMI path) on qemu64 (no RDRAND, RDTSCP, XSAVE, AVX) and on q35

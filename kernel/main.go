@@ -102,8 +102,12 @@ func main() {
 	readyTSC := machine.Rdtsc()
 
 	ms := machine.ReadMemStats()
-	k.log.Infof("kernel ready: %d CPU(s), %d MiB RAM, %d MiB free, %s",
-		machine.NumCPU(), ms.TotalFrames>>8, ms.FreeFrames>>8, runtime.Version())
+	apic := "xAPIC"
+	if machine.X2APIC() {
+		apic = "x2APIC"
+	}
+	k.log.Infof("kernel ready: %d CPU(s) (%s), %d MiB RAM, %d MiB free, %s",
+		machine.NumCPU(), apic, ms.TotalFrames>>8, ms.FreeFrames>>8, runtime.Version())
 	// One machine-readable line for bench/boottime.
 	fmt.Printf("boot-times: main_ns=%d ready_ns=%d\n", sinceStart(mainTSC), sinceStart(readyTSC))
 
@@ -388,10 +392,11 @@ func (k *kernel) startCPUs() {
 	if k.madt == nil {
 		return
 	}
-	for _, c := range k.madt.CPUs {
-		if !c.Enabled {
-			continue
-		}
+	cpus, skipped := k.madt.Startable(machine.X2APIC())
+	if skipped > 0 {
+		k.log.Warnf("cpu: %d CPU(s) with APIC IDs above 254 need x2APIC mode, which this CPU lacks", skipped)
+	}
+	for _, c := range cpus {
 		err := machine.StartCPU(c.APICID)
 		switch {
 		case err == nil:

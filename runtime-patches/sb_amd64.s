@@ -303,6 +303,50 @@ nmifull:
 nmidone:
 	CMPL	sbCPU_nmiWant(DX), $0
 	JNE	nmiregs
+nmifanout:
+	// The HPET's NMI reaches the boot CPU (index 0) only; it passes it on
+	// to every other online CPU by physical APIC ID (sb_prof.go). In xAPIC
+	// mode the ICR's high word may hold a destination the interrupted code
+	// is about to use: it is restored.
+	CMPB	runtime·sbProfFanout(SB), $0
+	JEQ	nmiret
+	CMPL	sbCPU_id(DX), $0
+	JNE	nmiret
+	PUSHQ	R9
+	MOVL	runtime·sbNCPU(SB), R8
+	LEAQ	runtime·sbCPUs(SB), R9
+	MOVQ	runtime·sbLAPIC(SB), CX
+	CMPB	runtime·sbX2APIC(SB), $0
+	JNE	nmifwd
+	MOVL	0x310(CX), BX			// xAPIC ICR high, restored below
+nmifwd:
+	DECL	R8
+	JLE	nmifwddone
+	ADDQ	$sbCPU__size, R9
+	MOVL	sbCPU_apicID(R9), DX
+	MOVL	$0x4400, AX			// NMI, assert, physical destination
+	MOVQ	runtime·sbLAPIC(SB), CX
+	CMPB	runtime·sbX2APIC(SB), $0
+	JEQ	nmixapic
+	MOVL	$0x830, CX
+	WRMSR					// x2APIC ICR = EDX:EAX
+	JMP	nmifwd
+nmixapic:
+	TESTL	$0x1000, 0x300(CX)		// delivery status: previous IPI pending
+	JZ	nmixsend
+	PAUSE
+	JMP	nmixapic
+nmixsend:
+	SHLL	$24, DX
+	MOVL	DX, 0x310(CX)
+	MOVL	AX, 0x300(CX)
+	JMP	nmifwd
+nmifwddone:
+	CMPB	runtime·sbX2APIC(SB), $0
+	JNE	nmifwdret
+	MOVL	BX, 0x310(CX)
+nmifwdret:
+	POPQ	R9
 nmiret:
 	POPQ	R8
 	POPQ	DX
@@ -324,7 +368,7 @@ nmiregs:
 	MOVQ	BP, (sbCPU_nmiRegs+32)(DX)
 	INCL	sbCPU_nmiSeq(DX)
 	MOVL	$0, sbCPU_nmiWant(DX)
-	JMP	nmiret
+	JMP	nmifanout
 
 TEXT runtime·sbVec3(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $3; JMP sbTrapEntry<>(SB)
 TEXT runtime·sbVec4(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $4; JMP sbTrapEntry<>(SB)
@@ -504,6 +548,19 @@ TEXT runtime·sbWrmsr(SB),NOSPLIT,$0-16
 	MOVQ	v+8(FP), AX
 	MOVQ	AX, DX
 	SHRQ	$32, DX
+	WRMSR
+	RET
+
+// func sbX2APICICR(v uint64): writes the x2APIC ICR (MSR 0x830). WRMSR to
+// the x2APIC MSRs is not serializing: MFENCE makes earlier stores visible
+// and LFENCE keeps the WRMSR from starting before it (SDM vol. 3 §11.12.3).
+TEXT runtime·sbX2APICICR(SB),NOSPLIT,$0-8
+	MOVQ	v+0(FP), AX
+	MOVQ	AX, DX
+	SHRQ	$32, DX
+	MOVL	$0x830, CX
+	MFENCE
+	LFENCE
 	WRMSR
 	RET
 

@@ -105,10 +105,8 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 	// The runtime reads its clocks through the vDSO when it has one:
 	// point it at ours, which reads the TSC without a trap.
 	vdsoClockgettimeSym = abi.FuncPCABI0(sbVdsoClockGettime)
-	sbLAPIC = sbPhys(uintptr(sbRdmsr(msrAPICBase) &^ 0xfff))
-	sbBootCPU = sbLAPICRead(lapicID) >> 24
+	sbBootCPU = sbLAPICMode()
 	sbCPUs[0].apicID = sbBootCPU
-	sbInitLAPIC(true)
 	sbIOAPICMaskAll()
 
 	// The first thread (the runtime's m0) is the one running now; the

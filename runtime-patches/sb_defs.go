@@ -37,7 +37,7 @@ const (
 	sbStackGuard    = 4096 // boot and trap g stack guard: generous, frames are small
 	sbTrapStackSize = 64 << 10
 	sbM0StackSize   = 256 << 10
-	sbMaxCPU        = 16
+	sbMaxCPU        = 64
 	sbMaxThreads    = 256
 	// sbFPUSize is the FPU area of a frame: the XSAVE standard format for
 	// x87, SSE and AVX (512-byte legacy region, 64-byte header, 256 bytes

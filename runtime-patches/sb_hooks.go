@@ -143,6 +143,9 @@ func sbHookCmdline() string {
 //go:linkname sbHookBootAPICID shortbread/kernel/machine.BootAPICID
 func sbHookBootAPICID() uint32 { return sbBootCPU }
 
+//go:linkname sbHookX2APIC shortbread/kernel/machine.X2APIC
+func sbHookX2APIC() bool { return sbX2APIC }
+
 //go:linkname sbHookDeviceMemStart shortbread/kernel/machine.DeviceMemStart
 func sbHookDeviceMemStart() uintptr { return sbDevMemStart }
 

@@ -5,14 +5,15 @@
 // Samples must also land in code that runs with interrupts off (every
 // machine-layer trap handler), so the preferred source is an NMI: an HPET
 // timer in periodic mode, routed through an I/O APIC pin whose redirection
-// entry uses NMI delivery to a logical destination naming every CPU (flat
-// model, so up to 8 CPUs), samples all CPUs at once. The NMI stub in
-// sb_amd64.s writes the record. Without an HPET, or with more than 8 CPUs,
-// the fallback samples from the local APIC timer interrupt, which cannot
-// see code running with interrupts off; the kernel reports which source
-// it got. References: IA-PC HPET specification 1.0a §2.3; I/O APIC
-// (82093AA) data sheet §3.2.4; Intel SDM vol. 3 §11.6.2.2 (logical
-// destination, flat model).
+// entry uses NMI delivery to the boot CPU (physical destination). The NMI
+// stub in sb_amd64.s writes the record and, on the boot CPU, sends an NMI
+// to every other online CPU by its APIC ID, so all CPUs are sampled at
+// once, in xAPIC and x2APIC mode and at any CPU count. Without an HPET
+// (or with a boot CPU the I/O APIC's 8-bit destination cannot name) the
+// fallback samples from the local APIC timer interrupt, which cannot see
+// code running with interrupts off; the kernel reports which source it
+// got. References: IA-PC HPET specification 1.0a §2.3; I/O APIC (82093AA)
+// data sheet §3.2.4.
 
 package runtime
 
@@ -31,9 +32,6 @@ const (
 	hpetCounter  = 0x0F0
 	hpetTimerCfg = 0x100 // + 0x20*n
 	hpetTimerCmp = 0x108 // + 0x20*n
-
-	lapicLDR = 0x0D0
-	lapicDFR = 0x0E0
 )
 
 // sbProfBuffer is what the kernel passes for each CPU.
@@ -48,6 +46,7 @@ var (
 	sbProfHPETVA uintptr
 	sbProfTimerN int
 	sbProfPin    int
+	sbProfFanout bool // the boot CPU's NMI stub passes NMIs on
 )
 
 func sbHPETRead(off uintptr) uint64 {
@@ -80,7 +79,7 @@ func sbProfStart(bufs uintptr, n int, hz int64, hpetPhys uintptr) int64 {
 		atomic.Storeuintptr(&c.profBuf, uintptr(b.addr))
 	}
 	sbProfPeriod = 1_000_000_000 / hz
-	if hpetPhys != 0 && sbNCPU <= 8 && sbProfStartHPET(hpetPhys, hz) {
+	if hpetPhys != 0 && sbBootCPU < 0xFF && sbProfStartHPET(hpetPhys, hz) {
 		sbProfSource = sbProfHPET
 		return sbProfHPET
 	}
@@ -119,15 +118,10 @@ func sbProfStartHPET(phys uintptr, hz int64) bool {
 			continue
 		}
 		ticks := uint64(1_000_000_000_000_000/hz) / periodFs
-		// Every online CPU in the logical destination (flat model: one
-		// bit per CPU, set in sbInitLAPIC).
-		mask := uint32(0)
-		for i := int32(0); i < sbNCPU; i++ {
-			mask |= 1 << i
-		}
+		sbProfFanout = true
 		sbIOAPICMu.lock()
-		sbIOAPICWrite(0x10+2*uint32(pin)+1, mask<<24)
-		sbIOAPICWrite(0x10+2*uint32(pin), 4<<8|1<<11|2) // NMI, logical, edge
+		sbIOAPICWrite(0x10+2*uint32(pin)+1, sbBootCPU<<24)
+		sbIOAPICWrite(0x10+2*uint32(pin), 4<<8|2) // NMI, physical, edge
 		sbIOAPICMu.unlock()
 		sbHPETWrite(hpetConfig, sbHPETRead(hpetConfig)&^3) // halt, no legacy routing
 		sbHPETWrite(hpetCounter, 0)
@@ -151,6 +145,7 @@ func sbProfStop() {
 		sbIOAPICMu.lock()
 		sbIOAPICWrite(0x10+2*uint32(sbProfPin), 1<<16)
 		sbIOAPICMu.unlock()
+		sbProfFanout = false
 	}
 	sbProfSource = sbProfNone
 	for i := range sbCPUs {

@@ -47,14 +47,7 @@ func sbAPEntry()
 func sbResume(f uintptr)
 
 func sbSendIPI(apicID uint32, vector uint32) {
-	sbLAPICWrite(lapicICRHigh, apicID<<24)
-	sbLAPICWrite(lapicICRLow, vector|0x4000) // fixed, assert
-}
-
-func sbWaitICR() {
-	for sbLAPICRead(lapicICRLow)&(1<<12) != 0 {
-		sbPause()
-	}
+	sbSendICR(apicID, vector|0x4000) // fixed, assert
 }
 
 func sbDelay(ns int64) {
@@ -99,14 +92,10 @@ func sbStartCPU(apicID uint32) int64 {
 
 	// INIT, then two STARTUPs (Intel SDM vol. 3 §9.4.4.1); the SIPI
 	// vector is the trampoline's page number.
-	sbLAPICWrite(lapicICRHigh, apicID<<24)
-	sbLAPICWrite(lapicICRLow, 0x4500)
-	sbWaitICR()
+	sbSendICR(apicID, 0x4500)
 	sbDelay(10_000_000)
 	for i := 0; i < 2; i++ {
-		sbLAPICWrite(lapicICRHigh, apicID<<24)
-		sbLAPICWrite(lapicICRLow, 0x4600|uint32(sbTrampoline>>12))
-		sbWaitICR()
+		sbSendICR(apicID, 0x4600|uint32(sbTrampoline>>12))
 		sbDelay(200_000)
 	}
 	deadline := sbNanotime() + 2_000_000_000

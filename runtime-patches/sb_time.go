@@ -31,6 +31,8 @@ const (
 	lapicDivide   = 0x3E0
 
 	msrAPICBase     = 0x1B
+	msrX2APIC       = 0x800 // + xAPIC offset >> 4 (Intel SDM vol. 3 §11.12.1.2)
+	msrX2APICICR    = 0x830
 	msrTSCDeadline  = 0x6E0
 	sbTimeSlice     = 10_000_000 // ns a thread runs before others get the CPU
 	sbPITHz         = 1193182
@@ -43,18 +45,58 @@ var (
 	sbTSC0         uint64
 	sbBootUnixNano int64
 	sbLAPIC        uintptr // direct-map address of the local APIC registers
+	sbX2APIC       bool    // registers are MSRs (x2APIC mode), not MMIO
 	sbTSCDeadline  bool
 	sbAPICPerNs32  uint64 // APIC timer ticks per ns, << 32
 	sbTSCPerNs32   uint64 // TSC ticks per ns, << 32
 )
 
 func sbLAPICRead(reg uintptr) uint32 {
+	if sbX2APIC {
+		return uint32(sbRdmsr(msrX2APIC + uint32(reg>>4)))
+	}
 	return atomic.Load((*uint32)(unsafe.Pointer(sbLAPIC + reg)))
 }
 
 func sbLAPICWrite(reg uintptr, v uint32) {
+	if sbX2APIC {
+		sbWrmsr(msrX2APIC+uint32(reg>>4), uint64(v))
+		return
+	}
 	atomic.Store((*uint32)(unsafe.Pointer(sbLAPIC+reg)), v)
 }
+
+// sbLAPICMode picks x2APIC mode when the CPU has it (CPUID.1:ECX[21];
+// firmware may have turned it on already, and then MMIO no longer
+// works) and returns the boot CPU's APIC ID, 32 bits in x2APIC mode.
+func sbLAPICMode() uint32 {
+	_, _, c, _ := sbCpuid(1, 0)
+	sbX2APIC = c&(1<<21) != 0
+	sbLAPIC = sbPhys(uintptr(sbRdmsr(msrAPICBase) &^ 0xfff))
+	sbInitLAPIC(true)
+	if sbX2APIC {
+		return sbLAPICRead(lapicID)
+	}
+	return sbLAPICRead(lapicID) >> 24
+}
+
+// sbSendICR sends an interprocessor interrupt to APIC ID dest; low is
+// the ICR's low word. In x2APIC mode that is one MSR write, which is not
+// serializing, so sbX2APICICR fences it behind earlier stores (SDM vol. 3
+// §11.12.3); there is no delivery status to wait for.
+func sbSendICR(dest, low uint32) {
+	if sbX2APIC {
+		sbX2APICICR(uint64(dest)<<32 | uint64(low))
+		return
+	}
+	for sbLAPICRead(lapicICRLow)&(1<<12) != 0 { // previous IPI still pending
+		sbPause()
+	}
+	sbLAPICWrite(lapicICRHigh, dest<<24)
+	sbLAPICWrite(lapicICRLow, low)
+}
+
+func sbX2APICICR(v uint64)
 
 // sbNanotime is monotonic nanoseconds since boot.
 func sbNanotime() int64 {
@@ -95,16 +137,16 @@ func sbCalibrateTSC() {
 // sbInitLAPIC enables this CPU's local APIC and calibrates its timer
 // against the TSC (once, on the boot CPU).
 func sbInitLAPIC(calibrate bool) {
+	if b := sbRdmsr(msrAPICBase); sbX2APIC && b&(1<<10) == 0 {
+		// Enabled (bit 11), then x2APIC mode (bit 10): going there
+		// straight from disabled is an invalid transition (§11.12.5).
+		sbWrmsr(msrAPICBase, b|1<<11)
+		sbWrmsr(msrAPICBase, b|1<<11|1<<10)
+	}
 	sbLAPICWrite(lapicSVR, 0x100|sbVecSpurious) // enable
 	sbLAPICWrite(lapicLVTLint0, 1<<16)          // masked
 	sbLAPICWrite(lapicLVTLint1, 1<<16)
 	sbLAPICWrite(lapicLVTErr, 1<<16)
-	// Flat logical destinations, one bit per CPU, so one I/O APIC entry
-	// can address every CPU at once (the profiler's NMI).
-	sbLAPICWrite(lapicDFR, 0xffffffff)
-	if id := sbThisCPU().id; id < 8 {
-		sbLAPICWrite(lapicLDR, 1<<(24+id))
-	}
 	_, _, c, _ := sbCpuid(1, 0)
 	sbTSCDeadline = c&(1<<24) != 0
 	if sbTSCDeadline {

@@ -90,7 +90,7 @@ fi
 if [ -f "$tmp/linkdown" ] && echo "$out" | grep -q "^link-went-down" && echo "$out" | grep -q "^link-came-up"; then
   echo "$what: guest saw the link go down and come back up"
 else
-  echo "$what: FAIL: link state change not seen"; status=1
+  echo "$what: FAIL: link state change not seen"; echo "$out" | tail -30; status=1
 fi
 # eth0: rx bytes, packets, errs, drop ... tx bytes, packets, errs, drop
 line=$(echo "$out" | sed -n 's/^ *eth0://p' | tail -1)

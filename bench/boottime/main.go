@@ -52,7 +52,10 @@ func (c config) qemuArgs(iso string) []string {
 		"-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot",
 		"-device", "isa-debug-exit,iobase=0xf4,iosize=0x04", "-cdrom", iso}
 	if c.icount {
-		args = append(args, "-icount", "shift=0,sleep=off", "-rtc", "base=2026-01-01T00:00:00,clock=vm")
+		// xAPIC (the last -cpu wins): QEMU 10 stops with "Bad icount
+		// read" when an x2APIC register, an MSR, is accessed under -icount.
+		args = append(args, "-icount", "shift=0,sleep=off", "-rtc", "base=2026-01-01T00:00:00,clock=vm",
+			"-cpu", "max,-x2apic")
 	}
 	return args
 }

@@ -198,3 +198,24 @@ func (m *MADT) IOAPICFor(gsi uint32) (IOAPIC, bool) {
 	}
 	return best, found
 }
+
+// Startable returns the CPUs to send startup IPIs to: the enabled ones,
+// each APIC ID once (firmware may list a CPU both as a local APIC and as
+// an x2APIC structure), in table order. Without x2APIC mode the ICR's
+// destination has 8 bits, 0xFF being broadcast, so CPUs with larger IDs
+// are left out and counted in skipped.
+func (m *MADT) Startable(x2apic bool) (cpus []CPU, skipped int) {
+	seen := make(map[uint32]bool, len(m.CPUs))
+	for _, c := range m.CPUs {
+		if !c.Enabled || seen[c.APICID] || c.APICID == 0xFFFFFFFF {
+			continue
+		}
+		seen[c.APICID] = true
+		if !x2apic && c.APICID >= 0xFF {
+			skipped++
+			continue
+		}
+		cpus = append(cpus, c)
+	}
+	return cpus, skipped
+}

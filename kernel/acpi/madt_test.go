@@ -165,3 +165,29 @@ func FuzzParseMADT(f *testing.F) {
 		}
 	})
 }
+
+func TestStartable(t *testing.T) {
+	m := &MADT{CPUs: []CPU{
+		{ProcessorID: 0, APICID: 0, Enabled: true},
+		{ProcessorID: 1, APICID: 2, Enabled: false}, // online capable only
+		{ProcessorID: 2, APICID: 4, Enabled: true},
+		{ProcessorID: 2, APICID: 4, Enabled: true, X2APIC: true}, // listed twice
+		{ProcessorID: 3, APICID: 0xFF, Enabled: true, X2APIC: true},
+		{ProcessorID: 4, APICID: 0x100, Enabled: true, X2APIC: true},
+		{ProcessorID: 5, APICID: 0xFFFFFFFF, Enabled: true, X2APIC: true},
+	}}
+	ids := func(cs []CPU) (r []uint32) {
+		for _, c := range cs {
+			r = append(r, c.APICID)
+		}
+		return r
+	}
+	got, skipped := m.Startable(true)
+	if want := []uint32{0, 4, 0xFF, 0x100}; !reflect.DeepEqual(ids(got), want) || skipped != 0 {
+		t.Errorf("x2APIC: IDs %v skipped %d, want %v and 0", ids(got), skipped, want)
+	}
+	got, skipped = m.Startable(false)
+	if want := []uint32{0, 4}; !reflect.DeepEqual(ids(got), want) || skipped != 2 {
+		t.Errorf("xAPIC: IDs %v skipped %d, want %v and 2", ids(got), skipped, want)
+	}
+}

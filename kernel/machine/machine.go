@@ -218,6 +218,10 @@ func AllocMSI() (fd int, addr uint64, data uint32, err error) {
 // BootAPICID is the local APIC ID of the CPU that takes device interrupts.
 func BootAPICID() uint32
 
+// X2APIC reports whether the local APICs run in x2APIC mode (chosen at
+// boot when the CPU has it): 32-bit APIC IDs, registers as MSRs.
+func X2APIC() bool
+
 // StartCPU starts the application processor with the given local APIC ID
 // and returns once it is idle in the scheduler.
 func StartCPU(apicID uint32) error {

@@ -193,3 +193,15 @@ func testInterrupt() error {
 		return fmt.Errorf("no wake-up from IRQ %d (%d interrupts taken)", rtcIRQ, machine.IRQCount(rtcIRQ)-before)
 	}
 }
+
+// testAPICMode checks that the local APICs run in x2APIC mode exactly
+// when the CPU has it (CPUID.1:ECX bit 21), and that device interrupts
+// and IPIs work in that mode (the tests before and after this one use
+// them).
+func testAPICMode() error {
+	_, _, ecx, _ := arch.CPUID(1, 0)
+	if has := ecx&(1<<21) != 0; machine.X2APIC() != has {
+		return fmt.Errorf("x2APIC mode %v, CPUID says x2APIC %v", machine.X2APIC(), has)
+	}
+	return nil
+}

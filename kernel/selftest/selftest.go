@@ -22,6 +22,7 @@ type Test struct {
 // Tests is the suite, in the order it runs.
 var Tests = []Test{
 	{"goroutines-on-every-cpu", testEveryCPU},
+	{"apic-mode-follows-cpuid", testAPICMode},
 	{"channels-and-select", testChannels},
 	{"mutex-contended-from-all-cpus", testMutex},
 	{"maps-defer", testMapsDefer},
@@ -48,11 +49,12 @@ var Tests = []Test{
 	{"user-syscall-fuzz", testUserFuzz},
 }
 
-// Run runs the tests whose name contains filter ("all" or "" runs every
-// test), reports each on w and returns the number passed and failed.
+// Run runs the tests whose name contains filter, or one of its
+// comma-separated parts ("all" or "" runs every test), reports each on w
+// and returns the number passed and failed.
 func Run(w io.Writer, filter string) (passed, failed int) {
 	for _, t := range Tests {
-		if filter != "" && filter != "all" && !strings.Contains(t.Name, filter) {
+		if filter != "" && filter != "all" && !matches(t.Name, filter) {
 			continue
 		}
 		start := time.Now()
@@ -68,6 +70,15 @@ func Run(w io.Writer, filter string) (passed, failed int) {
 	}
 	fmt.Fprintf(w, "%d passed, %d failed\n", passed, failed)
 	return passed, failed
+}
+
+func matches(name, filter string) bool {
+	for _, f := range strings.Split(filter, ",") {
+		if f != "" && strings.Contains(name, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // runOne turns a panic escaping a test into a failure, and a test that

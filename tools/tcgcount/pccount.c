@@ -1,6 +1,7 @@
 /*
- * pccount: a QEMU TCG plugin (plugin API version 1, QEMU 7.2) that counts
- * how many times every instruction in one virtual-address range executes.
+ * pccount: a QEMU TCG plugin (plugin API version 1 of QEMU 7.2, or 2 and
+ * later: QEMU 9 and 10) that counts how many times every instruction in one
+ * virtual-address range executes.
  *
  *   qemu-system-x86_64 ... -plugin libpccount.so,start=0xffffffff81000000,end=0xffffffff810fcaf1,out=FILE
  *                                 [,on=0xPC[,on_n=N],off=0xPC]
@@ -9,7 +10,11 @@
  * in [start, end) gets an inline "add 1" (QEMU_PLUGIN_INLINE_ADD_U64) on
  * its own 64-bit counter, in a flat array indexed by (pc - start). The
  * inline op runs in the translated code itself, before the instruction,
- * with no helper call, so the cost is small (1.1-1.5x). At exit the
+ * with no helper call, so the cost is small (1.1-1.5x). API version 2
+ * dropped inline ops on plain pointers: there the counters are a
+ * scoreboard, one array per vCPU (QEMU allocates it for 16 vCPUs at
+ * first, zeroed: 16 times the memory of API version 1), summed whenever
+ * they are read. At exit the
  * non-zero counters are written to FILE as little-endian records
  *
  *   uint64 pc, uint64 count          (16 bytes, sorted by pc)
@@ -53,6 +58,25 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 static uint64_t range_start, range_end;
 static uint64_t *counts;   /* range_end - range_start counters */
+#if QEMU_PLUGIN_VERSION >= 2
+static struct qemu_plugin_scoreboard *board; /* per vCPU: the counters */
+static unsigned int max_vcpus;
+
+/* Sums every vCPU's counters into counts. */
+static void gather(void)
+{
+    size_t n = range_end - range_start;
+    memset(counts, 0, n * sizeof(uint64_t));
+    for (unsigned int v = 0; v < max_vcpus; v++) {
+        const uint64_t *c = qemu_plugin_scoreboard_find(board, v);
+        for (size_t i = 0; i < n; i++) {
+            counts[i] += c[i];
+        }
+    }
+}
+#else
+static void gather(void) {}
+#endif
 static char *out_path;
 
 static uint64_t on_pc, off_pc; /* 0: none */
@@ -71,6 +95,7 @@ static uint64_t *snapshot(void)
         fprintf(stderr, "pccount: no memory for a window snapshot\n");
         return NULL;
     }
+    gather();
     memcpy(s, counts, n * sizeof(uint64_t));
     return s;
 }
@@ -117,8 +142,14 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
             qemu_plugin_register_vcpu_insn_exec_cb(insn, mark_exec, QEMU_PLUGIN_CB_NO_REGS,
                                                    (void *)mark);
         }
+#if QEMU_PLUGIN_VERSION >= 2
+        qemu_plugin_u64 entry = {board, (pc - range_start) * sizeof(uint64_t)};
+        qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(insn, QEMU_PLUGIN_INLINE_ADD_U64,
+                                                            entry, 1);
+#else
         qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64,
                                                    &counts[pc - range_start], 1);
+#endif
     }
 }
 
@@ -176,6 +207,7 @@ static void at_exit(qemu_plugin_id_t id, void *p)
     (void)id;
     (void)p;
     g_mutex_lock(&mark_lock);
+    gather();
     recs = write_counts(out_path, counts, NULL, &total);
     if (on_pc != 0) {
         char *wpath = g_strdup_printf("%s.window", out_path);
@@ -285,6 +317,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         fprintf(stderr, "pccount: no memory for %" PRIu64 " counters\n", range_end - range_start);
         return -1;
     }
+#if QEMU_PLUGIN_VERSION >= 2
+    max_vcpus = info->system_emulation ? (unsigned int)info->system.max_vcpus : 1;
+    board = qemu_plugin_scoreboard_new((range_end - range_start) * sizeof(uint64_t));
+#endif
     g_mutex_init(&mark_lock);
     qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
     qemu_plugin_register_atexit_cb(id, at_exit, NULL);
