@@ -147,4 +147,17 @@ __attribute__((unused)) static const char *check_testdir(const char *argv0)
 	return check_dir;
 }
 
+/* read_fd_all reads fd until end of file or until out is full (one byte is
+ * kept for the NUL it adds), and returns the bytes read: a child's output
+ * collected through a pipe. */
+__attribute__((unused)) static size_t read_fd_all(int fd, char *out, size_t size)
+{
+	size_t got = 0;
+	ssize_t n;
+	while (got < size - 1 && (n = read(fd, out + got, size - 1 - got)) > 0)
+		got += (size_t)n;
+	out[got] = 0;
+	return got;
+}
+
 #endif

@@ -34,11 +34,7 @@ static int run(char *const args[], char *out, size_t size)
 		_exit(127);
 	}
 	close(p[1]);
-	size_t n = 0;
-	ssize_t k;
-	while (n + 1 < size && (k = read(p[0], out + n, size - 1 - n)) > 0)
-		n += (size_t)k;
-	out[n] = 0;
+	read_fd_all(p[0], out, size);
 	close(p[0]);
 	int st;
 	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))

@@ -35,14 +35,7 @@ static int run_sh(const char *script, char *out, size_t outsz)
 		_exit(126);
 	}
 	close(p[1]);
-	size_t got = 0;
-	ssize_t n;
-	while ((n = read(p[0], out + got, outsz - 1 - got)) > 0) {
-		got += n;
-		if (got == outsz - 1)
-			break;
-	}
-	out[got] = 0;
+	read_fd_all(p[0], out, outsz);
 	close(p[0]);
 	int st = 0;
 	waitpid(pid, &st, 0);
