@@ -31,8 +31,10 @@ func TestBlockFile(t *testing.T) {
 	if a.Type() != linux.S_IFBLK || a.Rdev != linux.MakeDev(254, 0) {
 		t.Fatalf("attr %+v", a)
 	}
+	// The device file reaches the disk through the wrapper that counts
+	// its requests for /proc/diskstats.
 	d, ok := devfs.BlockOf(f)
-	if !ok || d != blk.Device(disk) {
+	if c, counted := d.(*blk.Counted); !ok || d != disks.Nodes()[0].Dev || !counted || c.Unwrap() != blk.Device(disk) {
 		t.Fatal("BlockOf")
 	}
 	if end, err := f.Seek(0, linux.SEEK_END); end != 1<<20 || err != nil {
