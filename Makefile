@@ -23,7 +23,7 @@ QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot
 
 DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio e2fsprogs python3 curl gdisk fdisk
 
-.PHONY: all run run-cmd net-check test iso kernel deps host-test boot-test user-test cpu-test linux-test debian-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
+.PHONY: all run run-cmd net-check test iso kernel deps host-test boot-test user-test cpu-test linux-test debian-test exhaust-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
 
 all: iso
 
@@ -109,6 +109,11 @@ bench-boot: deps $(KERNEL) $(STUB) $(INITRAMFS)
 gdb: deps
 	@$(MAKE) --no-print-directory iso
 	CPUS=$(CPUS) MEM=$(MEM) tools/gdb.sh
+
+# Every kind of kernel memory exhausted at once in a 128 MiB guest
+# (user/tests/h_exhaust.c; in progress, not yet in make test).
+exhaust-test: deps user $(KERNEL) $(STUB)
+	tools/exhausttest.sh $(or $(CPUS),2)
 
 # The flake hunt: N (default 20) rounds of the boot self-tests and the
 # user suite with 1, 2 and 4 CPUs, failures counted per test (not in make test).
