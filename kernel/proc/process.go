@@ -364,7 +364,6 @@ func (p *Process) finish() {
 	p.semUndo = nil
 	orphans := p.children
 	p.children = map[int]*Process{}
-	parent := p.parent
 	p.mu.Unlock()
 	if space != nil {
 		space.put()
@@ -377,12 +376,6 @@ func (p *Process) finish() {
 		p.files.CloseAll()
 	}
 	p.dropCTTY()
-	// A zombie only once its files are closed, as Linux's exit_files
-	// comes before exit_notify: a parent that reaps it may count on the
-	// pipe ends it held being gone (EOF, EPOLLHUP).
-	p.mu.Lock()
-	p.state = procZombie
-	p.mu.Unlock()
 	init := lookup(1)
 	for _, c := range orphans {
 		c.mu.Lock()
@@ -413,31 +406,57 @@ func (p *Process) finish() {
 			c.mu.Unlock()
 		}
 	}
+	target, ignoring := p.becomeZombie()
 	close(p.done)
 	p.exitQ.Notify()
-	if parent == nil {
-		return
-	}
-	info := p.childInfo()
-	parent.mu.Lock()
-	ignoring := parent.sig.ignoresChildren()
-	var target *Thread
-	if ignoring {
-		// SIGCHLD ignored (or SA_NOCLDWAIT): no zombie is kept.
-		delete(parent.children, p.PID)
-	} else {
-		// SIGCHLD is pending before a wait can see the zombie, as on
-		// Linux: a parent that reaps and then installs a handler must
-		// not get this child's signal late.
-		target, _ = parent.queueLocked(info)
-	}
-	parent.notifyLocked()
-	parent.mu.Unlock()
 	if target != nil {
 		target.wake()
 	}
 	if ignoring {
 		p.reap()
+	}
+}
+
+// becomeZombie makes p a zombie and queues its SIGCHLD in one step under
+// the parent's lock, which a wait holds while it looks at the children,
+// as Linux's exit_notify does both under tasklist_lock: a wait that
+// reaps the zombie finds the SIGCHLD already pending (a parent that
+// reaps and then reads a signalfd, or installs a handler, must not get
+// it late or miss it), and a SIGCHLD handler's wait finds the zombie.
+// It comes after the files are closed, as Linux's exit_files comes
+// before exit_notify: a parent that reaps may count on the pipe ends it
+// held being gone (EOF, EPOLLHUP). A parent that ignores SIGCHLD (or set
+// SA_NOCLDWAIT) keeps no zombie: ignoring says the caller reaps.
+func (p *Process) becomeZombie() (target *Thread, ignoring bool) {
+	info := p.childInfo()
+	for {
+		p.mu.Lock()
+		parent := p.parent
+		if parent == nil {
+			p.state = procZombie
+			p.mu.Unlock()
+			return nil, false
+		}
+		p.mu.Unlock()
+		parent.mu.Lock()
+		p.mu.Lock()
+		if p.parent != parent {
+			// Reparented to init meanwhile (the parent exited).
+			p.mu.Unlock()
+			parent.mu.Unlock()
+			continue
+		}
+		p.state = procZombie
+		p.mu.Unlock()
+		ignoring = parent.sig.ignoresChildren()
+		if ignoring {
+			delete(parent.children, p.PID)
+		} else {
+			target, _ = parent.queueLocked(info)
+		}
+		parent.notifyLocked()
+		parent.mu.Unlock()
+		return target, ignoring
 	}
 }
 
