@@ -68,6 +68,7 @@ type Controller struct {
 	// shadow and eventIdx are the shadow doorbell and event index pages
 	// (Mem nil when the controller has no Doorbell Buffer Config).
 	shadow, eventIdx Page
+	noShadow         bool // Config.NoShadowDoorbells
 	id               identity
 	ns               []*Namespace
 }
@@ -83,12 +84,15 @@ type Config struct {
 	// ReadyTimeout, if set, bounds waits for CSTS.RDY below CAP.TO
 	// (tests).
 	ReadyTimeout time.Duration
+	// NoShadowDoorbells rings the doorbell registers even when the
+	// controller offers shadow doorbells.
+	NoShadowDoorbells bool
 }
 
 // New resets and enables the controller of d, identifies it and its
 // namespaces, and creates the I/O queues.
 func New(d *pci.Device, p pci.Platform, cfg Config) (*Controller, error) {
-	c := &Controller{name: cfg.Name, dma: cfg.DMA, log: cfg.Log, cpu: cfg.CPU, Timeout: cfg.Timeout}
+	c := &Controller{name: cfg.Name, dma: cfg.DMA, log: cfg.Log, cpu: cfg.CPU, Timeout: cfg.Timeout, noShadow: cfg.NoShadowDoorbells}
 	if c.log == nil {
 		c.log = func(string, ...any) {}
 	}
@@ -241,7 +245,7 @@ func (c *Controller) setup(wanted int) error {
 	if c.id.mdts > 0 && c.id.mdts < 5 { // 2^MDTS minimum pages per command
 		c.dataPages = 1 << c.id.mdts
 	}
-	if c.id.dbbuf {
+	if c.id.dbbuf && !c.noShadow {
 		c.shadowDoorbells(wanted)
 	}
 	if err := c.createQueues(wanted); err != nil {
