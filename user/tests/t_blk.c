@@ -394,7 +394,10 @@ static void test_diskstats(const unsigned long long *a)
 	unsigned long long b[20];
 	int n = diskstats(b);
 	CHECK_EQ(nm("diskstats.fields"), n, 17);
-	if (n < 17)
+	/* Linux counts an NVMe namespace's I/O on its hidden path device
+	 * (nvme0c0n1) when the controller may be multipath (QEMU 10 sets
+	 * CMIC), not on nvme0n1: the counts are checked on the others. */
+	if (n < 17 || is_nvme())
 		return;
 	CHECK(nm("diskstats.reads"), b[0] > a[0] && b[2] >= a[2] + 8);
 	CHECK(nm("diskstats.writes"), b[4] > a[4] && b[6] >= a[6] + 8);
