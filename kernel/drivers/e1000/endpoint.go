@@ -4,47 +4,11 @@ import (
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
 // The card as a stack.LinkEndpoint of raw Ethernet frames; wrap it with
 // netstack's link/ethernet to attach it.
-
-func (n *NIC) Attach(d stack.NetworkDispatcher) {
-	n.dmu.Lock()
-	n.disp = d
-	n.dmu.Unlock()
-}
-
-func (n *NIC) IsAttached() bool {
-	n.dmu.RLock()
-	defer n.dmu.RUnlock()
-	return n.disp != nil
-}
-
-func (n *NIC) MTU() uint32 {
-	n.dmu.RLock()
-	defer n.dmu.RUnlock()
-	return n.mtu
-}
-
-func (n *NIC) SetMTU(mtu uint32) {
-	n.dmu.Lock()
-	n.mtu = min(mtu, frameMTU)
-	n.dmu.Unlock()
-}
-
-func (*NIC) Capabilities() stack.LinkEndpointCapabilities { return 0 }
-func (*NIC) MaxHeaderLength() uint16                      { return 0 }
-func (n *NIC) LinkAddress() tcpip.LinkAddress             { return n.mac }
-func (*NIC) SetLinkAddress(tcpip.LinkAddress)             {}
-func (*NIC) Wait()                                        {}
-func (*NIC) ARPHardwareType() header.ARPHardwareType      { return header.ARPHardwareEther }
-func (*NIC) AddHeader(*stack.PacketBuffer)                {}
-func (*NIC) ParseHeader(*stack.PacketBuffer) bool         { return true }
-func (*NIC) Close()                                       {}
-func (*NIC) SetOnCloseAction(func())                      {}
 
 // txWait bounds a sender's wait for a transmit descriptor.
 const txWait = time.Second

@@ -23,9 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/net/link"
@@ -56,7 +54,7 @@ type NIC struct {
 	Name  string
 	Model *Model
 	Kind  pci.IntrKind // how it interrupts
-	Stats link.Stats
+	link.Ether
 	// Oversize counts frames dropped for spanning more than maxFrame
 	// (also in Stats.RxErrors); Wakeups counts the interrupt goroutine's
 	// wake-ups, so tests can tell it never polls.
@@ -65,7 +63,6 @@ type NIC struct {
 	regs pci.Region
 	dma  DMA
 	irqs []pci.IRQ
-	mac  tcpip.LinkAddress
 	log  func(format string, args ...any)
 	up   atomic.Bool
 
@@ -77,10 +74,6 @@ type NIC struct {
 	txMu    sync.Mutex
 	tx      *txRing
 	txSpace chan struct{} // signalled after an interrupt, for a waiting sender
-
-	dmu  sync.RWMutex
-	disp stack.NetworkDispatcher
-	mtu  uint32
 
 	stopped atomic.Bool
 }
@@ -112,7 +105,7 @@ func New(d *pci.Device, p pci.Platform, m *Model, c Config) (*NIC, error) {
 	if c.IntrRate <= 0 {
 		c.IntrRate = DefaultIntrRate
 	}
-	n := &NIC{Name: c.Name, Model: m, regs: regs, dma: c.DMA, log: c.Log, mtu: frameMTU,
+	n := &NIC{Name: c.Name, Model: m, regs: regs, dma: c.DMA, log: c.Log,
 		txSpace: make(chan struct{}, 1), rxWork: make(chan struct{}, 1)}
 	if n.log == nil {
 		n.log = func(string, ...any) {}
@@ -125,7 +118,7 @@ func New(d *pci.Device, p pci.Platform, m *Model, c Config) (*NIC, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.mac = tcpip.LinkAddress(mac[:])
+	n.InitEther(tcpip.LinkAddress(mac[:]), frameMTU)
 
 	rx, err := newRing(c.DMA, c.RxDescs)
 	if err != nil {
@@ -274,13 +267,9 @@ func (n *NIC) configure(mac [6]byte, rate int) {
 }
 
 // MAC is the card's address.
-func (n *NIC) MAC() tcpip.LinkAddress { return n.mac }
 
 // LinkUp reports the link state as of the last link-change interrupt.
 func (n *NIC) LinkUp() bool { return n.up.Load() }
-
-// Counters are the card's counters.
-func (n *NIC) Counters() *link.Stats { return &n.Stats }
 
 // interrupts is the card's goroutine: it acknowledges what the card
 // raised, then does the work, then sleeps until the next interrupt.
@@ -359,17 +348,4 @@ func (n *NIC) receiver() {
 
 // deliver hands a copy of frame (its buffer is re-armed next) to the
 // stack.
-func (n *NIC) deliver(frame []byte) {
-	n.dmu.RLock()
-	d := n.disp
-	n.dmu.RUnlock()
-	if d == nil {
-		n.Stats.RxDropped.Add(1)
-		return
-	}
-	n.Stats.RxPackets.Add(1)
-	n.Stats.RxBytes.Add(uint64(len(frame)))
-	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(append([]byte(nil), frame...))})
-	d.DeliverNetworkPacket(0, pkt) // the Ethernet layer above reads the type
-	pkt.DecRef()
-}
+func (n *NIC) deliver(frame []byte) { n.Deliver(append([]byte(nil), frame...)) }

@@ -18,7 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -55,19 +54,15 @@ type NIC struct {
 	dma    virtio.DMA
 	irqs   []pci.IRQ
 	isr    bool
-	mac    tcpip.LinkAddress
 	status bool // the card reports link status
 	log    func(format string, args ...any)
-	Stats  link.Stats // as /proc/net/dev shows them
+	link.Ether
 
 	mu      sync.Mutex
 	txFree  []virtio.Page // transmit pages not in the card's hands
 	txSpace chan struct{} // signalled when pages come back
 	rxq     chan []byte   // received frames on their way to the stack
 
-	dmu  sync.RWMutex
-	disp stack.NetworkDispatcher
-	mtu  uint32
 }
 
 // Config is what New needs besides the device.
@@ -87,7 +82,7 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &NIC{Name: c.Name, t: t, dma: c.DMA, log: c.Log, mtu: frameMax, txSpace: make(chan struct{}, 1),
+	n := &NIC{Name: c.Name, t: t, dma: c.DMA, log: c.Log, txSpace: make(chan struct{}, 1),
 		rxq: make(chan []byte, maxRX)}
 	if n.log == nil {
 		n.log = func(string, ...any) {}
@@ -100,7 +95,7 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 	for i := range mac {
 		mac[i] = t.Config().Read8(uint32(i))
 	}
-	n.mac = tcpip.LinkAddress(mac[:])
+	n.InitEther(tcpip.LinkAddress(mac[:]), frameMax)
 	n.status = feat&featureStatus != 0
 	kind, irqs, err := d.Interrupts(p, 1)
 	if err != nil {
@@ -154,10 +149,6 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 }
 
 // MAC is the card's address.
-func (n *NIC) MAC() tcpip.LinkAddress { return n.mac }
-
-// Counters are the card's counters.
-func (n *NIC) Counters() *link.Stats { return &n.Stats }
 
 // LinkUp reports the link state (always up if the card does not say).
 func (n *NIC) LinkUp() bool {
@@ -231,18 +222,7 @@ func (n *NIC) deliver(frame []byte) {
 // deliveries hands received frames to the stack.
 func (n *NIC) deliveries() {
 	for frame := range n.rxq {
-		n.dmu.RLock()
-		d := n.disp
-		n.dmu.RUnlock()
-		if d == nil {
-			n.Stats.RxDropped.Add(1)
-			continue
-		}
-		n.Stats.RxPackets.Add(1)
-		n.Stats.RxBytes.Add(uint64(len(frame)))
-		pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(frame)})
-		d.DeliverNetworkPacket(0, pkt) // the Ethernet layer above reads the type
-		pkt.DecRef()
+		n.Deliver(frame)
 	}
 }
 
@@ -269,41 +249,6 @@ func (n *NIC) reclaim() int {
 }
 
 // Link endpoint (stack.LinkEndpoint) of raw Ethernet frames.
-
-func (n *NIC) Attach(d stack.NetworkDispatcher) {
-	n.dmu.Lock()
-	n.disp = d
-	n.dmu.Unlock()
-}
-
-func (n *NIC) IsAttached() bool {
-	n.dmu.RLock()
-	defer n.dmu.RUnlock()
-	return n.disp != nil
-}
-
-func (n *NIC) MTU() uint32 {
-	n.dmu.RLock()
-	defer n.dmu.RUnlock()
-	return n.mtu
-}
-
-func (n *NIC) SetMTU(mtu uint32) {
-	n.dmu.Lock()
-	n.mtu = min(mtu, frameMax)
-	n.dmu.Unlock()
-}
-
-func (*NIC) Capabilities() stack.LinkEndpointCapabilities { return 0 }
-func (*NIC) MaxHeaderLength() uint16                      { return 0 }
-func (n *NIC) LinkAddress() tcpip.LinkAddress             { return n.mac }
-func (*NIC) SetLinkAddress(tcpip.LinkAddress)             {}
-func (*NIC) Wait()                                        {}
-func (*NIC) ARPHardwareType() header.ARPHardwareType      { return header.ARPHardwareEther }
-func (*NIC) AddHeader(*stack.PacketBuffer)                {}
-func (*NIC) ParseHeader(*stack.PacketBuffer) bool         { return true }
-func (*NIC) Close()                                       {}
-func (*NIC) SetOnCloseAction(func())                      {}
 
 // WritePackets sends frames (the Ethernet header already on them). When
 // every transmit buffer is in flight it waits for the card to finish
