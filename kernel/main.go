@@ -54,6 +54,7 @@ type kernel struct {
 	madt      *acpi.MADT
 	opts      map[string]string
 	initArgs  []string
+	netCards  *netCards // the network cards and what ip= asked of them
 	initEnv   []string
 	initramfs *initramfs.FS
 	vfs       *vfs.VFS
@@ -99,6 +100,7 @@ func main() {
 	inet.Stack()
 	k.startPCI()
 	k.loadInitramfs()
+	k.netAutoconf()
 	readyTSC := machine.Rdtsc()
 
 	ms := machine.ReadMemStats()

@@ -3,10 +3,13 @@ package main
 // Network cards: the PCI drivers that attach them to the stack, named
 // eth0, eth1, ... in the order they are bound (bus order within a
 // driver, the drivers in netDrivers' order), and configured from ip=
-// when it names the card (or names none: the first card).
+// when it names the card (or names none: the first card): statically, or
+// by DHCP once every driver has bound its cards (netAutoconf), before
+// init starts, as Linux's ip=dhcp holds back the first program.
 
 import (
 	"fmt"
+	"strings"
 
 	"shortbread/kernel/drivers/e1000"
 	"shortbread/kernel/drivers/pci"
@@ -14,13 +17,15 @@ import (
 	virtionet "shortbread/kernel/drivers/virtio/net"
 	"shortbread/kernel/net/inet"
 	"shortbread/kernel/net/link"
+	"shortbread/kernel/proc"
 )
 
 // netCards names and attaches the cards the drivers bind.
 type netCards struct {
-	k   *kernel
-	cfg *inet.IfConfig // from ip=
-	n   int
+	k    *kernel
+	cfg  *inet.IfConfig // from ip=
+	n    int
+	dhcp int // the interface ip=dhcp configures, once bound; 0: none
 }
 
 func (k *kernel) netDrivers() []*pci.Driver {
@@ -29,10 +34,14 @@ func (k *kernel) netDrivers() []*pci.Driver {
 		cfg, err := inet.ParseIPParam(s)
 		if err != nil {
 			k.log.Warnf("%v", err)
-		} else {
+		} else if cfg.DHCP || cfg.Addr.IsValid() {
 			c.cfg = &cfg
+			if cfg.Host != "" {
+				proc.SetHostname(cfg.Host) // as Linux's ipconfig sets the node name
+			}
 		}
 	}
+	k.netCards = c
 	return []*pci.Driver{c.virtioDriver(), c.e1000Driver(e1000.E1000), c.e1000Driver(e1000.E1000E)}
 }
 
@@ -47,12 +56,22 @@ func (c *netCards) attach(dev link.Device, what string) error {
 	if c.cfg != nil && (c.cfg.Device == name || c.cfg.Device == "" && name == "eth0") {
 		cfg = c.cfg
 	}
-	if _, err := inet.AddEthernet(name, dev, cfg); err != nil {
+	static := cfg
+	if cfg != nil && cfg.DHCP {
+		static = nil
+	}
+	id, err := inet.AddEthernet(name, dev, static)
+	if err != nil {
 		return err
 	}
 	addr := "none"
-	if cfg != nil {
+	switch {
+	case cfg != nil && cfg.DHCP:
+		addr = "by DHCP"
+		c.dhcp = int(id)
+	case cfg != nil:
 		addr = cfg.Addr.String()
+		inet.SetStaticPnp()
 	}
 	c.k.log.Infof("%s: %s, MAC %v, link up %v, address %s", name, what, dev.LinkAddress(), dev.LinkUp(), addr)
 	return nil
@@ -96,3 +115,32 @@ func (e1000DMA) Alloc() (e1000.Page, error) {
 }
 
 func (e1000DMA) Free(p e1000.Page) { frameDMA{}.Free(virtio.Page{Phys: p.Phys, Mem: p.Mem}) }
+
+// netAutoconf runs ip=dhcp on its card, if the drivers bound one, and
+// logs the lease as Linux's "IP-Config" lines do. A failure leaves the
+// card without an address and boot goes on.
+func (k *kernel) netAutoconf() {
+	c := k.netCards
+	if c == nil || c.cfg == nil || !c.cfg.DHCP {
+		return
+	}
+	if c.dhcp == 0 {
+		k.log.Warnf("IP-Config: no network card %q for ip=dhcp", c.cfg.Device)
+		return
+	}
+	host := c.cfg.Host
+	lease, err := inet.ConfigureDHCP(c.dhcp, host, k.log.Infof)
+	if err != nil {
+		k.log.Warnf("IP-Config: %v", err)
+		return
+	}
+	if host == "" && lease.Host != "" {
+		proc.SetHostname(lease.Host)
+	}
+	dns := make([]string, len(lease.DNS))
+	for i, a := range lease.DNS {
+		dns[i] = a.String()
+	}
+	k.log.Infof("IP-Config: got DHCP answer from %v, address %v, gateway %v, name servers %s, lease %v",
+		lease.Server, lease.Addr, lease.Router, strings.Join(dns, " "), lease.Duration)
+}

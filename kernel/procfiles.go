@@ -194,6 +194,9 @@ func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 	fs.AddFile("sys/net/core/somaxconn", func() []byte { return []byte("4096\n") }, nil)
 	fs.AddFile("net/unix", unix.ProcNetUnix, nil)
 	fs.AddFile("net/dev", inet.ProcNetDev, nil)
+	if k.opts["ip"] != "" {
+		fs.AddFile("net/pnp", inet.ProcNetPnp, nil) // only when ip= configured, as on Linux
+	}
 	fs.AddFile("net/tcp", inet.ProcNetTCP, nil)
 	fs.AddFile("net/tcp6", inet.ProcNetTCP6, nil)
 	fs.AddFile("net/udp", inet.ProcNetUDP, nil)
@@ -288,6 +291,16 @@ var goMemory = []metrics.Sample{
 	{Name: "/memory/classes/heap/free:bytes"},    // free spans still backed by frames
 	{Name: "/memory/classes/heap/stacks:bytes"},  // goroutine stacks
 	{Name: "/memory/classes/os-stacks:bytes"},    // the Ms' system stacks
+	// The runtime's own records, which it keeps at their high-water
+	// mark: span structures, per-P caches, heap arena and GC metadata.
+	{Name: "/memory/classes/metadata/mspan/inuse:bytes"},
+	{Name: "/memory/classes/metadata/mspan/free:bytes"},
+	{Name: "/memory/classes/metadata/mcache/inuse:bytes"},
+	{Name: "/memory/classes/metadata/mcache/free:bytes"},
+	{Name: "/memory/classes/metadata/other:bytes"},
+	// Profiling buckets and everything else the runtime maps.
+	{Name: "/memory/classes/profiling/buckets:bytes"},
+	{Name: "/memory/classes/other:bytes"},
 }
 
 var goMemoryMu sync.Mutex
@@ -300,13 +313,16 @@ var goMemoryMu sync.Mutex
 // its objects (with the gaps between them in their spans), KernelStack
 // the goroutine and thread stacks, and GoHeapInuse and GoHeapFree show
 // the heap's objects and its free spans, which the runtime can give back
-// and MemAvailable counts with MemFree.
+// and MemAvailable counts with MemFree. GoMetadata is the runtime's own
+// records (span structures, per-P caches, arena and GC metadata) and
+// GoOther its profiling buckets and the rest it maps: neither is ever
+// given back, so they stay at the high-water mark of the heap's size.
 func procMeminfo() []byte {
 	ms := machine.ReadMemStats()
 	st := mm.ReadStats()
 	goMemoryMu.Lock()
 	metrics.Read(goMemory)
-	var g [5]uint64
+	var g [12]uint64
 	for i, s := range goMemory {
 		if s.Value.Kind() == metrics.KindUint64 {
 			g[i] = s.Value.Uint64() / 1024
@@ -314,6 +330,7 @@ func procMeminfo() []byte {
 	}
 	goMemoryMu.Unlock()
 	objects, unused, heapFree, stacks := g[0], g[1], g[2], g[3]+g[4]
+	metadata, other := g[5]+g[6]+g[7]+g[8]+g[9], g[10]+g[11]
 	free := ms.FreeFrames * 4
 	var b bytes.Buffer
 	line := func(key string, kb uint64) { fmt.Fprintf(&b, "%-15s %8d kB\n", key+":", kb) }
@@ -335,6 +352,8 @@ func procMeminfo() []byte {
 	line("PageTables", uint64(st.Tables)*4)
 	line("GoHeapInuse", objects)
 	line("GoHeapFree", heapFree)
+	line("GoMetadata", metadata)
+	line("GoOther", other)
 	return b.Bytes()
 }
 

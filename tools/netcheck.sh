@@ -6,9 +6,12 @@
 # hostfwd on 127.0.0.1. Then the host takes the link down and up again
 # through QEMU's QMP set_link, and the guest must see the interface lose
 # and regain RUNNING (the card's link-change interrupt). /proc/net/dev
-# must count the transfer on eth0 without errors.
+# must count the transfer on eth0 without errors. With IPCONF=dhcp the
+# card is configured by ip=dhcp from QEMU's DHCP server instead of a
+# static ip=, and the lease must show in the address, the default route
+# and /proc/net/pnp's name server.
 # Exit status 0 iff all of it worked.
-# usage: [CPUS=2] [NIC=virtio-net-pci|e1000|e1000e] [MACHINE=q35|pc] tools/netcheck.sh
+# usage: [CPUS=2] [NIC=virtio-net-pci|e1000|e1000e] [MACHINE=q35|pc] [IPCONF=static|dhcp] tools/netcheck.sh
 #   (after make kernel build/stub.elf user). e1000 defaults to the pc
 #   machine, where QEMU puts it; the others to q35.
 # Needs: python3 (the host's HTTP server and QMP client), curl, sha256sum.
@@ -63,19 +66,35 @@ set_link true && echo up > "$tmp/linkup") &
 rev=$!
 # The guest: the download, the page, then watch eth0's RUNNING flag go
 # and come back (bounded), and show the counters.
-cmd="t0=\$(cut -d' ' -f1 /proc/uptime); wget -q -O /tmp/big http://10.0.2.2:$hport/big.bin && sha256sum /tmp/big;
+cmd="cat /proc/net/pnp; ip -4 addr show dev eth0; ip route;
+t0=\$(cut -d' ' -f1 /proc/uptime); wget -q -O /tmp/big http://10.0.2.2:$hport/big.bin && sha256sum /tmp/big;
 echo download-time \$t0 \$(cut -d' ' -f1 /proc/uptime);
 mkdir -p /www && echo served-by-the-guest > /www/index.html && httpd -p 80 -h /www;
 running() { ifconfig eth0 | grep -q RUNNING; };
 i=0; while running && [ \$i -lt 120 ]; do sleep 1; i=\$((i+1)); done; running || echo link-went-down;
 i=0; while ! running && [ \$i -lt 30 ]; do sleep 1; i=\$((i+1)); done; running && echo link-came-up;
 cat /proc/net/dev"
+ipconf=${IPCONF:-static}
+kargs="ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off"
+[ "$ipconf" = dhcp ] && kargs="ip=dhcp"
 out=$(QEMU_EXTRA="-netdev user,id=n0,hostfwd=tcp:127.0.0.1:$fport-:80 -device $nic,netdev=n0 -qmp unix:$qmp,server=on,wait=off" \
-  KARGS="ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off" CPUS=${CPUS:-2} TIMEOUT=300 \
+  KARGS="$kargs" CPUS=${CPUS:-2} TIMEOUT=300 \
   "$root/tools/run-cmd.sh" - "$cmd" 2>&1) || true
 wait $rev || true
 status=0
-what="netcheck ($nic on $MACHINE, ${CPUS:-2} CPUs)"
+what="netcheck ($nic on $MACHINE, ${CPUS:-2} CPUs, $ipconf address)"
+if [ "$ipconf" = dhcp ]; then
+  if echo "$out" | grep -q "inet 10.0.2.15/24" && echo "$out" | grep -q "^default via 10.0.2.2 dev eth0" &&
+     echo "$out" | grep -q "^#PROTO: DHCP" && echo "$out" | grep -q "^nameserver 10.0.2.3"; then
+    echo "$what: ip=dhcp leased 10.0.2.15/24, default route via 10.0.2.2, name server 10.0.2.3"
+  else
+    echo "$what: FAIL: DHCP lease not applied"; echo "$out" | head -30; status=1
+  fi
+elif echo "$out" | grep -q "^#MANUAL"; then
+  echo "$what: static ip= shown in /proc/net/pnp"
+else
+  echo "$what: FAIL: /proc/net/pnp does not say #MANUAL"; status=1
+fi
 if echo "$out" | grep -q "^$want "; then
   secs=$(echo "$out" | awk '/^download-time/ { printf "%.2f", $3 - $2 }')
   echo "$what: guest fetched 4 MB from the host in ${secs}s, SHA-256 equal"

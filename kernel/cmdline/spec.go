@@ -93,7 +93,7 @@ var Default = []Spec{
 	},
 	{
 		Name: "ip", Kind: String,
-		Help: "static IPv4 configuration of a network card, Linux's form ADDR::GW:MASK:HOST:IFACE:off (no DHCP yet)",
+		Help: "IPv4 configuration of a network card, Linux's forms: static ADDR::GW:MASK:HOST:IFACE:off, or dhcp (also :::::IFACE:dhcp)",
 	},
 	{
 		Name: "poweroff", Kind: Bool,

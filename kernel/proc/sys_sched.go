@@ -455,6 +455,17 @@ func (t *Thread) setUTSName(dst *string, at uintptr, n int) int64 {
 	return 0
 }
 
+// SetHostname sets the node name uname reports, for the kernel's own
+// configuration (ip='s host name, a DHCP lease's).
+func SetHostname(name string) {
+	if len(name) > newUTSLen {
+		name = name[:newUTSLen]
+	}
+	utsNames.Lock()
+	utsNames.host = name
+	utsNames.Unlock()
+}
+
 // utsName returns the current host and domain names.
 func utsName() (host, domain string) {
 	utsNames.Lock()

@@ -16,29 +16,44 @@ import (
 	"shortbread/kernel/net/link"
 )
 
-// IfConfig is an interface's static IPv4 configuration, as Linux's ip=
-// kernel parameter gives it.
+// IfConfig is an interface's IPv4 configuration as Linux's ip= kernel
+// parameter gives it: static, or by DHCP.
 type IfConfig struct {
+	DHCP    bool         // ask a DHCP server; Addr and Gateway are unset
 	Addr    netip.Prefix // address and netmask
 	Gateway netip.Addr   // default route; invalid: none
 	Host    string
 	Device  string // which interface; empty: the first
 }
 
-// ParseIPParam parses the static form of Linux's ip= parameter
+// ParseIPParam parses Linux's ip= parameter
 // (Documentation/admin-guide/nfs/nfsroot.rst):
 // <client-ip>:<server-ip>:<gw-ip>:<netmask>:<hostname>:<device>:<autoconf>,
-// autoconf off or none (DHCP is not supported yet).
+// autoconf off or none (static), or dhcp, on or any (DHCP, the only
+// protocol Shortbread's client speaks; bootp and rarp are refused), and
+// the short forms ip=dhcp, ip=on and ip=any; ip=off and ip=none give
+// a configuration with neither DHCP nor an address.
 func ParseIPParam(s string) (IfConfig, error) {
 	f := strings.Split(s, ":")
+	if s == "off" || s == "none" {
+		return IfConfig{}, nil // no configuration at all
+	}
+	if len(f) == 1 {
+		f = []string{"", "", "", "", "", "", s}
+	}
 	for len(f) < 7 {
 		f = append(f, "")
 	}
 	var c IfConfig
 	switch f[6] {
 	case "", "off", "none":
+	case "dhcp", "on", "any":
+		// Linux takes a client address given with DHCP as a hint it
+		// does not send; Shortbread ignores it likewise.
+		c.DHCP, c.Host, c.Device = true, f[4], f[5]
+		return c, nil
 	default:
-		return c, fmt.Errorf("ip=%s: autoconfiguration %q not supported (only static addresses)", s, f[6])
+		return c, fmt.Errorf("ip=%s: autoconfiguration %q not supported (static or dhcp)", s, f[6])
 	}
 	addr, err := netip.ParseAddr(f[0])
 	if err != nil || !addr.Is4() {
@@ -96,7 +111,9 @@ func AddEthernet(name string, ep stack.LinkEndpoint, c *IfConfig) (tcpip.NICID, 
 		cards[id] = d
 	}
 	nicMu.Unlock()
-	if err := s.CreateNICWithOptions(id, ethernet.New(ep), stack.NICOptions{Name: name}); err != nil {
+	// Link packets go to packet endpoints too: the DHCP client reads
+	// its replies there before the interface has an address.
+	if err := s.CreateNICWithOptions(id, ethernet.New(ep), stack.NICOptions{Name: name, DeliverLinkPackets: true}); err != nil {
 		return 0, fmt.Errorf("inet: %s: %v", name, err)
 	}
 	if c == nil {
