@@ -39,6 +39,8 @@ const (
 	sbIRQNoPin     = 1
 	sbIRQLevel     = 2
 	sbIRQActiveLow = 4
+
+	sbIOAPICLevel = 1 << 15 // redirection entry: level-triggered
 )
 
 var (
@@ -51,8 +53,8 @@ var (
 	sbKernelStart, sbKernelEnd uintptr
 	sbIRQOpen                  [24]bool
 	sbIRQPending               [24]uint64
-	sbIRQEdge                  [24]bool // set by an interrupt, cleared when epoll reports it
-	sbIRQLevelPin              [24]bool // a level-triggered pin, masked while its interrupt is unread
+	sbIRQEdge                  [24]bool   // set by an interrupt, cleared when epoll reports it
+	sbIRQEntry                 [24]uint32 // the pin's redirection entry (low word, unmasked)
 )
 
 func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
@@ -61,10 +63,20 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 		if a0 >= 24 {
 			return -sbEINVAL
 		}
+		// Edge-triggered and active high, the ISA defaults (QEMU and PCs
+		// wire the PIT, IRQ 0, to pin 2, which the kernel corrects from
+		// the MADT overrides when it needs the PIT), unless flags say
+		// level or active low.
 		sbIRQOpen[a0] = true
-		sbIRQLevelPin[a0] = a1&sbIRQLevel != 0
+		sbIRQEntry[a0] = uint32(sbVecIRQBase + a0)
+		if a1&sbIRQLevel != 0 {
+			sbIRQEntry[a0] |= sbIOAPICLevel
+		}
+		if a1&sbIRQActiveLow != 0 {
+			sbIRQEntry[a0] |= 1 << 13
+		}
 		if a1&sbIRQNoPin == 0 {
-			sbIOAPICUnmask(int(a0), uint32(a1))
+			sbIOAPICRoute(int(a0), sbIRQEntry[a0])
 		}
 		return int64(sbFdIRQBase + a0)
 	case sbSysStartCPU:
@@ -126,8 +138,8 @@ func sbIRQ(irq int) {
 	sbEpollLock.lock()
 	// Masked under the lock sbRead unmasks under, or a read in between
 	// leaves the pin masked with nothing pending. Then sbIOAPICMu.
-	if sbIRQLevelPin[irq] {
-		sbIOAPICSetMask(irq, 1<<16)
+	if sbIRQEntry[irq]&sbIOAPICLevel != 0 {
+		sbIOAPICRoute(irq, sbIRQEntry[irq]|1<<16)
 	}
 	sbIRQPending[irq]++
 	sbIRQEdge[irq] = true

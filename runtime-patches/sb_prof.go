@@ -119,10 +119,7 @@ func sbProfStartHPET(phys uintptr, hz int64) bool {
 		}
 		ticks := uint64(1_000_000_000_000_000/hz) / periodFs
 		sbProfFanout = true
-		sbIOAPICMu.lock()
-		sbIOAPICWrite(0x10+2*uint32(pin)+1, sbBootCPU<<24)
-		sbIOAPICWrite(0x10+2*uint32(pin), 4<<8|2) // NMI, physical, edge
-		sbIOAPICMu.unlock()
+		sbIOAPICRoute(pin, 4<<8|2)                         // NMI, physical, edge
 		sbHPETWrite(hpetConfig, sbHPETRead(hpetConfig)&^3) // halt, no legacy routing
 		sbHPETWrite(hpetCounter, 0)
 		// Periodic, enabled, edge, routed to pin; VAL_SET lets the next
@@ -142,9 +139,7 @@ func sbProfStop() {
 	if sbProfSource == sbProfHPET {
 		t := uintptr(sbProfTimerN) * 0x20
 		sbHPETWrite(hpetTimerCfg+t, sbHPETRead(hpetTimerCfg+t)&^(1<<2))
-		sbIOAPICMu.lock()
-		sbIOAPICWrite(0x10+2*uint32(sbProfPin), 1<<16)
-		sbIOAPICMu.unlock()
+		sbIOAPICRoute(sbProfPin, 1<<16)
 		sbProfFanout = false
 	}
 	sbProfSource = sbProfNone

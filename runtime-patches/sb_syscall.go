@@ -203,8 +203,8 @@ func sbRead(fd int32, buf, n uintptr) int64 {
 		sbEpollLock.lock()
 		v := sbIRQPending[irq]
 		sbIRQPending[irq] = 0
-		if v != 0 && sbIRQLevelPin[irq] {
-			sbIOAPICSetMask(int(irq), 0) // under the lock: see sbIRQ
+		if v != 0 && sbIRQEntry[irq]&sbIOAPICLevel != 0 {
+			sbIOAPICRoute(int(irq), sbIRQEntry[irq]) // unmask, under the lock: see sbIRQ
 		}
 		sbEpollLock.unlock()
 		if v == 0 {
