@@ -21,7 +21,7 @@ const (
 	sbSysBase      = 0x5300
 	sbSysIRQOpen   = 0 // (irq, flags) -> fd: an fd that reads the count of interrupts on vector sbVecIRQBase+irq, pollable
 	sbSysStartCPU  = 1 // (apicID) -> 0 or errno
-	sbSysProfStart = 2 // (buffers, n, hz, hpet) -> source or errno
+	sbSysProfStart = 2 // (buffers, n, hz, nmiPin) -> source or errno
 	sbSysProfStop  = 3 // () -> 0
 	sbSysIOAPIC    = 4 // (physical address) -> 0: the MADT's I/O APIC
 	sbSysRunUser   = 5 // (regs, cr3) -> 0 when the program traps back
@@ -82,7 +82,7 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 	case sbSysStartCPU:
 		return sbStartCPU(uint32(a0))
 	case sbSysProfStart:
-		return sbProfStart(a0, int(a1), int64(a2), uintptr(f.r10))
+		return sbProfStart(a0, int(a1), int64(a2), int(int64(f.r10)))
 	case sbSysProfStop:
 		sbProfStop()
 		return 0

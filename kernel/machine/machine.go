@@ -255,21 +255,23 @@ const (
 )
 
 // ProfStart starts sampling every CPU hz times a second into bufs (one per
-// CPU). hpet is the HPET's physical address (0 if none). It returns the
-// sample source in use.
-func ProfStart(bufs []ProfBuffer, hz int, hpet uint64) (int, error) {
+// CPU). nmiPin is the I/O APIC pin of a periodic timer the caller starts
+// at hz once ProfStart reports ProfSourceNMI (the pin's interrupt then
+// becomes an NMI to every CPU), or -1 for none. It returns the sample
+// source in use.
+func ProfStart(bufs []ProfBuffer, hz int, nmiPin int) (int, error) {
 	if len(bufs) == 0 {
 		return 0, syscall.EINVAL
 	}
 	src, _, errno := syscall.Syscall6(sysProfStart, uintptr(unsafe.Pointer(&bufs[0])), uintptr(len(bufs)),
-		uintptr(hz), uintptr(hpet), 0, 0)
+		uintptr(hz), uintptr(nmiPin), 0, 0)
 	if errno != 0 {
 		return 0, errno
 	}
 	return int(src), nil
 }
 
-// ProfStop stops sampling.
+// ProfStop stops sampling; the caller stops its NMI timer first.
 func ProfStop() {
 	syscall.Syscall(sysProfStop, 0, 0, 0)
 }
