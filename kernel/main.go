@@ -90,6 +90,8 @@ func main() {
 	proc.Restart = func() { power.Reset(k.tables, k.log.Infof) }
 	k.log.Infof("cpu: %s", cpuinfo.Summary(cpuinfo.Read(arch.CPUID)))
 	k.findACPI()
+	k.rtc = k.newRTC()
+	k.setWalltime()
 	k.setIOAPIC()
 	k.startCPUs()
 	runtime.GOMAXPROCS(k.maxProcs())
@@ -350,7 +352,6 @@ func (k *kernel) mountRoot(archive []byte) error {
 	}
 	v.Chmod(c, nil, "/tmp", 0o1777, 0)
 	k.newTerminals()
-	k.rtc = k.newRTC()
 	dev := k.newDevfs(linux.MakeDev(0, 5))
 	if err := v.Mount(c, nil, "/dev", dev.Root(), "devtmpfs", 0); err != nil {
 		return fmt.Errorf("mount /dev: %w", err)

@@ -98,10 +98,14 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 	}
 
 	sbCalibrateTSC()
-	sbBootUnixNano = sbReadRTC()*1_000_000_000 - sbNanotime()
 	_, _, c, _ := sbCpuid(1, 0)
 	sbRdrandOK = c&(1<<30) != 0
-	sbRandState = uint64(sbBootUnixNano)
+	// sbRandom's seed without RDRAND: the CMOS clock's raw time and date
+	// (seconds, minutes, hours, day, month, year), so boots differ.
+	for _, reg := range [...]uint8{0, 2, 4, 7, 8, 9} {
+		sbOutb(0x70, reg)
+		sbRandState = sbRandState<<8 | uint64(sbInb(0x71))
+	}
 	// The runtime reads its clocks through the vDSO when it has one:
 	// point it at ours, which reads the TSC without a trap.
 	vdsoClockgettimeSym = abi.FuncPCABI0(sbVdsoClockGettime)

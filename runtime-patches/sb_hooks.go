@@ -188,6 +188,9 @@ func sbHookXFeatures() uint64 { return sbXCR0 }
 //go:linkname sbHookStartTSC shortbread/kernel/machine.StartTSC
 func sbHookStartTSC() uint64 { return sbStartTSC }
 
+//go:linkname sbHookSetWalltime shortbread/kernel/machine.SetWalltime
+func sbHookSetWalltime(unixNano int64) { atomic.Storeint64(&sbBootUnixNano, unixNano-sbNanotime()) }
+
 //go:linkname sbHookRdtsc shortbread/kernel/machine.Rdtsc
 func sbHookRdtsc() uint64 { return sbRdtsc() }
 

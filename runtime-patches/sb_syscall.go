@@ -443,8 +443,8 @@ var sbRdrandOK bool // CPUID's RDRAND bit (the instruction faults without it)
 var sbRandState uint64
 
 // sbRandom returns RDRAND output (retried, as Intel advises). Without RDRAND
-// (Intel before 2012, AMD before 2015) it is splitmix64 over the boot's RTC
-// time with the TSC mixed in at each call: WEAK, guessable by anyone who can
+// (Intel before 2012, AMD before 2015) it is splitmix64 over the boot's CMOS
+// clock with the TSC mixed in at each call: WEAK, guessable by anyone who can
 // estimate those times; it seeds AT_RANDOM and the kernel's generators.
 func sbRandom() uint64 {
 	for i := 0; sbRdrandOK && i < 10; i++ {

@@ -55,6 +55,11 @@ func StartTSC() uint64
 // Rdtsc reads the time-stamp counter.
 func Rdtsc() uint64
 
+// SetWalltime makes the machine's time of day (CLOCK_REALTIME, beneath
+// package wallclock's offset) read unixNano now. The kernel sets it once
+// at boot from the CMOS clock; until then it counts from 1970.
+func SetWalltime(unixNano int64)
+
 // Interrupt vectors, as Interrupts counts them.
 const (
 	VecIRQBase = 32 // I/O APIC pins 0-23
