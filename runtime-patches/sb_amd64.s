@@ -474,27 +474,6 @@ TEXT runtime·sbOutb(SB),NOSPLIT,$0-3
 	OUTB
 	RET
 
-// func sbOutw(port uint16, v uint16)
-TEXT runtime·sbOutw(SB),NOSPLIT,$0-4
-	MOVW	port+0(FP), DX
-	MOVW	v+2(FP), AX
-	OUTW
-	RET
-
-// func sbOutl(port uint16, v uint32)
-TEXT runtime·sbOutl(SB),NOSPLIT,$0-8
-	MOVW	port+0(FP), DX
-	MOVL	v+4(FP), AX
-	OUTL
-	RET
-
-// func sbInl(port uint16) uint32
-TEXT runtime·sbInl(SB),NOSPLIT,$0-12
-	MOVW	port+0(FP), DX
-	INL
-	MOVL	AX, ret+8(FP)
-	RET
-
 // func sbRdtsc() uint64
 TEXT runtime·sbRdtsc(SB),NOSPLIT,$0-8
 	RDTSC

@@ -141,9 +141,6 @@ func sbRdmsr(msr uint32) uint64
 func sbWrmsr(msr uint32, v uint64)
 func sbInb(port uint16) uint8
 func sbOutb(port uint16, v uint8)
-func sbOutw(port uint16, v uint16)
-func sbOutl(port uint16, v uint32)
-func sbInl(port uint16) uint32
 func sbRdtsc() uint64
 func sbReadCR2() uintptr
 func sbReadCR3() uintptr

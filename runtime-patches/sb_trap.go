@@ -12,10 +12,7 @@
 
 package runtime
 
-import (
-	"internal/runtime/atomic"
-	"unsafe"
-)
+import "internal/runtime/atomic"
 
 //go:nowritebarrierrec
 func sbTrap(f *sbFrame) {
@@ -293,5 +290,3 @@ func (as *sbAddrSpace) touchNoFault(va, n uintptr) bool {
 	}
 	return true
 }
-
-var _ unsafe.Pointer
