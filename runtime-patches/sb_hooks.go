@@ -44,10 +44,6 @@ const (
 )
 
 var (
-	sbCmdline                  [1024]byte
-	sbCmdlineLen               int
-	sbRSDP                     [36]byte
-	sbRSDPLen                  int
 	sbMBI                      uintptr // physical address of the multiboot2 information
 	sbStartTSC                 uint64  // TSC when the boot stub started
 	sbKernelStart, sbKernelEnd uintptr
@@ -147,11 +143,6 @@ func sbIRQ(irq int) {
 	sbWakeEpollWaiters()
 }
 
-//go:linkname sbHookCmdline shortbread/kernel/machine.Cmdline
-func sbHookCmdline() string {
-	return unsafe.String(&sbCmdline[0], sbCmdlineLen)
-}
-
 //go:linkname sbHookBootAPICID shortbread/kernel/machine.BootAPICID
 func sbHookBootAPICID() uint32 { return sbBootCPU }
 
@@ -160,9 +151,6 @@ func sbHookX2APIC() bool { return sbX2APIC }
 
 //go:linkname sbHookDeviceMemStart shortbread/kernel/machine.DeviceMemStart
 func sbHookDeviceMemStart() uintptr { return sbDevMemStart }
-
-//go:linkname sbHookRSDP shortbread/kernel/machine.RSDP
-func sbHookRSDP() []byte { return sbRSDP[:sbRSDPLen] }
 
 //go:linkname sbHookBootInfo shortbread/kernel/machine.BootInfo
 func sbHookBootInfo() uintptr { return sbMBI }

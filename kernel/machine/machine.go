@@ -17,13 +17,8 @@ import (
 
 // Provided by the machine layer (runtime-patches/sb_hooks.go).
 
-// Cmdline returns the kernel command line GRUB passed.
-func Cmdline() string
-
-// RSDP returns the ACPI RSDP the boot loader found (empty if none).
-func RSDP() []byte
-
-// BootInfo returns the physical address of the multiboot2 information.
+// BootInfo returns the physical address of the multiboot2 information
+// (the command line, ACPI's RSDP, the modules), which stays reserved.
 func BootInfo() uintptr
 
 // PhysAddr returns the kernel virtual address of physical address pa (the
