@@ -50,6 +50,7 @@ import (
 // kernel is what boot found and the console needs.
 type kernel struct {
 	log       *klog.Logger
+	boot      multiboot.Info // from the boot loader
 	tables    *acpi.Tables
 	madt      *acpi.MADT
 	opts      map[string]string
@@ -68,6 +69,7 @@ type kernel struct {
 func main() {
 	mainTSC := machine.Rdtsc()
 	k := &kernel{log: klog.New(os.Stdout, klog.Info)}
+	k.readBootInfo()
 	k.parseCmdline()
 	proc.Log = k.log
 	proc.Trace = k.opts["strace"] == "true"
@@ -91,6 +93,8 @@ func main() {
 	proc.Restart = func() { power.Reset(k.tables, k.log.Infof) }
 	k.log.Infof("cpu: %s", cpuinfo.Summary(cpuinfo.Read(arch.CPUID)))
 	k.findACPI()
+	k.rtc = k.newRTC()
+	k.setWalltime()
 	k.setIOAPIC()
 	k.startCPUs()
 	runtime.GOMAXPROCS(k.maxProcs())
@@ -219,7 +223,7 @@ func sinceStart(tsc uint64) uint64 {
 }
 
 func (k *kernel) parseCmdline() {
-	cl := cmdline.Parse(machine.Cmdline())
+	cl := cmdline.Parse(k.boot.Cmdline)
 	// As on Linux, KEY=value options the kernel does not know (upper-case
 	// names) go to init's environment.
 	var kernelOpts []cmdline.Option
@@ -242,7 +246,7 @@ func (k *kernel) parseCmdline() {
 	for _, w := range warnings {
 		k.log.Warnf("command line: %s", w)
 	}
-	k.log.Debugf("command line: %q", machine.Cmdline())
+	k.log.Debugf("command line: %q", k.boot.Cmdline)
 }
 
 // maxProcs is the kernel's GOMAXPROCS: one per CPU, or fewer with
@@ -263,7 +267,10 @@ type physMem struct{}
 func (physMem) ReadAt(p []byte, pa uint64) error { return machine.ReadPhys(p, pa) }
 
 func (k *kernel) findACPI() {
-	rsdp := machine.RSDP()
+	rsdp := k.boot.RSDPv2
+	if len(rsdp) == 0 {
+		rsdp = k.boot.RSDPv1
+	}
 	if len(rsdp) == 0 {
 		var err error
 		if rsdp, _, err = acpi.ScanRSDP(physMem{}); err != nil {
@@ -285,24 +292,25 @@ func (k *kernel) findACPI() {
 	}
 }
 
+// readBootInfo reads the boot loader's multiboot2 information: the
+// command line, ACPI's RSDP, the modules.
+func (k *kernel) readBootInfo() {
+	var hdr [8]byte
+	err := machine.ReadPhys(hdr[:], uint64(machine.BootInfo()))
+	if err == nil {
+		raw := make([]byte, binary.LittleEndian.Uint32(hdr[:]))
+		if err = machine.ReadPhys(raw, uint64(machine.BootInfo())); err == nil {
+			k.boot, err = multiboot.Parse(raw)
+		}
+	}
+	if err != nil {
+		k.log.Errorf("boot information: %v", err)
+	}
+}
+
 // loadInitramfs finds the boot module named "initramfs" and reads it.
 func (k *kernel) loadInitramfs() {
-	var hdr [8]byte
-	if err := machine.ReadPhys(hdr[:], uint64(machine.BootInfo())); err != nil {
-		k.log.Errorf("initramfs: boot information unreadable: %v", err)
-		return
-	}
-	raw := make([]byte, binary.LittleEndian.Uint32(hdr[:]))
-	if err := machine.ReadPhys(raw, uint64(machine.BootInfo())); err != nil {
-		k.log.Errorf("initramfs: boot information unreadable: %v", err)
-		return
-	}
-	info, err := multiboot.Parse(raw)
-	if err != nil {
-		k.log.Errorf("initramfs: %v", err)
-		return
-	}
-	for _, m := range info.Modules {
+	for _, m := range k.boot.Modules {
 		k.log.Debugf("boot module %q at %#x-%#x", m.Cmdline, m.Start, m.End)
 		if m.Cmdline != "initramfs" {
 			continue
@@ -352,7 +360,6 @@ func (k *kernel) mountRoot(archive []byte) error {
 	}
 	v.Chmod(c, nil, "/tmp", 0o1777, 0)
 	k.newTerminals()
-	k.rtc = k.newRTC()
 	dev := k.newDevfs(linux.MakeDev(0, 5))
 	if err := v.Mount(c, nil, "/dev", dev.Root(), "devtmpfs", 0); err != nil {
 		return fmt.Errorf("mount /dev: %w", err)

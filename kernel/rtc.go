@@ -5,6 +5,7 @@ package main
 import (
 	"shortbread/kernel/arch"
 	"shortbread/kernel/drivers/rtc"
+	"shortbread/kernel/machine"
 )
 
 // cmosPorts reaches the CMOS through its index (0x70) and data (0x71)
@@ -30,4 +31,15 @@ func (k *kernel) newRTC() *rtc.CMOS {
 		}
 	}
 	return rtc.New(cmosPorts{}, century)
+}
+
+// setWalltime starts the time of day from the CMOS clock, as early as the
+// FADT's century register is known.
+func (k *kernel) setWalltime() {
+	t, err := k.rtc.ReadTime()
+	if err != nil {
+		k.log.Warnf("rtc: %v; the time of day starts at 1970", err)
+		return
+	}
+	machine.SetWalltime(t.UnixNano())
 }

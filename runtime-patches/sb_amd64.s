@@ -239,21 +239,42 @@ iret:
 tokernel:
 	IRETQ
 
-// Interrupt and exception entry stubs, one per vector; sbVectorTable
-// lists their addresses for the IDT. Vectors whose exceptions push an
-// error code skip the dummy push. 32-55: IOAPIC pins 0-23; 56-59: local
-// APIC timer, reschedule IPI, TLB shootdown IPI, spurious.
-TEXT runtime·sbVec0(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $0; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec1(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $1; JMP sbTrapEntry<>(SB)
-// Vector 2, NMI: the sampling profiler's interrupt (sb_prof.go) and the
-// watchdog's request for a CPU's registers (sb_watchdog.go). It can
+// Interrupt and exception entry stubs, one per vector, each 16 bytes
+// from sbVectors: the IDT entry of vector v is sbVectors+16*v (PCALIGN
+// puts each stub at its slot; a stub is at most 13 bytes). TRAP pushes a
+// dummy error code so every frame has one; TRAPERR is for the exceptions
+// whose CPU pushes a real one (8, 10-14, 17, 21, 29, 30). Both then push
+// the vector and go to sbTrapEntry, which swaps GS when coming from ring 3.
+// 32-55: I/O APIC pins 0-23; 56-59: local APIC timer, reschedule IPI, TLB
+// shootdown IPI, spurious. The assembler counts stack depth straight through the function, so the
+// ADJSP after each JMP (never executed) takes the stub's pushes back off
+// its count; else the linker would see 60 stubs' pushes in one frame.
+#define TRAP(v)	PCALIGN $16; PUSHQ $0; PUSHQ $(v); JMP sbTrapEntry<>(SB); ADJSP $-16
+#define TRAPERR(v)	PCALIGN $16; PUSHQ $(v); JMP sbTrapEntry<>(SB); ADJSP $-8
+#define TRAP4(v)	TRAP(v); TRAP(v+1); TRAP(v+2); TRAP(v+3)
+
+// func sbVectors()
+TEXT runtime·sbVectors(SB),NOSPLIT|NOFRAME,$0
+	TRAP(0); TRAP(1)
+	PCALIGN	$16; JMP runtime·sbNMI(SB)		// 2: NMI, below
+	TRAP(3); TRAP(4); TRAP(5); TRAP(6); TRAP(7)
+	TRAPERR(8); TRAP(9)
+	TRAPERR(10); TRAPERR(11); TRAPERR(12); TRAPERR(13); TRAPERR(14)
+	TRAP(15); TRAP(16); TRAPERR(17); TRAP(18); TRAP(19); TRAP(20)
+	TRAPERR(21); TRAP4(22); TRAP(26); TRAP(27); TRAP(28)
+	TRAPERR(29); TRAPERR(30); TRAP(31)
+	TRAP4(32); TRAP4(36); TRAP4(40); TRAP4(44); TRAP4(48); TRAP4(52)
+	TRAP4(56)
+
+// sbNMI is vector 2: the sampling profiler's interrupt (sb_prof.go) and
+// the watchdog's request for a CPU's registers (sb_watchdog.go). It can
 // land anywhere: in trap context with interrupts off, and (with user
 // programs) in user mode or between an entry and its SWAPGS, so it finds
 // its CPU from its own IST stack (CPU i's is sbDFStacks[i], 8 KiB), never
 // GS, touches only this CPU's sample buffer and never calls Go. Record:
 // interrupted RIP; CPU index | flags<<16 (1 = idle thread, 2 = interrupts
 // were off, 4 = user mode); the low 32 bits of the TSC.
-TEXT runtime·sbVec2(SB),NOSPLIT|NOFRAME,$0
+TEXT runtime·sbNMI(SB),NOSPLIT|NOFRAME,$0
 	PUSHQ	AX
 	PUSHQ	BX
 	PUSHQ	CX
@@ -370,131 +391,6 @@ nmiregs:
 	MOVL	$0, sbCPU_nmiWant(DX)
 	JMP	nmifanout
 
-TEXT runtime·sbVec3(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $3; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec4(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $4; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec5(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $5; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec6(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $6; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec7(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $7; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec8(SB),NOSPLIT|NOFRAME,$0; PUSHQ $8; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec9(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $9; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec10(SB),NOSPLIT|NOFRAME,$0; PUSHQ $10; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec11(SB),NOSPLIT|NOFRAME,$0; PUSHQ $11; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec12(SB),NOSPLIT|NOFRAME,$0; PUSHQ $12; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec13(SB),NOSPLIT|NOFRAME,$0; PUSHQ $13; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec14(SB),NOSPLIT|NOFRAME,$0; PUSHQ $14; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec15(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $15; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec16(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $16; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec17(SB),NOSPLIT|NOFRAME,$0; PUSHQ $17; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec18(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $18; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec19(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $19; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec20(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $20; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec21(SB),NOSPLIT|NOFRAME,$0; PUSHQ $21; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec22(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $22; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec23(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $23; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec24(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $24; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec25(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $25; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec26(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $26; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec27(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $27; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec28(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $28; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec29(SB),NOSPLIT|NOFRAME,$0; PUSHQ $29; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec30(SB),NOSPLIT|NOFRAME,$0; PUSHQ $30; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec31(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $31; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec32(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $32; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec33(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $33; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec34(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $34; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec35(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $35; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec36(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $36; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec37(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $37; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec38(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $38; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec39(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $39; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec40(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $40; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec41(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $41; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec42(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $42; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec43(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $43; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec44(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $44; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec45(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $45; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec46(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $46; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec47(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $47; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec48(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $48; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec49(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $49; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec50(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $50; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec51(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $51; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec52(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $52; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec53(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $53; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec54(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $54; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec55(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $55; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec56(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $56; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec57(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $57; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec58(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $58; JMP sbTrapEntry<>(SB)
-TEXT runtime·sbVec59(SB),NOSPLIT|NOFRAME,$0; PUSHQ $0; PUSHQ $59; JMP sbTrapEntry<>(SB)
-DATA	sbVectorTable<>+0(SB)/8, $runtime·sbVec0(SB)
-DATA	sbVectorTable<>+8(SB)/8, $runtime·sbVec1(SB)
-DATA	sbVectorTable<>+16(SB)/8, $runtime·sbVec2(SB)
-DATA	sbVectorTable<>+24(SB)/8, $runtime·sbVec3(SB)
-DATA	sbVectorTable<>+32(SB)/8, $runtime·sbVec4(SB)
-DATA	sbVectorTable<>+40(SB)/8, $runtime·sbVec5(SB)
-DATA	sbVectorTable<>+48(SB)/8, $runtime·sbVec6(SB)
-DATA	sbVectorTable<>+56(SB)/8, $runtime·sbVec7(SB)
-DATA	sbVectorTable<>+64(SB)/8, $runtime·sbVec8(SB)
-DATA	sbVectorTable<>+72(SB)/8, $runtime·sbVec9(SB)
-DATA	sbVectorTable<>+80(SB)/8, $runtime·sbVec10(SB)
-DATA	sbVectorTable<>+88(SB)/8, $runtime·sbVec11(SB)
-DATA	sbVectorTable<>+96(SB)/8, $runtime·sbVec12(SB)
-DATA	sbVectorTable<>+104(SB)/8, $runtime·sbVec13(SB)
-DATA	sbVectorTable<>+112(SB)/8, $runtime·sbVec14(SB)
-DATA	sbVectorTable<>+120(SB)/8, $runtime·sbVec15(SB)
-DATA	sbVectorTable<>+128(SB)/8, $runtime·sbVec16(SB)
-DATA	sbVectorTable<>+136(SB)/8, $runtime·sbVec17(SB)
-DATA	sbVectorTable<>+144(SB)/8, $runtime·sbVec18(SB)
-DATA	sbVectorTable<>+152(SB)/8, $runtime·sbVec19(SB)
-DATA	sbVectorTable<>+160(SB)/8, $runtime·sbVec20(SB)
-DATA	sbVectorTable<>+168(SB)/8, $runtime·sbVec21(SB)
-DATA	sbVectorTable<>+176(SB)/8, $runtime·sbVec22(SB)
-DATA	sbVectorTable<>+184(SB)/8, $runtime·sbVec23(SB)
-DATA	sbVectorTable<>+192(SB)/8, $runtime·sbVec24(SB)
-DATA	sbVectorTable<>+200(SB)/8, $runtime·sbVec25(SB)
-DATA	sbVectorTable<>+208(SB)/8, $runtime·sbVec26(SB)
-DATA	sbVectorTable<>+216(SB)/8, $runtime·sbVec27(SB)
-DATA	sbVectorTable<>+224(SB)/8, $runtime·sbVec28(SB)
-DATA	sbVectorTable<>+232(SB)/8, $runtime·sbVec29(SB)
-DATA	sbVectorTable<>+240(SB)/8, $runtime·sbVec30(SB)
-DATA	sbVectorTable<>+248(SB)/8, $runtime·sbVec31(SB)
-DATA	sbVectorTable<>+256(SB)/8, $runtime·sbVec32(SB)
-DATA	sbVectorTable<>+264(SB)/8, $runtime·sbVec33(SB)
-DATA	sbVectorTable<>+272(SB)/8, $runtime·sbVec34(SB)
-DATA	sbVectorTable<>+280(SB)/8, $runtime·sbVec35(SB)
-DATA	sbVectorTable<>+288(SB)/8, $runtime·sbVec36(SB)
-DATA	sbVectorTable<>+296(SB)/8, $runtime·sbVec37(SB)
-DATA	sbVectorTable<>+304(SB)/8, $runtime·sbVec38(SB)
-DATA	sbVectorTable<>+312(SB)/8, $runtime·sbVec39(SB)
-DATA	sbVectorTable<>+320(SB)/8, $runtime·sbVec40(SB)
-DATA	sbVectorTable<>+328(SB)/8, $runtime·sbVec41(SB)
-DATA	sbVectorTable<>+336(SB)/8, $runtime·sbVec42(SB)
-DATA	sbVectorTable<>+344(SB)/8, $runtime·sbVec43(SB)
-DATA	sbVectorTable<>+352(SB)/8, $runtime·sbVec44(SB)
-DATA	sbVectorTable<>+360(SB)/8, $runtime·sbVec45(SB)
-DATA	sbVectorTable<>+368(SB)/8, $runtime·sbVec46(SB)
-DATA	sbVectorTable<>+376(SB)/8, $runtime·sbVec47(SB)
-DATA	sbVectorTable<>+384(SB)/8, $runtime·sbVec48(SB)
-DATA	sbVectorTable<>+392(SB)/8, $runtime·sbVec49(SB)
-DATA	sbVectorTable<>+400(SB)/8, $runtime·sbVec50(SB)
-DATA	sbVectorTable<>+408(SB)/8, $runtime·sbVec51(SB)
-DATA	sbVectorTable<>+416(SB)/8, $runtime·sbVec52(SB)
-DATA	sbVectorTable<>+424(SB)/8, $runtime·sbVec53(SB)
-DATA	sbVectorTable<>+432(SB)/8, $runtime·sbVec54(SB)
-DATA	sbVectorTable<>+440(SB)/8, $runtime·sbVec55(SB)
-DATA	sbVectorTable<>+448(SB)/8, $runtime·sbVec56(SB)
-DATA	sbVectorTable<>+456(SB)/8, $runtime·sbVec57(SB)
-DATA	sbVectorTable<>+464(SB)/8, $runtime·sbVec58(SB)
-DATA	sbVectorTable<>+472(SB)/8, $runtime·sbVec59(SB)
-GLOBL	sbVectorTable<>(SB), RODATA, $480
-
-// func sbVectorTableAddr() uintptr
-TEXT runtime·sbVectorTableAddr(SB),NOSPLIT,$0-8
-	LEAQ	sbVectorTable<>(SB), AX
-	MOVQ	AX, ret+0(FP)
-	RET
-
 // sbIdle is the body of every CPU's idle thread: halt with interrupts on
 // until a trap handler finds something runnable and switches away.
 TEXT runtime·sbIdle(SB),NOSPLIT|NOFRAME,$0
@@ -576,27 +472,6 @@ TEXT runtime·sbOutb(SB),NOSPLIT,$0-3
 	MOVW	port+0(FP), DX
 	MOVB	v+2(FP), AX
 	OUTB
-	RET
-
-// func sbOutw(port uint16, v uint16)
-TEXT runtime·sbOutw(SB),NOSPLIT,$0-4
-	MOVW	port+0(FP), DX
-	MOVW	v+2(FP), AX
-	OUTW
-	RET
-
-// func sbOutl(port uint16, v uint32)
-TEXT runtime·sbOutl(SB),NOSPLIT,$0-8
-	MOVW	port+0(FP), DX
-	MOVL	v+4(FP), AX
-	OUTL
-	RET
-
-// func sbInl(port uint16) uint32
-TEXT runtime·sbInl(SB),NOSPLIT,$0-12
-	MOVW	port+0(FP), DX
-	INL
-	MOVL	AX, ret+8(FP)
 	RET
 
 // func sbRdtsc() uint64

@@ -21,11 +21,8 @@ const (
 	// page tables and a small heap.
 	sbMinMemory = 64 << 20
 
-	mb2TagCmdline = 1
-	mb2TagModule  = 3
-	mb2TagMmap    = 6
-	mb2TagRSDPv1  = 14
-	mb2TagRSDPv2  = 15
+	mb2TagModule = 3
+	mb2TagMmap   = 6
 )
 
 var (
@@ -98,10 +95,14 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 	}
 
 	sbCalibrateTSC()
-	sbBootUnixNano = sbReadRTC()*1_000_000_000 - sbNanotime()
 	_, _, c, _ := sbCpuid(1, 0)
 	sbRdrandOK = c&(1<<30) != 0
-	sbRandState = uint64(sbBootUnixNano)
+	// sbRandom's seed without RDRAND: the CMOS clock's raw time and date
+	// (seconds, minutes, hours, day, month, year), so boots differ.
+	for _, reg := range [...]uint8{0, 2, 4, 7, 8, 9} {
+		sbOutb(0x70, reg)
+		sbRandState = sbRandState<<8 | uint64(sbInb(0x71))
+	}
 	// The runtime reads its clocks through the vDSO when it has one:
 	// point it at ours, which reads the TSC without a trap.
 	vdsoClockgettimeSym = abi.FuncPCABI0(sbVdsoClockGettime)
@@ -160,37 +161,18 @@ func sbForEachTag(mbi uintptr, fn func(typ uint32, tag uintptr)) {
 
 func sbParseMultiboot(mbi uintptr) {
 	sbForEachTag(mbi, func(typ uint32, tag uintptr) {
-		size := uintptr(sbLoad32(tag + 4))
-		switch typ {
-		case mb2TagCmdline:
-			for i := uintptr(8); i < size && sbCmdlineLen < len(sbCmdline); i++ {
-				ch := *(*byte)(unsafe.Pointer(tag + i))
-				if ch == 0 {
-					break
+		if typ != mb2TagMmap || sbLoad32(tag+8) < 24 {
+			return
+		}
+		size, entSize := uintptr(sbLoad32(tag+4)), uintptr(sbLoad32(tag+8))
+		for e := tag + 16; e+entSize <= tag+size; e += entSize {
+			base, length := uintptr(sbLoad64(e)), uintptr(sbLoad64(e+8))
+			if sbLoad32(e+16) == 1 { // available RAM
+				sbFrames.addRange(base, base+length)
+				if base < 1<<20 && sbNLowAvail < len(sbLowAvail) {
+					sbLowAvail[sbNLowAvail] = [2]uintptr{base, min(base+length, 1<<20)}
+					sbNLowAvail++
 				}
-				sbCmdline[sbCmdlineLen] = ch
-				sbCmdlineLen++
-			}
-		case mb2TagMmap:
-			entSize := uintptr(sbLoad32(tag + 8))
-			if entSize < 24 {
-				return
-			}
-			for e := tag + 16; e+entSize <= tag+size; e += entSize {
-				base, length := uintptr(sbLoad64(e)), uintptr(sbLoad64(e+8))
-				if sbLoad32(e+16) == 1 { // available RAM
-					sbFrames.addRange(base, base+length)
-					if base < 1<<20 && sbNLowAvail < len(sbLowAvail) {
-						sbLowAvail[sbNLowAvail] = [2]uintptr{base, min(base+length, 1<<20)}
-						sbNLowAvail++
-					}
-				}
-			}
-		case mb2TagRSDPv1, mb2TagRSDPv2:
-			n := min(size-8, uintptr(len(sbRSDP)))
-			if typ == mb2TagRSDPv2 || sbRSDPLen == 0 {
-				sbMemcpy(uintptr(unsafe.Pointer(&sbRSDP[0])), tag+8, n)
-				sbRSDPLen = int(n)
 			}
 		}
 	})

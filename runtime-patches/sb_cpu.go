@@ -77,7 +77,7 @@ var (
 )
 
 func sbGSBase() uintptr
-func sbVectorTableAddr() uintptr
+func sbVectors() // the entry stubs, 16 bytes each (sb_amd64.s)
 
 func sbThisCPU() *sbCPU { return (*sbCPU)(unsafe.Pointer(sbGSBase())) }
 
@@ -85,9 +85,8 @@ func sbThisCPU() *sbCPU { return (*sbCPU)(unsafe.Pointer(sbGSBase())) }
 // cleared on entry) on IST1, the CPU's trap stack; double fault and NMI on
 // IST2 so they work even when the trap stack is what broke.
 func sbBuildIDT() {
-	table := sbVectorTableAddr()
 	for v := 0; v < sbVecCount; v++ {
-		stub := sbLoad64(table + uintptr(v)*8)
+		stub := uint64(abi.FuncPCABI0(sbVectors)) + uint64(v)*16
 		ist := uint64(1)
 		if v == 2 || v == 8 {
 			ist = 2

@@ -17,7 +17,7 @@
 //   sb_console.go   16550 output and the machine layer's own printing
 //   sb_frames.go    physical frame allocator
 //   sb_mm.go        page tables, the runtime's mappings, page faults
-//   sb_time.go      TSC, PIT, CMOS RTC, local APIC timer
+//   sb_time.go      TSC, PIT, local APIC timer
 //   sb_sched.go     threads (the runtime's Ms), run queue, futex, sleep
 //   sb_trap.go      trap dispatch and exceptions
 //   sb_syscall.go   the Linux system calls the runtime makes
@@ -141,9 +141,6 @@ func sbRdmsr(msr uint32) uint64
 func sbWrmsr(msr uint32, v uint64)
 func sbInb(port uint16) uint8
 func sbOutb(port uint16, v uint8)
-func sbOutw(port uint16, v uint16)
-func sbOutl(port uint16, v uint32)
-func sbInl(port uint16) uint32
 func sbRdtsc() uint64
 func sbReadCR2() uintptr
 func sbReadCR3() uintptr

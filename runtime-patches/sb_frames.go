@@ -11,8 +11,6 @@
 
 package runtime
 
-import "unsafe"
-
 const sbMaxRanges = 64
 
 type sbRange struct{ base, end uintptr }
@@ -135,12 +133,3 @@ func (a *sbFrameAllocator) release(pa uintptr) {
 	a.free++
 	a.mu.unlock()
 }
-
-func (a *sbFrameAllocator) freeFrames() uint64 {
-	a.mu.lock()
-	n := a.free
-	a.mu.unlock()
-	return n
-}
-
-var _ = unsafe.Pointer(nil)

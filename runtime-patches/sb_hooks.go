@@ -21,7 +21,7 @@ const (
 	sbSysBase      = 0x5300
 	sbSysIRQOpen   = 0 // (irq, flags) -> fd: an fd that reads the count of interrupts on vector sbVecIRQBase+irq, pollable
 	sbSysStartCPU  = 1 // (apicID) -> 0 or errno
-	sbSysProfStart = 2 // (buffers, n, hz, hpet) -> source or errno
+	sbSysProfStart = 2 // (buffers, n, hz, nmiPin) -> source or errno
 	sbSysProfStop  = 3 // () -> 0
 	sbSysIOAPIC    = 4 // (physical address) -> 0: the MADT's I/O APIC
 	sbSysRunUser   = 5 // (regs, cr3) -> 0 when the program traps back
@@ -39,20 +39,18 @@ const (
 	sbIRQNoPin     = 1
 	sbIRQLevel     = 2
 	sbIRQActiveLow = 4
+
+	sbIOAPICLevel = 1 << 15 // redirection entry: level-triggered
 )
 
 var (
-	sbCmdline                  [1024]byte
-	sbCmdlineLen               int
-	sbRSDP                     [36]byte
-	sbRSDPLen                  int
 	sbMBI                      uintptr // physical address of the multiboot2 information
 	sbStartTSC                 uint64  // TSC when the boot stub started
 	sbKernelStart, sbKernelEnd uintptr
 	sbIRQOpen                  [24]bool
 	sbIRQPending               [24]uint64
-	sbIRQEdge                  [24]bool // set by an interrupt, cleared when epoll reports it
-	sbIRQLevelPin              [24]bool // a level-triggered pin, masked while its interrupt is unread
+	sbIRQEdge                  [24]bool   // set by an interrupt, cleared when epoll reports it
+	sbIRQEntry                 [24]uint32 // the pin's redirection entry (low word, unmasked)
 )
 
 func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
@@ -61,16 +59,26 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 		if a0 >= 24 {
 			return -sbEINVAL
 		}
+		// Edge-triggered and active high, the ISA defaults (QEMU and PCs
+		// wire the PIT, IRQ 0, to pin 2, which the kernel corrects from
+		// the MADT overrides when it needs the PIT), unless flags say
+		// level or active low.
 		sbIRQOpen[a0] = true
-		sbIRQLevelPin[a0] = a1&sbIRQLevel != 0
+		sbIRQEntry[a0] = uint32(sbVecIRQBase + a0)
+		if a1&sbIRQLevel != 0 {
+			sbIRQEntry[a0] |= sbIOAPICLevel
+		}
+		if a1&sbIRQActiveLow != 0 {
+			sbIRQEntry[a0] |= 1 << 13
+		}
 		if a1&sbIRQNoPin == 0 {
-			sbIOAPICUnmask(int(a0), uint32(a1))
+			sbIOAPICRoute(int(a0), sbIRQEntry[a0])
 		}
 		return int64(sbFdIRQBase + a0)
 	case sbSysStartCPU:
 		return sbStartCPU(uint32(a0))
 	case sbSysProfStart:
-		return sbProfStart(a0, int(a1), int64(a2), uintptr(f.r10))
+		return sbProfStart(a0, int(a1), int64(a2), int(int64(f.r10)))
 	case sbSysProfStop:
 		sbProfStop()
 		return 0
@@ -126,18 +134,13 @@ func sbIRQ(irq int) {
 	sbEpollLock.lock()
 	// Masked under the lock sbRead unmasks under, or a read in between
 	// leaves the pin masked with nothing pending. Then sbIOAPICMu.
-	if sbIRQLevelPin[irq] {
-		sbIOAPICSetMask(irq, 1<<16)
+	if sbIRQEntry[irq]&sbIOAPICLevel != 0 {
+		sbIOAPICRoute(irq, sbIRQEntry[irq]|1<<16)
 	}
 	sbIRQPending[irq]++
 	sbIRQEdge[irq] = true
 	sbEpollLock.unlock()
 	sbWakeEpollWaiters()
-}
-
-//go:linkname sbHookCmdline shortbread/kernel/machine.Cmdline
-func sbHookCmdline() string {
-	return unsafe.String(&sbCmdline[0], sbCmdlineLen)
 }
 
 //go:linkname sbHookBootAPICID shortbread/kernel/machine.BootAPICID
@@ -148,9 +151,6 @@ func sbHookX2APIC() bool { return sbX2APIC }
 
 //go:linkname sbHookDeviceMemStart shortbread/kernel/machine.DeviceMemStart
 func sbHookDeviceMemStart() uintptr { return sbDevMemStart }
-
-//go:linkname sbHookRSDP shortbread/kernel/machine.RSDP
-func sbHookRSDP() []byte { return sbRSDP[:sbRSDPLen] }
 
 //go:linkname sbHookBootInfo shortbread/kernel/machine.BootInfo
 func sbHookBootInfo() uintptr { return sbMBI }
@@ -175,6 +175,9 @@ func sbHookXFeatures() uint64 { return sbXCR0 }
 
 //go:linkname sbHookStartTSC shortbread/kernel/machine.StartTSC
 func sbHookStartTSC() uint64 { return sbStartTSC }
+
+//go:linkname sbHookSetWalltime shortbread/kernel/machine.SetWalltime
+func sbHookSetWalltime(unixNano int64) { atomic.Storeint64(&sbBootUnixNano, unixNano-sbNanotime()) }
 
 //go:linkname sbHookRdtsc shortbread/kernel/machine.Rdtsc
 func sbHookRdtsc() uint64 { return sbRdtsc() }

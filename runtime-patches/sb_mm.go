@@ -376,7 +376,7 @@ func (as *sbAddrSpace) mmap(hint, n uintptr, prot uint32, fixed bool) int64 {
 		if hint&(sbPageSize-1) != 0 || hint < sbMmapMin || hint+n > sbMmapMax || hint+n < hint {
 			return -sbEINVAL
 		}
-		as.zapLocked(hint, hint+n)
+		as.zap(hint, hint+n)
 		if !as.carve(hint, hint+n) {
 			return -sbENOMEM
 		}
@@ -394,8 +394,6 @@ func (as *sbAddrSpace) mmap(hint, n uintptr, prot uint32, fixed bool) int64 {
 	}
 	return int64(addr)
 }
-
-func (as *sbAddrSpace) zapLocked(start, end uintptr) { as.zap(start, end) }
 
 func (as *sbAddrSpace) munmap(addr, n uintptr) int64 {
 	end := (addr + n + sbPageSize - 1) &^ (sbPageSize - 1)

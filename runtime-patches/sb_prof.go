@@ -4,16 +4,16 @@
 //
 // Samples must also land in code that runs with interrupts off (every
 // machine-layer trap handler), so the preferred source is an NMI: an HPET
-// timer in periodic mode, routed through an I/O APIC pin whose redirection
-// entry uses NMI delivery to the boot CPU (physical destination). The NMI
+// timer in periodic mode, which the kernel picks and programs
+// (kernel/drivers/hpet), on an I/O APIC pin whose redirection entry this
+// file sets to NMI delivery to the boot CPU (physical destination). The NMI
 // stub in sb_amd64.s writes the record and, on the boot CPU, sends an NMI
 // to every other online CPU by its APIC ID, so all CPUs are sampled at
 // once, in xAPIC and x2APIC mode and at any CPU count. Without an HPET
 // (or with a boot CPU the I/O APIC's 8-bit destination cannot name) the
 // fallback samples from the local APIC timer interrupt, which cannot see
 // code running with interrupts off; the kernel reports which source it
-// got. References: IA-PC HPET specification 1.0a §2.3; I/O APIC (82093AA)
-// data sheet §3.2.4.
+// got. Reference: I/O APIC (82093AA) data sheet §3.2.4.
 
 package runtime
 
@@ -24,14 +24,8 @@ import (
 
 const (
 	sbProfNone  = 0
-	sbProfHPET  = 1 // NMI from an HPET timer through the I/O APIC
+	sbProfHPET  = 1 // NMI from the kernel's periodic timer through the I/O APIC
 	sbProfTimer = 2 // local APIC timer interrupt (misses interrupts-off code)
-
-	hpetCap      = 0x000
-	hpetConfig   = 0x010
-	hpetCounter  = 0x0F0
-	hpetTimerCfg = 0x100 // + 0x20*n
-	hpetTimerCmp = 0x108 // + 0x20*n
 )
 
 // sbProfBuffer is what the kernel passes for each CPU.
@@ -43,24 +37,17 @@ type sbProfBuffer struct {
 var (
 	sbProfSource int
 	sbProfPeriod int64 // ns between samples
-	sbProfHPETVA uintptr
-	sbProfTimerN int
 	sbProfPin    int
 	sbProfFanout bool // the boot CPU's NMI stub passes NMIs on
 )
 
-func sbHPETRead(off uintptr) uint64 {
-	return atomic.Load64((*uint64)(unsafe.Pointer(sbProfHPETVA + off)))
-}
-
-func sbHPETWrite(off uintptr, v uint64) {
-	atomic.Store64((*uint64)(unsafe.Pointer(sbProfHPETVA+off)), v)
-}
-
-// sbProfStart installs per-CPU buffers and starts sampling at hz. It
-// returns the source used or a negative errno.
-func sbProfStart(bufs uintptr, n int, hz int64, hpetPhys uintptr) int64 {
-	if hz <= 0 || hz > 100000 || n <= 0 {
+// sbProfStart installs per-CPU buffers and starts sampling at hz: from
+// the interrupt on I/O APIC pin nmiPin (the kernel's periodic timer),
+// made an NMI to the boot CPU, or from the timer interrupt when there is
+// none (nmiPin < 0) or the I/O APIC's 8-bit destination cannot name the
+// boot CPU. It returns the source used or a negative errno.
+func sbProfStart(bufs uintptr, n int, hz int64, nmiPin int) int64 {
+	if hz <= 0 || hz > 100000 || n <= 0 || nmiPin >= 24 {
 		return -sbEINVAL
 	}
 	size := uintptr(n) * unsafe.Sizeof(sbProfBuffer{})
@@ -79,7 +66,9 @@ func sbProfStart(bufs uintptr, n int, hz int64, hpetPhys uintptr) int64 {
 		atomic.Storeuintptr(&c.profBuf, uintptr(b.addr))
 	}
 	sbProfPeriod = 1_000_000_000 / hz
-	if hpetPhys != 0 && sbBootCPU < 0xFF && sbProfStartHPET(hpetPhys, hz) {
+	if nmiPin >= 0 && sbBootCPU < 0xFF {
+		sbProfPin, sbProfFanout = nmiPin, true
+		sbIOAPICRoute(nmiPin, 4<<8|2) // NMI, physical, edge
 		sbProfSource = sbProfHPET
 		return sbProfHPET
 	}
@@ -91,60 +80,10 @@ func sbProfStart(bufs uintptr, n int, hz int64, hpetPhys uintptr) int64 {
 	return sbProfTimer
 }
 
-// sbProfStartHPET programs a periodic HPET timer whose interrupt reaches
-// every CPU as an NMI. It reports false if no timer can do it.
-func sbProfStartHPET(phys uintptr, hz int64) bool {
-	sbProfHPETVA = sbPhys(phys)
-	caps := sbHPETRead(hpetCap)
-	periodFs := caps >> 32
-	ntimers := int(caps>>8&0x1f) + 1
-	if periodFs == 0 || periodFs > 100_000_000 {
-		return false
-	}
-	for t := 0; t < ntimers; t++ {
-		cfg := sbHPETRead(hpetTimerCfg + uintptr(t)*0x20)
-		if cfg&(1<<4) == 0 { // no periodic mode
-			continue
-		}
-		routes := uint32(cfg >> 32)
-		pin := -1
-		for p := 23; p >= 0; p-- { // prefer high (PCI) pins, free of ISA devices
-			if routes&(1<<p) != 0 && p != 0 && p != 1 && p != 4 && p != 8 {
-				pin = p
-				break
-			}
-		}
-		if pin < 0 {
-			continue
-		}
-		ticks := uint64(1_000_000_000_000_000/hz) / periodFs
-		sbProfFanout = true
-		sbIOAPICMu.lock()
-		sbIOAPICWrite(0x10+2*uint32(pin)+1, sbBootCPU<<24)
-		sbIOAPICWrite(0x10+2*uint32(pin), 4<<8|2) // NMI, physical, edge
-		sbIOAPICMu.unlock()
-		sbHPETWrite(hpetConfig, sbHPETRead(hpetConfig)&^3) // halt, no legacy routing
-		sbHPETWrite(hpetCounter, 0)
-		// Periodic, enabled, edge, routed to pin; VAL_SET lets the next
-		// comparator write set the period.
-		sbHPETWrite(hpetTimerCfg+uintptr(t)*0x20, uint64(pin)<<9|1<<6|1<<3|1<<2)
-		sbHPETWrite(hpetTimerCmp+uintptr(t)*0x20, ticks)
-		sbHPETWrite(hpetTimerCmp+uintptr(t)*0x20, ticks)
-		sbHPETWrite(hpetConfig, sbHPETRead(hpetConfig)|1)
-		sbProfTimerN, sbProfPin = t, pin
-		return true
-	}
-	return false
-}
-
 // sbProfStop stops sampling; the buffers keep what was recorded.
 func sbProfStop() {
 	if sbProfSource == sbProfHPET {
-		t := uintptr(sbProfTimerN) * 0x20
-		sbHPETWrite(hpetTimerCfg+t, sbHPETRead(hpetTimerCfg+t)&^(1<<2))
-		sbIOAPICMu.lock()
-		sbIOAPICWrite(0x10+2*uint32(sbProfPin), 1<<16)
-		sbIOAPICMu.unlock()
+		sbIOAPICRoute(sbProfPin, 1<<16)
 		sbProfFanout = false
 	}
 	sbProfSource = sbProfNone

@@ -185,38 +185,19 @@ func sbIOAPICWrite(reg uint32, v uint32) {
 	atomic.Store((*uint32)(unsafe.Pointer(base+0x10)), v)
 }
 
-// sbIOAPICUnmask routes pin irq to vector sbVecIRQBase+irq on the boot
-// CPU, edge-triggered and active high (the ISA defaults; QEMU and PCs wire
-// the PIT, IRQ 0, to pin 2, which the kernel corrects from the MADT
-// overrides when it needs the PIT) unless flags say level or active low.
-func sbIOAPICUnmask(irq int, flags uint32) {
-	v := uint32(sbVecIRQBase + irq)
-	if flags&sbIRQLevel != 0 {
-		v |= 1 << 15
-	}
-	if flags&sbIRQActiveLow != 0 {
-		v |= 1 << 13
-	}
+// sbIOAPICRoute sets pin's redirection entry: destination the boot CPU
+// (physical), low word lo (vector, delivery and trigger mode, polarity,
+// mask bit 16).
+func sbIOAPICRoute(pin int, lo uint32) {
 	sbIOAPICMu.lock()
-	sbIOAPICWrite(0x10+2*uint32(irq)+1, sbBootCPU<<24)
-	sbIOAPICWrite(0x10+2*uint32(irq), v)
-	sbIOAPICMu.unlock()
-}
-
-// sbIOAPICSetMask masks (m = 1<<16) or unmasks (m = 0) pin irq, keeping
-// its routing.
-func sbIOAPICSetMask(irq int, m uint32) {
-	sbIOAPICMu.lock()
-	base := sbPhys(sbIOAPIC)
-	atomic.Store((*uint32)(unsafe.Pointer(base)), 0x10+2*uint32(irq))
-	v := atomic.Load((*uint32)(unsafe.Pointer(base + 0x10)))
-	atomic.Store((*uint32)(unsafe.Pointer(base+0x10)), v&^(1<<16)|m)
+	sbIOAPICWrite(0x10+2*uint32(pin)+1, sbBootCPU<<24)
+	sbIOAPICWrite(0x10+2*uint32(pin), lo)
 	sbIOAPICMu.unlock()
 }
 
 // sbIOAPICMaskAll masks every redirection entry (boot).
 func sbIOAPICMaskAll() {
-	for pin := uint32(0); pin < 24; pin++ {
-		sbIOAPICWrite(0x10+2*pin, 1<<16)
+	for pin := 0; pin < 24; pin++ {
+		sbIOAPICRoute(pin, 1<<16)
 	}
 }

@@ -62,10 +62,9 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 	case 1: // write
 		r = sbWrite(int32(a0), a1, a2)
 	case 3: // close
-		if irq := int32(a0) - sbFdIRQBase; irq >= 0 && irq < 24 {
+		if irq, ok := sbIRQFd(int32(a0)); ok {
 			sbIRQOpen[irq] = false
 		}
-		r = 0
 	case 9: // mmap
 		r = sbMmap(a0, a1, uint32(a2), uint32(a3), int32(a4))
 	case 10: // mprotect
@@ -195,33 +194,32 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 	f.rax = uint64(r)
 }
 
+// sbIRQFd returns the device vector whose IRQ fd fd is, if it is one.
+func sbIRQFd(fd int32) (irq int32, ok bool) {
+	irq = fd - sbFdIRQBase
+	return irq, irq >= 0 && irq < 24 && sbIRQOpen[irq]
+}
+
+// sbRead reads an IRQ fd's or the eventfd's count and zeroes it; a
+// level-triggered pin, masked since its interrupt, is unmasked.
 func sbRead(fd int32, buf, n uintptr) int64 {
-	if irq := fd - sbFdIRQBase; irq >= 0 && irq < 24 && sbIRQOpen[irq] {
-		if n < 8 || !sbAS.touch(buf, 8, true) {
-			return -sbEINVAL
-		}
-		sbEpollLock.lock()
-		v := sbIRQPending[irq]
-		sbIRQPending[irq] = 0
-		if v != 0 && sbIRQLevelPin[irq] {
-			sbIOAPICSetMask(int(irq), 0) // under the lock: see sbIRQ
-		}
-		sbEpollLock.unlock()
-		if v == 0 {
-			return -sbEAGAIN
-		}
-		sbStore64(buf, v)
-		return 8
-	}
-	if fd != sbFdEventfd || !sbEventfdOpen {
+	irq, isIRQ := sbIRQFd(fd)
+	if !isIRQ && (fd != sbFdEventfd || !sbEventfdOpen) {
 		return -sbEBADF
 	}
 	if n < 8 || !sbAS.touch(buf, 8, true) {
 		return -sbEINVAL
 	}
 	sbEpollLock.lock()
-	v := sbEventCount
-	sbEventCount = 0
+	count := &sbEventCount
+	if isIRQ {
+		count = &sbIRQPending[irq]
+	}
+	v := *count
+	*count = 0
+	if v != 0 && isIRQ && sbIRQEntry[irq]&sbIOAPICLevel != 0 {
+		sbIOAPICRoute(int(irq), sbIRQEntry[irq]) // unmask, under the lock: see sbIRQ
+	}
 	sbEpollLock.unlock()
 	if v == 0 {
 		return -sbEAGAIN
@@ -443,8 +441,8 @@ var sbRdrandOK bool // CPUID's RDRAND bit (the instruction faults without it)
 var sbRandState uint64
 
 // sbRandom returns RDRAND output (retried, as Intel advises). Without RDRAND
-// (Intel before 2012, AMD before 2015) it is splitmix64 over the boot's RTC
-// time with the TSC mixed in at each call: WEAK, guessable by anyone who can
+// (Intel before 2012, AMD before 2015) it is splitmix64 over the boot's CMOS
+// clock with the TSC mixed in at each call: WEAK, guessable by anyone who can
 // estimate those times; it seeds AT_RANDOM and the kernel's generators.
 func sbRandom() uint64 {
 	for i := 0; sbRdrandOK && i < 10; i++ {
@@ -506,14 +504,14 @@ func sbEpollCtl(epfd, op, fd int32, ev uintptr) int64 {
 
 func sbFcntl(fd, cmd int32) int64 {
 	const fGetFL, oRdwr, oNonblock = 3, 2, 0x800
-	irq := fd - sbFdIRQBase
+	_, isIRQ := sbIRQFd(fd)
 	switch {
 	case fd >= 0 && fd <= 2:
 		if cmd == fGetFL {
 			return oRdwr
 		}
 		return 0
-	case fd == sbFdEpoll || fd == sbFdEventfd || (irq >= 0 && irq < 24 && sbIRQOpen[irq]):
+	case fd == sbFdEpoll || fd == sbFdEventfd || isIRQ:
 		if cmd == fGetFL {
 			return oRdwr | oNonblock
 		}

@@ -3,8 +3,10 @@
 // Shortbread machine layer: clocks and the local APIC timer.
 //
 // Monotonic time is the TSC, calibrated once against PIT channel 2 (the
-// one timer every PC and QEMU has). Wall time is the CMOS RTC read at boot
-// plus monotonic time since. Each CPU's local APIC timer (TSC-deadline mode
+// one timer every PC and QEMU has). Wall time is monotonic time plus the
+// time of day at boot, which the kernel reads from the CMOS clock
+// (SetWalltime; until then it counts from 1970). Each CPU's local APIC
+// timer (TSC-deadline mode
 // when the CPU has it, one-shot otherwise) fires for the next sleeper's
 // deadline or the end of the running thread's time slice.
 
@@ -179,44 +181,6 @@ func sbArmTimer(deadline int64) {
 }
 
 func sbEOI() { sbLAPICWrite(lapicEOI, 0) }
-
-// sbReadRTC returns the CMOS real-time clock as Unix seconds.
-func sbReadRTC() int64 {
-	read := func(reg uint8) uint8 {
-		sbOutb(0x70, reg)
-		return sbInb(0x71)
-	}
-	for read(0x0A)&0x80 != 0 { // update in progress
-	}
-	sec, minute, hour := read(0x00), read(0x02), read(0x04)
-	day, month, year := read(0x07), read(0x08), read(0x09)
-	statusB := read(0x0B)
-	if statusB&0x04 == 0 { // BCD
-		bcd := func(v uint8) uint8 { return v&0x0f + (v>>4)*10 }
-		pm := hour & 0x80
-		sec, minute, hour = bcd(sec), bcd(minute), bcd(hour&0x7f)|pm
-		day, month, year = bcd(day), bcd(month), bcd(year)
-	}
-	if statusB&0x02 == 0 && hour&0x80 != 0 { // 12-hour clock, PM
-		hour = (hour&0x7f)%12 + 12
-	}
-	return sbUnixFromCivil(2000+int64(year), int64(month), int64(day)) +
-		int64(hour)*3600 + int64(minute)*60 + int64(sec)
-}
-
-// sbUnixFromCivil converts a proleptic Gregorian date to Unix seconds at
-// midnight (days-from-civil, counting eras of 400 years).
-func sbUnixFromCivil(y, m, d int64) int64 {
-	if m <= 2 {
-		y--
-	}
-	era := y / 400
-	yoe := y - era*400
-	mp := (m + 9) % 12
-	doy := (153*mp+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return (era*146097 + doe - 719468) * 86400
-}
 
 // sbVdsoClockGettime is the runtime's vDSO clock_gettime (sb_amd64.s).
 func sbVdsoClockGettime()

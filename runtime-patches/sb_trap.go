@@ -12,10 +12,7 @@
 
 package runtime
 
-import (
-	"internal/runtime/atomic"
-	"unsafe"
-)
+import "internal/runtime/atomic"
 
 //go:nowritebarrierrec
 func sbTrap(f *sbFrame) {
@@ -181,13 +178,15 @@ type sbRegs struct {
 	cr2           uint64
 }
 
-var sbRegNames = [20]string{"rip", "rsp", "rflags", "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp",
-	"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "fsbase", "cs"}
+// sbRegNames names sbRegs.vals. The first five are what the NMI stub
+// copies for the watchdog (sbCPU.nmiRegs), so both print alike.
+var sbRegNames = [20]string{"rip", "cs", "rflags", "rsp", "rbp", "rax", "rbx", "rcx", "rdx", "rsi",
+	"rdi", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "fsbase"}
 
 func sbRegsOf(f *sbFrame, cr2 uintptr) sbRegs {
 	return sbRegs{
-		vals: [20]uint64{f.rip, f.rsp, f.rflags, f.rax, f.rbx, f.rcx, f.rdx, f.rsi, f.rdi, f.rbp,
-			f.r8, f.r9, f.r10, f.r11, f.r12, f.r13, f.r14, f.r15, f.fsbase, f.cs},
+		vals: [20]uint64{f.rip, f.cs, f.rflags, f.rsp, f.rbp, f.rax, f.rbx, f.rcx, f.rdx, f.rsi,
+			f.rdi, f.r8, f.r9, f.r10, f.r11, f.r12, f.r13, f.r14, f.r15, f.fsbase},
 		vector: f.vector, error: f.errcode, cr2: uint64(cr2),
 	}
 }
@@ -202,19 +201,61 @@ func sbPrintRegs(r *sbRegs) {
 	sbPrintHex(r.error)
 	sbPrintStr(" cr2 ")
 	sbPrintHex(r.cr2)
-	for i := range sbRegNames {
-		if i%4 == 0 {
+	sbPrintVals(r.vals[:])
+}
+
+// sbPrintVals prints the first len(v) registers of sbRegNames.
+func sbPrintVals(v []uint64) {
+	for i := range v {
+		if i%5 == 0 {
 			sbPrintStr("\n ")
 		}
 		sbPrintStr(" ")
 		sbPrintStr(sbRegNames[i])
 		sbPrintStr("=")
-		sbPrintHex(r.vals[i])
+		sbPrintHex(v[i])
 	}
 	sbPrintStr("\n")
 }
 
-// sbDump prints the frame and powers off with a failing status.
+// sbPrintStack prints the call stack of registers ordered as sbRegNames
+// by frame pointers (Go keeps them on amd64), each frame checked present
+// first, with function names from the runtime's symbol table.
+func sbPrintStack(v []uint64) {
+	rip, cs, rsp, rbp := uintptr(v[0]), v[1], uintptr(v[3]), uintptr(v[4])
+	if cs&3 != 0 {
+		sbPrintStr("  (user mode)\n")
+		return
+	}
+	sbPrintFunc("  ", rip)
+	// A frameless leaf (sbPause, sbNanotime...) has its caller's return
+	// address on top of the stack, not in the frame chain: shown with
+	// "?", as Linux marks a stack word that may be a return address.
+	if rsp&7 == 0 && sbAS.touchNoFault(rsp, 8) && findfunc(uintptr(sbLoad64(rsp))).valid() {
+		sbPrintFunc("  ? ", uintptr(sbLoad64(rsp)))
+	}
+	for fp, i := rbp, 0; i < 32 && fp != 0 && fp&7 == 0 && sbAS.touchNoFault(fp, 16); i++ {
+		sbPrintFunc("  ", uintptr(sbLoad64(fp+8)))
+		fp = uintptr(sbLoad64(fp))
+	}
+}
+
+// sbPrintFunc prints one stack entry by function name and offset (not
+// file and line: funcline needs an M's cache).
+func sbPrintFunc(prefix string, pc uintptr) {
+	sbPrintStr(prefix)
+	if fn := findfunc(pc); fn.valid() {
+		sbPrintStr(funcname(fn))
+		sbPrintStr("+")
+		sbPrintHex(uint64(pc - fn.entry()))
+	} else {
+		sbPrintHex(uint64(pc))
+	}
+	sbPrintStr("\n")
+}
+
+// sbDump prints the frame and its call stack and powers off with a
+// failing status.
 func sbDump(f *sbFrame, why string) {
 	r := sbRegsOf(f, sbReadCR2())
 	sbPrintBegin()
@@ -222,14 +263,7 @@ func sbDump(f *sbFrame, why string) {
 	sbPrintStr(why)
 	sbPrintStr("\n")
 	sbPrintRegs(&r)
-	sbPrintStr("  stack:")
-	if f.rsp >= 4096 && sbAS.touchNoFault(uintptr(f.rsp), 64) {
-		for i := uintptr(0); i < 8; i++ {
-			sbPrintStr(" ")
-			sbPrintHex(sbLoad64(uintptr(f.rsp) + i*8))
-		}
-	}
-	sbPrintStr("\n")
+	sbPrintStack(r.vals[:])
 	sbPrintEnd()
 	sbPowerOff(0x7e)
 }
@@ -256,5 +290,3 @@ func (as *sbAddrSpace) touchNoFault(va, n uintptr) bool {
 	}
 	return true
 }
-
-var _ unsafe.Pointer

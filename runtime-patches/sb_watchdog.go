@@ -87,17 +87,26 @@ func sbWdReport(c, b *sbCPU, f *sbFrame) {
 	sbPrintStr(" ms\n")
 	for i := int32(0); i < sbNCPU; i++ {
 		o := &sbCPUs[i]
+		r := o.nmiRegs[:]
 		if o == c {
-			sbWdStack(o, f.rip, f.cs, f.rflags, f.rsp, f.rbp, " (watching)")
-			continue
+			own := sbRegsOf(f, 0)
+			r = own.vals[:]
+		} else {
+			for end := sbNanotime() + 1e8; atomic.Load(&o.nmiWant) != 0 && sbNanotime() < end; {
+				sbPause()
+			}
+			if atomic.Load(&o.nmiSeq) == o.wdSeq {
+				continue
+			}
 		}
-		for end := sbNanotime() + 1e8; atomic.Load(&o.nmiWant) != 0 && sbNanotime() < end; {
-			sbPause()
+		sbPrintStr("cpu ")
+		sbPrintDec(int64(o.id))
+		if o == c {
+			sbPrintStr(" (watching)")
 		}
-		if atomic.Load(&o.nmiSeq) != o.wdSeq {
-			r := &o.nmiRegs
-			sbWdStack(o, r[0], r[1], r[2], r[3], r[4], "")
-		}
+		sbPrintStr(":")
+		sbPrintVals(r)
+		sbPrintStack(r)
 	}
 	sbPrintEnd()
 	atomic.Xadd(&sbWdLockups, 1)
@@ -105,54 +114,6 @@ func sbWdReport(c, b *sbCPU, f *sbFrame) {
 		sbLog("PANIC: hard LOCKUP (watchdog_panic)")
 		sbPowerOff(0x7e)
 	}
-}
-
-// sbWdStack prints one CPU's registers and its call stack by frame
-// pointers (Go keeps them on amd64), each frame checked present first.
-func sbWdStack(o *sbCPU, rip, cs, rflags, rsp, rbp uint64, note string) {
-	sbPrintStr("cpu ")
-	sbPrintDec(int64(o.id))
-	sbPrintStr(note)
-	sbPrintStr(": rip=")
-	sbPrintHex(rip)
-	sbPrintStr(" cs=")
-	sbPrintHex(cs)
-	sbPrintStr(" rflags=")
-	sbPrintHex(rflags)
-	sbPrintStr(" rsp=")
-	sbPrintHex(rsp)
-	sbPrintStr(" rbp=")
-	sbPrintHex(rbp)
-	sbPrintStr("\n")
-	if cs&3 != 0 {
-		sbPrintStr("  (user mode)\n")
-		return
-	}
-	sbWdFunc("  ", uintptr(rip))
-	// A frameless leaf (sbPause, sbNanotime...) has its caller's return
-	// address on top of the stack, not in the frame chain: shown with
-	// "?", as Linux marks a stack word that may be a return address.
-	if sp := uintptr(rsp); sp&7 == 0 && sbAS.touchNoFault(sp, 8) && findfunc(uintptr(sbLoad64(sp))).valid() {
-		sbWdFunc("  ? ", uintptr(sbLoad64(sp)))
-	}
-	for fp, i := uintptr(rbp), 0; i < 32 && fp != 0 && fp&7 == 0 && sbAS.touchNoFault(fp, 16); i++ {
-		sbWdFunc("  ", uintptr(sbLoad64(fp+8)))
-		fp = uintptr(sbLoad64(fp))
-	}
-}
-
-// sbWdFunc prints one stack entry by function name and offset (not file
-// and line: funcline needs an M's cache).
-func sbWdFunc(prefix string, pc uintptr) {
-	sbPrintStr(prefix)
-	if fn := findfunc(pc); fn.valid() {
-		sbPrintStr(funcname(fn))
-		sbPrintStr("+")
-		sbPrintHex(uint64(pc - fn.entry()))
-	} else {
-		sbPrintHex(uint64(pc))
-	}
-	sbPrintStr("\n")
 }
 
 // sbSysDebugSpin is the private system call (ns) -> 0 served by sbDebugSpin.

@@ -30,9 +30,11 @@ func Outl(port uint16, v uint32)
 func Read8(addr uintptr) uint8
 func Read16(addr uintptr) uint16
 func Read32(addr uintptr) uint32
+func Read64(addr uintptr) uint64
 func Write8(addr uintptr, v uint8)
 func Write16(addr uintptr, v uint16)
 func Write32(addr uintptr, v uint32)
+func Write64(addr uintptr, v uint64)
 
 // CPUID executes CPUID with EAX=leaf and ECX=sub.
 func CPUID(leaf, sub uint32) (eax, ebx, ecx, edx uint32)

@@ -96,3 +96,17 @@ TEXT ·CPUID(SB),NOSPLIT,$0-24
 	MOVL	CX, ecx+16(FP)
 	MOVL	DX, edx+20(FP)
 	RET
+
+// func Read64(addr uintptr) uint64
+TEXT ·Read64(SB),NOSPLIT,$0-16
+	MOVQ	addr+0(FP), BX
+	MOVQ	(BX), AX
+	MOVQ	AX, ret+8(FP)
+	RET
+
+// func Write64(addr uintptr, v uint64)
+TEXT ·Write64(SB),NOSPLIT,$0-16
+	MOVQ	addr+0(FP), BX
+	MOVQ	v+8(FP), AX
+	MOVQ	AX, (BX)
+	RET

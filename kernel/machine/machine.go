@@ -17,13 +17,8 @@ import (
 
 // Provided by the machine layer (runtime-patches/sb_hooks.go).
 
-// Cmdline returns the kernel command line GRUB passed.
-func Cmdline() string
-
-// RSDP returns the ACPI RSDP the boot loader found (empty if none).
-func RSDP() []byte
-
-// BootInfo returns the physical address of the multiboot2 information.
+// BootInfo returns the physical address of the multiboot2 information
+// (the command line, ACPI's RSDP, the modules), which stays reserved.
 func BootInfo() uintptr
 
 // PhysAddr returns the kernel virtual address of physical address pa (the
@@ -54,6 +49,11 @@ func StartTSC() uint64
 
 // Rdtsc reads the time-stamp counter.
 func Rdtsc() uint64
+
+// SetWalltime makes the machine's time of day (CLOCK_REALTIME, beneath
+// package wallclock's offset) read unixNano now. The kernel sets it once
+// at boot from the CMOS clock; until then it counts from 1970.
+func SetWalltime(unixNano int64)
 
 // Interrupt vectors, as Interrupts counts them.
 const (
@@ -255,21 +255,23 @@ const (
 )
 
 // ProfStart starts sampling every CPU hz times a second into bufs (one per
-// CPU). hpet is the HPET's physical address (0 if none). It returns the
-// sample source in use.
-func ProfStart(bufs []ProfBuffer, hz int, hpet uint64) (int, error) {
+// CPU). nmiPin is the I/O APIC pin of a periodic timer the caller starts
+// at hz once ProfStart reports ProfSourceNMI (the pin's interrupt then
+// becomes an NMI to every CPU), or -1 for none. It returns the sample
+// source in use.
+func ProfStart(bufs []ProfBuffer, hz int, nmiPin int) (int, error) {
 	if len(bufs) == 0 {
 		return 0, syscall.EINVAL
 	}
 	src, _, errno := syscall.Syscall6(sysProfStart, uintptr(unsafe.Pointer(&bufs[0])), uintptr(len(bufs)),
-		uintptr(hz), uintptr(hpet), 0, 0)
+		uintptr(hz), uintptr(nmiPin), 0, 0)
 	if errno != 0 {
 		return 0, errno
 	}
 	return int(src), nil
 }
 
-// ProfStop stops sampling.
+// ProfStop stops sampling; the caller stops its NMI timer first.
 func ProfStop() {
 	syscall.Syscall(sysProfStop, 0, 0, 0)
 }

@@ -11,9 +11,10 @@
 // mode); the century, if the chipset keeps one, at the index the ACPI
 // FADT names (QEMU: 0x32).
 //
-// The machine layer reads the same clock once at boot for the wall clock
-// (runtime-patches/sb_time.go), before any of this can run; afterwards
-// only this package touches the ports.
+// The kernel starts the machine's time of day from ReadTime at boot. The
+// machine layer reads the clock's raw bytes once before that, to seed its
+// random generator on CPUs without RDRAND (runtime-patches/sb_boot.go);
+// afterwards only this package touches the ports.
 package rtc
 
 import (

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unsafe"
 
+	"shortbread/kernel/drivers/hpet"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/prof"
 )
@@ -22,6 +23,7 @@ type Session struct {
 	bufs   [][]byte
 	pb     []machine.ProfBuffer
 	source int
+	timer  *hpet.Timer // the NMI source's timer, if it is one
 	hz     int
 	start  time.Time
 	gc0    prof.GCStats
@@ -40,8 +42,10 @@ type Result struct {
 }
 
 // Start begins sampling every CPU hz times a second, with room for perCPU
-// samples each. hpet is the HPET's physical address, 0 if there is none.
-func Start(hz, perCPU int, hpet uint64) (*Session, error) {
+// samples each. hpetAddr is the HPET's physical address, 0 if there is
+// none; with a periodic HPET timer whose interrupt the machine layer can
+// make an NMI to every CPU, samples come from it.
+func Start(hz, perCPU int, hpetAddr uint64) (*Session, error) {
 	n := machine.NumCPU()
 	s := &Session{hz: hz}
 	for i := 0; i < n; i++ {
@@ -55,16 +59,28 @@ func Start(hz, perCPU int, hpet uint64) (*Session, error) {
 	}
 	s.gc0 = prof.ReadGC()
 	s.start = time.Now()
-	src, err := machine.ProfStart(s.pb, hz, hpet)
+	pin := -1
+	if hpetAddr != 0 {
+		if t, err := hpet.Periodic(hpet.MMIO(machine.PhysAddr(uintptr(hpetAddr))), hz); err == nil {
+			s.timer, pin = t, t.Pin
+		}
+	}
+	src, err := machine.ProfStart(s.pb, hz, pin)
 	if err != nil {
 		return nil, fmt.Errorf("sampler: %v", err)
 	}
 	s.source = src
+	if src == machine.ProfSourceNMI {
+		s.timer.Start()
+	}
 	return s, nil
 }
 
 // Stop ends sampling and collects the samples.
 func (s *Session) Stop() *Result {
+	if s.source == machine.ProfSourceNMI {
+		s.timer.Stop()
+	}
 	machine.ProfStop()
 	wall := time.Since(s.start)
 	gc1 := prof.ReadGC()
