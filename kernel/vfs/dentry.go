@@ -55,6 +55,7 @@ type Mount struct {
 	vfs         *VFS        // the tree it is in (inotify events take its lock)
 	readOnly    bool
 	files       atomic.Int64 // open files inside it (umount's EBUSY)
+	writers     atomic.Int64 // open files that may write a regular file in it (remount read-only's EBUSY)
 	detached    atomic.Bool  // unmounted: released with its last open file
 	releaseOnce sync.Once
 }

@@ -51,6 +51,10 @@ func (v *VFS) newName(w *walker, dir *Dentry, path string, dirOK bool) (*Dentry,
 	case trailing && !dirOK:
 		err = linux.ENOENT
 	default:
+		if _, ok := p.inode.(NoNewNames); ok {
+			err = linux.ENOENT
+			break
+		}
 		return p, name, nil
 	}
 	p.dirMu.Unlock()

@@ -257,13 +257,17 @@ func (v *VFS) unclaim(rdev uint64) {
 }
 
 // remount changes whether the mount whose root is t is read-only; going
-// read-only writes its changes back first.
+// read-only writes its changes back first. A file open for writing in it
+// keeps it writable (EBUSY), as sb_prepare_remount_readonly does.
 func (v *VFS) remount(t *Dentry, flags uint32) error {
 	m := t.mount
 	if m.root != t {
 		return linux.EINVAL
 	}
 	ro := flags&linux.MS_RDONLY != 0
+	if ro && !m.readOnly && m.writers.Load() > 0 {
+		return linux.EBUSY
+	}
 	if ro {
 		if err := m.Sync(); err != nil {
 			return err
