@@ -920,3 +920,13 @@ func (s *Space) VMAs() []VMA {
 	defer s.mu.RUnlock()
 	return append([]VMA(nil), s.vmas...)
 }
+
+// VMAAt returns a copy of the mapping that holds va, if one does.
+func (s *Space) VMAAt(va uintptr) (VMA, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if i := s.find(va); i >= 0 {
+		return s.vmas[i], true
+	}
+	return VMA{}, false
+}

@@ -12,6 +12,7 @@ import (
 	"shortbread/kernel/klog"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
+	"shortbread/kernel/vfs"
 	"shortbread/kernel/wallclock"
 )
 
@@ -34,6 +35,8 @@ const (
 	eNODEV       = 19
 	eOPNOTSUPP   = 95
 	eLIBBAD      = 80
+	eOVERFLOW    = 75
+	eBUSY        = 16
 )
 
 // errno maps kernel errors to Linux errno values.
@@ -389,27 +392,82 @@ func sysBrk(t *Thread, a *[6]uint64) (int64, bool) {
 const (
 	mapShared         = 0x01
 	mapPrivate        = 0x02
+	mapSharedValidate = 0x03
+	mapType           = 0x0f
 	mapFixed          = 0x10
 	mapAnonymous      = 0x20
+	mapGrowsdown      = 0x100
+	mapLocked         = 0x2000
 	mapFixedNoreplace = 0x100000
+	// legacyMapMask is what MAP_SHARED_VALIDATE accepts (Linux's
+	// LEGACY_MAP_MASK): the flags older kernels ignored when unknown. No
+	// file system here adds one (MAP_SYNC is DAX's).
+	legacyMapMask = mapShared | mapPrivate | mapFixed | mapAnonymous | mapGrowsdown | mapLocked |
+		0x800 | 0x1000 | 0x4000 | 0x8000 | 0x10000 | 0x20000 | 0x40000 | 0x4000000
 )
 
+// sysMmap checks in do_mmap's order: the offset's alignment (x86's
+// sys_mmap, before the descriptor), the descriptor, the length, where a
+// fixed mapping would go, then the type and the file.
 func sysMmap(t *Thread, a *[6]uint64) (int64, bool) {
-	addr, n, prot, flags := uintptr(a[0]), uintptr(a[1]), int(a[2]), a[3]
+	addr, n, prot, flags, off := uintptr(a[0]), uintptr(a[1]), int(a[2]), a[3], a[5]
+	if off&(mm.PageSize-1) != 0 {
+		return -eINVAL, false
+	}
+	var f *vfs.OpenFile
+	if flags&mapAnonymous == 0 {
+		var err error
+		if f, err = t.file(int(int32(a[4]))); err != nil {
+			return errno(err), false
+		}
+		defer f.DecRef()
+		if f.IsPath() {
+			return -eBADF, false
+		}
+	}
 	if n == 0 || prot&^7 != 0 {
 		return -eINVAL, false
 	}
-	if flags&(mapShared|mapPrivate) == 0 {
-		return -eINVAL, false
+	if size := (n + mm.PageSize - 1) &^ (mm.PageSize - 1); size == 0 || size >= mm.UserTop {
+		return -eNOMEM, false
+	}
+	if flags&(mapFixed|mapFixedNoreplace) != 0 {
+		if addr&(mm.PageSize-1) != 0 {
+			return -eINVAL, false
+		}
+		if addr+n < addr || addr+n > mm.UserTop {
+			return -eNOMEM, false
+		}
 	}
 	s := t.Proc.Space()
+	if flags&mapLocked != 0 {
+		// can_do_mlock and mlock_future_check, before the file's checks.
+		size := (n + mm.PageSize - 1) &^ (mm.PageSize - 1)
+		if limit, privileged := t.memlockLimit(); !privileged {
+			if limit == 0 {
+				return -ePERM, false
+			}
+			if uint64(s.LockedBytes())+uint64(size) > limit {
+				return -eAGAIN, false
+			}
+		}
+	}
 	v := mm.VMA{Prot: prot}
-	if flags&mapAnonymous == 0 {
-		if e := t.mapFile(&v, int(int32(a[4])), int64(a[5]), n, flags); e != 0 {
+	if f != nil {
+		if e := t.mapFile(&v, f, off, n, flags); e != 0 {
 			return e, false
 		}
-	} else if flags&mapShared != 0 {
-		v.Shm = mm.NewShm(Frames{})
+	} else {
+		switch flags & mapType {
+		case mapShared:
+			if flags&mapGrowsdown != 0 {
+				return -eINVAL, false
+			}
+			v.Shm = mm.NewShm(Frames{})
+		case mapPrivate:
+		default:
+			return -eINVAL, false
+		}
 	}
 	if v.Shm != nil {
 		// The mapping takes its own reference; a failed one leaves
@@ -429,7 +487,7 @@ func sysMmap(t *Thread, a *[6]uint64) (int64, bool) {
 			s.Unmap(got, n)
 			return -eEXIST, false
 		}
-		if e := t.lockNewMapping(got, n); e != 0 {
+		if e := t.lockNewMapping(got, n, flags&mapLocked != 0); e != 0 {
 			return e, false
 		}
 		return int64(got), false
@@ -444,7 +502,7 @@ func sysMmap(t *Thread, a *[6]uint64) (int64, bool) {
 		if err := s.Map(v); err != nil {
 			return errno(err), false
 		}
-		if e := t.lockNewMapping(addr, n); e != 0 {
+		if e := t.lockNewMapping(addr, n, flags&mapLocked != 0); e != 0 {
 			return e, false
 		}
 		return int64(addr), false
@@ -453,7 +511,7 @@ func sysMmap(t *Thread, a *[6]uint64) (int64, bool) {
 	if err != nil {
 		return errno(err), false
 	}
-	if e := t.lockNewMapping(got, n); e != 0 {
+	if e := t.lockNewMapping(got, n, flags&mapLocked != 0); e != 0 {
 		return e, false
 	}
 	return int64(got), false
@@ -473,12 +531,22 @@ func sysMremap(t *Thread, a *[6]uint64) (int64, bool) {
 	}
 	fixed := uintptr(0)
 	if flags&mremapFixed != 0 {
-		if newAddr == 0 {
+		// mremap_to: a destination past user space is EINVAL.
+		if newAddr == 0 || newSize > mm.UserTop || newAddr > mm.UserTop-newSize {
 			return -eINVAL, false
 		}
 		fixed = newAddr
 	}
-	got, err := t.Proc.Space().Remap(old, oldSize, newSize, flags&mremapMaymove != 0, fixed, mmapTop)
+	s := t.Proc.Space()
+	// Growing a locked mapping locks the new part: RLIMIT_MEMLOCK applies
+	// (vma_to_resize's mlock_future_check).
+	grow := (newSize+mm.PageSize-1)&^(mm.PageSize-1) - (oldSize+mm.PageSize-1)&^(mm.PageSize-1)
+	if old&(mm.PageSize-1) == 0 && int64(grow) > 0 && s.LockedIn(old, mm.PageSize) > 0 {
+		if limit, privileged := t.memlockLimit(); !privileged && uint64(s.LockedBytes())+uint64(grow) > limit {
+			return -eAGAIN, false
+		}
+	}
+	got, err := s.Remap(old, oldSize, newSize, flags&mremapMaymove != 0, fixed, mmapTop)
 	if err != nil {
 		return errno(err), false
 	}
@@ -493,39 +561,109 @@ const (
 
 // sysMadvise: DONTNEED and FREE give the pages back at once; the hints
 // (WILLNEED, SEQUENTIAL, HUGEPAGE, DONTFORK...) are accepted and change
-// nothing; REMOVE (of shared file pages) is not supported.
+// nothing; REMOVE (of shared file pages) is not supported: it answers
+// what Linux checks first, and then EOPNOTSUPP.
+//
+// The order is do_madvise's: the advice, the address's alignment, a
+// length that rounds up to zero or wraps (EINVAL), an empty range
+// (nothing to do), then the range's mappings.
 func sysMadvise(t *Thread, a *[6]uint64) (int64, bool) {
+	const madvRemove = 9
 	start, n, advice := uintptr(a[0]), uintptr(a[1]), a[2]
-	s := t.Proc.Space()
-	switch {
-	case advice == madvDontneed || advice == madvFree:
-		return errno(s.Discard(start, n)), false
-	case advice <= 3, advice >= 10 && advice <= 17, advice >= 20 && advice <= 25:
-		return errno(s.Advise(start, n)), false
+	known := advice == madvDontneed || advice == madvFree || advice == madvRemove ||
+		advice <= 3 || advice >= 10 && advice <= 17 || advice >= 20 && advice <= 25
+	if !known || start&(mm.PageSize-1) != 0 {
+		return -eINVAL, false
 	}
-	return -eINVAL, false
+	size := (n + mm.PageSize - 1) &^ (mm.PageSize - 1)
+	if n != 0 && size == 0 || start+size < start {
+		return -eINVAL, false
+	}
+	if size == 0 {
+		return 0, false
+	}
+	s := t.Proc.Space()
+	switch advice {
+	case madvDontneed, madvFree:
+		// A locked page stays (madvise_dontneed_free_valid_vma).
+		if err := s.Advise(start, n); err == nil && s.LockedIn(start, size) > 0 {
+			return -eINVAL, false
+		}
+		return errno(s.Discard(start, n)), false
+	case madvRemove:
+		// madvise_remove: of a locked, private or anonymous mapping
+		// EINVAL; of a shared one that cannot be written EACCES.
+		if err := s.Advise(start, n); err != nil {
+			return errno(err), false
+		}
+		v, _ := s.VMAAt(start)
+		switch {
+		case v.Locked || v.Shm == nil || v.Private:
+			return -eINVAL, false
+		case v.Prot&mm.ProtWrite == 0:
+			return -eACCES, false
+		}
+		return -eOPNOTSUPP, false
+	}
+	return errno(s.Advise(start, n)), false
 }
 
 // sysMsync: shared mappings are the file's own pages, so there is
 // nothing to write back; the range must be mapped.
+//
+// The order is Linux's: the flags, the address's alignment, MS_SYNC with
+// MS_ASYNC (EINVAL); a range that wraps (ENOMEM); an empty one
+// (nothing to do); a hole (ENOMEM); MS_INVALIDATE of locked pages
+// (EBUSY).
 func sysMsync(t *Thread, a *[6]uint64) (int64, bool) {
 	const msAsync, msInvalidate, msSync = 1, 2, 4
-	flags := a[2]
-	if flags&^(msAsync|msInvalidate|msSync) != 0 || flags&(msAsync|msSync) == msAsync|msSync {
+	start, n, flags := uintptr(a[0]), uintptr(a[1]), a[2]
+	if flags&^(msAsync|msInvalidate|msSync) != 0 || start&(mm.PageSize-1) != 0 ||
+		flags&(msAsync|msSync) == msAsync|msSync {
 		return -eINVAL, false
 	}
-	return errno(t.Proc.Space().Advise(uintptr(a[0]), uintptr(a[1]))), false
+	size := (n + mm.PageSize - 1) &^ (mm.PageSize - 1)
+	if start+size < start {
+		return -eNOMEM, false
+	}
+	if size == 0 {
+		return 0, false
+	}
+	s := t.Proc.Space()
+	if err := s.Advise(start, size); err != nil {
+		return errno(err), false
+	}
+	if flags&msInvalidate != 0 && s.LockedIn(start, size) > 0 {
+		return -eBUSY, false
+	}
+	return 0, false
 }
 
 func sysMunmap(t *Thread, a *[6]uint64) (int64, bool) {
 	return errno(t.Proc.Space().Unmap(uintptr(a[0]), uintptr(a[1]))), false
 }
 
+// sysMprotect checks in do_mprotect_pkey's order: PROT_GROWSDOWN with
+// PROT_GROWSUP, then the address's alignment (EINVAL); an empty range
+// (nothing to do); a range that wraps (ENOMEM); unknown bits (EINVAL);
+// then the mappings. PROT_GROWSDOWN and PROT_GROWSUP are not supported:
+// no mapping here grows (EINVAL, as for a mapping without VM_GROWSDOWN).
 func sysMprotect(t *Thread, a *[6]uint64) (int64, bool) {
-	if a[2]&^7 != 0 {
+	const protGrowsdown, protGrowsup = 0x01000000, 0x02000000
+	start, n, prot := uintptr(a[0]), uintptr(a[1]), a[2]
+	if prot&(protGrowsdown|protGrowsup) == protGrowsdown|protGrowsup || start&(mm.PageSize-1) != 0 {
 		return -eINVAL, false
 	}
-	return errno(t.Proc.Space().Protect(uintptr(a[0]), uintptr(a[1]), int(a[2]))), false
+	if n == 0 {
+		return 0, false
+	}
+	if size := (n + mm.PageSize - 1) &^ (mm.PageSize - 1); size == 0 || start+size <= start {
+		return -eNOMEM, false
+	}
+	if prot&^7 != 0 {
+		return -eINVAL, false
+	}
+	return errno(t.Proc.Space().Protect(start, n, int(prot))), false
 }
 
 func sysArchPrctl(t *Thread, a *[6]uint64) (int64, bool) {
@@ -654,22 +792,43 @@ type sharedPager interface{ SharedPages() *mm.Shm }
 // copy-on-write, so it sees the file until it writes a page, as on Linux
 // (tmpfs files; a private mapping of another file copies the part of it
 // it shows now).
-func (t *Thread) mapFile(v *mm.VMA, fd int, off int64, n uintptr, flags uint64) int64 {
-	f, err := t.file(fd)
-	if err != nil {
-		return errno(err)
+//
+// The checks are do_mmap's, in its order: the range within the largest
+// file offset (EOVERFLOW); the type, with MAP_SHARED_VALIDATE refusing
+// flags it does not know (EOPNOTSUPP); a writable shared mapping needs a
+// descriptor open for writing, any mapping one open for reading
+// (EACCES); a file that cannot be mapped (ENODEV); no MAP_GROWSDOWN.
+func (t *Thread) mapFile(v *mm.VMA, f *vfs.OpenFile, uoff uint64, n uintptr, flags uint64) int64 {
+	const maxOffset = 1<<63 - 1 // MAX_LFS_FILESIZE
+	if size := uint64(n+mm.PageSize-1) &^ (mm.PageSize - 1); uoff > maxOffset-size {
+		return -eOVERFLOW
 	}
-	defer f.DecRef()
-	if off < 0 || off&(mm.PageSize-1) != 0 {
+	off := int64(uoff)
+	acc := f.Flags() & 3
+	switch flags & mapType {
+	case mapShared:
+		flags &= legacyMapMask
+		fallthrough
+	case mapSharedValidate:
+		if flags&^legacyMapMask != 0 {
+			return -eOPNOTSUPP
+		}
+		if v.Prot&mm.ProtWrite != 0 && acc == 0 { // O_RDONLY
+			return -eACCES
+		}
+	case mapPrivate:
+	default:
 		return -eINVAL
 	}
-	acc := f.Flags() & 3
-	if acc == 1 || f.IsPath() { // O_WRONLY
+	if acc == 1 { // O_WRONLY
 		return -eACCES
 	}
 	a := f.Attr()
 	if a.Mode&0o170000 != 0o100000 {
 		return -eNODEV
+	}
+	if flags&mapGrowsdown != 0 {
+		return -eINVAL
 	}
 	v.Off = uintptr(off)
 	// /proc/<pid>/maps names the file, as Linux does (the dynamic
