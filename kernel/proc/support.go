@@ -16,7 +16,7 @@ var supportNotes = map[string]supportNote{
 	"setxattr":           {partial, "no file system stores extended attributes: EOPNOTSUPP after Linux's checks (also lsetxattr, fsetxattr)"},
 	"lsetxattr":          {partial, "as setxattr"},
 	"fsetxattr":          {partial, "as setxattr"},
-	"mount":              {partial, "tmpfs, proc, devtmpfs, devpts, ext2/3/4 and remounts; no bind mounts and no second mount of a mounted device (EBUSY); propagation flags accepted and ignored; MS_NOSUID/NODEV/NOEXEC accepted, not enforced"},
+	"mount":              {partial, "tmpfs, proc, devtmpfs, devpts, ext2/3/4 and remounts; a second mount of a mounted device shares its file system, as Linux shares the superblock (EBUSY for another type or read-only state), but a remount changes only its own mount's read-only state, where Linux's changes the superblock's; no bind mounts; propagation flags accepted and ignored; MS_NOSUID/NODEV/NOEXEC accepted, not enforced"},
 	"mq_notify":          {partial, "SIGEV_SIGNAL, SIGEV_NONE and SIGEV_THREAD (a netlink cookie); no mqueue file system to mount"},
 	"adjtimex":           {partial, "frequency, tick length, one-shot slews (adjtime) and ADJ_SETOFFSET move the clock, and every field is kept and reported as Linux does; no phase-locked loop: an ADJ_OFFSET under STA_PLL is remembered, not chased, and no PPS"},
 	"clock_adjtime":      {partial, "as adjtimex, for CLOCK_REALTIME; the other clocks are EOPNOTSUPP"},
