@@ -46,7 +46,7 @@ func (s *Space) Fork(init func(pml4, pdpt, pd uintptr) error) (*Space, error) {
 	defer s.unlock()
 	c.vmas = append([]VMA(nil), s.vmas...)
 	for i := range c.vmas {
-		c.vmas[i].Locked = false // memory locks are not inherited
+		c.vmas[i].Locked = false // memory locks are not inherited (a stack's Floor is)
 	}
 	for _, v := range c.vmas {
 		if v.Shm != nil {

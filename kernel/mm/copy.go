@@ -55,6 +55,16 @@ func (s *Space) copy(va uintptr, b []byte, write bool) error {
 	defer s.mu.RUnlock()
 	for len(b) > 0 {
 		pa, err := s.accessLocked(va, write)
+		if err != nil && s.find(va) < 0 {
+			// Below a stack: grow it, as the page fault a user copy
+			// takes there would.
+			s.mu.RUnlock()
+			grown := s.growStack(va)
+			s.mu.RLock()
+			if grown {
+				pa, err = s.accessLocked(va, write)
+			}
+		}
 		if err != nil {
 			return err
 		}

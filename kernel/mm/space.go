@@ -65,6 +65,12 @@ type VMA struct {
 	// were made present and are counted in VmLck. A fork child's copy is
 	// not locked.
 	Locked bool
+	// GrowsDown makes the mapping a stack that a fault (or a copy) just
+	// below it extends, page by page, down to Floor (RLIMIT_STACK at
+	// exec), as Linux's VM_GROWSDOWN: only what it has grown to is mapped
+	// and counts toward RLIMIT_AS (stack.go).
+	GrowsDown bool
+	Floor     uintptr
 }
 
 // mayWriteShared reports whether v is a shared mapping of an object that
@@ -583,6 +589,11 @@ func (s *Space) Fault(va uintptr, write, exec bool) error {
 	s.rlock()
 	err := s.faultLocked(va, write, exec)
 	s.mu.RUnlock()
+	if err == ErrNoMap && s.growStack(va) {
+		s.rlock()
+		err = s.faultLocked(va, write, exec)
+		s.mu.RUnlock()
+	}
 	return err
 }
 
@@ -919,4 +930,14 @@ func (s *Space) VMAs() []VMA {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return append([]VMA(nil), s.vmas...)
+}
+
+// VMAAt returns a copy of the mapping that holds va, if one does.
+func (s *Space) VMAAt(va uintptr) (VMA, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if i := s.find(va); i >= 0 {
+		return s.vmas[i], true
+	}
+	return VMA{}, false
 }

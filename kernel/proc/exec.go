@@ -31,10 +31,10 @@ const (
 	pieBase   = 0x555555554000 // the lowest base of PIE programs, Linux's ELF_ET_DYN_BASE
 	userTop   = 0x0000800000000000
 	mmapTop   = stackTop - stackSize - 1<<30
-	// The stack mapping is RLIMIT_STACK's soft limit (Linux's stack grows
-	// on faults up to it; ours is mapped whole, its pages made on touch),
-	// at least 128 KiB and at most 1 GiB, which the gap below the stack
-	// leaves room for (an unlimited stack gets 1 GiB).
+	// The stack grows on faults down to RLIMIT_STACK's soft limit, as
+	// Linux's (mm/stack.go), taken at exec and kept at least 128 KiB and
+	// at most 1 GiB, which the gap below the stack leaves room for (an
+	// unlimited stack gets 1 GiB).
 	minStack, maxStack = 128 << 10, 1 << 30
 	maxArgSize         = 128 << 10 // total argv+envp bytes, like Linux's MAX_ARG_STRLEN sum
 )
@@ -192,7 +192,11 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 	}
 	// A random gap after the program, as Linux randomises the break.
 	space.SetBrk(uintptr(end+mm.PageSize-1)&^(mm.PageSize-1) + uintptr(rand.IntN(256))*mm.PageSize)
-	if err := space.Map(mm.VMA{Start: stackTop - stack, End: stackTop, Prot: mm.ProtRead | mm.ProtWrite, Name: "[stack]"}); err != nil {
+	// The stack starts one page long and grows down to RLIMIT_STACK's
+	// floor as it is used (mm/stack.go): building it below grows it.
+	floor := stackTop - stack
+	if err := space.Map(mm.VMA{Start: stackTop - mm.PageSize, End: stackTop, Prot: mm.ProtRead | mm.ProtWrite, Name: "[stack]",
+		GrowsDown: true, Floor: floor}); err != nil {
 		space.Destroy()
 		return err
 	}
@@ -201,6 +205,12 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 	p.mu.Unlock()
 	secure := execCreds(&cred, file)
 	sp, err := buildStack(space, f, bias, interpBase, path, argv, envp, &cred, secure)
+	if err == nil {
+		// 128 KiB below the arguments, as Linux's setup_arg_pages leaves
+		// (stack_expand), within RLIMIT_STACK.
+		low := max(uintptr(sp)&^(mm.PageSize-1)-128<<10, floor)
+		err = space.GrowStack(low)
+	}
 	if err != nil {
 		space.Destroy()
 		return err

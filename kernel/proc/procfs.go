@@ -463,9 +463,9 @@ func (p *Process) statLine(t *Thread) []byte {
 func (p *Process) statusText(t *Thread) []byte {
 	state := p.procState(t)
 	vsize, rss := p.memInfo()
-	var locked uint64
+	var locked, data, stk uint64
 	if s := p.Space(); s != nil {
-		locked = uint64(s.LockedBytes())
+		locked, data, stk = uint64(s.LockedBytes()), uint64(s.DataBytes()), uint64(s.StackBytes())
 	}
 	comm := p.mainComm()
 	tid := p.PID
@@ -511,6 +511,7 @@ func (p *Process) statusText(t *Thread) []byte {
 		c.ruid, c.euid, c.suid, c.fsuid, c.rgid, c.egid, c.sgid, c.fsgid, fdsize, strings.Join(groups, " "))
 	fmt.Fprintf(&b, "VmPeak:\t%8d kB\nVmSize:\t%8d kB\nVmLck:\t%8d kB\nVmPin:\t%8d kB\nVmHWM:\t%8d kB\nVmRSS:\t%8d kB\n",
 		vsize/1024, vsize/1024, locked/1024, 0, maxRSS, rss*4)
+	fmt.Fprintf(&b, "VmData:\t%8d kB\nVmStk:\t%8d kB\n", data/1024, stk/1024)
 	fmt.Fprintf(&b, "Threads:\t%d\nSigQ:\t%d/%d\nSigPnd:\t%016x\nShdPnd:\t%016x\nSigBlk:\t%016x\nSigIgn:\t%016x\nSigCgt:\t%016x\n",
 		nthreads, 0, sigq, pending, shdPending, blocked, ign, cgt)
 	n := machine.NumCPU()

@@ -199,13 +199,11 @@ func (p *Process) exitStatus() int {
 }
 
 // fatalSignal ends the whole process for a signal the program does not
-// handle (wait status: the signal, with the core bit for core signals).
+// handle (wait status: the signal). The core bit (WCOREDUMP) stays clear:
+// Linux sets it only when a core file was written, and none is here.
 func (t *Thread) fatalSignal(sig int) {
 	r := &t.regs
 	status := sig
-	if coreSignal(sig) {
-		status |= 0x80
-	}
 	Log.Infof("proc: %v killed by signal %d at rip=%#x addr=%#x (trap %d)", t.Proc, sig, r.RIP, r.Addr, r.Trap)
 	if coreSignal(sig) {
 		// What a core dump would hold, in brief: the registers and the

@@ -92,8 +92,21 @@ func sysFcntl(t *Thread, a *[6]uint64) (int64, bool) {
 		n, err := vfs.PipeSize(f)
 		return fdResult(n, err), false
 	case linux.F_SETPIPE_SZ:
-		n, err := vfs.SetPipeSize(f, int(arg), true)
+		n, err := vfs.SetPipeSize(f, int(arg), t.creds().privileged())
 		return fdResult(n, err), false
+	case linux.F_NOTIFY:
+		// dnotify is not provided, as in a Linux built without
+		// CONFIG_DNOTIFY (EINVAL); what fcntl_dirnotify checks before
+		// its work still answers as Linux's: an empty mask removes
+		// nothing and succeeds, and only a directory can be watched.
+		const dnMultishot = 0x80000000
+		if uint32(arg)&^dnMultishot == 0 {
+			return 0, false
+		}
+		if a := f.Attr(); a.Type() != linux.S_IFDIR {
+			return errno(linux.ENOTDIR), false
+		}
+		return -eINVAL, false
 	case linux.F_GETLK, linux.F_SETLK, linux.F_SETLKW, linux.F_OFD_GETLK, linux.F_OFD_SETLK, linux.F_OFD_SETLKW:
 		return t.recordLock(fd, cmd, uintptr(arg)), false
 	}

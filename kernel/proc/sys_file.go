@@ -165,14 +165,14 @@ func (t *Thread) iovecs(at uint64, cnt uint64) ([][2]uint64, int64) {
 // sysWritev gathers into one buffer and makes one write, so a pipe write
 // of up to PIPE_BUF bytes stays atomic.
 func sysWritev(t *Thread, a *[6]uint64) (int64, bool) {
-	return t.writev(a, -1), false
+	return t.writev(a, -1, 0), false
 }
 
 func sysPwritev(t *Thread, a *[6]uint64) (int64, bool) {
 	if int64(a[3]) < 0 {
 		return -eINVAL, false
 	}
-	return t.writev(a, int64(a[3])), false
+	return t.writev(a, int64(a[3]), 0), false
 }
 
 // rwfSupported are the preadv2/pwritev2 flags accepted: RWF_HIPRI,
@@ -183,30 +183,45 @@ const rwfSupported = 1 | 2 | 4 | 8
 
 // sysPreadv2 and sysPwritev2 are preadv and pwritev with flags; an
 // offset of -1 means the file position, as readv and writev use.
+// Linux looks at the flags last (kiocb_set_rw_flags), after the
+// descriptor and the iovec array.
 func sysPreadv2(t *Thread, a *[6]uint64) (int64, bool) {
-	if a[5]&^rwfSupported != 0 {
-		return -eOPNOTSUPP, false
-	}
 	off := int64(a[3])
 	if off < -1 {
 		return -eINVAL, false
 	}
-	return t.readv(a, off), false
+	return t.readv(a, off, a[5]), false
 }
 
 func sysPwritev2(t *Thread, a *[6]uint64) (int64, bool) {
-	if a[5]&^rwfSupported != 0 {
-		return -eOPNOTSUPP, false
-	}
 	off := int64(a[3])
 	if off < -1 {
 		return -eINVAL, false
 	}
-	return t.writev(a, off), false
+	return t.writev(a, off, a[5]), false
 }
 
-func (t *Thread) writev(a *[6]uint64, off int64) int64 {
+// vectorCheck is what readv and writev check, in Linux's order, before
+// the transfer: the descriptor exists (EBADF), the iovec array is sound
+// (EINVAL, EFAULT), the RWF flags are known (EOPNOTSUPP).
+func (t *Thread) vectorCheck(a *[6]uint64, rwf uint64) ([][2]uint64, int64) {
+	f, err := t.file(int(int32(a[0])))
+	if err != nil {
+		return nil, errno(err)
+	}
+	f.DecRef()
 	iov, e := t.iovecs(a[1], a[2])
+	if e != 0 {
+		return nil, e
+	}
+	if rwf&^rwfSupported != 0 {
+		return nil, -eOPNOTSUPP
+	}
+	return iov, 0
+}
+
+func (t *Thread) writev(a *[6]uint64, off int64, rwf uint64) int64 {
+	iov, e := t.vectorCheck(a, rwf)
 	if e != 0 {
 		return e
 	}
@@ -239,18 +254,18 @@ func (t *Thread) writeFrom(fd int, iov [][2]uint64, off int64) int64 {
 }
 
 func sysReadv(t *Thread, a *[6]uint64) (int64, bool) {
-	return t.readv(a, -1), false
+	return t.readv(a, -1, 0), false
 }
 
 func sysPreadv(t *Thread, a *[6]uint64) (int64, bool) {
 	if int64(a[3]) < 0 {
 		return -eINVAL, false
 	}
-	return t.readv(a, int64(a[3])), false
+	return t.readv(a, int64(a[3]), 0), false
 }
 
-func (t *Thread) readv(a *[6]uint64, off int64) int64 {
-	iov, e := t.iovecs(a[1], a[2])
+func (t *Thread) readv(a *[6]uint64, off int64, rwf uint64) int64 {
+	iov, e := t.vectorCheck(a, rwf)
 	if e != 0 {
 		return e
 	}
@@ -303,6 +318,9 @@ func sysCreat(t *Thread, a *[6]uint64) (int64, bool) {
 func (t *Thread) openat(dirfd int, pathAt uint64, flags, mode uint32) int64 {
 	path, err := t.path(pathAt)
 	if err != nil {
+		return errno(err)
+	}
+	if err := t.Proc.files.Room(); err != nil {
 		return errno(err)
 	}
 	dir, err := t.dirOf(dirfd, path)

@@ -111,9 +111,15 @@ func sysMunlockall(t *Thread, a *[6]uint64) (int64, bool) {
 // lockNewMapping locks a mapping just made when mlockall(MCL_FUTURE) is
 // in force; past the limit the mapping fails with EAGAIN, as Linux's
 // mlock_future_ok.
-func (t *Thread) lockNewMapping(addr, n uintptr) int64 {
+//
+// A mapping made with MAP_LOCKED (mapLocked) is locked the same way;
+// past RLIMIT_MEMLOCK it is EAGAIN (do_mmap's mlock_future_check).
+func (t *Thread) lockNewMapping(addr, n uintptr, mapLocked bool) int64 {
 	s := t.Proc.Space()
 	future, onFault := s.LocksNew()
+	if mapLocked {
+		future, onFault = true, false
+	}
 	if !future {
 		return 0
 	}

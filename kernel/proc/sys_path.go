@@ -138,9 +138,10 @@ func sysReadlinkat(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 func (t *Thread) readlinkAt(dirfd, pathAt, buf, size uint64) int64 {
-	if int64(size) <= 0 {
+	if int32(size) <= 0 { // bufsiz is an int, checked before the path
 		return -eINVAL
 	}
+	size = uint64(int32(size))
 	dir, path, e := t.atPath(dirfd, pathAt)
 	if e != 0 {
 		return e
@@ -434,7 +435,13 @@ func sysUtimensat(t *Thread, a *[6]uint64) (int64, bool) {
 			{Sec: int64(le.Uint64(b[16:])), Nsec: int64(le.Uint64(b[24:]))},
 		}
 	}
-	if a[1] == 0 { // futimens
+	if a[1] == 0 { // futimens: a null path names dirfd itself, with no flags
+		if int32(a[0]) == linux.AT_FDCWD {
+			return -eFAULT, false // do_utimes_path reads the null path
+		}
+		if a[3] != 0 {
+			return -eINVAL, false
+		}
 		f, err := t.file(int(int32(a[0])))
 		if err != nil {
 			return errno(err), false

@@ -226,10 +226,10 @@ func chown(c *Cred, ino Inode, m *Mount, uid, gid uint32) error {
 // Utimens sets the access and modification times of path
 // (utimensat(2)). times nil means both now; a Nsec of UTIME_NOW means
 // now and UTIME_OMIT leaves that time alone.
+//
+// The times are checked after the path is looked up, as do_utimes_path
+// and vfs_utimes order it: a missing file is ENOENT whatever the times.
 func (v *VFS) Utimens(c *Ctx, dir *Dentry, path string, times *[2]linux.Timespec, atFlags int) error {
-	if err := checkTimes(times); err != nil {
-		return err
-	}
 	if atFlags&^(linux.AT_SYMLINK_NOFOLLOW|linux.AT_EMPTY_PATH) != 0 {
 		return linux.EINVAL
 	}
@@ -237,16 +237,19 @@ func (v *VFS) Utimens(c *Ctx, dir *Dentry, path string, times *[2]linux.Timespec
 	if err != nil {
 		return err
 	}
+	if err := checkTimes(times); err != nil {
+		return err
+	}
 	return attrChanged(d, utimens(&c.Cred, d.inode, d.mount, times))
 }
 
 // Utimens sets the times of the open file (futimens(3)).
 func (f *OpenFile) Utimens(c *Cred, times *[2]linux.Timespec) error {
-	if err := checkTimes(times); err != nil {
-		return err
-	}
 	if f.IsPath() {
 		return linux.EBADF
+	}
+	if err := checkTimes(times); err != nil {
+		return err
 	}
 	return attrChanged(f.dentry, utimens(c, f.inode, f.mount(), times))
 }

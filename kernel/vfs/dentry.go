@@ -55,6 +55,7 @@ type Mount struct {
 	vfs         *VFS        // the tree it is in (inotify events take its lock)
 	readOnly    bool
 	files       atomic.Int64 // open files inside it (umount's EBUSY)
+	writers     atomic.Int64 // open files that may write a regular file in it (remount read-only's EBUSY)
 	detached    atomic.Bool  // unmounted: released with its last open file
 	releaseOnce sync.Once
 }
@@ -91,7 +92,7 @@ type Dentry struct {
 	// the parent's dirMu held (rmdir also holds this directory's, which
 	// creators check it under), by rename with VFS.mu held for writing.
 	dead  atomic.Bool
-	dirMu sync.RWMutex // a directory's lock for adding and removing names (see VFS)
+	dirMu dirLock // a directory's lock for adding and removing names (see VFS)
 	// mu guards the cache of names; walks only read it, so they share
 	// it with each other.
 	mu       sync.RWMutex
@@ -112,8 +113,48 @@ func (d *Dentry) Type() uint32 { return d.mode }
 
 func newDentry(name string, parent *Dentry, ino Inode, m *Mount) *Dentry {
 	a := ino.Attr()
-	return &Dentry{inode: ino, mode: a.Type(), mount: m, name: name, parent: parent}
+	d := &Dentry{inode: ino, mode: a.Type(), mount: m, name: name, parent: parent}
+	if m != nil {
+		d.dirMu.fs = m.fs
+	}
+	return d
 }
+
+// dirLock is a directory dentry's lock for adding and removing names.
+// When two mounts share a file system (FileSystem.shared), a directory
+// has a dentry in each, so a writer also takes the file system's mutate
+// lock, which serializes the changes made through either.
+type dirLock struct {
+	mu   sync.RWMutex
+	fs   *FileSystem // nil for a file system the kernel mounted
+	held bool        // the writer holds fs.mutate too; protected by mu
+}
+
+func (l *dirLock) Lock() {
+	if l.fs != nil && l.fs.shared.Load() {
+		l.fs.mutate.Lock()
+		l.mu.Lock()
+		l.held = true
+		return
+	}
+	l.mu.Lock()
+}
+
+// lockNested takes a second directory's lock while the first is held
+// (rmdir's victim): the first holds the file system's lock already.
+func (l *dirLock) lockNested() { l.mu.Lock() }
+
+func (l *dirLock) Unlock() {
+	held := l.held
+	l.held = false
+	l.mu.Unlock()
+	if held {
+		l.fs.mutate.Unlock()
+	}
+}
+
+func (l *dirLock) RLock()   { l.mu.RLock() }
+func (l *dirLock) RUnlock() { l.mu.RUnlock() }
 
 // New returns a tree whose root is the directory root of a file system
 // of type fsType.
@@ -171,10 +212,13 @@ func (v *VFS) childOf(d *Dentry, name string, locked bool) (*Dentry, error) {
 		return nil, linux.ENAMETOOLONG
 	}
 	_, volatile := dir.(Volatile)
+	// A shared file system's names may have changed through the other
+	// mount: its cached names are checked too.
+	recheck := volatile || d.mount != nil && d.mount.fs != nil && d.mount.fs.shared.Load()
 	d.mu.RLock()
 	c := d.children[name]
 	d.mu.RUnlock()
-	if c == nil || volatile {
+	if c == nil || recheck {
 		if !locked && !volatile {
 			// A volatile directory's names come and go by themselves
 			// (procfs), never through the calls that take dirMu.
@@ -186,7 +230,7 @@ func (v *VFS) childOf(d *Dentry, name string, locked bool) (*Dentry, error) {
 			lookupHook(d, name)
 		}
 		if err != nil {
-			if volatile && c != nil && errors.Is(err, linux.ENOENT) {
+			if recheck && c != nil && errors.Is(err, linux.ENOENT) {
 				d.mu.Lock()
 				if d.children[name] == c {
 					delete(d.children, name)

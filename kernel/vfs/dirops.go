@@ -51,6 +51,10 @@ func (v *VFS) newName(w *walker, dir *Dentry, path string, dirOK bool) (*Dentry,
 	case trailing && !dirOK:
 		err = linux.ENOENT
 	default:
+		if _, ok := p.inode.(NoNewNames); ok {
+			err = linux.ENOENT
+			break
+		}
 		return p, name, nil
 	}
 	p.dirMu.Unlock()
@@ -270,7 +274,7 @@ func (v *VFS) Rmdir(c *Ctx, dir *Dentry, path string) error {
 	// The victim's own lock keeps names from being added to it between
 	// the file system's emptiness check and the dentry turning dead,
 	// which creators check once they hold it.
-	d.dirMu.Lock()
+	d.dirMu.lockNested()
 	defer d.dirMu.Unlock()
 	if err := p.inode.(Dir).Rmdir(name); err != nil {
 		return err

@@ -100,6 +100,16 @@ func (t *FDTable) get(fd int) *OpenFile {
 	return t.fds[fd].f
 }
 
+// Room returns EMFILE when no descriptor below the limit is free. open
+// asks before it looks the path up, because Linux takes the descriptor
+// first (get_unused_fd_flags): at the limit, a missing file is EMFILE.
+func (t *FDTable) Room() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, err := t.alloc(0)
+	return err
+}
+
 // Install gives f the lowest free descriptor, taking a reference of its
 // own; cloexec sets FD_CLOEXEC. The caller keeps its reference.
 func (t *FDTable) Install(f *OpenFile, cloexec bool) (int, error) {

@@ -139,6 +139,12 @@ type Owner struct {
 	UID, GID uint32
 }
 
+// NoNewNames is implemented by a directory in which no name can be made:
+// Linux's /proc, whose look-up of a missing name fails with ENOENT
+// instead of leaving a place to create, so that mkdir, mknod, symlink
+// and link there fail with ENOENT before any later check (EXDEV, EPERM).
+type NoNewNames interface{ NoNewNames() }
+
 // Dir is a directory inode. Names are single path components: never
 // empty, ".", "..", longer than NAME_MAX or holding '/'. The VFS has
 // already checked permissions, that the names are free or taken as each

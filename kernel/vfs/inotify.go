@@ -332,7 +332,8 @@ func notifyChild(p *Dentry, mask, cookie uint32, name string, isDir bool) {
 	notifyInode(p.inode, mask, cookie, name)
 }
 
-// unmounted ends the watches on m's inodes with IN_UNMOUNT.
+// unmounted ends the watches on the inodes of m (and of the other mounts
+// of its file system, gone before it) with IN_UNMOUNT.
 func unmounted(m *Mount) {
 	if watching.Load() == 0 {
 		return
@@ -341,7 +342,7 @@ func unmounted(m *Mount) {
 	var ended []*iwatch
 	for _, ws := range watches {
 		for _, w := range ws {
-			if w.mount == m {
+			if w.mount == m || m.fs != nil && w.mount != nil && w.mount.fs == m.fs {
 				ended = append(ended, w)
 			}
 		}

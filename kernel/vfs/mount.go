@@ -8,6 +8,8 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"shortbread/kernel/abi/linux"
 )
@@ -45,6 +47,18 @@ type FileSystem struct {
 	// Release runs once the file system is unmounted and unused, after
 	// a last Sync: it stops background work. Nil when there is none.
 	Release func() error
+
+	// mounts counts the mounts that use the instance: a block device
+	// mounted again shares it, as Linux shares the superblock, and it is
+	// released with the last.
+	mounts atomic.Int32
+	// shared is set, for good, once a second mount uses the instance.
+	// Each mount keeps its own dentries, so a name one changes can be
+	// stale in the other's cache: look-ups then ask the file system every
+	// time, and changes to directories are serialized by mutate across
+	// the mounts, as the per-dentry locks no longer can (sharedDir).
+	shared atomic.Bool
+	mutate sync.Mutex
 }
 
 // Source is what mount(2)'s source names.
@@ -197,6 +211,9 @@ func (v *VFS) MountFS(c *Ctx, dir *Dentry, source, target, fsType string, flags 
 			return linux.ENOTBLK
 		}
 		s.Rdev = src.inode.Attr().Rdev
+		if done, err := v.mountAgain(c, dir, target, fsType, source, s.Rdev, flags); done {
+			return err
+		}
 		if !v.claim(s.Rdev) {
 			return linux.EBUSY
 		}
@@ -217,6 +234,7 @@ func (v *VFS) MountFS(c *Ctx, dir *Dentry, source, target, fsType string, flags 
 		return linux.ENOTDIR
 	}
 	m := &Mount{fsType: fsType, source: s.Name, dev: s.Rdev, fs: fs, readOnly: ro}
+	fs.mounts.Store(1)
 	v.mu.Lock()
 	w = walker{v: v, c: c}
 	t, err = w.lookup(w.start(dir, target), target, true)
@@ -228,6 +246,45 @@ func (v *VFS) MountFS(c *Ctx, dir *Dentry, source, target, fsType string, flags 
 		release(fs)
 	}
 	return err
+}
+
+// mountAgain mounts the file system already mounted from block device
+// rdev on target as well, when it is, sharing the instance as Linux
+// shares the superblock (get_tree_bdev): the same type and the same
+// read-only state, or EBUSY (Linux will not summarily change it). done
+// is false when the device is not mounted.
+func (v *VFS) mountAgain(c *Ctx, dir *Dentry, target, fsType, source string, rdev uint64, flags uint32) (done bool, err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var m0 *Mount
+	for _, m := range v.table {
+		if m.dev == rdev && m.fs != nil {
+			m0 = m
+			break
+		}
+	}
+	if m0 == nil {
+		return false, nil
+	}
+	if m0.fsType != fsType || m0.readOnly != (flags&linux.MS_RDONLY != 0) {
+		return true, linux.EBUSY
+	}
+	w := walker{v: v, c: c}
+	t, err := w.lookup(w.start(dir, target), target, true)
+	if err != nil {
+		return true, err
+	}
+	// Under the namespace lock no directory change is under way (each
+	// holds it for reading): from here on every one sees shared.
+	fs := m0.fs
+	fs.shared.Store(true)
+	m := &Mount{fsType: fsType, source: source, dev: rdev, fs: fs, readOnly: m0.readOnly}
+	fs.mounts.Add(1)
+	if err := v.attach(t, m, fs.Root); err != nil {
+		fs.mounts.Add(-1)
+		return true, err
+	}
+	return true, nil
 }
 
 // claim marks block device rdev as being mounted, false if it already
@@ -257,13 +314,17 @@ func (v *VFS) unclaim(rdev uint64) {
 }
 
 // remount changes whether the mount whose root is t is read-only; going
-// read-only writes its changes back first.
+// read-only writes its changes back first. A file open for writing in it
+// keeps it writable (EBUSY), as sb_prepare_remount_readonly does.
 func (v *VFS) remount(t *Dentry, flags uint32) error {
 	m := t.mount
 	if m.root != t {
 		return linux.EINVAL
 	}
 	ro := flags&linux.MS_RDONLY != 0
+	if ro && !m.readOnly && m.writers.Load() > 0 {
+		return linux.EBUSY
+	}
 	if ro {
 		if err := m.Sync(); err != nil {
 			return err
@@ -327,8 +388,12 @@ func (v *VFS) Unmount(c *Ctx, dir *Dentry, path string, flags uint32) error {
 		}
 	}
 	m.detached.Store(true)
+	// Watches end with the file system, not with one of its mounts.
+	last := m.fs == nil || m.fs.mounts.Load() <= 1
 	v.mu.Unlock()
-	unmounted(m)
+	if last {
+		unmounted(m)
+	}
 	if m.fs == nil {
 		return nil
 	}
@@ -347,9 +412,16 @@ func (m *Mount) closed() {
 	}
 }
 
-// release syncs and releases m's file system, once.
+// release syncs and releases m's file system, once, if no other mount
+// uses it; else it only syncs.
 func (m *Mount) release() (err error) {
-	m.releaseOnce.Do(func() { err = release(m.fs) })
+	m.releaseOnce.Do(func() {
+		if m.fs.mounts.Add(-1) > 0 {
+			err = m.Sync()
+			return
+		}
+		err = release(m.fs)
+	})
 	return err
 }
 

@@ -201,9 +201,10 @@ func (f *fakeFS) typ(device bool) vfs.FSType {
 
 func TestMountFS(t *testing.T) {
 	k := newKernelSys(t)
-	var mem, disk fakeFS
+	var mem, disk, disk2 fakeFS
 	k.v.RegisterFSType("memfs", mem.typ(false))
 	k.v.RegisterFSType("diskfs", disk.typ(true))
+	k.v.RegisterFSType("diskfs2", disk2.typ(true))
 	must(t, "mkdir /mnt", k.mkdir("/mnt", 0o755))
 	must(t, "mkdir /m2", k.mkdir("/m2", 0o755))
 	must(t, "mknod /vdb", k.mknod("/vdb", linux.S_IFBLK|0o600, linux.MakeDev(254, 16)))
@@ -225,7 +226,8 @@ func TestMountFS(t *testing.T) {
 	if len(disk.made) != 1 || disk.made[0].Rdev != linux.MakeDev(254, 16) {
 		t.Errorf("diskfs made from %+v", disk.made)
 	}
-	wantErr(t, "device mounted twice", k.v.MountFS(c, nil, "/vdb", "/mnt", "diskfs", 0, ""), linux.EBUSY)
+	wantErr(t, "device mounted again read-write over read-only", k.v.MountFS(c, nil, "/vdb", "/mnt", "diskfs", 0, ""), linux.EBUSY)
+	wantErr(t, "device mounted again as another type", k.v.MountFS(c, nil, "/vdb", "/mnt", "diskfs2", linux.MS_RDONLY, ""), linux.EBUSY)
 	want := "tmpfs / tmpfs rw 0 0\nnone /mnt memfs rw 0 0\n/vdb /m2 diskfs ro 0 0\n"
 	if got := string(k.v.Mounts()); got != want {
 		t.Errorf("mounts:\n%s\nwant:\n%s", got, want)
@@ -256,6 +258,36 @@ func TestMountFS(t *testing.T) {
 	must(t, "sync", k.v.SyncAll())
 	if disk.syncs != 2 {
 		t.Errorf("sync: %d syncs, want 2", disk.syncs)
+	}
+
+	// The device mounted a second time shares the instance, as Linux
+	// shares the superblock: a change through one mount shows through
+	// the other, cached names included.
+	must(t, "mount the device a second time", k.v.MountFS(c, nil, "/vdb", "/mnt", "diskfs", 0, ""))
+	if len(disk.made) != 2 {
+		t.Errorf("a second mount made a new instance: %d made", len(disk.made))
+	}
+	fd, err = k.open("/mnt/x", linux.O_CREAT|linux.O_RDWR, 0o644)
+	must(t, "create through the second", err)
+	k.close(fd)
+	if _, err := k.stat("/m2/x"); err != nil {
+		t.Errorf("created through one, seen through the other: %v", err)
+	}
+	must(t, "unlink through the first", k.unlink("/m2/x"))
+	if _, err := k.stat("/mnt/x"); !errors.Is(err, linux.ENOENT) {
+		t.Errorf("removed through one, stat through the other: %v, want ENOENT", err)
+	}
+	must(t, "mkdir through the first", k.mkdir("/m2/d", 0o755))
+	must(t, "rmdir through the second", k.rmdir("/mnt/d"))
+	wantErr(t, "mkdir in it through the first", k.mkdir("/m2/d/e", 0o755), linux.ENOENT)
+	must(t, "unmount the second", k.v.Unmount(c, nil, "/mnt", 0))
+	if disk.releases != 1 {
+		t.Errorf("unmounting one of two mounts: %d releases, want 1 (the earlier one)", disk.releases)
+	}
+	must(t, "the first still works", k.mkdir("/m2/d", 0o755))
+	must(t, "unmount the first", k.v.Unmount(c, nil, "/m2", 0))
+	if disk.releases != 2 {
+		t.Errorf("unmounting the last mount: %d releases, want 2", disk.releases)
 	}
 
 	// A file system with nothing to write back (tmpfs) unmounted lazily

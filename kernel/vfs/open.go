@@ -16,7 +16,7 @@ func (v *VFS) Open(c *Ctx, dir *Dentry, path string, flags uint32, mode uint32) 
 		if flags&linux.O_ACCMODE == linux.O_RDONLY || flags&linux.O_CREAT != 0 {
 			return nil, linux.EINVAL
 		}
-		return nil, linux.EOPNOTSUPP
+		return nil, v.tmpfileDir(c, dir, path)
 	}
 	if flags&linux.O_PATH != 0 {
 		flags &= linux.O_PATH | linux.O_DIRECTORY | linux.O_NOFOLLOW | linux.O_CLOEXEC
@@ -39,6 +39,34 @@ func (v *VFS) Open(c *Ctx, dir *Dentry, path string, flags uint32, mode uint32) 
 		notifyFile(d, InOpen)
 	}
 	return f, err
+}
+
+// tmpfileDir is O_TMPFILE's answer: no file system here makes unnamed
+// files, so EOPNOTSUPP, but only after what Linux checks first, as
+// do_tmpfile and vfs_tmpfile do: the path names a directory (ENOENT,
+// ENOTDIR, ELOOP, EACCES on the way), on a writable mount, that the
+// caller may write and search.
+func (v *VFS) tmpfileDir(c *Ctx, dir *Dentry, path string) error {
+	if err := checkPath(path); err != nil {
+		return err
+	}
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	w := walker{v: v, c: c}
+	d, err := w.lookup(w.start(dir, path), path, true)
+	switch {
+	case err != nil:
+		return err
+	case !d.IsDir():
+		return linux.ENOTDIR
+	case d.mount.readOnly:
+		return linux.EROFS
+	}
+	a := d.inode.Attr()
+	if !c.Cred.Permits(&a, linux.W_OK|linux.X_OK) {
+		return linux.EACCES
+	}
+	return linux.EOPNOTSUPP
 }
 
 // openLookup finds (or with O_CREAT makes) the file to open.
@@ -277,6 +305,9 @@ func (v *VFS) openDentry(c *Ctx, d *Dentry, flags uint32, created bool) (*OpenFi
 	flags &^= linux.O_CREAT | linux.O_EXCL | linux.O_NOCTTY | linux.O_TRUNC | linux.O_CLOEXEC
 	f := newOpenFile(d, d.inode, file, flags|linux.O_LARGEFILE)
 	f.writer = writer
+	if writer && d.mount != nil {
+		d.mount.writers.Add(1)
+	}
 	if d.mode == linux.S_IFREG && acc == linux.O_RDONLY {
 		f.reader = true
 		getReadAccess(d.inode)

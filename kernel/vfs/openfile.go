@@ -93,6 +93,9 @@ func (f *OpenFile) DecRef() {
 		}
 		if f.writer {
 			putWriteAccess(f.inode)
+			if f.dentry != nil && f.dentry.mount != nil {
+				f.dentry.mount.writers.Add(-1)
+			}
 		}
 		liveFiles.Add(-1)
 		f.file.Release()
@@ -221,14 +224,21 @@ func (f *OpenFile) Write(p []byte, intr <-chan struct{}) (int, error) {
 }
 
 // Pread reads at off without using or moving the file position.
+//
+// Linux asks whether the file can be read at an offset (ESPIPE) before
+// whether it was opened for reading (EBADF), and refuses a range whose
+// end does not fit in an off_t (rw_verify_area).
 func (f *OpenFile) Pread(p []byte, off int64, intr <-chan struct{}) (int, error) {
-	if !f.readable() {
+	if f.IsPath() {
 		return 0, linux.EBADF
 	}
 	if !f.seekable {
 		return 0, linux.ESPIPE
 	}
-	if off < 0 {
+	if !f.readable() {
+		return 0, linux.EBADF
+	}
+	if off < 0 || off+int64(len(p)) < 0 {
 		return 0, linux.EINVAL
 	}
 	n, err := f.file.Read(f.blocking(intr), p, off)
@@ -239,13 +249,16 @@ func (f *OpenFile) Pread(p []byte, off int64, intr <-chan struct{}) (int, error)
 // Pwrite writes at off without using or moving the file position. Like
 // Linux (see BUGS in pwrite(2)) it appends when the file is O_APPEND.
 func (f *OpenFile) Pwrite(p []byte, off int64, intr <-chan struct{}) (int, error) {
-	if !f.writable() {
+	if f.IsPath() {
 		return 0, linux.EBADF
 	}
 	if !f.seekable {
 		return 0, linux.ESPIPE
 	}
-	if off < 0 {
+	if !f.writable() {
+		return 0, linux.EBADF
+	}
+	if off < 0 || off+int64(len(p)) < 0 {
 		return 0, linux.EINVAL
 	}
 	var n int

@@ -44,12 +44,13 @@ func TestCheckCatchesMistakes(t *testing.T) {
 		{"rseq": {Level: "partial", Text: "x"}},
 		{},
 		{"rseq": {Level: "unsupported", Text: "x"}, "write": {Level: "unsupported", Text: "x"}},
+		{"rseq": {Level: "unsupported", Text: "x"}, "write": {Level: "missing", Text: "x"}},
 	} {
 		if err := check(calls, bad); err == nil {
 			t.Errorf("check accepted %v", bad)
 		}
 	}
-	if err := check(calls, map[string]Note{"rseq": {Level: "unsupported", Text: "why"}}); err != nil {
+	if err := check(calls, map[string]Note{"rseq": {Level: "unsupported", Text: "why"}, "write": {Level: "supported", Text: "untested"}}); err != nil {
 		t.Errorf("good notes refused: %v", err)
 	}
 	if !strings.Contains(render(calls, map[string]Note{"rseq": {Level: "unsupported", Text: "why"}}, map[int]string{0: "read", 1: "write", 334: "rseq"}), "| 0 | read | missing | |") {

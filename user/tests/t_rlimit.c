@@ -1,8 +1,8 @@
 /* Resource limits that change what a program may do: RLIMIT_DATA (private
  * writable mappings and the break), RLIMIT_STACK (the stack a new program
  * gets) and RLIMIT_CPU (SIGXCPU at the soft limit and each second after,
- * SIGKILL at the hard one). Each case runs in a child, which the limit
- * may kill. */
+ * SIGKILL at the hard one), RLIMIT_AS as the stack grows. Each case runs
+ * in a child, which the limit may kill. */
 #define _GNU_SOURCE
 #include "check.h"
 #include <signal.h>
@@ -79,6 +79,53 @@ static int stack_small(void) { return run_stack(1 * MiB, "4096"); }
 static int stack_large(void) { return run_stack(64 * MiB, "16384"); }
 static int stack_default(void) { return run_stack(8 * MiB, "4096"); }
 
+/* RLIMIT_AS and the stack: the stack counts toward RLIMIT_AS as far as it
+ * has grown, as on Linux, so VmStk starts small, grows with use, and a
+ * stack that would grow past RLIMIT_AS is SIGSEGV (with no core bit: no
+ * core is dumped with RLIMIT_CORE at 0). */
+static long status_kib(const char *key)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long v = -1;
+	size_t n = strlen(key);
+	while (f && fgets(line, sizeof line, f))
+		if (strncmp(line, key, n) == 0 && line[n] == ':')
+			v = atol(line + n + 1);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static int deep(int kib)
+{
+	volatile char buf[1024];
+	buf[0] = (char)kib;
+	return kib > 0 ? deep(kib - 1) + buf[0] : 0;
+}
+
+/* RLIMIT_AS at the child's own size plus headroom */
+static int as_grow(long headroom, int kib)
+{
+	long base = status_kib("VmSize") * 1024;
+	struct rlimit core = {0, RLIM_INFINITY}, as = {base + headroom, base + headroom};
+	if (setrlimit(RLIMIT_CORE, &core) || setrlimit(RLIMIT_AS, &as))
+		return 90;
+	deep(kib);
+	return 0;
+}
+static int as_stack_within(void) { return as_grow(4 * MiB, 1024); }
+static int as_stack_past(void) { return as_grow(2 * MiB, 4096); }
+static int as_mmap_fits(void)
+{
+	long base = status_kib("VmSize") * 1024;
+	struct rlimit as = {base + 4 * MiB, base + 4 * MiB};
+	if (setrlimit(RLIMIT_AS, &as))
+		return 90;
+	void *p = mmap(NULL, 3 * MiB, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? 1 : 0;
+}
+
 static int xcpu_pipe[2];
 
 static void on_xcpu(int s)
@@ -131,6 +178,19 @@ int main(int argc, char **argv)
 	CHECK("stack.1m_overflows_by_segv", WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
 	st = in_child(stack_large);
 	CHECK("stack.64m_holds_16m", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+	long stk = status_kib("VmStk");
+	CHECK("stack.vmstk_starts_small", stk > 0 && stk < 1024);
+	CHECK("stack.vmsize_known", status_kib("VmSize") > 0);
+	st = in_child(as_stack_within);
+	CHECK_EQ("stack.as_within", st, 0);
+	st = in_child(as_stack_past);
+	CHECK("stack.as_past_segv", WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
+	CHECK("stack.as_past_no_core_bit", !WCOREDUMP(st));
+	st = in_child(as_mmap_fits);
+	CHECK_EQ("stack.as_mmap_within", st, 0);
+	deep(2048);
+	CHECK("stack.vmstk_grows", status_kib("VmStk") >= 2048);
 
 	pipe(xcpu_pipe);
 	st = in_child(cpu_soft_then_hard);

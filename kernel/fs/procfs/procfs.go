@@ -227,12 +227,25 @@ func (d *dir) ReadDir(pos int64, emit func(vfs.DirEntry) bool) error {
 	return nil
 }
 
-func (d *dir) Create(string, uint32, uint64, vfs.Owner) (vfs.Inode, error) { return nil, linux.EACCES }
-func (d *dir) Symlink(string, string, vfs.Owner) (vfs.Inode, error)        { return nil, linux.EACCES }
-func (d *dir) Link(string, vfs.Inode) error                                { return linux.EACCES }
-func (d *dir) Unlink(string) error                                         { return linux.EACCES }
-func (d *dir) Rmdir(string) error                                          { return linux.EACCES }
-func (d *dir) Rename(string, vfs.Dir, string, uint32) error                { return linux.EACCES }
+// Nothing is made or removed in /proc by name. Linux's proc look-ups fail
+// with ENOENT for a name that is not there (rather than leaving a
+// negative dentry to create on), so a new name is ENOENT; an existing one
+// finds no unlink, rmdir or rename operation, which is EPERM.
+func (d *dir) Create(string, uint32, uint64, vfs.Owner) (vfs.Inode, error) { return nil, linux.ENOENT }
+func (d *dir) Symlink(string, string, vfs.Owner) (vfs.Inode, error)        { return nil, linux.ENOENT }
+func (d *dir) Link(string, vfs.Inode) error                                { return linux.ENOENT }
+func (d *dir) Unlink(string) error                                         { return linux.EPERM }
+func (d *dir) Rmdir(string) error                                          { return linux.EPERM }
+
+func (d *dir) Rename(_ string, newDir vfs.Dir, newName string, _ uint32) error {
+	if _, err := newDir.Lookup(newName); err != nil {
+		return linux.ENOENT
+	}
+	return linux.EPERM
+}
+
+// NoNewNames: see Create.
+func (d *dir) NoNewNames() {}
 
 // Volatile: the kernel adds entries (process directories) behind the
 // VFS's back.

@@ -96,6 +96,7 @@ func (f *FS) errno(err error) error {
 type node struct {
 	fs  *FS
 	ino uint32
+	typ uint32 // the file type (S_IFMT bits) it was made for
 	// self is the vfs.Inode the node was handed out as.
 	self vfs.Inode
 }
@@ -110,17 +111,25 @@ type special struct{ *node }
 func (f *FS) inode(ino uint32) (vfs.Inode, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	var held *node
 	if wp, ok := f.nodes[ino]; ok {
-		if n := wp.Value(); n != nil {
-			return n.self, nil
-		}
+		held = wp.Value()
 	}
 	st, err := f.disk.Stat(ino)
 	if err != nil {
+		if held != nil {
+			return held.self, nil
+		}
 		return nil, f.errno(err)
 	}
-	n := &node{fs: f, ino: ino}
-	switch st.Mode & linux.S_IFMT {
+	// A node still held for a number that was freed and given to a file
+	// of another type (a second mount's dentry for a name removed
+	// through the first) is not that file: it gets a node of its own.
+	if held != nil && held.typ == st.Mode&linux.S_IFMT {
+		return held.self, nil
+	}
+	n := &node{fs: f, ino: ino, typ: st.Mode & linux.S_IFMT}
+	switch n.typ {
 	case linux.S_IFDIR:
 		n.self = dir{n}
 	case linux.S_IFREG:

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -281,4 +282,35 @@ func TestCommitter(t *testing.T) {
 	close(stop)
 	<-done
 	fsck(t, dev)
+}
+
+// TestReusedNumber: a node still held for an inode number that was freed
+// (a second mount's stale dentry holds it) is not handed out for the file
+// of another type that gets the number next.
+func TestReusedNumber(t *testing.T) {
+	v, c, _, _ := setup(t)
+	root, _ := v.Lookup(c, nil, "/mnt", 0)
+	dir := root.Inode().(vfs.Dir)
+	f, err := dir.Create("gone", linux.S_IFREG|0o644, 0, vfs.Owner{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dir.Unlink("gone"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := dir.Create("dir2", linux.S_IFDIR|0o755, 0, vfs.Owner{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fa, da := f.Attr(), d.Attr(); fa.Ino != da.Ino {
+		t.Skipf("the number was not reused (%d, then %d)", fa.Ino, da.Ino)
+	}
+	got, err := dir.Lookup("dir2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got.(vfs.Dir); !ok {
+		t.Errorf("the directory that reused a held file's number is a %T", got)
+	}
+	runtime.KeepAlive(f)
 }
