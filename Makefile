@@ -23,7 +23,7 @@ QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot
 
 DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio e2fsprogs python3 curl gdisk fdisk
 
-.PHONY: all run run-cmd net-check test iso kernel deps host-test boot-test user-test cpu-test linux-test debian-test exhaust-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
+.PHONY: all run run-cmd net-check net-inject test iso kernel deps host-test boot-test user-test cpu-test linux-test debian-test exhaust-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
 
 all: iso
 
@@ -65,7 +65,7 @@ run: deps
 	qemu-system-x86_64 $(QEMU_FLAGS) $(if $(filter uefi,$(FIRMWARE)),-bios /usr/share/ovmf/OVMF.fd) -cdrom $(ISO); \
 	  s=$$?; [ $$s -eq 1 ] || [ $$s -eq 0 ] || echo "QEMU exited with $$s (kernel status $$(( ($$s - 1) / 2 )))"
 
-test: deps vet host-test boot-test cpu-test user-test linux-test debian-test net-check apps-smoke
+test: deps vet host-test boot-test cpu-test user-test linux-test debian-test net-check net-inject apps-smoke
 
 vet:
 	go vet ./...
@@ -241,6 +241,12 @@ NICS ?= virtio-net-pci e1000 e1000e
 net-check: deps $(KERNEL) $(STUB) user
 	@s=0; for nic in $(NICS); do for c in 1 2; do ip=static; [ $$c = 2 ] && ip=dhcp; \
 	  NIC=$$nic CPUS=$$c IPCONF=$$ip tools/netcheck.sh || s=1; done; done; exit $$s
+
+# Malformed and hostile frames on a guest's wire for a bounded time while it
+# serves HTTP (tools/netinject; INJECT_SECONDS=15): the kernel stays up, the server answers,
+# memory and goroutines come back. NIC= picks the card (virtio-net-pci).
+net-inject: deps $(KERNEL) $(STUB) user
+	go run ./tools/netinject -nic $(or $(NIC),virtio-net-pci) -cpus 2 -seconds $(or $(INJECT_SECONDS),15)
 
 # redis, nginx, wrk (static musl, from Debian's sources) and mailbench.
 include apps/apps.mk
