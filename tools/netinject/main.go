@@ -57,8 +57,10 @@ const page = "served-by-the-guest"
 
 // guestScript serves a page, reports its baseline, waits for the
 // injector's stop (a connection to port 9), then waits for memory and
-// goroutines to come back (fragments are held for 30 s at most) and
-// reports them with the counters.
+// goroutines to come back and reports them with the counters. It waits at
+// least 65 s, past the stack's timers for what the attack left (30 s for
+// an unfinished datagram's fragments, 60 s of TIME_WAIT, the SYN-ACK
+// retransmissions to flooding addresses), and at most 150 s.
 const guestScript = `mkdir -p /www && echo ` + page + ` > /www/index.html && httpd -p 80 -h /www
 kmem() { echo 3 > /proc/sys/vm/drop_caches; sleep 1; awk '/^MemFree:/ {print $2}' /proc/meminfo; }
 gor() { grep -c '^goroutine ' /proc/shortbread/goroutines; }
@@ -69,7 +71,7 @@ echo "inject-baseline $m0 $g0 $(classes)"
 nc -l -p 9 < /dev/null > /tmp/stop
 echo "inject-stop $(cat /tmp/stop)"
 t0=$(cut -d. -f1 /proc/uptime)
-while :; do m=$(kmem); g=$(gor); echo "inject-wait $m $g"; i=$(($(cut -d. -f1 /proc/uptime) - t0)); [ $((m0 - m - $(rt) + r0)) -lt 2048 ] && [ $g -le $g0 ] && break; [ $i -lt 90 ] || break; done
+while :; do m=$(kmem); g=$(gor); echo "inject-wait $m $g"; i=$(($(cut -d. -f1 /proc/uptime) - t0)); [ $i -ge 65 ] && [ $((m0 - m - $(rt) + r0)) -lt 2048 ] && [ $g -le $g0 ] && break; [ $i -lt 150 ] || break; done
 echo "inject-after $m $g $i $(classes)"
 cat /proc/net/dev
 cat /proc/net/snmp 2>/dev/null
