@@ -196,11 +196,16 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 		space.Destroy()
 		return err
 	}
+	sysinfo, err := mapVDSO(space)
+	if err != nil {
+		space.Destroy()
+		return err
+	}
 	p.mu.Lock()
 	cred := p.cred
 	p.mu.Unlock()
 	secure := execCreds(&cred, file)
-	sp, err := buildStack(space, f, bias, interpBase, path, argv, envp, &cred, secure)
+	sp, err := buildStack(space, f, bias, interpBase, sysinfo, path, argv, envp, &cred, secure)
 	if err != nil {
 		space.Destroy()
 		return err
@@ -312,12 +317,14 @@ const (
 	atSecure = 23
 	atRandom = 25
 	atExecfn = 31
+	// atSysinfoEhdr is the vDSO's ELF header (kernel/vdso).
+	atSysinfoEhdr = 33
 )
 
 // buildStack lays out argc, argv, envp and the auxiliary vector at the top
 // of the new stack (System V x86-64 psABI §3.4.1) and returns the stack
 // pointer.
-func buildStack(s *mm.Space, f *elf.File, bias, interpBase uint64, path string, argv, envp []string, c *creds, secure bool) (uint64, error) {
+func buildStack(s *mm.Space, f *elf.File, bias, interpBase, sysinfo uint64, path string, argv, envp []string, c *creds, secure bool) (uint64, error) {
 	sp := uint64(stackTop)
 	push := func(b []byte) (uint64, error) {
 		sp -= uint64(len(b))
@@ -354,8 +361,12 @@ func buildStack(s *mm.Space, f *elf.File, bias, interpBase uint64, path string, 
 		atPagesz, mm.PageSize, atBase, interpBase, atFlags, 0, atEntry, bias + f.Entry,
 		atUID, uint64(c.ruid), atEUID, uint64(c.euid), atGID, uint64(c.rgid), atEGID, uint64(c.egid),
 		atHwcap, hwcap(), atClktck, 100, atSecure, secureFlag, atRandom, random,
-		atExecfn, execfn, atNull, 0,
+		atExecfn, execfn,
 	}
+	if sysinfo != 0 {
+		auxv = append(auxv, atSysinfoEhdr, sysinfo)
+	}
+	auxv = append(auxv, atNull, 0)
 	words := []uint64{uint64(len(argv))}
 	words = append(words, strs[:len(argv)]...)
 	words = append(words, 0)
