@@ -317,9 +317,20 @@ const (
 	atSecure = 23
 	atRandom = 25
 	atExecfn = 31
+	atHwcap2 = 26
 	// atSysinfoEhdr is the vDSO's ELF header (kernel/vdso).
 	atSysinfoEhdr = 33
+	// atMinSigStkSz is the most stack a signal frame takes (x86-64's
+	// ARCH_DLINFO since Linux 5.14): what sigaltstack must allow for.
+	atMinSigStkSz = 51
 )
+
+// hwcap2 is AT_HWCAP2: on x86-64 Linux sets HWCAP2_RING3MWAIT (Xeon Phi
+// only) and HWCAP2_FSGSBASE (when it turned on CR4.FSGSBASE, so user
+// code may run RDFSBASE and WRFSBASE). Shortbread leaves CR4.FSGSBASE
+// off (those instructions fault with #UD), so neither bit is set, and
+// the entry is there, as on every x86-64 Linux.
+const hwcap2 = 0
 
 // buildStack lays out argc, argv, envp and the auxiliary vector at the top
 // of the new stack (System V x86-64 psABI §3.4.1) and returns the stack
@@ -356,16 +367,18 @@ func buildStack(s *mm.Space, f *elf.File, bias, interpBase, sysinfo uint64, path
 	if secure {
 		secureFlag = 1
 	}
-	auxv := []uint64{
-		atPhdr, f.PhdrAddr(bias), atPhent, 56, atPhnum, uint64(f.Phnum),
-		atPagesz, mm.PageSize, atBase, interpBase, atFlags, 0, atEntry, bias + f.Entry,
-		atUID, uint64(c.ruid), atEUID, uint64(c.euid), atGID, uint64(c.rgid), atEGID, uint64(c.egid),
-		atHwcap, hwcap(), atClktck, 100, atSecure, secureFlag, atRandom, random,
-		atExecfn, execfn,
-	}
+	// Linux's order: the architecture's entries (the vDSO, the signal
+	// frame's size) first, AT_HWCAP2 after AT_RANDOM.
+	var auxv []uint64
 	if sysinfo != 0 {
 		auxv = append(auxv, atSysinfoEhdr, sysinfo)
 	}
+	auxv = append(auxv, atMinSigStkSz, minSigStackSize(),
+		atHwcap, hwcap(), atPagesz, mm.PageSize, atClktck, 100,
+		atPhdr, f.PhdrAddr(bias), atPhent, 56, atPhnum, uint64(f.Phnum),
+		atBase, interpBase, atFlags, 0, atEntry, bias+f.Entry,
+		atUID, uint64(c.ruid), atEUID, uint64(c.euid), atGID, uint64(c.rgid), atEGID, uint64(c.egid),
+		atSecure, secureFlag, atRandom, random, atHwcap2, hwcap2, atExecfn, execfn)
 	auxv = append(auxv, atNull, 0)
 	words := []uint64{uint64(len(argv))}
 	words = append(words, strs[:len(argv)]...)

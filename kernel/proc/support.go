@@ -21,7 +21,7 @@ var supportNotes = map[string]supportNote{
 	"clock_adjtime":      {partial, "as adjtimex, for CLOCK_REALTIME; the other clocks are EOPNOTSUPP"},
 	"rseq":               {unsupported, "restartable sequences need the scheduler to keep cpu_id current and to abort critical sections on preemption; glibc runs without rseq on ENOSYS"},
 	"clone3":             {unsupported, "glibc falls back to clone on ENOSYS (Debian's glibc 2.36: t_debian's threaded sort) and musl never calls it"},
-	"execve":             {partial, "static and dynamically linked programs (PT_INTERP's loader, e.g. glibc's ld.so, at a random base); a vDSO (AT_SYSINFO_EHDR) serves clock_gettime, gettimeofday, time and clock_getres without entering the kernel; its getcpu makes the system call, as the kernel does not keep IA32_TSC_AUX for RDPID/RDTSCP"},
+	"execve":             {partial, "static and dynamically linked programs (PT_INTERP's loader, e.g. glibc's ld.so, at a random base); AT_HWCAP2 (no bits: CR4.FSGSBASE stays off) and AT_MINSIGSTKSZ as Linux 6.1 passes them; a vDSO (AT_SYSINFO_EHDR) serves clock_gettime, gettimeofday, time and clock_getres without entering the kernel; its getcpu makes the system call, as the kernel does not keep IA32_TSC_AUX for RDPID/RDTSCP"},
 }
 
 type supportLevel int
