@@ -69,13 +69,34 @@ var ErrNoExec = elf.ErrNoExec
 
 var errArgTooLong = errors.New("argument list too long")
 
-// exec replaces the thread's process image with the program at path.
-func (t *Thread) exec(path string, argv, envp []string) error {
+// execTarget is the program an exec runs: path from dir, as
+// execveat(2) names it.
+type execTarget struct {
+	dir   *vfs.Dentry // where a relative path starts; nil: the cwd
+	path  string
+	flags int // AT_EMPTY_PATH, AT_SYMLINK_NOFOLLOW
+	// name is what the program is called (Linux's bprm->filename): in
+	// AT_EXECFN, as a script's argument to its interpreter, and in
+	// /proc. path, or "/dev/fd/N" and "/dev/fd/N/path" for a program
+	// named by a descriptor.
+	name string
+	// closedByExec: the descriptor is close-on-exec, so a script's
+	// interpreter could not open name (Linux's
+	// BINPRM_FLAGS_PATH_INACCESSIBLE): such a script is ENOENT.
+	closedByExec bool
+}
+
+// execPath is the target of execve(path).
+func execPath(path string) execTarget { return execTarget{path: path, name: path} }
+
+// exec replaces the thread's process image with the program tgt names.
+func (t *Thread) exec(tgt execTarget, argv, envp []string) error {
 	p := t.Proc
-	file, err := t.readFile(path)
+	file, err := t.readFileAt(tgt.dir, tgt.path, tgt.flags)
 	if err != nil {
 		return err
 	}
+	path := tgt.name
 	defer file.release()
 	data := file.data
 	// A "#!" script runs its interpreter with the script's path in place
@@ -83,6 +104,9 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 	for depth := 0; len(data) >= 2 && data[0] == '#' && data[1] == '!'; depth++ {
 		if depth == maxInterpDepth {
 			return linux.ELOOP
+		}
+		if depth == 0 && tgt.closedByExec {
+			return linux.ENOENT
 		}
 		interp, arg, ok := parseShebang(data)
 		if !ok {

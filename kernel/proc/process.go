@@ -245,7 +245,7 @@ func Start(o Options, path string, argv, envp []string) (*Process, error) {
 		}
 	}
 	t := newThread(p, p.PID)
-	if err := t.exec(path, argv, envp); err != nil {
+	if err := t.exec(execPath(path), argv, envp); err != nil {
 		tableMu.Lock()
 		delete(table, p.PID)
 		tableMu.Unlock()

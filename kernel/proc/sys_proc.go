@@ -4,7 +4,9 @@ package proc
 
 import (
 	"encoding/binary"
+	"fmt"
 
+	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/klog"
 )
 
@@ -79,36 +81,73 @@ func (t *Thread) readStrings(at uintptr) ([]string, error) {
 }
 
 func sysExecve(t *Thread, a *[6]uint64) (int64, bool) {
-	s := t.Proc.Space()
-	path, err := s.CopyInString(uintptr(a[0]), 4096)
+	path, err := t.Proc.Space().CopyInString(uintptr(a[0]), 4096)
 	if err != nil {
 		return errno(err), false
 	}
-	argv, err := t.readStrings(uintptr(a[1]))
+	return t.execveArgs(execPath(path), a[1], a[2]), false
+}
+
+// sysExecveat is execve on a path from a directory descriptor, or on the
+// descriptor itself with an empty path and AT_EMPTY_PATH (fexecve).
+func sysExecveat(t *Thread, a *[6]uint64) (int64, bool) {
+	dirfd, flags := int(int32(a[0])), int(a[4])
+	if flags&^(linux.AT_EMPTY_PATH|linux.AT_SYMLINK_NOFOLLOW) != 0 {
+		return -eINVAL, false
+	}
+	path, err := t.path(a[1])
 	if err != nil {
 		return errno(err), false
 	}
-	envp, err := t.readStrings(uintptr(a[2]))
+	if path == "" && flags&linux.AT_EMPTY_PATH == 0 {
+		return -eNOENT, false
+	}
+	dir, err := t.dirOf(dirfd, path)
 	if err != nil {
 		return errno(err), false
 	}
-	if err := t.execve(path, argv, envp); err != nil {
+	tgt := execTarget{dir: dir, path: path, flags: flags, name: path}
+	if dir != nil {
+		fdFlags, _ := t.Proc.files.FDFlags(dirfd)
+		tgt.closedByExec = fdFlags&linux.FD_CLOEXEC != 0
+	}
+	switch {
+	case dir == nil:
+	case path == "":
+		tgt.name = fmt.Sprintf("/dev/fd/%d", dirfd)
+	default:
+		tgt.name = fmt.Sprintf("/dev/fd/%d/%s", dirfd, path)
+	}
+	return t.execveArgs(tgt, a[2], a[3]), false
+}
+
+// execveArgs reads argv and envp and runs the program tgt names.
+func (t *Thread) execveArgs(tgt execTarget, argvAt, envpAt uint64) int64 {
+	argv, err := t.readStrings(uintptr(argvAt))
+	if err != nil {
+		return errno(err)
+	}
+	envp, err := t.readStrings(uintptr(envpAt))
+	if err != nil {
+		return errno(err)
+	}
+	if err := t.execve(tgt, argv, envp); err != nil {
 		// Why a program was refused (which segment, which check) is in
 		// err; the caller only sees the errno.
 		if Log != nil && Log.Enabled(klog.Debug) {
-			Log.Debugf("proc: %v: execve %q refused: %v", t.Proc, path, err)
+			Log.Debugf("proc: %v: execve %q refused: %v", t.Proc, tgt.name, err)
 		}
-		return errno(err), false
+		return errno(err)
 	}
-	return 0, false
+	return 0
 }
 
 // execve replaces the process image: other threads end first (Linux
 // "de-threads" the group), handlers reset, a vfork parent resumes.
-func (t *Thread) execve(path string, argv, envp []string) error {
+func (t *Thread) execve(tgt execTarget, argv, envp []string) error {
 	p := t.Proc
 	// Load first: a failed exec leaves the process as it was.
-	if err := t.exec(path, argv, envp); err != nil {
+	if err := t.exec(tgt, argv, envp); err != nil {
 		return err
 	}
 	p.stopOthers(t)

@@ -191,6 +191,7 @@ func init() {
 		57:  {"fork", sysFork},
 		58:  {"vfork", sysVfork},
 		59:  {"execve", sysExecve},
+		322: {"execveat", sysExecveat},
 		60:  {"exit", sysExitThread},
 		61:  {"wait4", sysWait4},
 		62:  {"kill", sysKill},
