@@ -21,6 +21,7 @@ var Log *klog.Logger
 const (
 	ePERM        = 1
 	eNOENT       = 2
+	e2BIG        = 7
 	eBADF        = 9
 	eNOMEM       = 12
 	eFAULT       = 14
@@ -314,7 +315,7 @@ func init() {
 		135: {"personality", sysPersonality},
 		324: {"membarrier", sysMembarrier}, // sys_membarrier.go
 		334: {"rseq", sysNosys},            // deliberately ENOSYS: sys_membarrier.go
-		435: {"clone3", sysNosys},          // deliberately ENOSYS: sys_membarrier.go
+		435: {"clone3", sysClone3},
 	} {
 		syscalls[no] = e
 	}
