@@ -513,11 +513,12 @@ func (p *Process) becomeZombie() (target *Thread, ignoring bool) {
 
 // childInfo is the SIGCHLD siginfo for p's exit.
 func (p *Process) childInfo() sigInfo {
+	self, _ := p.selfTimes() // with the exiting thread's, as addChildUsage
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	info := sigInfo{signo: p.exitSignal, pid: int32(p.PID), uid: p.cred.ruid}
 	info.code, info.status = exitCode(p.status)
-	info.value, info.stime = ticks(p.usage.dead.user), ticks(p.usage.dead.sys)
+	info.value, info.stime = ticks(self.user), ticks(self.sys)
 	return info
 }
 
