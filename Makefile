@@ -90,7 +90,7 @@ boot-test: $(KERNEL) $(STUB) $(INITRAMFS)
 # without an HPET, then the user programs that depend on the processor
 # (FPU state and signal frames, /proc/cpuinfo, getrandom, clocks) on
 # qemu64, Nehalem, Skylake-Server (AVX-512), EPYC and without an HPET.
-CPU_TESTS := t_fpu,t_signal,t_loadcpu,t_misc,t_time
+CPU_TESTS := t_fpu,t_signal,t_loadcpu,t_misc,t_time,t_vdso,t_auxv
 cpu-test: user $(KERNEL) $(STUB) $(INITRAMFS)
 	CPU=qemu64 tools/boottest.sh 2
 	MACHINE=q35,hpet=off tools/boottest.sh 2

@@ -70,7 +70,11 @@ func main() {
 	mainTSC := machine.Rdtsc()
 	k := &kernel{log: klog.New(os.Stdout, klog.Info)}
 	k.readBootInfo()
+	clockErr := proc.InitClocks() // before anything reads the clocks
 	k.parseCmdline()
+	if clockErr != nil {
+		k.log.Warnf("vdso: %v", clockErr)
+	}
 	proc.Log = k.log
 	proc.Trace = k.opts["strace"] == "true"
 	if v, ok := k.opts["hung_task_timeout_secs"]; ok {

@@ -6,6 +6,7 @@ import (
 	"shortbread/kernel/arch"
 	"shortbread/kernel/drivers/rtc"
 	"shortbread/kernel/machine"
+	"shortbread/kernel/wallclock"
 )
 
 // cmosPorts reaches the CMOS through its index (0x70) and data (0x71)
@@ -41,5 +42,6 @@ func (k *kernel) setWalltime() {
 		k.log.Warnf("rtc: %v; the time of day starts at 1970", err)
 		return
 	}
-	machine.SetWalltime(t.UnixNano())
+	machine.SetWalltime(t.UnixNano()) // the runtime's time.Now
+	wallclock.Set(t)                  // CLOCK_REALTIME and the vDSO's, from proc.InitClocks on
 }

@@ -2,13 +2,17 @@
 # Builds the Go kernel ELF: the stock toolchain (pinned by go.mod's
 # toolchain line) with runtime-patches/ applied through go build -overlay
 # (see tools/overlay.sh) and netstack-patches/ applied to a copy of gVisor's
-# module (see tools/netstack.sh).
+# module (see tools/netstack.sh). The vDSO is compiled from C
+# (tools/build-vdso.sh) and added to package kernel/vdso by the same
+# overlay.
 #
 # usage: tools/build-kernel.sh OUT.elf
 set -eu
 out=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
 overlay=$("$root/tools/overlay.sh" "$root/runtime-patches" "$root/build/overlay")
+vdso=$("$root/tools/build-vdso.sh" "$root/build/overlay/vdso")
+sed -i "s|^{\"Replace\":{|{\"Replace\":{\"$root/kernel/vdso/image_shortbread.go\":\"$vdso\",|" "$overlay"
 # Beside OUT, so builds into different directories do not share it.
 modfile=$("$root/tools/netstack.sh" "$root/netstack-patches" "$(dirname "$out")/netstack")
 

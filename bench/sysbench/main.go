@@ -1,7 +1,8 @@
 // Command sysbench runs the issue-3 micro-benchmarks (user/bench/ubench)
 // on Shortbread and on Linux in the same QEMU configuration, one boot per
 // kernel and CPU count, and reports each result with its Shortbread/Linux
-// ratio: null system call (getppid), pipe ping-pong between two processes,
+// ratio: null system call (getppid), clock_gettime through the vDSO and
+// as a system call, pipe ping-pong between two processes,
 // the same over an AF_UNIX stream socketpair and its bulk throughput
 // (time per MiB), page-fault cost, process lifecycle (fork+exec+exit+wait) as the
 // program's initialized data grows (.data) or its zeroed data does
@@ -44,6 +45,7 @@ const qemuFlags = "-machine q35 -cpu max -m 512M (TCG, no KVM)"
 // different CPUs).
 const script = `cd /bench
 ./ubench getppid 100000
+./ubench clock 100000
 ` + commScript + `./ubench fault 2048
 ./ubench spawn 40 /bench/ubench touch spawn_hello
 ./ubench spawn 40 /bench/ubench-data1m touch spawn_data1m

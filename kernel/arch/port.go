@@ -1,6 +1,7 @@
 // Package arch holds the few x86-64 instructions kernel code above the
 // runtime needs directly: port I/O for legacy devices (CMOS, 16550, ACPI
-// PM registers). Everything that must run beneath the runtime lives in the
+// PM registers), and an ordered read of the time-stamp counter for the
+// clocks. Everything that must run beneath the runtime lives in the
 // machine layer instead.
 package arch
 
@@ -38,3 +39,7 @@ func Write64(addr uintptr, v uint64)
 
 // CPUID executes CPUID with EAX=leaf and ECX=sub.
 func CPUID(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
+
+// RdtscOrdered reads the time-stamp counter with LFENCE before and after,
+// so the read neither moves before earlier loads nor after later ones.
+func RdtscOrdered() uint64

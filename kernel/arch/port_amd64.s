@@ -110,3 +110,17 @@ TEXT ·Write64(SB),NOSPLIT,$0-16
 	MOVQ	v+8(FP), AX
 	MOVQ	AX, (BX)
 	RET
+
+// func RdtscOrdered() uint64
+// The time-stamp counter, read after every earlier instruction has
+// completed and before any later one starts (LFENCE on both sides, as
+// Intel SDM vol. 2B RDTSC advises): a clock reading that must fall
+// between two loads of a sequence counter (kernel/wallclock) stays there.
+TEXT ·RdtscOrdered(SB),NOSPLIT,$0-8
+	LFENCE
+	RDTSC
+	LFENCE
+	SHLQ	$32, DX
+	ORQ	DX, AX
+	MOVQ	AX, ret+0(FP)
+	RET

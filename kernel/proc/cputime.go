@@ -106,9 +106,14 @@ func (p *Process) threadGoneLocked(t *Thread) {
 // reapedUsage adds a reaped child's usage (and its children's) to p and
 // returns the child's as wait4 reports it.
 func (p *Process) addChildUsage(c *Process) (cpuTimes, int64, int64) {
+	// The child's own time counts its threads still on their way out
+	// too: exit_group makes the process a zombie before the calling
+	// thread leaves it, and a parent reaping at once must not lose that
+	// thread's time (Linux adds the live threads' times at reaping).
+	self, selfFaults := c.selfTimes()
 	c.mu.Lock()
-	ct := c.usage.dead.add(c.usage.children)
-	faults := c.usage.faults + c.usage.cfaults
+	ct := self.add(c.usage.children)
+	faults := selfFaults + c.usage.cfaults
 	rss := max(c.maxRSS, c.usage.cmaxRSS)
 	c.mu.Unlock()
 	p.mu.Lock()

@@ -69,13 +69,34 @@ var ErrNoExec = elf.ErrNoExec
 
 var errArgTooLong = errors.New("argument list too long")
 
-// exec replaces the thread's process image with the program at path.
-func (t *Thread) exec(path string, argv, envp []string) error {
+// execTarget is the program an exec runs: path from dir, as
+// execveat(2) names it.
+type execTarget struct {
+	dir   *vfs.Dentry // where a relative path starts; nil: the cwd
+	path  string
+	flags int // AT_EMPTY_PATH, AT_SYMLINK_NOFOLLOW
+	// name is what the program is called (Linux's bprm->filename): in
+	// AT_EXECFN, as a script's argument to its interpreter, and in
+	// /proc. path, or "/dev/fd/N" and "/dev/fd/N/path" for a program
+	// named by a descriptor.
+	name string
+	// closedByExec: the descriptor is close-on-exec, so a script's
+	// interpreter could not open name (Linux's
+	// BINPRM_FLAGS_PATH_INACCESSIBLE): such a script is ENOENT.
+	closedByExec bool
+}
+
+// execPath is the target of execve(path).
+func execPath(path string) execTarget { return execTarget{path: path, name: path} }
+
+// exec replaces the thread's process image with the program tgt names.
+func (t *Thread) exec(tgt execTarget, argv, envp []string) error {
 	p := t.Proc
-	file, err := t.readFile(path)
+	file, err := t.readFileAt(tgt.dir, tgt.path, tgt.flags)
 	if err != nil {
 		return err
 	}
+	path := tgt.name
 	defer file.release()
 	data := file.data
 	// A "#!" script runs its interpreter with the script's path in place
@@ -83,6 +104,9 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 	for depth := 0; len(data) >= 2 && data[0] == '#' && data[1] == '!'; depth++ {
 		if depth == maxInterpDepth {
 			return linux.ELOOP
+		}
+		if depth == 0 && tgt.closedByExec {
+			return linux.ENOENT
 		}
 		interp, arg, ok := parseShebang(data)
 		if !ok {
@@ -200,11 +224,16 @@ func (t *Thread) exec(path string, argv, envp []string) error {
 		space.Destroy()
 		return err
 	}
+	sysinfo, err := mapVDSO(space)
+	if err != nil {
+		space.Destroy()
+		return err
+	}
 	p.mu.Lock()
 	cred := p.cred
 	p.mu.Unlock()
 	secure := execCreds(&cred, file)
-	sp, err := buildStack(space, f, bias, interpBase, path, argv, envp, &cred, secure)
+	sp, err := buildStack(space, f, bias, interpBase, sysinfo, path, argv, envp, &cred, secure)
 	if err == nil {
 		// 128 KiB below the arguments, as Linux's setup_arg_pages leaves
 		// (stack_expand), within RLIMIT_STACK.
@@ -322,12 +351,25 @@ const (
 	atSecure = 23
 	atRandom = 25
 	atExecfn = 31
+	atHwcap2 = 26
+	// atSysinfoEhdr is the vDSO's ELF header (kernel/vdso).
+	atSysinfoEhdr = 33
+	// atMinSigStkSz is the most stack a signal frame takes (x86-64's
+	// ARCH_DLINFO since Linux 5.14): what sigaltstack must allow for.
+	atMinSigStkSz = 51
 )
+
+// hwcap2 is AT_HWCAP2: on x86-64 Linux sets HWCAP2_RING3MWAIT (Xeon Phi
+// only) and HWCAP2_FSGSBASE (when it turned on CR4.FSGSBASE, so user
+// code may run RDFSBASE and WRFSBASE). Shortbread leaves CR4.FSGSBASE
+// off (those instructions fault with #UD), so neither bit is set, and
+// the entry is there, as on every x86-64 Linux.
+const hwcap2 = 0
 
 // buildStack lays out argc, argv, envp and the auxiliary vector at the top
 // of the new stack (System V x86-64 psABI §3.4.1) and returns the stack
 // pointer.
-func buildStack(s *mm.Space, f *elf.File, bias, interpBase uint64, path string, argv, envp []string, c *creds, secure bool) (uint64, error) {
+func buildStack(s *mm.Space, f *elf.File, bias, interpBase, sysinfo uint64, path string, argv, envp []string, c *creds, secure bool) (uint64, error) {
 	sp := uint64(stackTop)
 	push := func(b []byte) (uint64, error) {
 		sp -= uint64(len(b))
@@ -359,13 +401,19 @@ func buildStack(s *mm.Space, f *elf.File, bias, interpBase uint64, path string, 
 	if secure {
 		secureFlag = 1
 	}
-	auxv := []uint64{
-		atPhdr, f.PhdrAddr(bias), atPhent, 56, atPhnum, uint64(f.Phnum),
-		atPagesz, mm.PageSize, atBase, interpBase, atFlags, 0, atEntry, bias + f.Entry,
-		atUID, uint64(c.ruid), atEUID, uint64(c.euid), atGID, uint64(c.rgid), atEGID, uint64(c.egid),
-		atHwcap, hwcap(), atClktck, 100, atSecure, secureFlag, atRandom, random,
-		atExecfn, execfn, atNull, 0,
+	// Linux's order: the architecture's entries (the vDSO, the signal
+	// frame's size) first, AT_HWCAP2 after AT_RANDOM.
+	var auxv []uint64
+	if sysinfo != 0 {
+		auxv = append(auxv, atSysinfoEhdr, sysinfo)
 	}
+	auxv = append(auxv, atMinSigStkSz, minSigStackSize(),
+		atHwcap, hwcap(), atPagesz, mm.PageSize, atClktck, 100,
+		atPhdr, f.PhdrAddr(bias), atPhent, 56, atPhnum, uint64(f.Phnum),
+		atBase, interpBase, atFlags, 0, atEntry, bias+f.Entry,
+		atUID, uint64(c.ruid), atEUID, uint64(c.euid), atGID, uint64(c.rgid), atEGID, uint64(c.egid),
+		atSecure, secureFlag, atRandom, random, atHwcap2, hwcap2, atExecfn, execfn)
+	auxv = append(auxv, atNull, 0)
 	words := []uint64{uint64(len(argv))}
 	words = append(words, strs[:len(argv)]...)
 	words = append(words, 0)

@@ -121,6 +121,12 @@ func WriterFile(w io.Writer) *vfs.OpenFile {
 // readFile reads a whole regular file for exec, resolving path as t would,
 // and returns its dentry too (nil without a VFS).
 func (t *Thread) readFile(path string) (*execFile, error) {
+	return t.readFileAt(nil, path, 0)
+}
+
+// readFileAt is readFile for execveat: path from dir (nil: the cwd),
+// with its AT_EMPTY_PATH and AT_SYMLINK_NOFOLLOW.
+func (t *Thread) readFileAt(dir *vfs.Dentry, path string, atFlags int) (*execFile, error) {
 	if fsys == nil {
 		if t.Proc.fs == nil {
 			return nil, linux.ENOENT
@@ -129,7 +135,7 @@ func (t *Thread) readFile(path string) (*execFile, error) {
 		return &execFile{data: data}, err
 	}
 	c := t.ctx()
-	f, readable, err := fsys.OpenExec(c, path)
+	f, readable, err := fsys.OpenExec(c, dir, path, atFlags)
 	if err != nil {
 		return nil, err
 	}

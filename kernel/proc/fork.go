@@ -29,16 +29,44 @@ const (
 	cloneNamespaces    = 0x7e020000 // CLONE_NEW* and friends: not supported
 )
 
+// clone3-only flags (include/uapi/linux/sched.h).
+const (
+	cloneClearSighand = 0x100000000 // the child's handlers start at SIG_DFL
+	cloneIntoCgroup   = 0x200000000 // the child starts in cgroup args.cgroup
+	cloneLegacyFlags  = 0xffffffff
+	cloneSignalMask   = 0xff // CSIGNAL: clone's exit signal
+)
+
+// cloneArgs is what clone and clone3 ask for (struct clone_args).
+type cloneArgs struct {
+	flags      uint64
+	stack      uint64 // the child's stack pointer; 0: the caller's
+	pidfd      uint64 // where CLONE_PIDFD's descriptor goes
+	ptid, ctid uint64 // CLONE_PARENT_SETTID's, CLONE_CHILD_SETTID's and CLONE_CHILD_CLEARTID's
+	tls        uint64
+	exitSignal int // sent to the parent at the child's exit; 0: none
+	setTID     int // the child's ID (clone3's set_tid); 0: any
+}
+
+// cloneLegacy is clone(2)'s arguments: the exit signal in the flags'
+// low byte, the pidfd through parent_tid.
+func cloneLegacy(flags, newsp, ptid, ctid, tls uint64) cloneArgs {
+	return cloneArgs{flags: flags &^ cloneSignalMask, stack: newsp, pidfd: ptid, ptid: ptid, ctid: ctid, tls: tls,
+		exitSignal: int(flags & cloneSignalMask)}
+}
+
 // clone creates a thread (CLONE_THREAD) or a process. It returns the new
 // TID/PID or a negative errno.
-func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
+func (t *Thread) clone(args cloneArgs) int64 {
 	p := t.Proc
+	flags, newsp, ptid, ctid, tls := args.flags, args.stack, args.ptid, args.ctid, args.tls
 	if flags&cloneNamespaces != 0 {
 		return -eINVAL
 	}
-	// CLONE_PIDFD returns the pidfd through parent_tid: not with
-	// CLONE_PARENT_SETTID, which writes there too, nor for a thread.
-	if flags&clonePidfd != 0 && flags&(cloneThread|cloneDetached|cloneParentSettid) != 0 {
+	// CLONE_PIDFD is not for a thread, nor (clone, where both go through
+	// parent_tid) with CLONE_PARENT_SETTID writing the same place.
+	if flags&clonePidfd != 0 && (flags&(cloneThread|cloneDetached) != 0 ||
+		flags&cloneParentSettid != 0 && args.pidfd == ptid) {
 		return -eINVAL
 	}
 	if flags&cloneThread != 0 && flags&(cloneVM|cloneSighand) != cloneVM|cloneSighand {
@@ -57,7 +85,11 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 	if kmem.Refuse() { // no memory for another task
 		return -eNOMEM
 	}
-	tid := int(lastPID.Add(1))
+	tid, e := claimPID(args.setTID)
+	if e != 0 {
+		return e
+	}
+	defer releasePID(tid)
 	var child *Thread
 	var cp *Process
 	if flags&cloneThread != 0 {
@@ -65,6 +97,7 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 		child = newThread(p, tid)
 	} else {
 		cp = newProcessWithPID(p, tid)
+		cp.exitSignal = args.exitSignal
 		p.mu.Lock()
 		cp.fs, cp.stdin, cp.stdout, cp.stderr = p.fs, p.stdin, p.stdout, p.stderr
 		cp.pgid, cp.sid, cp.ctty, cp.name = p.pgid, p.sid, p.ctty, p.name
@@ -102,6 +135,9 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 			cp.sig = p.sig
 		} else {
 			cp.sig = p.sig.clone()
+			if flags&cloneClearSighand != 0 {
+				cp.sig.resetForExec() // handlers to SIG_DFL; ignored stays ignored
+			}
 		}
 		child = newThread(cp, tid)
 	}
@@ -133,7 +169,7 @@ func (t *Thread) clone(flags, newsp, ptid, ctid, tls uint64) int64 {
 			return errno(err)
 		}
 		binary.LittleEndian.PutUint32(b[:], uint32(fd))
-		if err := space.CopyOut(uintptr(ptid), b[:]); err != nil {
+		if err := space.CopyOut(uintptr(args.pidfd), b[:]); err != nil {
 			t.Proc.files.Close(fd)
 			return errno(err)
 		}
@@ -190,6 +226,8 @@ func newProcessWithPID(parent *Process, pid int) *Process {
 		threads:  make(map[int]*Thread),
 		changed:  make(chan struct{}),
 		done:     make(chan struct{}),
+		// SIGCHLD unless clone says otherwise.
+		exitSignal: sigCHLD,
 	}
 	p.pending.q = &p.sigQ
 	tableMu.Lock()

@@ -126,9 +126,14 @@ type Process struct {
 	persona     uint32     // personality(2); protected by mu
 	membarriers uint32     // membarrier(2) registrations (sys_membarrier.go); protected by mu
 	pdeathsig   int        // sent to this process when its parent exits
-	job         jobState
-	jobStopped  atomic.Bool // job.stopped, for the unlocked check on the way to user mode
-	execed      bool        // has called execve (setpgid by the parent: EACCES)
+	// exitSignal is what the parent is sent when this process ends
+	// (clone's CSIGNAL byte, clone3's exit_signal; 0: nothing). A child
+	// with another signal than SIGCHLD is a "clone" child: a wait sees
+	// it only with __WCLONE or __WALL. Protected by mu.
+	exitSignal int
+	job        jobState
+	jobStopped atomic.Bool // job.stopped, for the unlocked check on the way to user mode
+	execed     bool        // has called execve (setpgid by the parent: EACCES)
 	// nonDumpable is Linux's "dumpable" flag of the address space, inverted
 	// (the zero value is an ordinary process): set when the process's
 	// effective or file-system IDs change or it runs a set-user-ID
@@ -179,7 +184,45 @@ var (
 	tableMu sync.Mutex
 	table   = map[int]*Process{}
 	lastPID atomic.Int64
+	// claimed holds the IDs handed out but not yet in table or tids
+	// (a clone between claimPID and registering its task). Protected
+	// by tableMu.
+	claimed = map[int]bool{}
 )
+
+// maxPID bounds the IDs clone3's set_tid may ask for: Linux's
+// PID_MAX_LIMIT on 64-bit machines.
+const maxPID = 4 << 20
+
+// claimPID hands out a process or thread ID: want (clone3's set_tid)
+// if it is free, else EEXIST; with want 0 the next one after the last
+// handed out that is free. release gives the claim up once the task is
+// registered (or was never made).
+func claimPID(want int) (id int, e int64) {
+	tableMu.Lock()
+	defer tableMu.Unlock()
+	used := func(n int) bool { return table[n] != nil || tids[n] != nil || claimed[n] }
+	if want != 0 {
+		if used(want) {
+			return 0, -eEXIST
+		}
+		claimed[want] = true
+		return want, 0
+	}
+	for {
+		if n := int(lastPID.Add(1)); !used(n) {
+			claimed[n] = true
+			return n, 0
+		}
+	}
+}
+
+// releasePID ends claimPID's claim on id.
+func releasePID(id int) {
+	tableMu.Lock()
+	delete(claimed, id)
+	tableMu.Unlock()
+}
 
 func lookup(pid int) *Process {
 	tableMu.Lock()
@@ -188,14 +231,18 @@ func lookup(pid int) *Process {
 }
 
 func newProcess(parent *Process) *Process {
+	pid, _ := claimPID(0)
+	defer releasePID(pid)
 	p := &Process{
-		PID:      int(lastPID.Add(1)),
+		PID:      pid,
 		parent:   parent,
 		children: make(map[int]*Process),
 		threads:  make(map[int]*Thread),
 		changed:  make(chan struct{}),
 		done:     make(chan struct{}),
 		start:    monotonicNow(),
+		// exitSignal: SIGCHLD unless clone says otherwise.
+		exitSignal: sigCHLD,
 	}
 	p.pending.q = &p.sigQ
 	p.pgid, p.sid = p.PID, p.PID
@@ -245,7 +292,7 @@ func Start(o Options, path string, argv, envp []string) (*Process, error) {
 		}
 	}
 	t := newThread(p, p.PID)
-	if err := t.exec(path, argv, envp); err != nil {
+	if err := t.exec(execPath(path), argv, envp); err != nil {
 		tableMu.Lock()
 		delete(table, p.PID)
 		tableMu.Unlock()
@@ -386,6 +433,7 @@ func (p *Process) finish() {
 		}
 		if init != nil && init != p {
 			c.parent = init
+			c.exitSignal = sigCHLD // as Linux's reparent_leader: init waits with no flags
 			zombie := c.state == procZombie
 			c.mu.Unlock()
 			init.mu.Lock()
@@ -448,10 +496,13 @@ func (p *Process) becomeZombie() (target *Thread, ignoring bool) {
 		}
 		p.state = procZombie
 		p.mu.Unlock()
-		ignoring = parent.sig.ignoresChildren()
-		if ignoring {
+		// Only SIGCHLD ignored reaps by itself (Linux's autoreap); an
+		// exit signal of 0 leaves a zombie and sends nothing.
+		ignoring = info.signo == sigCHLD && parent.sig.ignoresChildren()
+		switch {
+		case ignoring:
 			delete(parent.children, p.PID)
-		} else {
+		case info.signo > 0 && info.signo <= 64:
 			target, _ = parent.queueLocked(info)
 		}
 		parent.notifyLocked()
@@ -462,11 +513,12 @@ func (p *Process) becomeZombie() (target *Thread, ignoring bool) {
 
 // childInfo is the SIGCHLD siginfo for p's exit.
 func (p *Process) childInfo() sigInfo {
+	self, _ := p.selfTimes() // with the exiting thread's, as addChildUsage
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	info := sigInfo{signo: sigCHLD, pid: int32(p.PID), uid: p.cred.ruid}
+	info := sigInfo{signo: p.exitSignal, pid: int32(p.PID), uid: p.cred.ruid}
 	info.code, info.status = exitCode(p.status)
-	info.value, info.stime = ticks(p.usage.dead.user), ticks(p.usage.dead.sys)
+	info.value, info.stime = ticks(self.user), ticks(self.sys)
 	return info
 }
 

@@ -553,10 +553,14 @@ func (p *Process) mapsText() []byte {
 		if v.Prot&mm.ProtExec != 0 {
 			perm[2] = 'x'
 		}
-		if v.Shm != nil && !v.Private {
+		off := v.Off
+		switch {
+		case v.Name == "[vvar]" || v.Name == "[vdso]":
+			off = 0 // Linux's special mappings: private, no offset
+		case v.Shm != nil && !v.Private:
 			perm[3] = 's'
 		}
-		line := fmt.Sprintf("%08x-%08x %s %08x 00:00 0 ", v.Start, v.End, perm, v.Off)
+		line := fmt.Sprintf("%08x-%08x %s %08x 00:00 0 ", v.Start, v.End, perm, off)
 		if v.Name != "" {
 			line += strings.Repeat(" ", max(0, 73-len(line))) + v.Name
 		}

@@ -363,6 +363,19 @@ const (
 	fpxMagic2Sz = 4
 )
 
+// minSigStackSize is AT_MINSIGSTKSZ: the most stack setupFrame takes
+// below the top of an alternate signal stack, rounded up to 16 bytes as
+// Linux's get_sigframe_size is: the FPU image with its 64-byte alignment,
+// then the return address, ucontext and siginfo with the ABI's
+// alignment (16-byte aligned, less 8, at the handler's entry).
+func minSigStackSize() uint64 {
+	fpu := uint64(fxSize)
+	if machine.XFeatures() != 0 {
+		fpu = machine.FPUSize + fpxMagic2Sz
+	}
+	return (fpu + 63 + 8 + ucSize + siSize + 15 + 8 + 15) &^ 15
+}
+
 // sigFPU is the FPU state a signal frame carries: the XSAVE image with
 // Linux's markers when the CPUs save AVX state, else the FXSAVE image.
 func sigFPU(r *machine.UserRegs) []byte {

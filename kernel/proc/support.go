@@ -21,8 +21,8 @@ var supportNotes = map[string]supportNote{
 	"adjtimex":           {partial, "frequency, tick length, one-shot slews (adjtime) and ADJ_SETOFFSET move the clock, and every field is kept and reported as Linux does; no phase-locked loop: an ADJ_OFFSET under STA_PLL is remembered, not chased, and no PPS"},
 	"clock_adjtime":      {partial, "as adjtimex, for CLOCK_REALTIME; the other clocks are EOPNOTSUPP"},
 	"rseq":               {unsupported, "restartable sequences need the scheduler to keep cpu_id current and to abort critical sections on preemption; glibc runs without rseq on ENOSYS"},
-	"clone3":             {unsupported, "glibc falls back to clone on ENOSYS (Debian's glibc 2.36: t_debian's threaded sort) and musl never calls it"},
-	"execve":             {partial, "static and dynamically linked programs (PT_INTERP's loader, e.g. glibc's ld.so, at a random base); no vDSO, so no AT_SYSINFO_EHDR: glibc makes real system calls for clock_gettime, gettimeofday, time and getcpu"},
+	"clone3":             {partial, "one PID namespace (set_tid names at most one ID) and no cgroups: CLONE_INTO_CGROUP is range-checked and ignored, as by a Linux without CONFIG_CGROUPS; the namespace flags are EINVAL as for clone"},
+	"execve":             {partial, "static and dynamically linked programs (PT_INTERP's loader, e.g. glibc's ld.so, at a random base); AT_HWCAP2 (no bits: CR4.FSGSBASE stays off) and AT_MINSIGSTKSZ as Linux 6.1 passes them; a vDSO (AT_SYSINFO_EHDR) serves clock_gettime, gettimeofday, time and clock_getres without entering the kernel; its getcpu makes the system call, as the kernel does not keep IA32_TSC_AUX for RDPID/RDTSCP"},
 
 	// Issue 22's audit of the error tables (t_efile, t_emem and the tests
 	// they name). A supported call's note lists the errors its man page

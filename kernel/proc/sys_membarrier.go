@@ -1,7 +1,6 @@
 package proc
 
-// membarrier(2), and rseq(2) and clone3(2), which are deliberately
-// ENOSYS.
+// membarrier(2), and rseq(2), which is deliberately ENOSYS.
 //
 // A membarrier is an interrupt: the machine layer's TLB shootdown sends
 // an IPI to every CPU that has the address space loaded (or to every CPU)
@@ -14,10 +13,8 @@ package proc
 // when the kernel answers ENOSYS, runs without it (sched_getcpu falls
 // back to getcpu, __rseq_size is 0); registering it would oblige the
 // kernel to keep cpu_id current and to abort critical sections on
-// preemption, which the scheduler does not do. clone3: glibc's
-// pthread_create and posix_spawn try it and fall back to clone on ENOSYS;
-// musl never uses it. Both answer ENOSYS, on purpose and without the
-// "unimplemented" warning.
+// preemption, which the scheduler does not do. It answers ENOSYS, on
+// purpose and without the "unimplemented" warning.
 
 import "shortbread/kernel/machine"
 

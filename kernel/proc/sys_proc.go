@@ -4,8 +4,11 @@ package proc
 
 import (
 	"encoding/binary"
+	"fmt"
 
+	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/klog"
+	"shortbread/kernel/mm"
 )
 
 const (
@@ -39,16 +42,104 @@ func sysGetppid(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 func sysFork(t *Thread, a *[6]uint64) (int64, bool) {
-	return t.clone(uint64(sigCHLD), 0, 0, 0, 0), false
+	return t.clone(cloneArgs{exitSignal: sigCHLD}), false
 }
 
 func sysVfork(t *Thread, a *[6]uint64) (int64, bool) {
-	return t.clone(cloneVM|cloneVfork|uint64(sigCHLD), 0, 0, 0, 0), false
+	return t.clone(cloneArgs{flags: cloneVM | cloneVfork, exitSignal: sigCHLD}), false
 }
 
 func sysClone(t *Thread, a *[6]uint64) (int64, bool) {
 	// x86-64 argument order: flags, newsp, parent_tid, child_tid, tls.
-	return t.clone(a[0], a[1], a[2], a[3], a[4]), false
+	return t.clone(cloneLegacy(a[0], a[1], a[2], a[3], a[4])), false
+}
+
+// struct clone_args sizes: VER0 ends at tls, VER1 adds set_tid and
+// set_tid_size, VER2 cgroup.
+const (
+	cloneArgsVer0 = 64
+	cloneArgsVer1 = 80
+	cloneArgsVer2 = 88
+	maxSetTID     = 32 // MAX_PID_NS_LEVEL
+)
+
+// sysClone3 is clone with its arguments in a struct clone_args of the
+// given size: a larger struct than this kernel knows is fine when the
+// rest is zero (E2BIG otherwise, and past a page). It checks what Linux's
+// copy_clone_args_from_user and clone3_args_valid check, in their order.
+// There is one PID namespace, so set_tid names at most one ID, which
+// needs CAP_SYS_ADMIN (CAP_CHECKPOINT_RESTORE) and must be free. There
+// are no cgroups: CLONE_INTO_CGROUP's descriptor is checked for range
+// and ignored, as in a Linux built without CONFIG_CGROUPS.
+func sysClone3(t *Thread, a *[6]uint64) (int64, bool) {
+	at, size := uintptr(a[0]), a[1]
+	if size > mm.PageSize {
+		return -e2BIG, false
+	}
+	if size < cloneArgsVer0 {
+		return -eINVAL, false
+	}
+	s := t.Proc.Space()
+	buf := make([]byte, size)
+	if err := s.CopyIn(at, buf); err != nil {
+		return errno(err), false
+	}
+	for _, c := range buf[min(size, cloneArgsVer2):] {
+		if c != 0 {
+			return -e2BIG, false
+		}
+	}
+	var w [11]uint64
+	for i := range w {
+		if off := 8 * uint64(i); off < size {
+			w[i] = binary.LittleEndian.Uint64(buf[off:])
+		}
+	}
+	flags, pidfd, ctid, ptid, exitSig, stack, stackSize, tls, setTID, setTIDSize, cgroup :=
+		w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10]
+	switch {
+	case setTIDSize > maxSetTID,
+		setTID == 0 && setTIDSize > 0,
+		setTID != 0 && setTIDSize == 0,
+		exitSig&^cloneSignalMask != 0 || exitSig > 64,
+		flags&cloneIntoCgroup != 0 && (cgroup > 1<<31-1 || size < cloneArgsVer2):
+		return -eINVAL, false
+	}
+	var tids []int32
+	if setTIDSize > 0 {
+		b := make([]byte, 4*setTIDSize)
+		if err := s.CopyIn(uintptr(setTID), b); err != nil {
+			return errno(err), false
+		}
+		for i := range setTIDSize {
+			tids = append(tids, int32(binary.LittleEndian.Uint32(b[4*i:])))
+		}
+	}
+	switch {
+	case flags&^(cloneLegacyFlags|cloneClearSighand|cloneIntoCgroup) != 0,
+		flags&(cloneDetached|cloneSignalMask) != 0,
+		flags&(cloneSighand|cloneClearSighand) == cloneSighand|cloneClearSighand,
+		flags&(cloneThread|cloneParent) != 0 && exitSig != 0,
+		stack == 0 && stackSize != 0,
+		stack != 0 && (stackSize == 0 || stack+stackSize < stack || stack+stackSize > mm.UserTop):
+		return -eINVAL, false
+	}
+	args := cloneArgs{flags: flags, pidfd: pidfd, ptid: ptid, ctid: ctid, tls: tls, exitSignal: int(exitSig)}
+	if stack != 0 {
+		args.stack = stack + stackSize // the stack grows down from its end
+	}
+	if len(tids) > 0 {
+		// alloc_pid's checks: one level of namespace, an ID in range,
+		// then the privilege.
+		switch {
+		case len(tids) > 1, tids[0] < 1 || tids[0] >= maxPID:
+			return -eINVAL, false
+		case !t.creds().privileged():
+			return -ePERM, false
+		}
+		args.setTID = int(tids[0])
+	}
+	return t.clone(args), false
 }
 
 // readStrings copies in a NULL-terminated array of string pointers.
@@ -79,36 +170,73 @@ func (t *Thread) readStrings(at uintptr) ([]string, error) {
 }
 
 func sysExecve(t *Thread, a *[6]uint64) (int64, bool) {
-	s := t.Proc.Space()
-	path, err := s.CopyInString(uintptr(a[0]), 4096)
+	path, err := t.Proc.Space().CopyInString(uintptr(a[0]), 4096)
 	if err != nil {
 		return errno(err), false
 	}
-	argv, err := t.readStrings(uintptr(a[1]))
+	return t.execveArgs(execPath(path), a[1], a[2]), false
+}
+
+// sysExecveat is execve on a path from a directory descriptor, or on the
+// descriptor itself with an empty path and AT_EMPTY_PATH (fexecve).
+func sysExecveat(t *Thread, a *[6]uint64) (int64, bool) {
+	dirfd, flags := int(int32(a[0])), int(a[4])
+	if flags&^(linux.AT_EMPTY_PATH|linux.AT_SYMLINK_NOFOLLOW) != 0 {
+		return -eINVAL, false
+	}
+	path, err := t.path(a[1])
 	if err != nil {
 		return errno(err), false
 	}
-	envp, err := t.readStrings(uintptr(a[2]))
+	if path == "" && flags&linux.AT_EMPTY_PATH == 0 {
+		return -eNOENT, false
+	}
+	dir, err := t.dirOf(dirfd, path)
 	if err != nil {
 		return errno(err), false
 	}
-	if err := t.execve(path, argv, envp); err != nil {
+	tgt := execTarget{dir: dir, path: path, flags: flags, name: path}
+	if dir != nil {
+		fdFlags, _ := t.Proc.files.FDFlags(dirfd)
+		tgt.closedByExec = fdFlags&linux.FD_CLOEXEC != 0
+	}
+	switch {
+	case dir == nil:
+	case path == "":
+		tgt.name = fmt.Sprintf("/dev/fd/%d", dirfd)
+	default:
+		tgt.name = fmt.Sprintf("/dev/fd/%d/%s", dirfd, path)
+	}
+	return t.execveArgs(tgt, a[2], a[3]), false
+}
+
+// execveArgs reads argv and envp and runs the program tgt names.
+func (t *Thread) execveArgs(tgt execTarget, argvAt, envpAt uint64) int64 {
+	argv, err := t.readStrings(uintptr(argvAt))
+	if err != nil {
+		return errno(err)
+	}
+	envp, err := t.readStrings(uintptr(envpAt))
+	if err != nil {
+		return errno(err)
+	}
+	if err := t.execve(tgt, argv, envp); err != nil {
 		// Why a program was refused (which segment, which check) is in
 		// err; the caller only sees the errno.
 		if Log != nil && Log.Enabled(klog.Debug) {
-			Log.Debugf("proc: %v: execve %q refused: %v", t.Proc, path, err)
+			Log.Debugf("proc: %v: execve %q refused: %v", t.Proc, tgt.name, err)
 		}
-		return errno(err), false
+		return errno(err)
 	}
-	return 0, false
+	return 0
 }
 
 // execve replaces the process image: other threads end first (Linux
 // "de-threads" the group), handlers reset, a vfork parent resumes.
-func (t *Thread) execve(path string, argv, envp []string) error {
+func (t *Thread) execve(tgt execTarget, argv, envp []string) error {
 	p := t.Proc
 	// Load first: a failed exec leaves the process as it was.
-	if err := t.exec(path, argv, envp); err != nil {
+	if err := t.exec(tgt, argv, envp); err != nil {
 		return err
 	}
 	p.stopOthers(t)

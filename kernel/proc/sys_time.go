@@ -170,7 +170,7 @@ const (
 func (t *Thread) clockNow(id int32) (int64, bool) {
 	switch id {
 	case clockRealtime, clockRealtimeCoarse, clockRealtimeAlarm, clockTAI:
-		return wallclock.Now().UnixNano(), true
+		return wallclock.Realtime(), true
 	case clockMonotonic, clockMonotonicRaw, clockMonoCoarse, clockBoottime, clockBoottimeAlarm:
 		return monotonicNow(), true
 	}

@@ -10,7 +10,6 @@ import (
 
 	"shortbread/kernel/elf"
 	"shortbread/kernel/klog"
-	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
 	"shortbread/kernel/wallclock"
 )
@@ -22,6 +21,7 @@ var Log *klog.Logger
 const (
 	ePERM        = 1
 	eNOENT       = 2
+	e2BIG        = 7
 	eBADF        = 9
 	eNOMEM       = 12
 	eFAULT       = 14
@@ -194,6 +194,7 @@ func init() {
 		57:  {"fork", sysFork},
 		58:  {"vfork", sysVfork},
 		59:  {"execve", sysExecve},
+		322: {"execveat", sysExecveat},
 		60:  {"exit", sysExitThread},
 		61:  {"wait4", sysWait4},
 		62:  {"kill", sysKill},
@@ -316,7 +317,7 @@ func init() {
 		135: {"personality", sysPersonality},
 		324: {"membarrier", sysMembarrier}, // sys_membarrier.go
 		334: {"rseq", sysNosys},            // deliberately ENOSYS: sys_membarrier.go
-		435: {"clone3", sysNosys},          // deliberately ENOSYS: sys_membarrier.go
+		435: {"clone3", sysClone3},
 	} {
 		syscalls[no] = e
 	}
@@ -419,10 +420,16 @@ func sysUname(t *Thread, a *[6]uint64) (int64, bool) {
 	return errno(t.Proc.Space().CopyOut(uintptr(a[0]), u[:])), false
 }
 
+// putTimespec writes ns as a timespec (or, with usec, a timeval) at at:
+// whole seconds rounded down and a fraction that is never negative, as
+// the vDSO writes it.
 func putTimespec(t *Thread, at uintptr, ns int64, usec bool) int64 {
 	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(ns/1e9))
-	frac := ns % 1e9
+	sec, frac := ns/1e9, ns%1e9
+	if frac < 0 {
+		sec, frac = sec-1, frac+1e9
+	}
+	binary.LittleEndian.PutUint64(b[:], uint64(sec))
 	if usec {
 		frac /= 1000
 	}
@@ -430,24 +437,23 @@ func putTimespec(t *Thread, at uintptr, ns int64, usec bool) int64 {
 	return errno(t.Proc.Space().CopyOut(at, b[:]))
 }
 
-// tsc0 is where CLOCK_MONOTONIC starts: when this package initialized.
-var tsc0 = machine.Rdtsc()
+// monotonicNow is CLOCK_MONOTONIC as programs see it, in nanoseconds:
+// the TSC scaled as the vDSO scales it (kernel/wallclock).
+func monotonicNow() int64 { return wallclock.Monotonic() }
 
-// monotonicNow is CLOCK_MONOTONIC as programs see it, in nanoseconds.
-// It reads the TSC directly: the CPU-time accounting reads it twice per
-// system call, and the runtime's clock (time.Now) costs a trap into the
-// machine layer each time. The machine layer's nanotime counts the same
-// TSC at the same calibrated rate, so the two agree.
-func monotonicNow() int64 {
-	c, hz := machine.Rdtsc()-tsc0, machine.TSCHz()
-	return int64(c/hz*1e9 + c%hz*1e9/hz)
-}
-
+// sysGettimeofday fills the time and, when asked, the time zone: zero
+// west of Greenwich and no DST, Linux's sys_tz until settimeofday sets it.
 func sysGettimeofday(t *Thread, a *[6]uint64) (int64, bool) {
-	if a[0] == 0 {
-		return 0, false
+	if a[0] != 0 {
+		if r := putTimespec(t, uintptr(a[0]), wallclock.Realtime(), true); r != 0 {
+			return r, false
+		}
 	}
-	return putTimespec(t, uintptr(a[0]), wallclock.Now().UnixNano(), true), false
+	if a[1] != 0 {
+		var tz [8]byte
+		return errno(t.Proc.Space().CopyOut(uintptr(a[1]), tz[:])), false
+	}
+	return 0, false
 }
 
 func sysTime(t *Thread, a *[6]uint64) (int64, bool) {

@@ -57,6 +57,10 @@ func (p *Process) selects(c *Process, pid int) bool {
 // at all (ECHILD); a zero event with found means WNOHANG found nothing.
 func (t *Thread) waitChild(pid, options int) (ev waitEvent, e int64) {
 	p := t.Proc
+	// interrupted: a signal is pending. As Linux's do_wait, the children
+	// are looked at once more before the call gives way to it: the
+	// signal may be the exit signal of the very child being waited for.
+	interrupted := false
 	for {
 		opts := options
 		if p.sig.ignoresChildren() {
@@ -68,7 +72,7 @@ func (t *Thread) waitChild(pid, options int) (ev waitEvent, e int64) {
 		p.mu.Lock()
 		found := false
 		for _, c := range p.children {
-			if !p.selects(c, pid) {
+			if !p.selects(c, pid) || !c.waitKind(options) {
 				continue
 			}
 			found = true
@@ -94,17 +98,31 @@ func (t *Thread) waitChild(pid, options int) (ev waitEvent, e int64) {
 		if options&wNoHang != 0 {
 			return waitEvent{}, 0
 		}
+		if interrupted {
+			return waitEvent{}, t.restartOrEINTR()
+		}
 		t.sleepBegin()
 		select {
 		case <-changed:
 			t.sleepEnd()
 		case <-t.sigWake:
 			t.sleepEnd()
-			if t.interrupted() {
-				return waitEvent{}, t.restartOrEINTR()
-			}
+			interrupted = t.interrupted()
 		}
 	}
+}
+
+// waitKind reports whether a wait with these options looks at p: a
+// child that sends SIGCHLD at exit without __WCLONE, another ("clone")
+// child with it, either with __WALL (Linux's eligible_child).
+func (p *Process) waitKind(options int) bool {
+	if options&wAll != 0 {
+		return true
+	}
+	p.mu.Lock()
+	clone := p.exitSignal != sigCHLD
+	p.mu.Unlock()
+	return clone == (options&wClone != 0)
 }
 
 // takeWaitEvent reports what a wait with these options would collect from
@@ -165,7 +183,7 @@ func (p *Process) reap() {
 }
 
 func sysWait4(t *Thread, a *[6]uint64) (int64, bool) {
-	pid, statusAddr, options := int(int32(a[0])), uintptr(a[1]), int(a[2])
+	pid, statusAddr, options := int(int32(a[0])), uintptr(a[1]), int(uint32(a[2])) // options is a C int: __WCLONE is its sign bit
 	if options&^(wNoHang|wUntraced|wContinued|wNoThread|wAll|wClone) != 0 {
 		return -eINVAL, false
 	}
@@ -200,7 +218,7 @@ const (
 )
 
 func sysWaitid(t *Thread, a *[6]uint64) (int64, bool) {
-	idtype, id, infoAddr, options := int(a[0]), int(int32(a[1])), uintptr(a[2]), int(a[3])
+	idtype, id, infoAddr, options := int(a[0]), int(int32(a[1])), uintptr(a[2]), int(uint32(a[3]))
 	if options&^(wNoHang|wUntraced|wExited|wContinued|wNoWait|wNoThread|wAll|wClone) != 0 ||
 		options&(wUntraced|wExited|wContinued) == 0 {
 		return -eINVAL, false

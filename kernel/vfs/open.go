@@ -343,20 +343,27 @@ func (v *VFS) fileFor(c *Ctx, d *Dentry, flags uint32) (File, error) {
 	return nil, linux.EIO
 }
 
-// OpenExec opens the program path names for execve(2): the caller must be
-// allowed to execute it (search the path, and execute permission on a
-// regular file), not to read it; the kernel then reads it with its own
-// rights, so a program mode 0711 runs for users who cannot read it. It
-// also reports whether the caller could have read the file (a program
-// it cannot read runs non-dumpable, so its image cannot be read through
-// /proc either).
-func (v *VFS) OpenExec(c *Ctx, path string) (f *OpenFile, readable bool, err error) {
-	if err := checkPath(path); err != nil {
-		return nil, false, err
+// OpenExec opens the program path names, from dir (nil: the cwd), for
+// execve(2) and execveat(2): the caller must be allowed to execute it
+// (search the path, and execute permission on a regular file), not to
+// read it; the kernel then reads it with its own rights, so a program
+// mode 0711 runs for users who cannot read it. It also reports whether
+// the caller could have read the file (a program it cannot read runs
+// non-dumpable, so its image cannot be read through /proc either).
+// atFlags may hold AT_EMPTY_PATH (an empty path names dir itself:
+// fexecve) and AT_SYMLINK_NOFOLLOW (a final symlink is ELOOP).
+func (v *VFS) OpenExec(c *Ctx, dir *Dentry, path string, atFlags int) (f *OpenFile, readable bool, err error) {
+	if path != "" || atFlags&linux.AT_EMPTY_PATH == 0 {
+		if err := checkPath(path); err != nil {
+			return nil, false, err
+		}
 	}
-	d, err := v.Lookup(c, nil, path, 0)
+	d, err := v.Lookup(c, dir, path, atFlags)
 	if err != nil {
 		return nil, false, err
+	}
+	if d.mode == linux.S_IFLNK {
+		return nil, false, linux.ELOOP
 	}
 	if d.mode != linux.S_IFREG || !mayAccess(c, d.inode, linux.X_OK) {
 		return nil, false, linux.EACCES

@@ -1,19 +1,23 @@
-// Package wallclock is the time of day (CLOCK_REALTIME) as the system
-// reports and stamps it: the machine's clock plus the offset that
-// clock_settime(2) and settimeofday(2) set. Intervals and deadlines use
-// Go's monotonic clock and are not moved by setting the wall clock.
+// Package wallclock is the system's clocks as programs read them:
+// CLOCK_MONOTONIC, a counter (the TSC) scaled to nanoseconds, and the
+// time of day (CLOCK_REALTIME), monotonic time plus an offset that
+// clock_settime(2) and settimeofday(2) set and adjtimex(2) slews.
+// Intervals and deadlines inside the kernel use Go's monotonic clock and
+// are not moved by setting the wall clock.
+//
+// The clocks' parameters live in a Data record that the vDSO's page
+// shares with user programs (kernel/vdso): the system calls and the vDSO
+// compute the time from the same counter reading and the same
+// parameters with the same integer arithmetic (clock.go), so the two
+// agree to the nanosecond and neither can see time go backwards.
 package wallclock
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
 var (
-	// offset is what was added to the machine's clock, in nanoseconds.
-	offset atomic.Int64
-
 	changedMu sync.Mutex
 	changed   = make(chan struct{}) // closed and replaced at each Set; protected by changedMu
 )
@@ -28,22 +32,14 @@ func Changed() <-chan struct{} {
 
 // Now returns the wall-clock time. It carries no monotonic reading:
 // measure intervals with time.Now, which setting the clock does not move.
-func Now() time.Time {
-	now := time.Now()
-	if adjusting.Load() {
-		return now.Round(0).Add(adjustedOffset(now))
-	}
-	return now.Round(0).Add(time.Duration(offset.Load()))
-}
+func Now() time.Time { return time.Unix(0, Realtime()) }
 
 // Set makes the wall clock read t now. A slew in progress keeps going
 // from there, as on Linux.
 func Set(t time.Time) {
-	adjMu.Lock()
-	now := time.Now()
-	fold(now)
-	offset.Store(int64(t.Round(0).Sub(now.Round(0))))
-	adjMu.Unlock()
+	update(func(mono, _ int64, p *params) {
+		p.offset = t.UnixNano() - mono
+	})
 	notify()
 }
 

@@ -2,6 +2,9 @@
  * Shortbread and on Linux alike (bench/sysbench boots both and compares).
  *
  *   ubench getppid N            null system call round trip
+ *   ubench clock N              clock_gettime(CLOCK_MONOTONIC) through the C
+ *                               library (the vDSO where the kernel has one)
+ *                               and as a system call
  *   ubench spawn N PATH [ARG]   fork + execve(PATH) + exit + waitpid
  *   ubench pingpong N           a byte back and forth over two pipes
  *                               between two processes (2 switches each)
@@ -66,6 +69,28 @@ static void report(const char *name, long long *ns, double per, double scale, co
 	qsort(ns, REPS, sizeof *ns, cmp_ll);
 	printf("result %s %.3f %s\n", name, (double)ns[REPS / 2] / per / scale, unit);
 	fflush(stdout);
+}
+
+/* clock_gettime through musl (which calls the vDSO when AT_SYSINFO_EHDR
+ * names one) and through the system call itself. */
+static void bench_clock(long n)
+{
+	long long ns[REPS];
+	struct timespec ts;
+	for (int r = 0; r < REPS; r++) {
+		long long t0 = now_ns();
+		for (long i = 0; i < n; i++)
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+		ns[r] = now_ns() - t0;
+	}
+	report("clock_gettime_vdso", ns, n, 1, "ns");
+	for (int r = 0; r < REPS; r++) {
+		long long t0 = now_ns();
+		for (long i = 0; i < n; i++)
+			syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+		ns[r] = now_ns() - t0;
+	}
+	report("clock_gettime_syscall", ns, n, 1, "ns");
 }
 
 static void bench_getppid(long n)
@@ -321,6 +346,8 @@ int main(int argc, char **argv)
 		return touch();
 	if (argc >= 3 && !strcmp(argv[1], "getppid"))
 		bench_getppid(atol(argv[2]));
+	else if (argc >= 3 && !strcmp(argv[1], "clock"))
+		bench_clock(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "spawn"))
 		bench_spawn(atol(argv[2]), argv[3], argc > 4 ? argv[4] : NULL, argc > 5 ? argv[5] : "spawn");
 	else if (argc >= 3 && !strcmp(argv[1], "pingpong"))
@@ -338,7 +365,7 @@ int main(int argc, char **argv)
 	else if (argc >= 4 && !strcmp(argv[1], "malloc"))
 		bench_malloc(atoi(argv[2]), atol(argv[3]));
 	else {
-		fprintf(stderr, "usage: ubench getppid N | spawn N PATH [ARG [NAME]] | pingpong N | unixpingpong N | unixbulk MIB | tcppingpong N | tcpbulk MIB | fault PAGES | malloc THREADS OPS | touch\n");
+		fprintf(stderr, "usage: ubench getppid N | clock N | spawn N PATH [ARG [NAME]] | pingpong N | unixpingpong N | unixbulk MIB | tcppingpong N | tcpbulk MIB | fault PAGES | malloc THREADS OPS | touch\n");
 		return 2;
 	}
 	return 0;
