@@ -209,8 +209,8 @@ linux-test: user
 # recovery (then e2fsck -fn clean, and the files debugfs copies out
 # checked again). make test: four cuts, each kernel recovering its own
 # crash and then the other's (about 2 minutes); make powercut CUTS=N the
-# long run (KERNELS=shortbread, RECOVER=same|other|both), counts in
-# bench/results/powercut-DATE.txt.
+# long run (KERNELS=shortbread, RECOVER=same|other|both) on images with
+# 4 KiB and 1 KiB blocks in turn, counts in bench/results/powercut-DATE.txt.
 powercut-test: user $(KERNEL) $(STUB)
 	tools/linux/kernel.sh $(LINUX_BUILD)
 	go run ./tools/powercut -cuts 4 -kernels shortbread,linux -recover both -max-delay 6s
@@ -220,7 +220,7 @@ powercut: deps user $(KERNEL) $(STUB)
 	tools/linux/kernel.sh $(LINUX_BUILD)
 	@mkdir -p bench/results
 	go run ./tools/powercut -cuts $(CUTS) -kernels $(or $(KERNELS),shortbread,linux) -recover $(or $(RECOVER),both) \
-	  -results bench/results/powercut-$$(date -u +%Y-%m-%d).txt
+	  -sizes 600M,200M -results bench/results/powercut-$$(date -u +%Y-%m-%d).txt
 
 # The same suite on Shortbread, with 1 and 2 CPUs: every program must
 # pass (the runner's status becomes the kernel's power-off status).

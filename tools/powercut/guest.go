@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"shortbread/tools/powercut/nbd"
@@ -87,9 +89,30 @@ type boot struct {
 	log    *os.File
 	served chan error // the NBD connection's end
 	ln     net.Listener
-	exited chan error
+	exited chan struct{} // closed once QEMU is gone; err is Wait's
+	err    error
 	killed bool
 	killMu sync.Mutex
+	// trap, when positive, counts down FLUSH requests: the one that
+	// brings it to zero is the moment of the cut. The disk stops before
+	// it, with the writes it was to cover all in the cache.
+	trap atomic.Int32
+}
+
+// trapDisk is the disk as QEMU sees it: a FLUSH that springs the boot's
+// trap cuts the power instead.
+type trapDisk struct {
+	*wcache.Disk
+	b *boot
+}
+
+func (d trapDisk) Flush() error {
+	if d.b.trap.Load() > 0 && d.b.trap.Add(-1) == 0 {
+		d.b.kill()
+		<-d.b.exited // nothing more reaches the disk, nor any reply the guest
+		return errors.New("the power is off")
+	}
+	return d.Disk.Flush()
 }
 
 // startBoot serves disk on a unix socket and boots k in mode with it as
@@ -101,7 +124,7 @@ func startBoot(root string, k kernel, mode string, disk *wcache.Disk, sock, logP
 	if err != nil {
 		return nil, err
 	}
-	b := &boot{lines: make(chan string, 4096), served: make(chan error, 1), ln: ln, exited: make(chan error, 1)}
+	b := &boot{lines: make(chan string, 4096), served: make(chan error, 1), ln: ln, exited: make(chan struct{})}
 	go func() {
 		// One connection: QEMU's. Later ones are refused by closing.
 		conn, err := ln.Accept()
@@ -110,7 +133,7 @@ func startBoot(root string, k kernel, mode string, disk *wcache.Disk, sock, logP
 			return
 		}
 		ln.Close()
-		srv := &nbd.Server{Name: "disk", Dev: disk, Log: func(f string, a ...any) {
+		srv := &nbd.Server{Name: "disk", Dev: trapDisk{disk, b}, Log: func(f string, a ...any) {
 			fmt.Fprintf(os.Stderr, "powercut: "+f+"\n", a...)
 		}}
 		err = srv.Serve(conn)
@@ -153,6 +176,8 @@ func startBoot(root string, k kernel, mode string, disk *wcache.Disk, sock, logP
 					fmt.Fprintf(b.log, "powercut: console: %v\n", err)
 				}
 				close(b.lines)
+				b.err = b.cmd.Wait() // after the last read, as Wait wants
+				close(b.exited)
 				return
 			}
 		}
@@ -177,7 +202,8 @@ func (b *boot) finish() (status int) {
 	for range b.lines {
 		// drain: the reader closes lines at EOF
 	}
-	err := b.cmd.Wait()
+	<-b.exited
+	err := b.err
 	b.ln.Close()
 	select {
 	case <-b.served:

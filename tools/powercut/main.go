@@ -13,7 +13,8 @@
 //
 // usage: go run ./tools/powercut [-cuts N] [-kernels shortbread,linux]
 //
-//	[-recover same|other|both] [-max-delay 15s] [-seed S] [-results FILE]
+//	[-recover same|other|both] [-sizes 600M,200M] [-max-delay 15s]
+//	[-seed S] [-results FILE]
 //
 // The kernels named crash in turn; -recover other has the other kernel
 // recover each crash (Linux recovers what Shortbread left and the
@@ -32,6 +33,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,6 +58,7 @@ type result struct {
 	files       int // files the check boot found
 	stats       wcache.Stats
 	problems    []string
+	atFlush     bool // the cut came as a FLUSH arrived
 	// boot: from QEMU's start to the workload's; ran: from there to the
 	// cut; check: the check boot.
 	boot, ran, checked time.Duration
@@ -69,14 +72,22 @@ func main() {
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the cut times and of what survives")
 	results := flag.String("results", "", "write a results file here")
 	cpus := flag.Int("cpus", 2, "guest CPUs")
-	size := flag.Int64("size", 600<<20, "image size in bytes (Debian's mke2fs defaults: 4 KiB blocks from 512 MiB)")
+	sizeList := flag.String("sizes", "600M", "image sizes in MiB, used in turn (Debian's mke2fs gives 1 KiB blocks below 512M, 4 KiB from there)")
 	flag.Parse()
 
 	root, err := os.Getwd()
 	if err != nil {
 		fatal(err)
 	}
-	cfg := config{root: root, work: filepath.Join(root, "build/powercut"), size: *size, cpus: *cpus,
+	var sizes []int64
+	for _, f := range strings.Split(*sizeList, ",") {
+		mib, err := strconv.ParseInt(strings.TrimSuffix(f, "M"), 10, 64)
+		if err != nil || mib < 16 {
+			fatal(fmt.Errorf("-sizes: %q is not a size of at least 16M", f))
+		}
+		sizes = append(sizes, mib<<20)
+	}
+	cfg := config{root: root, work: filepath.Join(root, "build/powercut"), cpus: *cpus,
 		maxDelay: *maxDelay, bootTimeout: 600 * time.Second}
 	if err := os.MkdirAll(cfg.work, 0o755); err != nil {
 		fatal(err)
@@ -108,6 +119,9 @@ func main() {
 		if *recoverBy == "other" || *recoverBy == "both" && i/len(names)%2 == 1 {
 			ck = ks[names[(i+1)%len(names)]]
 		}
+		// Sizes change after every kernel has crashed twice, so that
+		// each pairing of kernels meets each size.
+		cfg.size = sizes[i/(2*len(names))%len(sizes)]
 		r := cfg.cut(i, wk, ck, rng)
 		all = append(all, r)
 		verdict := "PASS"
@@ -115,8 +129,8 @@ func main() {
 			verdict = "FAIL"
 			failed++
 		}
-		fmt.Printf("powercut: cut %d (%s, recovered by %s): %s: %d durable files, %d removals, %d checks passed; %v; %d writes, %d flushes; boot %v, cut after %v, check boot %v\n",
-			i, r.work, r.check, verdict, r.durables, r.gones, r.verified, r.cut, r.stats.Writes, r.stats.Flushes,
+		fmt.Printf("powercut: cut %d (%s, recovered by %s, %d MiB%s): %s: %d durable files, %d removals, %d checks passed; %v; %d writes, %d flushes; boot %v, cut after %v, check boot %v\n",
+			i, r.work, r.check, cfg.size>>20, at(r.atFlush), verdict, r.durables, r.gones, r.verified, r.cut, r.stats.Writes, r.stats.Flushes,
 			r.boot.Round(100*time.Millisecond), r.ran.Round(100*time.Millisecond), r.checked.Round(100*time.Millisecond))
 		for _, p := range r.problems {
 			fmt.Printf("powercut:   %s\n", p)
@@ -125,8 +139,8 @@ func main() {
 	summary := summarize(all, time.Since(start))
 	fmt.Print(summary)
 	if *results != "" {
-		hdr := fmt.Sprintf("# powercut %s: seed %d, %d CPUs, image %d MiB, cuts at up to %v after the workload's start\n",
-			time.Now().UTC().Format(time.RFC3339), *seed, *cpus, *size>>20, *maxDelay)
+		hdr := fmt.Sprintf("# powercut %s: seed %d, %d CPUs, images of %s MiB, cuts at up to %v after the workload's start\n",
+			time.Now().UTC().Format(time.RFC3339), *seed, *cpus, *sizeList, *maxDelay)
 		if load, err := os.ReadFile("/proc/loadavg"); err == nil {
 			hdr += "# host load average at the end: " + string(load)
 		}
@@ -137,6 +151,13 @@ func main() {
 	if failed > 0 {
 		os.Exit(1)
 	}
+}
+
+func at(flush bool) string {
+	if flush {
+		return ", at a flush"
+	}
+	return ""
 }
 
 func fatal(err error) {
@@ -166,7 +187,7 @@ func summarize(all []result, took time.Duration) string {
 			t.failed++
 			v = "FAIL: " + strings.Join(r.problems, "; ")
 		}
-		fmt.Fprintf(&sb, "cut %d %s: %s; %d durable files, %d removals, %d checks; %v\n", i, k, v, r.durables, r.gones, r.verified, r.cut)
+		fmt.Fprintf(&sb, "cut %d %s%s: %s; %d durable files, %d removals, %d checks; %v\n", i, k, at(r.atFlush), v, r.durables, r.gones, r.verified, r.cut)
 	}
 	fmt.Fprintf(&sb, "%-26s %5s %9s %9s %9s %8s\n", "crashed -> recovered by", "cuts", "failures", "durable", "removals", "checks")
 	for _, k := range keys {
@@ -213,7 +234,13 @@ func (c *config) cut(i int, wk, ck kernel, rng *rand.Rand) (r result) {
 		fail("%v", err)
 		return
 	}
+	// Half the cuts come at a random moment, half at one of the next
+	// few FLUSH requests after it, when the cache holds everything the
+	// flush was to cover.
 	delay := time.Duration(rng.Int64N(int64(c.maxDelay)))
+	atFlush := rng.IntN(2) == 0
+	trapRng := rand.New(rand.NewPCG(rng.Uint64(), 1)) // used on the timer's goroutine
+	r.atFlush = atFlush
 	led := newLedger()
 	timeout := time.AfterFunc(c.bootTimeout, b.kill)
 	var cutTimer *time.Timer
@@ -222,7 +249,17 @@ func (c *config) cut(i int, wk, ck kernel, rng *rand.Rand) (r result) {
 		if led.started && cutTimer == nil {
 			r.boot = time.Since(t0)
 			timeout.Stop()
-			cutTimer = time.AfterFunc(delay, b.kill)
+			cutTimer = time.AfterFunc(delay, func() {
+				if !atFlush {
+					b.kill()
+					return
+				}
+				// A commit flushes more than once (Shortbread: before
+				// the log, after it, after the commit block, ...): any
+				// of the next four.
+				b.trap.Store(int32(1 + trapRng.IntN(4)))
+				time.AfterFunc(30*time.Second, b.kill) // no flush came
+			})
 		}
 		if len(led.errors) > 0 {
 			b.kill()
