@@ -23,7 +23,7 @@ QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot
 
 DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio e2fsprogs python3 curl gdisk fdisk
 
-.PHONY: all run run-cmd net-check test iso kernel deps host-test boot-test user-test cpu-test linux-test powercut-test powercut debian-test exhaust-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
+.PHONY: all run run-cmd net-check test iso kernel deps host-test boot-test user-test cpu-test linux-test powercut-test powercut powercut-control debian-test exhaust-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
 
 all: iso
 
@@ -214,6 +214,12 @@ linux-test: user
 powercut-test: user $(KERNEL) $(STUB)
 	tools/linux/kernel.sh $(LINUX_BUILD)
 	go run ./tools/powercut -cuts 4 -kernels shortbread,linux -recover both -max-delay 6s
+
+# The negative control: Linux mounted with barrier=0 sends no flushes, so
+# its durable files are lost at cuts and the harness must say so.
+powercut-control: user
+	tools/linux/kernel.sh $(LINUX_BUILD)
+	! go run ./tools/powercut -cuts 2 -kernels linux -recover same -linux-opts barrier=0 -max-delay 8s
 
 CUTS ?= 100
 powercut: deps user $(KERNEL) $(STUB)

@@ -28,7 +28,9 @@ type kernel struct {
 // prepare builds what each kernel boots: for Shortbread an ISO per mode
 // (tools/mkiso.sh, the command line is baked in), for Linux the user
 // initramfs with Debian's virtio and ext4 modules appended.
-func prepare(root, work string, names []string) (map[string]kernel, error) {
+// linuxOpts, if not empty, are the mount options of Linux's work boots
+// (barrier=0 for the harness's negative control).
+func prepare(root, work string, names []string, linuxOpts string) (map[string]kernel, error) {
 	ks := map[string]kernel{}
 	for _, n := range names {
 		switch n {
@@ -62,8 +64,11 @@ rm -rf %[1]s`, stage, initrd)
 				return nil, err
 			}
 			ks[n] = kernel{name: n, args: func(mode string) []string {
-				return []string{"-kernel", "build/linux/vmlinuz", "-initrd", initrd,
-					"-append", "console=ttyS0 panic=-1 quiet rdinit=/tests/h_durable PC_MODE=" + mode}
+				cmdline := "console=ttyS0 panic=-1 quiet rdinit=/tests/h_durable PC_MODE=" + mode
+				if mode == "work" && linuxOpts != "" {
+					cmdline += " PC_OPTS=" + linuxOpts
+				}
+				return []string{"-kernel", "build/linux/vmlinuz", "-initrd", initrd, "-append", cmdline}
 			}}
 		default:
 			return nil, fmt.Errorf("unknown kernel %q (shortbread or linux)", n)

@@ -11,6 +11,7 @@ import (
 // its console lines (user/tests/h_durable.c describes them).
 type ledger struct {
 	started bool
+	seed    string // the workload's, from its start line
 	files   map[string]*entry
 	errors  []string
 }
@@ -39,6 +40,9 @@ func (l *ledger) line(s string) {
 	switch {
 	case f[0] == "start":
 		l.started = true
+		if len(f) > 1 {
+			l.seed = strings.TrimPrefix(f[1], "seed=")
+		}
 	case f[0] == "durable" && len(f) == 4:
 		size, err1 := strconv.ParseUint(f[2], 10, 64)
 		hash, err2 := strconv.ParseUint(f[3], 16, 64)

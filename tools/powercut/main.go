@@ -14,12 +14,14 @@
 // usage: go run ./tools/powercut [-cuts N] [-kernels shortbread,linux]
 //
 //	[-recover same|other|both] [-sizes 600M,200M] [-max-delay 15s]
-//	[-seed S] [-results FILE]
+//	[-seed S] [-results FILE] [-linux-opts barrier=0]
 //
 // The kernels named crash in turn; -recover other has the other kernel
 // recover each crash (Linux recovers what Shortbread left and the
 // reverse), both (the default) alternates rounds of the two (with one
-// kernel, both is same). Exit status 0 iff every cut passed. `make test` runs a
+// kernel, both is same). -linux-opts barrier=0 is the negative control:
+// Linux told not to flush loses what it reported durable, and the
+// harness must say so. Exit status 0 iff every cut passed. `make test` runs a
 // few cuts per kernel; `make powercut CUTS=N` the long run, with a
 // results file in bench/results/. Needs build/kernel.elf, build/stub.elf,
 // build/user (make kernel user) and build/linux (tools/linux/kernel.sh).
@@ -58,7 +60,8 @@ type result struct {
 	files       int // files the check boot found
 	stats       wcache.Stats
 	problems    []string
-	atFlush     bool // the cut came as a FLUSH arrived
+	atFlush     bool   // the cut came as a FLUSH arrived
+	seed        string // the workload's
 	// boot: from QEMU's start to the workload's; ran: from there to the
 	// cut; check: the check boot.
 	boot, ran, checked time.Duration
@@ -72,6 +75,7 @@ func main() {
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the cut times and of what survives")
 	results := flag.String("results", "", "write a results file here")
 	cpus := flag.Int("cpus", 2, "guest CPUs")
+	linuxOpts := flag.String("linux-opts", "", "mount options of Linux's work boots (barrier=0: the negative control, which must fail)")
 	sizeList := flag.String("sizes", "600M", "image sizes in MiB, used in turn (Debian's mke2fs gives 1 KiB blocks below 512M, 4 KiB from there)")
 	flag.Parse()
 
@@ -93,7 +97,7 @@ func main() {
 		fatal(err)
 	}
 	names := strings.Split(*kernels, ",")
-	ks, err := prepare(root, cfg.work, names)
+	ks, err := prepare(root, cfg.work, names, *linuxOpts)
 	if err != nil {
 		fatal(err)
 	}
@@ -185,7 +189,7 @@ func summarize(all []result, took time.Duration) string {
 		v := "pass"
 		if len(r.problems) > 0 {
 			t.failed++
-			v = "FAIL: " + strings.Join(r.problems, "; ")
+			v = "FAIL (workload seed " + r.seed + "): " + strings.Join(r.problems, "; ")
 		}
 		fmt.Fprintf(&sb, "cut %d %s%s: %s; %d durable files, %d removals, %d checks; %v\n", i, k, at(r.atFlush), v, r.durables, r.gones, r.verified, r.cut)
 	}
@@ -278,6 +282,7 @@ func (c *config) cut(i int, wk, ck kernel, rng *rand.Rand) (r result) {
 	}
 	r.problems = append(r.problems, led.errors...)
 	r.durables, r.gones = led.counts()
+	r.seed = led.seed
 	if r.cut, err = disk.PowerCut(rng); err != nil {
 		fail("%v", err)
 		return
@@ -360,10 +365,10 @@ func debugfsFiles(img, dir string) (map[string]found, error) {
 	if _, serr := os.Stat(filepath.Join(dir, "pc")); serr != nil {
 		// No /pc: the cut came before the workload's directories were
 		// durable (then nothing was reported durable either).
-		if err != nil || strings.Contains(string(out), "not found") {
+		if err == nil && strings.Contains(string(out), "not found") {
 			return files, nil
 		}
-		return nil, fmt.Errorf("rdump made no pc: %s", out)
+		return nil, fmt.Errorf("rdump made no pc: %s", lastLines(string(out), 3))
 	}
 	ds, err := os.ReadDir(filepath.Join(dir, "pc"))
 	if err != nil {

@@ -4,9 +4,10 @@
  * /dev/vda (an ext4 image made by the host's mke2fs). PC_MODE, from the
  * kernel command line, says what to do:
  *
- *   work   mount /dev/vda on /mnt, make /mnt/pc/d0..d3, print "start",
- *          then create, append to and remove files there until the power
- *          is cut (PC_SEED seeds the choices). A line goes to the console
+ *   work   mount /dev/vda on /mnt (with the options in PC_OPTS, if set),
+ *          make /mnt/pc/d0..d3, print "start", then create, append to and
+ *          remove files there until the power is cut (PC_SEED, or else
+ *          getrandom, seeds the choices; "start" names the seed). A line goes to the console
  *          only after what it reports is durable:
  *            durable NAME SIZE HASH  NAME holds SIZE bytes of its pattern
  *                                    (the file was fsynced and, if new,
@@ -40,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -269,21 +271,24 @@ static void op_scratch(int seq)
 	close(fd);
 }
 
-static void mount_disk(void)
+static void mount_disk(const char *opts)
 {
 	/* Linux probes the disk in the background */
 	for (int i = 0; i < 100 && access("/dev/vda", F_OK) != 0; i++)
 		usleep(100 * 1000);
 	mkdir(MNT, 0755);
-	if (mount("/dev/vda", MNT, "ext4", 0, NULL) != 0)
+	if (mount("/dev/vda", MNT, "ext4", 0, opts) != 0)
 		fail("mount");
 }
 
 static void work(void)
 {
 	const char *s = getenv("PC_SEED");
-	rng = s ? strtoull(s, NULL, 10) : 1;
-	mount_disk();
+	if (s)
+		rng = strtoull(s, NULL, 10);
+	else if (getrandom(&rng, sizeof rng, 0) != sizeof rng)
+		fail("getrandom");
+	mount_disk(getenv("PC_OPTS"));
 	if (mkdir(TOP, 0755) != 0)
 		fail("mkdir");
 	for (int d = 0; d < DIRS; d++) {
@@ -294,7 +299,7 @@ static void work(void)
 	}
 	fsync_path(TOP);
 	fsync_path(MNT);
-	say("start\n");
+	say("start seed=%llu\n", (unsigned long long)rng);
 	for (int seq = 0;; seq++) {
 		uint64_t r = rnd(100);
 		if (nlive == 0 || (r < 45 && nlive < MAX_LIVE))
@@ -358,7 +363,7 @@ static void check_file(const char *name, int *count)
 
 static void check(void)
 {
-	mount_disk();
+	mount_disk(NULL);
 	int count = 0;
 	for (int d = 0; d < DIRS; d++) {
 		char dir[40];
