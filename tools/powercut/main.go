@@ -14,7 +14,7 @@
 // usage: go run ./tools/powercut [-cuts N] [-kernels shortbread,linux]
 //
 //	[-recover same|other|both] [-sizes 600M,200M] [-max-delay 15s]
-//	[-seed S] [-results FILE] [-linux-opts barrier=0]
+//	[-modes lose,keep,prefix,writes,sectors] [-atom 512|4096] [-seed S] [-results FILE] [-linux-opts barrier=0]
 //
 // The kernels named crash in turn; -recover other has the other kernel
 // recover each crash (Linux recovers what Shortbread left and the
@@ -45,6 +45,8 @@ import (
 type config struct {
 	root, work  string
 	size        int64
+	atom        int64
+	modes       []wcache.Mode
 	cpus        int
 	maxDelay    time.Duration
 	bootTimeout time.Duration
@@ -75,6 +77,8 @@ func main() {
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the cut times and of what survives")
 	results := flag.String("results", "", "write a results file here")
 	cpus := flag.Int("cpus", 2, "guest CPUs")
+	modeList := flag.String("modes", "lose,keep,prefix,writes,sectors", "what a cut may land, chosen at random among these (wcache's modes)")
+	atom := flag.Int64("atom", wcache.SectorSize, "bytes a cut that keeps part of a write keeps whole (512; 4096: a disk with 4 KiB physical sectors)")
 	linuxOpts := flag.String("linux-opts", "", "mount options of Linux's work boots (barrier=0: the negative control, which must fail)")
 	sizeList := flag.String("sizes", "600M", "image sizes in MiB, used in turn (Debian's mke2fs gives 1 KiB blocks below 512M, 4 KiB from there)")
 	flag.Parse()
@@ -82,6 +86,15 @@ func main() {
 	root, err := os.Getwd()
 	if err != nil {
 		fatal(err)
+	}
+	cfg := config{root: root, work: filepath.Join(root, "build/powercut"), cpus: *cpus, atom: *atom,
+		maxDelay: *maxDelay, bootTimeout: 600 * time.Second}
+	for _, m := range strings.Split(*modeList, ",") {
+		mode, ok := wcache.ParseMode(m)
+		if !ok {
+			fatal(fmt.Errorf("-modes: %q is not one of lose, keep, prefix, writes, sectors", m))
+		}
+		cfg.modes = append(cfg.modes, mode)
 	}
 	var sizes []int64
 	for _, f := range strings.Split(*sizeList, ",") {
@@ -91,8 +104,6 @@ func main() {
 		}
 		sizes = append(sizes, mib<<20)
 	}
-	cfg := config{root: root, work: filepath.Join(root, "build/powercut"), cpus: *cpus,
-		maxDelay: *maxDelay, bootTimeout: 600 * time.Second}
 	if err := os.MkdirAll(cfg.work, 0o755); err != nil {
 		fatal(err)
 	}
@@ -143,8 +154,8 @@ func main() {
 	summary := summarize(all, time.Since(start))
 	fmt.Print(summary)
 	if *results != "" {
-		hdr := fmt.Sprintf("# powercut %s: seed %d, %d CPUs, images of %s MiB, cuts at up to %v after the workload's start\n",
-			time.Now().UTC().Format(time.RFC3339), *seed, *cpus, *sizeList, *maxDelay)
+		hdr := fmt.Sprintf("# powercut %s: seed %d, %d CPUs, images of %s MiB, cuts at up to %v after the workload's start, writes torn in %d-byte units\n",
+			time.Now().UTC().Format(time.RFC3339), *seed, *cpus, *sizeList, *maxDelay, *atom)
 		if load, err := os.ReadFile("/proc/loadavg"); err == nil {
 			hdr += "# host load average at the end: " + string(load)
 		}
@@ -283,7 +294,11 @@ func (c *config) cut(i int, wk, ck kernel, rng *rand.Rand) (r result) {
 	r.problems = append(r.problems, led.errors...)
 	r.durables, r.gones = led.counts()
 	r.seed = led.seed
-	if r.cut, err = disk.PowerCut(rng); err != nil {
+	if err := disk.SetAtom(c.atom); err != nil {
+		fail("%v", err)
+		return
+	}
+	if r.cut, err = disk.CutWith(c.modes[rng.IntN(len(c.modes))], rng); err != nil {
 		fail("%v", err)
 		return
 	}

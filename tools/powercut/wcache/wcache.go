@@ -42,6 +42,7 @@ type Disk struct {
 	store  Store
 	size   int64
 	writes int     // writes so far
+	atom   int64   // bytes a Sectors cut keeps whole
 	cached []piece // sectors written since the last flush, oldest first
 	// versions maps a sector to the indexes in cached of its versions,
 	// oldest first.
@@ -59,7 +60,20 @@ func New(store Store, size int64) (*Disk, error) {
 	if size <= 0 || size%SectorSize != 0 {
 		return nil, fmt.Errorf("wcache: size %d is not a positive multiple of %d", size, SectorSize)
 	}
-	return &Disk{store: store, size: size, versions: map[int64][]int{}}, nil
+	return &Disk{store: store, size: size, atom: SectorSize, versions: map[int64][]int{}}, nil
+}
+
+// SetAtom sets the unit a Sectors cut keeps whole: SectorSize (the
+// default) or a larger power of two, the physical sector of a disk with
+// 4 KiB sectors behind 512-byte logical ones.
+func (d *Disk) SetAtom(n int64) error {
+	if n < SectorSize || n&(n-1) != 0 {
+		return fmt.Errorf("wcache: atomic unit %d is not a power of two of at least %d", n, SectorSize)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.atom = n
+	return nil
 }
 
 // Size is the disk's size in bytes.
@@ -224,7 +238,8 @@ const (
 	Prefix
 	// Writes: each write lands whole or not at all, in random order.
 	Writes
-	// Sectors: each sector of each write lands or not, in random order.
+	// Sectors: each sector (or atomic unit, SetAtom) of each write lands
+	// or not, in random order.
 	Sectors
 	nModes
 )
@@ -233,28 +248,38 @@ func (m Mode) String() string {
 	return [...]string{"lose", "keep", "prefix", "writes", "sectors"}[m]
 }
 
+// ParseMode is the Mode named s (as String names it).
+func ParseMode(s string) (Mode, bool) {
+	for m := Mode(0); m < nModes; m++ {
+		if m.String() == s {
+			return m, true
+		}
+	}
+	return 0, false
+}
+
 // Cut is what a power cut did.
 type Cut struct {
 	Mode          Mode
-	Writes        int // cached writes at the cut
-	Sectors       int // cached sector versions at the cut
-	Landed        int // sector versions that reached the medium
-	WritesTouched int // writes of which at least one sector landed
+	Atom          int64 // the unit Sectors keeps whole
+	Writes        int   // cached writes at the cut
+	Sectors       int   // cached sector versions at the cut
+	Landed        int   // sector versions that reached the medium
+	WritesTouched int   // writes of which at least one sector landed
 }
 
 func (c Cut) String() string {
+	mode := c.Mode.String()
+	if c.Mode == Sectors && c.Atom != SectorSize {
+		mode = fmt.Sprintf("sectors in %d-byte units", c.Atom)
+	}
 	return fmt.Sprintf("%s: %d of %d cached sector versions landed (from %d of %d writes)",
-		c.Mode, c.Landed, c.Sectors, c.WritesTouched, c.Writes)
+		mode, c.Landed, c.Sectors, c.WritesTouched, c.Writes)
 }
 
-// PowerCut cuts the power: a random mode (from rng) picks which cached
-// sector versions reach the medium and in what order; the cache is empty
-// afterwards.
-func (d *Disk) PowerCut(rng *rand.Rand) (Cut, error) {
-	return d.CutWith(Mode(rng.IntN(int(nModes))), rng)
-}
-
-// CutWith cuts the power choosing by mode.
+// CutWith cuts the power: mode picks which cached sector versions reach
+// the medium and in what order (rng decides within it); the cache is
+// empty afterwards.
 func (d *Disk) CutWith(mode Mode, rng *rand.Rand) (Cut, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -271,7 +296,7 @@ func (d *Disk) CutWith(mode Mode, rng *rand.Rand) (Cut, error) {
 		ids = append(ids, w)
 	}
 	sort.Ints(ids)
-	cut := Cut{Mode: mode, Writes: len(ids), Sectors: len(live)}
+	cut := Cut{Mode: mode, Atom: d.atom, Writes: len(ids), Sectors: len(live)}
 	var order []int
 	switch mode {
 	case Lose:
@@ -307,13 +332,31 @@ func (d *Disk) CutWith(mode Mode, rng *rand.Rand) (Cut, error) {
 			return rank[d.cached[order[a]].write] < rank[d.cached[order[b]].write]
 		})
 	case Sectors:
+		// Each atomic unit of each write lands whole or not at all.
 		p := rng.Float64()
+		per := d.atom / SectorSize
+		type unit struct {
+			write int
+			n     int64
+		}
+		units := map[unit][]int{}
+		var keys, kept []unit
 		for _, i := range live {
+			u := unit{d.cached[i].write, d.cached[i].sector / per}
+			if _, ok := units[u]; !ok {
+				keys = append(keys, u)
+			}
+			units[u] = append(units[u], i)
+		}
+		for _, u := range keys {
 			if rng.Float64() < p {
-				order = append(order, i)
+				kept = append(kept, u)
 			}
 		}
-		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		rng.Shuffle(len(kept), func(a, b int) { kept[a], kept[b] = kept[b], kept[a] })
+		for _, u := range kept {
+			order = append(order, units[u]...)
+		}
 	default:
 		return Cut{}, fmt.Errorf("wcache: unknown cut mode %d", mode)
 	}

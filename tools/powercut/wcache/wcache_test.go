@@ -265,3 +265,43 @@ func TestBadRanges(t *testing.T) {
 		t.Fatal("a disk of 100 bytes was made")
 	}
 }
+
+// With 4 KiB atomic units a cut keeps each aligned 4 KiB of a write whole.
+func TestAtom(t *testing.T) {
+	partial := false
+	for seed := uint64(0); seed < 40; seed++ {
+		m := make(mem, 64*SectorSize)
+		d, err := New(m, int64(len(m)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.SetAtom(4096); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Write(fill(7, 16384), 4096, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.CutWith(Sectors, rand.New(rand.NewPCG(seed, 5))); err != nil {
+			t.Fatal(err)
+		}
+		landed := 0
+		for u := 1; u < 5; u++ {
+			b := m[u*4096 : (u+1)*4096]
+			whole, none := bytes.Equal(b, fill(7, 4096)), bytes.Equal(b, make([]byte, 4096))
+			if !whole && !none {
+				t.Fatalf("seed %d: 4 KiB unit %d landed in part", seed, u)
+			}
+			if whole {
+				landed++
+			}
+		}
+		partial = partial || landed > 0 && landed < 4
+	}
+	if !partial {
+		t.Fatal("no write landed in part")
+	}
+	d, _ := New(make(mem, 4096), 4096)
+	if d.SetAtom(1000) == nil || d.SetAtom(256) == nil {
+		t.Fatal("atomic units of 1000 and 256 bytes were taken")
+	}
+}
