@@ -211,8 +211,9 @@ linux-test: user
 # crash and then the other's (about 2 minutes), a write landing in part
 # in whole 4 KiB units (a disk with 4 KiB physical sectors): in 512-byte
 # sectors Shortbread's superblock, written home at every commit, can be
-# torn and the file system no longer mounts (issue 13; make powercut
-# tears in 512-byte sectors and finds it). make powercut CUTS=N is the
+# torn and the file system no longer mounts (issue 13; kernel/fs/ext4's
+# TestTornSuperblock, EXT4_TORN=1; make powercut tears in 512-byte
+# sectors, where a cut may land on it). make powercut CUTS=N is the
 # long run (KERNELS=shortbread, RECOVER=same|other|both, ATOM=4096) on
 # images with 4 KiB and 1 KiB blocks in turn, counts in
 # bench/results/powercut-DATE.txt.
@@ -227,10 +228,11 @@ powercut-control: user
 	! go run ./tools/powercut -cuts 2 -kernels linux -recover same -linux-opts barrier=0 -max-delay 8s
 
 CUTS ?= 100
+KERNELS ?= shortbread,linux
 powercut: deps user $(KERNEL) $(STUB)
 	tools/linux/kernel.sh $(LINUX_BUILD)
 	@mkdir -p bench/results
-	go run ./tools/powercut -cuts $(CUTS) -kernels $(or $(KERNELS),shortbread,linux) -recover $(or $(RECOVER),both) \
+	go run ./tools/powercut -cuts $(CUTS) -kernels $(KERNELS) -recover $(or $(RECOVER),both) \
 	  -atom $(or $(ATOM),512) -sizes 600M,200M -results bench/results/powercut-$$(date -u +%Y-%m-%d).txt
 
 # The same suite on Shortbread, with 1 and 2 CPUs: every program must
