@@ -1,0 +1,170 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ledger is what the workload reported durable before the cut, read from
+// its console lines (user/tests/h_durable.c describes them).
+type ledger struct {
+	started bool
+	seed    string // the workload's, from its start line
+	files   map[string]*entry
+	errors  []string
+}
+
+type state int
+
+const (
+	durable   state = iota // holds at least size bytes of its pattern
+	unlinking              // removal under way: either outcome is right
+	gone                   // removal durable: must be absent
+)
+
+type entry struct {
+	state state
+	size  uint64
+}
+
+func newLedger() *ledger { return &ledger{files: map[string]*entry{}} }
+
+// line takes one console line of the work boot.
+func (l *ledger) line(s string) {
+	f := strings.Fields(strings.TrimSpace(s))
+	if len(f) == 0 {
+		return
+	}
+	switch {
+	case f[0] == "start":
+		l.started = true
+		if len(f) > 1 {
+			l.seed = strings.TrimPrefix(f[1], "seed=")
+		}
+	case f[0] == "durable" && len(f) == 4:
+		size, err1 := strconv.ParseUint(f[2], 10, 64)
+		hash, err2 := strconv.ParseUint(f[3], 16, 64)
+		if err1 != nil || err2 != nil {
+			l.errors = append(l.errors, "malformed line: "+s)
+			return
+		}
+		if want := patternHash(f[1], size); hash != want {
+			l.errors = append(l.errors, fmt.Sprintf("%s: the guest's hash %016x is not the pattern's %016x (h_durable and the harness disagree)", f[1], hash, want))
+		}
+		l.files[f[1]] = &entry{state: durable, size: size}
+	case f[0] == "unlink" && len(f) == 2:
+		l.files[f[1]] = &entry{state: unlinking}
+	case f[0] == "gone" && len(f) == 2:
+		l.files[f[1]] = &entry{state: gone}
+	case f[0] == "error":
+		l.errors = append(l.errors, s)
+	}
+}
+
+// counts is how many items the ledger holds that a check can verify.
+func (l *ledger) counts() (durables, gones int) {
+	for _, e := range l.files {
+		switch e.state {
+		case durable:
+			durables++
+		case gone:
+			gones++
+		}
+	}
+	return
+}
+
+// found is one file seen after the cut.
+type found struct {
+	size, good uint64
+	bad        int64 // offset of a stale sector, -1 if none
+}
+
+// verify checks what was found against the ledger: every durable file
+// present with its durable bytes, every gone file absent, no file with
+// bytes that were never written to it. It returns the problems and how
+// many ledger items were verified.
+func (l *ledger) verify(files map[string]found) (problems []string, verified int) {
+	names := make([]string, 0, len(l.files))
+	for n := range l.files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		e := l.files[n]
+		f, ok := files[n]
+		switch e.state {
+		case durable:
+			switch {
+			case !ok:
+				problems = append(problems, fmt.Sprintf("%s: durable with %d bytes, missing", n, e.size))
+			case f.size < e.size:
+				problems = append(problems, fmt.Sprintf("%s: durable with %d bytes, has %d", n, e.size, f.size))
+			case f.good < e.size:
+				problems = append(problems, fmt.Sprintf("%s: durable with %d bytes, wrong from byte %d", n, e.size, f.good))
+			default:
+				verified++
+			}
+		case gone:
+			if ok {
+				problems = append(problems, fmt.Sprintf("%s: removal durable, still present (%d bytes)", n, f.size))
+			} else {
+				verified++
+			}
+		}
+	}
+	fnames := make([]string, 0, len(files))
+	for n := range files {
+		fnames = append(fnames, n)
+	}
+	sort.Strings(fnames)
+	for _, n := range fnames {
+		if f := files[n]; f.bad >= 0 {
+			problems = append(problems, fmt.Sprintf("%s: sector at %d holds data never written to it (stale or foreign)", n, f.bad))
+		}
+	}
+	return problems, verified
+}
+
+// parseCheck reads the check boot's console: the files it found and
+// whether it finished ("checked N").
+func parseCheck(lines []string) (files map[string]found, finished bool, errs []string) {
+	files = map[string]found{}
+	for _, s := range lines {
+		f := strings.Fields(strings.TrimSpace(s))
+		if len(f) == 0 {
+			continue
+		}
+		switch {
+		case f[0] == "have" && len(f) == 4:
+			size, err1 := strconv.ParseUint(f[2], 10, 64)
+			good, err2 := strconv.ParseUint(f[3], 10, 64)
+			if err1 != nil || err2 != nil {
+				errs = append(errs, "malformed line: "+s)
+				continue
+			}
+			x := files[f[1]]
+			x.size, x.good = size, good
+			if _, seen := files[f[1]]; !seen {
+				x.bad = -1
+			}
+			files[f[1]] = x
+		case f[0] == "bad" && len(f) == 3:
+			off, err := strconv.ParseInt(f[2], 10, 64)
+			if err != nil {
+				errs = append(errs, "malformed line: "+s)
+				continue
+			}
+			x := files[f[1]]
+			x.bad = off
+			files[f[1]] = x
+		case f[0] == "checked":
+			finished = true
+		case f[0] == "error":
+			errs = append(errs, s)
+		}
+	}
+	return files, finished, errs
+}
