@@ -1,5 +1,5 @@
-/* sock.h: helpers shared by the socket tests (t_socket, t_socket_data):
- * addresses, polling one descriptor, a data pattern and checksum, and
+/* sock.h: helpers shared by the socket tests (t_socket, t_socket_data,
+ * t_inet, t_snmp): the loopback interface up, addresses, polling one descriptor, a data pattern and checksum, and
  * descriptor passing. Include after check.h. */
 #ifndef SHORTBREAD_SOCK_H
 #define SHORTBREAD_SOCK_H
@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <signal.h>
 #include <stdint.h>
+#include <net/if.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
@@ -23,6 +24,20 @@
 #include <time.h>
 
 #define BAD_PTR ((void *)8)
+
+/* lo_up brings the loopback interface up: Linux's lo starts down and
+ * nothing in the test image brings it up; Shortbread's is up from boot. */
+__attribute__((unused)) static void lo_up(void)
+{
+	struct ifreq ifr = {0};
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	strcpy(ifr.ifr_name, "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0 && !(ifr.ifr_flags & IFF_UP)) {
+		ifr.ifr_flags |= IFF_UP;
+		ioctl(s, SIOCSIFFLAGS, &ifr);
+	}
+	close(s);
+}
 
 __attribute__((unused)) static void msleep(int ms)
 {

@@ -448,20 +448,6 @@ static void test_inet6(void)
 	close(l);
 }
 
-/* Linux's lo starts down and nothing in the test image brings it up;
- * Shortbread's loopback is up from boot. */
-static void lo_up(void)
-{
-	struct ifreq ifr = {0};
-	int s = socket(AF_INET, SOCK_DGRAM, 0);
-	strcpy(ifr.ifr_name, "lo");
-	if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0 && !(ifr.ifr_flags & IFF_UP)) {
-		ifr.ifr_flags |= IFF_UP;
-		ioctl(s, SIOCSIFFLAGS, &ifr);
-	}
-	close(s);
-}
-
 static void ifreq_lo(struct ifreq *r)
 {
 	memset(r, 0, sizeof *r);

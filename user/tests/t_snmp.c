@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 
 #include "check.h"
+#include "sock.h"
 
 static const char *const protos[] = {"Ip", "Icmp", "Tcp", "Udp", "UdpLite"};
 static const char *const names[] = {
@@ -163,19 +164,6 @@ static void test_udp(void)
 	CHECK("udp.out_datagrams", value("Udp", "OutDatagrams") >= out + 8);
 	CHECK("udp.no_ports", value("Udp", "NoPorts") >= noports + 5);
 	close(w);
-}
-
-/* Linux's lo starts down in the test image; Shortbread's is up from boot. */
-static void lo_up(void)
-{
-	struct ifreq ifr = {0};
-	int s = socket(AF_INET, SOCK_DGRAM, 0);
-	strcpy(ifr.ifr_name, "lo");
-	if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0 && !(ifr.ifr_flags & IFF_UP)) {
-		ifr.ifr_flags |= IFF_UP;
-		ioctl(s, SIOCSIFFLAGS, &ifr);
-	}
-	close(s);
 }
 
 int main(int argc, char **argv)
