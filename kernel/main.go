@@ -82,6 +82,10 @@ func main() {
 		proc.HungTimeout = time.Duration(n) * time.Second
 	}
 	proc.HungPanic = k.opts["hung_task_panic"] == "true"
+	if v, ok := k.opts["memprofilerate"]; ok {
+		// Objects allocated before this line are not in the profile.
+		runtime.MemProfileRate, _ = strconv.Atoi(v) // validated as an Int by the schema
+	}
 	if v, ok := k.opts["lockprof"]; ok {
 		n, _ := strconv.Atoi(v) // validated as an Int by the command-line schema
 		// Where kernel goroutines wait on each other: contended

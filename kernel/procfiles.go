@@ -235,9 +235,11 @@ func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 	// hung system call is waiting for.
 	fs.AddFile("shortbread/kmem", procKmem, nil)
 	// Lock contention and blocking waits by call stack (lockprof=N on the
-	// command line turns the recording on): the text form of Go's pprof
-	// profiles, and .pb.gz files go tool pprof reads as they are.
-	for _, name := range []string{"mutex", "block"} {
+	// command line turns the recording on), and the kernel heap's live
+	// objects by the stack that allocated them (always sampled, one in
+	// 512 KiB): the text form of Go's pprof profiles, and .pb.gz files go
+	// tool pprof reads as they are.
+	for _, name := range []string{"mutex", "block", "heap"} {
 		fs.AddFile("shortbread/"+name, func() []byte {
 			var b bytes.Buffer
 			pprof.Lookup(name).WriteTo(&b, 1)

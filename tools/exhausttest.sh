@@ -5,7 +5,7 @@
 # h_exhaust, which exhausts every kind of kernel memory programs drive with
 # several processes at once and checks that the kernel refuses or
 # OOM-kills, survives, and gives everything back.
-# usage: tools/exhausttest.sh [CPUS]
+# usage: [KARGS="memprofilerate=4096 ..."] tools/exhausttest.sh [CPUS]
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build
@@ -16,7 +16,7 @@ mkdir "$stage/root"
   cp "$build/user/tests/h_exhaust" tests/ &&
   find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet --owner=0:0 > "$stage/small.cpio")
 iso=$stage/x.iso
-"$root/tools/mkiso.sh" "$iso" "$build/stub.elf" "$build/kernel.elf" "init=/tests/h_exhaust loglevel=warn" "$stage/small.cpio"
+"$root/tools/mkiso.sh" "$iso" "$build/stub.elf" "$build/kernel.elf" "init=/tests/h_exhaust loglevel=warn ${KARGS:-}" "$stage/small.cpio"
 MEM=128M "$root/tools/qemu.sh" "$iso" "${1:-2}" 600 > "$build/exhausttest.log" 2>&1
 status=$?
 grep -a "^not ok\|^# h_exhaust\|^# round .: MemFree\|^# second round" "$build/exhausttest.log"

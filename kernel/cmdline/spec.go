@@ -115,6 +115,10 @@ var Default = []Spec{
 		Help: "record one in N contended kernel lock acquisitions (Go's mutex profile) and one blocking wait per N ns (its block profile), read from /proc/shortbread/{mutex,block}; 0: off (the default)",
 	},
 	{
+		Name: "memprofilerate", Kind: Int,
+		Help: "sample one kernel heap allocation per N bytes for /proc/shortbread/heap (Go's MemProfileRate; default 524288, 1: every allocation)",
+	},
+	{
 		Name: "gomaxprocs", Kind: Int,
 		Help: "run the kernel's Go code on at most this many processors (default: one per CPU); experiments on the Go scheduler's share of a cost",
 	},
