@@ -25,31 +25,11 @@
 static char dir[64];
 static char *env[] = { "PATH=/debian/bin", "LC_ALL=C", "TZ=UTC", "HOME=/", NULL };
 
-/* runs argv with env (NULL: the default), stdout and stderr into out;
- * returns the exit status, or 1000+signal */
+/* runs argv in dir with env (NULL: the default), stdout and stderr into
+ * out; returns the exit status, or 1000+signal */
 static int run(char *const argv[], char *const envp[], char *out, size_t outsz)
 {
-	int p[2];
-	if (pipe(p))
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(p[1], 1);
-		dup2(p[1], 2);
-		close(p[0]);
-		close(p[1]);
-		if (chdir(dir))
-			_exit(125);
-		execve(argv[0], argv, envp ? envp : env);
-		_exit(126);
-	}
-	close(p[1]);
-	read_fd_all(p[0], out, outsz);
-	close(p[0]);
-	int st;
-	if (waitpid(pid, &st, 0) != pid)
-		return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st);
+	return check_run(argv[0], argv, envp ? envp : env, dir, out, outsz);
 }
 
 static char out[1 << 16];

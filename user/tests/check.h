@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int check_total, check_failed;
@@ -158,6 +159,43 @@ __attribute__((unused)) static size_t read_fd_all(int fd, char *out, size_t size
 		got += (size_t)n;
 	out[got] = 0;
 	return got;
+}
+
+/* check_run runs path with argv in dir (NULL: the caller's) and envp (NULL:
+ * the caller's environment), with its stdout and stderr collected into out
+ * through a pipe, and returns its exit status, 1000 + the signal that
+ * killed it, or -1 if it could not be started or waited for. The child
+ * exits 125 if it cannot enter dir and 126 if exec fails. */
+__attribute__((unused)) static int check_run(const char *path, char *const argv[], char *const envp[],
+					     const char *dir, char *out, size_t size)
+{
+	extern char **environ;
+	int p[2];
+	if (pipe(p))
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		close(p[0]);
+		close(p[1]);
+		if (dir && chdir(dir))
+			_exit(125);
+		execve(path, argv, envp ? envp : environ);
+		_exit(126);
+	}
+	close(p[1]);
+	read_fd_all(p[0], out, size);
+	close(p[0]);
+	int st;
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st);
 }
 
 #endif

@@ -1,6 +1,7 @@
 /* sock.h: helpers shared by the socket tests (t_socket, t_socket_data,
- * t_inet, t_snmp): the loopback interface up, addresses, polling one descriptor, a data pattern and checksum, and
- * descriptor passing. Include after check.h. */
+ * t_inet, t_snmp, t_scale): the loopback interface up, addresses, polling
+ * one descriptor, a data pattern and checksum, and descriptor passing.
+ * Include after check.h. */
 #ifndef SHORTBREAD_SOCK_H
 #define SHORTBREAD_SOCK_H
 

@@ -5,56 +5,19 @@
  * measures; this keeps its programs working on both kernels). */
 #define _GNU_SOURCE
 #include <dirent.h>
-#include <net/if.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include "check.h"
+#include "sock.h"
 
 #define RUN_MS 200
 
 static char helper[300];
 static const char *tmp;
 
-/* run executes h_scale with args and TMPDIR=tmp, and returns its exit
- * status (-1 if it did not exit) with its output in out. */
+/* run executes h_scale with args (TMPDIR=tmp is in the environment), and
+ * returns its exit status (or 1000+signal) with its output in out. */
 static int run(char *const args[], char *out, size_t size)
 {
-	int p[2];
-	if (pipe(p))
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(p[1], 1);
-		dup2(p[1], 2);
-		close(p[0]);
-		close(p[1]);
-		setenv("TMPDIR", tmp, 1);
-		execv(helper, args);
-		_exit(127);
-	}
-	close(p[1]);
-	read_fd_all(p[0], out, size);
-	close(p[0]);
-	int st;
-	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
-		return -1;
-	return WEXITSTATUS(st);
-}
-
-/* Linux's lo starts down in the test image; the tcp workload needs it. */
-static void loopback_up(void)
-{
-	struct ifreq ifr;
-	memset(&ifr, 0, sizeof ifr);
-	strcpy(ifr.ifr_name, "lo");
-	int s = socket(AF_INET, SOCK_DGRAM, 0);
-	if (s >= 0 && ioctl(s, SIOCGIFFLAGS, &ifr) == 0 && !(ifr.ifr_flags & IFF_UP)) {
-		ifr.ifr_flags |= IFF_UP;
-		ioctl(s, SIOCSIFFLAGS, &ifr);
-	}
-	if (s >= 0)
-		close(s);
+	return check_run(helper, args, NULL, NULL, out, size);
 }
 
 static int empty_dir(const char *path)
@@ -120,7 +83,8 @@ int main(int argc, char **argv)
 	check_start(argv[0]);
 	snprintf(helper, sizeof helper, "%s/h_scale", check_testdir(argv[0]));
 	tmp = check_mktmp();
-	loopback_up();
+	setenv("TMPDIR", tmp, 1);
+	lo_up();
 	int cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
 
 	char out[4096];

@@ -20,26 +20,9 @@ static char bindir[300], pathenv[400], tmpenv[320];
  * stdout and stderr go to out */
 static int run_sh(const char *script, char *out, size_t outsz)
 {
-	int p[2];
-	if (pipe(p))
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(p[1], 1);
-		dup2(p[1], 2);
-		close(p[0]);
-		close(p[1]);
-		char *argv[] = { "sh", "-c", (char *)script, NULL };
-		char *envp[] = { pathenv, tmpenv, "HOME=/", "LC_ALL=C", NULL };
-		execve(busybox, argv, envp);
-		_exit(126);
-	}
-	close(p[1]);
-	read_fd_all(p[0], out, outsz);
-	close(p[0]);
-	int st = 0;
-	waitpid(pid, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st);
+	char *argv[] = { "sh", "-c", (char *)script, NULL };
+	char *envp[] = { pathenv, tmpenv, "HOME=/", "LC_ALL=C", NULL };
+	return check_run(busybox, argv, envp, NULL, out, outsz);
 }
 
 static void sh_check(const char *name, const char *script, const char *want, int want_status)
