@@ -459,6 +459,9 @@ var kmemMemory = []metrics.Sample{
 	{Name: "/memory/classes/total:bytes"},
 	{Name: "/gc/heap/objects:objects"},
 	{Name: "/sched/goroutines:goroutines"},
+	// Machine threads (Ms): each user thread in user mode holds one, and
+	// the runtime keeps every M it made, with its g0 and signal stacks.
+	{Name: "/sched/threads/total:threads"},
 }
 
 // procKmem is /proc/shortbread/kmem: the kernel's own memory by runtime
@@ -476,6 +479,7 @@ func procKmem() []byte {
 	}
 	goMemoryMu.Unlock()
 	ps, vs, ms := proc.ReadStats(), vfs.ReadStats(), mm.ReadStats()
+	fmt.Fprintf(&b, "threads_peak %d\n", ps.ThreadsPeak)
 	fmt.Fprintf(&b, "processes %d\nthreads %d\nfutex_waiters %d\nopen_files %d\nrecord_locks %d\n",
 		ps.Processes, ps.Threads, ps.FutexWaiters, vs.Files, vs.Locks)
 	fmt.Fprintf(&b, "user_anon_pages %d\nshared_pages %d\npage_table_pages %d\n", ms.Anon, ms.Shm, ms.Tables)

@@ -232,13 +232,14 @@ func newProcessWithPID(parent *Process, pid int) *Process {
 	p.pending.q = &p.sigQ
 	tableMu.Lock()
 	table[pid] = p
+	tableRoom = max(tableRoom, len(table))
 	tableMu.Unlock()
 	return p
 }
 
 func dropProcess(p *Process) {
 	tableMu.Lock()
-	delete(table, p.PID)
+	dropPID(p.PID)
 	tableMu.Unlock()
 }
 
@@ -246,18 +247,48 @@ func dropProcess(p *Process) {
 var (
 	tidMu = &tableMu
 	tids  = map[int]*Thread{}
+	// threadsPeak is the most entries tids has had (see Stats);
+	// tidsRoom the most since it was last compacted.
+	threadsPeak, tidsRoom int
 )
 
 func registerThread(t *Thread) {
 	tidMu.Lock()
 	tids[t.TID] = t
+	threadsPeak = max(threadsPeak, len(tids))
+	tidsRoom = max(tidsRoom, len(tids))
 	tidMu.Unlock()
 }
 
 func unregisterThread(t *Thread) {
 	tidMu.Lock()
 	delete(tids, t.TID)
+	tids = compacted(tids, &tidsRoom)
 	tidMu.Unlock()
+}
+
+// compacted returns m, or a copy of m sized for what it holds now once
+// three quarters of the room it reached (*room, the most entries since
+// the last copy) stand empty. Go's maps keep the room they grew to, and
+// the task tables can grow to thousands in a burst of clones and fall
+// back to a handful: without this, the peak's buckets would stay.
+func compacted[K comparable, V any](m map[K]V, room *int) map[K]V {
+	if *room < 256 || 4*len(m) > *room {
+		return m
+	}
+	c := make(map[K]V, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	*room = len(m)
+	return c
+}
+
+// dropPID removes pid from the process table. Preconditions: tableMu is
+// held.
+func dropPID(pid int) {
+	delete(table, pid)
+	table = compacted(table, &tableRoom)
 }
 
 func lookupThread(tid int) *Thread {
@@ -306,12 +337,16 @@ func allThreads() []*Thread {
 // Stats are the process layer's object counts (/proc/shortbread/kmem).
 type Stats struct {
 	Processes, Threads, FutexWaiters int
+	// ThreadsPeak is the most threads there have been at once: the
+	// runtime keeps a goroutine record (and the thread table its
+	// buckets) for each at that high-water mark.
+	ThreadsPeak int
 }
 
 // ReadStats returns the counts now.
 func ReadStats() Stats {
-	tableMu.Lock()
-	s := Stats{Processes: len(table), Threads: len(tids)}
+	tableMu.Lock() // tidMu too
+	s := Stats{Processes: len(table), Threads: len(tids), ThreadsPeak: threadsPeak}
 	tableMu.Unlock()
 	futexes.mu.Lock()
 	for _, ws := range futexes.q {

@@ -183,7 +183,10 @@ func (p *Process) Space() *mm.Space {
 var (
 	tableMu sync.Mutex
 	table   = map[int]*Process{}
-	lastPID atomic.Int64
+	// tableRoom is the most entries table has had since it was last
+	// compacted (see compacted).
+	tableRoom int
+	lastPID   atomic.Int64
 	// claimed holds the IDs handed out but not yet in table or tids
 	// (a clone between claimPID and registering its task). Protected
 	// by tableMu.
@@ -248,6 +251,7 @@ func newProcess(parent *Process) *Process {
 	p.pgid, p.sid = p.PID, p.PID
 	tableMu.Lock()
 	table[p.PID] = p
+	tableRoom = max(tableRoom, len(table))
 	tableMu.Unlock()
 	return p
 }
@@ -294,7 +298,7 @@ func Start(o Options, path string, argv, envp []string) (*Process, error) {
 	t := newThread(p, p.PID)
 	if err := t.exec(execPath(path), argv, envp); err != nil {
 		tableMu.Lock()
-		delete(table, p.PID)
+		dropPID(p.PID)
 		tableMu.Unlock()
 		return nil, err
 	}
@@ -312,7 +316,7 @@ func (p *Process) Wait() int {
 	defer p.mu.Unlock()
 	p.state = procReaped
 	tableMu.Lock()
-	delete(table, p.PID)
+	dropPID(p.PID)
 	tableMu.Unlock()
 	return p.status
 }
@@ -448,7 +452,7 @@ func (p *Process) finish() {
 			if c.state == procZombie {
 				c.state = procReaped
 				tableMu.Lock()
-				delete(table, c.PID)
+				dropPID(c.PID)
 				tableMu.Unlock()
 			}
 			c.mu.Unlock()

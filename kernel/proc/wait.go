@@ -178,7 +178,7 @@ func (p *Process) reap() {
 	p.state = procReaped
 	p.mu.Unlock()
 	tableMu.Lock()
-	delete(table, p.PID)
+	dropPID(p.PID)
 	tableMu.Unlock()
 }
 

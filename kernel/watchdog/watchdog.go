@@ -12,32 +12,36 @@ import "time"
 // Tracker remembers where each thread was at the previous look.
 type Tracker struct {
 	Timeout time.Duration
-	marks   map[any]*mark
-	looked  map[any]bool
+	// marks follows only the threads seen in the kernel and awake, so it
+	// stays small however many threads there are (a map keeps the room
+	// it once grew to).
+	marks map[any]*mark
+	look  uint64 // counts Done calls: the look marks were last seen in
 }
 
 type mark struct {
 	seq   uint64
 	since time.Time
 	told  bool
+	seen  uint64 // the look it was last observed in
 }
 
 // Observe records thread id at time now and reports whether it must be
 // reported as hung now, and for how long it has been stuck.
 func (tr *Tracker) Observe(id any, seq uint64, sleeping bool, now time.Time) (stuck time.Duration, report bool) {
 	if tr.marks == nil {
-		tr.marks, tr.looked = map[any]*mark{}, map[any]bool{}
+		tr.marks = map[any]*mark{}
 	}
-	tr.looked[id] = true
 	m := tr.marks[id]
 	if seq%2 == 0 || sleeping {
 		delete(tr.marks, id) // in user mode, or waiting as it may
 		return 0, false
 	}
 	if m == nil || m.seq != seq {
-		tr.marks[id] = &mark{seq: seq, since: now}
+		tr.marks[id] = &mark{seq: seq, since: now, seen: tr.look}
 		return 0, false
 	}
+	m.seen = tr.look
 	stuck = now.Sub(m.since)
 	if m.told || tr.Timeout <= 0 || stuck < tr.Timeout {
 		return stuck, false
@@ -48,12 +52,12 @@ func (tr *Tracker) Observe(id any, seq uint64, sleeping bool, now time.Time) (st
 
 // Done ends a look: threads not observed since the last Done are gone.
 func (tr *Tracker) Done() {
-	for id := range tr.marks {
-		if !tr.looked[id] {
+	for id, m := range tr.marks {
+		if m.seen != tr.look {
 			delete(tr.marks, id)
 		}
 	}
-	clear(tr.looked)
+	tr.look++
 }
 
 // Len is how many threads the tracker is following.
