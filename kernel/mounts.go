@@ -1,7 +1,7 @@
 package main
 
 // The file system types mount(2) can make: tmpfs, proc, devtmpfs,
-// devpts, and ext2/3/4 on a disk.
+// devpts, mqueue, and ext2/3/4 on a disk.
 
 import (
 	"strconv"
@@ -15,6 +15,7 @@ import (
 	"shortbread/kernel/fs/ext4"
 	"shortbread/kernel/fs/ext4/ext4vfs"
 	"shortbread/kernel/fs/tmpfs"
+	"shortbread/kernel/ipc/mqueue"
 	"shortbread/kernel/proc"
 	"shortbread/kernel/vfs"
 	"shortbread/kernel/wallclock"
@@ -80,6 +81,14 @@ func (k *kernel) registerFSTypes(v *vfs.VFS) {
 		return &vfs.FileSystem{Root: d.Root()}, nil
 	}})
 	v.RegisterFSType("devpts", k.devptsType())
+	// One instance, the queues mq_open names (kernel/ipc/mqueue/fs.go).
+	mqueue.SetDev(linux.MakeDev(0, anonMinor.Add(1)))
+	v.RegisterFSType("mqueue", vfs.FSType{Make: func(_ vfs.Source, _ bool, data string) (*vfs.FileSystem, error) {
+		if _, err := mountOptions(data); err != nil {
+			return nil, err
+		}
+		return &vfs.FileSystem{Root: mqueue.Root()}, nil
+	}})
 	for _, name := range []string{"ext4", "ext3", "ext2"} {
 		v.RegisterFSType(name, vfs.FSType{Device: true, Make: k.mountExt4})
 	}

@@ -2,14 +2,21 @@
  * limits, permissions, close-on-exec), priority order, sizes, blocking,
  * non-blocking and timed sends and receives, mq_notify with a signal,
  * read and poll on a queue descriptor, mq_unlink with the queue still
- * open, RLIMIT_MSGQUEUE, /proc/sys/fs/mqueue. */
+ * open, RLIMIT_MSGQUEUE, /proc/sys/fs/mqueue; the mqueue file system
+ * (mount -t mqueue): queues as files with their status, created by
+ * open(2) and removed by unlink(2), chmod deciding who may open them,
+ * and EPERM for what its directory cannot hold. */
 #define _GNU_SOURCE
 #include "check.h"
 #include <fcntl.h>
 #include <mqueue.h>
 #include <poll.h>
 #include <signal.h>
+#include <dirent.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -239,6 +246,144 @@ static void test_notify_thread(void)
 	mq_unlink(Q);
 }
 
+
+/* reads path whole into buf (NUL-terminated); -1 on error */
+static int read_path(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	size_t n = read_fd_all(fd, buf, size);
+	close(fd);
+	return (int)n;
+}
+
+static int dir_has(const char *dir, const char *name)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;
+	int found = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, name) == 0)
+			found = e->d_type == DT_REG ? 1 : 2;
+	closedir(d);
+	return found;
+}
+
+static void test_fs(void)
+{
+	const char *tmp = check_mktmp();
+	chmod(tmp, 0755); /* others reach the mount: the sticky bit is what refuses them */
+	char mnt[300], p1[320], p2[320], other[320];
+	snprintf(mnt, sizeof mnt, "%s/mq", tmp);
+	mkdir(mnt, 0755);
+	CHECK_ERR("fs.mount_bad_option", mount("none", mnt, "mqueue", 0, "size=10"), EINVAL);
+	if (!CHECK_SYS("fs.mount", mount("none", mnt, "mqueue", 0, NULL))) {
+		rmdir(mnt);
+		rmdir(tmp);
+		return;
+	}
+	struct statfs sf;
+	CHECK("fs.statfs_magic", statfs(mnt, &sf) == 0 && sf.f_type == 0x19800202);
+	struct stat st;
+	CHECK("fs.root_mode", stat(mnt, &st) == 0 && st.st_mode == (S_IFDIR | 01777));
+	off_t dir_size = st.st_size;
+
+	snprintf(p1, sizeof p1, "%s/t_mqueue_fs1", mnt);
+	snprintf(p2, sizeof p2, "%s/t_mqueue_fs2", mnt);
+	mq_unlink("/t_mqueue_fs1");
+	mq_unlink("/t_mqueue_fs2");
+	mode_t old = umask(022);
+	mqd_t q = mq_open("/t_mqueue_fs1", O_CREAT | O_EXCL | O_RDWR, 0666, NULL);
+	umask(old);
+	CHECK_SYS("fs.mq_open", q);
+	CHECK_EQ("fs.listed", dir_has(mnt, "t_mqueue_fs1"), 1);
+	CHECK("fs.stat", stat(p1, &st) == 0 && st.st_mode == (S_IFREG | 0644) && st.st_uid == getuid() &&
+			      st.st_nlink == 1 && st.st_size == 80);
+	struct stat fst;
+	CHECK("fs.fstat_same_inode", fstat(q, &fst) == 0 && fst.st_ino == st.st_ino && fst.st_dev == st.st_dev);
+	struct stat ds;
+	CHECK("fs.dir_size_per_name", stat(mnt, &ds) == 0 && ds.st_size == dir_size + 20);
+	char buf[8192];
+	char want[128];
+	snprintf(want, sizeof want, "QSIZE:%-10d NOTIFY:%-5d SIGNO:%-5d NOTIFY_PID:%-6d\n", 0, 0, 0, 0);
+	CHECK("fs.status_empty", read_path(p1, buf, sizeof buf) > 0 && strcmp(buf, want) == 0);
+	/* the descriptor has a position: the line once, then end of file */
+	char line[128];
+	CHECK("fs.read_then_eof", read(q, line, sizeof line) == (ssize_t)strlen(want) && read(q, line, sizeof line) == 0);
+	CHECK("fs.pread_offset", pread(q, line, 5, 2) == 5 && memcmp(line, "IZE:0", 5) == 0);
+	CHECK_SYS("fs.send", mq_send(q, "hello", 5, 1));
+	CHECK("fs.status_qsize", read_path(p1, buf, sizeof buf) > 0 && strncmp(buf, "QSIZE:5 ", 8) == 0);
+	struct stat after;
+	CHECK("fs.send_sets_mtime", stat(p1, &after) == 0 &&
+					    (after.st_mtim.tv_sec > st.st_mtim.tv_sec ||
+					     (after.st_mtim.tv_sec == st.st_mtim.tv_sec && after.st_mtim.tv_nsec >= st.st_mtim.tv_nsec)));
+
+	/* a queue created by open(2), usable with mq_* */
+	int fd = open(p2, O_CREAT | O_EXCL | O_RDWR, 0600);
+	CHECK_SYS("fs.open_creates", fd);
+	struct mq_attr a;
+	CHECK("fs.open_default_attr", mq_getattr(fd, &a) == 0 && a.mq_maxmsg == 10 && a.mq_msgsize == 8192 && a.mq_curmsgs == 0);
+	CHECK_SYS("fs.open_fd_send", mq_send(fd, "x", 1, 0));
+	mqd_t q2 = mq_open("/t_mqueue_fs2", O_RDWR);
+	CHECK_SYS("fs.mq_open_finds_it", q2);
+	unsigned prio = 9;
+	CHECK("fs.mq_receive_its_message", mq_receive(q2, buf, sizeof buf, &prio) == 1 && buf[0] == 'x' && prio == 0);
+	CHECK_ERR("fs.write_einval", write(fd, "y", 1), EINVAL);
+	CHECK_ERR("fs.open_excl_exists", open(p2, O_CREAT | O_EXCL | O_RDWR, 0600), EEXIST);
+	CHECK_SYS("fs.unlink", unlink(p2));
+	CHECK_ERR("fs.unlinked_gone", mq_open("/t_mqueue_fs2", O_RDWR), ENOENT);
+	CHECK_SYS("fs.unlinked_still_usable", mq_send(q2, "z", 1, 0));
+	CHECK_EQ("fs.unlinked_not_listed", dir_has(mnt, "t_mqueue_fs2"), 0);
+	mq_close(q2);
+	close(fd);
+
+	/* chmod decides who may open; unlink by others refused by the sticky bit */
+	CHECK_SYS("fs.chmod", chmod(p1, 0600));
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (setgid(65534) || setuid(65534))
+			_exit(10);
+		if (mq_open("/t_mqueue_fs1", O_RDONLY) != -1 || errno != EACCES)
+			_exit(11);
+		if (unlink(p1) != -1 || errno != EPERM)
+			_exit(12);
+		_exit(0);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	CHECK_EQ("fs.nobody_refused", WEXITSTATUS(status), 0);
+	CHECK_SYS("fs.chown", chown(p1, 65534, 65534));
+	pid = fork();
+	if (pid == 0) {
+		if (setgid(65534) || setuid(65534))
+			_exit(10);
+		mqd_t r = mq_open("/t_mqueue_fs1", O_RDONLY);
+		if (r == -1)
+			_exit(11);
+		_exit(mq_receive(r, buf, sizeof buf, NULL) == 5 ? 0 : 12);
+	}
+	waitpid(pid, &status, 0);
+	CHECK_EQ("fs.chown_lets_owner_open", WEXITSTATUS(status), 0);
+
+	/* what the directory cannot hold */
+	snprintf(other, sizeof other, "%s/d", mnt);
+	CHECK_ERR("fs.mkdir_eperm", mkdir(other, 0755), EPERM);
+	CHECK_ERR("fs.mkfifo_eperm", mknod(other, S_IFIFO | 0600, 0), EPERM);
+	CHECK_ERR("fs.symlink_eperm", symlink("x", other), EPERM);
+	CHECK_ERR("fs.link_eperm", link(p1, other), EPERM);
+	CHECK_ERR("fs.rename_eperm", rename(p1, other), EPERM);
+
+	mq_close(q);
+	CHECK_SYS("fs.unlink_last", unlink(p1));
+	CHECK("fs.dir_size_back", stat(mnt, &ds) == 0 && ds.st_size == dir_size);
+	CHECK_SYS("fs.umount", umount(mnt));
+	rmdir(mnt);
+	rmdir(tmp);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -247,5 +392,6 @@ int main(int argc, char **argv)
 	test_access();
 	test_notify();
 	test_notify_thread();
+	test_fs();
 	return check_done();
 }

@@ -84,17 +84,18 @@ type Notification struct {
 
 // Queue is one message queue.
 type Queue struct {
-	owner   vfs.Owner
-	mode    uint32
+	node    *node // its file in the mqueue file system: mode, owner, times
+	creator uint32
 	maxMsg  int
 	msgSize int
-	charge  uint64 // RLIMIT_MSGQUEUE bytes charged to owner.UID
+	charge  uint64 // RLIMIT_MSGQUEUE bytes charged to creator
 
 	mu       sync.Mutex
 	msgs     []message // by priority, highest first; FIFO within one; protected by mu
 	bytes    int       // protected by mu
 	refs     int       // open descriptors; protected by package mu
 	named    bool      // still in the names table; protected by package mu
+	freed    bool      // given back (no name, no descriptor); protected by package mu
 	notify   *Notification
 	rwaiters int // receivers waiting; protected by mu
 	q        vfs.Queue
@@ -168,25 +169,37 @@ func Open(a OpenArgs) (*Queue, error) {
 		}
 		maxMsg, msgSize = int(a.Attr.MaxMsg), int(a.Attr.MsgSize)
 	}
-	if count >= limits.QueuesMax && a.Capped {
+	owner := vfs.Owner{UID: a.Cred.EUID, GID: a.Cred.EGID}
+	q, err := createLocked(a.Name, owner, a.Mode&^a.Umask, maxMsg, msgSize, a.Limit, a.Capped)
+	if err != nil {
+		return nil, err
+	}
+	q.refs = 1
+	return q, nil
+}
+
+// createLocked makes the queue name, charging owner's user; the caller
+// holds package mu.
+func createLocked(name string, owner vfs.Owner, mode uint32, maxMsg, msgSize int, limit uint64, capped bool) (*Queue, error) {
+	if count >= limits.QueuesMax && capped {
 		return nil, linux.ENOSPC
 	}
 	charge := chargeOf(maxMsg, msgSize)
-	if used := userBytes[a.Cred.EUID]; used+charge < used || used+charge > a.Limit {
+	if used := userBytes[owner.UID]; used+charge < used || used+charge > limit {
 		return nil, linux.EMFILE
 	}
-	userBytes[a.Cred.EUID] += charge
+	userBytes[owner.UID] += charge
 	count++
-	q = &Queue{
-		owner:   vfs.Owner{UID: a.Cred.EUID, GID: a.Cred.EGID},
-		mode:    a.Mode &^ a.Umask & 0o777,
+	q := &Queue{
+		creator: owner.UID,
 		maxMsg:  maxMsg,
 		msgSize: msgSize,
 		charge:  charge,
-		refs:    1,
 		named:   true,
 	}
-	names[a.Name] = q
+	q.node = newNode(q, mode&0o777, owner)
+	names[name] = q
+	root.changed(len(names))
 	return q, nil
 }
 
@@ -206,12 +219,13 @@ func (q *Queue) permit(c vfs.Cred, flags int) error {
 	if c.Superuser() {
 		return nil
 	}
-	perm := q.mode & 7
+	a := q.node.Attr()
+	perm := a.Mode & 7
 	switch {
-	case c.EUID == q.owner.UID:
-		perm = q.mode >> 6 & 7
-	case c.EGID == q.owner.GID || inGroups(c.Groups, q.owner.GID):
-		perm = q.mode >> 3 & 7
+	case c.EUID == a.UID:
+		perm = a.Mode >> 6 & 7
+	case c.EGID == a.GID || inGroups(c.Groups, a.GID):
+		perm = a.Mode >> 3 & 7
 	}
 	if perm&want != want {
 		return linux.EACCES
@@ -240,25 +254,32 @@ func Unlink(name string, c vfs.Cred) error {
 	if q == nil {
 		return linux.ENOENT
 	}
-	if !c.Superuser() && c.EUID != q.owner.UID {
+	if !c.Superuser() && c.EUID != q.node.Attr().UID {
 		return linux.EACCES // Linux: the parent directory (/dev/mqueue, 1777 sticky)
 	}
+	unlinkLocked(name, q)
+	return nil
+}
+
+// unlinkLocked removes a queue's name; the caller holds package mu.
+func unlinkLocked(name string, q *Queue) {
 	delete(names, name)
 	q.named = false
 	q.freeLocked()
-	return nil
+	root.changed(len(names))
 }
 
 // freeLocked gives back a queue that has no name and no descriptor
 // (package mu held).
 func (q *Queue) freeLocked() {
-	if q.refs > 0 || q.named {
+	if q.refs > 0 || q.named || q.freed {
 		return
 	}
+	q.freed = true
 	count--
-	userBytes[q.owner.UID] -= q.charge
-	if userBytes[q.owner.UID] == 0 {
-		delete(userBytes, q.owner.UID)
+	userBytes[q.creator] -= q.charge
+	if userBytes[q.creator] == 0 {
+		delete(userBytes, q.creator)
 	}
 	q.mu.Lock()
 	q.msgs, q.bytes = nil, 0
@@ -351,6 +372,7 @@ func (q *Queue) Send(w Wait, msg []byte, prio uint32, senderPID int, senderUID u
 	if err != nil {
 		return err
 	}
+	q.node.touch()
 	q.q.Notify()
 	if fire != nil && fire.Fire != nil {
 		fire.Fire(senderPID, senderUID)
@@ -388,6 +410,7 @@ func (q *Queue) Receive(w Wait, buf []byte) (int, uint32, error) {
 	if err != nil {
 		return 0, 0, err
 	}
+	q.node.touch()
 	q.q.Notify()
 	return copy(buf, m.data), m.prio, nil
 }
@@ -455,12 +478,6 @@ func (q *Queue) Readiness() uint32 {
 // Watch registers ch for readiness changes.
 func (q *Queue) Watch(ch chan<- struct{}) func() { return q.q.Watch(ch) }
 
-// Owner returns who created the queue, for fstat.
-func (q *Queue) Owner() vfs.Owner { return q.owner }
-
-// Mode returns the queue's permission bits.
-func (q *Queue) Mode() uint32 { return q.mode }
-
 // Stats counts the queues alive and the RLIMIT_MSGQUEUE bytes charged,
 // for tests of their release.
 func Stats() (queues int, charged uint64) {
@@ -481,10 +498,10 @@ type File struct {
 }
 
 // NewFile makes the open file of a queue opened with flags (the access
-// mode and O_NONBLOCK).
+// mode and O_NONBLOCK): its inode is the queue's file in the mqueue file
+// system, as on Linux.
 func NewFile(q *Queue, flags int) *vfs.OpenFile {
-	ino := vfs.NewAnonInode(linux.S_IFREG|q.mode, q.owner)
-	return vfs.NewFile(ino, &File{Q: q}, uint32(flags)&(linux.O_ACCMODE|linux.O_NONBLOCK))
+	return vfs.NewFile(q.node, &File{Q: q}, uint32(flags)&(linux.O_ACCMODE|linux.O_NONBLOCK))
 }
 
 // From returns the queue behind an open file, or EBADF: mq_* calls on
@@ -503,6 +520,13 @@ func (f *File) Read(_ vfs.Blocking, p []byte, off int64) (int, error) {
 		return 0, nil
 	}
 	return copy(p, s[off:]), nil
+}
+
+// Lseek moves the position in the status line as in a file of the queue
+// file's st_size (Linux's default_llseek), so reads go on from where the
+// last one stopped and the second read of the line is end of file.
+func (f *File) Lseek(pos, off int64, whence int) (int64, error) {
+	return vfs.SeekSized(pos, off, whence, f.Q.node.Attr().Size)
 }
 
 // Write is EINVAL: a queue file has no write operation.
