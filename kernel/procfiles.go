@@ -275,6 +275,11 @@ func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 		}
 		return nil
 	})
+	// Heap allocations per system call number (allocstat).
+	fs.AddFile("shortbread/allocs", proc.ProcAllocs, func([]byte) error {
+		proc.ResetAllocs()
+		return nil
+	})
 	fs.AddFile("shortbread/goroutines", func() []byte {
 		buf := make([]byte, 1<<20)
 		return buf[:runtime.Stack(buf, true)]
@@ -458,6 +463,10 @@ var kmemMemory = []metrics.Sample{
 	{Name: "/memory/classes/other:bytes"},
 	{Name: "/memory/classes/total:bytes"},
 	{Name: "/gc/heap/objects:objects"},
+	// Cumulative heap allocations: t_allocs counts what a run of system
+	// calls allocates.
+	{Name: "/gc/heap/allocs:objects"},
+	{Name: "/gc/heap/allocs:bytes"},
 	{Name: "/sched/goroutines:goroutines"},
 	// Machine threads (Ms): each user thread in user mode holds one, and
 	// the runtime keeps every M it made, with its g0 and signal stacks.

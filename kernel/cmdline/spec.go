@@ -115,6 +115,10 @@ var Default = []Spec{
 		Help: "record one in N contended kernel lock acquisitions (Go's mutex profile) and one blocking wait per N ns (its block profile), read from /proc/shortbread/{mutex,block}; 0: off (the default)",
 	},
 	{
+		Name: "allocstat", Kind: Bool,
+		Help: "count the kernel heap objects and bytes each system call number allocates, read from /proc/shortbread/allocs (exact with one CPU, for calls that do not sleep)",
+	},
+	{
 		Name: "memprofilerate", Kind: Int,
 		Help: "sample one kernel heap allocation per N bytes for /proc/shortbread/heap (Go's MemProfileRate; default 524288, 1: every allocation)",
 	},

@@ -83,6 +83,11 @@ func IdleTime(cpu int) int64
 // Threads is the number of machine-layer threads (the runtime's Ms).
 func Threads() int
 
+// memStats fills s; it keeps no reference (noescape: ReadMemStats's
+// result stays on the stack, and kmem.Refuse, on every socket send, does
+// not allocate).
+//
+//go:noescape
 func memStats(s *MemStats)
 
 func physPointer(pa uintptr) unsafe.Pointer

@@ -133,15 +133,16 @@ type epollEvent struct {
 // collect gathers up to max ready events; with consume, edge and
 // one-shot state advance as for a real report.
 func (e *epollFile) collect(max int, consume bool) []epollEvent {
-	return e.collectIn(nil, max, consume)
+	return e.collectIn(nil, max, consume, nil)
 }
 
 // collectIn is collect that also drops interests whose fd no longer names
 // their file in files (Linux forgets an interest when its file is closed).
-func (e *epollFile) collectIn(files *vfs.FDTable, max int, consume bool) []epollEvent {
+// The events are appended to dst[:0].
+func (e *epollFile) collectIn(files *vfs.FDTable, max int, consume bool, dst []epollEvent) []epollEvent {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out []epollEvent
+	out := dst[:0]
 	for k, en := range e.entries {
 		if files != nil {
 			f, err := files.Get(k.fd)
@@ -336,11 +337,16 @@ func (t *Thread) epollWait(a *[6]uint64, maskAt uintptr, maskSize uint64) int64 
 	}
 	wait := func() int64 {
 		return t.waitReady(ep.wake, timeout, func() (int64, bool) {
-			evs := ep.collectIn(t.Proc.files, max, true)
+			evs := ep.collectIn(t.Proc.files, max, true, t.epollEvs[:0])
 			if len(evs) == 0 {
 				return 0, false
 			}
-			buf := make([]byte, 12*len(evs))
+			var buf []byte
+			if len(evs) <= len(t.epollEvs) {
+				buf = t.epollRaw[:12*len(evs)]
+			} else {
+				buf = make([]byte, 12*len(evs))
+			}
 			for i, ev := range evs {
 				binary.LittleEndian.PutUint32(buf[12*i:], ev.events)
 				binary.LittleEndian.PutUint64(buf[12*i+4:], ev.data)

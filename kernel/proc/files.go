@@ -57,6 +57,10 @@ func mountsText() []byte {
 }
 
 // ctx is the VFS context of a system call made by t.
+//
+// The context lives in the thread and is filled anew by each call, so
+// that system calls do not allocate one: it is valid for the current
+// system call only, and nothing may keep it.
 func (t *Thread) ctx() *vfs.Ctx {
 	p := t.Proc
 	p.mu.Lock()
@@ -65,7 +69,8 @@ func (t *Thread) ctx() *vfs.Ctx {
 	if root == nil {
 		root = fsys.Root()
 	}
-	return &vfs.Ctx{Cred: p.cred.vfsCred(), Root: root, Cwd: p.cwd, Umask: p.umask, Intr: t.sigWake, PID: p.PID, TID: t.TID, Sleeper: t}
+	t.vctx = vfs.Ctx{Cred: p.cred.vfsCred(), Root: root, Cwd: p.cwd, Umask: p.umask, Intr: t.sigWake, PID: p.PID, TID: t.TID, Sleeper: t}
+	return &t.vctx
 }
 
 // file returns the open file behind fd (a reference the caller drops).
@@ -219,6 +224,9 @@ var (
 
 // errnoOf maps a linux.Errno (or wrapped one) to a negative result.
 func errnoOf(err error) (int64, bool) {
+	if e, ok := err.(linux.Errno); ok { // the common case, without errors.As's allocation
+		return -int64(e), true
+	}
 	var e linux.Errno
 	if errors.As(err, &e) {
 		return -int64(e), true

@@ -3,6 +3,9 @@ package proc
 import (
 	"errors"
 	"fmt"
+	"runtime/metrics"
+	"shortbread/kernel/net/socket"
+	"shortbread/kernel/vfs"
 	"sync/atomic"
 
 	"shortbread/kernel/machine"
@@ -17,6 +20,24 @@ type Thread struct {
 
 	regs machine.UserRegs
 	args [6]uint64 // the current system call's arguments
+	// allocSamples reads the heap's allocation counters around each
+	// system call when AllocStat is on (allocstat.go).
+	allocSamples [2]metrics.Sample
+	// iovRaw and iovFast hold the current call's iovec array when it is
+	// short (iovecs), and vctx its VFS context (ctx): neither is
+	// allocated per call.
+	iovRaw  [16 * fastIOV]byte
+	iovFast [fastIOV][2]uint64
+	vctx    vfs.Ctx
+	// The same for poll's and epoll_wait's arrays when they are short.
+	pollRaw   [8 * fastPoll]byte
+	pollReqs  [fastPoll]pollReq
+	pollFiles [fastPoll]*vfs.OpenFile
+	epollRaw  [12 * fastPoll]byte
+	epollEvs  [fastPoll]epollEvent
+	// A send's and a receive's message structures (sendMsg, recvMsg).
+	smsg socket.SendMsg
+	rmsg socket.RecvMsg
 	// clearTID is set_tid_address's (or CLONE_CHILD_CLEARTID's) pointer:
 	// on exit the kernel writes 0 there and wakes a futex waiter.
 	clearTID uintptr

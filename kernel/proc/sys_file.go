@@ -6,6 +6,7 @@ package proc
 import (
 	"encoding/binary"
 	"errors"
+	"shortbread/kernel/iobuf"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/fs/devfs"
@@ -141,16 +142,24 @@ func sysPwrite(t *Thread, a *[6]uint64) (int64, bool) {
 	return t.writeFrom(int(int32(a[0])), [][2]uint64{{a[1], a[2]}}, int64(a[3])), false
 }
 
-// iovecs reads an iovec array.
+// iovecs reads an iovec array. Arrays of up to fastIOV entries (most
+// programs pass one to three) are read into the thread's own array, so
+// the call allocates nothing; the result is valid until the thread's
+// next iovecs call.
 func (t *Thread) iovecs(at uint64, cnt uint64) ([][2]uint64, int64) {
 	if cnt > 1024 {
 		return nil, -eINVAL
 	}
-	raw := make([]byte, 16*cnt)
+	var raw []byte
+	var out [][2]uint64
+	if cnt <= fastIOV {
+		raw, out = t.iovRaw[:16*cnt], t.iovFast[:cnt]
+	} else {
+		raw, out = make([]byte, 16*cnt), make([][2]uint64, cnt)
+	}
 	if err := t.Proc.Space().CopyIn(uintptr(at), raw); err != nil {
 		return nil, errno(err)
 	}
-	out := make([][2]uint64, cnt)
 	total := uint64(0)
 	for i := range out {
 		out[i] = [2]uint64{binary.LittleEndian.Uint64(raw[16*i:]), binary.LittleEndian.Uint64(raw[16*i+8:])}
@@ -161,6 +170,10 @@ func (t *Thread) iovecs(at uint64, cnt uint64) ([][2]uint64, int64) {
 	}
 	return out, 0
 }
+
+// fastIOV is how many iovecs the thread's own array holds (Linux's
+// UIO_FASTIOV).
+const fastIOV = 8
 
 // sysWritev gathers into one buffer and makes one write, so a pipe write
 // of up to PIPE_BUF bytes stays atomic.
@@ -239,16 +252,20 @@ func (t *Thread) writeFrom(fd int, iov [][2]uint64, off int64) int64 {
 	if r := t.terminalIO(f, true); r != 0 {
 		return r
 	}
-	var buf []byte
+	total := uint64(0)
 	for _, v := range iov {
-		if uint64(len(buf))+v[1] > maxIO {
-			v[1] = maxIO - uint64(len(buf))
-		}
-		b := make([]byte, v[1])
+		total += min(v[1], maxIO-total)
+	}
+	pb := iobuf.Get(int(total))
+	defer iobuf.Put(pb)
+	buf := (*pb)[:0]
+	for _, v := range iov {
+		k := min(v[1], total-uint64(len(buf)))
+		b := buf[len(buf) : len(buf)+int(k)]
 		if err := t.Proc.Space().CopyIn(uintptr(v[0]), b); err != nil {
 			return errno(err)
 		}
-		buf = append(buf, b...)
+		buf = buf[:len(buf)+int(k)]
 	}
 	return t.ioResult(t.writeIO(f, buf, off))
 }
@@ -287,7 +304,9 @@ func (t *Thread) readInto(fd int, iov [][2]uint64, off int64) int64 {
 	for _, v := range iov {
 		total += v[1]
 	}
-	buf := make([]byte, min(total, maxIO))
+	pb := iobuf.Get(int(min(total, maxIO)))
+	defer iobuf.Put(pb)
+	buf := *pb
 	n, err := t.readIO(f, buf, off)
 	done := buf[:n]
 	for _, v := range iov {

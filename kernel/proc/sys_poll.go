@@ -13,6 +13,10 @@ import (
 	"shortbread/kernel/vfs"
 )
 
+// fastPoll is how many descriptors poll, and events epoll_wait, handle in
+// the thread's own arrays.
+const fastPoll = 16
+
 type pollReq struct {
 	fd      int
 	events  uint32
@@ -22,8 +26,14 @@ type pollReq struct {
 // pollWait fills revents and returns how many are non-zero, waiting up to
 // timeout (negative: forever). It returns -EINTR if a signal came first.
 func (t *Thread) pollWait(reqs []pollReq, timeout time.Duration) int64 {
-	files := make([]*vfs.OpenFile, len(reqs))
+	var files []*vfs.OpenFile
+	if len(reqs) <= len(t.pollFiles) {
+		files = t.pollFiles[:len(reqs)]
+	} else {
+		files = make([]*vfs.OpenFile, len(reqs))
+	}
 	for i := range reqs {
+		files[i] = nil
 		if reqs[i].fd < 0 {
 			continue
 		}
@@ -32,25 +42,14 @@ func (t *Thread) pollWait(reqs []pollReq, timeout time.Duration) int64 {
 		}
 	}
 	defer func() {
-		for _, f := range files {
+		for i, f := range files {
 			if f != nil {
 				f.DecRef()
+				files[i] = nil
 			}
 		}
 	}()
-	ch := make(chan struct{}, 1)
-	var cancels []func()
-	for _, f := range files {
-		if f != nil && f.Pollable() {
-			cancels = append(cancels, f.Watch(ch))
-		}
-	}
-	defer func() {
-		for _, c := range cancels {
-			c()
-		}
-	}()
-	return t.waitReady(ch, timeout, func() (int64, bool) {
+	check := func() (int64, bool) {
 		n := int64(0)
 		for i := range reqs {
 			r := &reqs[i]
@@ -67,14 +66,34 @@ func (t *Thread) pollWait(reqs []pollReq, timeout time.Duration) int64 {
 			}
 		}
 		return n, n > 0
-	})
+	}
+	// A descriptor ready at once, or a poll that does not wait, needs no
+	// watches: the common case allocates nothing.
+	if n, done := check(); done || timeout == 0 {
+		return n
+	}
+	ch := make(chan struct{}, 1)
+	var cancels []func()
+	for _, f := range files {
+		if f != nil && f.Pollable() {
+			cancels = append(cancels, f.Watch(ch))
+		}
+	}
+	defer func() {
+		for _, c := range cancels {
+			c()
+		}
+	}()
+	return t.waitReady(ch, timeout, check)
 }
 
 // waitReady is the loop behind poll, select and epoll_wait: it runs check
 // until check says it is done, sleeping on wake in between. A zero
 // timeout checks once; a negative one never expires; when the timeout
 // passes, check runs a last time and its result stands. A signal the
-// thread takes ends the wait with EINTR.
+// thread takes ends the wait with EINTR, but only a wait: what is ready
+// is reported first, as Linux's do_poll and ep_poll look at signals only
+// before they would sleep.
 func (t *Thread) waitReady(wake <-chan struct{}, timeout time.Duration, check func() (int64, bool)) int64 {
 	var timer <-chan time.Time
 	if timeout > 0 {
@@ -83,12 +102,12 @@ func (t *Thread) waitReady(wake <-chan struct{}, timeout time.Duration, check fu
 		timer = tm.C
 	}
 	for {
-		if t.interrupted() {
-			return -eINTR
-		}
 		n, done := check()
 		if done || timeout == 0 {
 			return n
+		}
+		if t.interrupted() {
+			return -eINTR
 		}
 		t.sleepBegin()
 		select {
@@ -108,11 +127,16 @@ func (t *Thread) readPollfds(at uintptr, nfds uint64) ([]pollReq, []byte, int64)
 	if nfds > limit && nfds > 16 {
 		return nil, nil, -eINVAL
 	}
-	raw := make([]byte, 8*nfds)
+	var raw []byte
+	var reqs []pollReq
+	if nfds <= uint64(len(t.pollReqs)) { // the thread's own arrays: no allocation
+		raw, reqs = t.pollRaw[:8*nfds], t.pollReqs[:nfds]
+	} else {
+		raw, reqs = make([]byte, 8*nfds), make([]pollReq, nfds)
+	}
 	if err := t.Proc.Space().CopyIn(at, raw); err != nil {
 		return nil, nil, errno(err)
 	}
-	reqs := make([]pollReq, nfds)
 	for i := range reqs {
 		reqs[i] = pollReq{fd: int(int32(binary.LittleEndian.Uint32(raw[8*i:]))), events: uint32(binary.LittleEndian.Uint16(raw[8*i+4:]))}
 	}

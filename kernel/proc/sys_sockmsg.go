@@ -8,6 +8,7 @@ package proc
 import (
 	"encoding/binary"
 	"errors"
+	"shortbread/kernel/iobuf"
 	"time"
 
 	"shortbread/kernel/abi/linux"
@@ -61,17 +62,23 @@ func (t *Thread) readMsghdr(at uint64) (msghdr, int64) {
 const eMSGSIZE = int64(linux.EMSGSIZE)
 
 // gather copies the iovecs' bytes in (up to maxIO).
-func (t *Thread) gather(iov [][2]uint64) ([]byte, int64) {
-	var buf []byte
+func (t *Thread) gather(iov [][2]uint64) (*[]byte, int64) {
+	total := uint64(0)
 	for _, v := range iov {
-		n := min(v[1], maxIO-uint64(len(buf)))
-		b := make([]byte, n)
-		if err := t.Proc.Space().CopyIn(uintptr(v[0]), b); err != nil {
+		total += min(v[1], maxIO-total)
+	}
+	pb := iobuf.Get(int(total))
+	buf := (*pb)[:0]
+	for _, v := range iov {
+		k := min(v[1], total-uint64(len(buf)))
+		if err := t.Proc.Space().CopyIn(uintptr(v[0]), buf[len(buf):len(buf)+int(k)]); err != nil {
+			iobuf.Put(pb)
 			return nil, errno(err)
 		}
-		buf = append(buf, b...)
+		buf = buf[:len(buf)+int(k)]
 	}
-	return buf, 0
+	*pb = buf
+	return pb, 0
 }
 
 // scatter copies data out over the iovecs.
@@ -117,19 +124,26 @@ func sysSendto(t *Thread, a *[6]uint64) (int64, bool) {
 	}
 	defer f.DecRef()
 	flags := int(int32(a[3]))
-	m := socket.SendMsg{Flags: flags}
+	m := t.sendMsg()
+	defer t.doneMsg()
+	m.Flags = flags
 	if a[4] != 0 && a[5] != 0 {
 		if m.To, e = t.sockaddrIn(a[4], a[5]); e != 0 {
 			return e, false
 		}
 	}
-	if m.Data, e = t.gather([][2]uint64{{a[1], a[2]}}); e != 0 {
+	iov := t.iovFast[:1]
+	iov[0] = [2]uint64{a[1], a[2]}
+	data, e := t.gather(iov)
+	if e != 0 {
 		return e, false
 	}
+	defer iobuf.Put(data)
+	m.Data = *data
 	c := t.ctx()
 	m.Sender = socket.MsgCredOf(c)
 	t.sleepBegin()
-	n, err := s.SendMsg(c, t.blocking(f, flags), &m)
+	n, err := s.SendMsg(c, t.blocking(f, flags), m)
 	t.sleepEnd()
 	return t.sendResult(s, n, err, flags), false
 }
@@ -143,7 +157,28 @@ func (t *Thread) socketWrite(f *vfs.OpenFile, s socket.Socket, buf []byte) (int,
 		return 0, linux.EBADF
 	}
 	c := t.ctx()
-	return s.SendMsg(c, t.blocking(f, 0), &socket.SendMsg{Data: buf, Sender: socket.MsgCredOf(c)})
+	m := t.sendMsg()
+	defer t.doneMsg()
+	m.Data, m.Sender = buf, socket.MsgCredOf(c)
+	return s.SendMsg(c, t.blocking(f, 0), m)
+}
+
+// sendMsg and recvMsg return the thread's own message structure for a
+// send or receive, zeroed: passed to a socket (an interface), one made
+// per call would escape to the heap. doneMsg zeroes both once the call
+// is over, so they keep no buffer or file alive.
+func (t *Thread) sendMsg() *socket.SendMsg {
+	t.smsg = socket.SendMsg{}
+	return &t.smsg
+}
+
+func (t *Thread) recvMsg() *socket.RecvMsg {
+	t.rmsg = socket.RecvMsg{}
+	return &t.rmsg
+}
+
+func (t *Thread) doneMsg() {
+	t.smsg, t.rmsg = socket.SendMsg{}, socket.RecvMsg{}
 }
 
 func sysRecvfrom(t *Thread, a *[6]uint64) (int64, bool) {
@@ -153,10 +188,14 @@ func sysRecvfrom(t *Thread, a *[6]uint64) (int64, bool) {
 	}
 	defer f.DecRef()
 	flags := int(int32(a[3]))
-	m := socket.RecvMsg{Buf: make([]byte, min(a[2], maxIO)), Flags: flags}
+	pb := iobuf.Get(int(min(a[2], maxIO)))
+	defer iobuf.Put(pb)
+	m := t.recvMsg()
+	defer t.doneMsg()
+	m.Buf, m.Flags = *pb, flags
 	c := t.ctx()
 	t.sleepBegin()
-	n, err := s.RecvMsg(c, t.blocking(f, flags), &m)
+	n, err := s.RecvMsg(c, t.blocking(f, flags), m)
 	t.sleepEnd()
 	// recvfrom has nowhere to put descriptors: they are closed.
 	m.Control.Release()
@@ -194,22 +233,27 @@ func (t *Thread) sendmsg(f *vfs.OpenFile, s socket.Socket, at uint64, flags int)
 	if e != 0 {
 		return e
 	}
-	m := socket.SendMsg{Flags: flags}
+	m := t.sendMsg()
+	defer t.doneMsg()
+	m.Flags = flags
 	if h.namelen > 0 {
 		if m.To, e = t.sockaddrIn(h.name, h.namelen); e != 0 {
 			return e
 		}
 	}
-	if m.Data, e = t.gather(iov); e != 0 {
+	data, e := t.gather(iov)
+	if e != 0 {
 		return e
 	}
+	defer iobuf.Put(data)
+	m.Data = *data
 	c := t.ctx()
 	m.Sender = socket.MsgCredOf(c)
 	if e := t.readControl(&h, &m.Control); e != 0 {
 		return e
 	}
 	t.sleepBegin()
-	n, err := s.SendMsg(c, t.blocking(f, flags), &m)
+	n, err := s.SendMsg(c, t.blocking(f, flags), m)
 	t.sleepEnd()
 	if err != nil {
 		m.Control.Release() // not sent: the references are still ours
@@ -321,11 +365,15 @@ func (t *Thread) recvmsg(f *vfs.OpenFile, s socket.Socket, at uint64, flags int,
 	if e != 0 {
 		return e
 	}
-	m := socket.RecvMsg{Buf: make([]byte, min(iovTotal(iov), maxIO)), Flags: flags}
+	pb := iobuf.Get(int(min(iovTotal(iov), maxIO)))
+	defer iobuf.Put(pb)
+	m := t.recvMsg()
+	defer t.doneMsg()
+	m.Buf, m.Flags = *pb, flags
 	b := t.blocking(f, flags)
 	b.NonBlock = b.NonBlock || forceNonBlock
 	t.sleepBegin()
-	n, err := s.RecvMsg(t.ctx(), b, &m)
+	n, err := s.RecvMsg(t.ctx(), b, m)
 	t.sleepEnd()
 	if err != nil {
 		rcv, _ := s.Options().Timeouts()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"runtime"
+	"shortbread/kernel/iobuf"
 	"sync"
 	"time"
 
@@ -40,6 +41,9 @@ const (
 
 // errno maps kernel errors to Linux errno values.
 func errno(err error) int64 {
+	if err == nil { // first: errnoOf's errors.As would allocate its target
+		return 0
+	}
 	if e, ok := errnoOf(err); ok {
 		return e
 	}
@@ -357,7 +361,13 @@ func (t *Thread) syscall() bool {
 	}
 	t.syscallNo = no
 	t.kseq.Add(1)
-	ret, exit := e.Fn(t, a)
+	var ret int64
+	var exit bool
+	if AllocStat {
+		ret, exit = t.countAllocs(no, func() (int64, bool) { return e.Fn(t, a) })
+	} else {
+		ret, exit = e.Fn(t, a)
+	}
 	t.kseq.Add(1)
 	if Trace {
 		Log.Infof("strace: %d %s(%#x, %#x, %#x, %#x) = %d", t.TID, e.Name, a[0], a[1], a[2], a[3], ret)
@@ -382,7 +392,7 @@ func sysSchedYield(t *Thread, a *[6]uint64) (int64, bool) {
 	return 0, false
 }
 
-const maxIO = 1 << 20 // bytes one read or write moves at a time
+const maxIO = iobuf.Max // bytes one read or write moves at a time
 
 func sysArchPrctl(t *Thread, a *[6]uint64) (int64, bool) {
 	const setFS, getFS, getCPUID, setCPUID = 0x1002, 0x1003, 0x1011, 0x1012

@@ -2,6 +2,7 @@ package unix
 
 import (
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/iobuf"
 	"shortbread/kernel/kmem"
 	"shortbread/kernel/net/socket"
 	"shortbread/kernel/vfs"
@@ -76,11 +77,15 @@ func (s *sock) SendMsg(c *vfs.Ctx, b socket.Blocking, m *socket.SendMsg) (int, e
 
 // newMsg makes the message for data sent by s, with the sender's
 // credentials (or those it attached) and name.
+// The data is copied into a buffer lent by package iobuf, given back
+// when the message has been read (release).
 func (s *sock) newMsg(data []byte, m *socket.SendMsg) *msg {
 	s.mu.Lock()
 	from := s.addr
 	s.mu.Unlock()
-	q := &msg{data: data, cred: m.Sender, from: from, sender: s}
+	buf := iobuf.Get(len(data))
+	copy(*buf, data)
+	q := &msg{data: *buf, buf: buf, cred: m.Sender, from: from, sender: s}
 	if m.Control.Cred != nil {
 		q.cred = *m.Control.Cred
 	}
@@ -138,7 +143,7 @@ func (s *sock) sendStream(b socket.Blocking, m *socket.SendMsg) (int, error) {
 		}
 		room := sndBuf - s.wmem.Load()
 		k := min(len(m.Data)-sent, maxChunk, int(max(room, sndBuf/2)))
-		q := s.newMsg(append([]byte(nil), m.Data[sent:sent+k]...), m)
+		q := s.newMsg(m.Data[sent:sent+k], m)
 		if first {
 			q.ctl = m.Control
 		}
@@ -172,6 +177,18 @@ func (s *sock) peerGone(peer *sock) error {
 
 // enqueue adds q to the receive queue, charging its sender: EPIPE when
 // the socket is closed or shut for reading.
+// popFront removes the first n messages of a receive queue. A queue that
+// empties starts again at the front of its array, so a queue drained as
+// fast as it fills (the usual case) keeps one array instead of sliding
+// off its end and growing a new one every few messages.
+func popFront(q []*msg, n int) []*msg {
+	clear(q[:n])
+	if n == len(q) {
+		return q[:0]
+	}
+	return q[n:]
+}
+
 func (t *sock) enqueue(q *msg) error {
 	countInflight(q.ctl.Files, 1)
 	t.mu.Lock()
@@ -219,7 +236,7 @@ func (s *sock) sendDgram(b socket.Blocking, m *socket.SendMsg, t *sock) (int, er
 	if kmem.Refuse() {
 		return 0, linux.ENOBUFS
 	}
-	q := s.newMsg(append([]byte(nil), m.Data...), m)
+	q := s.newMsg(m.Data, m)
 	q.ctl = m.Control
 	if err := t.enqueue(q); err != nil {
 		q.ctl = socket.Control{}
@@ -312,7 +329,7 @@ func (s *sock) recvDgram(b socket.Blocking, m *socket.RecvMsg) (int, error) {
 	q := s.rq[0]
 	peek := m.Flags&linux.MSG_PEEK != 0
 	if !peek {
-		s.rq = s.rq[1:]
+		s.rq = popFront(s.rq, 1)
 	}
 	passcred := s.opts.Flag(linux.SO_PASSCRED)
 	s.mu.Unlock()
@@ -334,6 +351,9 @@ func (s *sock) recvDgram(b socket.Blocking, m *socket.RecvMsg) (int, error) {
 		if m.Flags&linux.MSG_TRUNC != 0 {
 			n = len(q.data)
 		}
+	}
+	if !peek {
+		q.release()
 	}
 	return n, nil
 }
@@ -419,7 +439,7 @@ func (s *sock) recvStream(b socket.Blocking, m *socket.RecvMsg) (int, error) {
 			}
 		}
 		if !peek {
-			s.rq = s.rq[len(done):]
+			s.rq = popFront(s.rq, len(done))
 		}
 		s.mu.Unlock()
 		if !peek {
@@ -427,6 +447,7 @@ func (s *sock) recvStream(b socket.Blocking, m *socket.RecvMsg) (int, error) {
 		}
 		for _, q := range done {
 			q.uncharge()
+			q.release()
 		}
 		if stop || !waitAll || copied >= len(m.Buf) {
 			m.N = copied

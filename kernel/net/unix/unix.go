@@ -25,6 +25,7 @@
 package unix
 
 import (
+	"shortbread/kernel/iobuf"
 	"sync"
 	"sync/atomic"
 
@@ -93,12 +94,22 @@ type sock struct {
 // or a piece of a stream.
 type msg struct {
 	data   []byte
-	off    int // stream: bytes already read
+	buf    *[]byte // data's buffer from package iobuf, until release
+	off    int     // stream: bytes already read
 	ctl    socket.Control
 	cred   socket.Cred // the sender's, for SCM_CREDENTIALS
 	from   *address    // the sender's name when it was sent
 	sender *sock
 	charge int64
+}
+
+// release gives the data's buffer back once the message has been read
+// whole; nothing reads its data after that.
+func (m *msg) release() {
+	if m.buf != nil {
+		iobuf.Put(m.buf)
+	}
+	m.buf, m.data = nil, nil
 }
 
 // uncharge gives the message's charge back to its sender and wakes it.
