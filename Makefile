@@ -65,7 +65,7 @@ run: deps
 	qemu-system-x86_64 $(QEMU_FLAGS) $(if $(filter uefi,$(FIRMWARE)),-bios /usr/share/ovmf/OVMF.fd) -cdrom $(ISO); \
 	  s=$$?; [ $$s -eq 1 ] || [ $$s -eq 0 ] || echo "QEMU exited with $$s (kernel status $$(( ($$s - 1) / 2 )))"
 
-test: deps vet host-test boot-test cpu-test user-test linux-test powercut-test debian-test net-check net-inject apps-smoke
+test: deps vet host-test boot-test cpu-test user-test exhaust-test linux-test powercut-test debian-test net-check net-inject apps-smoke
 
 vet:
 	go vet ./...
@@ -111,8 +111,7 @@ gdb: deps
 	CPUS=$(CPUS) MEM=$(MEM) tools/gdb.sh
 
 # Every kind of kernel memory exhausted at once in a 128 MiB guest
-# (user/tests/h_exhaust.c), at 1 and 2 CPUs; about 20 s each. Not in
-# make test yet: docs/robustness.md says why.
+# (user/tests/h_exhaust.c), at 1 and 2 CPUs; about 20 s each.
 exhaust-test: deps user $(KERNEL) $(STUB)
 	tools/exhausttest.sh 1
 	tools/exhausttest.sh 2
