@@ -353,7 +353,7 @@ func (k *kernel) mountRoot(archive []byte) error {
 	if err != nil {
 		return err
 	}
-	root, err := tmpfs.FromCPIO(entries, tmpfs.Options{Dev: linux.MakeDev(0, 1), Phys: proc.Frames{}, Available: proc.Frames{}.Available, Clock: wallclock.Now})
+	root, err := tmpfs.FromCPIO(entries, tmpfs.Options{Dev: linux.MakeDev(0, 1), Phys: proc.FileFrames{}, Available: proc.FileFrames{}.Available, Clock: wallclock.Now})
 	if err != nil {
 		return err
 	}

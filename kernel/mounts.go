@@ -47,8 +47,8 @@ func (k *kernel) registerFSTypes(v *vfs.VFS) {
 		if err != nil {
 			return nil, err
 		}
-		o := tmpfs.Options{Dev: linux.MakeDev(0, anonMinor.Add(1)), Phys: proc.Frames{},
-			Available: proc.Frames{}.Available, Clock: wallclock.Now}
+		o := tmpfs.Options{Dev: linux.MakeDev(0, anonMinor.Add(1)), Phys: proc.FileFrames{},
+			Available: proc.FileFrames{}.Available, Clock: wallclock.Now}
 		// size= and nr_inodes= are accepted and not enforced: a tmpfs
 		// is bounded by free memory.
 		for key, field := range map[string]*uint32{"mode": &o.Mode, "uid": &o.UID, "gid": &o.GID} {

@@ -31,7 +31,8 @@ func class(n int) int {
 }
 
 // Get returns a buffer of n bytes (0 <= n <= Max) whose contents are
-// not zeroed.
+// not zeroed: it may hold another call's data, so a caller that hands
+// out what a File put there clears it first.
 func Get(n int) *[]byte {
 	c := class(n)
 	if b, ok := pools[c].Get().(*[]byte); ok {

@@ -48,6 +48,22 @@ func (Frames) Available() uint64 {
 	return free - min(free, userReserve())
 }
 
+// FileFrames is Frames for file data in memory (tmpfs, memfd): it stops
+// at twice the kernel's reserve, above the mark where the kernel starts
+// refusing new objects (kmem.Low, at one and a half), so that a full
+// tmpfs (ENOSPC) leaves the kernel able to open files and make pipes.
+// Program memory goes on down to the reserve, and then the OOM killer,
+// which can free it; nothing frees a full tmpfs but its owner.
+type FileFrames struct{ Frames }
+
+func (FileFrames) Alloc() uintptr { return machine.AllocFrame(2 * userReserve()) }
+
+// Available returns how many frames Alloc can still hand out.
+func (FileFrames) Available() uint64 {
+	free := machine.ReadMemStats().FreeFrames
+	return free - min(free, 2*userReserve())
+}
+
 func (Frames) Page(pa uintptr) *[mm.PageSize]byte {
 	return (*[mm.PageSize]byte)(machine.PhysPointer(pa))
 }

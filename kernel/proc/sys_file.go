@@ -307,6 +307,10 @@ func (t *Thread) readInto(fd int, iov [][2]uint64, off int64) int64 {
 	pb := iobuf.Get(int(min(total, maxIO)))
 	defer iobuf.Put(pb)
 	buf := *pb
+	// A lent buffer holds what another call moved: cleared, so that a
+	// file that reports bytes it did not write (as one might that
+	// counted on a new buffer's zeros) cannot hand them out.
+	clear(buf)
 	n, err := t.readIO(f, buf, off)
 	done := buf[:n]
 	for _, v := range iov {
@@ -542,7 +546,9 @@ func sysGetdents64(t *Thread, a *[6]uint64) (int64, bool) {
 		return errno(err), false
 	}
 	defer f.DecRef()
-	buf := make([]byte, min(a[2], 1<<20))
+	pb := iobuf.Get(int(min(a[2], 1<<20)))
+	defer iobuf.Put(pb)
+	buf := *pb
 	n, err := f.Getdents(buf)
 	if err != nil {
 		return errno(err), false

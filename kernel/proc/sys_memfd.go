@@ -31,7 +31,7 @@ const memfdNameMax = 255 - len("memfd:")
 var memfdDev = linux.MakeDev(0, 2)
 
 var memfdFS = sync.OnceValue(func() *tmpfs.FS {
-	return tmpfs.New(tmpfs.Options{Dev: memfdDev, Phys: Frames{}, Available: Frames{}.Available, Clock: wallclock.Now})
+	return tmpfs.New(tmpfs.Options{Dev: memfdDev, Phys: FileFrames{}, Available: FileFrames{}.Available, Clock: wallclock.Now})
 })
 
 // sealer is a file that keeps seals (a tmpfs file).

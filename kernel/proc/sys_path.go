@@ -5,6 +5,7 @@ package proc
 
 import (
 	"encoding/binary"
+	"shortbread/kernel/iobuf"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/vfs"
@@ -577,7 +578,10 @@ func sysSendfile(t *Thread, a *[6]uint64) (int64, bool) {
 	if err := out.KillSetID(t.cred); err != nil {
 		return errno(err), false
 	}
-	buf := make([]byte, 64<<10)
+	pb := iobuf.Get(64 << 10) // lent, not allocated: nginx sends every file this way
+	defer iobuf.Put(pb)
+	buf := *pb
+	clear(buf) // see readInto
 	var done int64
 	for uint64(done) < count {
 		chunk := buf[:min(uint64(len(buf)), count-uint64(done))]
