@@ -8,13 +8,16 @@
 #                      only, short runs)
 #   make bench-apps    the in-guest benchmark (bench/apps), Linux, 1 and
 #                      2 CPUs, results in bench/results/
+#   make bench-allocs  kernel heap objects and bytes allocated per request
+#                      of redis, nginx and mail on Shortbread at 1 CPU
+#                      (bench/allocs/run.sh; counts, not times)
 #   make leak-soak     mail and redis rounds on tmpfs in one Shortbread
 #                      guest for MINUTES (30), free memory and kernel heap
 #                      sampled each round, plotted in bench/results/
 
 APPS_BUILD := $(or $(BUILD),build)/apps
 
-.PHONY: apps apps-check apps-smoke bench-apps leak-soak
+.PHONY: apps apps-check apps-smoke bench-apps bench-allocs leak-soak
 
 # apps/build.sh decides what to rebuild (stamps), so this always runs it.
 apps:
@@ -31,6 +34,9 @@ apps-smoke: apps user $(KERNEL) $(STUB)
 bench-apps: apps user
 	tools/linux/kernel.sh $(LINUX_BUILD)
 	go run ./bench/apps -apps $(APPS_BUILD)
+
+bench-allocs: apps user $(KERNEL) $(STUB)
+	bench/allocs/run.sh $(APPS_BUILD)
 
 leak-soak: apps user $(KERNEL) $(STUB)
 	go run ./bench/leaksoak -minutes $(or $(MINUTES),30) -apps $(APPS_BUILD)
