@@ -29,6 +29,7 @@ var supportNotes = map[string]supportNote{
 	"open":       {partial, "O_TMPFILE is EOPNOTSUPP (no file system here makes unnamed files), after Linux's checks of the directory (ENOENT, ENOTDIR, EROFS, EACCES); untested: EDQUOT (no quotas), ENOSPC and ENOMEM (tmpfs has no size limit to fill: it takes memory until none is left), ENFILE (bounded only by memory: t_kmem), EFBIG and EOVERFLOW (32-bit only: O_LARGEFILE is always set on x86-64), EBUSY for O_EXCL of a block device in use and EINVAL for O_DIRECT (not checked)"},
 	"openat":     {partial, "as open"},
 	"creat":      {supported, "untested: as open's"},
+	"mincore":    {supported, "untested: EAGAIN (the answer is built a page of the vector at a time on the stack: nothing to run out of)"},
 	"read":       {supported, "untested: EIO (a device's failure: t_blkerr covers the block devices), EINVAL for O_DIRECT alignment (no O_DIRECT)"},
 	"pread64":    {supported, "untested: as read's"},
 	"readv":      {supported, "untested: as read's; the man page's EINVAL for iov_len values whose sum overflows ssize_t is not what Linux 6.1 does (it shortens the transfer to MAX_RW_COUNT), so neither kernel is held to it"},

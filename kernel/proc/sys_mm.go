@@ -192,6 +192,34 @@ const (
 // The order is do_madvise's: the advice, the address's alignment, a
 // length that rounds up to zero or wraps (EINVAL), an empty range
 // (nothing to do), then the range's mappings.
+// sysMincore reports which pages of a range are in memory (Linux's order:
+// the alignment (EINVAL), a range past the user half (ENOMEM), then a
+// chunk at a time, an unmapped page (ENOMEM) before the vector's copy
+// (EFAULT)); a length of 0 succeeds without looking at the vector.
+func sysMincore(t *Thread, a *[6]uint64) (int64, bool) {
+	start, n, vec := uintptr(a[0]), uintptr(a[1]), uintptr(a[2])
+	if start&(mm.PageSize-1) != 0 {
+		return -eINVAL, false
+	}
+	if n > mm.UserTop || start+n > mm.UserTop {
+		return -eNOMEM, false
+	}
+	pages := (n + mm.PageSize - 1) / mm.PageSize
+	var chunk [mm.PageSize]byte // one page of answers at a time, as Linux's
+	s := t.Proc.Space()
+	for done := uintptr(0); done < pages; {
+		out := chunk[:min(pages-done, uintptr(len(chunk)))]
+		if err := s.Resident(start+done*mm.PageSize, out); err != nil {
+			return errno(err), false
+		}
+		if err := s.CopyOut(vec+done, out); err != nil {
+			return errno(err), false
+		}
+		done += uintptr(len(out))
+	}
+	return 0, false
+}
+
 func sysMadvise(t *Thread, a *[6]uint64) (int64, bool) {
 	const madvRemove = 9
 	start, n, advice := uintptr(a[0]), uintptr(a[1]), a[2]

@@ -182,6 +182,7 @@ func init() {
 		166: {"umount2", sysUmount2},
 		306: {"syncfs", sysSyncfs},
 		28:  {"madvise", sysMadvise},
+		27:  {"mincore", sysMincore},
 		13:  {"rt_sigaction", sysRtSigaction},
 		14:  {"rt_sigprocmask", sysRtSigprocmask},
 		15:  {"rt_sigreturn", nil}, // handled in syscall: it restores RAX too
