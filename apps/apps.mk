@@ -17,7 +17,7 @@
 
 APPS_BUILD := $(or $(BUILD),build)/apps
 
-.PHONY: apps apps-check apps-smoke bench-apps bench-allocs leak-soak
+.PHONY: apps apps-check apps-smoke bench-apps bench-allocs hlltax-app leak-soak
 
 # apps/build.sh decides what to rebuild (stamps), so this always runs it.
 apps:
@@ -34,6 +34,10 @@ apps-smoke: apps user $(KERNEL) $(STUB)
 bench-apps: apps user
 	tools/linux/kernel.sh $(LINUX_BUILD)
 	go run ./bench/apps -apps $(APPS_BUILD)
+
+# The HLL-tax table of one real workload: make hlltax-app WORKLOAD=redis|nginx|mail
+hlltax-app: apps user $(KERNEL) $(STUB)
+	tools/hlltax-apps.sh $(or $(WORKLOAD),redis) $(APPS_BUILD)
 
 bench-allocs: apps user $(KERNEL) $(STUB)
 	bench/allocs/run.sh $(APPS_BUILD)
