@@ -405,8 +405,8 @@ func sbFindTIDLocked(tid int32) int32 {
 	return -1
 }
 
-// sbWakeDelayNs is how long a busy CPU that wakes a thread, while every
-// other CPU is halted, waits for its own thread to block before it sends
+// sbWakeDelayNs is how long a busy CPU that wakes a thread, while another
+// CPU is idle, waits for its own thread to block before it sends that CPU
 // an IPI. The runtime's threads wake each other just before they block
 // (a netpoller result handed on, a spinning M started by wakep, sysmon
 // woken on a system call): the waker's CPU then runs the woken thread
