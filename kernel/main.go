@@ -105,6 +105,7 @@ func main() {
 	k.rtc = k.newRTC()
 	k.setWalltime()
 	k.setIOAPIC()
+	k.setWakeDelay()
 	k.startCPUs()
 	runtime.GOMAXPROCS(k.maxProcs())
 	k.startWatchdog()
@@ -256,6 +257,18 @@ func (k *kernel) parseCmdline() {
 		k.log.Warnf("command line: %s", w)
 	}
 	k.log.Debugf("command line: %q", k.boot.Cmdline)
+}
+
+// setWakeDelay passes wake_delay= (microseconds) on to the machine layer.
+func (k *kernel) setWakeDelay() {
+	if v, ok := k.opts["wake_delay"]; ok {
+		us, _ := strconv.Atoi(v) // validated as an Int by the command-line schema
+		if us < 0 || us > 10_000 {
+			k.log.Warnf("wake_delay=%d: out of range 0-10000, ignored", us)
+			return
+		}
+		machine.SetWakeDelay(time.Duration(us) * time.Microsecond)
+	}
 }
 
 // maxProcs is the kernel's GOMAXPROCS: one per CPU, or fewer with

@@ -32,6 +32,13 @@ type sbCPU struct {
 	resched  bool  // set by timer or IPI: consider switching threads on exit
 	sliceEnd int64 // when the running thread's time slice ends
 	timerAt  int64 // deadline the timer interrupt is armed for, 0 after it fired
+	// nextDeadline is the earliest deadline of the threads that blocked
+	// on this CPU (sbSetDeadlineLocked), or earlier; written under
+	// sbSched.mu, read by this CPU without it.
+	nextDeadline int64
+	// kickAt is when this CPU sends the IPI it put off for a woken
+	// thread (sbKickIdleCPU), or 0.
+	kickAt int64
 	// idleClock is the time this CPU's idle thread has run, in one word
 	// that machine.IdleTime reads without the scheduler's lock: while the
 	// CPU runs a thread, the total (>= 0); while it is idle, -1 minus the

@@ -143,6 +143,9 @@ func sbIRQ(irq int) {
 	sbWakeEpollWaiters()
 }
 
+//go:linkname sbHookSetWakeDelay shortbread/kernel/machine.setWakeDelay
+func sbHookSetWakeDelay(ns int64) { sbWakeDelayNs = ns }
+
 //go:linkname sbHookBootAPICID shortbread/kernel/machine.BootAPICID
 func sbHookBootAPICID() uint32 { return sbBootCPU }
 

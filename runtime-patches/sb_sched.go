@@ -43,6 +43,7 @@ type sbThread struct {
 	wait     uint32
 	waitAddr uintptr // futex word
 	deadline int64   // wake at this time (ns since boot); 0 = never
+	timerCPU int32   // the CPU whose timer is armed for deadline
 	// timeoutRet is the syscall result if the deadline passes first;
 	// restart asks for the syscall to be made again on a wake-up instead.
 	timeoutRet int64
@@ -162,7 +163,7 @@ func sbWakeLocked(i int32, why int) {
 	t.deadline = 0
 	t.restart = false
 	sbEnqueueLocked(i)
-	sbKickIdleCPU()
+	sbKickIdleCPU(false)
 }
 
 // sbSwitchLocked saves the running thread's frame (unless it is gone) and
@@ -179,6 +180,9 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool) {
 	next := sbDequeueLocked()
 	if next < 0 {
 		next = c.idle
+	}
+	if sbSched.nrunnable == 0 {
+		c.kickAt = 0 // this CPU took the thread it would have kicked for
 	}
 	if idle, was := next == c.idle, c.idleClock < 0; idle != was {
 		now := sbNanotime()
@@ -247,13 +251,21 @@ func sbExitThread(c *sbCPU, f *sbFrame) {
 }
 
 // sbExpireTimers wakes threads whose deadline passed and returns the next
-// deadline still pending (0 if none). sbNextDeadline lets the common case,
-// no deadline due, skip the scan.
-func sbExpireTimers() int64 {
+// deadline this CPU's timer must interrupt it for (0 if none). Each
+// deadline belongs to the CPU its thread blocked on, and only that CPU
+// arms its timer for it: a sleep must not wake every halted CPU (under
+// virtualization, every vCPU thread on the host) to find one thread to
+// run. sbNextDeadline, the earliest of all, lets the common case, no
+// deadline due, skip the scan.
+func sbExpireTimers(c *sbCPU) int64 {
 	now := sbNanotime()
-	if nd := sbNextDeadline; nd == 0 || now < nd {
-		return nd
+	nd, mine := sbNextDeadline, c.nextDeadline
+	if (nd == 0 || now < nd-sbTimerSlack) && (mine == 0 || now < mine-sbTimerSlack) {
+		return mine
 	}
+	// Built aside and stored whole: other CPUs read their own word
+	// without the lock.
+	var perCPU [sbMaxCPU]int64
 	next := int64(0)
 	sbSched.mu.lock()
 	for i := range sbThreads {
@@ -261,22 +273,49 @@ func sbExpireTimers() int64 {
 		if t.state != sbThBlocked || t.deadline == 0 {
 			continue
 		}
-		if t.deadline <= now {
+		if t.deadline-sbTimerSlack <= now {
 			sbWakeLocked(int32(i), sbWakeTimeout)
-		} else if next == 0 || t.deadline < next {
+			continue
+		}
+		if next == 0 || t.deadline < next {
 			next = t.deadline
 		}
+		if d := &perCPU[t.timerCPU]; *d == 0 || t.deadline < *d {
+			*d = t.deadline
+		}
+	}
+	for i := int32(0); i < sbNCPU; i++ {
+		atomic.Storeint64(&sbCPUs[i].nextDeadline, perCPU[i])
 	}
 	sbNextDeadline = next
 	sbSched.mu.unlock()
-	return next
+	return c.nextDeadline
 }
 
-// sbSetDeadlineLocked records when the running thread must be woken.
-func sbSetDeadlineLocked(t *sbThread, deadline int64) {
+// sbTimerSlack is how late a timed wait may end, as Linux's default
+// timer slack for normal threads (timer_slack_ns, 50 µs): c's timer is
+// armed for the deadline plus the slack, and a timer interrupt that comes
+// within the slack for another reason ends the wait early. The runtime's
+// monitor thread (sysmon) sleeps 20 µs at a time while any processor is
+// busy; without slack, each of its sleeps cost a wake-up from HLT.
+const sbTimerSlack = 50_000
+
+// sbSetDeadlineLocked records when the thread running on c must be woken
+// (plus sbTimerSlack); c's timer will interrupt it then.
+func sbSetDeadlineLocked(c *sbCPU, t *sbThread, deadline int64) {
+	if deadline != 0 {
+		deadline += sbTimerSlack
+	}
 	t.deadline = deadline
-	if deadline != 0 && (sbNextDeadline == 0 || deadline < sbNextDeadline) {
+	if deadline == 0 {
+		return
+	}
+	t.timerCPU = c.id
+	if sbNextDeadline == 0 || deadline < sbNextDeadline {
 		sbNextDeadline = deadline
+	}
+	if c.nextDeadline == 0 || deadline < c.nextDeadline {
+		atomic.Storeint64(&c.nextDeadline, deadline)
 	}
 }
 
@@ -295,7 +334,7 @@ func sbFutexWait(c *sbCPU, f *sbFrame, addr uintptr, val uint32, deadline int64)
 	t := &sbThreads[c.cur]
 	t.wait = sbWaitFutex
 	t.waitAddr = addr
-	sbSetDeadlineLocked(t, deadline)
+	sbSetDeadlineLocked(c, t, deadline)
 	t.timeoutRet = -sbETIMEDOUT
 	sbBlockLocked(c, f)
 }
@@ -323,7 +362,7 @@ func sbSleep(c *sbCPU, f *sbFrame, deadline int64) {
 	sbSched.mu.lock()
 	t := &sbThreads[c.cur]
 	t.wait = sbWaitSleep
-	sbSetDeadlineLocked(t, deadline)
+	sbSetDeadlineLocked(c, t, deadline)
 	t.timeoutRet = 0
 	sbBlockLocked(c, f)
 }
@@ -351,7 +390,7 @@ func sbClone(c *sbCPU, f *sbFrame, flags, stk, tls uintptr) int64 {
 	t.sigMask = sbThreads[c.cur].sigMask
 	tid := t.tid
 	sbEnqueueLocked(i)
-	sbKickIdleCPU()
+	sbKickIdleCPU(false)
 	sbSched.mu.unlock()
 	return int64(tid)
 }
@@ -366,21 +405,55 @@ func sbFindTIDLocked(tid int32) int32 {
 	return -1
 }
 
-// sbKickIdleCPU wakes a halted CPU so it looks at the run queue, unless
-// this CPU is idle and the queue holds only the one thread: this CPU is
-// then in a trap (an interrupt woke the thread), and sbTrapExit runs the
-// thread here. An IPI would wake a second CPU to find nothing, and
-// under virtualization wake a second vCPU thread on the host.
+// sbWakeDelayNs is how long a busy CPU that wakes a thread, while another
+// CPU is idle, waits for its own thread to block before it sends that CPU
+// an IPI. The runtime's threads wake each other just before they block
+// (a netpoller result handed on, a spinning M started by wakep, sysmon
+// woken on a system call): the waker's CPU then runs the woken thread
+// itself, where an IPI would wake a halted CPU that, under
+// virtualization, is a host thread to schedule, and move the work there.
+// Set by the kernel (wake_delay=; 0 sends at once).
+var sbWakeDelayNs int64 = 150_000
+
+// sbKickIdleCPU makes an idle CPU look at the run queue: an IPI to a
+// halted CPU, at once if this CPU is idle or now is set, else once this
+// CPU's wake delay has passed without its thread blocking (sbKickLate).
+// Nothing is sent if this CPU is idle and the queue holds only the one
+// thread: this CPU is then in a trap (an interrupt woke the thread), and
+// sbTrapExit runs the thread here.
 // Preconditions: sbSched.mu is held.
-func sbKickIdleCPU() {
-	if sbThreads[sbThisCPU().cur].isIdle && sbSched.nrunnable <= 1 {
+func sbKickIdleCPU(now bool) {
+	self := sbThisCPU()
+	selfIdle := sbThreads[self.cur].isIdle
+	if selfIdle && sbSched.nrunnable <= 1 {
 		return
 	}
 	for i := int32(0); i < sbNCPU; i++ {
 		c := &sbCPUs[i]
-		if c.online != 0 && sbThreads[c.cur].isIdle && c != sbThisCPU() {
-			sbSendIPI(c.apicID, sbVecResched)
+		if c.online == 0 || !sbThreads[c.cur].isIdle || c == self {
+			continue
+		}
+		if !now && !selfIdle && sbWakeDelayNs > 0 {
+			if self.kickAt == 0 {
+				self.kickAt = sbNanotime() + sbWakeDelayNs
+			}
 			return
 		}
+		sbSendIPI(c.apicID, sbVecResched)
+		return
 	}
+}
+
+// sbKickLate sends the IPI sbKickIdleCPU put off, once its time has come
+// (c's timer fired), if a thread still waits for a CPU.
+func sbKickLate(c *sbCPU) {
+	if c.timerAt != 0 || sbNanotime() < c.kickAt {
+		return
+	}
+	c.kickAt = 0
+	sbSched.mu.lock()
+	if sbSched.nrunnable > 0 {
+		sbKickIdleCPU(true)
+	}
+	sbSched.mu.unlock()
 }

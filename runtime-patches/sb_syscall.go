@@ -585,7 +585,7 @@ func sbEpollWait(c *sbCPU, f *sbFrame, epfd int32, events uintptr, max int32, ti
 	t.restart = true
 	t.timeoutRet = 0
 	if timeoutMs > 0 {
-		sbSetDeadlineLocked(t, sbNanotime()+int64(timeoutMs)*1_000_000)
+		sbSetDeadlineLocked(c, t, sbNanotime()+int64(timeoutMs)*1_000_000)
 	}
 	sbBlockLocked(c, f)
 }

@@ -59,17 +59,20 @@ func sbTrap(f *sbFrame) {
 // thread or an expired time slice, deliver signals, arm the timer.
 func sbTrapExit(c *sbCPU, f *sbFrame) {
 	// Deadlines pass only at timer interrupts: the timer is always armed
-	// at or before the earliest one (below), so other traps need not read
-	// the clock to look.
-	next := sbNextDeadline
+	// at or before the earliest of this CPU's (below), so other traps
+	// need not read the clock to look.
+	next := c.nextDeadline
 	if c.timerAt == 0 {
-		next = sbExpireTimers()
+		next = sbExpireTimers(c)
 	}
 	cur := &sbThreads[c.cur]
 	if cur.isIdle || (c.resched && sbNanotime() >= c.sliceEnd) {
 		sbYield(c, f)
 	}
 	c.resched = false
+	if c.kickAt != 0 {
+		sbKickLate(c)
+	}
 	cur = &sbThreads[c.cur]
 	if cur.inUser && (sbSignalReady(cur) || sbUserKicked(cur)) {
 		// The runtime needs this thread (async preemption, a fault
@@ -89,6 +92,9 @@ func sbTrapExit(c *sbCPU, f *sbFrame) {
 	deadline := next
 	if !sbThreads[c.cur].isIdle && (deadline == 0 || c.sliceEnd < deadline) {
 		deadline = c.sliceEnd
+	}
+	if k := c.kickAt; k != 0 && (deadline == 0 || k < deadline) {
+		deadline = k
 	}
 	if pn := sbProfTick(c, f); pn != 0 && (deadline == 0 || pn < deadline) {
 		deadline = pn

@@ -123,6 +123,10 @@ var Default = []Spec{
 		Help: "sample one kernel heap allocation per N bytes for /proc/shortbread/heap (Go's MemProfileRate; default 524288, 1: every allocation)",
 	},
 	{
+		Name: "wake_delay", Kind: Int,
+		Help: "microseconds a busy CPU that woke a thread waits for its own thread to block, and run the woken one itself, before it sends an IPI to a halted CPU (default 150; 0: at once)",
+	},
+	{
 		Name: "gomaxprocs", Kind: Int,
 		Help: "run the kernel's Go code on at most this many processors (default: one per CPU); experiments on the Go scheduler's share of a cost",
 	},

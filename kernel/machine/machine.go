@@ -289,6 +289,13 @@ func ProfStop() {
 // stack, and with panic the machine powers off after the report.
 func SetWatchdog(thresh int64, panic bool)
 
+// SetWakeDelay sets how long a busy CPU that wakes a thread waits for its
+// own thread to block, and so to run the woken one itself, before it
+// sends an IPI to a halted CPU (0: at once).
+func SetWakeDelay(d time.Duration) { setWakeDelay(int64(d)) }
+
+func setWakeDelay(ns int64)
+
 // Lockups is how many hard lockups the watchdog has reported.
 func Lockups() uint32
 
