@@ -9,9 +9,11 @@
 // (names and positions); each inode's mu guards its attributes and data.
 // Lock order: a directory's names before those of a directory inside it,
 // then an inode's mu. The VFS locks a directory for every change to it,
-// so changes to different directories run in parallel; only rename,
-// which the VFS runs alone, takes the names locks of two directories
-// that need not be parent and child.
+// so changes to different directories run in parallel. Only a rename
+// takes the names locks of two directories that need not be parent and
+// child; the VFS holds both directories' locks (and the tree's rename
+// lock when they differ) around it, so no other call takes either names
+// lock for writing meanwhile, and look-ups take one names lock at a time.
 package tmpfs
 
 import (
