@@ -51,14 +51,24 @@ type FS struct {
 	root    *dir
 	avail   func() uint64
 	// inUse holds the files that hold their pages (holdLocked), so that
-	// statfs can count the pages of the whole file system.
-	inUseMu sync.Mutex
-	inUse   map[*file]struct{}
+	// statfs can count the pages of the whole file system. Every file's
+	// first write and last release change it: it is split by inode
+	// number so that files made on different CPUs do not queue on one
+	// lock.
+	inUse [inUseShards]fileSet
+}
+
+const inUseShards = 16
+
+type fileSet struct {
+	mu    sync.Mutex
+	files map[*file]struct{} // protected by mu
+	_     [48]byte           // a cache line each
 }
 
 // New returns an empty file system.
 func New(o Options) *FS {
-	fs := &FS{dev: o.Dev, clock: o.Clock, phys: o.Phys, avail: o.Available, inUse: make(map[*file]struct{})}
+	fs := &FS{dev: o.Dev, clock: o.Clock, phys: o.Phys, avail: o.Available}
 	if fs.phys == nil {
 		fs.phys = &mm.HeapPhys{}
 	}
@@ -220,12 +230,15 @@ func (fs *FS) newSymlink(target string, owner vfs.Owner) *symlink {
 // process) draws on, so the figures of two instances overlap. There is no
 // limit on inodes, reported as Linux reports nr_inodes=0: zero files.
 func (fs *FS) StatFS() vfs.StatFS {
-	fs.inUseMu.Lock()
-	files := make([]*file, 0, len(fs.inUse))
-	for f := range fs.inUse {
-		files = append(files, f)
+	var files []*file
+	for i := range fs.inUse {
+		set := &fs.inUse[i]
+		set.mu.Lock()
+		for f := range set.files {
+			files = append(files, f)
+		}
+		set.mu.Unlock()
 	}
-	fs.inUseMu.Unlock()
 	var used uint64
 	for _, f := range files {
 		f.mu.Lock()
