@@ -11,21 +11,37 @@ import (
 // VFS is one mounted tree of file systems: the dentry cache over it, its
 // mount table and the table of device numbers.
 //
-// Lock order: VFS.mu; then directories' Dentry.dirMu, a parent's before
-// its child's; then Dentry.mu; then the file systems' own locks.
+// Locking (Linux's directory-locking rules, without a namespace-wide lock
+// on any path walk or change of names):
 //
-// VFS.mu is the namespace lock. It keeps the shape of the tree still:
-// where each dentry hangs (name, parent) and what is mounted where.
-// Path walks hold it for reading. So do the calls that add or remove a
-// name (create, mkdir, mknod, symlink, link, unlink, rmdir): each also
-// holds the directory's dirMu for writing, like Linux's inode lock of
-// the parent, so calls in different directories run in parallel and
-// those in one directory one at a time. A walk that misses the dentry
-// cache holds the directory's dirMu for reading while it asks the file
-// system and caches the answer, so it never caches a name that a
-// concurrent unlink has just removed. Rename and mount, which move
-// dentries, hold VFS.mu for writing and so run alone: a walk never sees
-// a half-done rename. Reads and writes of open files take none of these.
+//   - Path walks take no lock of the tree. A directory's cached names are
+//     a concurrent map read without locking (Dentry.children); a dentry's
+//     name and parent are one atomic pointer (Dentry.link), and what is
+//     mounted on it another (Dentry.mounted). A walk that misses the cache
+//     holds the directory's dirMu for reading while it asks the file
+//     system and caches the answer, so it never caches a name that a
+//     concurrent unlink has just removed, and never misses one a create or
+//     rename has just made.
+//   - Calls that add or remove a name (create, mkdir, mknod, symlink,
+//     link, unlink, rmdir) hold the directory's dirMu for writing, like
+//     Linux's i_rwsem of the parent, so calls in different directories
+//     run in parallel; rmdir also holds the victim's, which creators
+//     check it under.
+//   - A rename within one directory holds that directory's dirMu, and the
+//     replaced directory's if one is removed. A rename across directories
+//     first takes the tree's renameMu (Linux's s_vfs_rename_mutex), which
+//     keeps every directory's ancestors still, then both parents' dirMu,
+//     an ancestor before its descendant (else the source's parent first),
+//     checks that no directory would move into itself, then the
+//     directories that move or go: source before target.
+//   - A rename moves cached dentries under seq, a sequence lock, so that
+//     getcwd and /proc paths built from several dentries are not torn.
+//   - mu guards the mount table, the device table and the file system
+//     types; mount and umount hold it for writing, and mount also holds
+//     the mount point's dirMu to check it was not removed.
+//
+// Lock order: VFS.mu; renameMu; directories' dirMu as above; the file
+// systems' own locks. Reads and writes of open files take none of these.
 type VFS struct {
 	mu       sync.RWMutex
 	root     *Dentry
@@ -36,6 +52,11 @@ type VFS struct {
 	fsTypes  map[string]FSType // what mount(2) can make; protected by mu
 	pinned   func(*Mount) bool // reports a mount some process's cwd or root is in
 	claiming map[uint64]bool   // block devices being mounted; protected by mu
+
+	renameMu sync.Mutex // held by renames across directories
+	// seq is odd while a rename moves dentries; seqMu orders the writers.
+	seqMu sync.Mutex
+	seq   atomic.Uint64
 }
 
 type devKey struct {
@@ -74,29 +95,69 @@ func (m *Mount) ReadOnly() bool { return m.readOnly }
 // as long as their names exist; a name removed while in use (an open or
 // current directory) leaves its dentry "dead" but usable.
 //
-// A file system mounted on a directory gets a root dentry with the same
-// name and parent as the directory it covers, so walking ".." out of it
+// A file system mounted on a directory gets a root dentry that takes its
+// name and place from the directory it covers, so walking ".." out of it
 // and building getcwd's path need no special case; the covered dentry
 // keeps its place in its parent and points at the mounted root. Each
 // mount thus has its own dentries, which rules out bind mounts and
 // mounting one file system instance twice (neither is supported).
 type Dentry struct {
-	inode Inode  // fixed
-	mode  uint32 // file type bits, fixed
-	mount *Mount // fixed
+	inode  Inode   // fixed
+	mode   uint32  // file type bits, fixed
+	mount  *Mount  // fixed
+	covers *Dentry // for a mount's root: the directory it is mounted on; fixed
 
-	name    string  // protected by VFS.mu
-	parent  *Dentry // protected by VFS.mu; nil at the top of the tree
-	mounted *Dentry // root of a file system mounted here; protected by VFS.mu
+	// link is where the dentry hangs: replaced as a whole by rename, so a
+	// walk reads a name and parent that belonged together.
+	link    atomic.Pointer[dlink]
+	mounted atomic.Pointer[Dentry] // root of a file system mounted here
 	// dead is set when the name is removed: by unlink and rmdir with
 	// the parent's dirMu held (rmdir also holds this directory's, which
-	// creators check it under), by rename with VFS.mu held for writing.
+	// creators check it under), by rename with the parents' held (and
+	// this directory's).
 	dead  atomic.Bool
 	dirMu dirLock // a directory's lock for adding and removing names (see VFS)
-	// mu guards the cache of names; walks only read it, so they share
-	// it with each other.
-	mu       sync.RWMutex
-	children map[string]*Dentry // protected by mu
+	// children caches names found in a directory: string to *Dentry.
+	// Reads take no lock; changes are made under dirMu (for writing, or
+	// for reading by a walk caching what the file system answered).
+	children sync.Map
+}
+
+// dlink is a dentry's name and parent; the parent is nil at the top of
+// the tree.
+type dlink struct {
+	name   string
+	parent *Dentry
+}
+
+// where returns d's name and parent, a mount root's being those of the
+// directory it covers.
+func (d *Dentry) where() *dlink {
+	for d.covers != nil {
+		d = d.covers
+	}
+	return d.link.Load()
+}
+
+func (d *Dentry) name() string    { return d.where().name }
+func (d *Dentry) parent() *Dentry { return d.where().parent }
+
+// cached returns the cached dentry for name in d without following
+// mounts, or nil.
+func (d *Dentry) cached(name string) *Dentry {
+	if c, ok := d.children.Load(name); ok {
+		return c.(*Dentry)
+	}
+	return nil
+}
+
+// followMounts returns what a walk reaching d sees: the root of the
+// file system mounted last on it, or d.
+func followMounts(d *Dentry) *Dentry {
+	for m := d.mounted.Load(); m != nil; m = d.mounted.Load() {
+		d = m
+	}
+	return d
 }
 
 // Inode returns the dentry's inode.
@@ -113,7 +174,8 @@ func (d *Dentry) Type() uint32 { return d.mode }
 
 func newDentry(name string, parent *Dentry, ino Inode, m *Mount) *Dentry {
 	a := ino.Attr()
-	d := &Dentry{inode: ino, mode: a.Type(), mount: m, name: name, parent: parent}
+	d := &Dentry{inode: ino, mode: a.Type(), mount: m}
+	d.link.Store(&dlink{name: name, parent: parent})
 	if m != nil {
 		d.dirMu.fs = m.fs
 	}
@@ -123,32 +185,59 @@ func newDentry(name string, parent *Dentry, ino Inode, m *Mount) *Dentry {
 // dirLock is a directory dentry's lock for adding and removing names.
 // When two mounts share a file system (FileSystem.shared), a directory
 // has a dentry in each, so a writer also takes the file system's mutate
-// lock, which serializes the changes made through either.
+// lock for writing, which serializes the changes made through either;
+// until then writers take it for reading, so that the mount that makes
+// it shared can wait for the changes under way.
 type dirLock struct {
 	mu   sync.RWMutex
 	fs   *FileSystem // nil for a file system the kernel mounted
-	held bool        // the writer holds fs.mutate too; protected by mu
+	held uint8       // how the writer holds fs.mutate (fsRead, fsWrite); protected by mu
 }
 
+const (
+	fsRead  = 1
+	fsWrite = 2
+)
+
+// Lock takes the lock for writing, as the first directory lock a call
+// takes; further ones are taken with lockNested.
 func (l *dirLock) Lock() {
-	if l.fs != nil && l.fs.shared.Load() {
-		l.fs.mutate.Lock()
-		l.mu.Lock()
-		l.held = true
-		return
+	var held uint8
+	if l.fs != nil {
+		if l.fs.shared.Load() {
+			l.fs.mutate.Lock()
+			held = fsWrite
+		} else {
+			l.fs.mutate.RLock()
+			if l.fs.shared.Load() { // made shared meanwhile: serialize after all
+				l.fs.mutate.RUnlock()
+				l.fs.mutate.Lock()
+				held = fsWrite
+			} else {
+				held = fsRead
+			}
+		}
 	}
 	l.mu.Lock()
+	l.held = held
 }
 
-// lockNested takes a second directory's lock while the first is held
-// (rmdir's victim): the first holds the file system's lock already.
+// lockNested takes another directory's lock while a first is held
+// (rmdir's victim, a rename's second parent and moved directories): the
+// first holds the file system's lock already.
 func (l *dirLock) lockNested() { l.mu.Lock() }
+
+// unlockNested releases a lock taken with lockNested.
+func (l *dirLock) unlockNested() { l.mu.Unlock() }
 
 func (l *dirLock) Unlock() {
 	held := l.held
-	l.held = false
+	l.held = 0
 	l.mu.Unlock()
-	if held {
+	switch held {
+	case fsRead:
+		l.fs.mutate.RUnlock()
+	case fsWrite:
 		l.fs.mutate.Unlock()
 	}
 }
@@ -191,14 +280,12 @@ func (v *VFS) device(typ uint32, rdev uint64) Opener {
 
 // child returns the dentry for name in directory d, from the cache or by
 // asking the file system, and follows mounts on it.
-// Preconditions: v.mu is held, for reading or writing; d.dirMu is not
-// held by the caller.
+// Preconditions: d.dirMu is not held by the caller.
 func (v *VFS) child(d *Dentry, name string) (*Dentry, error) {
 	return v.childOf(d, name, false)
 }
 
-// childLocked is child for a caller holding d.dirMu for writing (or
-// v.mu for writing, which keeps every dirMu free).
+// childLocked is child for a caller holding d.dirMu for writing.
 func (v *VFS) childLocked(d *Dentry, name string) (*Dentry, error) {
 	return v.childOf(d, name, true)
 }
@@ -211,111 +298,100 @@ func (v *VFS) childOf(d *Dentry, name string, locked bool) (*Dentry, error) {
 	if len(name) > linux.NAME_MAX {
 		return nil, linux.ENAMETOOLONG
 	}
-	_, volatile := dir.(Volatile)
-	// A shared file system's names may have changed through the other
-	// mount: its cached names are checked too.
-	recheck := volatile || d.mount != nil && d.mount.fs != nil && d.mount.fs.shared.Load()
-	d.mu.RLock()
-	c := d.children[name]
-	d.mu.RUnlock()
-	if c == nil || recheck {
-		if !locked && !volatile {
-			// A volatile directory's names come and go by themselves
-			// (procfs), never through the calls that take dirMu.
-			d.dirMu.RLock()
-			defer d.dirMu.RUnlock()
-		}
-		ino, err := dir.Lookup(name)
-		if lookupHook != nil {
-			lookupHook(d, name)
-		}
-		if err != nil {
-			if recheck && c != nil && errors.Is(err, linux.ENOENT) {
-				d.mu.Lock()
-				if d.children[name] == c {
-					delete(d.children, name)
-				}
-				d.mu.Unlock()
-			}
+	c := d.cached(name)
+	if c == nil || d.recheck() {
+		var err error
+		if c, err = v.lookupFS(d, dir, name, c, locked); err != nil {
 			return nil, err
 		}
-		d.mu.Lock()
-		c = d.children[name]
-		if c == nil || c.inode != ino {
-			c = newDentry(name, d, ino, d.mount)
-			if d.children == nil {
-				d.children = make(map[string]*Dentry)
-			}
-			d.children[name] = c
+	}
+	return followMounts(c), nil
+}
+
+// recheck reports whether d's cached names must be checked with the file
+// system on every walk: a volatile directory's come and go by themselves
+// (procfs), and a shared file system's may have changed through the
+// other mount.
+func (d *Dentry) recheck() bool {
+	if _, volatile := d.inode.(Volatile); volatile {
+		return true
+	}
+	return d.mount != nil && d.mount.fs != nil && d.mount.fs.shared.Load()
+}
+
+// lookupFS asks the file system for name in d (cached as c, or nil) and
+// caches the answer.
+func (v *VFS) lookupFS(d *Dentry, dir Dir, name string, c *Dentry, locked bool) (*Dentry, error) {
+	if _, volatile := dir.(Volatile); !locked && !volatile {
+		// A volatile directory's names never change through the calls
+		// that take dirMu.
+		d.dirMu.RLock()
+		defer d.dirMu.RUnlock()
+	}
+	ino, err := dir.Lookup(name)
+	if lookupHook != nil {
+		lookupHook(d, name)
+	}
+	if err != nil {
+		if c != nil && errors.Is(err, linux.ENOENT) {
+			d.children.CompareAndDelete(name, c)
 		}
-		d.mu.Unlock()
+		return nil, err
 	}
-	for c.mounted != nil {
-		c = c.mounted
+	// Walks of a volatile directory, or several that missed the cache
+	// together, race to cache the name: the first dentry for the inode
+	// stays, so that each inode has one.
+	for {
+		cur := d.cached(name)
+		if cur != nil && cur.inode == ino {
+			return cur, nil
+		}
+		n := newDentry(name, d, ino, d.mount)
+		if cur == nil {
+			if _, loaded := d.children.LoadOrStore(name, n); !loaded {
+				return n, nil
+			}
+		} else if d.children.CompareAndSwap(name, cur, n) {
+			return n, nil
+		}
 	}
-	return c, nil
 }
 
 // lookupHook, when set (by tests only), runs between a file system's
 // Lookup and the caching of its answer.
 var lookupHook func(dir *Dentry, name string)
 
-// cached returns the cached dentry for name in d without following mounts.
-// Preconditions: v.mu is held for writing, or for reading with d.dirMu.
-func (d *Dentry) cached(name string) *Dentry {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.children[name]
-}
-
 // addChild caches a dentry for a new name in d.
-// Preconditions: v.mu is held for writing, or for reading with d.dirMu
-// held for writing.
+// Preconditions: d.dirMu is held for writing.
 func (d *Dentry) addChild(name string, ino Inode) *Dentry {
 	c := newDentry(name, d, ino, d.mount)
-	d.mu.Lock()
-	if d.children == nil {
-		d.children = make(map[string]*Dentry)
-	}
-	d.children[name] = c
-	d.mu.Unlock()
+	d.children.Store(name, c)
 	return c
 }
 
 // removeChild forgets name in d and marks its dentry dead.
-// Preconditions: v.mu is held for writing, or for reading with d.dirMu
-// held for writing (and, for a directory, its own dirMu too).
+// Preconditions: d.dirMu is held for writing (and, for a directory, its
+// own dirMu too).
 func (d *Dentry) removeChild(name string) {
-	d.mu.Lock()
-	if c := d.children[name]; c != nil {
+	if c := d.cached(name); c != nil {
 		c.dead.Store(true)
-		delete(d.children, name)
-		if len(d.children) == 0 {
-			// A Go map keeps its peak size: let an emptied
-			// directory's go (rm -rf, a spool directory drained).
-			d.children = nil
-		}
+		d.children.CompareAndDelete(name, c)
 	}
-	d.mu.Unlock()
 }
 
 // dotdot returns the parent directory for "..", staying at root and at
 // the top of the tree. The root dentry of a mount has the parent of the
 // directory it covers, so this crosses mounts upwards.
-// Preconditions: v.mu is held.
 func (d *Dentry) dotdot(root *Dentry) *Dentry {
-	if d == root || d.parent == nil {
+	p := d.parent()
+	if d == root || p == nil {
 		return d
 	}
-	p := d.parent
-	for p.mounted != nil {
-		p = p.mounted
-	}
-	return p
+	return followMounts(p)
 }
 
 // busy reports whether d is a mount point or the root of a mount, which
 // cannot be removed or renamed (EBUSY).
 func (d *Dentry) busy() bool {
-	return d.mounted != nil || d.mount.root == d
+	return d.mounted.Load() != nil || d.mount.root == d
 }

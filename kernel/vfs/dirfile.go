@@ -26,13 +26,11 @@ func (*dirFile) Lseek(pos, off int64, whence int) (int64, error) {
 // getdents encodes records from position pos into buf and returns the
 // bytes used and the position after the last record.
 func (f *dirFile) getdents(pos int64, buf []byte) (int, int64, error) {
-	f.v.mu.RLock()
 	dead := f.d.dead.Load()
 	parent := f.d
-	if f.d.mount.root != f.d && f.d.parent != nil {
-		parent = f.d.parent // the fs root's ".." is itself, as in Linux
+	if p := f.d.parent(); f.d.mount.root != f.d && p != nil {
+		parent = p // the fs root's ".." is itself, as in Linux
 	}
-	f.v.mu.RUnlock()
 	if dead {
 		return 0, pos, linux.ENOENT
 	}

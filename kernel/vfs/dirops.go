@@ -7,14 +7,14 @@ import (
 )
 
 // This file holds the calls that change directories: mkdir, mknod,
-// symlink, link, unlink, rmdir and rename. Each holds the namespace lock
-// from its path walk to its dentry cache update: for reading, with the
-// changed directory's dirMu for writing, or for a rename for writing.
+// symlink, link, unlink, rmdir and rename. Each walks to the directory
+// without locks, then holds the directory's dirMu for writing (rename:
+// those of both directories, see VFS) from its check of the name to its
+// dentry cache update.
 
 // lockDir takes directory p's dirMu for a change to its names; it fails
 // with ENOENT, holding nothing, when p was removed before the lock was
 // won (Linux's IS_DEADDIR).
-// Preconditions: v.mu is held for reading.
 func lockDir(p *Dentry) error {
 	p.dirMu.Lock()
 	if p.dead.Load() {
@@ -28,7 +28,6 @@ func lockDir(p *Dentry) error {
 // filename_create does: "", "." and ".." and existing names fail with
 // EEXIST, and a trailing slash with ENOENT unless dirOK. On success the
 // parent's dirMu is held for writing: the caller unlocks it.
-// Preconditions: v.mu is held for reading.
 func (v *VFS) newName(w *walker, dir *Dentry, path string, dirOK bool) (*Dentry, string, error) {
 	if err := checkPath(path); err != nil {
 		return nil, "", err
@@ -63,8 +62,6 @@ func (v *VFS) newName(w *walker, dir *Dentry, path string, dirOK bool) (*Dentry,
 
 // Mkdir makes a directory (mkdir(2), mkdirat(2)).
 func (v *VFS) Mkdir(c *Ctx, dir *Dentry, path string, mode uint32) error {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
 	w := walker{v: v, c: c}
 	p, name, err := v.newName(&w, dir, path, true)
 	if err != nil {
@@ -91,8 +88,6 @@ func (v *VFS) Mknod(c *Ctx, dir *Dentry, path string, mode uint32, rdev uint64) 
 	default:
 		return linux.EINVAL
 	}
-	v.mu.RLock()
-	defer v.mu.RUnlock()
 	w := walker{v: v, c: c}
 	p, name, err := v.newName(&w, dir, path, false)
 	if err != nil {
@@ -112,8 +107,6 @@ func (v *VFS) Symlink(c *Ctx, target string, dir *Dentry, path string) error {
 	if err := checkPath(target); err != nil {
 		return err
 	}
-	v.mu.RLock()
-	defer v.mu.RUnlock()
 	w := walker{v: v, c: c}
 	p, name, err := v.newName(&w, dir, path, false)
 	if err != nil {
@@ -139,8 +132,6 @@ func (v *VFS) Link(c *Ctx, oldDir *Dentry, oldPath string, newDir *Dentry, newPa
 	if atFlags&^(linux.AT_SYMLINK_FOLLOW|linux.AT_EMPTY_PATH) != 0 {
 		return linux.EINVAL
 	}
-	v.mu.RLock()
-	defer v.mu.RUnlock()
 	w := walker{v: v, c: c}
 	var od *Dentry
 	var err error
@@ -178,7 +169,6 @@ func (v *VFS) Link(c *Ctx, oldDir *Dentry, oldPath string, newDir *Dentry, newPa
 }
 
 // removal resolves the name an unlink or rmdir removes.
-// Preconditions: v.mu is held for reading.
 func (v *VFS) removal(w *walker, dir *Dentry, path string) (p *Dentry, name string, trailing bool, err error) {
 	if err := checkPath(path); err != nil {
 		return nil, "", false, err
@@ -188,8 +178,6 @@ func (v *VFS) removal(w *walker, dir *Dentry, path string) (p *Dentry, name stri
 
 // Unlink removes a name of a non-directory (unlink(2), unlinkat(2)).
 func (v *VFS) Unlink(c *Ctx, dir *Dentry, path string) error {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
 	w := walker{v: v, c: c}
 	p, name, trailing, err := v.removal(&w, dir, path)
 	if err != nil {
@@ -236,8 +224,6 @@ func (v *VFS) Unlink(c *Ctx, dir *Dentry, path string) error {
 
 // Rmdir removes an empty directory (rmdir(2), unlinkat(2) with AT_REMOVEDIR).
 func (v *VFS) Rmdir(c *Ctx, dir *Dentry, path string) error {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
 	w := walker{v: v, c: c}
 	p, name, _, err := v.removal(&w, dir, path)
 	if err != nil {
@@ -275,7 +261,7 @@ func (v *VFS) Rmdir(c *Ctx, dir *Dentry, path string) error {
 	// the file system's emptiness check and the dentry turning dead,
 	// which creators check once they hold it.
 	d.dirMu.lockNested()
-	defer d.dirMu.Unlock()
+	defer d.dirMu.unlockNested()
 	if err := p.inode.(Dir).Rmdir(name); err != nil {
 		return err
 	}
@@ -293,9 +279,8 @@ func mayDelete(c *Ctx, p, d *Dentry) error {
 }
 
 // isAncestor reports whether a is d or one of its ancestors.
-// Preconditions: v.mu is held.
 func isAncestor(a, d *Dentry) bool {
-	for ; d != nil; d = d.parent {
+	for ; d != nil; d = d.parent() {
 		if d == a {
 			return true
 		}
@@ -319,8 +304,6 @@ func (v *VFS) Rename(c *Ctx, oldDir *Dentry, oldPath string, newDir *Dentry, new
 	if err := checkPath(newPath); err != nil {
 		return err
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	w := walker{v: v, c: c}
 	op, oname, otrail, err := w.parent(w.start(oldDir, oldPath), oldPath)
 	if err != nil {
@@ -339,11 +322,16 @@ func (v *VFS) Rename(c *Ctx, oldDir *Dentry, oldPath string, newDir *Dentry, new
 	if op.mount.readOnly {
 		return linux.EROFS
 	}
-	od, err := v.child(op, oname)
+	unlock, err := v.lockRename(op, np)
 	if err != nil {
 		return err
 	}
-	nd, err := v.child(np, nname)
+	defer unlock()
+	od, err := v.childLocked(op, oname)
+	if err != nil {
+		return err
+	}
+	nd, err := v.childLocked(np, nname)
 	switch {
 	case err == nil:
 		if flags&linux.RENAME_NOREPLACE != 0 {
@@ -360,6 +348,8 @@ func (v *VFS) Rename(c *Ctx, oldDir *Dentry, oldPath string, newDir *Dentry, new
 	if !od.IsDir() && (otrail || !exchange && ntrail) {
 		return linux.ENOTDIR
 	}
+	// Both parents are locked and, across directories, renameMu keeps
+	// every directory's ancestors still: these answers stay true.
 	if isAncestor(od, np) {
 		return linux.EINVAL // a directory cannot move into itself
 	}
@@ -383,6 +373,15 @@ func (v *VFS) Rename(c *Ctx, oldDir *Dentry, oldPath string, newDir *Dentry, new
 			return linux.EISDIR
 		}
 	}
+	// The directories that move to another parent, or go, are locked
+	// too, source before target: a directory being removed must get no
+	// new names, and mount checks its mount point under its lock.
+	for _, d := range [2]*Dentry{od, nd} {
+		if d != nil && d.IsDir() && (op != np || d == nd && !exchange) {
+			d.dirMu.lockNested()
+			defer d.dirMu.unlockNested()
+		}
+	}
 	if od.busy() || nd != nil && nd.busy() {
 		return linux.EBUSY
 	}
@@ -392,21 +391,64 @@ func (v *VFS) Rename(c *Ctx, oldDir *Dentry, oldPath string, newDir *Dentry, new
 	if watching.Load() != 0 {
 		renamed(op, oname, od, np, nname, nd, exchange)
 	}
-	op.mu.Lock()
-	delete(op.children, oname)
-	op.mu.Unlock()
-	if nd != nil {
-		np.mu.Lock()
-		delete(np.children, nname)
-		np.mu.Unlock()
-		if exchange {
-			move(nd, op, oname)
-		} else {
-			nd.dead.Store(true)
-		}
-	}
-	move(od, np, nname)
+	v.moved(op, oname, od, np, nname, nd, exchange)
 	return nil
+}
+
+// lockRename takes the directory locks of a rename's parents: one for a
+// rename within a directory; else the tree's renameMu, then both, an
+// ancestor before its descendant and otherwise the source's parent
+// first (Documentation/filesystems/directory-locking.rst in Linux shows
+// why this cannot deadlock with rmdir and other renames). A parent
+// removed meanwhile fails with ENOENT, holding nothing.
+func (v *VFS) lockRename(op, np *Dentry) (unlock func(), err error) {
+	if op == np {
+		if err := lockDir(op); err != nil {
+			return nil, err
+		}
+		return op.dirMu.Unlock, nil
+	}
+	v.renameMu.Lock()
+	first, second := op, np
+	if isAncestor(np, op) {
+		first, second = np, op
+	}
+	first.dirMu.Lock()
+	second.dirMu.lockNested()
+	unlock = func() {
+		second.dirMu.unlockNested()
+		first.dirMu.Unlock()
+		v.renameMu.Unlock()
+	}
+	if op.dead.Load() || np.dead.Load() {
+		unlock()
+		return nil, linux.ENOENT
+	}
+	return unlock, nil
+}
+
+// moved updates the dentry cache after a rename, under the sequence lock
+// that path building checks. Each name changes from its old dentry to
+// its new one in one store, and the new name is in place before the old
+// one goes: a walk sees a replaced name's old or new file, never none.
+// Preconditions: the rename's directory locks are held.
+func (v *VFS) moved(op *Dentry, oname string, od *Dentry, np *Dentry, nname string, nd *Dentry, exchange bool) {
+	v.seqMu.Lock()
+	v.seq.Add(1)
+	np.children.Store(nname, od)
+	switch {
+	case nd != nil && exchange:
+		op.children.Store(oname, nd)
+		nd.link.Store(&dlink{name: oname, parent: op})
+	case nd != nil:
+		nd.dead.Store(true)
+		op.children.CompareAndDelete(oname, od)
+	default:
+		op.children.CompareAndDelete(oname, od)
+	}
+	od.link.Store(&dlink{name: nname, parent: np})
+	v.seq.Add(1)
+	v.seqMu.Unlock()
 }
 
 // renamed raises a rename's events: IN_MOVED_FROM and IN_MOVED_TO
@@ -458,16 +500,4 @@ func (v *VFS) mayRename(c *Ctx, op, od, np, nd *Dentry, nname string) error {
 		}
 	}
 	return nil
-}
-
-// move puts dentry d under name in p.
-// Preconditions: v.mu is held for writing.
-func move(d, p *Dentry, name string) {
-	d.name, d.parent = name, p
-	p.mu.Lock()
-	if p.children == nil {
-		p.children = make(map[string]*Dentry)
-	}
-	p.children[name] = d
-	p.mu.Unlock()
 }

@@ -86,9 +86,14 @@
 //
 // # Locking
 //
-// VFS.mu is the namespace lock: walks hold it for reading, calls that
-// change a directory hold it for writing, and a dentry's mu guards its
-// child cache. File systems lock their own data; reads and writes of
-// open files never touch VFS.mu. Lock order: VFS.mu, Dentry.mu, file
-// system locks; FDTable.mu is never held while calling into files.
+// Path walks take no lock of the whole tree: cached names are read
+// from a concurrent map per directory, and a dentry's name and parent
+// are one atomic pointer. Calls that change a directory hold its own
+// lock (Dentry.dirMu, Linux's i_rwsem); a rename across directories also
+// takes the tree's rename lock, which keeps ancestors still while it
+// checks that no directory moves into itself. VFS.mu guards only the
+// mount and device tables. File systems lock their own data; reads and
+// writes of open files take none of these. The rules and the lock order
+// are at type VFS in dentry.go; FDTable.mu is never held while calling
+// into files.
 package vfs

@@ -148,9 +148,10 @@ type NoNewNames interface{ NoNewNames() }
 // Dir is a directory inode. Names are single path components: never
 // empty, ".", "..", longer than NAME_MAX or holding '/'. The VFS has
 // already checked permissions, that the names are free or taken as each
-// call needs, and file types, and it serializes every call that changes
-// a directory; a file system still locks against concurrent Lookup and
-// ReadDir.
+// call needs, and file types, and it serializes the calls that change
+// one directory (Rename holds both directories); calls that change
+// different directories run in parallel, and a file system still locks
+// against concurrent Lookup and ReadDir.
 type Dir interface {
 	Inode
 	// Lookup returns the inode named name, or ENOENT.

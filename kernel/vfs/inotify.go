@@ -293,35 +293,23 @@ func notifyInode(ino Inode, mask, cookie uint32, name string) {
 	}
 }
 
-// notifyLocked raises mask for d: on its inode, and with its name on its
-// parent's. Preconditions: d's VFS lock is held.
-func notifyLocked(d *Dentry, mask uint32) {
-	if watching.Load() == 0 || d == nil {
+// notifyFile raises mask for d: on its inode, and with its name on its
+// parent's (reads, writes, opens, closes, attribute changes).
+func notifyFile(d *Dentry, mask uint32) {
+	if watching.Load() == 0 || d == nil || d.mount == nil || d.mount.vfs == nil {
 		return
 	}
 	if d.IsDir() {
 		mask |= InIsDir
 	}
 	notifyInode(d.inode, mask, 0, "")
-	if p := d.parent; p != nil && p.mount == d.mount && mask&(InDeleteSelf|InMoveSelf) == 0 {
-		notifyInode(p.inode, mask, 0, d.name)
+	if l := d.where(); l.parent != nil && l.parent.mount == d.mount && mask&(InDeleteSelf|InMoveSelf) == 0 {
+		notifyInode(l.parent.inode, mask, 0, l.name)
 	}
-}
-
-// notifyFile is notifyLocked for a caller without the VFS lock (reads,
-// writes, closes, attribute changes).
-func notifyFile(d *Dentry, mask uint32) {
-	if watching.Load() == 0 || d == nil || d.mount == nil || d.mount.vfs == nil {
-		return
-	}
-	v := d.mount.vfs
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	notifyLocked(d, mask)
 }
 
 // notifyChild raises mask (IN_CREATE, IN_DELETE, IN_MOVED_*) on
-// directory p for its child name. Preconditions: the VFS lock is held.
+// directory p for its child name.
 func notifyChild(p *Dentry, mask, cookie uint32, name string, isDir bool) {
 	if watching.Load() == 0 || p == nil {
 		return

@@ -56,9 +56,11 @@ type FileSystem struct {
 	// Each mount keeps its own dentries, so a name one changes can be
 	// stale in the other's cache: look-ups then ask the file system every
 	// time, and changes to directories are serialized by mutate across
-	// the mounts, as the per-dentry locks no longer can (sharedDir).
+	// the mounts, as the per-dentry locks no longer can (dirLock).
+	// Before that, changes take mutate for reading, so that the mount
+	// that shares the instance can wait for those under way.
 	shared atomic.Bool
-	mutate sync.Mutex
+	mutate sync.RWMutex
 }
 
 // Source is what mount(2)'s source names.
@@ -136,15 +138,18 @@ func (v *VFS) Mount(c *Ctx, dir *Dentry, path string, root Inode, fsType string,
 	return v.attach(t, &Mount{fsType: fsType, source: fsType, readOnly: flags&linux.MS_RDONLY != 0}, root)
 }
 
-// attach hangs m, whose root directory is root, on t.
+// attach hangs m, whose root directory is root, on t. t's dirMu keeps
+// rmdir and rename from removing t meanwhile (they check busy under it).
 // Preconditions: v.mu is held for writing.
 func (v *VFS) attach(t *Dentry, m *Mount, root Inode) error {
 	if !t.IsDir() {
 		return linux.ENOTDIR
 	}
-	if t.parent == nil {
+	if t.parent() == nil {
 		return linux.EBUSY // the top of the tree has nowhere to hang a mount
 	}
+	t.dirMu.Lock()
+	defer t.dirMu.Unlock()
 	if t.dead.Load() {
 		return linux.ENOENT
 	}
@@ -152,9 +157,10 @@ func (v *VFS) attach(t *Dentry, m *Mount, root Inode) error {
 	m.id = v.mounts
 	m.vfs = v
 	m.point = t
-	r := newDentry(t.name, t.parent, root, m)
+	r := newDentry("", nil, root, m)
+	r.covers = t
 	m.root = r
-	t.mounted = r
+	t.mounted.Store(r)
 	v.table = append(v.table, m)
 	return nil
 }
@@ -274,10 +280,12 @@ func (v *VFS) mountAgain(c *Ctx, dir *Dentry, target, fsType, source string, rde
 	if err != nil {
 		return true, err
 	}
-	// Under the namespace lock no directory change is under way (each
-	// holds it for reading): from here on every one sees shared.
+	// Changes to directories under way hold mutate for reading: once
+	// they are done, every one sees shared.
 	fs := m0.fs
+	fs.mutate.Lock()
 	fs.shared.Store(true)
+	fs.mutate.Unlock()
 	m := &Mount{fsType: fsType, source: source, dev: rdev, fs: fs, readOnly: m0.readOnly}
 	fs.mounts.Add(1)
 	if err := v.attach(t, m, fs.Root); err != nil {
@@ -380,7 +388,7 @@ func (v *VFS) Unmount(c *Ctx, dir *Dentry, path string, flags uint32) error {
 		v.mu.Unlock()
 		return linux.EBUSY
 	}
-	m.point.mounted = nil // t is the top of any stack: walks follow mounts to it
+	m.point.mounted.Store(nil) // t is the top of any stack: walks follow mounts to it
 	for i, o := range v.table {
 		if o == m {
 			v.table = append(v.table[:i:i], v.table[i+1:]...)

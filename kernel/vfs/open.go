@@ -50,8 +50,6 @@ func (v *VFS) tmpfileDir(c *Ctx, dir *Dentry, path string) error {
 	if err := checkPath(path); err != nil {
 		return err
 	}
-	v.mu.RLock()
-	defer v.mu.RUnlock()
 	w := walker{v: v, c: c}
 	d, err := w.lookup(w.start(dir, path), path, true)
 	switch {
@@ -79,8 +77,6 @@ func (v *VFS) openLookup(c *Ctx, dir *Dentry, path string, flags, mode uint32) (
 		d, err := w.lookup(w.start(dir, path), path, follow)
 		return d, false, err
 	}
-	v.mu.RLock()
-	defer v.mu.RUnlock()
 	w := walker{v: v, c: c}
 	p, name, trailing, err := w.parent(w.start(dir, path), path)
 	for err == nil {
@@ -126,20 +122,22 @@ func (v *VFS) openLookup(c *Ctx, dir *Dentry, path string, flags, mode uint32) (
 }
 
 // openChild finds name in p for an open with O_CREAT, and makes it a
-// regular file if it does not exist. Only the making takes p's dirMu,
-// as Linux takes the directory's lock only for a negative dentry, so
-// opens of existing files in one directory do not queue on it.
-// Preconditions: v.mu is held for reading.
+// regular file if it does not exist. A name in the dentry cache is
+// opened without p's dirMu, so opens of existing files in one directory
+// do not queue on it; a miss goes straight to the lock, as Linux takes
+// the directory's lock for a create without a first shared look-up.
 func (v *VFS) openChild(c *Ctx, p *Dentry, name string, mode uint32) (d *Dentry, created bool, err error) {
-	d, err = v.child(p, name)
-	if !errors.Is(err, linux.ENOENT) {
-		return d, false, err
+	if d := p.cached(name); d != nil && !p.recheck() {
+		return followMounts(d), false, nil
+	}
+	if len(name) > linux.NAME_MAX {
+		return nil, false, linux.ENAMETOOLONG
 	}
 	if err := lockDir(p); err != nil {
 		return nil, false, err
 	}
 	defer p.dirMu.Unlock()
-	d, err = v.childLocked(p, name) // made meanwhile by another call?
+	d, err = v.childLocked(p, name)
 	if !errors.Is(err, linux.ENOENT) {
 		return d, false, err
 	}
@@ -166,8 +164,8 @@ func readlinkFor(c *Ctx, s Symlink) (string, error) {
 // create makes a new inode of the type and permissions in mode under
 // name in p, owned by the caller (with the group of p when p is
 // set-group-ID), and caches its dentry.
-// Preconditions: v.mu is held for reading and p.dirMu for writing (or
-// v.mu for writing); name is a free normal component.
+// Preconditions: p.dirMu is held for writing; name is a free normal
+// component.
 func (v *VFS) create(c *Ctx, p *Dentry, name string, mode uint32, rdev uint64) (*Dentry, error) {
 	if err := v.mayCreate(c, p); err != nil {
 		return nil, err

@@ -17,8 +17,6 @@ import (
 // directory with ENOENT; the caller needs write and search permission on
 // the directory.
 func (v *VFS) BindSocket(c *Ctx, dir *Dentry, path string, mode uint32) (Inode, error) {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
 	w := walker{v: v, c: c}
 	p, name, err := v.newName(&w, dir, path, false)
 	if errors.Is(err, linux.EEXIST) {

@@ -77,6 +77,11 @@ func (w *walker) mayLookup(d *Dentry) error {
 	if !d.IsDir() {
 		return linux.ENOTDIR
 	}
+	if w.c.Cred.EUID == 0 {
+		// Root may search any directory (generic_permission): no need
+		// to read its attributes.
+		return nil
+	}
 	if !mayAccess(w.c, d.inode, linux.X_OK) {
 		return linux.EACCES
 	}
@@ -104,7 +109,6 @@ func mayAccess(c *Ctx, ino Inode, want uint32) bool {
 // returns the directory that holds the last component, the component
 // ("" when path is all slashes, meaning the directory itself; "." or
 // ".." as written) and whether the path ended in a slash.
-// Preconditions: w.v.mu is held, for reading or writing.
 func (w *walker) parent(start *Dentry, path string) (*Dentry, string, bool, error) {
 	trimmed := strings.TrimRight(path, "/")
 	trailing := len(trimmed) < len(path)
@@ -149,7 +153,6 @@ func (w *walker) parent(start *Dentry, path string) (*Dentry, string, bool, erro
 // last resolves the last component returned by parent. A symlink is
 // followed when follow is set or a slash ended the path; a path that
 // ended in a slash must name a directory.
-// Preconditions: w.v.mu is held.
 func (w *walker) last(p *Dentry, name string, trailing, follow bool) (*Dentry, error) {
 	var d *Dentry
 	switch name {
@@ -176,7 +179,6 @@ func (w *walker) last(p *Dentry, name string, trailing, follow bool) (*Dentry, e
 }
 
 // lookup resolves a whole path from start.
-// Preconditions: w.v.mu is held.
 func (w *walker) lookup(start *Dentry, path string, follow bool) (*Dentry, error) {
 	if err := checkPath(path); err != nil {
 		return nil, err
@@ -227,8 +229,6 @@ func (v *VFS) resolve(c *Ctx, dir *Dentry, path string, atFlags int) (*Dentry, e
 // atFlags may hold AT_SYMLINK_NOFOLLOW and AT_EMPTY_PATH. Use it for
 // chroot, exec and mount targets; Chdir checks what chdir(2) needs.
 func (v *VFS) Lookup(c *Ctx, dir *Dentry, path string, atFlags int) (*Dentry, error) {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
 	return v.resolve(c, dir, path, atFlags)
 }
 
@@ -236,8 +236,6 @@ func (v *VFS) Lookup(c *Ctx, dir *Dentry, path string, atFlags int) (*Dentry, er
 // an empty path and AT_EMPTY_PATH): it must be a directory the caller
 // may search.
 func (v *VFS) Chdir(c *Ctx, dir *Dentry, path string, atFlags int) (*Dentry, error) {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
 	d, err := v.resolve(c, dir, path, atFlags)
 	if err != nil {
 		return nil, err
@@ -253,8 +251,6 @@ func (v *VFS) Chdir(c *Ctx, dir *Dentry, path string, atFlags int) (*Dentry, err
 // it: from the caller's root, or prefixed with "(unreachable)" when dir
 // lies outside it. A directory that has been removed fails with ENOENT.
 func (v *VFS) Getcwd(c *Ctx, dir *Dentry) (string, error) {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
 	w := walker{v: v, c: c}
 	if dir == nil {
 		dir = w.start(nil, ".")
@@ -268,8 +264,6 @@ func (v *VFS) Getcwd(c *Ctx, dir *Dentry) (string, error) {
 // Path returns the path of d as /proc/self/fd and /proc/self/exe show
 // it: like Getcwd, with " (deleted)" appended once d's name is gone.
 func (v *VFS) Path(c *Ctx, d *Dentry) string {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
 	w := walker{v: v, c: c}
 	if d.dead.Load() {
 		return w.path(d) + " (deleted)"
@@ -277,14 +271,34 @@ func (v *VFS) Path(c *Ctx, d *Dentry) string {
 	return w.path(d)
 }
 
-// path builds the path of d from the caller's root.
-// Preconditions: w.v.mu is held.
+// path builds the path of d from the caller's root. A rename that moves
+// dentries meanwhile makes it start again, so the path is one that
+// existed, not a mix of the names before and after.
 func (w *walker) path(d *Dentry) string {
+	for {
+		seq := w.v.seq.Load()
+		if seq&1 == 0 {
+			if p := w.pathOnce(d); w.v.seq.Load() == seq {
+				return p
+			}
+		}
+		// A rename is moving dentries: wait for it (a few pointer
+		// stores) by taking its lock.
+		w.v.seqMu.Lock()
+		w.v.seqMu.Unlock()
+	}
+}
+
+func (w *walker) pathOnce(d *Dentry) string {
 	root := w.root()
 	var parts []string
-	for d != root && d.parent != nil {
-		parts = append(parts, d.name)
-		d = d.parent
+	for d != root {
+		l := d.where()
+		if l.parent == nil {
+			break
+		}
+		parts = append(parts, l.name)
+		d = l.parent
 	}
 	var b strings.Builder
 	if d != root {

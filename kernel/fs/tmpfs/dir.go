@@ -215,8 +215,9 @@ func (d *dir) empty() bool {
 }
 
 // lockPair takes the names locks of a rename's two directories, the
-// lower inode number first. The VFS runs a rename alone, so this order
-// only has to agree with itself.
+// lower inode number first. The VFS holds both directories' locks, so
+// no other writer of either can be waiting: this order only has to
+// agree with itself.
 func lockPair(a, b *dir) (unlock func()) {
 	if a == b {
 		a.names.Lock()

@@ -76,13 +76,17 @@ func (f *file) holdLocked() {
 
 // counted adds f to or removes it from the files statfs counts.
 func (fs *FS) counted(f *file, held bool) {
-	fs.inUseMu.Lock()
+	set := &fs.inUse[f.ino%inUseShards]
+	set.mu.Lock()
 	if held {
-		fs.inUse[f] = struct{}{}
+		if set.files == nil {
+			set.files = make(map[*file]struct{})
+		}
+		set.files[f] = struct{}{}
 	} else {
-		delete(fs.inUse, f)
+		delete(set.files, f)
 	}
-	fs.inUseMu.Unlock()
+	set.mu.Unlock()
 }
 
 // pages is the number of pages holding data.

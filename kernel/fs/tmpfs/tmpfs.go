@@ -9,9 +9,11 @@
 // (names and positions); each inode's mu guards its attributes and data.
 // Lock order: a directory's names before those of a directory inside it,
 // then an inode's mu. The VFS locks a directory for every change to it,
-// so changes to different directories run in parallel; only rename,
-// which the VFS runs alone, takes the names locks of two directories
-// that need not be parent and child.
+// so changes to different directories run in parallel. Only a rename
+// takes the names locks of two directories that need not be parent and
+// child; the VFS holds both directories' locks (and the tree's rename
+// lock when they differ) around it, so no other call takes either names
+// lock for writing meanwhile, and look-ups take one names lock at a time.
 package tmpfs
 
 import (
@@ -49,14 +51,24 @@ type FS struct {
 	root    *dir
 	avail   func() uint64
 	// inUse holds the files that hold their pages (holdLocked), so that
-	// statfs can count the pages of the whole file system.
-	inUseMu sync.Mutex
-	inUse   map[*file]struct{}
+	// statfs can count the pages of the whole file system. Every file's
+	// first write and last release change it: it is split by inode
+	// number so that files made on different CPUs do not queue on one
+	// lock.
+	inUse [inUseShards]fileSet
+}
+
+const inUseShards = 16
+
+type fileSet struct {
+	mu    sync.Mutex
+	files map[*file]struct{} // protected by mu
+	_     [48]byte           // a cache line each
 }
 
 // New returns an empty file system.
 func New(o Options) *FS {
-	fs := &FS{dev: o.Dev, clock: o.Clock, phys: o.Phys, avail: o.Available, inUse: make(map[*file]struct{})}
+	fs := &FS{dev: o.Dev, clock: o.Clock, phys: o.Phys, avail: o.Available}
 	if fs.phys == nil {
 		fs.phys = &mm.HeapPhys{}
 	}
@@ -218,12 +230,15 @@ func (fs *FS) newSymlink(target string, owner vfs.Owner) *symlink {
 // process) draws on, so the figures of two instances overlap. There is no
 // limit on inodes, reported as Linux reports nr_inodes=0: zero files.
 func (fs *FS) StatFS() vfs.StatFS {
-	fs.inUseMu.Lock()
-	files := make([]*file, 0, len(fs.inUse))
-	for f := range fs.inUse {
-		files = append(files, f)
+	var files []*file
+	for i := range fs.inUse {
+		set := &fs.inUse[i]
+		set.mu.Lock()
+		for f := range set.files {
+			files = append(files, f)
+		}
+		set.mu.Unlock()
 	}
-	fs.inUseMu.Unlock()
 	var used uint64
 	for _, f := range files {
 		f.mu.Lock()
