@@ -218,7 +218,7 @@ linux-test: user
 # all lie in its first sector). make powercut CUTS=N is the long run
 # (KERNELS=shortbread, RECOVER=same|other|both, ATOM=4096) on images
 # with 4 KiB and 1 KiB blocks in turn, counts in
-# bench/results/powercut-DATE.txt.
+# bench/results/powercut-DATE.txt (DATE-2.txt, ... for a day's later runs).
 powercut-test: user $(KERNEL) $(STUB)
 	tools/linux/kernel.sh $(LINUX_BUILD)
 	go run ./tools/powercut -cuts 4 -kernels shortbread,linux -recover both -max-delay 6s -atom 512
@@ -234,8 +234,10 @@ KERNELS ?= shortbread,linux
 powercut: deps user $(KERNEL) $(STUB)
 	tools/linux/kernel.sh $(LINUX_BUILD)
 	@mkdir -p bench/results
+	r=bench/results/powercut-$$(date -u +%Y-%m-%d).txt; n=1; \
+	while [ -e "$$r" ]; do n=$$((n+1)); r=bench/results/powercut-$$(date -u +%Y-%m-%d)-$$n.txt; done; \
 	go run ./tools/powercut -cuts $(CUTS) -kernels $(KERNELS) -recover $(or $(RECOVER),both) \
-	  -atom $(or $(ATOM),512) -sizes 600M,200M -results bench/results/powercut-$$(date -u +%Y-%m-%d).txt
+	  -atom $(or $(ATOM),512) -sizes 600M,200M -results "$$r"
 
 # The same suite on Shortbread, with 1 and 2 CPUs: every program must
 # pass (the runner's status becomes the kernel's power-off status).
