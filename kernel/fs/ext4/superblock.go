@@ -318,16 +318,17 @@ func (fs *FS) superBuf() (uint64, []byte, error) {
 // When the superblock goes to the disk. A disk keeps a 512-byte sector
 // whole, not the 1024-byte superblock, and its checksum sits in the
 // second sector: a power cut during a write home can land one sector and
-// leave a superblock that fails its checksum, which Linux (and this
-// package) then refuse to mount. So, as Linux does, it is written home
+// leave a superblock that fails its checksum, which Linux then refuses
+// to mount (and this package too, unless the log holds the block whole:
+// repairSuper). So, as Linux does, it is written home
 // only when it must change outside a transaction: at a read-write mount
 // (to set needs_recovery, once, flushed before the first commit), at
 // Unmount and Remount read-only (to clear it, after the last commit
 // emptied the log), and on sync of a file system without a journal.
 // The free block and inode counts live in memory between those times and
 // are summed from the group descriptors at mount (Linux's percpu
-// counters; e2fsck does not hold stale ones against a journaled file
-// system). A change that must survive a crash, the orphan list's head,
+// counters; e2fsck -n reports stale ones but does not count them as
+// errors). A change that must survive a crash, the orphan list's head,
 // goes through the journal as a metadata block: if its checkpoint is
 // torn, the log still holds the whole block until that checkpoint is
 // flushed.

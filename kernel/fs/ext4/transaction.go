@@ -249,8 +249,8 @@ func (fs *FS) commitLocked() error {
 		return err
 	}
 	if fs.sb.incompat&incompatRecover == 0 {
-		// Mount sets it before the journal is opened for writing; a
-		// log its superblock does not ask to replay would be wiped.
+		// Mount sets it, flushed, before the first commit: Linux
+		// wipes a log its superblock does not ask to replay.
 		return errors.New("ext4: commit without needs_recovery set")
 	}
 	if b, ok := j.blocks[uint64(superOffset/fs.blockSize)]; ok {
