@@ -143,12 +143,13 @@ func (k *kernel) mountExt4(src vfs.Source, ro bool, data string) (*vfs.FileSyste
 	if part != nil {
 		part.Opened()
 	}
-	return &vfs.FileSystem{Root: root, Sync: x.Sync, Release: func() error {
+	return &vfs.FileSystem{Root: root, Sync: x.Sync, Remount: x.Remount, Release: func() error {
 		close(stop)
+		err := x.Unmount()
 		if part != nil {
 			part.Closed()
 		}
-		return nil
+		return err
 	}}, nil
 }
 

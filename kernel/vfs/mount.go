@@ -45,8 +45,13 @@ type FileSystem struct {
 	// nil when there is nothing to write back.
 	Sync func() error
 	// Release runs once the file system is unmounted and unused, after
-	// a last Sync: it stops background work. Nil when there is none.
+	// a last Sync: it stops background work and leaves the disk clean.
+	// Nil when there is none.
 	Release func() error
+	// Remount is told when its only mount becomes read-only (after a
+	// Sync) or read-write again, so that a disk file system can leave
+	// its disk clean meanwhile. Nil when that changes nothing.
+	Remount func(ro bool) error
 
 	// mounts counts the mounts that use the instance: a block device
 	// mounted again shares it, as Linux shares the superblock, and it is
@@ -335,6 +340,11 @@ func (v *VFS) remount(t *Dentry, flags uint32) error {
 	}
 	if ro {
 		if err := m.Sync(); err != nil {
+			return err
+		}
+	}
+	if fs := m.fs; fs != nil && fs.Remount != nil && ro != m.readOnly && fs.mounts.Load() <= 1 {
+		if err := fs.Remount(ro); err != nil {
 			return err
 		}
 	}

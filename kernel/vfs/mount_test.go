@@ -2,6 +2,7 @@ package vfs_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"shortbread/kernel/abi/linux"
@@ -180,9 +181,10 @@ func TestChroot(t *testing.T) {
 }
 
 // fakeFS is a file system type for TestMountFS that counts syncs and
-// releases.
+// releases and records remounts.
 type fakeFS struct {
 	syncs, releases int
+	remounts        []bool
 	made            []vfs.Source
 }
 
@@ -195,6 +197,7 @@ func (f *fakeFS) typ(device bool) vfs.FSType {
 		fs := tmpfs.New(tmpfs.Options{Dev: linux.MakeDev(0, 50+uint32(len(f.made))), Mode: 0o755})
 		return &vfs.FileSystem{Root: fs.Root(),
 			Sync:    func() error { f.syncs++; return nil },
+			Remount: func(ro bool) error { f.remounts = append(f.remounts, ro); return nil },
 			Release: func() error { f.releases++; return nil }}, nil
 	}}
 }
@@ -259,6 +262,14 @@ func TestMountFS(t *testing.T) {
 	if disk.syncs != 2 {
 		t.Errorf("sync: %d syncs, want 2", disk.syncs)
 	}
+	// Remounts of its only mount reach the file system (a disk file
+	// system leaves its disk clean while read-only), after a sync.
+	must(t, "remount ro", k.v.MountFS(c, nil, "none", "/m2", "", linux.MS_REMOUNT|linux.MS_RDONLY, ""))
+	must(t, "remount ro again", k.v.MountFS(c, nil, "none", "/m2", "", linux.MS_REMOUNT|linux.MS_RDONLY, ""))
+	must(t, "remount rw", k.v.MountFS(c, nil, "none", "/m2", "", linux.MS_REMOUNT, ""))
+	if fmt.Sprint(disk.remounts) != "[true false]" || disk.syncs != 4 {
+		t.Errorf("remounts told %v with %d syncs; want [true false], 4", disk.remounts, disk.syncs)
+	}
 
 	// The device mounted a second time shares the instance, as Linux
 	// shares the superblock: a change through one mount shows through
@@ -280,6 +291,11 @@ func TestMountFS(t *testing.T) {
 	must(t, "mkdir through the first", k.mkdir("/m2/d", 0o755))
 	must(t, "rmdir through the second", k.rmdir("/mnt/d"))
 	wantErr(t, "mkdir in it through the first", k.mkdir("/m2/d/e", 0o755), linux.ENOENT)
+	// Shared, the instance stays writable for the other mount.
+	must(t, "remount one of two ro", k.v.MountFS(c, nil, "none", "/mnt", "", linux.MS_REMOUNT|linux.MS_RDONLY, ""))
+	if len(disk.remounts) != 2 {
+		t.Errorf("remount of one of two mounts told the file system: %v", disk.remounts)
+	}
 	must(t, "unmount the second", k.v.Unmount(c, nil, "/mnt", 0))
 	if disk.releases != 1 {
 		t.Errorf("unmounting one of two mounts: %d releases, want 1 (the earlier one)", disk.releases)

@@ -203,9 +203,6 @@ func (fs *FS) allocRunOnce(goal uint64, want uint32) (uint64, uint32, error) {
 			if err := fs.writeBlockBitmap(g, b); err != nil {
 				return 0, 0, err
 			}
-			if err := fs.writeSuperLocked(); err != nil {
-				return 0, 0, err
-			}
 			return fs.groupFirstBlock(g) + uint64(i), got, nil
 		}
 	}
@@ -260,7 +257,7 @@ func (fs *FS) freeRun(start uint64, n uint32) error {
 		start += uint64(cnt)
 		n -= cnt
 	}
-	return fs.writeSuperLocked()
+	return nil
 }
 
 func (fs *FS) freeBlockList(bs []uint64) error {
@@ -324,10 +321,7 @@ func (fs *FS) allocInode(parent uint32, dir bool) (uint32, error) {
 			if unused := fs.sb.inodesPerGroup - i - 1; (fs.hasCsum() || fs.hasGdtCsum()) && unused < d.itableUnused {
 				d.itableUnused = unused
 			}
-			if err := fs.writeInodeBitmap(g, b); err != nil {
-				return 0, err
-			}
-			return ino, fs.writeSuperLocked()
+			return ino, fs.writeInodeBitmap(g, b)
 		}
 	}
 	return 0, errNoSpace
@@ -350,8 +344,5 @@ func (fs *FS) freeInode(ino uint32, dir bool) error {
 	if dir && d.usedDirs > 0 {
 		d.usedDirs--
 	}
-	if err := fs.writeInodeBitmap(g, b); err != nil {
-		return err
-	}
-	return fs.writeSuperLocked()
+	return fs.writeInodeBitmap(g, b)
 }

@@ -125,14 +125,21 @@ func Mount(dev Device, o Options) (*FS, error) {
 	if fs.clock == nil {
 		fs.clock = time.Now
 	}
-	if err := fs.readSuper(); err != nil {
+	recovered := false
+	var torn *superCsumError
+	if err := fs.readSuper(); errors.As(err, &torn) {
+		if err := fs.repairSuper(err); err != nil {
+			return nil, err
+		}
+		recovered = true // and the superblock passes its checksum now
+	} else if err != nil {
 		return nil, err
 	}
 	fs.cache.init(fs.blockSize)
 	if err := fs.readGroups(); err != nil {
 		return nil, err
 	}
-	if fs.sb.incompat&incompatRecover != 0 {
+	if !recovered && fs.sb.incompat&incompatRecover != 0 {
 		// Replay, then read everything again: the journal may have held
 		// the superblock and descriptors themselves.
 		if err := fs.recoverJournal(); err != nil {
@@ -142,22 +149,104 @@ func Mount(dev Device, o Options) (*FS, error) {
 		if err := fs.readGroups(); err != nil {
 			return nil, err
 		}
+		recovered = true
 	}
+	fs.countFree()
 	if err := fs.openJournal(); err != nil {
 		return nil, fmt.Errorf("ext4: journal: %w", err)
 	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	switch {
+	case fs.jnl != nil && fs.sb.incompat&incompatRecover == 0:
+		// From here until Unmount a crash leaves a log to replay.
+		fs.sb.incompat |= incompatRecover
+		if err := fs.writeSuperHome(); err != nil {
+			return nil, err
+		}
+	case fs.jnl == nil && recovered:
+		// Read-only (or a journal this package does not write): the
+		// log is replayed and empty, so the flag goes, as Linux's
+		// ext4_mark_recovery_complete does.
+		fs.sb.incompat &^= incompatRecover
+		if err := fs.writeSuperHome(); err != nil {
+			return nil, err
+		}
+	}
 	if !fs.ro {
-		fs.mu.Lock()
 		err := fs.processOrphans()
 		if err == nil {
 			err = fs.commitOrStop()
 		}
-		fs.mu.Unlock()
 		if err != nil {
 			return nil, fmt.Errorf("ext4: orphan inodes: %w", err)
 		}
 	}
 	return fs, nil
+}
+
+// Unmount commits what is left, clears needs_recovery (the log is empty:
+// every commit checkpoints) and writes the superblock home with the free
+// counts, flushed. The file system is read-only afterwards.
+func (fs *FS) Unmount() error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.ro {
+		return nil
+	}
+	if err := fs.cleanLocked(); err != nil {
+		return err
+	}
+	fs.ro, fs.roWhy = true, "unmounted"
+	return nil
+}
+
+// cleanLocked leaves the disk as a clean unmount does.
+// Preconditions: fs.mu is held and the mount is read-write.
+func (fs *FS) cleanLocked() error {
+	if err := fs.commitOrStop(); err != nil {
+		return err
+	}
+	fs.sb.incompat &^= incompatRecover
+	return fs.writeSuperHome()
+}
+
+// Remount makes a read-write mount read-only (the disk left as Unmount
+// leaves it) or a read-only one read-write again (needs_recovery set
+// again before anything is written). A mount read-only because of a
+// feature stays so (EROFS).
+func (fs *FS) Remount(ro bool) error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if ro == fs.ro {
+		return nil
+	}
+	if ro {
+		if err := fs.cleanLocked(); err != nil {
+			return err
+		}
+		fs.ro, fs.roWhy = true, ""
+		return nil
+	}
+	if fs.roWhy != "" {
+		return linux.EROFS
+	}
+	fs.ro = false
+	if err := fs.openJournal(); err != nil {
+		fs.ro = true
+		return err
+	}
+	if fs.ro { // openJournal found a journal it cannot write
+		return linux.EROFS
+	}
+	if fs.jnl != nil {
+		fs.sb.incompat |= incompatRecover
+	}
+	if err := fs.writeSuperHome(); err != nil {
+		fs.ro, fs.jnl = true, nil
+		return err
+	}
+	return nil
 }
 
 // ReadOnly reports whether the mount is read-only, and why when a feature

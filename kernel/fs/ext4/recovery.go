@@ -92,28 +92,11 @@ func (fs *FS) recoverJournal() error {
 	if fs.sb.compat&compatHasJournal == 0 || fs.sb.journalInum == 0 {
 		return corrupt("needs_recovery without a journal inode")
 	}
-	jin, err := fs.iget(fs.sb.journalInum)
+	r, jsbBlock, err := fs.readJournal()
 	if err != nil {
 		return err
 	}
-	fm, err := fs.mapping(jin)
-	if err != nil {
-		return err
-	}
-	r := &journalReader{fs: fs, fm: fm}
-	r.jsb = &journalSuper{maxLen: ^uint32(0)}
-	b, jsbBlock, err := r.read(0)
-	if err != nil {
-		return err
-	}
-	jsb, err := decodeJournalSuper(b, fs.blockSize)
-	if err != nil {
-		return err
-	}
-	if uint64(jsb.maxLen)*uint64(fs.blockSize) > jin.size {
-		return corrupt("journal of %d blocks in an inode of %d bytes", jsb.maxLen, jin.size)
-	}
-	r.jsb = jsb
+	jsb := r.jsb
 	if bad := jsb.incompat &^ jbdIncompatKnown; bad != 0 {
 		return fmt.Errorf("%w: journal features %#x (fast_commit is %#x)", ErrUnsupported, bad, jbdIncompatFastCommit)
 	}
@@ -146,21 +129,98 @@ func (fs *FS) recoverJournal() error {
 	if err := fs.dev.Flush(); err != nil {
 		return errors.Join(linux.EIO, err)
 	}
-	// Replay may have rewritten the superblock itself: read it again,
-	// then clear the flag.
+	// Replay may have rewritten the superblock itself: read it again.
+	// It still says needs_recovery: a read-write mount keeps that, and
+	// Mount clears it for a read-only one.
 	if err := fs.readSuper(); err != nil {
 		return err
 	}
-	fs.sb.incompat &^= incompatRecover
-	le.PutUint32(fs.sb.raw[0x60:], fs.sb.incompat)
-	ro := fs.ro
-	fs.ro = false
-	err = fs.writeSuperLocked()
-	fs.ro = ro
-	if err != nil {
-		return err
-	}
 	return replayErr
+}
+
+// readJournal opens the journal inode for reading and decodes its
+// superblock, returning a reader and the superblock's device block.
+func (fs *FS) readJournal() (*journalReader, uint64, error) {
+	jin, err := fs.iget(fs.sb.journalInum)
+	if err != nil {
+		return nil, 0, err
+	}
+	fm, err := fs.mapping(jin)
+	if err != nil {
+		return nil, 0, err
+	}
+	r := &journalReader{fs: fs, fm: fm, jsb: &journalSuper{maxLen: ^uint32(0)}}
+	b, phys, err := r.read(0)
+	if err != nil {
+		return nil, 0, err
+	}
+	jsb, err := decodeJournalSuper(b, fs.blockSize)
+	if err != nil {
+		return nil, 0, err
+	}
+	if uint64(jsb.maxLen)*uint64(fs.blockSize) > jin.size {
+		return nil, 0, corrupt("journal of %d blocks in an inode of %d bytes", jsb.maxLen, jin.size)
+	}
+	r.jsb = jsb
+	return r, phys, nil
+}
+
+// repairSuper answers a superblock that fails only its checksum, csumErr.
+// A write home torn at a sector leaves one sector old and one new; the
+// fields that place things (geometry, the journal inode, the UUID the
+// other checksums hang on) are the same in both. When the torn write was
+// the checkpoint of a logged copy (the orphan list's head changed), the
+// log still holds the whole block: it is emptied only once the
+// checkpoint is flushed. So if needs_recovery is set and a committed
+// transaction in the log holds the superblock's block, unrevoked,
+// recovery runs and rewrites it, and the superblock read again must pass
+// its checksum. Otherwise the mount is refused with csumErr, and nothing
+// was written on the unverified superblock's word. (Linux refuses such
+// a superblock outright; e2fsck falls back to a backup.)
+func (fs *FS) repairSuper(csumErr error) error {
+	if fs.sb.incompat&incompatRecover == 0 || fs.sb.compat&compatHasJournal == 0 || fs.sb.journalInum == 0 {
+		return csumErr
+	}
+	fs.cache.init(fs.blockSize)
+	if err := fs.readGroups(); err != nil {
+		return errors.Join(csumErr, err)
+	}
+	r, _, err := fs.readJournal()
+	if err != nil {
+		return errors.Join(csumErr, err)
+	}
+	if r.jsb.start == 0 || r.jsb.incompat&^jbdIncompatKnown != 0 {
+		return csumErr
+	}
+	end, err := r.scan()
+	if err != nil {
+		return errors.Join(csumErr, err)
+	}
+	revoked, err := r.revokes(end)
+	if err != nil {
+		return errors.Join(csumErr, err)
+	}
+	home := uint64(superOffset / fs.blockSize)
+	logged := false
+	err = r.walk(end, func(seq uint32, b []byte, blk uint32) (uint32, error) {
+		if be.Uint32(b[4:]) != jbdDescriptor {
+			return blk, nil
+		}
+		for _, t := range r.tags(b) {
+			blk = r.next(blk)
+			if s, ok := revoked[t.home]; t.home == home && (!ok || int32(s-seq) < 0) {
+				logged = true
+			}
+		}
+		return blk, nil
+	})
+	if err != nil {
+		return errors.Join(csumErr, err)
+	}
+	if !logged {
+		return csumErr
+	}
+	return fs.recoverJournal()
 }
 
 // scan walks the log from its start and returns the sequence number

@@ -187,12 +187,13 @@ func (fs *FS) readSuper() error {
 	sb.checksumType = raw[0x175]
 	sb.checksumSeed = le.Uint32(raw[0x270:])
 
+	var csumErr error
 	if sb.roCompat&roCompatMetadataCsum != 0 {
 		if sb.checksumType != 1 {
 			return corrupt("unknown checksum type %d", sb.checksumType)
 		}
 		if want, got := crc32c(^uint32(0), raw[:0x3FC]), le.Uint32(raw[0x3FC:]); want != got {
-			return corrupt("superblock checksum %#x, computed %#x", got, want)
+			csumErr = &superCsumError{&CorruptError{What: fmt.Sprintf("superblock checksum %#x, computed %#x", got, want)}}
 		}
 	}
 	if err := fs.checkGeometry(); err != nil {
@@ -218,8 +219,16 @@ func (fs *FS) readSuper() error {
 			fs.csumSeed = crc32c(^uint32(0), sb.uuid[:])
 		}
 	}
-	return nil
+	// A bad checksum comes last, with every field decoded and checked
+	// for range: Mount may still find the superblock whole in the log.
+	return csumErr
 }
+
+// superCsumError is a superblock that fails only its checksum, what a
+// write home torn at a sector leaves (see repairSuper).
+type superCsumError struct{ *CorruptError }
+
+func (e *superCsumError) Unwrap() error { return e.CorruptError }
 
 // checkGeometry rejects superblock values that would make the rest of the
 // code divide by zero, index out of range or loop forever.
@@ -306,8 +315,26 @@ func (fs *FS) superBuf() (uint64, []byte, error) {
 	return blk, b, nil
 }
 
-// writeSuperLocked writes the primary superblock (through the journal if
-// there is one). Backups keep mkfs's values, as Linux's do.
+// When the superblock goes to the disk. A disk keeps a 512-byte sector
+// whole, not the 1024-byte superblock, and its checksum sits in the
+// second sector: a power cut during a write home can land one sector and
+// leave a superblock that fails its checksum, which Linux then refuses
+// to mount (and this package too, unless the log holds the block whole:
+// repairSuper). So, as Linux does, it is written home
+// only when it must change outside a transaction: at a read-write mount
+// (to set needs_recovery, once, flushed before the first commit), at
+// Unmount and Remount read-only (to clear it, after the last commit
+// emptied the log), and on sync of a file system without a journal.
+// The free block and inode counts live in memory between those times and
+// are summed from the group descriptors at mount (Linux's percpu
+// counters; e2fsck -n reports stale ones but does not count them as
+// errors). A change that must survive a crash, the orphan list's head,
+// goes through the journal as a metadata block: if its checkpoint is
+// torn, the log still holds the whole block until that checkpoint is
+// flushed.
+
+// writeSuperLocked writes the primary superblock through the journal if
+// there is one, else home. Backups keep mkfs's values, as Linux's do.
 func (fs *FS) writeSuperLocked() error {
 	if fs.ro {
 		return nil
@@ -319,11 +346,30 @@ func (fs *FS) writeSuperLocked() error {
 	return fs.cache.write(fs, blk, b)
 }
 
-// writeSuperHome writes the superblock straight home, around the journal.
+// writeSuperHome writes the superblock straight home, around the
+// journal, and flushes it: the callers (mount, unmount, remount) need it
+// durable before they go on.
 func (fs *FS) writeSuperHome() error {
 	blk, b, err := fs.superBuf()
 	if err != nil {
 		return err
 	}
-	return fs.devWrite(b, blk)
+	if err := fs.devWrite(b, blk); err != nil {
+		return err
+	}
+	return fs.flush()
+}
+
+// countFree sets the in-memory free counts to the sums of the group
+// descriptors', which every allocation keeps exact (through the journal),
+// whatever the superblock's stale copy says.
+func (fs *FS) countFree() {
+	var blocks uint64
+	var inodes uint64
+	for i := range fs.groups {
+		blocks += uint64(fs.groups[i].freeBlocks)
+		inodes += uint64(fs.groups[i].freeInodes)
+	}
+	fs.sb.freeBlocks = min(blocks, fs.sb.blocksCount)
+	fs.sb.freeInodes = uint32(min(inodes, uint64(fs.sb.inodesCount)))
 }

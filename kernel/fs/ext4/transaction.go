@@ -10,16 +10,25 @@ import (
 // Writing through the journal. On a read-write mount of a file system
 // with a journal, metadata blocks changed by an operation (through
 // cache.write) join the running transaction instead of going home.
-// Commit makes it durable, in jbd2's ordered mode:
+// The file system superblock says needs_recovery for as long as the
+// mount is read-write (set, flushed, at mount; cleared at Unmount), so
+// that a crash at any point leaves a log that Linux, e2fsck and this
+// package replay. Commit makes a transaction durable, in jbd2's ordered
+// mode:
 //
 //  1. flush the device, so the file data written so far (straight to its
 //     blocks) is durable before the metadata that points at it;
 //  2. write a descriptor, the blocks and a commit block at the start of
 //     the log, flush;
-//  3. set needs_recovery in the file system superblock, flush, then point
-//     the journal superblock at the log, flush: from here a crash replays;
+//  3. point the journal superblock at the log, flush: from here a crash
+//     replays;
 //  4. write the blocks home (checkpoint), flush;
-//  5. empty the log and clear needs_recovery.
+//  5. empty the log (the journal superblock again).
+//
+// The journal superblock is 1024 bytes like the file system's, but
+// commits change only s_sequence, s_start and s_checksum, all in its
+// first 512 bytes: a write of it torn at a sector leaves either the old
+// or the new one, both whole (TestTornJournalSuper).
 //
 // Each commit empties the log again, so a transaction never needs revoke
 // records for blocks an earlier one logged. A block freed while in the
@@ -46,31 +55,15 @@ func (fs *FS) openJournal() error {
 	if fs.ro || fs.sb.compat&compatHasJournal == 0 || fs.sb.journalInum == 0 {
 		return nil
 	}
-	jin, err := fs.iget(fs.sb.journalInum)
+	r, phys, err := fs.readJournal()
 	if err != nil {
 		return err
 	}
-	fm, err := fs.mapping(jin)
-	if err != nil {
-		return err
-	}
-	r := &journalReader{fs: fs, fm: fm, jsb: &journalSuper{maxLen: ^uint32(0)}}
-	b, phys, err := r.read(0)
-	if err != nil {
-		return err
-	}
-	jsb, err := decodeJournalSuper(b, fs.blockSize)
-	if err != nil {
-		return err
-	}
-	if uint64(jsb.maxLen)*uint64(fs.blockSize) > jin.size {
-		return corrupt("journal of %d blocks in an inode of %d bytes", jsb.maxLen, jin.size)
-	}
+	jsb := r.jsb
 	if jsb.incompat&^jbdIncompatKnown != 0 {
 		fs.ro, fs.roWhy = true, "journal features not handled"
 		return nil
 	}
-	r.jsb = jsb
 	if jsb.start != 0 {
 		// A log the superblock does not ask to replay (needs_recovery is
 		// clear): its transactions reached home already (a crash as a
@@ -187,6 +180,11 @@ func (fs *FS) Sync() error {
 	if err := fs.commitOrStop(); err != nil {
 		return err
 	}
+	if fs.jnl == nil {
+		// No journal (ext2): the free counts go home here, as Linux's
+		// ext2 writes its superblock at sync_fs.
+		return fs.writeSuperHome()
+	}
 	return fs.flush()
 }
 
@@ -250,11 +248,16 @@ func (fs *FS) commitLocked() error {
 	if err := fs.flush(); err != nil { // 1
 		return err
 	}
-	// needs_recovery goes into the logged superblock too, so that a
-	// checkpoint cut short leaves it set.
-	fs.sb.incompat |= incompatRecover
-	if err := fs.writeSuperLocked(); err != nil {
-		return err
+	if fs.sb.incompat&incompatRecover == 0 {
+		// Mount sets it, flushed, before the first commit: Linux
+		// wipes a log its superblock does not ask to replay.
+		return errors.New("ext4: commit without needs_recovery set")
+	}
+	if b, ok := j.blocks[uint64(superOffset/fs.blockSize)]; ok {
+		// A logged superblock (the orphan list's head changed) goes
+		// with the free counts as this transaction leaves them.
+		fs.encodeSuper()
+		copy(b[superOffset%fs.blockSize:], fs.sb.raw)
 	}
 	// 2: the log, from its first block.
 	seq := j.seq
@@ -380,16 +383,8 @@ func (fs *FS) commitLocked() error {
 	if err := fs.flush(); err != nil {
 		return err
 	}
-	// 3: the home superblock says the journal needs recovery, then the
-	// journal superblock points at the log. Never the second without the
-	// first: Linux would wipe a log its superblock does not ask to
-	// replay, while e2fsck would replay it.
-	if err := fs.writeSuperHome(); err != nil {
-		return err
-	}
-	if err := fs.flush(); err != nil {
-		return err
-	}
+	// 3: the journal superblock points at the log (the file system's
+	// says needs_recovery since the mount).
 	if err := fs.writeJournalSuper(jsb.first, seq); err != nil {
 		return err
 	}
@@ -405,16 +400,13 @@ func (fs *FS) commitLocked() error {
 	if err := fs.flush(); err != nil {
 		return err
 	}
-	// 5: empty log, clean superblock.
+	// 5: empty log. Unflushed: the next commit's first flush covers it,
+	// and until then a replay of the log only rewrites what is home.
 	j.seq++
 	j.blocks = map[uint64][]byte{}
 	j.order = nil
 	j.freed = nil
-	if err := fs.writeJournalSuper(0, j.seq); err != nil {
-		return err
-	}
-	fs.sb.incompat &^= incompatRecover
-	return fs.writeSuperHome()
+	return fs.writeJournalSuper(0, j.seq)
 }
 
 func (fs *FS) writeJournalSuper(start, seq uint32) error {

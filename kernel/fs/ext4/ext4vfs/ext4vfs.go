@@ -50,6 +50,14 @@ func New(disk *ext4.FS, o Options) *FS {
 // call every few seconds, as Linux commits every 5 s.
 func (f *FS) Sync() error { return f.errno(f.disk.Sync()) }
 
+// Unmount leaves the disk clean (needs_recovery cleared, the superblock
+// home with the free counts); the file system is read-only afterwards.
+func (f *FS) Unmount() error { return f.errno(f.disk.Unmount()) }
+
+// Remount makes the file system read-only, its disk left clean as by
+// Unmount, or read-write again.
+func (f *FS) Remount(ro bool) error { return f.errno(f.disk.Remount(ro)) }
+
 // Committer commits the journal every interval until stop is closed, as
 // Linux's journal thread does every 5 s (commit=5): the most a crash can
 // take from a program that never calls fsync. Run it in its own
