@@ -117,6 +117,7 @@ func (t *Thread) run() {
 		kick := t.cpuTimerKick()
 		ustart := monotonicNow()
 		t.chargeSys(kstart, ustart)
+		t.enterUser(ustart)
 		err := machine.RunUser(&t.regs, space.Root())
 		kstart = monotonicNow()
 		if kick != nil {

@@ -97,7 +97,20 @@ var supportNotes = map[string]supportNote{
 	"pidfd_open":        {supported, "untested: EMFILE and ENFILE (as open's), ENODEV (pidfs is always there), ENOMEM"},
 	"pidfd_send_signal": {supported, "untested: none"},
 	"prctl":             {partial, "PR_SET/GET_NAME, DUMPABLE, PDEATHSIG, TIMERSLACK, TSC (PR_TSC_ENABLE only), CHILD_SUBREAPER, NO_NEW_PRIVS (execve then ignores set-ID bits), THP_DISABLE (kept; no huge pages), PR_GET_TID_ADDRESS, PR_GET_SECCOMP (0: no seccomp) and PR_CAPBSET_READ (every capability: none are kept per process); every other option is EINVAL, among them KEEPCAPS, CAPBSET_DROP, SET_SECCOMP, SET_MM and the securebits"},
-	"madvise":           {partial, "MADV_REMOVE answers Linux's EINVAL (locked, private or anonymous) and EACCES (not writable), then EOPNOTSUPP; the hints are accepted and change nothing; MADV_HWPOISON and MADV_SOFT_OFFLINE are EINVAL (no memory-failure handling: Linux says EPERM to a user)"},
+
+	// Time (t_etime, with t_time, t_clock, t_ptimer, t_timerfd,
+	// t_adjtimex, t_vdso and t_errors).
+	"clock_gettime":   {supported, "untested: none"},
+	"clock_getres":    {supported, "untested: none"},
+	"clock_settime":   {supported, "untested: none"},
+	"clock_nanosleep": {supported, "a sleep on a CPU-time clock (a process's, or another thread's of the caller's) looks at the clock at least every 10 ms of real time rather than arming a CPU timer: it never wakes early, and at most 10 ms late; untested: none"},
+	"nanosleep":       {supported, "untested: none"},
+	"timer_create":    {partial, "the CPU-time clocks (CLOCK_PROCESS_CPUTIME_ID, CLOCK_THREAD_CPUTIME_ID and those of clock_getcpuclockid) are EINVAL: only setitimer's ITIMER_VIRTUAL and ITIMER_PROF count CPU time; untested: EAGAIN (no bound but memory)"},
+	"timer_settime":   {supported, "untested: none"},
+	"setitimer":       {supported, "untested: none"},
+	"timerfd_create":  {supported, "untested: EMFILE, ENFILE, ENODEV and ENOMEM (as open's)"},
+	"timerfd_settime": {supported, "untested: ECANCELED is read's (t_clock)"},
+	"madvise":         {partial, "MADV_REMOVE answers Linux's EINVAL (locked, private or anonymous) and EACCES (not writable), then EOPNOTSUPP; the hints are accepted and change nothing; MADV_HWPOISON and MADV_SOFT_OFFLINE are EINVAL (no memory-failure handling: Linux says EPERM to a user)"},
 }
 
 type supportLevel int

@@ -482,7 +482,10 @@ func sysNanosleep(t *Thread, a *[6]uint64) (int64, bool) {
 		return 0, false
 	}
 	if a[1] != 0 {
-		putTimespec(t, uintptr(a[1]), int64(left), false)
+		// Linux reports a rest it cannot write as EFAULT.
+		if e := putTimespec(t, uintptr(a[1]), int64(left), false); e != 0 {
+			return e, false
+		}
 	}
 	return -eINTR, false
 }
