@@ -110,7 +110,16 @@ var supportNotes = map[string]supportNote{
 	"setitimer":       {supported, "untested: none"},
 	"timerfd_create":  {supported, "untested: EMFILE, ENFILE, ENODEV and ENOMEM (as open's)"},
 	"timerfd_settime": {supported, "untested: ECANCELED is read's (t_clock)"},
-	"madvise":         {partial, "MADV_REMOVE answers Linux's EINVAL (locked, private or anonymous) and EACCES (not writable), then EOPNOTSUPP; the hints are accepted and change nothing; MADV_HWPOISON and MADV_SOFT_OFFLINE are EINVAL (no memory-failure handling: Linux says EPERM to a user)"},
+
+	// Ids (t_eids, with t_security, t_misc and t_errors).
+	"setuid":    {supported, "untested: EAGAIN (Linux 6.1 no longer fails setuid for RLIMIT_NPROC; see execve), and the user-namespace EINVAL (one namespace)"},
+	"setgid":    {supported, "untested: the user-namespace EINVAL (one namespace)"},
+	"setreuid":  {supported, "untested: as setuid's"},
+	"setregid":  {supported, "untested: as setgid's"},
+	"setresuid": {supported, "untested: as setuid's"},
+	"setresgid": {supported, "untested: as setgid's"},
+	"setgroups": {supported, "untested: ENOMEM"},
+	"madvise":   {partial, "MADV_REMOVE answers Linux's EINVAL (locked, private or anonymous) and EACCES (not writable), then EOPNOTSUPP; the hints are accepted and change nothing; MADV_HWPOISON and MADV_SOFT_OFFLINE are EINVAL (no memory-failure handling: Linux says EPERM to a user)"},
 }
 
 type supportLevel int
