@@ -153,6 +153,7 @@ func init() {
 		271: {"ppoll", sysPpoll},
 		280: {"utimensat", sysUtimensat},
 		281: {"epoll_pwait", sysEpollPwait},
+		441: {"epoll_pwait2", sysEpollPwait2},
 		284: {"eventfd", sysEventfd},
 		290: {"eventfd2", sysEventfd2},
 		291: {"epoll_create1", sysEpollCreate1},
