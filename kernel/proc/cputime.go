@@ -14,6 +14,7 @@ package proc
 
 import (
 	"encoding/binary"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -23,10 +24,25 @@ import (
 // cpuClock is one thread's account. user, sys and faults are read by other
 // threads; the sleep fields only by the thread itself.
 type cpuClock struct {
-	user, sys  atomic.Int64 // nanoseconds
+	user, sys atomic.Int64 // nanoseconds
+	// userSince is when the thread entered user mode (ns since boot), 0
+	// outside it: a reader adds the time since then, so the clocks of a
+	// thread that spins without leaving user mode still advance. seq is
+	// odd while the thread updates user and userSince together (a
+	// sequence lock: readers retry until they see it even and
+	// unchanged).
+	userSince  atomic.Int64
+	seq        atomic.Uint32
 	faults     atomic.Int64 // page faults resolved (minor: there is no disk)
 	slept      int64
 	sleepStart int64
+}
+
+// enterUser marks the start of a stretch in user mode.
+func (t *Thread) enterUser(now int64) {
+	t.cpu.seq.Add(1)
+	t.cpu.userSince.Store(now)
+	t.cpu.seq.Add(1)
 }
 
 // SleepBegin and SleepEnd let the VFS mark a wait (vfs.Sleeper).
@@ -55,10 +71,15 @@ func (t *Thread) chargeSys(start, now int64) {
 	}
 }
 
-// chargeUser charges time spent in user mode.
+// chargeUser charges time spent in user mode, which ends it.
 func (t *Thread) chargeUser(d int64) {
+	t.cpu.seq.Add(1)
 	if d > 0 {
 		t.cpu.user.Add(d)
+	}
+	t.cpu.userSince.Store(0)
+	t.cpu.seq.Add(1)
+	if d > 0 {
 		thisCPUStat().user.Add(d)
 		t.Proc.cpuTimersTick(d, 0)
 	}
@@ -79,9 +100,25 @@ type processUsage struct {
 	cmaxRSS  int64 // largest resident size of a reaped child, KiB
 }
 
-// threadTimes reports one thread's account.
+// threadTimes reports one thread's account, with the time it has been
+// in user mode so far if it is there now.
 func (t *Thread) threadTimes() cpuTimes {
-	return cpuTimes{t.cpu.user.Load(), t.cpu.sys.Load()}
+	c := &t.cpu
+	for {
+		s := c.seq.Load()
+		if s&1 != 0 {
+			runtime.Gosched() // the thread is between two updates
+			continue
+		}
+		user, since, sys := c.user.Load(), c.userSince.Load(), c.sys.Load()
+		if c.seq.Load() != s {
+			continue
+		}
+		if since != 0 {
+			user += max(monotonicNow()-since, 0)
+		}
+		return cpuTimes{user, sys}
+	}
 }
 
 // selfTimes adds up the process's threads, live and exited.
@@ -351,9 +388,11 @@ func (t *Thread) cpuClockNow(id int32) (int64, bool) {
 	}
 	var c cpuTimes
 	if perThread {
+		// Only a thread of the caller's own process (Linux's
+		// same_thread_group).
 		tt := t
 		if who != 0 {
-			if tt = lookupThread(who); tt == nil {
+			if tt = lookupThread(who); tt == nil || tt.Proc != t.Proc {
 				return 0, false
 			}
 		}

@@ -21,6 +21,7 @@ import (
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/kmem"
+	"shortbread/kernel/mm"
 	"shortbread/kernel/vfs"
 )
 
@@ -232,13 +233,33 @@ func (t *Thread) epollOf(fd int) (*epollFile, *vfs.OpenFile, int64) {
 	return ep, f, 0
 }
 
+// epollExclOK are the events EPOLLEXCLUSIVE may come with (Linux's
+// EPOLLEXCLUSIVE_OK_BITS: in, out, error, hang-up, wake-up, edge).
+const epollExclOK = linux.POLLIN | linux.POLLOUT | linux.POLLERR | linux.POLLHUP | 1<<29 | epollET | epollExcl
+
+// sysEpollCtl checks in Linux's order: the event is read first (EFAULT),
+// then both descriptors (EBADF), the target's support for polling
+// (EPERM), the instance (EINVAL: itself, or not an epoll file),
+// EPOLLEXCLUSIVE's rules (EINVAL), cycles and depth (ELOOP), then the
+// operation (EEXIST, ENOENT, EINVAL).
 func sysEpollCtl(t *Thread, a *[6]uint64) (int64, bool) {
-	ep, epf, e := t.epollOf(int(int32(a[0])))
-	if e != 0 {
-		return e, false
+	op, fd := int(a[1]), int(int32(a[2]))
+	var ev epollEvent
+	if op != epollCtlDel {
+		var b [12]byte
+		if err := t.Proc.Space().CopyIn(uintptr(a[3]), b[:]); err != nil {
+			return errno(err), false
+		}
+		ev = epollEvent{binary.LittleEndian.Uint32(b[:]), binary.LittleEndian.Uint64(b[4:])}
+	}
+	epf, err := t.file(int(int32(a[0])))
+	if err != nil {
+		return errno(err), false
 	}
 	defer epf.DecRef()
-	op, fd := int(a[1]), int(int32(a[2]))
+	if epf.IsPath() {
+		return -eBADF, false
+	}
 	target, err := t.file(fd)
 	if err != nil {
 		return errno(err), false
@@ -247,26 +268,25 @@ func sysEpollCtl(t *Thread, a *[6]uint64) (int64, bool) {
 	if target.IsPath() {
 		return -eBADF, false
 	}
-	if target == epf {
-		return -eINVAL, false
-	}
 	if !target.Pollable() {
 		return -ePERM, false // regular files and directories: always ready
 	}
-	if inner, ok := target.Impl().(*epollFile); ok && op == epollCtlAdd {
+	ep, isEpoll := epf.Impl().(*epollFile)
+	if target == epf || !isEpoll {
+		return -eINVAL, false
+	}
+	inner, targetIsEpoll := target.Impl().(*epollFile)
+	if op != epollCtlDel && ev.events&epollExcl != 0 {
+		if op == epollCtlMod || op == epollCtlAdd && (targetIsEpoll || ev.events&^epollExclOK != 0) {
+			return -eINVAL, false
+		}
+	}
+	if targetIsEpoll && op == epollCtlAdd {
 		// Linux refuses what would make epoll instances watch one
 		// another in a cycle, or nest deeper than EP_MAX_NESTS.
 		if d, loop := inner.depth(ep, 0); loop || d+1 > epollMaxNests {
 			return -int64(linux.ELOOP), false
 		}
-	}
-	var ev epollEvent
-	if op != epollCtlDel {
-		var b [12]byte
-		if err := t.Proc.Space().CopyIn(uintptr(a[3]), b[:]); err != nil {
-			return errno(err), false
-		}
-		ev = epollEvent{binary.LittleEndian.Uint32(b[:]), binary.LittleEndian.Uint64(b[4:])}
 	}
 	key := epollKey{fd, target}
 	ep.mu.Lock()
@@ -289,6 +309,9 @@ func sysEpollCtl(t *Thread, a *[6]uint64) (int64, bool) {
 	case epollCtlMod:
 		if !exists {
 			return -int64(linux.ENOENT), false
+		}
+		if en.events&epollExcl != 0 {
+			return -eINVAL, false // an exclusive watch cannot be changed
 		}
 		en.events, en.data, en.last = ev.events, ev.data, 0
 		select {
@@ -314,27 +337,58 @@ func sysEpollCtl(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 func sysEpollWait(t *Thread, a *[6]uint64) (int64, bool) {
-	return t.epollWait(a, 0, 0), false
+	return t.epollWait(a, msTimeout(a[3]), 0, 0), false
 }
 
 func sysEpollPwait(t *Thread, a *[6]uint64) (int64, bool) {
-	return t.epollWait(a, uintptr(a[4]), a[5]), false
+	return t.epollWait(a, msTimeout(a[3]), uintptr(a[4]), a[5]), false
 }
 
-func (t *Thread) epollWait(a *[6]uint64, maskAt uintptr, maskSize uint64) int64 {
+// sysEpollPwait2 is epoll_pwait with a timespec timeout (NULL: none),
+// read and checked first.
+func sysEpollPwait2(t *Thread, a *[6]uint64) (int64, bool) {
+	timeout := time.Duration(-1)
+	if a[3] != 0 {
+		var b [16]byte
+		if err := t.Proc.Space().CopyIn(uintptr(a[3]), b[:]); err != nil {
+			return errno(err), false
+		}
+		sec, nsec := int64(binary.LittleEndian.Uint64(b[:])), int64(binary.LittleEndian.Uint64(b[8:]))
+		if sec < 0 || nsec < 0 || nsec >= 1e9 {
+			return -eINVAL, false
+		}
+		timeout = time.Duration(min(sec, 1<<32))*time.Second + time.Duration(nsec)
+	}
+	return t.epollWait(a, timeout, uintptr(a[4]), a[5]), false
+}
+
+// msTimeout is epoll_wait's timeout in milliseconds (negative: none).
+func msTimeout(arg uint64) time.Duration {
+	if ms := int32(arg); ms >= 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return -1
+}
+
+// epollMaxEvents is Linux's EP_MAX_EVENTS: as many events as fit in
+// INT_MAX bytes.
+const epollMaxEvents = (1<<31 - 1) / 12
+
+func (t *Thread) epollWait(a *[6]uint64, timeout time.Duration, maskAt uintptr, maskSize uint64) int64 {
 	max := int(int32(a[2]))
-	if max <= 0 || max > 1<<20 {
+	if max <= 0 || max > epollMaxEvents {
 		return -eINVAL
+	}
+	// A buffer that is not in user space at all is EFAULT before the
+	// descriptor is looked at (Linux's access_ok).
+	if end := uint64(a[1]) + 12*uint64(max); end < a[1] || end > uint64(mm.UserTop) {
+		return -eFAULT
 	}
 	ep, epf, e := t.epollOf(int(int32(a[0])))
 	if e != 0 {
 		return e
 	}
 	defer epf.DecRef()
-	timeout := time.Duration(-1)
-	if ms := int32(a[3]); ms >= 0 {
-		timeout = time.Duration(ms) * time.Millisecond
-	}
 	wait := func() int64 {
 		return t.waitReady(ep.wake, timeout, func() (int64, bool) {
 			evs := ep.collectIn(t.Proc.files, max, true, t.epollEvs[:0])

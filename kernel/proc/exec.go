@@ -36,30 +36,95 @@ const (
 	// at most 1 GiB, which the gap below the stack leaves room for (an
 	// unlimited stack gets 1 GiB).
 	minStack, maxStack = 128 << 10, 1 << 30
-	maxArgSize         = 128 << 10 // total argv+envp bytes, like Linux's MAX_ARG_STRLEN sum
+	// One argument or environment string may take 32 pages with its NUL
+	// (Linux's MAX_ARG_STRLEN); all of them, and their pointers, a
+	// quarter of RLIMIT_STACK, between 128 KiB (ARG_MAX) and 6 MiB
+	// (three quarters of _STK_LIM): argRoom.
+	maxArgStrlen           = 32 * mm.PageSize
+	minArgRoom, maxArgRoom = 128 << 10, 6 << 20
 )
+
+// argRoom is the room exec gives argv, envp and the program's name,
+// for a stack limited to stackCur (Linux's bprm_stack_limits).
+func argRoom(stackCur uint64) int {
+	return int(max(min(stackCur/4, maxArgRoom), minArgRoom))
+}
+
+// checkArgRoom is E2BIG for strings that do not fit room: each string
+// with its NUL, and a pointer for each (argv counts as one at least).
+func checkArgRoom(room int, name string, argv, envp []string) error {
+	ptrs := (max(len(argv), 1) + len(envp)) * 8
+	if room <= ptrs {
+		return errArgTooLong
+	}
+	size := len(name) + 1
+	for _, s := range argv {
+		size += len(s) + 1
+	}
+	for _, s := range envp {
+		size += len(s) + 1
+	}
+	if size > room-ptrs {
+		return errArgTooLong
+	}
+	return nil
+}
+
+// notBusy is open_exec's ETXTBSY: a file open for writing is neither run
+// nor read as a script or loader. The program's own file is held from
+// the commit on; a script or loader is checked while it is read.
+func notBusy(f *execFile) error {
+	if f.exe == nil {
+		return nil
+	}
+	release, err := vfs.DenyWrite(f.exe)
+	if err != nil {
+		return err
+	}
+	release()
+	return nil
+}
 
 // maxInterpDepth bounds "#!" interpreter chains (Linux allows 4 + 1).
 const maxInterpDepth = 5
 
 // parseShebang splits a "#!" line into interpreter and its single optional
-// argument (everything after the first blank, trimmed, as on Linux). Like
-// Linux, only the first 256 bytes are looked at.
+// argument (everything after the blanks that follow the interpreter, as on
+// Linux), reading only the first 256 bytes as Linux's load_script does.
+// Without a newline in them the line is cut at byte 255, but only when
+// the interpreter's name ends before that (a blank or NUL after it): a
+// name that may be cut short is not run (ENOEXEC). Only blanks (spaces
+// and tabs) separate; a carriage return is part of the name, as on Linux.
 func parseShebang(data []byte) (interp, arg string, ok bool) {
-	line := data[2:]
-	if len(line) > 254 {
-		line = line[:254]
+	var buf [256]byte
+	copy(buf[:], data)
+	blank := func(c byte) bool { return c == ' ' || c == '\t' }
+	end := bytes.IndexByte(buf[:], '\n')
+	if end < 0 {
+		i := 2
+		for i <= 255 && blank(buf[i]) {
+			i++
+		}
+		j := i
+		for j <= 255 && !blank(buf[j]) && buf[j] != 0 {
+			j++
+		}
+		if i > 255 || j > 255 {
+			return "", "", false
+		}
+		end = 255
 	}
-	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+	line := buf[2:end]
+	if i := bytes.IndexByte(line, 0); i >= 0 {
 		line = line[:i]
 	}
-	s := strings.Trim(string(line), " \t\r")
+	s := strings.Trim(string(line), " \t")
 	if s == "" {
 		return "", "", false
 	}
 	interp = s
 	if i := strings.IndexAny(s, " \t"); i >= 0 {
-		interp, arg = s[:i], strings.Trim(s[i:], " \t")
+		interp, arg = s[:i], strings.TrimLeft(s[i:], " \t")
 	}
 	return interp, arg, true
 }
@@ -98,6 +163,9 @@ func (t *Thread) exec(tgt execTarget, argv, envp []string) error {
 	}
 	path := tgt.name
 	defer file.release()
+	if err := notBusy(file); err != nil {
+		return err
+	}
 	data := file.data
 	// A "#!" script runs its interpreter with the script's path in place
 	// of argv[0]; interpreters may themselves be scripts, a few deep.
@@ -125,6 +193,9 @@ func (t *Thread) exec(tgt execTarget, argv, envp []string) error {
 			return err
 		}
 		defer file.release()
+		if err := notBusy(file); err != nil {
+			return err
+		}
 		data = file.data
 	}
 	f, err := elf.Parse(data)
@@ -141,6 +212,9 @@ func (t *Thread) exec(tgt execTarget, argv, envp []string) error {
 			return err
 		}
 		defer interp.release()
+		if err := notBusy(interp); err != nil {
+			return err
+		}
 		if len(interp.data) < 64 {
 			return linux.EIO // Linux reads a whole ELF header first
 		}
@@ -152,12 +226,12 @@ func (t *Thread) exec(tgt execTarget, argv, envp []string) error {
 	if file.exe != nil && fsys != nil {
 		mapName = fsys.Path(&vfs.Ctx{}, file.exe)
 	}
-	size := 0
-	for _, s := range append(append([]string(nil), argv...), envp...) {
-		size += len(s) + 1
-	}
-	if size > maxArgSize {
-		return errArgTooLong
+	// A script's interpreter and its argument count too.
+	t.Proc.mu.Lock()
+	room := argRoom(t.Proc.rlimits()[rlimitStack].cur)
+	t.Proc.mu.Unlock()
+	if err := checkArgRoom(room, tgt.name, argv, envp); err != nil {
+		return err
 	}
 	// From here the program's file may not be opened for writing
 	// (ETXTBSY), for as long as this process runs it.
@@ -232,7 +306,7 @@ func (t *Thread) exec(tgt execTarget, argv, envp []string) error {
 	p.mu.Lock()
 	cred := p.cred
 	p.mu.Unlock()
-	secure := execCreds(&cred, file)
+	secure := execCreds(&cred, file, t.noNewPrivs)
 	sp, err := buildStack(space, f, bias, interpBase, sysinfo, path, argv, envp, &cred, secure)
 	if err == nil {
 		// 128 KiB below the arguments, as Linux's setup_arg_pages leaves
@@ -317,9 +391,9 @@ func mapSegments(space *mm.Space, f *elf.File, file *execFile, bias uint64, name
 // follow the effective ones whether or not a bit was set. It reports a
 // "secure" exec (AT_SECURE): the program runs with IDs its caller did
 // not have, so libc distrusts the environment and the process is not
-// dumpable.
-func execCreds(c *creds, file *execFile) bool {
-	if file.exe != nil {
+// dumpable. Under no_new_privs the bits are ignored.
+func execCreds(c *creds, file *execFile, noNewPrivs bool) bool {
+	if file.exe != nil && !noNewPrivs {
 		if file.attr.Mode&linux.S_ISUID != 0 {
 			c.euid = file.attr.UID
 		}

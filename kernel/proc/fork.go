@@ -106,6 +106,7 @@ func (t *Thread) clone(args cloneArgs) int64 {
 		cp.persona = p.persona
 		cp.sched = p.sched.forked()
 		cp.nonDumpable.Store(p.nonDumpable.Load())
+		cp.thpDisable.Store(p.thpDisable.Load())
 		cp.exe, cp.argv, cp.envp = p.exe, p.argv, p.envp
 		if p.exe != nil && p.exeHold != nil {
 			// The child runs the same file: it holds it too.
@@ -145,6 +146,7 @@ func (t *Thread) clone(args cloneArgs) int64 {
 	child.regs.RAX = 0
 	child.regs.Kick = 0
 	child.sigMask = t.sigMask
+	child.noNewPrivs = t.noNewPrivs
 	// The alternate signal stack is inherited, except by a thread that
 	// shares the memory and gets its own stack (Linux clears it then).
 	if flags&cloneVM == 0 || flags&cloneVfork != 0 {

@@ -177,6 +177,14 @@ func futexWakeLocked(key futexKey, n int, bitset uint32) int {
 func futexRequeue(s *mm.Space, addr, addr2 uintptr, n, m int, cmp bool, val uint32) int64 {
 	futexes.mu.Lock()
 	defer futexes.mu.Unlock()
+	from, err := keyOf(s, addr)
+	if err != nil {
+		return errno(err)
+	}
+	to, err := keyOf(s, addr2)
+	if err != nil {
+		return errno(err)
+	}
 	if cmp {
 		cur, err := loadWord(s, addr)
 		if err != nil {
@@ -185,14 +193,6 @@ func futexRequeue(s *mm.Space, addr, addr2 uintptr, n, m int, cmp bool, val uint
 		if cur != val {
 			return -eAGAIN
 		}
-	}
-	from, err := keyOf(s, addr)
-	if err != nil {
-		return errno(err)
-	}
-	to, err := keyOf(s, addr2)
-	if err != nil {
-		return errno(err)
 	}
 	woken := futexWakeLocked(from, n, ^uint32(0))
 	moved := 0
@@ -217,7 +217,12 @@ func futexRequeue(s *mm.Space, addr, addr2 uintptr, n, m int, cmp bool, val uint
 func sysFutex(t *Thread, a *[6]uint64) (int64, bool) {
 	s := t.Proc.Space()
 	addr, op, val := uintptr(a[0]), int(a[1]), uint32(a[2])
-	switch op & futexCmdMask {
+	cmd := op & futexCmdMask
+	// FUTEX_CLOCK_REALTIME only means something to a wait.
+	if op&futexClockRealtime != 0 && cmd != futexWait && cmd != futexWaitBitset {
+		return -eNOSYS, false
+	}
+	switch cmd {
 	case futexWait, futexWaitBitset:
 		bitset := ^uint32(0)
 		if op&futexCmdMask == futexWaitBitset {
@@ -245,7 +250,7 @@ func sysFutex(t *Thread, a *[6]uint64) (int64, bool) {
 		}
 		return t.futexWaitOn(s, addr, val, bitset, deadline), false
 	case futexWakeOpc, futexWakeBitset:
-		if op&futexCmdMask == futexWakeBitset && a[5] == 0 {
+		if op&futexCmdMask == futexWakeBitset && a[5] == 0 || addr&3 != 0 {
 			return -eINVAL, false
 		}
 		// A shared futex is found through the memory that holds it, so
@@ -260,10 +265,14 @@ func sysFutex(t *Thread, a *[6]uint64) (int64, bool) {
 			return int64(futexWake(s, addr, int(val), ^uint32(0), false)), false
 		}
 		return int64(futexWake(s, addr, int(val), uint32(a[5]), false)), false
-	case futexRequeueOpc:
-		return futexRequeue(s, addr, uintptr(a[4]), int(val), int(a[3]), false, 0), false
-	case futexCmpRequeue:
-		return futexRequeue(s, addr, uintptr(a[4]), int(val), int(a[3]), true, uint32(a[5])), false
+	case futexRequeueOpc, futexCmpRequeue:
+		// Both counts are C ints (the second comes in the timeout's
+		// place); both words must be aligned.
+		n, m := int(int32(val)), int(int32(a[3]))
+		if n < 0 || m < 0 || addr&3 != 0 || a[4]&3 != 0 {
+			return -eINVAL, false
+		}
+		return futexRequeue(s, addr, uintptr(a[4]), n, m, cmd == futexCmpRequeue, uint32(a[5])), false
 	}
 	return -eNOSYS, false
 }

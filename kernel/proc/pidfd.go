@@ -47,16 +47,23 @@ func (t *Thread) newPidfd(p *Process, nonblock bool) (int, error) {
 // pidfdProcess returns the process behind descriptor fd, EBADF if fd is
 // not a pidfd.
 func (t *Thread) pidfdProcess(fd int) (*Process, error) {
+	p, _, err := t.pidfdOf(fd)
+	return p, err
+}
+
+// pidfdOf is pidfdProcess, also reporting whether the pidfd is
+// non-blocking (PIDFD_NONBLOCK).
+func (t *Thread) pidfdOf(fd int) (*Process, bool, error) {
 	f, err := t.file(fd)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer f.DecRef()
 	pf, ok := f.Impl().(*pidFile)
 	if !ok {
-		return nil, linux.EBADF
+		return nil, false, linux.EBADF
 	}
-	return pf.p, nil
+	return pf.p, f.Flags()&linux.O_NONBLOCK != 0, nil
 }
 
 // sysPidfdOpen implements pidfd_open(2): only a thread-group leader that

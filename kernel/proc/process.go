@@ -158,7 +158,12 @@ type Process struct {
 	// may inspect it, so a program that dropped privileges cannot have
 	// what it held as root read by the user it became.
 	nonDumpable atomic.Bool
-	finishing   bool // finish has begun (it runs once)
+	// thpDisable is PR_SET_THP_DISABLE's flag, kept and reported.
+	thpDisable atomic.Bool
+	// subreaper is PR_SET_CHILD_SUBREAPER's: orphans below this process
+	// come to it rather than to init. Protected by mu.
+	subreaper bool
+	finishing bool // finish has begun (it runs once)
 	// What /proc shows of the program: its file, arguments, environment,
 	// and when the process started (ns since boot).
 	exe        *vfs.Dentry
@@ -400,8 +405,28 @@ func (p *Process) threadExited(t *Thread, status int) {
 	}
 }
 
-// finish releases the process's resources, hands its children to init
-// (or reaps them), and turns it into a zombie for its parent.
+// reaper is who adopts p's orphans (Linux's find_new_reaper): the
+// nearest ancestor that made itself a child subreaper and is not exiting,
+// else init.
+func (p *Process) reaper() *Process {
+	p.mu.Lock()
+	a := p.parent
+	p.mu.Unlock()
+	for a != nil {
+		a.mu.Lock()
+		found := a.subreaper && a.state == procRunning && !a.finishing
+		next := a.parent
+		a.mu.Unlock()
+		if found {
+			return a
+		}
+		a = next
+	}
+	return lookup(1)
+}
+
+// finish releases the process's resources, hands its children to their
+// reaper (or reaps them), and turns it into a zombie for its parent.
 func (p *Process) finish() {
 	p.mu.Lock()
 	if p.state != procRunning || p.finishing {
@@ -443,7 +468,7 @@ func (p *Process) finish() {
 		p.files.CloseAll()
 	}
 	p.dropCTTY()
-	init := lookup(1)
+	init := p.reaper()
 	for _, c := range orphans {
 		c.mu.Lock()
 		if sig := c.pdeathsig; sig != 0 && c.state == procRunning {
@@ -453,7 +478,7 @@ func (p *Process) finish() {
 		}
 		if init != nil && init != p {
 			c.parent = init
-			c.exitSignal = sigCHLD // as Linux's reparent_leader: init waits with no flags
+			c.exitSignal = sigCHLD // as Linux's reparent_leader: the new parent waits with no flags
 			zombie := c.state == procZombie
 			c.mu.Unlock()
 			init.mu.Lock()

@@ -520,8 +520,13 @@ func (p *Process) statusText(t *Thread) []byte {
 	return b.Bytes()
 }
 
-// dispositions returns the ignored and caught signal sets.
+// dispositions returns the ignored and caught signal sets. A process
+// that clone has put in the table but not yet given its handlers has
+// none (/proc may be read in that moment: ps under t_shell met it).
 func (h *sigHandlers) dispositions() (ign, cgt uint64) {
+	if h == nil {
+		return 0, 0
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for sig := 1; sig <= nSig; sig++ {

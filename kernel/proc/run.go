@@ -66,6 +66,10 @@ type Thread struct {
 	comm atomic.Pointer[string] // read by /proc from other goroutines
 	// timerslack is PR_SET_TIMERSLACK's value in ns (0: the default).
 	timerslack uint64
+	// noNewPrivs is PR_SET_NO_NEW_PRIVS's flag: set once, never
+	// cleared, inherited by the threads and processes this one makes;
+	// execve then ignores set-user-ID and set-group-ID bits.
+	noNewPrivs bool
 	// kseq counts entries to and exits from system calls: odd while the
 	// thread is in one (the hung-task detector's view, hung.go).
 	kseq atomic.Uint64
@@ -134,6 +138,7 @@ func (t *Thread) run() {
 		kick := t.cpuTimerKick()
 		ustart := monotonicNow()
 		t.chargeSys(kstart, ustart)
+		t.enterUser(ustart)
 		err := machine.RunUser(&t.regs, space.Root())
 		kstart = monotonicNow()
 		if kick != nil {

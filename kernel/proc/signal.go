@@ -51,6 +51,13 @@ const (
 	saRestart   = 0x10000000
 	saNoDefer   = 0x40000000
 	saResetHand = 0x80000000
+	saRestorer  = 0x04000000
+	// saExposeTagbits is accepted and kept, as Linux's UAPI_SA_FLAGS
+	// keeps it; x86-64 has no address tags to expose.
+	saExposeTagbits = 0x800
+	// saKnownFlags are the flags sigaction keeps (Linux's UAPI_SA_FLAGS).
+	saKnownFlags = saNoCldStop | saNoCldWait | saSiginfo | saOnStack | saRestart | saNoDefer |
+		saResetHand | saRestorer | saExposeTagbits
 
 	// si_code values.
 	siUser     = 0

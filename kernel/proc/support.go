@@ -21,7 +21,7 @@ var supportNotes = map[string]supportNote{
 	"clock_adjtime":      {partial, "as adjtimex, for CLOCK_REALTIME; the other clocks are EOPNOTSUPP"},
 	"rseq":               {unsupported, "restartable sequences need the scheduler to keep cpu_id current and to abort critical sections on preemption; glibc runs without rseq on ENOSYS"},
 	"clone3":             {partial, "one PID namespace (set_tid names at most one ID) and no cgroups: CLONE_INTO_CGROUP is range-checked and ignored, as by a Linux without CONFIG_CGROUPS; the namespace flags are EINVAL as for clone"},
-	"execve":             {partial, "static and dynamically linked programs (PT_INTERP's loader, e.g. glibc's ld.so, at a random base); AT_HWCAP2 (no bits: CR4.FSGSBASE stays off) and AT_MINSIGSTKSZ as Linux 6.1 passes them; a vDSO (AT_SYSINFO_EHDR) serves clock_gettime, gettimeofday, time and clock_getres without entering the kernel; its getcpu makes the system call, as the kernel does not keep IA32_TSC_AUX for RDPID/RDTSCP"},
+	"execve":             {partial, "static and dynamically linked programs (PT_INTERP's loader, e.g. glibc's ld.so, at a random base); AT_HWCAP2 (no bits: CR4.FSGSBASE stays off) and AT_MINSIGSTKSZ as Linux 6.1 passes them; a vDSO (AT_SYSINFO_EHDR) serves clock_gettime, gettimeofday, time and clock_getres without entering the kernel; its getcpu makes the system call, as the kernel does not keep IA32_TSC_AUX for RDPID/RDTSCP. set*uid does not mark a process whose new user is past RLIMIT_NPROC, so execve's EAGAIN for it is never made; untested: EIO, ENOMEM, EMFILE/ENFILE, EISDIR for a loader that is a directory, EPERM for nosuid mounts (MS_NOSUID is not enforced) and for tracing (no ptrace)"},
 
 	// Issue 22's audit of the error tables (t_efile, t_emem and the tests
 	// they name). A supported call's note lists the errors its man page
@@ -79,7 +79,57 @@ var supportNotes = map[string]supportNote{
 	"mmap":       {partial, "MAP_POPULATE and MAP_HUGETLB are accepted and ignored (pages come on demand, 4 KiB each); untested: ENOMEM past vm.max_map_count (65,530 mappings), EPERM for PROT_EXEC on a noexec mount (MS_NOEXEC is not enforced), ENFILE, ETXTBSY (MAP_DENYWRITE is ignored, as on Linux)"},
 	"mprotect":   {partial, "PROT_GROWSDOWN and PROT_GROWSUP are EINVAL: no mapping here grows down, so every one answers as a Linux mapping without VM_GROWSDOWN does; untested: EACCES for PROT_EXEC on a noexec mount (not enforced)"},
 	"mremap":     {partial, "MREMAP_DONTUNMAP is EINVAL (not supported)"},
-	"madvise":    {partial, "MADV_REMOVE answers Linux's EINVAL (locked, private or anonymous) and EACCES (not writable), then EOPNOTSUPP; the hints are accepted and change nothing; MADV_HWPOISON and MADV_SOFT_OFFLINE are EINVAL (no memory-failure handling: Linux says EPERM to a user)"},
+
+	// Processes and signals (t_eproc, with t_proc, t_signal, t_pidfd,
+	// t_clone3, t_execveat, t_badinput, t_security and t_errors).
+	"clone":             {partial, "one namespace of each kind: the CLONE_NEW* flags are EINVAL (Linux: EPERM unprivileged, else a new namespace); untested: ENOMEM (t_kmem exhausts memory with pipes), EAGAIN past threads-max or pid_max (tens of thousands of tasks), ERESTARTNOINTR (never reaches user space)"},
+	"fork":              {supported, "untested: as clone's"},
+	"vfork":             {supported, "untested: as clone's"},
+	"wait4":             {supported, "untested: none (EINTR in t_signal, EFAULT in t_badinput)"},
+	"waitid":            {supported, "untested: none"},
+	"kill":              {supported, "untested: none"},
+	"tkill":             {supported, "untested: EAGAIN past RLIMIT_SIGPENDING is tgkill's (t_errors), made the same way"},
+	"rt_tgsigqueueinfo": {supported, "untested: EAGAIN past RLIMIT_SIGPENDING (rt_sigqueueinfo's is in t_errors)"},
+	"rt_sigsuspend":     {supported, "untested: none (EINTR in t_signal)"},
+	"rt_sigtimedwait":   {supported, "untested: none"},
+	"sigaltstack":       {supported, "untested: none; the smallest stack is Linux's MINSIGSTKSZ (2048), as Linux 6.1 checks it on a CPU without AMX"},
+	"setpgid":           {supported, "untested: none"},
+	"pidfd_open":        {supported, "untested: EMFILE and ENFILE (as open's), ENODEV (pidfs is always there), ENOMEM"},
+	"pidfd_send_signal": {supported, "untested: none"},
+	"prctl":             {partial, "PR_SET/GET_NAME, DUMPABLE, PDEATHSIG, TIMERSLACK, TSC (PR_TSC_ENABLE only), CHILD_SUBREAPER, NO_NEW_PRIVS (execve then ignores set-ID bits), THP_DISABLE (kept; no huge pages), PR_GET_TID_ADDRESS, PR_GET_SECCOMP (0: no seccomp) and PR_CAPBSET_READ (every capability: none are kept per process); every other option is EINVAL, among them KEEPCAPS, CAPBSET_DROP, SET_SECCOMP, SET_MM and the securebits"},
+
+	// Time (t_etime, with t_time, t_clock, t_ptimer, t_timerfd,
+	// t_adjtimex, t_vdso and t_errors).
+	"clock_gettime":   {supported, "untested: none"},
+	"clock_getres":    {supported, "untested: none"},
+	"clock_settime":   {supported, "untested: none"},
+	"clock_nanosleep": {supported, "a sleep on a CPU-time clock (a process's, or another thread's of the caller's) looks at the clock at least every 10 ms of real time rather than arming a CPU timer: it never wakes early, and at most 10 ms late; untested: none"},
+	"nanosleep":       {supported, "untested: none"},
+	"timer_create":    {partial, "the CPU-time clocks (CLOCK_PROCESS_CPUTIME_ID, CLOCK_THREAD_CPUTIME_ID and those of clock_getcpuclockid) are EINVAL: only setitimer's ITIMER_VIRTUAL and ITIMER_PROF count CPU time; untested: EAGAIN (no bound but memory)"},
+	"timer_settime":   {supported, "untested: none"},
+	"setitimer":       {supported, "untested: none"},
+	"timerfd_create":  {supported, "untested: EMFILE, ENFILE, ENODEV and ENOMEM (as open's)"},
+	"timerfd_settime": {supported, "untested: ECANCELED is read's (t_clock)"},
+
+	// Ids (t_eids, with t_security, t_misc and t_errors).
+	"setuid":    {supported, "untested: EAGAIN (Linux 6.1 no longer fails setuid for RLIMIT_NPROC; see execve), and the user-namespace EINVAL (one namespace)"},
+	"setgid":    {supported, "untested: the user-namespace EINVAL (one namespace)"},
+	"setreuid":  {supported, "untested: as setuid's"},
+	"setregid":  {supported, "untested: as setgid's"},
+	"setresuid": {supported, "untested: as setuid's"},
+	"setresgid": {supported, "untested: as setgid's"},
+	"setgroups": {supported, "untested: ENOMEM"},
+
+	// epoll and futex (t_epollf, with t_poll, t_thread, t_badinput and
+	// t_errors).
+	"epoll_create":  {supported, "untested: EMFILE, ENFILE and ENOMEM (as open's)"},
+	"epoll_create1": {supported, "untested: as epoll_create's"},
+	"epoll_ctl":     {supported, "EPOLLEXCLUSIVE is accepted with Linux's rules and wakes every waiter, as a wake-up may; EPOLLWAKEUP is accepted and means nothing (no suspend); untested: ENOMEM (t_kmem), ENOSPC past max_user_watches (bounded only by memory here)"},
+	"epoll_wait":    {supported, "untested: none (EINTR in t_poll)"},
+	"epoll_pwait":   {supported, "untested: as epoll_wait's"},
+	"epoll_pwait2":  {supported, "untested: as epoll_wait's"},
+	"futex":         {partial, "FUTEX_WAIT(_BITSET), FUTEX_WAKE(_BITSET), FUTEX_REQUEUE and FUTEX_CMP_REQUEUE; FUTEX_WAKE_OP, the priority-inheritance operations (LOCK_PI, UNLOCK_PI, TRYLOCK_PI, WAIT_REQUEUE_PI, CMP_REQUEUE_PI, LOCK_PI2) and FUTEX_FD are ENOSYS, as in a Linux built without them (glibc and musl do not need them for their mutexes and condition variables); untested: EDEADLK, ENOMEM, EOWNERDEAD, EPERM and ESRCH, which only the PI operations give"},
+	"madvise":       {partial, "MADV_REMOVE answers Linux's EINVAL (locked, private or anonymous) and EACCES (not writable), then EOPNOTSUPP; the hints are accepted and change nothing; MADV_HWPOISON and MADV_SOFT_OFFLINE are EINVAL (no memory-failure handling: Linux says EPERM to a user)"},
 }
 
 type supportLevel int

@@ -8,6 +8,7 @@ package proc
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"shortbread/kernel/vfs"
 )
@@ -252,8 +253,14 @@ func sysGetgroups(t *Thread, a *[6]uint64) (int64, bool) {
 	return int64(len(g)), false
 }
 
+// sysSetgroups checks as Linux does: the right first (EPERM), then the
+// size, then each ID (EFAULT, EINVAL for -1). The list is kept sorted,
+// as Linux's groups_sort leaves it, so getgroups returns it in order.
 func sysSetgroups(t *Thread, a *[6]uint64) (int64, bool) {
-	n := a[0]
+	if !t.creds().privileged() {
+		return -ePERM, false
+	}
+	n := uint64(uint32(a[0])) // a C int: negative sizes are huge
 	if n > ngroupsMax {
 		return -eINVAL, false
 	}
@@ -264,7 +271,11 @@ func sysSetgroups(t *Thread, a *[6]uint64) (int64, bool) {
 	g := make([]uint32, n)
 	for i := range g {
 		g[i] = binary.LittleEndian.Uint32(b[4*i:])
+		if g[i] == ^uint32(0) {
+			return -eINVAL, false
+		}
 	}
+	slices.Sort(g)
 	return t.changeCreds(func(c *creds) int64 {
 		if !c.privileged() {
 			return -ePERM

@@ -41,8 +41,17 @@ const (
 	prSetTimerslack  = 29
 	prTSCEnable      = 1
 	// defaultTimerslack is Linux's 50 us: how late a sleep may wake.
-	defaultTimerslack = 50000
-	prGetPdeathsig    = 2
+	defaultTimerslack   = 50000
+	prGetPdeathsig      = 2
+	prGetSeccomp        = 21
+	prCapbsetRead       = 23
+	prSetChildSubreaper = 36
+	prGetChildSubreaper = 37
+	prSetNoNewPrivs     = 38
+	prGetNoNewPrivs     = 39
+	prGetTIDAddress     = 40
+	prSetTHPDisable     = 41
+	prGetTHPDisable     = 42
 )
 
 type rlimit struct{ cur, max uint64 }
@@ -258,8 +267,72 @@ func sysPrctl(t *Thread, a *[6]uint64) (int64, bool) {
 		var b [4]byte
 		binary.LittleEndian.PutUint32(b[:], prTSCEnable)
 		return errno(p.Space().CopyOut(uintptr(a[1]), b[:])), false
+	case prGetSeccomp:
+		return 0, false // no seccomp filters here: mode SECCOMP_MODE_DISABLED
+	case prCapbsetRead:
+		// Capabilities are not kept per process: the bounding set
+		// is every capability, as a Linux process's starts.
+		if a[1] > capLast {
+			return -eINVAL, false
+		}
+		return 1, false
+	case prSetChildSubreaper:
+		p.mu.Lock()
+		p.subreaper = a[1] != 0
+		p.mu.Unlock()
+		return 0, false
+	case prGetChildSubreaper:
+		p.mu.Lock()
+		v := p.subreaper
+		p.mu.Unlock()
+		return putFlag(t, uintptr(a[1]), v), false
+	case prSetNoNewPrivs:
+		// For good: execve grants no set-user-ID or set-group-ID
+		// privilege from now on, to this thread and those it makes.
+		if a[1] != 1 || a[2] != 0 || a[3] != 0 || a[4] != 0 {
+			return -eINVAL, false
+		}
+		t.noNewPrivs = true
+		return 0, false
+	case prGetNoNewPrivs:
+		if a[1] != 0 || a[2] != 0 || a[3] != 0 || a[4] != 0 {
+			return -eINVAL, false
+		}
+		if t.noNewPrivs {
+			return 1, false
+		}
+		return 0, false
+	case prGetTIDAddress:
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(t.clearTID))
+		return errno(p.Space().CopyOut(uintptr(a[1]), b[:])), false
+	case prSetTHPDisable:
+		// Kept and reported (inherited by fork, kept by exec, as
+		// Linux's MMF_DISABLE_THP); pages here are never huge.
+		if a[2] != 0 || a[3] != 0 || a[4] != 0 {
+			return -eINVAL, false
+		}
+		p.thpDisable.Store(a[1] != 0)
+		return 0, false
+	case prGetTHPDisable:
+		if a[1] != 0 || a[2] != 0 || a[3] != 0 || a[4] != 0 {
+			return -eINVAL, false
+		}
+		if p.thpDisable.Load() {
+			return 1, false
+		}
+		return 0, false
 	}
 	return -eINVAL, false
+}
+
+// putFlag writes an int 0 or 1 at addr (prctl's GET options).
+func putFlag(t *Thread, addr uintptr, v bool) int64 {
+	var b [4]byte
+	if v {
+		b[0] = 1
+	}
+	return errno(t.Proc.Space().CopyOut(addr, b[:]))
 }
 
 // commName is the thread's name: set by PR_SET_NAME or /proc's comm,

@@ -4,7 +4,9 @@ package proc
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"math"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/klog"
@@ -156,12 +158,17 @@ func (t *Thread) readStrings(at uintptr) ([]string, error) {
 		if ptr == 0 {
 			break
 		}
-		str, err := s.CopyInString(uintptr(ptr), maxArgSize)
+		str, err := s.CopyInString(uintptr(ptr), maxArgStrlen)
+		if errors.Is(err, mm.ErrNameTooLong) {
+			return nil, errArgTooLong
+		}
 		if err != nil {
 			return nil, err
 		}
-		total += len(str) + 1
-		if total > maxArgSize || i > 1<<16 {
+		// No more than the largest room exec gives (checkArgRoom
+		// applies the caller's).
+		total += len(str) + 1 + 8
+		if total > maxArgRoom {
 			return nil, errArgTooLong
 		}
 		out = append(out, str)
@@ -220,6 +227,12 @@ func (t *Thread) execveArgs(tgt execTarget, argvAt, envpAt uint64) int64 {
 	if err != nil {
 		return errno(err)
 	}
+	t.Proc.mu.Lock()
+	room := argRoom(t.Proc.rlimits()[rlimitStack].cur)
+	t.Proc.mu.Unlock()
+	if err := checkArgRoom(room, tgt.name, argv, envp); err != nil {
+		return errno(err)
+	}
 	if err := t.execve(tgt, argv, envp); err != nil {
 		// Why a program was refused (which segment, which check) is in
 		// err; the caller only sees the errno.
@@ -256,8 +269,8 @@ func (t *Thread) execve(tgt execTarget, argv, envp []string) error {
 
 func sysKill(t *Thread, a *[6]uint64) (int64, bool) {
 	pid, sig := int(int32(a[0])), int(a[1])
-	if sig < 0 || sig > nSig {
-		return -eINVAL, false
+	if pid == math.MinInt32 {
+		return -eSRCH, false // -INT_MIN names no group
 	}
 	var targets []*Process
 	tableMu.Lock()
@@ -284,7 +297,12 @@ func sysKill(t *Thread, a *[6]uint64) (int64, bool) {
 		}
 	}
 	tableMu.Unlock()
-	live, denied := 0, 0
+	// Linux looks the targets up first and checks the signal number for
+	// each (so a missing process is ESRCH whatever the number). A group
+	// succeeds if one member took the signal, else fails as its last
+	// member did; kill(-1) succeeds unless a member failed other than
+	// by EPERM, so a user who may signal none of them gets 0.
+	count, ret, success := 0, int64(0), false
 	for _, p := range targets {
 		p.mu.Lock()
 		exists := p.state != procReaped // a zombie can be signalled (in vain)
@@ -292,22 +310,35 @@ func sysKill(t *Thread, a *[6]uint64) (int64, bool) {
 		if !exists {
 			continue
 		}
-		if !t.mayKill(p, sig) {
-			denied++
-			continue
-		}
-		live++
-		if sig != 0 && !p.shielded(sig) {
-			p.sendSignal(t.senderInfo(sig, siUser))
+		count++
+		e := t.killOne(p, sig)
+		success = success || e == 0
+		if pid != -1 || e != -ePERM {
+			ret = e
 		}
 	}
 	switch {
-	case live > 0:
-		return 0, false
-	case denied > 0:
-		return -ePERM, false
+	case count == 0:
+		return -eSRCH, false
+	case pid > 0 || pid == -1 || !success:
+		return ret, false
 	}
-	return -eSRCH, false
+	return 0, false
+}
+
+// killOne is kill's work for one process: Linux's check_kill_permission
+// (the signal number, then the sender's right), then the signal.
+func (t *Thread) killOne(p *Process, sig int) int64 {
+	if sig < 0 || sig > nSig {
+		return -eINVAL
+	}
+	if !t.mayKill(p, sig) {
+		return -ePERM
+	}
+	if sig != 0 && !p.shielded(sig) {
+		p.sendSignal(t.senderInfo(sig, siUser))
+	}
+	return 0
 }
 
 // senderInfo is the siginfo of a signal t sends.
@@ -338,30 +369,49 @@ func (t *Thread) mayKill(p *Process, sig int) bool {
 }
 
 func sysTgkill(t *Thread, a *[6]uint64) (int64, bool) {
-	if int32(a[0]) <= 0 {
+	tgid, tid := int(int32(a[0])), int(int32(a[1]))
+	if tgid <= 0 || tid <= 0 {
 		return -eINVAL, false
 	}
-	return t.tkill(int(int32(a[0])), int(int32(a[1])), int(a[2]), nil), false
+	return t.tkill(tgid, tid, int(a[2]), nil), false
 }
 
 func sysTkill(t *Thread, a *[6]uint64) (int64, bool) {
-	return t.tkill(-1, int(int32(a[0])), int(a[1]), nil), false
+	tid := int(int32(a[0]))
+	if tid <= 0 {
+		return -eINVAL, false
+	}
+	return t.tkill(-1, tid, int(a[1]), nil), false
 }
 
 // tkill sends a signal to thread tid (in thread group tgid, if positive)
-// with the given siginfo, or SI_TKILL's.
+// with the given siginfo, or SI_TKILL's. As Linux's do_send_specific it
+// finds the thread first (ESRCH), then checks the signal number and the
+// sender's right. An exited leader whose process is not yet reaped is
+// still there to be signalled, in vain.
 func (t *Thread) tkill(tgid, tid, sig int, info *sigInfo) int64 {
-	if sig < 0 || sig > nSig || tid <= 0 {
-		return -eINVAL
-	}
 	target := lookupThread(tid)
-	if target == nil || (tgid > 0 && target.Proc.PID != tgid) {
+	var proc *Process
+	if target != nil {
+		proc = target.Proc
+	} else if p := lookup(tid); p != nil {
+		p.mu.Lock()
+		zombie := p.state == procZombie
+		p.mu.Unlock()
+		if zombie {
+			proc = p
+		}
+	}
+	if proc == nil || (tgid > 0 && proc.PID != tgid) {
 		return -eSRCH
 	}
-	if !t.mayKill(target.Proc, sig) {
+	if sig < 0 || sig > nSig {
+		return -eINVAL
+	}
+	if !t.mayKill(proc, sig) {
 		return -ePERM
 	}
-	if sig == 0 || target.Proc.shielded(sig) {
+	if sig == 0 || target == nil || proc.shielded(sig) {
 		return 0
 	}
 	if info == nil {
@@ -371,16 +421,17 @@ func (t *Thread) tkill(tgid, tid, sig int, info *sigInfo) int64 {
 	return target.sendSignal(*info)
 }
 
-// queuedInfo reads rt_sigqueueinfo's siginfo. A process may not pretend
-// to be the kernel (si_code >= 0) or tkill when signalling another
-// process.
-func (t *Thread) queuedInfo(pid, sig int, at uintptr) (sigInfo, int64) {
+// queuedInfo reads rt_sigqueueinfo's siginfo (EFAULT before anything
+// else is checked). A thread may not pretend to be the kernel (si_code
+// >= 0) or tkill when signalling a thread other than itself (Linux
+// compares the target with the caller's thread ID).
+func (t *Thread) queuedInfo(target, sig int, at uintptr) (sigInfo, int64) {
 	raw := make([]byte, siSize)
 	if err := t.Proc.Space().CopyIn(at, raw); err != nil {
 		return sigInfo{}, errno(err)
 	}
 	code := int32(binary.LittleEndian.Uint32(raw[8:]))
-	if (code >= 0 || code == siTkill) && pid != t.Proc.PID {
+	if (code >= 0 || code == siTkill) && target != t.TID {
 		return sigInfo{}, -ePERM
 	}
 	return sigInfo{signo: sig, code: code, raw: raw}, 0
@@ -388,9 +439,6 @@ func (t *Thread) queuedInfo(pid, sig int, at uintptr) (sigInfo, int64) {
 
 func sysRtSigqueueinfo(t *Thread, a *[6]uint64) (int64, bool) {
 	pid, sig := int(int32(a[0])), int(int32(a[1]))
-	if sig < 0 || sig > nSig {
-		return -eINVAL, false
-	}
 	info, e := t.queuedInfo(pid, sig, uintptr(a[2]))
 	if e != 0 {
 		return e, false
@@ -398,6 +446,9 @@ func sysRtSigqueueinfo(t *Thread, a *[6]uint64) (int64, bool) {
 	p := lookup(pid)
 	if p == nil || pid <= 0 {
 		return -eSRCH, false
+	}
+	if sig < 0 || sig > nSig {
+		return -eINVAL, false
 	}
 	if !t.mayKill(p, sig) {
 		return -ePERM, false
@@ -410,10 +461,14 @@ func sysRtSigqueueinfo(t *Thread, a *[6]uint64) (int64, bool) {
 
 func sysRtTgsigqueueinfo(t *Thread, a *[6]uint64) (int64, bool) {
 	tgid, tid, sig := int(int32(a[0])), int(int32(a[1])), int(int32(a[2]))
-	if sig < 0 || sig > nSig || tgid <= 0 {
+	raw := make([]byte, siSize)
+	if err := t.Proc.Space().CopyIn(uintptr(a[3]), raw); err != nil {
+		return errno(err), false
+	}
+	if tgid <= 0 || tid <= 0 {
 		return -eINVAL, false
 	}
-	info, e := t.queuedInfo(tgid, sig, uintptr(a[3]))
+	info, e := t.queuedInfo(tid, sig, uintptr(a[3]))
 	if e != 0 {
 		return e, false
 	}
@@ -422,9 +477,10 @@ func sysRtTgsigqueueinfo(t *Thread, a *[6]uint64) (int64, bool) {
 
 func sysRtSigaction(t *Thread, a *[6]uint64) (int64, bool) {
 	sig, act, oact := int(a[0]), uintptr(a[1]), uintptr(a[2])
-	if a[3] != 8 || sig < 1 || sig > nSig || (act != 0 && (sig == sigKILL || sig == sigSTOP)) {
+	if a[3] != 8 {
 		return -eINVAL, false
 	}
+	// The new action is read before the signal number is checked.
 	s := t.Proc.Space()
 	var nb [32]byte
 	if act != 0 {
@@ -432,12 +488,17 @@ func sysRtSigaction(t *Thread, a *[6]uint64) (int64, bool) {
 			return errno(err), false
 		}
 	}
+	if sig < 1 || sig > nSig || (act != 0 && (sig == sigKILL || sig == sigSTOP)) {
+		return -eINVAL, false
+	}
 	h := t.Proc.sig
 	h.mu.Lock()
 	old := h.act[sig]
 	if act != 0 {
 		le := binary.LittleEndian
-		h.act[sig] = sigAction{le.Uint64(nb[0:]), le.Uint64(nb[8:]), le.Uint64(nb[16:]), le.Uint64(nb[24:]) &^ unblockable}
+		// Unknown flag bits are dropped, so that a program can tell
+		// which ones this kernel knows (SA_UNSUPPORTED's probe).
+		h.act[sig] = sigAction{le.Uint64(nb[0:]), le.Uint64(nb[8:]) & saKnownFlags, le.Uint64(nb[16:]), le.Uint64(nb[24:]) &^ unblockable}
 	}
 	h.mu.Unlock()
 	if act != 0 {
@@ -500,8 +561,10 @@ func sysRtSigprocmask(t *Thread, a *[6]uint64) (int64, bool) {
 	return 0, false
 }
 
+// sysRtSigpending writes as much of the set as the caller's size asks,
+// up to the whole 8 bytes (Linux refuses only a larger size).
 func sysRtSigpending(t *Thread, a *[6]uint64) (int64, bool) {
-	if a[1] != 8 {
+	if a[1] > 8 {
 		return -eINVAL, false
 	}
 	t.Proc.mu.Lock()
@@ -509,7 +572,7 @@ func sysRtSigpending(t *Thread, a *[6]uint64) (int64, bool) {
 	t.Proc.mu.Unlock()
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], set)
-	return errno(t.Proc.Space().CopyOut(uintptr(a[0]), b[:])), false
+	return errno(t.Proc.Space().CopyOut(uintptr(a[0]), b[:a[1]])), false
 }
 
 func sysRtSigsuspend(t *Thread, a *[6]uint64) (int64, bool) {

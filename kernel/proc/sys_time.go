@@ -107,17 +107,21 @@ func (p *Process) itimer(which uint64, set bool, value, interval time.Duration) 
 	}
 }
 
+// sysSetitimer reads the new value first (EFAULT), then checks which and
+// the value, as Linux; a null new value disarms the timer.
 func sysSetitimer(t *Thread, a *[6]uint64) (int64, bool) {
-	if a[0] > itimerProf {
-		return -eINVAL, false
-	}
 	s := t.Proc.Space()
 	var nb [32]byte
-	var value, interval time.Duration
 	if a[1] != 0 {
 		if err := s.CopyIn(uintptr(a[1]), nb[:]); err != nil {
 			return errno(err), false
 		}
+	}
+	if a[0] > itimerProf {
+		return -eINVAL, false
+	}
+	var value, interval time.Duration
+	if a[1] != 0 {
 		var ok1, ok2 bool
 		interval, ok1 = readTimeval(nb[0:])
 		value, ok2 = readTimeval(nb[16:])
@@ -197,21 +201,30 @@ func sysClockGetres(t *Thread, a *[6]uint64) (int64, bool) {
 	return putTimespec(t, uintptr(a[1]), 1, false), false
 }
 
-// sysClockNanosleep sleeps on the wall and monotonic clocks; sleeping on
-// a CPU-time clock is refused (EINVAL, as Linux does for thread clocks).
+// sysClockNanosleep sleeps on the wall and monotonic clocks, and on the
+// CPU-time clock of a process or of another thread of the caller's
+// (EINVAL for the caller's own thread clock, which cannot advance while
+// it sleeps, as Linux). Flags other than TIMER_ABSTIME are ignored, as by
+// Linux.
 func sysClockNanosleep(t *Thread, a *[6]uint64) (int64, bool) {
 	id, flags := int32(a[0]), a[1]
+	cpu := false
 	switch id {
 	case clockRealtime, clockMonotonic, clockBoottime, clockTAI, clockRealtimeAlarm, clockBoottimeAlarm:
 	case clockMonotonicRaw, clockRealtimeCoarse, clockMonoCoarse:
 		return -eOPNOTSUPP, false // clocks one can read but not sleep on
+	case clockProcessCPU:
+		cpu = true
+	case clockThreadCPU:
+		return -eOPNOTSUPP, false // Linux's thread clock has no sleep
 	default:
-		// CPU-time clocks too: sleeping until a process has used some
-		// CPU time is not supported (Linux: EINVAL only for a thread's).
-		return -eINVAL, false
-	}
-	if flags&^timerAbstime != 0 {
-		return -eINVAL, false
+		if id >= 0 {
+			return -eINVAL, false
+		}
+		if id&7 == 3 {
+			return -eOPNOTSUPP, false // a clock by descriptor (CLOCKFD): none sleep
+		}
+		cpu = true
 	}
 	var b [16]byte
 	if err := t.Proc.Space().CopyIn(uintptr(a[2]), b[:]); err != nil {
@@ -222,6 +235,9 @@ func sysClockNanosleep(t *Thread, a *[6]uint64) (int64, bool) {
 		return -eINVAL, false
 	}
 	d := time.Duration(sec)*time.Second + time.Duration(nsec)
+	if cpu {
+		return t.cpuNanosleep(id, flags&timerAbstime != 0, d, uintptr(a[3])), false
+	}
 	if flags&timerAbstime != 0 && isWallClock(id) {
 		// A time of day: the sleep follows changes of the clock.
 		if t.sleepUntilWall(time.Unix(0, int64(d))) {
@@ -249,6 +265,42 @@ func sysClockNanosleep(t *Thread, a *[6]uint64) (int64, bool) {
 		}
 	}
 	return -eINTR, false
+}
+
+// cpuNanosleep sleeps until CPU-time clock id has advanced by d (or
+// reads d, if abs). The clock has no timer behind it here: the sleep
+// looks again at most every 10 ms of real time, which never wakes it
+// early since CPU time cannot pass faster than it is used.
+func (t *Thread) cpuNanosleep(id int32, abs bool, d time.Duration, remAt uintptr) int64 {
+	if id&4 != 0 && (int(^id>>3) == 0 || int(^id>>3) == t.TID) {
+		return -eINVAL
+	}
+	start, ok := t.cpuClockNow(id)
+	if !ok {
+		return -eINVAL
+	}
+	end := int64(d)
+	if !abs {
+		end += start
+	}
+	for {
+		now, ok := t.cpuClockNow(id)
+		if !ok || now >= end {
+			return 0 // done, or the process is gone (Linux's timer fires)
+		}
+		if _, intr := t.sleep(min(time.Duration(end-now), 10*time.Millisecond)); intr {
+			if abs {
+				return t.restartOrEINTR()
+			}
+			if remAt != 0 {
+				now, _ = t.cpuClockNow(id)
+				if e := putTimespec(t, remAt, max(end-now, 0), false); e != 0 {
+					return e
+				}
+			}
+			return -eINTR
+		}
+	}
 }
 
 // sleepUntilWall waits until the wall clock reads at, following changes
@@ -314,14 +366,24 @@ func (t *Thread) setWallClock(sec, nsec int64) int64 {
 }
 
 // sysClockSettime implements clock_settime(2): only CLOCK_REALTIME can be
-// set (EINVAL for the others, before the pointer is read).
+// set (EINVAL for the others, before the pointer is read). A CPU-time
+// clock is read first, then EINVAL if it names no process or thread,
+// else EPERM: no one may set one.
 func sysClockSettime(t *Thread, a *[6]uint64) (int64, bool) {
-	if int32(a[0]) != clockRealtime {
+	id := int32(a[0])
+	cpu := id == clockProcessCPU || id == clockThreadCPU || id < 0
+	if id != clockRealtime && !cpu {
 		return -eINVAL, false
 	}
 	var b [16]byte
 	if err := t.Proc.Space().CopyIn(uintptr(a[1]), b[:]); err != nil {
 		return errno(err), false
+	}
+	if cpu {
+		if _, ok := t.cpuClockNow(id); !ok {
+			return -eINVAL, false
+		}
+		return -ePERM, false
 	}
 	le := binary.LittleEndian
 	return t.setWallClock(int64(le.Uint64(b[:])), int64(le.Uint64(b[8:]))), false

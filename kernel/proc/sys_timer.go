@@ -148,6 +148,15 @@ func sysTimerfdGettime(t *Thread, a *[6]uint64) (int64, bool) {
 // clocks are not supported (EINVAL).
 func sysTimerCreate(t *Thread, a *[6]uint64) (int64, bool) {
 	id, evAt, idAt := int32(a[0]), uintptr(a[1]), uintptr(a[2])
+	// struct sigevent: sigev_value at 0, sigev_signo at 8, sigev_notify
+	// at 12, sigev_notify_thread_id at 16. Linux reads it before it looks
+	// at the clock.
+	var b [64]byte
+	if evAt != 0 {
+		if err := t.Proc.Space().CopyIn(evAt, b[:]); err != nil {
+			return errno(err), false
+		}
+	}
 	switch id {
 	case clockMonotonicRaw, clockRealtimeCoarse, clockMonoCoarse:
 		return -eOPNOTSUPP, false
@@ -160,12 +169,6 @@ func sysTimerCreate(t *Thread, a *[6]uint64) (int64, bool) {
 	pt := &posixTimer{clock: id, p: t.Proc, notify: sigevSignal, sig: sigALRM}
 	fromID := evAt == 0 // no sigevent: si_value is the timer id
 	if evAt != 0 {
-		// struct sigevent: sigev_value at 0, sigev_signo at 8,
-		// sigev_notify at 12, sigev_notify_thread_id at 16.
-		var b [64]byte
-		if err := t.Proc.Space().CopyIn(evAt, b[:]); err != nil {
-			return errno(err), false
-		}
 		le := binary.LittleEndian
 		pt.value = le.Uint64(b[0:])
 		pt.sig = int(int32(le.Uint32(b[8:])))
@@ -195,9 +198,9 @@ func sysTimerCreate(t *Thread, a *[6]uint64) (int64, bool) {
 	if fromID {
 		pt.value = uint64(tid)
 	}
-	var b [4]byte
-	binary.LittleEndian.PutUint32(b[:], uint32(tid))
-	if err := t.Proc.Space().CopyOut(idAt, b[:]); err != nil {
+	var ib [4]byte
+	binary.LittleEndian.PutUint32(ib[:], uint32(tid))
+	if err := t.Proc.Space().CopyOut(idAt, ib[:]); err != nil {
 		t.Proc.deleteTimer(tid)
 		return errno(err), false
 	}

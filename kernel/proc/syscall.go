@@ -157,6 +157,7 @@ func init() {
 		271: {"ppoll", sysPpoll},
 		280: {"utimensat", sysUtimensat},
 		281: {"epoll_pwait", sysEpollPwait},
+		441: {"epoll_pwait2", sysEpollPwait2},
 		284: {"eventfd", sysEventfd},
 		290: {"eventfd2", sysEventfd2},
 		291: {"epoll_create1", sysEpollCreate1},
@@ -493,7 +494,10 @@ func sysNanosleep(t *Thread, a *[6]uint64) (int64, bool) {
 		return 0, false
 	}
 	if a[1] != 0 {
-		putTimespec(t, uintptr(a[1]), int64(left), false)
+		// Linux reports a rest it cannot write as EFAULT.
+		if e := putTimespec(t, uintptr(a[1]), int64(left), false); e != 0 {
+			return e, false
+		}
 	}
 	return -eINTR, false
 }

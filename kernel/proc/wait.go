@@ -223,7 +223,7 @@ func sysWaitid(t *Thread, a *[6]uint64) (int64, bool) {
 		options&(wUntraced|wExited|wContinued) == 0 {
 		return -eINVAL, false
 	}
-	pid := -1
+	pid, nonblock := -1, false
 	switch idtype {
 	case pAll:
 	case pPID:
@@ -237,17 +237,29 @@ func sysWaitid(t *Thread, a *[6]uint64) (int64, bool) {
 		}
 		pid = -id // 0: the caller's group, as wait4's 0
 	case pPIDFD:
-		c, err := t.pidfdProcess(id)
+		if id < 0 {
+			return -eINVAL, false
+		}
+		c, nb, err := t.pidfdOf(id)
 		if err != nil {
 			return errno(err), false
 		}
-		pid = c.PID
+		pid, nonblock = c.PID, nb
 	default:
 		return -eINVAL, false
+	}
+	// A non-blocking pidfd waits as WNOHANG would, and finding nothing
+	// is EAGAIN unless the caller asked for WNOHANG itself.
+	asked := options
+	if nonblock {
+		options |= wNoHang
 	}
 	ev, e := t.waitChild(pid, options)
 	if e != 0 {
 		return e, false
+	}
+	if nonblock && ev.pid == 0 && asked&wNoHang == 0 {
+		return -eAGAIN, false
 	}
 	if a[4] != 0 && ev.pid != 0 {
 		if e := putRusage(t, uintptr(a[4]), ev.usage, ev.maxRSS, ev.faults); e != 0 {
