@@ -17,10 +17,12 @@
 #define SHORTBREAD_CHECK_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -196,6 +198,28 @@ __attribute__((unused)) static int check_run(const char *path, char *const argv[
 	if (waitpid(pid, &st, 0) != pid)
 		return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st);
+}
+
+/* check_copy_file copies the file from to a new file to (an old one is
+ * removed first) and gives it owner (as user and group) and mode: a test
+ * program's copy of itself, made set-ID or owned by nobody. -1 on any
+ * failure. */
+__attribute__((unused)) static int check_copy_file(const char *from, const char *to, mode_t mode, uid_t owner)
+{
+	int in = open(from, O_RDONLY);
+	unlink(to);
+	int out = open(to, O_CREAT | O_WRONLY | O_TRUNC, 0700);
+	if (in < 0 || out < 0)
+		return -1;
+	char buf[65536];
+	for (ssize_t n; (n = read(in, buf, sizeof buf)) > 0;)
+		if (write(out, buf, n) != n)
+			return -1;
+	close(in);
+	close(out);
+	if (chown(to, owner, owner))
+		return -1;
+	return chmod(to, mode);
 }
 
 #endif

@@ -204,23 +204,8 @@ static int ids_status(void)
 	return st;
 }
 
-static int copy_self(const char *to, mode_t mode, uid_t owner)
-{
-	int in = open("/proc/self/exe", O_RDONLY);
-	unlink(to);
-	int out = open(to, O_CREAT | O_WRONLY | O_TRUNC, 0700);
-	if (in < 0 || out < 0)
-		return -1;
-	char buf[65536];
-	for (ssize_t n; (n = read(in, buf, sizeof buf)) > 0;)
-		if (write(out, buf, n) != n)
-			return -1;
-	close(in);
-	close(out);
-	if (chown(to, owner, owner))
-		return -1;
-	return chmod(to, mode);
-}
+/* copy_self copies this program to to, owned by owner, with mode. */
+static int copy_self(const char *to, mode_t mode, uid_t owner) { return check_copy_file("/proc/self/exe", to, mode, owner); }
 
 static void probe_exec(int out)
 {
