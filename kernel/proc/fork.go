@@ -160,10 +160,11 @@ func (t *Thread) clone(args cloneArgs) int64 {
 	}
 	var b [4]byte
 	binary.LittleEndian.PutUint32(b[:], uint32(tid))
+	// The parent's and the child's copies of the new ID are written as
+	// Linux writes them (kernel_clone's put_user, schedule_tail's):
+	// a bad address loses the copy, not the clone.
 	if flags&cloneParentSettid != 0 {
-		if err := space.CopyOut(uintptr(ptid), b[:]); err != nil {
-			return errno(err)
-		}
+		space.CopyOut(uintptr(ptid), b[:])
 	}
 	if flags&clonePidfd != 0 {
 		fd, err := t.newPidfd(cp, false)
@@ -178,9 +179,7 @@ func (t *Thread) clone(args cloneArgs) int64 {
 		binary.LittleEndian.PutUint32(b[:], uint32(tid))
 	}
 	if flags&cloneChildSettid != 0 {
-		if err := cp.Space().CopyOut(uintptr(ctid), b[:]); err != nil {
-			return errno(err)
-		}
+		cp.Space().CopyOut(uintptr(ctid), b[:])
 	}
 	if flags&cloneChildCleartid != 0 {
 		child.clearTID = uintptr(ctid)
@@ -194,6 +193,7 @@ func (t *Thread) clone(args cloneArgs) int64 {
 	cp.threads[tid] = child
 	cp.mu.Unlock()
 	if cp != p {
+		publishProcess(cp)
 		p.mu.Lock()
 		p.children[cp.PID] = cp
 		p.mu.Unlock()
@@ -220,6 +220,11 @@ func (t *Thread) clone(args cloneArgs) int64 {
 	return int64(tid)
 }
 
+// newProcessWithPID makes clone's new process. It is not in the process
+// table yet: clone publishes it (publishProcess) once it is whole, so
+// that nothing finds it half made (a /proc read of its status found no
+// signal handlers), and a clone that fails on the way leaves no trace.
+// Its PID stays claimed meanwhile (claimPID).
 func newProcessWithPID(parent *Process, pid int) *Process {
 	p := &Process{
 		PID:      pid,
@@ -232,11 +237,15 @@ func newProcessWithPID(parent *Process, pid int) *Process {
 		exitSignal: sigCHLD,
 	}
 	p.pending.q = &p.sigQ
+	return p
+}
+
+// publishProcess puts a process clone has finished making in the table.
+func publishProcess(p *Process) {
 	tableMu.Lock()
-	table[pid] = p
+	table[p.PID] = p
 	tableRoom = max(tableRoom, len(table))
 	tableMu.Unlock()
-	return p
 }
 
 func dropProcess(p *Process) {

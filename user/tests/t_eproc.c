@@ -137,6 +137,14 @@ static void test_clone(void)
 	/* the legacy call takes any exit signal (clone3 refuses one past _NSIG);
 	 * the parent is sent none, and only __WALL waits see the child */
 	CHECK_SYS("clone.exit_signal_65_accepted", tryclone(65, NULL));
+	/* CLONE_PARENT_SETTID's and CLONE_CHILD_SETTID's copies of the ID go
+	 * to bad addresses: Linux loses the copies, not the clone */
+	long bad = syscall(SYS_clone, CLONE_PARENT_SETTID | CLONE_CHILD_SETTID | SIGCHLD, NULL, (void *)8, (void *)8, 0);
+	if (bad == 0)
+		_exit(7);
+	int st = 0;
+	CHECK("clone.settid_bad_address_still_clones", bad > 0 && waitpid((pid_t)bad, &st, 0) == bad &&
+							   WIFEXITED(st) && WEXITSTATUS(st) == 7);
 
 	int res[4];
 	CHECK_EQ("fork.nproc_results", probe(nproc_child, 1, res, 4), 4);
