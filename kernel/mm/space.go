@@ -71,6 +71,10 @@ type VMA struct {
 	// and counts toward RLIMIT_AS (stack.go).
 	GrowsDown bool
 	Floor     uintptr
+	// MaxSize, when not 0, bounds the size a growing mapping may reach
+	// (an mmap with MAP_GROWSDOWN: RLIMIT_STACK when it was made, as
+	// Linux's acct_stack_growth).
+	MaxSize uintptr
 }
 
 // mayWriteShared reports whether v is a shared mapping of an object that

@@ -39,7 +39,7 @@ func (s *Space) growStackLocked(va uintptr) bool {
 	}
 	v := &s.vmas[i]
 	start := pageDown(va)
-	if start < v.Floor {
+	if start < v.Floor || v.MaxSize != 0 && v.End-start > v.MaxSize {
 		return false // past RLIMIT_STACK
 	}
 	if i > 0 {

@@ -77,7 +77,7 @@ var supportNotes = map[string]supportNote{
 	"dup3":       {supported, "untested: as dup2's"},
 	"fcntl":      {partial, "F_NOTIFY (dnotify) is EINVAL for a directory, as in a Linux built without CONFIG_DNOTIFY, after Linux's own checks (an empty mask succeeds, a file is ENOTDIR); untested: ENOLCK (the lock table is bounded only by memory)"},
 	"mmap":       {partial, "MAP_POPULATE and MAP_HUGETLB are accepted and ignored (pages come on demand, 4 KiB each); untested: ENOMEM past vm.max_map_count (65,530 mappings), EPERM for PROT_EXEC on a noexec mount (MS_NOEXEC is not enforced), ENFILE, ETXTBSY (MAP_DENYWRITE is ignored, as on Linux)"},
-	"mprotect":   {partial, "PROT_GROWSDOWN and PROT_GROWSUP are EINVAL: no mapping here grows down, so every one answers as a Linux mapping without VM_GROWSDOWN does; untested: EACCES for PROT_EXEC on a noexec mount (not enforced)"},
+	"mprotect":   {supported, "untested: EACCES for PROT_EXEC on a noexec mount (not enforced)"},
 	"mremap":     {partial, "MREMAP_DONTUNMAP is EINVAL (not supported)"},
 
 	// Processes and signals (t_eproc, with t_proc, t_signal, t_pidfd,

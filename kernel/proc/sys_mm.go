@@ -90,6 +90,12 @@ func sysMmap(t *Thread, a *[6]uint64) (int64, bool) {
 			}
 			v.Shm = mm.NewShm(Frames{})
 		case mapPrivate:
+			if flags&mapGrowsdown != 0 {
+				// A stack that faults just below it extend, as
+				// Linux's VM_GROWSDOWN, up to RLIMIT_STACK.
+				v.GrowsDown = true
+				v.MaxSize = uintptr(min(t.Proc.rlimits()[rlimitStack].cur, mm.UserTop)) &^ (mm.PageSize - 1)
+			}
 		default:
 			return -eINVAL, false
 		}
@@ -299,8 +305,9 @@ func sysMunmap(t *Thread, a *[6]uint64) (int64, bool) {
 // sysMprotect checks in do_mprotect_pkey's order: PROT_GROWSDOWN with
 // PROT_GROWSUP, then the address's alignment (EINVAL); an empty range
 // (nothing to do); a range that wraps (ENOMEM); unknown bits (EINVAL);
-// then the mappings. PROT_GROWSDOWN and PROT_GROWSUP are not supported:
-// no mapping here grows (EINVAL, as for a mapping without VM_GROWSDOWN).
+// then the mappings. PROT_GROWSDOWN extends the range down to the start
+// of a mapping that grows down (the stack, MAP_GROWSDOWN) and is EINVAL
+// on any other, as is PROT_GROWSUP (no mapping grows up on x86).
 func sysMprotect(t *Thread, a *[6]uint64) (int64, bool) {
 	const protGrowsdown, protGrowsup = 0x01000000, 0x02000000
 	start, n, prot := uintptr(a[0]), uintptr(a[1]), a[2]
@@ -313,10 +320,22 @@ func sysMprotect(t *Thread, a *[6]uint64) (int64, bool) {
 	if size := (n + mm.PageSize - 1) &^ (mm.PageSize - 1); size == 0 || start+size <= start {
 		return -eNOMEM, false
 	}
+	s := t.Proc.Space()
+	if prot&protGrowsdown != 0 {
+		// The change reaches down to the start of a mapping that grows
+		// down; any other mapping refuses (x86 has none growing up).
+		v, ok := s.VMAAt(start)
+		if !ok || !v.GrowsDown {
+			return -eINVAL, false
+		}
+		n += start - v.Start
+		start = v.Start
+		prot &^= protGrowsdown
+	}
 	if prot&^7 != 0 {
 		return -eINVAL, false
 	}
-	return errno(t.Proc.Space().Protect(start, n, int(prot))), false
+	return errno(s.Protect(start, n, int(prot))), false
 }
 
 // sharedPager is a file whose pages a shared mapping can map (tmpfs).
