@@ -254,14 +254,18 @@ func (v *VFS) Rmdir(c *Ctx, dir *Dentry, path string) error {
 	if !d.IsDir() {
 		return linux.ENOTDIR
 	}
-	if d.busy() || d == w.root() {
+	if d == w.root() {
 		return linux.EBUSY
 	}
 	// The victim's own lock keeps names from being added to it between
 	// the file system's emptiness check and the dentry turning dead,
-	// which creators check once they hold it.
+	// which creators check once they hold it; and a mount from landing
+	// on it (attach checks dead under it), so busy is checked under it.
 	d.dirMu.lockNested()
 	defer d.dirMu.unlockNested()
+	if d.busy() {
+		return linux.EBUSY
+	}
 	if err := p.inode.(Dir).Rmdir(name); err != nil {
 		return err
 	}
