@@ -9,6 +9,8 @@
 #   MEM=512M, QEMU_EXTRA="..." (more QEMU arguments) are passed on to QEMU
 #   LOG=FILE keeps the whole serial log (for prof= dumps)
 #   KARGS="..." more Shortbread command-line options (prof=997 to profile)
+#   SB_KERNEL=FILE boots that Shortbread kernel instead of build/kernel.elf
+#   (an A/B comparison of two builds)
 # Needs: build/user (make user) and, for LINUX=1, build/linux (tools/linux/kernel.sh).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,7 +47,7 @@ if [ "${LINUX:-0}" = 1 ]; then
   APPEND="rdinit=/bin/sh -- /etc/run-cmd.sh" "$root/tools/linux/run.sh" "$build/linux/vmlinuz" "$initrd" "$cpus" "$limit"
 else
   iso=$stage/run-cmd.iso
-  "$root/tools/mkiso.sh" "$iso" "$build/stub.elf" "$build/kernel.elf" "init=/bin/sh loglevel=warn ${KARGS:-} -- /etc/run-cmd.sh" "$initrd"
+  "$root/tools/mkiso.sh" "$iso" "$build/stub.elf" "${SB_KERNEL:-$build/kernel.elf}" "init=/bin/sh loglevel=warn ${KARGS:-} -- /etc/run-cmd.sh" "$initrd"
   status=0
   # shellcheck disable=SC2086 # QEMU_EXTRA is a list of arguments
   "$root/tools/qemu.sh" "$iso" "$cpus" "$limit" ${QEMU_EXTRA:-} > "$stage/log" 2>&1 || status=$?

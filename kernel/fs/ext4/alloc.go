@@ -139,8 +139,14 @@ var errNoSpace = linux.ENOSPC
 // holds freed blocks back, it commits and tries again.
 func (fs *FS) allocRun(goal uint64, want uint32) (uint64, uint32, error) {
 	b, n, err := fs.allocRunOnce(goal, want)
-	if errors.Is(err, errNoSpace) && fs.jnl != nil && fs.jnl.freed != nil {
-		if err := fs.commitOrStop(); err != nil {
+	if errors.Is(err, errNoSpace) && fs.jnl != nil && (fs.jnl.freed != nil || fs.jnl.held != nil) {
+		// Blocks freed but held back: commit and checkpoint, and they
+		// are free to reuse.
+		err := fs.commitOrStop()
+		if err == nil {
+			err = fs.checkpoint()
+		}
+		if err != nil {
 			return 0, 0, err
 		}
 		return fs.allocRunOnce(goal, want)
@@ -180,8 +186,10 @@ func (fs *FS) allocRunOnce(goal uint64, want uint32) (uint64, uint32, error) {
 		if err != nil {
 			return 0, 0, err
 		}
-		pend := fs.freedInGroup(g)
-		used := func(i uint32) bool { return testBit(b, i) || pend != nil && testBit(pend, i) }
+		pend, held := fs.freedInGroup(g)
+		used := func(i uint32) bool {
+			return testBit(b, i) || pend != nil && testBit(pend, i) || held != nil && testBit(held, i)
+		}
 		for i := start; i < end; i++ {
 			if i%64 == 0 && i+64 <= end && le.Uint64(b[i/8:]) == ^uint64(0) {
 				i += 63 // 64 blocks in use

@@ -30,7 +30,9 @@ func (c *cache) get(fs *FS, n uint64) ([]byte, error) {
 		return b, nil
 	}
 	b := make([]byte, fs.blockSize)
-	if err := fs.readRaw(b, n); err != nil {
+	if d := fs.checkpointed(n); d != nil {
+		copy(b, d) // the home copy is stale until the checkpoint
+	} else if err := fs.readRaw(b, n); err != nil {
 		return nil, err
 	}
 	c.put(n, b)

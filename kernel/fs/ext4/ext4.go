@@ -185,8 +185,8 @@ func Mount(dev Device, o Options) (*FS, error) {
 	return fs, nil
 }
 
-// Unmount commits what is left, clears needs_recovery (the log is empty:
-// every commit checkpoints) and writes the superblock home with the free
+// Unmount commits what is left, checkpoints (the log is empty then),
+// clears needs_recovery and writes the superblock home with the free
 // counts, flushed. The file system is read-only afterwards.
 func (fs *FS) Unmount() error {
 	fs.mu.Lock()
@@ -205,6 +205,9 @@ func (fs *FS) Unmount() error {
 // Preconditions: fs.mu is held and the mount is read-write.
 func (fs *FS) cleanLocked() error {
 	if err := fs.commitOrStop(); err != nil {
+		return err
+	}
+	if err := fs.checkpoint(); err != nil {
 		return err
 	}
 	fs.sb.incompat &^= incompatRecover

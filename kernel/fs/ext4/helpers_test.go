@@ -103,16 +103,31 @@ func mountDev(d *memDev, o Options) (*FS, error) {
 	return f, err
 }
 
+// syncHome commits and checkpoints, so that the blocks are home and the
+// log is empty, as an unmount leaves them (the mount stays read-write):
+// e2fsck -n and debugfs do not replay a log.
+func (fs *FS) syncHome() error {
+	if err := fs.Sync(); err != nil {
+		return err
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.ro {
+		return nil
+	}
+	return fs.checkpoint()
+}
+
 // fsck runs e2fsck -fn on the device's contents and fails the test unless
-// it finds nothing. A file system mounted on it commits its journal first
-// (as unmounting would).
+// it finds nothing. A file system mounted on it commits its journal and
+// checkpoints first (as unmounting would).
 func fsck(t testing.TB, d *memDev) {
 	t.Helper()
 	mountedMu.Lock()
 	f := mounted[d]
 	mountedMu.Unlock()
 	if f != nil {
-		if err := f.Sync(); err != nil {
+		if err := f.syncHome(); err != nil {
 			t.Fatalf("sync: %v", err)
 		}
 	}
@@ -129,7 +144,7 @@ func debugfs(t testing.TB, d *memDev, req string) string {
 	f := mounted[d]
 	mountedMu.Unlock()
 	if f != nil {
-		if err := f.Sync(); err != nil {
+		if err := f.syncHome(); err != nil {
 			t.Fatalf("sync: %v", err)
 		}
 	}

@@ -70,21 +70,22 @@ func fsckStrict(t *testing.T, d *memDev) string {
 // tornWorkload changes the file system through the journal, with a file
 // unlinked while open (the orphan list's head is in the superblock, so
 // the superblock goes through the log and is checkpointed home), and
-// syncs after each step. It returns the names left in the root.
+// syncs and checkpoints after each step, as a log filling up would, so
+// that both superblocks are written at every step. It returns the names left in the root.
 func tornWorkload(t *testing.T, f *FS) []string {
 	data := bytes.Repeat([]byte("torn"), 3000)
 	for i := 0; i < 3; i++ {
 		ino := okIno(t)(f.Create(RootIno, string(rune('a'+i)), linux.S_IFREG|0o644, 0, 0, 0, 0))
 		writeAll(t, f, ino, data, 0)
-		ok(t, f.Sync())
+		ok(t, f.syncHome())
 	}
 	o := okIno(t)(f.Create(RootIno, "open", linux.S_IFREG|0o644, 0, 0, 0, 0))
 	writeAll(t, f, o, data, 0)
 	f.Hold(o)
 	ok(t, f.Unlink(RootIno, "open"))
-	ok(t, f.Sync())
+	ok(t, f.syncHome())
 	ok(t, f.Release(o))
-	ok(t, f.Sync())
+	ok(t, f.syncHome())
 	return []string{"a", "b", "c"}
 }
 
@@ -306,8 +307,9 @@ func TestFreeCountsFromGroups(t *testing.T) {
 	}
 }
 
-// TestTornJournalSuper: the journal superblock is written at every
-// commit (pointing at the log, then emptying it), and torn it would fail
+// TestTornJournalSuper: the journal superblock is written at the first
+// commit into an empty log (pointing at it) and at every checkpoint
+// (emptying it), and torn it would fail
 // its checksum, which Linux refuses. Every write of it changes only its
 // first 512-byte sector, so a cut that lands any part of it leaves the
 // old one or the new one, whole: the disk mounts, and e2fsck finds it

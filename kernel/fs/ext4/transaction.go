@@ -3,6 +3,7 @@ package ext4
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"shortbread/kernel/abi/linux"
 )
@@ -16,25 +17,36 @@ import (
 // package replay. Commit makes a transaction durable, in jbd2's ordered
 // mode:
 //
-//  1. flush the device, so the file data written so far (straight to its
-//     blocks) is durable before the metadata that points at it;
-//  2. write a descriptor, the blocks and a commit block at the start of
-//     the log, flush;
-//  3. point the journal superblock at the log, flush: from here a crash
-//     replays;
-//  4. write the blocks home (checkpoint), flush;
-//  5. empty the log (the journal superblock again).
+//  1. if the log has no room for it, checkpoint: write the blocks of
+//     the transactions in the log home, flush, point the journal
+//     superblock at an empty log, flush;
+//  2. write a descriptor and the blocks after the last transaction in
+//     the log (into an empty log, the journal superblock first points at
+//     it);
+//  3. flush, so the file data written so far (straight to its blocks)
+//     and the log are durable; write the commit block, flush.
+//
+// So an fsync costs two flushes and two or three writes, as on Linux,
+// and the blocks go home only when the log fills (or at unmount),
+// however often they were committed.
 //
 // The journal superblock is 1024 bytes like the file system's, but
 // commits change only s_sequence, s_start and s_checksum, all in its
 // first 512 bytes: a write of it torn at a sector leaves either the old
 // or the new one, both whole (TestTornJournalSuper).
 //
-// Each commit empties the log again, so a transaction never needs revoke
-// records for blocks an earlier one logged. A block freed while in the
-// running transaction leaves it (it may come back as file data). Commits
-// happen on Sync, when the transaction nears the journal's size, and
-// between operations once it holds a quarter of it.
+// No revoke records are written. Instead a block freed while the log
+// holds a copy of it stays out of the allocator's reach until the
+// checkpoint empties the log: reused as file data before then, a replay
+// would write the old copy over it. A block freed in the running
+// transaction leaves it (it may come back as file data). Commits happen
+// on Sync, when the transaction nears the journal's size, and between
+// operations once it holds a quarter of it.
+
+// maxCheckpoint bounds the committed blocks kept in memory for the
+// checkpoint (4 MiB of 4 KiB blocks): a large journal is not a license
+// to hold its size in kernel memory.
+const maxCheckpoint = 1024
 
 type journal struct {
 	r       *journalReader
@@ -48,6 +60,12 @@ type journal struct {
 	// commits: written with new data before then, a crash would leave
 	// the file they still belong to holding it.
 	freed map[uint32][]byte
+	// The log: committed transactions waiting for the checkpoint.
+	head uint32            // the log block the next transaction starts at
+	ckpt map[uint64][]byte // block -> its last committed contents
+	// held holds, per group, blocks freed by committed transactions of
+	// which the log has a copy: free only after the checkpoint.
+	held map[uint32][]byte
 }
 
 // openJournal prepares writing through the journal of a read-write mount.
@@ -87,7 +105,8 @@ func (fs *FS) openJournal() error {
 		}
 		jsb.sequence, jsb.start = end, 0
 	}
-	j := &journal{r: r, jsbPhys: phys, seq: jsb.sequence, blocks: map[uint64][]byte{}}
+	j := &journal{r: r, jsbPhys: phys, seq: jsb.sequence, blocks: map[uint64][]byte{},
+		head: jsb.first, ckpt: map[uint64][]byte{}}
 	// Room for the blocks, their descriptors and the commit block.
 	perDesc := (int(fs.blockSize) - jbdHeaderSize - jbdTailSize - 16) / jsb.tagSize()
 	logLen := int(jsb.maxLen - jsb.first)
@@ -147,13 +166,14 @@ func (fs *FS) noteFreed(g, i uint32) {
 	setBit(b, i)
 }
 
-// freedInGroup returns the bitmap of group g's blocks freed by the
-// running transaction, or nil if none.
-func (fs *FS) freedInGroup(g uint32) []byte {
-	if fs.jnl == nil || fs.jnl.freed == nil {
-		return nil
+// freedInGroup returns the bitmaps of group g's blocks that are free
+// but not yet to be reused: freed by the running transaction, and freed
+// by committed ones while the log holds copies of them (nil if none).
+func (fs *FS) freedInGroup(g uint32) (running, held []byte) {
+	if fs.jnl == nil {
+		return nil, nil
 	}
-	return fs.jnl.freed[g]
+	return fs.jnl.freed[g], fs.jnl.held[g]
 }
 
 // inTransaction reports whether block n waits in the running transaction
@@ -184,6 +204,9 @@ func (fs *FS) Sync() error {
 		// No journal (ext2): the free counts go home here, as Linux's
 		// ext2 writes its superblock at sync_fs.
 		return fs.writeSuperHome()
+	}
+	if fs.written.Load() == fs.durable {
+		return nil // the commit's flush covered everything
 	}
 	return fs.flush()
 }
@@ -237,7 +260,8 @@ func (fs *FS) commitOrStop() error {
 	return err
 }
 
-// commitLocked runs the five steps above.
+// commitLocked writes the running transaction to the log (the steps
+// above).
 func (fs *FS) commitLocked() error {
 	j := fs.jnl
 	if j == nil || len(j.order) == 0 {
@@ -245,9 +269,6 @@ func (fs *FS) commitLocked() error {
 	}
 	jsb := j.r.jsb
 	bs := int(fs.blockSize)
-	if err := fs.flush(); err != nil { // 1
-		return err
-	}
 	if fs.sb.incompat&incompatRecover == 0 {
 		// Mount sets it, flushed, before the first commit: Linux
 		// wipes a log its superblock does not ask to replay.
@@ -259,46 +280,32 @@ func (fs *FS) commitLocked() error {
 		fs.encodeSuper()
 		copy(b[superOffset%fs.blockSize:], fs.sb.raw)
 	}
-	// 2: the log, from its first block.
-	seq := j.seq
-	pos := jsb.first
-	var writeErr error
-	put := func(b []byte) {
-		if writeErr != nil {
-			return
-		}
-		p, _, _, err := j.r.fm.lookup(pos, 1)
-		if err == nil && p == 0 {
-			err = corrupt("journal block %d is a hole", pos)
-		}
-		if err == nil {
-			err = fs.devWrite(b, p)
-		}
-		writeErr = err
-		pos++
-	}
-	header := func(b []byte, kind uint32) {
-		be.PutUint32(b[0:], jbdMagic)
-		be.PutUint32(b[4:], kind)
-		be.PutUint32(b[8:], seq)
-	}
 	tagSize := jsb.tagSize()
 	limit := bs
 	if jsb.csumV23() {
 		limit -= jbdTailSize
 	}
-	// The blocks as logged: a block starting with the journal's magic
-	// number has it zeroed and its tag flagged.
-	logged := make(map[uint64][]byte, len(j.order))
-	escaped := make(map[uint64]bool)
-	for _, n := range j.order {
-		data := append([]byte(nil), j.blocks[n]...)
-		if be.Uint32(data) == jbdMagic {
-			be.PutUint32(data, 0)
-			escaped[n] = true
+	// Room: the blocks, their descriptors and the commit block. The
+	// first descriptor's first tag carries the UUID.
+	perDesc := (limit - jbdHeaderSize - 16) / tagSize
+	need := uint32(len(j.order) + (len(j.order)+perDesc-1)/perDesc + 1)
+	if j.head+need > jsb.maxLen || len(j.ckpt)+len(j.order) > maxCheckpoint {
+		if err := fs.checkpoint(); err != nil { // 1
+			return err
 		}
-		logged[n] = data
 	}
+	seq := j.seq
+	header := func(b []byte, kind uint32) {
+		be.PutUint32(b[0:], jbdMagic)
+		be.PutUint32(b[4:], kind)
+		be.PutUint32(b[8:], seq)
+	}
+	// The blocks as logged: copies, which the checkpoint writes home
+	// (the cache's buffers may change again before it). A block
+	// starting with the journal's magic number has it zeroed in the log
+	// and its tag flagged.
+	snap := make(map[uint64][]byte, len(j.order))
+	log := make([]byte, 0, int(need)*bs)
 	for i := 0; i < len(j.order); {
 		desc := make([]byte, bs)
 		header(desc, jbdDescriptor)
@@ -314,11 +321,13 @@ func (fs *FS) commitLocked() error {
 				break
 			}
 			n := j.order[i]
+			data := append([]byte(nil), j.blocks[n]...)
+			snap[n] = data
 			var flags uint32
 			if len(batch) > 0 {
 				flags |= tagSameUUID
 			}
-			if escaped[n] {
+			if be.Uint32(data) == jbdMagic {
 				flags |= tagEscape
 			}
 			be.PutUint32(desc[off:], uint32(n))
@@ -327,12 +336,17 @@ func (fs *FS) commitLocked() error {
 			} else if n >= 1<<32 {
 				return corrupt("block %d does not fit a 32-bit journal", n)
 			}
+			logged := data
+			if flags&tagEscape != 0 {
+				logged = append([]byte(nil), data...)
+				be.PutUint32(logged, 0)
+			}
 			if jsb.incompat&jbdIncompatCsumV3 != 0 {
 				be.PutUint32(desc[off+4:], flags)
-				be.PutUint32(desc[off+12:], jsb.dataCsum(seq, logged[n]))
+				be.PutUint32(desc[off+12:], jsb.dataCsum(seq, logged))
 			} else {
 				if jsb.incompat&jbdIncompatCsumV2 != 0 {
-					be.PutUint16(desc[off+4:], uint16(jsb.dataCsum(seq, logged[n])))
+					be.PutUint16(desc[off+4:], uint16(jsb.dataCsum(seq, logged)))
 				}
 				be.PutUint16(desc[off+6:], uint16(flags))
 			}
@@ -354,9 +368,14 @@ func (fs *FS) commitLocked() error {
 			c := crc32c(jsb.csumSeed, desc[:bs-jbdTailSize])
 			be.PutUint32(desc[bs-jbdTailSize:], crc32c(c, []byte{0, 0, 0, 0}))
 		}
-		put(desc)
+		log = append(log, desc...)
 		for _, n := range batch {
-			put(logged[n])
+			if b := snap[n]; be.Uint32(b) == jbdMagic {
+				log = append(log, 0, 0, 0, 0)
+				log = append(log, b[4:]...)
+			} else {
+				log = append(log, b...)
+			}
 		}
 	}
 	commit := make([]byte, bs)
@@ -370,47 +389,154 @@ func (fs *FS) commitLocked() error {
 		c = crc32c(c, []byte{0, 0, 0, 0})
 		be.PutUint32(commit[16:], crc32c(c, commit[20:]))
 	}
-	if writeErr != nil {
-		return writeErr
-	}
-	if err := fs.flush(); err != nil {
-		return err
-	}
-	put(commit)
-	if writeErr != nil {
-		return writeErr
-	}
-	if err := fs.flush(); err != nil {
-		return err
-	}
-	// 3: the journal superblock points at the log (the file system's
-	// says needs_recovery since the mount).
-	if err := fs.writeJournalSuper(jsb.first, seq); err != nil {
-		return err
-	}
-	if err := fs.flush(); err != nil {
-		return err
-	}
-	// 4: checkpoint.
-	for _, n := range j.order {
-		if err := fs.devWrite(j.blocks[n], n); err != nil {
+	// 2: the log. Into an empty log, the journal superblock first
+	// points at it (jbd2 does the same at the first commit after a
+	// checkpoint): until the commit block below is durable, a replay
+	// from there finds this transaction incomplete and does nothing.
+	if jsb.start == 0 {
+		if err := fs.writeJournalSuper(j.head, seq); err != nil {
 			return err
 		}
 	}
+	if err := fs.writeLog(j.head, log); err != nil {
+		return err
+	}
+	// 3: one flush makes the file data written so far and the log
+	// durable before the commit block can be; the second makes the
+	// commit block durable.
 	if err := fs.flush(); err != nil {
 		return err
 	}
-	// 5: empty log. Unflushed: the next commit's first flush covers it,
-	// and until then a replay of the log only rewrites what is home.
+	if err := fs.writeLog(j.head+need-1, commit); err != nil {
+		return err
+	}
+	if err := fs.flush(); err != nil {
+		return err
+	}
+	// The transaction is committed: it waits in the log for the
+	// checkpoint. The blocks it freed stay out of the allocator's reach
+	// until then if the log holds an older copy of them (a replay
+	// would write that copy over whatever they came to hold); the
+	// others are free now.
+	j.head += need
 	j.seq++
+	for n, b := range snap {
+		j.ckpt[n] = b
+	}
+	for g, bm := range j.freed {
+		first := fs.groupFirstBlock(g)
+		for i := uint32(0); i < uint32(len(bm))*8; i++ {
+			if bm[i/8] == 0 {
+				i += 7
+				continue
+			}
+			if testBit(bm, i) {
+				if _, logged := j.ckpt[first+uint64(i)]; logged {
+					if j.held == nil {
+						j.held = map[uint32][]byte{}
+					}
+					if j.held[g] == nil {
+						j.held[g] = make([]byte, fs.blockSize)
+					}
+					setBit(j.held[g], i)
+				}
+			}
+		}
+	}
 	j.blocks = map[uint64][]byte{}
 	j.order = nil
 	j.freed = nil
-	return fs.writeJournalSuper(0, j.seq)
+	return nil
+}
+
+// writeLog writes b, whole blocks, to the log from journal block pos,
+// in as few device writes as the journal's extents allow.
+func (fs *FS) writeLog(pos uint32, b []byte) error {
+	j := fs.jnl
+	bs := int(fs.blockSize)
+	for len(b) > 0 {
+		want := uint32(len(b) / bs)
+		if pos+want > j.r.jsb.maxLen {
+			return corrupt("journal write of %d blocks at %d past its end", want, pos)
+		}
+		p, n, _, err := j.r.fm.lookup(pos, want)
+		if err != nil {
+			return err
+		}
+		if p == 0 || n == 0 {
+			return corrupt("journal block %d is a hole", pos)
+		}
+		n = min(n, want)
+		if err := fs.devWrite(b[:int(n)*bs], p); err != nil {
+			return err
+		}
+		b = b[int(n)*bs:]
+		pos += n
+	}
+	return nil
+}
+
+// checkpoint writes every committed block home and empties the log:
+// the home writes are flushed before the journal superblock stops
+// pointing at the log, and that is flushed before new transactions
+// overwrite it (a replay must never read a log partly overwritten).
+// Preconditions: fs.mu is held.
+func (fs *FS) checkpoint() error {
+	j := fs.jnl
+	if j == nil || j.r.jsb.start == 0 && len(j.ckpt) == 0 {
+		return nil
+	}
+	homes := make([]uint64, 0, len(j.ckpt))
+	for n := range j.ckpt {
+		homes = append(homes, n)
+	}
+	slices.Sort(homes)
+	bs := int(fs.blockSize)
+	for i := 0; i < len(homes); {
+		// Neighbouring blocks in one write.
+		k := i + 1
+		for k < len(homes) && homes[k] == homes[k-1]+1 && k-i < 64 {
+			k++
+		}
+		run := j.ckpt[homes[i]]
+		if k-i > 1 {
+			run = make([]byte, 0, (k-i)*bs)
+			for _, n := range homes[i:k] {
+				run = append(run, j.ckpt[n]...)
+			}
+		}
+		if err := fs.devWrite(run, homes[i]); err != nil {
+			return err
+		}
+		i = k
+	}
+	if err := fs.flush(); err != nil {
+		return err
+	}
+	if err := fs.writeJournalSuper(0, j.seq); err != nil {
+		return err
+	}
+	if err := fs.flush(); err != nil {
+		return err
+	}
+	j.ckpt = map[uint64][]byte{}
+	j.held = nil
+	j.head = j.r.jsb.first
+	return nil
+}
+
+// checkpointed returns the committed copy of block n that waits in the
+// log for the checkpoint (its home copy is stale), or nil.
+func (fs *FS) checkpointed(n uint64) []byte {
+	if fs.jnl == nil {
+		return nil
+	}
+	return fs.jnl.ckpt[n]
 }
 
 func (fs *FS) writeJournalSuper(start, seq uint32) error {
 	jsb := fs.jnl.r.jsb
+	jsb.start, jsb.sequence = start, seq
 	be.PutUint32(jsb.raw[0x18:], seq)
 	be.PutUint32(jsb.raw[0x1C:], start)
 	if jsb.csumV23() {
