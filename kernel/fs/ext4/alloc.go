@@ -139,7 +139,7 @@ var errNoSpace = linux.ENOSPC
 // holds freed blocks back, it commits and tries again.
 func (fs *FS) allocRun(goal uint64, want uint32) (uint64, uint32, error) {
 	b, n, err := fs.allocRunOnce(goal, want)
-	if errors.Is(err, errNoSpace) && fs.jnl != nil && (fs.jnl.freed != nil || fs.jnl.held != nil) {
+	if errors.Is(err, errNoSpace) && fs.jnl != nil && (fs.jnl.freed != nil || fs.jnl.held != nil || fs.jnl.inflight != nil) {
 		// Blocks freed but held back: commit and checkpoint, and they
 		// are free to reuse.
 		err := fs.commitOrStop()
@@ -186,9 +186,17 @@ func (fs *FS) allocRunOnce(goal uint64, want uint32) (uint64, uint32, error) {
 		if err != nil {
 			return 0, 0, err
 		}
-		pend, held := fs.freedInGroup(g)
+		reserved := fs.freedInGroup(g)
 		used := func(i uint32) bool {
-			return testBit(b, i) || pend != nil && testBit(pend, i) || held != nil && testBit(held, i)
+			if testBit(b, i) {
+				return true
+			}
+			for _, r := range reserved {
+				if r != nil && testBit(r, i) {
+					return true
+				}
+			}
+			return false
 		}
 		for i := start; i < end; i++ {
 			if i%64 == 0 && i+64 <= end && le.Uint64(b[i/8:]) == ^uint64(0) {

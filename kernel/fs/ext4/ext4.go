@@ -102,7 +102,7 @@ type FS struct {
 	// then skips the flush (a second fsync of a message already made
 	// durable by the first).
 	written atomic.Uint64
-	durable uint64 // protected by mu
+	durable atomic.Uint64
 }
 
 // countedDevice counts the writes to the device under the file system.

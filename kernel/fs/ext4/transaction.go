@@ -28,7 +28,10 @@ import (
 //
 // So an fsync costs two flushes and two or three writes, as on Linux,
 // and the blocks go home only when the log fills (or at unmount),
-// however often they were committed.
+// however often they were committed. Steps 2 and 3 run without FS.mu
+// (Sync, the periodic Commit): operations go on into the next
+// transaction while one is written, and fsyncs that arrive meanwhile
+// share the next commit.
 //
 // The journal superblock is 1024 bytes like the file system's, but
 // commits change only s_sequence, s_start and s_checksum, all in its
@@ -66,6 +69,29 @@ type journal struct {
 	// held holds, per group, blocks freed by committed transactions of
 	// which the log has a copy: free only after the checkpoint.
 	held map[uint32][]byte
+	// inflight is the transaction being written to the log with FS.mu
+	// released (nil: none); done is the first sequence number not yet
+	// known durable.
+	inflight *commitIO
+	done     uint32
+}
+
+// commitIO is a closed transaction on its way to the log: everything it
+// writes, resolved to device blocks while FS.mu was held, so that the
+// writes and flushes need no lock of the file system.
+type commitIO struct {
+	seq    uint32
+	writes []physWrite // the journal superblock (into an empty log), the log
+	commit physWrite
+	// freed: blocks the transaction freed, reserved until it is durable.
+	freed map[uint32][]byte
+	ready chan struct{} // closed when the writes are done (err set)
+	err   error
+}
+
+type physWrite struct {
+	blk  uint64
+	data []byte
 }
 
 // openJournal prepares writing through the journal of a read-write mount.
@@ -106,7 +132,7 @@ func (fs *FS) openJournal() error {
 		jsb.sequence, jsb.start = end, 0
 	}
 	j := &journal{r: r, jsbPhys: phys, seq: jsb.sequence, blocks: map[uint64][]byte{},
-		head: jsb.first, ckpt: map[uint64][]byte{}}
+		head: jsb.first, ckpt: map[uint64][]byte{}, done: jsb.sequence}
 	// Room for the blocks, their descriptors and the commit block.
 	perDesc := (int(fs.blockSize) - jbdHeaderSize - jbdTailSize - 16) / jsb.tagSize()
 	logLen := int(jsb.maxLen - jsb.first)
@@ -167,13 +193,19 @@ func (fs *FS) noteFreed(g, i uint32) {
 }
 
 // freedInGroup returns the bitmaps of group g's blocks that are free
-// but not yet to be reused: freed by the running transaction, and freed
-// by committed ones while the log holds copies of them (nil if none).
-func (fs *FS) freedInGroup(g uint32) (running, held []byte) {
-	if fs.jnl == nil {
-		return nil, nil
+// but not yet to be reused: freed by the running transaction, by the one
+// being committed, and by committed ones while the log holds copies of
+// them (nil where none).
+func (fs *FS) freedInGroup(g uint32) [3][]byte {
+	j := fs.jnl
+	if j == nil {
+		return [3][]byte{}
 	}
-	return fs.jnl.freed[g], fs.jnl.held[g]
+	var c []byte
+	if j.inflight != nil {
+		c = j.inflight.freed[g]
+	}
+	return [3][]byte{j.freed[g], c, j.held[g]}
 }
 
 // inTransaction reports whether block n waits in the running transaction
@@ -187,28 +219,81 @@ func (fs *FS) inTransaction(n uint64) bool {
 }
 
 // Sync commits the running transaction and flushes the device: every
-// operation that returned before it is durable.
+// operation that returned before it is durable when it returns.
+//
+// The log is written with FS.mu released, so other operations go on
+// into the next transaction meanwhile; a Sync that finds its changes
+// in a transaction being written waits for that one, and the changes of
+// every Sync that waits meanwhile go to the log together (group commit).
 func (fs *FS) Sync() error {
 	fs.mu.Lock()
-	defer fs.mu.Unlock()
 	if fs.ro {
+		fs.mu.Unlock()
 		return nil
 	}
-	if (fs.jnl == nil || len(fs.jnl.order) == 0) && fs.written.Load() == fs.durable {
-		return nil // everything written is behind a completed flush already
-	}
-	if err := fs.commitOrStop(); err != nil {
-		return err
-	}
 	if fs.jnl == nil {
+		defer fs.mu.Unlock()
+		if fs.written.Load() == fs.durable.Load() {
+			return nil // everything written is behind a completed flush already
+		}
 		// No journal (ext2): the free counts go home here, as Linux's
 		// ext2 writes its superblock at sync_fs.
 		return fs.writeSuperHome()
 	}
-	if fs.written.Load() == fs.durable {
+	if err := fs.commitAsync(); err != nil {
+		fs.mu.Unlock()
+		return err
+	}
+	idle := fs.written.Load() == fs.durable.Load()
+	fs.mu.Unlock()
+	if idle {
 		return nil // the commit's flush covered everything
 	}
-	return fs.flush()
+	return fs.flush() // file data written without a metadata change
+}
+
+// commitAsync makes the transactions holding every change made so far
+// durable, releasing FS.mu while it writes and while it waits for
+// another caller's commit.
+// Preconditions: fs.mu is held and fs.jnl is not nil; it is held again
+// on return.
+func (fs *FS) commitAsync() error {
+	j := fs.jnl
+	var target uint32
+	switch {
+	case len(j.order) > 0:
+		target = j.seq
+	case j.inflight != nil:
+		target = j.inflight.seq
+	default:
+		return nil
+	}
+	for {
+		if err := fs.reapLocked(); err != nil {
+			return err
+		}
+		if fs.jnl == nil {
+			return fmt.Errorf("ext4: %s: %w", fs.roWhy, linux.EIO)
+		}
+		if int32(j.done-target) > 0 {
+			return nil
+		}
+		if c := j.inflight; c != nil {
+			fs.mu.Unlock()
+			<-c.ready
+			fs.mu.Lock()
+			continue
+		}
+		c, err := fs.closeLocked()
+		if err != nil {
+			fs.stop(err)
+			return err
+		}
+		j.inflight = c
+		fs.mu.Unlock()
+		fs.writeCommit(c)
+		fs.mu.Lock()
+	}
 }
 
 // Commit commits the running transaction if it holds anything, and says
@@ -220,18 +305,21 @@ func (fs *FS) Commit() (bool, error) {
 	if fs.ro || fs.jnl == nil || len(fs.jnl.order) == 0 {
 		return false, nil
 	}
-	return true, fs.commitOrStop()
+	return true, fs.commitAsync()
 }
 
-// flush makes every write issued so far durable.
-// Preconditions: fs.mu is held.
+// flush makes every write completed so far durable.
 func (fs *FS) flush() error {
 	w := fs.written.Load()
 	if err := fs.dev.Flush(); err != nil {
 		return fmt.Errorf("ext4: flush: %w", errors.Join(linux.EIO, err))
 	}
-	fs.durable = max(fs.durable, w)
-	return nil
+	for {
+		d := fs.durable.Load()
+		if d >= w || fs.durable.CompareAndSwap(d, w) {
+			return nil
+		}
+	}
 }
 
 func (fs *FS) devWrite(b []byte, n uint64) error {
@@ -253,26 +341,102 @@ func (fs *FS) maybeCommit() {
 
 func (fs *FS) commitOrStop() error {
 	err := fs.commitLocked()
-	if err != nil && !fs.ro {
-		fs.ro, fs.roWhy = true, "journal commit failed: "+err.Error()
-		fs.jnl = nil
+	if err != nil {
+		fs.stop(err)
 	}
 	return err
 }
 
-// commitLocked writes the running transaction to the log (the steps
-// above).
-func (fs *FS) commitLocked() error {
+// stop makes the mount read-only after a failed commit.
+func (fs *FS) stop(err error) {
+	if !fs.ro {
+		fs.ro, fs.roWhy = true, "journal commit failed: "+err.Error()
+		fs.jnl = nil
+	}
+}
+
+// reapLocked finishes the bookkeeping of a commit whose writes are done.
+// Preconditions: fs.mu is held.
+func (fs *FS) reapLocked() error {
 	j := fs.jnl
-	if j == nil || len(j.order) == 0 {
+	if j == nil || j.inflight == nil {
 		return nil
 	}
+	c := j.inflight
+	select {
+	case <-c.ready:
+	default:
+		return nil
+	}
+	j.inflight = nil
+	if c.err != nil {
+		fs.stop(c.err)
+		return c.err
+	}
+	j.done = c.seq + 1
+	return nil
+}
+
+// commitLocked commits the running transaction with FS.mu held
+// throughout: for commits in the middle of an operation (a transaction
+// grown too big, blocks needed back) and for unmount.
+func (fs *FS) commitLocked() error {
+	j := fs.jnl
+	if j == nil {
+		return nil
+	}
+	if c := j.inflight; c != nil {
+		<-c.ready // its writer does not need FS.mu
+		if err := fs.reapLocked(); err != nil {
+			return err
+		}
+	}
+	if len(j.order) == 0 {
+		return nil
+	}
+	c, err := fs.closeLocked()
+	if err != nil {
+		return err
+	}
+	j.inflight = c
+	fs.writeCommit(c)
+	return fs.reapLocked()
+}
+
+// writeCommit writes a closed transaction: the log, a flush that makes
+// it and the file data written so far durable, the commit block, a
+// flush. It needs no lock.
+func (fs *FS) writeCommit(c *commitIO) {
+	defer close(c.ready)
+	for _, w := range c.writes {
+		if c.err = fs.devWrite(w.data, w.blk); c.err != nil {
+			return
+		}
+	}
+	if c.err = fs.flush(); c.err != nil {
+		return
+	}
+	if c.err = fs.devWrite(c.commit.data, c.commit.blk); c.err != nil {
+		return
+	}
+	c.err = fs.flush()
+}
+
+// closeLocked closes the running transaction: it checkpoints first if
+// the log has no room for it, and returns what it writes to the log;
+// the next transaction starts running. Its blocks count as committed
+// from here for the cache and the checkpoint (no checkpoint can run
+// before its writes are done).
+// Preconditions: fs.mu is held, no commit in flight, and the running
+// transaction holds something.
+func (fs *FS) closeLocked() (*commitIO, error) {
+	j := fs.jnl
 	jsb := j.r.jsb
 	bs := int(fs.blockSize)
 	if fs.sb.incompat&incompatRecover == 0 {
 		// Mount sets it, flushed, before the first commit: Linux
 		// wipes a log its superblock does not ask to replay.
-		return errors.New("ext4: commit without needs_recovery set")
+		return nil, errors.New("ext4: commit without needs_recovery set")
 	}
 	if b, ok := j.blocks[uint64(superOffset/fs.blockSize)]; ok {
 		// A logged superblock (the orphan list's head changed) goes
@@ -291,7 +455,7 @@ func (fs *FS) commitLocked() error {
 	need := uint32(len(j.order) + (len(j.order)+perDesc-1)/perDesc + 1)
 	if j.head+need > jsb.maxLen || len(j.ckpt)+len(j.order) > maxCheckpoint {
 		if err := fs.checkpoint(); err != nil { // 1
-			return err
+			return nil, err
 		}
 	}
 	seq := j.seq
@@ -334,7 +498,7 @@ func (fs *FS) commitLocked() error {
 			if jsb.incompat&jbdIncompat64bit != 0 {
 				be.PutUint32(desc[off+8:], uint32(n>>32))
 			} else if n >= 1<<32 {
-				return corrupt("block %d does not fit a 32-bit journal", n)
+				return nil, corrupt("block %d does not fit a 32-bit journal", n)
 			}
 			logged := data
 			if flags&tagEscape != 0 {
@@ -391,33 +555,27 @@ func (fs *FS) commitLocked() error {
 	}
 	// 2: the log. Into an empty log, the journal superblock first
 	// points at it (jbd2 does the same at the first commit after a
-	// checkpoint): until the commit block below is durable, a replay
-	// from there finds this transaction incomplete and does nothing.
+	// checkpoint): until the commit block is durable, a replay from
+	// there finds this transaction incomplete and does nothing.
+	c := &commitIO{seq: seq, freed: j.freed, ready: make(chan struct{})}
 	if jsb.start == 0 {
-		if err := fs.writeJournalSuper(j.head, seq); err != nil {
-			return err
-		}
+		c.writes = append(c.writes, physWrite{j.jsbPhys, fs.journalSuperImage(j.head, seq)})
 	}
-	if err := fs.writeLog(j.head, log); err != nil {
-		return err
+	runs, err := fs.logRuns(j.head, log)
+	if err != nil {
+		return nil, err
 	}
-	// 3: one flush makes the file data written so far and the log
-	// durable before the commit block can be; the second makes the
-	// commit block durable.
-	if err := fs.flush(); err != nil {
-		return err
+	c.writes = append(c.writes, runs...)
+	runs, err = fs.logRuns(j.head+need-1, commit)
+	if err != nil {
+		return nil, err
 	}
-	if err := fs.writeLog(j.head+need-1, commit); err != nil {
-		return err
-	}
-	if err := fs.flush(); err != nil {
-		return err
-	}
-	// The transaction is committed: it waits in the log for the
+	c.commit = runs[0]
+	// The blocks of the transaction wait in the log for the
 	// checkpoint. The blocks it freed stay out of the allocator's reach
-	// until then if the log holds an older copy of them (a replay
-	// would write that copy over whatever they came to hold); the
-	// others are free now.
+	// until it is durable (c.freed), and after that until the
+	// checkpoint if the log holds an older copy of them (a replay would
+	// write that copy over whatever they came to hold).
 	j.head += need
 	j.seq++
 	for n, b := range snap {
@@ -446,34 +604,33 @@ func (fs *FS) commitLocked() error {
 	j.blocks = map[uint64][]byte{}
 	j.order = nil
 	j.freed = nil
-	return nil
+	return c, nil
 }
 
-// writeLog writes b, whole blocks, to the log from journal block pos,
-// in as few device writes as the journal's extents allow.
-func (fs *FS) writeLog(pos uint32, b []byte) error {
+// logRuns maps b, whole blocks for the log from journal block pos, to
+// device writes: one per extent of the journal it crosses.
+func (fs *FS) logRuns(pos uint32, b []byte) ([]physWrite, error) {
 	j := fs.jnl
 	bs := int(fs.blockSize)
+	var out []physWrite
 	for len(b) > 0 {
 		want := uint32(len(b) / bs)
 		if pos+want > j.r.jsb.maxLen {
-			return corrupt("journal write of %d blocks at %d past its end", want, pos)
+			return nil, corrupt("journal write of %d blocks at %d past its end", want, pos)
 		}
 		p, n, _, err := j.r.fm.lookup(pos, want)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if p == 0 || n == 0 {
-			return corrupt("journal block %d is a hole", pos)
+			return nil, corrupt("journal block %d is a hole", pos)
 		}
 		n = min(n, want)
-		if err := fs.devWrite(b[:int(n)*bs], p); err != nil {
-			return err
-		}
+		out = append(out, physWrite{p, b[:int(n)*bs]})
 		b = b[int(n)*bs:]
 		pos += n
 	}
-	return nil
+	return out, nil
 }
 
 // checkpoint writes every committed block home and empties the log:
@@ -482,6 +639,12 @@ func (fs *FS) writeLog(pos uint32, b []byte) error {
 // overwrite it (a replay must never read a log partly overwritten).
 // Preconditions: fs.mu is held.
 func (fs *FS) checkpoint() error {
+	if j := fs.jnl; j != nil && j.inflight != nil {
+		<-j.inflight.ready
+		if err := fs.reapLocked(); err != nil {
+			return err
+		}
+	}
 	j := fs.jnl
 	if j == nil || j.r.jsb.start == 0 && len(j.ckpt) == 0 {
 		return nil
@@ -513,7 +676,7 @@ func (fs *FS) checkpoint() error {
 	if err := fs.flush(); err != nil {
 		return err
 	}
-	if err := fs.writeJournalSuper(0, j.seq); err != nil {
+	if err := fs.devWrite(fs.journalSuperImage(0, j.seq), j.jsbPhys); err != nil {
 		return err
 	}
 	if err := fs.flush(); err != nil {
@@ -534,7 +697,10 @@ func (fs *FS) checkpointed(n uint64) []byte {
 	return fs.jnl.ckpt[n]
 }
 
-func (fs *FS) writeJournalSuper(start, seq uint32) error {
+// journalSuperImage returns the journal superblock, as the log will
+// stand once it is written, pointing at start (0: empty) with the first
+// transaction seq.
+func (fs *FS) journalSuperImage(start, seq uint32) []byte {
 	jsb := fs.jnl.r.jsb
 	jsb.start, jsb.sequence = start, seq
 	be.PutUint32(jsb.raw[0x18:], seq)
@@ -542,5 +708,5 @@ func (fs *FS) writeJournalSuper(start, seq uint32) error {
 	if jsb.csumV23() {
 		be.PutUint32(jsb.raw[0xFC:], journalSuperCsum(jsb.raw))
 	}
-	return fs.devWrite(jsb.raw, fs.jnl.jsbPhys)
+	return append([]byte(nil), jsb.raw...)
 }
