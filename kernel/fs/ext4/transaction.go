@@ -131,6 +131,26 @@ func (fs *FS) openJournal() error {
 		}
 		jsb.sequence, jsb.start = end, 0
 	}
+	if fs.hasCsum() && !jsb.csumV23() && be.Uint32(jsb.raw[4:]) == jbdSuperV2 {
+		// As Linux at a read-write mount of a metadata_csum file
+		// system (mke2fs leaves the journal without): the log gets
+		// checksums, v3, so that a replay tells a torn or stale block
+		// from a logged one. The log is empty here. Every field
+		// changed is in the first 512 bytes (TestTornJournalSuper).
+		jsb.incompat |= jbdIncompatCsumV3
+		jsb.compat &^= jbdCompatChecksum
+		be.PutUint32(jsb.raw[0x24:], jsb.compat)
+		be.PutUint32(jsb.raw[0x28:], jsb.incompat)
+		jsb.raw[0x50] = 4 // crc32c
+		jsb.csumSeed = crc32c(^uint32(0), jsb.uuid[:])
+		be.PutUint32(jsb.raw[0xFC:], journalSuperCsum(jsb.raw))
+		if err := fs.devWrite(jsb.raw, phys); err != nil {
+			return err
+		}
+		if err := fs.flush(); err != nil {
+			return err
+		}
+	}
 	j := &journal{r: r, jsbPhys: phys, seq: jsb.sequence, blocks: map[uint64][]byte{},
 		head: jsb.first, ckpt: map[uint64][]byte{}, done: jsb.sequence}
 	// Room for the blocks, their descriptors and the commit block.
