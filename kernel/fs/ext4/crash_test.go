@@ -255,3 +255,44 @@ func TestSyncSkipsIdleFlush(t *testing.T) {
 		t.Errorf("a second Sync wrote %d blocks and flushed %d times", len(d.writes)-last, len(d.flushes)-n)
 	}
 }
+
+// TestOrphansAtRemount: a read-only mount of a crashed file system
+// leaves its orphan list alone (it writes nothing but the replay);
+// remounting it read-write frees the orphans, as a read-write mount
+// would have. An orphan held open here (unlinked, then the mount made
+// read-only) is left to its last close.
+func TestOrphansAtRemount(t *testing.T) {
+	f, dev := mountRW(t, "16M", "-t", "ext4")
+	a := okIno(t)(f.Create(RootIno, "a", linux.S_IFREG|0o644, 0, 0, 0, 0))
+	writeAll(t, f, a, make([]byte, 50000), 0)
+	f.Hold(a)
+	ok(t, f.Unlink(RootIno, "a"))
+	ok(t, f.Sync())
+	crashed := &memDev{b: append([]byte(nil), dev.b...)}
+	g, err := mountDev(crashed, Options{ReadOnly: true})
+	ok(t, err)
+	if le.Uint32(g.sb.raw[0xE8:]) != a {
+		t.Fatalf("orphan list of the read-only mount starts at %d, want %d", le.Uint32(g.sb.raw[0xE8:]), a)
+	}
+	ok(t, g.Remount(false))
+	if n := le.Uint32(g.sb.raw[0xE8:]); n != 0 {
+		t.Errorf("orphan %d left after remount read-write", n)
+	}
+	ok(t, f.Release(a))
+	if x, y := f.Statfs(), g.Statfs(); x.Free != y.Free || x.FilesFree != y.FilesFree {
+		t.Errorf("after the last close %d/%d free, after the remount %d/%d", x.Free, x.FilesFree, y.Free, y.FilesFree)
+	}
+	fsck(t, crashed)
+
+	// Held open across a remount read-only and back: still there.
+	b := okIno(t)(f.Create(RootIno, "b", linux.S_IFREG|0o644, 0, 0, 0, 0))
+	f.Hold(b)
+	ok(t, f.Unlink(RootIno, "b"))
+	ok(t, f.Remount(true))
+	ok(t, f.Remount(false))
+	if n := le.Uint32(f.sb.raw[0xE8:]); n != b {
+		t.Errorf("a held orphan was freed by the remount (list head %d)", n)
+	}
+	ok(t, f.Release(b))
+	fsck(t, dev)
+}

@@ -249,7 +249,16 @@ func (fs *FS) Remount(ro bool) error {
 		fs.ro, fs.jnl = true, nil
 		return err
 	}
-	return nil
+	// Orphans a read-only mount found (a crash's) are freed now, as a
+	// read-write mount frees them; unless one is a file held open here
+	// (unlinked before a remount read-only), which its last close frees.
+	held, err := fs.orphansHeld()
+	if err == nil && !held {
+		if err = fs.processOrphans(); err == nil {
+			err = fs.commitOrStop()
+		}
+	}
+	return err
 }
 
 // ReadOnly reports whether the mount is read-only, and why when a feature

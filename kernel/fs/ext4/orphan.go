@@ -48,6 +48,22 @@ func (fs *FS) unorphan(ino uint32) (bool, error) {
 	return false, nil
 }
 
+// orphansHeld reports whether an inode on the orphan list is held open.
+func (fs *FS) orphansHeld() (bool, error) {
+	cur := le.Uint32(fs.sb.raw[0xE8:])
+	for steps := uint32(0); cur != 0 && steps < fs.sb.inodesCount; steps++ {
+		if fs.held[cur] > 0 {
+			return true, nil
+		}
+		in, err := fs.iget(cur)
+		if err != nil {
+			return false, err
+		}
+		cur = in.dtime
+	}
+	return false, nil
+}
+
 // processOrphans frees the inodes a crash left on the orphan list (their
 // last name gone while a file was open), as Linux does at mount.
 func (fs *FS) processOrphans() error {
