@@ -97,10 +97,10 @@ type FS struct {
 	genCounter uint32         // varies new inodes' generation numbers
 	noIndex    bool           // tests: grow directories without an index
 	held       map[uint32]int // inodes held open (Hold), by number
-	// written counts the device writes issued; durable is its value
-	// when the last flush began, so a Sync with nothing written since
-	// then skips the flush (a second fsync of a message already made
-	// durable by the first).
+	// written counts the device writes completed; durable is its value
+	// when the latest flush began, so a Sync whose writes all came
+	// before that skips the flush (a second fsync of a message already
+	// made durable by the first, or by another's commit).
 	written atomic.Uint64
 	durable atomic.Uint64
 }
@@ -111,9 +111,12 @@ type countedDevice struct {
 	n *atomic.Uint64
 }
 
+// WriteAt counts a write once it completed: a flush that begins after
+// the count says n is sure to cover the first n.
 func (d countedDevice) WriteAt(p []byte, off int64) (int, error) {
+	n, err := d.Device.WriteAt(p, off)
 	d.n.Add(1)
-	return d.Device.WriteAt(p, off)
+	return n, err
 }
 
 // Mount reads and checks the superblock and group descriptors of the file

@@ -239,7 +239,7 @@ func (fs *FS) inTransaction(n uint64) bool {
 }
 
 // Sync commits the running transaction and flushes the device: every
-// operation that returned before it is durable when it returns.
+// operation that returned before it began is durable when it returns.
 //
 // The log is written with FS.mu released, so other operations go on
 // into the next transaction meanwhile; a Sync that finds its changes
@@ -260,14 +260,15 @@ func (fs *FS) Sync() error {
 		// ext2 writes its superblock at sync_fs.
 		return fs.writeSuperHome()
 	}
+	// The caller's writes of file data all completed before it called.
+	mine := fs.written.Load()
 	if err := fs.commitAsync(); err != nil {
 		fs.mu.Unlock()
 		return err
 	}
-	idle := fs.written.Load() == fs.durable.Load()
 	fs.mu.Unlock()
-	if idle {
-		return nil // the commit's flush covered everything
+	if fs.durable.Load() >= mine {
+		return nil // a commit's flush covered them
 	}
 	return fs.flush() // file data written without a metadata change
 }
