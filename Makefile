@@ -208,19 +208,21 @@ linux-test: user
 # is killed at a random moment, a random part of the unflushed writes
 # lands, and a second boot must find every durable change after journal
 # recovery (then e2fsck -fn clean, and the files debugfs copies out
-# checked again). make test: four cuts, each kernel recovering its own
-# crash and then the other's (about 2 minutes), a write landing in part
+# checked again). Three processes change files at once (-workers 3), so
+# that their fsyncs meet in the journal as a mail server's do. make test:
+# four cuts, each kernel recovering its own crash and then the other's
+# (about 2 minutes), a write landing in part
 # in whole 512-byte sectors, so that the 1024-byte superblocks of the
 # file system and of the journal can be torn (kernel/fs/ext4's
 # torn_test.go: Shortbread writes the first home only at mount and
 # unmount, or as the checkpoint of a logged copy; the second's changes
 # all lie in its first sector). make powercut CUTS=N is the long run
-# (KERNELS=shortbread, RECOVER=same|other|both, ATOM=4096) on images
+# (KERNELS=shortbread, RECOVER=same|other|both, ATOM=4096, WORKERS=1..8) on images
 # with 4 KiB and 1 KiB blocks in turn, counts in
 # bench/results/powercut-DATE.txt (DATE-2.txt, ... for a day's later runs).
 powercut-test: user $(KERNEL) $(STUB)
 	tools/linux/kernel.sh $(LINUX_BUILD)
-	go run ./tools/powercut -cuts 4 -kernels shortbread,linux -recover both -max-delay 6s -atom 512
+	go run ./tools/powercut -cuts 4 -kernels shortbread,linux -recover both -max-delay 6s -atom 512 -workers 3
 
 # The negative control: Linux mounted with barrier=0 sends no flushes, so
 # its durable files are lost at cuts and the harness must say so.
@@ -236,7 +238,7 @@ powercut: deps user $(KERNEL) $(STUB)
 	r=bench/results/powercut-$$(date -u +%Y-%m-%d).txt; n=1; \
 	while [ -e "$$r" ]; do n=$$((n+1)); r=bench/results/powercut-$$(date -u +%Y-%m-%d)-$$n.txt; done; \
 	go run ./tools/powercut -cuts $(CUTS) -kernels $(KERNELS) -recover $(or $(RECOVER),both) \
-	  -atom $(or $(ATOM),512) -sizes 600M,200M -results "$$r"
+	  -atom $(or $(ATOM),512) -workers $(or $(WORKERS),3) -sizes 600M,200M -results "$$r"
 
 # The same suite on Shortbread, with 1 and 2 CPUs: every program must
 # pass (the runner's status becomes the kernel's power-off status).

@@ -30,7 +30,8 @@ type kernel struct {
 // initramfs with Debian's virtio and ext4 modules appended.
 // linuxOpts, if not empty, are the mount options of Linux's work boots
 // (barrier=0 for the harness's negative control).
-func prepare(root, work string, names []string, linuxOpts string) (map[string]kernel, error) {
+// workers is PC_WORKERS, the work boot's processes changing files at once.
+func prepare(root, work string, names []string, linuxOpts string, workers int) (map[string]kernel, error) {
 	ks := map[string]kernel{}
 	for _, n := range names {
 		switch n {
@@ -39,6 +40,9 @@ func prepare(root, work string, names []string, linuxOpts string) (map[string]ke
 			for _, mode := range []string{"work", "check"} {
 				iso := filepath.Join(work, "shortbread-"+mode+".iso")
 				cmdline := "init=/tests/h_durable loglevel=warn PC_MODE=" + mode
+				if mode == "work" {
+					cmdline += fmt.Sprintf(" PC_WORKERS=%d", workers)
+				}
 				if err := run(root, "tools/mkiso.sh", iso, "build/stub.elf", "build/kernel.elf", cmdline, "build/user/initramfs.cpio"); err != nil {
 					return nil, err
 				}
@@ -67,6 +71,9 @@ rm -rf %[1]s`, stage, initrd)
 				cmdline := "console=ttyS0 panic=-1 quiet rdinit=/tests/h_durable PC_MODE=" + mode
 				if mode == "work" && linuxOpts != "" {
 					cmdline += " PC_OPTS=" + linuxOpts
+				}
+				if mode == "work" {
+					cmdline += fmt.Sprintf(" PC_WORKERS=%d", workers)
 				}
 				return []string{"-kernel", "build/linux/vmlinuz", "-initrd", initrd, "-append", cmdline}
 			}}

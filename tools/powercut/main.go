@@ -15,6 +15,7 @@
 //
 //	[-recover same|other|both] [-sizes 600M,200M] [-max-delay 15s]
 //	[-modes lose,keep,prefix,writes,sectors] [-atom 512|4096] [-seed S] [-results FILE] [-linux-opts barrier=0]
+//	[-workers N]
 //
 // The kernels named crash in turn; -recover other has the other kernel
 // recover each crash (Linux recovers what Shortbread left and the
@@ -82,6 +83,7 @@ func main() {
 	modeList := flag.String("modes", "lose,keep,prefix,writes,sectors", "what a cut may land, chosen at random among these (wcache's modes)")
 	atom := flag.Int64("atom", wcache.SectorSize, "bytes a cut that keeps part of a write keeps whole (512; 4096: a disk with 4 KiB physical sectors)")
 	linuxOpts := flag.String("linux-opts", "", "mount options of Linux's work boots (barrier=0: the negative control, which must fail)")
+	workers := flag.Int("workers", 1, "processes changing files at once in the work boot (h_durable's PC_WORKERS, 1 to 8)")
 	sizeList := flag.String("sizes", "600M", "image sizes in MiB, used in turn (Debian's mke2fs gives 1 KiB blocks below 512M, 4 KiB from there)")
 	flag.Parse()
 
@@ -110,7 +112,10 @@ func main() {
 		fatal(err)
 	}
 	names := strings.Split(*kernels, ",")
-	ks, err := prepare(root, cfg.work, names, *linuxOpts)
+	if *workers < 1 || *workers > 8 {
+		fatal(fmt.Errorf("-workers %d: 1 to 8", *workers))
+	}
+	ks, err := prepare(root, cfg.work, names, *linuxOpts, *workers)
 	if err != nil {
 		fatal(err)
 	}

@@ -17,7 +17,11 @@
  *            gone NAME               the removal is durable (directory
  *                                    fsynced)
  *          Files named sN are written and never synced: after a cut they
- *          may hold anything but stale data.
+ *          may hold anything but stale data. PC_WORKERS=N (1 to 8,
+ *          default 1) runs N such processes at once, each with its own
+ *          choices and names (d0/w1f7: worker 1's file 7), so that fsyncs
+ *          from several processes meet in the file system's journal, as
+ *          in a mail server.
  *   check  mount /dev/vda (the journal replays), then for every file
  *            have NAME SIZE GOOD     GOOD: bytes from the start that match
  *                                    the pattern
@@ -144,6 +148,7 @@ static uint64_t pattern_hash(uint64_t k, uint64_t size)
 }
 
 static uint64_t rng;
+static char wp[8]; /* this worker's name prefix: "" for worker 0, "w1", ... */
 
 static uint64_t rnd(uint64_t n)
 {
@@ -204,7 +209,7 @@ static void op_new(int seq)
 {
 	struct live *f = &live[nlive];
 	int d = (int)rnd(DIRS);
-	snprintf(f->name, sizeof f->name, "d%d/f%d", d, seq);
+	snprintf(f->name, sizeof f->name, "d%d/%sf%d", d, wp, seq);
 	f->size = pick_size();
 	char tmp[100], path[80], dir[40];
 	snprintf(path, sizeof path, TOP "/%s", f->name);
@@ -262,7 +267,7 @@ static void op_unlink(void)
 static void op_scratch(int seq)
 {
 	char name[32], path[80];
-	snprintf(name, sizeof name, "d%d/s%d", (int)rnd(DIRS), seq);
+	snprintf(name, sizeof name, "d%d/%ss%d", (int)rnd(DIRS), wp, seq);
 	snprintf(path, sizeof path, TOP "/%s", name);
 	int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0644);
 	if (fd < 0)
@@ -300,6 +305,22 @@ static void work(void)
 	fsync_path(TOP);
 	fsync_path(MNT);
 	say("start seed=%llu\n", (unsigned long long)rng);
+	const char *w = getenv("PC_WORKERS");
+	int workers = w ? atoi(w) : 1;
+	if (workers < 1 || workers > 8) {
+		errno = EINVAL;
+		fail("PC_WORKERS");
+	}
+	for (int i = 1; i < workers; i++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			fail("fork");
+		if (pid == 0) {
+			snprintf(wp, sizeof wp, "w%d", i);
+			rng = splitmix(rng + (uint64_t)i);
+			break;
+		}
+	}
 	for (int seq = 0;; seq++) {
 		uint64_t r = rnd(100);
 		if (nlive == 0 || (r < 45 && nlive < MAX_LIVE))
