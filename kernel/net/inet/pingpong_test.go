@@ -2,12 +2,14 @@ package inet
 
 import (
 	"encoding/binary"
+	"errors"
 	"testing"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 
+	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/net/socket"
 )
 
@@ -153,4 +155,28 @@ func BenchmarkPingPong(b *testing.B) {
 	b.StopTimer()
 	c.Shutdown(2)
 	<-done
+}
+
+// A reset arriving over loopback is handled on the sender's goroutine,
+// which then closes the receiving endpoint and unregisters it from the
+// stack's demultiplexer: that must not wait for a lock the delivery
+// holds (netstack-patches/stack-demuxer-unlock.diff).
+func TestResetOverLoopback(t *testing.T) {
+	c, a := connectedPair(t)
+	res := make(chan error, 1)
+	go func() {
+		c.ep.Abort() // sends a RST
+		_, err := a.Read(socket.Blocking{}, make([]byte, 1), 0)
+		res <- err
+	}()
+	select {
+	case err := <-res:
+		if !errors.Is(err, linux.ECONNRESET) {
+			t.Errorf("read after the peer's reset: %v, want ECONNRESET", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("reset not handled after 10 s") // the sockets are stuck: not released
+	}
+	c.Release()
+	a.Release()
 }
