@@ -71,8 +71,6 @@ func (v *VFS) tmpfileDir(c *Ctx, dir *Dentry, path string) error {
 func (v *VFS) openLookup(c *Ctx, dir *Dentry, path string, flags, mode uint32) (*Dentry, bool, error) {
 	follow := flags&linux.O_NOFOLLOW == 0
 	if flags&linux.O_CREAT == 0 {
-		v.mu.RLock()
-		defer v.mu.RUnlock()
 		w := walker{v: v, c: c}
 		d, err := w.lookup(w.start(dir, path), path, follow)
 		return d, false, err
@@ -253,8 +251,10 @@ func (v *VFS) openDentry(c *Ctx, d *Dentry, flags uint32, created bool) (*OpenFi
 		}
 		// Not updating another user's access times needs ownership
 		// (CAP_FOWNER for root), as on Linux.
-		if a := d.inode.Attr(); flags&linux.O_NOATIME != 0 && !c.Cred.Owns(&a) {
-			return nil, linux.EPERM
+		if flags&linux.O_NOATIME != 0 {
+			if a := d.inode.Attr(); !c.Cred.Owns(&a) {
+				return nil, linux.EPERM
+			}
 		}
 		if want&linux.W_OK != 0 && d.mount.readOnly && (d.mode == linux.S_IFREG || d.mode == linux.S_IFDIR) {
 			return nil, linux.EROFS

@@ -35,7 +35,7 @@ const bogoDirent = 20
 func (fs *FS) newDir(mode uint32, owner vfs.Owner) *dir {
 	d := &dir{entries: make(map[string]*entry)}
 	fs.initNode(&d.node, mode, owner)
-	d.nlink = 2
+	d.nlink.Store(2)
 	return d
 }
 
@@ -200,7 +200,7 @@ func (d *dir) Rmdir(name string) error {
 	}
 	d.remove(name)
 	now := d.fs.now()
-	sub.changeLinks(-int(sub.nlinkLocked()), now) // a removed directory has no links at all
+	sub.changeLinks(-int(sub.nlink.Load()), now) // a removed directory has no links at all
 	d.changeLinks(-1, now)
 	d.touch(now)
 	return nil
@@ -240,12 +240,6 @@ func linksChanged(in inode) {
 	if f, ok := in.(*file); ok {
 		f.linksChanged()
 	}
-}
-
-func (n *node) nlinkLocked() uint32 {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.nlink
 }
 
 // Rename moves or swaps names. The VFS has checked the file types agree.
@@ -292,7 +286,7 @@ func (d *dir) Rename(oldName string, newDir vfs.Dir, newName string, flags uint3
 			if !sub.empty() {
 				return linux.ENOTEMPTY
 			}
-			sub.changeLinks(-int(sub.nlinkLocked()), now)
+			sub.changeLinks(-int(sub.nlink.Load()), now)
 			nd.changeLinks(-1, now)
 		} else {
 			dst.inode.base().changeLinks(-1, now)
