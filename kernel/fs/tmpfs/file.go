@@ -27,7 +27,8 @@ type file struct {
 	size             int64   // protected by mu
 	data             *mm.Shm // made at the first write; protected by mu
 	held             bool    // the file holds a reference to data; protected by mu
-	// opens counts the open files of the inode. It changes without mu,
+	// opens counts the open files of the inode (and the VFS's holds).
+	// It changes without mu,
 	// so that opens and closes of one file on several CPUs do not queue
 	// on the inode's lock; only a change that may take the file in or
 	// out of use (with no names left) takes mu to hold or drop the
@@ -58,6 +59,14 @@ func (f *file) Closed() {
 		f.linksChanged()
 	}
 }
+
+// Hold keeps the file in use across the removal of its name
+// (vfs.Holder), so that its pages are freed by Drop, after the VFS has
+// unlocked the directory. It counts as an open file.
+func (f *file) Hold() { f.Opened() }
+
+// Drop ends a Hold.
+func (f *file) Drop() { f.Closed() }
 
 // linksChanged is called after the link count or the open count changed
 // in a way that may take the file out of use or back into it.
