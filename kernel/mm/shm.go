@@ -1,6 +1,9 @@
 package mm
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Shm is memory whose pages belong to an object rather than to the
 // address spaces mapping it: anonymous shared memory (mmap
@@ -21,6 +24,10 @@ type Shm struct {
 	phys   Phys
 	mu     sync.Mutex
 	frames map[uintptr]uintptr // page index -> frame
+	// pages is len(frames), changed with mu held and read without it:
+	// stat(2) of a file counts its blocks, and a lock there was where
+	// stats of one file from several CPUs waited.
+	pages atomic.Int64
 	// refs counts the holders; maps how many of them are mappings. While
 	// any mapping holds the object, frames cut off by Truncate may still
 	// be in page tables, so they wait in detached until the last mapping
@@ -92,6 +99,7 @@ func (o *Shm) dropLocked() {
 			o.free(f)
 		}
 		o.frames = map[uintptr]uintptr{} // a map keeps its peak size
+		o.pages.Store(0)
 		o.freeDetachedLocked()
 	}
 }
@@ -171,6 +179,7 @@ func (o *Shm) frame(idx uintptr) (uintptr, error) {
 		mappedFrames.Add(1)
 	}
 	o.frames[idx] = f
+	o.pages.Store(int64(len(o.frames)))
 	return f, nil
 }
 
@@ -202,11 +211,7 @@ func (o *Shm) Page(idx uintptr, alloc bool) (*[PageSize]byte, error) {
 }
 
 // Pages reports how many pages hold memory.
-func (o *Shm) Pages() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return len(o.frames)
-}
+func (o *Shm) Pages() int { return int(o.pages.Load()) }
 
 // Truncate drops the pages from index idx on.
 func (o *Shm) Truncate(idx uintptr) {
@@ -226,6 +231,7 @@ func (o *Shm) Truncate(idx uintptr) {
 	if len(o.frames) == 0 {
 		o.frames = map[uintptr]uintptr{} // a map keeps its peak size
 	}
+	o.pages.Store(int64(len(o.frames)))
 }
 
 // PunchHole makes pages [first, last) read as zeros again. Unmapped, they
@@ -246,6 +252,7 @@ func (o *Shm) PunchHole(first, last uintptr) {
 		delete(o.frames, i)
 		o.free(f)
 	}
+	o.pages.Store(int64(len(o.frames)))
 }
 
 // FutexKey names the futex word at va as every process sees it: memory

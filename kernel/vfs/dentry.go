@@ -2,8 +2,10 @@ package vfs
 
 import (
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"shortbread/kernel/abi/linux"
 )
@@ -174,7 +176,12 @@ func (d *Dentry) Type() uint32 { return d.mode }
 
 func newDentry(name string, parent *Dentry, ino Inode, m *Mount) *Dentry {
 	a := ino.Attr()
-	d := &Dentry{inode: ino, mode: a.Type(), mount: m}
+	return newDentryOf(name, parent, ino, a.Type(), m)
+}
+
+// newDentryOf is newDentry for an inode whose file type is known.
+func newDentryOf(name string, parent *Dentry, ino Inode, typ uint32, m *Mount) *Dentry {
+	d := &Dentry{inode: ino, mode: typ, mount: m}
 	d.link.Store(&dlink{name: name, parent: parent})
 	if m != nil {
 		d.dirMu.fs = m.fs
@@ -218,14 +225,14 @@ func (l *dirLock) Lock() {
 			}
 		}
 	}
-	l.mu.Lock()
+	spinLock(l.mu.TryLock, l.mu.Lock)
 	l.held = held
 }
 
 // lockNested takes another directory's lock while a first is held
 // (rmdir's victim, a rename's second parent and moved directories): the
 // first holds the file system's lock already.
-func (l *dirLock) lockNested() { l.mu.Lock() }
+func (l *dirLock) lockNested() { spinLock(l.mu.TryLock, l.mu.Lock) }
 
 // unlockNested releases a lock taken with lockNested.
 func (l *dirLock) unlockNested() { l.mu.Unlock() }
@@ -242,8 +249,39 @@ func (l *dirLock) Unlock() {
 	}
 }
 
-func (l *dirLock) RLock()   { l.mu.RLock() }
+func (l *dirLock) RLock()   { spinLock(l.mu.TryRLock, l.mu.RLock) }
 func (l *dirLock) RUnlock() { l.mu.RUnlock() }
+
+// dirLockSpin is how long a caller tries to take a directory's lock
+// before it sleeps. The lock is held for the change of one name, a few
+// microseconds, while a sleeping goroutine is woken only once its
+// waker's CPU sends the IPI or switches to it (up to the machine
+// layer's wake delay, 150 µs): sleeping on every contended lock made
+// creates in one directory from two CPUs slower than from one
+// (bench/results/scale-2026-11-28-quiet.md). Linux's mutexes likewise
+// spin while the holder runs.
+const dirLockSpin = 50 * time.Microsecond
+
+// spinLock takes a lock with try until it succeeds or dirLockSpin has
+// passed, then sleeps in lock. With one CPU the holder cannot run while
+// we spin. (runtime.GOMAXPROCS would take the scheduler's lock.)
+func spinLock(try func() bool, lock func()) {
+	if try() {
+		return
+	}
+	if runtime.NumCPU() > 1 {
+		start := time.Now()
+		for i := 1; ; i++ {
+			if try() {
+				return
+			}
+			if i%64 == 0 && time.Since(start) > dirLockSpin {
+				break
+			}
+		}
+	}
+	lock()
+}
 
 // New returns a tree whose root is the directory root of a file system
 // of type fsType.

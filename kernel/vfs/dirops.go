@@ -189,6 +189,15 @@ func (v *VFS) Unlink(c *Ctx, dir *Dentry, path string) error {
 	if p.mount.readOnly {
 		return linux.EROFS
 	}
+	// The victim is held across its removal and let go of once the
+	// directory is unlocked (after the deferred unlock below), so that
+	// freeing what it held happens outside the lock.
+	var held Holder
+	defer func() {
+		if held != nil {
+			held.Drop()
+		}
+	}()
 	if err := lockDir(p); err != nil {
 		return err
 	}
@@ -207,6 +216,10 @@ func (v *VFS) Unlink(c *Ctx, dir *Dentry, path string) error {
 	}
 	if d.busy() {
 		return linux.EBUSY
+	}
+	if h, ok := d.inode.(Holder); ok {
+		h.Hold()
+		held = h
 	}
 	if err := p.inode.(Dir).Unlink(name); err != nil {
 		return err
@@ -278,6 +291,12 @@ func (v *VFS) Rmdir(c *Ctx, dir *Dentry, path string) error {
 }
 
 func mayDelete(c *Ctx, p, d *Dentry) error {
+	if c.Cred.Superuser() {
+		// Root may remove any name (a directory's write and search
+		// bits do not bind it, nor the sticky bit): no attributes to
+		// read while the directory is locked.
+		return nil
+	}
 	pa, da := p.inode.Attr(), d.inode.Attr()
 	return c.Cred.mayDelete(&pa, &da)
 }

@@ -89,9 +89,14 @@
 // Path walks take no lock of the whole tree: cached names are read
 // from a concurrent map per directory, and a dentry's name and parent
 // are one atomic pointer. Calls that change a directory hold its own
-// lock (Dentry.dirMu, Linux's i_rwsem); a rename across directories also
-// takes the tree's rename lock, which keeps ancestors still while it
-// checks that no directory moves into itself. VFS.mu guards only the
+// lock (Dentry.dirMu, Linux's i_rwsem) for as little as they can: a
+// create makes its inode and dentry before it (InodeMaker), and an
+// unlink frees the file's data after it (Holder); waiters spin briefly
+// before they sleep. A rename across directories also takes the tree's
+// rename lock, which keeps ancestors still while it checks that no
+// directory moves into itself. Opens and closes of one file count
+// themselves in atomics of the inode (AccessCounts, OpenCounter), not
+// under a lock. VFS.mu guards only the
 // mount and device tables. File systems lock their own data; reads and
 // writes of open files take none of these. The rules and the lock order
 // are at type VFS in dentry.go; FDTable.mu is never held while calling

@@ -182,6 +182,20 @@ type Dir interface {
 	ReadDir(pos int64, emit func(DirEntry) bool) error
 }
 
+// InodeMaker is implemented by a Dir that can make a new inode before
+// the VFS locks the directory, so that the directory's lock covers only
+// the insertion of the name: creates in one directory from several CPUs
+// then queue only for that.
+type InodeMaker interface {
+	// NewInode makes an inode as Create would, without a name; nothing
+	// refers to it until AddInode, and one that never gets a name is
+	// dropped by the garbage collector.
+	NewInode(mode uint32, rdev uint64, owner Owner) (Inode, error)
+	// AddInode gives ino, made by NewInode of this directory, the name
+	// name, which does not exist yet: the rest of Create.
+	AddInode(name string, ino Inode) error
+}
+
 // DirEntry is one name in a directory listing.
 type DirEntry struct {
 	Name string
@@ -231,6 +245,16 @@ type Regular interface {
 type OpenCounter interface {
 	Opened()
 	Closed()
+}
+
+// Holder is implemented by inodes whose release after their last name
+// is removed takes work (freeing an in-memory file's data): unlink holds
+// the inode across the removal and drops it once the directory is
+// unlocked, so that the release runs outside the directory's lock, as
+// Linux's do_unlinkat holds the inode and puts it after unlocking.
+type Holder interface {
+	Hold()
+	Drop()
 }
 
 // Opener is implemented by inodes other than directories that supply

@@ -71,8 +71,6 @@ func (v *VFS) tmpfileDir(c *Ctx, dir *Dentry, path string) error {
 func (v *VFS) openLookup(c *Ctx, dir *Dentry, path string, flags, mode uint32) (*Dentry, bool, error) {
 	follow := flags&linux.O_NOFOLLOW == 0
 	if flags&linux.O_CREAT == 0 {
-		v.mu.RLock()
-		defer v.mu.RUnlock()
 		w := walker{v: v, c: c}
 		d, err := w.lookup(w.start(dir, path), path, follow)
 		return d, false, err
@@ -125,7 +123,9 @@ func (v *VFS) openLookup(c *Ctx, dir *Dentry, path string, flags, mode uint32) (
 // regular file if it does not exist. A name in the dentry cache is
 // opened without p's dirMu, so opens of existing files in one directory
 // do not queue on it; a miss goes straight to the lock, as Linux takes
-// the directory's lock for a create without a first shared look-up.
+// the directory's lock for a create without a first shared look-up. The
+// new file's inode and dentry are made before the lock, which then
+// covers only the look-up that finds the name free and its insertion.
 func (v *VFS) openChild(c *Ctx, p *Dentry, name string, mode uint32) (d *Dentry, created bool, err error) {
 	if d := p.cached(name); d != nil && !p.recheck() {
 		return followMounts(d), false, nil
@@ -133,6 +133,7 @@ func (v *VFS) openChild(c *Ctx, p *Dentry, name string, mode uint32) (d *Dentry,
 	if len(name) > linux.NAME_MAX {
 		return nil, false, linux.ENAMETOOLONG
 	}
+	n := v.prepare(c, p, name, linux.S_IFREG|mode&^c.Umask&0o7777, 0)
 	if err := lockDir(p); err != nil {
 		return nil, false, err
 	}
@@ -141,7 +142,7 @@ func (v *VFS) openChild(c *Ctx, p *Dentry, name string, mode uint32) (d *Dentry,
 	if !errors.Is(err, linux.ENOENT) {
 		return d, false, err
 	}
-	d, err = v.create(c, p, name, linux.S_IFREG|mode&^c.Umask&0o7777, 0)
+	d, err = v.insert(p, name, &n)
 	return d, err == nil, err
 }
 
@@ -167,20 +168,75 @@ func readlinkFor(c *Ctx, s Symlink) (string, error) {
 // Preconditions: p.dirMu is held for writing; name is a free normal
 // component.
 func (v *VFS) create(c *Ctx, p *Dentry, name string, mode uint32, rdev uint64) (*Dentry, error) {
-	if err := v.mayCreate(c, p); err != nil {
-		return nil, err
+	n := v.prepare(c, p, name, mode, rdev)
+	return v.insert(p, name, &n)
+}
+
+// newFile is a file about to be created: its inode and dentry made
+// before the directory is locked (when the file system can make an
+// inode without a name, an InodeMaker), or the error the create is to
+// fail with once the name is known to be free.
+type newFile struct {
+	mode  uint32
+	rdev  uint64
+	owner Owner
+	ino   Inode   // made by an InodeMaker, else nil
+	d     *Dentry // ino's dentry, not yet in the cache
+	err   error
+}
+
+// prepare checks that the caller may create name in p and makes what
+// it can of the file without p's lock: an EACCES or EROFS only counts
+// once the lock shows the name free (an existing name is opened, not
+// created), and p's removal is checked under the lock.
+func (v *VFS) prepare(c *Ctx, p *Dentry, name string, mode uint32, rdev uint64) newFile {
+	n := newFile{mode: mode, rdev: rdev}
+	a := p.inode.Attr()
+	switch {
+	case !c.Cred.Permits(&a, linux.W_OK|linux.X_OK):
+		n.err = linux.EACCES
+	case p.mount.readOnly:
+		n.err = linux.EROFS
+	case kmem.Refuse(): // no memory for another inode: a full file system
+		n.err = linux.ENOSPC
 	}
-	if kmem.Refuse() { // no memory for another inode: a full file system
-		return nil, linux.ENOSPC
+	if n.err != nil {
+		return n
 	}
-	dir := p.inode.(Dir)
-	owner, mode := c.newOwner(p, mode)
-	ino, err := dir.Create(name, mode, rdev, owner)
-	if err != nil {
-		return nil, err
+	n.owner, n.mode = c.newOwnerFrom(&a, mode)
+	if m, ok := p.inode.(InodeMaker); ok {
+		if n.ino, n.err = m.NewInode(n.mode, rdev, n.owner); n.err == nil {
+			n.d = newDentryOf(name, p, n.ino, n.mode&linux.S_IFMT, p.mount)
+		}
 	}
-	notifyChild(p, InCreate, 0, name, mode&linux.S_IFMT == linux.S_IFDIR)
-	return p.addChild(name, ino), nil
+	return n
+}
+
+// insert gives the file n the free name name in p and caches its dentry.
+// Preconditions: p.dirMu is held for writing; name is a free normal
+// component, and n was prepared for it.
+func (v *VFS) insert(p *Dentry, name string, n *newFile) (*Dentry, error) {
+	if p.dead.Load() {
+		return nil, linux.ENOENT
+	}
+	if n.err != nil {
+		return nil, n.err
+	}
+	d := n.d
+	if d != nil {
+		if err := p.inode.(InodeMaker).AddInode(name, n.ino); err != nil {
+			return nil, err
+		}
+	} else {
+		ino, err := p.inode.(Dir).Create(name, n.mode, n.rdev, n.owner)
+		if err != nil {
+			return nil, err
+		}
+		d = newDentryOf(name, p, ino, n.mode&linux.S_IFMT, p.mount)
+	}
+	notifyChild(p, InCreate, 0, name, n.mode&linux.S_IFMT == linux.S_IFDIR)
+	p.children.Store(name, d)
+	return d, nil
 }
 
 // mayCreate checks the caller may add a name to directory p.
@@ -202,8 +258,13 @@ func (v *VFS) mayCreate(c *Ctx, p *Dentry) error {
 // caller's effective IDs, or p's group when p is set-group-ID, in which
 // case new directories inherit the bit too (inode_init_owner).
 func (c *Ctx) newOwner(p *Dentry, mode uint32) (Owner, uint32) {
-	o := Owner{UID: c.Cred.EUID, GID: c.Cred.EGID}
 	a := p.inode.Attr()
+	return c.newOwnerFrom(&a, mode)
+}
+
+// newOwnerFrom is newOwner for a directory with attributes a.
+func (c *Ctx) newOwnerFrom(a *Attr, mode uint32) (Owner, uint32) {
+	o := Owner{UID: c.Cred.EUID, GID: c.Cred.EGID}
 	if a.Mode&linux.S_ISGID != 0 {
 		o.GID = a.GID
 		if mode&linux.S_IFMT == linux.S_IFDIR {
@@ -253,8 +314,10 @@ func (v *VFS) openDentry(c *Ctx, d *Dentry, flags uint32, created bool) (*OpenFi
 		}
 		// Not updating another user's access times needs ownership
 		// (CAP_FOWNER for root), as on Linux.
-		if a := d.inode.Attr(); flags&linux.O_NOATIME != 0 && !c.Cred.Owns(&a) {
-			return nil, linux.EPERM
+		if flags&linux.O_NOATIME != 0 {
+			if a := d.inode.Attr(); !c.Cred.Owns(&a) {
+				return nil, linux.EPERM
+			}
 		}
 		if want&linux.W_OK != 0 && d.mount.readOnly && (d.mode == linux.S_IFREG || d.mode == linux.S_IFDIR) {
 			return nil, linux.EROFS

@@ -3,6 +3,7 @@ package vfs
 import (
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 
 	"shortbread/kernel/abi/linux"
 )
@@ -13,66 +14,132 @@ import (
 // process is running cannot be opened for writing or truncated
 // (ETXTBSY), and a file open for writing cannot be run.
 //
-// The counts are kept in shards by inode, so that opens and closes of
-// different files do not meet on one lock (every open and close of a
-// regular file counts here: bench/results/lockprof-files-2026-11-25.md).
+// The counts are atomics of the inode (AccessCounts, Linux's
+// i_writecount and i_readcount), so that opens and closes of one file
+// from several CPUs take no lock: every open and close of a regular file
+// counts here, and a lock per inode (or per shard of inodes) was where
+// opens of one shared file waited (bench/results/lockprof-files-*.md).
+// Inodes that do not keep their own counts are counted in a table
+// sharded by inode.
 
-type busyShard struct {
-	mu      sync.Mutex
-	writers map[Inode]int // open files that may write the inode
-	readers map[Inode]int // open files that only read the inode (leases)
-	running map[Inode]int // processes running the inode
+// AccessCounts are an inode's counts of the open files that may write
+// it, the processes running it and the open files that only read it. A
+// file system embeds them in its regular files' inodes, which makes
+// those inodes AccessCounters. The zero value is no opens and no runs.
+type AccessCounts struct {
+	// write is the number of open files that may write the inode, or,
+	// when negative, minus the number of processes running it: the two
+	// exclude each other, and one compare-and-swap checks one and
+	// changes the other.
+	write atomic.Int64
+	read  atomic.Int64 // open files that only read the inode (leases)
 }
 
-const busyShards = 64
+// Counts returns the counts themselves: embedding AccessCounts gives an
+// inode this method.
+func (a *AccessCounts) Counts() *AccessCounts { return a }
+
+// AccessCounter is implemented by inodes that keep their own
+// AccessCounts (by embedding them).
+type AccessCounter interface {
+	Counts() *AccessCounts
+}
+
+// countedElsewhere is the entry of an inode that keeps no counts of its
+// own, while someone counts or its counts are not zero.
+type countedElsewhere struct {
+	AccessCounts
+	users int // callers between countsOf and done; protected by the shard's mu
+}
+
+type countShard struct {
+	mu      sync.Mutex
+	entries map[Inode]*countedElsewhere // protected by mu
+}
+
+const countShards = 64
 
 var (
-	busy     [busyShards]busyShard
-	busySeed = maphash.MakeSeed()
+	counted   [countShards]countShard
+	countSeed = maphash.MakeSeed()
 )
 
-func init() {
-	for i := range busy {
-		busy[i] = busyShard{writers: map[Inode]int{}, readers: map[Inode]int{}, running: map[Inode]int{}}
+func countShardOf(ino Inode) uint64 { return maphash.Comparable(countSeed, ino) % countShards }
+
+// countsOf returns ino's counts; the caller calls done(ino) when it has
+// changed or read them.
+func countsOf(ino Inode) *AccessCounts {
+	if c, ok := ino.(AccessCounter); ok {
+		return c.Counts()
 	}
-}
-
-// shardOf returns ino's shard, locked.
-func shardOf(ino Inode) *busyShard {
-	s := &busy[maphash.Comparable(busySeed, ino)%busyShards]
+	s := &counted[countShardOf(ino)]
 	s.mu.Lock()
-	return s
+	e := s.entries[ino]
+	if e == nil {
+		if s.entries == nil {
+			s.entries = make(map[Inode]*countedElsewhere)
+		}
+		e = &countedElsewhere{}
+		s.entries[ino] = e
+	}
+	e.users++
+	s.mu.Unlock()
+	return &e.AccessCounts
 }
 
-func dec(m map[Inode]int, ino Inode) {
-	if m[ino]--; m[ino] <= 0 {
-		delete(m, ino)
+// done ends a use of countsOf(ino). The table forgets an inode whose
+// counts are back to zero when no one else is using them: changes are
+// made only between countsOf and done, so none can be under way.
+func done(ino Inode) {
+	if _, ok := ino.(AccessCounter); ok {
+		return
+	}
+	s := &counted[countShardOf(ino)]
+	s.mu.Lock()
+	e := s.entries[ino]
+	if e.users--; e.users == 0 && e.write.Load() == 0 && e.read.Load() == 0 {
+		delete(s.entries, ino)
+	}
+	s.mu.Unlock()
+}
+
+// addUnless adds delta to v unless v's sign is stop's (stop is 1 or -1),
+// and reports whether it did: get_write_access's
+// atomic_inc_unless_negative and deny_write_access's
+// atomic_dec_unless_positive.
+func addUnless(v *atomic.Int64, delta, stop int64) bool {
+	for {
+		n := v.Load()
+		if n*stop > 0 {
+			return false
+		}
+		if v.CompareAndSwap(n, n+delta) {
+			return true
+		}
 	}
 }
 
 // getWriteAccess counts a new writer of ino, or fails with ETXTBSY if a
 // process runs it.
 func getWriteAccess(ino Inode) error {
-	s := shardOf(ino)
-	defer s.mu.Unlock()
-	if s.running[ino] > 0 {
+	a := countsOf(ino)
+	defer done(ino)
+	if !addUnless(&a.write, 1, -1) {
 		return linux.ETXTBSY
 	}
-	s.writers[ino]++
 	return nil
 }
 
 func putWriteAccess(ino Inode) {
-	s := shardOf(ino)
-	dec(s.writers, ino)
-	s.mu.Unlock()
+	countsOf(ino).write.Add(-1)
+	done(ino)
 }
 
 // checkNotRunning fails with ETXTBSY if a process runs ino (truncate(2)).
 func checkNotRunning(ino Inode) error {
-	s := shardOf(ino)
-	defer s.mu.Unlock()
-	if s.running[ino] > 0 {
+	a := countsOf(ino)
+	defer done(ino)
+	if a.write.Load() < 0 {
 		return linux.ETXTBSY
 	}
 	return nil
@@ -84,18 +151,16 @@ func checkNotRunning(ino Inode) error {
 // called once.
 func DenyWrite(d *Dentry) (release func(), err error) {
 	ino := d.inode
-	s := shardOf(ino)
-	defer s.mu.Unlock()
-	if s.writers[ino] > 0 {
+	a := countsOf(ino)
+	defer done(ino)
+	if !addUnless(&a.write, -1, 1) {
 		return nil, linux.ETXTBSY
 	}
-	s.running[ino]++
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			s := shardOf(ino)
-			dec(s.running, ino)
-			s.mu.Unlock()
+			countsOf(ino).write.Add(1)
+			done(ino)
 		})
 	}, nil
 }
@@ -103,20 +168,18 @@ func DenyWrite(d *Dentry) (release func(), err error) {
 // getReadAccess counts a new read-only opener of a regular file: a write
 // lease needs there to be none but the holder (lease.go).
 func getReadAccess(ino Inode) {
-	s := shardOf(ino)
-	s.readers[ino]++
-	s.mu.Unlock()
+	countsOf(ino).read.Add(1)
+	done(ino)
 }
 
 func putReadAccess(ino Inode) {
-	s := shardOf(ino)
-	dec(s.readers, ino)
-	s.mu.Unlock()
+	countsOf(ino).read.Add(-1)
+	done(ino)
 }
 
 // openCounts returns how many open files read only and may write ino.
 func openCounts(ino Inode) (r, w int) {
-	s := shardOf(ino)
-	defer s.mu.Unlock()
-	return s.readers[ino], s.writers[ino]
+	a := countsOf(ino)
+	defer done(ino)
+	return int(a.read.Load()), int(max(a.write.Load(), 0))
 }

@@ -3,6 +3,7 @@ package tmpfs
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/vfs"
@@ -19,6 +20,11 @@ type dir struct {
 	order   []*entry          // by position, with removed entries left in; protected by names
 	removed int               // removed entries still in order; protected by names
 	nextPos int64             // protected by names
+	// size is len(entries), changed with names held for writing and
+	// read without it: stat of a directory (and a create's check of
+	// its parent's permissions) then does not wait for the changes of
+	// its names.
+	size atomic.Int64
 }
 
 type entry struct {
@@ -35,18 +41,15 @@ const bogoDirent = 20
 func (fs *FS) newDir(mode uint32, owner vfs.Owner) *dir {
 	d := &dir{entries: make(map[string]*entry)}
 	fs.initNode(&d.node, mode, owner)
-	d.nlink = 2
+	d.nlink.Store(2)
 	return d
 }
 
 func (d *dir) Attr() vfs.Attr {
-	d.names.RLock()
-	n := len(d.entries)
-	d.names.RUnlock()
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	a := d.attr()
-	a.Size = int64(2+n) * bogoDirent
+	a.Size = (2 + d.size.Load()) * bogoDirent
 	return a
 }
 
@@ -78,6 +81,7 @@ func (d *dir) add(name string, in inode) {
 	d.nextPos++
 	d.entries[name] = e
 	d.order = append(d.order, e)
+	d.size.Store(int64(len(d.entries)))
 }
 
 // remove forgets name, leaving its slot in order until enough slots are
@@ -91,6 +95,7 @@ func (d *dir) add(name string, in inode) {
 func (d *dir) remove(name string) {
 	e := d.entries[name]
 	delete(d.entries, name)
+	d.size.Store(int64(len(d.entries)))
 	e.removed = true
 	e.inode = nil
 	d.removed++
@@ -110,22 +115,40 @@ func (d *dir) remove(name string) {
 
 // Create makes a new inode under name.
 func (d *dir) Create(name string, mode uint32, rdev uint64, owner vfs.Owner) (vfs.Inode, error) {
-	in, err := d.fs.newInode(mode, rdev, owner)
+	in, err := d.NewInode(mode, rdev, owner)
 	if err != nil {
 		return nil, err
 	}
+	if err := d.AddInode(name, in); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// NewInode makes an inode for Create without a name
+// (vfs.InodeMaker), outside any lock.
+func (d *dir) NewInode(mode uint32, rdev uint64, owner vfs.Owner) (vfs.Inode, error) {
+	return d.fs.newInode(mode, rdev, owner)
+}
+
+// AddInode names an inode made by NewInode.
+func (d *dir) AddInode(name string, ino vfs.Inode) error {
+	in, ok := ino.(inode)
+	if !ok || in.base().fs != d.fs {
+		return linux.EXDEV
+	}
+	now := d.fs.now()
 	d.names.Lock()
 	defer d.names.Unlock()
 	if d.entries[name] != nil {
-		return nil, linux.EEXIST
+		return linux.EEXIST
 	}
 	d.add(name, in)
-	now := d.fs.now()
-	if mode&linux.S_IFMT == linux.S_IFDIR {
+	if _, isDir := in.(*dir); isDir {
 		d.changeLinks(1, now) // the new directory's ".."
 	}
 	d.touch(now)
-	return in, nil
+	return nil
 }
 
 // Symlink makes a symbolic link under name.
@@ -200,7 +223,7 @@ func (d *dir) Rmdir(name string) error {
 	}
 	d.remove(name)
 	now := d.fs.now()
-	sub.changeLinks(-int(sub.nlinkLocked()), now) // a removed directory has no links at all
+	sub.changeLinks(-int(sub.nlink.Load()), now) // a removed directory has no links at all
 	d.changeLinks(-1, now)
 	d.touch(now)
 	return nil
@@ -240,12 +263,6 @@ func linksChanged(in inode) {
 	if f, ok := in.(*file); ok {
 		f.linksChanged()
 	}
-}
-
-func (n *node) nlinkLocked() uint32 {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.nlink
 }
 
 // Rename moves or swaps names. The VFS has checked the file types agree.
@@ -292,7 +309,7 @@ func (d *dir) Rename(oldName string, newDir vfs.Dir, newName string, flags uint3
 			if !sub.empty() {
 				return linux.ENOTEMPTY
 			}
-			sub.changeLinks(-int(sub.nlinkLocked()), now)
+			sub.changeLinks(-int(sub.nlink.Load()), now)
 			nd.changeLinks(-1, now)
 		} else {
 			dst.inode.base().changeLinks(-1, now)

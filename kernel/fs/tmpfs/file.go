@@ -2,6 +2,7 @@ package tmpfs
 
 import (
 	"math"
+	"sync/atomic"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/mm"
@@ -22,32 +23,53 @@ const pageSize = mm.PageSize
 // itself is then only Go memory that nothing refers to.
 type file struct {
 	node
-	size  int64   // protected by mu
-	data  *mm.Shm // made at the first write; protected by mu
-	held  bool    // the file holds a reference to data; protected by mu
-	opens int     // open files of the inode; protected by mu
-	seals uint32  // linux.F_SEAL_* (seal.go); protected by mu
+	vfs.AccessCounts         // open files and runs, for the VFS (ETXTBSY, leases)
+	size             int64   // protected by mu
+	data             *mm.Shm // made at the first write; protected by mu
+	held             bool    // the file holds a reference to data; protected by mu
+	// opens counts the open files of the inode (and the VFS's holds).
+	// It changes without mu,
+	// so that opens and closes of one file on several CPUs do not queue
+	// on the inode's lock; only a change that may take the file in or
+	// out of use (with no names left) takes mu to hold or drop the
+	// pages (Opened, Closed).
+	opens atomic.Int64
+	seals uint32 // linux.F_SEAL_* (seal.go); protected by mu
 }
 
 // Opened counts an open file of the inode (vfs.OpenCounter).
 func (f *file) Opened() {
-	f.mu.Lock()
-	f.opens++
-	f.holdLocked()
-	f.mu.Unlock()
+	f.opens.Add(1)
+	// A file with a name is in use already. The count is raised before
+	// the link count is read, and the last unlink lowers the link count
+	// before it reads the open count (linksChanged): one of the two
+	// sees the other's change and holds the pages under mu.
+	if f.nlink.Load() == 0 {
+		f.linksChanged()
+	}
 }
 
 // Closed counts the release of an open file.
 func (f *file) Closed() {
-	f.mu.Lock()
-	if f.opens--; f.opens < 0 {
+	n := f.opens.Add(-1)
+	if n < 0 {
 		panic("tmpfs: more closes than opens")
 	}
-	f.holdLocked()
-	f.mu.Unlock()
+	if n == 0 && f.nlink.Load() == 0 {
+		f.linksChanged()
+	}
 }
 
-// linksChanged is called after the link count changed.
+// Hold keeps the file in use across the removal of its name
+// (vfs.Holder), so that its pages are freed by Drop, after the VFS has
+// unlocked the directory. It counts as an open file.
+func (f *file) Hold() { f.Opened() }
+
+// Drop ends a Hold.
+func (f *file) Drop() { f.Closed() }
+
+// linksChanged is called after the link count or the open count changed
+// in a way that may take the file out of use or back into it.
 func (f *file) linksChanged() {
 	f.mu.Lock()
 	f.holdLocked()
@@ -60,7 +82,7 @@ func (f *file) linksChanged() {
 // the pages are still there if the program's mappings still hold them.
 // Preconditions: f.mu is held.
 func (f *file) holdLocked() {
-	inUse := f.nlink > 0 || f.opens > 0
+	inUse := f.nlink.Load() > 0 || f.opens.Load() > 0
 	switch {
 	case f.data == nil || inUse == f.held:
 	case inUse:

@@ -253,3 +253,47 @@ func TestFileLifetimesConcurrent(t *testing.T) {
 	}
 	wantFrames(t, phys, "after the race, everything unlinked and closed", 0)
 }
+
+// TestOpenCloseUnlinkRace opens, reads and closes a file from several
+// goroutines while another unlinks it: the open count changes without
+// the inode's lock, and the pages must stay while any open file remains
+// and go back once the name and every open file are gone, whichever
+// goes last. Each goroutine holds one open file from before the unlink
+// started until it is done. Run with -race.
+func TestOpenCloseUnlinkRace(t *testing.T) {
+	v, c, phys := newLifetimeFS(t)
+	for round := 0; round < 200; round++ {
+		writeFile(t, v, c, "/r", 16)
+		var wg sync.WaitGroup
+		for g := 0; g < 4; g++ {
+			held, err := v.Open(c, nil, "/r", linux.O_RDONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer held.DecRef()
+				for i := 0; i < 20; i++ {
+					f, err := v.Open(c, nil, "/r", linux.O_RDONLY, 0)
+					if err != nil {
+						f = held // unlinked: read the one still open
+						f.IncRef()
+					}
+					buf := make([]byte, 4)
+					if n, err := f.Pread(buf, 0, nil); n != 4 || err != nil || buf[3] != 3 {
+						t.Errorf("round %d: reading an open file: %d, %v, %v", round, n, err, buf)
+					}
+					f.DecRef()
+				}
+			}()
+		}
+		if err := v.Unlink(c, nil, "/r"); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		if n := phys.inUse(); n != 0 {
+			t.Fatalf("round %d: %d frames in use after the name and every open file went, want 0", round, n)
+		}
+	}
+}

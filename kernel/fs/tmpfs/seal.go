@@ -28,7 +28,7 @@ const writeSeals = linux.F_SEAL_WRITE | linux.F_SEAL_FUTURE_WRITE
 func (fs *FS) NewUnlinked(perm uint32, owner vfs.Owner, sealable bool) vfs.Inode {
 	f := &file{}
 	fs.initNode(&f.node, linux.S_IFREG|perm&0o7777, owner)
-	f.nlink = 0
+	f.nlink.Store(0)
 	if !sealable {
 		f.seals = linux.F_SEAL_SEAL
 	}

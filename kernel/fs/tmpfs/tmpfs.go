@@ -6,7 +6,10 @@
 // that cost nothing. FromCPIO builds a tree from the newc initramfs.
 //
 // Locking: each directory's names lock (dir.names) guards its contents
-// (names and positions); each inode's mu guards its attributes and data.
+// (names and positions); each inode's mu guards its attributes and data,
+// except what opens, closes and stat(2) of one file from several CPUs
+// touch, which are atomics: a file's open and access counts, link
+// count and page count.
 // Lock order: a directory's names before those of a directory inside it,
 // then an inode's mu. The VFS locks a directory for every change to it,
 // so changes to different directories run in parallel. Only a rename
@@ -97,9 +100,11 @@ type node struct {
 	ino      uint64
 	mu       sync.RWMutex // read-locked by Attr: path walks check every directory's permissions
 	vfs.Meta              // protected by mu
-	nlink    uint32       // protected by mu
-	rdev     uint64
-	btime    linux.Timespec
+	// nlink is changed with mu held and may be read without it: a
+	// file's open count, an atomic, is checked against it (file.Opened).
+	nlink atomic.Uint32
+	rdev  uint64
+	btime linux.Timespec
 }
 
 // inode is implemented by every tmpfs inode type.
@@ -113,16 +118,17 @@ func (n *node) base() *node { return n }
 func (fs *FS) initNode(n *node, mode uint32, owner vfs.Owner) {
 	now := fs.now()
 	*n = node{
-		fs: fs, ino: fs.nextIno.Add(1), nlink: 1, btime: now,
+		fs: fs, ino: fs.nextIno.Add(1), btime: now,
 		Meta: vfs.Meta{Mode: mode, UID: owner.UID, GID: owner.GID, Atime: now, Mtime: now, Ctime: now},
 	}
+	n.nlink.Store(1)
 }
 
 // attr fills the attributes common to every type.
 // Preconditions: n.mu is held.
 func (n *node) attr() vfs.Attr {
 	return vfs.Attr{
-		Dev: n.fs.dev, Ino: n.ino, Mode: n.Mode, Nlink: n.nlink, UID: n.UID, GID: n.GID,
+		Dev: n.fs.dev, Ino: n.ino, Mode: n.Mode, Nlink: n.nlink.Load(), UID: n.UID, GID: n.GID,
 		Rdev: n.rdev, Blksize: pageSize, Atime: n.Atime, Mtime: n.Mtime, Ctime: n.Ctime, Btime: n.btime,
 	}
 }
@@ -130,7 +136,7 @@ func (n *node) attr() vfs.Attr {
 // changeLinks adds delta to the link count and sets ctime.
 func (n *node) changeLinks(delta int, now linux.Timespec) {
 	n.mu.Lock()
-	n.nlink = uint32(int(n.nlink) + delta)
+	n.nlink.Store(uint32(int(n.nlink.Load()) + delta))
 	n.Ctime = now
 	n.mu.Unlock()
 }

@@ -107,6 +107,9 @@ type node struct {
 	typ uint32 // the file type (S_IFMT bits) it was made for
 	// self is the vfs.Inode the node was handed out as.
 	self vfs.Inode
+	// The VFS's open and run counts (ETXTBSY, leases), atomics: the node
+	// is the one inode of its number while anyone holds it.
+	vfs.AccessCounts
 }
 
 type dir struct{ *node }
