@@ -368,6 +368,10 @@ func (p *Process) exitGroup(status int, self *Thread) {
 	p.status = status
 	p.mu.Unlock()
 	p.stopOthers(self)
+	if self != nil {
+		// Its robust futexes need the memory finish releases.
+		self.futexExit()
+	}
 	p.finish()
 }
 

@@ -745,14 +745,6 @@ func sysGetsid(t *Thread, a *[6]uint64) (int64, bool) {
 	return idOf(t, int(int32(a[0])), func(p *Process) int { return p.sid })
 }
 
-func sysSetRobustList(t *Thread, a *[6]uint64) (int64, bool) {
-	if a[1] != 24 {
-		return -eINVAL, false
-	}
-	t.robustList = uintptr(a[0])
-	return 0, false
-}
-
 // sysPause sleeps until a signal is delivered; it always fails with EINTR.
 func sysPause(t *Thread, a *[6]uint64) (int64, bool) {
 	for !t.interrupted() {
