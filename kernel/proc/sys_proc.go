@@ -258,6 +258,9 @@ func (t *Thread) execve(tgt execTarget, argv, envp []string) error {
 	p.files.CloseOnExec()
 	t.altStack = stackT{}
 	t.clearTID = 0
+	// The robust list was in the old program's memory (Linux walks it
+	// at exec; here that memory is gone by now, so it is forgotten).
+	t.robustList, t.robustSpace = 0, nil
 	p.mu.Lock()
 	if p.vforkDone != nil {
 		close(p.vforkDone)
