@@ -68,6 +68,9 @@ func (t *Thread) chargeSys(start, now int64) {
 		t.cpu.sys.Add(d)
 		thisCPUStat().sys.Add(d)
 		t.Proc.cpuTimersTick(0, d)
+		if t.Proc.cpuWatchOn.Load() {
+			t.Proc.checkWatches()
+		}
 	}
 }
 
@@ -82,6 +85,9 @@ func (t *Thread) chargeUser(d int64) {
 	if d > 0 {
 		thisCPUStat().user.Add(d)
 		t.Proc.cpuTimersTick(d, 0)
+		if t.Proc.cpuWatchOn.Load() {
+			t.Proc.checkWatches()
+		}
 	}
 }
 
@@ -349,65 +355,28 @@ func (p *Process) getCPUTimer(i int) (left, interval time.Duration) {
 // its signal on time; nil when no CPU timer is armed.
 func (t *Thread) cpuTimerKick() *time.Timer {
 	p := t.Proc
-	if !p.cpuTimersOn.Load() {
+	timersOn, watchOn := p.cpuTimersOn.Load(), p.cpuWatchOn.Load()
+	if !timersOn && !watchOn {
 		return nil
 	}
-	p.mu.Lock()
-	next := p.cpuLimitLeft
-	for _, it := range p.cpuTimers {
-		if it.left != 0 && (next == 0 || it.left < next) {
-			next = it.left
+	var next int64
+	if timersOn {
+		p.mu.Lock()
+		next = p.cpuLimitLeft
+		for _, it := range p.cpuTimers {
+			if it.left != 0 && (next == 0 || it.left < next) {
+				next = it.left
+			}
+		}
+		p.mu.Unlock()
+	}
+	if watchOn {
+		if w := p.nextWatch(); w != 0 && (next == 0 || w < next) {
+			next = w
 		}
 	}
-	p.mu.Unlock()
 	if next == 0 {
 		return nil
 	}
 	return time.AfterFunc(time.Duration(next), func() { machine.Kick(&t.regs) })
-}
-
-// cpuClockNow reads a CPU-time clock: PROCESS_CPUTIME_ID,
-// THREAD_CPUTIME_ID, or a clock from clock_getcpuclockid /
-// pthread_getcpuclockid (negative ids naming a pid or tid).
-func (t *Thread) cpuClockNow(id int32) (int64, bool) {
-	switch id {
-	case 2:
-		c, _ := t.Proc.selfTimes()
-		return c.total(), true
-	case 3:
-		return t.threadTimes().total(), true
-	}
-	if id >= 0 {
-		return 0, false
-	}
-	// Linux's encoding: ~pid << 3, bit 2 per-thread, bits 0-1 the kind
-	// (0 PROF, 1 VIRT, 2 SCHED; 3 is invalid).
-	kind, perThread, who := id&3, id&4 != 0, int(^id>>3)
-	if kind == 3 {
-		return 0, false
-	}
-	var c cpuTimes
-	if perThread {
-		// Only a thread of the caller's own process (Linux's
-		// same_thread_group).
-		tt := t
-		if who != 0 {
-			if tt = lookupThread(who); tt == nil || tt.Proc != t.Proc {
-				return 0, false
-			}
-		}
-		c = tt.threadTimes()
-	} else {
-		p := t.Proc
-		if who != 0 {
-			if p = lookup(who); p == nil {
-				return 0, false
-			}
-		}
-		c, _ = p.selfTimes()
-	}
-	if kind == 1 {
-		return c.user, true
-	}
-	return c.total(), true
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"math"
 	"sync"
+	"time"
 
 	"shortbread/kernel/timer"
 )
@@ -36,8 +37,9 @@ type posixTimer struct {
 	target *Thread // SIGEV_THREAD_ID; nil: the process
 	notify int32
 	sig    int
-	value  uint64 // sigev_value, the siginfo's si_value
-	tm     *timer.Timer
+	value  uint64       // sigev_value, the siginfo's si_value
+	tm     *timer.Timer // on the other clocks
+	cw     *cpuWatch    // on a CPU-time clock (cputimer.go)
 
 	mu       sync.Mutex
 	queued   bool  // its signal is pending, not delivered yet; protected by mu
@@ -146,7 +148,7 @@ func (p *Process) deleteTimer(id int32) bool {
 	if pt == nil {
 		return false
 	}
-	pt.tm.Stop()
+	pt.stop()
 	return true
 }
 
@@ -157,6 +159,23 @@ func (p *Process) deleteTimers() {
 	p.ptimers = nil
 	p.mu.Unlock()
 	for _, pt := range ts {
-		pt.tm.Stop()
+		pt.stop()
 	}
+}
+
+// stop disarms the timer for good.
+func (pt *posixTimer) stop() {
+	if pt.cw == nil {
+		pt.tm.Stop()
+		return
+	}
+	pt.cw.set(nil, 0, 0, false)
+	pt.cw.clock.owner().removeWatch(pt.cw)
+}
+
+func (pt *posixTimer) get() (left, interval time.Duration) {
+	if pt.cw != nil {
+		return pt.cw.get()
+	}
+	return pt.tm.Get()
 }

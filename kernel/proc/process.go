@@ -100,25 +100,30 @@ type Process struct {
 	ctty     *tty.TTY // controlling terminal (terminal.go); valid while it is sid's
 	// space changes under mu (exec, exit) but is read without it: every
 	// return to user mode looks it up.
-	space       atomic.Pointer[spaceRef]
-	fs          FS
-	stdin       any // an io.Reader
-	stdout      io.Writer
-	stderr      io.Writer
-	threads     map[int]*Thread
-	state       int
-	exiting     bool
-	status      int           // wait status once a zombie
-	changed     chan struct{} // closed and replaced when a child changes state
-	done        chan struct{} // closed when the process has exited
-	exitQ       vfs.Queue     // notified when done closes (pidfd pollers)
-	sigQ        vfs.Queue     // notified when a signal becomes pending (signalfd)
-	sig         *sigHandlers  // shared with CLONE_SIGHAND children
-	files       *vfs.FDTable
-	cwd         *vfs.Dentry
-	root        *vfs.Dentry           // chroot(2); nil: the tree's root
-	ptimers     map[int32]*posixTimer // timer_create(2); protected by mu
-	nextTimerID int32                 // protected by mu
+	space   atomic.Pointer[spaceRef]
+	fs      FS
+	stdin   any // an io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
+	threads map[int]*Thread
+	state   int
+	exiting bool
+	status  int           // wait status once a zombie
+	changed chan struct{} // closed and replaced when a child changes state
+	done    chan struct{} // closed when the process has exited
+	exitQ   vfs.Queue     // notified when done closes (pidfd pollers)
+	sigQ    vfs.Queue     // notified when a signal becomes pending (signalfd)
+	sig     *sigHandlers  // shared with CLONE_SIGHAND children
+	files   *vfs.FDTable
+	cwd     *vfs.Dentry
+	root    *vfs.Dentry           // chroot(2); nil: the tree's root
+	ptimers map[int32]*posixTimer // timer_create(2); protected by mu
+	// cpuWatches count this process's or its threads' CPU time down for
+	// timers and sleeps on CPU-time clocks (cputimer.go); protected by
+	// mu. cpuWatchOn says there are any.
+	cpuWatches  []*cpuWatch
+	cpuWatchOn  atomic.Bool
+	nextTimerID int32 // protected by mu
 	umask       uint32
 	limits      *[rlimNlimits]rlimit // nil until first read: the defaults
 	pending     pendingSet           // process-directed signals
@@ -368,6 +373,10 @@ func (p *Process) exitGroup(status int, self *Thread) {
 	p.status = status
 	p.mu.Unlock()
 	p.stopOthers(self)
+	if self != nil {
+		// Its robust futexes need the memory finish releases.
+		self.futexExit()
+	}
 	p.finish()
 }
 
@@ -461,7 +470,7 @@ func (p *Process) finish() {
 		space.put()
 	}
 	for _, pt := range ptimers {
-		pt.tm.Stop()
+		pt.stop()
 	}
 	sysvSem.Exit(undo, p.PID)
 	if p.files != nil {

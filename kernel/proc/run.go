@@ -61,7 +61,14 @@ type Thread struct {
 	// rt_sigsuspend's saved mask, restored once a handler frame saved it.
 	suspendOld uint64
 	inSuspend  bool
-	robustList uintptr
+	// robustList is set_robust_list's head, in the space it was set in
+	// (robustSpace): a thread that exec ends must not walk its old list
+	// in the new program's memory.
+	robustList  uintptr
+	robustSpace *mm.Space
+	// futexGone says the thread has exited as far as PI futexes go
+	// (futexExitPI); under futexes.mu.
+	futexGone bool
 	// comm is the name PR_SET_NAME gave the thread (nil: the program's).
 	comm atomic.Pointer[string] // read by /proc from other goroutines
 	// timerslack is PR_SET_TIMERSLACK's value in ns (0: the default).
@@ -204,6 +211,7 @@ func (t *Thread) run() {
 // exitThread ends this thread: clear_child_tid, then leave the process.
 func (t *Thread) exitThread() {
 	p := t.Proc
+	t.futexExit()
 	if t.clearTID != 0 {
 		if s := p.Space(); s != nil {
 			var zero [4]byte

@@ -541,6 +541,10 @@ func (t *Thread) sigreturn() error {
 // no handler runs), else it fails with EINTR.
 const eRESTARTSYS = 512
 
+// eRESTARTNOINTR is the result of a call that is restarted after any
+// signal, handler or not, SA_RESTART or not (FUTEX_LOCK_PI).
+const eRESTARTNOINTR = 513
+
 func (t *Thread) restartOrEINTR() int64 { return -eRESTARTSYS }
 
 // shouldRestart decides an interrupted call's fate from the signal about

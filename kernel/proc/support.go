@@ -103,9 +103,9 @@ var supportNotes = map[string]supportNote{
 	"clock_gettime":   {supported, "untested: none"},
 	"clock_getres":    {supported, "untested: none"},
 	"clock_settime":   {supported, "untested: none"},
-	"clock_nanosleep": {supported, "a sleep on a CPU-time clock (a process's, or another thread's of the caller's) looks at the clock at least every 10 ms of real time rather than arming a CPU timer: it never wakes early, and at most 10 ms late; untested: none"},
+	"clock_nanosleep": {supported, "a sleep on a CPU-time clock (a process's, or another thread's of the caller's) is woken by the CPU-time accounting once the clock reaches its end, as a timer on that clock would be (t_cputimer); it also looks every second of real time, to end when the clock's process or thread is gone, as Linux's does; untested: none"},
 	"nanosleep":       {supported, "untested: none"},
-	"timer_create":    {partial, "the CPU-time clocks (CLOCK_PROCESS_CPUTIME_ID, CLOCK_THREAD_CPUTIME_ID and those of clock_getcpuclockid) are EINVAL: only setitimer's ITIMER_VIRTUAL and ITIMER_PROF count CPU time; untested: EAGAIN (no bound but memory)"},
+	"timer_create":    {supported, "also on the CPU-time clocks (CLOCK_PROCESS_CPUTIME_ID, CLOCK_THREAD_CPUTIME_ID, clock_getcpuclockid's and pthread_getcpuclockid's): such a timer is checked whenever the clock's process is charged time, and a thread running user code is kicked out of it when the nearest one could expire, so it fires after the time was used and at most one accounting step late (t_cputimer); untested: EAGAIN (no bound but memory)"},
 	"timer_settime":   {supported, "untested: none"},
 	"setitimer":       {supported, "untested: none"},
 	"timerfd_create":  {supported, "untested: EMFILE, ENFILE, ENODEV and ENOMEM (as open's)"},
@@ -122,14 +122,15 @@ var supportNotes = map[string]supportNote{
 
 	// epoll and futex (t_epollf, with t_poll, t_thread, t_badinput and
 	// t_errors).
-	"epoll_create":  {supported, "untested: EMFILE, ENFILE and ENOMEM (as open's)"},
-	"epoll_create1": {supported, "untested: as epoll_create's"},
-	"epoll_ctl":     {supported, "EPOLLEXCLUSIVE is accepted with Linux's rules and wakes every waiter, as a wake-up may; EPOLLWAKEUP is accepted and means nothing (no suspend); untested: ENOMEM (t_kmem), ENOSPC past max_user_watches (bounded only by memory here)"},
-	"epoll_wait":    {supported, "untested: none (EINTR in t_poll)"},
-	"epoll_pwait":   {supported, "untested: as epoll_wait's"},
-	"epoll_pwait2":  {supported, "untested: as epoll_wait's"},
-	"futex":         {partial, "FUTEX_WAIT(_BITSET), FUTEX_WAKE(_BITSET), FUTEX_REQUEUE and FUTEX_CMP_REQUEUE; FUTEX_WAKE_OP, the priority-inheritance operations (LOCK_PI, UNLOCK_PI, TRYLOCK_PI, WAIT_REQUEUE_PI, CMP_REQUEUE_PI, LOCK_PI2) and FUTEX_FD are ENOSYS, as in a Linux built without them (glibc and musl do not need them for their mutexes and condition variables); untested: EDEADLK, ENOMEM, EOWNERDEAD, EPERM and ESRCH, which only the PI operations give"},
-	"madvise":       {partial, "MADV_REMOVE answers Linux's EINVAL (locked, private or anonymous) and EACCES (not writable), then EOPNOTSUPP; the hints are accepted and change nothing; MADV_HWPOISON and MADV_SOFT_OFFLINE are EINVAL (no memory-failure handling: Linux says EPERM to a user)"},
+	"epoll_create":    {supported, "untested: EMFILE, ENFILE and ENOMEM (as open's)"},
+	"epoll_create1":   {supported, "untested: as epoll_create's"},
+	"epoll_ctl":       {supported, "EPOLLEXCLUSIVE is accepted with Linux's rules and wakes every waiter, as a wake-up may; EPOLLWAKEUP is accepted and means nothing (no suspend); untested: ENOMEM (t_kmem), ENOSPC past max_user_watches (bounded only by memory here)"},
+	"epoll_wait":      {supported, "untested: none (EINTR in t_poll)"},
+	"epoll_pwait":     {supported, "untested: as epoll_wait's"},
+	"epoll_pwait2":    {supported, "untested: as epoll_wait's"},
+	"futex":           {partial, "FUTEX_WAIT(_BITSET), FUTEX_WAKE(_BITSET), FUTEX_REQUEUE, FUTEX_CMP_REQUEUE, FUTEX_WAKE_OP, and the priority-inheritance locks (FUTEX_LOCK_PI, FUTEX_LOCK_PI2, FUTEX_TRYLOCK_PI, FUTEX_UNLOCK_PI) with ownership by TID, handoff to the first waiter and the robust list's owner death (t_futexpi); FUTEX_WAIT_REQUEUE_PI, FUTEX_CMP_REQUEUE_PI and FUTEX_FD are ENOSYS (musl's and glibc's condition variables do not need them; FUTEX_FD is gone from Linux too). A PI lock does not boost its owner: the scheduler has no priorities to lend, and waiters get the lock in arrival order rather than by priority; untested: ENOMEM (no bound but memory)"},
+	"get_robust_list": {supported, "untested: none"},
+	"madvise":         {partial, "MADV_REMOVE answers Linux's EINVAL (locked, private or anonymous) and EACCES (not writable), then EOPNOTSUPP; the hints are accepted and change nothing; MADV_HWPOISON and MADV_SOFT_OFFLINE are EINVAL (no memory-failure handling: Linux says EPERM to a user)"},
 }
 
 type supportLevel int

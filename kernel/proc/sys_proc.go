@@ -258,6 +258,9 @@ func (t *Thread) execve(tgt execTarget, argv, envp []string) error {
 	p.files.CloseOnExec()
 	t.altStack = stackT{}
 	t.clearTID = 0
+	// The robust list was in the old program's memory (Linux walks it
+	// at exec; here that memory is gone by now, so it is forgotten).
+	t.robustList, t.robustSpace = 0, nil
 	p.mu.Lock()
 	if p.vforkDone != nil {
 		close(p.vforkDone)
@@ -743,14 +746,6 @@ func sysSetsid(t *Thread, a *[6]uint64) (int64, bool) {
 
 func sysGetsid(t *Thread, a *[6]uint64) (int64, bool) {
 	return idOf(t, int(int32(a[0])), func(p *Process) int { return p.sid })
-}
-
-func sysSetRobustList(t *Thread, a *[6]uint64) (int64, bool) {
-	if a[1] != 24 {
-		return -eINVAL, false
-	}
-	t.robustList = uintptr(a[0])
-	return 0, false
 }
 
 // sysPause sleeps until a signal is delivered; it always fails with EINTR.

@@ -268,33 +268,54 @@ func sysClockNanosleep(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 // cpuNanosleep sleeps until CPU-time clock id has advanced by d (or
-// reads d, if abs). The clock has no timer behind it here: the sleep
-// looks again at most every 10 ms of real time, which never wakes it
-// early since CPU time cannot pass faster than it is used.
+// reads d, if abs), woken by a watch on the clock (cputimer.go). It also
+// looks at the clock every second of real time, to end the sleep when
+// the clock's process or thread is gone (Linux's timer fires then).
 func (t *Thread) cpuNanosleep(id int32, abs bool, d time.Duration, remAt uintptr) int64 {
 	if id&4 != 0 && (int(^id>>3) == 0 || int(^id>>3) == t.TID) {
 		return -eINVAL
 	}
-	start, ok := t.cpuClockNow(id)
+	c, ok := t.cpuClock(id)
 	if !ok {
 		return -eINVAL
 	}
+	now := c.now()
 	end := int64(d)
 	if !abs {
-		end += start
+		end += now
 	}
+	if now >= end {
+		return 0
+	}
+	done := make(chan struct{})
+	w := &cpuWatch{clock: c, fire: func(uint64) { close(done) }, expires: end}
+	owner := c.owner()
+	owner.addWatch(w)
+	defer owner.removeWatch(w)
+	w.check()
+	owner.kickThreads(t)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	t.sleepBegin()
+	defer t.sleepEnd()
 	for {
-		now, ok := t.cpuClockNow(id)
-		if !ok || now >= end {
-			return 0 // done, or the process is gone (Linux's timer fires)
-		}
-		if _, intr := t.sleep(min(time.Duration(end-now), 10*time.Millisecond)); intr {
+		select {
+		case <-done:
+			return 0
+		case <-tick.C:
+			if _, ok := t.cpuClock(id); !ok {
+				return 0
+			}
+			w.check()
+		case <-t.sigWake:
+			if !t.interrupted() {
+				continue
+			}
 			if abs {
 				return t.restartOrEINTR()
 			}
 			if remAt != 0 {
-				now, _ = t.cpuClockNow(id)
-				if e := putTimespec(t, remAt, max(end-now, 0), false); e != 0 {
+				if e := putTimespec(t, remAt, max(end-c.now(), 0), false); e != 0 {
 					return e
 				}
 			}

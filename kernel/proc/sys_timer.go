@@ -144,8 +144,10 @@ func sysTimerfdGettime(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 // sysTimerCreate implements timer_create(2) on the wall, monotonic, boot
-// and TAI clocks (and the alarm clocks, for root). Timers on CPU-time
-// clocks are not supported (EINVAL).
+// and TAI clocks (and the alarm clocks, for root), and on the CPU-time
+// clocks (cputimer.go): the process's, the calling thread's, another
+// process's, or another thread's of the caller's process (EINVAL for one
+// that does not exist or is another process's thread).
 func sysTimerCreate(t *Thread, a *[6]uint64) (int64, bool) {
 	id, evAt, idAt := int32(a[0]), uintptr(a[1]), uintptr(a[2])
 	// struct sigevent: sigev_value at 0, sigev_signo at 8, sigev_notify
@@ -157,10 +159,19 @@ func sysTimerCreate(t *Thread, a *[6]uint64) (int64, bool) {
 			return errno(err), false
 		}
 	}
-	switch id {
-	case clockMonotonicRaw, clockRealtimeCoarse, clockMonoCoarse:
+	var cpu cpuClockRef
+	isCPU := id == clockProcessCPU || id == clockThreadCPU || id < 0
+	switch {
+	case id == clockMonotonicRaw || id == clockRealtimeCoarse || id == clockMonoCoarse:
 		return -eOPNOTSUPP, false
-	case clockTAI:
+	case id < 0 && id&7 == 3:
+		return -eOPNOTSUPP, false // a clock by descriptor (CLOCKFD): no timers
+	case isCPU:
+		var ok bool
+		if cpu, ok = t.cpuClock(id); !ok {
+			return -eINVAL, false
+		}
+	case id == clockTAI:
 	default:
 		if e := t.timerClock(id); e != 0 {
 			return e, false
@@ -190,10 +201,17 @@ func sysTimerCreate(t *Thread, a *[6]uint64) (int64, bool) {
 			return -eINVAL, false
 		}
 	}
-	pt.tm = timer.New(pt.expired)
+	if isCPU {
+		pt.cw = &cpuWatch{clock: cpu, fire: pt.expired}
+	} else {
+		pt.tm = timer.New(pt.expired)
+	}
 	tid, e := t.Proc.addTimer(pt)
 	if e != 0 {
 		return e, false
+	}
+	if isCPU {
+		cpu.owner().addWatch(pt.cw)
 	}
 	if fromID {
 		pt.value = uint64(tid)
@@ -221,6 +239,8 @@ func sysTimerSettime(t *Thread, a *[6]uint64) (int64, bool) {
 	}
 	var oldLeft, oldInterval time.Duration
 	switch {
+	case pt.cw != nil:
+		oldLeft, oldInterval = pt.cw.set(t, value, interval, a[1]&timerAbstime != 0)
 	case value > 0 && a[1]&timerAbstime != 0 && isWallClock(pt.clock):
 		oldLeft, oldInterval = pt.tm.SetWall(time.Unix(0, int64(value)), interval)
 	case value > 0 && a[1]&timerAbstime != 0:
@@ -239,7 +259,7 @@ func sysTimerGettime(t *Thread, a *[6]uint64) (int64, bool) {
 	if pt == nil {
 		return -eINVAL, false
 	}
-	left, interval := pt.tm.Get()
+	left, interval := pt.get()
 	return t.putItimerspec(uintptr(a[1]), interval, left), false
 }
 

@@ -262,6 +262,7 @@ func init() {
 		234: {"tgkill", sysTgkill},
 		169: {"reboot", sysReboot},
 		273: {"set_robust_list", sysSetRobustList},
+		274: {"get_robust_list", sysGetRobustList},
 		318: {"getrandom", sysGetrandom},
 		137: {"statfs", sysStatfs}, // sys_fs.go
 		138: {"fstatfs", sysFstatfs},
@@ -374,8 +375,8 @@ func (t *Thread) syscall() bool {
 	if Trace {
 		Log.Infof("strace: %d %s(%#x, %#x, %#x, %#x) = %d", t.TID, e.Name, a[0], a[1], a[2], a[3], ret)
 	}
-	if ret == -eRESTARTSYS {
-		if t.shouldRestart() {
+	if ret == -eRESTARTSYS || ret == -eRESTARTNOINTR {
+		if ret == -eRESTARTNOINTR || t.shouldRestart() {
 			r.RIP -= 2 // back onto the SYSCALL instruction
 			r.RAX = no
 			return exit
