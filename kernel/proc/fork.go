@@ -182,7 +182,7 @@ func (t *Thread) clone(args cloneArgs) int64 {
 		cp.Space().CopyOut(uintptr(ctid), b[:])
 	}
 	if flags&cloneChildCleartid != 0 {
-		child.clearTID = uintptr(ctid)
+		child.clearTID, child.clearSpace = uintptr(ctid), cp.Space()
 	}
 	var vforkDone chan struct{}
 	cp.mu.Lock()

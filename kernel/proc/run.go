@@ -39,8 +39,11 @@ type Thread struct {
 	smsg socket.SendMsg
 	rmsg socket.RecvMsg
 	// clearTID is set_tid_address's (or CLONE_CHILD_CLEARTID's) pointer:
-	// on exit the kernel writes 0 there and wakes a futex waiter.
-	clearTID uintptr
+	// on exit the kernel writes 0 there and wakes a futex waiter, in
+	// clearSpace, the address space it was set in: a thread that another
+	// thread's exec ends must not write into the new program.
+	clearTID   uintptr
+	clearSpace *mm.Space
 
 	// Signal state (signal.go). sigMask is the thread's blocked set; the
 	// thread alone changes it. pending is guarded by Proc.mu.
@@ -213,7 +216,7 @@ func (t *Thread) exitThread() {
 	p := t.Proc
 	t.futexExit()
 	if t.clearTID != 0 {
-		if s := p.Space(); s != nil {
+		if s := p.Space(); s != nil && s == t.clearSpace {
 			var zero [4]byte
 			if s.CopyOut(t.clearTID, zero[:]) == nil {
 				futexWake(s, t.clearTID, 1, ^uint32(0), false)

@@ -257,7 +257,7 @@ func (t *Thread) execve(tgt execTarget, argv, envp []string) error {
 	p.deleteTimers()
 	p.files.CloseOnExec()
 	t.altStack = stackT{}
-	t.clearTID = 0
+	t.clearTID, t.clearSpace = 0, nil
 	// The robust list was in the old program's memory (Linux walks it
 	// at exec; here that memory is gone by now, so it is forgotten).
 	t.robustList, t.robustSpace = 0, nil

@@ -420,7 +420,7 @@ func sysArchPrctl(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 func sysSetTidAddress(t *Thread, a *[6]uint64) (int64, bool) {
-	t.clearTID = uintptr(a[0])
+	t.clearTID, t.clearSpace = uintptr(a[0]), t.Proc.Space()
 	return int64(t.TID), false
 }
 
