@@ -146,20 +146,19 @@ func sbIRQ(irq int) {
 //go:linkname sbHookSetWakeDelay shortbread/kernel/machine.setWakeDelay
 func sbHookSetWakeDelay(ns int64) { sbWakeDelayNs = ns }
 
-//go:linkname sbHookBootAPICID shortbread/kernel/machine.BootAPICID
-func sbHookBootAPICID() uint32 { return sbBootCPU }
+// sbBootConfig mirrors machine.bootConfig (the layouts must match): what
+// the machine layer settled before the runtime started, read once.
+type sbBootConfig struct {
+	bootInfo, directMap, physEnd, deviceMemStart, kernelPML4 uintptr
+	startTSC, tscHz, xFeatures                               uint64
+	bootAPICID                                               uint32
+	x2APIC                                                   bool
+}
 
-//go:linkname sbHookX2APIC shortbread/kernel/machine.X2APIC
-func sbHookX2APIC() bool { return sbX2APIC }
-
-//go:linkname sbHookDeviceMemStart shortbread/kernel/machine.DeviceMemStart
-func sbHookDeviceMemStart() uintptr { return sbDevMemStart }
-
-//go:linkname sbHookBootInfo shortbread/kernel/machine.BootInfo
-func sbHookBootInfo() uintptr { return sbMBI }
-
-//go:linkname sbHookPhysAddr shortbread/kernel/machine.PhysAddr
-func sbHookPhysAddr(pa uintptr) uintptr { return sbPhys(pa) }
+//go:linkname sbHookBootConfig shortbread/kernel/machine.readBootConfig
+func sbHookBootConfig(c *sbBootConfig) {
+	*c = sbBootConfig{sbMBI, sbDmapBase, sbDmapEnd, sbDevMemStart, sbAS.pml4, sbStartTSC, sbTSCHz, sbXCR0, sbBootCPU, sbX2APIC}
+}
 
 //go:linkname sbHookExit shortbread/kernel/machine.Exit
 func sbHookExit(status uint8) { sbPowerOff(status) }
@@ -170,20 +169,8 @@ func sbHookNumCPU() int { return int(sbNCPU) }
 //go:linkname sbHookCurrentCPU shortbread/kernel/machine.CurrentCPU
 func sbHookCurrentCPU() int { return int(sbThisCPU().id) }
 
-//go:linkname sbHookTSCHz shortbread/kernel/machine.TSCHz
-func sbHookTSCHz() uint64 { return sbTSCHz }
-
-//go:linkname sbHookXFeatures shortbread/kernel/machine.XFeatures
-func sbHookXFeatures() uint64 { return sbXCR0 }
-
-//go:linkname sbHookStartTSC shortbread/kernel/machine.StartTSC
-func sbHookStartTSC() uint64 { return sbStartTSC }
-
 //go:linkname sbHookSetWalltime shortbread/kernel/machine.SetWalltime
 func sbHookSetWalltime(unixNano int64) { atomic.Storeint64(&sbBootUnixNano, unixNano-sbNanotime()) }
-
-//go:linkname sbHookRdtsc shortbread/kernel/machine.Rdtsc
-func sbHookRdtsc() uint64 { return sbRdtsc() }
 
 // MemStats mirrors shortbread/kernel/machine.MemStats.
 type sbMemStats struct {
@@ -226,9 +213,6 @@ func sbHookThreads() int { return int(sbSched.nthreads) }
 
 //go:linkname sbHookPhysPointer shortbread/kernel/machine.physPointer
 func sbHookPhysPointer(pa uintptr) unsafe.Pointer { return unsafe.Pointer(sbPhys(pa)) }
-
-//go:linkname sbHookPhysEnd shortbread/kernel/machine.PhysEnd
-func sbHookPhysEnd() uint64 { return uint64(sbDmapEnd) }
 
 //go:linkname sbHookProfCount shortbread/kernel/machine.ProfCount
 func sbHookProfCount(cpu int) (n, dropped uint64) {

@@ -17,18 +17,43 @@ import (
 
 // Provided by the machine layer (runtime-patches/sb_hooks.go).
 
+// bootConfig is what the machine layer settled before the runtime
+// started; its layout is shared with the machine layer (sbBootConfig).
+type bootConfig struct {
+	bootInfo, directMap, physEnd, deviceMemStart, kernelPML4 uintptr
+	startTSC, tscHz, xFeatures                               uint64
+	bootAPICID                                               uint32
+	x2APIC                                                   bool
+}
+
+//go:noescape
+func readBootConfig(c *bootConfig)
+
+var (
+	bootOnce sync.Once
+	bootCfg  bootConfig
+)
+
+// boot returns the boot configuration, read at the first use (not in an
+// init function, which would make host tests of packages importing this
+// one need the machine layer to link). None of it changes.
+func boot() *bootConfig {
+	bootOnce.Do(func() { readBootConfig(&bootCfg) })
+	return &bootCfg
+}
+
 // BootInfo returns the physical address of the multiboot2 information
 // (the command line, ACPI's RSDP, the modules), which stays reserved.
-func BootInfo() uintptr
+func BootInfo() uintptr { return boot().bootInfo }
 
 // PhysAddr returns the kernel virtual address of physical address pa (the
 // direct map of all RAM and device memory below 4 GiB).
-func PhysAddr(pa uintptr) uintptr
+func PhysAddr(pa uintptr) uintptr { return boot().directMap + pa }
 
 // DeviceMemStart is where the direct map's uncached window for device
 // registers begins (the end of the RAM below 4 GiB, 2 MiB-aligned); it
 // ends at 4 GiB.
-func DeviceMemStart() uintptr
+func DeviceMemStart() uintptr { return boot().deviceMemStart }
 
 // Exit powers the machine off with status: under QEMU through
 // isa-debug-exit (QEMU exits with status*2+1), else it halts.
@@ -42,12 +67,12 @@ func NumCPU() int
 func CurrentCPU() int
 
 // TSCHz is the calibrated time-stamp counter frequency.
-func TSCHz() uint64
+func TSCHz() uint64 { return boot().tscHz }
 
 // StartTSC is the TSC value at the boot stub's first instruction.
-func StartTSC() uint64
+func StartTSC() uint64 { return boot().startTSC }
 
-// Rdtsc reads the time-stamp counter.
+// Rdtsc reads the time-stamp counter (machine.s).
 func Rdtsc() uint64
 
 // SetWalltime makes the machine's time of day (CLOCK_REALTIME, beneath
@@ -97,7 +122,7 @@ func PhysPointer(pa uintptr) unsafe.Pointer { return physPointer(pa) }
 
 // PhysEnd is the end of the direct map: every physical address below it
 // (all RAM, and device memory below 4 GiB) can be read with ReadPhys.
-func PhysEnd() uint64
+func PhysEnd() uint64 { return uint64(boot().physEnd) }
 
 // ReadPhys copies physical memory at pa into p (firmware tables, boot
 // information).
@@ -108,7 +133,7 @@ func ReadPhys(p []byte, pa uint64) error {
 	if len(p) == 0 {
 		return nil
 	}
-	copy(p, unsafe.Slice((*byte)(physPointer(uintptr(pa))), len(p)))
+	copy(p, unsafe.Slice((*byte)(PhysPointer(uintptr(pa))), len(p)))
 	return nil
 }
 
@@ -221,11 +246,11 @@ func AllocMSI() (fd int, addr uint64, data uint32, err error) {
 }
 
 // BootAPICID is the local APIC ID of the CPU that takes device interrupts.
-func BootAPICID() uint32
+func BootAPICID() uint32 { return boot().bootAPICID }
 
 // X2APIC reports whether the local APICs run in x2APIC mode (chosen at
 // boot when the CPU has it): 32-bit APIC IDs, registers as MSRs.
-func X2APIC() bool
+func X2APIC() bool { return boot().x2APIC }
 
 // StartCPU starts the application processor with the given local APIC ID
 // and returns once it is idle in the scheduler.
@@ -341,7 +366,7 @@ const FPUSize = 832
 // XFeatures is the XSAVE feature mask (XCR0) user threads' FPU state
 // covers: 7 for x87, SSE and AVX, or 0 if the CPUs save state with FXSAVE
 // (no AVX for programs).
-func XFeatures() uint64
+func XFeatures() uint64 { return boot().xFeatures }
 
 // Reasons in UserRegs.Trap besides exception vectors.
 const (
