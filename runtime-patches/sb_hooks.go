@@ -25,10 +25,8 @@ const (
 	sbSysProfStop  = 3 // () -> 0
 	sbSysIOAPIC    = 4 // (physical address) -> 0: the MADT's I/O APIC
 	sbSysRunUser   = 5 // (regs, cr3) -> 0 when the program traps back
-	sbSysInitAS    = 6 // (pml4, pdpt, pd) -> 0: share the kernel half
 	sbSysFlushTLB  = 7 // (root, release) -> 0: CPUs using root (0: every CPU) drop non-global translations; with release, every CPU stops using root as CR3
 	sbSysKick      = 8 // (regs) -> 0: hurry a kicked user thread back
-	sbSysMapDevice = 9 // (pa, size) -> 0: map device memory above the direct map, uncached
 	sbSysCount     = 11
 
 	sbFdIRQBase = 16 // fds sbFdIRQBase+irq are IRQ fds
@@ -85,8 +83,6 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 	case sbSysRunUser:
 		sbRunUser(c, f, a0, a1)
 		return int64(f.rax)
-	case sbSysInitAS:
-		return sbInitAddressSpace(a0, a1, a2)
 	case sbSysKick:
 		return sbKick(a0)
 	case sbSysFlushTLB:
@@ -97,8 +93,6 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 		sbWriteCR3(sbReadCR3())
 		sbShootdownSpace(a0)
 		return 0
-	case sbSysMapDevice:
-		return sbMapDevice(a0, a1)
 	case sbSysDebugSpin:
 		return sbDebugSpin(int64(a0))
 	case sbSysIOAPIC:
@@ -110,22 +104,6 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 		return 0
 	}
 	return -sbENOSYS
-}
-
-// sbMapDevice extends the direct map with uncached 2 MiB pages over
-// [pa, pa+size) above its end (64-bit BARs the firmware put high). Only
-// before the first user address space, which copies the kernel half's
-// PML4 entries, a new one among them.
-func sbMapDevice(pa, size uintptr) int64 {
-	if sbUserSpaces || size == 0 || pa < sbDmapEnd || pa+size < pa || pa+size > sbMmapMin-sbDirectMap {
-		return -sbEINVAL
-	}
-	for p := pa &^ (2<<20 - 1); p < pa+size; p += 2 << 20 {
-		if !sbMapLarge(sbAS.pml4, sbDirectMap+p, p, pteWrite|pteNX|pteGlobal|ptePCD) {
-			return -sbENOMEM
-		}
-	}
-	return 0
 }
 
 // sbIRQ records a device interrupt and wakes the netpoller, which in turn
@@ -244,6 +222,3 @@ func sbHookFreeFrame(pa uintptr) {
 	sbFrames.release(pa)
 	sbIntrRestore(fl)
 }
-
-//go:linkname sbHookKernelReserved shortbread/kernel/machine.KernelReserved
-func sbHookKernelReserved() [1][2]uintptr { return sbKernelReserved() }

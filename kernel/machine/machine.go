@@ -160,19 +160,8 @@ const (
 	sysProfStart = sysBase + 2
 	sysProfStop  = sysBase + 3
 	sysIOAPIC    = sysBase + 4
-	sysMapDevice = sysBase + 9
 	sysDebugSpin = sysBase + 10
 )
-
-// MapDevice makes device memory [pa, pa+size) above the direct map (a
-// 64-bit BAR the firmware put above RAM) reachable, uncached, at
-// PhysAddr(pa). It works only at boot, before the first user process.
-func MapDevice(pa, size uint64) error {
-	if _, _, errno := syscall.RawSyscall(sysMapDevice, uintptr(pa), uintptr(size), 0); errno != 0 {
-		return errno
-	}
-	return nil
-}
 
 // OpenIRQ returns a file descriptor for ISA interrupt line irq and unmasks
 // the line (edge-triggered, active high). See OpenInterrupt.
@@ -377,7 +366,6 @@ const (
 
 const (
 	sysRunUser  = sysBase + 5
-	sysInitAS   = sysBase + 6
 	sysFlushTLB = sysBase + 7
 	sysKick     = sysBase + 8
 )
@@ -389,16 +377,6 @@ const (
 func RunUser(r *UserRegs, cr3 uintptr) error {
 	_, _, errno := syscall.Syscall(sysRunUser, uintptr(unsafe.Pointer(r)), cr3, 0)
 	if errno != 0 {
-		return errno
-	}
-	return nil
-}
-
-// InitAddressSpace fills three zeroed frames as a new address space: pml4
-// gets the shared kernel half, pdpt and pd cover the first GiB and hold
-// the kernel's reserved entries (see KernelReserved).
-func InitAddressSpace(pml4, pdpt, pd uintptr) error {
-	if _, _, errno := syscall.RawSyscall(sysInitAS, pml4, pdpt, pd); errno != 0 {
 		return errno
 	}
 	return nil
@@ -439,8 +417,3 @@ func AllocFrame(keep uint64) uintptr
 
 // FreeFrame returns a frame from AllocFrame.
 func FreeFrame(pa uintptr)
-
-// KernelReserved lists the 2 MiB-aligned lower-half ranges [start, end)
-// that user programs cannot map (page 0's; the kernel image is in the
-// kernel half).
-func KernelReserved() [1][2]uintptr
