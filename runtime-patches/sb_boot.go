@@ -183,19 +183,11 @@ func sbParseMultiboot(mbi uintptr) {
 
 // sbKernelImage records the kernel image's extent from its ELF headers.
 func sbKernelImage(elf uintptr) {
-	phoff := uintptr(sbLoad64(elf + 32))
-	phnum := int(*(*uint16)(unsafe.Pointer(elf + 56)))
 	sbKernelStart = ^uintptr(0)
-	for i := 0; i < phnum; i++ {
-		ph := elf + phoff + uintptr(i)*56
-		if sbLoad32(ph) != 1 {
-			continue
-		}
-		va := uintptr(sbLoad64(ph + 16))
-		end := va + uintptr(sbLoad64(ph+40))
+	sbForEachLoad(elf, func(va, memsz uintptr, _ uint32) {
 		sbKernelStart = min(sbKernelStart, va&^(sbPageSize-1))
-		sbKernelEnd = max(sbKernelEnd, (end+sbPageSize-1)&^(sbPageSize-1))
-	}
+		sbKernelEnd = max(sbKernelEnd, (va+memsz+sbPageSize-1)&^(sbPageSize-1))
+	})
 }
 
 // sbBuildProcessStack lays out what Linux gives a new process: argc, argv,

@@ -73,13 +73,7 @@ func sbStartCPU(apicID uint32) int64 {
 	c := &sbCPUs[id]
 	c.id = id
 	c.apicID = apicID
-	c.stackTop = sbTrapStackTop(id)
-	lo := uintptr(unsafe.Pointer(&sbTrapStacks[id]))
-	c.g.stack = stack{lo: lo, hi: c.stackTop}
-	c.g.stackguard0 = lo + sbStackGuard
-	c.g.stackguard1 = lo + sbStackGuard
-	c.trapG = uintptr(unsafe.Pointer(&c.g))
-	c.tls[0] = c.trapG
+	sbInitTrapG(c)
 
 	p := sbPhys(sbTrampoline)
 	sbStore64(p+sbTrampCR3, uint64(sbAS.pml4))
@@ -173,9 +167,8 @@ func sbNewIdleThreadLocked(id int32) int32 {
 	t.frame.ss = sbKernelDS
 	t.frame.rflags = 0x202
 	t.frame.rsp = uint64(uintptr(unsafe.Pointer(&sbIdleStacks[id])) + 4096 - 8)
-	*(*uint16)(unsafe.Pointer(&t.frame.fpu[0])) = 0x37f   // FCW default
-	*(*uint32)(unsafe.Pointer(&t.frame.fpu[24])) = 0x1f80 // MXCSR default
-	sbSched.nthreads--                                    // not one of the runtime's threads
+	sbFPUReset(&t.frame.fpu)
+	sbSched.nthreads-- // not one of the runtime's threads
 	return i
 }
 

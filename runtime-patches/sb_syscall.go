@@ -416,11 +416,7 @@ func sbKill(c *sbCPU, tid, sig int32) int64 {
 }
 
 func sbExitGroup(code int32) {
-	sbPrintBegin()
-	sbPrintStr("machine: kernel exited with status ")
-	sbPrintDec(int64(code))
-	sbPrintStr("\n")
-	sbPrintEnd()
+	sbLogVal("kernel exited with status ", int64(code))
 	sbPowerOff(uint8(code))
 }
 
