@@ -2,16 +2,11 @@
 
 // Shortbread machine layer: page tables and the runtime's own mappings.
 //
-// The kernel runs in one address space:
-//   - the kernel image at sbKernelVBase + 16 MiB (physical 16 MiB) with the
-//     ELF segment permissions (text read-only, everything else no-execute);
-//   - a direct map of all physical memory at sbDirectMap, 2 MiB pages;
-//   - the mappings the runtime asks for with mmap (its heap arenas, stacks,
-//     off-heap structures), recorded as VMAs and filled on demand: a page
-//     gets a frame the first time it is touched, and munmap or madvise
-//     (DONTNEED/FREE) gives frames back, so released memory reads back as
-//     zeros, which the runtime relies on.
-// Page 0 is never mapped so nil dereferences fault.
+// The kernel's address space: its image with the ELF permissions, a
+// direct map of physical memory (2 MiB pages), and the runtime's mmap
+// mappings as VMAs filled on demand, whose frames munmap and madvise give
+// back (released memory reads back as zeros, as the runtime relies on).
+// Page 0 is never mapped, so nil dereferences fault.
 
 package runtime
 

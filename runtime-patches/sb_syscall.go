@@ -518,15 +518,11 @@ func sbFcntl(fd, cmd int32) int64 {
 
 // sbEpollReady writes ready events: an IRQ fd after an interrupt
 // (edge-triggered, EPOLLET, as the runtime registers its fds), and the
-// eventfd as registered. The runtime registers its netpollBreak eventfd
-// level-triggered and relies on that: a non-blocking netpoll on another
-// M may see the event without reading the eventfd (it leaves that to the
-// blocking poller, and netpollWakeSig stays set until then), so the
-// eventfd must stay ready until it is read. Reporting it once, as an edge,
-// lost that wake-up: the blocking poller slept on with a stale timeout
-// and every later netpollBreak was suppressed (timers ran up to a minute
-// late, until sysmon noticed).
-// Called with sbSched.mu held.
+// eventfd as registered. The runtime's netpollBreak eventfd is
+// level-triggered, and must stay ready until read: a non-blocking netpoll
+// on another M may see it without reading it, and reported once it left
+// the blocking poller asleep with a stale timeout (timers ran up to a
+// minute late). Called with sbSched.mu held.
 func sbEpollReady(events uintptr, max int32) int32 {
 	n := int32(0)
 	sbEpollLock.lock()

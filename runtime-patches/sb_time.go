@@ -3,12 +3,9 @@
 // Shortbread machine layer: clocks and the local APIC timer.
 //
 // Monotonic time is the TSC, calibrated once against PIT channel 2 (the
-// one timer every PC and QEMU has). Wall time is monotonic time plus the
-// time of day at boot, which the kernel reads from the CMOS clock
-// (SetWalltime; until then it counts from 1970). Each CPU's local APIC
-// timer (TSC-deadline mode
-// when the CPU has it, one-shot otherwise) fires for the next sleeper's
-// deadline or the end of the running thread's time slice.
+// one timer every PC and QEMU has); wall time adds the time of day the
+// kernel sets (SetWalltime). Each CPU's local APIC timer (TSC-deadline or
+// one-shot) fires for the next deadline or the end of a time slice.
 
 package runtime
 

@@ -2,23 +2,13 @@
 
 // Shortbread machine layer: running user programs.
 //
-// A user thread is a kernel goroutine that calls machine.RunUser in a
-// loop. RunUser is a private system call: the machine layer keeps the
-// calling thread's kernel frame, loads the user registers and address
-// space and returns to ring 3. When the program makes a system call, takes
-// a fault, or must give the thread back (a signal for the runtime, such as
-// the SIGURG of async preemption, is pending), the user state goes back
-// into the caller's UserRegs and the kernel frame is resumed: RunUser
-// returns in the same goroutine, which handles the event in ordinary Go.
-// Interrupts taken in user mode are served here and do not end RunUser;
-// the thread stays in user mode across machine-level time slices, with
-// its own CR3.
-//
-// RunUser goes through syscall.Syscall, so while a thread is in user mode
-// the runtime sees its goroutine in a system call: it keeps no P, and a
-// stop-the-world does not wait for user code.
-//
-// Address spaces share the kernel half (kernel/machine/kernelhalf.go).
+// A user thread is a kernel goroutine that calls machine.RunUser, a
+// private system call, in a loop: the machine layer keeps the caller's
+// kernel frame and returns to ring 3; a system call, a fault or a signal
+// for the runtime (the SIGURG of async preemption) puts the user state
+// back into the caller's UserRegs and resumes the kernel frame. Interrupts
+// in user mode do not end RunUser. Made through syscall.Syscall, RunUser
+// keeps no P, and a stop-the-world does not wait for user code.
 
 package runtime
 
