@@ -20,7 +20,7 @@ import (
 const (
 	sbSysBase      = 0x5300
 	sbSysIRQOpen   = 0 // (irq, flags) -> fd: an fd that reads the count of interrupts on vector sbVecIRQBase+irq, pollable
-	sbSysStartCPU  = 1 // (apicID) -> 0 or errno
+	sbSysStartCPU  = 1 // (apicID, page below 640 KiB for the start-up code) -> 0 or errno
 	sbSysProfStart = 2 // (buffers, n, hz, nmiPin) -> source or errno
 	sbSysProfStop  = 3 // () -> 0
 	sbSysIOAPIC    = 4 // (physical address) -> 0: the MADT's I/O APIC
@@ -74,7 +74,7 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 		}
 		return int64(sbFdIRQBase + a0)
 	case sbSysStartCPU:
-		return sbStartCPU(uint32(a0))
+		return sbStartCPU(uint32(a0), a1)
 	case sbSysProfStart:
 		return sbProfStart(a0, int(a1), int64(a2), int(int64(f.r10)))
 	case sbSysProfStop:

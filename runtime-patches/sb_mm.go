@@ -158,15 +158,6 @@ func sbBuildKernelPageTables(elf uintptr) {
 		}
 		sbStore64(e, uint64(f)|ptePresent|pteWrite)
 	}
-	// The AP trampoline page stays identity-mapped: an AP turns paging on
-	// while executing there.
-	if sbTrampoline != 0 {
-		pte := sbWalk(pml4, sbTrampoline, true)
-		if pte == 0 {
-			sbFatal("out of memory mapping the AP trampoline")
-		}
-		sbStore64(pte, uint64(sbTrampoline)|ptePresent)
-	}
 	sbAS.pml4 = pml4
 	sbWriteCR3(pml4)
 	sbDmapBase = sbDirectMap

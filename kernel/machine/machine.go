@@ -241,10 +241,12 @@ func BootAPICID() uint32 { return boot().bootAPICID }
 // boot when the CPU has it): 32-bit APIC IDs, registers as MSRs.
 func X2APIC() bool { return boot().x2APIC }
 
-// StartCPU starts the application processor with the given local APIC ID
-// and returns once it is idle in the scheduler.
-func StartCPU(apicID uint32) error {
-	_, _, errno := syscall.Syscall(sysStartCPU, uintptr(apicID), 0, 0)
+// StartCPU starts the application processor with the given local APIC ID,
+// its real-mode start-up code copied to page (free RAM below 640 KiB, which
+// the machine layer keeps for it), and returns once it is idle in the
+// scheduler.
+func StartCPU(apicID uint32, page uintptr) error {
+	_, _, errno := syscall.Syscall(sysStartCPU, uintptr(apicID), page, 0)
 	if errno != 0 {
 		return errno
 	}
