@@ -103,8 +103,6 @@ func sbNanotime() int64 {
 	return int64(hi<<32 | lo>>32)
 }
 
-func sbWalltime() int64 { return sbBootUnixNano + sbNanotime() }
-
 // sbCalibrateTSC counts TSC cycles over ~10 ms of PIT channel 2 three
 // times and keeps the smallest count: a run stalled (by the host, an SMI)
 // before it saw the PIT expire counts too many. A missing PIT is fatal.
