@@ -15,7 +15,6 @@ import "unsafe"
 const (
 	ptePresent = 1 << 0
 	pteWrite   = 1 << 1
-	pteUser    = 1 << 2
 	ptePCD     = 1 << 4
 	pteHuge    = 1 << 7
 	pteGlobal  = 1 << 8

@@ -31,7 +31,6 @@ const (
 
 	msrAPICBase     = 0x1B
 	msrX2APIC       = 0x800 // + xAPIC offset >> 4 (Intel SDM vol. 3 §11.12.1.2)
-	msrX2APICICR    = 0x830
 	msrTSCDeadline  = 0x6E0
 	sbTimeSlice     = 10_000_000 // ns a thread runs before others get the CPU
 	sbPITHz         = 1193182
