@@ -2,8 +2,9 @@
 // runtime (runtime-patches/sb_*.go). It is the whole hook surface: the
 // functions declared here without bodies are provided by the runtime
 // patch set through go:linkname, and the rest wrap the machine layer's
-// private system calls. Only the kernel image links this package; host
-// tests must not import it.
+// private system calls, or do what needs no runtime internals itself
+// (the kernel half's page tables, kernelhalf.go). Only the kernel image
+// links this package; host tests must not call into it.
 package machine
 
 import (
