@@ -51,6 +51,7 @@ import (
 type kernel struct {
 	log       *klog.Logger
 	boot      multiboot.Info // from the boot loader
+	bootSize  uint64         // of the boot information, which stays at machine.BootInfo()
 	tables    *acpi.Tables
 	madt      *acpi.MADT
 	opts      map[string]string
@@ -320,7 +321,8 @@ func (k *kernel) readBootInfo() {
 	var hdr [8]byte
 	err := machine.ReadPhys(hdr[:], uint64(machine.BootInfo()))
 	if err == nil {
-		raw := make([]byte, binary.LittleEndian.Uint32(hdr[:]))
+		k.bootSize = uint64(binary.LittleEndian.Uint32(hdr[:]))
+		raw := make([]byte, k.bootSize)
 		if err = machine.ReadPhys(raw, uint64(machine.BootInfo())); err == nil {
 			k.boot, err = multiboot.Parse(raw)
 		}
@@ -427,8 +429,14 @@ func (k *kernel) startCPUs() {
 	if skipped > 0 {
 		k.log.Warnf("cpu: %d CPU(s) with APIC IDs above 254 need x2APIC mode, which this CPU lacks", skipped)
 	}
+	info := uint64(machine.BootInfo())
+	page, ok := k.boot.LowPage(info, info+k.bootSize)
+	if !ok && len(cpus) > 1 {
+		k.log.Warnf("cpu: no free page below 640 KiB for the start-up code; running on the boot CPU only")
+		return
+	}
 	for _, c := range cpus {
-		err := machine.StartCPU(c.APICID)
+		err := machine.StartCPU(c.APICID, uintptr(page))
 		switch {
 		case err == nil:
 			k.log.Debugf("cpu: started APIC %d", c.APICID)

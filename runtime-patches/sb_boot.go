@@ -25,11 +25,6 @@ const (
 	mb2TagMmap   = 6
 )
 
-var (
-	sbLowAvail  [8][2]uintptr // available RAM below 1 MiB, from the memory map
-	sbNLowAvail int
-)
-
 // sbBoot is called by sbStart with the multiboot2 information address,
 // the kernel ELF module's bounds, the end of the boot stub and the TSC
 // when the stub started.
@@ -44,7 +39,7 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 	sbParseMultiboot(mbi)
 	sbKernelImage(modStart)
 
-	// Never hand out: real-mode memory (BIOS data, the AP trampoline),
+	// Never hand out: real-mode memory (BIOS data, the AP start-up code),
 	// the boot stub, the multiboot information, boot modules (the Go ELF
 	// and later the initramfs) and the kernel image.
 	sbFrames.reserve(0, 1<<20)
@@ -57,20 +52,6 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 		}
 	})
 	sbFrames.reserve(sbKernelStart-sbKernelVBase, sbKernelEnd-sbKernelVBase)
-
-	// A page below 1 MiB for the AP start-up code, clear of whatever the
-	// boot loader placed there (UEFI GRUB puts modules in low memory).
-	var busy [16][2]uintptr
-	nbusy := 0
-	busy[nbusy] = [2]uintptr{mbi, mbi + uintptr(sbLoad32(mbi))}
-	nbusy++
-	sbForEachTag(mbi, func(typ uint32, tag uintptr) {
-		if typ == mb2TagModule && nbusy < len(busy) {
-			busy[nbusy] = [2]uintptr{uintptr(sbLoad32(tag + 8)), uintptr(sbLoad32(tag + 12))}
-			nbusy++
-		}
-	})
-	sbPickTrampoline(sbLowAvail[:sbNLowAvail], busy[:nbusy])
 
 	if sbFrames.free*sbPageSize < sbMinMemory {
 		sbPrintBegin()
@@ -169,10 +150,6 @@ func sbParseMultiboot(mbi uintptr) {
 			base, length := uintptr(sbLoad64(e)), uintptr(sbLoad64(e+8))
 			if sbLoad32(e+16) == 1 { // available RAM
 				sbFrames.addRange(base, base+length)
-				if base < 1<<20 && sbNLowAvail < len(sbLowAvail) {
-					sbLowAvail[sbNLowAvail] = [2]uintptr{base, min(base+length, 1<<20)}
-					sbNLowAvail++
-				}
 			}
 		}
 	})
@@ -183,19 +160,11 @@ func sbParseMultiboot(mbi uintptr) {
 
 // sbKernelImage records the kernel image's extent from its ELF headers.
 func sbKernelImage(elf uintptr) {
-	phoff := uintptr(sbLoad64(elf + 32))
-	phnum := int(*(*uint16)(unsafe.Pointer(elf + 56)))
 	sbKernelStart = ^uintptr(0)
-	for i := 0; i < phnum; i++ {
-		ph := elf + phoff + uintptr(i)*56
-		if sbLoad32(ph) != 1 {
-			continue
-		}
-		va := uintptr(sbLoad64(ph + 16))
-		end := va + uintptr(sbLoad64(ph+40))
+	sbForEachLoad(elf, func(va, memsz uintptr, _ uint32) {
 		sbKernelStart = min(sbKernelStart, va&^(sbPageSize-1))
-		sbKernelEnd = max(sbKernelEnd, (end+sbPageSize-1)&^(sbPageSize-1))
-	}
+		sbKernelEnd = max(sbKernelEnd, (va+memsz+sbPageSize-1)&^(sbPageSize-1))
+	})
 }
 
 // sbBuildProcessStack lays out what Linux gives a new process: argc, argv,

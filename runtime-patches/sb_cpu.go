@@ -105,10 +105,17 @@ func sbBuildIDT() {
 	*(*uint64)(unsafe.Pointer(&sbIDTR[2])) = uint64(uintptr(unsafe.Pointer(&sbIDT)))
 }
 
-// sbTrapStackTop is where CPU id's frames start: 64-byte aligned, so the
-// frame (whose size is a multiple of 64) and its FPU area are too.
-func sbTrapStackTop(id int32) uintptr {
-	return (uintptr(unsafe.Pointer(&sbTrapStacks[id])) + sbTrapStackSize) &^ 63
+// sbInitTrapG gives c its trap stack, whose top (where frames start) is
+// 64-byte aligned, so the frame (whose size is a multiple of 64) and its
+// FPU area are too, and the trap g that runs on it.
+func sbInitTrapG(c *sbCPU) {
+	lo := uintptr(unsafe.Pointer(&sbTrapStacks[c.id]))
+	c.stackTop = (lo + sbTrapStackSize) &^ 63
+	c.g.stack = stack{lo: lo, hi: c.stackTop}
+	c.g.stackguard0 = lo + sbStackGuard
+	c.g.stackguard1 = lo + sbStackGuard
+	c.trapG = uintptr(unsafe.Pointer(&c.g))
+	c.tls[0] = c.trapG
 }
 
 // XSAVE state: sbXSave is set when the CPUs save x87, SSE and AVX state
@@ -195,13 +202,7 @@ func sbCPUInit(id int32) {
 	c.self = uintptr(unsafe.Pointer(c))
 	c.id = id
 	sbFPUInit(id == 0)
-	c.stackTop = sbTrapStackTop(id)
-	lo := uintptr(unsafe.Pointer(&sbTrapStacks[id]))
-	c.g.stack = stack{lo: lo, hi: c.stackTop}
-	c.g.stackguard0 = lo + sbStackGuard
-	c.g.stackguard1 = lo + sbStackGuard
-	c.trapG = uintptr(unsafe.Pointer(&c.g))
-	c.tls[0] = c.trapG
+	sbInitTrapG(c)
 
 	// TSS: IST1 = trap stack, IST2 = double-fault stack (offsets per
 	// Intel SDM vol. 3 §8.7); no I/O bitmap.

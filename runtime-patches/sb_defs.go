@@ -1,29 +1,12 @@
 //go:build shortbread
 
-// Shortbread machine layer: shared definitions.
+// Shortbread machine layer: shared definitions (the files and what each
+// does: README.md here).
 //
-// The machine layer is the code beneath the Go runtime on bare metal. The
-// runtime is the stock linux/amd64 runtime; its SYSCALL instructions trap
-// into sbSyscallEntry (sb_amd64.s) in ring 0 and are served here as a small
-// Linux would serve them. The machine layer therefore never uses the
-// runtime: no heap, no goroutines, no write barriers, no print. Its state
-// lives in static arrays, links between records are indices or uintptrs,
-// and every function that runs in trap context is reachable from sbTrap,
-// which is checked with //go:nowritebarrierrec.
-//
-// Files:
-//   sb_amd64.s      entry, trap stubs, privileged instructions
-//   sb_boot.go      hand-off from the boot stub, CPU tables, process stack
-//   sb_console.go   16550 output and the machine layer's own printing
-//   sb_frames.go    physical frame allocator
-//   sb_mm.go        page tables, the runtime's mappings, page faults
-//   sb_time.go      TSC, PIT, local APIC timer
-//   sb_sched.go     threads (the runtime's Ms), run queue, futex, sleep
-//   sb_trap.go      trap dispatch and exceptions
-//   sb_syscall.go   the Linux system calls the runtime makes
-//   sb_signal.go    signal frames: async preemption and fault panics
-//   sb_smp.go       per-CPU data, application processor start-up, IPIs
-//   sb_hooks.go     the named hook surface for package shortbread/kernel/machine
+// The machine layer serves the stock runtime's SYSCALLs as a small Linux
+// would, beneath the runtime, so it never uses it: no heap, no goroutines,
+// no write barriers (sbTrap is //go:nowritebarrierrec), no print. Its
+// state lives in static arrays linked by indices or uintptrs.
 
 package runtime
 

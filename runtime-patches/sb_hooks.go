@@ -20,15 +20,13 @@ import (
 const (
 	sbSysBase      = 0x5300
 	sbSysIRQOpen   = 0 // (irq, flags) -> fd: an fd that reads the count of interrupts on vector sbVecIRQBase+irq, pollable
-	sbSysStartCPU  = 1 // (apicID) -> 0 or errno
+	sbSysStartCPU  = 1 // (apicID, page below 640 KiB for the start-up code) -> 0 or errno
 	sbSysProfStart = 2 // (buffers, n, hz, nmiPin) -> source or errno
 	sbSysProfStop  = 3 // () -> 0
 	sbSysIOAPIC    = 4 // (physical address) -> 0: the MADT's I/O APIC
 	sbSysRunUser   = 5 // (regs, cr3) -> 0 when the program traps back
-	sbSysInitAS    = 6 // (pml4, pdpt, pd) -> 0: share the kernel half
 	sbSysFlushTLB  = 7 // (root, release) -> 0: CPUs using root (0: every CPU) drop non-global translations; with release, every CPU stops using root as CR3
 	sbSysKick      = 8 // (regs) -> 0: hurry a kicked user thread back
-	sbSysMapDevice = 9 // (pa, size) -> 0: map device memory above the direct map, uncached
 	sbSysCount     = 11
 
 	sbFdIRQBase = 16 // fds sbFdIRQBase+irq are IRQ fds
@@ -76,7 +74,7 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 		}
 		return int64(sbFdIRQBase + a0)
 	case sbSysStartCPU:
-		return sbStartCPU(uint32(a0))
+		return sbStartCPU(uint32(a0), a1)
 	case sbSysProfStart:
 		return sbProfStart(a0, int(a1), int64(a2), int(int64(f.r10)))
 	case sbSysProfStop:
@@ -85,8 +83,6 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 	case sbSysRunUser:
 		sbRunUser(c, f, a0, a1)
 		return int64(f.rax)
-	case sbSysInitAS:
-		return sbInitAddressSpace(a0, a1, a2)
 	case sbSysKick:
 		return sbKick(a0)
 	case sbSysFlushTLB:
@@ -97,8 +93,6 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 		sbWriteCR3(sbReadCR3())
 		sbShootdownSpace(a0)
 		return 0
-	case sbSysMapDevice:
-		return sbMapDevice(a0, a1)
 	case sbSysDebugSpin:
 		return sbDebugSpin(int64(a0))
 	case sbSysIOAPIC:
@@ -110,22 +104,6 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 		return 0
 	}
 	return -sbENOSYS
-}
-
-// sbMapDevice extends the direct map with uncached 2 MiB pages over
-// [pa, pa+size) above its end (64-bit BARs the firmware put high). Only
-// before the first user address space, which copies the kernel half's
-// PML4 entries, a new one among them.
-func sbMapDevice(pa, size uintptr) int64 {
-	if sbUserSpaces || size == 0 || pa < sbDmapEnd || pa+size < pa || pa+size > sbMmapMin-sbDirectMap {
-		return -sbEINVAL
-	}
-	for p := pa &^ (2<<20 - 1); p < pa+size; p += 2 << 20 {
-		if !sbMapLarge(sbAS.pml4, sbDirectMap+p, p, pteWrite|pteNX|pteGlobal|ptePCD) {
-			return -sbENOMEM
-		}
-	}
-	return 0
 }
 
 // sbIRQ records a device interrupt and wakes the netpoller, which in turn
@@ -146,20 +124,19 @@ func sbIRQ(irq int) {
 //go:linkname sbHookSetWakeDelay shortbread/kernel/machine.setWakeDelay
 func sbHookSetWakeDelay(ns int64) { sbWakeDelayNs = ns }
 
-//go:linkname sbHookBootAPICID shortbread/kernel/machine.BootAPICID
-func sbHookBootAPICID() uint32 { return sbBootCPU }
+// sbBootConfig mirrors machine.bootConfig (the layouts must match): what
+// the machine layer settled before the runtime started, read once.
+type sbBootConfig struct {
+	bootInfo, directMap, physEnd, deviceMemStart, kernelPML4 uintptr
+	startTSC, tscHz, xFeatures                               uint64
+	bootAPICID                                               uint32
+	x2APIC                                                   bool
+}
 
-//go:linkname sbHookX2APIC shortbread/kernel/machine.X2APIC
-func sbHookX2APIC() bool { return sbX2APIC }
-
-//go:linkname sbHookDeviceMemStart shortbread/kernel/machine.DeviceMemStart
-func sbHookDeviceMemStart() uintptr { return sbDevMemStart }
-
-//go:linkname sbHookBootInfo shortbread/kernel/machine.BootInfo
-func sbHookBootInfo() uintptr { return sbMBI }
-
-//go:linkname sbHookPhysAddr shortbread/kernel/machine.PhysAddr
-func sbHookPhysAddr(pa uintptr) uintptr { return sbPhys(pa) }
+//go:linkname sbHookBootConfig shortbread/kernel/machine.readBootConfig
+func sbHookBootConfig(c *sbBootConfig) {
+	*c = sbBootConfig{sbMBI, sbDmapBase, sbDmapEnd, sbDevMemStart, sbAS.pml4, sbStartTSC, sbTSCHz, sbXCR0, sbBootCPU, sbX2APIC}
+}
 
 //go:linkname sbHookExit shortbread/kernel/machine.Exit
 func sbHookExit(status uint8) { sbPowerOff(status) }
@@ -170,20 +147,8 @@ func sbHookNumCPU() int { return int(sbNCPU) }
 //go:linkname sbHookCurrentCPU shortbread/kernel/machine.CurrentCPU
 func sbHookCurrentCPU() int { return int(sbThisCPU().id) }
 
-//go:linkname sbHookTSCHz shortbread/kernel/machine.TSCHz
-func sbHookTSCHz() uint64 { return sbTSCHz }
-
-//go:linkname sbHookXFeatures shortbread/kernel/machine.XFeatures
-func sbHookXFeatures() uint64 { return sbXCR0 }
-
-//go:linkname sbHookStartTSC shortbread/kernel/machine.StartTSC
-func sbHookStartTSC() uint64 { return sbStartTSC }
-
 //go:linkname sbHookSetWalltime shortbread/kernel/machine.SetWalltime
 func sbHookSetWalltime(unixNano int64) { atomic.Storeint64(&sbBootUnixNano, unixNano-sbNanotime()) }
-
-//go:linkname sbHookRdtsc shortbread/kernel/machine.Rdtsc
-func sbHookRdtsc() uint64 { return sbRdtsc() }
 
 // MemStats mirrors shortbread/kernel/machine.MemStats.
 type sbMemStats struct {
@@ -227,9 +192,6 @@ func sbHookThreads() int { return int(sbSched.nthreads) }
 //go:linkname sbHookPhysPointer shortbread/kernel/machine.physPointer
 func sbHookPhysPointer(pa uintptr) unsafe.Pointer { return unsafe.Pointer(sbPhys(pa)) }
 
-//go:linkname sbHookPhysEnd shortbread/kernel/machine.PhysEnd
-func sbHookPhysEnd() uint64 { return uint64(sbDmapEnd) }
-
 //go:linkname sbHookProfCount shortbread/kernel/machine.ProfCount
 func sbHookProfCount(cpu int) (n, dropped uint64) {
 	if cpu < 0 || cpu >= int(sbNCPU) {
@@ -260,6 +222,3 @@ func sbHookFreeFrame(pa uintptr) {
 	sbFrames.release(pa)
 	sbIntrRestore(fl)
 }
-
-//go:linkname sbHookKernelReserved shortbread/kernel/machine.KernelReserved
-func sbHookKernelReserved() [1][2]uintptr { return sbKernelReserved() }

@@ -2,16 +2,11 @@
 
 // Shortbread machine layer: page tables and the runtime's own mappings.
 //
-// The kernel runs in one address space:
-//   - the kernel image at sbKernelVBase + 16 MiB (physical 16 MiB) with the
-//     ELF segment permissions (text read-only, everything else no-execute);
-//   - a direct map of all physical memory at sbDirectMap, 2 MiB pages;
-//   - the mappings the runtime asks for with mmap (its heap arenas, stacks,
-//     off-heap structures), recorded as VMAs and filled on demand: a page
-//     gets a frame the first time it is touched, and munmap or madvise
-//     (DONTNEED/FREE) gives frames back, so released memory reads back as
-//     zeros, which the runtime relies on.
-// Page 0 is never mapped so nil dereferences fault.
+// The kernel's address space: its image with the ELF permissions, a
+// direct map of physical memory (2 MiB pages), and the runtime's mmap
+// mappings as VMAs filled on demand, whose frames munmap and madvise give
+// back (released memory reads back as zeros, as the runtime relies on).
+// Page 0 is never mapped, so nil dereferences fault.
 
 package runtime
 
@@ -20,7 +15,6 @@ import "unsafe"
 const (
 	ptePresent = 1 << 0
 	pteWrite   = 1 << 1
-	pteUser    = 1 << 2
 	ptePCD     = 1 << 4
 	pteHuge    = 1 << 7
 	pteGlobal  = 1 << 8
@@ -71,17 +65,20 @@ var (
 // sbWalk returns the direct-map address of the 4 KiB PTE for va, creating
 // intermediate tables if create is set. It returns 0 if a table is missing
 // (and create is unset), memory ran out, or a huge page covers va.
-func sbWalk(pml4 uintptr, va uintptr, create bool) uintptr {
+func sbWalk(pml4 uintptr, va uintptr, create bool) uintptr { return sbEntry(pml4, va, 0, create) }
+
+// sbEntry is sbWalk down to the entry at level (0: the PTE, 1: the page
+// directory's, which maps 2 MiB).
+func sbEntry(pml4, va uintptr, level int, create bool) uintptr {
 	table := pml4
-	for level := 3; level > 0; level-- {
-		idx := (va >> (12 + 9*uint(level))) & 511
-		e := sbPhys(table) + idx*8
+	for l := 3; l > level; l-- {
+		e := sbPhys(table) + ((va>>(12+9*uint(l)))&511)*8
 		v := sbLoad64(e)
 		if v&ptePresent == 0 {
-			if !create {
-				return 0
+			f := uintptr(0)
+			if create {
+				f = sbFrames.alloc()
 			}
-			f := sbFrames.alloc()
 			if f == 0 {
 				return 0
 			}
@@ -92,28 +89,16 @@ func sbWalk(pml4 uintptr, va uintptr, create bool) uintptr {
 		}
 		table = uintptr(v & pteAddr)
 	}
-	return sbPhys(table) + ((va>>12)&511)*8
+	return sbPhys(table) + ((va>>(12+9*uint(level)))&511)*8
 }
 
 // sbMapLarge maps one 2 MiB page. Boot only.
 func sbMapLarge(pml4, va, pa uintptr, flags uint64) bool {
-	table := pml4
-	for level := 3; level > 1; level-- {
-		idx := (va >> (12 + 9*uint(level))) & 511
-		e := sbPhys(table) + idx*8
-		v := sbLoad64(e)
-		if v&ptePresent == 0 {
-			f := sbFrames.alloc()
-			if f == 0 {
-				return false
-			}
-			v = uint64(f) | ptePresent | pteWrite
-			sbStore64(e, v)
-		}
-		table = uintptr(v & pteAddr)
+	e := sbEntry(pml4, va, 1, true)
+	if e != 0 {
+		sbStore64(e, uint64(pa)|flags|pteHuge|ptePresent)
 	}
-	sbStore64(sbPhys(table)+((va>>21)&511)*8, uint64(pa)|flags|pteHuge|ptePresent)
-	return true
+	return e != 0
 }
 
 // sbBuildKernelPageTables replaces the boot stub's identity map.
@@ -145,17 +130,8 @@ func sbBuildKernelPageTables(elf uintptr) {
 		}
 	}
 	// Kernel image: one 4 KiB mapping per page, permissions from the ELF
-	// program headers (PF_X = 1, PF_W = 2).
-	phoff := uintptr(sbLoad64(elf + 32))
-	phnum := int(*(*uint16)(unsafe.Pointer(elf + 56)))
-	for i := 0; i < phnum; i++ {
-		ph := elf + phoff + uintptr(i)*56
-		if sbLoad32(ph) != 1 {
-			continue
-		}
-		pflags := sbLoad32(ph + 4)
-		va := uintptr(sbLoad64(ph + 16))
-		memsz := uintptr(sbLoad64(ph + 40))
+	// program headers.
+	sbForEachLoad(elf, func(va, memsz uintptr, pflags uint32) {
 		flags := uint64(ptePresent | pteGlobal)
 		if pflags&2 != 0 {
 			flags |= pteWrite
@@ -170,7 +146,7 @@ func sbBuildKernelPageTables(elf uintptr) {
 			}
 			sbStore64(pte, uint64(p-sbKernelVBase)|flags)
 		}
-	}
+	})
 	// The kernel half's PDPTs for the runtime's mappings, made now so the
 	// top-level entries never change (see sbMmapMin).
 	for va := uintptr(sbMmapMin); va < sbMmapMax; va += 1 << 39 {
@@ -181,18 +157,20 @@ func sbBuildKernelPageTables(elf uintptr) {
 		}
 		sbStore64(e, uint64(f)|ptePresent|pteWrite)
 	}
-	// The AP trampoline page stays identity-mapped: an AP turns paging on
-	// while executing there.
-	if sbTrampoline != 0 {
-		pte := sbWalk(pml4, sbTrampoline, true)
-		if pte == 0 {
-			sbFatal("out of memory mapping the AP trampoline")
-		}
-		sbStore64(pte, uint64(sbTrampoline)|ptePresent)
-	}
 	sbAS.pml4 = pml4
 	sbWriteCR3(pml4)
 	sbDmapBase = sbDirectMap
+}
+
+// sbForEachLoad calls fn for each PT_LOAD segment of the kernel ELF at
+// elf: its address, size in memory and flags (PF_X = 1, PF_W = 2).
+func sbForEachLoad(elf uintptr, fn func(va, memsz uintptr, flags uint32)) {
+	phoff, phnum := uintptr(sbLoad64(elf+32)), uintptr(*(*uint16)(unsafe.Pointer(elf + 56)))
+	for ph := elf + phoff; ph < elf+phoff+phnum*56; ph += 56 {
+		if sbLoad32(ph) == 1 {
+			fn(uintptr(sbLoad64(ph+16)), uintptr(sbLoad64(ph+40)), sbLoad32(ph+4))
+		}
+	}
 }
 
 // findVMA returns the index of the VMA containing va, or -1.

@@ -2,18 +2,11 @@
 
 // Shortbread machine layer: the sampling profiler's interrupt source.
 //
-// Samples must also land in code that runs with interrupts off (every
-// machine-layer trap handler), so the preferred source is an NMI: an HPET
-// timer in periodic mode, which the kernel picks and programs
-// (kernel/drivers/hpet), on an I/O APIC pin whose redirection entry this
-// file sets to NMI delivery to the boot CPU (physical destination). The NMI
-// stub in sb_amd64.s writes the record and, on the boot CPU, sends an NMI
-// to every other online CPU by its APIC ID, so all CPUs are sampled at
-// once, in xAPIC and x2APIC mode and at any CPU count. Without an HPET
-// (or with a boot CPU the I/O APIC's 8-bit destination cannot name) the
-// fallback samples from the local APIC timer interrupt, which cannot see
-// code running with interrupts off; the kernel reports which source it
-// got. Reference: I/O APIC (82093AA) data sheet §3.2.4.
+// Samples must also land where interrupts are off, so the preferred source
+// is the kernel's periodic HPET timer (kernel/drivers/hpet) on an I/O APIC
+// pin set here to NMI delivery to the boot CPU (82093AA data sheet
+// §3.2.4), whose NMI stub (sb_amd64.s) passes it on to every other CPU.
+// The fallback, the local APIC timer interrupt, misses interrupts-off code.
 
 package runtime
 

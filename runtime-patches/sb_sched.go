@@ -204,8 +204,8 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool) {
 	*f = t.frame
 }
 
-// sbBlock parks the running thread with the wait fields already set by the
-// caller (under sbSched.mu, which sbBlock releases).
+// sbBlockLocked parks the running thread with the wait fields already set
+// by the caller (under sbSched.mu, which it releases).
 func sbBlockLocked(c *sbCPU, f *sbFrame) {
 	t := &sbThreads[c.cur]
 	t.state = sbThBlocked
@@ -395,7 +395,7 @@ func sbClone(c *sbCPU, f *sbFrame, flags, stk, tls uintptr) int64 {
 	return int64(tid)
 }
 
-// sbFindTID returns the slot of a live thread, or -1.
+// sbFindTIDLocked returns the slot of a live thread, or -1.
 func sbFindTIDLocked(tid int32) int32 {
 	for i := range sbThreads {
 		if sbThreads[i].state != sbThFree && sbThreads[i].tid == tid && !sbThreads[i].isIdle {

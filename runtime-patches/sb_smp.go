@@ -4,10 +4,11 @@
 //
 // Application processors are started by kernel code above the runtime,
 // which counts them from the ACPI MADT and asks for each with the private
-// StartCPU system call. The boot stub left a real-mode trampoline at
-// sbTrampoline (boot/stub.asm: ap_trampoline); an AP woken by INIT-SIPI-SIPI
-// runs it to long mode on the kernel page tables, lands in sbAPEntry on its
-// trap stack, sets up its tables and becomes idle, ready for threads.
+// StartCPU system call, with a free page below 640 KiB it found in the
+// memory map. The real-mode trampoline in the boot stub (boot/stub.asm:
+// ap_trampoline) is copied there; an AP woken by INIT-SIPI-SIPI runs it to
+// long mode on the kernel page tables, lands in sbAPEntry on its trap
+// stack, sets up its tables and becomes idle, ready for threads.
 
 package runtime
 
@@ -28,9 +29,8 @@ const (
 )
 
 var (
-	// sbTrampoline is the page below 1 MiB the AP start-up code runs in,
-	// chosen at boot (sbPickTrampoline); sbTrampSrc/Len locate the code in
-	// the boot stub.
+	// sbTrampoline is the page below 1 MiB the AP start-up code runs in
+	// (sbSetTrampoline); sbTrampSrc/Len locate the code in the boot stub.
 	sbTrampoline uintptr
 	sbTrampSrc   uintptr
 	sbTrampLen   uintptr
@@ -57,14 +57,15 @@ func sbDelay(ns int64) {
 	}
 }
 
-// sbStartCPU wakes the CPU with the given local APIC ID and waits until it
-// is idle in the scheduler. Runs in trap context on the boot CPU.
-func sbStartCPU(apicID uint32) int64 {
+// sbStartCPU wakes the CPU with the given local APIC ID, with the start-up
+// code at page, and waits until it is idle in the scheduler. Runs in trap
+// context on the boot CPU.
+func sbStartCPU(apicID uint32, page uintptr) int64 {
 	if apicID == sbBootCPU {
 		return -sbEEXIST
 	}
-	if sbTrampoline == 0 {
-		return -sbENOMEM // no free page below 1 MiB
+	if page != sbTrampoline && !sbSetTrampoline(page) {
+		return -sbEINVAL
 	}
 	id := sbNCPU
 	if id >= sbMaxCPU {
@@ -73,13 +74,7 @@ func sbStartCPU(apicID uint32) int64 {
 	c := &sbCPUs[id]
 	c.id = id
 	c.apicID = apicID
-	c.stackTop = sbTrapStackTop(id)
-	lo := uintptr(unsafe.Pointer(&sbTrapStacks[id]))
-	c.g.stack = stack{lo: lo, hi: c.stackTop}
-	c.g.stackguard0 = lo + sbStackGuard
-	c.g.stackguard1 = lo + sbStackGuard
-	c.trapG = uintptr(unsafe.Pointer(&c.g))
-	c.tls[0] = c.trapG
+	sbInitTrapG(c)
 
 	p := sbPhys(sbTrampoline)
 	sbStore64(p+sbTrampCR3, uint64(sbAS.pml4))
@@ -108,32 +103,22 @@ func sbStartCPU(apicID uint32) int64 {
 	return 0
 }
 
-// sbPickTrampoline chooses a page below 1 MiB for the AP start-up code:
-// available RAM per the memory map (lowAvail), clear of everything the
-// boot loader put there (busy), and copies the code in.
-func sbPickTrampoline(lowAvail [][2]uintptr, busy [][2]uintptr) {
-	if sbTrampLen == 0 || sbTrampLen > 0xE00 { // its stack and parameters follow
-
-		return
+// sbSetTrampoline copies the AP start-up code (its stack and parameters
+// follow it in the page) to page, which stays identity-mapped: an AP turns
+// paging on while executing there. The frame allocator never hands out
+// memory below 1 MiB.
+func sbSetTrampoline(page uintptr) bool {
+	if page < sbPageSize || page+sbPageSize > 0xA0000 || page&(sbPageSize-1) != 0 || sbTrampLen == 0 || sbTrampLen > 0xE00 {
+		return false
 	}
-	for p := uintptr(0x1000); p < 0xA0000; p += sbPageSize {
-		ok := false
-		for _, r := range lowAvail {
-			if p >= r[0] && p+sbPageSize <= r[1] {
-				ok = true
-			}
-		}
-		for _, r := range busy {
-			if p < r[1] && r[0] < p+sbPageSize {
-				ok = false
-			}
-		}
-		if ok {
-			sbMemcpy(p, sbTrampSrc, sbTrampLen)
-			sbTrampoline = p
-			return
-		}
+	pte := sbWalk(sbAS.pml4, page, true)
+	if pte == 0 {
+		return false
 	}
+	sbStore64(pte, uint64(page)|ptePresent)
+	sbMemcpy(sbPhys(page), sbPhys(sbTrampSrc), sbTrampLen)
+	sbTrampoline = page
+	return true
 }
 
 // sbAPMain runs on a new CPU, on its trap stack as its trap g, with
@@ -173,9 +158,8 @@ func sbNewIdleThreadLocked(id int32) int32 {
 	t.frame.ss = sbKernelDS
 	t.frame.rflags = 0x202
 	t.frame.rsp = uint64(uintptr(unsafe.Pointer(&sbIdleStacks[id])) + 4096 - 8)
-	*(*uint16)(unsafe.Pointer(&t.frame.fpu[0])) = 0x37f   // FCW default
-	*(*uint32)(unsafe.Pointer(&t.frame.fpu[24])) = 0x1f80 // MXCSR default
-	sbSched.nthreads--                                    // not one of the runtime's threads
+	sbFPUReset(&t.frame.fpu)
+	sbSched.nthreads-- // not one of the runtime's threads
 	return i
 }
 

@@ -5,6 +5,8 @@
 // The runtime runs unmodified and talks to "Linux" with SYSCALL; this file
 // is that Linux. It serves only the calls the runtime itself makes (design
 // notes §3.1 list them); anything else is ENOSYS, logged once per number.
+// Its clocks need none: sbBoot gives it a vDSO clock_gettime before it
+// starts, and the kernel calls neither gettimeofday nor time.
 // User programs get their own, full system call layer above the runtime.
 // Every pointer argument is made present with sbAS.touch before use.
 
@@ -116,16 +118,6 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 		r = sbFcntl(int32(a0), int32(a1))
 	case 89: // readlink
 		r = -sbENOENT
-	case 96: // gettimeofday
-		if a0 != 0 {
-			if !sbAS.touch(a0, 16, true) {
-				r = -sbEFAULT
-				break
-			}
-			now := sbWalltime()
-			sbStore64(a0, uint64(now/1e9))
-			sbStore64(a0+8, uint64(now%1e9/1000))
-		}
 	case 131: // sigaltstack
 		r = sbSigaltstack(c, a0, a1)
 	case 157: // prctl
@@ -145,8 +137,6 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 		}
 	case 186: // gettid
 		r = int64(sbThreads[c.cur].tid)
-	case 201: // time
-		r = sbWalltime() / 1e9
 	case 202: // futex
 		sbFutex(c, f, a0, int32(a1), uint32(a2), a3)
 		return
@@ -157,8 +147,6 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 		}
 		sbStore64(a2, uint64(1)<<sbNCPU-1)
 		r = 8
-	case 228: // clock_gettime
-		r = sbClockGettime(int32(a0), a1)
 	case 231: // exit_group
 		sbExitGroup(int32(a0))
 	case 233: // epoll_ctl
@@ -302,24 +290,6 @@ func sbFutex(c *sbCPU, f *sbFrame, addr uintptr, op int32, val uint32, timeout u
 	}
 }
 
-func sbClockGettime(id int32, ts uintptr) int64 {
-	if !sbAS.touch(ts, 16, true) {
-		return -sbEFAULT
-	}
-	var now int64
-	switch id {
-	case 0, 8, 11: // REALTIME, REALTIME_ALARM, TAI
-		now = sbWalltime()
-	case 1, 4, 7, 9, 2, 3: // MONOTONIC, _RAW, BOOTTIME, _ALARM; CPU-time clocks approximate
-		now = sbNanotime()
-	default:
-		return -sbEINVAL
-	}
-	sbStore64(ts, uint64(now/1_000_000_000))
-	sbStore64(ts+8, uint64(now%1_000_000_000))
-	return 0
-}
-
 func sbRtSigaction(sig int32, act, oact uintptr) int64 {
 	if sig < 1 || sig > 64 {
 		return -sbEINVAL
@@ -416,11 +386,7 @@ func sbKill(c *sbCPU, tid, sig int32) int64 {
 }
 
 func sbExitGroup(code int32) {
-	sbPrintBegin()
-	sbPrintStr("machine: kernel exited with status ")
-	sbPrintDec(int64(code))
-	sbPrintStr("\n")
-	sbPrintEnd()
+	sbLogVal("kernel exited with status ", int64(code))
 	sbPowerOff(uint8(code))
 }
 
@@ -522,15 +488,11 @@ func sbFcntl(fd, cmd int32) int64 {
 
 // sbEpollReady writes ready events: an IRQ fd after an interrupt
 // (edge-triggered, EPOLLET, as the runtime registers its fds), and the
-// eventfd as registered. The runtime registers its netpollBreak eventfd
-// level-triggered and relies on that: a non-blocking netpoll on another
-// M may see the event without reading the eventfd (it leaves that to the
-// blocking poller, and netpollWakeSig stays set until then), so the
-// eventfd must stay ready until it is read. Reporting it once, as an edge,
-// lost that wake-up: the blocking poller slept on with a stale timeout
-// and every later netpollBreak was suppressed (timers ran up to a minute
-// late, until sysmon noticed).
-// Called with sbSched.mu held.
+// eventfd as registered. The runtime's netpollBreak eventfd is
+// level-triggered, and must stay ready until read: a non-blocking netpoll
+// on another M may see it without reading it, and reported once it left
+// the blocking poller asleep with a stale timeout (timers ran up to a
+// minute late). Called with sbSched.mu held.
 func sbEpollReady(events uintptr, max int32) int32 {
 	n := int32(0)
 	sbEpollLock.lock()

@@ -3,12 +3,9 @@
 // Shortbread machine layer: clocks and the local APIC timer.
 //
 // Monotonic time is the TSC, calibrated once against PIT channel 2 (the
-// one timer every PC and QEMU has). Wall time is monotonic time plus the
-// time of day at boot, which the kernel reads from the CMOS clock
-// (SetWalltime; until then it counts from 1970). Each CPU's local APIC
-// timer (TSC-deadline mode
-// when the CPU has it, one-shot otherwise) fires for the next sleeper's
-// deadline or the end of the running thread's time slice.
+// one timer every PC and QEMU has); wall time adds the time of day the
+// kernel sets (SetWalltime). Each CPU's local APIC timer (TSC-deadline or
+// one-shot) fires for the next deadline or the end of a time slice.
 
 package runtime
 
@@ -34,7 +31,6 @@ const (
 
 	msrAPICBase     = 0x1B
 	msrX2APIC       = 0x800 // + xAPIC offset >> 4 (Intel SDM vol. 3 §11.12.1.2)
-	msrX2APICICR    = 0x830
 	msrTSCDeadline  = 0x6E0
 	sbTimeSlice     = 10_000_000 // ns a thread runs before others get the CPU
 	sbPITHz         = 1193182
@@ -105,8 +101,6 @@ func sbNanotime() int64 {
 	hi, lo := math.Mul64(sbRdtsc()-sbTSC0, sbTSCMult)
 	return int64(hi<<32 | lo>>32)
 }
-
-func sbWalltime() int64 { return sbBootUnixNano + sbNanotime() }
 
 // sbCalibrateTSC counts TSC cycles over ~10 ms of PIT channel 2 three
 // times and keeps the smallest count: a run stalled (by the host, an SMI)

@@ -2,28 +2,13 @@
 
 // Shortbread machine layer: running user programs.
 //
-// A user thread is a kernel goroutine that calls machine.RunUser in a
-// loop. RunUser is a private system call: the machine layer keeps the
-// calling thread's kernel frame, loads the user registers and address
-// space and returns to ring 3. When the program makes a system call, takes
-// a fault, or must give the thread back (a signal for the runtime, such as
-// the SIGURG of async preemption, is pending), the user state goes back
-// into the caller's UserRegs and the kernel frame is resumed: RunUser
-// returns in the same goroutine, which handles the event in ordinary Go.
-// Interrupts taken in user mode are served here and do not end RunUser;
-// the thread stays in user mode across machine-level time slices, with
-// its own CR3.
-//
-// RunUser goes through syscall.Syscall, so while a thread is in user mode
-// the runtime sees its goroutine in a system call: it keeps no P, and a
-// stop-the-world does not wait for user code.
-//
-// Address spaces: the kernel half (PML4 slots 256-511: the direct map and
-// the runtime's mappings) is shared by pointing at the kernel's PDPTs,
-// which never change after boot (the kernel image's, in slot 511, too).
-// The lower half belongs to the program except the first 2 MiB (page 0
-// and the AP trampoline), whose page-directory entry is copied from the
-// kernel's (supervisor-only).
+// A user thread is a kernel goroutine that calls machine.RunUser, a
+// private system call, in a loop: the machine layer keeps the caller's
+// kernel frame and returns to ring 3; a system call, a fault or a signal
+// for the runtime (the SIGURG of async preemption) puts the user state
+// back into the caller's UserRegs and resumes the kernel frame. Interrupts
+// in user mode do not end RunUser. Made through syscall.Syscall, RunUser
+// keeps no P, and a stop-the-world does not wait for user code.
 
 package runtime
 
@@ -178,49 +163,4 @@ func sbUserTrap(c *sbCPU, f *sbFrame) bool {
 		return false
 	}
 	return true
-}
-
-// sbInitAddressSpace prepares a new user address space in three zeroed
-// frames given by the kernel: the PML4, and the PDPT and page directory
-// covering the first GiB, which hold the shared kernel entries.
-// sbUserSpaces: an address space was made; the kernel half's PML4
-// entries may no longer change (sbMapDevice).
-var sbUserSpaces bool
-
-func sbInitAddressSpace(pml4, pdpt, pd uintptr) int64 {
-	for _, p := range [...]uintptr{pml4, pdpt, pd} {
-		if p == 0 || p&(sbPageSize-1) != 0 || p >= sbFrames.maxPhys {
-			return -sbEINVAL
-		}
-	}
-	sbUserSpaces = true
-	kpml4 := sbPhys(sbAS.pml4)
-	for i := uintptr(256); i < 512; i++ {
-		sbStore64(sbPhys(pml4)+i*8, sbLoad64(kpml4+i*8))
-	}
-	const userTable = ptePresent | pteWrite | pteUser
-	sbStore64(sbPhys(pml4), uint64(pdpt)|userTable)
-	sbStore64(sbPhys(pdpt), uint64(pd)|userTable)
-	if sbLoad64(kpml4)&ptePresent == 0 {
-		return 0 // the kernel maps nothing in the lower half
-	}
-	kpdpt := uintptr(sbLoad64(kpml4) & pteAddr)
-	if sbLoad64(sbPhys(kpdpt))&ptePresent == 0 {
-		return 0
-	}
-	kpd := uintptr(sbLoad64(sbPhys(kpdpt)) & pteAddr)
-	for _, r := range sbKernelReserved() {
-		for va := r[0]; va < r[1]; va += 2 << 20 {
-			i := (va >> 21) & 511
-			sbStore64(sbPhys(pd)+i*8, sbLoad64(sbPhys(kpd)+i*8))
-		}
-	}
-	return 0
-}
-
-// sbKernelReserved lists the lower-half ranges user programs cannot map,
-// 2 MiB aligned: the first 2 MiB (page 0, the AP trampoline). The kernel
-// image lives in the kernel half.
-func sbKernelReserved() [1][2]uintptr {
-	return [1][2]uintptr{{0, 2 << 20}}
 }

@@ -2,20 +2,12 @@
 
 // Shortbread machine layer: the hard-lockup watchdog.
 //
-// A CPU that runs a thread (not its idle loop) and takes no timer
-// interrupt for sbWdThresh is locked up: spinning with interrupts off,
-// which only trap context does. Each CPU's timer interrupt watches the
-// next online CPU (a buddy, as Linux's buddy detector does), so no other
-// interrupt source is needed, at the price of two CPUs at least (one CPU
-// cannot watch itself without an NMI source, and the HPET the profiler
-// uses is not on every machine). The watcher reports from trap context:
-// the locked CPU may run a goroutine that a stop of the world waits for,
-// so kernel goroutines may never run again. It asks every other busy CPU
-// for its registers with an NMI (the stub in sb_amd64.s copies the
-// interrupted frame when nmiWant is set), walks their frame pointers and
-// names the functions from the runtime's symbol table; the kernel prints
-// the goroutines afterwards (sbWdLockups), or the watcher powers off
-// (watchdog_panic).
+// A CPU that runs a thread and takes no timer interrupt for sbWdThresh
+// spins with interrupts off, which only trap context does. Each CPU's
+// timer interrupt watches the next (Linux's buddy scheme: no other
+// interrupt source, but two CPUs at least) and reports from trap context,
+// since the locked CPU may hold a goroutine a stop of the world waits
+// for; the other busy CPUs' registers come by NMI (sb_amd64.s).
 
 package runtime
 

@@ -2,8 +2,9 @@
 // runtime (runtime-patches/sb_*.go). It is the whole hook surface: the
 // functions declared here without bodies are provided by the runtime
 // patch set through go:linkname, and the rest wrap the machine layer's
-// private system calls. Only the kernel image links this package; host
-// tests must not import it.
+// private system calls, or do what needs no runtime internals itself
+// (the kernel half's page tables, kernelhalf.go). Only the kernel image
+// links this package; host tests must not call into it.
 package machine
 
 import (
@@ -17,18 +18,43 @@ import (
 
 // Provided by the machine layer (runtime-patches/sb_hooks.go).
 
+// bootConfig is what the machine layer settled before the runtime
+// started; its layout is shared with the machine layer (sbBootConfig).
+type bootConfig struct {
+	bootInfo, directMap, physEnd, deviceMemStart, kernelPML4 uintptr
+	startTSC, tscHz, xFeatures                               uint64
+	bootAPICID                                               uint32
+	x2APIC                                                   bool
+}
+
+//go:noescape
+func readBootConfig(c *bootConfig)
+
+var (
+	bootOnce sync.Once
+	bootCfg  bootConfig
+)
+
+// boot returns the boot configuration, read at the first use (not in an
+// init function, which would make host tests of packages importing this
+// one need the machine layer to link). None of it changes.
+func boot() *bootConfig {
+	bootOnce.Do(func() { readBootConfig(&bootCfg) })
+	return &bootCfg
+}
+
 // BootInfo returns the physical address of the multiboot2 information
 // (the command line, ACPI's RSDP, the modules), which stays reserved.
-func BootInfo() uintptr
+func BootInfo() uintptr { return boot().bootInfo }
 
 // PhysAddr returns the kernel virtual address of physical address pa (the
 // direct map of all RAM and device memory below 4 GiB).
-func PhysAddr(pa uintptr) uintptr
+func PhysAddr(pa uintptr) uintptr { return boot().directMap + pa }
 
 // DeviceMemStart is where the direct map's uncached window for device
 // registers begins (the end of the RAM below 4 GiB, 2 MiB-aligned); it
 // ends at 4 GiB.
-func DeviceMemStart() uintptr
+func DeviceMemStart() uintptr { return boot().deviceMemStart }
 
 // Exit powers the machine off with status: under QEMU through
 // isa-debug-exit (QEMU exits with status*2+1), else it halts.
@@ -42,12 +68,12 @@ func NumCPU() int
 func CurrentCPU() int
 
 // TSCHz is the calibrated time-stamp counter frequency.
-func TSCHz() uint64
+func TSCHz() uint64 { return boot().tscHz }
 
 // StartTSC is the TSC value at the boot stub's first instruction.
-func StartTSC() uint64
+func StartTSC() uint64 { return boot().startTSC }
 
-// Rdtsc reads the time-stamp counter.
+// Rdtsc reads the time-stamp counter (machine.s).
 func Rdtsc() uint64
 
 // SetWalltime makes the machine's time of day (CLOCK_REALTIME, beneath
@@ -97,7 +123,7 @@ func PhysPointer(pa uintptr) unsafe.Pointer { return physPointer(pa) }
 
 // PhysEnd is the end of the direct map: every physical address below it
 // (all RAM, and device memory below 4 GiB) can be read with ReadPhys.
-func PhysEnd() uint64
+func PhysEnd() uint64 { return uint64(boot().physEnd) }
 
 // ReadPhys copies physical memory at pa into p (firmware tables, boot
 // information).
@@ -108,7 +134,7 @@ func ReadPhys(p []byte, pa uint64) error {
 	if len(p) == 0 {
 		return nil
 	}
-	copy(p, unsafe.Slice((*byte)(physPointer(uintptr(pa))), len(p)))
+	copy(p, unsafe.Slice((*byte)(PhysPointer(uintptr(pa))), len(p)))
 	return nil
 }
 
@@ -135,19 +161,8 @@ const (
 	sysProfStart = sysBase + 2
 	sysProfStop  = sysBase + 3
 	sysIOAPIC    = sysBase + 4
-	sysMapDevice = sysBase + 9
 	sysDebugSpin = sysBase + 10
 )
-
-// MapDevice makes device memory [pa, pa+size) above the direct map (a
-// 64-bit BAR the firmware put above RAM) reachable, uncached, at
-// PhysAddr(pa). It works only at boot, before the first user process.
-func MapDevice(pa, size uint64) error {
-	if _, _, errno := syscall.RawSyscall(sysMapDevice, uintptr(pa), uintptr(size), 0); errno != 0 {
-		return errno
-	}
-	return nil
-}
 
 // OpenIRQ returns a file descriptor for ISA interrupt line irq and unmasks
 // the line (edge-triggered, active high). See OpenInterrupt.
@@ -221,16 +236,18 @@ func AllocMSI() (fd int, addr uint64, data uint32, err error) {
 }
 
 // BootAPICID is the local APIC ID of the CPU that takes device interrupts.
-func BootAPICID() uint32
+func BootAPICID() uint32 { return boot().bootAPICID }
 
 // X2APIC reports whether the local APICs run in x2APIC mode (chosen at
 // boot when the CPU has it): 32-bit APIC IDs, registers as MSRs.
-func X2APIC() bool
+func X2APIC() bool { return boot().x2APIC }
 
-// StartCPU starts the application processor with the given local APIC ID
-// and returns once it is idle in the scheduler.
-func StartCPU(apicID uint32) error {
-	_, _, errno := syscall.Syscall(sysStartCPU, uintptr(apicID), 0, 0)
+// StartCPU starts the application processor with the given local APIC ID,
+// its real-mode start-up code copied to page (free RAM below 640 KiB, which
+// the machine layer keeps for it), and returns once it is idle in the
+// scheduler.
+func StartCPU(apicID uint32, page uintptr) error {
+	_, _, errno := syscall.Syscall(sysStartCPU, uintptr(apicID), page, 0)
 	if errno != 0 {
 		return errno
 	}
@@ -341,7 +358,7 @@ const FPUSize = 832
 // XFeatures is the XSAVE feature mask (XCR0) user threads' FPU state
 // covers: 7 for x87, SSE and AVX, or 0 if the CPUs save state with FXSAVE
 // (no AVX for programs).
-func XFeatures() uint64
+func XFeatures() uint64 { return boot().xFeatures }
 
 // Reasons in UserRegs.Trap besides exception vectors.
 const (
@@ -352,7 +369,6 @@ const (
 
 const (
 	sysRunUser  = sysBase + 5
-	sysInitAS   = sysBase + 6
 	sysFlushTLB = sysBase + 7
 	sysKick     = sysBase + 8
 )
@@ -364,16 +380,6 @@ const (
 func RunUser(r *UserRegs, cr3 uintptr) error {
 	_, _, errno := syscall.Syscall(sysRunUser, uintptr(unsafe.Pointer(r)), cr3, 0)
 	if errno != 0 {
-		return errno
-	}
-	return nil
-}
-
-// InitAddressSpace fills three zeroed frames as a new address space: pml4
-// gets the shared kernel half, pdpt and pd cover the first GiB and hold
-// the kernel's reserved entries (see KernelReserved).
-func InitAddressSpace(pml4, pdpt, pd uintptr) error {
-	if _, _, errno := syscall.RawSyscall(sysInitAS, pml4, pdpt, pd); errno != 0 {
 		return errno
 	}
 	return nil
@@ -414,8 +420,3 @@ func AllocFrame(keep uint64) uintptr
 
 // FreeFrame returns a frame from AllocFrame.
 func FreeFrame(pa uintptr)
-
-// KernelReserved lists the 2 MiB-aligned lower-half ranges [start, end)
-// that user programs cannot map (page 0's; the kernel image is in the
-// kernel half).
-func KernelReserved() [1][2]uintptr

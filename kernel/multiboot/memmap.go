@@ -88,3 +88,24 @@ func appendAligned(out []MemRegion, start, end uint64) []MemRegion {
 	}
 	return append(out, MemRegion{Base: start, Length: end - start, Type: MemAvailable})
 }
+
+// LowPage returns the lowest free page below 640 KiB, for the application
+// processors' real-mode start-up code (a start-up IPI names a page there):
+// usable RAM but page 0, clear of the boot information at [infoStart,
+// infoEnd) and of every module (UEFI loaders put modules in low memory).
+// It reports false if there is none.
+func (i Info) LowPage(infoStart, infoEnd uint64) (uint64, bool) {
+	const limit = 0xA0000 // the legacy video and ROM area begins
+	for _, r := range i.UsableRAM() {
+		for p := max(r.Base, PageSize); p+PageSize <= min(r.End(), limit); p += PageSize {
+			busy := p < infoEnd && infoStart < p+PageSize
+			for _, m := range i.Modules {
+				busy = busy || (p < uint64(m.End) && uint64(m.Start) < p+PageSize)
+			}
+			if !busy {
+				return p, true
+			}
+		}
+	}
+	return 0, false
+}

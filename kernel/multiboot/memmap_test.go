@@ -195,3 +195,28 @@ func FuzzUsableRAM(f *testing.F) {
 		}
 	})
 }
+
+func TestLowPage(t *testing.T) {
+	tests := []struct {
+		name       string
+		mem        []MemRegion
+		mods       []Module
+		start, end uint64
+		want       uint64
+		wantOK     bool
+	}{
+		{"QEMU", qemuMap, nil, 0x9000, 0x9800, 0x1000, true},
+		{"InfoOnFirstPage", qemuMap, nil, 0x1000, 0x1010, 0x2000, true},
+		{"ModulesLow", qemuMap, []Module{{Start: 0x1000, End: 0x3001}, {Start: 0x4000, End: 0x5000}}, 0x6000, 0x6100, 0x5000, true},
+		{"OnlyPageZero", []MemRegion{{0, 0x1000, MemAvailable}, {0x100000, 0x1000000, MemAvailable}}, nil, 0, 0, 0, false},
+		{"ReservedOverlap", []MemRegion{{0, 0x9fc00, MemAvailable}, {0x1000, 0x3000, MemReserved}}, nil, 0, 0, 0x4000, true},
+		{"AllBusy", []MemRegion{{0, 0x3000, MemAvailable}}, []Module{{Start: 0x1000, End: 0x3000}}, 0, 0, 0, false},
+		{"AboveLegacyLimit", []MemRegion{{0xA0000, 0x10000, MemAvailable}}, nil, 0, 0, 0, false},
+	}
+	for _, tc := range tests {
+		got, ok := Info{MemoryMap: tc.mem, Modules: tc.mods}.LowPage(tc.start, tc.end)
+		if got != tc.want || ok != tc.wantOK {
+			t.Errorf("%s: got %#x, %v; want %#x, %v", tc.name, got, ok, tc.want, tc.wantOK)
+		}
+	}
+}
