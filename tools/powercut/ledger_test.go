@@ -129,3 +129,17 @@ func TestParseCheck(t *testing.T) {
 		t.Fatal("finished without a checked line")
 	}
 }
+
+// TestCutLine: the console's last line, cut off by the power cut (no
+// newline), is not read: its truncated hash would look like a wrong one.
+func TestCutLine(t *testing.T) {
+	l := newLedger()
+	l.line("durable d2/f251 14895 29d76a")
+	if len(l.errors) != 0 || len(l.files) != 0 {
+		t.Errorf("a cut-off line was read: errors %v, files %d", l.errors, len(l.files))
+	}
+	l.line("durable d2/f251 14895 29d76a\n")
+	if len(l.errors) == 0 {
+		t.Error("a whole line with a wrong hash was accepted")
+	}
+}
