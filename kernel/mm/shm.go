@@ -83,10 +83,12 @@ func (o *Shm) IncRef() {
 
 // DecRef drops a reference; the last one frees every frame. An object
 // used again after that starts empty.
-func (o *Shm) DecRef() {
+// It reports whether that was the last reference (the pages are gone).
+func (o *Shm) DecRef() (last bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.dropLocked()
+	return o.refs == 0
 }
 
 func (o *Shm) dropLocked() {

@@ -247,6 +247,15 @@ type OpenCounter interface {
 	Closed()
 }
 
+// Reaper is implemented by inodes whose data is freed when their last
+// name and last open file are gone: an open that found such an inode
+// before an unlink took its last name, and counted itself (Opened) only
+// after the data went, must fail with ENOENT, as if the lookup had come
+// after the unlink, rather than reach a file whose contents are gone.
+type Reaper interface {
+	Reaped() bool
+}
+
 // Holder is implemented by inodes whose release after their last name
 // is removed takes work (freeing an in-memory file's data): unlink holds
 // the inode across the removal and drops it once the directory is

@@ -365,6 +365,12 @@ func (v *VFS) openDentry(c *Ctx, d *Dentry, flags uint32, created bool) (*OpenFi
 	}
 	flags &^= linux.O_CREAT | linux.O_EXCL | linux.O_NOCTTY | linux.O_TRUNC | linux.O_CLOEXEC
 	f := newOpenFile(d, d.inode, file, flags|linux.O_LARGEFILE)
+	if r, ok := d.inode.(Reaper); ok && r.Reaped() {
+		// Counted only after the last unlink freed the data (the
+		// count comes first: an unlink after it keeps the data).
+		f.DecRef() // the file and the count; not yet a writer or reader
+		return fail(nil, linux.ENOENT)
+	}
 	f.writer = writer
 	if writer && d.mount != nil {
 		d.mount.writers.Add(1)

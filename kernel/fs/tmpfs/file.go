@@ -35,6 +35,11 @@ type file struct {
 	// pages (Opened, Closed).
 	opens atomic.Int64
 	seals uint32 // linux.F_SEAL_* (seal.go); protected by mu
+	// reaped: the file went out of use and its pages with it (no
+	// mapping held them): an open that raced the last unlink finds it
+	// so and fails (Reaped) instead of reviving an empty page store.
+	// Protected by mu.
+	reaped bool
 }
 
 // Opened counts an open file of the inode (vfs.OpenCounter).
@@ -84,16 +89,25 @@ func (f *file) linksChanged() {
 func (f *file) holdLocked() {
 	inUse := f.nlink.Load() > 0 || f.opens.Load() > 0
 	switch {
-	case f.data == nil || inUse == f.held:
+	case f.data == nil || inUse == f.held || f.reaped:
 	case inUse:
 		f.data.IncRef()
 		f.held = true
 		f.fs.counted(f, true)
 	default:
-		f.data.DecRef()
+		f.reaped = f.data.DecRef()
 		f.held = false
 		f.fs.counted(f, false)
 	}
+}
+
+// Reaped reports whether the file's pages went with its last name and
+// open file (vfs.Reaper): an open that found it before the unlink must
+// fail, as if it had come after.
+func (f *file) Reaped() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reaped
 }
 
 // counted adds f to or removes it from the files statfs counts.

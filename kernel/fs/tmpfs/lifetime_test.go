@@ -1,6 +1,7 @@
 package tmpfs
 
 import (
+	"errors"
 	"sync"
 	"testing"
 
@@ -294,6 +295,45 @@ func TestOpenCloseUnlinkRace(t *testing.T) {
 		wg.Wait()
 		if n := phys.inUse(); n != 0 {
 			t.Fatalf("round %d: %d frames in use after the name and every open file went, want 0", round, n)
+		}
+	}
+}
+
+// TestOpenRacesLastUnlink: opens that race the unlink of a file nobody
+// holds either fail with ENOENT (they came after it) or read the file's
+// data; none reaches a file whose pages went with the unlink (it read
+// zeros before Reaped).
+func TestOpenRacesLastUnlink(t *testing.T) {
+	v, c, phys := newLifetimeFS(t)
+	for round := 0; round < 300; round++ {
+		writeFile(t, v, c, "/r", 16)
+		var wg sync.WaitGroup
+		for g := 0; g < 4; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 10; i++ {
+					f, err := v.Open(c, nil, "/r", linux.O_RDONLY, 0)
+					if err != nil {
+						if !errors.Is(err, linux.ENOENT) {
+							t.Errorf("round %d: open: %v", round, err)
+						}
+						return
+					}
+					buf := make([]byte, 4)
+					if n, err := f.Pread(buf, 0, nil); n != 4 || err != nil || buf[3] != 3 {
+						t.Errorf("round %d: an open that raced the unlink read %d, %v, %v", round, n, err, buf)
+					}
+					f.DecRef()
+				}
+			}()
+		}
+		if err := v.Unlink(c, nil, "/r"); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		if n := phys.inUse(); n != 0 {
+			t.Fatalf("round %d: %d frames in use after the name and every open file went", round, n)
 		}
 	}
 }
