@@ -19,29 +19,7 @@
 #include <time.h>
 
 #include "check.h"
-
-#ifndef SIGEV_THREAD_ID
-#define SIGEV_THREAD_ID 4
-#endif
-
-/* the kernel's struct sigevent */
-struct ksigevent {
-	union sigval value;
-	int signo;
-	int notify;
-	int tid;
-	char pad[44];
-};
-
-static int ktimer_create(clockid_t c, struct ksigevent *ev, int *id)
-{
-	return syscall(SYS_timer_create, c, ev, id);
-}
-
-static int ktimer_settime(int id, int flags, const struct itimerspec *v, struct itimerspec *old)
-{
-	return syscall(SYS_timer_settime, id, flags, v, old);
-}
+#include "ktimer.h"
 
 static double ts_sec(struct timespec ts) { return ts.tv_sec + ts.tv_nsec / 1e9; }
 

@@ -16,28 +16,7 @@
 #include <time.h>
 
 #include "check.h"
-
-#ifndef SIGEV_THREAD_ID
-#define SIGEV_THREAD_ID 4
-#endif
-
-/* the kernel's struct sigevent */
-struct ksigevent {
-	union sigval value;
-	int signo;
-	int notify;
-	int tid;
-	char pad[44];
-};
-
-static int ktimer_create(clockid_t c, struct ksigevent *ev, int *id) { return (int)syscall(SYS_timer_create, c, ev, id); }
-static int ktimer_settime(int id, int flags, const struct itimerspec *n, struct itimerspec *o)
-{
-	return (int)syscall(SYS_timer_settime, id, flags, n, o);
-}
-static int ktimer_gettime(int id, struct itimerspec *c) { return (int)syscall(SYS_timer_gettime, id, c); }
-static int ktimer_getoverrun(int id) { return (int)syscall(SYS_timer_getoverrun, id); }
-static int ktimer_delete(int id) { return (int)syscall(SYS_timer_delete, id); }
+#include "ktimer.h"
 
 static struct itimerspec its(long value_ms, long interval_ms)
 {
