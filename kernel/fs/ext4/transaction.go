@@ -496,7 +496,7 @@ func (fs *FS) closeLocked() (*commitIO, error) {
 		header(desc, jbdDescriptor)
 		off := jbdHeaderSize
 		lastFlags := 0
-		var batch []uint64
+		var batch [][]byte // the blocks as logged
 		for ; i < len(j.order); i++ {
 			need := tagSize
 			if len(batch) == 0 {
@@ -508,23 +508,21 @@ func (fs *FS) closeLocked() (*commitIO, error) {
 			n := j.order[i]
 			data := append([]byte(nil), j.blocks[n]...)
 			snap[n] = data
+			logged := data
 			var flags uint32
 			if len(batch) > 0 {
 				flags |= tagSameUUID
 			}
 			if be.Uint32(data) == jbdMagic {
 				flags |= tagEscape
+				logged = append([]byte(nil), data...)
+				be.PutUint32(logged, 0)
 			}
 			be.PutUint32(desc[off:], uint32(n))
 			if jsb.incompat&jbdIncompat64bit != 0 {
 				be.PutUint32(desc[off+8:], uint32(n>>32))
 			} else if n >= 1<<32 {
 				return nil, corrupt("block %d does not fit a 32-bit journal", n)
-			}
-			logged := data
-			if flags&tagEscape != 0 {
-				logged = append([]byte(nil), data...)
-				be.PutUint32(logged, 0)
 			}
 			if jsb.incompat&jbdIncompatCsumV3 != 0 {
 				be.PutUint32(desc[off+4:], flags)
@@ -541,7 +539,7 @@ func (fs *FS) closeLocked() (*commitIO, error) {
 				copy(desc[off:], jsb.uuid[:])
 				off += 16
 			}
-			batch = append(batch, n)
+			batch = append(batch, logged)
 		}
 		// The last tag says so.
 		if jsb.incompat&jbdIncompatCsumV3 != 0 {
@@ -554,13 +552,8 @@ func (fs *FS) closeLocked() (*commitIO, error) {
 			be.PutUint32(desc[bs-jbdTailSize:], crc32c(c, []byte{0, 0, 0, 0}))
 		}
 		log = append(log, desc...)
-		for _, n := range batch {
-			if b := snap[n]; be.Uint32(b) == jbdMagic {
-				log = append(log, 0, 0, 0, 0)
-				log = append(log, b[4:]...)
-			} else {
-				log = append(log, b...)
-			}
+		for _, b := range batch {
+			log = append(log, b...)
 		}
 	}
 	commit := make([]byte, bs)
@@ -602,25 +595,19 @@ func (fs *FS) closeLocked() (*commitIO, error) {
 	for n, b := range snap {
 		j.ckpt[n] = b
 	}
-	for g, bm := range j.freed {
-		first := fs.groupFirstBlock(g)
-		for i := uint32(0); i < uint32(len(bm))*8; i++ {
-			if bm[i/8] == 0 {
-				i += 7
-				continue
-			}
-			if testBit(bm, i) {
-				if _, logged := j.ckpt[first+uint64(i)]; logged {
-					if j.held == nil {
-						j.held = map[uint32][]byte{}
-					}
-					if j.held[g] == nil {
-						j.held[g] = make([]byte, fs.blockSize)
-					}
-					setBit(j.held[g], i)
-				}
-			}
+	for n := range j.ckpt {
+		g := uint32((n - uint64(fs.sb.firstDataBlock)) / uint64(fs.sb.blocksPerGroup))
+		i := uint32(n - fs.groupFirstBlock(g))
+		if bm := j.freed[g]; bm == nil || !testBit(bm, i) {
+			continue
 		}
+		if j.held == nil {
+			j.held = map[uint32][]byte{}
+		}
+		if j.held[g] == nil {
+			j.held[g] = make([]byte, fs.blockSize)
+		}
+		setBit(j.held[g], i)
 	}
 	j.blocks = map[uint64][]byte{}
 	j.order = nil
