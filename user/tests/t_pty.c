@@ -198,17 +198,20 @@ static int hup_child(void)
 	write(1, "ready\n", 6);
 	char b[16];
 	/* a read asleep when the master closes fails with EIO (n_tty_read
-	 * sees TTY_OTHER_CLOSED); reads after the hangup return end of file */
+	 * sees TTY_OTHER_CLOSED); reads after the hangup return end of file.
+	 * Linux wakes the reader before it hangs the slave up, so a read
+	 * between the two still sees EIO: only SIGHUP, sent after the hangup
+	 * has replaced the file's operations, says the hangup is complete. */
 	int n = read(0, b, sizeof b);
 	if (n != -1 || errno != EIO)
 		return n == 0 ? 10 : n > 0 ? 11 : errno == EINTR ? 12 : 13;
-	n = read(0, b, sizeof b);
-	if (n != 0)
-		return n > 0 ? 21 : errno == EIO ? 22 : 23;
 	for (int i = 0; i < 300 && got != SIGHUP; i++)
 		usleep(10000);
 	if (got != SIGHUP)
 		return 2;
+	n = read(0, b, sizeof b);
+	if (n != 0)
+		return n > 0 ? 21 : errno == EIO ? 22 : 23;
 	if (write(1, "x", 1) != -1 || errno != EIO)
 		return 3;
 	/* the session lost its controlling terminal */
