@@ -492,6 +492,15 @@ func procKmem() []byte {
 	fmt.Fprintf(&b, "processes %d\nthreads %d\nfutex_waiters %d\nopen_files %d\nrecord_locks %d\n",
 		ps.Processes, ps.Threads, ps.FutexWaiters, vs.Files, vs.Locks)
 	fmt.Fprintf(&b, "user_anon_pages %d\nshared_pages %d\npage_table_pages %d\n", ms.Anon, ms.Shm, ms.Tables)
-	fmt.Fprintf(&b, "reserved_frames %d\nrefused_for_memory %d\n", kmem.Reserve(machine.ReadMemStats().TotalFrames), kmem.Refused())
+	m := machine.ReadMemStats()
+	fmt.Fprintf(&b, "reserved_frames %d\nrefused_for_memory %d\n", kmem.Reserve(m.TotalFrames), kmem.Refused())
+	// Every frame in use, by who took it: the runtime's mappings (its
+	// heap, stacks and records), the kernel's own AllocFrame callers
+	// (programs' pages and page tables, DMA), and the rest: the machine
+	// layer's page tables for the runtime's mappings, which it keeps.
+	held := uint64(machine.FramesHeld())
+	used := m.TotalFrames - m.FreeFrames
+	fmt.Fprintf(&b, "frames_total %d\nframes_free %d\nframes_runtime %d\nframes_kernel %d\nframes_other %d\nruntime_mappings %d\n",
+		m.TotalFrames, m.FreeFrames, m.CommittedFrames, held, int64(used)-int64(m.CommittedFrames)-int64(held), m.VMAs)
 	return b.Bytes()
 }

@@ -204,7 +204,7 @@ func sbHookProfCount(cpu int) (n, dropped uint64) {
 func sbIntrOff() uintptr
 func sbIntrRestore(flags uintptr)
 
-//go:linkname sbHookAllocFrame shortbread/kernel/machine.AllocFrame
+//go:linkname sbHookAllocFrame shortbread/kernel/machine.allocFrame
 func sbHookAllocFrame(keep uint64) uintptr {
 	// Interrupts off: a trap handler on this CPU may need the allocator.
 	fl := sbIntrOff()
@@ -213,7 +213,7 @@ func sbHookAllocFrame(keep uint64) uintptr {
 	return pa
 }
 
-//go:linkname sbHookFreeFrame shortbread/kernel/machine.FreeFrame
+//go:linkname sbHookFreeFrame shortbread/kernel/machine.freeFrame
 func sbHookFreeFrame(pa uintptr) {
 	if pa == 0 || pa&(sbPageSize-1) != 0 || pa >= sbFrames.maxPhys {
 		return

@@ -18,9 +18,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +42,10 @@ type Sample struct {
 	// Runtime is the Go runtime's own records (GoMetadata + GoOther in
 	// /proc/meminfo), which it keeps at their high-water mark.
 	Runtime int64 `json:"go_runtime_records_kib,omitempty"`
+	// Fields is every /proc/meminfo figure (KiB) and every count in
+	// /proc/shortbread/kmem (bytes, frames or objects, as its names
+	// say), read after drop_caches.
+	Fields map[string]int64 `json:"fields,omitempty"`
 }
 
 // Report is what is recorded.
@@ -73,6 +79,9 @@ sample() {
 	anon=$(awk '/^AnonPages:/ {print $2}' /proc/meminfo)
 	rt=$(awk '/^GoMetadata:|^GoOther:/ {s += $2} END {print s + 0}' /proc/meminfo)
 	echo "leaksoak-sample $round $now $free $freegc $heap $g $anon $rt"
+	# every figure after drop_caches, to put a slow loss in one place
+	awk -v r=$round '{sub(":", "", $1); print "leaksoak-field", r, $1, $2}' /proc/meminfo
+	awk -v r=$round 'NF == 2 && $2 ~ /^-?[0-9]+$/ {print "leaksoak-field", r, $1, $2}' /proc/shortbread/kmem
 }
 sample
 while [ $(cut -d. -f1 /proc/uptime) -lt $end ]; do
@@ -148,9 +157,21 @@ func tail(b []byte, lines int) []byte {
 func parse(b []byte) []Sample {
 	var out []Sample
 	var t0 float64
+	fields := map[int]map[string]int64{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		f := strings.Fields(strings.TrimSpace(strings.ReplaceAll(sc.Text(), "\r", "")))
+		if len(f) == 4 && f[0] == "leaksoak-field" {
+			r, err1 := strconv.Atoi(f[1])
+			v, err2 := strconv.ParseInt(f[3], 10, 64)
+			if err1 == nil && err2 == nil {
+				if fields[r] == nil {
+					fields[r] = map[string]int64{}
+				}
+				fields[r][f[2]] = v
+			}
+			continue
+		}
 		if len(f) < 7 || len(f) > 9 || f[0] != "leaksoak-sample" {
 			continue
 		}
@@ -172,6 +193,10 @@ func parse(b []byte) []Sample {
 		out = append(out, Sample{Round: int(v[0]), Minutes: (v[1] - t0) / 60,
 			MemFree: int64(v[2]), MemFreeGC: int64(v[3]), HeapInuse: int64(v[4]), Goroutines: int64(v[5]),
 			AnonPages: int64(v[6]), Runtime: int64(v[7])})
+	}
+	// A round's fields follow its sample line.
+	for i := range out {
+		out[i].Fields = fields[out[i].Round]
 	}
 	return out
 }
@@ -223,6 +248,7 @@ func render(r Report) string {
 			return float64(p.MemFreeGC + p.AnonPages + p.Runtime)
 		}, "KiB")
 	}
+	fieldTable(&b, s)
 	b.WriteString("\n![free memory and kernel heap against time](leaksoak-" + r.Date + ".png)\n\n")
 	b.WriteString("| round | minutes | MemFree KiB | after drop_caches KiB | GoHeapInuse KiB | goroutines | AnonPages KiB | runtime records KiB |\n|---|---|---|---|---|---|---|---|\n")
 	for _, p := range r.Samples {
@@ -259,4 +285,42 @@ func commit() string {
 		return "unknown"
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// fieldTable lists every sampled field that changed from the first to
+// the last round, by the size of its trend: where a slow loss lives.
+func fieldTable(b *strings.Builder, s []Sample) {
+	first, last := s[0], s[len(s)-1]
+	if first.Fields == nil || last.Fields == nil {
+		return
+	}
+	type row struct {
+		name     string
+		from, to int64
+		slope    float64
+	}
+	var rows []row
+	for name, to := range last.Fields {
+		from, ok := first.Fields[name]
+		if !ok || from == to {
+			continue
+		}
+		var with []Sample // a round whose fields were cut off counts for none
+		for _, p := range s {
+			if _, ok := p.Fields[name]; ok {
+				with = append(with, p)
+			}
+		}
+		rows = append(rows, row{name, from, to, growth(with, func(p Sample) float64 { return float64(p.Fields[name]) })})
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if a, b := math.Abs(rows[i].slope), math.Abs(rows[j].slope); a != b {
+			return a > b
+		}
+		return rows[i].name < rows[j].name
+	})
+	fmt.Fprintf(b, "\nEvery figure of /proc/meminfo (KiB) and /proc/shortbread/kmem (its own units) that changed, after drop_caches:\n\n| field | round %d | round %d | change | trend per minute |\n|---|---|---|---|---|\n", first.Round, last.Round)
+	for _, r := range rows {
+		fmt.Fprintf(b, "| %s | %d | %d | %+d | %+.1f/min |\n", r.name, r.from, r.to, r.to-r.from, r.slope)
+	}
 }

@@ -416,7 +416,33 @@ func ReleaseAddressSpace(root uintptr) {
 // when no more than keep frames are free (memory exhausted: keep is the
 // reserve the caller leaves for the kernel's own heap and stacks; the
 // check is made under the allocator's lock).
-func AllocFrame(keep uint64) uintptr
+func AllocFrame(keep uint64) uintptr {
+	pa := allocFrame(keep)
+	if pa != 0 {
+		framesHeld.Add(1)
+	}
+	return pa
+}
 
 // FreeFrame returns a frame from AllocFrame.
-func FreeFrame(pa uintptr)
+func FreeFrame(pa uintptr) {
+	if pa != 0 {
+		framesHeld.Add(-1)
+	}
+	freeFrame(pa)
+}
+
+// framesHeld counts the frames the kernel holds from AllocFrame: with
+// the runtime's committed frames it splits the frames in use between
+// the Go heap's mappings, the kernel's direct users (programs' pages,
+// page tables, DMA) and what neither counts (the machine layer's page
+// tables for the runtime's mappings), which is how a slow loss of free
+// memory is put in one place (/proc/shortbread/kmem).
+var framesHeld atomic.Int64
+
+// FramesHeld returns the number of frames taken with AllocFrame and not
+// yet freed.
+func FramesHeld() int64 { return framesHeld.Load() }
+
+func allocFrame(keep uint64) uintptr
+func freeFrame(pa uintptr)
