@@ -140,12 +140,51 @@ static void test_basics(void)
 	CHECK_EQ("so_reuseaddr.value", v, 1);
 	v = 1;
 	CHECK_SYS("so_keepalive.set", setsockopt(s, SOL_SOCKET, SO_KEEPALIVE, &v, sizeof v));
+	/* Nagle's algorithm is on until a program turns it off */
+	v = -1;
+	vl = sizeof v;
+	CHECK_SYS("tcp_nodelay.default", getsockopt(s, IPPROTO_TCP, TCP_NODELAY, &v, &vl));
+	CHECK_EQ("tcp_nodelay.default_value", v, 0);
+	v = 1;
 	CHECK_SYS("tcp_nodelay.set", setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v));
 	v = 0;
 	vl = sizeof v;
 	CHECK_SYS("tcp_nodelay.get", getsockopt(s, IPPROTO_TCP, TCP_NODELAY, &v, &vl));
 	CHECK_EQ("tcp_nodelay.value", v, 1);
+	v = 0;
+	CHECK_SYS("tcp_nodelay.clear", setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v));
+	v = -1;
+	vl = sizeof v;
+	CHECK("tcp_nodelay.cleared", getsockopt(s, IPPROTO_TCP, TCP_NODELAY, &v, &vl) == 0 && v == 0);
 	close(s);
+
+	/* a connection accepted from a listener with TCP_NODELAY set has it
+	 * set too: the child socket is a copy of the listener's */
+	struct sockaddr_in la;
+	int l = listener4(&la);
+	v = 1;
+	CHECK_SYS("tcp_nodelay.listener", setsockopt(l, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v));
+	v = 1;
+	CHECK_SYS("so_keepalive.listener", setsockopt(l, SOL_SOCKET, SO_KEEPALIVE, &v, sizeof v));
+	struct timeval tv = {.tv_sec = 7};
+	CHECK_SYS("so_rcvtimeo.listener", setsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv));
+	int cl = connect4(&la);
+	int ac = accept(l, NULL, NULL);
+	v = -1;
+	vl = sizeof v;
+	CHECK("tcp_nodelay.inherited", ac >= 0 && getsockopt(ac, IPPROTO_TCP, TCP_NODELAY, &v, &vl) == 0 && v == 1);
+	v = -1;
+	vl = sizeof v;
+	CHECK("so_keepalive.inherited", getsockopt(ac, SOL_SOCKET, SO_KEEPALIVE, &v, &vl) == 0 && v == 1);
+	tv = (struct timeval){0};
+	vl = sizeof tv;
+	CHECK("so_rcvtimeo.inherited", getsockopt(ac, SOL_SOCKET, SO_RCVTIMEO, &tv, &vl) == 0 && tv.tv_sec == 7);
+	v = -1;
+	vl = sizeof v;
+	CHECK("so_keepalive.not_on_client", getsockopt(cl, SOL_SOCKET, SO_KEEPALIVE, &v, &vl) == 0 && v == 0);
+	close(ac);
+	close(cl);
+	close(l);
 }
 
 static void test_stream(void)
@@ -176,6 +215,12 @@ static void test_stream(void)
 	CHECK_SYS("client.getpeername", getpeername(c, (void *)&ca, &cl));
 	CHECK("client.peer_is_server", ca.sin_port == la.sin_port);
 	CHECK_ERR("connect.eisconn", connect(c, (void *)&la, sizeof la), EISCONN);
+	v = -1;
+	vl = sizeof v;
+	CHECK("accept.nodelay_default", getsockopt(a, IPPROTO_TCP, TCP_NODELAY, &v, &vl) == 0 && v == 0);
+	v = -1;
+	vl = sizeof v;
+	CHECK("connect.nodelay_default", getsockopt(c, IPPROTO_TCP, TCP_NODELAY, &v, &vl) == 0 && v == 0);
 
 	char buf[4096];
 	CHECK_ERR("recv.dontwait_empty", recv(a, buf, sizeof buf, MSG_DONTWAIT), EAGAIN);

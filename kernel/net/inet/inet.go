@@ -263,6 +263,7 @@ func (s *sock) Accept(c *vfs.Ctx, b socket.Blocking) (socket.Socket, error) {
 			return true
 		}
 		n := wrap(s.family, s.typ, s.proto, ep, wq)
+		s.inherit(n)
 		if c != nil {
 			n.uid = c.Cred.EUID
 		}
@@ -273,6 +274,18 @@ func (s *sock) Accept(c *vfs.Ctx, b socket.Blocking) (socket.Socket, error) {
 		return nil, err
 	}
 	return ns, aerr
+}
+
+// inherit gives a connection accepted from s the options s has, as
+// Linux's accepted socket is a copy of its listener: the SOL_SOCKET
+// options and TCP_NODELAY and TCP_CORK (netstack's accept carries only
+// a few of its own).
+func (s *sock) inherit(n *sock) {
+	n.opts = s.opts.Clone()
+	n.syncOptions()
+	so, no := s.ep.SocketOptions(), n.ep.SocketOptions()
+	no.SetDelayOption(so.GetDelayOption())
+	no.SetCorkOption(so.GetCorkOption())
 }
 
 func (s *sock) Connect(c *vfs.Ctx, addr []byte, b socket.Blocking) error {

@@ -49,6 +49,14 @@ func newStack() (*stack.Stack, error) {
 	if err := s.SetTransportProtocolOption(tcp.ProtocolNumber, &sack); err != nil {
 		return nil, fmt.Errorf("inet: SACK: %v", err)
 	}
+	// Nagle's algorithm is on for a new TCP socket, as on Linux
+	// (TCP_NODELAY reads 0 until a program sets it); netstack's default
+	// is off. Programs that need each small write sent at once (redis,
+	// nginx with keep-alive, hiredis clients) set TCP_NODELAY themselves.
+	delay := tcpip.TCPDelayEnabled(true)
+	if err := s.SetTransportProtocolOption(tcp.ProtocolNumber, &delay); err != nil {
+		return nil, fmt.Errorf("inet: Nagle: %v", err)
+	}
 	// Linux's ephemeral ports (net.ipv4.ip_local_port_range), so that
 	// programs see the same ports on both kernels.
 	if err := s.SetPortRange(32768, 60999); err != nil {

@@ -54,6 +54,24 @@ func InitOptionsBuf(snd, rcv int) Options {
 	return Options{sndBuf: snd, rcvBuf: rcv, rcvLowat: 1}
 }
 
+// Clone returns a copy of the options for a connection accepted from a
+// listener: Linux makes the new socket as a copy of the listening one
+// (sk_clone_lock), so whatever the listener was given, the connection
+// starts with.
+func (o *Options) Clone() Options {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var flags map[int]bool
+	if o.flags != nil {
+		flags = make(map[int]bool, len(o.flags))
+		for k, v := range o.flags {
+			flags[k] = v
+		}
+	}
+	return Options{sndBuf: o.sndBuf, rcvBuf: o.rcvBuf, sndSet: o.sndSet, rcvSet: o.rcvSet,
+		rcvTimeo: o.rcvTimeo, sndTimeo: o.sndTimeo, rcvLowat: o.rcvLowat, linger: o.linger, flags: flags}
+}
+
 // Buffers returns the buffer sizes and whether the program set each
 // (a set size fixes the buffer; an unset one leaves the protocol to
 // size it, as Linux's TCP auto-tuning does).
