@@ -318,6 +318,12 @@ func (t *Thread) exec(tgt execTarget, argv, envp []string) error {
 		space.Destroy()
 		return err
 	}
+	// The point of no return, in Linux's order (begin_new_exec): the
+	// other threads end first, each releasing its robust and PI futexes
+	// in the old memory, then this thread's are (futex_exec_release),
+	// while the old program's memory is still the process's.
+	p.stopOthers(t)
+	t.futexExecRelease()
 	p.mu.Lock()
 	old := p.space.Swap(newSpaceRef(space))
 	p.cred = cred

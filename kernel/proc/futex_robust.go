@@ -62,6 +62,16 @@ func (t *Thread) futexExit() {
 	t.futexExitPI()
 }
 
+// futexExecRelease is futexExit for a thread that execs (Linux's
+// futex_exec_release): the old program's robust list is walked and its
+// PI locks handed on, and the thread goes on, able to own locks again.
+func (t *Thread) futexExecRelease() {
+	t.futexExit()
+	futexes.mu.Lock()
+	t.futexGone = false
+	futexes.mu.Unlock()
+}
+
 // exitRobustList walks the exiting thread's robust list as Linux's
 // exit_robust_list does: every entry but the pending one, then the
 // pending one; a fault while reading ends the walk (before the pending

@@ -245,22 +245,20 @@ func (t *Thread) execveArgs(tgt execTarget, argvAt, envpAt uint64) int64 {
 }
 
 // execve replaces the process image: other threads end first (Linux
-// "de-threads" the group), handlers reset, a vfork parent resumes.
+// "de-threads" the group; exec does it once the new image is built, and
+// releases the futexes the old program held), handlers reset, a vfork
+// parent resumes.
 func (t *Thread) execve(tgt execTarget, argv, envp []string) error {
 	p := t.Proc
 	// Load first: a failed exec leaves the process as it was.
 	if err := t.exec(tgt, argv, envp); err != nil {
 		return err
 	}
-	p.stopOthers(t)
 	p.sig.resetForExec()
 	p.deleteTimers()
 	p.files.CloseOnExec()
 	t.altStack = stackT{}
 	t.clearTID, t.clearSpace = 0, nil
-	// The robust list was in the old program's memory (Linux walks it
-	// at exec; here that memory is gone by now, so it is forgotten).
-	t.robustList, t.robustSpace = 0, nil
 	p.mu.Lock()
 	if p.vforkDone != nil {
 		close(p.vforkDone)

@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include "check.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -448,6 +449,17 @@ struct shared {
 	atomic_int locked;
 };
 
+/* locks the shared mutex and keeps it until the process ends or execs */
+static void *lock_shared(void *arg)
+{
+	struct shared *sh = arg;
+	pthread_mutex_lock(&sh->m);
+	sh->locked = 1;
+	for (;;)
+		pause();
+	return NULL;
+}
+
 static void test_shared_robust(void)
 {
 	struct shared *sh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -515,6 +527,64 @@ static void test_shared_robust(void)
 	CHECK_EQ("shared.exit_eownerdead", pthread_mutex_lock(&sh->m), EOWNERDEAD);
 	pthread_mutex_unlock(&sh->m);
 	CHECK_EQ("shared.notrecoverable", pthread_mutex_lock(&sh->m), ENOTRECOVERABLE);
+
+	/* 4: the owner execs: its robust list is walked in the old memory
+	 * before the new program starts (Linux's futex_exec_release), so
+	 * the lock is OWNER_DIED while the process lives on. The pipe's
+	 * close-on-exec end reaching EOF says the exec is done. */
+	pthread_mutex_destroy(&sh->m);
+	pthread_mutex_init(&sh->m, &a);
+	sh->locked = 0;
+	int pfd[2];
+	CHECK_SYS("exec.pipe", pipe2(pfd, O_CLOEXEC));
+	pid = fork();
+	if (pid == 0) {
+		close(pfd[0]);
+		pthread_mutex_lock(&sh->m);
+		sh->locked = 1;
+		execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		_exit(1);
+	}
+	close(pfd[1]);
+	char c;
+	CHECK_EQ("exec.cloexec_eof", read(pfd[0], &c, 1), 0);
+	close(pfd[0]);
+	CHECK_EQ("exec.was_owned", sh->locked, 1);
+	CHECK_EQ("exec.word_owner_died", *word, FUTEX_OWNER_DIED);
+	CHECK_EQ("exec.still_running", waitpid(pid, &st, WNOHANG), 0);
+	CHECK_EQ("exec.eownerdead", pthread_mutex_lock(&sh->m), EOWNERDEAD);
+	CHECK_EQ("exec.consistent", pthread_mutex_consistent(&sh->m), 0);
+	CHECK_EQ("exec.unlock", pthread_mutex_unlock(&sh->m), 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+
+	/* 5: another thread owns it when the process execs: that thread
+	 * ends first and its robust list is walked in the old memory too */
+	pthread_mutex_destroy(&sh->m);
+	pthread_mutex_init(&sh->m, &a);
+	sh->locked = 0;
+	CHECK_SYS("exec_thread.pipe", pipe2(pfd, O_CLOEXEC));
+	pid = fork();
+	if (pid == 0) {
+		close(pfd[0]);
+		pthread_t th;
+		if (pthread_create(&th, NULL, lock_shared, sh) != 0)
+			_exit(1);
+		while (!sh->locked)
+			usleep(1000);
+		execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		_exit(1);
+	}
+	close(pfd[1]);
+	CHECK_EQ("exec_thread.cloexec_eof", read(pfd[0], &c, 1), 0);
+	close(pfd[0]);
+	CHECK_EQ("exec_thread.was_owned", sh->locked, 1);
+	CHECK_EQ("exec_thread.word_owner_died", *word, FUTEX_OWNER_DIED);
+	CHECK_EQ("exec_thread.eownerdead", pthread_mutex_lock(&sh->m), EOWNERDEAD);
+	pthread_mutex_consistent(&sh->m);
+	pthread_mutex_unlock(&sh->m);
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
 	munmap(sh, 4096);
 }
 
