@@ -84,6 +84,10 @@ func main() {
 		proc.HungTimeout = time.Duration(n) * time.Second
 	}
 	proc.HungPanic = k.opts["hung_task_panic"] == "true"
+	if v, ok := k.opts["gogc"]; ok {
+		n, _ := strconv.Atoi(v) // validated as an Int by the command-line schema
+		debug.SetGCPercent(n)
+	}
 	if v, ok := k.opts["memprofilerate"]; ok {
 		// Objects allocated before this line are not in the profile.
 		runtime.MemProfileRate, _ = strconv.Atoi(v) // validated as an Int by the schema

@@ -119,6 +119,10 @@ var Default = []Spec{
 		Help: "count the kernel heap objects and bytes each system call number allocates, read from /proc/shortbread/allocs (exact with one CPU, for calls that do not sleep)",
 	},
 	{
+		Name: "gogc", Kind: Int,
+		Help: "the kernel's GC target: a collection starts when the heap has grown this many percent over the live heap (Go's GOGC; default 100, -1: never); for measuring GC costs against headroom",
+	},
+	{
 		Name: "memprofilerate", Kind: Int,
 		Help: "sample one kernel heap allocation per N bytes for /proc/shortbread/heap (Go's MemProfileRate; default 524288, 1: every allocation)",
 	},

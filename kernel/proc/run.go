@@ -58,6 +58,9 @@ type Thread struct {
 	// syscallNo is the number of the system call in progress, for
 	// SA_RESTART.
 	syscallNo uint64
+	// requests are the sockets whose read began a request that no
+	// write has answered yet, while the kernel is traced (reqtrace.go).
+	requests map[int32]struct{}
 
 	cpu      cpuClock
 	sleeping atomic.Bool // blocked in a system call (state S in /proc)

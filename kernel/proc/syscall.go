@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"runtime"
+	"runtime/trace"
 	"shortbread/kernel/iobuf"
 	"sync"
 	"time"
@@ -372,6 +373,9 @@ func (t *Thread) syscall() bool {
 		ret, exit = e.Fn(t, a)
 	}
 	t.kseq.Add(1)
+	if trace.IsEnabled() {
+		t.markRequest(no, ret)
+	}
 	if Trace {
 		Log.Infof("strace: %d %s(%#x, %#x, %#x, %#x) = %d", t.TID, e.Name, a[0], a[1], a[2], a[3], ret)
 	}
