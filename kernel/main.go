@@ -36,6 +36,7 @@ import (
 	"shortbread/kernel/initramfs"
 	"shortbread/kernel/klog"
 	"shortbread/kernel/kmem"
+	"shortbread/kernel/kmode"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/multiboot"
 	"shortbread/kernel/net/inet"
@@ -120,6 +121,14 @@ func main() {
 	k.startPCI()
 	k.loadInitramfs()
 	k.netAutoconf()
+	if k.opts["kmode"] == "true" {
+		// The kernel-mode experiment's servers (bench/kmode).
+		if err := kmode.Start(inet.Stack(), k.log.Warnf); err != nil {
+			k.log.Errorf("%v", err)
+		} else {
+			k.log.Warnf("kmode: kernel echo server on port %d, HTTP server on port %d (a benchmark mode)", kmode.EchoPort, kmode.HTTPPort)
+		}
+	}
 	readyTSC := machine.Rdtsc()
 
 	ms := machine.ReadMemStats()

@@ -115,6 +115,10 @@ var Default = []Spec{
 		Help: "record one in N contended kernel lock acquisitions (Go's mutex profile) and one blocking wait per N ns (its block profile), read from /proc/shortbread/{mutex,block}; 0: off (the default)",
 	},
 	{
+		Name: "kmode", Kind: Bool,
+		Help: "run the kernel-mode experiment's echo and HTTP servers (kernel/kmode/servers) as kernel goroutines on netstack, on ports 7100 and 8100 (bench/kmode; a benchmark mode, never for untrusted use)",
+	},
+	{
 		Name: "allocstat", Kind: Bool,
 		Help: "count the kernel heap objects and bytes each system call number allocates, read from /proc/shortbread/allocs (exact with one CPU, for calls that do not sleep)",
 	},
