@@ -21,7 +21,7 @@ var supportNotes = map[string]supportNote{
 	"clock_adjtime":      {partial, "as adjtimex, for CLOCK_REALTIME; the other clocks are EOPNOTSUPP"},
 	"rseq":               {unsupported, "restartable sequences need the scheduler to keep cpu_id current and to abort critical sections on preemption; glibc runs without rseq on ENOSYS"},
 	"clone3":             {partial, "one PID namespace (set_tid names at most one ID) and no cgroups: CLONE_INTO_CGROUP is range-checked and ignored, as by a Linux without CONFIG_CGROUPS; the namespace flags are EINVAL as for clone"},
-	"execve":             {partial, "static and dynamically linked programs (PT_INTERP's loader, e.g. glibc's ld.so, at a random base); AT_HWCAP2 (no bits: CR4.FSGSBASE stays off) and AT_MINSIGSTKSZ as Linux 6.1 passes them; a vDSO (AT_SYSINFO_EHDR) serves clock_gettime, gettimeofday, time and clock_getres without entering the kernel; its getcpu makes the system call, as the kernel does not keep IA32_TSC_AUX for RDPID/RDTSCP. set*uid does not mark a process whose new user is past RLIMIT_NPROC, so execve's EAGAIN for it is never made; untested: EIO, ENOMEM, EMFILE/ENFILE, EISDIR for a loader that is a directory, EPERM for nosuid mounts (MS_NOSUID is not enforced) and for tracing (no ptrace)"},
+	"execve":             {partial, "static and dynamically linked programs (PT_INTERP's loader, e.g. glibc's ld.so, at a random base); AT_HWCAP2 (no bits: CR4.FSGSBASE stays off) and AT_MINSIGSTKSZ as Linux 6.1 passes them; a vDSO (AT_SYSINFO_EHDR) serves clock_gettime, gettimeofday, time and clock_getres without entering the kernel, and getcpu by RDPID or RDTSCP (IA32_TSC_AUX holds each CPU's index) where the CPU has RDTSCP, by the system call otherwise. set*uid does not mark a process whose new user is past RLIMIT_NPROC, so execve's EAGAIN for it is never made; untested: EIO, ENOMEM, EMFILE/ENFILE, EISDIR for a loader that is a directory, EPERM for nosuid mounts (MS_NOSUID is not enforced) and for tracing (no ptrace)"},
 
 	// Issue 22's audit of the error tables (t_efile, t_emem and the tests
 	// they name). A supported call's note lists the errors its man page
@@ -100,8 +100,8 @@ var supportNotes = map[string]supportNote{
 
 	// Time (t_etime, with t_time, t_clock, t_ptimer, t_timerfd,
 	// t_adjtimex, t_vdso and t_errors).
-	"clock_gettime":   {supported, "untested: none"},
-	"clock_getres":    {supported, "untested: none"},
+	"clock_gettime":   {supported, "CLOCK_REALTIME_COARSE and CLOCK_MONOTONIC_COARSE read the time at the last 4 ms tick (Debian's HZ=250), computed from the counter: this kernel has no periodic tick; untested: none"},
+	"clock_getres":    {supported, "the coarse clocks report the 4 ms tick, the others 1 ns; untested: none"},
 	"clock_settime":   {supported, "untested: none"},
 	"clock_nanosleep": {supported, "a sleep on a CPU-time clock (a process's, or another thread's of the caller's) is woken by the CPU-time accounting once the clock reaches its end, as a timer on that clock would be (t_cputimer); it also looks every second of real time, to end when the clock's process or thread is gone, as Linux's does; untested: none"},
 	"nanosleep":       {supported, "untested: none"},
