@@ -145,6 +145,13 @@ func (t *Thread) clone(args cloneArgs) int64 {
 	child.regs = t.regs
 	child.regs.RAX = 0
 	child.regs.Kick = 0
+	// A new process keeps the rseq registration (the area is at the same
+	// address in its copy of the memory); a thread has none until it
+	// registers its own.
+	child.regs.CPU = 0
+	if flags&cloneVM == 0 && t.rseq.reg.Addr != 0 {
+		child.rseq = rseqState{reg: t.rseq.reg, resume: true}
+	}
 	child.sigMask = t.sigMask
 	child.noNewPrivs = t.noNewPrivs
 	// The alternate signal stack is inherited, except by a thread that

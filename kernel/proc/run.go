@@ -83,6 +83,8 @@ type Thread struct {
 	// kseq counts entries to and exits from system calls: odd while the
 	// thread is in one (the hung-task detector's view, hung.go).
 	kseq atomic.Uint64
+	// rseq is the thread's restartable-sequence registration (rseq.go).
+	rseq rseqState
 
 	dying   atomic.Bool   // the process is exiting: stop at the next chance
 	stopped chan struct{} // closed when the goroutine has ended
@@ -145,6 +147,9 @@ func (t *Thread) run() {
 			t.exitThread()
 			return
 		}
+		if !t.rseqBeforeUser() {
+			continue // SIGSEGV is pending (or the thread is dying)
+		}
 		kick := t.cpuTimerKick()
 		ustart := monotonicNow()
 		t.chargeSys(kstart, ustart)
@@ -168,6 +173,7 @@ func (t *Thread) run() {
 				return
 			}
 		case machine.TrapInterrupt:
+			t.rseqEvent() // switched out or moved in user mode (or kicked)
 		case machine.TrapPageFault:
 			write := r.ErrCode&2 != 0
 			exec := r.ErrCode&16 != 0

@@ -261,6 +261,7 @@ func (t *Thread) execve(tgt execTarget, argv, envp []string) error {
 	// The robust list was in the old program's memory (Linux walks it
 	// at exec; here that memory is gone by now, so it is forgotten).
 	t.robustList, t.robustSpace = 0, nil
+	t.rseq = rseqState{} // the area was in the old program's memory
 	p.mu.Lock()
 	if p.vforkDone != nil {
 		close(p.vforkDone)
