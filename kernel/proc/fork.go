@@ -154,6 +154,7 @@ func (t *Thread) clone(args cloneArgs) int64 {
 	}
 	child.sigMask = t.sigMask
 	child.noNewPrivs = t.noNewPrivs
+	child.keepCaps, child.mceKill = t.keepCaps, t.mceKill
 	// The alternate signal stack is inherited, except by a thread that
 	// shares the memory and gets its own stack (Linux clears it then).
 	if flags&cloneVM == 0 || flags&cloneVfork != 0 {
@@ -327,17 +328,60 @@ func (t *Thread) checkNproc() int64 {
 	if limit == rlimInfinity || c.ruid == 0 || c.privileged() {
 		return 0
 	}
+	if userTasks(c.ruid) >= limit {
+		return -eAGAIN
+	}
+	return 0
+}
+
+// userTasks is the number of threads whose real user ID is uid, what
+// RLIMIT_NPROC limits.
+func userTasks(uid uint32) uint64 {
 	n := uint64(0)
 	for _, u := range allThreads() {
 		u.Proc.mu.Lock()
-		if u.Proc.cred.ruid == c.ruid {
+		if u.Proc.cred.ruid == uid {
 			n++
 		}
 		u.Proc.mu.Unlock()
 	}
-	if n >= limit {
+	return n
+}
+
+// flagNproc follows a change of the real user ID to uid, as Linux's
+// set_user: set*uid does not fail when the new user already runs more
+// tasks than RLIMIT_NPROC allows (programs that drop root seldom check),
+// it marks the thread, and its next execve fails with EAGAIN while the
+// user is still over the limit (checkExecNproc). Root is never marked.
+func (t *Thread) flagNproc(oldRUID uint32) {
+	p := t.Proc
+	p.mu.Lock()
+	uid := p.cred.ruid
+	limit := p.rlimits()[rlimitNproc].cur
+	p.mu.Unlock()
+	if uid == oldRUID {
+		return
+	}
+	// The count includes the caller, which Linux's does not yet.
+	t.nprocExceeded = uid != 0 && limit != rlimInfinity && userTasks(uid)-1 > limit
+}
+
+// checkExecNproc is execve's first check: EAGAIN for a thread marked
+// by flagNproc while its user runs more tasks than RLIMIT_NPROC; the
+// mark goes once the user is within the limit.
+func (t *Thread) checkExecNproc() int64 {
+	if !t.nprocExceeded {
+		return 0
+	}
+	p := t.Proc
+	p.mu.Lock()
+	uid := p.cred.ruid
+	limit := p.rlimits()[rlimitNproc].cur
+	p.mu.Unlock()
+	if limit != rlimInfinity && userTasks(uid) > limit {
 		return -eAGAIN
 	}
+	t.nprocExceeded = false
 	return 0
 }
 

@@ -80,6 +80,13 @@ type Thread struct {
 	// cleared, inherited by the threads and processes this one makes;
 	// execve then ignores set-user-ID and set-group-ID bits.
 	noNewPrivs bool
+	// keepCaps is PR_SET_KEEPCAPS's flag (securebits' SECURE_KEEP_CAPS),
+	// cleared by execve; mceKill is PR_MCE_KILL's policy (sys_prctl.go).
+	keepCaps bool
+	mceKill  mceKill
+	// nprocExceeded: a set*uid made this thread's user one past
+	// RLIMIT_NPROC; execve fails with EAGAIN while it is (flagNproc).
+	nprocExceeded bool
 	// kseq counts entries to and exits from system calls: odd while the
 	// thread is in one (the hung-task detector's view, hung.go).
 	kseq atomic.Uint64
