@@ -227,6 +227,9 @@ func sbCPUInit(id int32) {
 	c.cr3 = sbReadCR3()
 	sbWrmsr(0xC0000101, uint64(c.self)) // GS base
 	sbWrmsr(0xC0000102, 0)              // kernel GS base (for SWAPGS, later)
+	if _, _, _, d := sbCpuid(0x80000001, 0); d&(1<<27) != 0 {
+		sbWrmsr(0xC0000103, uint64(id)) // TSC_AUX: the vDSO's getcpu reads it (RDTSCP, RDPID)
+	}
 
 	// SYSCALL: EFER.SCE (and NXE, already set by the stub); STAR selectors
 	// (kernel CS, and user CS32 for SYSRET); LSTAR; mask IF, DF, TF, AC.

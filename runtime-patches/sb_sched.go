@@ -63,11 +63,12 @@ type sbThread struct {
 	// User mode (sb_user.go): while inUser, the thread runs a user
 	// program in address space cr3, and kframe is the kernel frame that
 	// RunUser returns to; user points at the caller's UserRegs.
-	inUser bool
-	userGS uint64
-	cr3    uintptr
-	user   uintptr
-	kframe sbGPRs
+	inUser   bool
+	switched bool // switched out while inUser (sbUserKicked)
+	userGS   uint64
+	cr3      uintptr
+	user     uintptr
+	kframe   sbGPRs
 	// userChecked is the last UserRegs pointer found present (sbRunUser).
 	userChecked uintptr
 	// The registers of this thread's last fault, for crash reports.
@@ -176,6 +177,7 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool) {
 		// A user thread's GS base waits in KERNEL_GS_BASE for the SWAPGS
 		// on its way back to ring 3.
 		old.userGS = sbRdmsr(0xC0000102)
+		old.switched = true
 	}
 	next := sbDequeueLocked()
 	if next < 0 {

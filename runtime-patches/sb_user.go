@@ -25,6 +25,7 @@ type sbUserRegs struct {
 	rip, rflags, rsp                     uint64
 	trap, errcode, addr                  uint64
 	kick                                 uint64 // non-zero: leave user mode at the next trap
+	cpu                                  uint64 // non-zero: the CPU+1 the program was told (rseq)
 	fpu                                  [sbFPUSize]byte
 }
 
@@ -66,6 +67,12 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 		return
 	}
 	f.rax = 0
+	r := (*sbUserRegs)(unsafe.Pointer(regs))
+	if r.cpu != 0 && r.cpu != uint64(c.id)+1 { // moved since the kernel told the program
+		r.trap = sbTrapInterrupt
+		return
+	}
+	t.switched = false
 	// Only the kernel's general registers are kept: RunUser is a system
 	// call to the Go code that makes it, and no vector register is live
 	// across one (X15, the ABI's zero register, comes back zero from the
@@ -74,7 +81,6 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 	t.user = regs
 	t.inUser = true
 	t.cr3 = cr3
-	r := (*sbUserRegs)(unsafe.Pointer(regs))
 	f.r15, f.r14, f.r13, f.r12 = r.r15, r.r14, r.r13, r.r12
 	f.r11, f.r10, f.r9, f.r8 = r.r11, r.r10, r.r9, r.r8
 	f.rbp, f.rdi, f.rsi, f.rdx = r.rbp, r.rdi, r.rsi, r.rdx
@@ -115,9 +121,11 @@ func sbUserExit(c *sbCPU, f *sbFrame, trap uint64, addr uintptr) {
 	// TLB (and, under TCG, QEMU's whole soft TLB).
 }
 
-// sbUserKicked reports whether the kernel asked t to leave user mode.
+// sbUserKicked reports whether the kernel asked t to leave user mode:
+// by its kick word, or by its cpu word once t was switched out.
 func sbUserKicked(t *sbThread) bool {
-	return t.inUser && atomic.Load64(&(*sbUserRegs)(unsafe.Pointer(t.user)).kick) != 0
+	r := (*sbUserRegs)(unsafe.Pointer(t.user))
+	return t.inUser && (atomic.Load64(&r.kick) != 0 || t.switched && r.cpu != 0)
 }
 
 // sbKick asks the thread running the user state at regs to come back to

@@ -1,8 +1,8 @@
 // Command sysbench runs the issue-3 micro-benchmarks (user/bench/ubench)
 // on Shortbread and on Linux in the same QEMU configuration, one boot per
 // kernel and CPU count, and reports each result with its Shortbread/Linux
-// ratio: null system call (getppid), clock_gettime through the vDSO and
-// as a system call, pipe ping-pong between two processes,
+// ratio: null system call (getppid), clock_gettime and getcpu through
+// the vDSO and as system calls, pipe ping-pong between two processes,
 // the same over an AF_UNIX stream socketpair and its bulk throughput
 // (time per MiB), page-fault cost, process lifecycle (fork+exec+exit+wait) as the
 // program's initialized data grows (.data) or its zeroed data does
@@ -17,7 +17,7 @@
 // Usage (from the repository root; make user, make kernel and
 // tools/linux/kernel.sh build/linux first, or let make bench-sys do it):
 //
-//	go run ./bench/sysbench [-cpus 1,2,4] [-out bench/results]
+//	go run ./bench/sysbench [-cpus 1,2,4] [-out bench/results] [-only getcpu,clock -tag getcpu]
 package main
 
 import (
@@ -46,6 +46,7 @@ const qemuFlags = "-machine q35 -cpu max -m 512M (TCG, no KVM)"
 const script = `cd /bench
 ./ubench getppid 100000
 ./ubench clock 100000
+./ubench getcpu 100000
 ` + commScript + `./ubench fault 2048
 ./ubench spawn 40 /bench/ubench touch spawn_hello
 ./ubench spawn 40 /bench/ubench-data1m touch spawn_data1m
@@ -85,6 +86,8 @@ type Report struct {
 func main() {
 	cpuList := flag.String("cpus", "1,2,4", "CPU counts (the full set runs at the first; malloc and the communication benchmarks at all)")
 	out := flag.String("out", "bench/results", "where to write the report")
+	only := flag.String("only", "", "run only these ubench benchmarks, at every CPU count (comma-separated: getcpu,clock,...)")
+	tag := flag.String("tag", "", "added to the report's file name (sysbench-DATE-TAG)")
 	flag.Parse()
 	var cpus []int
 	for _, f := range strings.Split(*cpuList, ",") {
@@ -103,7 +106,10 @@ func main() {
 	for i, n := range cpus {
 		cmd := script
 		if i > 0 {
-			cmd = fmt.Sprintf("cd /bench && ./ubench malloc %d 2000\n", n) + commScript
+			cmd = fmt.Sprintf("cd /bench\n./ubench malloc %d 2000\n", n) + commScript
+		}
+		if *only != "" { // the named benchmarks at every CPU count
+			cmd = filter(script+commScript, strings.Split(*only, ","))
 		}
 		for _, kernel := range []string{"shortbread", "linux"} {
 			fmt.Fprintf(os.Stderr, "sysbench: %s, %d CPU(s)\n", kernel, n)
@@ -116,7 +122,7 @@ func main() {
 	}
 	table := render(rep)
 	fmt.Print(table)
-	if err := save(*out, rep, table); err != nil {
+	if err := save(*out, *tag, rep, table); err != nil {
 		fail("%v", err)
 	}
 }
@@ -152,6 +158,25 @@ func stage() (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// filter keeps the lines of script that change directory or run one of
+// the named ubench benchmarks.
+func filter(script string, names []string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(script, "\n") {
+		f := strings.Fields(line)
+		keep := len(f) > 0 && f[0] == "cd"
+		for _, n := range names {
+			if len(f) > 1 && f[0] == "./ubench" && f[1] == n {
+				keep = true
+			}
+		}
+		if keep {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
 }
 
 // run boots one kernel with the benchmarks and collects the result lines.
@@ -246,11 +271,14 @@ func render(rep Report) string {
 	return b.String()
 }
 
-func save(dir string, rep Report, table string) error {
+func save(dir, tag string, rep Report, table string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	base := filepath.Join(dir, "sysbench-"+rep.Date)
+	if tag != "" {
+		base += "-" + tag
+	}
 	j, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err

@@ -345,6 +345,13 @@ type UserRegs struct {
 	// Kick, when non-zero, makes the thread leave user mode at its next
 	// trap (see Kick); RunUser then returns TrapInterrupt.
 	Kick uint64
+	// CPU, when non-zero, is the CPU index + 1 the kernel last told
+	// the program it runs on (rseq's cpu_id): RunUser then returns
+	// TrapInterrupt instead of running the program on another CPU, and
+	// when the thread comes back after being switched out in user mode
+	// (preempted or moved), so the kernel can update the program and
+	// abort its critical section.
+	CPU uint64
 	// FPU is the x87, SSE and AVX state in XSAVE's standard format: the
 	// FXSAVE layout in the first 512 bytes, then the XSAVE header and the
 	// upper halves of the YMM registers. Without XSAVE (XFeatures 0) only

@@ -145,8 +145,16 @@ func (t *Thread) clone(args cloneArgs) int64 {
 	child.regs = t.regs
 	child.regs.RAX = 0
 	child.regs.Kick = 0
+	// A new process keeps the rseq registration (the area is at the same
+	// address in its copy of the memory); a thread has none until it
+	// registers its own.
+	child.regs.CPU = 0
+	if flags&cloneVM == 0 && t.rseq.reg.Addr != 0 {
+		child.rseq = rseqState{reg: t.rseq.reg, resume: true}
+	}
 	child.sigMask = t.sigMask
 	child.noNewPrivs = t.noNewPrivs
+	child.keepCaps, child.mceKill = t.keepCaps, t.mceKill
 	// The alternate signal stack is inherited, except by a thread that
 	// shares the memory and gets its own stack (Linux clears it then).
 	if flags&cloneVM == 0 || flags&cloneVfork != 0 {
@@ -320,17 +328,60 @@ func (t *Thread) checkNproc() int64 {
 	if limit == rlimInfinity || c.ruid == 0 || c.privileged() {
 		return 0
 	}
+	if userTasks(c.ruid) >= limit {
+		return -eAGAIN
+	}
+	return 0
+}
+
+// userTasks is the number of threads whose real user ID is uid, what
+// RLIMIT_NPROC limits.
+func userTasks(uid uint32) uint64 {
 	n := uint64(0)
 	for _, u := range allThreads() {
 		u.Proc.mu.Lock()
-		if u.Proc.cred.ruid == c.ruid {
+		if u.Proc.cred.ruid == uid {
 			n++
 		}
 		u.Proc.mu.Unlock()
 	}
-	if n >= limit {
+	return n
+}
+
+// flagNproc follows a change of the real user ID to uid, as Linux's
+// set_user: set*uid does not fail when the new user already runs more
+// tasks than RLIMIT_NPROC allows (programs that drop root seldom check),
+// it marks the thread, and its next execve fails with EAGAIN while the
+// user is still over the limit (checkExecNproc). Root is never marked.
+func (t *Thread) flagNproc(oldRUID uint32) {
+	p := t.Proc
+	p.mu.Lock()
+	uid := p.cred.ruid
+	limit := p.rlimits()[rlimitNproc].cur
+	p.mu.Unlock()
+	if uid == oldRUID {
+		return
+	}
+	// The count includes the caller, which Linux's does not yet.
+	t.nprocExceeded = uid != 0 && limit != rlimInfinity && userTasks(uid)-1 > limit
+}
+
+// checkExecNproc is execve's first check: EAGAIN for a thread marked
+// by flagNproc while its user runs more tasks than RLIMIT_NPROC; the
+// mark goes once the user is within the limit.
+func (t *Thread) checkExecNproc() int64 {
+	if !t.nprocExceeded {
+		return 0
+	}
+	p := t.Proc
+	p.mu.Lock()
+	uid := p.cred.ruid
+	limit := p.rlimits()[rlimitNproc].cur
+	p.mu.Unlock()
+	if limit != rlimInfinity && userTasks(uid) > limit {
 		return -eAGAIN
 	}
+	t.nprocExceeded = false
 	return 0
 }
 

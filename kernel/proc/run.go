@@ -83,9 +83,18 @@ type Thread struct {
 	// cleared, inherited by the threads and processes this one makes;
 	// execve then ignores set-user-ID and set-group-ID bits.
 	noNewPrivs bool
+	// keepCaps is PR_SET_KEEPCAPS's flag (securebits' SECURE_KEEP_CAPS),
+	// cleared by execve; mceKill is PR_MCE_KILL's policy (sys_prctl.go).
+	keepCaps bool
+	mceKill  mceKill
+	// nprocExceeded: a set*uid made this thread's user one past
+	// RLIMIT_NPROC; execve fails with EAGAIN while it is (flagNproc).
+	nprocExceeded bool
 	// kseq counts entries to and exits from system calls: odd while the
 	// thread is in one (the hung-task detector's view, hung.go).
 	kseq atomic.Uint64
+	// rseq is the thread's restartable-sequence registration (rseq.go).
+	rseq rseqState
 
 	dying   atomic.Bool   // the process is exiting: stop at the next chance
 	stopped chan struct{} // closed when the goroutine has ended
@@ -148,6 +157,9 @@ func (t *Thread) run() {
 			t.exitThread()
 			return
 		}
+		if !t.rseqBeforeUser() {
+			continue // SIGSEGV is pending (or the thread is dying)
+		}
 		kick := t.cpuTimerKick()
 		ustart := monotonicNow()
 		t.chargeSys(kstart, ustart)
@@ -171,6 +183,7 @@ func (t *Thread) run() {
 				return
 			}
 		case machine.TrapInterrupt:
+			t.rseqEvent() // switched out or moved in user mode (or kicked)
 		case machine.TrapPageFault:
 			write := r.ErrCode&2 != 0
 			exec := r.ErrCode&16 != 0

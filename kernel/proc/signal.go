@@ -337,6 +337,23 @@ func (t *Thread) deliverSignals() bool {
 		case a.handler == sigIgn || a.handler == sigDfl:
 			continue
 		}
+		if t.rseq.reg.Addr != 0 {
+			// A signal aborts the critical section the thread is in,
+			// before the frame saves its registers (Linux's
+			// rseq_signal_deliver); a failure is a SIGSEGV, which a
+			// second failure, in SIGSEGV's own delivery, makes fatal.
+			t.rseq.event = true
+			if err := t.rseqNotify(uint64(machine.CurrentCPU())); err != nil {
+				if sig == sigSEGV {
+					t.fatalSignal(sigSEGV)
+					return false
+				}
+				t.faultSignal(sigSEGV, siKernel, 0)
+				if t.dying.Load() { // no SIGSEGV handler: the process is ending
+					return false
+				}
+			}
+		}
 		if err := t.setupFrame(info, a); err != nil {
 			// No room for the frame: the program dies of SIGSEGV.
 			t.fatalSignal(sigSEGV)

@@ -104,12 +104,17 @@ func sysSetuid(t *Thread, a *[6]uint64) (int64, bool) {
 	if id == keep {
 		return -eINVAL, false
 	}
-	return t.changeCreds(func(c *creds) int64 {
+	old := t.creds().ruid
+	r := t.changeCreds(func(c *creds) int64 {
 		if c.privileged() {
 			return setIDs(true, &c.ruid, &c.euid, &c.suid, &c.fsuid, id, id, id)
 		}
 		return setIDs(false, &c.ruid, &c.euid, &c.suid, &c.fsuid, keep, id, keep)
-	}), false
+	})
+	if r == 0 {
+		t.flagNproc(old)
+	}
+	return r, false
 }
 
 func sysSetgid(t *Thread, a *[6]uint64) (int64, bool) {
@@ -153,9 +158,14 @@ func setRe(priv bool, r, e, s, fs *uint32, nr, ne uint32) int64 {
 }
 
 func sysSetreuid(t *Thread, a *[6]uint64) (int64, bool) {
-	return t.changeCreds(func(c *creds) int64 {
+	old := t.creds().ruid
+	r := t.changeCreds(func(c *creds) int64 {
 		return setRe(c.privileged(), &c.ruid, &c.euid, &c.suid, &c.fsuid, uint32(a[0]), uint32(a[1]))
-	}), false
+	})
+	if r == 0 {
+		t.flagNproc(old)
+	}
+	return r, false
 }
 
 func sysSetregid(t *Thread, a *[6]uint64) (int64, bool) {
@@ -165,9 +175,14 @@ func sysSetregid(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 func sysSetresuid(t *Thread, a *[6]uint64) (int64, bool) {
-	return t.changeCreds(func(c *creds) int64 {
+	old := t.creds().ruid
+	r := t.changeCreds(func(c *creds) int64 {
 		return setIDs(c.privileged(), &c.ruid, &c.euid, &c.suid, &c.fsuid, uint32(a[0]), uint32(a[1]), uint32(a[2]))
-	}), false
+	})
+	if r == 0 {
+		t.flagNproc(old)
+	}
+	return r, false
 }
 
 func sysSetresgid(t *Thread, a *[6]uint64) (int64, bool) {

@@ -1,20 +1,13 @@
 package proc
 
-// membarrier(2), and rseq(2), which is deliberately ENOSYS.
+// membarrier(2).
 //
 // A membarrier is an interrupt: the machine layer's TLB shootdown sends
 // an IPI to every CPU that has the address space loaded (or to every CPU)
 // and waits until each has taken it, and taking an interrupt (and
 // returning with IRETQ) is a full barrier that also serializes the
 // instruction stream. So the private commands interrupt the CPUs running
-// the caller's space, and the global ones every CPU.
-//
-// rseq: glibc registers a restartable-sequence area at start-up and,
-// when the kernel answers ENOSYS, runs without it (sched_getcpu falls
-// back to getcpu, __rseq_size is 0); registering it would oblige the
-// kernel to keep cpu_id current and to abort critical sections on
-// preemption, which the scheduler does not do. It answers ENOSYS, on
-// purpose and without the "unimplemented" warning.
+// the caller's space, and the global ones every CPU. rseq(2) is rseq.go.
 
 import "shortbread/kernel/machine"
 
@@ -28,7 +21,7 @@ const (
 	mbRegisterPrivateExpedited      = 1 << 4
 	mbPrivateExpeditedSyncCore      = 1 << 5
 	mbRegisterPrivateExpeditedSyncC = 1 << 6
-	// The RSEQ commands (1<<7, 1<<8) need rseq, which is ENOSYS.
+	// The RSEQ commands (1<<7, 1<<8) are not offered: EINVAL.
 	mbSupported = mbGlobal | mbGlobalExpedited | mbRegisterGlobalExpedited | mbPrivateExpedited |
 		mbRegisterPrivateExpedited | mbPrivateExpeditedSyncCore | mbRegisterPrivateExpeditedSyncC
 )

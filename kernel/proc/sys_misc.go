@@ -323,6 +323,9 @@ func sysPrctl(t *Thread, a *[6]uint64) (int64, bool) {
 		}
 		return 0, false
 	}
+	if r, ok := prctlMore(t, a); ok {
+		return r, false
+	}
 	return -eINVAL, false
 }
 

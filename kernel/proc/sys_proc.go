@@ -219,6 +219,9 @@ func sysExecveat(t *Thread, a *[6]uint64) (int64, bool) {
 
 // execveArgs reads argv and envp and runs the program tgt names.
 func (t *Thread) execveArgs(tgt execTarget, argvAt, envpAt uint64) int64 {
+	if e := t.checkExecNproc(); e != 0 {
+		return e
+	}
 	argv, err := t.readStrings(uintptr(argvAt))
 	if err != nil {
 		return errno(err)
@@ -259,6 +262,8 @@ func (t *Thread) execve(tgt execTarget, argv, envp []string) error {
 	p.files.CloseOnExec()
 	t.altStack = stackT{}
 	t.clearTID, t.clearSpace = 0, nil
+	t.rseq = rseqState{} // the area was in the old program's memory
+	t.keepCaps = false
 	p.mu.Lock()
 	if p.vforkDone != nil {
 		close(p.vforkDone)

@@ -170,13 +170,17 @@ const (
 )
 
 // clockNow reads clock id in nanoseconds. The coarse clocks read the
-// precise time: it costs no more here.
+// time at the last tick (wallclock.CoarseTick), as Linux's do.
 func (t *Thread) clockNow(id int32) (int64, bool) {
 	switch id {
-	case clockRealtime, clockRealtimeCoarse, clockRealtimeAlarm, clockTAI:
+	case clockRealtime, clockRealtimeAlarm, clockTAI:
 		return wallclock.Realtime(), true
-	case clockMonotonic, clockMonotonicRaw, clockMonoCoarse, clockBoottime, clockBoottimeAlarm:
+	case clockMonotonic, clockMonotonicRaw, clockBoottime, clockBoottimeAlarm:
 		return monotonicNow(), true
+	case clockRealtimeCoarse:
+		return wallclock.RealtimeCoarse(), true
+	case clockMonoCoarse:
+		return wallclock.MonotonicCoarse(), true
 	}
 	return t.cpuClockNow(id)
 }
@@ -190,15 +194,20 @@ func sysClockGettime(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 // sysClockGetres: every clock counts in nanoseconds (the TSC behind them
-// is finer).
+// is finer), except the coarse ones, which count ticks.
 func sysClockGetres(t *Thread, a *[6]uint64) (int64, bool) {
-	if _, ok := t.clockNow(int32(a[0])); !ok {
+	id := int32(a[0])
+	if _, ok := t.clockNow(id); !ok {
 		return -eINVAL, false
 	}
 	if a[1] == 0 {
 		return 0, false
 	}
-	return putTimespec(t, uintptr(a[1]), 1, false), false
+	res := int64(1)
+	if id == clockRealtimeCoarse || id == clockMonoCoarse {
+		res = wallclock.CoarseTick
+	}
+	return putTimespec(t, uintptr(a[1]), res, false), false
 }
 
 // sysClockNanosleep sleeps on the wall and monotonic clocks, and on the

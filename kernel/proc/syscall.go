@@ -324,7 +324,7 @@ func init() {
 		126: {"capset", sysCapset},
 		135: {"personality", sysPersonality},
 		324: {"membarrier", sysMembarrier}, // sys_membarrier.go
-		334: {"rseq", sysNosys},            // deliberately ENOSYS: sys_membarrier.go
+		334: {"rseq", sysRseq},
 		435: {"clone3", sysClone3},
 	} {
 		syscalls[no] = e

@@ -25,6 +25,15 @@ func InitClocks() error {
 	d := new(wallclock.Data)
 	if err == nil {
 		theVDSO, d = v, v.Data()
+		// The machine layer sets IA32_TSC_AUX to each CPU's index
+		// (sbCPUInit) where CPUID reports RDTSCP, as Linux does, so
+		// getcpu needs no system call there.
+		_, _, _, ext1 := arch.CPUID(0x80000001, 0)
+		var leaf7 uint32
+		if max, _, _, _ := arch.CPUID(0, 0); max >= 7 {
+			_, _, leaf7, _ = arch.CPUID(7, 0)
+		}
+		v.SetCPUMode(vdso.CPUMode(ext1, leaf7))
 	}
 	// The TSC: the machine layer's clock counts it at this rate, and
 	// user code may read it (CR4.TSD is clear: PR_SET_TSC cannot trap it).

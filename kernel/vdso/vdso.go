@@ -82,6 +82,23 @@ func (v *VDSO) Data() *wallclock.Data { return v.data }
 // that keeps IA32_TSC_AUX set to each CPU's number may set it.
 func (v *VDSO) SetCPUMode(how uint32) { v.cpu.how = how }
 
+// CPUMode is the mode for SetCPUMode on a CPU whose CPUID leaf
+// 0x80000001 returns ext1EDX and leaf 7 (subleaf 0) leaf7ECX, when the
+// machine layer writes IA32_TSC_AUX wherever RDTSCP exists (its bit 27
+// in ext1EDX): RDPID (leaf7ECX bit 22) where the CPU has it too, as it
+// reads the MSR alone, without RDTSCP's counter read; RDTSCP otherwise;
+// without RDTSCP, 0 (the MSR is not written, so RDPID alone would read
+// garbage).
+func CPUMode(ext1EDX, leaf7ECX uint32) uint32 {
+	switch {
+	case ext1EDX&(1<<27) == 0:
+		return 0
+	case leaf7ECX&(1<<22) != 0:
+		return CPURdpid
+	}
+	return CPURdtscp
+}
+
 // Size is the address space the data page and the library take.
 func (v *VDSO) Size() uintptr { return (1 + v.pages) * mm.PageSize }
 

@@ -36,7 +36,7 @@ func TestLayout(t *testing.T) {
 		"VVAR_OFF_OFFSET": unsafe.Offsetof(d.Offset), "VVAR_OFF_ADJAT": unsafe.Offsetof(d.AdjAt),
 		"VVAR_OFF_SLEW": unsafe.Offsetof(d.Slew), "VVAR_OFF_FREQ": unsafe.Offsetof(d.Freq),
 		"VVAR_CPU_OFF": cpuOff, "VVAR_MODE_COUNTER": wallclock.ModeCounter,
-		"VCPU_RDPID": CPURdpid, "VCPU_RDTSCP": CPURdtscp,
+		"VCPU_RDPID": CPURdpid, "VCPU_RDTSCP": CPURdtscp, "VVAR_COARSE_NS": wallclock.CoarseTick,
 	} {
 		if got, ok := defs[name]; !ok || got != off {
 			t.Errorf("%s: vdso.h says %d (found %v), Go has %d", name, got, ok, off)
@@ -44,5 +44,24 @@ func TestLayout(t *testing.T) {
 	}
 	if unsafe.Sizeof(d) > cpuOff {
 		t.Errorf("wallclock.Data is %d bytes, past struct vcpu at %d", unsafe.Sizeof(d), cpuOff)
+	}
+}
+
+// TestCPUMode: RDPID only where RDTSCP says the MSR exists (and so is
+// written), RDTSCP without RDPID, the system call without RDTSCP.
+func TestCPUMode(t *testing.T) {
+	for _, c := range []struct {
+		ext1, leaf7, want uint32
+	}{
+		{0, 0, 0},
+		{0, 1 << 22, 0},
+		{1 << 27, 0, CPURdtscp},
+		{1 << 27, 1 << 22, CPURdpid},
+		{^uint32(1 << 27), ^uint32(0), 0},
+		{1 << 27, ^uint32(1 << 22), CPURdtscp},
+	} {
+		if got := CPUMode(c.ext1, c.leaf7); got != c.want {
+			t.Errorf("CPUMode(%#x, %#x) = %d, want %d", c.ext1, c.leaf7, got, c.want)
+		}
 	}
 }

@@ -98,6 +98,28 @@ func Realtime() int64 {
 	return realtime(mono, &p)
 }
 
+// CoarseTick is the coarse clocks' resolution, what clock_getres reports
+// for them: Linux's tick at Debian's HZ=250. CLOCK_MONOTONIC_COARSE is
+// CLOCK_MONOTONIC at the last multiple of the tick since its zero, and
+// CLOCK_REALTIME_COARSE the wall clock at that moment, as Linux's are
+// the time its last tick recorded; this kernel has no periodic tick to
+// record one, so it computes the moment (the vDSO the same way:
+// VVAR_COARSE_NS in kernel/vdso/c/vdso.h).
+const CoarseTick = 4_000_000
+
+// coarse is the last tick at or before monotonic time mono.
+func coarse(mono int64) int64 { return mono - mono%CoarseTick }
+
+// MonotonicCoarse returns CLOCK_MONOTONIC_COARSE in nanoseconds.
+func MonotonicCoarse() int64 { return coarse(Monotonic()) }
+
+// RealtimeCoarse returns CLOCK_REALTIME_COARSE in nanoseconds since the
+// Unix epoch.
+func RealtimeCoarse() int64 {
+	mono, p := read()
+	return realtime(coarse(mono), &p)
+}
+
 // read returns monotonic time and the parameters in force then, as one
 // consistent reading (see Data).
 func read() (int64, params) {

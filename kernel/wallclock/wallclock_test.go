@@ -46,3 +46,30 @@ func TestInit(t *testing.T) {
 		t.Errorf("mode %d hz %d", d.Mode.Load(), d.Hz.Load())
 	}
 }
+
+// TestCoarse: the coarse clocks read the fine ones at the last multiple
+// of the tick, so they step by whole ticks, never pass the fine clocks
+// and never lag them by a tick or more, with a slew and a frequency
+// correction running too.
+func TestCoarse(t *testing.T) {
+	old, oldCounter := data.Load(), counter
+	defer func() { data.Store(old); counter = oldCounter }()
+	var ticks uint64 = 1 << 40
+	Init(new(Data), func() uint64 { ticks += 333_333; return ticks }, 1e9, true) // 333 µs a read
+	defer SetFreq(0)
+	defer Slew(0)
+	Slew(time.Second)
+	SetFreq(MaxFreq / 2)
+	prevM, prevR := int64(-1), int64(0)
+	for range 1000 {
+		m0, mc, m1 := Monotonic(), MonotonicCoarse(), Monotonic()
+		r0, rc, r1 := Realtime(), RealtimeCoarse(), Realtime()
+		if mc%CoarseTick != 0 || mc > m1 || mc <= m0-CoarseTick || mc < prevM {
+			t.Fatalf("monotonic %d, coarse %d, %d; last coarse %d", m0, mc, m1, prevM)
+		}
+		if rc > r1 || rc <= r0-2*CoarseTick || rc < prevR {
+			t.Fatalf("realtime %d, coarse %d, %d; last coarse %d", r0, rc, r1, prevR)
+		}
+		prevM, prevR = mc, rc
+	}
+}

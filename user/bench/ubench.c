@@ -5,6 +5,8 @@
  *   ubench clock N              clock_gettime(CLOCK_MONOTONIC) through the C
  *                               library (the vDSO where the kernel has one)
  *                               and as a system call
+ *   ubench getcpu N             sched_getcpu through the C library (the
+ *                               vDSO's getcpu) and getcpu as a system call
  *   ubench spawn N PATH [ARG]   fork + execve(PATH) + exit + waitpid
  *   ubench pingpong N           a byte back and forth over two pipes
  *                               between two processes (2 switches each)
@@ -30,6 +32,7 @@
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +94,28 @@ static void bench_clock(long n)
 		ns[r] = now_ns() - t0;
 	}
 	report("clock_gettime_syscall", ns, n, 1, "ns");
+}
+
+/* getcpu through musl's sched_getcpu (the vDSO's __vdso_getcpu where
+ * the kernel maps one) and as a system call. */
+static void bench_getcpu(long n)
+{
+	long long ns[REPS];
+	unsigned cpu;
+	for (int r = 0; r < REPS; r++) {
+		long long t0 = now_ns();
+		for (long i = 0; i < n; i++)
+			sched_getcpu();
+		ns[r] = now_ns() - t0;
+	}
+	report("getcpu_vdso", ns, n, 1, "ns");
+	for (int r = 0; r < REPS; r++) {
+		long long t0 = now_ns();
+		for (long i = 0; i < n; i++)
+			syscall(SYS_getcpu, &cpu, NULL, NULL);
+		ns[r] = now_ns() - t0;
+	}
+	report("getcpu_syscall", ns, n, 1, "ns");
 }
 
 static void bench_getppid(long n)
@@ -348,6 +373,8 @@ int main(int argc, char **argv)
 		bench_getppid(atol(argv[2]));
 	else if (argc >= 3 && !strcmp(argv[1], "clock"))
 		bench_clock(atol(argv[2]));
+	else if (argc >= 3 && !strcmp(argv[1], "getcpu"))
+		bench_getcpu(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "spawn"))
 		bench_spawn(atol(argv[2]), argv[3], argc > 4 ? argv[4] : NULL, argc > 5 ? argv[5] : "spawn");
 	else if (argc >= 3 && !strcmp(argv[1], "pingpong"))
@@ -365,7 +392,7 @@ int main(int argc, char **argv)
 	else if (argc >= 4 && !strcmp(argv[1], "malloc"))
 		bench_malloc(atoi(argv[2]), atol(argv[3]));
 	else {
-		fprintf(stderr, "usage: ubench getppid N | clock N | spawn N PATH [ARG [NAME]] | pingpong N | unixpingpong N | unixbulk MIB | tcppingpong N | tcpbulk MIB | fault PAGES | malloc THREADS OPS | touch\n");
+		fprintf(stderr, "usage: ubench getppid N | clock N | getcpu N | spawn N PATH [ARG [NAME]] | pingpong N | unixpingpong N | unixbulk MIB | tcppingpong N | tcpbulk MIB | fault PAGES | malloc THREADS OPS | touch\n");
 		return 2;
 	}
 	return 0;

@@ -184,6 +184,64 @@ static int exec_err(const char *path, char **argv)
 	return exec_as(0, path, argv, envp);
 }
 
+/* execve's EAGAIN after set*uid to a user past RLIMIT_NPROC (Linux
+ * defers the failure from setuid to the next execve): a child holds a
+ * process as nobody; another, with RLIMIT_NPROC 0, becomes nobody (which
+ * succeeds), then execve fails with EAGAIN (before ENOENT) until the
+ * limit is raised, and then fails with ENOENT as any other. */
+static void test_execve_nproc(void)
+{
+	if (geteuid() != 0)
+		return;
+	int ready[2], hold[2];
+	if (pipe(ready) || pipe(hold)) {
+		check_report("execve.nproc_setup", 0, "pipe: %s", strerror(errno));
+		return;
+	}
+	pid_t holder = fork();
+	if (holder == 0) {
+		char c = 0;
+		close(ready[0]);
+		close(hold[1]);
+		if (setuid(65534) != 0)
+			_exit(1);
+		write(ready[1], "x", 1);
+		read(hold[0], &c, 1);
+		_exit(0);
+	}
+	close(ready[1]);
+	close(hold[0]);
+	char c;
+	read(ready[0], &c, 1);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct rlimit r = {0, RLIM_INFINITY};
+		char *argv[] = {"x", NULL};
+		if (setrlimit(RLIMIT_NPROC, &r) != 0)
+			_exit(10);
+		if (setuid(65534) != 0)
+			_exit(11);
+		execve("/nonexistent/x", argv, NULL);
+		if (errno != EAGAIN)
+			_exit(20 + errno);
+		execve("/nonexistent/x", argv, NULL);
+		if (errno != EAGAIN)
+			_exit(40);
+		r.rlim_cur = RLIM_INFINITY;
+		setrlimit(RLIMIT_NPROC, &r);
+		execve("/nonexistent/x", argv, NULL);
+		_exit(errno == ENOENT ? 0 : 41);
+	}
+	int st = -1;
+	waitpid(pid, &st, 0);
+	close(hold[1]);
+	waitpid(holder, NULL, 0);
+	close(ready[0]);
+	check_report("execve.eagain_after_setuid_past_nproc", WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		     "wait status %#x (10/11: setup, 20+errno: the first execve, 40: the second, 41: after raising the limit)",
+		     st);
+}
+
 static void test_execve(void)
 {
 	char *argv_ok[] = { (char *)self_exe, "exit0", NULL };
@@ -723,6 +781,38 @@ static void test_prctl(void)
 	CHECK_EQ("prctl.get_seccomp", prctl(PR_GET_SECCOMP), 0);
 	CHECK_EQ("prctl.capbset_read_last", prctl(PR_CAPBSET_READ, 40), 1);
 	CHECK_ERR("prctl.capbset_read_past_last", prctl(PR_CAPBSET_READ, 41), EINVAL);
+	/* keepcaps and the securebits bit it sets; timing; perf events;
+	 * the memory-error kill policy; the ambient capability set */
+	CHECK_EQ("prctl.get_keepcaps", prctl(PR_GET_KEEPCAPS, 0, 0, 0, 0), 0);
+	CHECK_SYS("prctl.set_keepcaps", prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0));
+	CHECK_EQ("prctl.get_keepcaps_set", prctl(PR_GET_KEEPCAPS, 0, 0, 0, 0), 1);
+	CHECK_EQ("prctl.securebits_keep_caps", prctl(PR_GET_SECUREBITS, 0, 0, 0, 0), 1 << 4);
+	CHECK_SYS("prctl.clear_keepcaps", prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0));
+	CHECK_EQ("prctl.securebits", prctl(PR_GET_SECUREBITS, 0, 0, 0, 0), 0);
+	CHECK_EQ("prctl.get_timing", prctl(PR_GET_TIMING, 0, 0, 0, 0), PR_TIMING_STATISTICAL);
+	CHECK_SYS("prctl.set_timing", prctl(PR_SET_TIMING, PR_TIMING_STATISTICAL, 0, 0, 0));
+	CHECK_ERR("prctl.set_timing_timestamp", prctl(PR_SET_TIMING, PR_TIMING_TIMESTAMP, 0, 0, 0), EINVAL);
+	CHECK_SYS("prctl.perf_disable", prctl(PR_TASK_PERF_EVENTS_DISABLE, 0, 0, 0, 0));
+	CHECK_SYS("prctl.perf_enable", prctl(PR_TASK_PERF_EVENTS_ENABLE, 0, 0, 0, 0));
+	CHECK_EQ("prctl.mce_kill_get", prctl(PR_MCE_KILL_GET, 0, 0, 0, 0), PR_MCE_KILL_DEFAULT);
+	CHECK_SYS("prctl.mce_kill_early", prctl(PR_MCE_KILL, PR_MCE_KILL_SET, PR_MCE_KILL_EARLY, 0, 0));
+	CHECK_EQ("prctl.mce_kill_get_early", prctl(PR_MCE_KILL_GET, 0, 0, 0, 0), PR_MCE_KILL_EARLY);
+	CHECK_SYS("prctl.mce_kill_late", prctl(PR_MCE_KILL, PR_MCE_KILL_SET, PR_MCE_KILL_LATE, 0, 0));
+	CHECK_EQ("prctl.mce_kill_get_late", prctl(PR_MCE_KILL_GET, 0, 0, 0, 0), PR_MCE_KILL_LATE);
+	CHECK_ERR("prctl.mce_kill_bad_policy", prctl(PR_MCE_KILL, PR_MCE_KILL_SET, 3, 0, 0), EINVAL);
+	CHECK_ERR("prctl.mce_kill_clear_arg3", prctl(PR_MCE_KILL, PR_MCE_KILL_CLEAR, 1, 0, 0), EINVAL);
+	CHECK_ERR("prctl.mce_kill_arg4", prctl(PR_MCE_KILL, PR_MCE_KILL_CLEAR, 0, 1, 0), EINVAL);
+	CHECK_ERR("prctl.mce_kill_bad_op", prctl(PR_MCE_KILL, 2, 0, 0, 0), EINVAL);
+	CHECK_ERR("prctl.mce_kill_get_arg2", prctl(PR_MCE_KILL_GET, 1, 0, 0, 0), EINVAL);
+	CHECK_SYS("prctl.mce_kill_clear", prctl(PR_MCE_KILL, PR_MCE_KILL_CLEAR, 0, 0, 0));
+	CHECK_EQ("prctl.mce_kill_get_cleared", prctl(PR_MCE_KILL_GET, 0, 0, 0, 0), PR_MCE_KILL_DEFAULT);
+	CHECK_EQ("prctl.ambient_is_set", prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, 0, 0, 0), 0);
+	CHECK_ERR("prctl.ambient_raise", prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, 0, 0, 0), EPERM);
+	CHECK_SYS("prctl.ambient_lower", prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, 0, 0, 0));
+	CHECK_SYS("prctl.ambient_clear_all", prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0));
+	CHECK_ERR("prctl.ambient_clear_all_arg3", prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 1, 0, 0), EINVAL);
+	CHECK_ERR("prctl.ambient_bad_cap", prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, 41, 0, 0), EINVAL);
+	CHECK_ERR("prctl.ambient_bad_op", prctl(PR_CAP_AMBIENT, 5, 0, 0, 0), EINVAL);
 	uintptr_t tidaddr = 1;
 	CHECK_SYS("prctl.get_tid_address", prctl(PR_GET_TID_ADDRESS, &tidaddr));
 	CHECK("prctl.get_tid_address_set_by_libc", tidaddr != 1 && tidaddr != 0);
@@ -787,6 +877,7 @@ int main(int argc, char **argv)
 
 	test_clone();
 	test_execve();
+	test_execve_nproc();
 	test_wait();
 	test_kill();
 	test_sigaction_mask();

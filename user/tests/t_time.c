@@ -1,4 +1,5 @@
-/* t_time: clocks and sleeping: clock_gettime/clock_getres, nanosleep,
+/* t_time: clocks and sleeping: clock_gettime/clock_getres (the coarse
+ * clocks at the tick's resolution), nanosleep,
  * clock_nanosleep, gettimeofday, time, times, getrusage. Only lower bounds
  * and generous plausibility bounds: the guest may be slow. */
 #define _GNU_SOURCE
@@ -81,6 +82,75 @@ static void test_clocks(void)
 	time_t t = time(NULL);
 	CHECK("time.agrees", t >= tv.tv_sec && t - tv.tv_sec < 5);
 	CHECK_EQ("time.raw", syscall(SYS_time, NULL) - t <= 5, 1);
+}
+
+/* clock c through the C library (the vDSO where there is one) or the
+ * system call */
+static long long read_ns(clockid_t c, int sys)
+{
+	struct timespec t = {0, 0};
+	if (sys)
+		syscall(SYS_clock_gettime, c, &t);
+	else
+		clock_gettime(c, &t);
+	return ts_ns(&t);
+}
+
+/* The coarse clocks, as Linux keeps them: their resolution is the tick
+ * (between 1 and 10 ms at HZ 1000..100), both say the same, and each
+ * reads the time of the last tick: never ahead of its fine clock, and
+ * stepping by about a tick at a time (not by the nanosecond). Behind the
+ * fine clock by less than a second: a loaded host may hold a tick back
+ * by far more than one. Through the vDSO and the system call. */
+static void test_coarse(void)
+{
+	static const struct {
+		clockid_t coarse, fine;
+		const char *name;
+	} cl[] = {
+		{CLOCK_MONOTONIC_COARSE, CLOCK_MONOTONIC, "monotonic_coarse"},
+		{CLOCK_REALTIME_COARSE, CLOCK_REALTIME, "realtime_coarse"},
+	};
+	struct timespec r0 = {-1, -1}, r1 = {-1, -1};
+	CHECK_SYS("coarse.getres_monotonic", clock_getres(CLOCK_MONOTONIC_COARSE, &r0));
+	CHECK_SYS("coarse.getres_realtime", syscall(SYS_clock_getres, CLOCK_REALTIME_COARSE, &r1));
+	long long res = ts_ns(&r0);
+	check_report("coarse.getres_tick", res >= 1000000 && res <= 10000000 && ts_ns(&r1) == res,
+		     "monotonic_coarse %lld ns, realtime_coarse %lld ns", res, ts_ns(&r1));
+	if (res <= 0)
+		res = 1;
+	for (int i = 0; i < 2; i++) {
+		for (int sys = 0; sys < 2; sys++) {
+			long long steps = 0, small = 0, ahead = 0, behind = 0, minstep = -1, worst = 0;
+			long long start = clock_ns(CLOCK_MONOTONIC);
+			long long prev = read_ns(cl[i].coarse, sys);
+			while (steps < 6 && clock_ns(CLOCK_MONOTONIC) - start < 3000000000LL) {
+				long long f1 = read_ns(cl[i].fine, 0);
+				long long c = read_ns(cl[i].coarse, sys);
+				long long f2 = read_ns(cl[i].fine, 0);
+				if (c > f2) {
+					ahead++;
+					worst = c - f2;
+				}
+				if (f1 - c >= 1000000000LL)
+					behind++;
+				if (c != prev) {
+					steps++;
+					if (c - prev < res / 2)
+						small++;
+					if (minstep < 0 || c - prev < minstep)
+						minstep = c - prev;
+				}
+				prev = c;
+			}
+			char n[64];
+			snprintf(n, sizeof n, "coarse.%s%s", cl[i].name, sys ? "_syscall" : "");
+			check_report(n, steps >= 3 && small == 0 && ahead == 0 && behind == 0,
+				     "%lld steps (%lld under half the %lld ns tick, the least %lld ns), %lld readings ahead of "
+				     "the fine clock (by %lld ns), %lld a second behind",
+				     steps, small, res, minstep, ahead, worst, behind);
+		}
+	}
 }
 
 static void test_sleep(void)
@@ -196,6 +266,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < big; i += 4096)
 		mem[i] = 1;
 	test_clocks();
+	test_coarse();
 	test_sleep();
 	test_cpu_time();
 	return check_done();

@@ -11,7 +11,8 @@
  * agree with clock_gettime, clock_getres with the system call, clocks
  * the vDSO does not serve must reach the system call (CPU clocks, bad
  * ids: -EINVAL), and musl's own clock_gettime must call the vDSO: with
- * the vDSO's text made inaccessible it faults there.
+ * the vDSO's text made inaccessible it faults there. getcpu through the
+ * vDSO and musl's sched_getcpu must name the CPU the system call names.
  */
 #define _GNU_SOURCE
 #include <elf.h>
@@ -235,6 +236,63 @@ static void *tune(void *arg)
 	return NULL;
 }
 
+/* The system call's CPU. */
+static unsigned sys_cpu(void)
+{
+	unsigned c = ~0u;
+	syscall(SYS_getcpu, &c, NULL, NULL);
+	return c;
+}
+
+/* getcpu through the vDSO (and musl's sched_getcpu, which calls it)
+ * agrees with the system call on a thread that stays put: pinned to
+ * each CPU in turn (Linux moves it there; a kernel that does not pin
+ * still runs it somewhere), a vDSO reading between two system-call
+ * readings that agree must give their CPU. A thread can move away and
+ * back between the two, so a disagreement is retried; a CPU that
+ * disagrees three times running is a wrong answer. */
+static void getcpu_agrees(long ncpu)
+{
+	cpu_set_t all;
+	if (sched_getaffinity(0, sizeof all, &all) != 0) {
+		check_report("getcpu.vs_syscall", 0, "sched_getaffinity: %s", strerror(errno));
+		return;
+	}
+	long trials = 0, consistent = 0, wrong = 0, seen = 0;
+	char detail[160] = "";
+	for (long k = 0; k < ncpu; k++) {
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(k, &one);
+		sched_setaffinity(0, sizeof one, &one);
+		for (int i = 0; i < 300; i++, trials++) {
+			int misses = 0;
+			for (int attempt = 0; attempt < 20 && misses < 3; attempt++) {
+				unsigned cpu = ~0u, node = ~0u;
+				unsigned a = sys_cpu();
+				long r = v_getcpu(&cpu, &node, NULL);
+				int lib = sched_getcpu();
+				unsigned b = sys_cpu();
+				if (a != b)
+					continue; /* moved: try again */
+				consistent++;
+				seen |= 1L << (a & 31);
+				if (r == 0 && cpu == a && node == 0 && lib == (int)a)
+					break;
+				if (++misses == 3) {
+					wrong++;
+					snprintf(detail, sizeof detail, "on CPU %u: vDSO %ld cpu %u node %u, sched_getcpu %d", a, r,
+						 cpu, node, lib);
+				}
+			}
+		}
+	}
+	sched_setaffinity(0, sizeof all, &all);
+	check_report("getcpu.vs_syscall", wrong == 0 && consistent >= trials / 2,
+		     "%ld of %ld trials wrong (%s), %ld consistent readings, CPUs seen %#lx", wrong, trials, detail,
+		     consistent, seen);
+}
+
 static sigjmp_buf fault_jmp;
 static volatile uintptr_t fault_addr;
 static void on_segv(int sig, siginfo_t *si, void *uc)
@@ -374,6 +432,7 @@ int main(void)
 	CHECK("getcpu.range", cpu < (unsigned)ncpu);
 	CHECK_EQ("getcpu.node", node, 0);
 	CHECK_EQ("getcpu.null_args", v_getcpu(NULL, NULL, NULL), 0);
+	getcpu_agrees(ncpu);
 
 	/* musl's clock_gettime, gettimeofday and time call the vDSO: with
 	 * its text inaccessible, each faults inside it. */

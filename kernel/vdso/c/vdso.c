@@ -117,10 +117,12 @@ static inline int64_t adjustment(int64_t el, int64_t slew, int64_t freq)
 }
 
 /*
- * read_clock reads monotonic (real == 0) or real time in ns; it returns
- * 0 when the caller must make the system call instead.
+ * read_clock reads the clock of kind KIND_* in ns; it returns 0 when the
+ * caller must make the system call instead.
  */
-static inline int read_clock(int real, int64_t *ns)
+#define KIND_REAL 1
+#define KIND_COARSE 2 /* at the last tick: CoarseTick in clock.go */
+static inline int read_clock(int kind, int64_t *ns)
 {
 	const volatile struct vvar *v = VVAR;
 	for (;;) {
@@ -138,24 +140,28 @@ static inline int read_clock(int real, int64_t *ns)
 		if (v->seq != seq)
 			continue;
 		int64_t mono = to_nanos(c, c0, hz);
-		*ns = real ? mono + offset + adjustment(mono - adj_at, slew, freq) : mono;
+		if (kind & KIND_COARSE)
+			mono -= mono % VVAR_COARSE_NS;
+		*ns = (kind & KIND_REAL) ? mono + offset + adjustment(mono - adj_at, slew, freq) : mono;
 		return 1;
 	}
 }
 
-/* Which of the two clocks clk is, or -1 for the system call's. */
+/* Which clock clk is (KIND_* bits), or -1 for the system call's. */
 static inline int clock_kind(long clk)
 {
 	switch (clk) {
 	case CLOCK_REALTIME:
-	case CLOCK_REALTIME_COARSE:
 	case CLOCK_TAI:
-		return 1;
+		return KIND_REAL;
+	case CLOCK_REALTIME_COARSE:
+		return KIND_REAL | KIND_COARSE;
 	case CLOCK_MONOTONIC:
 	case CLOCK_MONOTONIC_RAW:
-	case CLOCK_MONOTONIC_COARSE:
 	case CLOCK_BOOTTIME:
 		return 0;
+	case CLOCK_MONOTONIC_COARSE:
+		return KIND_COARSE;
 	}
 	return -1;
 }
@@ -187,7 +193,7 @@ int __vdso_gettimeofday(struct timeval *tv, struct timezone *tz)
 {
 	int64_t ns, rest;
 	if (tv) {
-		if (!read_clock(1, &ns))
+		if (!read_clock(KIND_REAL, &ns))
 			return (int)sys2(SYS_gettimeofday, (long)tv, (long)tz);
 		tv->tv_sec = split(ns, 1000000000, &rest);
 		tv->tv_usec = rest / 1000;
@@ -202,7 +208,7 @@ int __vdso_gettimeofday(struct timeval *tv, struct timezone *tz)
 long __vdso_time(long *t)
 {
 	int64_t ns, rest, s;
-	if (!read_clock(1, &ns))
+	if (!read_clock(KIND_REAL, &ns))
 		return sys2(SYS_time, (long)t, 0);
 	s = split(ns, 1000000000, &rest);
 	if (t)
@@ -212,11 +218,13 @@ long __vdso_time(long *t)
 
 int __vdso_clock_getres(long clk, struct timespec *res)
 {
-	if (clock_kind(clk) < 0)
+	int kind = clock_kind(clk);
+	if (kind < 0)
 		return (int)sys2(SYS_clock_getres, clk, (long)res);
 	if (res) {
+		/* the system call's answers: a tick for the coarse clocks, 1 ns for the rest */
 		res->tv_sec = 0;
-		res->tv_nsec = 1; /* the system call's answer for every clock */
+		res->tv_nsec = (kind & KIND_COARSE) ? VVAR_COARSE_NS : 1;
 	}
 	return 0;
 }

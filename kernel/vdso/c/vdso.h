@@ -19,6 +19,7 @@
 #define VVAR_CPU_OFF 128
 
 #define VVAR_MODE_COUNTER 1 /* user code may read the TSC */
+#define VVAR_COARSE_NS 4000000 /* the coarse clocks' tick: wallclock.CoarseTick */
 #define VCPU_RDPID 1        /* IA32_TSC_AUX holds the CPU number: RDPID */
 #define VCPU_RDTSCP 2       /* ... and RDTSCP reads it */
 
