@@ -27,6 +27,8 @@ type netCards struct {
 	cfg  *inet.IfConfig // from ip=
 	n    int
 	dhcp int // the interface ip=dhcp configures, once bound; 0: none
+	// static is the interface a static ip= configured, once bound; 0: none
+	static int
 }
 
 func (k *kernel) netDrivers() []*pci.Driver {
@@ -72,6 +74,7 @@ func (c *netCards) attach(dev link.Device, what string) error {
 		c.dhcp = int(id)
 	case cfg != nil:
 		addr = cfg.Addr.String()
+		c.static = int(id)
 		inet.SetStaticPnp()
 	}
 	c.k.log.Infof("%s: %s, MAC %v, link up %v, address %s", name, what, dev.LinkAddress(), dev.LinkUp(), addr)
@@ -144,10 +147,18 @@ func (igbDMA) Free(p igb.Page) { frameDMA{}.Free(virtio.Page{Phys: p.Phys, Mem: 
 
 // netAutoconf runs ip=dhcp on its card, if the drivers bound one, and
 // logs the lease as Linux's "IP-Config" lines do. A failure leaves the
-// card without an address and boot goes on.
+// card without an address and boot goes on. A static ip= waits for its
+// card's link (bounded), as the DHCP client does, so that init does not
+// start sending into a link still negotiating.
 func (k *kernel) netAutoconf() {
 	c := k.netCards
-	if c == nil || c.cfg == nil || !c.cfg.DHCP {
+	if c == nil || c.cfg == nil {
+		return
+	}
+	if !c.cfg.DHCP {
+		if c.static != 0 {
+			inet.WaitCarrier(c.static, k.log.Warnf)
+		}
 		return
 	}
 	if c.dhcp == 0 {

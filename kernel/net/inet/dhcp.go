@@ -62,18 +62,19 @@ func (l *dhcpLink) Recv(deadline time.Time) ([]byte, error) {
 	}
 }
 
-// carrierWait bounds how long DHCP waits for a card's link. A card may
+// carrierWait bounds how long ip= waits for a card's link. A card may
 // come out of its reset with the link still negotiating (the 82576 does,
-// for about half a second); while it is down every try would fail at
-// once. Linux's ipconfig waits the same way, up to 120 s.
+// for about half a second); until it is up, every DHCP try and every
+// packet init sends would fail at once. Linux's ipconfig waits the same
+// way, up to 120 s, for static and DHCP configurations alike.
 const carrierWait = 10 * time.Second
 
-// waitCarrier waits, bounded, for interface id's card to have a link.
+// WaitCarrier waits, bounded, for interface index's card to have a link.
 // Cards report their link from an interrupt and have no waiting
 // interface; this runs once, at boot, so a short sleep between looks is
 // enough.
-func waitCarrier(id tcpip.NICID, name string, log func(string, ...any)) {
-	c := card(id)
+func WaitCarrier(index int, log func(string, ...any)) {
+	c := card(tcpip.NICID(index))
 	if c == nil || c.LinkUp() {
 		return
 	}
@@ -82,7 +83,9 @@ func waitCarrier(id tcpip.NICID, name string, log func(string, ...any)) {
 			return
 		}
 	}
-	log("IP-Config: %s: no carrier after %v; trying DHCP anyway", name, carrierWait)
+	if l, err := LinkByIndex(index); err == nil {
+		log("IP-Config: %s: no carrier after %v; going on without", l.Name, carrierWait)
+	}
 }
 
 // pnp is /proc/net/pnp: what ip= configured, in Linux's ipconfig format.
@@ -115,7 +118,7 @@ func ConfigureDHCP(index int, host string, log func(string, ...any)) (dhcp.Lease
 			return dhcp.Lease{}, err
 		}
 	}
-	waitCarrier(tcpip.NICID(index), l.Name, log)
+	WaitCarrier(index, log)
 	link := &dhcpLink{id: tcpip.NICID(index), rx: make(chan []byte, 16)}
 	s := Stack()
 	if e := s.RegisterPacketEndpoint(link.id, ipv4.ProtocolNumber, link); e != nil {
