@@ -274,7 +274,7 @@ debian-test: deps user $(KERNEL) $(STUB)
 # (tools/netcheck.sh, ~25 s a run, each bounded at 300 s: a 4 MB download
 # checked by hash, a page served to the host, a link flap seen by the
 # guest, /proc/net/dev's counts). NICS="e1000e" checks one model.
-NICS ?= virtio-net-pci e1000 e1000e
+NICS ?= virtio-net-pci e1000 e1000e igb
 net-check: deps $(KERNEL) $(STUB) user
 	@s=0; for nic in $(NICS); do for c in 1 2; do ip=static; [ $$c = 2 ] && ip=dhcp; \
 	  NIC=$$nic CPUS=$$c IPCONF=$$ip tools/netcheck.sh || s=1; done; done; exit $$s

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"shortbread/kernel/drivers/e1000"
+	"shortbread/kernel/drivers/igb"
 	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/drivers/virtio"
 	virtionet "shortbread/kernel/drivers/virtio/net"
@@ -26,6 +27,8 @@ type netCards struct {
 	cfg  *inet.IfConfig // from ip=
 	n    int
 	dhcp int // the interface ip=dhcp configures, once bound; 0: none
+	// static is the interface a static ip= configured, once bound; 0: none
+	static int
 }
 
 func (k *kernel) netDrivers() []*pci.Driver {
@@ -42,7 +45,7 @@ func (k *kernel) netDrivers() []*pci.Driver {
 		}
 	}
 	k.netCards = c
-	return []*pci.Driver{c.virtioDriver(), c.e1000Driver(e1000.E1000), c.e1000Driver(e1000.E1000E)}
+	return []*pci.Driver{c.virtioDriver(), c.e1000Driver(e1000.E1000), c.e1000Driver(e1000.E1000E), c.igbDriver()}
 }
 
 // name is the next card's interface name.
@@ -71,6 +74,7 @@ func (c *netCards) attach(dev link.Device, what string) error {
 		c.dhcp = int(id)
 	case cfg != nil:
 		addr = cfg.Addr.String()
+		c.static = int(id)
 		inet.SetStaticPnp()
 	}
 	c.k.log.Infof("%s: %s, MAC %v, link up %v, address %s", name, what, dev.LinkAddress(), dev.LinkUp(), addr)
@@ -116,12 +120,45 @@ func (e1000DMA) Alloc() (e1000.Page, error) {
 
 func (e1000DMA) Free(p e1000.Page) { frameDMA{}.Free(virtio.Page{Phys: p.Phys, Mem: p.Mem}) }
 
+// igbDriver binds Intel 82576 cards.
+func (c *netCards) igbDriver() *pci.Driver {
+	return &pci.Driver{
+		Name: igb.Name,
+		IDs:  igb.IDs,
+		Probe: func(d *pci.Device, p pci.Platform) error {
+			nic, err := igb.New(d, p, igb.Config{Name: c.name(), DMA: igbDMA{}, Log: c.k.log.Infof})
+			if err != nil {
+				return err
+			}
+			return c.attach(nic, fmt.Sprintf("igb (82576) by %v", nic.Kind))
+		},
+	}
+}
+
+// igbDMA is frameDMA in the igb package's page type.
+type igbDMA struct{}
+
+func (igbDMA) Alloc() (igb.Page, error) {
+	p, err := frameDMA{}.Alloc()
+	return igb.Page{Phys: p.Phys, Mem: p.Mem}, err
+}
+
+func (igbDMA) Free(p igb.Page) { frameDMA{}.Free(virtio.Page{Phys: p.Phys, Mem: p.Mem}) }
+
 // netAutoconf runs ip=dhcp on its card, if the drivers bound one, and
 // logs the lease as Linux's "IP-Config" lines do. A failure leaves the
-// card without an address and boot goes on.
+// card without an address and boot goes on. A static ip= waits for its
+// card's link (bounded), as the DHCP client does, so that init does not
+// start sending into a link still negotiating.
 func (k *kernel) netAutoconf() {
 	c := k.netCards
-	if c == nil || c.cfg == nil || !c.cfg.DHCP {
+	if c == nil || c.cfg == nil {
+		return
+	}
+	if !c.cfg.DHCP {
+		if c.static != 0 {
+			inet.WaitCarrier(c.static, k.log.Warnf)
+		}
 		return
 	}
 	if c.dhcp == 0 {

@@ -11,7 +11,7 @@
 # static ip=, and the lease must show in the address, the default route
 # and /proc/net/pnp's name server.
 # Exit status 0 iff all of it worked.
-# usage: [CPUS=2] [NIC=virtio-net-pci|e1000|e1000e] [MACHINE=q35|pc] [IPCONF=static|dhcp] tools/netcheck.sh
+# usage: [CPUS=2] [NIC=virtio-net-pci|e1000|e1000e|igb] [MACHINE=q35|pc] [IPCONF=static|dhcp] tools/netcheck.sh
 #   (after make kernel build/stub.elf user). e1000 defaults to the pc
 #   machine, where QEMU puts it; the others to q35.
 # Needs: python3 (the host's HTTP server and QMP client), curl, sha256sum.

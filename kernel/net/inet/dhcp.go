@@ -62,6 +62,32 @@ func (l *dhcpLink) Recv(deadline time.Time) ([]byte, error) {
 	}
 }
 
+// carrierWait bounds how long ip= waits for a card's link. A card may
+// come out of its reset with the link still negotiating (the 82576 does,
+// for about half a second); until it is up, every DHCP try and every
+// packet init sends would fail at once. Linux's ipconfig waits the same
+// way, up to 120 s, for static and DHCP configurations alike.
+const carrierWait = 10 * time.Second
+
+// WaitCarrier waits, bounded, for interface index's card to have a link.
+// Cards report their link from an interrupt and have no waiting
+// interface; this runs once, at boot, so a short sleep between looks is
+// enough.
+func WaitCarrier(index int, log func(string, ...any)) {
+	c := card(tcpip.NICID(index))
+	if c == nil || c.LinkUp() {
+		return
+	}
+	for end := time.Now().Add(carrierWait); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if c.LinkUp() {
+			return
+		}
+	}
+	if l, err := LinkByIndex(index); err == nil {
+		log("IP-Config: %s: no carrier after %v; going on without", l.Name, carrierWait)
+	}
+}
+
 // pnp is /proc/net/pnp: what ip= configured, in Linux's ipconfig format.
 var pnp struct {
 	sync.Mutex
@@ -92,6 +118,7 @@ func ConfigureDHCP(index int, host string, log func(string, ...any)) (dhcp.Lease
 			return dhcp.Lease{}, err
 		}
 	}
+	WaitCarrier(index, log)
 	link := &dhcpLink{id: tcpip.NICID(index), rx: make(chan []byte, 16)}
 	s := Stack()
 	if e := s.RegisterPacketEndpoint(link.id, ipv4.ProtocolNumber, link); e != nil {
