@@ -23,7 +23,7 @@ QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot
 
 DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio e2fsprogs python3 curl gdisk fdisk
 
-.PHONY: all run run-cmd net-check net-inject test iso kernel deps host-test boot-test user-test cpu-test linux-test powercut-test powercut powercut-control debian-test exhaust-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
+.PHONY: all run run-cmd screen-smoke screen-test net-check net-inject test iso kernel deps host-test boot-test user-test cpu-test linux-test powercut-test powercut powercut-control debian-test exhaust-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
 
 all: iso
 
@@ -65,7 +65,7 @@ run: deps
 	qemu-system-x86_64 $(QEMU_FLAGS) $(if $(filter uefi,$(FIRMWARE)),-bios /usr/share/ovmf/OVMF.fd) -cdrom $(ISO); \
 	  s=$$?; [ $$s -eq 1 ] || [ $$s -eq 0 ] || echo "QEMU exited with $$s (kernel status $$(( ($$s - 1) / 2 )))"
 
-test: deps vet host-test boot-test cpu-test user-test exhaust-test linux-test powercut-test debian-test net-check net-inject apps-smoke
+test: deps vet host-test boot-test cpu-test screen-smoke user-test exhaust-test linux-test powercut-test debian-test net-check net-inject apps-smoke
 
 vet:
 	go vet ./...
@@ -98,6 +98,17 @@ cpu-test: user $(KERNEL) $(STUB) $(INITRAMFS)
 	for c in qemu64 Nehalem Skylake-Server EPYC; do \
 	  echo "cpu-test: CPU $$c"; CPU=$$c tools/qemu.sh $(BUILD)/cputest.iso 2 600 || exit 1; done
 	echo "cpu-test: no HPET"; MACHINE=q35,hpet=off tools/qemu.sh $(BUILD)/cputest.iso 2 600
+
+# The screen console: busybox's shell on the VGA text screen with no
+# serial port, typed at through QEMU's QMP and read back from video memory
+# (tools/screentest.sh; about a minute). screen-test adds scrolling,
+# clear and line editing, the UEFI framebuffer (read back by screendump),
+# console=tty0 beside a serial port and both consoles at once.
+screen-smoke: user $(KERNEL) $(STUB)
+	tools/screentest.sh short
+
+screen-test: deps user $(KERNEL) $(STUB)
+	tools/screentest.sh full
 
 bench-boot: deps $(KERNEL) $(STUB) $(INITRAMFS)
 	go run ./bench/boottime -runs 3

@@ -43,6 +43,15 @@ mb2_header:
     dw 6, 0
     dd 8
     align 8
+    ; Framebuffer tag (optional, no preferred mode): without it GRUB on
+    ; UEFI hands over no framebuffer ("no console will be available to
+    ; OS"); with it GRUB keeps the firmware's GOP mode (gfxpayload=keep
+    ; in grub.cfg) and describes it, and under BIOS still reports VGA
+    ; text mode, for the kernel's screen console.
+    dw 5, 1
+    dd 20
+    dd 0, 0, 0                             ; width, height, depth: any
+    align 8
     dw 0, 0                                ; end tag
     dd 8
 mb2_header_end:

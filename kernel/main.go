@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -30,7 +29,6 @@ import (
 	"shortbread/kernel/cpuinfo"
 	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/drivers/rtc"
-	"shortbread/kernel/drivers/uart"
 	"shortbread/kernel/fs/devpts"
 	"shortbread/kernel/fs/tmpfs"
 	"shortbread/kernel/initramfs"
@@ -61,7 +59,8 @@ type kernel struct {
 	initEnv   []string
 	initramfs *initramfs.FS
 	vfs       *vfs.VFS
-	console   *tty.TTY // the terminal on the serial console (/dev/console)
+	console   *tty.TTY // the console terminal (/dev/console) on the chosen consoles
+	cons      consoles // the serial port and the screen, and which are chosen
 	pts       *devpts.FS
 	rtc       *rtc.CMOS // the CMOS clock (/dev/rtc0)
 	pci       *pci.Bus
@@ -70,7 +69,8 @@ type kernel struct {
 
 func main() {
 	mainTSC := machine.Rdtsc()
-	k := &kernel{log: klog.New(os.Stdout, klog.Info)}
+	k := &kernel{}
+	k.log = klog.New(&k.cons.kernel, klog.Info)
 	k.readBootInfo()
 	clockErr := proc.InitClocks() // before anything reads the clocks
 	k.parseCmdline()
@@ -160,7 +160,7 @@ func main() {
 		if k.initramfs != nil {
 			selftest.Initramfs = k.initramfs
 		}
-		_, failed := selftest.Run(os.Stdout, name)
+		_, failed := selftest.Run(&k.cons.kernel, name)
 		status := uint8(0)
 		if failed > 0 {
 			status = 1
@@ -189,10 +189,7 @@ func (k *kernel) runInit() bool {
 		path = "/sbin/init"
 	}
 	term := k.console
-	in, err := uart.Input()
-	if err != nil {
-		k.log.Errorf("console input: %v", err)
-	} else {
+	for _, in := range k.consoleInputs() {
 		go func() {
 			buf := make([]byte, 256)
 			for {
@@ -267,6 +264,7 @@ func (k *kernel) parseCmdline() {
 			k.log.SetLevel(l)
 		}
 	}
+	warnings = append(warnings, k.chooseConsoles(cl.Values("console"))...)
 	for _, w := range warnings {
 		k.log.Warnf("command line: %s", w)
 	}
@@ -373,7 +371,7 @@ func (k *kernel) loadInitramfs() {
 }
 
 // mountRoot builds the file system tree: a tmpfs filled from the
-// initramfs as /, devfs on /dev (its console is the serial terminal), an
+// initramfs as /, devfs on /dev (its console is the console terminal), an
 // empty /tmp, and a tmpfs on /dev/shm for POSIX shared memory and named
 // semaphores (where Linux systems' init mounts one).
 func (k *kernel) mountRoot(archive []byte) error {
@@ -461,13 +459,14 @@ func (k *kernel) startCPUs() {
 }
 
 func (k *kernel) runConsole() {
-	in, err := uart.Input()
-	if err != nil {
-		k.log.Errorf("console: %v", err)
+	in := k.consoleInputs()
+	if len(in) == 0 {
+		k.log.Errorf("console: no input")
 		select {}
 	}
-	fmt.Println("Shortbread kernel console; type help.")
-	console.Run(in, os.Stdout, k.commands())
+	out := &k.cons.kernel
+	fmt.Fprintln(out, "Shortbread kernel console; type help.")
+	console.Run(mergeInputs(in), out, k.commands())
 	select {}
 }
 

@@ -1,11 +1,9 @@
 package main
 
-// The terminals: the serial console's, and the pseudo-terminals of
+// The terminals: the console's (consoles.go), and the pseudo-terminals of
 // devpts, mounted on /dev/pts at boot and by mount -t devpts.
 
 import (
-	"os"
-
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/fs/devpts"
 	"shortbread/kernel/proc"
@@ -14,11 +12,11 @@ import (
 	"shortbread/kernel/wallclock"
 )
 
-// newTerminals makes the console's terminal (24 by 80, as a VT100) and
-// the devpts instance.
+// newTerminals makes the console's terminal (the screen's size when the
+// screen is a console, else 24 by 80, as a VT100) and the devpts instance.
 func (k *kernel) newTerminals() {
-	k.console = tty.New(tty.WriterOutput{W: os.Stdout}, proc.Signals{}, nil)
-	k.console.SetWindowSize(tty.Winsize{Row: 24, Col: 80})
+	k.console = tty.New(tty.WriterOutput{W: &k.cons.tty}, proc.Signals{}, nil)
+	k.console.SetWindowSize(k.consoleSize())
 	k.console.SetDevice(linux.MakeDev(5, 1))
 	k.pts = devpts.New(devpts.Options{Dev: linux.MakeDev(0, anonMinor.Add(1)), Signals: proc.Signals{}, Clock: wallclock.Now})
 }

@@ -83,6 +83,17 @@ func Parse(s string) Cmdline {
 	return c
 }
 
+// Values returns the value of every key=value occurrence of key, in order.
+func (c Cmdline) Values(key string) []string {
+	var v []string
+	for _, o := range c.Opts {
+		if o.Key == key && o.HasValue {
+			v = append(v, o.Value)
+		}
+	}
+	return v
+}
+
 // word is one whitespace-delimited token with its quotes removed.
 type word struct {
 	text   string

@@ -50,7 +50,10 @@ type Spec struct {
 	// Bare, if non-empty, lets a non-Bool option appear without a value
 	// and gives the value it then takes.
 	Bare string
-	Help string
+	// Repeated options may be given more than once without a warning
+	// (console=); Apply keeps the last value and Cmdline.Values has all.
+	Repeated bool
+	Help     string
 }
 
 // Default is the schema of options the kernel understands. Subsystems
@@ -144,6 +147,10 @@ var Default = []Spec{
 		Help: "crash on purpose after boot, to check the crash report: a nil dereference or a panic",
 	},
 	{
+		Name: "console", Kind: String, Repeated: true,
+		Help: "a console: ttyS0 (the first serial port; ,115200n8 and the like are accepted and ignored) or tty0 (the screen and the PS/2 keyboard); may be repeated, output goes to all and input comes from all; default: every console found",
+	},
+	{
 		Name: "init", Kind: String,
 		Help: "path of the first user program; arguments after -- are passed to it",
 	},
@@ -176,7 +183,7 @@ func (c Cmdline) Apply(specs []Spec) (values map[string]string, warnings []strin
 			warnings = append(warnings, fmt.Sprintf("unknown option %q", o.Key))
 			continue
 		}
-		if seen[o.Key] {
+		if seen[o.Key] && !sp.Repeated {
 			warnings = append(warnings, fmt.Sprintf("duplicate option %q; the last valid value wins", o.Key))
 		}
 		seen[o.Key] = true

@@ -190,3 +190,17 @@ func TestKindString(t *testing.T) {
 		}
 	}
 }
+
+func TestRepeatedOption(t *testing.T) {
+	cl := Parse("console=ttyS0,115200 loglevel=info console=tty0 loglevel=warn")
+	vals, warns := cl.Apply(Default)
+	if len(warns) != 1 {
+		t.Errorf("warnings %q, want one (the duplicate loglevel, not console)", warns)
+	}
+	if vals["console"] != "tty0" {
+		t.Errorf("console = %q, want the last", vals["console"])
+	}
+	if got := cl.Values("console"); len(got) != 2 || got[0] != "ttyS0,115200" || got[1] != "tty0" {
+		t.Errorf("Values(console) = %q", got)
+	}
+}

@@ -17,10 +17,23 @@ const (
 	com1   = 0x3f8
 	regIER = 1
 	regLSR = 5
+	regSCR = 7    // scratch register
 	lsrDR  = 0x01 // receive data ready
 	ierRDA = 0x01 // receive-data-available interrupt
 	irq    = 4
 )
+
+// Present reports whether COM1 is there: its scratch register keeps
+// what is written to it, where an empty bus reads back all ones.
+func Present() bool {
+	for _, v := range []uint8{0x5a, 0xa5} {
+		arch.Outb(com1+regSCR, v)
+		if arch.Inb(com1+regSCR) != v {
+			return false
+		}
+	}
+	return true
+}
 
 // Input returns a reader of bytes typed on COM1.
 func Input() (io.Reader, error) {
