@@ -32,10 +32,17 @@ func (k *kernel) setNUMA() {
 		}
 	}
 	var ram []numa.Span
+	var size, top uint64
 	for _, r := range k.boot.MemoryMap {
 		if r.Type == multiboot.MemAvailable {
 			ram = append(ram, numa.Span{Base: r.Base, End: r.End()})
+			size, top = size+r.Length, max(top, r.End())
 		}
+	}
+	k.log.Infof("memory: %d MiB available in %d of the boot memory map's %d ranges, up to %#x",
+		size>>20, len(ram), len(k.boot.MemoryMap), top)
+	if len(ram) > machine.MaxRanges {
+		k.log.Warnf("memory: only the first %d available ranges are used", machine.MaxRanges)
 	}
 	topo, why := numa.Build(srat, slit, k.cpuAPIC, ram)
 	k.nodes = topo

@@ -14,7 +14,7 @@
 package runtime
 
 const (
-	sbMaxRanges = 64
+	sbMaxRanges = 128 // kernel/machine.MaxRanges
 	sbMaxNodes  = 16
 )
 

@@ -2,8 +2,14 @@ package machine
 
 import "errors"
 
-// MaxNodes is how many NUMA nodes the frame allocator keeps apart.
-const MaxNodes = 16
+const (
+	// MaxNodes is how many NUMA nodes the frame allocator keeps apart.
+	MaxNodes = 16
+	// MaxRanges is how many available ranges of the boot memory map the
+	// frame allocator keeps (more are left unused), and how many node
+	// spans it takes.
+	MaxRanges = 128
+)
 
 // NodeSpan is a physical range [Base, End) of node Node (the layout of
 // the machine layer's sbRange).
@@ -19,7 +25,7 @@ func setNUMA(spans []NodeSpan, cpuNode, order []uint8, nnodes int)
 // CPUs take frames from the nodes, its own first (order is nnodes rows
 // of nnodes). Frames outside every span count as node 0's. Once, at boot.
 func SetNUMA(spans []NodeSpan, cpuNode, order []uint8, nnodes int) error {
-	if nnodes < 1 || nnodes > MaxNodes || len(order) != nnodes*nnodes || len(spans) > 64 {
+	if nnodes < 1 || nnodes > MaxNodes || len(order) != nnodes*nnodes || len(spans) > MaxRanges {
 		return errors.New("machine: bad NUMA layout")
 	}
 	for _, s := range spans {
