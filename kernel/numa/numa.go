@@ -120,12 +120,6 @@ func (t *Topology) nodeAt(p, limit uint64) (int, uint64) {
 	return 0, end
 }
 
-// NodeOf is the node of physical address pa.
-func (t *Topology) NodeOf(pa uint64) int {
-	n, _ := t.nodeAt(pa, pa+1)
-	return n
-}
-
 // Order is the order in which CPUs of node n take memory from the nodes:
 // nearest first, its own before any other, ties by node number.
 func (t *Topology) Order(n int) []int {

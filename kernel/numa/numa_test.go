@@ -42,8 +42,13 @@ func TestBuild(t *testing.T) {
 	if p0, p1 := topo.Nodes[0].Present, topo.Nodes[1].Present; p0 != 0x9f000+0x3ff00000 || p1 != 0x3ffe0000 {
 		t.Errorf("present = %#x, %#x", p0, p1)
 	}
-	if topo.NodeOf(0x40000000) != 1 || topo.NodeOf(0x3fffffff) != 0 || topo.NodeOf(1<<40) != 0 {
-		t.Error("NodeOf")
+	for _, c := range []struct {
+		pa   uint64
+		node int
+	}{{0x40000000, 1}, {0x3fffffff, 0}, {0xa0000, 0}, {1 << 40, 0}} {
+		if n, _ := topo.nodeAt(c.pa, c.pa+1); n != c.node {
+			t.Errorf("node of %#x = %d, want %d", c.pa, n, c.node)
+		}
 	}
 	if topo.Distance(0) != "10 20" || topo.Distance(1) != "20 10" {
 		t.Errorf("distances %q %q", topo.Distance(0), topo.Distance(1))
