@@ -23,7 +23,7 @@ QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot
 
 DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio e2fsprogs python3 curl gdisk fdisk
 
-.PHONY: all run run-cmd screen-smoke screen-test net-check net-inject test iso kernel deps host-test boot-test user-test cpu-test linux-test powercut-test powercut powercut-control debian-test exhaust-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
+.PHONY: all run run-cmd screen-smoke screen-test net-check net-inject test iso kernel deps host-test boot-test user-test cpu-test numa-test mem-test linux-test powercut-test powercut powercut-control debian-test exhaust-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
 
 all: iso
 
@@ -65,7 +65,7 @@ run: deps
 	qemu-system-x86_64 $(QEMU_FLAGS) $(if $(filter uefi,$(FIRMWARE)),-bios /usr/share/ovmf/OVMF.fd) -cdrom $(ISO); \
 	  s=$$?; [ $$s -eq 1 ] || [ $$s -eq 0 ] || echo "QEMU exited with $$s (kernel status $$(( ($$s - 1) / 2 )))"
 
-test: deps vet host-test boot-test cpu-test screen-smoke user-test exhaust-test linux-test powercut-test debian-test net-check net-inject apps-smoke
+test: deps vet host-test boot-test cpu-test numa-test screen-smoke user-test exhaust-test linux-test powercut-test debian-test net-check net-inject apps-smoke
 
 vet:
 	go vet ./...
@@ -84,6 +84,16 @@ boot-test: $(KERNEL) $(STUB) $(INITRAMFS)
 	FIRMWARE=uefi tools/boottest.sh 2
 	tools/crashtest.sh
 	tools/apictest.sh
+
+# Memory layouts of physical servers (tools/memtest.sh): two NUMA nodes
+# in make test (about 30 s, both kernels); mem-test adds 6 GiB split
+# around the PCI hole (SeaBIOS and OVMF) and 16 GiB.
+numa-test: user $(KERNEL) $(STUB)
+	tools/linux/kernel.sh $(LINUX_BUILD)
+	tools/memtest.sh numa
+mem-test: user $(KERNEL) $(STUB)
+	tools/linux/kernel.sh $(LINUX_BUILD)
+	tools/memtest.sh
 
 # Machines with less than -cpu max: the self-tests (whose profiler test
 # takes the NMI path) on qemu64 (no RDRAND, RDTSCP, XSAVE, AVX) and on q35

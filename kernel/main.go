@@ -38,6 +38,7 @@ import (
 	"shortbread/kernel/machine"
 	"shortbread/kernel/multiboot"
 	"shortbread/kernel/net/inet"
+	"shortbread/kernel/numa"
 	"shortbread/kernel/power"
 	"shortbread/kernel/proc"
 	"shortbread/kernel/selftest"
@@ -64,7 +65,9 @@ type kernel struct {
 	pts       *devpts.FS
 	rtc       *rtc.CMOS // the CMOS clock (/dev/rtc0)
 	pci       *pci.Bus
-	blocks    *blk.Disks // the disks the drivers found, with their partitions
+	blocks    *blk.Disks     // the disks the drivers found, with their partitions
+	cpuAPIC   []uint32       // each CPU's local APIC ID, by CPU number
+	nodes     *numa.Topology // the NUMA nodes (one without an SRAT)
 }
 
 func main() {
@@ -113,6 +116,7 @@ func main() {
 	k.setIOAPIC()
 	k.setWakeDelay()
 	k.startCPUs()
+	k.setNUMA()
 	runtime.GOMAXPROCS(k.maxProcs())
 	k.startWatchdog()
 	// The network stack with its loopback interface, now that netstack
@@ -388,7 +392,7 @@ func (k *kernel) mountRoot(archive []byte) error {
 		return err
 	}
 	c := &vfs.Ctx{}
-	for _, d := range []string{"/dev", "/tmp", "/proc"} {
+	for _, d := range []string{"/dev", "/tmp", "/proc", "/sys"} {
 		if err := v.Mkdir(c, nil, d, 0o755); err != nil && !errors.Is(err, linux.EEXIST) {
 			return fmt.Errorf("mkdir %s: %w", d, err)
 		}
@@ -405,6 +409,9 @@ func (k *kernel) mountRoot(archive []byte) error {
 	dev.Register(v)
 	if err := v.Mount(c, nil, "/proc", k.newProc(v).Root(), "proc", 0); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
+	}
+	if err := v.Mount(c, nil, "/sys", k.newSys().Root(), "sysfs", 0); err != nil {
+		return fmt.Errorf("mount /sys: %w", err)
 	}
 	k.registerFSTypes(v)
 	if err := v.MountFS(c, nil, "tmpfs", "/dev/shm", "tmpfs", linux.MS_NOSUID|linux.MS_NODEV, "mode=1777"); err != nil {
@@ -431,8 +438,10 @@ func (k *kernel) setIOAPIC() {
 	}
 }
 
-// startCPUs starts every enabled CPU the MADT lists.
+// startCPUs starts every enabled CPU the MADT lists, numbering them
+// (k.cpuAPIC) in the order they start, as the machine layer does.
 func (k *kernel) startCPUs() {
+	k.cpuAPIC = []uint32{machine.BootAPICID()}
 	if k.madt == nil {
 		return
 	}
@@ -450,6 +459,7 @@ func (k *kernel) startCPUs() {
 		err := machine.StartCPU(c.APICID, uintptr(page))
 		switch {
 		case err == nil:
+			k.cpuAPIC = append(k.cpuAPIC, c.APICID)
 			k.log.Debugf("cpu: started APIC %d", c.APICID)
 		case errors.Is(err, syscall.EEXIST): // the boot CPU
 		default:

@@ -1,7 +1,7 @@
 package main
 
-// The file system types mount(2) can make: tmpfs, proc, devtmpfs,
-// devpts, mqueue, and ext2/3/4 on a disk.
+// The file system types mount(2) can make: tmpfs, proc, sysfs,
+// devtmpfs, devpts, mqueue, and ext2/3/4 on a disk.
 
 import (
 	"strconv"
@@ -22,7 +22,7 @@ import (
 )
 
 // anonMinor numbers the file systems mount(2) makes with no device
-// (major 0, as Linux's anonymous devices); the kernel's own use 1 to 6.
+// (major 0, as Linux's anonymous devices); the kernel's own use 1 to 7.
 var anonMinor atomic.Uint32
 
 func init() { anonMinor.Store(16) }
@@ -71,6 +71,12 @@ func (k *kernel) registerFSTypes(v *vfs.VFS) {
 			return nil, err
 		}
 		return &vfs.FileSystem{Root: k.newProc(v).Root()}, nil
+	}})
+	v.RegisterFSType("sysfs", vfs.FSType{Make: func(_ vfs.Source, _ bool, data string) (*vfs.FileSystem, error) {
+		if _, err := mountOptions(data); err != nil {
+			return nil, err
+		}
+		return &vfs.FileSystem{Root: k.newSys().Root()}, nil
 	}})
 	v.RegisterFSType("devtmpfs", vfs.FSType{Make: func(_ vfs.Source, _ bool, data string) (*vfs.FileSystem, error) {
 		if _, err := mountOptions(data, "mode", "size", "nr_inodes"); err != nil {

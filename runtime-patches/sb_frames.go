@@ -7,25 +7,44 @@
 // page-table pages sit below 4 GiB where the boot stub's identity map can
 // reach them) and a stack of returned frames, linked through the frames
 // themselves via the direct map. Both are guarded by one spinlock; the hot
-// path is a pop or a push.
+// path is a pop or a push. With NUMA (setNUMA, from the kernel's reading
+// of the ACPI SRAT) both are kept per node, and a CPU takes from the
+// nodes in the order the kernel gave for its own.
 
 package runtime
 
-const sbMaxRanges = 64
+const (
+	sbMaxRanges = 128 // kernel/machine.MaxRanges
+	sbMaxNodes  = 16
+)
 
-type sbRange struct{ base, end uintptr }
+type sbRange struct {
+	base, end uintptr
+	node      uint8
+}
 
 type sbFrameAllocator struct {
 	mu       sbSpin
 	ranges   [sbMaxRanges]sbRange // never-allocated memory, ascending
 	nranges  int
-	freeHead uintptr // physical address of the first returned frame, 0 if none
-	free     uint64  // frames available (ranges + list)
-	total    uint64  // frames ever added
-	maxPhys  uintptr // end of the highest usable RAM
+	freeHead [sbMaxNodes]uintptr // each node's first returned frame, 0 if none
+	nodeFree [sbMaxNodes]uint64  // frames available on each node
+	free     uint64              // frames available (ranges + lists)
+	total    uint64              // frames ever added
+	maxPhys  uintptr             // end of the highest usable RAM
+
+	// NUMA, from setNUMA: one node (0) until then.
+	nnodes  int
+	spans   [sbMaxRanges]sbRange // each node's physical ranges
+	nspans  int
+	cpuNode [sbMaxCPU]uint8
+	order   [sbMaxNodes][sbMaxNodes]uint8 // order[n]: the nodes a CPU of n takes from
 }
 
-var sbFrames sbFrameAllocator
+var (
+	sbFrames    sbFrameAllocator
+	sbNewRanges [sbMaxRanges]sbRange // setNUMA's scratch
+)
 
 // addRange makes [base, end) available. Called during boot only.
 func (a *sbFrameAllocator) addRange(base, end uintptr) {
@@ -40,10 +59,11 @@ func (a *sbFrameAllocator) addRange(base, end uintptr) {
 		a.ranges[i] = a.ranges[i-1]
 		i--
 	}
-	a.ranges[i] = sbRange{base, end}
+	a.ranges[i] = sbRange{base: base, end: end}
 	a.nranges++
 	n := uint64((end - base) / sbPageSize)
 	a.free += n
+	a.nodeFree[0] += n
 	a.total += n
 	if end > a.maxPhys {
 		a.maxPhys = end
@@ -62,6 +82,7 @@ func (a *sbFrameAllocator) reserve(base, end uintptr) {
 		}
 		cut := uint64((min(end, r.end) - max(base, r.base)) / sbPageSize)
 		a.free -= cut
+		a.nodeFree[r.node] -= cut
 		a.total -= cut
 		switch {
 		case base <= r.base && end >= r.end:
@@ -76,13 +97,14 @@ func (a *sbFrameAllocator) reserve(base, end uintptr) {
 				// No slot for the tail: drop it from the counts too.
 				lost := uint64((r.end - end) / sbPageSize)
 				a.free -= lost
+				a.nodeFree[r.node] -= lost
 				a.total -= lost
 				a.ranges[i].end = base
 				continue
 			}
 			copy(a.ranges[i+2:a.nranges+1], a.ranges[i+1:a.nranges])
 			a.ranges[i].end = base
-			a.ranges[i+1] = sbRange{end, r.end}
+			a.ranges[i+1] = sbRange{base: end, end: r.end, node: r.node}
 			a.nranges++
 			i++
 		}
@@ -102,21 +124,13 @@ func (a *sbFrameAllocator) allocKeeping(keep uint64) uintptr {
 		a.mu.unlock()
 		return 0
 	}
-	pa := a.freeHead
-	if pa != 0 {
-		a.freeHead = uintptr(sbLoad64(sbPhys(pa)))
-	} else {
-		for i := 0; i < a.nranges; i++ {
-			r := &a.ranges[i]
-			if r.base < r.end {
-				pa = r.base
-				r.base += sbPageSize
-				break
-			}
-		}
+	node := uint8(0)
+	if a.nnodes > 1 {
+		node = a.cpuNode[sbThisCPU().id]
 	}
-	if pa != 0 {
-		a.free--
+	pa := uintptr(0)
+	for k := 0; k < max(a.nnodes, 1) && pa == 0; k++ {
+		pa = a.takeLocked(a.order[node][k])
 	}
 	a.mu.unlock()
 	if pa != 0 {
@@ -125,11 +139,111 @@ func (a *sbFrameAllocator) allocKeeping(keep uint64) uintptr {
 	return pa
 }
 
+// takeLocked takes a frame of node n: a returned one, else the lowest
+// never-used one; 0 if the node has none. Nosplit, as what runs under
+// the lock must not grow the stack (a new stack's page fault takes it).
+//
+//go:nosplit
+func (a *sbFrameAllocator) takeLocked(n uint8) uintptr {
+	pa := a.freeHead[n]
+	if pa != 0 {
+		a.freeHead[n] = uintptr(sbLoad64(sbPhys(pa)))
+	} else {
+		for i := 0; i < a.nranges; i++ {
+			r := &a.ranges[i]
+			if r.node == n && r.base < r.end {
+				pa = r.base
+				r.base += sbPageSize
+				break
+			}
+		}
+	}
+	if pa != 0 {
+		a.free--
+		a.nodeFree[n]--
+	}
+	return pa
+}
+
 // release returns a frame.
 func (a *sbFrameAllocator) release(pa uintptr) {
 	a.mu.lock()
-	sbStore64(sbPhys(pa), uint64(a.freeHead))
-	a.freeHead = pa
+	a.pushLocked(pa)
+	a.mu.unlock()
+}
+
+//go:nosplit
+func (a *sbFrameAllocator) pushLocked(pa uintptr) {
+	n := a.nodeOf(pa)
+	sbStore64(sbPhys(pa), uint64(a.freeHead[n]))
+	a.freeHead[n] = pa
 	a.free++
+	a.nodeFree[n]++
+}
+
+// nodeOf is the node of the frame at pa: 0 outside every span.
+//
+//go:nosplit
+func (a *sbFrameAllocator) nodeOf(pa uintptr) uint8 {
+	for i := 0; i < a.nspans; i++ {
+		if pa >= a.spans[i].base && pa < a.spans[i].end {
+			return a.spans[i].node
+		}
+	}
+	return 0
+}
+
+// setNUMA files free memory by node: spans gives each node's physical
+// ranges, cpuNode each CPU's node, order (nnodes x nnodes) the nodes a
+// CPU of each node takes from, its own first. The never-used ranges are
+// cut at the spans' edges (pieces past sbMaxRanges are dropped) and the
+// returned frames moved to their nodes' lists. Once, at boot.
+func (a *sbFrameAllocator) setNUMA(spans []sbRange, cpuNode []uint8, order []uint8, nnodes int) {
+	a.mu.lock()
+	a.nspans = copy(a.spans[:], spans)
+	copy(a.cpuNode[:], cpuNode)
+	for i := 0; i < nnodes; i++ {
+		copy(a.order[i][:nnodes], order[i*nnodes:])
+	}
+	n := 0
+	for i := 0; i < a.nranges; i++ {
+		for p, end := a.ranges[i].base, a.ranges[i].end; p < end; {
+			// The piece from p: to the end of the span holding it, or to
+			// the next span's start.
+			node, next := uint8(0), end
+			for j := 0; j < a.nspans; j++ {
+				s := a.spans[j]
+				if p >= s.base && p < s.end {
+					node, next = s.node, min(end, s.end)
+					break
+				}
+				if s.base > p && s.base < next {
+					next = s.base
+				}
+			}
+			if n == sbMaxRanges {
+				break
+			}
+			sbNewRanges[n] = sbRange{base: p, end: next, node: node}
+			n++
+			p = next
+		}
+	}
+	// Count again: the ranges as cut, then the list as it is refiled.
+	a.ranges, a.nranges = sbNewRanges, n
+	a.nodeFree, a.free = [sbMaxNodes]uint64{}, 0
+	for i := 0; i < n; i++ {
+		f := uint64((a.ranges[i].end - a.ranges[i].base) / sbPageSize)
+		a.nodeFree[a.ranges[i].node] += f
+		a.free += f
+	}
+	list := a.freeHead[0]
+	a.freeHead[0] = 0
+	for list != 0 {
+		next := uintptr(sbLoad64(sbPhys(list)))
+		a.pushLocked(list)
+		list = next
+	}
+	a.nnodes = nnodes
 	a.mu.unlock()
 }

@@ -222,3 +222,21 @@ func sbHookFreeFrame(pa uintptr) {
 	sbFrames.release(pa)
 	sbIntrRestore(fl)
 }
+
+// sbHookSetNUMA: the kernel (kernel/machine/numa.go) checked every node
+// number against nnodes.
+//
+//go:linkname sbHookSetNUMA shortbread/kernel/machine.setNUMA
+func sbHookSetNUMA(spans []sbRange, cpuNode, order []uint8, nnodes int) {
+	fl := sbIntrOff()
+	sbFrames.setNUMA(spans, cpuNode, order, nnodes)
+	sbIntrRestore(fl)
+}
+
+//go:linkname sbHookNodeFreeFrames shortbread/kernel/machine.NodeFreeFrames
+func sbHookNodeFreeFrames(node int) uint64 {
+	if node < 0 || node >= sbMaxNodes {
+		return 0
+	}
+	return atomic.Load64(&sbFrames.nodeFree[node])
+}

@@ -101,11 +101,13 @@ func sbWdReport(c, b *sbCPU, f *sbFrame) {
 		sbPrintStack(r)
 	}
 	sbPrintEnd()
-	atomic.Xadd(&sbWdLockups, 1)
 	if sbWdPanic {
 		sbLog("PANIC: hard LOCKUP (watchdog_panic)")
 		sbPowerOff(0x7e)
 	}
+	// Counted after the power-off: the count ends sbDebugSpin, whose CPU
+	// must not go on while QEMU is still handling the exit.
+	atomic.Xadd(&sbWdLockups, 1)
 }
 
 // sbSysDebugSpin is the private system call (ns) -> 0 served by sbDebugSpin.

@@ -31,6 +31,7 @@ cat > "$stage/etc/run-cmd.sh" <<SCRIPT
 #!/bin/sh
 mount -t proc proc /proc 2>/dev/null
 mount -t devtmpfs dev /dev 2>/dev/null
+mkdir -p /sys && mount -t sysfs sysfs /sys 2>/dev/null
 mkdir -p /dev/shm && mount -t tmpfs -o mode=1777,nosuid,nodev shm /dev/shm 2>/dev/null
 mkdir -p /tmp
 sh -c '$(printf '%s' "$cmd" | sed "s/'/'\\\\''/g")'

@@ -56,5 +56,7 @@ func FuzzFindTables(f *testing.F) {
 		tabs.FADT()
 		tabs.S5()
 		tabs.MCFG()
+		tabs.SRAT()
+		tabs.SLIT()
 	})
 }

@@ -410,19 +410,24 @@ func sysSchedSetaffinity(t *Thread, a *[6]uint64) (int64, bool) {
 	return -eINVAL, false
 }
 
+// CPUNode is the NUMA node of a CPU (getcpu); the kernel sets it at boot
+// when the machine has more than one.
+var CPUNode = func(cpu int) int { return 0 }
+
 // sysGetcpu reports the CPU the calling thread's kernel goroutine runs on
-// (it may move at once, as on Linux) and NUMA node 0.
+// (it may move at once, as on Linux) and that CPU's NUMA node.
 func sysGetcpu(t *Thread, a *[6]uint64) (int64, bool) {
 	s := t.Proc.Space()
 	var b [4]byte
+	cpu := machine.CurrentCPU()
 	if a[0] != 0 {
-		binary.LittleEndian.PutUint32(b[:], uint32(machine.CurrentCPU()))
+		binary.LittleEndian.PutUint32(b[:], uint32(cpu))
 		if err := s.CopyOut(uintptr(a[0]), b[:]); err != nil {
 			return errno(err), false
 		}
 	}
 	if a[1] != 0 {
-		binary.LittleEndian.PutUint32(b[:], 0)
+		binary.LittleEndian.PutUint32(b[:], uint32(CPUNode(cpu)))
 		if err := s.CopyOut(uintptr(a[1]), b[:]); err != nil {
 			return errno(err), false
 		}
