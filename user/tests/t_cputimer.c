@@ -87,10 +87,14 @@ static void test_process_clock(void)
 	CHECK("process.gettime_left", ts_sec(cur.it_value) > 0 && ts_sec(cur.it_value) <= 0.2);
 	CHECK_EQ("process.gettime_interval", cur.it_interval.tv_sec + cur.it_interval.tv_nsec, 0);
 
-	/* sleeping uses no CPU time: nothing fires */
+	/* sleeping uses no CPU time: nothing fires unless the clock itself
+	 * reached the time (Linux charges the current task for a stretch
+	 * in which the host did not run the guest's vCPU, which a loaded
+	 * host can make longer than the 0.2 s here) */
 	struct timespec second = { 1, 0 };
 	nanosleep(&second, NULL);
-	CHECK_EQ("process.not_while_sleeping", fired, 0);
+	double slept = clock_sec(CLOCK_PROCESS_CPUTIME_ID) - start;
+	check_report("process.not_while_sleeping", fired == 0 || slept >= 0.2, "fired %d with %.3f s of CPU time used", (int)fired, slept);
 
 	double end = spin(CLOCK_PROCESS_CPUTIME_ID, &fired, start + 30);
 	CHECK_EQ("process.fired_once", fired, 1);
