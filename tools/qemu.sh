@@ -7,7 +7,8 @@
 # q35 without an HPET).
 # CPU=MODEL is the processor QEMU emulates (default max: every feature TCG
 # has; qemu64 has the fewest; `qemu-system-x86_64 -cpu help` lists them).
-# DISK=IMAGE attaches a raw image as a virtio-blk disk (/dev/vda).
+# DISK=IMAGE attaches a raw image as a virtio-blk disk (/dev/vda; discards
+# punch holes in it).
 # DISK2=IMAGE attaches a second one (/dev/vdb; /dev/vda without DISK).
 # SATA="IMAGE..." attaches raw images as SATA disks on q35's AHCI
 # controller (/dev/sda, sdb, ...: ports 0, 1, 3, 4, 5; -cdrom is port 2).
@@ -27,7 +28,7 @@ if [ -n "${DISK2:-}" ]; then
   set -- -drive "file=$DISK2,if=none,id=vd1,format=raw" -device virtio-blk-pci,drive=vd1 "$@"
 fi
 if [ -n "${DISK:-}" ]; then
-  set -- -drive "file=$DISK,if=none,id=vd0,format=raw" -device virtio-blk-pci,drive=vd0 "$@"
+  set -- -drive "file=$DISK,if=none,id=vd0,format=raw,discard=unmap" -device virtio-blk-pci,drive=vd0 "$@"
 fi
 set -- $(tools_sata_args) "$@"
 if [ "${FIRMWARE:-bios}" = uefi ]; then

@@ -39,7 +39,32 @@ var (
 	ErrAlign    = errors.New("blk: offset or length not a multiple of the sector size")
 	ErrRange    = errors.New("blk: beyond the end of the device")
 	ErrReadOnly = errors.New("blk: read-only device")
+	// ErrNoDiscard is a discard asked of a device that takes none.
+	ErrNoDiscard = errors.New("blk: the device does not discard")
 )
+
+// Discarder is a Device that can be told a range holds nothing worth
+// keeping (TRIM, UNMAP, virtio's discard). Reads of a discarded range
+// return old data or zeros, as the device chooses.
+type Discarder interface {
+	CanDiscard() bool
+	Discard(off, n int64) error
+}
+
+// CanDiscard reports whether d takes discards.
+func CanDiscard(d Device) bool {
+	x, ok := d.(Discarder)
+	return ok && x.CanDiscard()
+}
+
+// Discard discards n bytes at off on d (whole sectors), or returns
+// ErrNoDiscard.
+func Discard(d Device, off, n int64) error {
+	if x, ok := d.(Discarder); ok && x.CanDiscard() {
+		return x.Discard(off, n)
+	}
+	return ErrNoDiscard
+}
 
 // Check validates a request of n bytes at off against d's geometry.
 func Check(d Device, n int, off int64) error {
@@ -49,6 +74,19 @@ func Check(d Device, n int, off int64) error {
 	}
 	size := int64(d.Sectors()) * ss
 	if off > size || int64(n) > size-off {
+		return ErrRange
+	}
+	return nil
+}
+
+// CheckRange validates a range of n bytes at off (a discard's, whose
+// length need not fit an int) against d's geometry.
+func CheckRange(d Device, off, n int64) error {
+	ss := int64(d.SectorSize())
+	if off < 0 || n < 0 || off%ss != 0 || n%ss != 0 {
+		return ErrAlign
+	}
+	if size := int64(d.Sectors()) * ss; off > size || n > size-off {
 		return ErrRange
 	}
 	return nil

@@ -156,3 +156,42 @@ func TestExtMinors(t *testing.T) {
 		t.Errorf("ext minors not given back: %+v", last)
 	}
 }
+
+// discMem is a Mem that takes discards and records them.
+type discMem struct {
+	*Mem
+	got [][2]int64
+}
+
+func (d *discMem) CanDiscard() bool { return true }
+func (d *discMem) Discard(off, n int64) error {
+	d.got = append(d.got, [2]int64{off, n})
+	return nil
+}
+
+func TestPartitionDiscard(t *testing.T) {
+	m := &discMem{Mem: NewMem("sda", 512, 1000)}
+	putMBREntry(m.data, 1, 0x83, 100, 50)
+	s := NewDisks(nil, nil)
+	s.Add(m, 8, 0, 16)
+	disk, _ := s.Find(8, 0)
+	part, _ := s.Find(8, 2)
+	if !CanDiscard(disk.Dev) || !CanDiscard(part.Dev) {
+		t.Fatal("the disk or its partition cannot discard through the counting wrapper")
+	}
+	if err := Discard(part.Dev, 10*512, 40*512); err != nil {
+		t.Fatal(err)
+	}
+	if err := Discard(part.Dev, 10*512, 41*512); !errors.Is(err, ErrRange) {
+		t.Errorf("a discard past the partition's end: %v", err)
+	}
+	if fmt.Sprint(m.got) != fmt.Sprint([][2]int64{{110 * 512, 40 * 512}}) {
+		t.Errorf("the disk was asked %v, want sectors 110..149", m.got)
+	}
+	plain := NewDisks(nil, nil)
+	plain.Add(NewMem("vdz", 512, 100), 254, 0, 1)
+	n, _ := plain.Find(254, 0)
+	if CanDiscard(n.Dev) || !errors.Is(Discard(n.Dev, 0, 512), ErrNoDiscard) {
+		t.Error("a device without discard discards")
+	}
+}

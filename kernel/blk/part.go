@@ -74,6 +74,17 @@ func (p *Partition) WriteAt(b []byte, off int64) (int, error) {
 // Linux counts flushes on the disk only).
 func (p *Partition) Flush() error { return p.disk.Flush() }
 
+// CanDiscard and Discard pass discards on to the disk, within the
+// partition.
+func (p *Partition) CanDiscard() bool { return CanDiscard(p.disk) }
+
+func (p *Partition) Discard(off, n int64) error {
+	if err := CheckRange(p, off, n); err != nil {
+		return err
+	}
+	return Discard(p.disk, off+p.offset(), n)
+}
+
 func (p *Partition) offset() int64 { return int64(p.start) * int64(p.disk.SectorSize()) }
 
 // Opened and Closed count the open device files of p.

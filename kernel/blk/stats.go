@@ -127,6 +127,12 @@ func (c *Counted) Flush() error {
 	return err
 }
 
+// CanDiscard and Discard follow the device (discards are not counted:
+// /proc/diskstats's discard fields stay zero).
+func (c *Counted) CanDiscard() bool { return CanDiscard(c.Device) }
+
+func (c *Counted) Discard(off, n int64) error { return Discard(c.Device, off, n) }
+
 // ReadOnly follows the device.
 func (c *Counted) ReadOnly() bool {
 	ro, ok := c.Device.(interface{ ReadOnly() bool })

@@ -42,7 +42,7 @@ if [ -n "${DISK:-}${DISK2:-}${SATA:-}${NVME:-}" ]; then
   # Linux unpacks concatenated newc archives in turn.
   (cd "$tmp/root" && find . | cpio -o -H newc --quiet) | cat "$initrd" - > "$tmp/initrd.cpio"
   initrd=$tmp/initrd.cpio
-  [ -z "${DISK:-}" ] || disk="-drive file=$DISK,if=none,id=vd0,format=raw -device virtio-blk-pci,drive=vd0"
+  [ -z "${DISK:-}" ] || disk="-drive file=$DISK,if=none,id=vd0,format=raw,discard=unmap -device virtio-blk-pci,drive=vd0"
   [ -z "${DISK2:-}" ] || disk="$disk -drive file=$DISK2,if=none,id=vd1,format=raw -device virtio-blk-pci,drive=vd1"
   disk="$disk $(tools_sata_args | tr '\n' ' ')"
   [ -z "${NVME:-}" ] || disk="$disk -drive file=$NVME,if=none,id=nv0,format=raw -device nvme,serial=sbnvme0,drive=nv0"

@@ -29,10 +29,13 @@ const (
 	featureRO      = 1 << 5
 	featureBlkSize = 1 << 6
 	featureFlush   = 1 << 9
-	wantedFeatures = featureSegMax | featureRO | featureBlkSize | featureFlush
+	featureDiscard = 1 << 13
+	wantedFeatures = featureSegMax | featureRO | featureBlkSize | featureFlush | featureDiscard
 	requestIn      = 0
 	requestOut     = 1
 	requestFlush   = 4
+	requestDiscard = 11
+	discardSegLen  = 16 // struct virtio_blk_discard_write_zeroes
 	statusOK       = 0
 	statusIOErr    = 1
 	statusUnsupp   = 2
@@ -45,24 +48,27 @@ const (
 
 // Disk is one virtio block device.
 type Disk struct {
-	name      string
-	t         *virtio.Transport
-	q         *virtio.Queue
-	dma       virtio.DMA
-	irq       pci.IRQ
-	isr       bool // INTx or MSI: read the ISR on each interrupt
-	sectors   uint64
-	ss        int // logical block size
-	flush     bool
-	ro        bool
-	segMax    int
-	log       func(format string, args ...any)
-	Timeout   time.Duration
-	slots     chan *slot
-	slotBytes int // data one request carries
-	mu        sync.Mutex
-	pending   map[*slot]bool // requests the device has
-	stopped   bool
+	name    string
+	t       *virtio.Transport
+	q       *virtio.Queue
+	dma     virtio.DMA
+	irq     pci.IRQ
+	isr     bool // INTx or MSI: read the ISR on each interrupt
+	sectors uint64
+	ss      int // logical block size
+	flush   bool
+	ro      bool
+	// discard: the largest discard request in 512-byte sectors (0: the
+	// device has none) and the alignment it asks for, in sectors.
+	discardMax, discardAlign uint64
+	segMax                   int
+	log                      func(format string, args ...any)
+	Timeout                  time.Duration
+	slots                    chan *slot
+	slotBytes                int // data one request carries
+	mu                       sync.Mutex
+	pending                  map[*slot]bool // requests the device has
+	stopped                  bool
 }
 
 // slot is one request's DMA memory: a header page (request header at 0,
@@ -167,6 +173,15 @@ func (k *Disk) readConfig(feat uint64) error {
 		if feat&featureBlkSize != 0 {
 			k.ss = int(cfg.Read32(20))
 		}
+		if feat&featureDiscard != 0 {
+			// One segment per request is all the driver sends, so
+			// max_discard_seg (40) only has to be at least one.
+			k.discardMax = uint64(cfg.Read32(36))
+			k.discardAlign = uint64(cfg.Read32(44))
+			if cfg.Read32(40) == 0 {
+				k.discardMax = 0
+			}
+		}
 		if k.t.ConfigGeneration() == gen {
 			break
 		}
@@ -220,7 +235,7 @@ func (k *Disk) rw(p []byte, off int64, write bool) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if err := k.do(s, p, off, write); err != nil {
+		if err := k.do(s, kind(write), p, off); err != nil {
 			return 0, err
 		}
 		return len(p), nil
@@ -237,7 +252,7 @@ func (k *Disk) rw(p []byte, off int64, write bool) (int, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = k.do(s, chunk, off+int64(i*per), write)
+			errs[i] = k.do(s, kind(write), chunk, off+int64(i*per))
 		}()
 	}
 	wg.Wait()
@@ -258,7 +273,47 @@ func (k *Disk) Flush() error {
 	if err != nil {
 		return err
 	}
-	return k.do(s, nil, 0, false)
+	return k.do(s, requestFlush, nil, 0)
+}
+
+// CanDiscard reports whether the device takes discard requests.
+func (k *Disk) CanDiscard() bool { return k.discardMax != 0 }
+
+// Discard tells the device that the n bytes at off hold nothing worth
+// keeping (BLKDISCARD, a file system's freed blocks): one request per
+// max_discard_sectors, one segment each. What a later read returns is
+// the device's choice (§5.2.6.2), old data or zeros.
+func (k *Disk) Discard(off, n int64) error {
+	if k.discardMax == 0 {
+		return block.ErrNoDiscard
+	}
+	if k.ro {
+		return block.ErrReadOnly
+	}
+	if err := block.CheckRange(k, off, n); err != nil {
+		return err
+	}
+	for sector, left := uint64(off)/512, uint64(n)/512; left > 0; {
+		c := min(left, k.discardMax)
+		if a := k.discardAlign; a > 1 && c < left {
+			// Pieces but the last end on the device's alignment.
+			if end := (sector + c) / a * a; end > sector {
+				c = end - sector
+			}
+		}
+		var seg [discardSegLen]byte
+		binary.LittleEndian.PutUint64(seg[0:], sector)
+		binary.LittleEndian.PutUint32(seg[8:], uint32(c))
+		s, err := k.slot(int64(sector) * 512)
+		if err != nil {
+			return err
+		}
+		if err := k.do(s, requestDiscard, seg[:], int64(sector)*512); err != nil {
+			return err
+		}
+		sector, left = sector+c, left-c
+	}
+	return nil
 }
 
 // slot waits for a free request slot. Slots of requests the device never
@@ -279,17 +334,23 @@ func (k *Disk) slot(off int64) (*slot, error) {
 	}
 }
 
-// do runs one request in slot s (taken from k.slots; given back here,
-// unless the request timed out): p nil is a flush.
-func (k *Disk) do(s *slot, p []byte, off int64, write bool) error {
-	typ := uint32(requestIn)
-	switch {
-	case p == nil:
-		typ = requestFlush
-	case write:
-		typ = requestOut
+func kind(write bool) uint32 {
+	if write {
+		return requestOut
 	}
+	return requestIn
+}
+
+// do runs one request of type typ in slot s (taken from k.slots; given
+// back here, unless the request timed out): p is what a read fills, or
+// what a write or a discard's segment hands the device; nil for a
+// flush.
+func (k *Disk) do(s *slot, typ uint32, p []byte, off int64) error {
+	write := typ != requestIn
 	sector := uint64(off) / 512
+	if typ == requestDiscard {
+		sector = 0 // the segment says where; the header's sector is reserved
+	}
 	binary.LittleEndian.PutUint32(s.hdr.Mem[0:], typ)
 	binary.LittleEndian.PutUint32(s.hdr.Mem[4:], 0)
 	binary.LittleEndian.PutUint64(s.hdr.Mem[8:], sector)

@@ -26,12 +26,25 @@ type model struct {
 	bad      map[uint64]bool // sectors that fail
 	short    bool            // report one byte less than written
 	seen     []string        // protocol errors the device noticed
+	// discard: max_discard_sectors (0: no discard feature), the
+	// alignment, and the segments received (sector, sectors, flags).
+	discardMax, discardAlign uint32
+	discards                 [][3]uint64
 }
 
-func (m *model) Features() uint64 { return featureSegMax | featureBlkSize | featureFlush }
+func (m *model) Features() uint64 {
+	f := uint64(featureSegMax | featureBlkSize | featureFlush)
+	if m.discardMax != 0 {
+		f |= featureDiscard
+	}
+	return f
+}
 func (m *model) Queues() int      { return 1 }
 func (m *model) Config() []byte {
-	c := make([]byte, 24)
+	c := make([]byte, 48)
+	binary.LittleEndian.PutUint32(c[36:], m.discardMax)
+	binary.LittleEndian.PutUint32(c[40:], 1)
+	binary.LittleEndian.PutUint32(c[44:], m.discardAlign)
 	binary.LittleEndian.PutUint64(c, uint64(len(m.data))/512)
 	if m.capacity != 0 {
 		binary.LittleEndian.PutUint64(c, m.capacity)
@@ -63,6 +76,20 @@ func (m *model) Handle(q int, bufs []virtiotest.Buf) uint32 {
 			break
 		}
 		switch typ {
+		case requestDiscard:
+			if b.Write || len(b.Data) != discardSegLen || sector != 0 {
+				m.seen = append(m.seen, fmt.Sprintf("discard segment: %d bytes, writable %v, header sector %d", len(b.Data), b.Write, sector))
+				st = statusIOErr
+				break
+			}
+			at, cnt, fl := binary.LittleEndian.Uint64(b.Data), binary.LittleEndian.Uint32(b.Data[8:]), binary.LittleEndian.Uint32(b.Data[12:])
+			m.discards = append(m.discards, [3]uint64{at, uint64(cnt), uint64(fl)})
+			if cnt > m.discardMax || (at+uint64(cnt))*512 > uint64(len(m.data)) {
+				st = statusIOErr
+				break
+			}
+			clear(m.data[at*512 : (at+uint64(cnt))*512]) // as QEMU's discard=unmap on a raw file
+			continue
 		case requestIn:
 			if !b.Write {
 				m.seen = append(m.seen, "read into a read-only buffer")
@@ -324,5 +351,54 @@ func TestBadGeometry(t *testing.T) {
 		if dev.Status()&0x80 == 0 {
 			t.Errorf("device not told the driver failed (status %#x)", dev.Status())
 		}
+	}
+}
+
+func TestDiscard(t *testing.T) {
+	m := &model{data: make([]byte, 4<<20), bs: 512, discardMax: 1000, discardAlign: 8}
+	for i := range m.data {
+		m.data[i] = 0xa5
+	}
+	d, _, _ := newDisk(t, m)
+	if !d.CanDiscard() || !block.CanDiscard(block.Count(d)) {
+		t.Fatal("a device offering discard cannot discard")
+	}
+	// 2,500 sectors from sector 10: pieces of at most 1,000 sectors,
+	// each but the last ending on the 8-sector alignment.
+	if err := d.Discard(10*512, 2500*512); err != nil {
+		t.Fatal(err)
+	}
+	want := [][3]uint64{{10, 998, 0}, {1008, 1000, 0}, {2008, 502, 0}}
+	if fmt.Sprint(m.discards) != fmt.Sprint(want) {
+		t.Errorf("segments %v, want %v", m.discards, want)
+	}
+	for i, b := range m.data {
+		in := i >= 10*512 && i < 2510*512
+		if in && b != 0 || !in && b != 0xa5 {
+			t.Fatalf("byte %d is %#x after the discard", i, b)
+		}
+	}
+	for _, c := range []struct {
+		off, n int64
+		err    error
+	}{{1, 512, block.ErrAlign}, {0, 511, block.ErrAlign}, {4<<20 - 512, 1024, block.ErrRange}, {-512, 512, block.ErrAlign}} {
+		if err := d.Discard(c.off, c.n); !errors.Is(err, c.err) {
+			t.Errorf("Discard(%d, %d) = %v, want %v", c.off, c.n, err, c.err)
+		}
+	}
+	if len(m.seen) != 0 {
+		t.Errorf("protocol errors: %v", m.seen)
+	}
+	// A device that fails the request: EIO, logged.
+	m.discardMax = 10
+	d2, _, logs := newDisk(t, &model{data: make([]byte, 1<<20), bs: 512, discardMax: 10})
+	d2.discardMax = 20 // more than the device takes: it refuses
+	if err := d2.Discard(0, 20*512); !errors.Is(err, block.ErrIO) || len(*logs) == 0 {
+		t.Errorf("refused discard: %v, logs %v", err, *logs)
+	}
+	// Without the feature.
+	d3, _, _ := newDisk(t, &model{data: make([]byte, 1<<20), bs: 512})
+	if d3.CanDiscard() || !errors.Is(d3.Discard(0, 512), block.ErrNoDiscard) || !errors.Is(block.Discard(d3, 0, 512), block.ErrNoDiscard) {
+		t.Error("a device without discard discards")
 	}
 }
