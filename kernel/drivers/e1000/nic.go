@@ -14,17 +14,17 @@
 // completions are reaped when frames are sent; their interrupt is
 // enabled only while a sender waits for a full ring, so an idle card
 // costs nothing. Every descriptor the card hands back is checked (see
-// rxRing.harvest): a device is input too.
+// intelnic.RxRing.Harvest): a device is input too.
 package e1000
 
 import (
 	"errors"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 
+	"shortbread/kernel/drivers/intelnic"
 	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/net/link"
 )
@@ -68,12 +68,10 @@ type NIC struct {
 
 	rxCause, txCause, linkCause uint32
 
-	rx     *rxRing       // the receiver goroutine's
-	rxWork chan struct{} // signalled after an interrupt, for the receiver
+	rx     *intelnic.RxRing // the receiver goroutine's
+	rxWork chan struct{}    // signalled after an interrupt, for the receiver
 
-	txMu    sync.Mutex
-	tx      *txRing
-	txSpace chan struct{} // signalled after an interrupt, for a waiting sender
+	tx *intelnic.Tx
 
 	stopped atomic.Bool
 }
@@ -106,7 +104,7 @@ func New(d *pci.Device, p pci.Platform, m *Model, c Config) (*NIC, error) {
 		c.IntrRate = DefaultIntrRate
 	}
 	n := &NIC{Name: c.Name, Model: m, regs: regs, dma: c.DMA, log: c.Log,
-		txSpace: make(chan struct{}, 1), rxWork: make(chan struct{}, 1)}
+		rxWork: make(chan struct{}, 1)}
 	if n.log == nil {
 		n.log = func(string, ...any) {}
 	}
@@ -120,16 +118,17 @@ func New(d *pci.Device, p pci.Platform, m *Model, c Config) (*NIC, error) {
 	}
 	n.InitEther(tcpip.LinkAddress(mac[:]), frameMTU)
 
-	rx, err := newRing(c.DMA, c.RxDescs)
+	rx, err := intelnic.NewRing(c.DMA, legacy, c.RxDescs)
 	if err != nil {
 		return nil, err
 	}
-	tx, err := newRing(c.DMA, c.TxDescs)
+	tx, err := intelnic.NewRing(c.DMA, legacy, c.TxDescs)
 	if err != nil {
-		rx.free(c.DMA)
+		rx.Free(c.DMA)
 		return nil, err
 	}
-	n.rx, n.tx = &rxRing{ring: rx}, &txRing{ring: tx}
+	n.rx = &intelnic.RxRing{Ring: rx}
+	n.tx = intelnic.NewTx(tx, func(tail int) { n.regs.Write32(regTDT, uint32(tail)) }, n.txInterrupt)
 
 	vectors := 1
 	if !m.msix || c.NoMSIX {
@@ -137,8 +136,8 @@ func New(d *pci.Device, p pci.Platform, m *Model, c Config) (*NIC, error) {
 	}
 	kind, irqs, err := d.Interrupts(p, vectors)
 	if err != nil {
-		rx.free(c.DMA)
-		tx.free(c.DMA)
+		rx.Free(c.DMA)
+		tx.Free(c.DMA)
 		return nil, err
 	}
 	n.Kind, n.irqs = kind, irqs
@@ -241,18 +240,18 @@ func (n *NIC) configure(mac [6]byte, rate int) {
 	r.Write32(regRXCSUM, 0) // no offload: the stack checks checksums
 	r.Write32(regRDTR, 0)   // ITR alone moderates receive interrupts
 	r.Write32(regRADV, 0)
-	tail := n.rx.init()
-	r.Write32(regRDBAL, uint32(n.rx.desc.Phys))
-	r.Write32(regRDBAH, uint32(n.rx.desc.Phys>>32))
-	r.Write32(regRDLEN, uint32(n.rx.n*descSize))
+	tail := n.rx.Init()
+	r.Write32(regRDBAL, uint32(n.rx.Desc.Phys))
+	r.Write32(regRDBAH, uint32(n.rx.Desc.Phys>>32))
+	r.Write32(regRDLEN, uint32(n.rx.N*descSize))
 	r.Write32(regRDH, 0)
 	r.Write32(regRDT, uint32(tail))
 
 	r.Write32(regTIDV, 0)
 	r.Write32(regTADV, 0)
-	r.Write32(regTDBAL, uint32(n.tx.desc.Phys))
-	r.Write32(regTDBAH, uint32(n.tx.desc.Phys>>32))
-	r.Write32(regTDLEN, uint32(n.tx.n*descSize))
+	r.Write32(regTDBAL, uint32(n.tx.Desc.Phys))
+	r.Write32(regTDBAH, uint32(n.tx.Desc.Phys>>32))
+	r.Write32(regTDLEN, uint32(n.tx.N*descSize))
 	r.Write32(regTDH, 0)
 	r.Write32(regTDT, 0)
 	r.Write32(regTIPG, tipg)
@@ -267,6 +266,16 @@ func (n *NIC) configure(mac [6]byte, rate int) {
 }
 
 // MAC is the card's address.
+
+// txInterrupt enables the transmit completion interrupt (on) or masks
+// it.
+func (n *NIC) txInterrupt(on bool) {
+	if on {
+		n.regs.Write32(regIMS, n.txCause)
+	} else {
+		n.regs.Write32(regIMC, n.txCause)
+	}
+}
 
 // LinkUp reports the link state as of the last link-change interrupt.
 func (n *NIC) LinkUp() bool { return n.up.Load() }
@@ -297,7 +306,7 @@ func (n *NIC) interrupts() {
 		if icr&icrRXO != 0 {
 			n.Stats.RxDropped.Add(uint64(n.regs.Read32(regMPC)))
 		}
-		for _, c := range []chan struct{}{n.rxWork, n.txSpace} {
+		for _, c := range []chan struct{}{n.rxWork, n.tx.Space} {
 			select {
 			case c <- struct{}{}:
 			default:
@@ -329,14 +338,14 @@ func (n *NIC) linkChanged() {
 // counts what does not fit), rather than in a queue in between.
 func (n *NIC) receiver() {
 	for range n.rxWork {
-		var c rxCounts
-		taken, tail := n.rx.harvest(n.deliver, &c)
-		n.Stats.RxErrors.Add(uint64(c.errs))
-		n.Oversize.Add(uint64(c.oversize))
+		var c intelnic.RxCounts
+		taken, tail := n.rx.Harvest(n.deliver, &c)
+		n.Stats.RxErrors.Add(uint64(c.Errs))
+		n.Oversize.Add(uint64(c.Oversize))
 		if taken > 0 {
 			n.regs.Write32(regRDT, uint32(tail))
 		}
-		if taken == n.rx.n-1 {
+		if taken == n.rx.N-1 {
 			// The ring may hold more than one pass takes.
 			select {
 			case n.rxWork <- struct{}{}:

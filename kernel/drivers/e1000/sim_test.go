@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"shortbread/kernel/drivers/intelnic"
+	"shortbread/kernel/drivers/intelnic/intelnictest"
 	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/drivers/pci/pcitest"
 )
@@ -17,49 +19,6 @@ import (
 // transmit descriptors when the tail moves and fills receive
 // descriptors with the frames it is given. Interrupts are raised like
 // QEMU's model raises MSIs: once per new unmasked cause.
-
-// memory is simulated DMA memory: pages at bus addresses from 1 MiB.
-type memory struct {
-	mu    sync.Mutex
-	pages map[uint64][]byte
-	next  uint64
-	inUse int
-}
-
-func newMemory() *memory { return &memory{pages: map[uint64][]byte{}, next: 1 << 20} }
-
-func (m *memory) Alloc() (Page, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	b := make([]byte, PageSize)
-	p := Page{Phys: m.next, Mem: b}
-	m.pages[m.next] = b
-	m.next += PageSize
-	m.inUse++
-	return p, nil
-}
-
-func (m *memory) Free(p Page) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.pages[p.Phys] == nil {
-		panic(fmt.Sprintf("free of unknown page %#x", p.Phys))
-	}
-	delete(m.pages, p.Phys)
-	m.inUse--
-}
-
-// slice is the memory at [pa, pa+n), which must lie in one page.
-func (m *memory) slice(pa uint64, n int) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	base := pa &^ (PageSize - 1)
-	b := m.pages[base]
-	if b == nil || pa-base+uint64(n) > PageSize {
-		return nil, fmt.Errorf("DMA to %#x+%d outside allocated memory", pa, n)
-	}
-	return b[pa-base : pa-base+uint64(n)], nil
-}
 
 // simIRQ is an interrupt vector or pin.
 type simIRQ struct {
@@ -107,7 +66,7 @@ const (
 // sim is one card.
 type sim struct {
 	model *Model
-	mem   *memory
+	mem   intelnictest.Memory
 	dev   *pci.Device
 	table *pcitest.Mem // MSI-X table (82574)
 
@@ -132,7 +91,7 @@ type sim struct {
 // newSim makes a card with MAC mac in its EEPROM, loaded into RAL0/RAH0
 // at reset unless noRA.
 func newSim(m *Model, mac [6]byte, noRA bool) *sim {
-	s := &sim{model: m, mem: newMemory(), table: &pcitest.Mem{B: make([]byte, 16<<10)},
+	s := &sim{model: m, mem: intelnictest.NewMemory(), table: &pcitest.Mem{B: make([]byte, 16<<10)},
 		writes: map[uint32][]uint32{}, noRA: noRA}
 	for i := 0; i < 3; i++ {
 		s.eeprom[i] = uint16(mac[2*i]) | uint16(mac[2*i+1])<<8
@@ -342,7 +301,7 @@ func (s *sim) transmit() {
 	did := false
 	for s.reg[regTDH] != s.reg[regTDT] && n > 0 {
 		h := s.reg[regTDH]
-		d, err := s.mem.slice(base+uint64(h)*descSize, descSize)
+		d, err := s.mem.Slice(base+uint64(h)*descSize, descSize)
 		if err != nil {
 			s.errorf("transmit descriptor %d: %v", h, err)
 			return
@@ -350,7 +309,7 @@ func (s *sim) transmit() {
 		addr := binary.LittleEndian.Uint64(d[0:])
 		w := binary.LittleEndian.Uint32(d[txLen:])
 		length, cmd := int(w&0xffff), uint8(w>>24)
-		data, err := s.mem.slice(addr, length)
+		data, err := s.mem.Slice(addr, length)
 		if err != nil {
 			s.errorf("transmit buffer of descriptor %d: %v", h, err)
 			return
@@ -366,7 +325,7 @@ func (s *sim) transmit() {
 			}
 		}
 		if cmd&txcRS != 0 {
-			store32(d, txStatus, load32(d, txStatus)|txdDD)
+			intelnic.Store32(d, txStatus, intelnic.Load32(d, txStatus)|txdDD)
 		}
 		s.reg[regTDH] = (h + 1) % n
 		did = true
@@ -401,7 +360,7 @@ func (s *sim) rxDesc() (d []byte, idx uint32, ok bool) {
 	}
 	base := uint64(s.reg[regRDBAH])<<32 | uint64(s.reg[regRDBAL])
 	h := s.reg[regRDH]
-	d, err := s.mem.slice(base+uint64(h)*descSize, descSize)
+	d, err := s.mem.Slice(base+uint64(h)*descSize, descSize)
 	if err != nil {
 		s.errorf("receive descriptor %d: %v", h, err)
 		return nil, 0, false
@@ -456,14 +415,14 @@ func (s *sim) freeRx() int {
 // much as fits the buffer), then length, then the status word last.
 func (s *sim) writeRx(d, data []byte, length uint16, status uint32) {
 	addr := binary.LittleEndian.Uint64(d[0:])
-	buf, err := s.mem.slice(addr, min(len(data), bufSize))
+	buf, err := s.mem.Slice(addr, min(len(data), bufSize))
 	if err != nil {
 		s.errorf("receive buffer: %v", err)
 		return
 	}
 	copy(buf, data)
 	binary.LittleEndian.PutUint16(d[rxLen:], length)
-	store32(d, rxStatus, status)
+	intelnic.Store32(d, rxStatus, status)
 	s.advanceRDH()
 }
 

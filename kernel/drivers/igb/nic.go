@@ -14,17 +14,17 @@
 // their descriptors. Transmit completions are reaped when frames are
 // sent; their interrupt is routed only while a sender waits for a full
 // ring, so an idle card costs nothing. Every descriptor the card hands
-// back is checked (see rxRing.harvest): a device is input too.
+// back is checked (see intelnic.RxRing.Harvest): a device is input too.
 package igb
 
 import (
 	"errors"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 
+	"shortbread/kernel/drivers/intelnic"
 	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/net/link"
 )
@@ -74,12 +74,10 @@ type NIC struct {
 	log  func(format string, args ...any)
 	up   atomic.Bool
 
-	rx     *rxRing       // the receiver goroutine's
-	rxWork chan struct{} // signalled after an interrupt, for the receiver
+	rx     *intelnic.RxRing // the receiver goroutine's
+	rxWork chan struct{}    // signalled after an interrupt, for the receiver
 
-	txMu    sync.Mutex
-	tx      *txRing
-	txSpace chan struct{} // signalled after an interrupt, for a waiting sender
+	tx *intelnic.Tx
 
 	stopped atomic.Bool
 }
@@ -113,7 +111,7 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 		c.IntrRate = DefaultIntrRate
 	}
 	n := &NIC{Name: c.Name, regs: regs, dma: c.DMA, log: c.Log,
-		txSpace: make(chan struct{}, 1), rxWork: make(chan struct{}, 1)}
+		rxWork: make(chan struct{}, 1)}
 	if n.log == nil {
 		n.log = func(string, ...any) {}
 	}
@@ -127,16 +125,17 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 	}
 	n.InitEther(tcpip.LinkAddress(mac[:]), frameMTU)
 
-	rx, err := newRing(c.DMA, c.RxDescs)
+	rx, err := intelnic.NewRing(c.DMA, advanced, c.RxDescs)
 	if err != nil {
 		return nil, err
 	}
-	tx, err := newRing(c.DMA, c.TxDescs)
+	tx, err := intelnic.NewRing(c.DMA, advanced, c.TxDescs)
 	if err != nil {
-		rx.free(c.DMA)
+		rx.Free(c.DMA)
 		return nil, err
 	}
-	n.rx, n.tx = &rxRing{ring: rx}, &txRing{ring: tx}
+	n.rx = &intelnic.RxRing{Ring: rx}
+	n.tx = intelnic.NewTx(tx, func(tail int) { n.regs.Write32(regTDT, uint32(tail)) }, n.txInterrupt)
 
 	vectors := 1
 	if c.NoMSIX {
@@ -144,8 +143,8 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 	}
 	kind, irqs, err := d.Interrupts(p, vectors)
 	if err != nil {
-		rx.free(c.DMA)
-		tx.free(c.DMA)
+		rx.Free(c.DMA)
+		tx.Free(c.DMA)
 		return nil, err
 	}
 	n.Kind, n.irqs = kind, irqs
@@ -154,8 +153,8 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 		for _, irq := range irqs {
 			irq.Close()
 		}
-		rx.free(c.DMA)
-		tx.free(c.DMA)
+		rx.Free(c.DMA)
+		tx.Free(c.DMA)
 		return nil, err
 	}
 	go n.interrupts()
@@ -277,20 +276,20 @@ func (n *NIC) configure(mac [6]byte, rate int) error {
 	}
 	r.Write32(regEITR0, eitr(rate))
 
-	tail := n.rx.init()
+	tail := n.rx.Init()
 	r.Write32(regRXDCTL, 0)
-	r.Write32(regRDBAL, uint32(n.rx.desc.Phys))
-	r.Write32(regRDBAH, uint32(n.rx.desc.Phys>>32))
-	r.Write32(regRDLEN, uint32(n.rx.n*descSize))
+	r.Write32(regRDBAL, uint32(n.rx.Desc.Phys))
+	r.Write32(regRDBAH, uint32(n.rx.Desc.Phys>>32))
+	r.Write32(regRDLEN, uint32(n.rx.N*descSize))
 	r.Write32(regRDH, 0)
 	r.Write32(regRDT, 0)
 	r.Write32(regSRRCTL, bufSize>>srrctlBSizeShift|srrctlOneBuf)
 	r.Write32(regRXDCTL, dctlThresh|dctlEnable)
 
 	r.Write32(regTXDCTL, 0)
-	r.Write32(regTDBAL, uint32(n.tx.desc.Phys))
-	r.Write32(regTDBAH, uint32(n.tx.desc.Phys>>32))
-	r.Write32(regTDLEN, uint32(n.tx.n*descSize))
+	r.Write32(regTDBAL, uint32(n.tx.Desc.Phys))
+	r.Write32(regTDBAH, uint32(n.tx.Desc.Phys>>32))
+	r.Write32(regTDLEN, uint32(n.tx.N*descSize))
 	r.Write32(regTDH, 0)
 	r.Write32(regTDT, 0)
 	r.Write32(regTXDCTL, dctlThresh|dctlEnable)
@@ -368,7 +367,7 @@ func (n *NIC) interrupts() {
 		if icr&icrRXO != 0 {
 			n.Stats.RxDropped.Add(uint64(n.regs.Read32(regMPC)))
 		}
-		for _, c := range []chan struct{}{n.rxWork, n.txSpace} {
+		for _, c := range []chan struct{}{n.rxWork, n.tx.Space} {
 			select {
 			case c <- struct{}{}:
 			default:
@@ -398,14 +397,14 @@ func (n *NIC) linkChanged() {
 // interrupt, which the interrupt goroutine must stay free to pass on.
 func (n *NIC) receiver() {
 	for range n.rxWork {
-		var c rxCounts
-		taken, tail := n.rx.harvest(n.deliver, &c)
-		n.Stats.RxErrors.Add(uint64(c.errs))
-		n.Oversize.Add(uint64(c.oversize))
+		var c intelnic.RxCounts
+		taken, tail := n.rx.Harvest(n.deliver, &c)
+		n.Stats.RxErrors.Add(uint64(c.Errs))
+		n.Oversize.Add(uint64(c.Oversize))
 		if taken > 0 {
 			n.regs.Write32(regRDT, uint32(tail))
 		}
-		if taken == n.rx.n-1 {
+		if taken == n.rx.N-1 {
 			// The ring may hold more than one pass takes.
 			select {
 			case n.rxWork <- struct{}{}:

@@ -424,8 +424,8 @@ func TestReceiveStopsAtNotDone(t *testing.T) {
 	s.raw(frame(100, 1), 100, rxdEOP) // written back without DD
 	s.receive(frame(100, 2))
 	time.Sleep(50 * time.Millisecond)
-	if len(r.all()) != 0 || n.rx.next != 0 || s.get(regRDT) != 7 {
-		t.Errorf("delivered %d, next %d, RDT %d", len(r.all()), n.rx.next, s.get(regRDT))
+	if len(r.all()) != 0 || n.rx.Next != 0 || s.get(regRDT) != 7 {
+		t.Errorf("delivered %d, next %d, RDT %d", len(r.all()), n.rx.Next, s.get(regRDT))
 	}
 }
 

@@ -8,7 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"shortbread/kernel/drivers/dmatest"
+	"shortbread/kernel/drivers/intelnic"
+	"shortbread/kernel/drivers/intelnic/intelnictest"
 	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/drivers/pci/pcitest"
 )
@@ -20,18 +21,6 @@ import (
 // that consumes advanced transmit descriptors when the tail moves and
 // writes received frames back in the advanced format. After a reset the
 // link is down until the driver restarts auto-negotiation, as in QEMU.
-
-// memory is dmatest's simulated DMA memory as the driver's DMA.
-type memory struct{ *dmatest.Mem }
-
-func newMemory() memory { return memory{dmatest.New(PageSize)} }
-
-func (m memory) Alloc() (Page, error) {
-	phys, b, err := m.AllocPage()
-	return Page{Phys: phys, Mem: b}, err
-}
-
-func (m memory) Free(p Page) { m.FreePage(p.Phys) }
 
 // simIRQ is an interrupt vector or pin.
 type simIRQ struct {
@@ -78,7 +67,7 @@ const (
 
 // sim is one card.
 type sim struct {
-	mem   memory
+	mem   intelnictest.Memory
 	dev   *pci.Device
 	table *pcitest.Mem // MSI-X table
 
@@ -105,7 +94,7 @@ type sim struct {
 // newSim makes a card with MAC mac in its EEPROM, loaded into RAL0/RAH0
 // at reset unless noRA.
 func newSim(mac [6]byte, noRA bool) *sim {
-	s := &sim{mem: newMemory(), table: &pcitest.Mem{B: make([]byte, 16<<10)},
+	s := &sim{mem: intelnictest.NewMemory(), table: &pcitest.Mem{B: make([]byte, 16<<10)},
 		writes: map[uint32][]uint32{}, noRA: noRA}
 	for i := 0; i < 3; i++ {
 		s.eeprom[i] = uint16(mac[2*i]) | uint16(mac[2*i+1])<<8
@@ -351,7 +340,7 @@ func (s *sim) transmit() {
 			s.errorf("transmit descriptor %d: %#x is not an advanced data descriptor", h, cmd)
 		}
 		if s.txFrame == nil {
-			s.txFirst = load32(d, txStatus) >> txPaylen
+			s.txFirst = intelnic.Load32(d, txStatus) >> txPaylen
 		}
 		length := int(cmd & 0xffff)
 		data, err := s.mem.Slice(addr, length)
@@ -373,7 +362,7 @@ func (s *sim) transmit() {
 			}
 		}
 		if cmd&txcRS != 0 {
-			store32(d, txStatus, load32(d, txStatus)|txdDD)
+			intelnic.Store32(d, txStatus, intelnic.Load32(d, txStatus)|txdDD)
 		}
 		s.reg[regTDH] = (h + 1) % n
 		did = true
@@ -477,7 +466,7 @@ func (s *sim) writeRx(d, data []byte, length uint16, status uint32) {
 	copy(buf, data)
 	binary.LittleEndian.PutUint64(d[0:], 0x0000_1234_0000_0011) // RSS hash, packet type
 	binary.LittleEndian.PutUint16(d[rxLen:], length)
-	store32(d, rxStatus, status)
+	intelnic.Store32(d, rxStatus, status)
 	s.reg[regRDH] = (s.reg[regRDH] + 1) % (s.reg[regRDLEN] / descSize)
 }
 
