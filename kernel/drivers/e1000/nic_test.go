@@ -18,6 +18,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 
+	"shortbread/kernel/drivers/intelnic"
 	"shortbread/kernel/drivers/pci"
 )
 
@@ -231,7 +232,7 @@ func TestTransmit(t *testing.T) {
 			if n.Stats.TxPackets.Load() != uint64(len(want)) {
 				t.Errorf("TxPackets %d", n.Stats.TxPackets.Load())
 			}
-			big := frame(maxFrame+1, 0)
+			big := frame(intelnic.MaxFrame+1, 0)
 			if got, _ := n.WritePackets(packets(big)); got != 0 || n.Stats.TxErrors.Load() != 1 {
 				t.Errorf("an oversize frame: sent %d, errors %d", got, n.Stats.TxErrors.Load())
 			}
@@ -434,7 +435,7 @@ func TestCardGone(t *testing.T) {
 	n, s, _ := start(t, E1000, Config{}, false, 1)
 	s.setGone()
 	s.mu.Lock()
-	s.irq.raise()
+	s.irq.Raise()
 	s.mu.Unlock()
 	eventually(t, "the driver stops", func() bool { return n.stopped.Load() })
 	if got, _ := n.WritePackets(packets(frame(100, 1))); got != 0 {

@@ -2,10 +2,8 @@ package e1000
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 
 	"shortbread/kernel/drivers/intelnic"
 	"shortbread/kernel/drivers/intelnic/intelnictest"
@@ -19,44 +17,6 @@ import (
 // transmit descriptors when the tail moves and fills receive
 // descriptors with the frames it is given. Interrupts are raised like
 // QEMU's model raises MSIs: once per new unmasked cause.
-
-// simIRQ is an interrupt vector or pin.
-type simIRQ struct {
-	c      chan struct{}
-	mu     sync.Mutex
-	closed bool
-	count  atomic.Int64
-}
-
-func (i *simIRQ) Wait() error {
-	if _, ok := <-i.c; !ok {
-		return errors.New("closed")
-	}
-	return nil
-}
-
-func (i *simIRQ) Close() error {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if !i.closed {
-		i.closed = true
-		close(i.c)
-	}
-	return nil
-}
-
-func (i *simIRQ) raise() {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	i.count.Add(1)
-	if i.closed {
-		return
-	}
-	select {
-	case i.c <- struct{}{}:
-	default:
-	}
-}
 
 const (
 	bar0Addr = 0xfeb00000
@@ -73,7 +33,7 @@ type sim struct {
 	mu       sync.Mutex
 	reg      map[uint32]uint32
 	eeprom   [64]uint16
-	irq      *simIRQ
+	irq      *intelnictest.IRQ
 	kind     string // "msix", "msi" or "intx", as the driver allocated
 	signaled uint32 // causes an interrupt was raised for and not yet cleared
 	inbox    [][]byte
@@ -144,10 +104,10 @@ func (p simPlatform) Map(b pci.BAR) (pci.Region, error) {
 	return nil, fmt.Errorf("no BAR at %#x", b.Addr)
 }
 
-func (p simPlatform) newIRQ(kind string) *simIRQ {
+func (p simPlatform) newIRQ(kind string) *intelnictest.IRQ {
 	p.s.mu.Lock()
 	defer p.s.mu.Unlock()
-	p.s.irq = &simIRQ{c: make(chan struct{}, 1)}
+	p.s.irq = intelnictest.NewIRQ()
 	p.s.kind = kind
 	return p.s.irq
 }
@@ -173,7 +133,7 @@ func (s *sim) msix() bool                   { return s.kind == "msix" }
 func (s *sim) written(reg uint32) []uint32  { s.mu.Lock(); defer s.mu.Unlock(); return s.writes[reg] }
 func (s *sim) get(reg uint32) uint32        { s.mu.Lock(); defer s.mu.Unlock(); return s.reg[reg] }
 func (s *sim) set(reg uint32, v uint32)     { s.mu.Lock(); defer s.mu.Unlock(); s.reg[reg] = v }
-func (s *sim) interrupts() int64            { s.mu.Lock(); defer s.mu.Unlock(); return s.irq.count.Load() }
+func (s *sim) interrupts() int64            { s.mu.Lock(); defer s.mu.Unlock(); return s.irq.Count() }
 func (s *sim) errors() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -288,7 +248,7 @@ func (s *sim) update() {
 		}
 	}
 	s.signaled |= pending
-	s.irq.raise()
+	s.irq.Raise()
 }
 
 // transmit consumes descriptors from TDH to TDT.
@@ -379,15 +339,15 @@ func (s *sim) fill() {
 	got := false
 	for len(s.inbox) > 0 {
 		frame := s.inbox[0]
-		need := (len(frame) + bufSize - 1) / bufSize
+		need := (len(frame) + intelnic.BufSize - 1) / intelnic.BufSize
 		if s.freeRx() < need {
 			break
 		}
-		for off := 0; off < len(frame); off += bufSize {
+		for off := 0; off < len(frame); off += intelnic.BufSize {
 			d, _, _ := s.rxDesc()
-			chunk := frame[off:min(off+bufSize, len(frame))]
+			chunk := frame[off:min(off+intelnic.BufSize, len(frame))]
 			status := uint32(rxdDD)
-			if off+bufSize >= len(frame) {
+			if off+intelnic.BufSize >= len(frame) {
 				status |= rxdEOP
 			}
 			s.writeRx(d, chunk, uint16(len(chunk)), status)
@@ -415,7 +375,7 @@ func (s *sim) freeRx() int {
 // much as fits the buffer), then length, then the status word last.
 func (s *sim) writeRx(d, data []byte, length uint16, status uint32) {
 	addr := binary.LittleEndian.Uint64(d[0:])
-	buf, err := s.mem.Slice(addr, min(len(data), bufSize))
+	buf, err := s.mem.Slice(addr, min(len(data), intelnic.BufSize))
 	if err != nil {
 		s.errorf("receive buffer: %v", err)
 		return

@@ -42,7 +42,7 @@ var IDs = []pci.ID{
 // Config is what New needs besides the device.
 type Config struct {
 	Name string // eth0, ...
-	DMA  DMA
+	DMA  intelnic.DMA
 	Log  func(format string, args ...any)
 	// RxDescs and TxDescs size the rings (multiples of 8 up to 256;
 	// 0: 256 and 128).
@@ -63,13 +63,13 @@ type NIC struct {
 	Name string
 	Kind pci.IntrKind // how it interrupts
 	link.Ether
-	// Oversize counts frames dropped for spanning more than maxFrame
+	// Oversize counts frames dropped for spanning more than intelnic.MaxFrame
 	// (also in Stats.RxErrors); Wakeups counts the interrupt goroutine's
 	// wake-ups, so tests can tell it never polls.
 	Oversize, Wakeups atomic.Uint64
 
 	regs pci.Region
-	dma  DMA
+	dma  intelnic.DMA
 	irqs []pci.IRQ
 	log  func(format string, args ...any)
 	up   atomic.Bool
@@ -123,7 +123,7 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.InitEther(tcpip.LinkAddress(mac[:]), frameMTU)
+	n.InitEther(tcpip.LinkAddress(mac[:]), intelnic.FrameMTU)
 
 	rx, err := intelnic.NewRing(c.DMA, advanced, c.RxDescs)
 	if err != nil {
@@ -204,30 +204,11 @@ func (n *NIC) reset() error {
 // readMAC takes the address the card loaded into receive address 0 from
 // its EEPROM at reset, else reads the EEPROM's first three words.
 func (n *NIC) readMAC() ([6]byte, error) {
-	var mac [6]byte
-	lo, hi := n.regs.Read32(regRAL0), n.regs.Read32(regRAH0)
-	if hi&rahAV != 0 {
-		mac = [6]byte{byte(lo), byte(lo >> 8), byte(lo >> 16), byte(lo >> 24), byte(hi), byte(hi >> 8)}
-		if validMAC(mac) {
-			return mac, nil
-		}
+	mac, ok, err := intelnic.MAC(n.regs.Read32(regRAL0), n.regs.Read32(regRAH0), n.eeprom)
+	if err == nil && !ok {
+		err = errNoMAC
 	}
-	for w := 0; w < 3; w++ {
-		v, err := n.eeprom(w)
-		if err != nil {
-			return mac, err
-		}
-		mac[2*w], mac[2*w+1] = byte(v), byte(v>>8)
-	}
-	if !validMAC(mac) {
-		return mac, errNoMAC
-	}
-	return mac, nil
-}
-
-// validMAC rejects the all-zero, broadcast and multicast addresses.
-func validMAC(m [6]byte) bool {
-	return m != [6]byte{} && m[0]&1 == 0
+	return mac, err
 }
 
 // eeprom reads one 16-bit EEPROM word through EERD, bounded.
@@ -283,7 +264,7 @@ func (n *NIC) configure(mac [6]byte, rate int) error {
 	r.Write32(regRDLEN, uint32(n.rx.N*descSize))
 	r.Write32(regRDH, 0)
 	r.Write32(regRDT, 0)
-	r.Write32(regSRRCTL, bufSize>>srrctlBSizeShift|srrctlOneBuf)
+	r.Write32(regSRRCTL, intelnic.BufSize>>srrctlBSizeShift|srrctlOneBuf)
 	r.Write32(regRXDCTL, dctlThresh|dctlEnable)
 
 	r.Write32(regTXDCTL, 0)
@@ -390,30 +371,7 @@ func (n *NIC) linkChanged() {
 	}
 }
 
-// receiver takes received frames to the stack and gives their
-// descriptors back to the card, each time the interrupt goroutine says
-// the card raised an interrupt. It is a goroutine of its own because the
-// stack may send from inside a delivery and wait for a transmit
-// interrupt, which the interrupt goroutine must stay free to pass on.
+// receiver is the card's receiver goroutine (intelnic.RxRing.Receive).
 func (n *NIC) receiver() {
-	for range n.rxWork {
-		var c intelnic.RxCounts
-		taken, tail := n.rx.Harvest(n.deliver, &c)
-		n.Stats.RxErrors.Add(uint64(c.Errs))
-		n.Oversize.Add(uint64(c.Oversize))
-		if taken > 0 {
-			n.regs.Write32(regRDT, uint32(tail))
-		}
-		if taken == n.rx.N-1 {
-			// The ring may hold more than one pass takes.
-			select {
-			case n.rxWork <- struct{}{}:
-			default:
-			}
-		}
-	}
+	n.rx.Receive(n.rxWork, &n.Ether, func(tail int) { n.regs.Write32(regRDT, uint32(tail)) }, &n.Oversize)
 }
-
-// deliver hands a copy of frame (its buffer is re-armed next) to the
-// stack.
-func (n *NIC) deliver(frame []byte) { n.Deliver(append([]byte(nil), frame...)) }

@@ -18,6 +18,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 
+	"shortbread/kernel/drivers/intelnic"
 	"shortbread/kernel/drivers/pci"
 )
 
@@ -257,7 +258,7 @@ func TestTransmit(t *testing.T) {
 			if n.Stats.TxPackets.Load() != uint64(len(want)) {
 				t.Errorf("TxPackets %d", n.Stats.TxPackets.Load())
 			}
-			big := frame(maxFrame+1, 0)
+			big := frame(intelnic.MaxFrame+1, 0)
 			if got, _ := n.WritePackets(packets(big)); got != 0 || n.Stats.TxErrors.Load() != 1 {
 				t.Errorf("an oversize frame: sent %d, errors %d", got, n.Stats.TxErrors.Load())
 			}
@@ -483,7 +484,7 @@ func TestCardGone(t *testing.T) {
 	n, s, _ := start(t, Config{}, false, 1)
 	s.setGone()
 	s.mu.Lock()
-	s.irq.raise()
+	s.irq.Raise()
 	s.mu.Unlock()
 	eventually(t, "the driver stops", n.stopped.Load)
 	if got, _ := n.WritePackets(packets(frame(100, 1))); got != 0 {

@@ -2,10 +2,8 @@ package igb
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"shortbread/kernel/drivers/intelnic"
@@ -22,44 +20,6 @@ import (
 // writes received frames back in the advanced format. After a reset the
 // link is down until the driver restarts auto-negotiation, as in QEMU.
 
-// simIRQ is an interrupt vector or pin.
-type simIRQ struct {
-	c      chan struct{}
-	mu     sync.Mutex
-	closed bool
-	count  atomic.Int64
-}
-
-func (i *simIRQ) Wait() error {
-	if _, ok := <-i.c; !ok {
-		return errors.New("closed")
-	}
-	return nil
-}
-
-func (i *simIRQ) Close() error {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if !i.closed {
-		i.closed = true
-		close(i.c)
-	}
-	return nil
-}
-
-func (i *simIRQ) raise() {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	i.count.Add(1)
-	if i.closed {
-		return
-	}
-	select {
-	case i.c <- struct{}{}:
-	default:
-	}
-}
-
 const (
 	bar0Addr = 0xfeb00000
 	bar3Addr = 0xfeb80000
@@ -74,7 +34,7 @@ type sim struct {
 	mu        sync.Mutex
 	reg       map[uint32]uint32
 	eeprom    [64]uint16
-	irq       *simIRQ
+	irq       *intelnictest.IRQ
 	kind      string // "msix", "msi" or "intx", as the driver allocated
 	signaled  uint32 // legacy causes an interrupt was raised for and not yet cleared
 	esignaled uint32 // the same for EICR's vector bits (MSI-X)
@@ -140,10 +100,10 @@ func (p simPlatform) Map(b pci.BAR) (pci.Region, error) {
 	return nil, fmt.Errorf("no BAR at %#x", b.Addr)
 }
 
-func (p simPlatform) newIRQ(kind string) *simIRQ {
+func (p simPlatform) newIRQ(kind string) *intelnictest.IRQ {
 	p.s.mu.Lock()
 	defer p.s.mu.Unlock()
-	p.s.irq = &simIRQ{c: make(chan struct{}, 1)}
+	p.s.irq = intelnictest.NewIRQ()
 	p.s.kind = kind
 	return p.s.irq
 }
@@ -167,7 +127,7 @@ func (s *sim) Write8(off uint32, v uint8)   { panic("8-bit register write") }
 func (s *sim) Write16(off uint32, v uint16) { panic("16-bit register write") }
 func (s *sim) written(reg uint32) []uint32  { s.mu.Lock(); defer s.mu.Unlock(); return s.writes[reg] }
 func (s *sim) get(reg uint32) uint32        { s.mu.Lock(); defer s.mu.Unlock(); return s.reg[reg] }
-func (s *sim) interrupts() int64            { s.mu.Lock(); defer s.mu.Unlock(); return s.irq.count.Load() }
+func (s *sim) interrupts() int64            { s.mu.Lock(); defer s.mu.Unlock(); return s.irq.Count() }
 func (s *sim) errors() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -305,7 +265,7 @@ func (s *sim) update() {
 			return
 		}
 		s.esignaled |= pending
-		s.irq.raise()
+		s.irq.Raise()
 		s.reg[regEICR] &^= s.reg[regEIAC]
 		s.esignaled &^= s.reg[regEIAC]
 		return
@@ -316,7 +276,7 @@ func (s *sim) update() {
 		return
 	}
 	s.signaled |= pending
-	s.irq.raise()
+	s.irq.Raise()
 }
 
 // transmit consumes descriptors from TDH to TDT.

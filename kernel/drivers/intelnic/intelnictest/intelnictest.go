@@ -5,6 +5,9 @@ package intelnictest
 
 import (
 	"encoding/binary"
+	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"shortbread/kernel/drivers/dmatest"
@@ -76,3 +79,52 @@ func Harvest(t *testing.T, f *intelnic.Format, ring []byte, fill byte) {
 		t.Fatalf("%d pages left allocated", m.InUse)
 	}
 }
+
+// IRQ is a simulated card's interrupt vector or pin, as pci.IRQ.
+type IRQ struct {
+	c      chan struct{}
+	mu     sync.Mutex
+	closed bool
+	count  atomic.Int64
+}
+
+// NewIRQ is an interrupt nothing has raised.
+func NewIRQ() *IRQ { return &IRQ{c: make(chan struct{}, 1)} }
+
+// Wait returns when the interrupt has been raised since the last Wait,
+// or with an error once it is closed.
+func (i *IRQ) Wait() error {
+	if _, ok := <-i.c; !ok {
+		return errors.New("closed")
+	}
+	return nil
+}
+
+// Close ends the interrupt; Wait fails from then on.
+func (i *IRQ) Close() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if !i.closed {
+		i.closed = true
+		close(i.c)
+	}
+	return nil
+}
+
+// Raise interrupts (once, however often it is raised before a Wait)
+// and counts the interrupt.
+func (i *IRQ) Raise() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.count.Add(1)
+	if i.closed {
+		return
+	}
+	select {
+	case i.c <- struct{}{}:
+	default:
+	}
+}
+
+// Count is how many times the interrupt was raised.
+func (i *IRQ) Count() int64 { return i.count.Load() }
