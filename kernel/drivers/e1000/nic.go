@@ -55,9 +55,9 @@ type NIC struct {
 	Model *Model
 	Kind  pci.IntrKind // how it interrupts
 	link.Ether
-	// Oversize counts frames dropped for spanning more than intelnic.MaxFrame
-	// (also in Stats.RxErrors); Wakeups counts the interrupt goroutine's
-	// wake-ups, so tests can tell it never polls.
+	// Oversize counts frames dropped for spanning more than
+	// intelnic.MaxFrame (also in Stats.RxErrors); Wakeups counts the
+	// interrupt goroutine's wake-ups, so tests can tell it never polls.
 	Oversize, Wakeups atomic.Uint64
 
 	regs pci.Region
@@ -71,7 +71,7 @@ type NIC struct {
 	rx     *intelnic.RxRing // the receiver goroutine's
 	rxWork chan struct{}    // signalled after an interrupt, for the receiver
 
-	tx *intelnic.Tx
+	tx *intelnic.Tx // the transmit ring, behind WritePackets' lock
 
 	stopped atomic.Bool
 }
