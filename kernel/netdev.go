@@ -13,6 +13,7 @@ import (
 
 	"shortbread/kernel/drivers/e1000"
 	"shortbread/kernel/drivers/igb"
+	"shortbread/kernel/drivers/intelnic"
 	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/drivers/virtio"
 	virtionet "shortbread/kernel/drivers/virtio/net"
@@ -101,7 +102,7 @@ func (c *netCards) e1000Driver(m *e1000.Model) *pci.Driver {
 		Name: m.Name,
 		IDs:  e1000.IDs(m),
 		Probe: func(d *pci.Device, p pci.Platform) error {
-			nic, err := e1000.New(d, p, m, e1000.Config{Name: c.name(), DMA: e1000DMA{}, Log: c.k.log.Infof})
+			nic, err := e1000.New(d, p, m, e1000.Config{Name: c.name(), DMA: intelDMA{}, Log: c.k.log.Infof})
 			if err != nil {
 				return err
 			}
@@ -110,15 +111,16 @@ func (c *netCards) e1000Driver(m *e1000.Model) *pci.Driver {
 	}
 }
 
-// e1000DMA is frameDMA in the e1000 package's page type.
-type e1000DMA struct{}
+// intelDMA is frameDMA in the page type of the Intel drivers' shared
+// rings (intelnic).
+type intelDMA struct{}
 
-func (e1000DMA) Alloc() (e1000.Page, error) {
+func (intelDMA) Alloc() (intelnic.Page, error) {
 	p, err := frameDMA{}.Alloc()
-	return e1000.Page{Phys: p.Phys, Mem: p.Mem}, err
+	return intelnic.Page{Phys: p.Phys, Mem: p.Mem}, err
 }
 
-func (e1000DMA) Free(p e1000.Page) { frameDMA{}.Free(virtio.Page{Phys: p.Phys, Mem: p.Mem}) }
+func (intelDMA) Free(p intelnic.Page) { frameDMA{}.Free(virtio.Page{Phys: p.Phys, Mem: p.Mem}) }
 
 // igbDriver binds Intel 82576 cards.
 func (c *netCards) igbDriver() *pci.Driver {
@@ -126,7 +128,7 @@ func (c *netCards) igbDriver() *pci.Driver {
 		Name: igb.Name,
 		IDs:  igb.IDs,
 		Probe: func(d *pci.Device, p pci.Platform) error {
-			nic, err := igb.New(d, p, igb.Config{Name: c.name(), DMA: igbDMA{}, Log: c.k.log.Infof})
+			nic, err := igb.New(d, p, igb.Config{Name: c.name(), DMA: intelDMA{}, Log: c.k.log.Infof})
 			if err != nil {
 				return err
 			}
@@ -134,16 +136,6 @@ func (c *netCards) igbDriver() *pci.Driver {
 		},
 	}
 }
-
-// igbDMA is frameDMA in the igb package's page type.
-type igbDMA struct{}
-
-func (igbDMA) Alloc() (igb.Page, error) {
-	p, err := frameDMA{}.Alloc()
-	return igb.Page{Phys: p.Phys, Mem: p.Mem}, err
-}
-
-func (igbDMA) Free(p igb.Page) { frameDMA{}.Free(virtio.Page{Phys: p.Phys, Mem: p.Mem}) }
 
 // netAutoconf runs ip=dhcp on its card, if the drivers bound one, and
 // logs the lease as Linux's "IP-Config" lines do. A failure leaves the

@@ -1,5 +1,7 @@
 package e1000
 
+import "shortbread/kernel/drivers/intelnic"
+
 // Registers, at their offsets in BAR 0 (8254x Family Software
 // Developer's Manual rev. 4.0 §13.4, "SDM" below; 82574 datasheet rev.
 // 3.4 §10.2, "82574" below). Names are the datasheets'.
@@ -93,7 +95,7 @@ const (
 const tipg = 10 | 8<<10 | 6<<20
 
 // RAH's address-valid bit (SDM §13.4.65).
-const rahAV = 1 << 31
+const rahAV = intelnic.RahAV
 
 // 82574 IVAR (§10.2.4.9): each cause's vector in three bits with a
 // valid bit above them.

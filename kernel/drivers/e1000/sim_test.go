@@ -2,11 +2,11 @@ package e1000
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 
+	"shortbread/kernel/drivers/intelnic"
+	"shortbread/kernel/drivers/intelnic/intelnictest"
 	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/drivers/pci/pcitest"
 )
@@ -18,87 +18,6 @@ import (
 // descriptors with the frames it is given. Interrupts are raised like
 // QEMU's model raises MSIs: once per new unmasked cause.
 
-// memory is simulated DMA memory: pages at bus addresses from 1 MiB.
-type memory struct {
-	mu    sync.Mutex
-	pages map[uint64][]byte
-	next  uint64
-	inUse int
-}
-
-func newMemory() *memory { return &memory{pages: map[uint64][]byte{}, next: 1 << 20} }
-
-func (m *memory) Alloc() (Page, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	b := make([]byte, PageSize)
-	p := Page{Phys: m.next, Mem: b}
-	m.pages[m.next] = b
-	m.next += PageSize
-	m.inUse++
-	return p, nil
-}
-
-func (m *memory) Free(p Page) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.pages[p.Phys] == nil {
-		panic(fmt.Sprintf("free of unknown page %#x", p.Phys))
-	}
-	delete(m.pages, p.Phys)
-	m.inUse--
-}
-
-// slice is the memory at [pa, pa+n), which must lie in one page.
-func (m *memory) slice(pa uint64, n int) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	base := pa &^ (PageSize - 1)
-	b := m.pages[base]
-	if b == nil || pa-base+uint64(n) > PageSize {
-		return nil, fmt.Errorf("DMA to %#x+%d outside allocated memory", pa, n)
-	}
-	return b[pa-base : pa-base+uint64(n)], nil
-}
-
-// simIRQ is an interrupt vector or pin.
-type simIRQ struct {
-	c      chan struct{}
-	mu     sync.Mutex
-	closed bool
-	count  atomic.Int64
-}
-
-func (i *simIRQ) Wait() error {
-	if _, ok := <-i.c; !ok {
-		return errors.New("closed")
-	}
-	return nil
-}
-
-func (i *simIRQ) Close() error {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if !i.closed {
-		i.closed = true
-		close(i.c)
-	}
-	return nil
-}
-
-func (i *simIRQ) raise() {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	i.count.Add(1)
-	if i.closed {
-		return
-	}
-	select {
-	case i.c <- struct{}{}:
-	default:
-	}
-}
-
 const (
 	bar0Addr = 0xfeb00000
 	bar3Addr = 0xfeb40000
@@ -107,14 +26,14 @@ const (
 // sim is one card.
 type sim struct {
 	model *Model
-	mem   *memory
+	mem   intelnictest.Memory
 	dev   *pci.Device
 	table *pcitest.Mem // MSI-X table (82574)
 
 	mu       sync.Mutex
 	reg      map[uint32]uint32
 	eeprom   [64]uint16
-	irq      *simIRQ
+	irq      *intelnictest.IRQ
 	kind     string // "msix", "msi" or "intx", as the driver allocated
 	signaled uint32 // causes an interrupt was raised for and not yet cleared
 	inbox    [][]byte
@@ -132,7 +51,7 @@ type sim struct {
 // newSim makes a card with MAC mac in its EEPROM, loaded into RAL0/RAH0
 // at reset unless noRA.
 func newSim(m *Model, mac [6]byte, noRA bool) *sim {
-	s := &sim{model: m, mem: newMemory(), table: &pcitest.Mem{B: make([]byte, 16<<10)},
+	s := &sim{model: m, mem: intelnictest.NewMemory(), table: &pcitest.Mem{B: make([]byte, 16<<10)},
 		writes: map[uint32][]uint32{}, noRA: noRA}
 	for i := 0; i < 3; i++ {
 		s.eeprom[i] = uint16(mac[2*i]) | uint16(mac[2*i+1])<<8
@@ -185,10 +104,10 @@ func (p simPlatform) Map(b pci.BAR) (pci.Region, error) {
 	return nil, fmt.Errorf("no BAR at %#x", b.Addr)
 }
 
-func (p simPlatform) newIRQ(kind string) *simIRQ {
+func (p simPlatform) newIRQ(kind string) *intelnictest.IRQ {
 	p.s.mu.Lock()
 	defer p.s.mu.Unlock()
-	p.s.irq = &simIRQ{c: make(chan struct{}, 1)}
+	p.s.irq = intelnictest.NewIRQ()
 	p.s.kind = kind
 	return p.s.irq
 }
@@ -214,7 +133,7 @@ func (s *sim) msix() bool                   { return s.kind == "msix" }
 func (s *sim) written(reg uint32) []uint32  { s.mu.Lock(); defer s.mu.Unlock(); return s.writes[reg] }
 func (s *sim) get(reg uint32) uint32        { s.mu.Lock(); defer s.mu.Unlock(); return s.reg[reg] }
 func (s *sim) set(reg uint32, v uint32)     { s.mu.Lock(); defer s.mu.Unlock(); s.reg[reg] = v }
-func (s *sim) interrupts() int64            { s.mu.Lock(); defer s.mu.Unlock(); return s.irq.count.Load() }
+func (s *sim) interrupts() int64            { s.mu.Lock(); defer s.mu.Unlock(); return s.irq.Count() }
 func (s *sim) errors() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -329,7 +248,7 @@ func (s *sim) update() {
 		}
 	}
 	s.signaled |= pending
-	s.irq.raise()
+	s.irq.Raise()
 }
 
 // transmit consumes descriptors from TDH to TDT.
@@ -342,7 +261,7 @@ func (s *sim) transmit() {
 	did := false
 	for s.reg[regTDH] != s.reg[regTDT] && n > 0 {
 		h := s.reg[regTDH]
-		d, err := s.mem.slice(base+uint64(h)*descSize, descSize)
+		d, err := s.mem.Slice(base+uint64(h)*descSize, descSize)
 		if err != nil {
 			s.errorf("transmit descriptor %d: %v", h, err)
 			return
@@ -350,7 +269,7 @@ func (s *sim) transmit() {
 		addr := binary.LittleEndian.Uint64(d[0:])
 		w := binary.LittleEndian.Uint32(d[txLen:])
 		length, cmd := int(w&0xffff), uint8(w>>24)
-		data, err := s.mem.slice(addr, length)
+		data, err := s.mem.Slice(addr, length)
 		if err != nil {
 			s.errorf("transmit buffer of descriptor %d: %v", h, err)
 			return
@@ -366,7 +285,7 @@ func (s *sim) transmit() {
 			}
 		}
 		if cmd&txcRS != 0 {
-			store32(d, txStatus, load32(d, txStatus)|txdDD)
+			intelnic.Store32(d, txStatus, intelnic.Load32(d, txStatus)|txdDD)
 		}
 		s.reg[regTDH] = (h + 1) % n
 		did = true
@@ -401,7 +320,7 @@ func (s *sim) rxDesc() (d []byte, idx uint32, ok bool) {
 	}
 	base := uint64(s.reg[regRDBAH])<<32 | uint64(s.reg[regRDBAL])
 	h := s.reg[regRDH]
-	d, err := s.mem.slice(base+uint64(h)*descSize, descSize)
+	d, err := s.mem.Slice(base+uint64(h)*descSize, descSize)
 	if err != nil {
 		s.errorf("receive descriptor %d: %v", h, err)
 		return nil, 0, false
@@ -420,15 +339,15 @@ func (s *sim) fill() {
 	got := false
 	for len(s.inbox) > 0 {
 		frame := s.inbox[0]
-		need := (len(frame) + bufSize - 1) / bufSize
+		need := (len(frame) + intelnic.BufSize - 1) / intelnic.BufSize
 		if s.freeRx() < need {
 			break
 		}
-		for off := 0; off < len(frame); off += bufSize {
+		for off := 0; off < len(frame); off += intelnic.BufSize {
 			d, _, _ := s.rxDesc()
-			chunk := frame[off:min(off+bufSize, len(frame))]
+			chunk := frame[off:min(off+intelnic.BufSize, len(frame))]
 			status := uint32(rxdDD)
-			if off+bufSize >= len(frame) {
+			if off+intelnic.BufSize >= len(frame) {
 				status |= rxdEOP
 			}
 			s.writeRx(d, chunk, uint16(len(chunk)), status)
@@ -456,14 +375,14 @@ func (s *sim) freeRx() int {
 // much as fits the buffer), then length, then the status word last.
 func (s *sim) writeRx(d, data []byte, length uint16, status uint32) {
 	addr := binary.LittleEndian.Uint64(d[0:])
-	buf, err := s.mem.slice(addr, min(len(data), bufSize))
+	buf, err := s.mem.Slice(addr, min(len(data), intelnic.BufSize))
 	if err != nil {
 		s.errorf("receive buffer: %v", err)
 		return
 	}
 	copy(buf, data)
 	binary.LittleEndian.PutUint16(d[rxLen:], length)
-	store32(d, rxStatus, status)
+	intelnic.Store32(d, rxStatus, status)
 	s.advanceRDH()
 }
 

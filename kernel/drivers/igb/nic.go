@@ -14,17 +14,17 @@
 // their descriptors. Transmit completions are reaped when frames are
 // sent; their interrupt is routed only while a sender waits for a full
 // ring, so an idle card costs nothing. Every descriptor the card hands
-// back is checked (see rxRing.harvest): a device is input too.
+// back is checked (see intelnic.RxRing.Harvest): a device is input too.
 package igb
 
 import (
 	"errors"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 
+	"shortbread/kernel/drivers/intelnic"
 	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/net/link"
 )
@@ -42,7 +42,7 @@ var IDs = []pci.ID{
 // Config is what New needs besides the device.
 type Config struct {
 	Name string // eth0, ...
-	DMA  DMA
+	DMA  intelnic.DMA
 	Log  func(format string, args ...any)
 	// RxDescs and TxDescs size the rings (multiples of 8 up to 256;
 	// 0: 256 and 128).
@@ -63,23 +63,21 @@ type NIC struct {
 	Name string
 	Kind pci.IntrKind // how it interrupts
 	link.Ether
-	// Oversize counts frames dropped for spanning more than maxFrame
-	// (also in Stats.RxErrors); Wakeups counts the interrupt goroutine's
-	// wake-ups, so tests can tell it never polls.
+	// Oversize counts frames dropped for spanning more than
+	// intelnic.MaxFrame (also in Stats.RxErrors); Wakeups counts the
+	// interrupt goroutine's wake-ups, so tests can tell it never polls.
 	Oversize, Wakeups atomic.Uint64
 
 	regs pci.Region
-	dma  DMA
+	dma  intelnic.DMA
 	irqs []pci.IRQ
 	log  func(format string, args ...any)
 	up   atomic.Bool
 
-	rx     *rxRing       // the receiver goroutine's
-	rxWork chan struct{} // signalled after an interrupt, for the receiver
+	rx     *intelnic.RxRing // the receiver goroutine's
+	rxWork chan struct{}    // signalled after an interrupt, for the receiver
 
-	txMu    sync.Mutex
-	tx      *txRing
-	txSpace chan struct{} // signalled after an interrupt, for a waiting sender
+	tx *intelnic.Tx // the transmit ring, behind WritePackets' lock
 
 	stopped atomic.Bool
 }
@@ -113,7 +111,7 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 		c.IntrRate = DefaultIntrRate
 	}
 	n := &NIC{Name: c.Name, regs: regs, dma: c.DMA, log: c.Log,
-		txSpace: make(chan struct{}, 1), rxWork: make(chan struct{}, 1)}
+		rxWork: make(chan struct{}, 1)}
 	if n.log == nil {
 		n.log = func(string, ...any) {}
 	}
@@ -125,18 +123,19 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.InitEther(tcpip.LinkAddress(mac[:]), frameMTU)
+	n.InitEther(tcpip.LinkAddress(mac[:]), intelnic.FrameMTU)
 
-	rx, err := newRing(c.DMA, c.RxDescs)
+	rx, err := intelnic.NewRing(c.DMA, advanced, c.RxDescs)
 	if err != nil {
 		return nil, err
 	}
-	tx, err := newRing(c.DMA, c.TxDescs)
+	tx, err := intelnic.NewRing(c.DMA, advanced, c.TxDescs)
 	if err != nil {
-		rx.free(c.DMA)
+		rx.Free(c.DMA)
 		return nil, err
 	}
-	n.rx, n.tx = &rxRing{ring: rx}, &txRing{ring: tx}
+	n.rx = &intelnic.RxRing{Ring: rx}
+	n.tx = intelnic.NewTx(tx, func(tail int) { n.regs.Write32(regTDT, uint32(tail)) }, n.txInterrupt)
 
 	vectors := 1
 	if c.NoMSIX {
@@ -144,8 +143,8 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 	}
 	kind, irqs, err := d.Interrupts(p, vectors)
 	if err != nil {
-		rx.free(c.DMA)
-		tx.free(c.DMA)
+		rx.Free(c.DMA)
+		tx.Free(c.DMA)
 		return nil, err
 	}
 	n.Kind, n.irqs = kind, irqs
@@ -154,8 +153,8 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 		for _, irq := range irqs {
 			irq.Close()
 		}
-		rx.free(c.DMA)
-		tx.free(c.DMA)
+		rx.Free(c.DMA)
+		tx.Free(c.DMA)
 		return nil, err
 	}
 	go n.interrupts()
@@ -205,30 +204,11 @@ func (n *NIC) reset() error {
 // readMAC takes the address the card loaded into receive address 0 from
 // its EEPROM at reset, else reads the EEPROM's first three words.
 func (n *NIC) readMAC() ([6]byte, error) {
-	var mac [6]byte
-	lo, hi := n.regs.Read32(regRAL0), n.regs.Read32(regRAH0)
-	if hi&rahAV != 0 {
-		mac = [6]byte{byte(lo), byte(lo >> 8), byte(lo >> 16), byte(lo >> 24), byte(hi), byte(hi >> 8)}
-		if validMAC(mac) {
-			return mac, nil
-		}
+	mac, ok, err := intelnic.MAC(n.regs.Read32(regRAL0), n.regs.Read32(regRAH0), n.eeprom)
+	if err == nil && !ok {
+		err = errNoMAC
 	}
-	for w := 0; w < 3; w++ {
-		v, err := n.eeprom(w)
-		if err != nil {
-			return mac, err
-		}
-		mac[2*w], mac[2*w+1] = byte(v), byte(v>>8)
-	}
-	if !validMAC(mac) {
-		return mac, errNoMAC
-	}
-	return mac, nil
-}
-
-// validMAC rejects the all-zero, broadcast and multicast addresses.
-func validMAC(m [6]byte) bool {
-	return m != [6]byte{} && m[0]&1 == 0
+	return mac, err
 }
 
 // eeprom reads one 16-bit EEPROM word through EERD, bounded.
@@ -277,20 +257,20 @@ func (n *NIC) configure(mac [6]byte, rate int) error {
 	}
 	r.Write32(regEITR0, eitr(rate))
 
-	tail := n.rx.init()
+	tail := n.rx.Init()
 	r.Write32(regRXDCTL, 0)
-	r.Write32(regRDBAL, uint32(n.rx.desc.Phys))
-	r.Write32(regRDBAH, uint32(n.rx.desc.Phys>>32))
-	r.Write32(regRDLEN, uint32(n.rx.n*descSize))
+	r.Write32(regRDBAL, uint32(n.rx.Desc.Phys))
+	r.Write32(regRDBAH, uint32(n.rx.Desc.Phys>>32))
+	r.Write32(regRDLEN, uint32(n.rx.N*descSize))
 	r.Write32(regRDH, 0)
 	r.Write32(regRDT, 0)
-	r.Write32(regSRRCTL, bufSize>>srrctlBSizeShift|srrctlOneBuf)
+	r.Write32(regSRRCTL, intelnic.BufSize>>srrctlBSizeShift|srrctlOneBuf)
 	r.Write32(regRXDCTL, dctlThresh|dctlEnable)
 
 	r.Write32(regTXDCTL, 0)
-	r.Write32(regTDBAL, uint32(n.tx.desc.Phys))
-	r.Write32(regTDBAH, uint32(n.tx.desc.Phys>>32))
-	r.Write32(regTDLEN, uint32(n.tx.n*descSize))
+	r.Write32(regTDBAL, uint32(n.tx.Desc.Phys))
+	r.Write32(regTDBAH, uint32(n.tx.Desc.Phys>>32))
+	r.Write32(regTDLEN, uint32(n.tx.N*descSize))
 	r.Write32(regTDH, 0)
 	r.Write32(regTDT, 0)
 	r.Write32(regTXDCTL, dctlThresh|dctlEnable)
@@ -368,7 +348,7 @@ func (n *NIC) interrupts() {
 		if icr&icrRXO != 0 {
 			n.Stats.RxDropped.Add(uint64(n.regs.Read32(regMPC)))
 		}
-		for _, c := range []chan struct{}{n.rxWork, n.txSpace} {
+		for _, c := range []chan struct{}{n.rxWork, n.tx.Space} {
 			select {
 			case c <- struct{}{}:
 			default:
@@ -391,30 +371,7 @@ func (n *NIC) linkChanged() {
 	}
 }
 
-// receiver takes received frames to the stack and gives their
-// descriptors back to the card, each time the interrupt goroutine says
-// the card raised an interrupt. It is a goroutine of its own because the
-// stack may send from inside a delivery and wait for a transmit
-// interrupt, which the interrupt goroutine must stay free to pass on.
+// receiver is the card's receiver goroutine (intelnic.RxRing.Receive).
 func (n *NIC) receiver() {
-	for range n.rxWork {
-		var c rxCounts
-		taken, tail := n.rx.harvest(n.deliver, &c)
-		n.Stats.RxErrors.Add(uint64(c.errs))
-		n.Oversize.Add(uint64(c.oversize))
-		if taken > 0 {
-			n.regs.Write32(regRDT, uint32(tail))
-		}
-		if taken == n.rx.n-1 {
-			// The ring may hold more than one pass takes.
-			select {
-			case n.rxWork <- struct{}{}:
-			default:
-			}
-		}
-	}
+	n.rx.Receive(n.rxWork, &n.Ether, func(tail int) { n.regs.Write32(regRDT, uint32(tail)) }, &n.Oversize)
 }
-
-// deliver hands a copy of frame (its buffer is re-armed next) to the
-// stack.
-func (n *NIC) deliver(frame []byte) { n.Deliver(append([]byte(nil), frame...)) }

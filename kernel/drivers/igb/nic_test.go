@@ -2,22 +2,14 @@ package igb
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"fmt"
-	"io"
-	"sync"
 	"testing"
 	"time"
 
-	"gvisor.dev/gvisor/pkg/buffer"
-	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
-	"gvisor.dev/gvisor/pkg/tcpip/link/ethernet"
-	"gvisor.dev/gvisor/pkg/tcpip/network/arp"
-	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
-	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 
+	"shortbread/kernel/drivers/intelnic"
+	"shortbread/kernel/drivers/intelnic/intelnictest"
 	"shortbread/kernel/drivers/pci"
 )
 
@@ -28,45 +20,17 @@ var modes = []struct {
 	noMSIX bool
 }{{"msix", false}, {"msi", true}}
 
-func testMAC(last byte) [6]byte { return [6]byte{0x52, 0x54, 0, 0x12, 0x34, last} }
+// The shared test helpers (intelnictest) under this package's names.
+type recorder = intelnictest.Recorder
 
-func linkAddr(m [6]byte) tcpip.LinkAddress { return tcpip.LinkAddress(m[:]) }
-
-// recorder is a dispatcher that keeps what it is given.
-type recorder struct {
-	mu     sync.Mutex
-	frames [][]byte
-	got    chan struct{}
-}
-
-func newRecorder() *recorder { return &recorder{got: make(chan struct{}, 1024)} }
-
-func (r *recorder) DeliverNetworkPacket(_ tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) {
-	r.mu.Lock()
-	r.frames = append(r.frames, pkt.ToView().AsSlice())
-	r.mu.Unlock()
-	r.got <- struct{}{}
-}
-
-func (r *recorder) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer) {}
-
-func (r *recorder) all() [][]byte {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([][]byte(nil), r.frames...)
-}
-
-// wait waits for n more frames.
-func (r *recorder) wait(t *testing.T, n int) {
-	t.Helper()
-	for i := 0; i < n; i++ {
-		select {
-		case <-r.got:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("frame %d of %d never delivered", i+1, n)
-		}
-	}
-}
+var (
+	newRecorder = intelnictest.NewRecorder
+	eventually  = intelnictest.Eventually
+	frame       = intelnictest.Frame
+	packets     = intelnictest.Packets
+	testMAC     = intelnictest.TestMAC
+	linkAddr    = intelnictest.LinkAddr
+)
 
 // start brings a simulated card up and waits for its link (the
 // auto-negotiation the driver starts).
@@ -83,35 +47,6 @@ func start(t *testing.T, c Config, noRA bool, last byte) (*NIC, *sim, *recorder)
 	n.Attach(r)
 	eventually(t, "link up after auto-negotiation", n.LinkUp)
 	return n, s, r
-}
-
-// eventually polls cond (a test's own wait, not the driver's).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for i := 0; i < 500; i++ {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("never: %s", what)
-}
-
-func frame(n int, seed byte) []byte {
-	f := make([]byte, n)
-	copy(f, []byte{0x52, 0x54, 0, 0x12, 0x34, 0x01, 0x52, 0x54, 0, 0x12, 0x34, 0x02, 0x08, 0x00})
-	for i := 14; i < n; i++ {
-		f[i] = seed + byte(i*7)
-	}
-	return f
-}
-
-func packets(frames ...[]byte) stack.PacketBufferList {
-	var l stack.PacketBufferList
-	for _, f := range frames {
-		l.PushBack(stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(f)}))
-	}
-	return l
 }
 
 func TestSetup(t *testing.T) {
@@ -178,7 +113,7 @@ func TestMSI(t *testing.T) {
 	// causes (GPIE.NSICR), or the second frame would raise nothing.
 	for i := 0; i < 3; i++ {
 		s.receive(frame(100, byte(i)))
-		r.wait(t, 1)
+		r.Wait(t, 1)
 	}
 }
 
@@ -257,7 +192,7 @@ func TestTransmit(t *testing.T) {
 			if n.Stats.TxPackets.Load() != uint64(len(want)) {
 				t.Errorf("TxPackets %d", n.Stats.TxPackets.Load())
 			}
-			big := frame(maxFrame+1, 0)
+			big := frame(intelnic.MaxFrame+1, 0)
 			if got, _ := n.WritePackets(packets(big)); got != 0 || n.Stats.TxErrors.Load() != 1 {
 				t.Errorf("an oversize frame: sent %d, errors %d", got, n.Stats.TxErrors.Load())
 			}
@@ -327,11 +262,11 @@ func TestReceive(t *testing.T) {
 				want = append(want, f)
 				s.receive(f)
 				if i%8 == 7 {
-					r.wait(t, 8)
+					r.Wait(t, 8)
 				}
 			}
-			r.wait(t, 4)
-			got := r.all()
+			r.Wait(t, 4)
+			got := r.All()
 			if len(got) != len(want) {
 				t.Fatalf("%d frames, want %d", len(got), len(want))
 			}
@@ -390,13 +325,13 @@ func TestMalformedDescriptors(t *testing.T) {
 	}
 	var errs, over uint64
 	for _, c := range cases {
-		before := len(r.all())
+		before := len(r.All())
 		c.descs()
 		s.receive(good) // a good frame behind shows the ring still runs
-		r.wait(t, len(c.deliver)+1)
+		r.Wait(t, len(c.deliver)+1)
 		errs += c.errs
 		over += c.oversize
-		got := r.all()[before:]
+		got := r.All()[before:]
 		want := append(append([][]byte(nil), c.deliver...), good)
 		if len(got) != len(want) {
 			t.Fatalf("%s: %d frames delivered, want %d", c.name, len(got), len(want))
@@ -424,8 +359,8 @@ func TestReceiveStopsAtNotDone(t *testing.T) {
 	s.raw(frame(100, 1), 100, rxdEOP) // written back without DD
 	s.receive(frame(100, 2))
 	time.Sleep(50 * time.Millisecond)
-	if len(r.all()) != 0 || n.rx.next != 0 || s.get(regRDT) != 7 {
-		t.Errorf("delivered %d, next %d, RDT %d", len(r.all()), n.rx.next, s.get(regRDT))
+	if len(r.All()) != 0 || n.rx.Next != 0 || s.get(regRDT) != 7 {
+		t.Errorf("delivered %d, next %d, RDT %d", len(r.All()), n.rx.Next, s.get(regRDT))
 	}
 }
 
@@ -460,7 +395,7 @@ func TestIdleNoWakeups(t *testing.T) {
 		t.Run(md.name, func(t *testing.T) {
 			n, s, r := start(t, Config{NoMSIX: md.noMSIX}, false, 1)
 			s.receive(frame(100, 1))
-			r.wait(t, 1)
+			r.Wait(t, 1)
 			if _, err := n.WritePackets(packets(frame(100, 2))); err != nil {
 				t.Fatal(err)
 			}
@@ -483,7 +418,7 @@ func TestCardGone(t *testing.T) {
 	n, s, _ := start(t, Config{}, false, 1)
 	s.setGone()
 	s.mu.Lock()
-	s.irq.raise()
+	s.irq.Raise()
 	s.mu.Unlock()
 	eventually(t, "the driver stops", n.stopped.Load)
 	if got, _ := n.WritePackets(packets(frame(100, 1))); got != 0 {
@@ -510,7 +445,7 @@ func TestRandomDescriptors(t *testing.T) {
 	}
 	s.receive(frame(300, 9))
 	eventually(t, "the last good frame", func() bool {
-		f := r.all()
+		f := r.All()
 		return len(f) > 0 && bytes.Equal(f[len(f)-1], frame(300, 9))
 	})
 	if e := s.errors(); len(e) > 0 {
@@ -533,18 +468,7 @@ func newSide(t *testing.T, noMSIX bool, last byte) side {
 	}
 	t.Cleanup(func() { s.irq.Close() })
 	eventually(t, "link up", nic.LinkUp)
-	st := stack.New(stack.Options{
-		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, arp.NewProtocol},
-		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol},
-	})
-	if err := st.CreateNIC(2, ethernet.New(nic)); err != nil {
-		t.Fatal(err)
-	}
-	addr := tcpip.AddressWithPrefix{Address: tcpip.AddrFrom4([4]byte{10, 0, 0, last}), PrefixLen: 24}
-	if err := st.AddProtocolAddress(2, tcpip.ProtocolAddress{Protocol: ipv4.ProtocolNumber, AddressWithPrefix: addr}, stack.AddressProperties{}); err != nil {
-		t.Fatal(err)
-	}
-	st.SetRouteTable([]tcpip.Route{{Destination: addr.Subnet(), NIC: 2}})
+	st := intelnictest.Stack(t, nic, last)
 	return side{nic, s, st}
 }
 
@@ -554,52 +478,7 @@ func newSide(t *testing.T, noMSIX bool, last byte) side {
 func TestTCPAcrossCable(t *testing.T) {
 	a, b := newSide(t, false, 1), newSide(t, true, 2)
 	cable(a.sim, b.sim)
-	l, err := gonet.ListenTCP(b.s, tcpip.FullAddress{NIC: 2, Port: 7000}, ipv4.ProtocolNumber)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	data := make([]byte, 2<<20)
-	for i := range data {
-		data[i] = byte(i*31 + i>>9)
-	}
-	want := sha256.Sum256(data)
-	srv := make(chan error, 1)
-	go func() {
-		c, err := l.Accept()
-		if err != nil {
-			srv <- err
-			return
-		}
-		defer c.Close()
-		h := sha256.New()
-		if _, err := io.CopyN(h, c, int64(len(data))); err != nil {
-			srv <- err
-			return
-		}
-		if !bytes.Equal(h.Sum(nil), want[:]) {
-			srv <- fmt.Errorf("server: hash differs")
-			return
-		}
-		_, err = c.Write(data)
-		srv <- err
-	}()
-	c, err := gonet.DialTCP(a.s, tcpip.FullAddress{NIC: 2, Addr: tcpip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: 7000}, ipv4.ProtocolNumber)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	go c.Write(data)
-	h := sha256.New()
-	if _, err := io.CopyN(h, c, int64(len(data))); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(h.Sum(nil), want[:]) {
-		t.Error("client: hash differs")
-	}
-	if err := <-srv; err != nil {
-		t.Fatal(err)
-	}
+	intelnictest.TCPExchange(t, a.s, b.s)
 	for _, sd := range []side{a, b} {
 		st := &sd.nic.Stats
 		if st.RxErrors.Load() != 0 || st.TxErrors.Load() != 0 || st.RxPackets.Load() < 1000 {

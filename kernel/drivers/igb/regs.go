@@ -1,5 +1,7 @@
 package igb
 
+import "shortbread/kernel/drivers/intelnic"
+
 // Registers, at their offsets in BAR 0 (Intel 82576EB GbE Controller
 // datasheet rev. 2.x §8, "DS" below). Names are the datasheet's. Queue
 // 0's registers are used at their 82575-compatible addresses
@@ -161,7 +163,7 @@ const (
 )
 
 // RAH's address-valid bit (DS §8.10.14).
-const rahAV = 1 << 31
+const rahAV = intelnic.RahAV
 
 // Descriptors are 16 bytes (DS §7.1.5 receive, §7.2.2.3 transmit).
 const descSize = 16

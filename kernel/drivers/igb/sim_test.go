@@ -2,13 +2,12 @@ package igb
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"shortbread/kernel/drivers/dmatest"
+	"shortbread/kernel/drivers/intelnic"
+	"shortbread/kernel/drivers/intelnic/intelnictest"
 	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/drivers/pci/pcitest"
 )
@@ -21,56 +20,6 @@ import (
 // writes received frames back in the advanced format. After a reset the
 // link is down until the driver restarts auto-negotiation, as in QEMU.
 
-// memory is dmatest's simulated DMA memory as the driver's DMA.
-type memory struct{ *dmatest.Mem }
-
-func newMemory() memory { return memory{dmatest.New(PageSize)} }
-
-func (m memory) Alloc() (Page, error) {
-	phys, b, err := m.AllocPage()
-	return Page{Phys: phys, Mem: b}, err
-}
-
-func (m memory) Free(p Page) { m.FreePage(p.Phys) }
-
-// simIRQ is an interrupt vector or pin.
-type simIRQ struct {
-	c      chan struct{}
-	mu     sync.Mutex
-	closed bool
-	count  atomic.Int64
-}
-
-func (i *simIRQ) Wait() error {
-	if _, ok := <-i.c; !ok {
-		return errors.New("closed")
-	}
-	return nil
-}
-
-func (i *simIRQ) Close() error {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if !i.closed {
-		i.closed = true
-		close(i.c)
-	}
-	return nil
-}
-
-func (i *simIRQ) raise() {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	i.count.Add(1)
-	if i.closed {
-		return
-	}
-	select {
-	case i.c <- struct{}{}:
-	default:
-	}
-}
-
 const (
 	bar0Addr = 0xfeb00000
 	bar3Addr = 0xfeb80000
@@ -78,14 +27,14 @@ const (
 
 // sim is one card.
 type sim struct {
-	mem   memory
+	mem   intelnictest.Memory
 	dev   *pci.Device
 	table *pcitest.Mem // MSI-X table
 
 	mu        sync.Mutex
 	reg       map[uint32]uint32
 	eeprom    [64]uint16
-	irq       *simIRQ
+	irq       *intelnictest.IRQ
 	kind      string // "msix", "msi" or "intx", as the driver allocated
 	signaled  uint32 // legacy causes an interrupt was raised for and not yet cleared
 	esignaled uint32 // the same for EICR's vector bits (MSI-X)
@@ -105,7 +54,7 @@ type sim struct {
 // newSim makes a card with MAC mac in its EEPROM, loaded into RAL0/RAH0
 // at reset unless noRA.
 func newSim(mac [6]byte, noRA bool) *sim {
-	s := &sim{mem: newMemory(), table: &pcitest.Mem{B: make([]byte, 16<<10)},
+	s := &sim{mem: intelnictest.NewMemory(), table: &pcitest.Mem{B: make([]byte, 16<<10)},
 		writes: map[uint32][]uint32{}, noRA: noRA}
 	for i := 0; i < 3; i++ {
 		s.eeprom[i] = uint16(mac[2*i]) | uint16(mac[2*i+1])<<8
@@ -151,10 +100,10 @@ func (p simPlatform) Map(b pci.BAR) (pci.Region, error) {
 	return nil, fmt.Errorf("no BAR at %#x", b.Addr)
 }
 
-func (p simPlatform) newIRQ(kind string) *simIRQ {
+func (p simPlatform) newIRQ(kind string) *intelnictest.IRQ {
 	p.s.mu.Lock()
 	defer p.s.mu.Unlock()
-	p.s.irq = &simIRQ{c: make(chan struct{}, 1)}
+	p.s.irq = intelnictest.NewIRQ()
 	p.s.kind = kind
 	return p.s.irq
 }
@@ -178,7 +127,7 @@ func (s *sim) Write8(off uint32, v uint8)   { panic("8-bit register write") }
 func (s *sim) Write16(off uint32, v uint16) { panic("16-bit register write") }
 func (s *sim) written(reg uint32) []uint32  { s.mu.Lock(); defer s.mu.Unlock(); return s.writes[reg] }
 func (s *sim) get(reg uint32) uint32        { s.mu.Lock(); defer s.mu.Unlock(); return s.reg[reg] }
-func (s *sim) interrupts() int64            { s.mu.Lock(); defer s.mu.Unlock(); return s.irq.count.Load() }
+func (s *sim) interrupts() int64            { s.mu.Lock(); defer s.mu.Unlock(); return s.irq.Count() }
 func (s *sim) errors() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -316,7 +265,7 @@ func (s *sim) update() {
 			return
 		}
 		s.esignaled |= pending
-		s.irq.raise()
+		s.irq.Raise()
 		s.reg[regEICR] &^= s.reg[regEIAC]
 		s.esignaled &^= s.reg[regEIAC]
 		return
@@ -327,7 +276,7 @@ func (s *sim) update() {
 		return
 	}
 	s.signaled |= pending
-	s.irq.raise()
+	s.irq.Raise()
 }
 
 // transmit consumes descriptors from TDH to TDT.
@@ -351,7 +300,7 @@ func (s *sim) transmit() {
 			s.errorf("transmit descriptor %d: %#x is not an advanced data descriptor", h, cmd)
 		}
 		if s.txFrame == nil {
-			s.txFirst = load32(d, txStatus) >> txPaylen
+			s.txFirst = intelnic.Load32(d, txStatus) >> txPaylen
 		}
 		length := int(cmd & 0xffff)
 		data, err := s.mem.Slice(addr, length)
@@ -373,7 +322,7 @@ func (s *sim) transmit() {
 			}
 		}
 		if cmd&txcRS != 0 {
-			store32(d, txStatus, load32(d, txStatus)|txdDD)
+			intelnic.Store32(d, txStatus, intelnic.Load32(d, txStatus)|txdDD)
 		}
 		s.reg[regTDH] = (h + 1) % n
 		did = true
@@ -477,7 +426,7 @@ func (s *sim) writeRx(d, data []byte, length uint16, status uint32) {
 	copy(buf, data)
 	binary.LittleEndian.PutUint64(d[0:], 0x0000_1234_0000_0011) // RSS hash, packet type
 	binary.LittleEndian.PutUint16(d[rxLen:], length)
-	store32(d, rxStatus, status)
+	intelnic.Store32(d, rxStatus, status)
 	s.reg[regRDH] = (s.reg[regRDH] + 1) % (s.reg[regRDLEN] / descSize)
 }
 

@@ -1,4 +1,4 @@
-package e1000
+package intelnic
 
 import (
 	"sync/atomic"
@@ -12,11 +12,13 @@ import (
 // hoisted above it, so the fields read after the status are at least as
 // new as the status. off must be 4-byte aligned (descriptors are 16).
 
-func load32(b []byte, off int) uint32 {
+// Load32 reads the 32-bit descriptor word at b[off:] as the card left it.
+func Load32(b []byte, off int) uint32 {
 	return atomic.LoadUint32(word(b, off))
 }
 
-func store32(b []byte, off int, v uint32) {
+// Store32 writes the 32-bit descriptor word at b[off:] for the card.
+func Store32(b []byte, off int, v uint32) {
 	atomic.StoreUint32(word(b, off), v)
 }
 
