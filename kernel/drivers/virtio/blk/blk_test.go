@@ -39,7 +39,9 @@ func (m *model) Features() uint64 {
 	}
 	return f
 }
-func (m *model) Queues() int      { return 1 }
+
+func (m *model) Queues() int { return 1 }
+
 func (m *model) Config() []byte {
 	c := make([]byte, 48)
 	binary.LittleEndian.PutUint32(c[36:], m.discardMax)
