@@ -40,6 +40,7 @@ func newStack() (*stack.Stack, error) {
 	s := stack.New(stack.Options{
 		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocol, arp.NewProtocol},
 		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol},
+		Clock:              clock{},
 		// Loopback traffic needs no ICMP unreachable rate limits or
 		// duplicate address detection; nothing else is set.
 	})
