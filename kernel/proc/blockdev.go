@@ -20,6 +20,9 @@ const (
 	blkGetSize64 = 0x80081272 // u64: size in bytes
 	blkPBSZGet   = 0x127b     // unsigned int: physical sector size
 	blkDiscard   = 0x1277     // u64 range[2]: discard [start, start+len)
+	// BLKDISCARDZEROES, unsigned int: 0 on Linux since 4.12 whatever
+	// the device (a discard is not a way to zero), and so here.
+	blkDiscardZeroes = 0x127c
 )
 
 // blockIoctl serves the BLK* ioctls on a block device file.
@@ -46,6 +49,7 @@ func (t *Thread) blockIoctl(f *vfs.OpenFile, d blk.Device, cmd uint64, arg uintp
 		return errno(devfs.RereadPartitions(f))
 	case blkDiscard:
 		return t.blockDiscard(f, d, arg)
+	case blkDiscardZeroes:
 	case blkFlsBuf:
 		if !t.creds().privileged() {
 			return -eACCES
