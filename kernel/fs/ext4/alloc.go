@@ -270,6 +270,11 @@ func (fs *FS) freeRun(start uint64, n uint32) error {
 		if err := fs.writeBlockBitmap(g, b); err != nil {
 			return err
 		}
+		if fs.discardFreed && fs.jnl == nil {
+			// No journal: nothing to wait for (Linux's no-journal
+			// ext4 discards as it frees too).
+			fs.discardRun(start, uint64(cnt))
+		}
 		start += uint64(cnt)
 		n -= cnt
 	}
