@@ -267,6 +267,8 @@ func (fs *FS) freeRun(start uint64, n uint32) error {
 		}
 		fs.groups[g].freeBlocks += cnt
 		fs.sb.freeBlocks += uint64(cnt)
+		delete(fs.trimmed, g) // the next FITRIM looks at it again
+		fs.frees++
 		if err := fs.writeBlockBitmap(g, b); err != nil {
 			return err
 		}

@@ -17,6 +17,12 @@ import (
 // commit's freed blocks stay reserved until the commit is reaped.
 // Discard errors are not reported, as on Linux: a discard is advice,
 // and the blocks are free whatever the device did.
+//
+// As Linux's, FITRIM skips a group it trimmed whole before (with no
+// smaller minimum) in which nothing was freed since: a second fstrim
+// reports 0 bytes. The mark is in memory only, and a group is marked
+// only if none of its blocks was held back from the trim (freed but not
+// yet durable), so that those are trimmed once they are free.
 
 // discarder is a device that takes discards (blk.Discarder, by its
 // methods: byte offsets and lengths in whole sectors).
@@ -102,6 +108,9 @@ func (fs *FS) Trim(start, length, minLen uint64) (uint64, error) {
 			return trimmed * bs, err
 		}
 	}
+	fs.mu.Lock()
+	fs.lastTrimMin = minBlocks
+	fs.mu.Unlock()
 	return trimmed * bs, nil
 }
 
@@ -114,7 +123,8 @@ func (fs *FS) groupOf(b uint64) uint32 {
 // discarded without it (allocation goes on around them), released.
 func (fs *FS) trimGroup(g, from, to uint32, minBlocks uint64) (uint64, error) {
 	fs.begin()
-	if fs.groups[g].freeBlocks == 0 {
+	whole := from == 0 && to == fs.groupBlocks(g)
+	if fs.groups[g].freeBlocks == 0 || whole && fs.trimmed[g] && minBlocks >= fs.lastTrimMin {
 		fs.mu.Unlock()
 		return 0, nil
 	}
@@ -136,8 +146,10 @@ func (fs *FS) trimGroup(g, from, to uint32, minBlocks uint64) (uint64, error) {
 		return false
 	}
 	var runs [][2]uint32
+	held := false // a free block held back: freed, not yet durable
 	for i := from; i < to; {
 		if used(i) {
+			held = held || !testBit(b, i)
 			i++
 			continue
 		}
@@ -150,7 +162,17 @@ func (fs *FS) trimGroup(g, from, to uint32, minBlocks uint64) (uint64, error) {
 		}
 		i = j
 	}
+	frees := fs.frees
+	mark := func() { // under mu
+		if whole && !held && fs.frees == frees {
+			if fs.trimmed == nil {
+				fs.trimmed = map[uint32]bool{}
+			}
+			fs.trimmed[g] = true
+		}
+	}
 	if len(runs) == 0 {
+		mark()
 		fs.mu.Unlock()
 		return 0, nil
 	}
@@ -195,6 +217,9 @@ func (fs *FS) trimGroup(g, from, to uint32, minBlocks uint64) (uint64, error) {
 	}
 	if empty {
 		delete(fs.trimming, g)
+	}
+	if len(errs) == 0 {
+		mark()
 	}
 	fs.mu.Unlock()
 	if len(errs) > 0 {

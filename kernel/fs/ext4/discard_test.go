@@ -166,12 +166,19 @@ func TestTrim(t *testing.T) {
 			}
 			fsck(t, d.memDev)
 
-			// minlen: only runs at least that long.
+			// minlen: only runs at least that long (the groups
+			// forgotten as trimmed, so that they are looked at).
 			d.mu.Lock()
 			d.got = nil
 			d.mu.Unlock()
+			f.mu.Lock()
+			f.trimmed = nil
+			f.mu.Unlock()
 			_, err = f.Trim(0, 1<<62, 64*bs)
 			ok(t, err)
+			if len(d.discards()) == 0 {
+				t.Error("no run of 64 blocks on a nearly empty file system")
+			}
 			for _, r := range d.discards() {
 				if uint64(r[1]) < 64*bs {
 					t.Errorf("a run of %d bytes with minlen %d", r[1], 64*bs)
@@ -292,4 +299,45 @@ func TestDiscardOption(t *testing.T) {
 		t.Errorf("ext2 with discard: %d blocks left, discards %v", blocksOf(e2, ed, 0x5a), ed.discards())
 	}
 	fsck(t, ed.memDev)
+}
+
+// As on Linux, a group trimmed whole is skipped by the next FITRIM until
+// a block is freed in it, unless the minimum is smaller; blocks held
+// back (freed, not yet durable) keep their group unmarked.
+func TestTrimSkipsTrimmedGroups(t *testing.T) {
+	f, d := mountDisc(t, Options{}, "-t", "ext4")
+	bs := uint64(f.blockSize)
+	trim := func(minLen uint64) uint64 {
+		t.Helper()
+		n, err := f.Trim(0, 1<<62, minLen)
+		ok(t, err)
+		return n
+	}
+	if n := trim(64 * bs); n == 0 {
+		t.Fatal("nothing trimmed on a fresh file system")
+	}
+	if n := trim(64 * bs); n != 0 {
+		t.Errorf("trimmed %d bytes again with nothing freed", n)
+	}
+	if n := trim(0); n == 0 {
+		t.Error("a smaller minimum trimmed nothing")
+	}
+	if n := trim(0); n != 0 {
+		t.Errorf("trimmed %d bytes a third time", n)
+	}
+	patterned(t, f, "gone", 300, 0x5a)
+	ok(t, f.Sync())
+	ok(t, f.Unlink(RootIno, "gone"))
+	trim(0) // the file's blocks are held back: its groups stay unmarked
+	if blocksOf(f, d, 0x5a) != 300 {
+		t.Fatal("blocks of an uncommitted free discarded")
+	}
+	ok(t, f.Sync())
+	if n := trim(0); n < 300*bs || blocksOf(f, d, 0x5a) != 0 {
+		t.Errorf("after the commit: trimmed %d bytes, %d blocks of the file left", n, blocksOf(f, d, 0x5a))
+	}
+	if n := trim(0); n != 0 {
+		t.Errorf("trimmed %d bytes again", n)
+	}
+	fsck(t, d.memDev)
 }

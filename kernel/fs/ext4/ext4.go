@@ -114,6 +114,14 @@ type FS struct {
 	disc         discarder
 	discardFreed bool
 	trimming     map[uint32][]byte
+	// trimmed marks the groups a FITRIM covered whole with none of
+	// their free blocks held back, until a block is freed in them;
+	// lastTrimMin is the latest FITRIM's minimum run; frees counts the
+	// runs freed, so that a group is not marked if one was freed while
+	// it was trimmed (under mu).
+	trimmed     map[uint32]bool
+	lastTrimMin uint64
+	frees       uint64
 }
 
 // countedDevice counts the writes to the device under the file system.
