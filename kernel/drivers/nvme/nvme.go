@@ -483,6 +483,13 @@ func (c *Controller) Version() string {
 // (Doorbell Buffer Config).
 func (c *Controller) ShadowDoorbells() bool { return c.shadow.Mem != nil }
 
+// Deallocate describes the controller's Dataset Management: whether it
+// has it, and the ranges per command, blocks per range and blocks per
+// command (0: no limit) the driver keeps to.
+func (c *Controller) Deallocate() (ok bool, ranges int, rangeBlocks, commandBlocks uint64) {
+	return c.id.dsm, c.dsm.ranges, c.dsm.rangeBlocks, c.dsm.commandBlocks
+}
+
 // VolatileCache says whether the controller has a write cache that
 // Flush empties.
 func (c *Controller) VolatileCache() bool { return c.id.vwc }
