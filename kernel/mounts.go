@@ -104,9 +104,16 @@ func (k *kernel) registerFSTypes(v *vfs.VFS) {
 // a read-write one commits its journal every ext4Commit (or commit=N
 // seconds) until it is unmounted.
 func (k *kernel) mountExt4(src vfs.Source, ro bool, data string) (*vfs.FileSystem, error) {
-	opts, err := mountOptions(data, "commit", "data")
+	opts, err := mountOptions(data, "commit", "data", "discard", "nodiscard")
 	if err != nil {
 		return nil, err
+	}
+	// discard or nodiscard: the last one given counts, as on Linux.
+	discard := false
+	for _, o := range strings.Split(data, ",") {
+		if o == "discard" || o == "nodiscard" {
+			discard = o == "discard"
+		}
 	}
 	interval := ext4Commit
 	if s, ok := opts["commit"]; ok {
@@ -126,7 +133,7 @@ func (k *kernel) mountExt4(src vfs.Source, ro bool, data string) (*vfs.FileSyste
 		return nil, linux.ENXIO
 	}
 	disk := node.Dev
-	fs, err := ext4.Mount(blk.Bytes{D: disk}, ext4.Options{ReadOnly: ro, Clock: wallclock.Now})
+	fs, err := ext4.Mount(blk.Bytes{D: disk}, ext4.Options{ReadOnly: ro, Clock: wallclock.Now, Discard: discard})
 	if err != nil {
 		k.log.Warnf("ext4: mount %s: %v", disk.Name(), err)
 		return nil, linux.EINVAL // what Linux says of a disk it cannot mount
@@ -149,7 +156,7 @@ func (k *kernel) mountExt4(src vfs.Source, ro bool, data string) (*vfs.FileSyste
 	if part != nil {
 		part.Opened()
 	}
-	return &vfs.FileSystem{Root: root, Sync: x.Sync, Remount: x.Remount, Release: func() error {
+	return &vfs.FileSystem{Root: root, Sync: x.Sync, Remount: x.Remount, Trim: x.Trim, CanTrim: x.CanDiscard, Release: func() error {
 		close(stop)
 		err := x.Unmount()
 		if part != nil {

@@ -47,6 +47,9 @@ func (k *kernel) nvmeDriver() *pci.Driver {
 			kind, vecs := c.Interrupts()
 			k.log.Infof("%s: %s (serial %s, firmware %s, NVMe %s), %d I/O queues on %d %v vectors, write cache %v, shadow doorbells %v",
 				name, c.Model(), c.Serial(), c.Firmware(), c.Version(), c.Queues(), vecs, kind, c.VolatileCache(), c.ShadowDoorbells())
+			if ok, ranges, per, most := c.Deallocate(); ok {
+				k.log.Infof("%s: deallocate (discard): %d ranges of up to %d blocks a command, at most %d blocks (0: no limit)", name, ranges, per, most)
+			}
 			for _, ns := range c.Namespaces() {
 				k.blocks.AddExt(ns) // 259:n, as Linux numbers NVMe namespaces
 				k.log.Infof("%s: %d sectors of %d bytes (%d MiB)", ns.Name(), ns.Sectors(), ns.SectorSize(), blk.Size(ns)>>20)

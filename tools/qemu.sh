@@ -7,13 +7,14 @@
 # q35 without an HPET).
 # CPU=MODEL is the processor QEMU emulates (default max: every feature TCG
 # has; qemu64 has the fewest; `qemu-system-x86_64 -cpu help` lists them).
-# DISK=IMAGE attaches a raw image as a virtio-blk disk (/dev/vda; discards
-# punch holes in it).
+# DISK=IMAGE attaches a raw image as a virtio-blk disk (/dev/vda).
 # DISK2=IMAGE attaches a second one (/dev/vdb; /dev/vda without DISK).
 # SATA="IMAGE..." attaches raw images as SATA disks on q35's AHCI
 # controller (/dev/sda, sdb, ...: ports 0, 1, 3, 4, 5; -cdrom is port 2).
 # NVME=IMAGE attaches a raw image as an NVMe controller's namespace 1
 # (/dev/nvme0n1).
+# Every disk is attached with discard=unmap: a discard (BLKDISCARD, TRIM,
+# Dataset Management, an ext4 FITRIM) punches a hole in its image.
 # Exit status: the kernel's status (isa-debug-exit), 124 on timeout.
 set -u
 . "$(dirname "$0")/sata.sh"
@@ -22,10 +23,10 @@ shift 3
 # Prepended, so DISK2 goes first to come after DISK on the command line
 # (and on the PCI bus).
 if [ -n "${NVME:-}" ]; then
-  set -- -drive "file=$NVME,if=none,id=nv0,format=raw" -device nvme,serial=sbnvme0,drive=nv0 "$@"
+  set -- -drive "file=$NVME,if=none,id=nv0,format=raw,discard=unmap" -device nvme,serial=sbnvme0,drive=nv0 "$@"
 fi
 if [ -n "${DISK2:-}" ]; then
-  set -- -drive "file=$DISK2,if=none,id=vd1,format=raw" -device virtio-blk-pci,drive=vd1 "$@"
+  set -- -drive "file=$DISK2,if=none,id=vd1,format=raw,discard=unmap" -device virtio-blk-pci,drive=vd1 "$@"
 fi
 if [ -n "${DISK:-}" ]; then
   set -- -drive "file=$DISK,if=none,id=vd0,format=raw,discard=unmap" -device virtio-blk-pci,drive=vd0 "$@"

@@ -11,7 +11,7 @@ tools_sata_args() {
     port=$i
     [ $i -ge 2 ] && port=$((i + 1))
     [ $port -le 5 ] || { echo "sata: more than 5 images" >&2; return 1; }
-    printf '%s\n' -drive "file=$img,if=none,id=sata$i,format=raw" -device "ide-hd,drive=sata$i,bus=ide.$port"
+    printf '%s\n' -drive "file=$img,if=none,id=sata$i,format=raw,discard=unmap" -device "ide-hd,drive=sata$i,bus=ide.$port"
     i=$((i + 1))
   done
 }

@@ -117,3 +117,20 @@ func (b Bytes) WriteAt(p []byte, off int64) (int, error) {
 func (b Bytes) Flush() error { return b.D.Flush() }
 
 func (b Bytes) Size() int64 { return Size(b.D) }
+
+// CanDiscard reports whether the device takes discards.
+func (b Bytes) CanDiscard() bool { return CanDiscard(b.D) }
+
+// Discard discards the whole sectors within n bytes at off (a discard
+// is advice: the parts of sectors at either end are left alone).
+func (b Bytes) Discard(off, n int64) error {
+	if off < 0 || n < 0 || off > Size(b.D) || n > Size(b.D)-off {
+		return ErrRange
+	}
+	ss := int64(b.D.SectorSize())
+	start, end := (off+ss-1)/ss*ss, (off+n)/ss*ss
+	if end <= start {
+		return nil
+	}
+	return Discard(b.D, start, end-start)
+}

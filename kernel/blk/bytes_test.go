@@ -93,3 +93,28 @@ func TestBytes(t *testing.T) {
 		t.Errorf("flush: %v, %d flushes", err, m.Flushes)
 	}
 }
+
+// Bytes discards the whole sectors of a range and passes CanDiscard on.
+func TestBytesDiscard(t *testing.T) {
+	m := &discMem{Mem: NewMem("vdz", 4096, 100)}
+	b := Bytes{D: m}
+	if !b.CanDiscard() || (Bytes{D: NewMem("vdy", 512, 8)}).CanDiscard() {
+		t.Fatal("CanDiscard does not follow the device")
+	}
+	for _, c := range []struct {
+		off, n int64
+		want   [][2]int64
+	}{
+		{4096, 8192, [][2]int64{{4096, 8192}}},
+		{1024, 3 * 4096, [][2]int64{{4096, 8192}}}, // 1 KiB blocks on 4 KiB sectors
+		{1024, 2048, nil},
+	} {
+		m.got = nil
+		if err := b.Discard(c.off, c.n); err != nil || len(m.got) != len(c.want) || len(c.want) > 0 && m.got[0] != c.want[0] {
+			t.Errorf("Discard(%d, %d): %v, device got %v, want %v", c.off, c.n, err, m.got, c.want)
+		}
+	}
+	if err := b.Discard(99*4096, 8192); !errors.Is(err, ErrRange) {
+		t.Errorf("a discard past the end: %v", err)
+	}
+}

@@ -55,7 +55,7 @@ func (p *Partition) ReadAt(b []byte, off int64) (int, error) {
 	}
 	t := p.stats.begin()
 	n, err := p.disk.ReadAt(b, off+p.offset())
-	p.stats.end(t, statRead, n, err == nil)
+	p.stats.end(t, statRead, int64(n), err == nil)
 	return n, err
 }
 
@@ -66,7 +66,7 @@ func (p *Partition) WriteAt(b []byte, off int64) (int, error) {
 	}
 	t := p.stats.begin()
 	n, err := p.disk.WriteAt(b, off+p.offset())
-	p.stats.end(t, statWrite, n, err == nil)
+	p.stats.end(t, statWrite, int64(n), err == nil)
 	return n, err
 }
 
@@ -82,7 +82,10 @@ func (p *Partition) Discard(off, n int64) error {
 	if err := CheckRange(p, off, n); err != nil {
 		return err
 	}
-	return Discard(p.disk, off+p.offset(), n)
+	t := p.stats.begin()
+	err := Discard(p.disk, off+p.offset(), n)
+	p.stats.end(t, statDiscard, n, err == nil)
+	return err
 }
 
 func (p *Partition) offset() int64 { return int64(p.start) * int64(p.disk.SectorSize()) }

@@ -11,13 +11,13 @@ import (
 // completed, the 512-byte sectors moved and the milliseconds they took,
 // the requests in flight, the time the device was busy and the time
 // requests spent in it summed over requests. Shortbread merges no
-// requests, so the merged counts stay 0; it has no discard yet.
+// requests, so the merged counts stay 0.
 type Stats struct {
 	mu      sync.Mutex
 	clock   func() time.Time
-	ios     [2]uint64 // read, write
-	sectors [2]uint64
-	nanos   [2]int64
+	ios     [3]uint64 // read, write, discard
+	sectors [3]uint64
+	nanos   [3]int64
 	flushes uint64
 	flushNs int64
 	flight  int
@@ -27,8 +27,9 @@ type Stats struct {
 }
 
 const (
-	statRead  = 0
-	statWrite = 1
+	statRead    = 0
+	statWrite   = 1
+	statDiscard = 2
 )
 
 func (s *Stats) now() time.Time {
@@ -60,8 +61,9 @@ func (s *Stats) advanceLocked(now time.Time) {
 }
 
 // end counts a request started at start as done: dir is statRead,
-// statWrite or -1 for a flush; a failed request counts only its time.
-func (s *Stats) end(start time.Time, dir int, bytes int, ok bool) {
+// statWrite, statDiscard or -1 for a flush; a failed request counts
+// only its time.
+func (s *Stats) end(start time.Time, dir int, bytes int64, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -89,11 +91,12 @@ func (s *Stats) Line(major, minor uint32, name string) string {
 	ms := func(ns int64) int64 { return ns / 1e6 }
 	// Linux 6.1's diskstats_show: 4 fields for reads, 4 for writes, in
 	// flight, busy and weighted times, 4 for discards, 2 for flushes.
-	return fmt.Sprintf("%4d %7d %s %d 0 %d %d %d 0 %d %d %d %d %d 0 0 0 0 %d %d\n",
+	return fmt.Sprintf("%4d %7d %s %d 0 %d %d %d 0 %d %d %d %d %d %d 0 %d %d %d %d\n",
 		major, minor, name,
 		s.ios[statRead], s.sectors[statRead], ms(s.nanos[statRead]),
 		s.ios[statWrite], s.sectors[statWrite], ms(s.nanos[statWrite]),
 		s.flight, ms(s.busyNs), ms(s.queueNs),
+		s.ios[statDiscard], s.sectors[statDiscard], ms(s.nanos[statDiscard]),
 		s.flushes, ms(s.flushNs))
 }
 
@@ -109,14 +112,14 @@ func Count(d Device) *Counted { return &Counted{Device: d} }
 func (c *Counted) ReadAt(p []byte, off int64) (int, error) {
 	t := c.Stats.begin()
 	n, err := c.Device.ReadAt(p, off)
-	c.Stats.end(t, statRead, n, err == nil)
+	c.Stats.end(t, statRead, int64(n), err == nil)
 	return n, err
 }
 
 func (c *Counted) WriteAt(p []byte, off int64) (int, error) {
 	t := c.Stats.begin()
 	n, err := c.Device.WriteAt(p, off)
-	c.Stats.end(t, statWrite, n, err == nil)
+	c.Stats.end(t, statWrite, int64(n), err == nil)
 	return n, err
 }
 
@@ -127,11 +130,16 @@ func (c *Counted) Flush() error {
 	return err
 }
 
-// CanDiscard and Discard follow the device (discards are not counted:
-// /proc/diskstats's discard fields stay zero).
+// CanDiscard and Discard follow the device; a discard counts as one
+// request of its sectors (Linux counts the requests it was split into).
 func (c *Counted) CanDiscard() bool { return CanDiscard(c.Device) }
 
-func (c *Counted) Discard(off, n int64) error { return Discard(c.Device, off, n) }
+func (c *Counted) Discard(off, n int64) error {
+	t := c.Stats.begin()
+	err := Discard(c.Device, off, n)
+	c.Stats.end(t, statDiscard, n, err == nil)
+	return err
+}
 
 // ReadOnly follows the device.
 func (c *Counted) ReadOnly() bool {

@@ -488,6 +488,9 @@ func sysIoctl(t *Thread, a *[6]uint64) (int64, bool) {
 	if r, ok := devfs.RTCOf(f); ok {
 		return t.rtcIoctl(r, cmd, arg), false
 	}
+	if cmd == fiTrim {
+		return t.fiTrim(f, arg), false
+	}
 	return -eNOTTY, false
 }
 

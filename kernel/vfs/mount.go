@@ -52,6 +52,12 @@ type FileSystem struct {
 	// Sync) or read-write again, so that a disk file system can leave
 	// its disk clean meanwhile. Nil when that changes nothing.
 	Remount func(ro bool) error
+	// Trim discards the free blocks of the byte range [start,
+	// start+length) in free runs of at least minLen bytes and returns
+	// the bytes discarded (FITRIM); CanTrim says whether the device
+	// takes discards. Nil for file systems without FITRIM (ENOTTY).
+	Trim    func(start, length, minLen uint64) (uint64, error)
+	CanTrim func() bool
 
 	// mounts counts the mounts that use the instance: a block device
 	// mounted again shares it, as Linux shares the superblock, and it is
@@ -106,6 +112,15 @@ func (m *Mount) Sync() error {
 		return nil
 	}
 	return m.fs.Sync()
+}
+
+// Trimmer returns the mount's FITRIM and whether its device discards,
+// or nil when the file system has no FITRIM.
+func (m *Mount) Trimmer() (trim func(start, length, minLen uint64) (uint64, error), canDiscard bool) {
+	if m.fs == nil || m.fs.Trim == nil {
+		return nil, false
+	}
+	return m.fs.Trim, m.fs.CanTrim != nil && m.fs.CanTrim()
 }
 
 // SyncAll writes back every mounted file system (sync(2)).

@@ -43,9 +43,9 @@ if [ -n "${DISK:-}${DISK2:-}${SATA:-}${NVME:-}" ]; then
   (cd "$tmp/root" && find . | cpio -o -H newc --quiet) | cat "$initrd" - > "$tmp/initrd.cpio"
   initrd=$tmp/initrd.cpio
   [ -z "${DISK:-}" ] || disk="-drive file=$DISK,if=none,id=vd0,format=raw,discard=unmap -device virtio-blk-pci,drive=vd0"
-  [ -z "${DISK2:-}" ] || disk="$disk -drive file=$DISK2,if=none,id=vd1,format=raw -device virtio-blk-pci,drive=vd1"
+  [ -z "${DISK2:-}" ] || disk="$disk -drive file=$DISK2,if=none,id=vd1,format=raw,discard=unmap -device virtio-blk-pci,drive=vd1"
   disk="$disk $(tools_sata_args | tr '\n' ' ')"
-  [ -z "${NVME:-}" ] || disk="$disk -drive file=$NVME,if=none,id=nv0,format=raw -device nvme,serial=sbnvme0,drive=nv0"
+  [ -z "${NVME:-}" ] || disk="$disk -drive file=$NVME,if=none,id=nv0,format=raw,discard=unmap -device nvme,serial=sbnvme0,drive=nv0"
 fi
 timeout --foreground -k 5 "$limit" qemu-system-x86_64 -machine q35 -cpu max -m "${MEM:-512M}" \
   -smp "$cpus" -display none -serial stdio -monitor none -no-reboot \

@@ -12,12 +12,21 @@
  * as ext4, mounting it twice (the same file system in two places; EBUSY
  * read-only or as another type), files, directories, a symlink, a
  * hard link, renames and an unlink, fsync, syncfs, sync, umount, then a
- * read-only mount reading it all back. `t_mount --check-image IMAGE` on
- * the host then runs e2fsck -fn on the image and checks, with debugfs,
- * that the files hold what the guest wrote.
+ * read-only mount reading it all back. Then discards (the image is
+ * attached with discard=unmap, so a discarded block reads as zeros): a
+ * 2 MiB file written, fsync'd, deleted and committed on a mount with the
+ * discard option is gone from the disk after the unmount; on a mount
+ * without it, FITRIM after another such file reports a length > 0 and
+ * the file is gone too (and busybox fstrim works), with FITRIM's errors
+ * (EPERM for a user, ENOTTY on tmpfs, EFAULT, EINVAL for len, start and
+ * minlen). `t_mount --check-image IMAGE` on the host then runs e2fsck
+ * -fn on the image and checks, with debugfs, that the files hold what
+ * the guest wrote, and that neither deleted file's blocks are left.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -315,6 +324,119 @@ static void test_ext4(const char *dev)
 	free(big);
 }
 
+/* <linux/fs.h> (musl-gcc has no kernel headers) */
+struct fstrim_range {
+	uint64_t start, len, minlen;
+};
+#define FITRIM _IOWR('X', 121, struct fstrim_range)
+
+/* The deleted files of test_discard: TRIM_CHUNKS chunks of 512 bytes,
+ * each starting with "t_mount discard NAME chunk N". What may be left of
+ * one on the disk after its blocks were discarded: a device may drop
+ * the parts of a discard that do not cover whole blocks of its own
+ * (QEMU's raw files: the host file system's), so a few chunks at the
+ * ends of each extent may stay. */
+#define TRIM_CHUNKS 4096
+#define TRIM_LEFT_MAX 64
+
+static void chunk_sig(char *b, const char *name, int i)
+{
+	memset(b, 0, 512);
+	snprintf(b, 512, "t_mount discard %s chunk %d", name, i);
+	for (int j = 64; j < 512; j++)
+		b[j] = (char)(j * 7 + i);
+}
+
+/* Writes the file NAME in dir, fsyncs it and deletes it. */
+static int write_and_delete(const char *dir, const char *name)
+{
+	char p[400], b[512];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	int fd = open(p, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	if (fd < 0)
+		return -1;
+	int ok = 1;
+	for (int i = 0; i < TRIM_CHUNKS && ok; i++) {
+		chunk_sig(b, name, i);
+		ok = write(fd, b, 512) == 512;
+	}
+	ok = ok && fsync(fd) == 0;
+	close(fd);
+	return ok && unlink(p) == 0 ? 0 : -1;
+}
+
+/* How many chunks of the deleted file NAME the disk or image at path
+ * still holds. */
+static long chunks_left(const char *path, const char *name)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	char prefix[64];
+	int plen = snprintf(prefix, sizeof prefix, "t_mount discard %s chunk ", name);
+	static char b[1 << 20];
+	long left = 0;
+	ssize_t n;
+	while ((n = read(fd, b, sizeof b)) > 0)
+		for (ssize_t off = 0; off + 512 <= n; off += 512)
+			left += memcmp(b + off, prefix, plen) == 0;
+	close(fd);
+	return n < 0 ? -1 : left;
+}
+
+static void test_discard(const char *dev)
+{
+	/* the discard mount option: after the commit that frees them */
+	if (!CHECK_SYS("mount ext4 -o discard", mount(dev, mnt, "ext4", 0, "discard")))
+		return;
+	CHECK_SYS("discard option: write, fsync and delete a file", write_and_delete(mnt, "option"));
+	int fd = open(mnt, O_RDONLY | O_DIRECTORY);
+	CHECK_SYS("discard option: syncfs", syncfs(fd));
+	close(fd);
+	CHECK_SYS("umount the discard mount", umount(mnt));
+	long left = chunks_left(dev, "option");
+	CHECK("discard option: the deleted file is gone from the disk", left >= 0 && left <= TRIM_LEFT_MAX);
+	if (left > 0)
+		printf("t_mount: %ld chunks of 512 bytes left of the file deleted on the discard mount\n", left);
+
+	/* FITRIM */
+	if (!CHECK_SYS("mount ext4 again", mount(dev, mnt, "ext4", 0, NULL)))
+		return;
+	CHECK_SYS("FITRIM: write, fsync and delete a file", write_and_delete(mnt, "fitrim"));
+	sync();
+	fd = open(mnt, O_RDONLY | O_DIRECTORY);
+	CHECK_SYS("open the mount point", fd);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct fstrim_range r = { 0, UINT64_MAX, 0 };
+		_exit(setuid(65534) == 0 && ioctl(fd, FITRIM, &r) < 0 && errno == EPERM ? 0 : 1);
+	}
+	int st;
+	CHECK("FITRIM as a user: EPERM", pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_ERR("FITRIM: EFAULT", ioctl(fd, FITRIM, (void *)8), EFAULT);
+	struct fstrim_range shortlen = { 0, 100, 0 }, past = { 1ULL << 40, 1 << 20, 0 }, minlen = { 0, UINT64_MAX, 1ULL << 40 };
+	CHECK_ERR("FITRIM: len under a block: EINVAL", ioctl(fd, FITRIM, &shortlen), EINVAL);
+	CHECK_ERR("FITRIM: start past the end: EINVAL", ioctl(fd, FITRIM, &past), EINVAL);
+	CHECK_ERR("FITRIM: minlen over a group: EINVAL", ioctl(fd, FITRIM, &minlen), EINVAL);
+	struct fstrim_range r = { 0, UINT64_MAX, 0 };
+	CHECK_SYS("FITRIM", ioctl(fd, FITRIM, &r));
+	CHECK("FITRIM: len > 0", r.len > 0 && r.len <= 64ULL << 20);
+	CHECK("FITRIM: start and minlen as given", r.start == 0 && r.minlen == 0);
+	close(fd);
+	char *fstrimv[] = { "fstrim", mnt, NULL };
+	CHECK_EQ("busybox fstrim DIR", run_busybox(fstrimv), 0);
+	CHECK_SYS("mount tmpfs", mount("none", mnt2, "tmpfs", 0, NULL));
+	fd = open(mnt2, O_RDONLY | O_DIRECTORY);
+	CHECK_ERR("FITRIM on tmpfs: ENOTTY", ioctl(fd, FITRIM, &r), ENOTTY);
+	close(fd);
+	CHECK_SYS("umount tmpfs", umount(mnt2));
+	CHECK_SYS("umount after FITRIM", umount(mnt));
+	left = chunks_left(dev, "fitrim");
+	CHECK("FITRIM: the deleted file is gone from the disk", left >= 0 && left <= TRIM_LEFT_MAX);
+	if (left > 0)
+		printf("t_mount: %ld chunks of 512 bytes left of the file deleted before FITRIM\n", left);
+}
+
 /* On the host: the image the guest wrote is clean and holds the files. */
 static int check_image(const char *img)
 {
@@ -355,6 +477,10 @@ static int check_image(const char *img)
 	snprintf(cmd, sizeof cmd, "debugfs -R 'stat /t_mount/gone' '%s' 2>&1 | grep -q 'File not found'", img);
 	st = system(cmd);
 	CHECK("the unlinked file", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	long left = chunks_left(img, "option");
+	CHECK("image: the file deleted on the discard mount is gone", left >= 0 && left <= TRIM_LEFT_MAX);
+	left = chunks_left(img, "fitrim");
+	CHECK("image: the file deleted before FITRIM is gone", left >= 0 && left <= TRIM_LEFT_MAX);
 	return check_done();
 }
 
@@ -379,6 +505,7 @@ int main(int argc, char **argv)
 		char dev[64];
 		snprintf(dev, sizeof dev, "/dev/%s", disk);
 		test_ext4(dev);
+		test_discard(dev);
 	} else {
 		printf("t_mount: no EXT4_DISK: ext4 part skipped\n");
 	}

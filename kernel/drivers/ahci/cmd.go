@@ -24,6 +24,53 @@ func (k *Disk) Flush() error {
 	return k.retry(ataFlushExt, 0, nil, false, false)
 }
 
+// CanDiscard reports whether the disk takes TRIM (IDENTIFY word 169).
+func (k *Disk) CanDiscard() bool { return k.trimBlocks > 0 }
+
+// DiscardZeroes reports whether IDENTIFY promises that trimmed sectors
+// read as zeros (word 69: deterministic read after TRIM, and zeros).
+// QEMU promises determinism only. Nothing here relies on either: as on
+// Linux, discarded data is gone, not zeroed.
+func (k *Disk) DiscardZeroes() bool { return k.drat && k.rzat }
+
+// Discard trims the n bytes at off (whole sectors): DATA SET MANAGEMENT
+// commands with the TRIM bit, non-queued (QEMU has no SEND FPDMA
+// QUEUED), each carrying up to trimBlocks 512-byte blocks of LBA range
+// entries of at most 65,535 sectors; unused entries are zero, which the
+// disk skips.
+func (k *Disk) Discard(off, n int64) error {
+	if k.trimBlocks == 0 {
+		return blk.ErrNoDiscard
+	}
+	if err := blk.CheckRange(k, off, n); err != nil {
+		return err
+	}
+	lba, left := uint64(off)/uint64(k.ss), uint64(n)/uint64(k.ss)
+	for left > 0 {
+		first := lba
+		payload := trimPayload(&lba, &left, k.trimBlocks)
+		if err := k.retry(ataDSM, first, payload, true, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// trimPayload lays out the range entries of one command for the sectors
+// at *lba (*left of them) in at most blocks 512-byte blocks, and
+// advances both. The payload is a whole number of blocks.
+func trimPayload(lba, left *uint64, blocks int) []byte {
+	per := 512 / trimEntry
+	entries := min(int((*left+trimMaxCount-1)/trimMaxCount), blocks*per)
+	p := make([]byte, (entries+per-1)/per*512)
+	for i := 0; i < entries; i++ {
+		c := min(*left, trimMaxCount)
+		binary.LittleEndian.PutUint64(p[i*trimEntry:], *lba|c<<48)
+		*lba, *left = *lba+c, *left-c
+	}
+	return p
+}
+
 // rw splits a transfer into commands of one slot's data each, as many in
 // flight as the queue takes. On failure it reports the bytes before the
 // first failed command.
@@ -142,7 +189,12 @@ func (k *Disk) exec(s *slot, op uint8, lba uint64, p []byte, write, queued bool)
 	if op != ataIdentify {
 		fis[7] = deviceLBA
 	}
-	if op != ataIdentify && op != ataFlushExt {
+	if op == ataDSM {
+		// The LBA fields are reserved (lba is the first range's, for
+		// the log); the count is of 512-byte payload blocks.
+		fis[3] = dsmTRIM
+		fis[12], fis[13] = byte(len(p)/512), byte(len(p)/512>>8)
+	} else if op != ataIdentify && op != ataFlushExt {
 		fis[4], fis[5], fis[6] = byte(lba), byte(lba>>8), byte(lba>>16)
 		fis[8], fis[9], fis[10] = byte(lba>>24), byte(lba>>32), byte(lba>>40)
 		count := len(p) / k.ss

@@ -31,8 +31,13 @@ type Disk struct {
 	ncq     bool
 	depth   int  // commands in flight at once
 	flush   bool // FLUSH CACHE EXT supported
-	log     func(format string, args ...any)
-	Timeout time.Duration
+	// trimBlocks is how many 512-byte blocks of LBA range entries one
+	// DATA SET MANAGEMENT TRIM takes (0: no TRIM); drat and rzat say
+	// whether a trimmed sector reads the same each time, and as zeros.
+	trimBlocks int
+	drat, rzat bool
+	log        func(format string, args ...any)
+	Timeout    time.Duration
 
 	mem   Page    // command list (1 KiB) and received-FIS area
 	slots []*slot // by slot number (the NCQ tag)
@@ -257,6 +262,11 @@ func (k *Disk) identify(name func() string) error {
 		return fmt.Errorf("IDENTIFY: capacity of %d sectors unusable", k.sectors)
 	}
 	k.flush = w(idCmdSet2)&cmdSetFlushEx != 0
+	if w(idDSM)&1 != 0 {
+		// Word 105 of 0 (QEMU's) predates the field: one block.
+		k.trimBlocks = min(max(int(w(idDSMBlocks)), 1), trimMaxBlks)
+		k.drat, k.rzat = w(idAddlSupport)&addlDRAT != 0, w(idAddlSupport)&addlRZAT != 0
+	}
 	k.model = ataString(id[27*2 : 47*2])
 	k.depth = 1
 	if k.c.cap&capSNCQ != 0 && w(idSATACap)&sataNCQ != 0 {
@@ -270,6 +280,9 @@ func (k *Disk) identify(name func() string) error {
 	mode := "DMA EXT, one command at a time"
 	if k.ncq {
 		mode = fmt.Sprintf("NCQ, %d commands in flight", k.depth)
+	}
+	if k.trimBlocks > 0 {
+		mode += ", TRIM"
 	}
 	k.c.info("%s: %q on ahci %s port %d: %d sectors of %d bytes (%d MiB), %s, %s", k.name, k.model, k.c.addr, k.port,
 		k.sectors, k.ss, k.sectors*uint64(k.ss)>>20, mode, k.c.kind)

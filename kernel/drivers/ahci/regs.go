@@ -106,6 +106,8 @@ const (
 	ataReadFPDMA    = 0x60
 	ataWriteFPDMA   = 0x61
 	ataFlushExt     = 0xea
+	ataDSM          = 0x06 // DATA SET MANAGEMENT (§7.10)
+	dsmTRIM         = 1 << 0
 	deviceLBA       = 1 << 6
 	maxSectorsFPDMA = 65536
 )
@@ -113,6 +115,9 @@ const (
 // IDENTIFY DEVICE words (ATA8-ACS §7.16).
 const (
 	idGeneral     = 0
+	idAddlSupport = 69  // bit 14: deterministic read after TRIM; bit 5: zeros
+	idDSMBlocks   = 105 // 512-byte blocks of LBA range entries a DSM takes
+	idDSM         = 169 // bit 0: TRIM
 	idQueueDepth  = 75
 	idSATACap     = 76
 	idCmdSet2     = 83
@@ -124,4 +129,12 @@ const (
 	sataNCQ       = 1 << 8
 	cmdSetLBA48   = 1 << 10
 	cmdSetFlushEx = 1 << 13
+	addlDRAT      = 1 << 14
+	addlRZAT      = 1 << 5
+
+	// LBA range entries (§7.10.3.2): a 48-bit LBA and a 16-bit count,
+	// 64 to a 512-byte block.
+	trimEntry    = 8
+	trimMaxCount = 1<<16 - 1
+	trimMaxBlks  = PageSize / 512 // payload blocks per command: one page
 )

@@ -88,6 +88,16 @@ type simDisk struct {
 	lateTFES bool
 	// lateAlways: every command meets such an event.
 	lateAlways bool
+	// trim offers DATA SET MANAGEMENT TRIM (word 169), with
+	// trimBlocks in word 105 and drat in word 69, as QEMU does for a
+	// drive with discard_granularity; trims records the nonzero range
+	// entries received (LBA, count), and trimmed sectors read as zeros
+	// (QEMU's discard=unmap on a raw file).
+	trim       bool
+	trimBlocks uint16
+	drat       bool
+	trims      [][2]uint64
+	dsms       int // DSM commands
 }
 
 type simPort struct {
@@ -485,6 +495,39 @@ func (h *sim) run(pn, slot int) {
 		if n := len(p.queued); n > d.maxQueued {
 			d.maxQueued = n
 		}
+	case ataDSM:
+		if p.sact != 0 {
+			h.errorf("non-queued command with queued ones outstanding")
+		}
+		count := int(fis[12]) | int(fis[13])<<8
+		if !d.trim || fis[3] != dsmTRIM || !write || count == 0 || count*512 != total || lba != 0 || fis[7] != deviceLBA {
+			h.errorf("DSM: trim %v, features %#x, %d blocks for %d bytes, write %v, LBA %d, device %#x", d.trim, fis[3], count, total, write, lba, fis[7])
+			h.complete(pn, slot, 0, false)
+			return
+		}
+		if d.trimBlocks != 0 && count > int(d.trimBlocks) {
+			h.errorf("DSM of %d blocks, more than word 105's %d", count, d.trimBlocks)
+		}
+		d.dsms++
+		var payload []byte
+		for _, b := range bufs {
+			payload = append(payload, b...)
+		}
+		ok := true
+		for i := 0; i+8 <= len(payload); i += 8 {
+			e := binary.LittleEndian.Uint64(payload[i:])
+			at, n := e&(1<<48-1), e>>48
+			if n == 0 {
+				continue
+			}
+			d.trims = append(d.trims, [2]uint64{at, n})
+			if (at+n)*uint64(d.ss) > uint64(len(d.data)) {
+				ok = false // QEMU: EINVAL, the command fails
+				break
+			}
+			clear(d.data[at*uint64(d.ss) : (at+n)*uint64(d.ss)])
+		}
+		h.complete(pn, slot, uint32(total), ok)
 	default:
 		h.errorf("unknown command %#x", op)
 		p.ci &^= bit
@@ -562,6 +605,13 @@ func (d *simDisk) identify(h *sim) []byte {
 	if d.ncq {
 		w(idSATACap, sataNCQ)
 		w(idQueueDepth, 31)
+	}
+	if d.trim {
+		w(idDSM, 1)
+		w(idDSMBlocks, d.trimBlocks)
+		if d.drat {
+			w(idAddlSupport, addlDRAT)
+		}
 	}
 	return id
 }

@@ -14,6 +14,7 @@ type identity struct {
 	namespaces              uint32
 	vwc                     bool // volatile write cache present
 	dbbuf                   bool // Doorbell Buffer Config supported
+	dsm                     bool // Dataset Management supported (ONCS bit 2)
 }
 
 func parseController(b []byte) (identity, error) {
@@ -25,6 +26,7 @@ func parseController(b []byte) (identity, error) {
 		namespaces: binary.LittleEndian.Uint32(b[516:]),
 		vwc:        b[525]&1 != 0,
 		dbbuf:      binary.LittleEndian.Uint16(b[256:])&(1<<8) != 0, // OACS
+		dsm:        binary.LittleEndian.Uint16(b[520:])&(1<<2) != 0, // ONCS
 	}
 	// Entry sizes: required (low nibble) to maximum (high nibble), as
 	// powers of two; the driver uses 64-byte and 16-byte entries.
@@ -80,4 +82,33 @@ func parseNamespace(b []byte) (geometry, error) {
 		return geometry{}, fmt.Errorf("size of %d blocks unsupported", nsze)
 	}
 	return geometry{sectors: nsze, shift: lbads}, nil
+}
+
+// dsmLimits bound the Dataset Management (deallocate) commands the
+// driver sends: ranges per command, logical blocks per range and per
+// command. The defaults are the command's own limits (256 ranges, a
+// 32-bit length each); a controller may lower them in the NVM command
+// set's Identify Controller (CNS 06h: DMRL, DMRSL, DMSL; 0 means no
+// limit), as QEMU's does, and QEMU skips a range longer than DMRSL
+// without an error.
+type dsmLimits struct {
+	ranges        int
+	rangeBlocks   uint64
+	commandBlocks uint64 // 0: none beyond ranges × rangeBlocks
+}
+
+func defaultDSMLimits() dsmLimits {
+	return dsmLimits{ranges: maxDSMRanges, rangeBlocks: 1<<32 - 1}
+}
+
+func parseNVMController(b []byte) dsmLimits {
+	l := defaultDSMLimits()
+	if dmrl := int(b[3]); dmrl != 0 {
+		l.ranges = min(dmrl, maxDSMRanges)
+	}
+	if dmrsl := binary.LittleEndian.Uint32(b[4:]); dmrsl != 0 {
+		l.rangeBlocks = uint64(dmrsl)
+	}
+	l.commandBlocks = binary.LittleEndian.Uint64(b[8:])
+	return l
 }

@@ -132,3 +132,71 @@ func (n *Namespace) fail(off int64, err error) error {
 	n.c.log("nvme %s: sector %d: %v", n.name, off/512, err)
 	return fmt.Errorf("%s: sector %d: %w", n.name, off/512, err)
 }
+
+// CanDiscard reports whether the controller deallocates (Dataset
+// Management, ONCS bit 2).
+func (n *Namespace) CanDiscard() bool { return n.c.id.dsm }
+
+// Discard deallocates the n bytes at off (whole logical blocks): Dataset
+// Management commands with the Deallocate attribute, each range at most
+// the controller's DMRSL blocks, each command at most DMRL ranges and
+// DMSL blocks. What a later read returns is the controller's choice
+// (Identify Namespace's DLFEAT says which; nothing here relies on it).
+func (n *Namespace) Discard(off, size int64) error {
+	if !n.c.id.dsm {
+		return blk.ErrNoDiscard
+	}
+	if err := blk.CheckRange(n, off, size); err != nil {
+		return err
+	}
+	lim := n.c.dsm
+	lba, left := uint64(off)>>n.shift, uint64(size)>>n.shift
+	for left > 0 {
+		start := lba
+		ranges := dsmRanges(&lba, &left, lim)
+		if err := n.deallocate(ranges); err != nil {
+			return n.fail(int64(start)<<n.shift, fmt.Errorf("deallocate: %w", err))
+		}
+	}
+	return nil
+}
+
+// dsmRanges takes the ranges of one command from the blocks at *lba
+// (*left of them), within lim, and advances both.
+func dsmRanges(lba, left *uint64, lim dsmLimits) [][2]uint64 {
+	var out [][2]uint64
+	total := uint64(0)
+	for *left > 0 && len(out) < lim.ranges {
+		c := min(*left, lim.rangeBlocks)
+		if lim.commandBlocks != 0 {
+			if total == lim.commandBlocks {
+				break
+			}
+			c = min(c, lim.commandBlocks-total)
+		}
+		out = append(out, [2]uint64{*lba, c})
+		*lba, *left, total = *lba+c, *left-c, total+c
+	}
+	return out
+}
+
+// deallocate sends one Dataset Management command for ranges (start,
+// blocks), laid out in the slot's first data page.
+func (n *Namespace) deallocate(ranges [][2]uint64) error {
+	q := n.c.io[n.c.cpu()%len(n.c.io)]
+	cmd, err := q.get()
+	if err != nil {
+		return err
+	}
+	p := cmd.data[0].Mem
+	clear(p[:len(ranges)*dsmRangeSize])
+	for i, r := range ranges {
+		e := p[i*dsmRangeSize:]
+		binary.LittleEndian.PutUint32(e[4:], uint32(r[1])) // not 0-based
+		binary.LittleEndian.PutUint64(e[8:], r[0])
+	}
+	e := &sqe{opcode: ioDSM, nsid: n.nsid, prp1: cmd.data[0].Phys,
+		cdw: [6]uint32{uint32(len(ranges) - 1), dsmDeallocate}}
+	_, err = q.run(cmd, e, nil)
+	return err
+}

@@ -4,7 +4,8 @@
 // CAP.TO, an admin queue identifies the controller and its namespaces,
 // and I/O queue pairs — one per CPU where the controller and the MSI-X
 // table offer enough, each on its own vector — carry reads, writes and
-// flushes, several at once. Each active namespace is a kernel/blk Device
+// flushes, several at once, and deallocations (Dataset Management) where
+// ONCS offers them. Each active namespace is a kernel/blk Device
 // (nvme0n1, nvme0n2, ...).
 //
 // Completions arrive by interrupt: one goroutine per vector sleeps until
@@ -70,6 +71,7 @@ type Controller struct {
 	shadow, eventIdx Page
 	noShadow         bool // Config.NoShadowDoorbells
 	id               identity
+	dsm              dsmLimits // when id.dsm
 	ns               []*Namespace
 }
 
@@ -244,6 +246,14 @@ func (c *Controller) setup(wanted int) error {
 	c.dataPages = maxDataPages
 	if c.id.mdts > 0 && c.id.mdts < 5 { // 2^MDTS minimum pages per command
 		c.dataPages = 1 << c.id.mdts
+	}
+	if c.id.dsm {
+		// The NVM command set's limits on deallocation; a controller
+		// without this identify (before NVMe 2.0) keeps the defaults.
+		c.dsm = defaultDSMLimits()
+		if c.identify(cnsNVMCtrl, 0, buf) == nil {
+			c.dsm = parseNVMController(buf.Mem)
+		}
 	}
 	if c.id.dbbuf && !c.noShadow {
 		c.shadowDoorbells(wanted)
@@ -472,6 +482,13 @@ func (c *Controller) Version() string {
 // ShadowDoorbells says whether the I/O queues' doorbells live in memory
 // (Doorbell Buffer Config).
 func (c *Controller) ShadowDoorbells() bool { return c.shadow.Mem != nil }
+
+// Deallocate describes the controller's Dataset Management: whether it
+// has it, and the ranges per command, blocks per range and blocks per
+// command (0: no limit) the driver keeps to.
+func (c *Controller) Deallocate() (ok bool, ranges int, rangeBlocks, commandBlocks uint64) {
+	return c.id.dsm, c.dsm.ranges, c.dsm.rangeBlocks, c.dsm.commandBlocks
+}
 
 // VolatileCache says whether the controller has a write cache that
 // Flush empties.

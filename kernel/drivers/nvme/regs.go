@@ -66,6 +66,11 @@ const (
 	ioFlush = 0x00
 	ioWrite = 0x01
 	ioRead  = 0x02
+	ioDSM   = 0x09 // Dataset Management (§6.7 of the NVM command set)
+
+	dsmDeallocate = 1 << 2 // CDW11 attribute AD
+	dsmRangeSize  = 16     // context attributes, length, starting LBA
+	maxDSMRanges  = 256    // NR is 8 bits, 0-based: 256 × 16 bytes = one page
 )
 
 // Identify CNS values (§5.15.1) and the feature this driver sets.
@@ -73,6 +78,7 @@ const (
 	cnsNamespace  = 0x00
 	cnsController = 0x01
 	cnsActiveNS   = 0x02
+	cnsNVMCtrl    = 0x06 // I/O command set specific controller (CSI in CDW11)
 	featureQueues = 0x07 // Number of Queues (§5.21.1.7)
 )
 

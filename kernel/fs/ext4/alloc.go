@@ -267,8 +267,15 @@ func (fs *FS) freeRun(start uint64, n uint32) error {
 		}
 		fs.groups[g].freeBlocks += cnt
 		fs.sb.freeBlocks += uint64(cnt)
+		delete(fs.trimmed, g) // the next FITRIM looks at it again
+		fs.frees++
 		if err := fs.writeBlockBitmap(g, b); err != nil {
 			return err
+		}
+		if fs.discardFreed && fs.jnl == nil {
+			// No journal: nothing to wait for (Linux's no-journal
+			// ext4 discards as it frees too).
+			fs.discardRun(start, uint64(cnt))
 		}
 		start += uint64(cnt)
 		n -= cnt

@@ -77,6 +77,10 @@ type Options struct {
 	ReadOnly bool
 	// Clock gives timestamps; nil means time.Now.
 	Clock func() time.Time
+	// Discard (the discard mount option) tells the device which blocks
+	// each transaction freed once it is durable (at once without a
+	// journal), where the device takes discards.
+	Discard bool
 }
 
 // FS is one mounted ext2/3/4 file system.
@@ -103,6 +107,21 @@ type FS struct {
 	// made durable by the first, or by another's commit).
 	written atomic.Uint64
 	durable atomic.Uint64
+	// disc is the device's discard, where it has one; discardFreed is
+	// the discard mount option on such a device. trimming holds, per
+	// group, the free blocks a FITRIM is discarding: out of the
+	// allocator's reach meanwhile (under mu).
+	disc         discarder
+	discardFreed bool
+	trimming     map[uint32][]byte
+	// trimmed marks the groups a FITRIM covered whole with none of
+	// their free blocks held back, until a block is freed in them;
+	// lastTrimMin is the latest FITRIM's minimum run; frees counts the
+	// runs freed, so that a group is not marked if one was freed while
+	// it was trimmed (under mu).
+	trimmed     map[uint32]bool
+	lastTrimMin uint64
+	frees       uint64
 }
 
 // countedDevice counts the writes to the device under the file system.
@@ -125,6 +144,9 @@ func (d countedDevice) WriteAt(p []byte, off int64) (int, error) {
 func Mount(dev Device, o Options) (*FS, error) {
 	fs := &FS{ro: o.ReadOnly, clock: o.Clock}
 	fs.dev = countedDevice{dev, &fs.written}
+	if d, ok := dev.(discarder); ok && d.CanDiscard() {
+		fs.disc, fs.discardFreed = d, o.Discard
+	}
 	if fs.clock == nil {
 		fs.clock = time.Now
 	}

@@ -215,17 +215,17 @@ func (fs *FS) noteFreed(g, i uint32) {
 // freedInGroup returns the bitmaps of group g's blocks that are free
 // but not yet to be reused: freed by the running transaction, by the one
 // being committed, and by committed ones while the log holds copies of
-// them (nil where none).
-func (fs *FS) freedInGroup(g uint32) [3][]byte {
+// them, and those a FITRIM is discarding (nil where none).
+func (fs *FS) freedInGroup(g uint32) [4][]byte {
 	j := fs.jnl
 	if j == nil {
-		return [3][]byte{}
+		return [4][]byte{3: fs.trimming[g]}
 	}
 	var c []byte
 	if j.inflight != nil {
 		c = j.inflight.freed[g]
 	}
-	return [3][]byte{j.freed[g], c, j.held[g]}
+	return [4][]byte{j.freed[g], c, j.held[g], fs.trimming[g]}
 }
 
 // inTransaction reports whether block n waits in the running transaction
@@ -440,7 +440,11 @@ func (fs *FS) writeCommit(c *commitIO) {
 	if c.err = fs.devWrite(c.commit.data, c.commit.blk); c.err != nil {
 		return
 	}
-	c.err = fs.flush()
+	if c.err = fs.flush(); c.err == nil && fs.discardFreed {
+		// The transaction that freed them is durable, and the blocks
+		// stay out of the allocator's reach until c is reaped.
+		fs.discardBitmaps(c.freed)
+	}
 }
 
 // closeLocked closes the running transaction: it checkpoints first if

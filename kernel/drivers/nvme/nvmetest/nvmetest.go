@@ -3,7 +3,8 @@
 // with the controller registers, doorbells and MSI-X table and their
 // side effects, guest memory for DMA, and a worker that executes
 // submitted commands — admin (identify, number of queues, queue
-// creation) and NVM (read, write, flush over in-memory namespaces) —
+// creation) and NVM (read, write, flush and Dataset Management over
+// in-memory namespaces) —
 // and posts completions with phase tags, as QEMU's nvme device does.
 // Knobs make it misbehave: a controller that never becomes ready, one
 // that holds completions, and a hook that alters each completion entry.
@@ -75,6 +76,24 @@ type Options struct {
 	// submission queue's event index is its tail after each pass, as
 	// QEMU does; completion queues' event indices stay 0.
 	DBBuf bool
+	// DSM offers Dataset Management (ONCS bit 2): a deallocated range
+	// reads back as zeros, as QEMU's on a raw file with discard=unmap.
+	// DMRL, DMRSL and DMSL are the limits the NVM command set's
+	// Identify Controller (CNS 06h) reports; NoCNS6 refuses that
+	// identify (a controller before NVMe 2.0).
+	DSM    bool
+	DMRL   uint8
+	DMRSL  uint32
+	DMSL   uint64
+	NoCNS6 bool
+}
+
+// DSMCommand is one Dataset Management command as the controller
+// received it: its attributes and ranges (context attributes, blocks,
+// starting LBA).
+type DSMCommand struct {
+	Attr   uint32
+	Ranges [][3]uint64
 }
 
 // Controller is a simulated NVMe controller.
@@ -112,6 +131,14 @@ type Controller struct {
 	Executed [65]atomic.Int64
 	// Raised counts the interrupts raised on each vector.
 	Raised [65]atomic.Int64
+	dsms   []DSMCommand // Dataset Management commands received
+}
+
+// DSMs are the Dataset Management commands received so far.
+func (c *Controller) DSMs() []DSMCommand {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]DSMCommand(nil), c.dsms...)
 }
 
 type subQueue struct {
@@ -568,6 +595,16 @@ func (c *Controller) identify(cns uint8, nsid uint32, prp uint64) uint16 {
 		if c.opts.DBBuf {
 			d[257] = 1 // OACS bit 8
 		}
+		if c.opts.DSM {
+			d[520] = 1 << 2 // ONCS: Dataset Management
+		}
+	case 6:
+		if c.opts.NoCNS6 {
+			return scInvalidField | dnr
+		}
+		d[3] = c.opts.DMRL
+		binary.LittleEndian.PutUint32(d[4:], c.opts.DMRSL)
+		binary.LittleEndian.PutUint64(d[8:], c.opts.DMSL)
 	case 0:
 		ns := c.ns(nsid)
 		if ns == nil {
@@ -613,6 +650,11 @@ func (c *Controller) io(qid uint16, e []byte) uint16 {
 		c.Flushes.Add(1)
 		return 0
 	case 0x01, 0x02:
+	case 0x09:
+		if !c.opts.DSM {
+			return scInvalidOpcode | dnr
+		}
+		return c.dsm(qid, ns, e)
 	default:
 		return scInvalidOpcode | dnr
 	}
@@ -643,6 +685,56 @@ func (c *Controller) io(qid uint16, e []byte) uint16 {
 			copy(p, ns.Data[off:])
 		}
 		off += uint64(len(p))
+	}
+	return 0
+}
+
+// dsm executes Dataset Management: the ranges are read from the PRPs
+// and recorded; with the Deallocate attribute each range is checked
+// against the namespace and the limits (a range beyond them fails the
+// command, where QEMU skips it) and zeroed.
+func (c *Controller) dsm(qid uint16, ns *Namespace, e []byte) uint16 {
+	nr := int(cdw(e, 10)&0xff) + 1
+	attr := cdw(e, 11)
+	if cdw(e, 10)>>8 != 0 {
+		c.errorf("queue %d: DSM: reserved bits of CDW10 set (%#x)", qid, cdw(e, 10))
+	}
+	pages, err := c.prps(binary.LittleEndian.Uint64(e[24:]), binary.LittleEndian.Uint64(e[32:]), nr*16)
+	if err != nil {
+		c.errorf("queue %d: DSM: %v", qid, err)
+		return 0x04
+	}
+	var b []byte
+	for _, p := range pages {
+		b = append(b, p...)
+	}
+	cmd := DSMCommand{Attr: attr}
+	total := uint64(0)
+	for i := 0; i < nr; i++ {
+		r := b[16*i:]
+		ca, n, slba := binary.LittleEndian.Uint32(r), binary.LittleEndian.Uint32(r[4:]), binary.LittleEndian.Uint64(r[8:])
+		cmd.Ranges = append(cmd.Ranges, [3]uint64{uint64(ca), uint64(n), slba})
+		total += uint64(n)
+	}
+	c.dsms = append(c.dsms, cmd)
+	if attr&(1<<2) == 0 {
+		return 0
+	}
+	if c.opts.DMRL != 0 && nr > int(c.opts.DMRL) || c.opts.DMSL != 0 && total > c.opts.DMSL {
+		c.errorf("queue %d: DSM of %d ranges, %d blocks: beyond DMRL %d, DMSL %d", qid, nr, total, c.opts.DMRL, c.opts.DMSL)
+		return scInvalidField | dnr
+	}
+	for _, r := range cmd.Ranges {
+		if c.opts.DMRSL != 0 && r[1] > uint64(c.opts.DMRSL) {
+			c.errorf("queue %d: DSM range of %d blocks beyond DMRSL %d", qid, r[1], c.opts.DMRSL)
+			return scInvalidField | dnr
+		}
+		if r[2]+r[1] > uint64(len(ns.Data))>>ns.Shift || r[2]+r[1] < r[2] {
+			return scLBARange | dnr
+		}
+	}
+	for _, r := range cmd.Ranges {
+		clear(ns.Data[r[2]<<ns.Shift : (r[2]+r[1])<<ns.Shift])
 	}
 	return 0
 }

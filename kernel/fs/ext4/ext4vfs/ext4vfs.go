@@ -58,6 +58,17 @@ func (f *FS) Unmount() error { return f.errno(f.disk.Unmount()) }
 // Unmount, or read-write again.
 func (f *FS) Remount(ro bool) error { return f.errno(f.disk.Remount(ro)) }
 
+// CanDiscard reports whether the disk takes discards (FITRIM's
+// EOPNOTSUPP otherwise).
+func (f *FS) CanDiscard() bool { return f.disk.CanDiscard() }
+
+// Trim discards the free blocks of a byte range in free runs of at
+// least minLen bytes (FITRIM) and returns the bytes discarded.
+func (f *FS) Trim(start, length, minLen uint64) (uint64, error) {
+	n, err := f.disk.Trim(start, length, minLen)
+	return n, f.errno(err)
+}
+
 // Committer commits the journal every interval until stop is closed, as
 // Linux's journal thread does every 5 s (commit=5): the most a crash can
 // take from a program that never calls fsync. Run it in its own
