@@ -39,6 +39,17 @@ import (
 // tools/linux/run.sh) gives QEMU, for the record.
 const qemuFlags = "-machine q35 -cpu max -m 512M (TCG, no KVM)"
 
+// icountFlags make QEMU count instructions instead of running on the
+// host's clock: the guest's time advances 1 ns per instruction, so the
+// figures do not depend on the host's load (and are not wall-clock
+// times: an instruction QEMU emulates in a helper, XSAVE or a CR3 write,
+// costs what any other costs). x2APIC off: QEMU 10 stops with "Bad
+// icount read" on x2APIC MSR accesses.
+const icountFlags = "-icount shift=0,sleep=off -rtc base=2026-01-01T00:00:00,clock=vm -cpu max,-x2apic"
+
+// qemuExtra is what -icount adds to each boot.
+var qemuExtra string
+
 // script is the benchmark run inside the guest at 1 CPU; at more CPUs
 // the malloc benchmark runs with one thread per CPU, and the
 // communication benchmarks again (their two processes may then run on
@@ -88,7 +99,13 @@ func main() {
 	out := flag.String("out", "bench/results", "where to write the report")
 	only := flag.String("only", "", "run only these ubench benchmarks, at every CPU count (comma-separated: getcpu,clock,...)")
 	tag := flag.String("tag", "", "added to the report's file name (sysbench-DATE-TAG)")
+	icount := flag.Bool("icount", false, "run QEMU with -icount shift=0: instruction counts (1 ns each), independent of the host's load")
 	flag.Parse()
+	qflags := qemuFlags
+	if *icount {
+		qemuExtra = icountFlags
+		qflags += " " + icountFlags + " (1 ns per instruction)"
+	}
 	var cpus []int
 	for _, f := range strings.Split(*cpuList, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -102,7 +119,7 @@ func main() {
 		fail("%v", err)
 	}
 	defer os.RemoveAll(extra)
-	rep := Report{Date: time.Now().UTC().Format("2006-01-02"), Commit: gitCommit(), QEMU: qemuFlags, Linux: linuxVersion()}
+	rep := Report{Date: time.Now().UTC().Format("2006-01-02"), Commit: gitCommit(), QEMU: qflags, Linux: linuxVersion()}
 	for i, n := range cpus {
 		cmd := script
 		if i > 0 {
@@ -183,6 +200,9 @@ func filter(script string, names []string) string {
 func run(kernel string, cpus int, extra, cmd string) ([]Result, error) {
 	c := exec.Command("tools/run-cmd.sh", extra, cmd)
 	c.Env = append(os.Environ(), "CPUS="+strconv.Itoa(cpus), "TIMEOUT=1200")
+	if qemuExtra != "" {
+		c.Env = append(c.Env, "QEMU_EXTRA="+qemuExtra)
+	}
 	if kernel == "linux" {
 		c.Env = append(c.Env, "LINUX=1")
 	}
