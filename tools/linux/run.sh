@@ -34,7 +34,7 @@ disk=
 if [ -n "${DISK:-}${DISK2:-}${SATA:-}${NVME:-}" ]; then
   kdir=$(dirname "$kernel")
   # One module list for all (modules.sh caches one set): ext4 is cheap to load.
-  "$here/tools/linux/modules.sh" "$kdir" virtio_pci virtio_blk crc32c_generic ext4 sd_mod ahci nvme >&2 || exit 2
+  "$here/tools/linux/modules.sh" "$kdir" virtio_pci virtio_blk crc32c_generic ext4 sd_mod ahci nvme virtio_net >&2 || exit 2
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   mkdir -p "$tmp/root/lib/modules"
