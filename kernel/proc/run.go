@@ -83,18 +83,27 @@ type Thread struct {
 	// cleared, inherited by the threads and processes this one makes;
 	// execve then ignores set-user-ID and set-group-ID bits.
 	noNewPrivs bool
-	// keepCaps is PR_SET_KEEPCAPS's flag (securebits' SECURE_KEEP_CAPS),
-	// cleared by execve; mceKill is PR_MCE_KILL's policy (sys_prctl.go).
-	keepCaps bool
-	mceKill  mceKill
+	// securebits are PR_SET_SECUREBITS's bits and locks, with
+	// PR_SET_KEEPCAPS's SECURE_KEEP_CAPS (cleared by execve); mceKill is
+	// PR_MCE_KILL's policy; seccomp is the seccomp mode, only 0 or
+	// SECCOMP_MODE_STRICT (sys_prctl.go).
+	securebits uint32
+	mceKill    mceKill
+	seccomp    uint8
 	// nprocExceeded: a set*uid made this thread's user one past
 	// RLIMIT_NPROC; execve fails with EAGAIN while it is (flagNproc).
 	nprocExceeded bool
+	// nprocUID is the real user ID RLIMIT_NPROC counts the thread
+	// under: its creator's, then its own set*uid's (fork.go).
+	nprocUID atomic.Uint32
 	// kseq counts entries to and exits from system calls: odd while the
 	// thread is in one (the hung-task detector's view, hung.go).
 	kseq atomic.Uint64
 	// rseq is the thread's restartable-sequence registration (rseq.go).
 	rseq rseqState
+	// rseqRestart is set by another thread's RSEQ membarrier: the
+	// section this thread is in must abort (sys_membarrier.go).
+	rseqRestart atomic.Bool
 
 	dying   atomic.Bool   // the process is exiting: stop at the next chance
 	stopped chan struct{} // closed when the goroutine has ended
