@@ -156,7 +156,8 @@ func (t *Thread) clone(args cloneArgs) int64 {
 	child.nprocUID.Store(t.nprocUID.Load())
 	child.noNewPrivs = t.noNewPrivs
 	child.securebits, child.mceKill = t.securebits, t.mceKill
-	child.seccomp = t.seccomp
+	child.seccompFilter.Store(t.seccompFilter.Load())
+	child.seccompMode.Store(t.seccompMode.Load())
 	// The alternate signal stack is inherited, except by a thread that
 	// shares the memory and gets its own stack (Linux clears it then).
 	if flags&cloneVM == 0 || flags&cloneVfork != 0 {

@@ -10,6 +10,7 @@ import (
 
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
+	"shortbread/kernel/seccomp"
 )
 
 // Thread is one user thread: a goroutine that runs the program until its
@@ -85,11 +86,14 @@ type Thread struct {
 	noNewPrivs bool
 	// securebits are PR_SET_SECUREBITS's bits and locks, with
 	// PR_SET_KEEPCAPS's SECURE_KEEP_CAPS (cleared by execve); mceKill is
-	// PR_MCE_KILL's policy; seccomp is the seccomp mode, only 0 or
-	// SECCOMP_MODE_STRICT (sys_prctl.go).
+	// PR_MCE_KILL's policy (sys_prctl.go).
 	securebits uint32
 	mceKill    mceKill
-	seccomp    uint8
+	// seccompMode is the seccomp mode, and seccompFilter the filters
+	// in filter mode (sys_seccomp.go); another thread's
+	// SECCOMP_FILTER_FLAG_TSYNC may set them.
+	seccompMode   atomic.Uint32
+	seccompFilter atomic.Pointer[seccomp.Filter]
 	// nprocExceeded: a set*uid made this thread's user one past
 	// RLIMIT_NPROC; execve fails with EAGAIN while it is (flagNproc).
 	nprocExceeded bool

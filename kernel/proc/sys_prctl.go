@@ -107,7 +107,7 @@ func prctlMore(t *Thread, a *[6]uint64) (ret int64, ok bool) {
 		t.securebits = t.securebits&^(1<<secureKeepCaps) | uint32(a[1])<<secureKeepCaps
 		return 0, true
 	case prGetSeccomp:
-		return int64(t.seccomp), true
+		return int64(t.seccompMode.Load()), true
 	case prSetSeccomp:
 		// The filter argument is ignored for strict mode.
 		switch a[1] {

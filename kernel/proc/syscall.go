@@ -349,8 +349,10 @@ func (t *Thread) syscall() bool {
 	// a local array would be allocated on every system call.
 	t.args = [6]uint64{r.RDI, r.RSI, r.RDX, r.R10, r.R8, r.R9}
 	a := &t.args
-	if t.seccomp != 0 && !seccompAllows(no) {
-		return t.seccompKill(no)
+	if t.seccompMode.Load() != 0 {
+		if done, exit := t.seccompCheck(no); done {
+			return exit
+		}
 	}
 	var e Entry
 	if no < nSyscalls {
