@@ -154,7 +154,7 @@ func (t *Thread) clone(args cloneArgs) int64 {
 	}
 	child.sigMask = t.sigMask
 	child.nprocUID.Store(t.nprocUID.Load())
-	child.noNewPrivs = t.noNewPrivs
+	child.noNewPrivs.Store(t.noNewPrivs.Load())
 	child.securebits, child.mceKill = t.securebits, t.mceKill
 	child.seccompFilter.Store(t.seccompFilter.Load())
 	child.seccompMode.Store(t.seccompMode.Load())

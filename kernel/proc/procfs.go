@@ -494,7 +494,7 @@ func (p *Process) statusText(t *Thread) []byte {
 		t = lookupThread(p.PID)
 	}
 	if t != nil {
-		if t.noNewPrivs {
+		if t.noNewPrivs.Load() {
 			noNewPrivs = 1
 		}
 		seccomp = int(t.seccompMode.Load())

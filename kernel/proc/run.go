@@ -83,7 +83,7 @@ type Thread struct {
 	// noNewPrivs is PR_SET_NO_NEW_PRIVS's flag: set once, never
 	// cleared, inherited by the threads and processes this one makes;
 	// execve then ignores set-user-ID and set-group-ID bits.
-	noNewPrivs bool
+	noNewPrivs atomic.Bool
 	// securebits are PR_SET_SECUREBITS's bits and locks, with
 	// PR_SET_KEEPCAPS's SECURE_KEEP_CAPS (cleared by execve); mceKill is
 	// PR_MCE_KILL's policy (sys_prctl.go).

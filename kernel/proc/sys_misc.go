@@ -281,13 +281,13 @@ func sysPrctl(t *Thread, a *[6]uint64) (int64, bool) {
 		if a[1] != 1 || a[2] != 0 || a[3] != 0 || a[4] != 0 {
 			return -eINVAL, false
 		}
-		t.noNewPrivs = true
+		t.noNewPrivs.Store(true)
 		return 0, false
 	case prGetNoNewPrivs:
 		if a[1] != 0 || a[2] != 0 || a[3] != 0 || a[4] != 0 {
 			return -eINVAL, false
 		}
-		if t.noNewPrivs {
+		if t.noNewPrivs.Load() {
 			return 1, false
 		}
 		return 0, false

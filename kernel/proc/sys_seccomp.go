@@ -25,11 +25,11 @@ import (
 // privilege (EACCES); filters stack up to Linux's total length; TSYNC
 // puts the caller's filters on every thread of the process whose own
 // filters are an ancestor of the caller's, else fails with the first
-// other thread's TID (ESRCH with TSYNC_ESRCH). What is missing:
+// other thread's TID (ESRCH with TSYNC_ESRCH), and passes on the
+// caller's no_new_privs. What is missing:
 // SECCOMP_FILTER_FLAG_NEW_LISTENER (user notification, a file to answer
-// system calls from user space: EINVAL), TSYNC's setting of
-// no_new_privs on the other threads (a flag only each thread writes
-// here), and the per-architecture allow cache (a speed-up only).
+// system calls from user space: EINVAL) and the per-architecture allow
+// cache (a speed-up only).
 //
 // Either mode is the thread's, inherited by the threads and processes it
 // makes and kept across execve, and cannot be left.
@@ -131,7 +131,7 @@ func (t *Thread) seccompAttach(flags uint32, args uint64) int64 {
 	if n == 0 || n > seccomp.MaxInsns {
 		return -eINVAL
 	}
-	if !t.noNewPrivs && !t.creds().privileged() {
+	if !t.noNewPrivs.Load() && !t.creds().privileged() {
 		return -eACCES
 	}
 	at := binary.LittleEndian.Uint64(fprog[8:])
@@ -178,7 +178,11 @@ func (t *Thread) seccompAttach(flags uint32, args uint64) int64 {
 	t.seccompFilter.Store(f)
 	t.seccompMode.Store(seccompModeFilter)
 	if flags&seccompFlagTsync != 0 {
+		nnp := t.noNewPrivs.Load()
 		for _, u := range p.threads {
+			if nnp {
+				u.noNewPrivs.Store(true)
+			}
 			u.seccompFilter.Store(f)
 			u.seccompMode.Store(seccompModeFilter)
 		}

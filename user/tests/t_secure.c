@@ -13,7 +13,7 @@
  * no_new_privs, the actions ERRNO (capped, 0), TRAP (SIGSYS's fields,
  * RAX), TRACE and USER_NOTIF (ENOSYS), LOG, KILL_THREAD (a thread alone),
  * KILL_PROCESS and an unknown action (SIGSYS), argument tests, stacked
- * filters, fork, TSYNC and its failure, GET_ACTION_AVAIL,
+ * filters, fork, TSYNC (with no_new_privs) and its failure, GET_ACTION_AVAIL,
  * GET_NOTIF_SIZES, Seccomp: 2 and Seccomp_filters); the speculation
  * controls as Linux answers on QEMU's -cpu max (ENODEV, EINVAL, ENXIO,
  * EPERM, ERANGE and the /proc/PID/status lines); PR_SET_MM's checks in
@@ -453,7 +453,7 @@ static void filter_nobody(int out)
 	put(out, rc(syscall(SYS_getppid)));
 }
 
-static volatile int tsync_go, tsync_res, tsync_tid;
+static volatile int tsync_go, tsync_res, tsync_tid, tsync_nnp;
 static void *tsync_thread(void *arg)
 {
 	tsync_tid = gettid_();
@@ -464,6 +464,7 @@ static void *tsync_thread(void *arg)
 	while (!tsync_go)
 		usleep(1000);
 	tsync_res = syscall(SYS_getppid) == -1 ? errno : 0;
+	tsync_nnp = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0);
 	return NULL;
 }
 
@@ -586,12 +587,16 @@ static int filter_tsync(void)
 	while (!tsync_tid)
 		usleep(1000);
 	struct rule r[] = { { SYS_getppid, -1, RET_ERRNO | 11 } };
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return 5;
 	if (install(r, 1, FLAG_TSYNC))
 		return 1;
 	tsync_go = 1;
 	pthread_join(th, NULL);
 	if (tsync_res != 11)
 		return 2;
+	if (tsync_nnp != 1)
+		return 6; /* TSYNC passes no_new_privs on */
 	/* a thread with a filter of its own cannot be synchronized */
 	tsync_go = 0;
 	tsync_tid = 0;
