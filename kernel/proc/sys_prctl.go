@@ -7,10 +7,10 @@ package proc
 // inheritable set cannot be raised; the securebits are kept per thread
 // with Linux's locks, and SECURE_NOROOT is honoured at execve as far as
 // the reported sets go), seccomp (sys_seccomp.go), speculation control
-// and PR_SET_MM (sys_prctl_mm.go), and the ones whose
-// effect is a flag Linux keeps for hardware or accounting this kernel
-// does not have (memory-error kill policy, per-task perf counters,
-// process timing), kept and reported as Linux does.
+// and PR_SET_MM (sys_prctl_mm.go), and the ones whose effect is a flag
+// Linux keeps for hardware or accounting this kernel does not have
+// (memory-error kill policy, per-task perf counters, process timing),
+// kept and reported as Linux does.
 
 // prctl options and values (include/uapi/linux/prctl.h).
 const (

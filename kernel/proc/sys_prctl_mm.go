@@ -13,10 +13,11 @@ import (
 // test, CAP_SYS_RESOURCE, the descriptor of PR_SET_MM_EXE_FILE, the
 // auxiliary vector's size, the address range). PR_SET_MM_AUXV succeeds
 // (what it sets is seen only in /proc/PID/auxv, absent here). A layout
-// field's option that passes the checks is EINVAL: this kernel does not keep
-// the memory layout fields (start_code, arg_start, the brk base...) as
-// settable values, so it cannot move them; programs that use the option
-// (checkpoint-restore tools, setproctitle) take EINVAL as "not here".
+// field's option that passes the checks is EINVAL: this kernel does not
+// keep the memory layout fields (start_code, arg_start, the brk base...)
+// as settable values, so it cannot move them; programs that use the
+// option (checkpoint-restore tools, setproctitle) take EINVAL as "not
+// here".
 // The exe link cannot be replaced: Linux refuses that (EBUSY) while the
 // old program is still mapped, which it always is here.
 //
