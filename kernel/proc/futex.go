@@ -14,8 +14,9 @@ import (
 // memory object and offset for shared memory (so processes mapping it
 // meet), else the address space and address. FUTEX_PRIVATE_FLAG only
 // decides whether an unmapped word is an error for the calls that do not
-// read it. The priority-inheritance operations are in futex_pi.go, the
-// robust list in futex_robust.go, the word arithmetic in package futex.
+// read it. The priority-inheritance operations are in futex_pi.go, their
+// condition-variable requeue in futex_requeue.go, the robust list in
+// futex_robust.go, the word arithmetic in package futex.
 
 const (
 	futexWait          = 0
