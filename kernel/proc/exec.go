@@ -306,7 +306,8 @@ func (t *Thread) exec(tgt execTarget, argv, envp []string) error {
 	p.mu.Lock()
 	cred := p.cred
 	p.mu.Unlock()
-	secure := execCreds(&cred, file, t.noNewPrivs)
+	secure := execCreds(&cred, file, t.noNewPrivs.Load())
+	execCaps(&cred, t.securebits)
 	sp, err := buildStack(space, f, bias, interpBase, sysinfo, path, argv, envp, &cred, secure)
 	if err == nil {
 		// 128 KiB below the arguments, as Linux's setup_arg_pages leaves

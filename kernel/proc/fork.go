@@ -153,8 +153,11 @@ func (t *Thread) clone(args cloneArgs) int64 {
 		child.rseq = rseqState{reg: t.rseq.reg, resume: true}
 	}
 	child.sigMask = t.sigMask
-	child.noNewPrivs = t.noNewPrivs
-	child.keepCaps, child.mceKill = t.keepCaps, t.mceKill
+	child.nprocUID.Store(t.nprocUID.Load())
+	child.noNewPrivs.Store(t.noNewPrivs.Load())
+	child.securebits, child.mceKill = t.securebits, t.mceKill
+	child.seccompFilter.Store(t.seccompFilter.Load())
+	child.seccompMode.Store(t.seccompMode.Load())
 	// The alternate signal stack is inherited, except by a thread that
 	// shares the memory and gets its own stack (Linux clears it then).
 	if flags&cloneVM == 0 || flags&cloneVfork != 0 {
@@ -316,54 +319,65 @@ func lookupThread(tid int) *Thread {
 	return tids[tid]
 }
 
-// checkNproc applies RLIMIT_NPROC before a clone: a user may run at most
-// that many threads (Linux counts tasks, threads included, by real uid);
-// root is exempt (CAP_SYS_RESOURCE, CAP_SYS_ADMIN). EAGAIN otherwise.
+// RLIMIT_NPROC counts tasks (threads included) by real user ID, as
+// Linux 6.1's ucounts do. Linux keeps credentials per task: a raw set*uid
+// moves only the calling thread to the new user's count (the C
+// libraries move each thread in turn), and a new task is counted under
+// its creator's real user ID. Credentials here are per process, so each
+// thread remembers the real user ID it is counted under (nprocUID),
+// changed only by its own set*uid, and the counts follow Linux's.
+
+// checkNproc applies RLIMIT_NPROC before a clone: the new task would be
+// one more than the limit allows for the caller's user (Linux's
+// is_ucounts_overlimit after copy_creds counted it); root's tasks and a
+// privileged caller (CAP_SYS_RESOURCE, CAP_SYS_ADMIN) are exempt.
+// EAGAIN otherwise.
 func (t *Thread) checkNproc() int64 {
 	p := t.Proc
 	p.mu.Lock()
 	c := p.cred
 	limit := p.rlimits()[rlimitNproc].cur
 	p.mu.Unlock()
-	if limit == rlimInfinity || c.ruid == 0 || c.privileged() {
+	uid := t.nprocUID.Load()
+	if limit == rlimInfinity || uid == 0 || c.privileged() {
 		return 0
 	}
-	if userTasks(c.ruid) >= limit {
+	if userTasks(uid) >= limit {
 		return -eAGAIN
 	}
 	return 0
 }
 
-// userTasks is the number of threads whose real user ID is uid, what
-// RLIMIT_NPROC limits.
+// userTasks is the number of live tasks counted under real user ID uid,
+// what RLIMIT_NPROC limits.
 func userTasks(uid uint32) uint64 {
 	n := uint64(0)
 	for _, u := range allThreads() {
-		u.Proc.mu.Lock()
-		if u.Proc.cred.ruid == uid {
+		if u.nprocUID.Load() == uid {
 			n++
 		}
-		u.Proc.mu.Unlock()
 	}
 	return n
 }
 
-// flagNproc follows a change of the real user ID to uid, as Linux's
-// set_user: set*uid does not fail when the new user already runs more
-// tasks than RLIMIT_NPROC allows (programs that drop root seldom check),
-// it marks the thread, and its next execve fails with EAGAIN while the
-// user is still over the limit (checkExecNproc). Root is never marked.
-func (t *Thread) flagNproc(oldRUID uint32) {
+// flagNproc follows a successful set*uid, as Linux's
+// flag_nproc_exceeded: if the thread's real user ID changed, set*uid
+// does not fail when the new user already runs more tasks than
+// RLIMIT_NPROC allows (programs that drop root seldom check), it marks
+// the thread, and its next execve fails with EAGAIN while the user is
+// still over the limit (checkExecNproc). The count is taken before the
+// thread moves to its new user; root is never marked.
+func (t *Thread) flagNproc() {
 	p := t.Proc
 	p.mu.Lock()
 	uid := p.cred.ruid
 	limit := p.rlimits()[rlimitNproc].cur
 	p.mu.Unlock()
-	if uid == oldRUID {
+	if uid == t.nprocUID.Load() {
 		return
 	}
-	// The count includes the caller, which Linux's does not yet.
-	t.nprocExceeded = uid != 0 && limit != rlimInfinity && userTasks(uid)-1 > limit
+	t.nprocExceeded = uid != 0 && limit != rlimInfinity && userTasks(uid) > limit
+	t.nprocUID.Store(uid)
 }
 
 // checkExecNproc is execve's first check: EAGAIN for a thread marked
@@ -375,10 +389,9 @@ func (t *Thread) checkExecNproc() int64 {
 	}
 	p := t.Proc
 	p.mu.Lock()
-	uid := p.cred.ruid
 	limit := p.rlimits()[rlimitNproc].cur
 	p.mu.Unlock()
-	if limit != rlimInfinity && userTasks(uid) > limit {
+	if limit != rlimInfinity && userTasks(t.nprocUID.Load()) > limit {
 		return -eAGAIN
 	}
 	t.nprocExceeded = false

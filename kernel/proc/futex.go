@@ -14,8 +14,9 @@ import (
 // memory object and offset for shared memory (so processes mapping it
 // meet), else the address space and address. FUTEX_PRIVATE_FLAG only
 // decides whether an unmapped word is an error for the calls that do not
-// read it. The priority-inheritance operations are in futex_pi.go, the
-// robust list in futex_robust.go, the word arithmetic in package futex.
+// read it. The priority-inheritance operations are in futex_pi.go, their
+// condition-variable requeue in futex_requeue.go, the robust list in
+// futex_robust.go, the word arithmetic in package futex.
 
 const (
 	futexWait          = 0
@@ -29,6 +30,7 @@ const (
 	futexWaitBitset    = 9
 	futexWakeBitset    = 10
 	futexWaitRequeuePI = 11
+	futexCmpRequeuePI  = 12
 	futexLockPI2       = 13
 	futexPrivateFlag   = 128
 	futexClockRealtime = 256
@@ -88,6 +90,7 @@ type futexWaiter struct {
 	key    futexKey
 	bitset uint32
 	woken  chan struct{}
+	rq     *requeuePI // FUTEX_WAIT_REQUEUE_PI's waiter (futex_requeue.go), else nil
 }
 
 // futexTable holds every waiter. One lock serializes the kernel's side of
@@ -215,23 +218,42 @@ func (f *futexTable) remove(w *futexWaiter) {
 	}
 }
 
-// futexWake wakes up to n waiters on addr whose bitset intersects.
-func futexWake(s *mm.Space, addr uintptr, n int, bitset uint32, _ bool) int {
+// futexWake wakes up to n waiters on addr whose bitset intersects: the
+// count, or EINVAL (futexWakeLocked).
+func futexWake(s *mm.Space, addr uintptr, n int, bitset uint32, _ bool) int64 {
 	key, err := keyOf(s, addr)
 	if err != nil {
 		return 0
 	}
 	futexes.mu.Lock()
 	defer futexes.mu.Unlock()
-	return futexWakeLocked(key, n, bitset)
+	woken, e := futexWakeLocked(key, n, bitset)
+	if e != 0 {
+		return e
+	}
+	return int64(woken)
 }
 
-func futexWakeLocked(key futexKey, n int, bitset uint32) int {
+// futexWakeLocked wakes up to n waiters on key whose bitset intersects.
+// As Linux's futex_wake, meeting a FUTEX_WAIT_REQUEUE_PI waiter before
+// the count is reached is EINVAL (that waiter may only be requeued),
+// those woken before it staying woken.
+func futexWakeLocked(key futexKey, n int, bitset uint32) (int, int64) {
 	woken := 0
 	ws := futexes.q[key]
 	var keep []*futexWaiter
-	for _, w := range ws {
-		if woken < n && w.bitset&bitset != 0 {
+	var e int64
+	for i, w := range ws {
+		if woken >= n || e != 0 {
+			keep = append(keep, ws[i:]...)
+			break
+		}
+		if w.rq != nil {
+			e = -eINVAL
+			keep = append(keep, w)
+			continue
+		}
+		if w.bitset&bitset != 0 {
 			close(w.woken)
 			woken++
 			continue
@@ -243,7 +265,7 @@ func futexWakeLocked(key futexKey, n int, bitset uint32) int {
 	} else {
 		futexes.q[key] = keep
 	}
-	return woken
+	return woken, e
 }
 
 // futexRequeue wakes n waiters on addr and moves up to m others to addr2;
@@ -268,11 +290,21 @@ func futexRequeue(s *mm.Space, addr, addr2 uintptr, n, m int, cmp bool, val uint
 			return -eAGAIN
 		}
 	}
-	woken := futexWakeLocked(from, n, ^uint32(0))
+	woken, e := futexWakeLocked(from, n, ^uint32(0))
+	if e != 0 {
+		return e
+	}
 	moved := 0
 	var keep []*futexWaiter
 	for _, w := range futexes.q[from] {
 		if moved < m {
+			if w.rq != nil {
+				// Only FUTEX_CMP_REQUEUE_PI may move it (Linux: EINVAL).
+				e = -eINVAL
+				m = moved
+				keep = append(keep, w)
+				continue
+			}
 			w.key = to
 			futexes.q[to] = append(futexes.q[to], w)
 			moved++
@@ -284,6 +316,9 @@ func futexRequeue(s *mm.Space, addr, addr2 uintptr, n, m int, cmp bool, val uint
 		delete(futexes.q, from)
 	} else {
 		futexes.q[from] = keep
+	}
+	if e != 0 {
+		return e
 	}
 	return int64(woken + moved)
 }
@@ -315,9 +350,16 @@ func futexWakeOpOn(s *mm.Space, addr, addr2 uintptr, n, n2 int, op futex.Op, sha
 	if !ok {
 		return -eNOSYS
 	}
-	woken := futexWakeLocked(k1, max(n, 1), ^uint32(0))
+	woken, e := futexWakeLocked(k1, max(n, 1), ^uint32(0))
+	if e != 0 {
+		return e
+	}
 	if hit {
-		woken += futexWakeLocked(k2, max(n2, 1), ^uint32(0))
+		w2, e := futexWakeLocked(k2, max(n2, 1), ^uint32(0))
+		if e != 0 {
+			return e
+		}
+		woken += w2
 	}
 	return int64(woken)
 }
@@ -387,7 +429,7 @@ func sysFutex(t *Thread, a *[6]uint64) (int64, bool) {
 			bitset = uint32(a[5])
 		}
 		// Linux wakes one even when asked for none.
-		return int64(futexWake(s, addr, max(int(int32(val)), 1), bitset, false)), false
+		return futexWake(s, addr, max(int(int32(val)), 1), bitset, false), false
 	case futexRequeueOpc, futexCmpRequeue:
 		// Both counts are C ints (the second comes in the timeout's
 		// place); both words must be aligned.
@@ -405,6 +447,11 @@ func sysFutex(t *Thread, a *[6]uint64) (int64, bool) {
 		return t.futexLockPI(s, addr, shared, time.Time{}, true), false
 	case futexUnlockPI:
 		return t.futexUnlockPI(s, addr, shared), false
+	case futexWaitRequeuePI:
+		return t.futexWaitRequeuePI(s, addr, uintptr(a[4]), val, shared, deadline), false
+	case futexCmpRequeuePI:
+		// nr_requeue comes in the timeout's place, as a C int.
+		return futexCmpRequeuePIOn(s, addr, uintptr(a[4]), int(int32(val)), int(int32(a[3])), uint32(a[5]), shared), false
 	}
 	return -eNOSYS, false
 }

@@ -61,6 +61,10 @@ func (t *Thread) futexLockPI(s *mm.Space, addr uintptr, shared bool, deadline ti
 			return -eDEADLK
 		}
 		if ps := futexes.pi[key]; ps != nil {
+			if e := attachCheck(uval, ps); e != 0 {
+				futexes.mu.Unlock()
+				return e
+			}
 			// Others wait already: the word must say so before we join.
 			if uval&futex.Waiters == 0 {
 				if cur, err := casWord(s, addr, uval, uval|futex.Waiters); err != nil || cur != uval {
@@ -120,12 +124,7 @@ func (t *Thread) futexLockPI(s *mm.Space, addr uintptr, shared bool, deadline ti
 			futexes.mu.Unlock()
 			return -eAGAIN
 		}
-		ps := &piState{owner: owner}
-		if futexes.pi == nil {
-			futexes.pi = make(map[futexKey]*piState)
-		}
-		futexes.pi[key] = ps
-		w = ps.enqueue(t, s, addr)
+		w = newPIState(key, owner).enqueue(t, s, addr)
 	}
 	futexes.mu.Unlock()
 

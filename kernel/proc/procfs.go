@@ -489,10 +489,16 @@ func (p *Process) statusText(t *Thread) []byte {
 	sigq := p.rlimits()[rlimitSigpending].cur
 	p.mu.Unlock()
 	var blocked, shdPending uint64
+	var noNewPrivs, seccomp, filters int
 	if t == nil {
 		t = lookupThread(p.PID)
 	}
 	if t != nil {
+		if t.noNewPrivs.Load() {
+			noNewPrivs = 1
+		}
+		seccomp = int(t.seccompMode.Load())
+		filters = t.seccompFilter.Load().Count()
 		blocked = t.sigMask
 		shdPending = pending
 		p.mu.Lock()
@@ -514,6 +520,13 @@ func (p *Process) statusText(t *Thread) []byte {
 	fmt.Fprintf(&b, "VmData:\t%8d kB\nVmStk:\t%8d kB\n", data/1024, stk/1024)
 	fmt.Fprintf(&b, "Threads:\t%d\nSigQ:\t%d/%d\nSigPnd:\t%016x\nShdPnd:\t%016x\nSigBlk:\t%016x\nSigIgn:\t%016x\nSigCgt:\t%016x\n",
 		nthreads, 0, sigq, pending, shdPending, blocked, ign, cgt)
+	eff, perm := capSets(c)
+	bnd := capBounding(c)
+	cap64 := func(s [2]uint32) uint64 { return uint64(s[1])<<32 | uint64(s[0]) }
+	fmt.Fprintf(&b, "CapInh:\t%016x\nCapPrm:\t%016x\nCapEff:\t%016x\nCapBnd:\t%016x\nCapAmb:\t%016x\n",
+		0, cap64(perm), cap64(eff), cap64(bnd), 0)
+	fmt.Fprintf(&b, "NoNewPrivs:\t%d\nSeccomp:\t%d\nSeccomp_filters:\t%d\n", noNewPrivs, seccomp, filters)
+	fmt.Fprintf(&b, "Speculation_Store_Bypass:\t%s\nSpeculationIndirectBranch:\t%s\n", specStatusSSB, specStatusIB)
 	n := machine.NumCPU()
 	fmt.Fprintf(&b, "Cpus_allowed:\t%x\nCpus_allowed_list:\t0-%d\nvoluntary_ctxt_switches:\t0\nnonvoluntary_ctxt_switches:\t0\n",
 		uint64(1)<<n-1, n-1)

@@ -83,6 +83,9 @@ func (t *Thread) rseqBeforeUser() bool {
 	if t.rseq.reg.Addr == 0 {
 		return true
 	}
+	if t.rseqRestart.Swap(false) {
+		t.rseq.event = true
+	}
 	cpu := uint64(machine.CurrentCPU())
 	if t.regs.CPU == cpu+1 && !t.rseq.resume && !t.rseq.event {
 		return true

@@ -10,6 +10,7 @@ import (
 
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
+	"shortbread/kernel/seccomp"
 )
 
 // Thread is one user thread: a goroutine that runs the program until its
@@ -82,19 +83,31 @@ type Thread struct {
 	// noNewPrivs is PR_SET_NO_NEW_PRIVS's flag: set once, never
 	// cleared, inherited by the threads and processes this one makes;
 	// execve then ignores set-user-ID and set-group-ID bits.
-	noNewPrivs bool
-	// keepCaps is PR_SET_KEEPCAPS's flag (securebits' SECURE_KEEP_CAPS),
-	// cleared by execve; mceKill is PR_MCE_KILL's policy (sys_prctl.go).
-	keepCaps bool
-	mceKill  mceKill
+	noNewPrivs atomic.Bool
+	// securebits are PR_SET_SECUREBITS's bits and locks, with
+	// PR_SET_KEEPCAPS's SECURE_KEEP_CAPS (cleared by execve); mceKill is
+	// PR_MCE_KILL's policy (sys_prctl.go).
+	securebits uint32
+	mceKill    mceKill
+	// seccompMode is the seccomp mode, and seccompFilter the filters
+	// in filter mode (sys_seccomp.go); another thread's
+	// SECCOMP_FILTER_FLAG_TSYNC may set them.
+	seccompMode   atomic.Uint32
+	seccompFilter atomic.Pointer[seccomp.Filter]
 	// nprocExceeded: a set*uid made this thread's user one past
 	// RLIMIT_NPROC; execve fails with EAGAIN while it is (flagNproc).
 	nprocExceeded bool
+	// nprocUID is the real user ID RLIMIT_NPROC counts the thread
+	// under: its creator's, then its own set*uid's (fork.go).
+	nprocUID atomic.Uint32
 	// kseq counts entries to and exits from system calls: odd while the
 	// thread is in one (the hung-task detector's view, hung.go).
 	kseq atomic.Uint64
 	// rseq is the thread's restartable-sequence registration (rseq.go).
 	rseq rseqState
+	// rseqRestart is set by another thread's RSEQ membarrier: the
+	// section this thread is in must abort (sys_membarrier.go).
+	rseqRestart atomic.Bool
 
 	dying   atomic.Bool   // the process is exiting: stop at the next chance
 	stopped chan struct{} // closed when the goroutine has ended

@@ -3,9 +3,13 @@ package proc
 // capget(2), capset(2) and personality(2). Capabilities are not kept per
 // process: they follow the IDs as Linux's do for a process that never
 // changed them (root's effective set is full, and its permitted set
-// while any of its user IDs is 0; others have none). capset therefore
-// accepts only the sets a process has (gaining is EPERM, as on Linux;
-// dropping, which Linux allows, is EPERM too: partial support).
+// while any of its user IDs is 0; others have none), less what an execve
+// left out when the bounding set (PR_CAPBSET_DROP) had been reduced or
+// SECURE_NOROOT was set. They are reported (capget, /proc/PID/status),
+// while permission checks still go by the effective user ID alone.
+// capset therefore accepts only the sets a process has (gaining is
+// EPERM, as on Linux; dropping, which Linux allows, is EPERM too:
+// partial support).
 
 import "encoding/binary"
 
@@ -47,7 +51,8 @@ func (t *Thread) capHeader(at uint64) (words int, pid int32, e int64) {
 }
 
 // capSets returns the effective and permitted sets of a process with
-// credentials c.
+// credentials c: what its IDs give, less what an execve under a reduced
+// bounding set (or SECURE_NOROOT) left out.
 func capSets(c creds) (eff, perm [2]uint32) {
 	if c.euid == 0 {
 		eff = capFull
@@ -55,7 +60,29 @@ func capSets(c creds) (eff, perm [2]uint32) {
 	if c.ruid == 0 || c.euid == 0 || c.suid == 0 {
 		perm = capFull
 	}
+	for i := range eff {
+		eff[i] &^= c.capLost[i]
+		perm[i] &^= c.capLost[i]
+	}
 	return eff, perm
+}
+
+// capBounding is the bounding set of credentials c.
+func capBounding(c creds) [2]uint32 {
+	return [2]uint32{capFull[0] &^ c.bsetDropped[0], capFull[1] &^ c.bsetDropped[1]}
+}
+
+// execCaps is the capability part of execve: a program run as root
+// (real or effective ID 0) gets the bounding set as its permitted set,
+// as Linux gives root a file's full sets masked by the bounding set;
+// under SECURE_NOROOT root gets nothing. Others have no capabilities
+// either way.
+func execCaps(c *creds, securebits uint32) {
+	if securebits&(1<<secureNoRoot) != 0 {
+		c.capLost = capFull
+		return
+	}
+	c.capLost = c.bsetDropped
 }
 
 // sysCapget implements capget(2): a NULL data pointer with a bad

@@ -19,6 +19,10 @@ type creds struct {
 	ruid, euid, suid, fsuid uint32
 	rgid, egid, sgid, fsgid uint32
 	groups                  []uint32
+	// bsetDropped is what PR_CAPBSET_DROP took out of the capability
+	// bounding set, and capLost what the last execve left out of the
+	// permitted set as a result (sys_cap.go); zero: none.
+	bsetDropped, capLost [2]uint32
 }
 
 // keep is the "-1" argument: leave that ID unchanged.
@@ -104,7 +108,6 @@ func sysSetuid(t *Thread, a *[6]uint64) (int64, bool) {
 	if id == keep {
 		return -eINVAL, false
 	}
-	old := t.creds().ruid
 	r := t.changeCreds(func(c *creds) int64 {
 		if c.privileged() {
 			return setIDs(true, &c.ruid, &c.euid, &c.suid, &c.fsuid, id, id, id)
@@ -112,7 +115,7 @@ func sysSetuid(t *Thread, a *[6]uint64) (int64, bool) {
 		return setIDs(false, &c.ruid, &c.euid, &c.suid, &c.fsuid, keep, id, keep)
 	})
 	if r == 0 {
-		t.flagNproc(old)
+		t.flagNproc()
 	}
 	return r, false
 }
@@ -158,12 +161,11 @@ func setRe(priv bool, r, e, s, fs *uint32, nr, ne uint32) int64 {
 }
 
 func sysSetreuid(t *Thread, a *[6]uint64) (int64, bool) {
-	old := t.creds().ruid
 	r := t.changeCreds(func(c *creds) int64 {
 		return setRe(c.privileged(), &c.ruid, &c.euid, &c.suid, &c.fsuid, uint32(a[0]), uint32(a[1]))
 	})
 	if r == 0 {
-		t.flagNproc(old)
+		t.flagNproc()
 	}
 	return r, false
 }
@@ -175,12 +177,11 @@ func sysSetregid(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 func sysSetresuid(t *Thread, a *[6]uint64) (int64, bool) {
-	old := t.creds().ruid
 	r := t.changeCreds(func(c *creds) int64 {
 		return setIDs(c.privileged(), &c.ruid, &c.euid, &c.suid, &c.fsuid, uint32(a[0]), uint32(a[1]), uint32(a[2]))
 	})
 	if r == 0 {
-		t.flagNproc(old)
+		t.flagNproc()
 	}
 	return r, false
 }

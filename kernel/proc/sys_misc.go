@@ -43,8 +43,6 @@ const (
 	// defaultTimerslack is Linux's 50 us: how late a sleep may wake.
 	defaultTimerslack   = 50000
 	prGetPdeathsig      = 2
-	prGetSeccomp        = 21
-	prCapbsetRead       = 23
 	prSetChildSubreaper = 36
 	prGetChildSubreaper = 37
 	prSetNoNewPrivs     = 38
@@ -267,15 +265,6 @@ func sysPrctl(t *Thread, a *[6]uint64) (int64, bool) {
 		var b [4]byte
 		binary.LittleEndian.PutUint32(b[:], prTSCEnable)
 		return errno(p.Space().CopyOut(uintptr(a[1]), b[:])), false
-	case prGetSeccomp:
-		return 0, false // no seccomp filters here: mode SECCOMP_MODE_DISABLED
-	case prCapbsetRead:
-		// Capabilities are not kept per process: the bounding set
-		// is every capability, as a Linux process's starts.
-		if a[1] > capLast {
-			return -eINVAL, false
-		}
-		return 1, false
 	case prSetChildSubreaper:
 		p.mu.Lock()
 		p.subreaper = a[1] != 0
@@ -292,13 +281,13 @@ func sysPrctl(t *Thread, a *[6]uint64) (int64, bool) {
 		if a[1] != 1 || a[2] != 0 || a[3] != 0 || a[4] != 0 {
 			return -eINVAL, false
 		}
-		t.noNewPrivs = true
+		t.noNewPrivs.Store(true)
 		return 0, false
 	case prGetNoNewPrivs:
 		if a[1] != 0 || a[2] != 0 || a[3] != 0 || a[4] != 0 {
 			return -eINVAL, false
 		}
-		if t.noNewPrivs {
+		if t.noNewPrivs.Load() {
 			return 1, false
 		}
 		return 0, false

@@ -2,11 +2,15 @@ package proc
 
 // prctl(2) options beyond sysPrctl's (sys_misc.go), each with Linux
 // 6.1's checks: the capability-related ones over the credentials this
-// kernel keeps (no capability sets per process: the ambient set stays
-// empty, since the inheritable set cannot be raised), and the ones whose
-// effect is a flag Linux keeps for hardware or accounting this kernel
-// does not have (memory-error kill policy, per-task perf counters,
-// process timing), kept and reported as Linux does.
+// kernel keeps (capabilities follow the user IDs, masked at execve by the
+// bounding set: sys_cap.go; the ambient set stays empty, since the
+// inheritable set cannot be raised; the securebits are kept per thread
+// with Linux's locks, and SECURE_NOROOT is honoured at execve as far as
+// the reported sets go), seccomp (sys_seccomp.go), speculation control
+// and PR_SET_MM (sys_prctl_mm.go), and the ones whose effect is a flag
+// Linux keeps for hardware or accounting this kernel does not have
+// (memory-error kill policy, per-task perf counters, process timing),
+// kept and reported as Linux does.
 
 // prctl options and values (include/uapi/linux/prctl.h).
 const (
@@ -15,7 +19,15 @@ const (
 	prGetTiming          = 13
 	prSetTiming          = 14
 	prTimingStatistical  = 0
+	prGetSeccomp         = 21
+	prSetSeccomp         = 22
+	prCapbsetRead        = 23
+	prCapbsetDrop        = 24
 	prGetSecurebits      = 27
+	prSetSecurebits      = 28
+	prSetMM              = 35
+	prGetSpeculationCtrl = 52
+	prSetSpeculationCtrl = 53
 	prPerfEventsDisable  = 31
 	prPerfEventsEnable   = 32
 	prMCEKill            = 33
@@ -30,7 +42,17 @@ const (
 	prCapAmbientRaise    = 2
 	prCapAmbientLower    = 3
 	prCapAmbientClearAll = 4
-	secureKeepCaps       = 4 // the securebits bit PR_SET_KEEPCAPS sets
+
+	// The securebits (include/uapi/linux/securebits.h): each bit has a
+	// lock bit above it that, once set, fixes it and cannot be cleared.
+	secureNoRoot         = 0
+	secureNoSetuidFixup  = 2
+	secureKeepCaps       = 4 // the bit PR_SET_KEEPCAPS sets
+	secureKeepCapsLocked = 5
+	secureNoCapAmbRaise  = 6
+	secureAllBits        = 0x55
+	secureAllLocks       = secureAllBits << 1
+	capSetpcap           = 8
 )
 
 // mceKill is PR_MCE_KILL's policy for a thread: 0 the system's
@@ -41,22 +63,72 @@ type mceKill uint8
 // know (EINVAL).
 func prctlMore(t *Thread, a *[6]uint64) (ret int64, ok bool) {
 	switch a[0] {
-	case prGetKeepcaps:
-		if t.keepCaps {
-			return 1, true
+	// The capability options, which Linux's commoncap module serves
+	// before prctl looks at any other: no checks of unused arguments.
+	case prCapbsetRead:
+		if a[1] > capLast {
+			return -eINVAL, true
 		}
+		bset := capBounding(t.creds())
+		return int64(bset[a[1]/32] >> (a[1] % 32) & 1), true
+	case prCapbsetDrop:
+		// CAP_SETPCAP first, then the capability's number.
+		if !t.creds().privileged() {
+			return -ePERM, true
+		}
+		if a[1] > capLast {
+			return -eINVAL, true
+		}
+		t.Proc.mu.Lock()
+		t.Proc.cred.bsetDropped[a[1]/32] |= 1 << (a[1] % 32)
+		t.Proc.mu.Unlock()
 		return 0, true
+	case prGetSecurebits:
+		return int64(t.securebits), true
+	case prSetSecurebits:
+		// Every refusal is EPERM: a locked bit changed, a lock cleared,
+		// a bit Linux does not have, or no CAP_SETPCAP.
+		old := uint64(t.securebits)
+		if (old&secureAllLocks)>>1&(old^a[1]) != 0 || old&secureAllLocks&^a[1] != 0 ||
+			a[1]&^(secureAllLocks|secureAllBits) != 0 || !t.creds().privileged() {
+			return -ePERM, true
+		}
+		t.securebits = uint32(a[1])
+		return 0, true
+	case prGetKeepcaps:
+		return int64(t.securebits >> secureKeepCaps & 1), true
 	case prSetKeepcaps:
 		if a[1] > 1 {
 			return -eINVAL, true
 		}
-		t.keepCaps = a[1] == 1 // cleared by execve
-		return 0, true
-	case prGetSecurebits:
-		if t.keepCaps {
-			return 1 << secureKeepCaps, true
+		if t.securebits&(1<<secureKeepCapsLocked) != 0 {
+			return -ePERM, true
 		}
+		t.securebits = t.securebits&^(1<<secureKeepCaps) | uint32(a[1])<<secureKeepCaps
 		return 0, true
+	case prGetSeccomp:
+		return int64(t.seccompMode.Load()), true
+	case prSetSeccomp:
+		// The filter argument is ignored for strict mode.
+		switch a[1] {
+		case seccompModeStrict:
+			return t.seccompSet(seccompSetModeStrict, 0, 0), true
+		case seccompModeFilter:
+			return t.seccompSet(seccompSetModeFilter, 0, a[2]), true
+		}
+		return -eINVAL, true
+	case prGetSpeculationCtrl:
+		if a[2]|a[3]|a[4] != 0 {
+			return -eINVAL, true
+		}
+		return specCtrlGet(a[1]), true
+	case prSetSpeculationCtrl:
+		if a[3]|a[4] != 0 {
+			return -eINVAL, true
+		}
+		return specCtrlSet(a[1], a[2]), true
+	case prSetMM:
+		return t.prctlSetMM(a), true
 	case prGetTiming:
 		return prTimingStatistical, true
 	case prSetTiming:
@@ -111,7 +183,9 @@ func prctlMore(t *Thread, a *[6]uint64) (ret int64, ok bool) {
 		case prCapAmbientIsSet:
 			return 0, true
 		case prCapAmbientRaise:
-			return -ePERM, true // not in the (empty) inheritable set
+			// Not in the (empty) inheritable set, and refused anyway
+			// under SECURE_NO_CAP_AMBIENT_RAISE.
+			return -ePERM, true
 		case prCapAmbientLower:
 			return 0, true
 		}

@@ -263,7 +263,7 @@ func (t *Thread) execve(tgt execTarget, argv, envp []string) error {
 	t.altStack = stackT{}
 	t.clearTID, t.clearSpace = 0, nil
 	t.rseq = rseqState{} // the area was in the old program's memory
-	t.keepCaps = false
+	t.securebits &^= 1 << secureKeepCaps
 	p.mu.Lock()
 	if p.vforkDone != nil {
 		close(p.vforkDone)

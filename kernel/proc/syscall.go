@@ -38,6 +38,8 @@ const (
 	eLIBBAD      = 80
 	eOVERFLOW    = 75
 	eBUSY        = 16
+	eNXIO        = 6
+	eRANGE       = 34
 )
 
 // errno maps kernel errors to Linux errno values.
@@ -264,6 +266,7 @@ func init() {
 		169: {"reboot", sysReboot},
 		273: {"set_robust_list", sysSetRobustList},
 		274: {"get_robust_list", sysGetRobustList},
+		317: {"seccomp", sysSeccomp},
 		318: {"getrandom", sysGetrandom},
 		137: {"statfs", sysStatfs}, // sys_fs.go
 		138: {"fstatfs", sysFstatfs},
@@ -346,6 +349,11 @@ func (t *Thread) syscall() bool {
 	// a local array would be allocated on every system call.
 	t.args = [6]uint64{r.RDI, r.RSI, r.RDX, r.R10, r.R8, r.R9}
 	a := &t.args
+	if t.seccompMode.Load() != 0 {
+		if done, exit := t.seccompCheck(no); done {
+			return exit
+		}
+	}
 	var e Entry
 	if no < nSyscalls {
 		e = syscalls[no]

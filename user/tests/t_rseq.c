@@ -10,7 +10,11 @@
  * handler's saved RIP is already abort_ip); outside a section a signal
  * clears rseq_cs; a bad signature before abort_ip is SIGSEGV; an
  * unmapped area is EFAULT; a fork child keeps the registration, a new
- * thread has none. musl registers nothing, so the test owns the call.
+ * thread has none. membarrier's RSEQ commands: EPERM before the
+ * registration, EINVAL for flags other than MEMBARRIER_CMD_FLAG_CPU, a
+ * CPU that does not exist accepted, and no section of another thread
+ * that began before the call runs on after it returns. musl registers
+ * nothing, so the test owns the call.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -76,6 +80,39 @@ __asm__(".text\n"
 	"	xorl %eax, %eax\n"
 	"	ret\n");
 extern long cs_spin(uint64_t *rseq_cs, struct rseq_cs *desc, unsigned long n);
+
+/*
+ * mb_spin(&area->rseq_cs, desc, &done, &epoch, &violation, &inside):
+ * inside the critical section [mb_start, mb_end) reads *epoch (the
+ * section's start) and publishes it in *inside, then spins until it is
+ * aborted; if it sees *done reach its start (a membarrier that began
+ * after the section did has returned) it sets *violation and leaves.
+ */
+__asm__(".text\n"
+	".globl mb_spin\n"
+	"mb_spin:\n"
+	"	movq %rsi, (%rdi)\n"
+	".globl mb_start\n"
+	"mb_start:\n"
+	"	movq (%rcx), %rax\n"
+	"	movq %rax, (%r9)\n"
+	"1:	cmpq %rax, (%rdx)\n"
+	"	jae 2f\n"
+	"	jmp 1b\n"
+	"2:	movl $1, (%r8)\n"
+	"	jmp mb_end\n"
+	".globl mb_end\n"
+	"mb_end:\n"
+	"	movl $1, %eax\n"
+	"	ret\n"
+	"	.long 0x53053053\n"
+	".globl mb_abort\n"
+	"mb_abort:\n"
+	"	xorl %eax, %eax\n"
+	"	ret\n");
+extern long mb_spin(uint64_t *rseq_cs, struct rseq_cs *desc, volatile uint64_t *done, volatile uint64_t *epoch,
+		    volatile int *violation, volatile uint64_t *inside);
+extern char mb_start[], mb_end[], mb_abort[];
 extern char cs_start[], cs_end[], cs_abort[], cs_badsig[];
 
 static struct rseq_cs desc;
@@ -274,6 +311,100 @@ static void *thread_registers(void *arg)
 	return (void *)(r == 0 && area.cpu_id < 4096 ? 1L : 0L);
 }
 
+/* membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) */
+#define MB_QUERY 0
+#define MB_PRIVATE_EXPEDITED_RSEQ (1 << 7)
+#define MB_REGISTER_PRIVATE_EXPEDITED_RSEQ (1 << 8)
+#define MB_FLAG_CPU 1
+
+static volatile uint64_t mb_done, mb_epoch, mb_inside;
+static volatile int mb_violation, mb_stop;
+static long mb_aborts;
+
+static void *mb_thread(void *arg)
+{
+	(void)arg;
+	static __thread struct rseq_area a;
+	static struct rseq_cs d;
+	if (sys_rseq(&a, 32, 0, RSEQ_SIG) != 0)
+		return (void *)1L;
+	d.start_ip = (uintptr_t)mb_start;
+	d.post_commit_offset = (uintptr_t)mb_end - (uintptr_t)mb_start;
+	d.abort_ip = (uintptr_t)mb_abort;
+	while (!mb_stop && !mb_violation) {
+		if (mb_spin(&a.rseq_cs, &d, &mb_done, &mb_epoch, &mb_violation, &mb_inside) == 0)
+			mb_aborts++;
+	}
+	sys_rseq(&a, 32, RSEQ_FLAG_UNREGISTER, RSEQ_SIG);
+	return NULL;
+}
+
+static void test_membarrier(long ncpu)
+{
+	long mask = syscall(SYS_membarrier, MB_QUERY, 0, 0);
+	int want = MB_PRIVATE_EXPEDITED_RSEQ | MB_REGISTER_PRIVATE_EXPEDITED_RSEQ;
+	CHECK_EQ("membarrier.query_rseq", mask & want, want);
+	CHECK_ERR("membarrier.rseq_unregistered", syscall(SYS_membarrier, MB_PRIVATE_EXPEDITED_RSEQ, 0, 0), EPERM);
+	CHECK_ERR("membarrier.rseq_bad_flag_first", syscall(SYS_membarrier, MB_PRIVATE_EXPEDITED_RSEQ, 2, 0), EINVAL);
+	CHECK_ERR("membarrier.register_cpu_flag", syscall(SYS_membarrier, MB_REGISTER_PRIVATE_EXPEDITED_RSEQ, MB_FLAG_CPU, 0), EINVAL);
+	CHECK_SYS("membarrier.register_rseq", syscall(SYS_membarrier, MB_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0));
+	CHECK_SYS("membarrier.register_rseq_again", syscall(SYS_membarrier, MB_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0));
+	CHECK_SYS("membarrier.rseq_alone", syscall(SYS_membarrier, MB_PRIVATE_EXPEDITED_RSEQ, 0, 0));
+	CHECK_SYS("membarrier.rseq_cpu0", syscall(SYS_membarrier, MB_PRIVATE_EXPEDITED_RSEQ, MB_FLAG_CPU, 0));
+	CHECK_SYS("membarrier.rseq_no_such_cpu", syscall(SYS_membarrier, MB_PRIVATE_EXPEDITED_RSEQ, MB_FLAG_CPU, 4096));
+	CHECK_SYS("membarrier.rseq_cpu_negative", syscall(SYS_membarrier, MB_PRIVATE_EXPEDITED_RSEQ, MB_FLAG_CPU, -1));
+	CHECK_ERR("membarrier.rseq_unknown_flag", syscall(SYS_membarrier, MB_PRIVATE_EXPEDITED_RSEQ, MB_FLAG_CPU | 2, 0), EINVAL);
+
+	/* Rounds: once the other thread is in a section that began in epoch
+	 * k, the epoch moves on, the membarrier runs, and then done = k; a
+	 * section from epoch k that still runs sees done >= k. */
+	mb_done = 0;
+	mb_epoch = 1;
+	mb_inside = 0;
+	mb_violation = 0;
+	mb_stop = 0;
+	mb_aborts = 0;
+	pthread_t th;
+	pthread_create(&th, NULL, mb_thread, NULL);
+	int rounds = 0, stuck = 0;
+	for (uint64_t k = 1; k <= 20 && !mb_violation; k++) {
+		/* wait for a section of epoch k: one already running began
+		 * earlier, so abort it */
+		int seen = 0;
+		for (int i = 0; i < 4000 && !seen && !mb_violation; i++) {
+			if (mb_inside == k) {
+				seen = 1;
+				break;
+			}
+			syscall(SYS_membarrier, MB_PRIVATE_EXPEDITED_RSEQ, 0, 0);
+			if (i > 100)
+				usleep(1000);
+		}
+		if (!seen) {
+			stuck = 1;
+			break;
+		}
+		mb_epoch = k + 1;
+		if (k % 2 && ncpu > 1)
+			syscall(SYS_membarrier, MB_PRIVATE_EXPEDITED_RSEQ, MB_FLAG_CPU, -1);
+		else
+			syscall(SYS_membarrier, MB_PRIVATE_EXPEDITED_RSEQ, 0, 0);
+		mb_done = k;
+		rounds++;
+	}
+	int violation = mb_violation;
+	/* the end: a section begun from now on reads epoch 0 and leaves at
+	 * once, one begun before is aborted */
+	mb_stop = 1;
+	mb_epoch = 0;
+	syscall(SYS_membarrier, MB_PRIVATE_EXPEDITED_RSEQ, 0, 0);
+	void *r = NULL;
+	pthread_join(th, &r);
+	CHECK_EQ("membarrier.rseq_thread_registered", (long)r, 0);
+	check_report("membarrier.rseq_restarts", !violation && !stuck && rounds == 20,
+		     "%d rounds, violation %d, stuck %d, %ld aborts", rounds, violation, stuck, mb_aborts);
+}
+
 int main(void)
 {
 	check_start("t_rseq");
@@ -287,6 +418,7 @@ int main(void)
 	test_cpu_id(ncpu);
 	test_preempt(ncpu);
 	test_signal();
+	test_membarrier(ncpu);
 	int st = child_status();
 	CHECK("badsig.sigsegv", WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
 
