@@ -122,7 +122,7 @@ screen-smoke: user $(KERNEL) $(STUB)
 screen-test: deps user $(KERNEL) $(STUB)
 	tools/screentest.sh full
 
-# The emulated-hardware matrix (tools/hwtest.sh, about an hour; not in
+# The emulated-hardware matrix (tools/hwtest.sh, about 20 minutes; not in
 # make test): machines, firmware, CPU counts and APIC layouts, processors
 # without optional features, every NIC and disk controller, the screen
 # consoles and a panic on them, NUMA and large memory; a line per

@@ -26,12 +26,12 @@ iso=$build/apictest.iso
   "test=every-cpu,apic-mode,device-interrupt,user-hello,user-fork loglevel=info" || exit 1
 major=$(qemu-system-x86_64 --version | sed -n 's/^QEMU emulator version \([0-9][0-9]*\)\..*/\1/p')
 
-failed=0
+failed=0 ran=0
 # boot NAME CPUS MODE SMP [qemu args...]: only the boots named.
 boot() {
   name=$1 want=$2 mode=$3 smp=$4
   shift 4
-  case " $names " in *" $name "*) ;; *) return ;; esac
+  case " $names " in *" $name "*) ran=$((ran + 1)) ;; *) return ;; esac
   log=$build/apictest-$name.log
   start=$(date +%s)
   "$root/tools/qemu.sh" "$iso" "$smp" "$limit" "$@" > "$log" 2>&1
@@ -59,4 +59,5 @@ else
   echo "apic test: QEMU $major has no x2APIC under TCG; x2APIC boots skipped"
 fi
 boot xapic-gaps 6 xAPIC 6,sockets=2,cores=3 -cpu max,-x2apic
+[ "$ran" -gt 0 ] || { echo "apic test: none of '$names' ran"; exit 1; }
 exit $failed
