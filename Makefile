@@ -23,7 +23,7 @@ QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot
 
 DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio e2fsprogs python3 curl gdisk fdisk
 
-.PHONY: all run run-cmd screen-smoke screen-test net-check net-inject test iso kernel deps host-test boot-test user-test cpu-test numa-test mem-test linux-test powercut-test powercut powercut-control debian-test exhaust-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
+.PHONY: all run run-cmd hwtest screen-smoke screen-test net-check net-inject test iso kernel deps host-test boot-test user-test cpu-test numa-test mem-test linux-test powercut-test powercut powercut-control debian-test exhaust-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
 
 all: iso
 
@@ -111,14 +111,24 @@ cpu-test: user $(KERNEL) $(STUB) $(INITRAMFS)
 
 # The screen console: busybox's shell on the VGA text screen with no
 # serial port, typed at through QEMU's QMP and read back from video memory
-# (tools/screentest.sh; about a minute). screen-test adds scrolling,
-# clear and line editing, the UEFI framebuffer (read back by screendump),
-# console=tty0 beside a serial port and both consoles at once.
+# (tools/screentest.sh; about a minute), and a kernel panic drawn on the
+# screen (crash=nil, no serial port). screen-test adds scrolling, clear
+# and line editing, the UEFI framebuffer (read back by screendump),
+# console=tty0 beside a serial port, both consoles at once, and the panic
+# on the UEFI framebuffer.
 screen-smoke: user $(KERNEL) $(STUB)
 	tools/screentest.sh short
 
 screen-test: deps user $(KERNEL) $(STUB)
 	tools/screentest.sh full
+
+# The emulated-hardware matrix (tools/hwtest.sh, about 20 minutes; not in
+# make test): machines, firmware, CPU counts and APIC layouts, processors
+# without optional features, every NIC and disk controller, the screen
+# consoles and a panic on them, NUMA and large memory; a line per
+# configuration and a summary table. HWTEST_ONLY="nic-* disk-*" picks rows.
+hwtest: deps user $(KERNEL) $(STUB) $(INITRAMFS)
+	tools/hwtest.sh
 
 bench-boot: deps $(KERNEL) $(STUB) $(INITRAMFS)
 	go run ./bench/boottime -runs 3

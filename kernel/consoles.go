@@ -4,8 +4,10 @@ package main
 // keyboard, chosen by console= (package console) or every one found.
 // Kernel messages and the console terminal's output go to each chosen
 // console, and the terminal's input comes from each. The machine layer's
-// own messages and a crash report go to the serial port only: they are
-// printed below the runtime, where the screen's Go code cannot run.
+// own messages go to the serial port only; a crash report (printed below
+// the runtime, where the screen's console cannot run) goes there and, when
+// the screen is a console, to the screen through term.Crash, which draws
+// without allocating or locking.
 
 import (
 	"fmt"
@@ -89,6 +91,7 @@ func (k *kernel) chooseConsoles(args []string) []string {
 			}
 		})
 		c.screen.Start(10 * time.Millisecond)
+		machine.SetCrashScreen(term.NewCrash(disp, rows, cols, c.screen).Put)
 		kout, tout = append(kout, console.NewlineWriter{W: c.screen}), append(tout, c.screen)
 	}
 	c.kernel.set(kout...)

@@ -122,7 +122,7 @@ func (intelDMA) Alloc() (intelnic.Page, error) {
 
 func (intelDMA) Free(p intelnic.Page) { frameDMA{}.Free(virtio.Page{Phys: p.Phys, Mem: p.Mem}) }
 
-// igbDriver binds Intel 82576 cards.
+// igbDriver binds Intel 82576 and i350 ports.
 func (c *netCards) igbDriver() *pci.Driver {
 	return &pci.Driver{
 		Name: igb.Name,
@@ -132,7 +132,7 @@ func (c *netCards) igbDriver() *pci.Driver {
 			if err != nil {
 				return err
 			}
-			return c.attach(nic, fmt.Sprintf("igb (82576) by %v", nic.Kind))
+			return c.attach(nic, fmt.Sprintf("igb (%s, port %d) by %v", nic.Model, nic.Port, nic.Kind))
 		},
 	}
 }

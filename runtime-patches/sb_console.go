@@ -12,7 +12,18 @@ import "unsafe"
 
 const sbCOM1 = 0x3f8
 
-var sbConsoleLock sbSpin
+var (
+	sbConsoleLock sbSpin
+
+	// Once a fatal panic began (latched: it ends in power-off), every byte
+	// also goes to the screen by sbCrashScreen (machine.SetCrashScreen),
+	// which runs here, in trap context: it must not allocate, block or lock.
+	sbCrashScreen func(byte)
+	sbCrashing    bool
+)
+
+//go:linkname sbHookSetCrashScreen shortbread/kernel/machine.SetCrashScreen
+func sbHookSetCrashScreen(put func(byte)) { sbCrashScreen = put }
 
 func sbSerialInit() {
 	sbOutb(sbCOM1+1, 0x00) // no UART interrupts yet
@@ -29,6 +40,10 @@ func sbPutc(c byte) {
 		sbPause()
 	}
 	sbOutb(sbCOM1, c)
+	if sbCrashScreen != nil && (sbCrashing || panicking.Load() != 0) {
+		sbCrashing = true
+		sbCrashScreen(c)
+	}
 }
 
 // sbWriteConsole writes raw bytes, turning \n into \r\n for terminals.

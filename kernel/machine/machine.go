@@ -63,6 +63,13 @@ func Exit(status uint8)
 // NumCPU is the number of CPUs running the scheduler.
 func NumCPU() int
 
+// SetCrashScreen makes the machine layer give put every byte of a fatal
+// crash report (the runtime's panic and goroutine traces, the machine
+// layer's registers) besides the serial port. put runs beneath the
+// runtime, in trap context with interrupts off: it must not allocate,
+// block or take locks.
+func SetCrashScreen(put func(byte))
+
 // CurrentCPU is the index of the CPU running the caller (which may move
 // right after).
 func CurrentCPU() int

@@ -10,6 +10,7 @@ package term
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -40,6 +41,8 @@ type Console struct {
 	first    bool // nothing drawn yet: draw every cell
 
 	kick chan struct{}
+
+	stopped atomic.Bool // a crash report owns the display (Crash)
 }
 
 // NewConsole makes a console of rows by cols cells on d; reply receives
@@ -84,6 +87,9 @@ func (c *Console) Lines() []string {
 
 // Render draws what changed since the last Render.
 func (c *Console) Render() {
+	if c.stopped.Load() {
+		return
+	}
 	c.renderMu.Lock()
 	defer c.renderMu.Unlock()
 	c.mu.Lock()

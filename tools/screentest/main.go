@@ -7,12 +7,16 @@
 // own font (package font). tools/screentest.sh runs it in the
 // configurations of make screen-test and make test.
 //
-// usage: screentest -iso ISO [-uefi] [-serial FILE] [-steps short|full] [-timeout 300s]
+// usage: screentest -iso ISO [-uefi] [-serial FILE] [-steps short|full|crash] [-timeout 300s]
 //
 // The ISO must boot busybox's shell on the console (init=/bin/sh). The
 // steps type commands whose output the shell has to compute (so an echo
 // of the keys typed cannot pass for it), interrupt a sleep with Ctrl-C,
 // and end with `exit 3`, which must power the machine off with status 3.
+// -steps crash boots an ISO whose kernel panics (crash=nil) on a machine
+// without isa-debug-exit, where the failing power-off halts and leaves
+// the screen as it is, and waits until the screen shows the panic, the
+// faulting function in the goroutine trace and the registers.
 package main
 
 import (
@@ -34,7 +38,7 @@ var (
 	iso      = flag.String("iso", "", "ISO to boot")
 	uefi     = flag.Bool("uefi", false, "boot through OVMF (the screen is a GOP framebuffer)")
 	serial   = flag.String("serial", "", "write the serial port to this file (default: no serial port)")
-	steps    = flag.String("steps", "short", "short or full")
+	steps    = flag.String("steps", "short", "short, full or crash")
 	timeout  = flag.Duration("timeout", 300*time.Second, "limit for the whole run")
 	cpus     = flag.Int("cpus", 1, "CPUs")
 	expectIn = flag.String("expect-serial", "", "comma-separated strings the serial file must contain at the end")
@@ -64,9 +68,11 @@ func run() error {
 	defer os.RemoveAll(dir)
 	sock := filepath.Join(dir, "qmp")
 	args := []string{"-machine", "q35", "-cpu", "max", "-m", "512M", "-smp", fmt.Sprint(*cpus),
-		"-display", "none", "-no-reboot", "-monitor", "none",
-		"-device", "isa-debug-exit,iobase=0xf4,iosize=0x04", "-cdrom", *iso,
+		"-display", "none", "-no-reboot", "-monitor", "none", "-cdrom", *iso,
 		"-qmp", "unix:" + sock + ",server=on,wait=off"}
+	if *steps != "crash" {
+		args = append(args, "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04")
+	}
 	if *serial != "" {
 		args = append(args, "-serial", "file:"+*serial)
 	} else {
@@ -97,6 +103,13 @@ func run() error {
 	defer q.close()
 	s := &session{q: q, dir: dir, deadline: deadline}
 
+	if *steps == "crash" {
+		err := s.crash()
+		if err != nil || *show {
+			s.dump()
+		}
+		return err
+	}
 	if err := s.scenario(); err != nil {
 		s.dump()
 		return err
@@ -186,6 +199,21 @@ func (s *session) scenario() error {
 		}
 	}
 	return s.typeLine("exit 3")
+}
+
+// crash waits for the crash report on the screen: the panic's message,
+// the faulting function in the goroutine trace (main.crash, which
+// crash=nil calls) and a register line of the machine layer, which comes
+// last, so the report has been drawn to its end.
+func (s *session) crash() error {
+	err := s.waitFor("the panic, its trace and the registers", func(l []string) bool {
+		return contains(l, "panic: runtime error: invalid memory address or nil pointer dereference") &&
+			contains(l, "main.crash(") && contains(l, "rip=0x")
+	})
+	if err == nil {
+		log.Printf("the crash report is on the %dx%d screen", width(s.last), len(s.last))
+	}
+	return err
 }
 
 // full adds scrolling, clearing and line editing.

@@ -1,6 +1,7 @@
-// Package igb drives Intel's 82576 gigabit server controller (QEMU's
-// igb, and a port of many servers' network cards) as a netstack link
-// endpoint. The 82576 keeps the e1000 family's register file but moves
+// Package igb drives Intel's 82576 and i350 gigabit server
+// controllers (QEMU's igb is an 82576; the i350 is the port of many
+// servers' network cards; model.go says how they differ) as a netstack
+// link endpoint. The 82576 keeps the e1000 family's register file but moves
 // the data path to per-queue registers and "advanced" descriptors, and
 // interrupts by MSI-X vectors that IVAR assigns to each cause; the
 // driver uses one queue pair.
@@ -32,13 +33,6 @@ import (
 // Name is the driver's name, as the kernel log and Linux name it.
 const Name = "igb"
 
-// IDs are the PCI IDs this package drives. The 82576's other variants
-// (fibre, SerDes, quad ports) and the i350, which keeps this register
-// layout for queue 0, are left out until they have been tried.
-var IDs = []pci.ID{
-	{Vendor: 0x8086, Device: 0x10c9}, // 82576, QEMU -device igb
-}
-
 // Config is what New needs besides the device.
 type Config struct {
 	Name string // eth0, ...
@@ -60,19 +54,22 @@ const DefaultIntrRate = 8000
 
 // NIC is one card.
 type NIC struct {
-	Name string
-	Kind pci.IntrKind // how it interrupts
+	Name  string
+	Kind  pci.IntrKind // how it interrupts
+	Model string       // the controller: 82576 or i350
+	Port  int          // the controller's port (LAN function), from STATUS
 	link.Ether
 	// Oversize counts frames dropped for spanning more than
 	// intelnic.MaxFrame (also in Stats.RxErrors); Wakeups counts the
 	// interrupt goroutine's wake-ups, so tests can tell it never polls.
 	Oversize, Wakeups atomic.Uint64
 
-	regs pci.Region
-	dma  intelnic.DMA
-	irqs []pci.IRQ
-	log  func(format string, args ...any)
-	up   atomic.Bool
+	model *model
+	regs  pci.Region
+	dma   intelnic.DMA
+	irqs  []pci.IRQ
+	log   func(format string, args ...any)
+	up    atomic.Bool
 
 	rx     *intelnic.RxRing // the receiver goroutine's
 	rxWork chan struct{}    // signalled after an interrupt, for the receiver
@@ -83,6 +80,7 @@ type NIC struct {
 }
 
 var (
+	errModel  = errors.New("igb: not a controller this driver knows")
 	errNoBAR  = errors.New("igb: BAR 0 is not a memory BAR of the register file's size")
 	errGone   = errors.New("igb: registers read as all ones (the card is gone)")
 	errReset  = errors.New("igb: the card did not come out of reset")
@@ -93,6 +91,10 @@ var (
 
 // New resets d and brings it up as a network card.
 func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
+	m := modelOf(d)
+	if m == nil {
+		return nil, errModel
+	}
 	bar := d.BARs[0]
 	if bar.IO || bar.Size < regsSize {
 		return nil, errNoBAR
@@ -110,7 +112,7 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 	if c.IntrRate <= 0 {
 		c.IntrRate = DefaultIntrRate
 	}
-	n := &NIC{Name: c.Name, regs: regs, dma: c.DMA, log: c.Log,
+	n := &NIC{Name: c.Name, Model: m.name, model: m, regs: regs, dma: c.DMA, log: c.Log,
 		rxWork: make(chan struct{}, 1)}
 	if n.log == nil {
 		n.log = func(string, ...any) {}
@@ -177,12 +179,15 @@ func wait(limit time.Duration, done func() bool) bool {
 
 // reset masks the card's interrupts, stops both directions and resets
 // it (DS §4.3.1: the software reset clears itself; the EEPROM is then
-// read again, which sets EECD.AUTO_RD when done).
+// read again, which sets EECD.AUTO_RD when done, and the port's
+// configuration loaded, which sets its EEMNGCTL.CFG_DONE bit).
 func (n *NIC) reset() error {
 	r := n.regs
-	if r.Read32(regSTATUS) == 0xffffffff {
+	status := r.Read32(regSTATUS)
+	if status == 0xffffffff {
 		return errGone
 	}
+	n.Port = int(status>>statusLANIDShift) & 3
 	r.Write32(regIMC, 0xffffffff)
 	r.Write32(regEIMC, 0xffffffff)
 	r.Write32(regRCTL, 0)
@@ -195,6 +200,7 @@ func (n *NIC) reset() error {
 	// A card without an EEPROM (QEMU's) never sets AUTO_RD; the address
 	// is then read as the EEPROM fallback says, so this only waits.
 	wait(10*time.Millisecond, func() bool { return r.Read32(regEECD)&eecdAutoRD != 0 })
+	wait(10*time.Millisecond, func() bool { return r.Read32(regEEMNGCTL)&(eemngctlCfgDone0<<n.Port) != 0 })
 	r.Write32(regIMC, 0xffffffff)
 	r.Write32(regEIMC, 0xffffffff)
 	r.Read32(regICR)
@@ -202,9 +208,12 @@ func (n *NIC) reset() error {
 }
 
 // readMAC takes the address the card loaded into receive address 0 from
-// its EEPROM at reset, else reads the EEPROM's first three words.
+// its EEPROM at reset, else reads the first three words of the port's
+// section of the EEPROM.
 func (n *NIC) readMAC() ([6]byte, error) {
-	mac, ok, err := intelnic.MAC(n.regs.Read32(regRAL0), n.regs.Read32(regRAH0), n.eeprom)
+	base := n.model.nvmBase(n.Port)
+	mac, ok, err := intelnic.MAC(n.regs.Read32(regRAL0), n.regs.Read32(regRAH0),
+		func(w int) (uint16, error) { return n.eeprom(base + w) })
 	if err == nil && !ok {
 		err = errNoMAC
 	}
@@ -250,7 +259,8 @@ func (n *NIC) configure(mac [6]byte, rate int) error {
 		// EIAC clears the vector's EICR bit as its message is sent.
 		r.Write32(regGPIE, gpieNSICR|gpieMSIXMode|gpiePBA)
 		r.Write32(regEIAC, 1)
-		r.Write32(regIVAR0, ivarValid<<ivarRxQ0Shift)
+		ivar, shift := n.model.ivar(0)
+		r.Write32(ivar, ivarValid<<shift)
 		r.Write32(regIVARMSC, ivarValid<<ivarOther)
 	} else {
 		r.Write32(regGPIE, gpieNSICR)
@@ -311,11 +321,12 @@ func (n *NIC) restartAutoNeg() {
 // away from it.
 func (n *NIC) txInterrupt(on bool) {
 	if n.Kind == pci.MSIX {
-		v := uint32(ivarValid << ivarRxQ0Shift)
+		ivar, shift := n.model.ivar(0)
+		v := uint32(ivarValid) << shift
 		if on {
-			v |= ivarValid << ivarTxQ0Shift
+			v |= ivarValid << (shift + ivarTxShift)
 		}
-		n.regs.Write32(regIVAR0, v)
+		n.regs.Write32(ivar, v)
 		return
 	}
 	if on {

@@ -214,7 +214,7 @@ func TestTransmitRingFull(t *testing.T) {
 				if md.noMSIX {
 					return s.get(regIMS)&icrTXDW != 0
 				}
-				return s.get(regIVAR0)>>ivarTxQ0Shift&0xff == ivarValid
+				return s.get(regIVAR0)>>8&0xff == ivarValid
 			}
 			if routed() {
 				t.Fatal("transmit completions interrupt while nobody waits")

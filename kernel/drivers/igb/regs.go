@@ -7,43 +7,44 @@ import "shortbread/kernel/drivers/intelnic"
 // 0's registers are used at their 82575-compatible addresses
 // (0x2800/0x3800), which the 82576 aliases to 0xC000/0xE000.
 const (
-	regCTRL    = 0x00000
-	regSTATUS  = 0x00008
-	regEECD    = 0x00010
-	regEERD    = 0x00014
-	regCTRLEXT = 0x00018
-	regMDIC    = 0x00020
-	regICR     = 0x000c0
-	regIMS     = 0x000d0
-	regIMC     = 0x000d8
-	regRCTL    = 0x00100
-	regTCTL    = 0x00400
-	regGPIE    = 0x01514
-	regEIAC    = 0x0152c
-	regEIMS    = 0x01524
-	regEIMC    = 0x01528
-	regEICR    = 0x01580
-	regEITR0   = 0x01680 // one per MSI-X vector, 4 bytes apart
-	regIVAR0   = 0x01700
-	regIVARMSC = 0x01740
-	regRDBAL   = 0x02800
-	regRDBAH   = 0x02804
-	regRDLEN   = 0x02808
-	regSRRCTL  = 0x0280c
-	regRDH     = 0x02810
-	regRDT     = 0x02818
-	regRXDCTL  = 0x02828
-	regTDBAL   = 0x03800
-	regTDBAH   = 0x03804
-	regTDLEN   = 0x03808
-	regTDH     = 0x03810
-	regTDT     = 0x03818
-	regTXDCTL  = 0x03828
-	regMPC     = 0x04010 // missed packets (no room), clear on read
-	regRXCSUM  = 0x05000
-	regMTA     = 0x05200 // 128 words
-	regRAL0    = 0x05400
-	regRAH0    = 0x05404
+	regCTRL     = 0x00000
+	regSTATUS   = 0x00008
+	regEECD     = 0x00010
+	regEERD     = 0x00014
+	regCTRLEXT  = 0x00018
+	regMDIC     = 0x00020
+	regICR      = 0x000c0
+	regIMS      = 0x000d0
+	regIMC      = 0x000d8
+	regEEMNGCTL = 0x01010
+	regRCTL     = 0x00100
+	regTCTL     = 0x00400
+	regGPIE     = 0x01514
+	regEIAC     = 0x0152c
+	regEIMS     = 0x01524
+	regEIMC     = 0x01528
+	regEICR     = 0x01580
+	regEITR0    = 0x01680 // one per MSI-X vector, 4 bytes apart
+	regIVAR0    = 0x01700
+	regIVARMSC  = 0x01740
+	regRDBAL    = 0x02800
+	regRDBAH    = 0x02804
+	regRDLEN    = 0x02808
+	regSRRCTL   = 0x0280c
+	regRDH      = 0x02810
+	regRDT      = 0x02818
+	regRXDCTL   = 0x02828
+	regTDBAL    = 0x03800
+	regTDBAH    = 0x03804
+	regTDLEN    = 0x03808
+	regTDH      = 0x03810
+	regTDT      = 0x03818
+	regTXDCTL   = 0x03828
+	regMPC      = 0x04010 // missed packets (no room), clear on read
+	regRXCSUM   = 0x05000
+	regMTA      = 0x05200 // 128 words
+	regRAL0     = 0x05400
+	regRAH0     = 0x05404
 
 	// regsSize is the register file's size (BAR 0 is 128 KiB).
 	regsSize = 0x20000
@@ -58,11 +59,19 @@ const (
 	ctrlPHY  = 1 << 31 // PHY_RST
 )
 
-// STATUS (DS §8.2.2): link up.
-const statusLU = 1 << 1
+// STATUS (DS §8.2.2): link up, and the port's number on the chip
+// (LAN_ID, bits 3:2).
+const (
+	statusLU         = 1 << 1
+	statusLANIDShift = 2
+)
 
 // EECD (DS §8.2.3): the EEPROM's contents have been loaded after reset.
 const eecdAutoRD = 1 << 9
+
+// EEMNGCTL (the manageability EEPROM control register): port 0's configuration has been loaded from the
+// EEPROM after a reset; port n's bit is n above it.
+const eemngctlCfgDone0 = 1 << 18
 
 // EERD (DS §8.2.4): start in bit 0, done in bit 1, the word address
 // from bit 2, the data in the high half.
@@ -115,14 +124,13 @@ const (
 )
 
 // IVAR (DS §8.8.16): a byte per cause, the vector in the low five bits
-// and a valid bit at the top. For queue 0 the receive cause is IVAR0's
-// byte 0 and the transmit cause its byte 1; IVAR_MISC's byte 1 routes
-// the "other" causes (ICR's, under MSI-X).
+// and a valid bit at the top; where a queue's bytes are is the model's
+// (model.ivar), its transmit cause a byte above its receive cause.
+// IVAR_MISC's byte 1 routes the "other" causes (ICR's, under MSI-X).
 const (
-	ivarValid     = 0x80
-	ivarRxQ0Shift = 0
-	ivarTxQ0Shift = 8
-	ivarOther     = 8
+	ivarValid   = 0x80
+	ivarTxShift = 8
+	ivarOther   = 8
 )
 
 // RCTL (DS §8.10.1): receiver on, broadcasts accepted, the CRC

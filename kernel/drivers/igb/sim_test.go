@@ -19,6 +19,15 @@ import (
 // that consumes advanced transmit descriptors when the tail moves and
 // writes received frames back in the advanced format. After a reset the
 // link is down until the driver restarts auto-negotiation, as in QEMU.
+//
+// With simI350 set (an i350's device ID and one of its four ports), the
+// card is an i350 port as its datasheet describes what differs from the
+// 82576 (model.go): the port's number in STATUS, its MAC address in its
+// own section of the NVM (port 0's address at word 0, so that reading the
+// wrong section gives the wrong address), and a reset that loads the
+// port's configuration (RAL0/RAH0) a little later and only then sets the
+// port's EEMNGCTL.CFG_DONE bit; touching RAL0 or the NVM before that is
+// an error.
 
 const (
 	bar0Addr = 0xfeb00000
@@ -31,9 +40,12 @@ type sim struct {
 	dev   *pci.Device
 	table *pcitest.Mem // MSI-X table
 
+	i350      bool
+	port      int
 	mu        sync.Mutex
 	reg       map[uint32]uint32
-	eeprom    [64]uint16
+	eeprom    [0x200]uint16
+	loading   bool // a reset's configuration load is under way (i350)
 	irq       *intelnictest.IRQ
 	kind      string // "msix", "msi" or "intx", as the driver allocated
 	signaled  uint32 // legacy causes an interrupt was raised for and not yet cleared
@@ -51,17 +63,32 @@ type sim struct {
 	noAN      bool                // the PHY ignores auto-negotiation restarts
 }
 
-// newSim makes a card with MAC mac in its EEPROM, loaded into RAL0/RAH0
-// at reset unless noRA.
-func newSim(mac [6]byte, noRA bool) *sim {
+// newSim makes an 82576 with MAC mac in its EEPROM, loaded into
+// RAL0/RAH0 at reset unless noRA.
+func newSim(mac [6]byte, noRA bool) *sim { return newSimPort(0x10c9, 0, mac, noRA) }
+
+// simPortMAC is the address the simulated i350's NVM gives its port 0
+// when a test asks for another port.
+var simPortMAC = [6]byte{0x52, 0x54, 0, 0x35, 0x35, 0}
+
+// newSimPort makes a card of device ID dev (0x10c9: an 82576; 0x1521:
+// an i350) as PCI function port, with MAC mac in its NVM section.
+func newSimPort(dev uint16, port int, mac [6]byte, noRA bool) *sim {
 	s := &sim{mem: intelnictest.NewMemory(), table: &pcitest.Mem{B: make([]byte, 16<<10)},
-		writes: map[uint32][]uint32{}, noRA: noRA}
+		writes: map[uint32][]uint32{}, noRA: noRA, i350: dev == 0x1521, port: port}
+	base := 0
+	if s.i350 && port > 0 {
+		base = 0x40 + 0x40*port
+		for i := 0; i < 3; i++ {
+			s.eeprom[i] = uint16(simPortMAC[2*i]) | uint16(simPortMAC[2*i+1])<<8
+		}
+	}
 	for i := 0; i < 3; i++ {
-		s.eeprom[i] = uint16(mac[2*i]) | uint16(mac[2*i+1])<<8
+		s.eeprom[base+i] = uint16(mac[2*i]) | uint16(mac[2*i+1])<<8
 	}
 	cfg := pcitest.New()
-	a := pci.Addr{Bus: 0, Dev: 3, Fn: 0}
-	f := cfg.Add(a, 0x8086, 0x10c9, 0x020000).Interrupt(1, 11).MemBAR(0, bar0Addr, 128<<10, false, false)
+	a := pci.Addr{Bus: 0, Dev: 3, Fn: 0} // alone on the bus: the port number is STATUS's
+	f := cfg.Add(a, 0x8086, dev, 0x020000).Interrupt(1, 11).MemBAR(0, bar0Addr, 128<<10, false, false)
 	f.MemBAR(3, bar3Addr, 16<<10, false, false)
 	f.AddCap(pci.CapMSI, pcitest.MSICap())
 	f.AddCap(pci.CapMSIX, pcitest.MSIXCap(10, 3, 0, 0x2000))
@@ -74,12 +101,33 @@ func newSim(mac [6]byte, noRA bool) *sim {
 // resetLocked is the software reset: everything to its initial value,
 // the link down until auto-negotiation completes.
 func (s *sim) resetLocked() {
-	s.reg = map[uint32]uint32{regEECD: eecdAutoRD, regRXDCTL: dctlEnable, regTXDCTL: dctlEnable}
-	if !s.noRA {
-		s.reg[regRAL0] = uint32(s.eeprom[0]) | uint32(s.eeprom[1])<<16
-		s.reg[regRAH0] = uint32(s.eeprom[2]) | rahAV
-	}
+	s.reg = map[uint32]uint32{regEECD: eecdAutoRD, regRXDCTL: dctlEnable, regTXDCTL: dctlEnable,
+		regSTATUS: uint32(s.port) << 2}
 	s.signaled, s.esignaled = 0, 0
+	if !s.i350 {
+		s.loadLocked()
+		return
+	}
+	s.loading = true
+	time.AfterFunc(3*time.Millisecond, func() {
+		s.mu.Lock()
+		s.loadLocked()
+		s.loading = false
+		s.mu.Unlock()
+	})
+}
+
+// loadLocked is the configuration load from the NVM that ends a reset.
+func (s *sim) loadLocked() {
+	if !s.noRA {
+		base := 0
+		if s.i350 && s.port > 0 {
+			base = 0x40 + 0x40*s.port
+		}
+		s.reg[regRAL0] = uint32(s.eeprom[base]) | uint32(s.eeprom[base+1])<<16
+		s.reg[regRAH0] = uint32(s.eeprom[base+2]) | rahAV
+	}
+	s.reg[regEEMNGCTL] |= 1 << (18 + s.port)
 }
 
 func (s *sim) errorf(format string, args ...any) {
@@ -150,6 +198,9 @@ func (s *sim) Read32(off uint32) uint32 {
 		return 0xffffffff
 	}
 	v := s.reg[off]
+	if s.loading && (off == regRAL0 || off == regRAH0 || off == regEERD) {
+		s.errorf("register %#x read before the reset's configuration load ended", off)
+	}
 	switch off {
 	case regICR:
 		// With GPIE.NSICR every read clears ICR; without, only a read
@@ -173,6 +224,8 @@ func (s *sim) Write32(off uint32, v uint32) {
 	}
 	s.writes[off] = append(s.writes[off], v)
 	switch off {
+	case regSTATUS, regEEMNGCTL:
+		// read-only
 	case regCTRL:
 		if v&ctrlRST != 0 {
 			s.resetLocked()
@@ -180,7 +233,10 @@ func (s *sim) Write32(off uint32, v uint32) {
 		}
 		s.reg[off] = v
 	case regEERD:
-		w := v >> eerdAddrShift & 0xff
+		if s.loading {
+			s.errorf("EERD written before the reset's configuration load ended")
+		}
+		w := v >> eerdAddrShift & 0x3fff
 		if v&eerdStart != 0 && w < uint32(len(s.eeprom)) {
 			s.reg[off] = uint32(s.eeprom[w])<<16 | eerdDone | w<<eerdAddrShift
 		}
@@ -225,7 +281,8 @@ func (s *sim) Write32(off uint32, v uint32) {
 }
 
 // cause raises legacy causes in ICR and, for queue events, the vector
-// their IVAR entry names in EICR (under MSI-X).
+// their IVAR entry names in EICR (under MSI-X). Both models keep queue
+// 0's receive cause in IVAR0's byte 0 and its transmit cause in byte 1.
 func (s *sim) cause(icr uint32, rxq, txq bool) {
 	s.reg[regICR] |= icr
 	if s.msixMode() {
@@ -233,7 +290,7 @@ func (s *sim) cause(icr uint32, rxq, txq bool) {
 		for _, q := range []struct {
 			on    bool
 			shift uint
-		}{{rxq, ivarRxQ0Shift}, {txq, ivarTxQ0Shift}} {
+		}{{rxq, 0}, {txq, 8}} {
 			if e := ivar >> q.shift & 0xff; q.on && e&ivarValid != 0 {
 				s.reg[regEICR] |= 1 << (e & 0x1f)
 			}
