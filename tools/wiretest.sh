@@ -9,8 +9,8 @@
 #      SET/GET, a small redis-benchmark and wrk with every body checked.
 #   2. Then the roles swap: Linux serves and Shortbread runs the same
 #      clients.
-# The guests hand over through the wire itself (nc to a port on the
-# other side), so no timing is assumed. Correctness only: nothing here is
+# The guests hand over through the wire itself (the client pushes onto a
+# list the server's redis blocks on), so no timing is assumed. Correctness only: nothing here is
 # timed.
 #
 # usage: [NIC=virtio-net-pci|e1000|e1000e|igb] [CPUS=1] [TIMEOUT=900]
@@ -85,9 +85,9 @@ serve() {
   wait_for redis-cli -h 127.0.0.1 ping || { cat /tmp/redis.log; bad "redis-server does not answer"; }
   wait_for wget -q -O /dev/null http://127.0.0.1:80/index.html || { cat /tmp/nginx.err; bad "nginx does not answer"; }
   echo "wire: \$side serving"
-  # The peer's clients are done when it connects here.
-  nc -l -p 7000 >/tmp/handover || bad "waiting for the peer's clients"
-  grep -q clients-done /tmp/handover || bad "handover: \$(cat /tmp/handover)"
+  # The peer's clients are done when they push onto this list (BLPOP
+  # blocks without polling; 0: no time limit but the guest's).
+  [ "\$(redis-cli -h 127.0.0.1 BLPOP handover 0 | tail -n 1)" = clients-done ] || bad "waiting for the peer's clients"
   redis-cli -h 127.0.0.1 shutdown nosave >/dev/null 2>&1
   kill \$ngx 2>/dev/null
   wait
@@ -114,7 +114,7 @@ clients() {
   grep -q 'Non-2xx\|Socket errors' /tmp/wrk.out && { cat /tmp/wrk.out; bad "wrk saw errors"; }
   grep -q '^wrk-verify good=[1-9][0-9]* bad=0\$' /tmp/wrk.out || { cat /tmp/wrk.out; bad "wrk: bodies differ or none arrived"; }
   ok "wrk: \$(grep '^Requests/sec' /tmp/wrk.out)"
-  wait_for sh -c "echo clients-done | nc \$peer 7000" || bad "handover to the peer"
+  redis-cli -h \$peer RPUSH handover clients-done >/dev/null || bad "handover to the peer"
 }
 EOF
 cat >"$stage/etc/wire-sb.sh" <<'EOF'
