@@ -10,8 +10,8 @@ package proc
 // map and the table to write docs/syscalls.md; its test fails when one
 // names a call the other lacks, or when the document is stale.
 var supportNotes = map[string]supportNote{
-	"sched_setaffinity":  {partial, "the mask is checked (EINVAL without an online CPU) and accepted, but threads are not pinned: the Go scheduler places kernel goroutines"},
-	"sched_setscheduler": {partial, "policies and priorities are recorded and reported; the scheduler does not give SCHED_FIFO/RR threads precedence"},
+	"sched_setaffinity":  {partial, "the mask is per thread, inherited by fork and clone, and holds while the thread runs its program: the machine layer moves it to an allowed CPU before it enters user mode, and no other CPU takes it while it is there (a thread in user mode is kicked back first); its system calls run as kernel goroutines on any CPU, and getcpu reports the CPU the call was made on. Untested: EPERM (another user's thread without root)"},
+	"sched_setscheduler": {partial, "policies and priorities are per process, not per thread. While a thread runs its program, the machine layer's run queue puts SCHED_FIFO/RR before every lower priority and the kernel's own threads (priority order, then arrival; an IPI takes a CPU running a lower priority; FIFO keeps the CPU, RR rotates every 100 ms), with RT throttling as Linux's default (950 ms of each second per CPU); nice sets SCHED_OTHER's time slice (10 ms at nice 0, x0.8 per step, at most 100 ms). In the kernel a thread is a goroutine of priority 0 (the Go scheduler has none)"},
 	"capset":             {partial, "capabilities are not kept per process: only the sets already held are accepted, so dropping them is EPERM"},
 	"setxattr":           {partial, "no file system stores extended attributes: EOPNOTSUPP after Linux's checks (also lsetxattr, fsetxattr)"},
 	"lsetxattr":          {partial, "as setxattr"},
@@ -128,7 +128,7 @@ var supportNotes = map[string]supportNote{
 	"epoll_wait":      {supported, "untested: none (EINTR in t_poll)"},
 	"epoll_pwait":     {supported, "untested: as epoll_wait's"},
 	"epoll_pwait2":    {supported, "untested: as epoll_wait's"},
-	"futex":           {partial, "FUTEX_WAIT(_BITSET), FUTEX_WAKE(_BITSET), FUTEX_REQUEUE, FUTEX_CMP_REQUEUE, FUTEX_WAKE_OP, and the priority-inheritance locks (FUTEX_LOCK_PI, FUTEX_LOCK_PI2, FUTEX_TRYLOCK_PI, FUTEX_UNLOCK_PI) with ownership by TID, handoff to the first waiter and the robust list's owner death (t_futexpi); FUTEX_WAIT_REQUEUE_PI, FUTEX_CMP_REQUEUE_PI and FUTEX_FD are ENOSYS (musl's and glibc's condition variables do not need them; FUTEX_FD is gone from Linux too). A PI lock does not boost its owner: the scheduler has no priorities to lend, and waiters get the lock in arrival order rather than by priority; untested: ENOMEM (no bound but memory)"},
+	"futex":           {partial, "FUTEX_WAIT(_BITSET), FUTEX_WAKE(_BITSET), FUTEX_REQUEUE, FUTEX_CMP_REQUEUE, FUTEX_WAKE_OP, and the priority-inheritance locks (FUTEX_LOCK_PI, FUTEX_LOCK_PI2, FUTEX_TRYLOCK_PI, FUTEX_UNLOCK_PI) with ownership by TID, handoff to the first waiter and the robust list's owner death (t_futexpi); FUTEX_WAIT_REQUEUE_PI, FUTEX_CMP_REQUEUE_PI and FUTEX_FD are ENOSYS (musl's and glibc's condition variables do not need them; FUTEX_FD is gone from Linux too). A PI lock does not boost its owner: real-time priorities act only in user mode (sched_setscheduler), and none is lent, and waiters get the lock in arrival order rather than by priority; untested: ENOMEM (no bound but memory)"},
 	"get_robust_list": {supported, "untested: none"},
 	"madvise":         {partial, "MADV_REMOVE answers Linux's EINVAL (locked, private or anonymous) and EACCES (not writable), then EOPNOTSUPP; the hints are accepted and change nothing; MADV_HWPOISON and MADV_SOFT_OFFLINE are EINVAL (no memory-failure handling: Linux says EPERM to a user)"},
 }
