@@ -413,13 +413,13 @@ func sysSchedGetaffinity(t *Thread, a *[6]uint64) (int64, bool) {
 // ignored; a mask without any CPU is EINVAL. The caller must own the
 // thread's process or be root, as Linux's check_same_owner.
 func sysSchedSetaffinity(t *Thread, a *[6]uint64) (int64, bool) {
+	var b [8]byte // cpuMaskBytes: NumCPU <= 64
+	if err := t.Proc.Space().CopyIn(uintptr(a[2]), b[:min(a[1], uint64(cpuMaskBytes()))]); err != nil {
+		return errno(err), false
+	}
 	target := t.affinityTarget(int(int32(a[0])))
 	if target == nil {
 		return -eSRCH, false
-	}
-	var b [8]byte
-	if err := t.Proc.Space().CopyIn(uintptr(a[2]), b[:min(a[1], uint64(cpuMaskBytes()))]); err != nil {
-		return errno(err), false
 	}
 	mask := binary.LittleEndian.Uint64(b[:]) & allCPUs()
 	if c := t.creds(); !c.privileged() && !sameOwner(c, target.creds()) {
