@@ -294,20 +294,24 @@ const (
 
 // sbRTCharge adds to c's real-time time the time its real-time thread
 // ran since the last charge, and starts a new period when one has passed.
+// Time used beyond sbRTRuntime counts against the new period: a late
+// timer interrupt (a vCPU the host did not run) must not let a spinning
+// thread's overrun vanish with the period it ran past.
 func sbRTCharge(c *sbCPU, now int64) {
 	if c.rtSince != 0 {
 		c.rtUsed += now - c.rtSince
 		c.rtSince = now
 	}
 	if now-c.rtPeriod >= sbRTPeriod {
-		c.rtPeriod, c.rtUsed = now, 0
+		c.rtPeriod, c.rtUsed = now, max(c.rtUsed-sbRTRuntime, 0)
 	}
 }
 
 // sbSliceEnd is when t's time on c ends: its slice from when it came to
-// c; no slice for SCHED_FIFO; and no later than when c's real-time time
-// runs out. A throttled real-time thread gets the default slice, to the
-// end of the period at most.
+// c; no slice for SCHED_FIFO; for a real-time thread no later than when
+// c's real-time time runs out or its period ends (then the time is
+// charged to the period it was used in). A throttled real-time thread
+// gets the default slice, to the end of the period at most.
 func sbSliceEnd(c *sbCPU, t *sbThread, now int64) int64 {
 	slice := t.slice
 	if slice == 0 {
@@ -324,7 +328,7 @@ func sbSliceEnd(c *sbCPU, t *sbThread, now int64) int64 {
 	if !t.rr || now+left < end {
 		end = now + left
 	}
-	return end
+	return min(end, c.rtPeriod+sbRTPeriod)
 }
 
 // sbSetClass gives the thread running on c the scheduling class of the

@@ -18,7 +18,9 @@
  * because the OTHER process cannot run on that CPU while the FIFO one
  * does. The spin is a few tens of milliseconds, well under Linux's RT
  * throttling (950 ms of each second). The check is ordered by events
- * only. Needs root (the suite runs as root on both kernels). Then a
+ * only. RT throttling: a SCHED_FIFO process spinning forever on this
+ * process's CPU still lets it sleep, wake and kill the spinner. Needs
+ * root (the suite runs as root on both kernels). Then a
  * comment line (no check: it is timing) shows how a nice 0 and a nice 5
  * process share one CPU, and SCHED_RR's interval is checked.
  */
@@ -312,6 +314,44 @@ static void test_fifo(void)
 	munmap(s, 4096);
 }
 
+/* RT throttling: a SCHED_FIFO process spinning forever on this process's
+ * CPU leaves it enough time (5% of each second on both kernels) to sleep
+ * and wake a few times and to kill the spinner. Without throttling the
+ * test never ends (the runner's timeout fails it). */
+static void test_throttle(void)
+{
+	if (getuid() != 0)
+		return;
+	int cpu = (int)ncpu - 1;
+	volatile int *spinning = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (!CHECK("throttle.mmap", spinning != MAP_FAILED))
+		return;
+	CHECK_SYS("throttle.pin", pin(cpu));
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct sched_param sp = {.sched_priority = 10};
+		if (syscall(SYS_sched_setscheduler, 0, SCHED_FIFO, &sp))
+			_exit(1);
+		for (;;)
+			*spinning = 1;
+	}
+	while (!*spinning && waitpid(pid, NULL, WNOHANG) == 0)
+		sched_yield();
+	int slept = 0;
+	for (int i = 0; i < 5; i++) {
+		struct timespec ts = {0, 1000000};
+		if (nanosleep(&ts, NULL) == 0)
+			slept++;
+	}
+	CHECK_EQ("throttle.other_runs", slept, 5);
+	CHECK_EQ("throttle.still_spinning", waitpid(pid, NULL, WNOHANG), 0);
+	kill(pid, SIGKILL);
+	int st;
+	CHECK("throttle.killed", waitpid(pid, &st, 0) == pid && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	CHECK_SYS("throttle.unpin", pin_all());
+	munmap((void *)spinning, 4096);
+}
+
 /* Not a check (it depends on timing): how two CPU-bound processes at
  * nice 0 and nice 5 share one CPU. Linux's weights give 3.06 to 1; the
  * machine layer's time slices (10 ms and 3.3 ms) give the same. */
@@ -374,6 +414,7 @@ int main(int argc, char **argv)
 	test_inherit();
 	test_pin_other();
 	test_fifo();
+	test_throttle();
 	test_rr_interval();
 	show_nice_share();
 	return check_done();
