@@ -139,18 +139,14 @@ type Process struct {
 	cpuTimersOn  atomic.Bool
 	// semUndo is the process's SEM_UNDO adjustments, applied at exit;
 	// nil until its first semop. Protected by mu.
-	semUndo *sysv.Undo
-	usage   processUsage
-	maxRSS  int64 // KiB, largest resident size seen
-	cred    creds
-	sched   schedAttrs // nice, policy, I/O priority (sys_sched.go)
-	// classPrio and classSlice are sched as the machine layer takes it
-	// (machine.UserRegs' Prio and Slice), read at each RunUser without
-	// mu; written by setClassLocked.
-	classPrio, classSlice atomic.Uint64
-	persona               uint32 // personality(2); protected by mu
-	membarriers           uint32 // membarrier(2) registrations (sys_membarrier.go); protected by mu
-	pdeathsig             int    // sent to this process when its parent exits
+	semUndo     *sysv.Undo
+	usage       processUsage
+	maxRSS      int64 // KiB, largest resident size seen
+	cred        creds
+	sched       schedAttrs // nice, policy, I/O priority (sys_sched.go)
+	persona     uint32     // personality(2); protected by mu
+	membarriers uint32     // membarrier(2) registrations (sys_membarrier.go); protected by mu
+	pdeathsig   int        // sent to this process when its parent exits
 	// exitSignal is what the parent is sent when this process ends
 	// (clone's CSIGNAL byte, clone3's exit_signal; 0: nothing). A child
 	// with another signal than SIGCHLD is a "clone" child: a wait sees
@@ -169,6 +165,10 @@ type Process struct {
 	nonDumpable atomic.Bool
 	// thpDisable is PR_SET_THP_DISABLE's flag, kept and reported.
 	thpDisable atomic.Bool
+	// classPrio and classSlice are sched as the machine layer takes it
+	// (machine.UserRegs' Prio and Slice), read at each RunUser without
+	// mu; written by setClassLocked.
+	classPrio, classSlice atomic.Uint64
 	// subreaper is PR_SET_CHILD_SUBREAPER's: orphans below this process
 	// come to it rather than to init. Protected by mu.
 	subreaper bool
