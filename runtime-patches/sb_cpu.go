@@ -31,7 +31,12 @@ type sbCPU struct {
 	online   uint32
 	resched  bool  // set by timer or IPI: consider switching threads on exit
 	sliceEnd int64 // when the running thread's time slice ends
-	timerAt  int64 // deadline the timer interrupt is armed for, 0 after it fired
+	// sliceStart is when the running thread came to this CPU; rtUsed is
+	// the time real-time threads ran here in the period that began at
+	// rtPeriod, up to rtSince, when the running one last was charged (0
+	// if it is not real-time). See sbRTCharge.
+	sliceStart, rtPeriod, rtUsed, rtSince int64
+	timerAt                               int64 // deadline the timer interrupt is armed for, 0 after it fired
 	// nextDeadline is the earliest deadline of the threads that blocked
 	// on this CPU (sbSetDeadlineLocked), or earlier; written under
 	// sbSched.mu, read by this CPU without it.

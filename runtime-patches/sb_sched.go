@@ -11,6 +11,19 @@
 // idle thread that halts with interrupts on; it runs only when nothing
 // else can.
 //
+// A thread running a user program (sb_user.go) carries the program's
+// scheduling class while it is in user mode: the CPUs it may use, a
+// real-time priority (SCHED_FIFO/RR) and its time slice. The run queue is
+// ordered by that priority, then by arrival; a CPU takes the first thread
+// it may run. Every other thread, the runtime's Ms included, has priority
+// 0 and the default slice. A real-time thread preempts a lower priority
+// at once (an IPI to the CPU it may use); a SCHED_FIFO thread keeps its
+// CPU until it leaves user mode or a higher priority comes, a SCHED_RR
+// one until its slice ends and another of its priority waits. Each CPU
+// gives real-time threads at most sbRTRuntime of every sbRTPeriod, so a
+// spinning one cannot starve the kernel's goroutines (Linux's RT
+// throttling, sched_rt_runtime_us).
+//
 // Lock order: sbSched.mu, then sbAS.mu, then sbFrames.mu, then
 // sbConsoleLock. sbSched.mu guards every thread's state and wait fields
 // and the run queue.
@@ -50,6 +63,15 @@ type sbThread struct {
 	restart    bool
 	restartNo  uint64
 	isIdle     bool
+	// The user program's scheduling class, set by sbRunUser and reset by
+	// sbUserExit (sbSetClass): the CPUs the thread may run on (bit i for
+	// CPU i, 0 for any), its real-time priority (0: none, else 1-99),
+	// round-robin (SCHED_RR) and its time slice (0: sbTimeSlice). They
+	// change only while the thread runs, never while it is queued.
+	affinity uint64
+	prio     int32
+	rr       bool
+	slice    int64
 
 	sigPending uint64 // atomic: set by any CPU, cleared by the thread's own
 	sigMask    uint64
@@ -80,6 +102,7 @@ type sbScheduler struct {
 	mu         sbSpin
 	head, tail int32 // run queue of thread indices
 	nrunnable  int32
+	nrt        int32 // real-time threads in the run queue
 	nextTID    int32
 	nthreads   int32
 }
@@ -108,30 +131,79 @@ func sbNewThreadLocked() int32 {
 	return -1
 }
 
+// sbEnqueueLocked queues thread i behind every thread of its priority or
+// higher.
 func sbEnqueueLocked(i int32) {
 	t := &sbThreads[i]
 	t.state = sbThRunnable
 	t.next = -1
-	if sbSched.tail < 0 {
+	sbSched.nrunnable++
+	prev := sbSched.tail
+	if t.prio > 0 {
+		sbSched.nrt++
+		prev = -1
+		for j := sbSched.head; j >= 0 && sbThreads[j].prio >= t.prio; j = sbThreads[j].next {
+			prev = j
+		}
+	}
+	if prev < 0 {
+		t.next = sbSched.head
 		sbSched.head = i
 	} else {
-		sbThreads[sbSched.tail].next = i
+		t.next = sbThreads[prev].next
+		sbThreads[prev].next = i
 	}
-	sbSched.tail = i
-	sbSched.nrunnable++
+	if t.next < 0 {
+		sbSched.tail = i
+	}
 }
 
-func sbDequeueLocked() int32 {
-	i := sbSched.head
-	if i < 0 {
+// sbEffPrio is t's priority on c: none while c's real-time time is used
+// up.
+func sbEffPrio(c *sbCPU, t *sbThread) int32 {
+	if c.rtUsed >= sbRTRuntime {
+		return 0
+	}
+	return t.prio
+}
+
+// sbPickLocked takes from the run queue the thread c should run next if
+// its priority on c is at least least, or returns -1: the first thread c
+// may run, which is the highest priority waiting longest, except that a
+// throttled c takes one that is not real-time if there is one.
+func sbPickLocked(c *sbCPU, least int32) int32 {
+	bit := uint64(1) << uint32(c.id)
+	throttled := c.rtUsed >= sbRTRuntime
+	pick, pickPrev := int32(-1), int32(-1)
+	for i, prev := sbSched.head, int32(-1); i >= 0; prev, i = i, sbThreads[i].next {
+		t := &sbThreads[i]
+		if t.affinity != 0 && t.affinity&bit == 0 {
+			continue
+		}
+		if pick < 0 || !throttled || t.prio == 0 {
+			pick, pickPrev = i, prev
+		}
+		if !throttled || t.prio == 0 {
+			break
+		}
+	}
+	if pick < 0 || sbEffPrio(c, &sbThreads[pick]) < least {
 		return -1
 	}
-	sbSched.head = sbThreads[i].next
-	if sbSched.head < 0 {
-		sbSched.tail = -1
+	t := &sbThreads[pick]
+	if pickPrev < 0 {
+		sbSched.head = t.next
+	} else {
+		sbThreads[pickPrev].next = t.next
+	}
+	if sbSched.tail == pick {
+		sbSched.tail = pickPrev
 	}
 	sbSched.nrunnable--
-	return i
+	if t.prio > 0 {
+		sbSched.nrt--
+	}
+	return pick
 }
 
 // Why a blocked thread is woken.
@@ -168,8 +240,8 @@ func sbWakeLocked(i int32, why int) {
 }
 
 // sbSwitchLocked saves the running thread's frame (unless it is gone) and
-// loads the next runnable thread, or this CPU's idle thread, into f.
-func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool) {
+// loads thread next, or this CPU's idle thread if next is -1, into f.
+func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool, next int32) {
 	if save {
 		sbThreads[c.cur].frame = *f
 	}
@@ -179,15 +251,14 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool) {
 		old.userGS = sbRdmsr(0xC0000102)
 		old.switched = true
 	}
-	next := sbDequeueLocked()
 	if next < 0 {
 		next = c.idle
 	}
 	if sbSched.nrunnable == 0 {
 		c.kickAt = 0 // this CPU took the thread it would have kicked for
 	}
+	now := sbNanotime()
 	if idle, was := next == c.idle, c.idleClock < 0; idle != was {
-		now := sbNanotime()
 		if idle {
 			atomic.Storeint64(&c.idleClock, -1-(now-c.idleClock))
 		} else {
@@ -198,12 +269,82 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool) {
 	t.state = sbThRunning
 	t.cpu = c.id
 	c.cur = next
-	c.sliceEnd = sbNanotime() + sbTimeSlice
+	sbRTCharge(c, now)
+	c.rtSince = 0
+	if t.prio > 0 {
+		c.rtSince = now
+	}
+	c.sliceStart = now
+	c.sliceEnd = sbSliceEnd(c, t, now)
 	sbLoadCR3(c, t.cr3)
 	if t.inUser {
 		sbWrmsr(0xC0000102, t.userGS)
 	}
 	*f = t.frame
+}
+
+// Real-time throttling, as Linux's default sched_rt_runtime_us and
+// sched_rt_period_us: real-time threads get at most sbRTRuntime of each
+// sbRTPeriod on a CPU; the rest of the period they rank as priority 0
+// there, so the kernel's goroutines (and other programs) get 5%.
+const (
+	sbRTPeriod  = 1_000_000_000
+	sbRTRuntime = 950_000_000
+)
+
+// sbRTCharge adds to c's real-time time the time its real-time thread
+// ran since the last charge, and starts a new period when one has passed.
+// Time used beyond sbRTRuntime counts against the new period: a late
+// timer interrupt (a vCPU the host did not run) must not let a spinning
+// thread's overrun vanish with the period it ran past.
+func sbRTCharge(c *sbCPU, now int64) {
+	if c.rtSince != 0 {
+		c.rtUsed += now - c.rtSince
+		c.rtSince = now
+	}
+	if now-c.rtPeriod >= sbRTPeriod {
+		c.rtPeriod, c.rtUsed = now, max(c.rtUsed-sbRTRuntime, 0)
+	}
+}
+
+// sbSliceEnd is when t's time on c ends: its slice from when it came to
+// c; no slice for SCHED_FIFO; for a real-time thread no later than when
+// c's real-time time runs out or its period ends (then the time is
+// charged to the period it was used in). A throttled real-time thread
+// gets the default slice, to the end of the period at most.
+func sbSliceEnd(c *sbCPU, t *sbThread, now int64) int64 {
+	slice := t.slice
+	if slice == 0 {
+		slice = sbTimeSlice
+	}
+	end := c.sliceStart + slice
+	if t.prio == 0 {
+		return end
+	}
+	left := sbRTRuntime - c.rtUsed
+	if left <= 0 {
+		return min(now+sbTimeSlice, c.rtPeriod+sbRTPeriod)
+	}
+	if !t.rr || now+left < end {
+		end = now + left
+	}
+	return min(end, c.rtPeriod+sbRTPeriod)
+}
+
+// sbSetClass gives the thread running on c the scheduling class of the
+// program it enters (sbRunUser) or leaves (sbUserExit: all zero).
+func sbSetClass(c *sbCPU, t *sbThread, affinity uint64, prio int32, rr bool, slice int64) {
+	now := int64(0)
+	if prio > 0 || t.prio > 0 {
+		now = sbNanotime()
+		sbRTCharge(c, now)
+		c.rtSince = 0
+		if prio > 0 {
+			c.rtSince = now
+		}
+	}
+	t.affinity, t.prio, t.rr, t.slice = affinity, prio, rr, slice
+	c.sliceEnd = sbSliceEnd(c, t, now)
 }
 
 // sbBlockLocked parks the running thread with the wait fields already set
@@ -215,30 +356,90 @@ func sbBlockLocked(c *sbCPU, f *sbFrame) {
 	if t.restart {
 		t.restartNo = f.rax
 	}
-	sbSwitchLocked(c, f, true)
+	sbSwitchLocked(c, f, true, sbPickLocked(c, 0))
 	sbSched.mu.unlock()
 }
 
-// sbYield puts the running thread at the back of the run queue if another
-// thread is waiting for the CPU.
+// sbYield switches to the first queued thread that outranks the running
+// one on c: the same priority or higher once its slice ended (a
+// SCHED_FIFO thread keeps its CPU against its own priority), higher
+// before; anything, for the idle thread. A thread nothing outranks
+// starts a new slice when its slice ended.
 func sbYield(c *sbCPU, f *sbFrame) {
 	sbSched.mu.lock()
-	if sbSched.nrunnable > 0 {
-		cur := c.cur
-		if !sbThreads[cur].isIdle {
-			sbThreads[cur].frame = *f
-			sbThreads[cur].cpu = -1
-			sbEnqueueLocked(cur)
-			sbSwitchLocked(c, f, false)
-		} else {
-			sbSwitchLocked(c, f, false)
+	now := sbNanotime()
+	sbRTCharge(c, now)
+	cur := &sbThreads[c.cur]
+	expired := now >= c.sliceEnd
+	least := int32(0)
+	if !cur.isIdle {
+		least = sbEffPrio(c, cur)
+		if !expired || least > 0 && !cur.rr {
+			least++
 		}
-	} else {
+	}
+	next := int32(-1)
+	if sbSched.nrunnable > 0 {
+		next = sbPickLocked(c, least)
+	}
+	switch {
+	case next >= 0 && !cur.isIdle:
+		cur.frame = *f
+		cur.cpu = -1
+		sbEnqueueLocked(c.cur)
+		if cur.prio > 0 {
+			sbPlaceLocked(c.cur)
+		}
+		sbSwitchLocked(c, f, false, next)
+	case next >= 0:
+		sbSwitchLocked(c, f, false, next)
+	case expired && !cur.isIdle:
 		// Nothing else wants the CPU: the thread starts a new slice.
 		// Left expired, the slice's end would be the timer deadline at
 		// every trap exit, an interrupt a microsecond later, and again.
-		c.sliceEnd = sbNanotime() + sbTimeSlice
+		c.sliceStart = now
+		c.sliceEnd = sbSliceEnd(c, cur, now)
 	}
+	sbSched.mu.unlock()
+}
+
+// sbPlaceLocked finds thread i, just queued, a CPU other than this one
+// that it may run on and that runs a lower priority (an idle CPU first),
+// and sends it an IPI: its trap exit then takes i.
+// Preconditions: sbSched.mu is held.
+func sbPlaceLocked(i int32) {
+	t := &sbThreads[i]
+	self := sbThisCPU()
+	var best *sbCPU
+	bestPrio := t.prio
+	for j := int32(0); j < sbNCPU; j++ {
+		c := &sbCPUs[j]
+		if c.online == 0 || c == self || t.affinity != 0 && t.affinity&(1<<uint32(j)) == 0 {
+			continue
+		}
+		p := int32(-1)
+		if cur := &sbThreads[c.cur]; !cur.isIdle {
+			p = sbEffPrio(c, cur) // another CPU's: a hint, read without its lock
+		}
+		if p < bestPrio {
+			best, bestPrio = c, p
+		}
+	}
+	if best != nil {
+		sbSendIPI(best.apicID, sbVecResched)
+	}
+}
+
+// sbMove sends the running thread, which may not run on c, to a CPU it
+// may run on, and runs something else here.
+func sbMove(c *sbCPU, f *sbFrame) {
+	sbSched.mu.lock()
+	t := &sbThreads[c.cur]
+	t.frame = *f
+	t.cpu = -1
+	sbEnqueueLocked(c.cur)
+	sbPlaceLocked(c.cur)
+	sbSwitchLocked(c, f, false, sbPickLocked(c, 0))
 	sbSched.mu.unlock()
 }
 
@@ -248,7 +449,7 @@ func sbExitThread(c *sbCPU, f *sbFrame) {
 	t := &sbThreads[c.cur]
 	t.state = sbThFree
 	sbSched.nthreads--
-	sbSwitchLocked(c, f, false)
+	sbSwitchLocked(c, f, false, sbPickLocked(c, 0))
 	sbSched.mu.unlock()
 }
 

@@ -66,7 +66,7 @@ func sbTrapExit(c *sbCPU, f *sbFrame) {
 		next = sbExpireTimers(c)
 	}
 	cur := &sbThreads[c.cur]
-	if cur.isIdle || (c.resched && sbNanotime() >= c.sliceEnd) {
+	if cur.isIdle || c.resched && (atomic.Loadint32(&sbSched.nrt) > 0 || sbNanotime() >= c.sliceEnd) {
 		sbYield(c, f)
 	}
 	c.resched = false

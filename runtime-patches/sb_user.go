@@ -26,6 +26,8 @@ type sbUserRegs struct {
 	trap, errcode, addr                  uint64
 	kick                                 uint64 // non-zero: leave user mode at the next trap
 	cpu                                  uint64 // non-zero: the CPU+1 the program was told (rseq)
+	affinity, prio, slice                uint64 // its scheduling class (sbSetClass)
+	exitCPU                              uint64 // where RunUser last returned
 	fpu                                  [sbFPUSize]byte
 }
 
@@ -66,10 +68,21 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 		f.rax = sbNeg(sbEINVAL)
 		return
 	}
-	f.rax = 0
 	r := (*sbUserRegs)(unsafe.Pointer(regs))
+	// The kernel names online CPUs only (a thread with none would never run).
+	aff := r.affinity & (1<<uint32(sbNCPU) - 1)
+	sbSetClass(c, t, aff, int32(r.prio&0xff), r.prio&sbPrioRR != 0, int64(r.slice))
+	if t.affinity != 0 && t.affinity&(1<<uint32(c.id)) == 0 {
+		// Made again on a CPU the program may use: f.rax still holds
+		// the call's number.
+		f.rip -= 2
+		sbMove(c, f)
+		return
+	}
+	f.rax = 0
 	if r.cpu != 0 && r.cpu != uint64(c.id)+1 { // moved since the kernel told the program
 		r.trap = sbTrapInterrupt
+		sbSetClass(c, t, 0, 0, false, 0)
 		return
 	}
 	t.switched = false
@@ -97,6 +110,9 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 	sbLoadCR3(c, cr3)
 }
 
+// sbPrioRR in sbUserRegs.prio marks a SCHED_RR priority.
+const sbPrioRR = 0x100
+
 // sbUserExit ends RunUser for the thread whose user state is in f: the
 // user registers go back to its UserRegs and its kernel frame resumes.
 func sbUserExit(c *sbCPU, f *sbFrame, trap uint64, addr uintptr) {
@@ -110,12 +126,17 @@ func sbUserExit(c *sbCPU, f *sbFrame, trap uint64, addr uintptr) {
 	r.fsbase = f.fsbase
 	r.gsbase = sbRdmsr(0xC0000102)
 	r.trap, r.errcode, r.addr = trap, f.errcode, uint64(addr)
+	r.exitCPU = uint64(c.id)
 	sbMemcpy(uintptr(unsafe.Pointer(&r.fpu)), uintptr(unsafe.Pointer(&f.fpu)), sbFPUUsed(&f.fpu))
 	f.sbGPRs = t.kframe
 	sbFPUReset(&f.fpu)
 	t.inUser = false
 	t.user = 0
 	t.cr3 = 0
+	sbSetClass(c, t, 0, 0, false, 0)
+	if sbSched.nrt > 0 {
+		c.resched = true // a waiting real-time thread outranks the kernel
+	}
 	// The user space stays loaded (see sbReleaseCR3): going back to it
 	// after the system call then needs no CR3 write, which flushes the
 	// TLB (and, under TCG, QEMU's whole soft TLB).

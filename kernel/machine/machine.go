@@ -359,6 +359,16 @@ type UserRegs struct {
 	// (preempted or moved), so the kernel can update the program and
 	// abort its critical section.
 	CPU uint64
+	// Affinity, Prio and Slice are the program's scheduling class, which
+	// the machine layer's run queue honours while the thread runs the
+	// program (not while it runs kernel code): the CPUs it may run on
+	// (bit i for CPU i; 0 for any), whom RunUser first moves to one of
+	// them; a real-time priority (1-99, with PrioRR for SCHED_RR; 0 for
+	// none), which runs before every lower priority; and the time slice
+	// in ns (0: the default, 10 ms).
+	Affinity, Prio, Slice uint64
+	// ExitCPU is the CPU the program ran on when RunUser last returned.
+	ExitCPU uint64
 	// FPU is the x87, SSE and AVX state in XSAVE's standard format: the
 	// FXSAVE layout in the first 512 bytes, then the XSAVE header and the
 	// upper halves of the YMM registers. Without XSAVE (XFeatures 0) only
@@ -373,6 +383,10 @@ const FPUSize = 832
 // covers: 7 for x87, SSE and AVX, or 0 if the CPUs save state with FXSAVE
 // (no AVX for programs).
 func XFeatures() uint64 { return boot().xFeatures }
+
+// PrioRR in UserRegs.Prio marks a SCHED_RR priority: it gives the CPU to
+// another thread of its priority when its slice ends (SCHED_FIFO keeps it).
+const PrioRR = 0x100
 
 // Reasons in UserRegs.Trap besides exception vectors.
 const (

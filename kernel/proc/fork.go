@@ -105,6 +105,7 @@ func (t *Thread) clone(args cloneArgs) int64 {
 		cp.cred = p.cred
 		cp.persona = p.persona
 		cp.sched = p.sched.forked()
+		cp.setClassLocked(nil)
 		cp.nonDumpable.Store(p.nonDumpable.Load())
 		cp.thpDisable.Store(p.thpDisable.Load())
 		cp.exe, cp.argv, cp.envp = p.exe, p.argv, p.envp
@@ -152,6 +153,7 @@ func (t *Thread) clone(args cloneArgs) int64 {
 	if flags&cloneVM == 0 && t.rseq.reg.Addr != 0 {
 		child.rseq = rseqState{reg: t.rseq.reg, resume: true}
 	}
+	child.affinity.Store(t.affinity.Load())
 	child.sigMask = t.sigMask
 	child.nprocUID.Store(t.nprocUID.Load())
 	child.noNewPrivs.Store(t.noNewPrivs.Load())

@@ -19,9 +19,10 @@ import (
 // wakes it, so the lock is never free in between), timeouts, and the
 // death of an owner: its robust list marks the word OwnerDied and the
 // first waiter gets the lock with the bit kept. What is not: priority
-// boosting. The scheduler has no priorities (every thread is a goroutine
-// of equal standing), so there is nothing to lend an owner; waiters are
-// served in arrival order rather than by priority.
+// boosting. Real-time priorities act only while a thread runs its
+// program (sys_sched.go), where an owner holds no kernel lock, and a
+// policy belongs to a whole process, so nothing is lent to an owner;
+// waiters are served in arrival order rather than by priority.
 
 // piState exists while a PI futex has waiters in the kernel.
 type piState struct {

@@ -165,6 +165,10 @@ type Process struct {
 	nonDumpable atomic.Bool
 	// thpDisable is PR_SET_THP_DISABLE's flag, kept and reported.
 	thpDisable atomic.Bool
+	// classPrio and classSlice are sched as the machine layer takes it
+	// (machine.UserRegs' Prio and Slice), read at each RunUser without
+	// mu; written by setClassLocked.
+	classPrio, classSlice atomic.Uint64
 	// subreaper is PR_SET_CHILD_SUBREAPER's: orphans below this process
 	// come to it rather than to init. Protected by mu.
 	subreaper bool

@@ -20,7 +20,11 @@ type Thread struct {
 	Proc *Process
 
 	regs machine.UserRegs
-	args [6]uint64 // the current system call's arguments
+	// affinity is the CPUs the thread's program may run on
+	// (sched_setaffinity; bit i for CPU i, 0 for all), passed to the
+	// machine layer at each RunUser.
+	affinity atomic.Uint64
+	args     [6]uint64 // the current system call's arguments
 	// allocSamples reads the heap's allocation counters around each
 	// system call when AllocStat is on (allocstat.go).
 	allocSamples [2]metrics.Sample
@@ -173,6 +177,8 @@ func (t *Thread) run() {
 		if !t.rseqBeforeUser() {
 			continue // SIGSEGV is pending (or the thread is dying)
 		}
+		t.regs.Affinity = t.affinity.Load()
+		t.regs.Prio, t.regs.Slice = p.classPrio.Load(), p.classSlice.Load()
 		kick := t.cpuTimerKick()
 		ustart := monotonicNow()
 		t.chargeSys(kstart, ustart)

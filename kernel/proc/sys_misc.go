@@ -361,54 +361,82 @@ func sysSysinfo(t *Thread, a *[6]uint64) (int64, bool) {
 // longs covering every CPU, as Linux sizes it from nr_cpu_ids.
 func cpuMaskBytes() int { return (machine.NumCPU() + 63) / 64 * 8 }
 
-// sysSchedGetaffinity reports every CPU: the machine layer schedules
-// threads on any CPU and does not pin them.
+// allCPUs is the mask of every CPU.
+func allCPUs() uint64 { return 1<<machine.NumCPU() - 1 }
+
+// affinityTarget is the thread a sched_*affinity call names (0: the
+// caller), or nil.
+func (t *Thread) affinityTarget(tid int) *Thread {
+	if tid == 0 {
+		return t
+	}
+	return lookupThread(tid)
+}
+
+// sysSchedGetaffinity reports the CPUs the thread may run its program on.
 func sysSchedGetaffinity(t *Thread, a *[6]uint64) (int64, bool) {
-	if int(int32(a[0])) != 0 && lookupThread(int(int32(a[0]))) == nil {
+	target := t.affinityTarget(int(int32(a[0])))
+	if target == nil {
 		return -eSRCH, false
 	}
 	n := cpuMaskBytes()
 	if a[1] < uint64(n) || a[1]&7 != 0 {
 		return -eINVAL, false
 	}
-	b := make([]byte, n)
-	for i := 0; i < machine.NumCPU(); i++ {
-		b[i/8] |= 1 << (i % 8)
+	mask := target.affinity.Load()
+	if mask == 0 {
+		mask = allCPUs()
 	}
+	b := make([]byte, n)
+	binary.LittleEndian.PutUint64(b, mask) // NumCPU <= 64: n is 8
 	if err := t.Proc.Space().CopyOut(uintptr(a[2]), b); err != nil {
 		return errno(err), false
 	}
 	return int64(n), false
 }
 
-// sysSchedSetaffinity accepts a mask that names at least one CPU and
-// otherwise ignores it (threads are not pinned; see sched_getaffinity).
+// sysSchedSetaffinity sets the CPUs a thread may run its program on: the
+// machine layer moves it to one of them at its next entry to user mode
+// (machine.UserRegs.Affinity), and a thread in user mode now is kicked
+// back to the kernel for that. Bits for CPUs that do not exist are
+// ignored; a mask without any CPU is EINVAL. The caller must own the
+// thread's process or be root, as Linux's check_same_owner.
 func sysSchedSetaffinity(t *Thread, a *[6]uint64) (int64, bool) {
-	if int(int32(a[0])) != 0 && lookupThread(int(int32(a[0]))) == nil {
-		return -eSRCH, false
-	}
-	b := make([]byte, min(a[1], uint64(cpuMaskBytes())))
-	if err := t.Proc.Space().CopyIn(uintptr(a[2]), b); err != nil {
+	var b [8]byte // cpuMaskBytes: NumCPU <= 64
+	if err := t.Proc.Space().CopyIn(uintptr(a[2]), b[:min(a[1], uint64(cpuMaskBytes()))]); err != nil {
 		return errno(err), false
 	}
-	for i := 0; i < machine.NumCPU() && i/8 < len(b); i++ {
-		if b[i/8]&(1<<(i%8)) != 0 {
-			return 0, false
-		}
+	target := t.affinityTarget(int(int32(a[0])))
+	if target == nil {
+		return -eSRCH, false
 	}
-	return -eINVAL, false
+	mask := binary.LittleEndian.Uint64(b[:]) & allCPUs()
+	if c := t.creds(); !c.privileged() && !sameOwner(c, target.creds()) {
+		return -ePERM, false
+	}
+	if mask == 0 {
+		return -eINVAL, false
+	}
+	if mask == allCPUs() {
+		mask = 0 // the machine layer need not look
+	}
+	target.affinity.Store(mask)
+	if target != t {
+		machine.Kick(&target.regs)
+	}
+	return 0, false
 }
 
 // CPUNode is the NUMA node of a CPU (getcpu); the kernel sets it at boot
 // when the machine has more than one.
 var CPUNode = func(cpu int) int { return 0 }
 
-// sysGetcpu reports the CPU the calling thread's kernel goroutine runs on
-// (it may move at once, as on Linux) and that CPU's NUMA node.
+// sysGetcpu reports the CPU the calling thread's program made the call
+// on (it may move at once, as on Linux) and that CPU's NUMA node.
 func sysGetcpu(t *Thread, a *[6]uint64) (int64, bool) {
 	s := t.Proc.Space()
 	var b [4]byte
-	cpu := machine.CurrentCPU()
+	cpu := int(t.regs.ExitCPU)
 	if a[0] != 0 {
 		binary.LittleEndian.PutUint32(b[:], uint32(cpu))
 		if err := s.CopyOut(uintptr(a[0]), b[:]); err != nil {

@@ -4,19 +4,30 @@ package proc
 // and real-time priorities (sched_*), I/O priorities (ioprio_*), and the
 // host and domain names (sethostname/setdomainname).
 //
-// What the scheduler honours: nothing of these yet. A user thread runs on
-// its own goroutine and the Go runtime schedules goroutines round-robin
-// with preemption, with no notion of weight or priority, so every policy
-// behaves as SCHED_OTHER at nice 0. The attributes are recorded per
-// process with Linux's validation and permission rules, inherited by fork
-// (SCHED_RESET_ON_FORK honoured) and reported back, so that programs that
-// set them (nice, renice, chrt, ionice, daemons that lower their
-// priority) run unchanged. Linux keeps them per thread; here a thread
-// shares its process's.
+// What the scheduler honours: while a thread runs its program it is a
+// machine-layer thread (the goroutine's M, inside machine.RunUser, with
+// no P), and the machine layer's run queue takes the process's class
+// from UserRegs at each RunUser (class below): SCHED_FIFO and SCHED_RR
+// priorities run before every lower priority and before all other
+// threads, the runtime's Ms included (RR rotates at rrTimesliceNanos,
+// FIFO keeps the CPU); real-time threads get at most 950 ms of each second
+// on a CPU, as Linux's RT throttling, so the kernel keeps 5%. The nice
+// value of SCHED_OTHER and SCHED_BATCH sets the time slice (niceSlice),
+// SCHED_IDLE gets nice 19's. In the kernel (system calls, page faults) a
+// thread is an ordinary goroutine of priority 0: the Go scheduler knows
+// no priorities, so a real-time thread's system call competes as any
+// goroutine's does, and a waiting real-time thread takes the CPU from
+// a thread that enters the kernel. The attributes are recorded per
+// process with Linux's validation and permission rules, inherited by
+// fork (SCHED_RESET_ON_FORK honoured) and reported back. Linux keeps
+// them per thread; here a thread shares its process's. CPU affinity is
+// per thread (sys_misc.go).
 
 import (
 	"encoding/binary"
 	"sync"
+
+	"shortbread/kernel/machine"
 )
 
 // Scheduling policies (include/uapi/linux/sched.h).
@@ -30,7 +41,8 @@ const (
 	schedResetOnFork  = 0x40000000
 	maxRTPrio         = 99
 	rrTimesliceNanos  = 100e6 // Linux's RR_TIMESLICE: 100 ms
-	otherSliceNanos   = 4e6   // what sched_rr_get_interval reports for the others: one tick
+	defaultSliceNanos = 10e6  // the machine layer's time slice (sbTimeSlice)
+	maxSliceNanos     = 100e6 // the longest slice a nice value gives
 	prioProcess       = 0
 	prioPgrp          = 1
 	prioUser          = 2
@@ -70,6 +82,58 @@ func (s schedAttrs) forked() schedAttrs {
 }
 
 func rtPolicy(p int) bool { return p == schedFIFO || p == schedRR }
+
+// niceSlice is the time slice of a SCHED_OTHER or SCHED_BATCH thread at
+// nice n: the default slice at nice 0, 4/5 of the slice one step lower
+// for each step up, 5/4 for each step down, at most maxSliceNanos (from
+// nice -11 on). Linux's CFS weights change by the same factor per step,
+// so two CPU-bound threads sharing a CPU split it as they would on
+// Linux (nice 0 against nice 5: 3 to 1; nice 19's slice is 144 µs).
+func niceSlice(n int) int64 {
+	s := int64(defaultSliceNanos)
+	for ; n > 0; n-- {
+		s = s * 4 / 5
+	}
+	for ; n < 0 && s < maxSliceNanos; n++ {
+		s = s * 5 / 4
+	}
+	return min(s, maxSliceNanos)
+}
+
+// slice is the time slice the machine layer gives a thread of class s;
+// 0 for SCHED_FIFO (it runs until it blocks).
+func (s schedAttrs) slice() int64 {
+	switch s.policy {
+	case schedFIFO:
+		return 0
+	case schedRR:
+		return rrTimesliceNanos
+	case schedIdle:
+		return niceSlice(19)
+	}
+	return niceSlice(s.nice)
+}
+
+// setClassLocked publishes p's scheduling class for its threads' next
+// RunUser (machine.UserRegs: Prio, Slice) and kicks every thread but
+// self out of user mode, so the class holds at once.
+// Preconditions: p.mu is held.
+func (p *Process) setClassLocked(self *Thread) {
+	prio := uint64(0)
+	if rtPolicy(p.sched.policy) {
+		prio = uint64(p.sched.rtprio)
+		if p.sched.policy == schedRR {
+			prio |= machine.PrioRR
+		}
+	}
+	p.classPrio.Store(prio)
+	p.classSlice.Store(uint64(p.sched.slice()))
+	for _, t := range p.threads {
+		if t != self {
+			machine.Kick(&t.regs)
+		}
+	}
+}
 
 // canNice is Linux's can_nice: a nice value is allowed if RLIMIT_NICE
 // (as 20 - nice) permits it or the caller is root.
@@ -173,6 +237,7 @@ func sysSetpriority(t *Thread, a *[6]uint64) (int64, bool) {
 			ret = -eACCES
 		default:
 			p.sched.nice = nice
+			p.setClassLocked(t)
 			if ret == -eSRCH {
 				ret = 0
 			}
@@ -261,6 +326,7 @@ func (t *Thread) setScheduler(pid, policy int, param uintptr) int64 {
 		}
 	}
 	p.sched.policy, p.sched.rtprio, p.sched.resetOnFork = policy, prio, reset
+	p.setClassLocked(t)
 	return 0
 }
 
@@ -315,26 +381,17 @@ func sysSchedGetPriorityMin(t *Thread, a *[6]uint64) (int64, bool) {
 	return -eINVAL, false
 }
 
-// sysSchedRrGetInterval reports Linux's round-robin time slice for
-// SCHED_RR, none for SCHED_FIFO (it runs until it yields), and one
-// preemption tick for the others.
+// sysSchedRrGetInterval reports the time slice the machine layer gives
+// the target: Linux's round-robin slice for SCHED_RR, none for
+// SCHED_FIFO (it runs until it yields), the nice value's for the others.
 func sysSchedRrGetInterval(t *Thread, a *[6]uint64) (int64, bool) {
 	p, e := t.schedTarget(int(int32(a[0])))
 	if e != 0 {
 		return e, false
 	}
 	p.mu.Lock()
-	pol := p.sched.policy
+	ns := p.sched.slice()
 	p.mu.Unlock()
-	var ns int64
-	switch pol {
-	case schedRR:
-		ns = rrTimesliceNanos
-	case schedFIFO:
-		ns = 0
-	default:
-		ns = otherSliceNanos
-	}
 	return putTimespec(t, uintptr(a[1]), ns, false), false
 }
 
