@@ -112,18 +112,7 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 	sbPrintDec(int64(sbFrames.free * sbPageSize >> 20))
 	sbPrintStr(" MiB free, TSC ")
 	sbPrintDec(int64(sbTSCHz / 1_000_000))
-	sbPrintStr(" MHz, timer ")
-	if sbTSCDeadline {
-		sbPrintStr("TSC-deadline")
-	} else {
-		sbPrintStr("one-shot")
-	}
-	if sbXSave {
-		sbPrintStr(", FPU state by XSAVE (x87 SSE AVX)")
-	} else {
-		sbPrintStr(", FPU state by FXSAVE (x87 SSE)")
-	}
-	sbPrintStr("; entering the Go runtime\n")
+	sbPrintStr(" MHz; entering the Go runtime\n") // the kernel's cpu: line tells the rest
 	sbPrintEnd()
 }
 

@@ -53,12 +53,11 @@ func (a *sbFrameAllocator) addRange(base, end uintptr) {
 	if end <= base || a.nranges == sbMaxRanges {
 		return
 	}
-	// Insert keeping ascending order.
-	i := a.nranges
-	for i > 0 && a.ranges[i-1].base > base {
-		a.ranges[i] = a.ranges[i-1]
-		i--
+	i := 0 // keeping ascending order
+	for i < a.nranges && a.ranges[i].base <= base {
+		i++
 	}
+	copy(a.ranges[i+1:a.nranges+1], a.ranges[i:a.nranges])
 	a.ranges[i] = sbRange{base: base, end: end}
 	a.nranges++
 	n := uint64((end - base) / sbPageSize)
@@ -174,23 +173,29 @@ func (a *sbFrameAllocator) release(pa uintptr) {
 
 //go:nosplit
 func (a *sbFrameAllocator) pushLocked(pa uintptr) {
-	n := a.nodeOf(pa)
+	n, _ := a.nodeAt(pa, pa+1)
 	sbStore64(sbPhys(pa), uint64(a.freeHead[n]))
 	a.freeHead[n] = pa
 	a.free++
 	a.nodeFree[n]++
 }
 
-// nodeOf is the node of the frame at pa: 0 outside every span.
+// nodeAt is the node of the frame at p (0 outside every span) and the end
+// of the piece from p up to limit in that node: to the end of the span
+// holding p, or to the next span's start.
 //
 //go:nosplit
-func (a *sbFrameAllocator) nodeOf(pa uintptr) uint8 {
+func (a *sbFrameAllocator) nodeAt(p, limit uintptr) (uint8, uintptr) {
 	for i := 0; i < a.nspans; i++ {
-		if pa >= a.spans[i].base && pa < a.spans[i].end {
-			return a.spans[i].node
+		s := a.spans[i]
+		if p >= s.base && p < s.end {
+			return s.node, min(limit, s.end)
+		}
+		if s.base > p && s.base < limit {
+			limit = s.base
 		}
 	}
-	return 0
+	return 0, limit
 }
 
 // setNUMA files free memory by node: spans gives each node's physical
@@ -207,25 +212,9 @@ func (a *sbFrameAllocator) setNUMA(spans []sbRange, cpuNode []uint8, order []uin
 	}
 	n := 0
 	for i := 0; i < a.nranges; i++ {
-		for p, end := a.ranges[i].base, a.ranges[i].end; p < end; {
-			// The piece from p: to the end of the span holding it, or to
-			// the next span's start.
-			node, next := uint8(0), end
-			for j := 0; j < a.nspans; j++ {
-				s := a.spans[j]
-				if p >= s.base && p < s.end {
-					node, next = s.node, min(end, s.end)
-					break
-				}
-				if s.base > p && s.base < next {
-					next = s.base
-				}
-			}
-			if n == sbMaxRanges {
-				break
-			}
+		for p, end := a.ranges[i].base, a.ranges[i].end; p < end && n < sbMaxRanges; n++ {
+			node, next := a.nodeAt(p, end)
 			sbNewRanges[n] = sbRange{base: p, end: next, node: node}
-			n++
 			p = next
 		}
 	}

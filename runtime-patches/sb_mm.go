@@ -21,7 +21,6 @@ const (
 	pteNX      = 1 << 63
 	pteAddr    = 0x000ffffffffff000
 
-	sbProtRead  = 1
 	sbProtWrite = 2
 	sbProtExec  = 4
 
@@ -240,18 +239,14 @@ func (as *sbAddrSpace) insert(start, end uintptr, prot uint32) bool {
 	if as.n == sbMaxVMAs {
 		return false
 	}
-	for j := as.n; j > i; j-- {
-		as.vmas[j] = as.vmas[j-1]
-	}
+	copy(as.vmas[i+1:as.n+1], as.vmas[i:as.n])
 	as.vmas[i] = sbVMA{start, end, prot}
 	as.n++
 	return true
 }
 
 func (as *sbAddrSpace) remove(i int) {
-	for j := i; j < as.n-1; j++ {
-		as.vmas[j] = as.vmas[j+1]
-	}
+	copy(as.vmas[i:as.n-1], as.vmas[i+1:as.n])
 	as.n--
 }
 
@@ -275,9 +270,7 @@ func (as *sbAddrSpace) carve(start, end uintptr) bool {
 			if as.n == sbMaxVMAs {
 				return false
 			}
-			for j := as.n; j > i+1; j-- {
-				as.vmas[j] = as.vmas[j-1]
-			}
+			copy(as.vmas[i+2:as.n+1], as.vmas[i+1:as.n])
 			as.vmas[i].end = start
 			as.vmas[i+1] = sbVMA{end, v.end, v.prot}
 			as.n++
