@@ -46,10 +46,19 @@ var (
 	sbNewRanges [sbMaxRanges]sbRange // setNUMA's scratch
 )
 
-// addRange makes [base, end) available. Called during boot only.
-func (a *sbFrameAllocator) addRange(base, end uintptr) {
+// addRange makes [base, end) available but for its overlap with the
+// ranges in keep. Called during boot only.
+func (a *sbFrameAllocator) addRange(base, end uintptr, keep [][2]uintptr) {
 	base = (base + sbPageSize - 1) &^ (sbPageSize - 1)
 	end &^= sbPageSize - 1
+	a.maxPhys = max(a.maxPhys, end) // RAM kept back is direct-mapped too
+	for _, k := range keep {
+		if lo, hi := k[0]&^(sbPageSize-1), (k[1]+sbPageSize-1)&^(sbPageSize-1); lo < end && base < hi {
+			a.addRange(base, lo, keep)
+			a.addRange(hi, end, keep)
+			return
+		}
+	}
 	if end <= base || a.nranges == sbMaxRanges {
 		return
 	}
@@ -64,50 +73,6 @@ func (a *sbFrameAllocator) addRange(base, end uintptr) {
 	a.free += n
 	a.nodeFree[0] += n
 	a.total += n
-	if end > a.maxPhys {
-		a.maxPhys = end
-	}
-}
-
-// reserve removes [base, end) from the never-allocated ranges (the kernel
-// image, boot modules, the boot information). Called during boot only.
-func (a *sbFrameAllocator) reserve(base, end uintptr) {
-	base &^= sbPageSize - 1
-	end = (end + sbPageSize - 1) &^ (sbPageSize - 1)
-	for i := 0; i < a.nranges; i++ {
-		r := a.ranges[i]
-		if end <= r.base || base >= r.end {
-			continue
-		}
-		cut := uint64((min(end, r.end) - max(base, r.base)) / sbPageSize)
-		a.free -= cut
-		a.nodeFree[r.node] -= cut
-		a.total -= cut
-		switch {
-		case base <= r.base && end >= r.end:
-			a.ranges[i].end = r.base // empty; left in place
-		case base <= r.base:
-			a.ranges[i].base = end
-		case end >= r.end:
-			a.ranges[i].end = base
-		default:
-			// Split in two.
-			if a.nranges == sbMaxRanges {
-				// No slot for the tail: drop it from the counts too.
-				lost := uint64((r.end - end) / sbPageSize)
-				a.free -= lost
-				a.nodeFree[r.node] -= lost
-				a.total -= lost
-				a.ranges[i].end = base
-				continue
-			}
-			copy(a.ranges[i+2:a.nranges+1], a.ranges[i+1:a.nranges])
-			a.ranges[i].end = base
-			a.ranges[i+1] = sbRange{base: end, end: r.end, node: r.node}
-			a.nranges++
-			i++
-		}
-	}
 }
 
 // alloc returns the physical address of a zeroed frame, or 0 when memory is

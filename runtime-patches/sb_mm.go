@@ -484,15 +484,17 @@ func (as *sbAddrSpace) fault(va uintptr, write, exec bool) int {
 // touch makes [va, va+n) present so the machine layer can read (or write)
 // it without faulting inside a trap handler. It reports false if some page
 // is not accessible.
-func (as *sbAddrSpace) touch(va, n uintptr, write bool) bool {
-	if n == 0 {
-		return true
-	}
+func (as *sbAddrSpace) touch(va, n uintptr, write bool) bool { return as.present(va, n, write, true) }
+
+// present reports whether [va, va+n) is present (and writable, with
+// write), faulting pages in with fault; without, it takes no lock and
+// changes nothing (used while reporting a crash).
+func (as *sbAddrSpace) present(va, n uintptr, write, fault bool) bool {
 	if va+n < va {
 		return false
 	}
 	// The kernel image and the direct map are always present.
-	if sbAlwaysMapped(va, n) {
+	if n == 0 || sbAlwaysMapped(va, n) {
 		return true
 	}
 	for p := va &^ (sbPageSize - 1); p < va+n; p += sbPageSize {
@@ -503,7 +505,7 @@ func (as *sbAddrSpace) touch(va, n uintptr, write bool) bool {
 				continue
 			}
 		}
-		if as.fault(p, write, false) != sbFaultOK {
+		if !fault || as.fault(p, write, false) != sbFaultOK {
 			return false
 		}
 	}
