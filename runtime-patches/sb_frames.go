@@ -51,6 +51,9 @@ var (
 func (a *sbFrameAllocator) addRange(base, end uintptr, keep [][2]uintptr) {
 	base = (base + sbPageSize - 1) &^ (sbPageSize - 1)
 	end &^= sbPageSize - 1
+	if end <= base {
+		return
+	}
 	a.maxPhys = max(a.maxPhys, end) // RAM kept back is direct-mapped too
 	for _, k := range keep {
 		if lo, hi := k[0]&^(sbPageSize-1), (k[1]+sbPageSize-1)&^(sbPageSize-1); lo < end && base < hi {
@@ -59,7 +62,7 @@ func (a *sbFrameAllocator) addRange(base, end uintptr, keep [][2]uintptr) {
 			return
 		}
 	}
-	if end <= base || a.nranges == sbMaxRanges {
+	if a.nranges == sbMaxRanges {
 		return
 	}
 	i := 0 // keeping ascending order
