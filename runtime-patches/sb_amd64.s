@@ -253,7 +253,6 @@ tokernel:
 #define TRAPERR(v)	PCALIGN $16; PUSHQ $(v); JMP sbTrapEntry<>(SB); ADJSP $-8
 #define TRAP4(v)	TRAP(v); TRAP(v+1); TRAP(v+2); TRAP(v+3)
 
-// func sbVectors()
 TEXT runtime·sbVectors(SB),NOSPLIT|NOFRAME,$0
 	TRAP(0); TRAP(1)
 	PCALIGN	$16; JMP runtime·sbNMI(SB)		// 2: NMI, below
@@ -399,8 +398,7 @@ again:
 	HLT
 	JMP	again
 
-// func sbLoadGDT(gdtr uintptr, tss uint16)
-// Loads a GDT, reloads every segment register (CS through IRETQ, since a
+// sbLoadGDT loads a GDT, reloads every segment register (CS through IRETQ, since a
 // far jump cannot load a 64-bit CS from Go assembly) and the task register.
 TEXT runtime·sbLoadGDT(SB),NOSPLIT,$0-10
 	MOVWQZX	tss+8(FP), DX
@@ -423,13 +421,11 @@ TEXT reloaded<>(SB),NOSPLIT|NOFRAME,$0
 	LTR	DX
 	RET
 
-// func sbLoadIDT(idtr uintptr)
 TEXT runtime·sbLoadIDT(SB),NOSPLIT,$0-8
 	MOVQ	idtr+0(FP), AX
 	LIDT	(AX)
 	RET
 
-// func sbRdmsr(msr uint32) uint64
 TEXT runtime·sbRdmsr(SB),NOSPLIT,$0-16
 	MOVL	msr+0(FP), CX
 	RDMSR
@@ -438,7 +434,6 @@ TEXT runtime·sbRdmsr(SB),NOSPLIT,$0-16
 	MOVQ	AX, ret+8(FP)
 	RET
 
-// func sbWrmsr(msr uint32, v uint64)
 TEXT runtime·sbWrmsr(SB),NOSPLIT,$0-16
 	MOVL	msr+0(FP), CX
 	MOVQ	v+8(FP), AX
@@ -447,7 +442,7 @@ TEXT runtime·sbWrmsr(SB),NOSPLIT,$0-16
 	WRMSR
 	RET
 
-// func sbX2APICICR(v uint64): writes the x2APIC ICR (MSR 0x830). WRMSR to
+// sbX2APICICR writes the x2APIC ICR (MSR 0x830). WRMSR to
 // the x2APIC MSRs is not serializing: MFENCE makes earlier stores visible
 // and LFENCE keeps the WRMSR from starting before it (SDM vol. 3 §11.12.3).
 TEXT runtime·sbX2APICICR(SB),NOSPLIT,$0-8
@@ -460,21 +455,18 @@ TEXT runtime·sbX2APICICR(SB),NOSPLIT,$0-8
 	WRMSR
 	RET
 
-// func sbInb(port uint16) uint8
 TEXT runtime·sbInb(SB),NOSPLIT,$0-9
 	MOVW	port+0(FP), DX
 	INB
 	MOVB	AX, ret+8(FP)
 	RET
 
-// func sbOutb(port uint16, v uint8)
 TEXT runtime·sbOutb(SB),NOSPLIT,$0-3
 	MOVW	port+0(FP), DX
 	MOVB	v+2(FP), AX
 	OUTB
 	RET
 
-// func sbRdtsc() uint64
 TEXT runtime·sbRdtsc(SB),NOSPLIT,$0-8
 	RDTSC
 	SHLQ	$32, DX
@@ -482,37 +474,32 @@ TEXT runtime·sbRdtsc(SB),NOSPLIT,$0-8
 	MOVQ	AX, ret+0(FP)
 	RET
 
-// func sbReadCR2() uintptr
 TEXT runtime·sbReadCR2(SB),NOSPLIT,$0-8
 	MOVQ	CR2, AX
 	MOVQ	AX, ret+0(FP)
 	RET
 
-// func sbReadCR3() uintptr
 TEXT runtime·sbReadCR3(SB),NOSPLIT,$0-8
 	MOVQ	CR3, AX
 	MOVQ	AX, ret+0(FP)
 	RET
 
-// func sbWriteCR3(v uintptr)
 TEXT runtime·sbWriteCR3(SB),NOSPLIT,$0-8
 	MOVQ	v+0(FP), AX
 	MOVQ	AX, CR3
 	RET
 
-// func sbReadCR4() uint64
 TEXT runtime·sbReadCR4(SB),NOSPLIT,$0-8
 	MOVQ	CR4, AX
 	MOVQ	AX, ret+0(FP)
 	RET
 
-// func sbWriteCR4(v uint64)
 TEXT runtime·sbWriteCR4(SB),NOSPLIT,$0-8
 	MOVQ	v+0(FP), AX
 	MOVQ	AX, CR4
 	RET
 
-// func sbXsetbv(reg uint32, v uint64) sets extended control register reg
+// sbXsetbv sets extended control register reg
 // (0: XCR0, the state components XSAVE manages). Needs CR4.OSXSAVE.
 TEXT runtime·sbXsetbv(SB),NOSPLIT,$0-16
 	MOVL	reg+0(FP), CX
@@ -522,13 +509,11 @@ TEXT runtime·sbXsetbv(SB),NOSPLIT,$0-16
 	XSETBV
 	RET
 
-// func sbInvlpg(va uintptr)
 TEXT runtime·sbInvlpg(SB),NOSPLIT,$0-8
 	MOVQ	va+0(FP), AX
 	INVLPG	(AX)
 	RET
 
-// func sbCpuid(eax, ecx uint32) (a, b, c, d uint32)
 TEXT runtime·sbCpuid(SB),NOSPLIT,$0-24
 	MOVL	eax+0(FP), AX
 	MOVL	ecx+4(FP), CX
@@ -539,20 +524,17 @@ TEXT runtime·sbCpuid(SB),NOSPLIT,$0-24
 	MOVL	DX, d+20(FP)
 	RET
 
-// func sbHalt()
-// Stops this CPU for good: interrupts off, HLT forever.
+// sbHalt stops this CPU for good: interrupts off, HLT forever.
 TEXT runtime·sbHalt(SB),NOSPLIT,$0-0
 again:
 	CLI
 	HLT
 	JMP	again
 
-// func sbPause()
 TEXT runtime·sbPause(SB),NOSPLIT,$0-0
 	PAUSE
 	RET
 
-// func sbRdrand() (v uint64, ok bool)
 TEXT runtime·sbRdrand(SB),NOSPLIT,$0-9
 	// RDRAND RAX (0F C7 F0); the assembler has no mnemonic for it.
 	BYTE	$0x48; BYTE $0x0F; BYTE $0xC7; BYTE $0xF0
@@ -560,15 +542,13 @@ TEXT runtime·sbRdrand(SB),NOSPLIT,$0-9
 	MOVQ	AX, v+0(FP)
 	RET
 
-// func sbGSBase() uintptr
-// Returns this CPU's sbCPU (its self pointer at GS:0).
+// sbGSBase returns this CPU's sbCPU (its self pointer at GS:0).
 TEXT runtime·sbGSBase(SB),NOSPLIT,$0-8
 	MOVQ	0(GS), AX
 	MOVQ	AX, ret+0(FP)
 	RET
 
-// func sbResume(f uintptr)
-// Starts running the thread whose frame is at f (on the trap stack), as if
+// sbResume starts running the thread whose frame is at f (on the trap stack), as if
 // returning from a trap. Used once per CPU to enter its idle thread.
 TEXT runtime·sbResume(SB),NOSPLIT,$0-8
 	MOVQ	f+0(FP), SP
@@ -593,8 +573,7 @@ TEXT runtime·sbAPEntry(SB),NOSPLIT|NOFRAME,$0
 	CALL	BX
 	CALL	runtime·sbHalt(SB)
 
-// func sbIntrOff() uintptr
-// Disables interrupts and returns the previous RFLAGS.
+// sbIntrOff disables interrupts and returns the previous RFLAGS.
 TEXT runtime·sbIntrOff(SB),NOSPLIT,$0-8
 	PUSHFQ
 	POPQ	AX
@@ -602,8 +581,7 @@ TEXT runtime·sbIntrOff(SB),NOSPLIT,$0-8
 	MOVQ	AX, ret+0(FP)
 	RET
 
-// func sbIntrRestore(flags uintptr)
-// Restores RFLAGS.IF as saved by sbIntrOff.
+// sbIntrRestore restores RFLAGS.IF as saved by sbIntrOff.
 TEXT runtime·sbIntrRestore(SB),NOSPLIT,$0-8
 	MOVQ	flags+0(FP), AX
 	PUSHQ	AX

@@ -36,22 +36,22 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 	sbPrintEnd()
 
 	sbMBI = mbi
-	sbParseMultiboot(mbi)
 	sbKernelImage(modStart)
-
-	// Never hand out: real-mode memory (BIOS data, the AP start-up code),
-	// the boot stub, the multiboot information, boot modules (the Go ELF
-	// and later the initramfs) and the kernel image.
-	sbFrames.reserve(0, 1<<20)
-	sbFrames.reserve(1<<20, stubEnd)
-	sbFrames.reserve(mbi, mbi+uintptr(sbLoad32(mbi)))
-	sbFrames.reserve(modStart, modEnd)
+	// Never hand out: real-mode memory (BIOS data, the AP start-up code)
+	// and the boot stub above it, the multiboot information, the kernel
+	// image and the boot modules (the Go ELF, the initramfs).
+	keep := [sbMaxRanges][2]uintptr{{0, stubEnd}, {mbi, mbi + uintptr(sbLoad32(mbi))},
+		{sbKernelStart - sbKernelVBase, sbKernelEnd - sbKernelVBase}}
+	n := 3
 	sbForEachTag(mbi, func(typ uint32, tag uintptr) {
-		if typ == mb2TagModule {
-			sbFrames.reserve(uintptr(sbLoad32(tag+8)), uintptr(sbLoad32(tag+12)))
+		if typ == mb2TagModule && n < len(keep) {
+			keep[n] = [2]uintptr{uintptr(sbLoad32(tag + 8)), uintptr(sbLoad32(tag + 12))}
+			n++
+		} else if typ == mb2TagModule {
+			sbFatal("too many boot modules")
 		}
 	})
-	sbFrames.reserve(sbKernelStart-sbKernelVBase, sbKernelEnd-sbKernelVBase)
+	sbParseMultiboot(mbi, keep[:n])
 
 	if sbFrames.free*sbPageSize < sbMinMemory {
 		sbPrintBegin()
@@ -112,18 +112,7 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 	sbPrintDec(int64(sbFrames.free * sbPageSize >> 20))
 	sbPrintStr(" MiB free, TSC ")
 	sbPrintDec(int64(sbTSCHz / 1_000_000))
-	sbPrintStr(" MHz, timer ")
-	if sbTSCDeadline {
-		sbPrintStr("TSC-deadline")
-	} else {
-		sbPrintStr("one-shot")
-	}
-	if sbXSave {
-		sbPrintStr(", FPU state by XSAVE (x87 SSE AVX)")
-	} else {
-		sbPrintStr(", FPU state by FXSAVE (x87 SSE)")
-	}
-	sbPrintStr("; entering the Go runtime\n")
+	sbPrintStr(" MHz; entering the Go runtime\n") // the kernel's cpu: line tells the rest
 	sbPrintEnd()
 }
 
@@ -140,7 +129,9 @@ func sbForEachTag(mbi uintptr, fn func(typ uint32, tag uintptr)) {
 	}
 }
 
-func sbParseMultiboot(mbi uintptr) {
+// sbParseMultiboot gives the frame allocator the memory map's available
+// RAM but for the ranges in keep.
+func sbParseMultiboot(mbi uintptr, keep [][2]uintptr) {
 	sbForEachTag(mbi, func(typ uint32, tag uintptr) {
 		if typ != mb2TagMmap || sbLoad32(tag+8) < 24 {
 			return
@@ -149,7 +140,7 @@ func sbParseMultiboot(mbi uintptr) {
 		for e := tag + 16; e+entSize <= tag+size; e += entSize {
 			base, length := uintptr(sbLoad64(e)), uintptr(sbLoad64(e+8))
 			if sbLoad32(e+16) == 1 { // available RAM
-				sbFrames.addRange(base, base+length)
+				sbFrames.addRange(base, base+length, keep)
 			}
 		}
 	})

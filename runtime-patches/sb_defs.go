@@ -97,13 +97,13 @@ type sbGPRs struct {
 type sbSpin struct{ v uint32 }
 
 func (l *sbSpin) lock() {
-	for !sbCas(&l.v, 0, 1) {
+	for !atomic.Cas(&l.v, 0, 1) {
 		sbPause()
 		sbServiceTLB() // a shootdown initiator may hold the lock we want
 	}
 }
 
-func (l *sbSpin) unlock() { sbStore(&l.v, 0) }
+func (l *sbSpin) unlock() { atomic.Store(&l.v, 0) }
 
 // Boot-time globals the entry assembly uses.
 var (
@@ -154,10 +154,6 @@ func sbMemzero(a, n uintptr) { memclrNoHeapPointers(unsafe.Pointer(a), n) }
 func sbMemcpy(dst, src, n uintptr) { memmove(unsafe.Pointer(dst), unsafe.Pointer(src), n) }
 
 func sbPhys(pa uintptr) uintptr { return pa + sbDmapBase }
-
-func sbCas(p *uint32, old, new uint32) bool { return atomic.Cas(p, old, new) }
-
-func sbStore(p *uint32, v uint32) { atomic.Store(p, v) }
 
 // sbNeg turns an errno into a syscall return register value.
 func sbNeg(errno int64) uint64 { return uint64(-errno) }

@@ -46,69 +46,36 @@ var (
 	sbNewRanges [sbMaxRanges]sbRange // setNUMA's scratch
 )
 
-// addRange makes [base, end) available. Called during boot only.
-func (a *sbFrameAllocator) addRange(base, end uintptr) {
+// addRange makes [base, end) available but for its overlap with the
+// ranges in keep. Called during boot only.
+func (a *sbFrameAllocator) addRange(base, end uintptr, keep [][2]uintptr) {
 	base = (base + sbPageSize - 1) &^ (sbPageSize - 1)
 	end &^= sbPageSize - 1
-	if end <= base || a.nranges == sbMaxRanges {
+	if end <= base {
 		return
 	}
-	// Insert keeping ascending order.
-	i := a.nranges
-	for i > 0 && a.ranges[i-1].base > base {
-		a.ranges[i] = a.ranges[i-1]
-		i--
+	a.maxPhys = max(a.maxPhys, end) // RAM kept back is direct-mapped too
+	for _, k := range keep {
+		if lo, hi := k[0]&^(sbPageSize-1), (k[1]+sbPageSize-1)&^(sbPageSize-1); lo < end && base < hi {
+			a.addRange(base, lo, keep)
+			a.addRange(hi, end, keep)
+			return
+		}
 	}
+	if a.nranges == sbMaxRanges {
+		return
+	}
+	i := 0 // keeping ascending order
+	for i < a.nranges && a.ranges[i].base <= base {
+		i++
+	}
+	copy(a.ranges[i+1:a.nranges+1], a.ranges[i:a.nranges])
 	a.ranges[i] = sbRange{base: base, end: end}
 	a.nranges++
 	n := uint64((end - base) / sbPageSize)
 	a.free += n
 	a.nodeFree[0] += n
 	a.total += n
-	if end > a.maxPhys {
-		a.maxPhys = end
-	}
-}
-
-// reserve removes [base, end) from the never-allocated ranges (the kernel
-// image, boot modules, the boot information). Called during boot only.
-func (a *sbFrameAllocator) reserve(base, end uintptr) {
-	base &^= sbPageSize - 1
-	end = (end + sbPageSize - 1) &^ (sbPageSize - 1)
-	for i := 0; i < a.nranges; i++ {
-		r := a.ranges[i]
-		if end <= r.base || base >= r.end {
-			continue
-		}
-		cut := uint64((min(end, r.end) - max(base, r.base)) / sbPageSize)
-		a.free -= cut
-		a.nodeFree[r.node] -= cut
-		a.total -= cut
-		switch {
-		case base <= r.base && end >= r.end:
-			a.ranges[i].end = r.base // empty; left in place
-		case base <= r.base:
-			a.ranges[i].base = end
-		case end >= r.end:
-			a.ranges[i].end = base
-		default:
-			// Split in two.
-			if a.nranges == sbMaxRanges {
-				// No slot for the tail: drop it from the counts too.
-				lost := uint64((r.end - end) / sbPageSize)
-				a.free -= lost
-				a.nodeFree[r.node] -= lost
-				a.total -= lost
-				a.ranges[i].end = base
-				continue
-			}
-			copy(a.ranges[i+2:a.nranges+1], a.ranges[i+1:a.nranges])
-			a.ranges[i].end = base
-			a.ranges[i+1] = sbRange{base: end, end: r.end, node: r.node}
-			a.nranges++
-			i++
-		}
-	}
 }
 
 // alloc returns the physical address of a zeroed frame, or 0 when memory is
@@ -174,23 +141,29 @@ func (a *sbFrameAllocator) release(pa uintptr) {
 
 //go:nosplit
 func (a *sbFrameAllocator) pushLocked(pa uintptr) {
-	n := a.nodeOf(pa)
+	n, _ := a.nodeAt(pa, pa+1)
 	sbStore64(sbPhys(pa), uint64(a.freeHead[n]))
 	a.freeHead[n] = pa
 	a.free++
 	a.nodeFree[n]++
 }
 
-// nodeOf is the node of the frame at pa: 0 outside every span.
+// nodeAt is the node of the frame at p (0 outside every span) and the end
+// of the piece from p up to limit in that node: to the end of the span
+// holding p, or to the next span's start.
 //
 //go:nosplit
-func (a *sbFrameAllocator) nodeOf(pa uintptr) uint8 {
+func (a *sbFrameAllocator) nodeAt(p, limit uintptr) (uint8, uintptr) {
 	for i := 0; i < a.nspans; i++ {
-		if pa >= a.spans[i].base && pa < a.spans[i].end {
-			return a.spans[i].node
+		s := a.spans[i]
+		if p >= s.base && p < s.end {
+			return s.node, min(limit, s.end)
+		}
+		if s.base > p && s.base < limit {
+			limit = s.base
 		}
 	}
-	return 0
+	return 0, limit
 }
 
 // setNUMA files free memory by node: spans gives each node's physical
@@ -207,25 +180,9 @@ func (a *sbFrameAllocator) setNUMA(spans []sbRange, cpuNode []uint8, order []uin
 	}
 	n := 0
 	for i := 0; i < a.nranges; i++ {
-		for p, end := a.ranges[i].base, a.ranges[i].end; p < end; {
-			// The piece from p: to the end of the span holding it, or to
-			// the next span's start.
-			node, next := uint8(0), end
-			for j := 0; j < a.nspans; j++ {
-				s := a.spans[j]
-				if p >= s.base && p < s.end {
-					node, next = s.node, min(end, s.end)
-					break
-				}
-				if s.base > p && s.base < next {
-					next = s.base
-				}
-			}
-			if n == sbMaxRanges {
-				break
-			}
+		for p, end := a.ranges[i].base, a.ranges[i].end; p < end && n < sbMaxRanges; n++ {
+			node, next := a.nodeAt(p, end)
 			sbNewRanges[n] = sbRange{base: p, end: next, node: node}
-			n++
 			p = next
 		}
 	}

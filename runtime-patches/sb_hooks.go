@@ -20,7 +20,6 @@ import (
 const (
 	sbSysBase      = 0x5300
 	sbSysIRQOpen   = 0 // (irq, flags) -> fd: an fd that reads the count of interrupts on vector sbVecIRQBase+irq, pollable
-	sbSysStartCPU  = 1 // (apicID, page below 640 KiB for the start-up code) -> 0 or errno
 	sbSysProfStart = 2 // (buffers, n, hz, nmiPin) -> source or errno
 	sbSysProfStop  = 3 // () -> 0
 	sbSysIOAPIC    = 4 // (physical address) -> 0: the MADT's I/O APIC
@@ -73,8 +72,6 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 			sbIOAPICRoute(int(a0), sbIRQEntry[a0])
 		}
 		return int64(sbFdIRQBase + a0)
-	case sbSysStartCPU:
-		return sbStartCPU(uint32(a0), a1)
 	case sbSysProfStart:
 		return sbProfStart(a0, int(a1), int64(a2), int(int64(f.r10)))
 	case sbSysProfStop:
@@ -128,6 +125,7 @@ func sbHookSetWakeDelay(ns int64) { sbWakeDelayNs = ns }
 // the machine layer settled before the runtime started, read once.
 type sbBootConfig struct {
 	bootInfo, directMap, physEnd, deviceMemStart, kernelPML4 uintptr
+	trampSrc, trampLen                                       uintptr
 	startTSC, tscHz, xFeatures                               uint64
 	bootAPICID                                               uint32
 	x2APIC                                                   bool
@@ -135,7 +133,7 @@ type sbBootConfig struct {
 
 //go:linkname sbHookBootConfig shortbread/kernel/machine.readBootConfig
 func sbHookBootConfig(c *sbBootConfig) {
-	*c = sbBootConfig{sbMBI, sbDmapBase, sbDmapEnd, sbDevMemStart, sbAS.pml4, sbStartTSC, sbTSCHz, sbXCR0, sbBootCPU, sbX2APIC}
+	*c = sbBootConfig{sbMBI, sbDmapBase, sbDmapEnd, sbDevMemStart, sbAS.pml4, sbTrampSrc, sbTrampLen, sbStartTSC, sbTSCHz, sbXCR0, sbBootCPU, sbX2APIC}
 }
 
 //go:linkname sbHookExit shortbread/kernel/machine.Exit

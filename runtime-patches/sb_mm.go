@@ -21,7 +21,6 @@ const (
 	pteNX      = 1 << 63
 	pteAddr    = 0x000ffffffffff000
 
-	sbProtRead  = 1
 	sbProtWrite = 2
 	sbProtExec  = 4
 
@@ -240,18 +239,14 @@ func (as *sbAddrSpace) insert(start, end uintptr, prot uint32) bool {
 	if as.n == sbMaxVMAs {
 		return false
 	}
-	for j := as.n; j > i; j-- {
-		as.vmas[j] = as.vmas[j-1]
-	}
+	copy(as.vmas[i+1:as.n+1], as.vmas[i:as.n])
 	as.vmas[i] = sbVMA{start, end, prot}
 	as.n++
 	return true
 }
 
 func (as *sbAddrSpace) remove(i int) {
-	for j := i; j < as.n-1; j++ {
-		as.vmas[j] = as.vmas[j+1]
-	}
+	copy(as.vmas[i:as.n-1], as.vmas[i+1:as.n])
 	as.n--
 }
 
@@ -275,9 +270,7 @@ func (as *sbAddrSpace) carve(start, end uintptr) bool {
 			if as.n == sbMaxVMAs {
 				return false
 			}
-			for j := as.n; j > i+1; j-- {
-				as.vmas[j] = as.vmas[j-1]
-			}
+			copy(as.vmas[i+2:as.n+1], as.vmas[i+1:as.n])
 			as.vmas[i].end = start
 			as.vmas[i+1] = sbVMA{end, v.end, v.prot}
 			as.n++
@@ -491,15 +484,17 @@ func (as *sbAddrSpace) fault(va uintptr, write, exec bool) int {
 // touch makes [va, va+n) present so the machine layer can read (or write)
 // it without faulting inside a trap handler. It reports false if some page
 // is not accessible.
-func (as *sbAddrSpace) touch(va, n uintptr, write bool) bool {
-	if n == 0 {
-		return true
-	}
+func (as *sbAddrSpace) touch(va, n uintptr, write bool) bool { return as.present(va, n, write, true) }
+
+// present reports whether [va, va+n) is present (and writable, with
+// write), faulting pages in with fault; without, it takes no lock and
+// changes nothing (used while reporting a crash).
+func (as *sbAddrSpace) present(va, n uintptr, write, fault bool) bool {
 	if va+n < va {
 		return false
 	}
 	// The kernel image and the direct map are always present.
-	if sbAlwaysMapped(va, n) {
+	if n == 0 || sbAlwaysMapped(va, n) {
 		return true
 	}
 	for p := va &^ (sbPageSize - 1); p < va+n; p += sbPageSize {
@@ -510,7 +505,7 @@ func (as *sbAddrSpace) touch(va, n uintptr, write bool) bool {
 				continue
 			}
 		}
-		if as.fault(p, write, false) != sbFaultOK {
+		if !fault || as.fault(p, write, false) != sbFaultOK {
 			return false
 		}
 	}

@@ -2,13 +2,12 @@
 
 // Shortbread machine layer: other CPUs and the I/O APIC.
 //
-// Application processors are started by kernel code above the runtime,
-// which counts them from the ACPI MADT and asks for each with the private
-// StartCPU system call, with a free page below 640 KiB it found in the
-// memory map. The real-mode trampoline in the boot stub (boot/stub.asm:
-// ap_trampoline) is copied there; an AP woken by INIT-SIPI-SIPI runs it to
-// long mode on the kernel page tables, lands in sbAPEntry on its trap
-// stack, sets up its tables and becomes idle, ready for threads.
+// Kernel code (kernel/machine/smp.go) starts application processors: it
+// copies the boot stub's real-mode start-up code (boot/stub.asm:
+// ap_trampoline) to a page below 640 KiB, fills its parameters from
+// sbHookPrepareCPU and sends INIT-SIPI-SIPI. The AP runs the code to long
+// mode on the kernel page tables, lands in sbAPEntry on its trap stack,
+// sets up its tables and becomes idle, ready for threads.
 
 package runtime
 
@@ -18,22 +17,8 @@ import (
 	"unsafe"
 )
 
-const (
-	// Parameter block the trampoline reads (offsets from its page),
-	// matching boot/stub.asm.
-	sbTrampCR3   = 0xF00
-	sbTrampEntry = 0xF08
-	sbTrampStack = 0xF10
-	sbTrampArg   = 0xF18
-	sbTrampG     = 0xF20
-)
-
 var (
-	// sbTrampoline is the page below 1 MiB the AP start-up code runs in
-	// (sbSetTrampoline); sbTrampSrc/Len locate the code in the boot stub.
-	sbTrampoline uintptr
-	sbTrampSrc   uintptr
-	sbTrampLen   uintptr
+	sbTrampSrc, sbTrampLen uintptr // the start-up code in the boot stub (sbStart)
 
 	sbIOAPIC   uintptr = 0xFEC00000 // physical; the kernel may correct it from the MADT
 	sbIOAPICMu sbSpin
@@ -50,75 +35,31 @@ func sbSendIPI(apicID uint32, vector uint32) {
 	sbSendICR(apicID, vector|0x4000) // fixed, assert
 }
 
-func sbDelay(ns int64) {
-	end := sbNanotime() + ns
-	for sbNanotime() < end {
-		sbPause()
+// sbHookPrepareCPU makes the next CPU slot ready for the AP with the
+// given local APIC ID and returns what its start-up code needs: the
+// CPU's index, its stack (sbAPMain runs below the frame it finally
+// resumes from the top of the trap stack), its trap g and the entry.
+//
+//go:linkname sbHookPrepareCPU shortbread/kernel/machine.prepareCPU
+func sbHookPrepareCPU(apicID uint32) (id int, stack, g, entry uintptr, ok bool) {
+	if sbNCPU >= sbMaxCPU {
+		return 0, 0, 0, 0, false
 	}
-}
-
-// sbStartCPU wakes the CPU with the given local APIC ID, with the start-up
-// code at page, and waits until it is idle in the scheduler. Runs in trap
-// context on the boot CPU.
-func sbStartCPU(apicID uint32, page uintptr) int64 {
-	if apicID == sbBootCPU {
-		return -sbEEXIST
-	}
-	if page != sbTrampoline && !sbSetTrampoline(page) {
-		return -sbEINVAL
-	}
-	id := sbNCPU
-	if id >= sbMaxCPU {
-		return -sbENOMEM
-	}
-	c := &sbCPUs[id]
-	c.id = id
-	c.apicID = apicID
+	c := &sbCPUs[sbNCPU]
+	c.id, c.apicID = sbNCPU, apicID
 	sbInitTrapG(c)
-
-	p := sbPhys(sbTrampoline)
-	sbStore64(p+sbTrampCR3, uint64(sbAS.pml4))
-	sbStore64(p+sbTrampEntry, uint64(abi.FuncPCABI0(sbAPEntry)))
-	// sbAPMain runs below the frame it finally resumes from the top of
-	// the trap stack.
-	sbStore64(p+sbTrampStack, uint64(c.stackTop-2*unsafe.Sizeof(sbFrame{})))
-	sbStore64(p+sbTrampArg, uint64(id))
-	sbStore64(p+sbTrampG, uint64(c.trapG))
-
-	// INIT, then two STARTUPs (Intel SDM vol. 3 §9.4.4.1); the SIPI
-	// vector is the trampoline's page number.
-	sbSendICR(apicID, 0x4500)
-	sbDelay(10_000_000)
-	for i := 0; i < 2; i++ {
-		sbSendICR(apicID, 0x4600|uint32(sbTrampoline>>12))
-		sbDelay(200_000)
-	}
-	deadline := sbNanotime() + 2_000_000_000
-	for atomic.Load(&c.online) == 0 {
-		if sbNanotime() > deadline {
-			return -sbETIMEDOUT
-		}
-		sbPause()
-	}
-	return 0
+	return int(c.id), c.stackTop - 2*unsafe.Sizeof(sbFrame{}), c.trapG, abi.FuncPCABI0(sbAPEntry), true
 }
 
-// sbSetTrampoline copies the AP start-up code (its stack and parameters
-// follow it in the page) to page, which stays identity-mapped: an AP turns
-// paging on while executing there. The frame allocator never hands out
-// memory below 1 MiB.
-func sbSetTrampoline(page uintptr) bool {
-	if page < sbPageSize || page+sbPageSize > 0xA0000 || page&(sbPageSize-1) != 0 || sbTrampLen == 0 || sbTrampLen > 0xE00 {
-		return false
-	}
-	pte := sbWalk(sbAS.pml4, page, true)
-	if pte == 0 {
-		return false
-	}
-	sbStore64(pte, uint64(page)|ptePresent)
-	sbMemcpy(sbPhys(page), sbPhys(sbTrampSrc), sbTrampLen)
-	sbTrampoline = page
-	return true
+// sbHookSendICR sends an IPI (INIT, STARTUP) with interrupts off: in
+// xAPIC mode a trap handler's IPI between the two ICR writes would
+// redirect this one.
+//
+//go:linkname sbHookSendICR shortbread/kernel/machine.sendICR
+func sbHookSendICR(dest, low uint32) {
+	fl := sbIntrOff()
+	sbSendICR(dest, low)
+	sbIntrRestore(fl)
 }
 
 // sbAPMain runs on a new CPU, on its trap stack as its trap g, with

@@ -31,27 +31,22 @@ const (
 )
 
 // The machine layer's own file descriptors: the console on 0-2, and the
-// single epoll instance and eventfd the runtime's netpoller creates.
+// epoll instance and eventfd the runtime's netpoller creates once each.
+// netpollinit registers the eventfd level-triggered and every other fd
+// (the kernel's IRQ fds) edge-triggered, and never modifies a
+// registration, so each fd's kind fixes how epoll reports it.
 const (
 	sbFdEpoll   = 3
 	sbFdEventfd = 4
-	sbMaxEpoll  = 8
 )
 
-type sbEpollReg struct {
-	fd     int32
-	events uint32
-	data   uint64
-}
-
 var (
-	sbEpollLock    sbSpin // guards the fields below; taken after sbSched.mu
-	sbEpollCreated bool
-	sbEventfdOpen  bool
-	sbEventCount   uint64
-	sbEventEdge    bool // written since epoll last reported it (edge-triggered)
-	sbEpollRegs    [sbMaxEpoll]sbEpollReg
-	sbENOSYSSeen   [512]bool
+	sbEpollLock  sbSpin // guards the fields below; taken after sbSched.mu
+	sbEventCount uint64
+	// sbEpollData is the data each fd was registered with (0: none; the
+	// runtime's is a pointer).
+	sbEpollData  [sbFdIRQBase + 24]uint64
+	sbENOSYSSeen [512]bool
 )
 
 func sbSyscall(c *sbCPU, f *sbFrame) {
@@ -160,10 +155,8 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 		return
 	case 290: // eventfd2
 		r = sbFdEventfd
-		sbEventfdOpen = true
 	case 291: // epoll_create1
 		r = sbFdEpoll
-		sbEpollCreated = true
 	case 302: // prlimit64
 		r = -sbENOSYS
 	case 318: // getrandom
@@ -192,7 +185,7 @@ func sbIRQFd(fd int32) (irq int32, ok bool) {
 // level-triggered pin, masked since its interrupt, is unmasked.
 func sbRead(fd int32, buf, n uintptr) int64 {
 	irq, isIRQ := sbIRQFd(fd)
-	if !isIRQ && (fd != sbFdEventfd || !sbEventfdOpen) {
+	if !isIRQ && fd != sbFdEventfd {
 		return -sbEBADF
 	}
 	if n < 8 || !sbAS.touch(buf, 8, true) {
@@ -224,13 +217,12 @@ func sbWrite(fd int32, buf, n uintptr) int64 {
 		}
 		sbWriteConsole(buf, n)
 		return int64(n)
-	case fd == sbFdEventfd && sbEventfdOpen:
+	case fd == sbFdEventfd:
 		if n < 8 || !sbAS.touch(buf, 8, false) {
 			return -sbEINVAL
 		}
 		sbEpollLock.lock()
 		sbEventCount += sbLoad64(buf)
-		sbEventEdge = true
 		sbEpollLock.unlock()
 		sbWakeEpollWaiters()
 		return 8
@@ -424,46 +416,28 @@ func sbRandom() uint64 {
 }
 
 func sbEpollCtl(epfd, op, fd int32, ev uintptr) int64 {
-	if epfd != sbFdEpoll || !sbEpollCreated {
+	_, isIRQ := sbIRQFd(fd)
+	switch {
+	case epfd != sbFdEpoll:
 		return -sbEBADF
-	}
-	if op != 2 && !sbAS.touch(ev, 12, false) {
+	case fd != sbFdEventfd && !isIRQ:
+		return -sbEPERM // as Linux answers for a file epoll cannot watch
+	case op == 1 && !sbAS.touch(ev, 12, false):
 		return -sbEFAULT
 	}
 	sbEpollLock.lock()
 	defer sbEpollLock.unlock()
-	slot := -1
-	for i := range sbEpollRegs {
-		if sbEpollRegs[i].fd == fd && sbEpollRegs[i].events != 0 {
-			slot = i
-			break
-		}
-	}
-	switch op {
-	case 1: // EPOLL_CTL_ADD
-		if slot >= 0 {
-			return -sbEEXIST
-		}
-		for i := range sbEpollRegs {
-			if sbEpollRegs[i].events == 0 {
-				sbEpollRegs[i] = sbEpollReg{fd, sbLoad32(ev) | 1<<30, sbLoad64(ev + 4)}
-				return 0
-			}
-		}
-		return -sbENOMEM
-	case 2: // EPOLL_CTL_DEL
-		if slot < 0 {
-			return -sbENOENT
-		}
-		sbEpollRegs[slot] = sbEpollReg{}
-	case 3: // EPOLL_CTL_MOD
-		if slot < 0 {
-			return -sbENOENT
-		}
-		sbEpollRegs[slot].events = sbLoad32(ev) | 1<<30
-		sbEpollRegs[slot].data = sbLoad64(ev + 4)
+	switch on := sbEpollData[fd] != 0; {
+	case op == 1 && !on: // EPOLL_CTL_ADD
+		sbEpollData[fd] = sbLoad64(ev + 4)
+	case op == 1:
+		return -sbEEXIST
+	case op == 2 && on: // EPOLL_CTL_DEL
+		sbEpollData[fd] = 0
+	case op == 2:
+		return -sbENOENT
 	default:
-		return -sbEINVAL
+		return -sbEINVAL // EPOLL_CTL_MOD, which the runtime never uses
 	}
 	return 0
 }
@@ -472,62 +446,44 @@ func sbFcntl(fd, cmd int32) int64 {
 	const fGetFL, oRdwr, oNonblock = 3, 2, 0x800
 	_, isIRQ := sbIRQFd(fd)
 	switch {
-	case fd >= 0 && fd <= 2:
-		if cmd == fGetFL {
-			return oRdwr
-		}
+	case fd < 0 || fd > sbFdEventfd && !isIRQ:
+		return -sbEBADF
+	case cmd != fGetFL:
 		return 0
-	case fd == sbFdEpoll || fd == sbFdEventfd || isIRQ:
-		if cmd == fGetFL {
-			return oRdwr | oNonblock
-		}
-		return 0
+	case fd <= 2:
+		return oRdwr
 	}
-	return -sbEBADF
+	return oRdwr | oNonblock // the netpoller's and the IRQ fds
 }
 
-// sbEpollReady writes ready events: an IRQ fd after an interrupt
-// (edge-triggered, EPOLLET, as the runtime registers its fds), and the
-// eventfd as registered. The runtime's netpollBreak eventfd is
-// level-triggered, and must stay ready until read: a non-blocking netpoll
-// on another M may see it without reading it, and reported once it left
-// the blocking poller asleep with a stale timeout (timers ran up to a
-// minute late). Called with sbSched.mu held.
+// sbEpollReady writes ready events: an IRQ fd once after an interrupt
+// (edge-triggered), the eventfd while its count is not zero. The
+// runtime's netpollBreak eventfd must stay ready until read: a
+// non-blocking netpoll on another M may see it without reading it, and
+// reported once it left the blocking poller asleep with a stale timeout
+// (timers ran up to a minute late). Called with sbSched.mu held.
 func sbEpollReady(events uintptr, max int32) int32 {
 	n := int32(0)
 	sbEpollLock.lock()
-	for i := range sbEpollRegs {
-		r := &sbEpollRegs[i]
-		if n >= max || r.events == 0 || r.events&1 == 0 {
+	for fd := int32(0); fd < int32(len(sbEpollData)) && n < max; fd++ {
+		irq, isIRQ := sbIRQFd(fd)
+		if sbEpollData[fd] == 0 || !(fd == sbFdEventfd && sbEventCount > 0 || isIRQ && sbIRQEdge[irq]) {
 			continue
 		}
-		ready := false
-		const epollET = 1 << 31
-		if r.fd == sbFdEventfd {
-			if r.events&epollET == 0 {
-				ready = sbEventCount > 0
-			} else if sbEventEdge {
-				sbEventEdge = false
-				ready = true
-			}
-		}
-		if irq := r.fd - sbFdIRQBase; irq >= 0 && irq < 24 && sbIRQEdge[irq] {
+		if isIRQ {
 			sbIRQEdge[irq] = false
-			ready = true
 		}
-		if ready {
-			e := events + uintptr(n)*12
-			sbStore32(e, 1) // EPOLLIN
-			*(*uint64)(unsafe.Pointer(e + 4)) = r.data
-			n++
-		}
+		e := events + uintptr(n)*12
+		sbStore32(e, 1) // EPOLLIN
+		*(*uint64)(unsafe.Pointer(e + 4)) = sbEpollData[fd]
+		n++
 	}
 	sbEpollLock.unlock()
 	return n
 }
 
 func sbEpollWait(c *sbCPU, f *sbFrame, epfd int32, events uintptr, max int32, timeoutMs int32) {
-	if epfd != sbFdEpoll || !sbEpollCreated {
+	if epfd != sbFdEpoll {
 		f.rax = sbNeg(sbEBADF)
 		return
 	}

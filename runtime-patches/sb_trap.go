@@ -237,10 +237,10 @@ func sbPrintStack(v []uint64) {
 	// A frameless leaf (sbPause, sbNanotime...) has its caller's return
 	// address on top of the stack, not in the frame chain: shown with
 	// "?", as Linux marks a stack word that may be a return address.
-	if rsp&7 == 0 && sbAS.touchNoFault(rsp, 8) && findfunc(uintptr(sbLoad64(rsp))).valid() {
+	if rsp&7 == 0 && sbAS.present(rsp, 8, false, false) && findfunc(uintptr(sbLoad64(rsp))).valid() {
 		sbPrintFunc("  ? ", uintptr(sbLoad64(rsp)))
 	}
-	for fp, i := rbp, 0; i < 32 && fp != 0 && fp&7 == 0 && sbAS.touchNoFault(fp, 16); i++ {
+	for fp, i := rbp, 0; i < 32 && fp != 0 && fp&7 == 0 && sbAS.present(fp, 16, false, false); i++ {
 		sbPrintFunc("  ", uintptr(sbLoad64(fp+8)))
 		fp = uintptr(sbLoad64(fp))
 	}
@@ -280,19 +280,4 @@ func sbDump(f *sbFrame, why string) {
 func sbPowerOff(status uint8) {
 	sbOutb(0xf4, status)
 	sbHalt()
-}
-
-// touchNoFault reports whether [va, va+n) is present without faulting
-// anything in (used while reporting a crash).
-func (as *sbAddrSpace) touchNoFault(va, n uintptr) bool {
-	if sbAlwaysMapped(va, n) {
-		return true
-	}
-	for p := va &^ (sbPageSize - 1); p < va+n; p += sbPageSize {
-		pte := sbWalk(as.pml4, p, false)
-		if pte == 0 || sbLoad64(pte)&ptePresent == 0 {
-			return false
-		}
-	}
-	return true
 }

@@ -69,7 +69,7 @@ func sbWdReport(c, b *sbCPU, f *sbFrame) {
 	}
 	// The console lock may be what a locked CPU holds: wait a second for
 	// it, then print anyway.
-	for end := sbNanotime() + 1e9; !sbCas(&sbConsoleLock.v, 0, 1) && sbNanotime() < end; {
+	for end := sbNanotime() + 1e9; !atomic.Cas(&sbConsoleLock.v, 0, 1) && sbNanotime() < end; {
 		sbPause()
 	}
 	sbPrintStr("\nwatchdog: hard LOCKUP on cpu ")

@@ -96,22 +96,31 @@ func MapDevice(pa, size uint64) error {
 }
 
 // mapHuge maps pa at PhysAddr(pa) with an uncached 2 MiB page in the
-// kernel's tables, adding the tables on the way. Nothing was mapped there
-// (the direct map ends below), so no CPU has a translation to flush.
+// kernel's tables. Nothing was mapped there (the direct map ends below),
+// so no CPU has a translation to flush.
 func mapHuge(pa uintptr) error {
-	va := PhysAddr(pa)
+	e, err := kernelEntry(PhysAddr(pa), 21)
+	if err == nil {
+		*e = uint64(pa) | ptePresent | pteWrite | pteNX | pteGlobal | ptePCD | pteHuge
+	}
+	return err
+}
+
+// kernelEntry is the kernel tables' entry for va at the level whose
+// entries map 1<<shift bytes (21: 2 MiB, 12: 4 KiB), adding the tables
+// on the way. The caller holds halfMu.
+func kernelEntry(va uintptr, shift int) (*uint64, error) {
 	t := table(boot().kernelPML4)
-	for shift := 39; shift > 21; shift -= 9 {
-		e := &t[va>>shift&511]
+	for s := 39; s > shift; s -= 9 {
+		e := &t[va>>s&511]
 		if *e&ptePresent == 0 {
 			f := AllocFrame(0)
 			if f == 0 {
-				return syscall.ENOMEM
+				return nil, syscall.ENOMEM
 			}
 			*e = uint64(f) | ptePresent | pteWrite
 		}
 		t = table(uintptr(*e & pteAddr))
 	}
-	t[va>>21&511] = uint64(pa) | ptePresent | pteWrite | pteNX | pteGlobal | ptePCD | pteHuge
-	return nil
+	return &t[va>>shift&511], nil
 }

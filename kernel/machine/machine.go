@@ -3,8 +3,9 @@
 // functions declared here without bodies are provided by the runtime
 // patch set through go:linkname, and the rest wrap the machine layer's
 // private system calls, or do what needs no runtime internals itself
-// (the kernel half's page tables, kernelhalf.go). Only the kernel image
-// links this package; host tests must not call into it.
+// (the kernel half's page tables, kernelhalf.go; starting application
+// processors, smp.go). Only the kernel image links this package; host
+// tests must not call into it.
 package machine
 
 import (
@@ -22,6 +23,7 @@ import (
 // started; its layout is shared with the machine layer (sbBootConfig).
 type bootConfig struct {
 	bootInfo, directMap, physEnd, deviceMemStart, kernelPML4 uintptr
+	trampSrc, trampLen                                       uintptr // the AP start-up code in the boot stub
 	startTSC, tscHz, xFeatures                               uint64
 	bootAPICID                                               uint32
 	x2APIC                                                   bool
@@ -164,7 +166,6 @@ func ReadMemStats() MemStats {
 const (
 	sysBase      = 0x5300
 	sysIRQOpen   = sysBase + 0
-	sysStartCPU  = sysBase + 1
 	sysProfStart = sysBase + 2
 	sysProfStop  = sysBase + 3
 	sysIOAPIC    = sysBase + 4
@@ -248,18 +249,6 @@ func BootAPICID() uint32 { return boot().bootAPICID }
 // X2APIC reports whether the local APICs run in x2APIC mode (chosen at
 // boot when the CPU has it): 32-bit APIC IDs, registers as MSRs.
 func X2APIC() bool { return boot().x2APIC }
-
-// StartCPU starts the application processor with the given local APIC ID,
-// its real-mode start-up code copied to page (free RAM below 640 KiB, which
-// the machine layer keeps for it), and returns once it is idle in the
-// scheduler.
-func StartCPU(apicID uint32, page uintptr) error {
-	_, _, errno := syscall.Syscall(sysStartCPU, uintptr(apicID), page, 0)
-	if errno != 0 {
-		return errno
-	}
-	return nil
-}
 
 // SetIOAPIC tells the machine layer where the I/O APIC is (from the MADT;
 // it assumes the PC default until told).

@@ -20,7 +20,7 @@
 // lock, so tests can also fault pages in from several goroutines.
 //
 // The simulation tests check the frame allocator (range ordering,
-// reservations, zeroed frames, reuse, accounting, exhaustion, NUMA nodes:
+// memory boot keeps back, zeroed frames, reuse, accounting, exhaustion, NUMA nodes:
 // ranges cut at nodes' edges, per-node lists, own node first), the page
 // tables (walks, 2 MiB pages, the kernel page tables built from an ELF
 // header) and the address space (mmap hints and MAP_FIXED, VMA merging and
