@@ -7,7 +7,10 @@
  * Linux's; and traffic over 127.0.0.1 moves the counters it must: a TCP
  * connection opens actively and passively and is counted established
  * while open, segments in and out, UDP datagrams delivered, sent, and
- * sent to a port nobody listens on (NoPorts).
+ * sent to a port nobody listens on (NoPorts). And ping's raw ICMP socket
+ * (root only: EPERM for others, and EACCES for a ping socket, which
+ * Linux's default net.ipv4.ping_group_range allows no group): an echo
+ * request to 127.0.0.1 is answered, and the Icmp echo counters move.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -15,6 +18,9 @@
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "sock.h"
@@ -166,6 +172,71 @@ static void test_udp(void)
 	close(w);
 }
 
+/* cksum is the Internet checksum of n bytes (n even) */
+static unsigned short cksum(const unsigned char *p, int n)
+{
+	unsigned long sum = 0;
+	for (int i = 0; i < n; i += 2)
+		sum += p[i] << 8 | p[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (unsigned short)~sum;
+}
+
+static void test_icmp(void)
+{
+	long long in_echos = value("Icmp", "InEchos"), out_reps = value("Icmp", "OutEchoReps");
+	long long in_reps = value("Icmp", "InEchoReps"), out_echos = value("Icmp", "OutEchos");
+	int s = socket(AF_INET, SOCK_RAW, IPPROTO_ICMP);
+	CHECK_SYS("icmp.raw_socket", s);
+	struct timeval tv = {5, 0};
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	unsigned char req[16] = {8, 0, 0, 0, 0x12, 0x34, 0, 1, 'e', 'c', 'h', 'o', 'p', 'i', 'n', 'g'};
+	unsigned short c = cksum(req, sizeof req);
+	req[2] = c >> 8;
+	req[3] = c & 0xff;
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)}, from;
+	CHECK_EQ("icmp.sendto", sendto(s, req, sizeof req, 0, (void *)&a, sizeof a), (long)sizeof req);
+	/* A raw ICMP socket sees every ICMP packet to this host, the request
+	 * looped back first: read until the reply. */
+	int reply = 0, whole = 0, from_lo = 0;
+	for (int i = 0; i < 4 && !reply; i++) {
+		unsigned char buf[256];
+		socklen_t fl = sizeof from;
+		ssize_t n = recvfrom(s, buf, sizeof buf, 0, (void *)&from, &fl);
+		if (n < 20)
+			break;
+		int hl = (buf[0] & 15) * 4;
+		if (n < hl + (ssize_t)sizeof req || buf[hl] != 0)
+			continue;
+		reply = 1;
+		/* the IP header comes first, as on Linux; then the echo */
+		whole = (buf[0] >> 4) == 4 && buf[9] == IPPROTO_ICMP && !memcmp(buf + hl + 4, req + 4, sizeof req - 4);
+		from_lo = from.sin_family == AF_INET && from.sin_addr.s_addr == htonl(INADDR_LOOPBACK);
+	}
+	CHECK("icmp.echo_reply", reply);
+	CHECK("icmp.reply_is_ip_packet_with_our_echo", whole);
+	CHECK("icmp.reply_from_loopback", from_lo);
+	CHECK("icmp.in_echos", value("Icmp", "InEchos") >= in_echos + 1);
+	CHECK("icmp.out_echo_reps", value("Icmp", "OutEchoReps") >= out_reps + 1);
+	CHECK("icmp.in_echo_reps", value("Icmp", "InEchoReps") >= in_reps + 1);
+	CHECK("icmp.out_echos", value("Icmp", "OutEchos") >= out_echos + 1);
+	close(s);
+
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (setuid(65534) != 0)
+			_exit(9);
+		int e1 = socket(AF_INET, SOCK_RAW, IPPROTO_ICMP) < 0 ? errno : 0;
+		int e2 = socket(AF_INET, SOCK_DGRAM, IPPROTO_ICMP) < 0 ? errno : 0;
+		_exit((e1 == EPERM ? 0 : 1) | (e2 == EACCES ? 0 : 2));
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	CHECK("icmp.raw_unprivileged_eperm", WIFEXITED(st) && (WEXITSTATUS(st) & 9) == 0);
+	CHECK("icmp.ping_socket_eacces", WIFEXITED(st) && (WEXITSTATUS(st) & 10) == 0);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -175,5 +246,6 @@ int main(int argc, char **argv)
 	test_constants();
 	test_tcp();
 	test_udp();
+	test_icmp();
 	return check_done();
 }

@@ -26,10 +26,12 @@ import (
 
 // Protocol numbers and option levels (netinet/in.h).
 const (
-	ipprotoIP   = 0
-	ipprotoTCP  = 6
-	ipprotoUDP  = 17
-	ipprotoIPv6 = 41
+	ipprotoIP     = 0
+	ipprotoICMP   = 1
+	ipprotoTCP    = 6
+	ipprotoUDP    = 17
+	ipprotoIPv6   = 41
+	ipprotoICMPv6 = 58
 
 	tcpNodelay = 1
 	tcpCork    = 3
@@ -45,7 +47,7 @@ func Register() {
 		fam := fam
 		socket.Register(fam, &socket.Family{
 			New: func(c *vfs.Ctx, typ, protocol int) (socket.Socket, error) {
-				s, err := newSocket(fam, typ, protocol)
+				s, err := newSocket(fam, typ, protocol, c.Cred.EUID == 0)
 				if err != nil {
 					return nil, err
 				}
@@ -83,15 +85,25 @@ func netProto(family int) tcpip.NetworkProtocolNumber {
 	return ipv4.ProtocolNumber
 }
 
-func newSocket(family, typ, protocol int) (*sock, error) {
+// newSocket makes an endpoint of the stack for socket(2); privileged
+// stands for CAP_NET_RAW, which raw sockets need.
+func newSocket(family, typ, protocol int, privileged bool) (*sock, error) {
 	var tp tcpip.TransportProtocolNumber
 	switch typ {
+	case linux.SOCK_RAW:
+		return newRawSocket(family, protocol, privileged)
 	case linux.SOCK_STREAM:
 		if protocol != 0 && protocol != ipprotoTCP {
 			return nil, linux.EPROTONOSUPPORT
 		}
 		tp, protocol = tcp.ProtocolNumber, ipprotoTCP
 	case linux.SOCK_DGRAM:
+		if protocol == icmpProto(family) {
+			// A ping socket: Linux allows them to the groups in
+			// net.ipv4.ping_group_range, which is "1 0", no group,
+			// unless changed; nothing here changes it.
+			return nil, linux.EACCES
+		}
 		if protocol != 0 && protocol != ipprotoUDP {
 			return nil, linux.EPROTONOSUPPORT
 		}
@@ -289,7 +301,7 @@ func (s *sock) inherit(n *sock) {
 }
 
 func (s *sock) Connect(c *vfs.Ctx, addr []byte, b socket.Blocking) error {
-	if len(addr) >= 2 && binary.LittleEndian.Uint16(addr) == 0 && s.typ == linux.SOCK_DGRAM {
+	if len(addr) >= 2 && binary.LittleEndian.Uint16(addr) == 0 && s.typ != linux.SOCK_STREAM {
 		// AF_UNSPEC dissolves a UDP association.
 		return errno(s.ep.Disconnect())
 	}
@@ -380,7 +392,7 @@ func (s *sock) SendMsg(c *vfs.Ctx, b socket.Blocking, m *socket.SendMsg) (int, e
 		return 0, linux.EINVAL
 	}
 	var opts tcpip.WriteOptions
-	if m.To != nil && s.typ == linux.SOCK_DGRAM {
+	if m.To != nil && s.typ != linux.SOCK_STREAM {
 		a, err := s.decode(m.To)
 		if err != nil {
 			return 0, err
@@ -400,6 +412,9 @@ func (s *sock) SendMsg(c *vfs.Ctx, b socket.Blocking, m *socket.SendMsg) (int, e
 		var r bytes.Reader
 		r.Reset(m.Data[done:])
 		n, e := s.ep.Write(&r, opts)
+		if n > 0 && s.typ == linux.SOCK_RAW {
+			countICMPOut(s.family, m.Data[done])
+		}
 		done += int(n)
 		if e == nil && (s.typ != linux.SOCK_STREAM || done == len(m.Data)) {
 			return done, nil
@@ -432,11 +447,11 @@ func (s *sock) RecvMsg(c *vfs.Ctx, b socket.Blocking, m *socket.RecvMsg) (int, e
 	waitAll := m.Flags&linux.MSG_WAITALL != 0 && s.typ == linux.SOCK_STREAM && !peek
 	for {
 		w := bufWriter{buf: m.Buf[m.N:]}
-		res, e := s.ep.Read(&w, tcpip.ReadOptions{Peek: peek, NeedRemoteAddr: s.typ == linux.SOCK_DGRAM})
+		res, e := s.ep.Read(&w, tcpip.ReadOptions{Peek: peek, NeedRemoteAddr: s.typ != linux.SOCK_STREAM})
 		switch e.(type) {
 		case nil:
 			m.N += res.Count
-			if s.typ == linux.SOCK_DGRAM {
+			if s.typ != linux.SOCK_STREAM {
 				m.From = s.encode(res.RemoteAddr)
 				if res.Total > res.Count {
 					m.MsgFlags |= linux.MSG_TRUNC

@@ -23,7 +23,7 @@ func addr4(port uint16) []byte {
 
 func newTCP(t *testing.T) *sock {
 	t.Helper()
-	s, err := newSocket(linux.AF_INET, linux.SOCK_STREAM, 0)
+	s, err := newSocket(linux.AF_INET, linux.SOCK_STREAM, 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}

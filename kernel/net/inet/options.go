@@ -93,6 +93,16 @@ func (s *sock) GetOption(c *vfs.Ctx, level, name int) ([]byte, error) {
 		}
 	case level == ipprotoIPv6 && s.family == linux.AF_INET6 && name == ipv6V6only:
 		return putInt(b2i(so.GetV6Only())), nil
+	case level == ipprotoICMPv6 && name == icmp6FilterOpt && s.typ == linux.SOCK_RAW:
+		f, err := s.icmp6Filter()
+		if err != nil {
+			return nil, err
+		}
+		b := make([]byte, 32)
+		for i, w := range f.DenyType {
+			binary.LittleEndian.PutUint32(b[4*i:], w)
+		}
+		return b, nil
 	}
 	return nil, linux.ENOPROTOOPT
 }
@@ -122,6 +132,21 @@ func (s *sock) SetOption(c *vfs.Ctx, level, name int, val []byte) error {
 		}
 		so.SetV6Only(v != 0)
 		return nil
+	case level == ipprotoICMPv6 && name == icmp6FilterOpt && s.typ == linux.SOCK_RAW:
+		// ping6 blocks every type but echo replies. Like Linux, a short
+		// value replaces only the words it has, a long one is cut at
+		// the filter's 32 bytes.
+		f, err := s.icmp6Filter()
+		if err != nil {
+			return err
+		}
+		for i := range f.DenyType {
+			if len(val) < 4*(i+1) {
+				break
+			}
+			f.DenyType[i] = binary.LittleEndian.Uint32(val[4*i:])
+		}
+		return errno(s.ep.SetSockOpt(&f))
 	}
 	return linux.ENOPROTOOPT
 }
@@ -151,4 +176,21 @@ func tcpInfoBytes(i *tcpip.TCPInfoOption) []byte {
 	binary.LittleEndian.PutUint32(b[76:], i.SndSsthresh)
 	binary.LittleEndian.PutUint32(b[80:], i.SndCwnd)
 	return b
+}
+
+// icmp6FilterOpt is ICMP6_FILTER (netinet/icmp6.h), the ICMPv6 types a raw
+// ICMPv6 socket does not receive.
+const icmp6FilterOpt = 1
+
+// icmp6Filter reads the filter of a raw ICMPv6 socket; other raw
+// sockets have none (EOPNOTSUPP, as Linux says).
+func (s *sock) icmp6Filter() (tcpip.ICMPv6Filter, error) {
+	var f tcpip.ICMPv6Filter
+	if s.family != linux.AF_INET6 || s.proto != ipprotoICMPv6 {
+		return f, linux.EOPNOTSUPP
+	}
+	if err := s.ep.GetSockOpt(&f); err != nil {
+		return f, errno(err)
+	}
+	return f, nil
 }

@@ -17,7 +17,7 @@ import (
 // connecting side and the accepted one.
 func connectedPair(tb testing.TB) (c, a *sock) {
 	tb.Helper()
-	l, err := newSocket(2, 1, 0)
+	l, err := newSocket(2, 1, 0, false)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func connectedPair(tb testing.TB) (c, a *sock) {
 		tb.Fatal(err)
 	}
 	port := binary.BigEndian.Uint16(l.Name()[2:])
-	if c, err = newSocket(2, 1, 0); err != nil {
+	if c, err = newSocket(2, 1, 0, false); err != nil {
 		tb.Fatal(err)
 	}
 	if err := c.Connect(nil, addr4(port), socket.Blocking{}); err != nil {
