@@ -65,7 +65,7 @@ run: deps
 	qemu-system-x86_64 $(QEMU_FLAGS) $(if $(filter uefi,$(FIRMWARE)),-bios /usr/share/ovmf/OVMF.fd) -cdrom $(ISO); \
 	  s=$$?; [ $$s -eq 1 ] || [ $$s -eq 0 ] || echo "QEMU exited with $$s (kernel status $$(( ($$s - 1) / 2 )))"
 
-test: deps vet host-test boot-test cpu-test numa-test screen-smoke user-test exhaust-test linux-test powercut-test debian-test net-check net-inject apps-smoke
+test: deps vet host-test boot-test cpu-test numa-test screen-smoke user-test exhaust-test linux-test powercut-test debian-test net-check net-inject apps-smoke wire-check
 
 vet:
 	go vet ./...

@@ -17,7 +17,7 @@
 
 APPS_BUILD := $(or $(BUILD),build)/apps
 
-.PHONY: apps apps-check apps-smoke bench-apps bench-allocs hlltax-app leak-soak
+.PHONY: apps apps-check apps-smoke wire-check wire-test bench-apps bench-allocs hlltax-app leak-soak
 
 # apps/build.sh decides what to rebuild (stamps), so this always runs it.
 apps:
@@ -30,6 +30,19 @@ apps-smoke: apps user $(KERNEL) $(STUB)
 	tools/linux/kernel.sh $(LINUX_BUILD)
 	KERNEL=linux apps/smoke.sh $(APPS_BUILD)
 	KERNEL=shortbread CPUS=2 apps/smoke.sh $(APPS_BUILD)
+
+# Shortbread and Linux on one wire (tools/wiretest.sh), each the other's
+# client (ping, files by hash, redis-benchmark, wrk). make test runs two
+# cards; wire-test every card at 1 and 2 CPUs (about 10 minutes).
+wire-check: apps user $(KERNEL) $(STUB)
+	tools/linux/kernel.sh $(LINUX_BUILD)
+	NIC=virtio-net-pci CPUS=1 tools/wiretest.sh $(APPS_BUILD)
+	NIC=igb CPUS=2 tools/wiretest.sh $(APPS_BUILD)
+
+wire-test: apps user $(KERNEL) $(STUB)
+	tools/linux/kernel.sh $(LINUX_BUILD)
+	@s=0; for nic in $(NICS); do for c in 1 2; do \
+	  NIC=$$nic CPUS=$$c tools/wiretest.sh $(APPS_BUILD) || s=1; done; done; exit $$s
 
 bench-apps: apps user
 	tools/linux/kernel.sh $(LINUX_BUILD)
