@@ -51,22 +51,7 @@ sum4m=$(sha256sum <"$html/4m.bin" | cut -d' ' -f1)
 sum64k=$(sha256sum <"$html/64k.bin" | cut -d' ' -f1)
 mkdir -p "$stage/lib/modules"
 cp build/linux/modules/*.ko build/linux/modules/load-order "$stage/lib/modules/"
-cat >"$stage/etc/wrk-verify.lua" <<'LUA'
-local f = assert(io.open("/usr/share/nginx/html/1k.bin", "rb"))
-local want = f:read("*a")
-f:close()
-good, bad = 0, 0
-function response(status, headers, body)
-  if status == 200 and body == want then good = good + 1 else bad = bad + 1 end
-end
-local threads = {}
-function setup(thread) table.insert(threads, thread) end
-function done(summary, latency, requests)
-  local g, b = 0, 0
-  for _, t in ipairs(threads) do g = g + t:get("good"); b = b + t:get("bad") end
-  io.write(string.format("wrk-verify good=%d bad=%d\n", g, b))
-end
-LUA
+cp apps/wrk-verify.lua "$stage/etc/wrk-verify.lua"
 
 # What both sides run: serve until the peer says it is done, or be the
 # client of the peer's servers. $1 = this side's name, $2 = the peer's

@@ -99,6 +99,21 @@ __attribute__((unused)) static long check_proc_value(const char *path, const cha
 	return found;
 }
 
+/* whether the first 4 KiB of a file (a /proc status file) hold TEXT */
+__attribute__((unused)) static int check_file_has(const char *path, const char *text)
+{
+	char buf[4096];
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return strstr(buf, text) != NULL;
+}
+
 __attribute__((unused)) static void check_start(const char *prog)
 {
 	const char *slash = strrchr(prog, '/');

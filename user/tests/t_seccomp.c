@@ -26,20 +26,6 @@
 
 static int gettid_(void) { return (int)syscall(SYS_gettid); }
 
-static int status_has(const char *path, const char *line)
-{
-	char buf[4096];
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	return strstr(buf, line) != NULL;
-}
-
 /* --- seccomp strict -------------------------------------------------- */
 
 static void test_seccomp(void)
@@ -76,7 +62,7 @@ static void test_seccomp(void)
 	CHECK_EQ("seccomp.write_allowed", read(from[0], &c, 1), 1);
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	CHECK("seccomp.status_1", status_has(path, "\nSeccomp:\t1\n"));
+	CHECK("seccomp.status_1", check_file_has(path, "\nSeccomp:\t1\n"));
 	write(to[1], "r", 1);
 	CHECK_EQ("seccomp.read_allowed", read(from[0], &c, 1) == 1 ? c : 0, 'r');
 	CHECK_EQ("seccomp.nothing_after_kill", read(from[0], &c, 1), 0);
@@ -295,7 +281,7 @@ static int filter_actions(void)
 		return 10; /* ERRNO with 0: success without the call */
 	if (prctl(PR_GET_SECCOMP_, 0, 0, 0, 0) != 2)
 		return 11;
-	if (!status_has("/proc/self/status", "\nSeccomp:\t2\nSeccomp_filters:\t1\n"))
+	if (!check_file_has("/proc/self/status", "\nSeccomp:\t2\nSeccomp_filters:\t1\n"))
 		return 12;
 	if (syscall(SYS_seccomp, 0, 0, NULL) != -1 || errno != EINVAL)
 		return 13; /* no strict mode now */
@@ -316,7 +302,7 @@ static int filter_actions(void)
 		return 15;
 	if (syscall(SYS_getppid) != -1 || errno != 7)
 		return 16;
-	if (!status_has("/proc/self/status", "\nSeccomp_filters:\t2\n"))
+	if (!check_file_has("/proc/self/status", "\nSeccomp_filters:\t2\n"))
 		return 17;
 	pid_t c = fork();
 	if (c == 0)

@@ -73,20 +73,6 @@ static long long status_hex(const char *path, const char *key)
 	return strtoll(p + strlen(key), NULL, 16);
 }
 
-static int status_has(const char *path, const char *line)
-{
-	char buf[4096];
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	return strstr(buf, line) != NULL;
-}
-
 static int capget_(struct cap_data d[2])
 {
 	struct cap_header h = { 0x20080522, 0 };
@@ -284,8 +270,8 @@ static void test_spec(void)
 	CHECK_ERR("spec.set_l1d_eperm", prctl(PR_SET_SPEC_, 2, SPEC_ENABLE, 0, 0), EPERM);
 	CHECK_ERR("spec.set_unknown_enodev", prctl(PR_SET_SPEC_, 3, SPEC_ENABLE, 0, 0), ENODEV);
 	CHECK_EQ("spec.unchanged", prctl(PR_GET_SPEC_, 1, 0, 0, 0), SPEC_ENABLE);
-	CHECK("spec.status_ssb", status_has("/proc/self/status", "\nSpeculation_Store_Bypass:\tvulnerable\n"));
-	CHECK("spec.status_ib", status_has("/proc/self/status", "\nSpeculationIndirectBranch:\talways enabled\n"));
+	CHECK("spec.status_ssb", check_file_has("/proc/self/status", "\nSpeculation_Store_Bypass:\tvulnerable\n"));
+	CHECK("spec.status_ib", check_file_has("/proc/self/status", "\nSpeculationIndirectBranch:\talways enabled\n"));
 }
 
 static void test_set_mm(void)
