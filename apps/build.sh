@@ -34,6 +34,12 @@ for app in "$@"; do
 done
 
 mkdir -p "$out"
+# One build of OUTDIR at a time: make test starts one in the background
+# (tools/prebuild.sh), and a second waits for it, then finds it done.
+if [ -z "${SB_APPS_LOCKED:-}" ]; then
+  flock -n "$out/.build.lock" true || echo "apps: waiting for the build already running (see prebuild.log)"
+  SB_APPS_LOCKED=1 exec flock "$out/.build.lock" "$0" "$@"
+fi
 for app in "$@"; do
   want=$("$here/$app/build.sh" --stamp)
   have=yes

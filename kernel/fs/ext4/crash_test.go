@@ -60,6 +60,7 @@ func (d *recDev) cut(k int, keep func(i int) bool) *memDev {
 // random subsets of the writes in flight: after recovery e2fsck must find
 // the file system clean and the transaction's changes all there or none.
 func TestCommitPowerCut(t *testing.T) {
+	t.Parallel() // one of the longest: with the others, on every core
 	for _, v := range []struct {
 		name string
 		opts []string

@@ -75,6 +75,7 @@ func renderFS(t *testing.T, f *FS) string {
 // must find nothing and the tree must be exactly the one of the last
 // Sync before the cut, or of the Sync in progress.
 func TestRandomPowerCuts(t *testing.T) {
+	t.Parallel() // one of the longest: with the others, on every core
 	for _, seed := range []int64{1, 2, 3} {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewSource(seed))

@@ -124,6 +124,7 @@ func sum(ranges [][2]int64) uint64 {
 // every discarded block is free, len is what was discarded, e2fsck
 // finds nothing; minlen, start and len bound what is discarded.
 func TestTrim(t *testing.T) {
+	t.Parallel() // one of the longest: with the others, on every core
 	for _, v := range []struct {
 		name string
 		opts []string

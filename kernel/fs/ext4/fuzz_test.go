@@ -173,6 +173,7 @@ func exercise(dev *memDev) {
 }
 
 func TestCorruptImages(t *testing.T) {
+	t.Parallel() // one of the longest: with the others, on every core
 	imgs := fuzzBase(t)
 	rng := rand.New(rand.NewSource(2))
 	n := 1000

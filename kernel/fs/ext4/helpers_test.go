@@ -45,8 +45,12 @@ func needTools(t testing.TB) {
 			}
 		}
 	}
-	os.Setenv("PATH", os.Getenv("PATH")+":/usr/sbin:/sbin")
+	pathOnce.Do(func() { os.Setenv("PATH", os.Getenv("PATH")+":/usr/sbin:/sbin") })
 }
+
+// pathOnce adds the sbin directories once, though parallel tests all call
+// needTools.
+var pathOnce sync.Once
 
 // mkfs makes an image of size bytes with mke2fs and the given options,
 // filled from dir when dir is not empty, and returns its path.

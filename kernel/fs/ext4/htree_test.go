@@ -15,6 +15,7 @@ import (
 // whose nodes split; e2fsck checks the index, every name is found, and
 // removing and adding names keeps it valid.
 func TestBigDirectory(t *testing.T) {
+	t.Parallel() // one of the longest: with the others, on every core
 	for _, v := range []struct {
 		name   string
 		opts   []string

@@ -109,6 +109,7 @@ func indexDirs(t testing.TB, img string) {
 }
 
 func TestReadTree(t *testing.T) {
+	t.Parallel() // one of the longest: with the others, on every core
 	needTools(t)
 	src := makeTree(t)
 	for _, v := range variants {
@@ -223,6 +224,7 @@ func TestMountFeatures(t *testing.T) {
 // TestChecksumsRefused corrupts one byte of each kind of checksummed
 // metadata and expects the read that meets it to fail with EUCLEAN.
 func TestChecksumsRefused(t *testing.T) {
+	t.Parallel() // one of the longest: with the others, on every core
 	needTools(t)
 	src := makeTree(t)
 	img := mkfs(t, "160M", src, "-t", "ext4")

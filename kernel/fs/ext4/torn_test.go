@@ -320,6 +320,7 @@ func TestFreeCountsFromGroups(t *testing.T) {
 // so the csum variants are those, and the others are made without
 // metadata_csum, whose journal stays without checksums.
 func TestTornJournalSuper(t *testing.T) {
+	t.Parallel() // one of the longest: with the others, on every core
 	for _, v := range tornVariants {
 		for _, csum := range []bool{false, true} {
 			name := v.name

@@ -235,6 +235,7 @@ func TestDirectories(t *testing.T) {
 
 // TestIndexedDirectory changes directories made indexed by e2fsck -D.
 func TestIndexedDirectory(t *testing.T) {
+	t.Parallel() // one of the longest: with the others, on every core
 	needTools(t)
 	src := makeTree(t)
 	for _, v := range []string{"ext4", "ext3"} {
