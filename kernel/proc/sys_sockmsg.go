@@ -430,9 +430,11 @@ func (t *Thread) writeControl(h *msghdr, ctl *socket.Control, flags int) (used i
 		space = 0
 	}
 	le := binary.LittleEndian
-	// put stores one control message, cut short when it does not fit,
-	// and reports whether it was stored.
-	put := func(typ int, data []byte) bool {
+	// putAt stores one control message, cut short when it does not fit,
+	// and reports whether it was stored; put stores one of SOL_SOCKET.
+	var putAt func(level, typ int, data []byte) bool
+	put := func(typ int, data []byte) bool { return putAt(linux.SOL_SOCKET, typ, data) }
+	putAt = func(level, typ int, data []byte) bool {
 		left := space - used
 		if left < cmsgHdrSize {
 			ctrunc = true
@@ -441,7 +443,7 @@ func (t *Thread) writeControl(h *msghdr, ctl *socket.Control, flags int) (used i
 		n := cmsgHdrSize + len(data)
 		b := make([]byte, n)
 		le.PutUint64(b, uint64(n))
-		le.PutUint32(b[8:], linux.SOL_SOCKET)
+		le.PutUint32(b[8:], uint32(level))
 		le.PutUint32(b[12:], uint32(typ))
 		copy(b[cmsgHdrSize:], data)
 		if n > left {
@@ -454,6 +456,9 @@ func (t *Thread) writeControl(h *msghdr, ctl *socket.Control, flags int) (used i
 		}
 		used += min(cmsgAlign(n), left)
 		return true
+	}
+	for _, m := range ctl.Proto {
+		putAt(m.Level, m.Type, m.Data)
 	}
 	if cr := ctl.Cred; cr != nil {
 		var d [ucredSize]byte

@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
@@ -76,6 +77,12 @@ type sock struct {
 	socket.FileIno // the file's inode number, for /proc/net/tcp
 
 	uid uint32 // the creator's effective user ID, for /proc/net/tcp
+
+	// rx6 holds which IPv6 receive messages were asked for (rx6Info,
+	// ...): RFC 3542's and RFC 2292's options are separate on Linux,
+	// each with its own message type, while netstack has one flag for
+	// both.
+	rx6 atomic.Uint32
 }
 
 func netProto(family int) tcpip.NetworkProtocolNumber {
@@ -453,6 +460,7 @@ func (s *sock) RecvMsg(c *vfs.Ctx, b socket.Blocking, m *socket.RecvMsg) (int, e
 			m.N += res.Count
 			if s.typ != linux.SOCK_STREAM {
 				m.From = s.encode(res.RemoteAddr)
+				m.Control.Proto = recvControl(&res.ControlMessages, s.rx6.Load())
 				if res.Total > res.Count {
 					m.MsgFlags |= linux.MSG_TRUNC
 				}

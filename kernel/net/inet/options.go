@@ -104,7 +104,28 @@ func (s *sock) GetOption(c *vfs.Ctx, level, name int) ([]byte, error) {
 		}
 		return b, nil
 	}
-	return nil, linux.ENOPROTOOPT
+	if v, ok, err := s.getIPOption(level, name); ok {
+		return v, err
+	}
+	return nil, s.unknownOption(level, false)
+}
+
+// unknownOption is the error for an option no handler knows, as Debian's
+// Linux 6.1 gives it: ENOPROTOOPT at the socket's own transport level;
+// at SOL_IP, and SOL_IPV6 of an IPv6 socket, netfilter's look-up answers
+// EOPNOTSUPP; a level the protocol does not have is EOPNOTSUPP to
+// getsockopt (ip_getsockopt) and ENOPROTOOPT to setsockopt.
+func (s *sock) unknownOption(level int, set bool) error {
+	switch {
+	case level == ipprotoTCP && s.typ == linux.SOCK_STREAM,
+		level == ipprotoUDP && s.typ == linux.SOCK_DGRAM:
+		return linux.ENOPROTOOPT
+	case level == ipprotoIP, level == ipprotoIPv6 && s.family == linux.AF_INET6:
+		return linux.EOPNOTSUPP
+	case set:
+		return linux.ENOPROTOOPT
+	}
+	return linux.EOPNOTSUPP
 }
 
 func (s *sock) SetOption(c *vfs.Ctx, level, name int, val []byte) error {
@@ -148,7 +169,10 @@ func (s *sock) SetOption(c *vfs.Ctx, level, name int, val []byte) error {
 		}
 		return errno(s.ep.SetSockOpt(&f))
 	}
-	return linux.ENOPROTOOPT
+	if ok, err := s.setIPOption(level, name, val); ok {
+		return err
+	}
+	return s.unknownOption(level, true)
 }
 
 // errnoInt is the number SO_ERROR reports for a pending error.

@@ -98,6 +98,16 @@ func MsgCredOf(c *vfs.Ctx) Cred {
 type Control struct {
 	Files []*vfs.OpenFile
 	Cred  *Cred
+	// Proto are a protocol level's messages about received data
+	// (IP_TTL, IPV6_HOPLIMIT, ...), written before the others.
+	Proto []Cmsg
+}
+
+// Cmsg is one control message as the caller will see it: its level,
+// type and data (the header and padding are the caller's).
+type Cmsg struct {
+	Level, Type int
+	Data        []byte
 }
 
 // Release drops the file references a message held when it is thrown
