@@ -11,6 +11,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
 
 #ifndef IPV6_2292PKTINFO
 #define IPV6_2292PKTINFO 2
@@ -116,6 +118,7 @@ static void test_ipv4_options(void)
 	CHECK_ERR("ip.unknown_option_set", setint(t, IPPROTO_IP, 200, 1), EOPNOTSUPP);
 	CHECK_EQ("ip.unknown_udp_option", getint(u, IPPROTO_UDP, 200), -10000 - ENOPROTOOPT);
 	CHECK_EQ("ip.unknown_tcp_option", getint(t, IPPROTO_TCP, 200), -10000 - ENOPROTOOPT);
+	CHECK_EQ("ip.unknown_socket_option", getint(u, SOL_SOCKET, 200), -10000 - ENOPROTOOPT);
 	close(u);
 	close(t);
 }
@@ -173,6 +176,55 @@ static void test_ipv4_cmsgs(void)
 	sendto(s, "e", 1, 0, (void *)&to, sizeof to);
 	char c = 0;
 	CHECK("ip.recvfrom_with_options", recvfrom(r, &c, 1, 0, NULL, NULL) == 1 && c == 'e');
+	close(r);
+	close(s);
+}
+
+/* SO_TIMESTAMP and SO_TIMESTAMPNS: the receive time first, as timeval or
+ * timespec, between the send and the receive; either turned off turns
+ * both off. */
+static void test_timestamps(void)
+{
+	int r = socket(AF_INET, SOCK_DGRAM, 0), s = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in to = bound4(r);
+	CHECK_EQ("ts.default", getint(r, SOL_SOCKET, SO_TIMESTAMP), 0);
+	CHECK_SYS("ts.set", setint(r, SOL_SOCKET, SO_TIMESTAMP, 1));
+	CHECK_EQ("ts.get", getint(r, SOL_SOCKET, SO_TIMESTAMP), 1);
+	setint(r, IPPROTO_IP, IP_RECVTTL, 1);
+	struct timespec before, after;
+	clock_gettime(CLOCK_REALTIME, &before);
+	sendto(s, "a", 1, 0, (void *)&to, sizeof to);
+	struct rx x;
+	receive(r, 512, &x);
+	clock_gettime(CLOCK_REALTIME, &after);
+	CHECK("ts.first", x.count == 2 && x.level[0] == SOL_SOCKET && x.type[0] == SO_TIMESTAMP && x.len[0] == sizeof(struct timeval));
+	CHECK("ts.ttl_after", x.level[1] == IPPROTO_IP && x.type[1] == IP_TTL);
+	struct timeval tv;
+	memcpy(&tv, x.data[0], sizeof tv);
+	long long us = tv.tv_sec * 1000000LL + tv.tv_usec;
+	CHECK("ts.usec_in_range", tv.tv_usec >= 0 && tv.tv_usec < 1000000 &&
+				       us >= before.tv_sec * 1000000LL + before.tv_nsec / 1000 &&
+				       us <= after.tv_sec * 1000000LL + after.tv_nsec / 1000);
+
+	CHECK_SYS("ts.ns_set", setint(r, SOL_SOCKET, SO_TIMESTAMPNS, 1));
+	CHECK_EQ("ts.ns_get", getint(r, SOL_SOCKET, SO_TIMESTAMPNS), 1);
+	CHECK_EQ("ts.usec_off_under_ns", getint(r, SOL_SOCKET, SO_TIMESTAMP), 0);
+	clock_gettime(CLOCK_REALTIME, &before);
+	sendto(s, "b", 1, 0, (void *)&to, sizeof to);
+	receive(r, 512, &x);
+	clock_gettime(CLOCK_REALTIME, &after);
+	CHECK("ts.ns_first", x.count == 2 && x.level[0] == SOL_SOCKET && x.type[0] == SO_TIMESTAMPNS && x.len[0] == sizeof(struct timespec));
+	struct timespec ts;
+	memcpy(&ts, x.data[0], sizeof ts);
+	long long ns = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	CHECK("ts.nsec_in_range", ts.tv_nsec >= 0 && ts.tv_nsec < 1000000000 &&
+				       ns >= before.tv_sec * 1000000000LL + before.tv_nsec &&
+				       ns <= after.tv_sec * 1000000000LL + after.tv_nsec);
+	CHECK_SYS("ts.off", setint(r, SOL_SOCKET, SO_TIMESTAMP, 0));
+	CHECK_EQ("ts.ns_off_too", getint(r, SOL_SOCKET, SO_TIMESTAMPNS), 0);
+	sendto(s, "c", 1, 0, (void *)&to, sizeof to);
+	receive(r, 512, &x);
+	CHECK("ts.none_after_off", x.count == 1 && x.type[0] == IP_TTL);
 	close(r);
 	close(s);
 }
@@ -287,6 +339,7 @@ int main(void)
 	lo_up();
 	test_ipv4_options();
 	test_ipv4_cmsgs();
+	test_timestamps();
 	test_ipv6();
 	test_tcp();
 	test_ping6();

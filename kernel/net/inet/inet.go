@@ -83,6 +83,8 @@ type sock struct {
 	// each with its own message type, while netstack has one flag for
 	// both.
 	rx6 atomic.Uint32
+	// tstamp is SO_TIMESTAMP's or SO_TIMESTAMPNS's setting (tstampOff..).
+	tstamp atomic.Uint32
 }
 
 func netProto(family int) tcpip.NetworkProtocolNumber {
@@ -460,7 +462,7 @@ func (s *sock) RecvMsg(c *vfs.Ctx, b socket.Blocking, m *socket.RecvMsg) (int, e
 			m.N += res.Count
 			if s.typ != linux.SOCK_STREAM {
 				m.From = s.encode(res.RemoteAddr)
-				m.Control.Proto = recvControl(&res.ControlMessages, s.rx6.Load())
+				m.Control.Proto = recvControl(&res.ControlMessages, s.rx6.Load(), s.tstamp.Load())
 				if res.Total > res.Count {
 					m.MsgFlags |= linux.MSG_TRUNC
 				}

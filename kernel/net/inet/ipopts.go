@@ -40,6 +40,9 @@ const (
 	tcpSynCnt      = 7
 	tcpUserTimeout = 18
 
+	soTimestamp   = 29 // SO_TIMESTAMP_OLD: struct timeval, also the message's type
+	soTimestampNS = 35 // SO_TIMESTAMPNS_OLD: struct timespec
+
 	// defaultHops is net.ipv4.ip_default_ttl and the IPv6 hop_limit,
 	// what a socket that set none reports.
 	defaultHops = 64
@@ -62,6 +65,9 @@ func ipIntValue(val []byte) int {
 func (s *sock) getIPOption(level, name int) (v []byte, ok bool, err error) {
 	so := s.ep.SocketOptions()
 	switch {
+	case level == linux.SOL_SOCKET && (name == soTimestamp || name == soTimestampNS):
+		ts := s.tstamp.Load()
+		return putInt(b2i(name == soTimestamp && ts == tstampMicro || name == soTimestampNS && ts == tstampNano)), true, nil
 	case level == ipprotoIP:
 		switch name {
 		case ipTOS:
@@ -142,6 +148,21 @@ func (s *sock) durationOpt(o tcpip.GettableSocketOption, d *time.Duration, unit 
 func (s *sock) setIPOption(level, name int, val []byte) (ok bool, err error) {
 	so := s.ep.SocketOptions()
 	switch {
+	case level == linux.SOL_SOCKET && (name == soTimestamp || name == soTimestampNS):
+		// Either option turned off turns both off (sock_set_timestamp).
+		v, err := getInt(val)
+		if err != nil {
+			return true, err
+		}
+		switch {
+		case v == 0:
+			s.tstamp.Store(tstampOff)
+		case name == soTimestamp:
+			s.tstamp.Store(tstampMicro)
+		default:
+			s.tstamp.Store(tstampNano)
+		}
+		return true, nil
 	case level == ipprotoIP:
 		v := ipIntValue(val)
 		switch name {
@@ -283,6 +304,13 @@ func (s *sock) setIPOption(level, name int, val []byte) (ok bool, err error) {
 	return false, nil
 }
 
+// The values of sock.tstamp: which receive time a datagram carries.
+const (
+	tstampOff = iota
+	tstampMicro
+	tstampNano
+)
+
 // The bits of sock.rx6.
 const (
 	rx6Info = 1 << iota
@@ -311,8 +339,21 @@ func rx6Bit(name int) uint32 {
 // ip6_datagram_recv_specific_ctl: PKTINFO, HOPLIMIT, TCLASS, then RFC
 // 2292's PKTINFO and HOPLIMIT). netstack sets a Has flag only when the
 // matching option is on; rx6 says which of the IPv6 pairs were asked for.
-func recvControl(cm *tcpip.ReceivableControlMessages, rx6 uint32) []socket.Cmsg {
+func recvControl(cm *tcpip.ReceivableControlMessages, rx6, tstamp uint32) []socket.Cmsg {
 	var out []socket.Cmsg
+	if cm.HasTimestamp && tstamp != tstampOff {
+		// The receive time comes first (sock_recv_ts_and_drops), as
+		// struct timeval or timespec.
+		t := cm.Timestamp
+		d := make([]byte, 16)
+		binary.LittleEndian.PutUint64(d, uint64(t.Unix()))
+		typ, frac := soTimestamp, int64(t.Nanosecond()/1000)
+		if tstamp == tstampNano {
+			typ, frac = soTimestampNS, int64(t.Nanosecond())
+		}
+		binary.LittleEndian.PutUint64(d[8:], uint64(frac))
+		out = append(out, socket.Cmsg{Level: linux.SOL_SOCKET, Type: typ, Data: d})
+	}
 	if cm.HasIPPacketInfo {
 		// struct in_pktinfo: the interface, the local address the
 		// packet reached (ipi_spec_dst) and its header's destination.

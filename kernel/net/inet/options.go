@@ -111,13 +111,15 @@ func (s *sock) GetOption(c *vfs.Ctx, level, name int) ([]byte, error) {
 }
 
 // unknownOption is the error for an option no handler knows, as Debian's
-// Linux 6.1 gives it: ENOPROTOOPT at the socket's own transport level;
+// Linux 6.1 gives it: ENOPROTOOPT at SOL_SOCKET and the socket's own
+// transport level;
 // at SOL_IP, and SOL_IPV6 of an IPv6 socket, netfilter's look-up answers
 // EOPNOTSUPP; a level the protocol does not have is EOPNOTSUPP to
 // getsockopt (ip_getsockopt) and ENOPROTOOPT to setsockopt.
 func (s *sock) unknownOption(level int, set bool) error {
 	switch {
-	case level == ipprotoTCP && s.typ == linux.SOCK_STREAM,
+	case level == linux.SOL_SOCKET,
+		level == ipprotoTCP && s.typ == linux.SOCK_STREAM,
 		level == ipprotoUDP && s.typ == linux.SOCK_DGRAM:
 		return linux.ENOPROTOOPT
 	case level == ipprotoIP, level == ipprotoIPv6 && s.family == linux.AF_INET6:

@@ -273,21 +273,24 @@ func SetOption(c *vfs.Ctx, s Socket, level, name int, val []byte) error {
 		}
 		return nil
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	switch name {
-	case linux.SO_RCVLOWAT:
+	switch {
+	case name == linux.SO_RCVLOWAT:
+		o.mu.Lock()
 		o.rcvLowat = max(v, 1)
+		o.mu.Unlock()
 		return nil
-	}
-	if boolOpts[name] {
+	case boolOpts[name]:
+		o.mu.Lock()
 		if o.flags == nil {
 			o.flags = map[int]bool{}
 		}
 		o.flags[name] = v != 0
+		o.mu.Unlock()
 		return nil
 	}
-	return linux.ENOPROTOOPT
+	// The rest belong to the family (SO_TIMESTAMP on datagrams), as
+	// GetOption also asks it.
+	return s.SetOption(c, level, name, val)
 }
 
 // Linger is struct linger as SO_LINGER set it.
