@@ -352,9 +352,9 @@ type UserRegs struct {
 	// the machine layer's run queue honours while the thread runs the
 	// program (not while it runs kernel code): the CPUs it may run on
 	// (bit i for CPU i; 0 for any), whom RunUser first moves to one of
-	// them; a real-time priority (1-99, with PrioRR for SCHED_RR; 0 for
-	// none), which runs before every lower priority; and the time slice
-	// in ns (0: the default, 10 ms).
+	// them; a real-time priority (1-99; 0 for none), which runs before
+	// every lower priority; and the time slice in ns (0: the default,
+	// 10 ms; SliceEndless).
 	Affinity, Prio, Slice uint64
 	// ExitCPU is the CPU the program ran on when RunUser last returned.
 	ExitCPU uint64
@@ -373,9 +373,9 @@ const FPUSize = 832
 // (no AVX for programs).
 func XFeatures() uint64 { return boot().xFeatures }
 
-// PrioRR in UserRegs.Prio marks a SCHED_RR priority: it gives the CPU to
-// another thread of its priority when its slice ends (SCHED_FIFO keeps it).
-const PrioRR = 0x100
+// SliceEndless in UserRegs.Slice is SCHED_FIFO's: a real-time thread
+// keeps its CPU against its own priority until its slice ends.
+const SliceEndless = 1 << 62
 
 // Reasons in UserRegs.Trap besides exception vectors.
 const (
