@@ -535,15 +535,13 @@ func sbClone(c *sbCPU, f *sbFrame, flags, stk, tls uintptr) int64 {
 	}
 	t := &sbThreads[i]
 	t.frame = *f
-	t.frame.rax = 0
 	t.frame.rsp = uint64(stk)
 	if flags&cloneSetTLS != 0 {
 		t.frame.fsbase = uint64(tls)
 	}
 	t.sigMask = sbThreads[c.cur].sigMask
 	tid := t.tid
-	sbEnqueueLocked(i)
-	sbKickLocked(0, 0, false)
+	sbWakeLocked(i, sbWakeEvent) // the child's clone returns 0
 	sbSched.mu.unlock()
 	return int64(tid)
 }

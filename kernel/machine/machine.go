@@ -176,11 +176,12 @@ const (
 // the line (edge-triggered, active high). See OpenInterrupt.
 func OpenIRQ(irq int) (int, error) { return OpenInterrupt(irq, 0) }
 
-// Flags for OpenInterrupt.
+// Flags for OpenInterrupt; a pin's are its I/O APIC redirection entry's
+// bits, which the machine layer writes as they are.
 const (
-	IRQMessage   = 1 // message-signalled (MSI, MSI-X): no I/O APIC pin
-	IRQLevel     = 2 // level-triggered pin (PCI INTx): masked until the fd is read
-	IRQActiveLow = 4 // active-low pin
+	IRQMessage   = 1       // message-signalled (MSI, MSI-X): no I/O APIC pin
+	IRQLevel     = 1 << 15 // level-triggered pin (PCI INTx): masked until the fd is read
+	IRQActiveLow = 1 << 13 // active-low pin
 )
 
 // NumIRQ is the number of device vectors (VecIRQBase...): I/O APIC pins
