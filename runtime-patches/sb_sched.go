@@ -38,24 +38,17 @@ const (
 	sbThBlocked
 )
 
-// Why a blocked thread waits.
-const (
-	sbWaitNone = iota
-	sbWaitFutex
-	sbWaitSleep
-	sbWaitEpoll
-)
-
 type sbThread struct {
-	frame    sbFrame
-	tid      int32
-	state    uint32
-	cpu      int32 // CPU running it, or -1
-	next     int32 // run queue link, -1 at the tail
-	wait     uint32
-	waitAddr uintptr // futex word
-	deadline int64   // wake at this time (ns since boot); 0 = never
-	timerCPU int32   // the CPU whose timer is armed for deadline
+	frame sbFrame
+	tid   int32
+	state uint32
+	cpu   int32 // CPU running it, or -1
+	next  int32 // run queue link, -1 at the tail
+	// waitAddr is the futex word a blocked thread waits on (epoll_pwait's
+	// is sbEpollKey), or 0 (nanosleep).
+	waitAddr uintptr
+	deadline int64 // wake at this time (ns since boot); 0 = never
+	timerCPU int32 // the CPU whose timer is armed for deadline
 	// timeoutRet is the syscall result if the deadline passes first;
 	// restart asks for the syscall to be made again on a wake-up instead.
 	timeoutRet int64
@@ -231,7 +224,7 @@ func sbWakeLocked(i int32, why int) {
 	default:
 		t.frame.rax = 0
 	}
-	t.wait = sbWaitNone
+	t.waitAddr = 0
 	t.deadline = 0
 	t.restart = false
 	sbEnqueueLocked(i)
@@ -485,7 +478,6 @@ func sbFutexWait(c *sbCPU, f *sbFrame, addr uintptr, val uint32, deadline int64)
 		return
 	}
 	t := &sbThreads[c.cur]
-	t.wait = sbWaitFutex
 	t.waitAddr = addr
 	sbSetDeadlineLocked(c, t, deadline)
 	t.timeoutRet = -sbETIMEDOUT
@@ -501,7 +493,7 @@ func sbFutexWake(addr uintptr, n int64) int64 {
 			break
 		}
 		t := &sbThreads[i]
-		if t.state == sbThBlocked && t.wait == sbWaitFutex && t.waitAddr == addr {
+		if t.state == sbThBlocked && t.waitAddr == addr {
 			sbWakeLocked(int32(i), sbWakeEvent)
 			woken++
 		}
@@ -514,7 +506,6 @@ func sbFutexWake(addr uintptr, n int64) int64 {
 func sbSleep(c *sbCPU, f *sbFrame, deadline int64) {
 	sbSched.mu.lock()
 	t := &sbThreads[c.cur]
-	t.wait = sbWaitSleep
 	sbSetDeadlineLocked(c, t, deadline)
 	t.timeoutRet = 0
 	sbBlockLocked(c, f)
