@@ -33,8 +33,7 @@ type sbCPU struct {
 	sliceEnd int64 // when the running thread's time slice ends
 	// sliceStart is when the running thread came to this CPU; rtUsed is
 	// the time real-time threads ran here in the period that began at
-	// rtPeriod, up to rtSince, when the running one last was charged (0
-	// if it is not real-time). See sbRTCharge.
+	// rtPeriod, up to rtSince, the last charge. See sbRTCharge.
 	sliceStart, rtPeriod, rtUsed, rtSince int64
 	timerAt                               int64 // deadline the timer interrupt is armed for, 0 after it fired
 	// nextDeadline is the earliest deadline of the threads that blocked
@@ -42,7 +41,7 @@ type sbCPU struct {
 	// sbSched.mu, read by this CPU without it.
 	nextDeadline int64
 	// kickAt is when this CPU sends the IPI it put off for a woken
-	// thread (sbKickIdleCPU), or 0.
+	// thread (sbKickLocked), or 0.
 	kickAt int64
 	// idleClock is the time this CPU's idle thread has run, in one word
 	// that machine.IdleTime reads without the scheduler's lock: while the

@@ -30,14 +30,13 @@ const (
 
 	sbFdIRQBase = 16 // fds sbFdIRQBase+irq are IRQ fds
 
-	// sbSysIRQOpen flags: an MSI vector has no I/O APIC pin; a PCI INTx
-	// pin is level-triggered (and on q35 active low), so it stays masked
-	// from its interrupt until the driver reads the fd.
-	sbIRQNoPin     = 1
-	sbIRQLevel     = 2
-	sbIRQActiveLow = 4
-
-	sbIOAPICLevel = 1 << 15 // redirection entry: level-triggered
+	// sbSysIRQOpen flags: an MSI vector has no I/O APIC pin; else the
+	// pin's redirection entry bits: level-triggered (a PCI INTx pin,
+	// masked from its interrupt until the driver reads the fd) and active
+	// low (PCI INTx on q35). Edge and active high are the ISA defaults.
+	sbIRQNoPin        = 1
+	sbIOAPICLevel     = 1 << 15
+	sbIOAPICActiveLow = 1 << 13
 )
 
 var (
@@ -56,18 +55,10 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 		if a0 >= 24 {
 			return -sbEINVAL
 		}
-		// Edge-triggered and active high, the ISA defaults (QEMU and PCs
-		// wire the PIT, IRQ 0, to pin 2, which the kernel corrects from
-		// the MADT overrides when it needs the PIT), unless flags say
-		// level or active low.
+		// (QEMU and PCs wire the PIT, IRQ 0, to pin 2, which the kernel
+		// corrects from the MADT overrides when it needs the PIT.)
 		sbIRQOpen[a0] = true
-		sbIRQEntry[a0] = uint32(sbVecIRQBase + a0)
-		if a1&sbIRQLevel != 0 {
-			sbIRQEntry[a0] |= sbIOAPICLevel
-		}
-		if a1&sbIRQActiveLow != 0 {
-			sbIRQEntry[a0] |= 1 << 13
-		}
+		sbIRQEntry[a0] = uint32(sbVecIRQBase+a0) | uint32(a1)&(sbIOAPICLevel|sbIOAPICActiveLow)
 		if a1&sbIRQNoPin == 0 {
 			sbIOAPICRoute(int(a0), sbIRQEntry[a0])
 		}

@@ -17,9 +17,8 @@
 // ordered by that priority, then by arrival; a CPU takes the first thread
 // it may run. Every other thread, the runtime's Ms included, has priority
 // 0 and the default slice. A real-time thread preempts a lower priority
-// at once (an IPI to the CPU it may use); a SCHED_FIFO thread keeps its
-// CPU until it leaves user mode or a higher priority comes, a SCHED_RR
-// one until its slice ends and another of its priority waits. Each CPU
+// at once (an IPI to the CPU it may use) and keeps its CPU against its
+// own priority until its slice ends (SCHED_FIFO's is endless). Each CPU
 // gives real-time threads at most sbRTRuntime of every sbRTPeriod, so a
 // spinning one cannot starve the kernel's goroutines (Linux's RT
 // throttling, sched_rt_runtime_us).
@@ -39,24 +38,17 @@ const (
 	sbThBlocked
 )
 
-// Why a blocked thread waits.
-const (
-	sbWaitNone = iota
-	sbWaitFutex
-	sbWaitSleep
-	sbWaitEpoll
-)
-
 type sbThread struct {
-	frame    sbFrame
-	tid      int32
-	state    uint32
-	cpu      int32 // CPU running it, or -1
-	next     int32 // run queue link, -1 at the tail
-	wait     uint32
-	waitAddr uintptr // futex word
-	deadline int64   // wake at this time (ns since boot); 0 = never
-	timerCPU int32   // the CPU whose timer is armed for deadline
+	frame sbFrame
+	tid   int32
+	state uint32
+	cpu   int32 // CPU running it, or -1
+	next  int32 // run queue link, -1 at the tail
+	// waitAddr is the futex word a blocked thread waits on (epoll_pwait's
+	// is sbEpollKey), or 0 (nanosleep).
+	waitAddr uintptr
+	deadline int64 // wake at this time (ns since boot); 0 = never
+	timerCPU int32 // the CPU whose timer is armed for deadline
 	// timeoutRet is the syscall result if the deadline passes first;
 	// restart asks for the syscall to be made again on a wake-up instead.
 	timeoutRet int64
@@ -65,12 +57,11 @@ type sbThread struct {
 	isIdle     bool
 	// The user program's scheduling class, set by sbRunUser and reset by
 	// sbUserExit (sbSetClass): the CPUs the thread may run on (bit i for
-	// CPU i, 0 for any), its real-time priority (0: none, else 1-99),
-	// round-robin (SCHED_RR) and its time slice (0: sbTimeSlice). They
-	// change only while the thread runs, never while it is queued.
+	// CPU i, 0 for any), its real-time priority (0: none, else 1-99) and
+	// its time slice. They change only while the thread runs, never while
+	// it is queued.
 	affinity uint64
 	prio     int32
-	rr       bool
 	slice    int64
 
 	sigPending uint64 // atomic: set by any CPU, cleared by the thread's own
@@ -122,6 +113,7 @@ func sbNewThreadLocked() int32 {
 			t.state = sbThBlocked
 			t.cpu = -1
 			t.next = -1
+			t.slice = sbTimeSlice
 			t.tid = sbSched.nextTID
 			sbSched.nextTID++
 			sbSched.nthreads++
@@ -232,11 +224,11 @@ func sbWakeLocked(i int32, why int) {
 	default:
 		t.frame.rax = 0
 	}
-	t.wait = sbWaitNone
+	t.waitAddr = 0
 	t.deadline = 0
 	t.restart = false
 	sbEnqueueLocked(i)
-	sbKickIdleCPU(false)
+	sbKickLocked(0, 0, false)
 }
 
 // sbSwitchLocked saves the running thread's frame (unless it is gone) and
@@ -265,15 +257,11 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool, next int32) {
 			atomic.Storeint64(&c.idleClock, now-(-1-c.idleClock))
 		}
 	}
+	sbRTCharge(c, now)
 	t := &sbThreads[next]
 	t.state = sbThRunning
 	t.cpu = c.id
 	c.cur = next
-	sbRTCharge(c, now)
-	c.rtSince = 0
-	if t.prio > 0 {
-		c.rtSince = now
-	}
 	c.sliceStart = now
 	c.sliceEnd = sbSliceEnd(c, t, now)
 	sbLoadCR3(c, t.cr3)
@@ -292,58 +280,51 @@ const (
 	sbRTRuntime = 950_000_000
 )
 
-// sbRTCharge adds to c's real-time time the time its real-time thread
-// ran since the last charge, and starts a new period when one has passed.
-// Time used beyond sbRTRuntime counts against the new period: a late
-// timer interrupt (a vCPU the host did not run) must not let a spinning
-// thread's overrun vanish with the period it ran past.
+// sbRTCharge adds to c's real-time time the time since the last charge
+// if its running thread is real-time, and starts a new period when one
+// has passed. Time used beyond sbRTRuntime counts against the new period:
+// a late timer interrupt (a vCPU the host did not run) must not let a
+// spinning thread's overrun vanish with the period it ran past. Every
+// change of the running thread or its class is charged first.
 func sbRTCharge(c *sbCPU, now int64) {
-	if c.rtSince != 0 {
+	if sbThreads[c.cur].prio > 0 {
 		c.rtUsed += now - c.rtSince
-		c.rtSince = now
 	}
+	c.rtSince = now
 	if now-c.rtPeriod >= sbRTPeriod {
 		c.rtPeriod, c.rtUsed = now, max(c.rtUsed-sbRTRuntime, 0)
 	}
 }
 
 // sbSliceEnd is when t's time on c ends: its slice from when it came to
-// c; no slice for SCHED_FIFO; for a real-time thread no later than when
-// c's real-time time runs out or its period ends (then the time is
-// charged to the period it was used in). A throttled real-time thread
-// gets the default slice, to the end of the period at most.
+// c; for a real-time thread no later than when c's real-time time runs
+// out or its period ends (then the time is charged to the period it was
+// used in). A throttled real-time thread gets the default slice at most.
 func sbSliceEnd(c *sbCPU, t *sbThread, now int64) int64 {
-	slice := t.slice
-	if slice == 0 {
-		slice = sbTimeSlice
-	}
-	end := c.sliceStart + slice
+	end := c.sliceStart + t.slice
 	if t.prio == 0 {
 		return end
 	}
 	left := sbRTRuntime - c.rtUsed
 	if left <= 0 {
-		return min(now+sbTimeSlice, c.rtPeriod+sbRTPeriod)
+		left = sbTimeSlice
 	}
-	if !t.rr || now+left < end {
-		end = now + left
-	}
-	return min(end, c.rtPeriod+sbRTPeriod)
+	return min(end, now+left, c.rtPeriod+sbRTPeriod)
 }
 
 // sbSetClass gives the thread running on c the scheduling class of the
-// program it enters (sbRunUser) or leaves (sbUserExit: all zero).
-func sbSetClass(c *sbCPU, t *sbThread, affinity uint64, prio int32, rr bool, slice int64) {
+// program it enters (sbRunUser) or leaves (sbUserExit: all zero). A
+// slice of 0 is the default.
+func sbSetClass(c *sbCPU, t *sbThread, affinity uint64, prio int32, slice int64) {
 	now := int64(0)
 	if prio > 0 || t.prio > 0 {
 		now = sbNanotime()
 		sbRTCharge(c, now)
-		c.rtSince = 0
-		if prio > 0 {
-			c.rtSince = now
-		}
 	}
-	t.affinity, t.prio, t.rr, t.slice = affinity, prio, rr, slice
+	if slice == 0 {
+		slice = sbTimeSlice
+	}
+	t.affinity, t.prio, t.slice = affinity, prio, slice
 	c.sliceEnd = sbSliceEnd(c, t, now)
 }
 
@@ -361,20 +342,22 @@ func sbBlockLocked(c *sbCPU, f *sbFrame) {
 }
 
 // sbYield switches to the first queued thread that outranks the running
-// one on c: the same priority or higher once its slice ended (a
-// SCHED_FIFO thread keeps its CPU against its own priority), higher
-// before; anything, for the idle thread. A thread nothing outranks
-// starts a new slice when its slice ended.
+// one on c: the same priority or higher once its slice ended (a real-time
+// thread whose own slice has not ended keeps its CPU against its own
+// priority), higher before; anything, for the idle thread or a thread
+// that may not run on c (which is queued for a CPU it may use). A thread
+// nothing outranks starts a new slice when its slice ended.
 func sbYield(c *sbCPU, f *sbFrame) {
 	sbSched.mu.lock()
 	now := sbNanotime()
 	sbRTCharge(c, now)
 	cur := &sbThreads[c.cur]
 	expired := now >= c.sliceEnd
+	stay := !cur.isIdle && (cur.affinity == 0 || cur.affinity&(1<<uint32(c.id)) != 0)
 	least := int32(0)
-	if !cur.isIdle {
+	if stay {
 		least = sbEffPrio(c, cur)
-		if !expired || least > 0 && !cur.rr {
+		if !expired || least > 0 && now < c.sliceStart+cur.slice {
 			least++
 		}
 	}
@@ -383,12 +366,12 @@ func sbYield(c *sbCPU, f *sbFrame) {
 		next = sbPickLocked(c, least)
 	}
 	switch {
-	case next >= 0 && !cur.isIdle:
+	case !cur.isIdle && (next >= 0 || !stay):
 		cur.frame = *f
 		cur.cpu = -1
 		sbEnqueueLocked(c.cur)
-		if cur.prio > 0 {
-			sbPlaceLocked(c.cur)
+		if cur.prio > 0 || !stay {
+			sbKickLocked(cur.prio, cur.affinity, true)
 		}
 		sbSwitchLocked(c, f, false, next)
 	case next >= 0:
@@ -400,46 +383,6 @@ func sbYield(c *sbCPU, f *sbFrame) {
 		c.sliceStart = now
 		c.sliceEnd = sbSliceEnd(c, cur, now)
 	}
-	sbSched.mu.unlock()
-}
-
-// sbPlaceLocked finds thread i, just queued, a CPU other than this one
-// that it may run on and that runs a lower priority (an idle CPU first),
-// and sends it an IPI: its trap exit then takes i.
-// Preconditions: sbSched.mu is held.
-func sbPlaceLocked(i int32) {
-	t := &sbThreads[i]
-	self := sbThisCPU()
-	var best *sbCPU
-	bestPrio := t.prio
-	for j := int32(0); j < sbNCPU; j++ {
-		c := &sbCPUs[j]
-		if c.online == 0 || c == self || t.affinity != 0 && t.affinity&(1<<uint32(j)) == 0 {
-			continue
-		}
-		p := int32(-1)
-		if cur := &sbThreads[c.cur]; !cur.isIdle {
-			p = sbEffPrio(c, cur) // another CPU's: a hint, read without its lock
-		}
-		if p < bestPrio {
-			best, bestPrio = c, p
-		}
-	}
-	if best != nil {
-		sbSendIPI(best.apicID, sbVecResched)
-	}
-}
-
-// sbMove sends the running thread, which may not run on c, to a CPU it
-// may run on, and runs something else here.
-func sbMove(c *sbCPU, f *sbFrame) {
-	sbSched.mu.lock()
-	t := &sbThreads[c.cur]
-	t.frame = *f
-	t.cpu = -1
-	sbEnqueueLocked(c.cur)
-	sbPlaceLocked(c.cur)
-	sbSwitchLocked(c, f, false, sbPickLocked(c, 0))
 	sbSched.mu.unlock()
 }
 
@@ -535,7 +478,6 @@ func sbFutexWait(c *sbCPU, f *sbFrame, addr uintptr, val uint32, deadline int64)
 		return
 	}
 	t := &sbThreads[c.cur]
-	t.wait = sbWaitFutex
 	t.waitAddr = addr
 	sbSetDeadlineLocked(c, t, deadline)
 	t.timeoutRet = -sbETIMEDOUT
@@ -551,7 +493,7 @@ func sbFutexWake(addr uintptr, n int64) int64 {
 			break
 		}
 		t := &sbThreads[i]
-		if t.state == sbThBlocked && t.wait == sbWaitFutex && t.waitAddr == addr {
+		if t.state == sbThBlocked && t.waitAddr == addr {
 			sbWakeLocked(int32(i), sbWakeEvent)
 			woken++
 		}
@@ -564,7 +506,6 @@ func sbFutexWake(addr uintptr, n int64) int64 {
 func sbSleep(c *sbCPU, f *sbFrame, deadline int64) {
 	sbSched.mu.lock()
 	t := &sbThreads[c.cur]
-	t.wait = sbWaitSleep
 	sbSetDeadlineLocked(c, t, deadline)
 	t.timeoutRet = 0
 	sbBlockLocked(c, f)
@@ -585,15 +526,13 @@ func sbClone(c *sbCPU, f *sbFrame, flags, stk, tls uintptr) int64 {
 	}
 	t := &sbThreads[i]
 	t.frame = *f
-	t.frame.rax = 0
 	t.frame.rsp = uint64(stk)
 	if flags&cloneSetTLS != 0 {
 		t.frame.fsbase = uint64(tls)
 	}
 	t.sigMask = sbThreads[c.cur].sigMask
 	tid := t.tid
-	sbEnqueueLocked(i)
-	sbKickIdleCPU(false)
+	sbWakeLocked(i, sbWakeEvent) // the child's clone returns 0
 	sbSched.mu.unlock()
 	return int64(tid)
 }
@@ -618,36 +557,50 @@ func sbFindTIDLocked(tid int32) int32 {
 // Set by the kernel (wake_delay=; 0 sends at once).
 var sbWakeDelayNs int64 = 150_000
 
-// sbKickIdleCPU makes an idle CPU look at the run queue: an IPI to a
-// halted CPU, at once if this CPU is idle or now is set, else once this
-// CPU's wake delay has passed without its thread blocking (sbKickLate).
-// Nothing is sent if this CPU is idle and the queue holds only the one
-// thread: this CPU is then in a trap (an interrupt woke the thread), and
-// sbTrapExit runs the thread here.
+// sbKickLocked makes another CPU look at the run queue for a thread
+// just queued with priority prio and CPU mask affinity: an IPI to a CPU
+// the thread may use that runs a lower priority, an idle one first.
+// Only an idle CPU does for a thread that is not real-time, and its IPI
+// waits, unless now is set or this CPU is idle, until this CPU's wake
+// delay has passed without its thread blocking (sbKickLate). Nothing is
+// sent if this CPU is idle and the queue holds only the one thread: this
+// CPU is then in a trap (an interrupt woke the thread), and sbTrapExit
+// runs the thread here.
 // Preconditions: sbSched.mu is held.
-func sbKickIdleCPU(now bool) {
+func sbKickLocked(prio int32, affinity uint64, now bool) {
 	self := sbThisCPU()
 	selfIdle := sbThreads[self.cur].isIdle
 	if selfIdle && sbSched.nrunnable <= 1 {
 		return
 	}
-	for i := int32(0); i < sbNCPU; i++ {
-		c := &sbCPUs[i]
-		if c.online == 0 || !sbThreads[c.cur].isIdle || c == self {
+	var best *sbCPU
+	bestPrio := prio
+	for j := int32(0); j < sbNCPU; j++ {
+		c := &sbCPUs[j]
+		if c.online == 0 || c == self || affinity != 0 && affinity&(1<<uint32(j)) == 0 {
 			continue
 		}
-		if !now && !selfIdle && sbWakeDelayNs > 0 {
-			if self.kickAt == 0 {
-				self.kickAt = sbNanotime() + sbWakeDelayNs
-			}
-			return
+		p := int32(-1)
+		if cur := &sbThreads[c.cur]; !cur.isIdle {
+			p = sbEffPrio(c, cur) // another CPU's: a hint, read without its lock
 		}
-		sbSendIPI(c.apicID, sbVecResched)
+		if p < bestPrio {
+			best, bestPrio = c, p
+		}
+	}
+	if best == nil {
 		return
 	}
+	if prio == 0 && !now && !selfIdle && sbWakeDelayNs > 0 {
+		if self.kickAt == 0 {
+			self.kickAt = sbNanotime() + sbWakeDelayNs
+		}
+		return
+	}
+	sbSendIPI(best.apicID, sbVecResched)
 }
 
-// sbKickLate sends the IPI sbKickIdleCPU put off, once its time has come
+// sbKickLate sends the IPI sbKickLocked put off, once its time has come
 // (c's timer fired), if a thread still waits for a CPU.
 func sbKickLate(c *sbCPU) {
 	if c.timerAt != 0 || sbNanotime() < c.kickAt {
@@ -656,7 +609,7 @@ func sbKickLate(c *sbCPU) {
 	c.kickAt = 0
 	sbSched.mu.lock()
 	if sbSched.nrunnable > 0 {
-		sbKickIdleCPU(true)
+		sbKickLocked(0, 0, true)
 	}
 	sbSched.mu.unlock()
 }

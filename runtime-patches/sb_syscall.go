@@ -499,7 +499,7 @@ func sbEpollWait(c *sbCPU, f *sbFrame, epfd int32, events uintptr, max int32, ti
 		return
 	}
 	t := &sbThreads[c.cur]
-	t.wait = sbWaitEpoll
+	t.waitAddr = sbEpollKey()
 	t.restart = true
 	t.timeoutRet = 0
 	if timeoutMs > 0 {
@@ -508,13 +508,8 @@ func sbEpollWait(c *sbCPU, f *sbFrame, epfd int32, events uintptr, max int32, ti
 	sbBlockLocked(c, f)
 }
 
-func sbWakeEpollWaiters() {
-	sbSched.mu.lock()
-	for i := range sbThreads {
-		t := &sbThreads[i]
-		if t.state == sbThBlocked && t.wait == sbWaitEpoll {
-			sbWakeLocked(int32(i), sbWakeEvent)
-		}
-	}
-	sbSched.mu.unlock()
-}
+// sbEpollKey is the futex word threads in epoll_pwait wait on: the
+// machine layer's own, which no futex of the runtime's names.
+func sbEpollKey() uintptr { return uintptr(unsafe.Pointer(&sbEventCount)) }
+
+func sbWakeEpollWaiters() { sbFutexWake(sbEpollKey(), 1<<62) }

@@ -71,18 +71,18 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 	r := (*sbUserRegs)(unsafe.Pointer(regs))
 	// The kernel names online CPUs only (a thread with none would never run).
 	aff := r.affinity & (1<<uint32(sbNCPU) - 1)
-	sbSetClass(c, t, aff, int32(r.prio&0xff), r.prio&sbPrioRR != 0, int64(r.slice))
+	sbSetClass(c, t, aff, int32(r.prio&0xff), int64(r.slice))
 	if t.affinity != 0 && t.affinity&(1<<uint32(c.id)) == 0 {
 		// Made again on a CPU the program may use: f.rax still holds
 		// the call's number.
 		f.rip -= 2
-		sbMove(c, f)
+		sbYield(c, f)
 		return
 	}
 	f.rax = 0
 	if r.cpu != 0 && r.cpu != uint64(c.id)+1 { // moved since the kernel told the program
 		r.trap = sbTrapInterrupt
-		sbSetClass(c, t, 0, 0, false, 0)
+		sbSetClass(c, t, 0, 0, 0)
 		return
 	}
 	t.switched = false
@@ -110,9 +110,6 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 	sbLoadCR3(c, cr3)
 }
 
-// sbPrioRR in sbUserRegs.prio marks a SCHED_RR priority.
-const sbPrioRR = 0x100
-
 // sbUserExit ends RunUser for the thread whose user state is in f: the
 // user registers go back to its UserRegs and its kernel frame resumes.
 func sbUserExit(c *sbCPU, f *sbFrame, trap uint64, addr uintptr) {
@@ -133,7 +130,7 @@ func sbUserExit(c *sbCPU, f *sbFrame, trap uint64, addr uintptr) {
 	t.inUser = false
 	t.user = 0
 	t.cr3 = 0
-	sbSetClass(c, t, 0, 0, false, 0)
+	sbSetClass(c, t, 0, 0, 0)
 	if sbSched.nrt > 0 {
 		c.resched = true // a waiting real-time thread outranks the kernel
 	}

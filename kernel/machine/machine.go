@@ -176,11 +176,12 @@ const (
 // the line (edge-triggered, active high). See OpenInterrupt.
 func OpenIRQ(irq int) (int, error) { return OpenInterrupt(irq, 0) }
 
-// Flags for OpenInterrupt.
+// Flags for OpenInterrupt; a pin's are its I/O APIC redirection entry's
+// bits, which the machine layer writes as they are.
 const (
-	IRQMessage   = 1 // message-signalled (MSI, MSI-X): no I/O APIC pin
-	IRQLevel     = 2 // level-triggered pin (PCI INTx): masked until the fd is read
-	IRQActiveLow = 4 // active-low pin
+	IRQMessage   = 1       // message-signalled (MSI, MSI-X): no I/O APIC pin
+	IRQLevel     = 1 << 15 // level-triggered pin (PCI INTx): masked until the fd is read
+	IRQActiveLow = 1 << 13 // active-low pin
 )
 
 // NumIRQ is the number of device vectors (VecIRQBase...): I/O APIC pins
@@ -352,9 +353,9 @@ type UserRegs struct {
 	// the machine layer's run queue honours while the thread runs the
 	// program (not while it runs kernel code): the CPUs it may run on
 	// (bit i for CPU i; 0 for any), whom RunUser first moves to one of
-	// them; a real-time priority (1-99, with PrioRR for SCHED_RR; 0 for
-	// none), which runs before every lower priority; and the time slice
-	// in ns (0: the default, 10 ms).
+	// them; a real-time priority (1-99; 0 for none), which runs before
+	// every lower priority; and the time slice in ns (0: the default,
+	// 10 ms; SliceEndless).
 	Affinity, Prio, Slice uint64
 	// ExitCPU is the CPU the program ran on when RunUser last returned.
 	ExitCPU uint64
@@ -373,9 +374,9 @@ const FPUSize = 832
 // (no AVX for programs).
 func XFeatures() uint64 { return boot().xFeatures }
 
-// PrioRR in UserRegs.Prio marks a SCHED_RR priority: it gives the CPU to
-// another thread of its priority when its slice ends (SCHED_FIFO keeps it).
-const PrioRR = 0x100
+// SliceEndless in UserRegs.Slice is SCHED_FIFO's: a real-time thread
+// keeps its CPU against its own priority until its slice ends.
+const SliceEndless = 1 << 62
 
 // Reasons in UserRegs.Trap besides exception vectors.
 const (

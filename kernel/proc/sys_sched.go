@@ -119,15 +119,12 @@ func (s schedAttrs) slice() int64 {
 // self out of user mode, so the class holds at once.
 // Preconditions: p.mu is held.
 func (p *Process) setClassLocked(self *Thread) {
-	prio := uint64(0)
-	if rtPolicy(p.sched.policy) {
-		prio = uint64(p.sched.rtprio)
-		if p.sched.policy == schedRR {
-			prio |= machine.PrioRR
-		}
+	slice := uint64(p.sched.slice())
+	if p.sched.policy == schedFIFO {
+		slice = machine.SliceEndless
 	}
-	p.classPrio.Store(prio)
-	p.classSlice.Store(uint64(p.sched.slice()))
+	p.classPrio.Store(uint64(p.sched.rtprio))
+	p.classSlice.Store(slice)
 	for _, t := range p.threads {
 		if t != self {
 			machine.Kick(&t.regs)
