@@ -164,16 +164,21 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 	return n, nil
 }
 
-// wait polls until done, up to limit; it reports whether done held.
+// wait polls until done, at most limit/50µs+1 times 50 µs apart; it
+// reports whether done held. The bound is a count of polls, so at least
+// limit: a host that stalls the driver between two polls (a loaded
+// machine under the tests' device model) cannot use the bound up while
+// the device is still given its polls.
 func wait(limit time.Duration, done func() bool) bool {
-	for end := time.Now().Add(limit); ; {
+	const every = 50 * time.Microsecond
+	for i := limit / every; ; i-- {
 		if done() {
 			return true
 		}
-		if time.Now().After(end) {
+		if i <= 0 {
 			return false
 		}
-		time.Sleep(50 * time.Microsecond)
+		time.Sleep(every)
 	}
 }
 
@@ -200,7 +205,11 @@ func (n *NIC) reset() error {
 	// A card without an EEPROM (QEMU's) never sets AUTO_RD; the address
 	// is then read as the EEPROM fallback says, so this only waits.
 	wait(10*time.Millisecond, func() bool { return r.Read32(regEECD)&eecdAutoRD != 0 })
-	wait(10*time.Millisecond, func() bool { return r.Read32(regEEMNGCTL)&(eemngctlCfgDone0<<n.Port) != 0 })
+	// The port's configuration load: within 100 ms, the bound Linux's
+	// igb gives it (PHY_CFG_TIMEOUT).
+	if !wait(100*time.Millisecond, func() bool { return r.Read32(regEEMNGCTL)&(eemngctlCfgDone0<<n.Port) != 0 }) {
+		n.log("%s %s: the configuration load after reset did not end in 100 ms; going on", Name, n.Name)
+	}
 	r.Write32(regIMC, 0xffffffff)
 	r.Write32(regEIMC, 0xffffffff)
 	r.Read32(regICR)

@@ -46,6 +46,7 @@ type sim struct {
 	reg       map[uint32]uint32
 	eeprom    [0x200]uint16
 	loading   bool // a reset's configuration load is under way (i350)
+	loadPolls int  // EEMNGCTL reads left until it ends
 	irq       *intelnictest.IRQ
 	kind      string // "msix", "msi" or "intx", as the driver allocated
 	signaled  uint32 // legacy causes an interrupt was raised for and not yet cleared
@@ -108,13 +109,10 @@ func (s *sim) resetLocked() {
 		s.loadLocked()
 		return
 	}
-	s.loading = true
-	time.AfterFunc(3*time.Millisecond, func() {
-		s.mu.Lock()
-		s.loadLocked()
-		s.loading = false
-		s.mu.Unlock()
-	})
+	// The load ends after the driver has polled for it a few times,
+	// not after a wall-clock delay, so that a loaded host cannot make
+	// it outlast the driver's bound.
+	s.loading, s.loadPolls = true, 3
 }
 
 // loadLocked is the configuration load from the NVM that ends a reset.
@@ -196,6 +194,12 @@ func (s *sim) Read32(off uint32) uint32 {
 	defer s.mu.Unlock()
 	if s.gone {
 		return 0xffffffff
+	}
+	if off == regEEMNGCTL && s.loading {
+		if s.loadPolls--; s.loadPolls == 0 {
+			s.loadLocked()
+			s.loading = false
+		}
 	}
 	v := s.reg[off]
 	if s.loading && (off == regRAL0 || off == regRAH0 || off == regEERD) {
