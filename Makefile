@@ -271,7 +271,7 @@ powercut: deps user $(KERNEL) $(STUB)
 	r=bench/results/powercut-$$(date -u +%Y-%m-%d).txt; n=1; \
 	while [ -e "$$r" ]; do n=$$((n+1)); r=bench/results/powercut-$$(date -u +%Y-%m-%d)-$$n.txt; done; \
 	go run ./tools/powercut -cuts $(CUTS) -kernels $(KERNELS) -recover $(or $(RECOVER),both) \
-	  -atom $(or $(ATOM),512) -workers $(or $(WORKERS),3) -sizes 600M,200M -results "$$r"
+	  -atom $(or $(ATOM),512) -workers $(or $(WORKERS),3) -workload $(or $(WORKLOAD),files) -sizes 600M,200M -results "$$r"
 
 # The same suite on Shortbread, with 1 and 2 CPUs: every program must
 # pass (the runner's status becomes the kernel's power-off status).
