@@ -195,27 +195,29 @@ user:
 # t_mount; afterwards e2fsck -fn must find it clean and debugfs must show
 # the files the guest wrote (t_mount --check-image).
 #
-# Four SATA disks on q35's AHCI controller: a zeroed 64 MiB one for
+# Five SATA disks on q35's AHCI controller: a zeroed 64 MiB one for
 # t_blk, and a GPT disk (sgdisk, 40 MiB) and an MBR one (sfdisk, 48 MiB)
 # made by t_part --make-images for t_part (t_part --check-images checks
 # them afterwards), and a 24 MiB one behind QEMU's blkdebug that fails
 # reads of sector 1000 and writes of sector 2000 (t_blkerr
-# --make-image). The tests find SATA disks by size (Linux names them in
-# the order their ports finish probing).
+# --make-image), and a 12 MiB ext2 file system (no journal) for t_mount,
+# checked as its ext4 disk is. The tests find SATA disks by size (Linux
+# names them in the order their ports finish probing).
 DISK_IMG := $(BUILD)/disk.img
 EXT4_IMG := $(BUILD)/ext4.img
+EXT2_IMG := $(BUILD)/ext2.img
 SATA_IMG := $(BUILD)/sata.img
 GPT_IMG  := $(BUILD)/gpt.img
 MBR_IMG  := $(BUILD)/mbr.img
 ERR_IMG  := $(BUILD)/err.img
 ERR_CFG  := $(BUILD)/blkdebug.cfg
-NEW_DISK = rm -f $(DISK_IMG) $(EXT4_IMG) $(SATA_IMG) && truncate -s 64M $(DISK_IMG) $(SATA_IMG) && \
-  mke2fs -q -t ext4 -F $(EXT4_IMG) 64M && $(USER_BUILD)/tests/t_part --make-images $(GPT_IMG) $(MBR_IMG) && \
+NEW_DISK = rm -f $(DISK_IMG) $(EXT4_IMG) $(EXT2_IMG) $(SATA_IMG) && truncate -s 64M $(DISK_IMG) $(SATA_IMG) && \
+  mke2fs -q -t ext4 -F $(EXT4_IMG) 64M && mke2fs -q -t ext2 -F $(EXT2_IMG) 12M && $(USER_BUILD)/tests/t_part --make-images $(GPT_IMG) $(MBR_IMG) && \
   $(USER_BUILD)/tests/t_blkerr --make-image $(ERR_CFG) $(ERR_IMG)
-DISKS = DISK=$(DISK_IMG) DISK2=$(EXT4_IMG) SATA="$(SATA_IMG) $(GPT_IMG) $(MBR_IMG) blkdebug:$(ERR_CFG):$(ERR_IMG)"
-DISK_ARGS := BLK_DISK=vda,sata:65536 EXT4_DISK=vdb PART_DISKS=sata:40960,sata:49152 ERR_DISK=sata:24576
+DISKS = DISK=$(DISK_IMG) DISK2=$(EXT4_IMG) SATA="$(SATA_IMG) $(GPT_IMG) $(MBR_IMG) blkdebug:$(ERR_CFG):$(ERR_IMG) $(EXT2_IMG)"
+DISK_ARGS := BLK_DISK=vda,sata:65536 EXT4_DISK=vdb EXT2_DISK=sata:12288 PART_DISKS=sata:40960,sata:49152 ERR_DISK=sata:24576
 CHECK_DISKS = $(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG) $(SATA_IMG) && \
-  $(USER_BUILD)/tests/t_mount --check-image $(EXT4_IMG) && $(USER_BUILD)/tests/t_part --check-images $(GPT_IMG) $(MBR_IMG) && \
+  $(USER_BUILD)/tests/t_mount --check-image $(EXT4_IMG) $(EXT2_IMG) && $(USER_BUILD)/tests/t_part --check-images $(GPT_IMG) $(MBR_IMG) && \
   $(USER_BUILD)/tests/t_blkerr --check-image $(ERR_IMG)
 
 # t_blk alone once more, on namespace 1 of an NVMe controller
@@ -275,7 +277,7 @@ powercut: deps user $(KERNEL) $(STUB)
 	r=bench/results/powercut-$$(date -u +%Y-%m-%d).txt; n=1; \
 	while [ -e "$$r" ]; do n=$$((n+1)); r=bench/results/powercut-$$(date -u +%Y-%m-%d)-$$n.txt; done; \
 	go run ./tools/powercut -cuts $(CUTS) -kernels $(KERNELS) -recover $(or $(RECOVER),both) \
-	  -atom $(or $(ATOM),512) -workers $(or $(WORKERS),3) -sizes 600M,200M -results "$$r"
+	  -atom $(or $(ATOM),512) -workers $(or $(WORKERS),3) -workload $(or $(WORKLOAD),files) -sizes 600M,200M -results "$$r"
 
 # The same suite on Shortbread, with 1 and 2 CPUs: every program must
 # pass (the runner's status becomes the kernel's power-off status).

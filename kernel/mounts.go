@@ -96,17 +96,23 @@ func (k *kernel) registerFSTypes(v *vfs.VFS) {
 		return &vfs.FileSystem{Root: mqueue.Root()}, nil
 	}})
 	for _, name := range []string{"ext4", "ext3", "ext2"} {
-		v.RegisterFSType(name, vfs.FSType{Device: true, Make: k.mountExt4})
+		v.RegisterFSType(name, vfs.FSType{Device: true, Make: func(src vfs.Source, ro bool, data string) (*vfs.FileSystem, error) {
+			return k.mountExt4(name, src, ro, data)
+		}})
 	}
 }
 
-// mountExt4 mounts the ext2/3/4 file system on the disk src names;
-// a read-write one commits its journal every ext4Commit (or commit=N
-// seconds) until it is unmounted.
-func (k *kernel) mountExt4(src vfs.Source, ro bool, data string) (*vfs.FileSystem, error) {
+// mountExt4 mounts the ext2/3/4 file system on the disk src names as
+// fsType; a read-write one commits its journal every ext4Commit (or
+// commit=N seconds) until it is unmounted.
+func (k *kernel) mountExt4(fsType string, src vfs.Source, ro bool, data string) (*vfs.FileSystem, error) {
 	opts, err := mountOptions(data, "commit", "data", "discard", "nodiscard")
 	if err != nil {
 		return nil, err
+	}
+	_, commitGiven := opts["commit"]
+	if _, dataGiven := opts["data"]; fsType == "ext2" && (commitGiven || dataGiven) {
+		return nil, linux.EINVAL // the journal's options, refused as ext2 (Linux's MOPT_NO_EXT2)
 	}
 	// discard or nodiscard: the last one given counts, as on Linux.
 	discard := false
@@ -125,7 +131,8 @@ func (k *kernel) mountExt4(src vfs.Source, ro bool, data string) (*vfs.FileSyste
 			interval = time.Duration(n) * time.Second
 		}
 	}
-	if s, ok := opts["data"]; ok && s != "ordered" {
+	data, dataGiven := opts["data"]
+	if dataGiven && data != "ordered" {
 		return nil, linux.EINVAL // the journal has ordered mode only
 	}
 	node, ok := k.blocks.Find(linux.DevMajor(src.Rdev), linux.DevMinor(src.Rdev))
@@ -133,7 +140,8 @@ func (k *kernel) mountExt4(src vfs.Source, ro bool, data string) (*vfs.FileSyste
 		return nil, linux.ENXIO
 	}
 	disk := node.Dev
-	fs, err := ext4.Mount(blk.Bytes{D: disk}, ext4.Options{ReadOnly: ro, Clock: wallclock.Now, Discard: discard})
+	fs, err := ext4.Mount(blk.Bytes{D: disk}, ext4.Options{ReadOnly: ro, Clock: wallclock.Now, Discard: discard,
+		As: fsType, JournalOptions: interval != ext4Commit || dataGiven})
 	if err != nil {
 		k.log.Warnf("ext4: mount %s: %v", disk.Name(), err)
 		return nil, linux.EINVAL // what Linux says of a disk it cannot mount
@@ -146,6 +154,20 @@ func (k *kernel) mountExt4(src vfs.Source, ro bool, data string) (*vfs.FileSyste
 	if err != nil {
 		return nil, err
 	}
+	// The options in force as Linux shows them (in its order): discard
+	// only where the disk takes discards (Linux drops it with a warning
+	// elsewhere), a commit interval other than the default, and data=
+	// when it was given.
+	var shown []string
+	if discard && x.CanDiscard() {
+		shown = append(shown, "discard")
+	}
+	if interval != ext4Commit {
+		shown = append(shown, "commit="+strconv.Itoa(int(interval/time.Second)))
+	}
+	if dataGiven {
+		shown = append(shown, "data="+data)
+	}
 	stop := make(chan struct{})
 	if !ro {
 		go x.Committer(stop, interval)
@@ -156,14 +178,16 @@ func (k *kernel) mountExt4(src vfs.Source, ro bool, data string) (*vfs.FileSyste
 	if part != nil {
 		part.Opened()
 	}
-	return &vfs.FileSystem{Root: root, Sync: x.Sync, Remount: x.Remount, Trim: x.Trim, CanTrim: x.CanDiscard, Release: func() error {
+	release := func() error {
 		close(stop)
 		err := x.Unmount()
 		if part != nil {
 			part.Closed()
 		}
 		return err
-	}}, nil
+	}
+	return &vfs.FileSystem{Root: root, Sync: x.Sync, Remount: x.Remount, Trim: x.Trim, CanTrim: x.CanDiscard,
+		Options: strings.Join(shown, ","), Release: release}, nil
 }
 
 // mountOptions parses mount(2)'s comma-separated option string, allowing

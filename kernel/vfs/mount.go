@@ -58,6 +58,10 @@ type FileSystem struct {
 	// takes discards. Nil for file systems without FITRIM (ENOTTY).
 	Trim    func(start, length, minLen uint64) (uint64, error)
 	CanTrim func() bool
+	// Options are the file system's own options in force, comma-separated
+	// (ext4's "discard"), shown after the mount's in /proc/mounts and as
+	// the super options of mountinfo, as Linux's show_options does.
+	Options string
 
 	// mounts counts the mounts that use the instance: a block device
 	// mounted again shares it, as Linux shares the superblock, and it is
@@ -478,7 +482,7 @@ func (v *VFS) Mounts() []byte {
 	w := walker{v: v, c: &Ctx{}}
 	var b bytes.Buffer
 	for _, m := range v.table {
-		fmt.Fprintf(&b, "%s %s %s %s 0 0\n", mountEscape(m.source), mountEscape(w.path(m.root)), m.fsType, m.options())
+		fmt.Fprintf(&b, "%s %s %s %s 0 0\n", mountEscape(m.source), mountEscape(w.path(m.root)), m.fsType, withFSOptions(m.options()+",relatime", m.fs))
 	}
 	return b.Bytes()
 }
@@ -497,7 +501,7 @@ func (v *VFS) MountInfo() []byte {
 		}
 		dev := m.root.inode.Attr().Dev
 		fmt.Fprintf(&b, "%d %d %d:%d / %s %s - %s %s %s\n", m.id, parent, linux.DevMajor(dev), linux.DevMinor(dev),
-			mountEscape(w.path(m.root)), m.options()+",relatime", m.fsType, mountEscape(m.source), m.options())
+			mountEscape(w.path(m.root)), m.options()+",relatime", m.fsType, mountEscape(m.source), withFSOptions(m.options(), m.fs))
 	}
 	return b.Bytes()
 }
@@ -507,6 +511,14 @@ func (m *Mount) options() string {
 		return "ro"
 	}
 	return "rw"
+}
+
+// withFSOptions appends the file system's own options to a mount's.
+func withFSOptions(opts string, fs *FileSystem) string {
+	if fs != nil && fs.Options != "" {
+		return opts + "," + fs.Options
+	}
+	return opts
 }
 
 // mountEscape writes space, tab, newline and backslash as octal escapes,

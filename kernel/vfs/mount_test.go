@@ -3,6 +3,7 @@ package vfs_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"shortbread/kernel/abi/linux"
@@ -195,7 +196,11 @@ func (f *fakeFS) typ(device bool) vfs.FSType {
 		}
 		f.made = append(f.made, src)
 		fs := tmpfs.New(tmpfs.Options{Dev: linux.MakeDev(0, 50+uint32(len(f.made))), Mode: 0o755})
-		return &vfs.FileSystem{Root: fs.Root(),
+		opts := ""
+		if device {
+			opts = "discard" // a disk file system's own option
+		}
+		return &vfs.FileSystem{Root: fs.Root(), Options: opts,
 			Sync:    func() error { f.syncs++; return nil },
 			Remount: func(ro bool) error { f.remounts = append(f.remounts, ro); return nil },
 			Release: func() error { f.releases++; return nil }}, nil
@@ -231,9 +236,15 @@ func TestMountFS(t *testing.T) {
 	}
 	wantErr(t, "device mounted again read-write over read-only", k.v.MountFS(c, nil, "/vdb", "/mnt", "diskfs", 0, ""), linux.EBUSY)
 	wantErr(t, "device mounted again as another type", k.v.MountFS(c, nil, "/vdb", "/mnt", "diskfs2", linux.MS_RDONLY, ""), linux.EBUSY)
-	want := "tmpfs / tmpfs rw 0 0\nnone /mnt memfs rw 0 0\n/vdb /m2 diskfs ro 0 0\n"
+	want := "tmpfs / tmpfs rw,relatime 0 0\nnone /mnt memfs rw,relatime 0 0\n/vdb /m2 diskfs ro,relatime,discard 0 0\n"
 	if got := string(k.v.Mounts()); got != want {
 		t.Errorf("mounts:\n%s\nwant:\n%s", got, want)
+	}
+	// mountinfo: the mount's options, then after the type and source the
+	// super block's, with the file system's own.
+	if got := string(k.v.MountInfo()); !strings.Contains(got, " /m2 ro,relatime - diskfs /vdb ro,discard\n") ||
+		!strings.Contains(got, " /mnt rw,relatime - memfs none rw\n") {
+		t.Errorf("mountinfo:\n%s", got)
 	}
 	wantErr(t, "write to a read-only mount", k.mkdir("/m2/d", 0o755), linux.EROFS)
 
@@ -254,7 +265,7 @@ func TestMountFS(t *testing.T) {
 	if disk.releases != 1 || disk.syncs != 1 {
 		t.Errorf("unmount: %d syncs, %d releases; want 1, 1", disk.syncs, disk.releases)
 	}
-	if got := string(k.v.Mounts()); got != "tmpfs / tmpfs rw 0 0\n" {
+	if got := string(k.v.Mounts()); got != "tmpfs / tmpfs rw,relatime 0 0\n" {
 		t.Errorf("mounts after unmounting: %q", got)
 	}
 	must(t, "mount the device again", k.v.MountFS(c, nil, "/vdb", "/m2", "diskfs", 0, ""))

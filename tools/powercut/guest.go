@@ -30,8 +30,9 @@ type kernel struct {
 // initramfs with Debian's virtio and ext4 modules appended.
 // linuxOpts, if not empty, are the mount options of Linux's work boots
 // (barrier=0 for the harness's negative control).
-// workers is PC_WORKERS, the work boot's processes changing files at once.
-func prepare(root, work string, names []string, linuxOpts string, workers int) (map[string]kernel, error) {
+// workers is PC_WORKERS, the work boot's processes changing files at
+// once, and workload PC_WORKLOAD (files or mail).
+func prepare(root, work string, names []string, linuxOpts string, workers int, workload string) (map[string]kernel, error) {
 	ks := map[string]kernel{}
 	for _, n := range names {
 		switch n {
@@ -41,7 +42,7 @@ func prepare(root, work string, names []string, linuxOpts string, workers int) (
 				iso := filepath.Join(work, "shortbread-"+mode+".iso")
 				cmdline := "init=/tests/h_durable loglevel=warn PC_MODE=" + mode
 				if mode == "work" {
-					cmdline += fmt.Sprintf(" PC_WORKERS=%d", workers)
+					cmdline += fmt.Sprintf(" PC_WORKERS=%d PC_WORKLOAD=%s", workers, workload)
 				}
 				if err := run(root, "tools/mkiso.sh", iso, "build/stub.elf", "build/kernel.elf", cmdline, "build/user/initramfs.cpio"); err != nil {
 					return nil, err
@@ -73,7 +74,7 @@ rm -rf %[1]s`, stage, initrd)
 					cmdline += " PC_OPTS=" + linuxOpts
 				}
 				if mode == "work" {
-					cmdline += fmt.Sprintf(" PC_WORKERS=%d", workers)
+					cmdline += fmt.Sprintf(" PC_WORKERS=%d PC_WORKLOAD=%s", workers, workload)
 				}
 				return []string{"-kernel", "build/linux/vmlinuz", "-initrd", initrd, "-append", cmdline}
 			}}

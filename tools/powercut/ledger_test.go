@@ -108,6 +108,46 @@ func TestLedgerVerify(t *testing.T) {
 	}
 }
 
+// TestLedgerMail: with the mail workload every message found in a
+// mailbox must be whole, reported durable or not; tmp holds anything.
+func TestLedgerMail(t *testing.T) {
+	l := ledgerOf(t, "start seed=1 workload=mail", durableLine("d0/m1_300", 300), durableLine("d2/w1m4_9000", 9000))
+	if !l.mail {
+		t.Fatal("the start line's workload=mail was not read")
+	}
+	ok := map[string]found{
+		"d0/m1_300":    {size: 300, good: 300, bad: -1},
+		"d2/w1m4_9000": {size: 9000, good: 9000, bad: -1},
+		"d1/m5_4000":   {size: 4000, good: 4000, bad: -1}, // renamed, not yet reported
+		"tmp/m6":       {size: 512, good: 0, bad: 0},      // a delivery under way
+	}
+	if p, v := l.verify(ok); len(p) != 0 || v != 2 {
+		t.Fatalf("a good image: problems %v, %d verified", p, v)
+	}
+	for _, c := range []struct {
+		name string
+		f    found
+		want string
+	}{
+		{"d1/m5_4000", found{size: 4000, good: 3584, bad: -1}, "d1/m5_4000: a message of 4000 bytes found in part"},
+		{"d1/m5_4000", found{size: 3072, good: 3072, bad: -1}, "found in part (3072 bytes"},
+		{"d3/m9", found{size: 1, good: 1, bad: -1}, "d3/m9: not a message's name"},
+	} {
+		m := map[string]found{}
+		for k, v := range ok {
+			m[k] = v
+		}
+		m[c.name] = c.f
+		p, _ := l.verify(m)
+		if len(p) != 1 || !strings.Contains(p[0], c.want) {
+			t.Errorf("want a problem %q, got %v", c.want, p)
+		}
+	}
+	if l := ledgerOf(t, "start seed=1"); l.mail {
+		t.Error("workload=mail without it on the start line")
+	}
+}
+
 func TestLedgerRefusesWrongHash(t *testing.T) {
 	l := newLedger()
 	l.line("durable d0/f1 100 0123456789abcdef\n")

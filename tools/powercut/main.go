@@ -15,14 +15,16 @@
 //
 //	[-recover same|other|both] [-sizes 600M,200M] [-max-delay 15s]
 //	[-modes lose,keep,prefix,writes,sectors] [-atom 512|4096] [-seed S] [-results FILE] [-linux-opts barrier=0]
-//	[-workers N]
+//	[-workers N] [-workload files|mail]
 //
 // The kernels named crash in turn; -recover other has the other kernel
 // recover each crash (Linux recovers what Shortbread left and the
 // reverse), both (the default) alternates rounds of the two (with one
 // kernel, both is same). -linux-opts barrier=0 is the negative control:
 // Linux told not to flush loses what it reported durable, and the
-// harness must say so. Exit status 0 iff every cut passed. `make test` runs a
+// harness must say so. -workload mail makes the durable changes mail
+// deliveries (h_durable's PC_WORKLOAD=mail), and every message found
+// after a cut must be whole. Exit status 0 iff every cut passed. `make test` runs a
 // few cuts per kernel; `make powercut CUTS=N` the long run, with a
 // results file in bench/results/. Needs build/kernel.elf, build/stub.elf,
 // build/user (make kernel user) and build/linux (tools/linux/kernel.sh).
@@ -52,6 +54,7 @@ type config struct {
 	cpus       int
 	maxDelay   time.Duration
 	stall      time.Duration
+	mail       bool // -workload mail
 }
 
 // result is one cut's outcome.
@@ -84,6 +87,7 @@ func main() {
 	atom := flag.Int64("atom", wcache.SectorSize, "bytes a cut that keeps part of a write keeps whole (512; 4096: a disk with 4 KiB physical sectors)")
 	linuxOpts := flag.String("linux-opts", "", "mount options of Linux's work boots (barrier=0: the negative control, which must fail)")
 	workers := flag.Int("workers", 1, "processes changing files at once in the work boot (h_durable's PC_WORKERS, 1 to 8)")
+	workload := flag.String("workload", "files", "the work boot's changes: files (create, append, remove) or mail (deliveries as mailbench's: tmp file, fsync, rename into a mailbox, fsync it; h_durable's PC_WORKLOAD)")
 	sizeList := flag.String("sizes", "600M", "image sizes in MiB, used in turn (Debian's mke2fs gives 1 KiB blocks below 512M, 4 KiB from there)")
 	flag.Parse()
 
@@ -115,7 +119,11 @@ func main() {
 	if *workers < 1 || *workers > 8 {
 		fatal(fmt.Errorf("-workers %d: 1 to 8", *workers))
 	}
-	ks, err := prepare(root, cfg.work, names, *linuxOpts, *workers)
+	if *workload != "files" && *workload != "mail" {
+		fatal(fmt.Errorf("-workload %q: files or mail", *workload))
+	}
+	cfg.mail = *workload == "mail"
+	ks, err := prepare(root, cfg.work, names, *linuxOpts, *workers, *workload)
 	if err != nil {
 		fatal(err)
 	}
@@ -318,6 +326,9 @@ func (c *config) cut(i int, wk, ck kernel, rng *rand.Rand) (r result) {
 		return
 	}
 	r.problems = append(r.problems, led.errors...)
+	if led.mail != c.mail {
+		fail("the workload's start line says mail %v, -workload mail %v", led.mail, c.mail)
+	}
 	r.durables, r.gones = led.counts()
 	r.seed = led.seed
 	if err := disk.SetAtom(c.atom); err != nil {

@@ -26,6 +26,7 @@
  *                            requires it then; passed on to the programs)
  *   EXT4_DISK=vdb            the ext4 image the harness attached (t_mount),
  *                            passed on likewise
+ *   EXT2_DISK=sata:12288     the ext2 image (t_mount), likewise
  *   PART_DISKS=sdb,sdc       the partitioned images (t_part), likewise
  *   ERR_DISK=sata:24576      the disk that fails (t_blkerr), likewise
  *   BLK_BAD_SECTOR=N         a sector of BLK_DISK the harness made fail
@@ -159,6 +160,9 @@ static int run_one(const char *dir, const char *name, unsigned timeout)
 		char ext4[80] = "EXT4_DISK=";
 		if (getenv("EXT4_DISK"))
 			snprintf(ext4, sizeof ext4, "EXT4_DISK=%s", getenv("EXT4_DISK"));
+		char ext2[80] = "EXT2_DISK=";
+		if (getenv("EXT2_DISK"))
+			snprintf(ext2, sizeof ext2, "EXT2_DISK=%s", getenv("EXT2_DISK"));
 		/* the partitioned images (t_part) */
 		char part[80] = "PART_DISKS=";
 		if (getenv("PART_DISKS"))
@@ -171,7 +175,7 @@ static int run_one(const char *dir, const char *name, unsigned timeout)
 		char bad[80] = "BLK_BAD_SECTOR=";
 		if (getenv("BLK_BAD_SECTOR"))
 			snprintf(bad, sizeof bad, "BLK_BAD_SECTOR=%s", getenv("BLK_BAD_SECTOR"));
-		char *envp[] = { "PATH=/bin:/sbin:/usr/bin:/usr/sbin", "HOME=/", "TMPDIR=/tmp", testdir, bb, disk, ext4, part, err, bad, NULL };
+		char *envp[] = { "PATH=/bin:/sbin:/usr/bin:/usr/sbin", "HOME=/", "TMPDIR=/tmp", testdir, bb, disk, ext4, ext2, part, err, bad, NULL };
 		execve(path, argv, envp);
 		say("runner: execve %s: %s\n", path, strerror(errno));
 		_exit(127);

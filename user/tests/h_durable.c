@@ -22,6 +22,14 @@
  *          choices and names (d0/w1f7: worker 1's file 7), so that fsyncs
  *          from several processes meet in the file system's journal, as
  *          in a mail server.
+ *          PC_WORKLOAD=mail (the start line says "workload=mail") makes
+ *          the changes mail deliveries instead, as mailbench's
+ *          mail-deliver makes them: a message is written to pc/tmp,
+ *          fsynced, renamed into a mailbox (d0..d3) and the mailbox
+ *          fsynced, then reported durable; a reader sometimes removes
+ *          one. A message's name carries its size (d2/w1m7_5120), so
+ *          that the harness can check that every message found after
+ *          a cut is whole, reported or not.
  *   check  mount /dev/vda (the journal replays), then for every file
  *            have NAME SIZE GOOD     GOOD: bytes from the start that match
  *                                    the pattern
@@ -263,6 +271,44 @@ static void op_unlink(void)
 	say("gone %s\n", f.name);
 }
 
+/* op_deliver delivers a message of a mail-like size to a mailbox */
+static void op_deliver(int seq)
+{
+	struct live *f = &live[nlive];
+	int d = (int)rnd(DIRS);
+	f->size = rnd(10) ? 200 + rnd(8 * 1024) : 8 * 1024 + rnd(120 * 1024);
+	snprintf(f->name, sizeof f->name, "d%d/%sm%d_%llu", d, wp, seq, (unsigned long long)f->size);
+	char tmp[100], path[80], dir[40];
+	snprintf(path, sizeof path, TOP "/%s", f->name);
+	snprintf(tmp, sizeof tmp, TOP "/tmp/%sm%d", wp, seq);
+	snprintf(dir, sizeof dir, TOP "/d%d", d);
+	int fd = open(tmp, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	if (fd < 0)
+		fail("create in tmp");
+	/* the bytes the message will be checked against in its mailbox */
+	write_pattern(fd, f->name, 0, f->size);
+	if (fsync(fd) != 0)
+		fail("fsync");
+	close(fd);
+	if (rename(tmp, path) != 0)
+		fail("rename into the mailbox");
+	fsync_path(dir);
+	nlive++;
+	say("durable %s %llu %016llx\n", f->name, (unsigned long long)f->size,
+	    (unsigned long long)pattern_hash(key(f->name), f->size));
+}
+
+/* mail is the work loop of PC_WORKLOAD=mail; it never returns */
+static void mail(void)
+{
+	for (int seq = 0;; seq++) {
+		if (nlive == 0 || (rnd(100) < 85 && nlive < MAX_LIVE))
+			op_deliver(seq);
+		else
+			op_unlink();
+	}
+}
+
 /* op_scratch writes a file that is never synced */
 static void op_scratch(int seq)
 {
@@ -302,9 +348,17 @@ static void work(void)
 		if (mkdir(dir, 0755) != 0)
 			fail("mkdir");
 	}
+	const char *workload = getenv("PC_WORKLOAD");
+	int is_mail = workload && strcmp(workload, "mail") == 0;
+	if (workload && !is_mail && strcmp(workload, "files") != 0) {
+		errno = EINVAL;
+		fail("PC_WORKLOAD");
+	}
+	if (is_mail && mkdir(TOP "/tmp", 0755) != 0)
+		fail("mkdir tmp");
 	fsync_path(TOP);
 	fsync_path(MNT);
-	say("start seed=%llu\n", (unsigned long long)rng);
+	say("start seed=%llu%s\n", (unsigned long long)rng, is_mail ? " workload=mail" : "");
 	const char *w = getenv("PC_WORKERS");
 	int workers = w ? atoi(w) : 1;
 	if (workers < 1 || workers > 8) {
@@ -321,6 +375,8 @@ static void work(void)
 			break;
 		}
 	}
+	if (is_mail)
+		mail();
 	for (int seq = 0;; seq++) {
 		uint64_t r = rnd(100);
 		if (nlive == 0 || (r < 45 && nlive < MAX_LIVE))

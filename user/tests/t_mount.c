@@ -19,9 +19,20 @@
  * without it, FITRIM after another such file reports a length > 0 and
  * the file is gone too (and busybox fstrim works), with FITRIM's errors
  * (EPERM for a user, ENOTTY on tmpfs, EFAULT, EINVAL for len, start and
- * minlen). `t_mount --check-image IMAGE` on the host then runs e2fsck
- * -fn on the image and checks, with debugfs, that the files hold what
- * the guest wrote, and that neither deleted file's blocks are left.
+ * minlen). The options in force as /proc/mounts and mountinfo show them
+ * (Linux 6.1's ext4: "discard" where the disk discards, commit=N when not
+ * the default, data= when given), and the types the disk is not (ext3 or
+ * ext2, even read-only: EINVAL).
+ *
+ * With EXT2_DISK=sata:12288 (a disk made by mke2fs -t ext2; Linux mounts
+ * it with its ext4 driver): discard taken on a file system without a
+ * journal and shown, a deleted file's blocks discarded at once; the
+ * journal's options refused (commit= and data= as ext2, commit=7 as
+ * ext4 without a journal: EINVAL; commit=5, the default, taken), and
+ * ext3 refused. `t_mount --check-image IMAGE [EXT2_IMAGE]` on the host
+ * then runs e2fsck -fn on the images and checks, with debugfs, that the
+ * files hold what the guest wrote, and that no deleted file's blocks
+ * are left.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -33,6 +44,7 @@
 #include <sys/wait.h>
 
 #include "check.h"
+#include "disks.h"
 
 #define TMPFS_MAGIC 0x01021994
 #define EXT4_MAGIC 0xef53
@@ -66,6 +78,44 @@ static int in_table(const char *file, const char *dir, const char *type)
 			found = 1;
 	fclose(f);
 	return found;
+}
+
+/* Copies the options of the mount on dir into opts: /proc/mounts' field
+ * 4, or with mountinfo set, /proc/self/mountinfo's super options (the
+ * last field). Returns 0 if no line names dir. */
+static int mount_opts(int mountinfo, const char *dir, char *opts, size_t n)
+{
+	FILE *f = fopen(mountinfo ? "/proc/self/mountinfo" : "/proc/mounts", "r");
+	if (!f)
+		return 0;
+	char line[1024];
+	int found = 0;
+	while (fgets(line, sizeof line, f)) {
+		char *field[16];
+		int nf = 0;
+		for (char *tok = strtok(line, " \n"); tok && nf < 16; tok = strtok(NULL, " \n"))
+			field[nf++] = tok;
+		int at = mountinfo ? 4 : 1;
+		if (nf > at && strcmp(field[at], dir) == 0 && nf >= (mountinfo ? 7 : 4)) {
+			snprintf(opts, n, "%s", mountinfo ? field[nf - 1] : field[3]);
+			found = 1;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* Checks the options /proc/mounts and mountinfo show for the mount on mnt. */
+static void check_opts(const char *what, const char *want, const char *want_super)
+{
+	char got[256] = "", name[200];
+	snprintf(name, sizeof name, "%s: /proc/mounts options", what);
+	CHECK(name, mount_opts(0, mnt, got, sizeof got));
+	CHECK_STR(name, got, want);
+	snprintf(name, sizeof name, "%s: mountinfo super options", what);
+	got[0] = 0;
+	CHECK(name, mount_opts(1, mnt, got, sizeof got));
+	CHECK_STR(name, got, want_super);
 }
 
 static int write_file(const char *path, const void *p, size_t n)
@@ -355,10 +405,15 @@ static int write_and_delete(const char *dir, const char *name)
 	int fd = open(p, O_CREAT | O_WRONLY | O_TRUNC, 0644);
 	if (fd < 0)
 		return -1;
+	/* in writes of 64 KiB: a file system without a journal writes its
+	 * metadata at each */
+	static char buf[128 * 512];
 	int ok = 1;
 	for (int i = 0; i < TRIM_CHUNKS && ok; i++) {
 		chunk_sig(b, name, i);
-		ok = write(fd, b, 512) == 512;
+		memcpy(buf + i % 128 * 512, b, 512);
+		if (i % 128 == 127)
+			ok = write(fd, buf, sizeof buf) == (ssize_t)sizeof buf;
 	}
 	ok = ok && fsync(fd) == 0;
 	close(fd);
@@ -389,6 +444,7 @@ static void test_discard(const char *dev)
 	/* the discard mount option: after the commit that frees them */
 	if (!CHECK_SYS("mount ext4 -o discard", mount(dev, mnt, "ext4", 0, "discard")))
 		return;
+	check_opts("discard", "rw,relatime,discard", "rw,discard");
 	CHECK_SYS("discard option: write, fsync and delete a file", write_and_delete(mnt, "option"));
 	int fd = open(mnt, O_RDONLY | O_DIRECTORY);
 	CHECK_SYS("discard option: syncfs", syncfs(fd));
@@ -399,9 +455,25 @@ static void test_discard(const char *dev)
 	if (left > 0)
 		printf("t_mount: %ld chunks of 512 bytes left of the file deleted on the discard mount\n", left);
 
+	/* the options shown: commit=N when not the default, data= when given,
+	 * the last of discard and nodiscard */
+	if (CHECK_SYS("mount ext4 -o commit=7,data=ordered,discard,nodiscard",
+		      mount(dev, mnt, "ext4", 0, "commit=7,data=ordered,discard,nodiscard"))) {
+		check_opts("commit=7", "rw,relatime,commit=7,data=ordered", "rw,commit=7,data=ordered");
+		CHECK_SYS("umount", umount(mnt));
+	}
+	if (CHECK_SYS("mount ext4 -o ro,commit=5,discard", mount(dev, mnt, "ext4", MS_RDONLY, "commit=5,discard"))) {
+		check_opts("commit=5", "ro,relatime,discard", "ro,discard");
+		CHECK_SYS("umount", umount(mnt));
+	}
+	/* not ext3 nor ext2: extents, 64bit, flex_bg */
+	CHECK_ERR("the ext4 disk as ext3: EINVAL", mount(dev, mnt, "ext3", 0, NULL), EINVAL);
+	CHECK_ERR("the ext4 disk as ext2 read-only: EINVAL", mount(dev, mnt, "ext2", MS_RDONLY, NULL), EINVAL);
+
 	/* FITRIM */
 	if (!CHECK_SYS("mount ext4 again", mount(dev, mnt, "ext4", 0, NULL)))
 		return;
+	check_opts("no options", "rw,relatime", "rw");
 	CHECK_SYS("FITRIM: write, fsync and delete a file", write_and_delete(mnt, "fitrim"));
 	sync();
 	fd = open(mnt, O_RDONLY | O_DIRECTORY);
@@ -437,11 +509,60 @@ static void test_discard(const char *dev)
 		printf("t_mount: %ld chunks of 512 bytes left of the file deleted before FITRIM\n", left);
 }
 
+/* A file system without a journal (made by mke2fs -t ext2). */
+static void test_ext2(const char *dev)
+{
+	if (!CHECK_SYS("mount ext2 -o discard", mount(dev, mnt, "ext2", 0, "discard")))
+		return;
+	check_opts("ext2 discard", "rw,relatime,discard", "rw,discard");
+	struct statfs sf;
+	CHECK("ext2: statfs says ext2/3/4", statfs(mnt, &sf) == 0 && sf.f_type == EXT4_MAGIC);
+	CHECK_SYS("ext2: write, fsync and delete a file", write_and_delete(mnt, "ext2"));
+	char p[400];
+	snprintf(p, sizeof p, "%s/kept", mnt);
+	CHECK_SYS("ext2: write a file to keep", write_file(p, alpha, strlen(alpha)));
+	sync();
+	CHECK_SYS("ext2: umount", umount(mnt));
+	long left = chunks_left(dev, "ext2");
+	CHECK("ext2 discard: the deleted file is gone from the disk", left >= 0 && left <= TRIM_LEFT_MAX);
+	if (left > 0)
+		printf("t_mount: %ld chunks of 512 bytes left of the file deleted on ext2\n", left);
+
+	/* the journal's options */
+	CHECK_ERR("ext2 -o commit=5: EINVAL", mount(dev, mnt, "ext2", 0, "commit=5"), EINVAL);
+	CHECK_ERR("ext2 -o data=ordered: EINVAL", mount(dev, mnt, "ext2", 0, "data=ordered"), EINVAL);
+	CHECK_ERR("as ext4 without a journal, -o commit=7: EINVAL", mount(dev, mnt, "ext4", 0, "commit=7"), EINVAL);
+	CHECK_ERR("as ext4 without a journal, -o data=ordered: EINVAL", mount(dev, mnt, "ext4", 0, "data=ordered"), EINVAL);
+	CHECK_ERR("as ext3 without a journal: EINVAL", mount(dev, mnt, "ext3", MS_RDONLY, NULL), EINVAL);
+	if (CHECK_SYS("as ext4 -o commit=5,nodiscard", mount(dev, mnt, "ext4", 0, "commit=5,nodiscard"))) {
+		check_opts("ext2 as ext4", "rw,relatime", "rw");
+		char *s = read_file(p, NULL);
+		CHECK_STR("ext2: the kept file reads back", s, alpha);
+		free(s);
+		CHECK_SYS("umount", umount(mnt));
+	}
+}
+
 /* On the host: the image the guest wrote is clean and holds the files. */
-static int check_image(const char *img)
+static int check_image(const char *img, const char *ext2)
 {
 	check_start("t_mount --check-image");
 	char cmd[600];
+	if (ext2) {
+		snprintf(cmd, sizeof cmd, "e2fsck -fn '%s' >/dev/null 2>&1", ext2);
+		int st = system(cmd);
+		CHECK_EQ("ext2 image: e2fsck -fn finds nothing", WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0);
+		snprintf(cmd, sizeof cmd, "debugfs -R 'cat /kept' '%s' 2>/dev/null", ext2);
+		FILE *f = popen(cmd, "r");
+		char b[256] = { 0 };
+		size_t n = f ? fread(b, 1, sizeof b - 1, f) : 0;
+		if (f)
+			pclose(f);
+		b[n] = 0;
+		CHECK_STR("ext2 image: /kept", b, alpha);
+		long left = chunks_left(ext2, "ext2");
+		CHECK("ext2 image: the deleted file is gone", left >= 0 && left <= TRIM_LEFT_MAX);
+	}
 	snprintf(cmd, sizeof cmd, "e2fsck -fn '%s' >/dev/null 2>&1", img);
 	int st = system(cmd);
 	CHECK_EQ("e2fsck -fn finds nothing", WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0);
@@ -486,8 +607,8 @@ static int check_image(const char *img)
 
 int main(int argc, char **argv)
 {
-	if (argc == 3 && strcmp(argv[1], "--check-image") == 0)
-		return check_image(argv[2]);
+	if ((argc == 3 || argc == 4) && strcmp(argv[1], "--check-image") == 0)
+		return check_image(argv[2], argc == 4 ? argv[3] : NULL);
 	check_start(argv[0]);
 	if (geteuid() != 0) {
 		printf("t_mount: not root: skipped\n");
@@ -508,6 +629,15 @@ int main(int argc, char **argv)
 		test_discard(dev);
 	} else {
 		printf("t_mount: no EXT4_DISK: ext4 part skipped\n");
+	}
+	const char *ext2 = getenv("EXT2_DISK");
+	char name[64];
+	if (ext2 && *ext2 && CHECK("ext2 disk found", resolve_disk(ext2, name, sizeof name))) {
+		char dev[80];
+		snprintf(dev, sizeof dev, "/dev/%s", name);
+		test_ext2(dev);
+	} else if (!ext2 || !*ext2) {
+		printf("t_mount: no EXT2_DISK: ext2 part skipped\n");
 	}
 	rmdir(mnt);
 	rmdir(mnt2);

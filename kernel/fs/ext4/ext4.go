@@ -81,7 +81,20 @@ type Options struct {
 	// each transaction freed once it is durable (at once without a
 	// journal), where the device takes discards.
 	Discard bool
+	// As is the type the mount asks for: "ext2" or "ext3" refuse a file
+	// system with features those types never had (checkType); "" or
+	// "ext4" take any this package knows.
+	As string
+	// JournalOptions says that options only a journal takes were given
+	// (commit= other than the default, data=): a file system without a
+	// journal is refused, as Linux does.
+	JournalOptions bool
 }
+
+// ErrWrongType is wrapped by the error a mount returns for a file system
+// that is not of the type asked for, or lacks the journal its options
+// need.
+var ErrWrongType = errors.New("ext4: not of the type or options asked for")
 
 // FS is one mounted ext2/3/4 file system.
 type FS struct {
@@ -158,6 +171,9 @@ func Mount(dev Device, o Options) (*FS, error) {
 		}
 		recovered = true // and the superblock passes its checksum now
 	} else if err != nil {
+		return nil, err
+	}
+	if err := fs.checkType(o); err != nil {
 		return nil, err
 	}
 	fs.cache.init(fs.blockSize)

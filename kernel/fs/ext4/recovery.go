@@ -225,9 +225,19 @@ func (fs *FS) repairSuper(csumErr error) error {
 
 // scan walks the log from its start and returns the sequence number
 // after the last transaction with a valid commit block.
+//
+// A descriptor or revoke block failing its checksum is not yet an error:
+// a power cut may have torn it (its header landed, not its tail) in a
+// transaction whose commit block was never written, or it is a stale
+// block of an earlier use of the log. Its transaction decides, as in
+// jbd2: no valid commit block after it, or one older than the commit
+// before it, ends the log there; a valid, newer commit block means the
+// transaction did commit and the log is corrupt.
 func (r *journalReader) scan() (uint32, error) {
 	j := r.jsb
 	blk, seq := j.start, j.sequence
+	bad := int64(-1) // a block of this transaction failing its checksum
+	var lastTime uint64
 	for steps := uint32(0); steps < j.maxLen; steps++ {
 		b, _, err := r.read(blk)
 		if err != nil {
@@ -238,19 +248,30 @@ func (r *journalReader) scan() (uint32, error) {
 		}
 		switch be.Uint32(b[4:]) {
 		case jbdDescriptor:
-			if !j.blockTailOK(b) {
-				return 0, corrupt("journal descriptor block %d checksum", blk)
+			if !j.blockTailOK(b) && bad < 0 {
+				bad = int64(blk)
 			}
 			for range r.tags(b) {
 				blk = r.next(blk)
 			}
 		case jbdCommit:
+			t := be.Uint64(b[0x30:])
+			if bad >= 0 {
+				if t >= lastTime && j.commitOK(b) {
+					return 0, corrupt("journal block %d of committed transaction %d fails its checksum", bad, seq)
+				}
+				return seq, nil
+			}
 			if !j.commitOK(b) {
 				// A torn commit: the transaction never committed.
 				return seq, nil
 			}
+			lastTime = t
 			seq++
 		case jbdRevoke:
+			if !j.blockTailOK(b) && bad < 0 {
+				bad = int64(blk)
+			}
 		default:
 			return seq, nil
 		}
@@ -279,7 +300,11 @@ func (r *journalReader) revokes(end uint32) (map[uint64]uint32, error) {
 			if j.incompat&jbdIncompat64bit != 0 {
 				size = 8
 			}
-			if count > len(b) || count < 16 {
+			limit := len(b)
+			if j.csumV23() {
+				limit -= jbdTailSize
+			}
+			if count > limit || count < 16 {
 				return 0, corrupt("journal revoke block %d holds %d bytes", blk, count)
 			}
 			for off := 16; off+size <= count; off += size {

@@ -131,13 +131,14 @@ func (fs *FS) openJournal() error {
 		}
 		jsb.sequence, jsb.start = end, 0
 	}
-	if fs.hasCsum() && !jsb.csumV23() && be.Uint32(jsb.raw[4:]) == jbdSuperV2 {
+	if fs.hasCsum() && jsb.incompat&jbdIncompatCsumV3 == 0 && be.Uint32(jsb.raw[4:]) == jbdSuperV2 {
 		// As Linux at a read-write mount of a metadata_csum file
 		// system (mke2fs leaves the journal without): the log gets
 		// checksums, v3, so that a replay tells a torn or stale block
-		// from a logged one. The log is empty here. Every field
-		// changed is in the first 512 bytes (TestTornJournalSuper).
-		jsb.incompat |= jbdIncompatCsumV3
+		// from a logged one; v2's 16-bit tag checksums become v3's
+		// too. The log is empty here. Every field changed is in the
+		// first 512 bytes (TestTornJournalSuper).
+		jsb.incompat = jsb.incompat&^jbdIncompatCsumV2 | jbdIncompatCsumV3
 		jsb.compat &^= jbdCompatChecksum
 		be.PutUint32(jsb.raw[0x24:], jsb.compat)
 		be.PutUint32(jsb.raw[0x28:], jsb.incompat)
@@ -566,7 +567,9 @@ func (fs *FS) closeLocked() (*commitIO, error) {
 	be.PutUint64(commit[0x30:], uint64(now.Sec))
 	be.PutUint32(commit[0x38:], uint32(now.Nsec))
 	if jsb.csumV23() {
-		commit[12], commit[13] = 4, 4 // crc32c, 4 bytes
+		// The type and size bytes stay zero: they describe checksum
+		// v1's sum of the whole transaction, which v2 and v3 replace
+		// with this one of the commit block (jbd2 writes them zero).
 		c := crc32c(jsb.csumSeed, commit[:16])
 		c = crc32c(c, []byte{0, 0, 0, 0})
 		be.PutUint32(commit[16:], crc32c(c, commit[20:]))
