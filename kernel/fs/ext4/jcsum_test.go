@@ -113,6 +113,7 @@ func readLogdump(t *testing.T, b []byte) logdump {
 // replay must verify every checksum and end at the same transaction as
 // Shortbread's, and both replays must write the same blocks home.
 func TestLogReadByE2fsprogs(t *testing.T) {
+	t.Parallel() // one of the longest: with the others, on every core
 	for _, v := range []struct {
 		name string
 		opts []string
