@@ -2,8 +2,9 @@
 # Makes the copy of gVisor's netstack the kernel is built with: the module
 # go.mod requires, as a tree of symbolic links into the module cache, with
 # each netstack-patches/*.diff applied to a private copy of the file it
-# names ("+++ b/pkg/..." paths from the module's root; "--- /dev/null" adds
-# a file, such as a test of a patch). go build -overlay
+# names ("+++ b/pkg/..." paths from the module's root; several diffs of
+# one file apply in turn, in file-name order; "--- /dev/null" adds a
+# file, such as a test of a patch). go build -overlay
 # refuses files under GOMODCACHE, so the kernel build uses a go.mod copy
 # (-modfile) that replaces the module with this tree instead. A diff that
 # no longer applies stops the build naming the diff.
@@ -35,7 +36,9 @@ for d in "$patches"/*.diff; do
   elif [ -z "$target" ] || [ ! -e "$src/$target" ]; then
     echo "netstack patch $(basename "$d"): no '+++ b/FILE' header naming a file of $mod" >&2
     exit 1
-  else
+  elif [ -L "$out/gvisor/$target" ]; then
+    # The first diff of this file: a private copy to patch (a later diff
+    # of the same file patches the same copy, in file-name order).
     rm "$out/gvisor/$target"
     cp "$src/$target" "$out/gvisor/$target"
     chmod u+w "$out/gvisor/$target"

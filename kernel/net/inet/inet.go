@@ -74,6 +74,16 @@ type sock struct {
 	mu        sync.Mutex
 	listening bool // protected by mu
 
+	// The io.Writer netstack copies received bytes into and the
+	// io.Reader it takes sent bytes from live here, one of each per
+	// socket, instead of escaping to the heap at every call: rmu and
+	// wmu serialize the calls into netstack that use them (netstack's
+	// TCP serializes them as well), never a wait.
+	rmu sync.Mutex
+	rw  bufWriter // protected by rmu
+	wmu sync.Mutex
+	wr  bytes.Reader // protected by wmu
+
 	socket.FileIno // the file's inode number, for /proc/net/tcp
 
 	uid uint32 // the creator's effective user ID, for /proc/net/tcp
@@ -418,9 +428,11 @@ func (s *sock) SendMsg(c *vfs.Ctx, b socket.Blocking, m *socket.SendMsg) (int, e
 			}
 			return 0, linux.ENOBUFS
 		}
-		var r bytes.Reader
-		r.Reset(m.Data[done:])
-		n, e := s.ep.Write(&r, opts)
+		s.wmu.Lock()
+		s.wr.Reset(m.Data[done:])
+		n, e := s.ep.Write(&s.wr, opts)
+		s.wr.Reset(nil)
+		s.wmu.Unlock()
 		if n > 0 && s.typ == linux.SOCK_RAW {
 			countICMPOut(s.family, m.Data[done])
 		}
@@ -455,8 +467,11 @@ func (s *sock) RecvMsg(c *vfs.Ctx, b socket.Blocking, m *socket.RecvMsg) (int, e
 	peek := m.Flags&linux.MSG_PEEK != 0
 	waitAll := m.Flags&linux.MSG_WAITALL != 0 && s.typ == linux.SOCK_STREAM && !peek
 	for {
-		w := bufWriter{buf: m.Buf[m.N:]}
-		res, e := s.ep.Read(&w, tcpip.ReadOptions{Peek: peek, NeedRemoteAddr: s.typ != linux.SOCK_STREAM})
+		s.rmu.Lock()
+		s.rw = bufWriter{buf: m.Buf[m.N:]}
+		res, e := s.ep.Read(&s.rw, tcpip.ReadOptions{Peek: peek, NeedRemoteAddr: s.typ != linux.SOCK_STREAM})
+		s.rw = bufWriter{} // the caller's buffer is not kept
+		s.rmu.Unlock()
 		switch e.(type) {
 		case nil:
 			m.N += res.Count

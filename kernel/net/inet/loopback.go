@@ -3,6 +3,7 @@ package inet
 import (
 	"sync"
 
+	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
@@ -65,17 +66,41 @@ func (*loopback) ParseHeader(*stack.PacketBuffer) bool    { return true }
 func (*loopback) Close()                                  {}
 func (*loopback) SetOnCloseAction(func())                 {}
 
+// loopCopyMax is the largest packet WritePackets copies (see there).
+const loopCopyMax = 512
+
 // WritePackets delivers each packet to the inbound side. The outbound
 // packet carries headers already parsed and offsets set by the sender;
-// the receiver must parse from scratch, so each is copied into a fresh
-// packet holding only its bytes.
+// the receiver must parse from scratch, so each is put into a fresh
+// packet holding only its bytes. A small packet (a request, an answer,
+// an ACK) is copied into a buffer of its own: sharing the sender's
+// chunks, as a large one does, would make the receiver's first look at
+// each header copy its chunk anyway (netstack's buffers copy a shared
+// chunk before handing out a view of it), after two view clones.
 func (l *loopback) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	l.mu.Lock()
 	d := l.disp
 	l.sent += uint64(pkts.Len())
 	l.mu.Unlock()
 	for _, pkt := range pkts.AsSlice() {
-		in := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: pkt.ToBuffer()})
+		var payload buffer.Buffer
+		if n := pkt.Size(); n <= loopCopyMax {
+			v := buffer.NewView(n)
+			views, off := pkt.AsViewList()
+			for x := views.Front(); x != nil; x = x.Next() {
+				s := x.AsSlice()
+				if off >= len(s) {
+					off -= len(s)
+					continue
+				}
+				v.Write(s[off:])
+				off = 0
+			}
+			payload = buffer.MakeWithView(v)
+		} else {
+			payload = pkt.ToBuffer()
+		}
+		in := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: payload})
 		if d != nil {
 			d.DeliverNetworkPacket(pkt.NetworkProtocolNumber, in)
 		}

@@ -42,15 +42,35 @@ func Wait(b Blocking, timeout time.Duration, ready func() bool, qs ...*vfs.Queue
 		return linux.EAGAIN
 	}
 	ch := make(chan struct{}, 1)
+	// The cancels are called by one deferred call, not deferred in the
+	// loop: a defer in a loop costs a heap record each.
+	var buf [2]func()
+	cancels := buf[:0]
 	for _, q := range qs {
-		defer q.Watch(ch)()
+		cancels = append(cancels, q.Watch(ch))
 	}
-	var expired <-chan time.Time
-	if timeout > 0 {
-		timer := time.NewTimer(timeout)
-		defer timer.Stop()
-		expired = timer.C
+	defer func() {
+		for _, cancel := range cancels {
+			cancel()
+		}
+	}()
+	if timeout <= 0 {
+		// The common case, with a select of two cases instead of three:
+		// a round trip over a socket waits once on each side.
+		for {
+			if ready() {
+				return nil
+			}
+			select {
+			case <-ch:
+			case <-b.Intr:
+				return linux.EINTR
+			}
+		}
 	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	expired := timer.C
 	for {
 		if ready() {
 			return nil
@@ -58,10 +78,7 @@ func Wait(b Blocking, timeout time.Duration, ready func() bool, qs ...*vfs.Queue
 		select {
 		case <-ch:
 		case <-b.Intr:
-			if timeout > 0 {
-				return ErrIntrNoRestart
-			}
-			return linux.EINTR
+			return ErrIntrNoRestart
 		case <-expired:
 			if ready() {
 				return nil
