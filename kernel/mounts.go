@@ -34,7 +34,7 @@ const ext4Commit = 5 * time.Second
 func (k *kernel) newDevfs(dev uint64) *devfs.FS {
 	d := devfs.New(devfs.Options{Dev: dev, Console: k.console, ControllingTerminal: proc.ControllingTerminal,
 		PTMX:   func(c *vfs.Ctx, _ uint32) (vfs.File, error) { return k.pts.OpenMaster(c) },
-		Blocks: k.blocks})
+		Blocks: k.blocks, Cache: k.cache})
 	if k.rtc != nil {
 		d.AddRTC("rtc0", linux.MakeDev(devfs.RTCMajor, 0), k.rtc)
 	}

@@ -244,8 +244,12 @@ func (f *File) throttle() {
 }
 
 // writeback writes f's dirty pages to the backing, consecutive ones in
-// one request of up to maxRun pages. A page whose write fails stays
-// dirty; the first failure is returned.
+// one request of up to maxRun pages, and returns the first failure.
+// A page whose write failed is clean all the same, as on Linux since
+// 4.13: kept as written (a read still sees it) but not written again,
+// the failure reported once, to the Sync that asked or (for the
+// flusher's) the next one. Retrying would report a bad sector to every
+// later fsync of the device, even one of unrelated writes.
 func (f *File) writeback() error {
 	f.wbMu.Lock()
 	defer f.wbMu.Unlock()
@@ -307,7 +311,7 @@ func (f *File) claim(idx uint64, dst []byte) bool {
 }
 
 // writeRun writes the count claimed pages from start, copied in buf, and
-// ends their write-back: a failure makes them dirty again.
+// ends their write-back.
 func (f *File) writeRun(buf []byte, start uint64, count int) error {
 	off := int64(start) * PageSize
 	end := min(off+int64(count)*PageSize, f.size)
@@ -316,21 +320,11 @@ func (f *File) writeRun(buf []byte, start uint64, count int) error {
 		k := key{f.id, start + uint64(i)}
 		s := f.c.shardOf(k)
 		s.mu.Lock()
-		pg := s.lookupLocked(k)
-		redirty := false
-		if pg != nil && pg.flags&pgWriteback != 0 {
+		if pg := s.lookupLocked(k); pg != nil {
 			pg.flags &^= pgWriteback
-			if err != nil && pg.flags&pgDirty == 0 {
-				pg.flags |= pgDirty
-				f.c.dirty.Add(1)
-				redirty = true
-			}
 		}
 		f.c.writeback.Add(-1)
 		s.mu.Unlock()
-		if redirty {
-			f.markDirty(k.index)
-		}
 	}
 	return err
 }

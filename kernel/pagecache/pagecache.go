@@ -191,7 +191,7 @@ func (f *File) Release() error {
 
 // Sync writes f's dirty pages back and then flushes the backing's
 // cache; it reports a write-back failure (its own, or a background
-// one's since the last Sync). Pages whose write failed stay dirty.
+// one's since the last Sync), once (see writeback).
 func (f *File) Sync() error {
 	err := f.writeback()
 	f.dmu.Lock()
@@ -205,6 +205,9 @@ func (f *File) Sync() error {
 	}
 	return err
 }
+
+// Writeback writes f's dirty pages back, without flushing the device.
+func (f *File) Writeback() error { return f.writeback() }
 
 // DropClean writes f's dirty pages back and drops its clean ones
 // (BLKFLSBUF).
