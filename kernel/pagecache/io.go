@@ -141,14 +141,19 @@ func (f *File) finishRead(idx uint64, pa uintptr, src []byte, err error) {
 	k := key{f.id, idx}
 	s := f.c.shardOf(k)
 	s.mu.Lock()
-	if err != nil {
+	pg := s.lookupLocked(k)
+	drop := err != nil || pg.flags&pgStale != 0
+	if drop {
+		// A stale page's bytes may predate a write that invalidated
+		// it while it was read: its readers (already waiting) race
+		// with that write anyway, later ones must read it again.
 		s.removeLocked(f.c, k)
 	} else {
-		s.lookupLocked(k).flags = pgUptodate | pgReferenced | f.kindFlag()
+		pg.flags = pgUptodate | pgReferenced | f.kindFlag()
 	}
 	s.cond.Broadcast()
 	s.mu.Unlock()
-	if err != nil {
+	if drop {
 		f.c.frames.Free(pa)
 	}
 }
@@ -330,19 +335,26 @@ func (f *File) writeRun(buf []byte, start uint64, count int) error {
 }
 
 // invalidate drops f's pages holding bytes [off, end): the clean ones,
-// and with dirty set the dirty ones too. Pages being read in or written
-// back stay.
+// and with dirty set the dirty ones too (which also marks pages being
+// read in stale, dropped when the read ends). Pages under write-back
+// stay.
 func (f *File) invalidate(off, end int64, dirty bool) {
 	first := uint64(off / PageSize)
 	last := uint64((end + PageSize - 1) / PageSize)
 	drop := func(s *shard, k key) uintptr {
 		pg := s.lookupLocked(k)
+		if pg != nil && dirty && pg.flags&pgBusy != 0 {
+			pg.flags |= pgStale
+		}
 		if pg == nil || pg.flags&(pgBusy|pgWriteback) != 0 || !dirty && pg.flags&pgDirty != 0 {
 			return 0
 		}
 		return s.removeLocked(f.c, k)
 	}
-	if last-first <= 4*maxRun {
+	// Look up each index of a range smaller than the cache; walk the
+	// shards for one larger.
+	cached := f.c.pages[KindBlock].Load() + f.c.pages[KindFile].Load()
+	if last-first <= 4*maxRun || int64(last-first) <= cached {
 		for i := first; i < last; i++ {
 			k := key{f.id, i}
 			s := f.c.shardOf(k)

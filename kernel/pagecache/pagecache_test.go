@@ -469,3 +469,44 @@ func TestFlusherWritesBack(t *testing.T) {
 		t.Fatal("flusher did not write the pages")
 	}
 }
+
+// blockingDisk holds reads until released, to race an invalidation
+// with a read-in.
+type blockingDisk struct {
+	*disk
+	started, release chan struct{}
+}
+
+func (d *blockingDisk) ReadAt(p []byte, off int64) (int, error) {
+	d.started <- struct{}{}
+	<-d.release
+	return d.disk.ReadAt(p, off)
+}
+
+func TestInvalidateDuringReadIn(t *testing.T) {
+	fr := newFrames(100)
+	c := New(fr, 1<<20)
+	d := &blockingDisk{newDisk(1 << 20), make(chan struct{}), make(chan struct{})}
+	f := c.Open(d, 1<<20, KindFile)
+	done := make(chan struct{})
+	go func() {
+		f.Read(make([]byte, 1), 0)
+		close(done)
+	}()
+	<-d.started
+	// The write lands below the cache while the old bytes are read in.
+	d.disk.WriteAt(bytes.Repeat([]byte{0x5a}, 512), 0)
+	f.Invalidate(0, 512)
+	close(d.release)
+	// The reader finds its page dropped and reads it again.
+	go func() {
+		for range d.started {
+		}
+	}()
+	<-done
+	b := make([]byte, 1)
+	f.Read(b, 0)
+	if b[0] != 0x5a {
+		t.Fatalf("read after the invalidation saw %#x, the bytes from before the write", b[0])
+	}
+}

@@ -16,6 +16,7 @@ const (
 	pgWriteback              // a copy is being written: do not evict
 	pgReferenced             // used since the clock hand last passed
 	pgFileKind               // the file is KindFile (else KindBlock)
+	pgStale                  // invalidated while busy: drop once read in
 )
 
 // page is one cached page. It holds no pointers, so the slices of them
