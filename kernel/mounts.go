@@ -16,6 +16,7 @@ import (
 	"shortbread/kernel/fs/ext4/ext4vfs"
 	"shortbread/kernel/fs/tmpfs"
 	"shortbread/kernel/ipc/mqueue"
+	"shortbread/kernel/pagecache"
 	"shortbread/kernel/proc"
 	"shortbread/kernel/vfs"
 	"shortbread/kernel/wallclock"
@@ -133,8 +134,17 @@ func (k *kernel) mountExt4(src vfs.Source, ro bool, data string) (*vfs.FileSyste
 		return nil, linux.ENXIO
 	}
 	disk := node.Dev
-	fs, err := ext4.Mount(blk.Bytes{D: disk}, ext4.Options{ReadOnly: ro, Clock: wallclock.Now, Discard: discard})
+	var dev ext4.Device = blk.Bytes{D: disk}
+	var cached *pagecache.File // the page cache's pages of file data
+	if k.cache != nil {
+		cached = k.cache.Open(blk.Bytes{D: disk}, blk.Size(disk), pagecache.KindFile)
+		dev = cachedDisk{blk.Bytes{D: disk}, cached}
+	}
+	fs, err := ext4.Mount(dev, ext4.Options{ReadOnly: ro, Clock: wallclock.Now, Discard: discard})
 	if err != nil {
+		if cached != nil {
+			cached.Release()
+		}
 		k.log.Warnf("ext4: mount %s: %v", disk.Name(), err)
 		return nil, linux.EINVAL // what Linux says of a disk it cannot mount
 	}
@@ -159,6 +169,9 @@ func (k *kernel) mountExt4(src vfs.Source, ro bool, data string) (*vfs.FileSyste
 	return &vfs.FileSystem{Root: root, Sync: x.Sync, Remount: x.Remount, Trim: x.Trim, CanTrim: x.CanDiscard, Release: func() error {
 		close(stop)
 		err := x.Unmount()
+		if cached != nil {
+			cached.Release() // clean pages only: nothing to write
+		}
 		if part != nil {
 			part.Closed()
 		}
