@@ -1,7 +1,8 @@
 // Package pagecache is the page cache that block-backed files share: a
-// block device file's bytes (and later a disk file system's file data)
-// kept in 4 KiB pages of physical memory between the program and the
-// disk. Reads are served from it and read ahead on sequential access;
+// block device file's bytes, and the bytes of a disk under a file system
+// (ext4 reads its file data through one: clean pages that every write
+// of the disk invalidates), kept in 4 KiB pages of physical memory
+// between the program and the disk. Reads are served from it and read ahead on sequential access;
 // writes change its pages, which a flusher writes back every five
 // seconds, under memory pressure and on fsync (which then flushes the
 // disk's own cache). Clean pages go back to the frame allocator when
@@ -24,8 +25,8 @@
 // Lock order: File.wbMu, then shard.mu, then File.dmu; Cache.mu is
 // never held with any of them.
 //
-// Files are the backing objects (Backing): a block device seen as bytes
-// in whole sectors. The package knows nothing of devices, processes or
+// Files are the backing objects (Backing): a disk seen as bytes in
+// whole sectors. The package knows nothing of devices, processes or
 // the machine, so it runs under go test against an in-memory disk.
 package pagecache
 
