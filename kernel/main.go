@@ -39,6 +39,7 @@ import (
 	"shortbread/kernel/multiboot"
 	"shortbread/kernel/net/inet"
 	"shortbread/kernel/numa"
+	"shortbread/kernel/pagecache"
 	"shortbread/kernel/power"
 	"shortbread/kernel/proc"
 	"shortbread/kernel/selftest"
@@ -65,7 +66,8 @@ type kernel struct {
 	pts       *devpts.FS
 	rtc       *rtc.CMOS // the CMOS clock (/dev/rtc0)
 	pci       *pci.Bus
-	blocks    *blk.Disks     // the disks the drivers found, with their partitions
+	blocks    *blk.Disks // the disks the drivers found, with their partitions
+	cache     *pagecache.Cache
 	cpuAPIC   []uint32       // each CPU's local APIC ID, by CPU number
 	nodes     *numa.Topology // the NUMA nodes (one without an SRAT)
 }
@@ -107,6 +109,7 @@ func main() {
 	proc.StartHungTaskDetector()
 	proc.StartLoadAverage()
 	kmem.SetProbe(kernelMemoryLow())
+	k.startPageCache()
 	proc.PowerOff = func() { power.Off(k.tables, 0) }
 	proc.Restart = func() { power.Reset(k.tables, k.log.Infof) }
 	k.log.Infof("cpu: %s", cpuinfo.Summary(cpuinfo.Read(arch.CPUID)))
@@ -540,8 +543,9 @@ func (k *kernel) commands() map[string]console.Command {
 // layer keeps from user memory. Kernel objects are refused above the
 // reserve, so that programs' page faults do not start failing first:
 // memory taken by pipe buffers and the like is charged to no process,
-// and an OOM kill for it would take an innocent one. The Go heap's free
-// spans are given back first (at most every 250 ms: it scans the heap);
+// and an OOM kill for it would take an innocent one. The page cache's
+// pages and the Go heap's free spans are given back first (at most
+// every 250 ms: it scans the heap);
 // requests for new kernel objects then fail while it stays low.
 func kernelMemoryLow() func() bool {
 	var last atomic.Int64
@@ -554,6 +558,9 @@ func kernelMemoryLow() func() bool {
 		}
 		now := time.Now().UnixNano()
 		if prev := last.Load(); now-prev > int64(250*time.Millisecond) && last.CompareAndSwap(prev, now) {
+			// The page cache first: its clean pages are the cheapest
+			// memory to give (what Linux reclaims first too).
+			kmem.Reclaim(int(low - min(low, ms.FreeFrames) + r/4))
 			debug.FreeOSMemory()
 		}
 		return machine.ReadMemStats().FreeFrames <= low

@@ -16,6 +16,7 @@ import (
 	"shortbread/kernel/fs/ext4/ext4vfs"
 	"shortbread/kernel/fs/tmpfs"
 	"shortbread/kernel/ipc/mqueue"
+	"shortbread/kernel/pagecache"
 	"shortbread/kernel/proc"
 	"shortbread/kernel/vfs"
 	"shortbread/kernel/wallclock"
@@ -34,7 +35,7 @@ const ext4Commit = 5 * time.Second
 func (k *kernel) newDevfs(dev uint64) *devfs.FS {
 	d := devfs.New(devfs.Options{Dev: dev, Console: k.console, ControllingTerminal: proc.ControllingTerminal,
 		PTMX:   func(c *vfs.Ctx, _ uint32) (vfs.File, error) { return k.pts.OpenMaster(c) },
-		Blocks: k.blocks})
+		Blocks: k.blocks, Cache: k.cache})
 	if k.rtc != nil {
 		d.AddRTC("rtc0", linux.MakeDev(devfs.RTCMajor, 0), k.rtc)
 	}
@@ -140,9 +141,18 @@ func (k *kernel) mountExt4(fsType string, src vfs.Source, ro bool, data string) 
 		return nil, linux.ENXIO
 	}
 	disk := node.Dev
-	fs, err := ext4.Mount(blk.Bytes{D: disk}, ext4.Options{ReadOnly: ro, Clock: wallclock.Now, Discard: discard,
+	var dev ext4.Device = blk.Bytes{D: disk}
+	var cached *pagecache.File // the page cache's pages of file data
+	if k.cache != nil {
+		cached = k.cache.Open(blk.Bytes{D: disk}, blk.Size(disk), pagecache.KindFile)
+		dev = cachedDisk{blk.Bytes{D: disk}, cached}
+	}
+	fs, err := ext4.Mount(dev, ext4.Options{ReadOnly: ro, Clock: wallclock.Now, Discard: discard,
 		As: fsType, JournalOptions: interval != ext4Commit || dataGiven})
 	if err != nil {
+		if cached != nil {
+			cached.Release()
+		}
 		k.log.Warnf("ext4: mount %s: %v", disk.Name(), err)
 		return nil, linux.EINVAL // what Linux says of a disk it cannot mount
 	}
@@ -181,6 +191,9 @@ func (k *kernel) mountExt4(fsType string, src vfs.Source, ro bool, data string) 
 	release := func() error {
 		close(stop)
 		err := x.Unmount()
+		if cached != nil {
+			cached.Release() // clean pages only: nothing to write
+		}
 		if part != nil {
 			part.Closed()
 		}

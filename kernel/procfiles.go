@@ -27,6 +27,7 @@ import (
 	"shortbread/kernel/net/inet"
 	"shortbread/kernel/net/socket"
 	"shortbread/kernel/net/unix"
+	"shortbread/kernel/pagecache"
 	"shortbread/kernel/proc"
 	"shortbread/kernel/prof"
 	"shortbread/kernel/vfs"
@@ -37,7 +38,7 @@ import (
 func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 	fs := procfs.New(linux.MakeDev(0, 6))
 	gc0 := prof.ReadGC()
-	fs.AddFile("meminfo", procMeminfo, nil)
+	fs.AddFile("meminfo", k.procMeminfo, nil)
 	fs.AddFile("uptime", proc.ProcUptime, nil)
 	fs.AddFile("loadavg", proc.ProcLoadavg, nil)
 	cpu := cpuinfo.Read(arch.CPUID)
@@ -56,13 +57,17 @@ func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 	fs.AddFile("stat", func() []byte { return proc.ProcStat() }, nil)
 	fs.AddFile("mounts", func() []byte { return v.Mounts() }, nil)
 	fs.AddFile("sys/vm/overcommit_memory", func() []byte { return []byte("0\n") }, nil)
-	// Linux drops clean caches when 1, 2 or 3 is written here; the
-	// kernel's one cache that can be dropped is the Go heap's garbage and
-	// free spans: a collection, and the free memory goes back to the
-	// frame allocator (what a program measuring MemFree wants).
+	// Linux drops clean caches when 1, 2 or 3 is written here: 1 and 3
+	// drop the page cache's clean pages (dirty ones stay, as on Linux),
+	// and every value collects the Go heap's garbage and gives its free
+	// spans back to the frame allocator (what a program measuring MemFree
+	// wants).
 	fs.AddFile("sys/vm/drop_caches", func() []byte { return []byte("0\n") }, func(p []byte) error {
-		switch strings.TrimSpace(string(p)) {
+		switch v := strings.TrimSpace(string(p)); v {
 		case "1", "2", "3":
+			if v != "2" && k.cache != nil {
+				k.cache.DropClean()
+			}
 			debug.FreeOSMemory()
 			return nil
 		}
@@ -325,9 +330,13 @@ var goMemoryMu sync.Mutex
 // records (span structures, per-P caches, arena and GC metadata) and
 // GoOther its profiling buckets and the rest it maps: neither is ever
 // given back, so they stay at the high-water mark of the heap's size.
-func procMeminfo() []byte {
+func (k *kernel) procMeminfo() []byte {
 	ms := machine.ReadMemStats()
 	st := mm.ReadStats()
+	var pc pagecache.Stats
+	if k.cache != nil {
+		pc = k.cache.ReadStats()
+	}
 	goMemoryMu.Lock()
 	metrics.Read(goMemory)
 	var g [12]uint64
@@ -344,12 +353,17 @@ func procMeminfo() []byte {
 	line := func(key string, kb uint64) { fmt.Fprintf(&b, "%-15s %8d kB\n", key+":", kb) }
 	line("MemTotal", ms.TotalFrames*4)
 	line("MemFree", free)
-	line("MemAvailable", free+heapFree)
-	line("Buffers", 0)
-	line("Cached", uint64(st.Shm)*4)
+	// The page cache: a block device's pages are Buffers, files' pages
+	// Cached (as on Linux); the clean ones can go, so they count as
+	// available.
+	line("MemAvailable", free+heapFree+uint64(pc.Block+pc.File-pc.Dirty-pc.Writeback)*4)
+	line("Buffers", uint64(pc.Block)*4)
+	line("Cached", uint64(st.Shm+pc.File)*4)
 	line("SwapCached", 0)
 	line("SwapTotal", 0)
 	line("SwapFree", 0)
+	line("Dirty", uint64(pc.Dirty)*4)
+	line("Writeback", uint64(pc.Writeback)*4)
 	line("AnonPages", uint64(st.Anon)*4)
 	line("Mapped", uint64(st.Mapped)*4)
 	line("Shmem", uint64(st.Shm)*4)
@@ -368,12 +382,15 @@ func procMeminfo() []byte {
 // procVmstat is /proc/vmstat: the counts Linux prints there that
 // Shortbread keeps, by Linux's names and in its units (pages, but
 // nr_kernel_stack in KiB and pgpgin/pgpgout in KiB moved to and from
-// disks). What Shortbread does not have is 0: swap, dirty and writeback
-// pages (no page cache yet), major faults (no file is paged in from a
-// disk).
+// disks). What Shortbread does not have is 0: swap, major faults (no
+// file is paged in from a disk).
 func (k *kernel) procVmstat() []byte {
 	ms := machine.ReadMemStats()
 	st := mm.ReadStats()
+	var pc pagecache.Stats
+	if k.cache != nil {
+		pc = k.cache.ReadStats()
+	}
 	goMemoryMu.Lock()
 	metrics.Read(goMemory)
 	var stacks uint64
@@ -395,9 +412,9 @@ func (k *kernel) procVmstat() []byte {
 		{"nr_free_pages", ms.FreeFrames},
 		{"nr_anon_pages", uint64(st.Anon)},
 		{"nr_mapped", uint64(st.Mapped)},
-		{"nr_file_pages", uint64(st.Shm)}, // shmem is in the page cache's count on Linux
-		{"nr_dirty", 0},
-		{"nr_writeback", 0},
+		{"nr_file_pages", uint64(st.Shm + pc.Block + pc.File)}, // shmem is in the page cache's count on Linux
+		{"nr_dirty", uint64(pc.Dirty)},
+		{"nr_writeback", uint64(pc.Writeback)},
 		{"nr_shmem", uint64(st.Shm)},
 		{"nr_kernel_stack", stacks / 1024},
 		{"nr_page_table_pages", uint64(st.Tables)},

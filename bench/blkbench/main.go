@@ -1,6 +1,7 @@
 // Command blkbench runs the block-device benchmark (user/bench/blkbench:
 // sequential and random 4 KiB reads and writes at queue depth 1 and 32,
-// and write+fsync latency, all with O_DIRECT) on Shortbread and on Linux
+// and write+fsync latency, all with O_DIRECT; then sequential reads
+// through the page cache, cold and cached) on Shortbread and on Linux
 // with the same QEMU disk — an NVMe controller (NVME=IMAGE) and/or a
 // virtio-blk disk (DISK=IMAGE) — one boot per kernel, device and CPU
 // count, each on a fresh zeroed image, and reports every result with

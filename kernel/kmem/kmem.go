@@ -61,3 +61,24 @@ func Reserve(total uint64) uint64 {
 	const page = 4096
 	return min(max(total/16, (8<<20)/page), (256<<20)/page)
 }
+
+var reclaim atomic.Pointer[func(int) int]
+
+// SetReclaim installs the function Reclaim calls: the page cache's
+// shrinker, which gives back frames it can drop or write back and drop.
+func SetReclaim(f func(frames int) int) {
+	if f == nil {
+		reclaim.Store(nil)
+		return
+	}
+	reclaim.Store(&f)
+}
+
+// Reclaim asks the caches to give back up to frames frames under memory
+// pressure and returns how many they gave (0 with nothing installed).
+func Reclaim(frames int) int {
+	if f := reclaim.Load(); f != nil {
+		return (*f)(frames)
+	}
+	return 0
+}

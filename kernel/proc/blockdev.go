@@ -54,10 +54,7 @@ func (t *Thread) blockIoctl(f *vfs.OpenFile, d blk.Device, cmd uint64, arg uintp
 		if !t.creds().privileged() {
 			return -eACCES
 		}
-		if err := d.Flush(); err != nil {
-			return -5 // EIO
-		}
-		return 0
+		return errno(devfs.FlushBuffers(f))
 	default:
 		return -eNOTTY
 	}
@@ -67,9 +64,8 @@ func (t *Thread) blockIoctl(f *vfs.OpenFile, d blk.Device, cmd uint64, arg uintp
 // blockDiscard is BLKDISCARD in Linux 6.1's order of checks
 // (blk_ioctl_discard): the file open for writing (EBADF), a device that
 // discards (EOPNOTSUPP), the range readable (EFAULT), start and length
-// multiples of 512 and the range within the device (EINVAL). Linux
-// also drops the range from the device's page cache; block device
-// files here have none.
+// multiples of 512 and the range within the device (EINVAL); then, as
+// Linux, the range leaves the device's page cache.
 func (t *Thread) blockDiscard(f *vfs.OpenFile, d blk.Device, arg uintptr) int64 {
 	if f.Flags()&linux.O_ACCMODE == linux.O_RDONLY {
 		return -eBADF
@@ -88,6 +84,7 @@ func (t *Thread) blockDiscard(f *vfs.OpenFile, d blk.Device, arg uintptr) int64 
 	if n == 0 {
 		return 0
 	}
+	devfs.DiscardCached(f, int64(start), int64(n))
 	if err := blk.Discard(d, int64(start), int64(n)); err != nil {
 		if errors.Is(err, blk.ErrAlign) {
 			return -eINVAL // a 4 KiB-sector disk and a range of 512-byte sectors

@@ -3,6 +3,8 @@ package proc
 import (
 	"sync/atomic"
 	"time"
+
+	"shortbread/kernel/kmem"
 )
 
 // The out-of-memory killer. The machine layer keeps a reserve of frames
@@ -10,7 +12,8 @@ import (
 // no frame. Killing whoever faulted would often kill the wrong process
 // (a shell touching one page while a hog holds the rest), so, as Linux's
 // OOM killer does, the process holding the most memory is killed, and
-// the faulting thread tries again once that memory is back.
+// the faulting thread tries again once that memory is back. Before
+// any kill, the page cache gives back what it can (kmem.Reclaim).
 
 var (
 	// oomSem admits one kill at a time. It is a channel, not a mutex, so
@@ -23,6 +26,10 @@ var (
 	oomKills atomic.Uint64
 )
 
+// oomReclaim is how many frames a fault that found none asks the
+// caches for (1 MiB: enough for the next faults too).
+const oomReclaim = 256
+
 // oomWait bounds the wait for a victim to give its memory back.
 const oomWait = 5 * time.Second
 
@@ -31,6 +38,9 @@ const oomWait = 5 * time.Second
 // else can be killed); otherwise the fault is to be retried, once the
 // victim's memory is back.
 func outOfMemory(t *Thread) (die bool) {
+	if kmem.Reclaim(oomReclaim) > 0 {
+		return false
+	}
 	p := t.Proc
 	seen := oomKills.Load()
 	select {

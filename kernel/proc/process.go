@@ -56,7 +56,17 @@ func (Frames) Available() uint64 {
 // which can free it; nothing frees a full tmpfs but its owner.
 type FileFrames struct{ Frames }
 
-func (FileFrames) Alloc() uintptr { return machine.AllocFrame(2 * userReserve()) }
+// Alloc asks the page cache for frames when none is free: a full tmpfs
+// must not be ENOSPC while clean cached pages could go.
+func (FileFrames) Alloc() uintptr {
+	if pa := machine.AllocFrame(2 * userReserve()); pa != 0 {
+		return pa
+	}
+	if kmem.Reclaim(64) == 0 {
+		return 0
+	}
+	return machine.AllocFrame(2 * userReserve())
+}
 
 // Available returns how many frames Alloc can still hand out.
 func (FileFrames) Available() uint64 {

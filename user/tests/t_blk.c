@@ -15,9 +15,13 @@
  * writing their own regions at once; with BLK_BAD_SECTOR=N (the harness
  * injected read errors there), EIO for that sector only; the disk's
  * /proc/diskstats line following the reads, writes and fsyncs; BLKDISCARD
- * and BLKDISCARDZEROES (test_discard). `t_blk --check-image IMAGE...` on
- * the host then checks each image file holds what the guest wrote, and
- * zeros where it discarded.
+ * and BLKDISCARDZEROES (test_discard); the page cache (test_cache):
+ * reading 16 MiB of the disk grows Buffers+Cached in /proc/meminfo by
+ * most of that and BLKFLSBUF gives it back, as does drop_caches, and
+ * bytes written and not synced survive BLKFLSBUF (written back, read
+ * again from the disk). `t_blk --check-image IMAGE...` on the host then
+ * checks each image file holds what the guest wrote, and zeros where it
+ * discarded.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -38,6 +42,14 @@
 #define DISCARD_AT (40LL << 20)
 #define DISCARD_LEN (1 << 20)
 #define DISCARD_SEED 77
+
+/* Where test_cache reads (16 MiB) and writes (256 KiB, checked in the
+ * image too): ranges nothing else here touches. */
+#define CACHE_READ_AT (44LL << 20)
+#define CACHE_READ_LEN (16 << 20)
+#define FLSBUF_AT (61LL << 20)
+#define FLSBUF_LEN (256 << 10)
+#define FLSBUF_SEED 91
 
 /* <linux/fs.h> (musl-gcc has no kernel headers) */
 #define BLKGETSIZE 0x1260
@@ -350,6 +362,8 @@ static void check_image(const char *path)
 	CHECK(nm("image.writers_regions"), same);
 	CHECK(nm("image.large_case"), full_pread(fd, r, (4 << 20) + 512, 5 << 20) == (4 << 20) + 512 &&
 		  mismatch(r, (4 << 20) + 512, 5 << 20, 1) < 0);
+	CHECK(nm("image.flsbuf_written"), full_pread(fd, r, FLSBUF_LEN, FLSBUF_AT) == FLSBUF_LEN &&
+		  mismatch(r, FLSBUF_LEN, FLSBUF_AT, FLSBUF_SEED) < 0);
 	/* test_discard's region: its ends as written, the middle zeros */
 	int ends = full_pread(fd, r, DISCARD_LEN, DISCARD_AT) == DISCARD_LEN &&
 		   mismatch(r, 4096, DISCARD_AT, DISCARD_SEED) < 0 &&
@@ -490,6 +504,78 @@ static void test_discard(const char *path)
 	close(fd);
 }
 
+#ifndef BLKFLSBUF
+#define BLKFLSBUF _IO(0x12, 97)
+#endif
+
+/* Buffers + Cached from /proc/meminfo, in KiB (-1 if missing): Linux
+ * counts a block device's cached pages as Buffers, a file's as Cached */
+static long long cached_kb(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	long long sum = 0;
+	int seen = 0;
+	while (f && fgets(line, sizeof line, f)) {
+		long long v;
+		if (sscanf(line, "Buffers: %lld", &v) == 1 || sscanf(line, "Cached: %lld", &v) == 1) {
+			sum += v;
+			seen++;
+		}
+	}
+	if (f)
+		fclose(f);
+	return seen == 2 ? sum : -1;
+}
+
+static int drop_caches(void)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+	int ok = fd >= 0 && write(fd, "3", 1) == 1;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* The page cache in front of the disk: reads fill it (most of 16 MiB
+ * read must show in Buffers+Cached while the file is open), BLKFLSBUF
+ * and drop_caches empty it again, and BLKFLSBUF writes dirty pages back
+ * before dropping them (the bytes read again are the ones written; the
+ * image check on the host finds them too). */
+static void test_cache(const char *path)
+{
+	const long long slack = (CACHE_READ_LEN / 1024) / 4; /* KiB */
+	int fd = open(path, O_RDWR);
+	CHECK_SYS(nm("cache.open"), fd);
+	if (fd < 0)
+		return;
+	unsigned char *b = malloc(CACHE_READ_LEN);
+	CHECK_SYS(nm("cache.flsbuf_first"), ioctl(fd, BLKFLSBUF, 0));
+	long long before = cached_kb();
+	CHECK(nm("cache.meminfo"), before >= 0);
+	CHECK_EQ(nm("cache.read"), full_pread(fd, b, CACHE_READ_LEN, CACHE_READ_AT), CACHE_READ_LEN);
+	long long filled = cached_kb();
+	CHECK(nm("cache.read_grows"), filled - before >= CACHE_READ_LEN / 1024 - slack);
+	CHECK_SYS(nm("cache.flsbuf"), ioctl(fd, BLKFLSBUF, 0));
+	long long flushed = cached_kb();
+	CHECK(nm("cache.flsbuf_drops"), filled - flushed >= CACHE_READ_LEN / 1024 - slack);
+	CHECK_EQ(nm("cache.read_again"), full_pread(fd, b, CACHE_READ_LEN, CACHE_READ_AT), CACHE_READ_LEN);
+	filled = cached_kb();
+	CHECK(nm("cache.read_again_grows"), filled - flushed >= CACHE_READ_LEN / 1024 - slack);
+	CHECK(nm("cache.drop_caches"), drop_caches());
+	long long dropped = cached_kb();
+	CHECK(nm("cache.drop_caches_drops"), filled - dropped >= CACHE_READ_LEN / 1024 - slack);
+
+	fill(b, FLSBUF_LEN, FLSBUF_AT, FLSBUF_SEED);
+	CHECK_EQ(nm("cache.write"), pwrite(fd, b, FLSBUF_LEN, FLSBUF_AT), FLSBUF_LEN);
+	CHECK_SYS(nm("cache.flsbuf_dirty"), ioctl(fd, BLKFLSBUF, 0));
+	memset(b, 0, FLSBUF_LEN);
+	CHECK_EQ(nm("cache.write_read_back"), full_pread(fd, b, FLSBUF_LEN, FLSBUF_AT), FLSBUF_LEN);
+	CHECK(nm("cache.write_kept"), mismatch(b, FLSBUF_LEN, FLSBUF_AT, FLSBUF_SEED) < 0);
+	free(b);
+	close(fd);
+}
+
 static void test_disk(const char *spec)
 {
 	static char name[64];
@@ -519,6 +605,7 @@ static void test_disk(const char *spec)
 	close(fd);
 	test_concurrent(path);
 	test_discard(path);
+	test_cache(path);
 }
 
 int main(int argc, char **argv)

@@ -12,7 +12,8 @@
  * as ext4, mounting it twice (the same file system in two places; EBUSY
  * read-only or as another type), files, directories, a symlink, a
  * hard link, renames and an unlink, fsync, syncfs, sync, umount, then a
- * read-only mount reading it all back. Then discards (the image is
+ * read-only mount reading it all back (the big file's data showing in
+ * Cached, /proc/meminfo, until drop_caches). Then discards (the image is
  * attached with discard=unmap, so a discarded block reads as zeros): a
  * 2 MiB file written, fsync'd, deleted and committed on a mount with the
  * discard option is gone from the disk after the unmount; on a mount
@@ -158,6 +159,32 @@ static char *read_file(const char *path, long *len)
 	if (len)
 		*len = (long)n;
 	return b;
+}
+
+/* a /proc/meminfo field in KiB, -1 if missing */
+static long long meminfo_kb(const char *key)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	long long v = -1;
+	size_t n = strlen(key);
+	while (f && fgets(line, sizeof line, f))
+		if (strncmp(line, key, n) == 0 && line[n] == ':') {
+			v = atoll(line + n + 1);
+			break;
+		}
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static int drop_caches(void)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+	int ok = fd >= 0 && write(fd, "3", 1) == 1;
+	if (fd >= 0)
+		close(fd);
+	return ok;
 }
 
 static int run_busybox(char *const argv[])
@@ -365,8 +392,17 @@ static void test_ext4(const char *dev)
 	CHECK_ERR("big left sub", access(p, F_OK), ENOENT);
 	snprintf(p, sizeof p, "%s/t_mount/d/big", mnt);
 	long n = 0;
+	long long before = meminfo_kb("Cached");
 	s = read_file(p, &n);
+	long long filled = meminfo_kb("Cached");
 	CHECK("big reads back", s && n == BIG_SIZE && memcmp(s, big, BIG_SIZE) == 0);
+	free(s);
+	/* the file's data stays in the page cache until drop_caches */
+	CHECK("reading big fills the page cache", before >= 0 && filled - before >= BIG_SIZE / 1024 / 2);
+	CHECK("drop_caches", drop_caches());
+	CHECK("drop_caches empties it", filled - meminfo_kb("Cached") >= BIG_SIZE / 1024 / 2);
+	s = read_file(p, &n);
+	CHECK("big reads back from the disk", s && n == BIG_SIZE && memcmp(s, big, BIG_SIZE) == 0);
 	free(s);
 	snprintf(p, sizeof p, "%s/t_mount/new", mnt);
 	CHECK_ERR("create on a read-only mount: EROFS", open(p, O_CREAT | O_WRONLY, 0644), EROFS);

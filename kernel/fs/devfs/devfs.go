@@ -20,6 +20,7 @@ import (
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/blk"
+	"shortbread/kernel/pagecache"
 	"shortbread/kernel/tty"
 	"shortbread/kernel/vfs"
 )
@@ -37,6 +38,9 @@ type Options struct {
 	// devpts). Nil: ENXIO.
 	PTMX   func(c *vfs.Ctx, flags uint32) (vfs.File, error)
 	Blocks *blk.Disks // the disks and partitions listed; nil for none
+	// Cache is the page cache block files go through; nil: none, every
+	// access goes to the disk.
+	Cache *pagecache.Cache
 }
 
 // Device numbers, as Linux assigns them, encoded like linux.MakeDev

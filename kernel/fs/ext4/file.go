@@ -7,9 +7,32 @@ import (
 	"shortbread/kernel/abi/linux"
 )
 
-// File data. Reads and writes go straight to the device, a block at a
-// time for partial blocks and a run at a time for whole ones; holes and
-// unwritten extents read as zeros.
+// File data. Writes go straight to the device, a block at a time for
+// partial blocks and a run at a time for whole ones; reads too, or
+// through the device's data cache when it has one (DataReader); holes
+// and unwritten extents read as zeros.
+
+// DataReader is a Device that also reads file data through a cache (the
+// kernel's page cache) which every write and discard of the device
+// keeps coherent: ReadData returns the bytes ReadAt would. Only file
+// data is read through it: metadata has its own cache (cache.go), and
+// its home copies may be stale until a checkpoint, which only the
+// journal knows.
+type DataReader interface {
+	ReadData(p []byte, off int64) (int, error)
+}
+
+// readFileData reads file data at byte off of the device.
+func (fs *FS) readFileData(p []byte, off int64) (int, error) {
+	d := fs.dev
+	if c, ok := d.(countedDevice); ok {
+		d = c.Device
+	}
+	if r, ok := d.(DataReader); ok {
+		return r.ReadData(p, off)
+	}
+	return fs.dev.ReadAt(p, off)
+}
 
 // maxFileBlocks bounds a file's logical blocks: 2^32 with extents; with
 // the indirect map, what its three levels reach.
@@ -80,7 +103,7 @@ func (fs *FS) readData(in *inode, p []byte, off int64) (int, error) {
 		dst := p[done : done+int(chunk)]
 		if pblk == 0 || unwritten {
 			clear(dst)
-		} else if _, err := fs.dev.ReadAt(dst, int64(pblk)*bs+inBlk); err != nil {
+		} else if _, err := fs.readFileData(dst, int64(pblk)*bs+inBlk); err != nil {
 			return done, fmt.Errorf("ext4: read inode %d: %w", in.num, errors.Join(linux.EIO, err))
 		}
 		done += int(chunk)

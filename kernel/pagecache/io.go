@@ -1,0 +1,389 @@
+package pagecache
+
+import (
+	"slices"
+)
+
+// Reading, writing and writing back a file's pages.
+
+// pageLen is how many bytes of page idx lie within the file.
+func (f *File) pageLen(idx uint64) int {
+	return int(min(int64(PageSize), f.size-int64(idx)*PageSize))
+}
+
+// Read reads len(p) bytes at off. Reading at or past the end returns 0
+// bytes; a range crossing the end is cut short there. A failed read
+// returns the bytes read before it.
+func (f *File) Read(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, ErrRange
+	}
+	if off >= f.size {
+		return 0, nil
+	}
+	p = p[:min(int64(len(p)), f.size-off)]
+	done := 0
+	for done < len(p) {
+		pos := off + int64(done)
+		idx := uint64(pos / PageSize)
+		in := int(pos % PageSize)
+		k := key{f.id, idx}
+		s := f.c.shardOf(k)
+		s.mu.Lock()
+		pg := s.waitLocked(k)
+		if pg == nil {
+			s.mu.Unlock()
+			want := (int64(len(p)-done) + int64(in) + PageSize - 1) / PageSize
+			if err := f.fill(idx, f.readAhead(idx, int(min(want, maxRun)))); err != nil {
+				return done, err
+			}
+			continue
+		}
+		pg.flags |= pgReferenced
+		done += copy(p[done:], f.c.frames.Page(pg.pa)[in:f.pageLen(idx)])
+		s.mu.Unlock()
+	}
+	return done, nil
+}
+
+// waitLocked returns the page at k once it is not being read in, or nil.
+// Preconditions: s.mu held; it may be dropped and retaken.
+func (s *shard) waitLocked(k key) *page {
+	for {
+		pg := s.lookupLocked(k)
+		if pg == nil || pg.flags&pgBusy == 0 {
+			return pg
+		}
+		s.cond.Wait()
+	}
+}
+
+// readAhead returns how many pages to read for a miss at idx when the
+// reader wants want pages: a miss where the last read-in ended is a
+// sequential stream, whose window doubles up to maxRun pages.
+func (f *File) readAhead(idx uint64, want int) int {
+	f.ra.Lock()
+	defer f.ra.Unlock()
+	if idx == f.ra.next && idx != 0 {
+		f.ra.win = min(max(2*f.ra.win, minReadAhead), maxRun)
+	} else {
+		f.ra.win = minReadAhead
+	}
+	n := max(want, f.ra.win)
+	f.ra.next = idx + uint64(n)
+	return n
+}
+
+// fill reads pages idx.. (up to n of them, stopping at the end of the
+// file and at a page already cached) into the cache. Only page idx
+// matters to the caller: when a read of several pages fails, each is
+// tried alone, and a read-ahead page that fails is left out.
+func (f *File) fill(idx uint64, n int) error {
+	last := uint64((f.size + PageSize - 1) / PageSize)
+	var pas [maxRun]uintptr
+	got := 0
+	for i := idx; i < last && got < n; i++ {
+		pa, err := f.c.alloc()
+		if err != nil {
+			if got == 0 {
+				return err
+			}
+			break
+		}
+		k := key{f.id, i}
+		s := f.c.shardOf(k)
+		s.mu.Lock()
+		if s.lookupLocked(k) != nil {
+			s.mu.Unlock()
+			f.c.frames.Free(pa)
+			break // someone else has it (or is reading it in)
+		}
+		s.insertLocked(k, pa, pgBusy|f.kindFlag())
+		f.c.pages[f.kind].Add(1)
+		s.mu.Unlock()
+		pas[got] = pa
+		got++
+	}
+	if got == 0 {
+		return nil // page idx appeared meanwhile: the caller looks again
+	}
+	bp := f.c.getBounce()
+	defer f.c.putBounce(bp)
+	buf := *bp
+	end := min(int64(idx+uint64(got))*PageSize, f.size)
+	start := int64(idx) * PageSize
+	_, err := f.b.ReadAt(buf[:end-start], start)
+	if err == nil {
+		for i := range got {
+			f.finishRead(idx+uint64(i), pas[i], buf[i*PageSize:], nil)
+		}
+		return nil
+	}
+	var first error
+	for i := range got {
+		j := idx + uint64(i)
+		b := buf[:f.pageLen(j)]
+		_, err := f.b.ReadAt(b, int64(j)*PageSize)
+		f.finishRead(j, pas[i], b, err)
+		if i == 0 {
+			first = err
+		}
+	}
+	return first
+}
+
+// finishRead ends the read-in of page idx in frame pa: with src's bytes,
+// or, when err is set, by dropping the page (a later read tries again).
+func (f *File) finishRead(idx uint64, pa uintptr, src []byte, err error) {
+	if err == nil {
+		copy(f.c.frames.Page(pa)[:], src[:f.pageLen(idx)])
+	}
+	k := key{f.id, idx}
+	s := f.c.shardOf(k)
+	s.mu.Lock()
+	pg := s.lookupLocked(k)
+	drop := err != nil || pg.flags&pgStale != 0
+	if drop {
+		// A stale page's bytes may predate a write that invalidated
+		// it while it was read: its readers (already waiting) race
+		// with that write anyway, later ones must read it again.
+		s.removeLocked(f.c, k)
+	} else {
+		pg.flags = pgUptodate | pgReferenced | f.kindFlag()
+	}
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	if drop {
+		f.c.frames.Free(pa)
+	}
+}
+
+func (f *File) kindFlag() uint32 {
+	if f.kind == KindFile {
+		return pgFileKind
+	}
+	return 0
+}
+
+// Write writes p at off into the cache; the pages go to the backing on
+// write-back. A write starting at or past the end fails with ErrRange;
+// one crossing the end is cut short there. A page the write covers only
+// in part is read in first.
+func (f *File) Write(p []byte, off int64) (int, error) {
+	if off < 0 || off >= f.size && len(p) > 0 {
+		return 0, ErrRange
+	}
+	p = p[:min(int64(len(p)), f.size-off)]
+	done := 0
+	for done < len(p) {
+		pos := off + int64(done)
+		idx := uint64(pos / PageSize)
+		in := int(pos % PageSize)
+		plen := f.pageLen(idx)
+		n := min(plen-in, len(p)-done)
+		k := key{f.id, idx}
+		s := f.c.shardOf(k)
+		s.mu.Lock()
+		pg := s.waitLocked(k)
+		if pg == nil && n < plen {
+			s.mu.Unlock()
+			if err := f.fill(idx, 1); err != nil {
+				return done, err
+			}
+			continue
+		}
+		if pg == nil {
+			// The write covers the page: no need to read it.
+			s.mu.Unlock()
+			pa, err := f.c.alloc()
+			if err != nil {
+				return done, err
+			}
+			s.mu.Lock()
+			if s.lookupLocked(k) != nil {
+				s.mu.Unlock()
+				f.c.frames.Free(pa)
+				continue
+			}
+			s.insertLocked(k, pa, pgUptodate|f.kindFlag())
+			f.c.pages[f.kind].Add(1)
+			pg = s.lookupLocked(k)
+		}
+		copy(f.c.frames.Page(pg.pa)[in:], p[done:done+n])
+		newly := pg.flags&pgDirty == 0
+		pg.flags |= pgDirty | pgReferenced
+		s.mu.Unlock()
+		if newly {
+			f.c.dirty.Add(1)
+			f.markDirty(idx)
+		}
+		done += n
+	}
+	f.throttle()
+	return done, nil
+}
+
+func (f *File) markDirty(idx uint64) {
+	f.dmu.Lock()
+	f.dirty[idx] = struct{}{}
+	f.dmu.Unlock()
+}
+
+// throttle wakes the flusher once the dirty pages pass half the limit
+// and makes the writer write its own file back past the limit.
+func (f *File) throttle() {
+	d := f.c.dirty.Load()
+	if d > f.c.dirtyLimit/2 {
+		select {
+		case f.c.kick <- struct{}{}:
+		default:
+		}
+	}
+	if d > f.c.dirtyLimit {
+		if err := f.writeback(); err != nil {
+			f.dmu.Lock()
+			f.wbErr = err
+			f.dmu.Unlock()
+		}
+	}
+}
+
+// writeback writes f's dirty pages to the backing, consecutive ones in
+// one request of up to maxRun pages, and returns the first failure.
+// A page whose write failed is clean all the same, as on Linux since
+// 4.13: kept as written (a read still sees it) but not written again,
+// the failure reported once, to the Sync that asked or (for the
+// flusher's) the next one. Retrying would report a bad sector to every
+// later fsync of the device, even one of unrelated writes.
+func (f *File) writeback() error {
+	f.wbMu.Lock()
+	defer f.wbMu.Unlock()
+	f.dmu.Lock()
+	idxs := make([]uint64, 0, len(f.dirty))
+	for i := range f.dirty {
+		idxs = append(idxs, i)
+	}
+	clear(f.dirty)
+	f.dmu.Unlock()
+	slices.Sort(idxs)
+	bp := f.c.getBounce()
+	defer f.c.putBounce(bp)
+	buf := *bp
+	var first error
+	var start uint64
+	count := 0
+	flush := func() {
+		if count > 0 {
+			if err := f.writeRun(buf, start, count); err != nil && first == nil {
+				first = err
+			}
+		}
+		count = 0
+	}
+	for _, idx := range idxs {
+		if count > 0 && (idx != start+uint64(count) || count == maxRun) {
+			flush()
+		}
+		if !f.claim(idx, buf[count*PageSize:]) {
+			flush()
+			continue
+		}
+		if count == 0 {
+			start = idx
+		}
+		count++
+	}
+	flush()
+	return first
+}
+
+// claim copies page idx into dst if it is dirty, marking it clean and
+// under write-back, and reports whether it did.
+func (f *File) claim(idx uint64, dst []byte) bool {
+	k := key{f.id, idx}
+	s := f.c.shardOf(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pg := s.lookupLocked(k)
+	if pg == nil || pg.flags&pgDirty == 0 {
+		return false
+	}
+	copy(dst[:PageSize], f.c.frames.Page(pg.pa)[:])
+	pg.flags = pg.flags&^pgDirty | pgWriteback
+	f.c.dirty.Add(-1)
+	f.c.writeback.Add(1)
+	return true
+}
+
+// writeRun writes the count claimed pages from start, copied in buf, and
+// ends their write-back.
+func (f *File) writeRun(buf []byte, start uint64, count int) error {
+	off := int64(start) * PageSize
+	end := min(off+int64(count)*PageSize, f.size)
+	_, err := f.b.WriteAt(buf[:end-off], off)
+	for i := range count {
+		k := key{f.id, start + uint64(i)}
+		s := f.c.shardOf(k)
+		s.mu.Lock()
+		if pg := s.lookupLocked(k); pg != nil {
+			pg.flags &^= pgWriteback
+		}
+		f.c.writeback.Add(-1)
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// invalidate drops f's pages holding bytes [off, end): the clean ones,
+// and with dirty set the dirty ones too (which also marks pages being
+// read in stale, dropped when the read ends). Pages under write-back
+// stay.
+func (f *File) invalidate(off, end int64, dirty bool) {
+	first := uint64(off / PageSize)
+	last := uint64((end + PageSize - 1) / PageSize)
+	drop := func(s *shard, k key) uintptr {
+		pg := s.lookupLocked(k)
+		if pg != nil && dirty && pg.flags&pgBusy != 0 {
+			pg.flags |= pgStale
+		}
+		if pg == nil || pg.flags&(pgBusy|pgWriteback) != 0 || !dirty && pg.flags&pgDirty != 0 {
+			return 0
+		}
+		return s.removeLocked(f.c, k)
+	}
+	// Look up each index of a range smaller than the cache; walk the
+	// shards for one larger.
+	cached := f.c.pages[KindBlock].Load() + f.c.pages[KindFile].Load()
+	if last-first <= 4*maxRun || int64(last-first) <= cached {
+		for i := first; i < last; i++ {
+			k := key{f.id, i}
+			s := f.c.shardOf(k)
+			s.mu.Lock()
+			pa := drop(s, k)
+			s.mu.Unlock()
+			if pa != 0 {
+				f.c.frames.Free(pa)
+			}
+		}
+		return
+	}
+	// A large range: walk the shards rather than every index.
+	var pas []uintptr
+	for i := range f.c.shards {
+		s := &f.c.shards[i]
+		s.mu.Lock()
+		for j := range s.pages {
+			k := s.pages[j].key
+			if s.pages[j].pa != 0 && k.file == f.id && k.index >= first && k.index < last {
+				if pa := drop(s, k); pa != 0 {
+					pas = append(pas, pa)
+				}
+			}
+		}
+		s.mu.Unlock()
+		for _, pa := range pas {
+			f.c.frames.Free(pa)
+		}
+		pas = pas[:0]
+	}
+}

@@ -1,0 +1,129 @@
+package pagecache
+
+import "sync"
+
+// key names a page: its file and its index (offset / PageSize).
+type key struct {
+	file  uint32
+	index uint64
+}
+
+// Page states (page.flags).
+const (
+	pgUptodate   = 1 << iota // the frame holds the page's bytes
+	pgBusy                   // being read in: wait on the shard's cond
+	pgDirty                  // changed since last written back
+	pgWriteback              // a copy is being written: do not evict
+	pgReferenced             // used since the clock hand last passed
+	pgFileKind               // the file is KindFile (else KindBlock)
+	pgStale                  // invalidated while busy: drop once read in
+)
+
+// page is one cached page. It holds no pointers, so the slices of them
+// are never scanned by the garbage collector.
+type page struct {
+	pa    uintptr
+	key   key
+	flags uint32
+}
+
+// shard is a sixty-fourth of the cache.
+type shard struct {
+	mu    sync.Mutex
+	cond  sync.Cond     // a page's pgBusy cleared; L is &mu
+	index map[key]int32 // page slot by key; protected by mu
+	pages []page        // slots; protected by mu
+	free  []int32       // unused slots; protected by mu
+	hand  int           // clock hand over pages; protected by mu
+}
+
+func (c *Cache) shardOf(k key) *shard {
+	h := (k.index*0x9e3779b97f4a7c15 + uint64(k.file)*0xc2b2ae3d27d4eb4f) >> 58
+	return &c.shards[h]
+}
+
+// lookupLocked returns the page at k, or nil. Preconditions: s.mu held.
+func (s *shard) lookupLocked(k key) *page {
+	if i, ok := s.index[k]; ok {
+		return &s.pages[i]
+	}
+	return nil
+}
+
+// insertLocked adds a page for k in frame pa with flags. Preconditions:
+// s.mu held, no page at k.
+func (s *shard) insertLocked(k key, pa uintptr, flags uint32) {
+	var i int32
+	if n := len(s.free); n > 0 {
+		i = s.free[n-1]
+		s.free = s.free[:n-1]
+	} else {
+		s.pages = append(s.pages, page{})
+		i = int32(len(s.pages) - 1)
+	}
+	s.pages[i] = page{pa: pa, key: k, flags: flags}
+	s.index[k] = i
+}
+
+// removeLocked forgets the page at k and returns its frame.
+// Preconditions: s.mu held, a page at k.
+func (s *shard) removeLocked(c *Cache, k key) uintptr {
+	i := s.index[k]
+	p := &s.pages[i]
+	pa := p.pa
+	c.pages[p.kind()].Add(-1)
+	if p.flags&pgDirty != 0 {
+		c.dirty.Add(-1)
+	}
+	*p = page{}
+	delete(s.index, k)
+	s.free = append(s.free, i)
+	return pa
+}
+
+func (p *page) kind() int {
+	if p.flags&pgFileKind != 0 {
+		return KindFile
+	}
+	return KindBlock
+}
+
+// evict drops up to n clean, idle pages of the shard (n < 0: all of
+// them, referenced or not) and returns how many went. With clock set, a
+// referenced page loses its mark and is spared once.
+func (s *shard) evict(c *Cache, n int, clock bool) int {
+	var frames [maxRun]uintptr
+	got := 0
+	s.mu.Lock()
+	limit := n
+	if limit < 0 || limit > maxRun {
+		limit = maxRun
+	}
+	for steps := 2 * len(s.pages); steps > 0 && got < limit; steps-- {
+		if s.hand >= len(s.pages) {
+			s.hand = 0
+			if len(s.pages) == 0 {
+				break
+			}
+		}
+		p := &s.pages[s.hand]
+		s.hand++
+		if p.pa == 0 || p.flags&(pgBusy|pgDirty|pgWriteback) != 0 {
+			continue
+		}
+		if clock && p.flags&pgReferenced != 0 {
+			p.flags &^= pgReferenced
+			continue
+		}
+		frames[got] = s.removeLocked(c, p.key)
+		got++
+	}
+	s.mu.Unlock()
+	for _, pa := range frames[:got] {
+		c.frames.Free(pa)
+	}
+	if n < 0 && got == limit {
+		return got + s.evict(c, n, clock)
+	}
+	return got
+}
