@@ -16,6 +16,8 @@
 #
 # usage: [NIC=virtio-net-pci|e1000|e1000e|igb] [CPUS=1] [TIMEOUT=900]
 #        tools/wiretest.sh [APPS_OUTDIR]   (default build/apps)
+#   WIRE_LOGS=DIR keeps the two consoles as DIR/a.log (Shortbread) and
+#   DIR/b.log (Linux), e.g. to look at a hang after a loop of runs.
 #   NIC is Shortbread's card (e1000 on the pc machine, as QEMU places
 #   it; the others on q35); Linux always has virtio-net.
 # Needs: make apps user kernel, tools/linux/kernel.sh build/linux.
@@ -28,7 +30,8 @@ nic=${NIC:-virtio-net-pci}
 cpus=${CPUS:-1}
 limit=${TIMEOUT:-900}
 tmp=$(mktemp -d /tmp/sb-wire.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+keep() { [ -z "${WIRE_LOGS:-}" ] || { mkdir -p "$WIRE_LOGS" && cp "$tmp"/a.log "$tmp"/b.log "$WIRE_LOGS"/ 2>/dev/null; } || true; }
+trap 'keep; rm -rf "$tmp"' EXIT
 fail() { echo "wiretest: FAIL: $*" >&2; exit 1; }
 
 stage=$tmp/stage
