@@ -198,3 +198,13 @@ func TestPairRatios(t *testing.T) {
 		t.Errorf("table:\n%s", tab)
 	}
 }
+
+func TestRatiosPaired(t *testing.T) {
+	rep := report{Ratios: []pairedRatio{
+		{Workload: "redis", Case: "tcp P1 GET", Metric: "requests/s", CPUs: 2, Median: 0.9},
+		{Workload: "redis", Case: "tcp P1 GET", Metric: "p50 ms", CPUs: 2, Median: 1.2},
+	}}
+	if rs := ratios(rep); len(rs) != 1 || rs[0].value != 0.9 {
+		t.Errorf("ratios %+v, want the paired throughput ratio only", rs)
+	}
+}
