@@ -68,6 +68,7 @@ type sample struct {
 	Case     string // e.g. "tcp P16 SET"
 	Metric   string // e.g. "requests/s"
 	Value    float64
+	Rep      int // the repetition (boot) it came from
 }
 
 // result aggregates one (kernel, CPUs, workload, case, metric) over runs.
@@ -78,6 +79,7 @@ type result struct {
 	Case      string    `json:"case"`
 	Metric    string    `json:"metric"`
 	Values    []float64 `json:"values"`
+	Reps      []int     `json:"reps,omitempty"` // the repetition of each value
 	Median    float64   `json:"median"`
 	Min       float64   `json:"min"`
 	Max       float64   `json:"max"`
@@ -194,7 +196,7 @@ var (
 // redisTests is how many redis-benchmark tests each redis section runs.
 func parse(out string, kernel string, cpus, redisTests int) (samples []sample, version string, errs []string) {
 	add := func(w, c, m string, v float64) {
-		samples = append(samples, sample{kernel, cpus, w, c, m, v})
+		samples = append(samples, sample{Kernel: kernel, CPUs: cpus, Workload: w, Case: c, Metric: m, Value: v})
 	}
 	sections := map[string]string{}
 	var order []string // section names as they appeared
@@ -425,6 +427,7 @@ func aggregate(samples []sample) []result {
 		w, x, m string
 	}
 	groups := map[key][]float64{}
+	reps := map[key][]int{}
 	var order []key
 	for _, s := range samples {
 		k := key{s.Kernel, s.CPUs, s.Workload, s.Case, s.Metric}
@@ -432,6 +435,7 @@ func aggregate(samples []sample) []result {
 			order = append(order, k)
 		}
 		groups[k] = append(groups[k], s.Value)
+		reps[k] = append(reps[k], s.Rep)
 	}
 	var rs []result
 	for _, k := range order {
@@ -446,7 +450,7 @@ func aggregate(samples []sample) []result {
 		if med != 0 {
 			spread = 100 * (s[len(s)-1] - s[0]) / med
 		}
-		rs = append(rs, result{k.k, k.c, k.w, k.x, k.m, v, med, s[0], s[len(s)-1], spread})
+		rs = append(rs, result{k.k, k.c, k.w, k.x, k.m, v, reps[k], med, s[0], s[len(s)-1], spread})
 	}
 	return rs
 }
@@ -545,10 +549,10 @@ func markdown(rep report) []byte {
 	sort.Strings(vs)
 	fmt.Fprintf(&md, "Guest kernel versions (uname -r): %s. Host: %d CPUs, no KVM.\n\n", strings.Join(vs, ", "), rep.HostCPUs)
 	if p.Mode == "wire" {
-		fmt.Fprintf(&md, "Servers in one guest (the kernel named in the column, card %s), clients in a second guest that is always Linux on virtio-net-pci with the same CPU count and memory; the two QEMUs are joined by QEMU's socket netdev (tools/wirepair.sh), so only the server's kernel differs between columns. Runs alternate kernels within each repetition and CPU count. Median of %d pairs of boots per column; ± is half the range (max−min) as a percentage of the median. The guest CPU split is the client guest's (/proc/stat around each client run): a client near 0%% idle limits both columns alike.\n\n", p.NIC, rep.Reps)
+		fmt.Fprintf(&md, "Servers in one guest (the kernel named in the column, card %s), clients in a second guest that is always Linux on virtio-net-pci with the same CPU count and memory; the two QEMUs are joined by QEMU's socket netdev (tools/wirepair.sh), so only the server's kernel differs between columns. Runs alternate kernels within each repetition and CPU count. Median of %d pairs of boots per column (fewer where a run failed: see the boots below); ± is half the range (max−min) as a percentage of the median. The guest CPU split is the client guest's (/proc/stat around each client run): a client near 0%% idle limits both columns alike.\n\n", p.NIC, rep.Reps)
 		fmt.Fprintf(&md, "- redis: `redis-benchmark -h 10.0.3.2 -c %d -t %s`, %d requests per test (P1), %d with `-P %d`; `redis-server --save '' --appendonly no`.\n",
 			p.RedisClients, wireRedisTests, p.RedisRequests, p.RedisRequests*p.RedisPipeline/4, p.RedisPipeline)
-		fmt.Fprintf(&md, "- nginx: apps/nginx/nginx.conf (one process, sendfile, keep-alive); `wrk -t%d -c%d -d%ds --latency -s apps/wrk-verify.lua`, 1 KiB and 64 KiB files, every body compared with the file.\n", p.WrkThreads, p.WrkConns, p.WrkSeconds)
+		fmt.Fprintf(&md, "- nginx: apps/nginx/nginx.conf (one process, sendfile, keep-alive); `wrk -t%d -c%d -d%ds --timeout 30s --latency -s apps/wrk-verify.lua`, 1 KiB and 64 KiB files, every body compared with the file.\n", p.WrkThreads, p.WrkConns, p.WrkSeconds)
 		md.WriteString("- mail: not run: mailbench's clients enqueue by fork and exec on the server's machine, there is no network side to it.\n\n")
 	} else {
 		fmt.Fprintf(&md, "Server and client in the same guest over loopback. Median of %d boots per column; ± is half the range (max−min) as a percentage of the median. The guest CPU split comes from /proc/stat around each client run.\n\n", rep.Reps)
@@ -808,6 +812,9 @@ func main() {
 					out, wall, err = run(k, c, stage, "sh /etc/bench-apps.sh", disk, p, *timeout)
 				}
 				s, version, errs := parse(out, k, c, redisTests)
+				for i := range s {
+					s[i].Rep = r
+				}
 				if err != nil {
 					errs = append(errs, fmt.Sprintf("run: %v\n%s", err, lastLines(out, 20)))
 					if server != "" {

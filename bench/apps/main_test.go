@@ -100,9 +100,9 @@ func TestParseFailures(t *testing.T) {
 func TestAggregate(t *testing.T) {
 	var s []sample
 	for _, v := range []float64{110, 90, 100} {
-		s = append(s, sample{"linux", 1, "mail", "tmpfs", "messages/s", v})
+		s = append(s, sample{"linux", 1, "mail", "tmpfs", "messages/s", v, 1})
 	}
-	s = append(s, sample{"linux", 2, "mail", "tmpfs", "messages/s", 7})
+	s = append(s, sample{"linux", 2, "mail", "tmpfs", "messages/s", 7, 1})
 	r := aggregate(s)
 	if len(r) != 2 {
 		t.Fatalf("%d results, want 2", len(r))
@@ -180,21 +180,22 @@ func TestWrkVerify(t *testing.T) {
 }
 
 func TestPairRatios(t *testing.T) {
-	rep := report{Results: []result{
-		{Kernel: "shortbread", CPUs: 1, Workload: "redis", Case: "tcp P1 GET", Metric: "requests/s", Values: []float64{80, 90, 100}},
-		{Kernel: "linux", CPUs: 1, Workload: "redis", Case: "tcp P1 GET", Metric: "requests/s", Values: []float64{100, 100, 50}},
-		{Kernel: "linux", CPUs: 1, Workload: "redis", Case: "tcp P1 GET", Metric: "guest idle %", Values: []float64{1, 1, 1}},
-		{Kernel: "shortbread", CPUs: 2, Workload: "nginx", Case: "1k", Metric: "requests/s", Values: []float64{1}},
+	rep := report{Reps: 4, Results: []result{
+		// repetition 3 failed on Shortbread, 2 on Linux: 1 and 4 pair
+		{Kernel: "shortbread", CPUs: 1, Workload: "redis", Case: "tcp P1 GET", Metric: "requests/s", Values: []float64{80, 90, 100}, Reps: []int{1, 2, 4}},
+		{Kernel: "linux", CPUs: 1, Workload: "redis", Case: "tcp P1 GET", Metric: "requests/s", Values: []float64{100, 100, 50}, Reps: []int{1, 3, 4}},
+		{Kernel: "linux", CPUs: 1, Workload: "redis", Case: "tcp P1 GET", Metric: "guest idle %", Values: []float64{1, 1, 1}, Reps: []int{1, 2, 3}},
+		{Kernel: "shortbread", CPUs: 2, Workload: "nginx", Case: "1k", Metric: "requests/s", Values: []float64{1}, Reps: []int{1}},
 	}}
 	rs := pairRatios(rep)
 	if len(rs) != 1 {
 		t.Fatalf("ratios %+v, want one (no CPU split, no unpaired case)", rs)
 	}
 	r := rs[0]
-	if r.Median != 0.9 || r.Min != 0.8 || r.Max != 2 {
-		t.Errorf("ratio %+v, want median 0.9 in 0.8–2", r)
+	if len(r.Ratios) != 2 || r.Median != 1.4 || r.Min != 0.8 || r.Max != 2 {
+		t.Errorf("ratio %+v, want 0.8 and 2 (repetitions 1 and 4), median 1.4", r)
 	}
-	if tab := ratioTable(rs); !strings.Contains(tab, "**0.90** (0.80–2.00)") {
+	if tab := ratioTable(rs); !strings.Contains(tab, "**1.40** (0.80–2.00)") {
 		t.Errorf("table:\n%s", tab)
 	}
 }
