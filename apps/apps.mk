@@ -8,6 +8,10 @@
 #                      only, short runs)
 #   make bench-apps    the in-guest benchmark (bench/apps), Linux, 1 and
 #                      2 CPUs, results in bench/results/
+#   make bench-wire   the wire mode of bench/apps: a Linux client guest
+#                      against a Shortbread and then a Linux server guest,
+#                      two QEMUs on one socket netdev (WIRE_NIC=virtio-net-pci,
+#                      WIRE_CPUS=1,2, WIRE_REPS=3); bench/results/wire-DATE.{md,json}
 #   make bench-allocs  kernel heap objects and bytes allocated per request
 #                      of redis, nginx and mail on Shortbread at 1 CPU
 #                      (bench/allocs/run.sh; counts, not times)
@@ -17,7 +21,7 @@
 
 APPS_BUILD := $(or $(BUILD),build)/apps
 
-.PHONY: apps apps-check apps-smoke wire-check wire-test bench-apps bench-allocs hlltax-app leak-soak
+.PHONY: apps apps-check apps-smoke wire-check wire-test bench-apps bench-wire bench-allocs hlltax-app leak-soak
 
 # apps/build.sh decides what to rebuild (stamps), so this always runs it.
 apps:
@@ -49,6 +53,15 @@ wire-test: apps user $(KERNEL) $(STUB)
 bench-apps: apps user
 	tools/linux/kernel.sh $(LINUX_BUILD)
 	go run ./bench/apps -apps $(APPS_BUILD)
+
+# Not in make test: a benchmark, a few minutes per pair of boots.
+WIRE_NIC ?= virtio-net-pci
+WIRE_CPUS ?= 1,2
+WIRE_REPS ?= 3
+bench-wire: apps user $(KERNEL) $(STUB)
+	tools/linux/kernel.sh $(LINUX_BUILD)
+	go run ./bench/apps -mode wire -kernels shortbread,linux -nic $(WIRE_NIC) \
+	  -cpus $(WIRE_CPUS) -reps $(WIRE_REPS) -apps $(APPS_BUILD)
 
 # The HLL-tax table of one real workload: make hlltax-app WORKLOAD=redis|nginx|mail
 hlltax-app: apps user $(KERNEL) $(STUB)

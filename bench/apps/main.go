@@ -56,6 +56,8 @@ type params struct {
 	MailDisk      bool   `json:"mail_disk"`
 	DiskMiB       int    `json:"disk_mib"`
 	Mem           string `json:"memory"`
+	Mode          string `json:"mode"`          // loopback or wire
+	NIC           string `json:"nic,omitempty"` // the server's card in the wire mode
 }
 
 // sample is one number from one run.
@@ -66,6 +68,7 @@ type sample struct {
 	Case     string // e.g. "tcp P16 SET"
 	Metric   string // e.g. "requests/s"
 	Value    float64
+	Rep      int // the repetition (boot) it came from
 }
 
 // result aggregates one (kernel, CPUs, workload, case, metric) over runs.
@@ -76,6 +79,7 @@ type result struct {
 	Case      string    `json:"case"`
 	Metric    string    `json:"metric"`
 	Values    []float64 `json:"values"`
+	Reps      []int     `json:"reps,omitempty"` // the repetition of each value
 	Median    float64   `json:"median"`
 	Min       float64   `json:"min"`
 	Max       float64   `json:"max"`
@@ -105,6 +109,11 @@ type report struct {
 	Params      params   `json:"params"`
 	Boots       []boot   `json:"boots"`
 	Results     []result `json:"results"`
+	// Ratios: Shortbread/Linux per repetition, when both kernels ran.
+	Ratios []pairedRatio `json:"ratios,omitempty"`
+	// UptimeBefore and UptimeAfter: the host's uptime(1) around the runs.
+	UptimeBefore string `json:"uptime_before,omitempty"`
+	UptimeAfter  string `json:"uptime_after,omitempty"`
 }
 
 // guestScript is the shell script each boot runs. Every client's output
@@ -178,14 +187,16 @@ var (
 	wrkPct     = regexp.MustCompile(`(?m)^\s+(50|75|90|99)%\s+([0-9.]+)(us|ms|s)\s*$`)
 	wrkTotal   = regexp.MustCompile(`(?m)^\s+(\d+) requests in`)
 	mailLine   = regexp.MustCompile(`(?m)^MAILBENCH (.*)$`)
+	wrkVerify  = regexp.MustCompile(`(?m)^wrk-verify good=(\d+) bad=(\d+)$`)
 	sectionEnd = regexp.MustCompile(`^@@end (\S+) (\d+)$`)
 )
 
 // parse turns one boot's console output into samples; errors name what
 // failed or could not be read.
-func parse(out string, kernel string, cpus int) (samples []sample, version string, errs []string) {
+// redisTests is how many redis-benchmark tests each redis section runs.
+func parse(out string, kernel string, cpus, redisTests int) (samples []sample, version string, errs []string) {
 	add := func(w, c, m string, v float64) {
-		samples = append(samples, sample{kernel, cpus, w, c, m, v})
+		samples = append(samples, sample{Kernel: kernel, CPUs: cpus, Workload: w, Case: c, Metric: m, Value: v})
 	}
 	sections := map[string]string{}
 	var order []string // section names as they appeared
@@ -200,7 +211,7 @@ func parse(out string, kernel string, cpus int) (samples []sample, version strin
 				errs = append(errs, fmt.Sprintf("guest sees %d CPUs, want %d", n, cpus))
 			}
 		case strings.HasPrefix(line, "@@cpu "):
-			cpuSplit(line, add)
+			cpuSplit(line, add, redisTests)
 		case strings.HasPrefix(line, "@@begin "):
 			name = strings.TrimPrefix(line, "@@begin ")
 			body.Reset()
@@ -236,13 +247,18 @@ func parse(out string, kernel string, cpus int) (samples []sample, version strin
 				add("redis", c, "p99 ms", atof(m[7]))
 				n++
 			}
-			if n != 3 {
-				errs = append(errs, fmt.Sprintf("%s: %d results, want 3 (SET, GET, LPUSH):\n%s", sec, n, lastLines(s, 15)))
+			if n != redisTests {
+				errs = append(errs, fmt.Sprintf("%s: %d results, want %d:\n%s", sec, n, redisTests, lastLines(s, 15)))
 			}
 		case "nginx":
 			rps, total := wrkRPS.FindStringSubmatch(s), wrkTotal.FindStringSubmatch(s)
 			if rps == nil || total == nil || atof(total[1]) == 0 || strings.Contains(s, "Non-2xx") || strings.Contains(s, "Socket errors") {
 				errs = append(errs, fmt.Sprintf("%s: wrk failed or saw errors:\n%s", sec, lastLines(s, 15)))
+				continue
+			}
+			// With apps/wrk-verify.lua every body was compared with the file.
+			if v := wrkVerify.FindStringSubmatch(s); strings.Contains(s, "wrk-verify") && (v == nil || v[1] == "0" || v[2] != "0") {
+				errs = append(errs, fmt.Sprintf("%s: bodies differ from the file or none arrived:\n%s", sec, lastLines(s, 15)))
 				continue
 			}
 			add("nginx", parts[1], "requests/s", atof(rps[1]))
@@ -286,7 +302,7 @@ func parse(out string, kernel string, cpus int) (samples []sample, version strin
 // share of the guest's CPU time spent in user mode, in the kernel
 // (system, irq, softirq) and idle (idle, iowait) during that section. A
 // kernel without /proc/stat gives none.
-func cpuSplit(line string, add func(w, c, m string, v float64)) {
+func cpuSplit(line string, add func(w, c, m string, v float64), redisTests int) {
 	f := strings.Fields(line)
 	if len(f) < 3 {
 		return
@@ -320,7 +336,7 @@ func cpuSplit(line string, add func(w, c, m string, v float64)) {
 	}
 	c := strings.ReplaceAll(parts[1], "/", " ")
 	if parts[0] == "redis" {
-		c += " (3 tests)"
+		c += fmt.Sprintf(" (%d tests)", redisTests)
 	}
 	add(parts[0], c, "guest user %", 100*(d[0]+d[1])/total)
 	add(parts[0], c, "guest kernel %", 100*(d[2]+d[5]+d[6])/total)
@@ -332,7 +348,10 @@ func expectedSections(workloads []string, p params) []string {
 	for _, w := range workloads {
 		switch w {
 		case "redis":
-			s = append(s, "redis/tcp/P1", fmt.Sprintf("redis/tcp/P%d", p.RedisPipeline), "redis/unix/P1")
+			s = append(s, "redis/tcp/P1", fmt.Sprintf("redis/tcp/P%d", p.RedisPipeline))
+			if p.Mode != "wire" { // the wire has no unix socket
+				s = append(s, "redis/unix/P1")
+			}
 		case "nginx":
 			s = append(s, "nginx/1k", "nginx/64k")
 		case "mail":
@@ -408,6 +427,7 @@ func aggregate(samples []sample) []result {
 		w, x, m string
 	}
 	groups := map[key][]float64{}
+	reps := map[key][]int{}
 	var order []key
 	for _, s := range samples {
 		k := key{s.Kernel, s.CPUs, s.Workload, s.Case, s.Metric}
@@ -415,6 +435,7 @@ func aggregate(samples []sample) []result {
 			order = append(order, k)
 		}
 		groups[k] = append(groups[k], s.Value)
+		reps[k] = append(reps[k], s.Rep)
 	}
 	var rs []result
 	for _, k := range order {
@@ -429,7 +450,7 @@ func aggregate(samples []sample) []result {
 		if med != 0 {
 			spread = 100 * (s[len(s)-1] - s[0]) / med
 		}
-		rs = append(rs, result{k.k, k.c, k.w, k.x, k.m, v, med, s[0], s[len(s)-1], spread})
+		rs = append(rs, result{k.k, k.c, k.w, k.x, k.m, v, reps[k], med, s[0], s[len(s)-1], spread})
 	}
 	return rs
 }
@@ -507,7 +528,11 @@ func num(v float64) string {
 func markdown(rep report) []byte {
 	p := rep.Params
 	var md bytes.Buffer
-	fmt.Fprintf(&md, "# Applications in QEMU, %s, commit %s", rep.Date[:10], rep.Commit)
+	title := "Applications in QEMU"
+	if p.Mode == "wire" {
+		title = "Applications over the wire (two QEMUs)"
+	}
+	fmt.Fprintf(&md, "# %s, %s, commit %s", title, rep.Date[:10], rep.Commit)
 	if rep.Dirty {
 		md.WriteString(" (with uncommitted changes)")
 	}
@@ -523,12 +548,27 @@ func markdown(rep report) []byte {
 	}
 	sort.Strings(vs)
 	fmt.Fprintf(&md, "Guest kernel versions (uname -r): %s. Host: %d CPUs, no KVM.\n\n", strings.Join(vs, ", "), rep.HostCPUs)
-	fmt.Fprintf(&md, "Server and client in the same guest over loopback. Median of %d boots per column; ± is half the range (max−min) as a percentage of the median. The guest CPU split comes from /proc/stat around each client run.\n\n", rep.Reps)
-	fmt.Fprintf(&md, "- redis: `redis-benchmark -c %d -t set,get,lpush`, %d requests per test (P1), %d with `-P %d`; TCP 127.0.0.1 and unix socket; `redis-server --save '' --appendonly no`.\n",
-		p.RedisClients, p.RedisRequests, p.RedisRequests*p.RedisPipeline/4, p.RedisPipeline)
-	fmt.Fprintf(&md, "- nginx: apps/nginx/nginx.conf (one process, sendfile, keep-alive); `wrk -t%d -c%d -d%ds --latency`, 1 KiB and 64 KiB files.\n", p.WrkThreads, p.WrkConns, p.WrkSeconds)
-	fmt.Fprintf(&md, "- mail: `mailbench -c %d -t %d -s %d -m %s`, spool and maildirs on tmpfs (tmpfs) and on a fresh %d MiB ext4 over virtio-blk (ext4, if run); messages/s from start to last delivery, every message verified.\n\n", p.MailClients, p.MailSeconds, p.MailSize, p.MailSpawn, p.DiskMiB)
+	if p.Mode == "wire" {
+		fmt.Fprintf(&md, "Servers in one guest (the kernel named in the column, card %s), clients in a second guest that is always Linux on virtio-net-pci with the same CPU count and memory; the two QEMUs are joined by QEMU's socket netdev (tools/wirepair.sh), so only the server's kernel differs between columns. Runs alternate kernels within each repetition and CPU count. Median of %d pairs of boots per column (fewer where a run failed: see the boots below); ± is half the range (max−min) as a percentage of the median. The guest CPU split is the client guest's (/proc/stat around each client run): a client near 0%% idle limits both columns alike.\n\n", p.NIC, rep.Reps)
+		fmt.Fprintf(&md, "- redis: `redis-benchmark -h 10.0.3.2 -c %d -t %s`, %d requests per test (P1), %d with `-P %d`; `redis-server --save '' --appendonly no`.\n",
+			p.RedisClients, wireRedisTests, p.RedisRequests, p.RedisRequests*p.RedisPipeline/4, p.RedisPipeline)
+		fmt.Fprintf(&md, "- nginx: apps/nginx/nginx.conf (one process, sendfile, keep-alive); `wrk -t%d -c%d -d%ds --timeout 30s --latency -s apps/wrk-verify.lua`, 1 KiB and 64 KiB files, every body compared with the file.\n", p.WrkThreads, p.WrkConns, p.WrkSeconds)
+		md.WriteString("- mail: not run: mailbench's clients enqueue by fork and exec on the server's machine, there is no network side to it.\n\n")
+	} else {
+		fmt.Fprintf(&md, "Server and client in the same guest over loopback. Median of %d boots per column; ± is half the range (max−min) as a percentage of the median. The guest CPU split comes from /proc/stat around each client run.\n\n", rep.Reps)
+		fmt.Fprintf(&md, "- redis: `redis-benchmark -c %d -t set,get,lpush`, %d requests per test (P1), %d with `-P %d`; TCP 127.0.0.1 and unix socket; `redis-server --save '' --appendonly no`.\n",
+			p.RedisClients, p.RedisRequests, p.RedisRequests*p.RedisPipeline/4, p.RedisPipeline)
+		fmt.Fprintf(&md, "- nginx: apps/nginx/nginx.conf (one process, sendfile, keep-alive); `wrk -t%d -c%d -d%ds --latency`, 1 KiB and 64 KiB files.\n", p.WrkThreads, p.WrkConns, p.WrkSeconds)
+		fmt.Fprintf(&md, "- mail: `mailbench -c %d -t %d -s %d -m %s`, spool and maildirs on tmpfs (tmpfs) and on a fresh %d MiB ext4 over virtio-blk (ext4, if run); messages/s from start to last delivery, every message verified.\n\n", p.MailClients, p.MailSeconds, p.MailSize, p.MailSpawn, p.DiskMiB)
+	}
+	if rep.UptimeBefore != "" {
+		fmt.Fprintf(&md, "Host before: `%s`; after: `%s`.\n\n", rep.UptimeBefore, rep.UptimeAfter)
+	}
 	md.WriteString(table(rep))
+	if len(rep.Ratios) > 0 {
+		md.WriteString("\nShortbread/Linux, the two kernels' runs of each repetition paired (next to each other in time): the median of the per-repetition ratios and their range. Above 1 is better for Shortbread in throughput (requests/s, MiB/s) and worse in latency (p50, p99 ms).\n\n")
+		md.WriteString(ratioTable(rep.Ratios))
+	}
 	md.WriteString("\nBoots (wall time; host load average after it, other work on the host slows TCG):")
 	for i, b := range rep.Boots {
 		sep := ","
@@ -589,9 +629,11 @@ func main() {
 	kernelsFlag := flag.String("kernels", "linux", "comma-separated kernels: linux, shortbread")
 	cpusFlag := flag.String("cpus", "1,2", "comma-separated CPU counts")
 	reps := flag.Int("reps", 3, "repetitions (boots) per kernel and CPU count")
-	workloadsFlag := flag.String("workloads", "redis,nginx,mail", "comma-separated: redis, nginx, mail")
+	workloadsFlag := flag.String("workloads", "", "comma-separated: redis, nginx, mail (default all; the wire mode: redis,nginx)")
+	flag.StringVar(&p.Mode, "mode", "loopback", "loopback: server and clients in one guest; wire: servers in a guest of each kernel, clients in a Linux guest on the other end of a QEMU socket netdev")
+	flag.StringVar(&p.NIC, "nic", "virtio-net-pci", "the wire mode's server card (QEMU -device; Linux servers: virtio-net-pci only)")
 	flag.StringVar(&p.Mem, "mem", "512M", "guest memory")
-	flag.IntVar(&p.RedisRequests, "redis-requests", 30000, "redis-benchmark requests per test without pipelining (pipelined: ×P/4)")
+	flag.IntVar(&p.RedisRequests, "redis-requests", 30000, "redis-benchmark requests per test without pipelining (pipelined: ×P/4; the wire mode's default: 5000)")
 	flag.IntVar(&p.RedisClients, "redis-clients", 50, "redis-benchmark connections")
 	flag.IntVar(&p.RedisPipeline, "redis-pipeline", 16, "redis-benchmark -P for the pipelined run")
 	flag.IntVar(&p.WrkThreads, "wrk-threads", 1, "wrk threads")
@@ -638,10 +680,32 @@ func main() {
 	if err != nil {
 		fail("-cpus: %v", err)
 	}
+	wire := p.Mode == "wire"
+	switch {
+	case p.Mode != "loopback" && !wire:
+		fail("unknown -mode %q (loopback or wire)", p.Mode)
+	case *workloadsFlag == "" && wire:
+		*workloadsFlag = "redis,nginx"
+	case *workloadsFlag == "":
+		*workloadsFlag = "redis,nginx,mail"
+	}
+	if !wire {
+		p.NIC = ""
+	}
+	// Under TCG a request over the wire costs several times one over
+	// loopback: fewer redis requests keep a pair of boots to minutes.
+	redisSet := false
+	flag.Visit(func(f *flag.Flag) { redisSet = redisSet || f.Name == "redis-requests" })
+	if wire && !redisSet {
+		p.RedisRequests = 5000
+	}
 	workloads := strings.Split(*workloadsFlag, ",")
 	for _, w := range workloads {
 		if w != "redis" && w != "nginx" && w != "mail" {
 			fail("unknown workload %q", w)
+		}
+		if wire && w == "mail" {
+			fail("the wire mode has no mail workload: mailbench's clients run on the server's machine")
 		}
 	}
 	if *reps < 1 {
@@ -658,6 +722,13 @@ func main() {
 	st.Stdout, st.Stderr = os.Stderr, os.Stderr
 	if err := st.Run(); err != nil {
 		fail("apps/stage.sh: %v", err)
+	}
+	redisTests := 3
+	if wire {
+		redisTests = strings.Count(wireRedisTests, ",") + 1
+		if err := exec.Command("cp", "apps/wrk-verify.lua", filepath.Join(stage, "etc", "wrk-verify.lua")).Run(); err != nil {
+			fail("copying apps/wrk-verify.lua: %v", err)
+		}
 	}
 	disk := ""
 	if p.MailDisk && strings.Contains(","+*workloadsFlag+",", ",mail,") {
@@ -687,6 +758,9 @@ func main() {
 		defer os.RemoveAll(filepath.Dir(disk))
 	}
 	script := guestScript(p, workloads)
+	if wire {
+		script = wireClientScript(p, workloads)
+	}
 	if err := os.MkdirAll(filepath.Join(stage, "etc"), 0o755); err != nil {
 		fail("%v", err)
 	}
@@ -705,6 +779,9 @@ func main() {
 	if disk != "" {
 		rep.QEMU += "; mail disk: " + fmt.Sprintf(diskArgs, "IMG")
 	}
+	if wire {
+		rep.QEMU += "; server: -netdev socket,id=w0,listen=127.0.0.1:PORT -device " + p.NIC + ",netdev=w0 (e1000: -machine pc); client (Linux): -netdev socket,id=w0,connect=127.0.0.1:PORT -device virtio-net-pci,netdev=w0"
+	}
 	if v, err := exec.Command("qemu-system-x86_64", "--version").Output(); err == nil {
 		rep.QEMUVersion = strings.SplitN(string(v), "\n", 2)[0]
 	}
@@ -720,14 +797,29 @@ func main() {
 
 	var samples []sample
 	var allErrs []string
+	rep.UptimeBefore = uptime()
+	fmt.Fprintln(os.Stderr, "bench/apps: host:", rep.UptimeBefore)
 	for r := 1; r <= *reps; r++ {
 		for _, c := range cpus {
 			for _, k := range kernels {
 				fmt.Fprintf(os.Stderr, "bench/apps: %s, %d CPU, run %d/%d ...", k, c, r, *reps)
-				out, wall, err := run(k, c, stage, "sh /etc/bench-apps.sh", disk, p, *timeout)
-				s, version, errs := parse(out, k, c)
+				var out, server string
+				var wall time.Duration
+				var err error
+				if wire {
+					out, server, wall, err = runWire(k, p.NIC, c, stage, p, *timeout)
+				} else {
+					out, wall, err = run(k, c, stage, "sh /etc/bench-apps.sh", disk, p, *timeout)
+				}
+				s, version, errs := parse(out, k, c, redisTests)
+				for i := range s {
+					s[i].Rep = r
+				}
 				if err != nil {
-					errs = append(errs, fmt.Sprintf("run-cmd: %v\n%s", err, lastLines(out, 20)))
+					errs = append(errs, fmt.Sprintf("run: %v\n%s", err, lastLines(out, 20)))
+					if server != "" {
+						errs = append(errs, "the server's console:\n"+lastLines(server, 20))
+					}
 				}
 				for _, sec := range expectedSections(workloads, p) {
 					if !strings.Contains(out, "@@end "+sec+" ") {
@@ -746,9 +838,18 @@ func main() {
 		}
 	}
 	rep.Results = aggregate(samples)
+	rep.Ratios = pairRatios(rep)
+	rep.UptimeAfter = uptime()
+	fmt.Fprintln(os.Stderr, "bench/apps: host:", rep.UptimeAfter)
 
 	base := *name
-	if base == "" {
+	switch {
+	case base != "":
+	case wire && p.NIC == "virtio-net-pci":
+		base = "wire-" + now.Format("2006-01-02")
+	case wire:
+		base = "wire-" + p.NIC + "-" + now.Format("2006-01-02")
+	default:
 		base = "apps-" + strings.Join(kernels, "-") + "-" + now.Format("2006-01-02")
 	}
 	js, err := json.MarshalIndent(rep, "", "  ")

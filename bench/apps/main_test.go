@@ -49,7 +49,7 @@ func find(t *testing.T, s []sample, w, c, m string) float64 {
 
 func TestParseGood(t *testing.T) {
 	out := "@@info kernel 6.1.0-56-amd64\n@@info cpus 2\n" + goodRedis + goodWrk + goodMail
-	s, version, errs := parse(out, "linux", 2)
+	s, version, errs := parse(out, "linux", 2, 3)
 	if len(errs) != 0 {
 		t.Fatalf("errors: %v", errs)
 	}
@@ -90,7 +90,7 @@ func TestParseFailures(t *testing.T) {
 		"wrk no requests": {strings.Replace(goodWrk, "3400 requests", "0 requests", 1), "wrk failed"},
 	}
 	for name, c := range cases {
-		_, _, errs := parse(c.out, "linux", 2)
+		_, _, errs := parse(c.out, "linux", 2, 3)
 		if !strings.Contains(strings.Join(errs, "\n"), c.want) {
 			t.Errorf("%s: errors %q do not mention %q", name, errs, c.want)
 		}
@@ -100,9 +100,9 @@ func TestParseFailures(t *testing.T) {
 func TestAggregate(t *testing.T) {
 	var s []sample
 	for _, v := range []float64{110, 90, 100} {
-		s = append(s, sample{"linux", 1, "mail", "tmpfs", "messages/s", v})
+		s = append(s, sample{"linux", 1, "mail", "tmpfs", "messages/s", v, 1})
 	}
-	s = append(s, sample{"linux", 2, "mail", "tmpfs", "messages/s", 7})
+	s = append(s, sample{"linux", 2, "mail", "tmpfs", "messages/s", 7, 1})
 	r := aggregate(s)
 	if len(r) != 2 {
 		t.Fatalf("%d results, want 2", len(r))
@@ -144,5 +144,68 @@ func TestRatios(t *testing.T) {
 	}
 	if _, err := ratioPlot(report{Date: "2026-11-25"}); err == nil {
 		t.Error("a plot with nothing to compare")
+	}
+}
+
+func TestWireClientScript(t *testing.T) {
+	p := params{RedisRequests: 100, RedisClients: 4, RedisPipeline: 16, WrkThreads: 1, WrkConns: 2, WrkSeconds: 1}
+	s := wireClientScript(p, []string{"redis", "nginx"})
+	for _, want := range []string{
+		"section redis/tcp/P1 redis-benchmark -h $peer",
+		"section redis/tcp/P16 redis-benchmark -h $peer -p 6379 -n 400 -c 4 -P 16 -t set,get",
+		"-s /etc/wrk-verify.lua http://$peer:80/64k.bin -- /usr/share/nginx/html/64k.bin",
+		"RPUSH handover clients-done",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("wire client script lacks %q:\n%s", want, s)
+		}
+	}
+	// The hand-over comes last, after every client.
+	if strings.LastIndex(s, "section ") > strings.Index(s, "RPUSH") {
+		t.Errorf("hand-over before a client:\n%s", s)
+	}
+}
+
+func TestWrkVerify(t *testing.T) {
+	good := strings.Replace(goodWrk, "Requests/sec:", "wrk-verify good=3400 bad=0\r\nRequests/sec:", 1)
+	if _, _, errs := parse(good, "linux", 2, 3); len(errs) != 0 {
+		t.Errorf("good bodies: %v", errs)
+	}
+	for _, v := range []string{"good=3399 bad=1", "good=0 bad=0"} {
+		out := strings.Replace(goodWrk, "Requests/sec:", "wrk-verify "+v+"\r\nRequests/sec:", 1)
+		if _, _, errs := parse(out, "linux", 2, 3); len(errs) != 1 {
+			t.Errorf("%s: errors %v, want one", v, errs)
+		}
+	}
+}
+
+func TestPairRatios(t *testing.T) {
+	rep := report{Reps: 4, Results: []result{
+		// repetition 3 failed on Shortbread, 2 on Linux: 1 and 4 pair
+		{Kernel: "shortbread", CPUs: 1, Workload: "redis", Case: "tcp P1 GET", Metric: "requests/s", Values: []float64{80, 90, 100}, Reps: []int{1, 2, 4}},
+		{Kernel: "linux", CPUs: 1, Workload: "redis", Case: "tcp P1 GET", Metric: "requests/s", Values: []float64{100, 100, 50}, Reps: []int{1, 3, 4}},
+		{Kernel: "linux", CPUs: 1, Workload: "redis", Case: "tcp P1 GET", Metric: "guest idle %", Values: []float64{1, 1, 1}, Reps: []int{1, 2, 3}},
+		{Kernel: "shortbread", CPUs: 2, Workload: "nginx", Case: "1k", Metric: "requests/s", Values: []float64{1}, Reps: []int{1}},
+	}}
+	rs := pairRatios(rep)
+	if len(rs) != 1 {
+		t.Fatalf("ratios %+v, want one (no CPU split, no unpaired case)", rs)
+	}
+	r := rs[0]
+	if len(r.Ratios) != 2 || r.Median != 1.4 || r.Min != 0.8 || r.Max != 2 {
+		t.Errorf("ratio %+v, want 0.8 and 2 (repetitions 1 and 4), median 1.4", r)
+	}
+	if tab := ratioTable(rs); !strings.Contains(tab, "**1.40** (0.80–2.00)") {
+		t.Errorf("table:\n%s", tab)
+	}
+}
+
+func TestRatiosPaired(t *testing.T) {
+	rep := report{Ratios: []pairedRatio{
+		{Workload: "redis", Case: "tcp P1 GET", Metric: "requests/s", CPUs: 2, Median: 0.9},
+		{Workload: "redis", Case: "tcp P1 GET", Metric: "p50 ms", CPUs: 2, Median: 1.2},
+	}}
+	if rs := ratios(rep); len(rs) != 1 || rs[0].value != 0.9 {
+		t.Errorf("ratios %+v, want the paired throughput ratio only", rs)
 	}
 }

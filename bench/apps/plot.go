@@ -24,8 +24,20 @@ type ratio struct {
 }
 
 // ratios pairs the throughput results (requests/s, messages/s) of the
-// two kernels by workload, case and CPU count.
+// two kernels by workload, case and CPU count: the median of the
+// per-repetition ratios where the report has them (the table's numbers),
+// else the ratio of the medians (reports from before pairRatios).
 func ratios(rep report) []ratio {
+	if len(rep.Ratios) > 0 {
+		var out []ratio
+		for _, r := range rep.Ratios {
+			if r.Metric == "requests/s" || r.Metric == "messages/s" {
+				out = append(out, ratio{label: r.Workload + " " + r.Case, work: r.Workload, cpus: r.CPUs, value: r.Median})
+			}
+		}
+		sortRatios(out)
+		return out
+	}
 	type key struct {
 		w, c string
 		n    int
@@ -51,13 +63,17 @@ func ratios(rep report) []ratio {
 			out = append(out, ratio{label: k.w + " " + k.c, work: k.w, cpus: k.n, value: sb[k] / l})
 		}
 	}
+	sortRatios(out)
+	return out
+}
+
+func sortRatios(out []ratio) {
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].label != out[j].label {
 			return out[i].label < out[j].label
 		}
 		return out[i].cpus < out[j].cpus
 	})
-	return out
 }
 
 // ratioPlot draws the ratios as horizontal bars, one per case and CPU
@@ -77,7 +93,11 @@ func ratioPlot(rep report) ([]byte, error) {
 	h := top + len(rs)*(barH+gap) + 60
 	c := plot.New(w, h)
 	x := func(v float64) int { return left + int(v/maxV*float64(w-left-right)) }
-	c.Text(10, 20, fmt.Sprintf("Shortbread / Linux throughput, %s, commit %s (bars: CPUs; black ticks: Biscuit's paper)", rep.Date[:10], rep.Commit), plot.Ink)
+	what := "throughput"
+	if rep.Params.Mode == "wire" {
+		what = "throughput over the wire (" + rep.Params.NIC + ")"
+	}
+	c.Text(10, 20, fmt.Sprintf("Shortbread / Linux %s, %s, commit %s (bars: CPUs; black ticks: Biscuit's paper)", what, rep.Date[:10], rep.Commit), plot.Ink)
 	for v := 0.0; v <= maxV; v += 0.25 {
 		c.Line(x(v), top-5, x(v), h-45, plot.Grid)
 		c.Text(x(v)-10, h-30, fmt.Sprintf("%.2f", v), plot.Ink)

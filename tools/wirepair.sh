@@ -1,0 +1,77 @@
+#!/bin/sh
+# Two guests on one wire: guest A (Shortbread, or Debian's Linux with
+# SERVER=linux) on card NIC at 10.0.3.2, its QEMU listening on a free
+# 127.0.0.1 port of QEMU's socket netdev, and guest B (always Debian's
+# Linux on virtio-net, 10.0.3.1) whose QEMU connects to it. Each guest runs
+# one shell command once its side of the wire is up; the commands do their
+# own hand-over (tools/wire-guest.sh: serve until the peer pushes onto a
+# redis list). Shared by tools/wiretest.sh (each kernel the other's
+# client) and bench/apps -mode wire (a Linux client, either server).
+#
+# usage: [SERVER=shortbread|linux] [NIC=virtio-net-pci] [CPUS=1] [TIMEOUT=900]
+#        tools/wirepair.sh STAGE LOGDIR 'A-COMMAND' 'B-COMMAND'
+#   STAGE   directory merged over the user initramfs (tools/run-cmd.sh);
+#           Linux's network modules and /etc/wire-guest.sh are added to it
+#   LOGDIR  receives a.log and b.log, the two consoles
+#   NIC     guest A's card: virtio-net-pci, e1000 (on the pc machine, as
+#           QEMU places it), e1000e, igb (q35). A Linux guest A has only
+#           virtio-net: Debian builds the others as modules not staged here.
+# Both QEMUs get the same -cpu, -m and -smp (tools/qemu.sh and
+# tools/linux/run.sh share them). Exit status: 0 iff both commands exited
+# 0; otherwise the tail of each failing console goes to stderr.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+[ $# -eq 4 ] || { echo "usage: $0 STAGE LOGDIR 'A-COMMAND' 'B-COMMAND'" >&2; exit 2; }
+stage=$1 logs=$2 acmd=$3 bcmd=$4
+server=${SERVER:-shortbread}
+nic=${NIC:-virtio-net-pci}
+cpus=${CPUS:-1}
+limit=${TIMEOUT:-900}
+case $nic in
+  e1000) machine=pc ;;
+  *) machine=q35 ;;
+esac
+case $server in
+  shortbread) ;;
+  linux) [ "$nic" = virtio-net-pci ] || { echo "wirepair: a Linux guest A has only virtio-net-pci, not $nic" >&2; exit 2; } ;;
+  *) echo "wirepair: SERVER is shortbread or linux, not $server" >&2; exit 2 ;;
+esac
+mkdir -p "$logs"
+
+# Linux's virtio-net driver is a module in Debian's kernel: the same list
+# tools/linux/run.sh asks for, so both share one cached set.
+tools/linux/modules.sh build/linux virtio_pci virtio_blk crc32c_generic ext4 sd_mod ahci nvme virtio_net >/dev/null
+mkdir -p "$stage/lib/modules" "$stage/etc"
+cp build/linux/modules/*.ko build/linux/modules/load-order "$stage/lib/modules/"
+cp tools/wire-guest.sh "$stage/etc/wire-guest.sh"
+
+apid=
+trap '[ -z "$apid" ] || kill "$apid" 2>/dev/null || true' EXIT
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+anet="-netdev socket,id=w0,listen=127.0.0.1:$port -device $nic,netdev=w0,mac=52:54:00:00:03:02"
+if [ "$server" = shortbread ]; then
+  # Shortbread configures itself from ip= (Linux's syntax).
+  QEMU_EXTRA="$anet" KARGS="ip=10.0.3.2::10.0.3.1:255.255.255.0::eth0:off" MACHINE=$machine \
+    CPUS=$cpus TIMEOUT=$limit tools/run-cmd.sh "$stage" "$acmd" >"$logs/a.log" 2>&1 &
+else
+  LINUX=1 QEMU_EXTRA="$anet" CPUS=$cpus TIMEOUT=$limit \
+    tools/run-cmd.sh "$stage" ". /etc/wire-guest.sh && netup 10.0.3.2 && $acmd" >"$logs/a.log" 2>&1 &
+fi
+apid=$!
+# QEMU's connect side gives up at once if nothing listens yet.
+i=0
+until python3 -c "import socket,sys; s=socket.socket(); sys.exit(s.connect_ex(('127.0.0.1',$port)))" 2>/dev/null; do
+  i=$((i+1))
+  [ $i -lt 300 ] || { echo "wirepair: guest A's QEMU never listened on $port" >&2; exit 1; }
+  sleep 0.2
+done
+bstatus=0
+LINUX=1 QEMU_EXTRA="-netdev socket,id=w0,connect=127.0.0.1:$port -device virtio-net-pci,netdev=w0,mac=52:54:00:00:03:01" \
+  CPUS=$cpus TIMEOUT=$limit tools/run-cmd.sh "$stage" ". /etc/wire-guest.sh && netup 10.0.3.1 && $bcmd" >"$logs/b.log" 2>&1 || bstatus=$?
+astatus=0
+wait "$apid" || astatus=$?
+apid=
+[ $astatus -eq 0 ] || { tail -n 30 "$logs/a.log" >&2; echo "wirepair: guest A ($server) exited $astatus" >&2; }
+[ $bstatus -eq 0 ] || { tail -n 30 "$logs/b.log" >&2; echo "wirepair: guest B (linux) exited $bstatus" >&2; }
+[ $astatus -eq 0 ] && [ $bstatus -eq 0 ]
