@@ -160,6 +160,19 @@ func TestTCPAcrossCable(t *testing.T) {
 	}
 	back, err := io.ReadAll(io.LimitReader(c, int64(len(data))))
 	if err != nil || !bytes.Equal(back, data) {
+		for _, s := range []side{a, b} {
+			st := &s.nic.Stats
+			s.w.mu.Lock()
+			pending := len(s.w.pending)
+			s.w.mu.Unlock()
+			s.nic.mu.Lock()
+			free := len(s.nic.txFree)
+			s.nic.mu.Unlock()
+			t.Logf("%v: rx %d dropped %d errors %d, tx %d dropped %d; raised rx %d tx %d; pending %d, tx free %d, rxq %d; tcp retransmits %d, timeouts %d",
+				s.nic.MAC(), st.RxPackets.Load(), st.RxDropped.Load(), st.RxErrors.Load(), st.TxPackets.Load(), st.TxDropped.Load(),
+				s.w.dev.Raised[queueRX].Load(), s.w.dev.Raised[queueTX].Load(), pending, free, len(s.nic.rxq),
+				s.s.Stats().TCP.Retransmits.Value(), s.s.Stats().TCP.Timeouts.Value())
+		}
 		t.Fatalf("echo: %v, %d bytes", err, len(back))
 	}
 	if err := <-srv; err != nil {
