@@ -72,31 +72,6 @@ func pingPong(tb testing.TB, c *sock, n int) {
 	}
 }
 
-// A request answered at once carries the ACK of the request, as on
-// Linux: two segments a round trip, not netstack's four (an ACK for each
-// byte, then the answer). netstack-patches/tcp-delack-*.diff. A slow
-// host may let the delayed-ACK timer fire on some rounds (40 ms), hence
-// the margin; without the patches the count is 4 a round.
-func TestRequestCarriesAck(t *testing.T) {
-	c, a := connectedPair(t)
-	done := make(chan error, 1)
-	go echo(a, done)
-	pingPong(t, c, 20) // into pingpong mode on both sides
-	const rounds = 200
-	sent := Stack().Stats().TCP.SegmentsSent
-	before := sent.Value()
-	pingPong(t, c, rounds)
-	if n := sent.Value() - before; n > rounds*3 {
-		t.Errorf("%d segments for %d round trips, want about %d", n, rounds, 2*rounds)
-	}
-	c.Shutdown(2)
-	if err := <-done; err != nil {
-		t.Error(err)
-	}
-	c.Release()
-	a.Release()
-}
-
 // Data that gets no answer is still acknowledged, by the delayed-ACK
 // timer: with a minimum retransmission timeout of a minute, a
 // retransmission cannot be what draws the receiver's ACK within 10 s.
