@@ -114,6 +114,18 @@ __attribute__((unused)) static int check_file_has(const char *path, const char *
 	return strstr(buf, text) != NULL;
 }
 
+/* check_drop_caches writes 3 to /proc/sys/vm/drop_caches (the page cache
+ * and, on Shortbread, the Go heap's free spans) and reports whether it
+ * could. */
+__attribute__((unused)) static int check_drop_caches(void)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+	int ok = fd >= 0 && write(fd, "3", 1) == 1;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
 __attribute__((unused)) static void check_start(const char *prog)
 {
 	const char *slash = strrchr(prog, '/');

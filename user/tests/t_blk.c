@@ -528,15 +528,6 @@ static long long cached_kb(void)
 	return seen == 2 ? sum : -1;
 }
 
-static int drop_caches(void)
-{
-	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
-	int ok = fd >= 0 && write(fd, "3", 1) == 1;
-	if (fd >= 0)
-		close(fd);
-	return ok;
-}
-
 /* The page cache in front of the disk: reads fill it (most of 16 MiB
  * read must show in Buffers+Cached while the file is open), BLKFLSBUF
  * and drop_caches empty it again, and BLKFLSBUF writes dirty pages back
@@ -562,7 +553,7 @@ static void test_cache(const char *path)
 	CHECK_EQ(nm("cache.read_again"), full_pread(fd, b, CACHE_READ_LEN, CACHE_READ_AT), CACHE_READ_LEN);
 	filled = cached_kb();
 	CHECK(nm("cache.read_again_grows"), filled - flushed >= CACHE_READ_LEN / 1024 - slack);
-	CHECK(nm("cache.drop_caches"), drop_caches());
+	CHECK(nm("cache.drop_caches"), check_drop_caches());
 	long long dropped = cached_kb();
 	CHECK(nm("cache.drop_caches_drops"), filled - dropped >= CACHE_READ_LEN / 1024 - slack);
 
