@@ -108,7 +108,7 @@ func TestCommitPowerCut(t *testing.T) {
 					}
 					c := d.cut(k, keep)
 					raw := append([]byte(nil), c.b...)
-					g, err := mountDev(c, Options{})
+					g, err := mountDev(t, c, Options{})
 					if err != nil {
 						t.Fatalf("cut after flush %d (trial %d): mount: %v", k, trial, err)
 					}
@@ -213,7 +213,7 @@ func TestOrphans(t *testing.T) {
 	}
 	// Crash now, with a and c still open.
 	crashed := &memDev{b: append([]byte(nil), dev.b...)}
-	g, err := mountDev(crashed, Options{})
+	g, err := mountDev(t, crashed, Options{})
 	ok(t, err)
 	if le.Uint32(g.sb.raw[0xE8:]) != 0 {
 		t.Error("orphans left after mount")
@@ -270,7 +270,7 @@ func TestOrphansAtRemount(t *testing.T) {
 	ok(t, f.Unlink(RootIno, "a"))
 	ok(t, f.Sync())
 	crashed := &memDev{b: append([]byte(nil), dev.b...)}
-	g, err := mountDev(crashed, Options{ReadOnly: true})
+	g, err := mountDev(t, crashed, Options{ReadOnly: true})
 	ok(t, err)
 	if le.Uint32(g.sb.raw[0xE8:]) != a {
 		t.Fatalf("orphan list of the read-only mount starts at %d, want %d", le.Uint32(g.sb.raw[0xE8:]), a)

@@ -175,7 +175,7 @@ func TestRandomPowerCuts(t *testing.T) {
 					k := lo + rng.Intn(hi-lo+1)
 					c := d.cut(k, func(int) bool { return rng.Intn(2) == 0 })
 					raw := append([]byte(nil), c.b...)
-					g, err := mountDev(c, Options{})
+					g, err := mountDev(t, c, Options{})
 					if err != nil {
 						t.Fatalf("sync %d, cut after flush %d: mount: %v", i, k, err)
 					}

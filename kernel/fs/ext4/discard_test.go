@@ -58,9 +58,7 @@ func mountDisc(t *testing.T, o Options, opts ...string) (*FS, *discDev) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mountedMu.Lock()
-	mounted[mem] = f
-	mountedMu.Unlock()
+	remember(t, mem, f)
 	return f, d
 }
 

@@ -85,7 +85,7 @@ func TestGrowLinuxIndex(t *testing.T) {
 	img := mkfs(t, "160M", src, "-t", "ext4")
 	indexDirs(t, img)
 	dev := loadImage(t, img)
-	f, err := mountDev(dev, Options{})
+	f, err := mountDev(t, dev, Options{})
 	ok(t, err)
 	many := walk(t, f, "many")
 	for i := 0; i < 4000; i++ {

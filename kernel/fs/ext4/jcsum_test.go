@@ -263,7 +263,7 @@ func TestTornDescriptor(t *testing.T) {
 					}
 					copy(c.b[w.off+int64(part.lo):], w.data[part.lo:part.hi])
 					raw := append([]byte(nil), c.b...)
-					g, err := mountDev(c, Options{})
+					g, err := mountDev(t, c, Options{})
 					if err != nil {
 						t.Fatalf("mount: %v", err)
 					}

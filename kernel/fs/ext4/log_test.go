@@ -91,7 +91,7 @@ func TestLogHoldsTransactions(t *testing.T) {
 				}
 			}
 			ours := &memDev{b: append([]byte(nil), raw...)}
-			g, err := mountDev(ours, Options{})
+			g, err := mountDev(t, ours, Options{})
 			ok(t, err)
 			check("replayed here", g)
 			fsck(t, ours)
@@ -296,7 +296,7 @@ func TestConcurrentSyncs(t *testing.T) {
 		t.Fatal(err)
 	}
 	crashed := &memDev{b: d.image()}
-	g, err := mountDev(crashed, Options{})
+	g, err := mountDev(t, crashed, Options{})
 	ok(t, err)
 	for w := 0; w < workers; w++ {
 		dir := walk(t, g, fmt.Sprintf("w%d", w))

@@ -143,7 +143,7 @@ func TestTornSuperblock(t *testing.T) {
 					s0 := int(superOffset % int64(f.blockSize) / 512)
 					c := d.tearCut(k, isSB, func(s int) bool { return s == s0+half })
 					torn++
-					g, err := mountDev(c, Options{})
+					g, err := mountDev(t, c, Options{})
 					if err != nil {
 						t.Errorf("cut after flush %d, superblock torn (its sector %d landed): %v", k, half, err)
 						continue
@@ -254,7 +254,7 @@ func TestSuperHomeOnlyAtMount(t *testing.T) {
 					t.Errorf("write %d went to the backup superblock", i)
 				}
 			}
-			g, err := mountDev(&memDev{b: append([]byte(nil), d.b...)}, Options{})
+			g, err := mountDev(t, &memDev{b: append([]byte(nil), d.b...)}, Options{})
 			ok(t, err)
 			for _, n := range []string{"moved", "rw"} {
 				if _, err := g.Lookup(RootIno, n); err != nil {
@@ -281,7 +281,7 @@ func TestFreeCountsFromGroups(t *testing.T) {
 				le.PutUint32(sb[0xC:], 7)
 				le.PutUint32(sb[0x10:], 3)
 			})
-			f, err := mountDev(d, Options{})
+			f, err := mountDev(t, d, Options{})
 			ok(t, err)
 			var sumB uint64
 			var sumI uint32
@@ -381,7 +381,7 @@ func tornJournalSuper(t *testing.T, opts []string, csum bool) {
 		for _, keep := range []func(int) bool{func(s int) bool { return s == 0 }, func(s int) bool { return s != 0 }} {
 			c := d.tearCut(k, isJSB, keep)
 			cuts++
-			if _, err := mountDev(c, Options{}); err != nil {
+			if _, err := mountDev(t, c, Options{}); err != nil {
 				t.Errorf("cut after flush %d, journal superblock torn: %v", k, err)
 				continue
 			}

@@ -31,7 +31,7 @@ func mountRW(t *testing.T, size string, opts ...string) (*FS, *memDev) {
 	t.Helper()
 	dev := loadImage(t, mkfs(t, size, "", opts...))
 	clock := time.Unix(1700000000, 123456789)
-	f, err := mountDev(dev, Options{Clock: func() time.Time { clock = clock.Add(time.Millisecond); return clock }})
+	f, err := mountDev(t, dev, Options{Clock: func() time.Time { clock = clock.Add(time.Millisecond); return clock }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestWriteFiles(t *testing.T) {
 			}
 			// Remount and read again: nothing lived only in memory.
 			ok(t, f.Sync())
-			f2, err := mountDev(dev, Options{})
+			f2, err := mountDev(t, dev, Options{})
 			ok(t, err)
 			for name, want := range model {
 				if got := readAll(t, f2, walk(t, f2, name)); !bytes.Equal(got, want) {
@@ -243,7 +243,7 @@ func TestIndexedDirectory(t *testing.T) {
 			img := mkfs(t, "160M", src, "-t", v)
 			indexDirs(t, img)
 			dev := loadImage(t, img)
-			f, err := mountDev(dev, Options{})
+			f, err := mountDev(t, dev, Options{})
 			ok(t, err)
 			many := walk(t, f, "many")
 			ok(t, f.Unlink(many, "entry-with-a-longish-name-00010"))
