@@ -85,6 +85,7 @@ func main() {
 	proc.Log = k.log
 	proc.Trace = k.opts["strace"] == "true"
 	proc.AllocStat = k.opts["allocstat"] == "true"
+	proc.SysStat = k.opts["sysstat"] == "true"
 	if v, ok := k.opts["hung_task_timeout_secs"]; ok {
 		n, _ := strconv.Atoi(v) // validated as an Int by the command-line schema
 		proc.HungTimeout = time.Duration(n) * time.Second

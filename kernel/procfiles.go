@@ -285,6 +285,12 @@ func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 		proc.ResetAllocs()
 		return nil
 	})
+	// Calls, successes and errors per system call number (sysstat): the
+	// fuzzer's coverage.
+	fs.AddFile("shortbread/syscalls", proc.ProcSyscalls, func([]byte) error {
+		proc.ResetSyscalls()
+		return nil
+	})
 	fs.AddFile("shortbread/goroutines", func() []byte {
 		buf := make([]byte, 1<<20)
 		return buf[:runtime.Stack(buf, true)]

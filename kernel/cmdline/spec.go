@@ -126,6 +126,10 @@ var Default = []Spec{
 		Help: "count the kernel heap objects and bytes each system call number allocates, read from /proc/shortbread/allocs (exact with one CPU, for calls that do not sleep)",
 	},
 	{
+		Name: "sysstat", Kind: Bool,
+		Help: "count the calls, successes and error numbers of each system call number, read from /proc/shortbread/syscalls (the fuzzer's coverage; writing to the file resets the counts)",
+	},
+	{
 		Name: "gogc", Kind: Int,
 		Help: "the kernel's GC target: a collection starts when the heap has grown this many percent over the live heap (Go's GOGC; default 100, -1: never); for measuring GC costs against headroom",
 	},

@@ -381,6 +381,9 @@ func (t *Thread) syscall() bool {
 		ret, exit = e.Fn(t, a)
 	}
 	t.kseq.Add(1)
+	if SysStat {
+		countResult(no, ret)
+	}
 	if trace.IsEnabled() {
 		t.markRequest(no, ret)
 	}

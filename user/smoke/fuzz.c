@@ -18,7 +18,19 @@
  * Each child first opens sockets of every kind (TCP listening and
  * connected, UDP, IPv6, unix pairs) and random pointers sometimes name
  * its listeners' addresses, so socket calls meet live sockets.
- * usage: fuzz [processes [calls-per-process [seed]]] */
+ *
+ * Purely random arguments rarely get past a call's argument checks, so
+ * arguments are often valid-looking instead: the child's own descriptors,
+ * names of files it made in its working directory, small lengths; and one
+ * step in eight is a sequence of related calls (create, write, map,
+ * truncate, punch, sync, rename, unlink; pipes and splice; epoll) whose
+ * arguments are sometimes replaced by random ones. Each child works in a
+ * directory of its own under one of the DIRS (colon-separated, /tmp by
+ * default; an ext4 mount point fuzzes ext4), removed afterwards. Booted
+ * with sysstat, /proc/shortbread/syscalls shows which calls and outcomes
+ * the run reached. FUZZ_KEEP=1 in the environment keeps the directories
+ * (tools/fuzz-soak.sh then checks the ext4 image they are on with e2fsck).
+ * usage: fuzz [processes [calls-per-process [seed [DIRS]]]] */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <grp.h>
@@ -29,6 +41,8 @@
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <ftw.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -59,10 +73,37 @@ static int fds[6];
 static struct sockaddr_in lo4;
 static struct sockaddr_in6 lo6;
 
+/* the child's own descriptors (sockets, files its sequences opened) and
+ * names in its working directory, some made before the calls start */
+static int myfds[24], nmyfds;
+static const char *const names[] = {"a", "b", "c", "d", "d/a", "d/e", "d/e/f", "l", "../fz1/a", ".", "..",
+				    "d/../b", "", "a/"};
+#define NNAMES (sizeof names / sizeof *names)
+
+static void keep_fd(int fd)
+{
+	if (fd < 0)
+		return;
+	if (nmyfds < (int)(sizeof myfds / sizeof *myfds))
+		myfds[nmyfds++] = fd;
+	else
+		myfds[next() % nmyfds] = fd;
+}
+
 static long arg(void)
 {
 	if (next() % 16 == 0)
 		return next() % 2 ? (long)&lo4 : (long)&lo6;
+	switch (next() % 16) {
+	case 0:
+		if (nmyfds)
+			return myfds[next() % nmyfds];
+		break;
+	case 1:
+		return (long)names[next() % NNAMES];
+	case 2:
+		return (long)(next() % 4097);
+	}
 	if (as_user && next() % 3 == 0) {
 		if (next() % 2)
 			return fds[next() % 6];
@@ -110,6 +151,8 @@ static int skipped(long nr)
 	case SYS_swapoff: case SYS_pivot_root: case SYS_chroot: case SYS_ptrace:
 	case SYS_process_vm_writev: case SYS_pidfd_send_signal: case SYS_rt_sigreturn:
 	case SYS_setsid: case SYS_setpgid: case SYS_unshare: case SYS_setns:
+	/* Names are relative to the child's directory: the child stays in it. */
+	case SYS_chdir:
 	case SYS_acct: case SYS_quotactl: case SYS_sethostname: case SYS_setdomainname:
 	case SYS_iopl: case SYS_ioperm: case SYS_syslog: case SYS_vhangup:
 	case SYS_settimeofday: case SYS_clock_settime: case SYS_adjtimex:
@@ -158,7 +201,184 @@ static void sockets(void)
 	send(nl, &dump, sizeof dump, 0);
 }
 
-static void child(long calls, uint64_t seed)
+/* v is what a sequence means to pass; one time in eight it is random */
+static long maybe(long v)
+{
+	return next() % 8 ? v : arg();
+}
+
+static const char *name(void)
+{
+	return names[next() % NNAMES];
+}
+
+/* one sequence of related calls, the kind real programs make */
+static void sequence(void)
+{
+	long fd, fd2, n = (long)(next() % 20000);
+	void *p;
+	int pfd[2];
+	switch (next() % 8) {
+	case 0: /* a file's life: create, write, read back, grow, shrink, sync */
+		fd = syscall(SYS_openat, AT_FDCWD, maybe((long)name()), maybe(O_CREAT | O_RDWR | (next() % 2 ? O_APPEND : 0)),
+			     0644);
+		keep_fd((int)fd);
+		syscall(SYS_write, fd, scratch, maybe(n));
+		syscall(SYS_pwrite64, fd, scratch, maybe(n % 5000), maybe((long)(next() % (4 << 20))));
+		syscall(SYS_pread64, fd, scratch, maybe(n), maybe((long)(next() % 8192)));
+		syscall(SYS_ftruncate, fd, maybe((long)(next() % (1 << 20))));
+		syscall(SYS_fallocate, fd, maybe((long)(next() % 2 ? 0 : 3 /* PUNCH_HOLE|KEEP_SIZE */)),
+			maybe((long)(next() % 65536)), maybe((long)(next() % 65536 + 1)));
+		syscall(next() % 2 ? SYS_fsync : SYS_fdatasync, fd);
+		if (next() % 2)
+			syscall(SYS_close, fd);
+		break;
+	case 1: /* names: rename over, link, symlink, unlink, directories */
+		syscall(SYS_renameat2, AT_FDCWD, maybe((long)name()), AT_FDCWD, maybe((long)name()),
+			maybe((long)(next() % 8)));
+		syscall(SYS_linkat, AT_FDCWD, maybe((long)name()), AT_FDCWD, maybe((long)name()), 0);
+		syscall(SYS_symlinkat, maybe((long)name()), AT_FDCWD, maybe((long)name()));
+		syscall(SYS_mkdirat, AT_FDCWD, maybe((long)name()), 0755);
+		syscall(SYS_unlinkat, AT_FDCWD, maybe((long)name()), maybe((long)(next() % 2 ? 0 : AT_REMOVEDIR)));
+		break;
+	case 2: /* a shared mapping of a file, written and synced */
+		fd = syscall(SYS_openat, AT_FDCWD, maybe((long)name()), O_CREAT | O_RDWR, 0644);
+		keep_fd((int)fd);
+		syscall(SYS_ftruncate, fd, 16384);
+		p = (void *)syscall(SYS_mmap, 0, maybe(16384), PROT_READ | PROT_WRITE, maybe(MAP_SHARED), fd, maybe(0));
+		if (p != MAP_FAILED && (unsigned long)p < 0x800000000000UL && next() % 4) {
+			((volatile char *)p)[next() % 16384] = 1;
+			syscall(SYS_msync, p, 16384, maybe(MS_SYNC));
+			syscall(SYS_mprotect, p, 4096, maybe(PROT_READ));
+			syscall(SYS_ftruncate, fd, maybe(4096)); /* the file shrinks under its mapping */
+			syscall(SYS_munmap, p, 16384);
+		}
+		break;
+	case 3: /* anonymous memory reshaped */
+		p = (void *)syscall(SYS_mmap, 0, maybe(65536), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p != MAP_FAILED && (unsigned long)p < 0x800000000000UL) {
+			((volatile char *)p)[next() % 65536] = 1;
+			syscall(SYS_madvise, p, maybe(8192), maybe((long)(next() % 24)));
+			p = (void *)syscall(SYS_mremap, p, 65536, maybe(131072), maybe(1 /* MREMAP_MAYMOVE */), 0);
+			if (p != MAP_FAILED && (unsigned long)p < 0x800000000000UL)
+				syscall(SYS_munmap, p, 131072);
+		}
+		break;
+	case 4: /* pipes, splice and tee between them and files */
+		if (syscall(SYS_pipe2, pfd, maybe(O_NONBLOCK)) == 0) {
+			syscall(SYS_write, pfd[1], scratch, maybe(n % 65536));
+			fd = syscall(SYS_openat, AT_FDCWD, maybe((long)name()), O_CREAT | O_RDWR, 0644);
+			syscall(SYS_splice, pfd[0], 0, fd, 0, maybe(n), maybe(1 /* SPLICE_F_MOVE */));
+			syscall(SYS_sendfile, pfd[1], fd, 0, maybe(n));
+			syscall(SYS_tee, pfd[0], pfd[1], maybe(n), maybe(2 /* SPLICE_F_NONBLOCK */));
+			syscall(SYS_close, fd);
+			keep_fd(pfd[0]);
+			keep_fd(pfd[1]);
+		}
+		break;
+	case 5: /* epoll over the child's descriptors */
+		fd = syscall(SYS_epoll_create1, maybe(0));
+		for (int i = 0; i < 4 && nmyfds; i++) {
+			uint32_t ev[3] = {(uint32_t)next(), 0, 0};
+			syscall(SYS_epoll_ctl, fd, maybe(1 /* ADD */), maybe(myfds[next() % nmyfds]), ev);
+		}
+		syscall(SYS_epoll_wait, fd, scratch, maybe(8), 0);
+		keep_fd((int)fd);
+		break;
+	case 6: /* a directory read while it changes */
+		fd = syscall(SYS_openat, AT_FDCWD, maybe((long)(next() % 2 ? "." : "d")), O_RDONLY | O_DIRECTORY);
+		syscall(SYS_getdents64, fd, scratch, maybe(n % 4096));
+		syscall(SYS_lseek, fd, maybe(0), maybe(0));
+		syscall(SYS_getdents64, fd, scratch, maybe(sizeof scratch));
+		syscall(SYS_close, fd);
+		break;
+	default: /* attributes: mode, times, size by path and descriptor, xattrs */
+		syscall(SYS_fchmodat, AT_FDCWD, maybe((long)name()), maybe((long)(next() % 07777)), 0);
+		syscall(SYS_utimensat, AT_FDCWD, maybe((long)name()), maybe(0), maybe(0));
+		syscall(SYS_truncate, maybe((long)name()), maybe((long)(next() % 100000)));
+		syscall(SYS_statx, AT_FDCWD, maybe((long)name()), maybe(0), maybe(0xfff), scratch);
+		fd2 = nmyfds ? myfds[next() % nmyfds] : -1;
+		syscall(SYS_fsetxattr, fd2, maybe((long)"user.fz"), scratch, maybe(n % 300), maybe(0));
+		syscall(SYS_fgetxattr, fd2, maybe((long)"user.fz"), scratch, maybe(n % 300));
+		break;
+	}
+}
+
+/* the working directories: base directories and this child's number */
+static const char *dirs = "/tmp";
+
+static void workdir(const char *base, int idx, char *out, size_t size)
+{
+	snprintf(out, size, "%s/fz%d", base, idx);
+}
+
+/* picks this child's base directory from dirs */
+static const char *base_of(int idx)
+{
+	static char buf[256];
+	int n = 1;
+	for (const char *c = dirs; *c; c++)
+		n += *c == ':';
+	int want = idx % n;
+	const char *start = dirs;
+	for (int i = 0; i < want; i++)
+		start = strchr(start, ':') + 1;
+	size_t len = strcspn(start, ":");
+	if (len >= sizeof buf)
+		len = sizeof buf - 1;
+	memcpy(buf, start, len);
+	buf[len] = 0;
+	return buf;
+}
+
+/* makes each child's directory, world-writable so the unprivileged
+ * phase can work in it too */
+static void make_workdirs(int procs)
+{
+	for (int p = 0; p < procs; p++) {
+		char d[300];
+		workdir(base_of(p), p, d, sizeof d);
+		mkdir(d, 0777);
+		chmod(d, 0777);
+	}
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	chmod(path, 0700); /* a random chmod may have locked a directory */
+	remove(path);
+	return 0;
+}
+
+static void remove_workdirs(int procs)
+{
+	for (int p = 0; p < procs; p++) {
+		char d[300];
+		workdir(base_of(p), p, d, sizeof d);
+		nftw(d, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	}
+}
+
+/* enters the child's directory and makes a few files there for names[] */
+static void enter_workdir(int idx)
+{
+	char d[300];
+	workdir(base_of(idx), idx, d, sizeof d);
+	if (chdir(d) != 0)
+		return;
+	int fd = open("a", O_CREAT | O_RDWR, 0666);
+	if (fd >= 0) {
+		write(fd, "fuzz\n", 5);
+		keep_fd(fd);
+	}
+	mkdir("d", 0777);
+	mkdir("d/e", 0777);
+	symlink("a", "l");
+	keep_fd(open(".", O_RDONLY | O_DIRECTORY));
+}
+
+static void child(long calls, uint64_t seed, int idx)
 {
 	rng = seed | 1;
 	signal(SIGALRM, SIG_DFL); /* not the parent's watchdog handler */
@@ -171,7 +391,15 @@ static void child(long calls, uint64_t seed)
 		if (s != SIGKILL && s != SIGSTOP && s != SIGALRM)
 			signal(s, SIG_IGN);
 	sockets();
+	for (int fd = 3; fd < 16; fd++)
+		if (fcntl(fd, F_GETFD) >= 0)
+			keep_fd(fd);
+	enter_workdir(idx);
 	for (long i = 0; i < calls; i++) {
+		if (next() % 8 == 0) {
+			sequence();
+			continue;
+		}
 		long nr = (long)(next() % 335);
 		if (skipped(nr))
 			continue;
@@ -291,6 +519,7 @@ static void put_file(const char *path, mode_t mode, const char *data)
 /* runs the children as nobody; returns the number of integrity failures */
 static int user_phase(int procs, long calls, uint64_t seed)
 {
+	make_workdirs(procs); /* the root phase's random chmods may have closed them */
 	mkdir("/tmp/fz_dir", 0755);
 	chmod("/tmp/fz_dir", 0755);
 	put_file("/tmp/fz_root644", 0644, "root's file\n");
@@ -316,7 +545,7 @@ static int user_phase(int procs, long calls, uint64_t seed)
 			as_user = 1;
 			if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
 				_exit(4);
-			child(calls, seed + (uint64_t)p * 0x9e3779b97f4a7c15ULL);
+			child(calls, seed + (uint64_t)p * 0x9e3779b97f4a7c15ULL, p);
 		}
 		pids[p] = pid < 0 ? 0 : pid;
 	}
@@ -352,13 +581,16 @@ int main(int argc, char **argv)
 	int procs = argc > 1 ? atoi(argv[1]) : 4;
 	long calls = argc > 2 ? atol(argv[2]) : 3000;
 	uint64_t seed = argc > 3 ? strtoull(argv[3], 0, 0) : 0x5eed;
+	if (argc > 4)
+		dirs = argv[4];
 	int crashed = 0, finished = 0, gained = 0;
 	pid_t pids[64];
 	procs = procs > 64 ? 64 : procs;
+	make_workdirs(procs);
 	for (int p = 0; p < procs; p++) {
 		pid_t pid = fork();
 		if (pid == 0)
-			child(calls, seed + (uint64_t)p * 0x9e3779b97f4a7c15ULL);
+			child(calls, seed + (uint64_t)p * 0x9e3779b97f4a7c15ULL, p);
 		if (pid < 0) {
 			perror("fork");
 			return 2;
@@ -372,5 +604,7 @@ int main(int argc, char **argv)
 		return 1;
 	if (geteuid() == 0 && user_phase(procs, calls, seed ^ 0xabad1dea) != 0)
 		return 1;
+	if (!getenv("FUZZ_KEEP")) /* kept: the host checks the file system they are on */
+		remove_workdirs(procs);
 	return 0;
 }
