@@ -631,7 +631,7 @@ func main() {
 	reps := flag.Int("reps", 3, "repetitions (boots) per kernel and CPU count")
 	workloadsFlag := flag.String("workloads", "", "comma-separated: redis, nginx, mail (default all; the wire mode: redis,nginx)")
 	flag.StringVar(&p.Mode, "mode", "loopback", "loopback: server and clients in one guest; wire: servers in a guest of each kernel, clients in a Linux guest on the other end of a QEMU socket netdev")
-	flag.StringVar(&p.NIC, "nic", "virtio-net-pci", "the wire mode's server card (QEMU -device; Linux servers: virtio-net-pci only)")
+	flag.StringVar(&p.NIC, "nic", "virtio-net-pci", "the wire mode's server card (QEMU -device: virtio-net-pci, e1000, e1000e or igb)")
 	flag.StringVar(&p.Mem, "mem", "512M", "guest memory")
 	flag.IntVar(&p.RedisRequests, "redis-requests", 30000, "redis-benchmark requests per test without pipelining (pipelined: ×P/4; the wire mode's default: 5000)")
 	flag.IntVar(&p.RedisClients, "redis-clients", 50, "redis-benchmark connections")
@@ -734,7 +734,7 @@ func main() {
 	if p.MailDisk && strings.Contains(","+*workloadsFlag+",", ",mail,") {
 		// The disk mode's host tools, and Linux's driver and file system
 		// modules, staged for every kernel so the initramfs stays the same.
-		mods := exec.Command("tools/linux/modules.sh", "build/linux", "virtio_pci", "virtio_blk", "crc32c_generic", "ext4")
+		mods := exec.Command("tools/linux/modules.sh", "build/linux")
 		mods.Stdout, mods.Stderr = os.Stderr, os.Stderr
 		deps := exec.Command("tools/deps.sh", "e2fsprogs", "coreutils")
 		deps.Stdout, deps.Stderr = os.Stderr, os.Stderr

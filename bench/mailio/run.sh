@@ -20,7 +20,7 @@ tmp=$(mktemp -d /tmp/sb-mailio.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 stage=$tmp/stage
 "$root/apps/stage.sh" "$root/build/apps" "$stage" >/dev/null
-"$root/tools/linux/modules.sh" "$root/build/linux" virtio_pci virtio_blk crc32c_generic ext4 >/dev/null
+"$root/tools/linux/modules.sh" "$root/build/linux" >/dev/null
 mkdir -p "$stage/lib" && cp -r "$root/build/linux/modules" "$stage/lib/modules"
 cmd='if [ -f /lib/modules/load-order ]; then for m in $(cat /lib/modules/load-order); do insmod /lib/modules/$m.ko 2>/dev/null; done; fi
 mkdir -p /mnt/disk; mount -t ext4 /dev/vda /mnt/disk || exit 3

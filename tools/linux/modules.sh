@@ -4,21 +4,26 @@
 # everything they depend on, for an initramfs that insmods them: Debian
 # builds virtio-blk and ext4 as modules, and the guest has no modprobe.
 #
-# usage: tools/linux/modules.sh KERNEL_OUTDIR MODULE...
+# usage: tools/linux/modules.sh KERNEL_OUTDIR [MODULE...]
 #   e.g. tools/linux/modules.sh build/linux virtio_pci virtio_blk crc32c_generic ext4
 #   -> KERNEL_OUTDIR/modules/NAME.ko for each module and its dependencies,
 #      KERNEL_OUTDIR/modules/load-order (one name a line, dependencies first).
+#   Without MODULEs: the set every guest of the project uses (the disks'
+#   controllers and ext4, and the network cards Shortbread has drivers
+#   for). Callers use that one set: the cache holds a single list, and
+#   two callers with different lists would extract it again at each turn.
 # Cached: nothing is downloaded when KERNEL_OUTDIR/modules/stamp matches the
 # kernel's version and the module list.
 #
 # Needs (installed when missing): apt dpkg binutils (objcopy reads each
 # module's .modinfo "depends=" list, so no kmod is needed on the host).
 set -eu
-[ $# -ge 2 ] || { echo "usage: $0 KERNEL_OUTDIR MODULE..." >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 KERNEL_OUTDIR [MODULE...]" >&2; exit 2; }
 here=$(cd "$(dirname "$0")/../.." && pwd)
 "$here/tools/deps.sh" apt dpkg binutils
 kdir=$(cd "$1" && pwd)
 shift
+[ $# -gt 0 ] || set -- virtio_pci virtio_blk crc32c_generic ext4 sd_mod ahci nvme virtio_net e1000 e1000e igb
 meta=$(sed -n 's/^linux-image-amd64 //p' "$kdir/vmlinuz.version" 2>/dev/null)
 [ -n "$meta" ] || { echo "modules: no $kdir/vmlinuz.version (run tools/linux/kernel.sh $kdir)" >&2; exit 1; }
 out=$kdir/modules
