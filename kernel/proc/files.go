@@ -146,6 +146,9 @@ func (t *Thread) readFileAt(dir *vfs.Dentry, path string, atFlags int) (*execFil
 	}
 	defer f.DecRef()
 	a := f.Attr()
+	if d := f.Dentry(); d != nil && d.Mount() != nil && d.Mount().NoSuid() {
+		a.Mode &^= linux.S_ISUID | linux.S_ISGID // the program runs with its caller's IDs
+	}
 	var pages *mm.Shm
 	if pager, ok := f.Inode().(sharedPager); ok {
 		pages = pager.SharedPages()

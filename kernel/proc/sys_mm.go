@@ -377,6 +377,9 @@ func (t *Thread) mapFile(v *mm.VMA, f *vfs.OpenFile, uoff uint64, n uintptr, fla
 	if acc == 1 { // O_WRONLY
 		return -eACCES
 	}
+	if d := f.Dentry(); v.Prot&mm.ProtExec != 0 && d != nil && d.Mount() != nil && d.Mount().NoExec() {
+		return -ePERM // nothing in a noexec mount is mapped executable
+	}
 	a := f.Attr()
 	if a.Mode&0o170000 != 0o100000 {
 		return -eNODEV

@@ -77,9 +77,10 @@ type Mount struct {
 	fs          *FileSystem // what mount(2) made; nil for a root given by the kernel
 	vfs         *VFS        // the tree it is in (inotify events take its lock)
 	readOnly    bool
-	files       atomic.Int64 // open files inside it (umount's EBUSY)
-	writers     atomic.Int64 // open files that may write a regular file in it (remount read-only's EBUSY)
-	detached    atomic.Bool  // unmounted: released with its last open file
+	mntFlags    atomic.Uint32 // nosuid, nodev, noexec, the access-time mode (mntflags.go)
+	files       atomic.Int64  // open files inside it (umount's EBUSY)
+	writers     atomic.Int64  // open files that may write a regular file in it (remount read-only's EBUSY)
+	detached    atomic.Bool   // unmounted: released with its last open file
 	releaseOnce sync.Once
 }
 

@@ -31,9 +31,8 @@ const (
 	msLazytime    = 1 << 25
 
 	msPropagation = msUnbindable | msPrivate | msSlave | msShared
-	// msAccepted are the flags a new mount may carry: the access-time
-	// ones change nothing (every mount is relatime), MS_NOSUID, MS_NODEV
-	// and MS_NOEXEC are accepted but not enforced yet.
+	// msAccepted are the flags a new mount may carry (the per-mount
+	// ones are kept in Mount.mntFlags, see mntflags.go).
 	msAccepted = linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC |
 		msNoatime | msNodiratime | msSilent | msRelatime | msStrictatime | msLazytime
 )
@@ -159,7 +158,9 @@ func (v *VFS) Mount(c *Ctx, dir *Dentry, path string, root Inode, fsType string,
 	if err != nil {
 		return err
 	}
-	return v.attach(t, &Mount{fsType: fsType, source: fsType, readOnly: flags&linux.MS_RDONLY != 0}, root)
+	m := &Mount{fsType: fsType, source: fsType, readOnly: flags&linux.MS_RDONLY != 0}
+	m.mntFlags.Store(mountFlags(flags, 0, false))
+	return v.attach(t, m, root)
 }
 
 // attach hangs m, whose root directory is root, on t. t's dirMu keeps
@@ -192,9 +193,9 @@ func (v *VFS) attach(t *Dentry, m *Mount, root Inode) error {
 // MountFS is mount(2): it makes a file system of type fsType from source
 // (a block device path for a type that needs one) and mounts it on the
 // directory target. Flags are mount(2)'s with MS_MGC_VAL removed; data is
-// the option string. MS_REMOUNT changes only MS_RDONLY; propagation
-// changes are accepted on a mount point and change nothing (there is one
-// mount namespace); bind and move mounts are EINVAL.
+// the option string. MS_REMOUNT changes MS_RDONLY and the per-mount
+// flags; propagation changes are accepted on a mount point and change
+// nothing (there is one mount namespace); bind and move mounts are EINVAL.
 func (v *VFS) MountFS(c *Ctx, dir *Dentry, source, target, fsType string, flags uint32, data string) error {
 	v.mu.RLock()
 	w := walker{v: v, c: c}
@@ -264,6 +265,7 @@ func (v *VFS) MountFS(c *Ctx, dir *Dentry, source, target, fsType string, flags 
 		return linux.ENOTDIR
 	}
 	m := &Mount{fsType: fsType, source: s.Name, dev: s.Rdev, fs: fs, readOnly: ro}
+	m.mntFlags.Store(mountFlags(flags, 0, false))
 	fs.mounts.Store(1)
 	v.mu.Lock()
 	w = walker{v: v, c: c}
@@ -311,6 +313,7 @@ func (v *VFS) mountAgain(c *Ctx, dir *Dentry, target, fsType, source string, rde
 	fs.shared.Store(true)
 	fs.mutate.Unlock()
 	m := &Mount{fsType: fsType, source: source, dev: rdev, fs: fs, readOnly: m0.readOnly}
+	m.mntFlags.Store(mountFlags(flags, 0, false))
 	fs.mounts.Add(1)
 	if err := v.attach(t, m, fs.Root); err != nil {
 		fs.mounts.Add(-1)
@@ -345,9 +348,11 @@ func (v *VFS) unclaim(rdev uint64) {
 	v.mu.Unlock()
 }
 
-// remount changes whether the mount whose root is t is read-only; going
-// read-only writes its changes back first. A file open for writing in it
-// keeps it writable (EBUSY), as sb_prepare_remount_readonly does.
+// remount changes whether the mount whose root is t is read-only, and
+// its per-mount flags (nosuid, nodev, noexec, the access-time mode: an
+// access-time mode not named stays); going read-only writes its changes
+// back first. A file open for writing in it keeps it writable (EBUSY), as
+// sb_prepare_remount_readonly does.
 func (v *VFS) remount(t *Dentry, flags uint32) error {
 	m := t.mount
 	if m.root != t {
@@ -369,6 +374,7 @@ func (v *VFS) remount(t *Dentry, flags uint32) error {
 	}
 	v.mu.Lock()
 	m.readOnly = ro
+	m.mntFlags.Store(mountFlags(flags, m.mntFlags.Load(), true))
 	v.mu.Unlock()
 	return nil
 }
@@ -482,7 +488,7 @@ func (v *VFS) Mounts() []byte {
 	w := walker{v: v, c: &Ctx{}}
 	var b bytes.Buffer
 	for _, m := range v.table {
-		fmt.Fprintf(&b, "%s %s %s %s 0 0\n", mountEscape(m.source), mountEscape(w.path(m.root)), m.fsType, withFSOptions(m.options()+",relatime", m.fs))
+		fmt.Fprintf(&b, "%s %s %s %s 0 0\n", mountEscape(m.source), mountEscape(w.path(m.root)), m.fsType, withFSOptions(m.options(), m.fs))
 	}
 	return b.Bytes()
 }
@@ -501,16 +507,9 @@ func (v *VFS) MountInfo() []byte {
 		}
 		dev := m.root.inode.Attr().Dev
 		fmt.Fprintf(&b, "%d %d %d:%d / %s %s - %s %s %s\n", m.id, parent, linux.DevMajor(dev), linux.DevMinor(dev),
-			mountEscape(w.path(m.root)), m.options()+",relatime", m.fsType, mountEscape(m.source), withFSOptions(m.options(), m.fs))
+			mountEscape(w.path(m.root)), m.options(), m.fsType, mountEscape(m.source), withFSOptions(m.superOptions(), m.fs))
 	}
 	return b.Bytes()
-}
-
-func (m *Mount) options() string {
-	if m.readOnly {
-		return "ro"
-	}
-	return "rw"
 }
 
 // withFSOptions appends the file system's own options to a mount's.

@@ -399,6 +399,9 @@ func (v *VFS) fileFor(c *Ctx, d *Dentry, flags uint32) (File, error) {
 			return regularFile{r}, nil
 		}
 	case linux.S_IFCHR, linux.S_IFBLK:
+		if d.mount != nil && d.mount.noDev() {
+			return nil, linux.EACCES // may_open: no device opens in a nodev mount
+		}
 		a := d.inode.Attr()
 		if o := v.device(d.mode, a.Rdev); o != nil {
 			return o.Open(flags)
@@ -418,7 +421,8 @@ func (v *VFS) fileFor(c *Ctx, d *Dentry, flags uint32) (File, error) {
 // the caller could have read the file (a program it cannot read runs
 // non-dumpable, so its image cannot be read through /proc either).
 // atFlags may hold AT_EMPTY_PATH (an empty path names dir itself:
-// fexecve) and AT_SYMLINK_NOFOLLOW (a final symlink is ELOOP).
+// fexecve) and AT_SYMLINK_NOFOLLOW (a final symlink is ELOOP). Nothing
+// in a noexec mount runs (EACCES).
 func (v *VFS) OpenExec(c *Ctx, dir *Dentry, path string, atFlags int) (f *OpenFile, readable bool, err error) {
 	if path != "" || atFlags&linux.AT_EMPTY_PATH == 0 {
 		if err := checkPath(path); err != nil {
@@ -432,7 +436,7 @@ func (v *VFS) OpenExec(c *Ctx, dir *Dentry, path string, atFlags int) (f *OpenFi
 	if d.mode == linux.S_IFLNK {
 		return nil, false, linux.ELOOP
 	}
-	if d.mode != linux.S_IFREG || !mayAccess(c, d.inode, linux.X_OK) {
+	if d.mode != linux.S_IFREG || !mayAccess(c, d.inode, linux.X_OK) || d.mount.NoExec() {
 		return nil, false, linux.EACCES
 	}
 	kernel := *c

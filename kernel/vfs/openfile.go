@@ -169,15 +169,27 @@ func (f *OpenFile) Read(p []byte, intr <-chan struct{}) (int, error) {
 	}
 	if !f.seekable {
 		n, err := f.file.Read(f.blocking(intr), p, 0)
-		f.accessed(n, InAccess)
+		f.read(n, len(p), err)
 		return n, err
 	}
 	f.posMu.Lock()
 	n, err := f.file.Read(f.blocking(intr), p, f.pos)
 	f.pos += int64(n)
 	f.posMu.Unlock()
-	f.accessed(n, InAccess)
+	f.read(n, len(p), err)
 	return n, err
+}
+
+// read follows a read of asked bytes that returned n: the access time
+// moves as the mount's mode says, as Linux's does for every read that
+// asked for bytes and did not fail (at the end of a file too; a pipe or
+// other file without a position only when it returned some), and
+// IN_ACCESS is raised for bytes read.
+func (f *OpenFile) read(n, asked int, err error) {
+	if n > 0 || f.seekable && asked > 0 && err == nil {
+		f.touchAtime()
+	}
+	f.accessed(n, InAccess)
 }
 
 // accessed raises an inotify event (IN_ACCESS, IN_MODIFY) for n bytes
@@ -242,7 +254,7 @@ func (f *OpenFile) Pread(p []byte, off int64, intr <-chan struct{}) (int, error)
 		return 0, linux.EINVAL
 	}
 	n, err := f.file.Read(f.blocking(intr), p, off)
-	f.accessed(n, InAccess)
+	f.read(n, len(p), err)
 	return n, err
 }
 
@@ -312,6 +324,7 @@ func (f *OpenFile) Getdents(buf []byte) (int, error) {
 		return 0, err
 	}
 	f.pos = next
+	f.touchAtime()
 	return n, nil
 }
 

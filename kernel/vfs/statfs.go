@@ -60,8 +60,7 @@ func (m *Mount) StatFS() StatFS {
 	if s.Frsize == 0 {
 		s.Frsize = s.Bsize
 	}
-	// Every mount is relatime (what Linux mounts default to).
-	s.Flags = stValid | stRelatime
+	s.Flags = stValid | m.statFlags()
 	if m.readOnly {
 		s.Flags |= stRdonly
 	}

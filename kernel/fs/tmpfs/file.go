@@ -202,14 +202,14 @@ func (f *file) resize(size int64) {
 	f.size = size
 }
 
-// ReadAt reads from off; past the end it returns 0 bytes. It updates the
-// access time as Linux's relatime does.
+// ReadAt reads from off; past the end it returns 0 bytes. The VFS moves
+// the access time afterwards (TouchAtime), as the mount says.
 func (f *file) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, linux.EINVAL
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.mu.RLock()
+	defer f.mu.RUnlock()
 	if off >= f.size || len(p) == 0 {
 		return 0, nil
 	}
@@ -228,17 +228,34 @@ func (f *file) ReadAt(p []byte, off int64) (int, error) {
 		}
 		done += chunk
 	}
-	f.touchAtime()
 	return n, nil
 }
 
-// touchAtime applies relatime: the access time moves when it is not
-// after the modification or change time, or is a day old.
-// Preconditions: f.mu is held.
-func (f *file) touchAtime() {
-	if !after(f.Atime, f.Mtime) || !after(f.Atime, f.Ctime) || f.fs.now().Sec-f.Atime.Sec >= 24*3600 {
-		f.Atime = f.fs.now()
+// TouchAtime moves the access time to now after a read (vfs.Atimer):
+// always when strict, else as relatime does, when it is not after the
+// modification or change time or is a day old. The check takes the
+// lock for reading only, so readers of one file do not queue on it.
+func (n *node) TouchAtime(strict bool) {
+	now := n.fs.now()
+	n.mu.RLock()
+	need := n.atimeStale(strict, now)
+	n.mu.RUnlock()
+	if need {
+		n.mu.Lock()
+		if n.atimeStale(strict, now) {
+			n.Atime = now
+		}
+		n.mu.Unlock()
 	}
+}
+
+// atimeStale reports whether a read at now moves the access time.
+// Preconditions: n.mu is held.
+func (n *node) atimeStale(strict bool, now linux.Timespec) bool {
+	if strict {
+		return n.Atime != now
+	}
+	return !after(n.Atime, n.Mtime) || !after(n.Atime, n.Ctime) || now.Sec-n.Atime.Sec >= 24*3600
 }
 
 func after(a, b linux.Timespec) bool {
