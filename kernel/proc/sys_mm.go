@@ -377,8 +377,13 @@ func (t *Thread) mapFile(v *mm.VMA, f *vfs.OpenFile, uoff uint64, n uintptr, fla
 	if acc == 1 { // O_WRONLY
 		return -eACCES
 	}
-	if d := f.Dentry(); v.Prot&mm.ProtExec != 0 && d != nil && d.Mount() != nil && d.Mount().NoExec() {
-		return -ePERM // nothing in a noexec mount is mapped executable
+	if d := f.Dentry(); d != nil && d.Mount() != nil && d.Mount().NoExec() {
+		// Nothing in a noexec mount is mapped executable, now (EPERM)
+		// or by a later mprotect (EACCES: Linux clears VM_MAYEXEC).
+		if v.Prot&mm.ProtExec != 0 {
+			return -ePERM
+		}
+		v.Deny |= mm.ProtExec
 	}
 	a := f.Attr()
 	if a.Mode&0o170000 != 0o100000 {

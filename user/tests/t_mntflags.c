@@ -190,8 +190,10 @@ static void test_noexec(const char *m, const char *self)
 	CHECK("noexec.mmap_exec_eperm", p == MAP_FAILED && errno == EPERM);
 	p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
 	CHECK("noexec.mmap_read", p != MAP_FAILED);
-	if (p != MAP_FAILED)
+	if (p != MAP_FAILED) {
+		CHECK_ERR("noexec.mprotect_exec_eacces", mprotect(p, 4096, PROT_READ | PROT_EXEC), EACCES);
 		munmap(p, 4096);
+	}
 	close(fd);
 	CHECK_SYS("noexec.remount_exec", mount(NULL, m, NULL, MS_REMOUNT, NULL));
 	CHECK_EQ("noexec.runs_after_remount", run_euid(prog), 0);
