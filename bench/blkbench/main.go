@@ -2,8 +2,9 @@
 // sequential and random 4 KiB reads and writes at queue depth 1 and 32,
 // and write+fsync latency, all with O_DIRECT; then sequential reads
 // through the page cache, cold and cached) on Shortbread and on Linux
-// with the same QEMU disk — an NVMe controller (NVME=IMAGE) and/or a
-// virtio-blk disk (DISK=IMAGE) — one boot per kernel, device and CPU
+// with the same QEMU disk — an NVMe controller (NVME=IMAGE), a
+// virtio-blk disk (DISK=IMAGE) and/or a SATA disk on q35's AHCI
+// controller (SATA=IMAGE) — one boot per kernel, device and CPU
 // count, each on a fresh zeroed image, and reports every result with
 // Shortbread's speed relative to Linux.
 //
@@ -16,7 +17,7 @@
 // Usage (from the repository root, after make user, make kernel and
 // tools/linux/kernel.sh build/linux, or through make bench-blk):
 //
-//	go run ./bench/blkbench [-devices nvme,virtio] [-cpus 1,2] [-mib 16] [-ops 2000]
+//	go run ./bench/blkbench [-devices nvme,virtio,sata] [-cpus 1,2] [-mib 16] [-ops 2000]
 //	go run ./bench/blkbench -latency [-cpus 1,2] [-ops 2000] [-rounds 2]
 package main
 
@@ -40,6 +41,7 @@ const qemuFlags = "-machine q35 -cpu max -m 512M (TCG, no KVM)"
 var devices = map[string]struct{ env, node string }{
 	"nvme":   {"NVME", "/dev/nvme0n1"},
 	"virtio": {"DISK", "/dev/vda"},
+	"sata":   {"SATA", "/dev/sda"},
 }
 
 // guest is the command run in the guest: Linux's drivers are modules
@@ -104,7 +106,7 @@ func main() {
 	for _, dev := range strings.Split(*devList, ",") {
 		d, ok := devices[dev]
 		if !ok {
-			fail("unknown device %q (nvme, virtio)", dev)
+			fail("unknown device %q (nvme, virtio, sata)", dev)
 		}
 		for _, n := range cpus {
 			for _, kernel := range []string{"shortbread", "linux"} {

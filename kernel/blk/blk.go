@@ -66,6 +66,35 @@ func Discard(d Device, off, n int64) error {
 	return ErrNoDiscard
 }
 
+// MemAligner is a Device whose transfers may start at memory addresses
+// aligned more loosely than DefaultMemAlign.
+type MemAligner interface {
+	MemAlign() int // bytes; a power of two
+}
+
+// DefaultMemAlign is the alignment of the memory a direct transfer
+// (O_DIRECT) moves, unless the Device says otherwise: Linux's queues
+// ask 512 bytes by default (virtio-blk and SATA disks keep it).
+const DefaultMemAlign = 512
+
+// MemAlign is the alignment d asks of the memory of a direct transfer,
+// looking through the wrappers (Counted, Partition) to the disk.
+func MemAlign(d Device) int {
+	for {
+		if a, ok := d.(MemAligner); ok {
+			return a.MemAlign()
+		}
+		switch w := d.(type) {
+		case *Counted:
+			d = w.Device
+		case *Partition:
+			d = w.disk
+		default:
+			return DefaultMemAlign
+		}
+	}
+}
+
 // Check validates a request of n bytes at off against d's geometry.
 func Check(d Device, n int, off int64) error {
 	ss := int64(d.SectorSize())

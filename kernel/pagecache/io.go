@@ -240,20 +240,16 @@ func (f *File) throttle() {
 		}
 	}
 	if d > f.c.dirtyLimit {
-		if err := f.writeback(); err != nil {
-			f.dmu.Lock()
-			f.wbErr = err
-			f.dmu.Unlock()
-		}
+		f.writeback()
 	}
 }
 
 // writeback writes f's dirty pages to the backing, consecutive ones in
-// one request of up to maxRun pages, and returns the first failure.
+// one request of up to maxRun pages, and returns the first failure,
+// which it also records for the open descriptions (errseq.go).
 // A page whose write failed is clean all the same, as on Linux since
 // 4.13: kept as written (a read still sees it) but not written again,
-// the failure reported once, to the Sync that asked or (for the
-// flusher's) the next one. Retrying would report a bad sector to every
+// the failure reported once to each description, by its next Sync. Retrying would report a bad sector to every
 // later fsync of the device, even one of unrelated writes.
 func (f *File) writeback() error {
 	f.wbMu.Lock()
@@ -294,6 +290,7 @@ func (f *File) writeback() error {
 		count++
 	}
 	flush()
+	f.RecordErr(first)
 	return first
 }
 

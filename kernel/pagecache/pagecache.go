@@ -157,9 +157,10 @@ type File struct {
 	wbMu  sync.Mutex
 	dmu   sync.Mutex
 	dirty map[uint64]struct{} // pages that may be dirty; protected by dmu
-	// wbErr is a background write-back's failure, reported by the next
-	// Sync; protected by dmu.
-	wbErr error
+	// wbErr records write-back failures for the open descriptions'
+	// cursors (errseq.go); own is Sync's cursor, used under wbErr.mu.
+	wbErr errSeq
+	own   ErrCursor
 }
 
 // Open registers b (size bytes) with the cache.
@@ -180,8 +181,8 @@ func (c *Cache) Open(b Backing, size int64, kind int) *File {
 func (f *File) Size() int64 { return f.size }
 
 // Release writes f's dirty pages back (without flushing the device),
-// drops all its pages and forgets f. It returns the write-back's error;
-// the pages go even then (the file is gone: Linux, too, drops a block
+// drops all its pages and forgets f. It returns the write-back's error
+// (recorded too: see UnseenErr); the pages go even then (the file is gone: Linux, too, drops a block
 // device's pages on its last close whatever the write-back did).
 func (f *File) Release() error {
 	err := f.writeback()
@@ -194,20 +195,9 @@ func (f *File) Release() error {
 
 // Sync writes f's dirty pages back and then flushes the backing's
 // cache; it reports a write-back failure (its own, or a background
-// one's since the last Sync), once (see writeback).
-func (f *File) Sync() error {
-	err := f.writeback()
-	f.dmu.Lock()
-	if err == nil {
-		err = f.wbErr
-	}
-	f.wbErr = nil
-	f.dmu.Unlock()
-	if ferr := f.b.Flush(); err == nil {
-		err = ferr
-	}
-	return err
-}
+// one's since the last Sync), once (see writeback): SyncFrom with a
+// cursor of f's own, for a File that has one user.
+func (f *File) Sync() error { return f.SyncFrom(&f.own) }
 
 // Writeback writes f's dirty pages back, without flushing the device.
 func (f *File) Writeback() error { return f.writeback() }
@@ -264,7 +254,7 @@ func (c *Cache) evict(n int) int {
 }
 
 // WritebackAll writes every file's dirty pages back (no device flush),
-// recording failures for the files' next Sync.
+// recording failures for the files' next Syncs.
 func (c *Cache) WritebackAll() {
 	c.mu.Lock()
 	files := make([]*File, 0, len(c.files))
@@ -273,11 +263,7 @@ func (c *Cache) WritebackAll() {
 	}
 	c.mu.Unlock()
 	for _, f := range files {
-		if err := f.writeback(); err != nil {
-			f.dmu.Lock()
-			f.wbErr = err
-			f.dmu.Unlock()
-		}
+		f.writeback()
 	}
 }
 

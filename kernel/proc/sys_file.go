@@ -252,6 +252,9 @@ func (t *Thread) writeFrom(fd int, iov [][2]uint64, off int64) int64 {
 	if r := t.terminalIO(f, true); r != 0 {
 		return r
 	}
+	if err := devfs.CheckDirect(f, iov, off, true); err != nil {
+		return errno(err)
+	}
 	total := uint64(0)
 	for _, v := range iov {
 		total += min(v[1], maxIO-total)
@@ -299,6 +302,9 @@ func (t *Thread) readInto(fd int, iov [][2]uint64, off int64) int64 {
 	defer f.DecRef()
 	if r := t.terminalIO(f, false); r != 0 {
 		return r
+	}
+	if err := devfs.CheckDirect(f, iov, off, false); err != nil {
+		return errno(err)
 	}
 	total := uint64(0)
 	for _, v := range iov {

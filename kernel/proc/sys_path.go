@@ -8,6 +8,7 @@ import (
 	"shortbread/kernel/iobuf"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/fs/devfs"
 	"shortbread/kernel/vfs"
 )
 
@@ -414,12 +415,14 @@ func sysSyncfs(t *Thread, a *[6]uint64) (int64, bool) {
 	return 0, false
 }
 
-// sysSync writes back every file system; like Linux's it reports no
-// error.
+// sysSync writes back every file system and the cached pages of every
+// open block device; like Linux's it reports no error (a block device's
+// failure waits for its open files' next fsync).
 func sysSync(t *Thread, a *[6]uint64) (int64, bool) {
 	if fsys != nil {
 		fsys.SyncAll()
 	}
+	devfs.WritebackBlocks()
 	return 0, false
 }
 

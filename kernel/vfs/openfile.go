@@ -154,7 +154,8 @@ func (f *OpenFile) writable() bool {
 }
 
 func (f *OpenFile) blocking(intr <-chan struct{}) Blocking {
-	return Blocking{NonBlock: f.Flags()&linux.O_NONBLOCK != 0, Intr: intr}
+	fl := f.Flags()
+	return Blocking{NonBlock: fl&linux.O_NONBLOCK != 0, Intr: intr, Direct: fl&linux.O_DIRECT != 0}
 }
 
 // MayBlock reports whether reads and writes can wait for another party

@@ -17,6 +17,10 @@ type Blocking struct {
 	// the count done so far if it made progress. A nil Intr never
 	// interrupts.
 	Intr <-chan struct{}
+	// Direct asks a file that caches its bytes (a block device) to move
+	// them between the caller and the device itself (the open file's
+	// O_DIRECT, which F_SETFL may change between calls).
+	Direct bool
 }
 
 // Queue is a set of watchers to tell when an object's readiness may have

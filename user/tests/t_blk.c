@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 
@@ -567,6 +568,209 @@ static void test_cache(const char *path)
 	close(fd);
 }
 
+/* Where test_direct reads and writes (64 KiB at 10 MiB) and where
+ * test_partition puts its partition (16 MiB at 24 MiB, between the
+ * concurrent writers' regions and test_discard's): ranges nothing else
+ * here touches (the NVMe boot's bad sector is at 12 MiB). */
+#define DIRECT_AT (10LL << 20)
+#define DIRECT_LEN (64 << 10)
+#define DIRECT_SEED 33
+#define PART_AT (24LL << 20)
+#define PART_LEN (16LL << 20)
+
+/* O_DIRECT on a block device (Linux 6.1's blkdev_direct_IO): the file
+ * offset and each buffer's length must be multiples of the logical block
+ * size (512 here) and each buffer's address a multiple of the device's
+ * DMA alignment, else EINVAL, after the checks at the end (a read at the
+ * end is 0 bytes, a write there ENOSPC) and for an empty transfer (0).
+ * Aligned transfers see and make the bytes the cache shows, and
+ * F_SETFL switches O_DIRECT on and off. */
+static void test_direct(const char *path)
+{
+	int fd = open(path, O_RDWR | O_DIRECT);
+	CHECK_SYS(nm("direct.open"), fd);
+	if (fd < 0)
+		return;
+	int buffered = open(path, O_RDWR);
+	unsigned char *mem = NULL;
+	CHECK_EQ(nm("direct.memalign"), posix_memalign((void **)&mem, 4096, DIRECT_LEN + 4096), 0);
+	unsigned char *b = mem;
+	/* bytes written through the cache and not synced: a direct read
+	 * writes them back first */
+	fill(b, DIRECT_LEN, DIRECT_AT, DIRECT_SEED);
+	CHECK_EQ(nm("direct.buffered_write"), pwrite(buffered, b, DIRECT_LEN, DIRECT_AT), DIRECT_LEN);
+	memset(b, 0, DIRECT_LEN);
+	CHECK_EQ(nm("direct.read"), pread(fd, b, DIRECT_LEN, DIRECT_AT), DIRECT_LEN);
+	CHECK(nm("direct.read_sees_cache"), mismatch(b, DIRECT_LEN, DIRECT_AT, DIRECT_SEED) < 0);
+	CHECK_EQ(nm("direct.read_512"), pread(fd, b, 512, DIRECT_AT + 512), 512);
+	CHECK(nm("direct.read_512_bytes"), mismatch(b, 512, DIRECT_AT + 512, DIRECT_SEED) < 0);
+
+	/* misaligned offsets, lengths, buffers */
+	CHECK_ERR(nm("direct.read_odd_offset"), pread(fd, b, 4096, DIRECT_AT + 1), EINVAL);
+	CHECK_ERR(nm("direct.read_offset_256"), pread(fd, b, 4096, DIRECT_AT + 256), EINVAL);
+	CHECK_ERR(nm("direct.read_odd_length"), pread(fd, b, 4097, DIRECT_AT), EINVAL);
+	CHECK_ERR(nm("direct.read_length_100"), pread(fd, b, 100, DIRECT_AT), EINVAL);
+	CHECK_ERR(nm("direct.read_odd_buffer"), pread(fd, b + 1, 4096, DIRECT_AT), EINVAL);
+	CHECK_ERR(nm("direct.write_odd_offset"), pwrite(fd, b, 4096, DIRECT_AT + 1), EINVAL);
+	CHECK_ERR(nm("direct.write_odd_length"), pwrite(fd, b, 1000, DIRECT_AT), EINVAL);
+	CHECK_ERR(nm("direct.write_odd_buffer"), pwrite(fd, b + 1, 4096, DIRECT_AT), EINVAL);
+	/* the memory's alignment is the device's: 512 bytes, but 4 on
+	 * NVMe (Linux 6.1 sets NVMe queues' DMA alignment to a dword) */
+	CHECK_ERR(nm("direct.read_buffer_2"), pread(fd, b + 2, 4096, DIRECT_AT), EINVAL);
+	CHECK_ERR(nm("direct.read_buffer_511"), pread(fd, b + 511, 4096, DIRECT_AT), EINVAL);
+	CHECK_EQ(nm("direct.read_buffer_512"), pread(fd, b + 512, 4096, DIRECT_AT), 4096);
+	if (is_nvme()) {
+		CHECK_EQ(nm("direct.read_buffer_4"), pread(fd, b + 4, 4096, DIRECT_AT), 4096);
+		CHECK(nm("direct.read_buffer_4_bytes"), mismatch(b + 4, 4096, DIRECT_AT, DIRECT_SEED) < 0);
+		CHECK_EQ(nm("direct.write_buffer_256"), pwrite(fd, b + 256, 4096, DIRECT_AT + 4096), 4096);
+	} else {
+		CHECK_ERR(nm("direct.read_buffer_4"), pread(fd, b + 4, 4096, DIRECT_AT), EINVAL);
+		CHECK_ERR(nm("direct.write_buffer_256"), pwrite(fd, b + 256, 4096, DIRECT_AT + 4096), EINVAL);
+	}
+	/* read() and write() at a misaligned file position */
+	CHECK_EQ(nm("direct.seek_odd"), lseek(fd, DIRECT_AT + 100, SEEK_SET), DIRECT_AT + 100);
+	CHECK_ERR(nm("direct.read_at_odd_position"), read(fd, b, 4096), EINVAL);
+	CHECK_ERR(nm("direct.write_at_odd_position"), write(fd, b, 4096), EINVAL);
+	CHECK_EQ(nm("direct.position_kept"), lseek(fd, 0, SEEK_CUR), DIRECT_AT + 100);
+	/* a vector: each buffer's length counts, not only the total */
+	struct iovec iov[2] = { { b, 512 }, { b + 1024, 3584 } };
+	CHECK_EQ(nm("direct.readv_aligned"), preadv(fd, iov, 2, DIRECT_AT), 4096);
+	CHECK(nm("direct.readv_bytes"), mismatch(b, 512, DIRECT_AT, DIRECT_SEED) < 0 &&
+					    mismatch(b + 1024, 3584, DIRECT_AT + 512, DIRECT_SEED) < 0);
+	struct iovec odd[2] = { { b, 100 }, { b + 1024, 3996 } };
+	CHECK_ERR(nm("direct.readv_odd_piece"), preadv(fd, odd, 2, DIRECT_AT), EINVAL);
+	/* the end comes first: a read there is 0 bytes, a write ENOSPC; an
+	 * empty transfer is 0 wherever it is */
+	CHECK_EQ(nm("direct.read_at_end_odd"), pread(fd, b, 100, DISK_SIZE), 0);
+	CHECK_ERR(nm("direct.write_at_end_odd"), pwrite(fd, b, 100, DISK_SIZE), ENOSPC);
+	CHECK_EQ(nm("direct.read_empty_odd"), pread(fd, b + 1, 0, DIRECT_AT + 1), 0);
+	CHECK_EQ(nm("direct.write_empty_odd"), pwrite(fd, b + 1, 0, DIRECT_AT + 1), 0);
+	/* across the end: cut there */
+	CHECK_EQ(nm("direct.read_across_end"), pread(fd, b, 8192, DISK_SIZE - 4096), 4096);
+
+	/* a direct write, seen through the cache of another open file */
+	unsigned char *r = malloc(DIRECT_LEN);
+	fill(b, DIRECT_LEN, DIRECT_AT, DIRECT_SEED + 1);
+	CHECK_EQ(nm("direct.write"), pwrite(fd, b, DIRECT_LEN, DIRECT_AT), DIRECT_LEN);
+	CHECK_EQ(nm("direct.write_read_buffered"), pread(buffered, r, DIRECT_LEN, DIRECT_AT), DIRECT_LEN);
+	CHECK(nm("direct.write_seen_buffered"), mismatch(r, DIRECT_LEN, DIRECT_AT, DIRECT_SEED + 1) < 0);
+
+	/* F_SETFL turns O_DIRECT on and off */
+	CHECK_SYS(nm("direct.setfl_on"), fcntl(buffered, F_SETFL, O_DIRECT));
+	CHECK(nm("direct.getfl_on"), fcntl(buffered, F_GETFL) & O_DIRECT);
+	CHECK_ERR(nm("direct.setfl_odd_read"), pread(buffered, b, 4096, DIRECT_AT + 1), EINVAL);
+	CHECK_SYS(nm("direct.setfl_off"), fcntl(buffered, F_SETFL, 0));
+	CHECK_EQ(nm("direct.setfl_off_odd_read"), pread(buffered, r, 100, DIRECT_AT + 1), 100);
+	CHECK(nm("direct.setfl_off_bytes"), mismatch(r, 100, DIRECT_AT + 1, DIRECT_SEED + 1) < 0);
+	free(r);
+	free(mem);
+	close(buffered);
+	close(fd);
+}
+
+#ifndef BLKRRPART
+#define BLKRRPART _IO(0x12, 95)
+#endif
+
+/* writes (or, with start 0, clears) a one-entry MBR in sector 0 and has
+ * the kernel read the table again */
+static int set_mbr(int fd, unsigned start, unsigned sectors)
+{
+	unsigned char mbr[512] = { 0 };
+	if (start) {
+		unsigned char *e = mbr + 446;
+		e[4] = 0x83;
+		memset(e + 1, 0xff, 3); /* CHS: past the cylinders it can name */
+		memset(e + 5, 0xff, 3);
+		memcpy(e + 8, &start, 4);
+		memcpy(e + 12, &sectors, 4);
+		mbr[510] = 0x55;
+		mbr[511] = 0xaa;
+	}
+	if (pwrite(fd, mbr, 512, 0) != 512 || fsync(fd) != 0)
+		return -1;
+	return ioctl(fd, BLKRRPART, 0);
+}
+
+/* A disk and its partition: Linux 6.1 caches them apart (each block
+ * device has its own page cache), so a write through one reaches the
+ * other through the disk: once written back (fsync, or the last close),
+ * a direct read of the other, or a read of bytes it has not cached,
+ * finds it. The table is written here (an MBR with one partition) and
+ * taken away again at the end. */
+static void test_partition(const char *path)
+{
+	int disk = open(path, O_RDWR);
+	CHECK_SYS(nm("part.open_disk"), disk);
+	if (disk < 0)
+		return;
+	CHECK_SYS(nm("part.make_table"), set_mbr(disk, PART_AT / 512, PART_LEN / 512));
+	char ppath[96];
+	int len = strlen(path);
+	snprintf(ppath, sizeof ppath, "%s%s1", path, path[len - 1] >= '0' && path[len - 1] <= '9' ? "p" : "");
+	for (int i = 0; i < 100 && access(ppath, F_OK) != 0; i++)
+		usleep(100 * 1000);
+	int part = open(ppath, O_RDWR);
+	CHECK_SYS(nm("part.open_partition"), part);
+	int direct = open(path, O_RDONLY | O_DIRECT);
+	unsigned char *b = NULL, *r = NULL;
+	CHECK_EQ(nm("part.memalign"), posix_memalign((void **)&b, 4096, 65536) | posix_memalign((void **)&r, 4096, 65536), 0);
+	if (part >= 0 && direct >= 0 && b && r) {
+		unsigned long long size = 0;
+		CHECK_SYS(nm("part.getsize64"), ioctl(part, BLKGETSIZE64, &size));
+		CHECK_EQ(nm("part.size"), size, PART_LEN);
+		/* through the partition, written back: the disk has it */
+		fill(b, 65536, PART_AT, 51);
+		CHECK_EQ(nm("part.write"), pwrite(part, b, 65536, 0), 65536);
+		CHECK_EQ(nm("part.direct_read_before_fsync"), pread(direct, r, 65536, PART_AT), 65536);
+		printf("# %s: a partition's write seen by a direct read of the disk before fsync: %s\n", disk_name,
+		       mismatch(r, 65536, PART_AT, 51) < 0 ? "yes" : "no");
+		CHECK_SYS(nm("part.fsync"), fsync(part));
+		CHECK_EQ(nm("part.direct_read"), pread(direct, r, 65536, PART_AT), 65536);
+		CHECK(nm("part.disk_sees_partition"), mismatch(r, 65536, PART_AT, 51) < 0);
+		CHECK_EQ(nm("part.disk_read"), pread(disk, r, 65536, PART_AT), 65536);
+		CHECK(nm("part.disk_cache_sees_partition"), mismatch(r, 65536, PART_AT, 51) < 0);
+		/* through the disk: the partition reads it where it has no
+		 * cached page */
+		fill(b, 65536, PART_AT + (1 << 20), 52);
+		CHECK_EQ(nm("part.disk_write"), pwrite(disk, b, 65536, PART_AT + (1 << 20)), 65536);
+		CHECK_EQ(nm("part.read_before_fsync"), pread(part, r, 65536, 1 << 20), 65536);
+		printf("# %s: a disk's write seen through its partition before fsync: %s\n", disk_name,
+		       mismatch(r, 65536, PART_AT + (1 << 20), 52) < 0 ? "yes" : "no");
+		CHECK_SYS(nm("part.disk_fsync"), fsync(disk));
+		CHECK_EQ(nm("part.read_uncached"), pread(part, r, 65536, 2 << 20), 65536);
+		int zero = 1;
+		for (int i = 0; i < 65536; i++)
+			zero &= r[i] == 0;
+		CHECK(nm("part.uncached_zero"), zero);
+		/* the partition's last close drops its pages: a new open reads
+		 * the disk */
+		close(part);
+		part = open(ppath, O_RDWR);
+		CHECK_EQ(nm("part.reopen_read"), pread(part, r, 65536, 1 << 20), 65536);
+		CHECK(nm("part.partition_sees_disk"), mismatch(r, 65536, PART_AT + (1 << 20), 52) < 0);
+		/* a write through the partition and its last close: written
+		 * back, the disk's direct read finds it */
+		fill(b, 65536, PART_AT + (3 << 20), 53);
+		CHECK_EQ(nm("part.write_then_close"), pwrite(part, b, 65536, 3 << 20), 65536);
+		close(part);
+		part = -1;
+		CHECK_EQ(nm("part.direct_read_after_close"), pread(direct, r, 65536, PART_AT + (3 << 20)), 65536);
+		CHECK(nm("part.close_wrote_back"), mismatch(r, 65536, PART_AT + (3 << 20), 53) < 0);
+	}
+	if (part >= 0)
+		close(part);
+	if (direct >= 0)
+		close(direct);
+	free(b);
+	free(r);
+	CHECK_SYS(nm("part.clear_table"), set_mbr(disk, 0, 0));
+	for (int i = 0; i < 100 && access(ppath, F_OK) == 0; i++)
+		usleep(100 * 1000);
+	CHECK(nm("part.partition_gone"), access(ppath, F_OK) != 0);
+	close(disk);
+}
+
 static void test_disk(const char *spec)
 {
 	static char name[64];
@@ -597,6 +801,8 @@ static void test_disk(const char *spec)
 	test_concurrent(path);
 	test_discard(path);
 	test_cache(path);
+	test_direct(path);
+	test_partition(path);
 }
 
 int main(int argc, char **argv)

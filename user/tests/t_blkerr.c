@@ -8,7 +8,12 @@
  * again and again, and never hangs; the blocks beside it read; a write
  * of the bad sector reports EIO by write or by fsync (Linux caches block
  * writes); the rest of the disk still reads and writes, and
- * `--check-image` finds those bytes in the image on the host.
+ * `--check-image` finds those bytes in the image on the host. Then
+ * (test_errseq) a failed write-back is reported as Linux's errseq
+ * reports it: once to each file open when it failed, by its next fsync;
+ * not to a file opened after some fsync reported it; to every file,
+ * even one opened after it, when the failure happened in sync(2) or at
+ * the last close and nobody has reported it yet.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -59,6 +64,49 @@ static int check_image(const char *img)
 	return check_done();
 }
 
+/* writes 512 bytes over the sector whose writes fail, through the cache */
+static int write_bad(int fd)
+{
+	static unsigned char b[512];
+	fill(b, sizeof b, 11);
+	return pwrite(fd, b, sizeof b, BAD_WRITE * 512) == sizeof b;
+}
+
+static void test_errseq(const char *path)
+{
+	int a = open(path, O_RDWR), b = open(path, O_RDWR);
+	CHECK("errseq.open", a >= 0 && b >= 0);
+	CHECK("errseq.write", write_bad(a));
+	CHECK_ERR("errseq.fsync", fsync(a), EIO);
+	CHECK_SYS("errseq.fsync_again", fsync(a));
+	int late = open(path, O_RDWR); /* after a report */
+	CHECK_ERR("errseq.other_file", fsync(b), EIO);
+	CHECK_SYS("errseq.other_file_again", fsync(b));
+	CHECK_SYS("errseq.opened_after_report", fsync(late));
+
+	/* failed in sync(2), reported by nobody yet */
+	CHECK("errseq.write_for_sync", write_bad(b));
+	sync();
+	int after = open(path, O_RDWR);
+	CHECK_ERR("errseq.sync_failure_a", fsync(a), EIO);
+	CHECK_ERR("errseq.sync_failure_b", fsync(b), EIO);
+	CHECK_ERR("errseq.sync_failure_late", fsync(late), EIO);
+	CHECK_ERR("errseq.sync_failure_opened_after", fsync(after), EIO);
+	int again = fsync(a) == 0 && fsync(b) == 0 && fsync(late) == 0 && fsync(after) == 0;
+	CHECK("errseq.sync_failure_once", again);
+	close(after);
+	close(late);
+	close(b);
+
+	/* failed at the last close: the next open's fsync reports it */
+	CHECK("errseq.write_for_close", write_bad(a));
+	close(a);
+	a = open(path, O_RDWR);
+	CHECK_ERR("errseq.last_close_failure", fsync(a), EIO);
+	CHECK_SYS("errseq.last_close_failure_once", fsync(a));
+	close(a);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "--make-image") == 0)
@@ -103,5 +151,6 @@ int main(int argc, char **argv)
 	CHECK("read.good", fd >= 0 && pread(fd, b, 4096, 0) == 4096 && same(b, 4096, 3));
 	CHECK_ERR("read.bad_reopened", pread(fd, b, 4096, BAD_READ * 512), EIO);
 	close(fd);
+	test_errseq(path);
 	return check_done();
 }

@@ -19,6 +19,12 @@ type Namespace struct {
 
 func (n *Namespace) Name() string    { return n.name }
 func (n *Namespace) SectorSize() int { return 1 << n.shift }
+
+// MemAlign is 4: a PRP entry may point anywhere dword-aligned (NVMe 1.4
+// section 4.3), and Linux lets O_DIRECT buffers of NVMe namespaces be
+// aligned so.
+func (n *Namespace) MemAlign() int { return 4 }
+
 func (n *Namespace) Sectors() uint64 { return n.sectors }
 
 // ID is the namespace identifier.
