@@ -109,6 +109,7 @@ func (fs *FS) punchHole(fm *fileMapping, off, end int64) error {
 	}
 	firstWhole := (off + bs - 1) / bs
 	endWhole := end / bs
+	fs.dropPages(fm.in, off, end) // the edges' pages too: zeroed below
 	zero := func(from, to int64) error {
 		if from >= to {
 			return nil
