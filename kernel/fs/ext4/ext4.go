@@ -141,10 +141,15 @@ type FS struct {
 	lastTrimMin uint64
 	frees       uint64
 	// pages is the page cache (Options.Pages); files holds each
-	// regular file's pages in it that were read since the inode was
-	// last forgotten, by inode number (under mu).
-	pages *pagecache.Cache
-	files map[uint32]*pagecache.File
+	// regular file's pages in it that were used since the inode was
+	// last forgotten, and maps their blocks to write back, by inode
+	// number; ordered the files written since the last commit; dataErr
+	// a write-back's failure for the next Sync (pages.go; under mu).
+	pages   *pagecache.Cache
+	files   map[uint32]*pagecache.File
+	maps    map[uint32]*dataMap
+	ordered map[uint32]bool
+	dataErr error
 }
 
 // countedDevice counts the writes to the device under the file system.
@@ -244,7 +249,7 @@ func (fs *FS) Unmount() error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	for ino := range fs.files {
-		fs.closePages(ino)
+		fs.closePages(ino) // dirty pages written back
 	}
 	if fs.ro {
 		return nil
@@ -259,6 +264,9 @@ func (fs *FS) Unmount() error {
 // cleanLocked leaves the disk as a clean unmount does.
 // Preconditions: fs.mu is held and the mount is read-write.
 func (fs *FS) cleanLocked() error {
+	if err := fs.syncData(); err != nil {
+		return err
+	}
 	if err := fs.commitOrStop(); err != nil {
 		return err
 	}

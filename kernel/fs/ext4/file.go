@@ -132,6 +132,29 @@ func (fs *FS) writeData(in *inode, p []byte, off int64) (int, error) {
 	changed := false
 	done := 0
 	var werr error
+	if fs.buffered(in) {
+		done, changed, werr = fs.writeCached(in, fm, p, off)
+	} else {
+		done, changed, werr = fs.writeDisk(in, fm, p, off)
+	}
+	if changed && fm.em != nil {
+		if err := fs.writeExtents(in, fm.em); err != nil && werr == nil {
+			werr = err
+		}
+	}
+	if uint64(off)+uint64(done) > in.size {
+		in.size = uint64(off) + uint64(done)
+	}
+	return done, werr
+}
+
+// writeDisk writes p at off to the disk, block by block; it returns the
+// bytes written and whether the block map changed.
+func (fs *FS) writeDisk(in *inode, fm *fileMapping, p []byte, off int64) (int, bool, error) {
+	bs := int64(fs.blockSize)
+	changed := false
+	done := 0
+	var werr error
 	for done < len(p) {
 		pos := off + int64(done)
 		lblk := uint32(pos / bs)
@@ -164,15 +187,7 @@ func (fs *FS) writeData(in *inode, p []byte, off int64) (int, error) {
 	// Bytes the disk has now and the cache may hold older: what was
 	// written, and a failed write's whole range.
 	fs.dropPages(in, off, off+int64(len(p)))
-	if changed && fm.em != nil {
-		if err := fs.writeExtents(in, fm.em); err != nil && werr == nil {
-			werr = err
-		}
-	}
-	if uint64(off)+uint64(done) > in.size {
-		in.size = uint64(off) + uint64(done)
-	}
-	return done, werr
+	return done, changed, werr
 }
 
 // mapNew allocates up to n blocks for the hole at lblk and maps them.
@@ -261,9 +276,11 @@ func (fs *FS) truncateData(in *inode, size uint64) error {
 	}
 	if size < in.size {
 		// The page the new end cuts through too: its tail is zeroed
-		// below.
+		// below (its dirty bytes before the end written back first).
+		fs.keepHead(in, size)
 		fs.dropPages(in, int64(size), int64(in.size))
 		keep := (size + bs - 1) / bs
+		fs.forgetBlocks(in, keep, 1<<32)
 		fm, err := fs.mapping(in)
 		if err != nil {
 			return err

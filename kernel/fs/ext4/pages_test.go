@@ -3,6 +3,7 @@ package ext4
 import (
 	"bytes"
 	"math/rand"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,19 +13,30 @@ import (
 
 // heapFrames is page cache frames from the Go heap.
 type heapFrames struct {
+	mu   sync.Mutex
 	next uintptr
 	live map[uintptr]*[pagecache.PageSize]byte
 }
 
 func (h *heapFrames) Alloc() uintptr {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	h.next += pagecache.PageSize
 	h.live[h.next] = new([pagecache.PageSize]byte)
 	return h.next
 }
 
-func (h *heapFrames) Free(pa uintptr) { delete(h.live, pa) }
+func (h *heapFrames) Free(pa uintptr) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.live, pa)
+}
 
-func (h *heapFrames) Page(pa uintptr) *[pagecache.PageSize]byte { return h.live[pa] }
+func (h *heapFrames) Page(pa uintptr) *[pagecache.PageSize]byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.live[pa]
+}
 
 // mountCached mounts a fresh image with a page cache.
 func mountCached(t *testing.T, opts ...string) (*FS, *memDev, *pagecache.Cache, *heapFrames) {
@@ -98,6 +110,12 @@ func TestPagesFollowTheFile(t *testing.T) {
 				}
 				check("step")
 			}
+			// On the disk, once synced.
+			ok(t, f.Sync())
+			if got := readDisk(t, d, "f"); !bytes.Equal(got, model) {
+				t.Fatalf("on the disk: %d bytes, want %d (same prefix: %v)", len(got), len(model), bytes.HasPrefix(model, got) || bytes.HasPrefix(got, model))
+			}
+
 			// Truncated, the pages past the end go.
 			ok(t, f.Truncate(ino, 0))
 			writeAll(t, f, ino, bytes.Repeat([]byte{9}, 1<<20), 0)
@@ -150,6 +168,118 @@ func TestPagesFollowTheFile(t *testing.T) {
 			ok(t, f.Unmount())
 			if n := filePages(c); n != 0 || len(fr.live) != 0 {
 				t.Fatalf("%d pages, %d frames left after the unmount", n, len(fr.live))
+			}
+		})
+	}
+}
+
+// readDisk reads file name of the root directory from a copy of d's
+// bytes, mounted without a page cache (replaying its journal, as after
+// a crash at this point).
+func readDisk(t *testing.T, d *memDev, name string) []byte {
+	t.Helper()
+	c := &memDev{b: bytes.Clone(d.b)}
+	f, err := Mount(c, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ino, err := f.Lookup(RootIno, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return readAll(t, f, ino)
+}
+
+// TestPagesOrdered: a commit writes the data of the files written
+// before it first (data=ordered), so the disk as the commit leaves it
+// holds their bytes, not the stale bytes of blocks just allocated; and
+// a write-back running all along (the cache's flusher) changes nothing.
+func TestPagesOrdered(t *testing.T) {
+	for _, v := range writeVariants {
+		t.Run(v.name, func(t *testing.T) {
+			f, d, c, _ := mountCached(t, v.opts...)
+			must := okIno(t)
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+						c.WritebackAll()
+					}
+				}
+			}()
+			rng := rand.New(rand.NewSource(11))
+			models := map[string][]byte{}
+			for round := range 6 {
+				for _, name := range []string{"a", "b", "c"} {
+					ino, err := f.Lookup(RootIno, name)
+					if err != nil {
+						ino = must(f.Create(RootIno, name, linux.S_IFREG|0o644, 0, 0, 0, 0))
+					}
+					m := models[name]
+					off := rng.Intn(len(m) + 5000)
+					p := make([]byte, 1+rng.Intn(200000))
+					rng.Read(p)
+					writeAll(t, f, ino, p, int64(off))
+					if end := off + len(p); end > len(m) {
+						m = append(m, make([]byte, end-len(m))...)
+					}
+					copy(m[off:], p)
+					if round%2 == 1 {
+						size := rng.Intn(len(m))
+						ok(t, f.Truncate(ino, uint64(size)))
+						m = m[:size]
+					}
+					models[name] = m
+				}
+				if v.name == "ext2" {
+					ok(t, f.Sync())
+				} else if _, err := f.Commit(); err != nil {
+					t.Fatal(err)
+				}
+				for name, m := range models {
+					if got := readDisk(t, d, name); !bytes.Equal(got, m) {
+						t.Fatalf("round %d: %s on the disk after the commit: %d bytes, want %d", round, name, len(got), len(m))
+					}
+				}
+			}
+			close(stop)
+			<-done
+			fsck(t, d)
+		})
+	}
+}
+
+// TestPagesFreshBlocks: a block allocated for a write into a hole holds
+// what a deleted file left there; the rest of its page reads as zeros
+// (before and after the write-back), never those stale bytes.
+func TestPagesFreshBlocks(t *testing.T) {
+	for _, v := range writeVariants {
+		t.Run(v.name, func(t *testing.T) {
+			f, d, _, _ := mountCached(t, v.opts...)
+			must := okIno(t)
+			old := must(f.Create(RootIno, "old", linux.S_IFREG|0o644, 0, 0, 0, 0))
+			writeAll(t, f, old, bytes.Repeat([]byte{0xAA}, 4<<20), 0)
+			ok(t, f.Sync())
+			ok(t, f.Unlink(RootIno, "old"))
+			ok(t, f.syncHome()) // the blocks free for the taking
+			ino := must(f.Create(RootIno, "new", linux.S_IFREG|0o644, 0, 0, 0, 0))
+			model := make([]byte, 1<<20)
+			ok(t, f.Truncate(ino, uint64(len(model))))
+			for _, off := range []int{5000, 300001, 1<<20 - 3} {
+				writeAll(t, f, ino, []byte("xyz"), int64(off))
+				copy(model[off:], "xyz")
+			}
+			if got := readAll(t, f, ino); !bytes.Equal(got, model) {
+				t.Fatalf("stale bytes read back: %d of them", len(got)-bytes.Count(got, []byte{0})-9)
+			}
+			ok(t, f.Sync())
+			if got := readDisk(t, d, "new"); !bytes.Equal(got, model) {
+				t.Fatal("stale bytes on the disk")
 			}
 		})
 	}
