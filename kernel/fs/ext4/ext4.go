@@ -143,13 +143,15 @@ type FS struct {
 	// pages is the page cache (Options.Pages); files holds each
 	// regular file's pages in it that were used since the inode was
 	// last forgotten, and maps their blocks to write back, by inode
-	// number; ordered the files written since the last commit; dataErr
-	// a write-back's failure for the next Sync (pages.go; under mu).
-	pages   *pagecache.Cache
-	files   map[uint32]*pagecache.File
-	maps    map[uint32]*dataMap
-	ordered map[uint32]bool
-	dataErr error
+	// number; ordered the files written since the last commit,
+	// unsynced since the last Sync; dataErr a write-back's failure for
+	// the next Sync (pages.go; under mu).
+	pages    *pagecache.Cache
+	files    map[uint32]*pagecache.File
+	maps     map[uint32]*dataMap
+	ordered  map[uint32]bool
+	unsynced map[uint32]bool
+	dataErr  error
 }
 
 // countedDevice counts the writes to the device under the file system.

@@ -186,8 +186,10 @@ func (fs *FS) writeCached(in *inode, fm *fileMapping, p []byte, off int64) (int,
 	}
 	if fs.ordered == nil {
 		fs.ordered = make(map[uint32]bool)
+		fs.unsynced = make(map[uint32]bool)
 	}
 	fs.ordered[in.num] = true
+	fs.unsynced[in.num] = true
 	f.Resize(max(int64(in.size), off+int64(mapped)))
 	n, err := f.Write(p[:mapped], off)
 	if err != nil {
@@ -220,13 +222,18 @@ func (fs *FS) writeOrdered() {
 
 // syncData writes every file's dirty pages back and returns the
 // failures since the last call (this write-back's, the cache's own,
-// the commits'). Preconditions: fs.mu held.
+// the commits'). Only the files written since the last call can have
+// dirty pages, or a failed write-back to report.
+// Preconditions: fs.mu held.
 func (fs *FS) syncData() error {
 	err := fs.dataErr
 	fs.dataErr = nil
-	for _, f := range fs.files {
-		err = errors.Join(err, f.Sync()) // the backing's Flush does nothing
+	for ino := range fs.unsynced {
+		if f := fs.files[ino]; f != nil {
+			err = errors.Join(err, f.Sync()) // the backing's Flush does nothing
+		}
 	}
+	clear(fs.unsynced)
 	clear(fs.ordered)
 	if err != nil {
 		return errors.Join(linux.EIO, err)
@@ -285,6 +292,7 @@ func (fs *FS) closePages(ino uint32) {
 		delete(fs.files, ino)
 		delete(fs.maps, ino)
 		delete(fs.ordered, ino)
+		delete(fs.unsynced, ino)
 		if err := f.Release(); err != nil {
 			fs.dataErr = errors.Join(fs.dataErr, err)
 		}
