@@ -253,22 +253,22 @@ func (fs *FS) Unmount() error {
 	for ino := range fs.files {
 		fs.closePages(ino) // dirty pages written back
 	}
+	// A failed write-back is reported, but the metadata goes home all
+	// the same.
+	dataErr := fs.syncData()
 	if fs.ro {
-		return nil
+		return dataErr
 	}
 	if err := fs.cleanLocked(); err != nil {
 		return err
 	}
 	fs.ro, fs.roWhy = true, "unmounted"
-	return nil
+	return dataErr
 }
 
 // cleanLocked leaves the disk as a clean unmount does.
 // Preconditions: fs.mu is held and the mount is read-write.
 func (fs *FS) cleanLocked() error {
-	if err := fs.syncData(); err != nil {
-		return err
-	}
 	if err := fs.commitOrStop(); err != nil {
 		return err
 	}
@@ -290,11 +290,12 @@ func (fs *FS) Remount(ro bool) error {
 		return nil
 	}
 	if ro {
+		dataErr := fs.syncData() // reported; the metadata goes home all the same
 		if err := fs.cleanLocked(); err != nil {
 			return err
 		}
 		fs.ro, fs.roWhy = true, ""
-		return nil
+		return dataErr
 	}
 	if fs.roWhy != "" {
 		return linux.EROFS

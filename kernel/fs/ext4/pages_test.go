@@ -284,3 +284,28 @@ func TestPagesFreshBlocks(t *testing.T) {
 		})
 	}
 }
+
+// TestPagesUnmount: the dirty pages reach the disk at unmount, and a
+// remount read-only writes them too.
+func TestPagesUnmount(t *testing.T) {
+	for _, remount := range []bool{false, true} {
+		f, d, c, _ := mountCached(t, "-t", "ext4")
+		ino := okIno(t)(f.Create(RootIno, "f", linux.S_IFREG|0o644, 0, 0, 0, 0))
+		data := bytes.Repeat([]byte("unmount "), 100000)
+		writeAll(t, f, ino, data, 0)
+		if c.ReadStats().Dirty == 0 {
+			t.Fatal("no dirty pages after a write")
+		}
+		if remount {
+			ok(t, f.Remount(true))
+		} else {
+			ok(t, f.Unmount())
+		}
+		if n := c.ReadStats().Dirty; n != 0 {
+			t.Fatalf("%d dirty pages left", n)
+		}
+		if got := readDisk(t, d, "f"); !bytes.Equal(got, data) {
+			t.Fatalf("remount %v: %d bytes on the disk, want %d", remount, len(got), len(data))
+		}
+	}
+}
