@@ -16,7 +16,6 @@ import (
 	"shortbread/kernel/fs/ext4/ext4vfs"
 	"shortbread/kernel/fs/tmpfs"
 	"shortbread/kernel/ipc/mqueue"
-	"shortbread/kernel/pagecache"
 	"shortbread/kernel/proc"
 	"shortbread/kernel/vfs"
 	"shortbread/kernel/wallclock"
@@ -141,18 +140,9 @@ func (k *kernel) mountExt4(fsType string, src vfs.Source, ro bool, data string) 
 		return nil, linux.ENXIO
 	}
 	disk := node.Dev
-	var dev ext4.Device = blk.Bytes{D: disk}
-	var cached *pagecache.File // the page cache's pages of file data
-	if k.cache != nil {
-		cached = k.cache.Open(blk.Bytes{D: disk}, blk.Size(disk), pagecache.KindFile)
-		dev = cachedDisk{blk.Bytes{D: disk}, cached}
-	}
-	fs, err := ext4.Mount(dev, ext4.Options{ReadOnly: ro, Clock: wallclock.Now, Discard: discard,
-		As: fsType, JournalOptions: interval != ext4Commit || dataGiven})
+	fs, err := ext4.Mount(blk.Bytes{D: disk}, ext4.Options{ReadOnly: ro, Clock: wallclock.Now, Discard: discard,
+		As: fsType, JournalOptions: interval != ext4Commit || dataGiven, Pages: k.cache})
 	if err != nil {
-		if cached != nil {
-			cached.Release()
-		}
 		k.log.Warnf("ext4: mount %s: %v", disk.Name(), err)
 		return nil, linux.EINVAL // what Linux says of a disk it cannot mount
 	}
@@ -190,10 +180,7 @@ func (k *kernel) mountExt4(fsType string, src vfs.Source, ro bool, data string) 
 	}
 	release := func() error {
 		close(stop)
-		err := x.Unmount()
-		if cached != nil {
-			cached.Release() // clean pages only: nothing to write
-		}
+		err := x.Unmount() // its files' pages leave the page cache
 		if part != nil {
 			part.Closed()
 		}

@@ -2,12 +2,12 @@ package main
 
 // The page cache block device files and ext4's file data share
 // (package pagecache): its frames, its flusher, its place in memory
-// pressure, and the device wrapper an ext4 mount reads data through.
+// pressure. (An ext4 mount is handed it: package ext4 caches each
+// regular file's pages by inode.)
 
 import (
 	"sync"
 
-	"shortbread/kernel/blk"
 	"shortbread/kernel/kmem"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/pagecache"
@@ -33,29 +33,4 @@ func (k *kernel) startPageCache() {
 	k.cache = pagecache.New(cacheFrames{}, int64(total/10))
 	kmem.SetReclaim(k.cache.Shrink)
 	go k.cache.Flusher(nil)
-}
-
-// cachedDisk is the device under an ext4 mount: file data is read
-// through the page cache (ext4.DataReader), and every write and discard
-// of the device (data, metadata, journal) drops the pages it covers, so
-// the cache never holds bytes older than the disk's. Nothing is written
-// through the cache, so the journal's ordering of writes is the same
-// with it as without it.
-type cachedDisk struct {
-	blk.Bytes
-	data *pagecache.File
-}
-
-func (d cachedDisk) ReadData(p []byte, off int64) (int, error) { return d.data.Read(p, off) }
-
-func (d cachedDisk) WriteAt(p []byte, off int64) (int, error) {
-	n, err := d.Bytes.WriteAt(p, off)
-	d.data.Invalidate(off, int64(len(p)))
-	return n, err
-}
-
-func (d cachedDisk) Discard(off, n int64) error {
-	err := d.Bytes.Discard(off, n)
-	d.data.Invalidate(off, n)
-	return err
 }

@@ -8,7 +8,7 @@ import (
 
 // pageLen is how many bytes of page idx lie within the file.
 func (f *File) pageLen(idx uint64) int {
-	return int(min(int64(PageSize), f.size-int64(idx)*PageSize))
+	return int(min(int64(PageSize), f.size.Load()-int64(idx)*PageSize))
 }
 
 // Read reads len(p) bytes at off. Reading at or past the end returns 0
@@ -18,10 +18,11 @@ func (f *File) Read(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, ErrRange
 	}
-	if off >= f.size {
+	size := f.size.Load()
+	if off >= size {
 		return 0, nil
 	}
-	p = p[:min(int64(len(p)), f.size-off)]
+	p = p[:min(int64(len(p)), size-off)]
 	done := 0
 	for done < len(p) {
 		pos := off + int64(done)
@@ -79,7 +80,7 @@ func (f *File) readAhead(idx uint64, want int) int {
 // matters to the caller: when a read of several pages fails, each is
 // tried alone, and a read-ahead page that fails is left out.
 func (f *File) fill(idx uint64, n int) error {
-	last := uint64((f.size + PageSize - 1) / PageSize)
+	last := uint64((f.size.Load() + PageSize - 1) / PageSize)
 	var pas [maxRun]uintptr
 	got := 0
 	for i := idx; i < last && got < n; i++ {
@@ -110,7 +111,7 @@ func (f *File) fill(idx uint64, n int) error {
 	bp := f.c.getBounce()
 	defer f.c.putBounce(bp)
 	buf := *bp
-	end := min(int64(idx+uint64(got))*PageSize, f.size)
+	end := min(int64(idx+uint64(got))*PageSize, f.size.Load())
 	start := int64(idx) * PageSize
 	_, err := f.b.ReadAt(buf[:end-start], start)
 	if err == nil {
@@ -170,10 +171,11 @@ func (f *File) kindFlag() uint32 {
 // one crossing the end is cut short there. A page the write covers only
 // in part is read in first.
 func (f *File) Write(p []byte, off int64) (int, error) {
-	if off < 0 || off >= f.size && len(p) > 0 {
+	size := f.size.Load()
+	if off < 0 || off >= size && len(p) > 0 {
 		return 0, ErrRange
 	}
-	p = p[:min(int64(len(p)), f.size-off)]
+	p = p[:min(int64(len(p)), size-off)]
 	done := 0
 	for done < len(p) {
 		pos := off + int64(done)
@@ -316,7 +318,8 @@ func (f *File) claim(idx uint64, dst []byte) bool {
 // ends their write-back.
 func (f *File) writeRun(buf []byte, start uint64, count int) error {
 	off := int64(start) * PageSize
-	end := min(off+int64(count)*PageSize, f.size)
+	// A file cut short meanwhile (Resize) writes nothing past its end.
+	end := max(min(off+int64(count)*PageSize, f.size.Load()), off)
 	_, err := f.b.WriteAt(buf[:end-off], off)
 	for i := range count {
 		k := key{f.id, start + uint64(i)}

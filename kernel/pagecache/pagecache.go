@@ -1,7 +1,7 @@
 // Package pagecache is the page cache that block-backed files share: a
-// block device file's bytes, and the bytes of a disk under a file system
-// (ext4 reads its file data through one: clean pages that every write
-// of the disk invalidates), kept in 4 KiB pages of physical memory
+// block device file's bytes, and a file system's regular files (ext4
+// caches each file's data by inode, growing and truncating it with
+// Resize), kept in 4 KiB pages of physical memory
 // between the program and the disk. Reads are served from it and read ahead on sequential access;
 // writes change its pages, which a flusher writes back every five
 // seconds, under memory pressure and on fsync (which then flushes the
@@ -28,7 +28,7 @@
 // never held with any of them.
 //
 // Files are the backing objects (Backing): a disk seen as bytes in
-// whole sectors. The package knows nothing of devices, processes or
+// whole sectors, or a file system's file. The package knows nothing of devices, processes or
 // the machine, so it runs under go test against an in-memory disk.
 package pagecache
 
@@ -143,7 +143,9 @@ type File struct {
 	id   uint32
 	kind uint32
 	b    Backing
-	size int64 // bytes, a multiple of the sector size
+	// size is the file's length in bytes: for a disk a multiple of the
+	// sector size; a file system's file may change it (Resize).
+	size atomic.Int64
 
 	ra struct {
 		sync.Mutex
@@ -165,7 +167,8 @@ type File struct {
 
 // Open registers b (size bytes) with the cache.
 func (c *Cache) Open(b Backing, size int64, kind int) *File {
-	f := &File{c: c, kind: uint32(kind), b: b, size: size, dirty: map[uint64]struct{}{}}
+	f := &File{c: c, kind: uint32(kind), b: b, dirty: map[uint64]struct{}{}}
+	f.size.Store(size)
 	c.mu.Lock()
 	c.nextID++
 	for c.files[c.nextID] != nil || c.nextID == 0 {
@@ -178,7 +181,19 @@ func (c *Cache) Open(b Backing, size int64, kind int) *File {
 }
 
 // Size is the file's size in bytes.
-func (f *File) Size() int64 { return f.size }
+func (f *File) Size() int64 { return f.size.Load() }
+
+// Resize sets the file's size (a file system's file growing or being
+// truncated); the pages wholly past a smaller size go, dirty ones too.
+// The caller keeps reads and writes of the file from racing with it,
+// and drops a page the new end cuts through itself if its tail must
+// read as zeros.
+func (f *File) Resize(size int64) {
+	old := f.size.Swap(size)
+	if size < old {
+		f.invalidate((size+PageSize-1)/PageSize*PageSize, old, true)
+	}
+}
 
 // Release writes f's dirty pages back (without flushing the device),
 // drops all its pages and forgets f. It returns the write-back's error
@@ -186,7 +201,7 @@ func (f *File) Size() int64 { return f.size }
 // device's pages on its last close whatever the write-back did).
 func (f *File) Release() error {
 	err := f.writeback()
-	f.invalidate(0, f.size, true)
+	f.invalidate(0, f.size.Load(), true)
 	f.c.mu.Lock()
 	delete(f.c.files, f.id)
 	f.c.mu.Unlock()
@@ -206,7 +221,7 @@ func (f *File) Writeback() error { return f.writeback() }
 // (BLKFLSBUF).
 func (f *File) DropClean() error {
 	err := f.writeback()
-	f.invalidate(0, f.size, false)
+	f.invalidate(0, f.size.Load(), false)
 	return err
 }
 

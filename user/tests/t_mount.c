@@ -13,7 +13,9 @@
  * read-only or as another type), files, directories, a symlink, a
  * hard link, renames and an unlink, fsync, syncfs, sync, umount, then a
  * read-only mount reading it all back (the big file's data showing in
- * Cached, /proc/meminfo, until drop_caches). Then discards (the image is
+ * Cached, /proc/meminfo, until drop_caches). A file's pages leave the
+ * page cache when it is truncated and unlinked, without drop_caches
+ * (test_file_pages). Then discards (the image is
  * attached with discard=unmap, so a discarded block reads as zeros): a
  * 2 MiB file written, fsync'd, deleted and committed on a mount with the
  * discard option is gone from the disk after the unmount; on a mount
@@ -401,6 +403,66 @@ static void test_ext4(const char *dev)
 	free(big);
 }
 
+/* A file's pages leave the page cache with the file, not at drop_caches:
+ * an 8 MiB file written and read back shows in Cached; truncated to
+ * 1 MiB it gives back most of the rest, and unlinked (its last name, no
+ * open file: Linux frees the inode and drops its pages at the last iput)
+ * most of what was left. */
+#define PAGES_SIZE (8L << 20)
+#define PAGES_KEEP (1L << 20)
+
+/* pwrite or pread (w = 0) of n bytes at off, in as many calls as it
+ * takes; the bytes done */
+static long pio(int w, int fd, unsigned char *b, long n, long off)
+{
+	long done = 0;
+	while (done < n) {
+		ssize_t r = w ? pwrite(fd, b + done, n - done, off + done) : pread(fd, b + done, n - done, off + done);
+		if (r <= 0)
+			break;
+		done += r;
+	}
+	return done;
+}
+
+static void test_file_pages(const char *dev)
+{
+	if (!CHECK_SYS("mount ext4 for the page cache checks", mount(dev, mnt, "ext4", 0, NULL)))
+		return;
+	char p[400];
+	snprintf(p, sizeof p, "%s/pages", mnt);
+	unsigned char *buf = malloc(PAGES_SIZE), *back = malloc(PAGES_SIZE);
+	for (long i = 0; i < PAGES_SIZE; i++)
+		buf[i] = big_byte(i + 7);
+	long long before = meminfo_kb("Cached");
+	int fd = open(p, O_CREAT | O_RDWR | O_TRUNC, 0600);
+	CHECK_SYS("pages: create", fd);
+	CHECK_EQ("pages: write 8 MiB", pio(1, fd, buf, PAGES_SIZE, 0), PAGES_SIZE);
+	CHECK_SYS("pages: fsync", fsync(fd));
+	CHECK_EQ("pages: read 8 MiB back", pio(0, fd, back, PAGES_SIZE, 0), PAGES_SIZE);
+	CHECK("pages: the bytes written", memcmp(buf, back, PAGES_SIZE) == 0);
+	long long filled = meminfo_kb("Cached");
+	CHECK("pages: the file shows in Cached", before >= 0 && filled - before >= PAGES_SIZE / 1024 / 2);
+	CHECK_SYS("pages: truncate to 1 MiB", ftruncate(fd, PAGES_KEEP));
+	long long cut = meminfo_kb("Cached");
+	CHECK("pages: truncate gives back the pages past the end", filled - cut >= (PAGES_SIZE - PAGES_KEEP) / 1024 / 2);
+	CHECK_EQ("pages: read 1 MiB back", pio(0, fd, back, PAGES_SIZE, 0), PAGES_KEEP);
+	CHECK("pages: the bytes kept", memcmp(buf, back, PAGES_KEEP) == 0);
+	CHECK_EQ("pages: write 8 MiB again", pio(1, fd, buf, PAGES_SIZE, 0), PAGES_SIZE);
+	CHECK_EQ("pages: read 8 MiB back again", pio(0, fd, back, PAGES_SIZE, 0), PAGES_SIZE);
+	CHECK("pages: the bytes written again", memcmp(buf, back, PAGES_SIZE) == 0);
+	close(fd);
+	filled = meminfo_kb("Cached");
+	CHECK_SYS("pages: unlink", unlink(p));
+	long long gone = meminfo_kb("Cached");
+	CHECK("pages: unlink gives the pages back without drop_caches", filled - gone >= PAGES_SIZE / 1024 / 2);
+	if (filled - gone < PAGES_SIZE / 1024 / 2)
+		printf("t_mount: Cached %lld KiB before the write, %lld read back, %lld unlinked\n", before, filled, gone);
+	CHECK_SYS("umount", umount(mnt));
+	free(buf);
+	free(back);
+}
+
 /* <linux/fs.h> (musl-gcc has no kernel headers) */
 struct fstrim_range {
 	uint64_t start, len, minlen;
@@ -653,6 +715,7 @@ int main(int argc, char **argv)
 		char dev[64];
 		snprintf(dev, sizeof dev, "/dev/%s", disk);
 		test_ext4(dev);
+		test_file_pages(dev);
 		test_discard(dev);
 	} else {
 		printf("t_mount: no EXT4_DISK: ext4 part skipped\n");

@@ -7,8 +7,7 @@ import "shortbread/kernel/abi/linux"
 // handed to write, which writes it home at once or, with a journal, adds
 // it to the running transaction; so an entry can be dropped whenever it
 // is not in the transaction. File data does not pass through it: the
-// kernel's page cache holds that, read through the device (DataReader
-// in file.go).
+// kernel's page cache holds that, by inode (pages.go).
 //
 // A block freed by the allocator is dropped (forget), since it may come
 // back as file data written around the cache.

@@ -13,7 +13,8 @@
 // Files: superblock.go (features, mount checks), group.go (group
 // descriptors), checksum.go (crc32c, crc16), cache.go (metadata buffer
 // cache), inode.go, extent.go and blockmap.go (file block mapping),
-// file.go (reading and writing file data), fallocate.go, dir.go,
+// file.go (reading and writing file data), pages.go (file data in the
+// page cache, by inode), fallocate.go, dir.go,
 // htree.go, htree_write.go and dirhash.go (directories and their hash
 // index), alloc.go (bitmaps), fileops.go (stat, read, write, truncate,
 // listings), namei.go (create, link, unlink, mkdir, rmdir, symlink),
@@ -36,6 +37,7 @@ import (
 	"time"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/pagecache"
 )
 
 // Device is the block device under a file system. Any block device
@@ -89,6 +91,9 @@ type Options struct {
 	// (commit= other than the default, data=): a file system without a
 	// journal is refused, as Linux does.
 	JournalOptions bool
+	// Pages is the page cache regular files' data is read through, by
+	// inode (pages.go); nil reads the disk every time.
+	Pages *pagecache.Cache
 }
 
 // ErrWrongType is wrapped by the error a mount returns for a file system
@@ -135,6 +140,18 @@ type FS struct {
 	trimmed     map[uint32]bool
 	lastTrimMin uint64
 	frees       uint64
+	// pages is the page cache (Options.Pages); files holds each
+	// regular file's pages in it that were used since the inode was
+	// last forgotten, and maps their blocks to write back, by inode
+	// number; ordered the files written since the last commit,
+	// unsynced since the last Sync; dataErr a write-back's failure for
+	// the next Sync (pages.go; under mu).
+	pages    *pagecache.Cache
+	files    map[uint32]*pagecache.File
+	maps     map[uint32]*dataMap
+	ordered  map[uint32]bool
+	unsynced map[uint32]bool
+	dataErr  error
 }
 
 // countedDevice counts the writes to the device under the file system.
@@ -155,7 +172,7 @@ func (d countedDevice) WriteAt(p []byte, off int64) (int, error) {
 // system on dev. It refuses incompatible features it does not know and
 // mounts read-only when a read-only-compatible feature is unknown.
 func Mount(dev Device, o Options) (*FS, error) {
-	fs := &FS{ro: o.ReadOnly, clock: o.Clock}
+	fs := &FS{ro: o.ReadOnly, clock: o.Clock, pages: o.Pages}
 	fs.dev = countedDevice{dev, &fs.written}
 	if d, ok := dev.(discarder); ok && d.CanDiscard() {
 		fs.disc, fs.discardFreed = d, o.Discard
@@ -228,18 +245,25 @@ func Mount(dev Device, o Options) (*FS, error) {
 
 // Unmount commits what is left, checkpoints (the log is empty then),
 // clears needs_recovery and writes the superblock home with the free
-// counts, flushed. The file system is read-only afterwards.
+// counts, flushed. The file system is read-only afterwards, and its
+// files' pages are gone from the page cache.
 func (fs *FS) Unmount() error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	for ino := range fs.files {
+		fs.closePages(ino) // dirty pages written back
+	}
+	// A failed write-back is reported, but the metadata goes home all
+	// the same.
+	dataErr := fs.syncData()
 	if fs.ro {
-		return nil
+		return dataErr
 	}
 	if err := fs.cleanLocked(); err != nil {
 		return err
 	}
 	fs.ro, fs.roWhy = true, "unmounted"
-	return nil
+	return dataErr
 }
 
 // cleanLocked leaves the disk as a clean unmount does.
@@ -266,11 +290,12 @@ func (fs *FS) Remount(ro bool) error {
 		return nil
 	}
 	if ro {
+		dataErr := fs.syncData() // reported; the metadata goes home all the same
 		if err := fs.cleanLocked(); err != nil {
 			return err
 		}
 		fs.ro, fs.roWhy = true, ""
-		return nil
+		return dataErr
 	}
 	if fs.roWhy != "" {
 		return linux.EROFS

@@ -109,6 +109,14 @@ func (fs *FS) punchHole(fm *fileMapping, off, end int64) error {
 	}
 	firstWhole := (off + bs - 1) / bs
 	endWhole := end / bs
+	// The edges' pages too, their dirty bytes written back first: the
+	// edges are zeroed on the disk below.
+	fs.keepHead(fm.in, uint64(off))
+	fs.keepHead(fm.in, uint64(end))
+	fs.dropPages(fm.in, off, end)
+	if endWhole > firstWhole {
+		fs.forgetBlocks(fm.in, uint64(firstWhole), uint64(endWhole))
+	}
 	zero := func(from, to int64) error {
 		if from >= to {
 			return nil

@@ -9,30 +9,8 @@ import (
 
 // File data. Writes go straight to the device, a block at a time for
 // partial blocks and a run at a time for whole ones; reads too, or
-// through the device's data cache when it has one (DataReader); holes
-// and unwritten extents read as zeros.
-
-// DataReader is a Device that also reads file data through a cache (the
-// kernel's page cache) which every write and discard of the device
-// keeps coherent: ReadData returns the bytes ReadAt would. Only file
-// data is read through it: metadata has its own cache (cache.go), and
-// its home copies may be stale until a checkpoint, which only the
-// journal knows.
-type DataReader interface {
-	ReadData(p []byte, off int64) (int, error)
-}
-
-// readFileData reads file data at byte off of the device.
-func (fs *FS) readFileData(p []byte, off int64) (int, error) {
-	d := fs.dev
-	if c, ok := d.(countedDevice); ok {
-		d = c.Device
-	}
-	if r, ok := d.(DataReader); ok {
-		return r.ReadData(p, off)
-	}
-	return fs.dev.ReadAt(p, off)
-}
+// through the page cache for a regular file when the mount has one
+// (pages.go); holes and unwritten extents read as zeros.
 
 // maxFileBlocks bounds a file's logical blocks: 2^32 with extents; with
 // the indirect map, what its three levels reach.
@@ -84,6 +62,24 @@ func (fs *FS) readData(in *inode, p []byte, off int64) (int, error) {
 	if rem := in.size - uint64(off); uint64(len(p)) > rem {
 		p = p[:rem]
 	}
+	if f := fs.pageFile(in); f != nil {
+		return fs.readCached(f, in, p, off)
+	}
+	return fs.readBlocks(in, p, off)
+}
+
+// readBlocks reads from in at off into p from the disk, stopping at the
+// file's size.
+func (fs *FS) readBlocks(in *inode, p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, linux.EINVAL
+	}
+	if uint64(off) >= in.size {
+		return 0, nil
+	}
+	if rem := in.size - uint64(off); uint64(len(p)) > rem {
+		p = p[:rem]
+	}
 	fm, err := fs.mapping(in)
 	if err != nil {
 		return 0, err
@@ -103,7 +99,7 @@ func (fs *FS) readData(in *inode, p []byte, off int64) (int, error) {
 		dst := p[done : done+int(chunk)]
 		if pblk == 0 || unwritten {
 			clear(dst)
-		} else if _, err := fs.readFileData(dst, int64(pblk)*bs+inBlk); err != nil {
+		} else if _, err := fs.dev.ReadAt(dst, int64(pblk)*bs+inBlk); err != nil {
 			return done, fmt.Errorf("ext4: read inode %d: %w", in.num, errors.Join(linux.EIO, err))
 		}
 		done += int(chunk)
@@ -136,6 +132,29 @@ func (fs *FS) writeData(in *inode, p []byte, off int64) (int, error) {
 	changed := false
 	done := 0
 	var werr error
+	if fs.buffered(in) {
+		done, changed, werr = fs.writeCached(in, fm, p, off)
+	} else {
+		done, changed, werr = fs.writeDisk(in, fm, p, off)
+	}
+	if changed && fm.em != nil {
+		if err := fs.writeExtents(in, fm.em); err != nil && werr == nil {
+			werr = err
+		}
+	}
+	if uint64(off)+uint64(done) > in.size {
+		in.size = uint64(off) + uint64(done)
+	}
+	return done, werr
+}
+
+// writeDisk writes p at off to the disk, block by block; it returns the
+// bytes written and whether the block map changed.
+func (fs *FS) writeDisk(in *inode, fm *fileMapping, p []byte, off int64) (int, bool, error) {
+	bs := int64(fs.blockSize)
+	changed := false
+	done := 0
+	var werr error
 	for done < len(p) {
 		pos := off + int64(done)
 		lblk := uint32(pos / bs)
@@ -165,15 +184,10 @@ func (fs *FS) writeData(in *inode, p []byte, off int64) (int, error) {
 		}
 		done += int(chunk)
 	}
-	if changed && fm.em != nil {
-		if err := fs.writeExtents(in, fm.em); err != nil && werr == nil {
-			werr = err
-		}
-	}
-	if uint64(off)+uint64(done) > in.size {
-		in.size = uint64(off) + uint64(done)
-	}
-	return done, werr
+	// Bytes the disk has now and the cache may hold older: what was
+	// written, and a failed write's whole range.
+	fs.dropPages(in, off, off+int64(len(p)))
+	return done, changed, werr
 }
 
 // mapNew allocates up to n blocks for the hole at lblk and maps them.
@@ -261,7 +275,12 @@ func (fs *FS) truncateData(in *inode, size uint64) error {
 		return linux.EFBIG
 	}
 	if size < in.size {
+		// The page the new end cuts through too: its tail is zeroed
+		// below (its dirty bytes before the end written back first).
+		fs.keepHead(in, size)
+		fs.dropPages(in, int64(size), int64(in.size))
 		keep := (size + bs - 1) / bs
+		fs.forgetBlocks(in, keep, 1<<32)
 		fm, err := fs.mapping(in)
 		if err != nil {
 			return err
@@ -283,6 +302,7 @@ func (fs *FS) truncateData(in *inode, size uint64) error {
 		}
 	}
 	in.size = size
+	fs.resizePages(in)
 	return nil
 }
 

@@ -148,6 +148,7 @@ func (fs *FS) evict(in *inode) error {
 	}
 	in.dtime = uint32(fs.clock().Unix())
 	in.size = 0
+	fs.closePages(in.num)
 	errs = append(errs, fs.iput(in), fs.freeInode(in.num, t == linux.S_IFDIR))
 	return errors.Join(errs...)
 }

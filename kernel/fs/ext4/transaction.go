@@ -252,26 +252,29 @@ func (fs *FS) Sync() error {
 		fs.mu.Unlock()
 		return nil
 	}
+	// The caller's writes of file data are done once the dirty pages
+	// are written back; a failure is reported after the commit, which
+	// goes on (the metadata is sound either way).
+	dataErr := fs.syncData()
 	if fs.jnl == nil {
 		defer fs.mu.Unlock()
 		if fs.written.Load() == fs.durable.Load() {
-			return nil // everything written is behind a completed flush already
+			return dataErr // everything written is behind a completed flush already
 		}
 		// No journal (ext2): the free counts go home here, as Linux's
 		// ext2 writes its superblock at sync_fs.
-		return fs.writeSuperHome()
+		return errors.Join(dataErr, fs.writeSuperHome())
 	}
-	// The caller's writes of file data all completed before it called.
 	mine := fs.written.Load()
 	if err := fs.commitAsync(); err != nil {
 		fs.mu.Unlock()
-		return err
+		return errors.Join(dataErr, err)
 	}
 	fs.mu.Unlock()
 	if fs.durable.Load() >= mine {
-		return nil // a commit's flush covered them
+		return dataErr // a commit's flush covered them
 	}
-	return fs.flush() // file data written without a metadata change
+	return errors.Join(dataErr, fs.flush()) // file data written without a metadata change
 }
 
 // commitAsync makes the transactions holding every change made so far
@@ -456,6 +459,7 @@ func (fs *FS) writeCommit(c *commitIO) {
 // Preconditions: fs.mu is held, no commit in flight, and the running
 // transaction holds something.
 func (fs *FS) closeLocked() (*commitIO, error) {
+	fs.writeOrdered()
 	j := fs.jnl
 	jsb := j.r.jsb
 	bs := int(fs.blockSize)

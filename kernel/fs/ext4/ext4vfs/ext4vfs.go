@@ -166,13 +166,15 @@ func (f *FS) inode(ino uint32) (vfs.Inode, error) {
 	return n.self, nil
 }
 
-// forget drops the map entry of an inode whose node was collected,
-// unless a new node took its place.
+// forget drops the map entry of an inode whose node was collected, and
+// the inode's pages from the page cache (nothing in the kernel holds it
+// now: no open file, no cached name), unless a new node took its place.
 func (f *FS) forget(ino uint32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if wp, ok := f.nodes[ino]; ok && wp.Value() == nil {
 		delete(f.nodes, ino)
+		f.disk.Forget(ino)
 	}
 }
 

@@ -1,0 +1,420 @@
+package ext4
+
+// Regular files' data in the page cache (package pagecache), one cached
+// file per inode, page i holding the file's bytes [i*4096, (i+1)*4096):
+// so an inode's pages are found, and dropped, by the inode, whatever
+// blocks hold them. They go
+//   - when the inode is freed (its last name and last open file gone:
+//     evict), all at once and unwritten, as Linux drops them at the last
+//     iput;
+//   - past the new size on truncate, and over a punched hole;
+//   - when the inode leaves memory (Forget: the VFS let go of it),
+//     written back first, as an evicted inode's do on Linux;
+//   - clean ones under memory pressure and on drop_caches, by the cache.
+//
+// Reads fill the pages (with the cache's read-ahead) through
+// fileBacking, which maps the file's blocks and reads the disk.
+//
+// Writes (on a file system whose blocks are no larger than a page) go
+// to the pages, which become dirty: the blocks are allocated at write
+// time as before (no delayed allocation: ENOSPC is the write's, and the
+// block map each dirty page needs is known then), and each page's
+// blocks are noted in the inode's dataMap. The cache writes dirty pages
+// back by itself (its flusher every 5 s, past its dirty limit, under
+// memory pressure) through fileBacking.WriteAt, which takes the blocks
+// from the dataMap and never FS.mu, so that write-back can run from
+// inside an operation that holds it (a page allocation that reclaims).
+// A block allocated for a write (or an unwritten extent a write turns
+// written) is fresh until its page is written back: the disk's bytes
+// there are stale, so a page read in meanwhile reads zeros there.
+//
+// Ordered data (jbd2's data=ordered): every file written since the last
+// commit has its dirty pages written back before the next commit
+// closes (closeLocked), so no committed block map points at blocks
+// whose data is not on the disk; Sync (fsync, fdatasync, syncfs, sync)
+// writes every file's dirty pages back, then commits and flushes.
+// Truncate and punch hole take the blocks they free out of the dataMap
+// before freeing them, under the dataMap's lock, which a write-back
+// holds for its device writes: so no write-back writes a page to a
+// block after it was freed (and perhaps given to another file).
+//
+// A file's pages are read, written, resized and dropped under FS.mu,
+// which is what makes a page read in agree with the inode's map and
+// size; the cache's own work (reclaim, drop_caches, the flusher) needs
+// only the dataMap's lock.
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/pagecache"
+)
+
+// maxPageBlocks is the most blocks a page holds (1 KiB blocks).
+const maxPageBlocks = pagecache.PageSize / 1024
+
+// pageBlocks are the blocks a dirty page is written back to: blk[i]
+// holds the page's bytes [i*bs, (i+1)*bs) (0: none, a hole or bytes
+// never written through the cache); bit i of fresh says blk[i] was
+// allocated or made written since the page was last written back.
+type pageBlocks struct {
+	blk   [maxPageBlocks]uint64
+	fresh uint8
+}
+
+// dataMap is one file's pageBlocks by page index. Its lock is held by
+// a write-back for its device writes, and taken by truncate and punch
+// hole to take blocks out before freeing them.
+type dataMap struct {
+	mu    sync.Mutex
+	pages map[uint64]pageBlocks // protected by mu
+}
+
+// pageFile returns in's cached pages, opening them on first use; nil
+// without a page cache or for anything but a regular file.
+// Preconditions: fs.mu held.
+func (fs *FS) pageFile(in *inode) *pagecache.File {
+	if fs.pages == nil || in.fileType() != linux.S_IFREG {
+		return nil
+	}
+	f := fs.files[in.num]
+	if f == nil {
+		dm := &dataMap{pages: map[uint64]pageBlocks{}}
+		f = fs.pages.Open(fileBacking{fs, in.num, dm}, int64(in.size), pagecache.KindFile)
+		if fs.files == nil {
+			fs.files = make(map[uint32]*pagecache.File)
+			fs.maps = make(map[uint32]*dataMap)
+		}
+		fs.files[in.num] = f
+		fs.maps[in.num] = dm
+	}
+	return f
+}
+
+// buffered reports whether writes to in go through the page cache.
+func (fs *FS) buffered(in *inode) bool {
+	return fs.pages != nil && in.fileType() == linux.S_IFREG && fs.blockSize <= pagecache.PageSize
+}
+
+// noteBlocks records that the n blocks from pblk hold in's logical
+// blocks from lblk, to be written back from the cache; fresh: they were
+// just allocated or made written (stale on the disk). Preconditions:
+// fs.mu held, in's pages open.
+func (fs *FS) noteBlocks(in *inode, lblk uint32, pblk uint64, n uint32, fresh bool) {
+	dm := fs.maps[in.num]
+	per := uint64(pagecache.PageSize / fs.blockSize)
+	dm.mu.Lock()
+	defer dm.mu.Unlock()
+	for i := range uint64(n) {
+		l := uint64(lblk) + i
+		idx, slot := l/per, l%per
+		pb := dm.pages[idx]
+		pb.blk[slot] = pblk + i
+		if fresh {
+			pb.fresh |= 1 << slot
+		}
+		dm.pages[idx] = pb
+	}
+}
+
+// forgetBlocks takes in's logical blocks from first on (up to last,
+// exclusive) out of its dataMap, once any write-back writing them is
+// done: the blocks are about to be freed. Preconditions: fs.mu held.
+func (fs *FS) forgetBlocks(in *inode, first, last uint64) {
+	dm := fs.maps[in.num]
+	if dm == nil || first >= last {
+		return
+	}
+	per := uint64(pagecache.PageSize / fs.blockSize)
+	dm.mu.Lock()
+	defer dm.mu.Unlock()
+	for idx, pb := range dm.pages {
+		for slot := range per {
+			if l := idx*per + slot; l >= first && l < last {
+				pb.blk[slot] = 0
+				pb.fresh &^= 1 << slot
+			}
+		}
+		if pb.blk == ([maxPageBlocks]uint64{}) {
+			delete(dm.pages, idx)
+		} else {
+			dm.pages[idx] = pb
+		}
+	}
+}
+
+// writeCached writes p at off through the page cache: the blocks are
+// mapped (allocated for holes, unwritten extents made written) as for a
+// write to the disk, noted for write-back, and the bytes copied into
+// the cache's pages, dirty. Preconditions: fs.mu held, in buffered.
+func (fs *FS) writeCached(in *inode, fm *fileMapping, p []byte, off int64) (int, bool, error) {
+	f := fs.pageFile(in)
+	bs := int64(fs.blockSize)
+	changed := false
+	mapped := 0
+	var werr error
+	for mapped < len(p) {
+		pos := off + int64(mapped)
+		lblk := uint32(pos / bs)
+		inBlk := pos % bs
+		want := uint32((inBlk + int64(len(p)-mapped) + bs - 1) / bs)
+		pblk, n, unwritten, err := fm.lookup(lblk, want)
+		if err != nil {
+			werr = err
+			break
+		}
+		fresh := false
+		if pblk == 0 {
+			pblk, n, err = fs.mapNew(fm, lblk, n)
+			if err != nil {
+				werr = err
+				break
+			}
+			fresh, changed = true, true
+		} else if unwritten {
+			fm.em.set(extent{lblk: lblk, len: n, pblk: pblk})
+			fresh, changed = true, true
+		}
+		chunk := min(int64(n)*bs-inBlk, int64(len(p)-mapped))
+		fs.noteBlocks(in, lblk, pblk, uint32((inBlk+chunk+bs-1)/bs), fresh)
+		mapped += int(chunk)
+	}
+	if mapped == 0 {
+		return 0, changed, werr
+	}
+	if fs.ordered == nil {
+		fs.ordered = make(map[uint32]bool)
+		fs.unsynced = make(map[uint32]bool)
+	}
+	fs.ordered[in.num] = true
+	fs.unsynced[in.num] = true
+	f.Resize(max(int64(in.size), off+int64(mapped)))
+	n, err := f.Write(p[:mapped], off)
+	if err != nil {
+		if errors.Is(err, pagecache.ErrNoMemory) {
+			err = errors.Join(linux.ENOMEM, err)
+		}
+		werr = err
+	}
+	if end := uint64(off) + uint64(n); end > in.size {
+		in.size = end
+	}
+	f.Resize(int64(in.size)) // a short write's pages past the end go
+	return n, changed, werr
+}
+
+// writeOrdered writes back the dirty pages of every file written since
+// the last commit, before a commit makes their new blocks part of the
+// file system (data=ordered). A failure is kept for the next Sync.
+// Preconditions: fs.mu held.
+func (fs *FS) writeOrdered() {
+	for ino := range fs.ordered {
+		if f := fs.files[ino]; f != nil {
+			if err := f.Writeback(); err != nil {
+				fs.dataErr = errors.Join(fs.dataErr, err)
+			}
+		}
+	}
+	clear(fs.ordered)
+}
+
+// syncData writes every file's dirty pages back and returns the
+// failures since the last call (this write-back's, the cache's own,
+// the commits'). Only the files written since the last call can have
+// dirty pages, or a failed write-back to report.
+// Preconditions: fs.mu held.
+func (fs *FS) syncData() error {
+	err := fs.dataErr
+	fs.dataErr = nil
+	for ino := range fs.unsynced {
+		if f := fs.files[ino]; f != nil {
+			err = errors.Join(err, f.Sync()) // the backing's Flush does nothing
+		}
+	}
+	clear(fs.unsynced)
+	clear(fs.ordered)
+	if err != nil {
+		return errors.Join(linux.EIO, err)
+	}
+	return nil
+}
+
+// readCached reads in's data at off into p (cut at the size already)
+// through the page cache. Preconditions: fs.mu held.
+func (fs *FS) readCached(f *pagecache.File, in *inode, p []byte, off int64) (int, error) {
+	// The size grows by writes and fallocate, which leave the cache
+	// alone; truncate has shrunk it already.
+	f.Resize(int64(in.size))
+	n, err := f.Read(p, off)
+	if errors.Is(err, pagecache.ErrNoMemory) {
+		err = errors.Join(linux.ENOMEM, err)
+	}
+	return n, err
+}
+
+// dropPages drops in's cached pages holding any of bytes [off, end),
+// whose copy on the disk changed (a write, a hole punched, a tail
+// zeroed). Preconditions: fs.mu held.
+func (fs *FS) dropPages(in *inode, off, end int64) {
+	if f := fs.files[in.num]; f != nil && end > off {
+		f.Invalidate(off, end-off)
+	}
+}
+
+// keepHead writes in's dirty pages back when at cuts through a page
+// (not at a page boundary), so that the bytes of that page before at
+// survive the page being dropped. Preconditions: fs.mu held.
+func (fs *FS) keepHead(in *inode, at uint64) {
+	f := fs.files[in.num]
+	if f == nil || at%pagecache.PageSize == 0 || at >= in.size {
+		return
+	}
+	if err := f.Writeback(); err != nil {
+		fs.dataErr = errors.Join(fs.dataErr, err)
+	}
+}
+
+// resizePages sets the size of in's cached pages to the inode's, dropping
+// those wholly past it. Preconditions: fs.mu held.
+func (fs *FS) resizePages(in *inode) {
+	if f := fs.files[in.num]; f != nil {
+		f.Resize(int64(in.size))
+	}
+}
+
+// closePages writes inode ino's dirty pages back, drops every page and
+// forgets them (a freed inode has none left: truncate dropped them).
+// Preconditions: fs.mu held.
+func (fs *FS) closePages(ino uint32) {
+	if f := fs.files[ino]; f != nil {
+		delete(fs.files, ino)
+		delete(fs.maps, ino)
+		delete(fs.ordered, ino)
+		delete(fs.unsynced, ino)
+		if err := f.Release(); err != nil {
+			fs.dataErr = errors.Join(fs.dataErr, err)
+		}
+	}
+}
+
+// Forget drops inode ino's pages from the page cache, written back
+// first: the kernel holds the inode no more (no open file, no cached
+// name), as Linux drops an inode's pages when it evicts it from memory.
+func (fs *FS) Forget(ino uint32) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.closePages(ino)
+}
+
+// fileBacking is what the page cache reads a file's pages from and
+// writes them back to. Reads: the blocks its map gives, zeros for
+// holes, unwritten extents, fresh blocks and bytes past its end; the
+// cache calls ReadAt only from File.Read and File.Write, which this
+// package calls holding FS.mu. Writes: the blocks the dataMap gives,
+// under the dataMap's lock and without FS.mu.
+type fileBacking struct {
+	fs  *FS
+	ino uint32
+	dm  *dataMap
+}
+
+func (b fileBacking) ReadAt(p []byte, off int64) (int, error) {
+	in, err := b.fs.iget(b.ino)
+	if err != nil {
+		return 0, err
+	}
+	n, err := b.fs.readBlocks(in, p, off)
+	clear(p[n:])
+	if err != nil {
+		return n, err
+	}
+	// Fresh blocks hold what the disk had before they were allocated.
+	bs := int64(b.fs.blockSize)
+	b.dm.mu.Lock()
+	defer b.dm.mu.Unlock()
+	for pos := int64(0); pos < int64(len(p)); pos += pagecache.PageSize {
+		pb, ok := b.dm.pages[uint64((off+pos)/pagecache.PageSize)]
+		if !ok || pb.fresh == 0 {
+			continue
+		}
+		for slot := range int64(pagecache.PageSize) / bs {
+			if pb.fresh&(1<<slot) != 0 {
+				from := min(pos+slot*bs, int64(len(p)))
+				clear(p[from:min(from+bs, int64(len(p)))])
+			}
+		}
+	}
+	return len(p), nil
+}
+
+// WriteAt writes back pages from off (a page boundary): each block the
+// dataMap names for them, runs of consecutive blocks in one request;
+// the last block, cut by the file's end, is filled out with zeros.
+func (b fileBacking) WriteAt(p []byte, off int64) (int, error) {
+	fs := b.fs
+	bs := int64(fs.blockSize)
+	per := int64(pagecache.PageSize) / bs
+	b.dm.mu.Lock()
+	defer b.dm.mu.Unlock()
+	var first error
+	var runBlk uint64 // the run's first block
+	var runOff int64  // where its bytes start in p
+	var runLen int64  // blocks in it
+	flush := func() {
+		if runLen == 0 {
+			return
+		}
+		data := p[runOff:min(runOff+runLen*bs, int64(len(p)))]
+		if int64(len(data)) < runLen*bs {
+			full := make([]byte, runLen*bs)
+			copy(full, data)
+			data = full
+		}
+		if _, err := fs.dev.WriteAt(data, int64(runBlk)*bs); err != nil {
+			first = errors.Join(first, fmt.Errorf("ext4: write back inode %d: %w", b.ino, errors.Join(linux.EIO, err)))
+		} else {
+			b.clearFresh(off, runOff, runLen)
+		}
+		runLen = 0
+	}
+	for pos := int64(0); pos < int64(len(p)); pos += pagecache.PageSize {
+		pb, ok := b.dm.pages[uint64((off+pos)/pagecache.PageSize)]
+		for slot := range per {
+			from := pos + slot*bs
+			if !ok || pb.blk[slot] == 0 || from >= int64(len(p)) {
+				flush()
+				continue
+			}
+			if runLen > 0 && pb.blk[slot] == runBlk+uint64(runLen) && from == runOff+runLen*bs {
+				runLen++
+				continue
+			}
+			flush()
+			runBlk, runOff, runLen = pb.blk[slot], from, 1
+		}
+	}
+	flush()
+	if first != nil {
+		return 0, first
+	}
+	return len(p), nil
+}
+
+// clearFresh marks the n blocks written from byte from of a write-back
+// of pages from off as on the disk. Preconditions: b.dm.mu held.
+func (b fileBacking) clearFresh(off, from, n int64) {
+	bs := int64(b.fs.blockSize)
+	for i := range n {
+		at := off + from + i*bs
+		idx := uint64(at / pagecache.PageSize)
+		if pb, ok := b.dm.pages[idx]; ok {
+			pb.fresh &^= 1 << (at % pagecache.PageSize / bs)
+			b.dm.pages[idx] = pb
+		}
+	}
+}
+
+// Flush does nothing: Sync flushes the device once for every file.
+func (b fileBacking) Flush() error { return nil }
