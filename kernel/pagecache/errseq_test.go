@@ -70,7 +70,7 @@ func TestWriteBackFailureReachesEachDescription(t *testing.T) {
 	if !errors.Is(carried, errIO) {
 		t.Fatalf("UnseenErr after a failed release: %v", carried)
 	}
-	g := f.c.Open(d, f.size, KindBlock)
+	g := f.c.Open(d, f.size.Load(), KindBlock)
 	g.RecordErr(carried)
 	c := g.SampleErr()
 	if err := g.SyncFrom(&c); !errors.Is(err, errIO) {
