@@ -194,3 +194,36 @@ func (k *kernel) benchGCHeadroom() {
 	fmt.Println("gcheadroom-end")
 	runtime.KeepAlive(fs)
 }
+
+// benchGCScale runs the vnode workload (a GC-heavy kernel workload: about
+// 380 bytes allocated per operation) with 1, 2, ... NumCPU workers, each
+// doing the same number of operations, so a worker count's throughput over
+// one worker's is the kernel's speed-up with the collector's costs in it.
+// One line per count: throughput and the GC window (cycles, stop-the-world
+// pauses, the CPU time of assists, dedicated and idle mark workers), for
+// the runtime-on-several-CPUs part of issue 21 (bench/gcscale.sh).
+func (k *kernel) benchGCScale() {
+	files := k.intOpt("bench.files", 100_000)
+	ops := k.intOpt("bench.ops", 200_000) // per worker
+	cpus := machine.NumCPU()
+	fs := workload.NewFS(files)
+	runtime.GC()
+	fs.Run(cpus, ops/10, 1) // warm up
+	fmt.Printf("gcscale-begin files=%d ops_per_worker=%d cpus=%d gomaxprocs=%d\n", files, ops, cpus, runtime.GOMAXPROCS(0))
+	for rep := 0; rep < 3; rep++ {
+		for n := 1; n <= cpus; n++ {
+			runtime.GC()
+			a := prof.ReadGC()
+			start := time.Now()
+			r := fs.Run(n, ops*n, uint64(4+rep))
+			el := time.Since(start)
+			w := prof.Window(a, prof.ReadGC())
+			var kv strings.Builder
+			w.KeyValues(&kv)
+			fmt.Printf("gcscale rep=%d workers=%d ops=%d ns=%d ops_per_s=%.0f %s\n",
+				rep, n, r.Ops, el.Nanoseconds(), float64(r.Ops)/el.Seconds(), kv.String())
+		}
+	}
+	fmt.Println("gcscale-end")
+	runtime.KeepAlive(fs)
+}

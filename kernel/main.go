@@ -156,6 +156,9 @@ func main() {
 	case "gcheadroom":
 		k.benchGCHeadroom()
 		power.Off(k.tables, 0)
+	case "gcscale":
+		k.benchGCScale()
+		power.Off(k.tables, 0)
 	}
 	if k.opts["poweroff"] == "true" {
 		power.Off(k.tables, 0)

@@ -103,7 +103,7 @@ var Default = []Spec{
 		Help: "power off as soon as the kernel is ready (boot benchmarks)",
 	},
 	{
-		Name: "bench", Kind: Enum, Enum: []string{"hlltax", "gcheadroom"},
+		Name: "bench", Kind: Enum, Enum: []string{"hlltax", "gcheadroom", "gcscale"},
 		Help: "run a kernel-resident benchmark, print its results and power off",
 	},
 	{Name: "bench.files", Kind: Int, Help: "vnodes the benchmark keeps live"},
