@@ -192,6 +192,7 @@ func newDentryOf(name string, parent *Dentry, ino Inode, typ uint32, m *Mount) *
 	}
 	if _, ok := ino.(ConcurrentNames); ok && typ == linux.S_IFDIR {
 		d.dirMu.concurrent = true
+		d.dirMu.names = new(nameLocks)
 	}
 	return d
 }

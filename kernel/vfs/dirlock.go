@@ -39,31 +39,30 @@ type dirLock struct {
 	fs         *FileSystem // nil for a file system the kernel mounted
 	held       uint8       // how the writer holds fs.mutate (fsRead, fsWrite); protected by mu
 	concurrent bool        // the directory is ConcurrentNames; fixed
-	// names is made at the first change of a name, so directories that
-	// are only read pay nothing for it.
-	names atomic.Pointer[nameLocks]
+	// names holds each shard's lock, made when a name of the shard is
+	// first changed or looked up; a ConcurrentNames directory's dentry
+	// has the table (128 bytes, fixed), others none.
+	names *nameLocks
 }
+
+type nameLocks [nameShards]atomic.Pointer[sync.RWMutex]
 
 // nameShards is how many locks a ConcurrentNames directory's names are
 // spread over: two creates of different names wait for each other only
 // when their names hash alike (one time in nameShards).
 const nameShards = 16
 
-type nameLocks [nameShards]struct {
-	sync.RWMutex
-	_ [40]byte // one cache line each: CPUs locking different names share none
-}
-
 var nameSeed = maphash.MakeSeed()
 
 // shard returns the lock of name's shard.
+// Preconditions: l.concurrent.
 func (l *dirLock) shard(name string) *sync.RWMutex {
-	n := l.names.Load()
-	if n == nil {
-		l.names.CompareAndSwap(nil, new(nameLocks))
-		n = l.names.Load()
+	p := &l.names[maphash.String(nameSeed, name)%nameShards]
+	if s := p.Load(); s != nil {
+		return s
 	}
-	return &n[maphash.String(nameSeed, name)%nameShards].RWMutex
+	p.CompareAndSwap(nil, new(sync.RWMutex))
+	return p.Load()
 }
 
 const (

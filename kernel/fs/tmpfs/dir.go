@@ -24,9 +24,9 @@ import (
 // every shard of its directories, a listing every shard for reading.
 type dir struct {
 	node
-	// shards is made with the first name, so an empty directory costs a
-	// pointer.
-	shards  atomic.Pointer[[dirShards]dirShard]
+	// shards are made as names first fall in them: a directory costs
+	// 128 bytes for the table, plus 64 for each shard it used.
+	shards  [dirShards]atomic.Pointer[dirShard]
 	nextPos atomic.Int64
 	// size is the number of names. It is read without any lock: stat of
 	// a directory (and a create's check of its parent's permissions)
@@ -65,14 +65,20 @@ func (fs *FS) newDir(mode uint32, owner vfs.Owner) *dir {
 	return d
 }
 
-// shard returns the shard of name, making the shards if need be.
+func shardOf(name string) int { return int(maphash.String(nameSeed, name) % dirShards) }
+
+// shard returns the shard of name, making it if need be.
 func (d *dir) shard(name string) *dirShard {
-	sh := d.shards.Load()
-	if sh == nil {
-		d.shards.CompareAndSwap(nil, new([dirShards]dirShard))
-		sh = d.shards.Load()
+	return d.shardAt(shardOf(name))
+}
+
+func (d *dir) shardAt(i int) *dirShard {
+	p := &d.shards[i]
+	if s := p.Load(); s != nil {
+		return s
 	}
-	return &sh[maphash.String(nameSeed, name)%dirShards]
+	p.CompareAndSwap(nil, new(dirShard))
+	return p.Load()
 }
 
 // lock takes the shard's lock for writing; a change holds it for a few
@@ -80,37 +86,35 @@ func (d *dir) shard(name string) *dirShard {
 func (s *dirShard) lock()  { vfs.LockSpinning(s.mu.TryLock, s.mu.Lock) }
 func (s *dirShard) rlock() { vfs.LockSpinning(s.mu.TryRLock, s.mu.RLock) }
 
-// lockAll takes every shard's lock, for writing or reading, in shard
-// order, and returns the shards (nil for a directory that never had a
-// name, when reading).
-func (d *dir) lockAll(write bool) *[dirShards]dirShard {
-	sh := d.shards.Load()
-	if sh == nil {
-		if !write {
-			return nil
-		}
-		d.shards.CompareAndSwap(nil, new([dirShards]dirShard))
-		sh = d.shards.Load()
-	}
-	for i := range sh {
+// shardSet is what lockAll locked.
+type shardSet [dirShards]*dirShard
+
+// lockAll takes the lock of every shard, in shard order: for writing
+// (a rename) every shard, made if need be, so no name can come or go;
+// for reading (a listing, an emptiness check) those that exist. A shard
+// made after a reader looked holds names made during its listing, which
+// a listing may leave out.
+func (d *dir) lockAll(write bool) *shardSet {
+	var set shardSet
+	for i := range set {
 		if write {
-			sh[i].lock()
-		} else {
-			sh[i].rlock()
+			set[i] = d.shardAt(i)
+			set[i].lock()
+		} else if set[i] = d.shards[i].Load(); set[i] != nil {
+			set[i].rlock()
 		}
 	}
-	return sh
+	return &set
 }
 
-func unlockAll(sh *[dirShards]dirShard, write bool) {
-	if sh == nil {
-		return
-	}
-	for i := range sh {
-		if write {
-			sh[i].mu.Unlock()
-		} else {
-			sh[i].mu.RUnlock()
+func unlockAll(set *shardSet, write bool) {
+	for _, s := range set {
+		switch {
+		case s == nil:
+		case write:
+			s.mu.Unlock()
+		default:
+			s.mu.RUnlock()
 		}
 	}
 }
@@ -136,10 +140,10 @@ func (d *dir) SetAttr(s *vfs.SetAttr) error {
 
 // Lookup returns the inode named name.
 func (d *dir) Lookup(name string) (vfs.Inode, error) {
-	if d.shards.Load() == nil {
+	s := d.shards[shardOf(name)].Load()
+	if s == nil {
 		return nil, linux.ENOENT
 	}
-	s := d.shard(name)
 	s.rlock()
 	defer s.mu.RUnlock()
 	if e := s.entries[name]; e != nil {
@@ -445,20 +449,21 @@ func (d *dir) Rename(oldName string, newDir vfs.Dir, newName string, flags uint3
 // lists by position.
 func (d *dir) ReadDir(pos int64, emit func(vfs.DirEntry) bool) error {
 	sh := d.lockAll(false)
-	if sh == nil {
-		return nil
-	}
 	defer unlockAll(sh, false)
 	var next [dirShards]int // each shard's first entry not yet listed
-	for k := range sh {
-		order := sh[k].order
-		next[k] = sort.Search(len(order), func(i int) bool { return order[i].pos >= pos })
+	var orders [dirShards][]*entry
+	for k, s := range sh {
+		if s != nil {
+			order := s.order
+			orders[k] = order
+			next[k] = sort.Search(len(order), func(i int) bool { return order[i].pos >= pos })
+		}
 	}
 	for {
 		var e *entry
 		best := -1
-		for k := range sh {
-			order := sh[k].order
+		for k := range orders {
+			order := orders[k]
 			for next[k] < len(order) && order[next[k]].removed {
 				next[k]++
 			}
