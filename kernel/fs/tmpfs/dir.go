@@ -133,6 +133,7 @@ func (d *dir) SetAttr(s *vfs.SetAttr) error {
 	}
 	now := d.fs.now()
 	d.mu.Lock()
+	d.foldStamp()
 	d.Apply(s, now)
 	d.mu.Unlock()
 	return nil
@@ -241,16 +242,15 @@ func (d *dir) AddInode(name string, ino vfs.Inode) error {
 
 // changed updates the directory's times (and link count, for a
 // subdirectory's "..") after a change of its names, outside the shard's
-// lock: stat and the permission checks of path walks read them under
-// mu, which a change of names then holds only for the update itself.
-// Two changes at once may store their times in either order; both are
-// within a clock tick of the last change.
+// lock, and but for a subdirectory's link count without mu
+// (touchNames). Two changes at once may store their times in either
+// order; both are within a clock tick of the last change.
 func (d *dir) changed(subdir bool, links int) {
 	now := d.fs.now()
 	if subdir {
 		d.changeLinks(links, now)
 	}
-	d.touch(now)
+	d.touchNames(now)
 }
 
 // Symlink makes a symbolic link under name.
@@ -290,7 +290,7 @@ func (d *dir) Link(name string, target vfs.Inode) error {
 	in.base().changeLinks(1, now)
 	s.mu.Unlock()
 	linksChanged(in)
-	d.touch(now)
+	d.touchNames(now)
 	return nil
 }
 
@@ -315,7 +315,7 @@ func (d *dir) Unlink(name string) error {
 	in.base().changeLinks(-1, now)
 	s.mu.Unlock()
 	linksChanged(in)
-	d.touch(now)
+	d.touchNames(now)
 	return nil
 }
 
