@@ -122,6 +122,7 @@ func main() {
 	k.startCPUs()
 	k.setNUMA()
 	runtime.GOMAXPROCS(k.maxProcs())
+	vfs.SetCPUs(k.maxProcs())
 	k.startWatchdog()
 	// The network stack with its loopback interface, now that netstack
 	// can size its TCP processors (one per GOMAXPROCS) to the CPUs.

@@ -256,6 +256,20 @@ func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 			return b.Bytes()
 		}, nil)
 	}
+	// Contended acquisitions of directory locks, those won by spinning
+	// included, which the mutex profile above does not see; writing 0
+	// resets the counts.
+	fs.AddFile("shortbread/dirlocks", func() []byte {
+		spun, spunTime, slept, waited := vfs.DirLockContention()
+		return fmt.Appendf(nil, "spun %d\nspun_us %d\nslept %d\nslept_waited_us %d\n",
+			spun, spunTime.Microseconds(), slept, waited.Microseconds())
+	}, func(p []byte) error {
+		if strings.TrimSpace(string(p)) != "0" {
+			return linux.EINVAL
+		}
+		vfs.ResetDirLockContention()
+		return nil
+	})
 	// The Go execution trace of the kernel: writing "start" begins one,
 	// "stop" ends it, and a read returns the last one finished, for `go
 	// tool trace`. Root only (the file is 0644, root-owned).

@@ -2,10 +2,8 @@ package vfs
 
 import (
 	"errors"
-	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"shortbread/kernel/abi/linux"
 )
@@ -28,7 +26,13 @@ import (
 //     link, unlink, rmdir) hold the directory's dirMu for writing, like
 //     Linux's i_rwsem of the parent, so calls in different directories
 //     run in parallel; rmdir also holds the victim's, which creators
-//     check it under.
+//     check it under. In a directory whose file system keeps its names
+//     safe itself (ConcurrentNames: tmpfs) they hold dirMu for reading
+//     and a lock of the name's shard for writing instead, so calls on
+//     different names in one directory run in parallel too; a walk
+//     that asks such a file system for a name holds both for reading,
+//     and what needs the whole directory still (rename, the removal of
+//     the directory itself, a mount on it) holds dirMu for writing.
 //   - A rename within one directory holds that directory's dirMu, and the
 //     replaced directory's if one is removed. A rename across directories
 //     first takes the tree's renameMu (Linux's s_vfs_rename_mutex), which
@@ -187,101 +191,11 @@ func newDentryOf(name string, parent *Dentry, ino Inode, typ uint32, m *Mount) *
 	if m != nil {
 		d.dirMu.fs = m.fs
 	}
+	if _, ok := ino.(ConcurrentNames); ok && typ == linux.S_IFDIR {
+		d.dirMu.concurrent = true
+		d.dirMu.names = new(nameLocks)
+	}
 	return d
-}
-
-// dirLock is a directory dentry's lock for adding and removing names.
-// When two mounts share a file system (FileSystem.shared), a directory
-// has a dentry in each, so a writer also takes the file system's mutate
-// lock for writing, which serializes the changes made through either;
-// until then writers take it for reading, so that the mount that makes
-// it shared can wait for the changes under way.
-type dirLock struct {
-	mu   sync.RWMutex
-	fs   *FileSystem // nil for a file system the kernel mounted
-	held uint8       // how the writer holds fs.mutate (fsRead, fsWrite); protected by mu
-}
-
-const (
-	fsRead  = 1
-	fsWrite = 2
-)
-
-// Lock takes the lock for writing, as the first directory lock a call
-// takes; further ones are taken with lockNested.
-func (l *dirLock) Lock() {
-	var held uint8
-	if l.fs != nil {
-		if l.fs.shared.Load() {
-			l.fs.mutate.Lock()
-			held = fsWrite
-		} else {
-			l.fs.mutate.RLock()
-			if l.fs.shared.Load() { // made shared meanwhile: serialize after all
-				l.fs.mutate.RUnlock()
-				l.fs.mutate.Lock()
-				held = fsWrite
-			} else {
-				held = fsRead
-			}
-		}
-	}
-	spinLock(l.mu.TryLock, l.mu.Lock)
-	l.held = held
-}
-
-// lockNested takes another directory's lock while a first is held
-// (rmdir's victim, a rename's second parent and moved directories): the
-// first holds the file system's lock already.
-func (l *dirLock) lockNested() { spinLock(l.mu.TryLock, l.mu.Lock) }
-
-// unlockNested releases a lock taken with lockNested.
-func (l *dirLock) unlockNested() { l.mu.Unlock() }
-
-func (l *dirLock) Unlock() {
-	held := l.held
-	l.held = 0
-	l.mu.Unlock()
-	switch held {
-	case fsRead:
-		l.fs.mutate.RUnlock()
-	case fsWrite:
-		l.fs.mutate.Unlock()
-	}
-}
-
-func (l *dirLock) RLock()   { spinLock(l.mu.TryRLock, l.mu.RLock) }
-func (l *dirLock) RUnlock() { l.mu.RUnlock() }
-
-// dirLockSpin is how long a caller tries to take a directory's lock
-// before it sleeps. The lock is held for the change of one name, a few
-// microseconds, while a sleeping goroutine is woken only once its
-// waker's CPU sends the IPI or switches to it (up to the machine
-// layer's wake delay, 150 µs): sleeping on every contended lock made
-// creates in one directory from two CPUs slower than from one
-// (bench/results/scale-2026-11-28-quiet.md). Linux's mutexes likewise
-// spin while the holder runs.
-const dirLockSpin = 50 * time.Microsecond
-
-// spinLock takes a lock with try until it succeeds or dirLockSpin has
-// passed, then sleeps in lock. With one CPU the holder cannot run while
-// we spin. (runtime.GOMAXPROCS would take the scheduler's lock.)
-func spinLock(try func() bool, lock func()) {
-	if try() {
-		return
-	}
-	if runtime.NumCPU() > 1 {
-		start := time.Now()
-		for i := 1; ; i++ {
-			if try() {
-				return
-			}
-			if i%64 == 0 && time.Since(start) > dirLockSpin {
-				break
-			}
-		}
-	}
-	lock()
 }
 
 // New returns a tree whose root is the directory root of a file system
@@ -364,8 +278,8 @@ func (v *VFS) lookupFS(d *Dentry, dir Dir, name string, c *Dentry, locked bool) 
 	if _, volatile := dir.(Volatile); !locked && !volatile {
 		// A volatile directory's names never change through the calls
 		// that take dirMu.
-		d.dirMu.RLock()
-		defer d.dirMu.RUnlock()
+		s := d.dirMu.rlockName(name)
+		defer d.dirMu.runlockName(s)
 	}
 	ino, err := dir.Lookup(name)
 	if lookupHook != nil {

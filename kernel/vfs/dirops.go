@@ -9,7 +9,8 @@ import (
 // This file holds the calls that change directories: mkdir, mknod,
 // symlink, link, unlink, rmdir and rename. Each walks to the directory
 // without locks, then holds the directory's dirMu for writing (rename:
-// those of both directories, see VFS) from its check of the name to its
+// those of both directories, see VFS), or in a ConcurrentNames directory
+// the lock of its name (lockName), from its check of the name to its
 // dentry cache update.
 
 // lockDir takes directory p's dirMu for a change to its names; it fails
@@ -24,23 +25,36 @@ func lockDir(p *Dentry) error {
 	return nil
 }
 
+// lockName is lockDir for a change of name alone, which in a
+// ConcurrentNames directory runs beside changes of other names.
+func lockName(p *Dentry, name string) (nameHold, error) {
+	h := p.dirMu.lockName(name)
+	if p.dead.Load() {
+		h.unlock()
+		return nameHold{}, linux.ENOENT
+	}
+	return h, nil
+}
+
 // newName resolves the parent of a name about to be created, as
 // filename_create does: "", "." and ".." and existing names fail with
 // EEXIST, and a trailing slash with ENOENT unless dirOK. On success the
-// parent's dirMu is held for writing: the caller unlocks it.
-func (v *VFS) newName(w *walker, dir *Dentry, path string, dirOK bool) (*Dentry, string, error) {
+// parent's dirMu is held for the change of name (lockName): the caller
+// unlocks it.
+func (v *VFS) newName(w *walker, dir *Dentry, path string, dirOK bool) (*Dentry, string, nameHold, error) {
 	if err := checkPath(path); err != nil {
-		return nil, "", err
+		return nil, "", nameHold{}, err
 	}
 	p, name, trailing, err := w.parent(w.start(dir, path), path)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nameHold{}, err
 	}
 	if name == "" || name == "." || name == ".." {
-		return nil, "", linux.EEXIST
+		return nil, "", nameHold{}, linux.EEXIST
 	}
-	if err := lockDir(p); err != nil {
-		return nil, "", err
+	h, err := lockName(p, name)
+	if err != nil {
+		return nil, "", nameHold{}, err
 	}
 	_, err = v.childLocked(p, name)
 	switch {
@@ -54,20 +68,20 @@ func (v *VFS) newName(w *walker, dir *Dentry, path string, dirOK bool) (*Dentry,
 			err = linux.ENOENT
 			break
 		}
-		return p, name, nil
+		return p, name, h, nil
 	}
-	p.dirMu.Unlock()
-	return nil, "", err
+	h.unlock()
+	return nil, "", nameHold{}, err
 }
 
 // Mkdir makes a directory (mkdir(2), mkdirat(2)).
 func (v *VFS) Mkdir(c *Ctx, dir *Dentry, path string, mode uint32) error {
 	w := walker{v: v, c: c}
-	p, name, err := v.newName(&w, dir, path, true)
+	p, name, h, err := v.newName(&w, dir, path, true)
 	if err != nil {
 		return err
 	}
-	defer p.dirMu.Unlock()
+	defer h.unlock()
 	_, err = v.create(c, p, name, linux.S_IFDIR|mode&^c.Umask&0o1777, 0)
 	return err
 }
@@ -89,11 +103,11 @@ func (v *VFS) Mknod(c *Ctx, dir *Dentry, path string, mode uint32, rdev uint64) 
 		return linux.EINVAL
 	}
 	w := walker{v: v, c: c}
-	p, name, err := v.newName(&w, dir, path, false)
+	p, name, h, err := v.newName(&w, dir, path, false)
 	if err != nil {
 		return err
 	}
-	defer p.dirMu.Unlock()
+	defer h.unlock()
 	typ := mode & linux.S_IFMT
 	if typ != linux.S_IFCHR && typ != linux.S_IFBLK {
 		rdev = 0
@@ -108,11 +122,11 @@ func (v *VFS) Symlink(c *Ctx, target string, dir *Dentry, path string) error {
 		return err
 	}
 	w := walker{v: v, c: c}
-	p, name, err := v.newName(&w, dir, path, false)
+	p, name, h, err := v.newName(&w, dir, path, false)
 	if err != nil {
 		return err
 	}
-	defer p.dirMu.Unlock()
+	defer h.unlock()
 	if err := v.mayCreate(c, p); err != nil {
 		return err
 	}
@@ -140,11 +154,11 @@ func (v *VFS) Link(c *Ctx, oldDir *Dentry, oldPath string, newDir *Dentry, newPa
 	} else if od, err = w.lookup(w.start(oldDir, oldPath), oldPath, atFlags&linux.AT_SYMLINK_FOLLOW != 0); err != nil {
 		return err
 	}
-	p, name, err := v.newName(&w, newDir, newPath, false)
+	p, name, h, err := v.newName(&w, newDir, newPath, false)
 	if err != nil {
 		return err
 	}
-	defer p.dirMu.Unlock()
+	defer h.unlock()
 	if od.mount != p.mount {
 		return linux.EXDEV
 	}
@@ -198,10 +212,11 @@ func (v *VFS) Unlink(c *Ctx, dir *Dentry, path string) error {
 			held.Drop()
 		}
 	}()
-	if err := lockDir(p); err != nil {
+	h, err := lockName(p, name)
+	if err != nil {
 		return err
 	}
-	defer p.dirMu.Unlock()
+	defer h.unlock()
 	d, err := v.childLocked(p, name)
 	switch {
 	case err != nil:
@@ -253,10 +268,11 @@ func (v *VFS) Rmdir(c *Ctx, dir *Dentry, path string) error {
 	if p.mount.readOnly {
 		return linux.EROFS
 	}
-	if err := lockDir(p); err != nil {
+	h, err := lockName(p, name)
+	if err != nil {
 		return err
 	}
-	defer p.dirMu.Unlock()
+	defer h.unlock()
 	d, err := v.childLocked(p, name)
 	if err != nil {
 		return err

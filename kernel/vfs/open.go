@@ -134,10 +134,11 @@ func (v *VFS) openChild(c *Ctx, p *Dentry, name string, mode uint32) (d *Dentry,
 		return nil, false, linux.ENAMETOOLONG
 	}
 	n := v.prepare(c, p, name, linux.S_IFREG|mode&^c.Umask&0o7777, 0)
-	if err := lockDir(p); err != nil {
+	h, err := lockName(p, name)
+	if err != nil {
 		return nil, false, err
 	}
-	defer p.dirMu.Unlock()
+	defer h.unlock()
 	d, err = v.childLocked(p, name)
 	if !errors.Is(err, linux.ENOENT) {
 		return d, false, err

@@ -18,14 +18,14 @@ import (
 // the directory.
 func (v *VFS) BindSocket(c *Ctx, dir *Dentry, path string, mode uint32) (Inode, error) {
 	w := walker{v: v, c: c}
-	p, name, err := v.newName(&w, dir, path, false)
+	p, name, h, err := v.newName(&w, dir, path, false)
 	if errors.Is(err, linux.EEXIST) {
 		return nil, linux.EADDRINUSE
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer p.dirMu.Unlock()
+	defer h.unlock()
 	d, err := v.create(c, p, name, linux.S_IFSOCK|mode&^c.Umask&0o7777, 0)
 	if err != nil {
 		return nil, err

@@ -113,7 +113,9 @@ func (f *file) Reaped() bool {
 // counted adds f to or removes it from the files statfs counts.
 func (fs *FS) counted(f *file, held bool) {
 	set := &fs.inUse[f.ino%inUseShards]
-	set.mu.Lock()
+	// Held for one map change, on the path of every create and unlink
+	// of a file with data: spin before sleeping, as for the names.
+	vfs.LockSpinning(set.mu.TryLock, set.mu.Lock)
 	if held {
 		if set.files == nil {
 			set.files = make(map[*file]struct{})

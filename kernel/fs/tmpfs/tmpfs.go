@@ -103,6 +103,14 @@ type node struct {
 	// nlink is changed with mu held and may be read without it: a
 	// file's open count, an atomic, is checked against it (file.Opened).
 	nlink atomic.Uint32
+	// stamp is the time of a directory's last change of names not yet
+	// written to Meta, in nanoseconds since the epoch plus one (0: none).
+	// Creates and removals set it without taking mu, which every path
+	// walk's permission check (Attr) takes for reading: two CPUs making
+	// files in one directory then share no lock for its times. Whatever
+	// writes Meta's times folds it in first (foldStamp), so a stamp is
+	// always newer than they are, and Attr shows it as mtime and ctime.
+	stamp atomic.Int64
 	rdev  uint64
 	btime linux.Timespec
 }
@@ -127,15 +135,21 @@ func (fs *FS) initNode(n *node, mode uint32, owner vfs.Owner) {
 // attr fills the attributes common to every type.
 // Preconditions: n.mu is held.
 func (n *node) attr() vfs.Attr {
-	return vfs.Attr{
+	a := vfs.Attr{
 		Dev: n.fs.dev, Ino: n.ino, Mode: n.Mode, Nlink: n.nlink.Load(), UID: n.UID, GID: n.GID,
 		Rdev: n.rdev, Blksize: pageSize, Atime: n.Atime, Mtime: n.Mtime, Ctime: n.Ctime, Btime: n.btime,
 	}
+	if p := n.stamp.Load(); p != 0 {
+		a.Mtime = fromStamp(p)
+		a.Ctime = a.Mtime
+	}
+	return a
 }
 
 // changeLinks adds delta to the link count and sets ctime.
 func (n *node) changeLinks(delta int, now linux.Timespec) {
 	n.mu.Lock()
+	n.foldStamp()
 	n.nlink.Store(uint32(int(n.nlink.Load()) + delta))
 	n.Ctime = now
 	n.mu.Unlock()
@@ -144,8 +158,32 @@ func (n *node) changeLinks(delta int, now linux.Timespec) {
 // touch sets mtime and ctime, as a change of contents does.
 func (n *node) touch(now linux.Timespec) {
 	n.mu.Lock()
+	n.foldStamp()
 	n.Mtime, n.Ctime = now, now
 	n.mu.Unlock()
+}
+
+// touchNames sets a directory's mtime and ctime for a change of its
+// names, without mu (see stamp).
+func (n *node) touchNames(now linux.Timespec) {
+	n.stamp.Store(now.Sec*1e9 + now.Nsec + 1)
+}
+
+// foldStamp writes a pending stamp to Meta's times.
+// Preconditions: n.mu is held for writing.
+func (n *node) foldStamp() {
+	if n.stamp.Load() == 0 {
+		return
+	}
+	if p := n.stamp.Swap(0); p != 0 {
+		n.Mtime = fromStamp(p)
+		n.Ctime = n.Mtime
+	}
+}
+
+func fromStamp(p int64) linux.Timespec {
+	p--
+	return linux.Timespec{Sec: p / 1e9, Nsec: p % 1e9}
 }
 
 // symlink is a symbolic link.
