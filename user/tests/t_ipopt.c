@@ -2,7 +2,8 @@
  * IP_TTL/IP_TOS and their receive flags with IP_PKTINFO, the IPv6 hop
  * limit, traffic class and packet info (RFC 3542's options and RFC 2292's
  * older ones, which busybox's ping6 uses), TCP's keepalive, retry and MSS
- * knobs, with Linux's defaults, ranges and errors. */
+ * knobs, with Linux's defaults, ranges and errors, and the MSS a
+ * connection reports. */
 #define _GNU_SOURCE
 #include "check.h"
 #include "sock.h"
@@ -319,6 +320,57 @@ static void test_tcp(void)
 	close(u);
 }
 
+/* A loopback connection made from listener l: the connecting and the
+ * accepted socket in c[0] and c[1]; the first unless mss is 0 sets
+ * TCP_MAXSEG to mss before it connects. */
+static int tcp_connection(int l, int mss, int c[2])
+{
+	struct sockaddr_in a;
+	socklen_t alen = sizeof a;
+	c[0] = socket(AF_INET, SOCK_STREAM, 0);
+	c[1] = -1;
+	if (c[0] < 0 || getsockname(l, (void *)&a, &alen) < 0)
+		return -1;
+	if (mss && setint(c[0], IPPROTO_TCP, TCP_MAXSEG, mss) < 0)
+		return -1;
+	if (connect(c[0], (void *)&a, sizeof a) < 0)
+		return -1;
+	c[1] = accept(l, NULL, NULL);
+	return c[1] < 0 ? -1 : 0;
+}
+
+/* TCP_MAXSEG on a connection is the MSS it uses, as on Linux: over
+ * loopback (MTU 65536) far above the 536 an unconnected or listening
+ * socket reports, and at most what the peer offered. Linux bounds it by
+ * the headers, the timestamp option and half the largest window the peer
+ * has offered (about 32k at first over lo), netstack by the headers and
+ * every option a segment may carry (about 65k): the range holds both. */
+static void test_tcp_mss(void)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0), c[2], d[2];
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	/* A backlog of 1 holds this one handshake: no SYN cookie, which
+	 * would cap the MSS at 1460 (Shortbread made every connection of
+	 * such a listener by cookie). */
+	CHECK_SYS("mss.listen", (bind(l, (void *)&a, sizeof a) == 0 && listen(l, 1) == 0) ? 0 : -1);
+	CHECK_EQ("mss.listening_default", getint(l, IPPROTO_TCP, TCP_MAXSEG), 536);
+	CHECK_SYS("mss.connect", tcp_connection(l, 0, c));
+	int v0 = getint(c[0], IPPROTO_TCP, TCP_MAXSEG), v1 = getint(c[1], IPPROTO_TCP, TCP_MAXSEG);
+	printf("# TCP_MAXSEG over lo: connecting %d, accepted %d\n", v0, v1);
+	CHECK("mss.connected_loopback", v0 >= 16384 && v0 <= 65495);
+	CHECK("mss.accepted_loopback", v1 >= 16384 && v1 <= 65495);
+	CHECK_EQ("mss.listening_after_accept", getint(l, IPPROTO_TCP, TCP_MAXSEG), 536);
+	/* The accepted side sends at most the 1000 bytes the peer offered. */
+	CHECK_SYS("mss.connect_1000", tcp_connection(l, 1000, d));
+	int w = getint(d[1], IPPROTO_TCP, TCP_MAXSEG);
+	CHECK("mss.accepted_peer_1000", w > 900 && w <= 1000);
+	for (int i = 0; i < 2; i++) {
+		close(c[i]);
+		close(d[i]);
+	}
+	close(l);
+}
+
 /* busybox's ping6 reads the hop limit from RFC 2292's message: with it
  * delivered, it prints the reply's ttl (64 over loopback), not -1. Needs
  * root for the raw socket, as on Linux. */
@@ -342,6 +394,7 @@ int main(void)
 	test_timestamps();
 	test_ipv6();
 	test_tcp();
+	test_tcp_mss();
 	test_ping6();
 	return check_done();
 }

@@ -25,9 +25,22 @@ func (c *fakeCard) Counters() *link.Stats { return &c.st }
 // own counters (errors and drops too) in /proc/net/dev.
 func TestCardCarrierAndCounters(t *testing.T) {
 	c := &fakeCard{Endpoint: channel.New(16, 1500, "\x52\x54\x00\x00\x00\x01")}
-	if _, err := AddEthernet("ethT", c, nil); err != nil {
+	id, err := AddEthernet("ethT", c, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
+	// The stack is the kernel's one, shared by every test (and every run
+	// of -count): the name must be free for the next.
+	t.Cleanup(func() {
+		if err := RemoveEthernet(id); err != nil {
+			t.Error(err)
+		}
+		var req [IfreqSize]byte
+		copy(req[:], "ethT")
+		if err := IfIoctl(SIOCGIFFLAGS, &req); err == nil {
+			t.Error("ethT still there after RemoveEthernet")
+		}
+	})
 	flags := func() uint32 {
 		var req [IfreqSize]byte
 		copy(req[:], "ethT")

@@ -99,6 +99,25 @@ func card(id tcpip.NICID) link.Device {
 	return cards[id]
 }
 
+// RemoveEthernet detaches interface id, which AddEthernet attached, from
+// the stack with its addresses and routes (netstack drops those with the
+// NIC) and forgets its driver, so that the name is free again. The
+// kernel's cards stay for good; the package's tests, which share the
+// kernel's one stack, remove theirs.
+func RemoveEthernet(id tcpip.NICID) error {
+	s := Stack()
+	if id == loNIC {
+		return errors.New("inet: the loopback interface cannot be removed")
+	}
+	if err := s.RemoveNIC(id); err != nil {
+		return fmt.Errorf("inet: interface %d: %v", id, err)
+	}
+	nicMu.Lock()
+	delete(cards, id)
+	nicMu.Unlock()
+	return nil
+}
+
 // AddEthernet attaches a network card's link endpoint (raw Ethernet
 // frames) to the stack as interface name, with c's address and routes
 // if c is not nil.
@@ -114,6 +133,9 @@ func AddEthernet(name string, ep stack.LinkEndpoint, c *IfConfig) (tcpip.NICID, 
 	// Link packets go to packet endpoints too: the DHCP client reads
 	// its replies there before the interface has an address.
 	if err := s.CreateNICWithOptions(id, ethernet.New(ep), stack.NICOptions{Name: name, DeliverLinkPackets: true}); err != nil {
+		nicMu.Lock()
+		delete(cards, id)
+		nicMu.Unlock()
 		return 0, fmt.Errorf("inet: %s: %v", name, err)
 	}
 	if c == nil {

@@ -265,7 +265,13 @@ func (s *sock) Listen(c *vfs.Ctx, backlog int) error {
 		backlog = 4096
 	}
 	s.syncOptions()
-	if err := s.ep.Listen(backlog); err != nil {
+	// Linux's queues are full only past the backlog (sk_acceptq_is_full
+	// compares with >), so they hold one more than it; netstack's hold
+	// exactly what it is given, and answers with a SYN cookie (MSS at
+	// most 1460, no window scaling) once backlog-1 handshakes are under
+	// way: with listen(fd, 1) every connection was made by cookie, and
+	// listen(fd, 0) accepted none. gVisor's own listen(2) adds the one.
+	if err := s.ep.Listen(backlog + 1); err != nil {
 		return errno(err)
 	}
 	s.mu.Lock()

@@ -61,7 +61,8 @@ func ipIntValue(val []byte) int {
 }
 
 // getIPOption answers SOL_IP and the SOL_IPV6 and SOL_TCP options beyond
-// GetOption's; ok is false for any other option.
+// GetOption's, and SOL_SOCKET's SO_TIMESTAMP and SO_TIMESTAMPNS (which
+// this package keeps, not netstack); ok is false for any other option.
 func (s *sock) getIPOption(level, name int) (v []byte, ok bool, err error) {
 	so := s.ep.SocketOptions()
 	switch {
@@ -113,8 +114,9 @@ func (s *sock) getIPOption(level, name int) (v []byte, ok bool, err error) {
 			return s.intOpt(tcpip.TCPSynCountOption)
 		case tcpMaxSeg:
 			// The MSS the user set while the socket is unconnected or
-			// listening, else TCP_MSS_DEFAULT: netstack does not
-			// report a connection's MSS, which Linux gives.
+			// listening, else the connection's MSS once there is one
+			// (netstack-patches/tcp-maxseg-connected.diff), else
+			// TCP_MSS_DEFAULT, as Linux answers.
 			return s.intOpt(tcpip.MaxSegOption)
 		}
 	}

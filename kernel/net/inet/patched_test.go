@@ -7,6 +7,7 @@
 package inet
 
 import (
+	"encoding/binary"
 	"testing"
 	"time"
 
@@ -40,4 +41,36 @@ func TestRequestCarriesAck(t *testing.T) {
 	}
 	c.Release()
 	a.Release()
+}
+
+// TCP_MAXSEG on a connection is the MSS it sends with, as on Linux (65483
+// over lo there), not the 536 an unconnected socket reports.
+// netstack-patches/tcp-maxseg-connected.diff; without it both ends say
+// 536.
+func TestConnectedMSS(t *testing.T) {
+	mss := func(s *sock) int {
+		v, ok, err := s.getIPOption(ipprotoTCP, tcpMaxSeg)
+		if !ok || err != nil || len(v) != 4 {
+			t.Fatalf("TCP_MAXSEG: %v %v %v", v, ok, err)
+		}
+		return int(int32(binary.LittleEndian.Uint32(v)))
+	}
+	u, err := newSocket(2, 1, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Release()
+	if v := mss(u); v != 536 {
+		t.Errorf("unconnected: %d, want 536", v)
+	}
+	c, a := connectedPair(t)
+	defer c.Release()
+	defer a.Release()
+	// The loopback MTU less the IP and TCP headers and the options
+	// netstack puts in every segment.
+	for _, s := range []*sock{c, a} {
+		if v := mss(s); v <= 65000 || v > loopbackMTU-40 {
+			t.Errorf("connected: %d, want the connection's MSS (%d less options)", v, loopbackMTU-40)
+		}
+	}
 }
