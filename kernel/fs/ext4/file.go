@@ -51,16 +51,25 @@ func (fm *fileMapping) lookup(lblk, limit uint32) (uint64, uint32, bool, error) 
 	return p, n, false, err
 }
 
-// readData reads from in at off into p, stopping at the file's size.
-func (fs *FS) readData(in *inode, p []byte, off int64) (int, error) {
+// clipRead cuts p to the bytes of in from off: empty at or past the end.
+func clipRead(in *inode, p []byte, off int64) ([]byte, error) {
 	if off < 0 {
-		return 0, linux.EINVAL
+		return nil, linux.EINVAL
 	}
 	if uint64(off) >= in.size {
-		return 0, nil
+		return nil, nil
 	}
 	if rem := in.size - uint64(off); uint64(len(p)) > rem {
 		p = p[:rem]
+	}
+	return p, nil
+}
+
+// readData reads from in at off into p, stopping at the file's size.
+func (fs *FS) readData(in *inode, p []byte, off int64) (int, error) {
+	p, err := clipRead(in, p, off)
+	if err != nil || len(p) == 0 {
+		return 0, err
 	}
 	if f := fs.pageFile(in); f != nil {
 		return fs.readCached(f, in, p, off)
@@ -71,14 +80,9 @@ func (fs *FS) readData(in *inode, p []byte, off int64) (int, error) {
 // readBlocks reads from in at off into p from the disk, stopping at the
 // file's size.
 func (fs *FS) readBlocks(in *inode, p []byte, off int64) (int, error) {
-	if off < 0 {
-		return 0, linux.EINVAL
-	}
-	if uint64(off) >= in.size {
-		return 0, nil
-	}
-	if rem := in.size - uint64(off); uint64(len(p)) > rem {
-		p = p[:rem]
+	p, err := clipRead(in, p, off)
+	if err != nil || len(p) == 0 {
+		return 0, err
 	}
 	fm, err := fs.mapping(in)
 	if err != nil {
@@ -157,26 +161,13 @@ func (fs *FS) writeDisk(in *inode, fm *fileMapping, p []byte, off int64) (int, b
 	var werr error
 	for done < len(p) {
 		pos := off + int64(done)
-		lblk := uint32(pos / bs)
 		inBlk := pos % bs
-		want := uint32((inBlk + int64(len(p)-done) + bs - 1) / bs)
-		pblk, n, unwritten, err := fm.lookup(lblk, want)
+		pblk, n, fresh, err := fs.mapForWrite(fm, pos, len(p)-done)
 		if err != nil {
 			werr = err
 			break
 		}
-		fresh := false // blocks whose old contents must read as zeros
-		if pblk == 0 {
-			pblk, n, err = fs.mapNew(fm, lblk, n)
-			if err != nil {
-				werr = err
-				break
-			}
-			fresh, changed = true, true
-		} else if unwritten {
-			fm.em.set(extent{lblk: lblk, len: n, pblk: pblk})
-			fresh, changed = true, true
-		}
+		changed = changed || fresh
 		chunk := min(int64(n)*bs-inBlk, int64(len(p)-done))
 		if err := fs.writeRun(pblk, inBlk, p[done:done+int(chunk)], fresh); err != nil {
 			werr = err
@@ -188,6 +179,28 @@ func (fs *FS) writeDisk(in *inode, fm *fileMapping, p []byte, off int64) (int, b
 	// written, and a failed write's whole range.
 	fs.dropPages(in, off, off+int64(len(p)))
 	return done, changed, werr
+}
+
+// mapForWrite maps the blocks a write of size bytes at pos starts in: a
+// run of n blocks from pblk, allocated for a hole or turned from unwritten
+// to written, in which case fresh is set (their old contents must read as
+// zeros, and the block map changed).
+func (fs *FS) mapForWrite(fm *fileMapping, pos int64, size int) (pblk uint64, n uint32, fresh bool, err error) {
+	bs := int64(fs.blockSize)
+	lblk := uint32(pos / bs)
+	want := uint32((pos%bs + int64(size) + bs - 1) / bs)
+	pblk, n, unwritten, err := fm.lookup(lblk, want)
+	switch {
+	case err != nil:
+		return 0, 0, false, err
+	case pblk == 0:
+		pblk, n, err = fs.mapNew(fm, lblk, n)
+		return pblk, n, err == nil, err
+	case unwritten:
+		fm.em.set(extent{lblk: lblk, len: n, pblk: pblk})
+		return pblk, n, true, nil
+	}
+	return pblk, n, false, nil
 }
 
 // mapNew allocates up to n blocks for the hole at lblk and maps them.

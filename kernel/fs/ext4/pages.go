@@ -159,24 +159,12 @@ func (fs *FS) writeCached(in *inode, fm *fileMapping, p []byte, off int64) (int,
 		pos := off + int64(mapped)
 		lblk := uint32(pos / bs)
 		inBlk := pos % bs
-		want := uint32((inBlk + int64(len(p)-mapped) + bs - 1) / bs)
-		pblk, n, unwritten, err := fm.lookup(lblk, want)
+		pblk, n, fresh, err := fs.mapForWrite(fm, pos, len(p)-mapped)
 		if err != nil {
 			werr = err
 			break
 		}
-		fresh := false
-		if pblk == 0 {
-			pblk, n, err = fs.mapNew(fm, lblk, n)
-			if err != nil {
-				werr = err
-				break
-			}
-			fresh, changed = true, true
-		} else if unwritten {
-			fm.em.set(extent{lblk: lblk, len: n, pblk: pblk})
-			fresh, changed = true, true
-		}
+		changed = changed || fresh
 		chunk := min(int64(n)*bs-inBlk, int64(len(p)-mapped))
 		fs.noteBlocks(in, lblk, pblk, uint32((inBlk+chunk+bs-1)/bs), fresh)
 		mapped += int(chunk)
