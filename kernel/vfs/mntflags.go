@@ -109,6 +109,20 @@ type Atimer interface {
 	TouchAtime(strict bool)
 }
 
+// AtimeStale reports whether a read at now moves an access time: always
+// when strict (unless it is now already), else by relatime's rule, when
+// it is not after the modification or change time or is a day old.
+func AtimeStale(atime, mtime, ctime, now linux.Timespec, strict bool) bool {
+	if strict {
+		return atime != now
+	}
+	return !after(atime, mtime) || !after(atime, ctime) || now.Sec-atime.Sec >= 24*3600
+}
+
+func after(a, b linux.Timespec) bool {
+	return a.Sec > b.Sec || a.Sec == b.Sec && a.Nsec > b.Nsec
+}
+
 // touchAtime is Linux's touch_atime for a read through f: a regular
 // file's, a directory's or a FIFO's (a device's read is its driver's).
 func (f *OpenFile) touchAtime() {

@@ -425,6 +425,50 @@ static long pio(int w, int fd, unsigned char *b, long n, long off)
 	return done;
 }
 
+/* The access time on ext4 (relatime by default, noatime on a remount):
+ * a read moves a stale atime and leaves the change time; it survives the
+ * unmount (it went through the journal like any inode change). */
+static void test_atime(const char *dev)
+{
+	if (!CHECK_SYS("mount ext4 for the atime checks", mount(dev, mnt, "ext4", 0, NULL)))
+		return;
+	char p[400], b[16];
+	snprintf(p, sizeof p, "%s/atime", mnt);
+	int fd = open(p, O_CREAT | O_RDWR | O_TRUNC, 0600);
+	CHECK_EQ("atime: write", write(fd, "data", 4), 4);
+	close(fd);
+	struct timespec old[2] = {{1000, 0}, {0, UTIME_OMIT}};
+	CHECK_SYS("atime: set to 1000", utimensat(AT_FDCWD, p, old, 0));
+	struct stat st0, st1;
+	stat(p, &st0);
+	fd = open(p, O_RDONLY);
+	CHECK_EQ("atime: read", read(fd, b, sizeof b), 4);
+	close(fd);
+	stat(p, &st1);
+	CHECK("atime: relatime moves a stale atime", st1.st_atim.tv_sec > 1000);
+	CHECK("atime: the change time stays",
+	      st1.st_ctim.tv_sec == st0.st_ctim.tv_sec && st1.st_ctim.tv_nsec == st0.st_ctim.tv_nsec);
+	CHECK_SYS("atime: remount noatime", mount(NULL, mnt, NULL, MS_REMOUNT | MS_NOATIME, NULL));
+	CHECK_SYS("atime: set to 1000 again", utimensat(AT_FDCWD, p, old, 0));
+	fd = open(p, O_RDONLY);
+	CHECK_EQ("atime: read under noatime", read(fd, b, sizeof b), 4);
+	close(fd);
+	stat(p, &st1);
+	CHECK_EQ("atime: noatime keeps it", st1.st_atim.tv_sec, 1000);
+	CHECK_SYS("atime: remount relatime", mount(NULL, mnt, NULL, MS_REMOUNT | MS_RELATIME, NULL));
+	fd = open(p, O_RDONLY);
+	read(fd, b, sizeof b);
+	close(fd);
+	stat(p, &st0);
+	CHECK_SYS("atime: umount", umount(mnt));
+	if (!CHECK_SYS("atime: mount again", mount(dev, mnt, "ext4", 0, NULL)))
+		return;
+	stat(p, &st1);
+	CHECK("atime: kept across the unmount", st0.st_atim.tv_sec > 1000 && st1.st_atim.tv_sec == st0.st_atim.tv_sec);
+	unlink(p);
+	CHECK_SYS("atime: umount again", umount(mnt));
+}
+
 static void test_file_pages(const char *dev)
 {
 	if (!CHECK_SYS("mount ext4 for the page cache checks", mount(dev, mnt, "ext4", 0, NULL)))
@@ -715,6 +759,7 @@ int main(int argc, char **argv)
 		char dev[64];
 		snprintf(dev, sizeof dev, "/dev/%s", disk);
 		test_ext4(dev);
+		test_atime(dev);
 		test_file_pages(dev);
 		test_discard(dev);
 	} else {

@@ -269,6 +269,28 @@ func (fs *FS) SetAttr(ino uint32, mask uint32, a Attr) error {
 	return errors.Join(append(errs, fs.iput(in))...)
 }
 
+// TouchAtime moves ino's access time to now after a read when stale
+// says so (the VFS's access-time rule for the mount, given the access,
+// modification and change times and now). It changes nothing else, not
+// even the change time; a read-only file system keeps its times.
+func (fs *FS) TouchAtime(ino uint32, stale func(atime, mtime, ctime, now linux.Timespec) bool) error {
+	fs.begin()
+	defer fs.end()
+	if fs.ro {
+		return nil
+	}
+	in, err := fs.iget(ino)
+	if err != nil {
+		return err
+	}
+	now := fs.now()
+	if !stale(in.atime, in.mtime, in.ctime, now) {
+		return nil
+	}
+	in.atime = now
+	return fs.iput(in)
+}
+
 // Statfs describes the file system's space, as statfs(2) reports it.
 type Statfs struct {
 	BlockSize uint32

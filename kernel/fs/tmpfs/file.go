@@ -254,14 +254,7 @@ func (n *node) TouchAtime(strict bool) {
 // atimeStale reports whether a read at now moves the access time.
 // Preconditions: n.mu is held.
 func (n *node) atimeStale(strict bool, now linux.Timespec) bool {
-	if strict {
-		return n.Atime != now
-	}
-	return !after(n.Atime, n.Mtime) || !after(n.Atime, n.Ctime) || now.Sec-n.Atime.Sec >= 24*3600
-}
-
-func after(a, b linux.Timespec) bool {
-	return a.Sec > b.Sec || a.Sec == b.Sec && a.Nsec > b.Nsec
+	return vfs.AtimeStale(n.Atime, n.Mtime, n.Ctime, now, strict)
 }
 
 // WriteAt writes at off, extending the file as needed.

@@ -227,6 +227,14 @@ func (n *node) SetAttr(s *vfs.SetAttr) error {
 	return n.fs.errno(n.fs.disk.SetAttr(n.ino, mask, a))
 }
 
+// TouchAtime implements vfs.Atimer: the access time moves after a read
+// as the mount's mode says, through the journal like any inode change.
+func (n *node) TouchAtime(strict bool) {
+	n.fs.errno(n.fs.disk.TouchAtime(n.ino, func(a, m, c, now linux.Timespec) bool {
+		return vfs.AtimeStale(a, m, c, now, strict)
+	}))
+}
+
 // Opened implements vfs.OpenCounter: an open file keeps the inode after
 // its last name goes.
 func (n *node) Opened() { n.fs.disk.Hold(n.ino) }
