@@ -82,14 +82,25 @@ func (v *VFS) openFIFO(c *Ctx, ino Inode, flags uint32) (File, error) {
 	p.rq.Notify()
 	p.wq.Notify()
 	if ready != nil && !nonblock {
-		err := WaitFor(q, Blocking{Intr: c.Intr}, func() bool {
+		check := func() bool {
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			return ready()
-		})
-		if err != nil {
-			e.Release()
-			return nil, err
+		}
+		if !check() {
+			// A wait for the other end is an interruptible sleep: the
+			// hung-task detector must not take it for a stuck call.
+			if c.Sleeper != nil {
+				c.Sleeper.SleepBegin()
+			}
+			err := WaitFor(q, Blocking{Intr: c.Intr}, check)
+			if c.Sleeper != nil {
+				c.Sleeper.SleepEnd()
+			}
+			if err != nil {
+				e.Release()
+				return nil, err
+			}
 		}
 	}
 	return e, nil

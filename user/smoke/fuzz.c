@@ -524,6 +524,12 @@ static void put_file(const char *path, mode_t mode, const char *data)
 static int user_phase(int procs, long calls, uint64_t seed)
 {
 	make_workdirs(procs); /* the root phase's random chmods may have closed them */
+	/* Root's children may have made anything of these names (a FIFO
+	 * /tmp/fz_dir, directories for files: seen in the soak): start
+	 * from nothing. */
+	static const char *const fresh[] = {"/tmp/fz_root644", "/tmp/fz_root600", "/tmp/fz_suid", "/tmp/fz_dir"};
+	for (unsigned i = 0; i < sizeof fresh / sizeof *fresh; i++)
+		nftw(fresh[i], rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	mkdir("/tmp/fz_dir", 0755);
 	chmod("/tmp/fz_dir", 0755);
 	put_file("/tmp/fz_root644", 0644, "root's file\n");
