@@ -2,13 +2,11 @@
 
 // Shortbread machine layer: the x86-64 instructions Go cannot express.
 //
-// Every trap into the machine layer (CPU exception, interrupt, or a SYSCALL
-// made by the runtime in ring 0) builds one sbFrame on the current CPU's trap
-// stack and calls sbTrap on that stack with the CPU's trap g in R14. sbTrap
-// may replace the frame with another thread's saved state; the common exit
-// path then restores whatever the frame holds and returns with IRETQ.
-// Interrupts stay disabled for the whole time a frame is live, so one trap
-// stack per CPU is enough.
+// Every trap (exception, interrupt, SYSCALL) builds one sbFrame on the
+// CPU's trap stack and calls sbTrap there with the CPU's trap g in R14;
+// sbTrap may replace the frame with another thread's, and the exit path
+// restores whatever the frame holds. Interrupts stay off while a frame is
+// live, so one trap stack per CPU is enough.
 
 #include "go_asm.h"
 #include "textflag.h"
@@ -42,10 +40,7 @@ TEXT runtime·sbStart(SB),NOSPLIT|NOFRAME,$0
 	MOVQ	BX, g_stackguard1(AX)
 	MOVQ	AX, runtime·sbBootTLS(SB)
 	LEAQ	runtime·sbBootTLS+8(SB), AX
-	MOVQ	AX, DX
-	SHRQ	$32, DX
-	MOVL	$MSR_FS_BASE, CX
-	WRMSR
+	CALL	sbSetFS<>(SB)
 	SUBQ	$48, SP
 	MOVQ	R12, 0(SP)
 	MOVQ	R13, 8(SP)
@@ -130,7 +125,8 @@ TEXT sbTrapCommon<>(SB),NOSPLIT|NOFRAME,$0
 	PUSHQ	R13
 	PUSHQ	R14
 	PUSHQ	R15
-	SUBQ	$(const_sbFPUSize+8), SP		// pad + FPU area
+	SUBQ	$(const_sbFPUSize+8), SP		// noFPU + FPU area
+	MOVQ	$0, sbFrame_noFPU(SP)
 	// The frame is 64-byte aligned (it starts at the fixed top of the
 	// trap stack), as XSAVE needs. EDX:EAX = all: XSAVE saves what XCR0
 	// enables (x87, SSE, AVX).
@@ -140,13 +136,15 @@ TEXT sbTrapCommon<>(SB),NOSPLIT|NOFRAME,$0
 	// Go code keeps no vector register live across SYSCALL, and X15, the
 	// ABI's zero register, comes back zero from the initial state that
 	// an XSTATE_BV of 0 restores (with the default MXCSR, which XRSTOR
-	// reads whenever it restores SSE). User programs' state is saved.
+	// reads whenever it restores SSE) if the frame goes to a signal
+	// handler; else noFPU. User programs' state is saved.
 	CMPQ	(sbFrame_sbGPRs+sbGPRs_vector)(SP), $const_sbVecSyscall
 	JNE	xsave
 	TESTQ	$3, (sbFrame_sbGPRs+sbGPRs_cs)(SP)
 	JNZ	xsave
 	MOVQ	$0, 512(SP)
 	MOVL	$0x1f80, 24(SP)
+	MOVQ	$1, sbFrame_noFPU(SP)
 	JMP	saved
 xsave:
 	MOVL	$-1, AX
@@ -156,19 +154,24 @@ xsave:
 fxsave:
 	FXSAVE64	(SP)
 saved:
+	// RDFSBASE/WRFSBASE if sbFSGS: cheaper than MSRs (and inline in TCG).
+	CMPB	runtime·sbFSGS(SB), $0
+	JEQ	rdmsr
+	RDFSBASEQ	AX
+	JMP	fsread
+rdmsr:
 	MOVL	$MSR_FS_BASE, CX
 	RDMSR
 	SHLQ	$32, DX
 	ORQ	DX, AX
+fsread:
 	MOVQ	AX, (sbFrame_sbGPRs+sbGPRs_fsbase)(SP)
 	// Go code reloads g from FS:-8 after every assembly call, so FS must
 	// point at this CPU's trap TLS block while the handler runs.
 	MOVQ	sbCPU_self(GS), AX
 	LEAQ	(sbCPU_tls+8)(AX), AX
-	MOVQ	AX, DX
-	SHRQ	$32, DX
-	MOVL	$MSR_FS_BASE, CX
-	WRMSR
+	MOVQ	$sbSetFS<>(SB), BX
+	CALL	BX
 	MOVQ	sbCPU_trapG(GS), R14
 	XORPS	X15, X15
 	MOVQ	SP, AX
@@ -187,10 +190,10 @@ saved:
 // trap into whatever thread the frame belongs to.
 TEXT sbTrapRestore<>(SB),NOSPLIT|NOFRAME,$0
 	MOVQ	(sbFrame_sbGPRs+sbGPRs_fsbase)(SP), AX
-	MOVQ	AX, DX
-	SHRQ	$32, DX
-	MOVL	$MSR_FS_BASE, CX
-	WRMSR
+	MOVQ	$sbSetFS<>(SB), BX
+	CALL	BX
+	CMPQ	sbFrame_noFPU(SP), $0
+	JNE	nofpu
 	CMPB	runtime·sbXSave(SB), $0
 	JEQ	fxrstor
 	MOVL	$-1, AX
@@ -199,6 +202,10 @@ TEXT sbTrapRestore<>(SB),NOSPLIT|NOFRAME,$0
 	JMP	restored
 fxrstor:
 	FXRSTOR64	(SP)
+	JMP	restored
+nofpu:
+	LDMXCSR	24(SP)
+	XORPS	X15, X15
 restored:
 	ADDQ	$(const_sbFPUSize+8), SP
 	POPQ	R15
@@ -217,38 +224,54 @@ restored:
 	POPQ	BX
 	POPQ	AX
 	ADDQ	$24, SP				// fsbase, vector, error code
-	TESTQ	$3, 8(SP)			// returning to user mode?
-	JZ	tokernel
-	// SYSRET returns to user mode more cheaply than IRETQ, and restores
-	// the same state when RCX and R11 already hold RIP and RFLAGS: the
-	// state after a system call, for which SYSCALL set them so. Not for
-	// a RIP at the top of the lower half or beyond: Intel CPUs raise #GP
-	// for a non-canonical one in ring 0, on the user's stack. Interrupts
-	// stay off until SYSRET; an NMI runs on its own IST stack.
+	// When RCX and R11 hold RIP and RFLAGS (as SYSCALL left them) cheaper
+	// ways than IRETQ restore the same state: SYSRET to ring 3 (not for a
+	// RIP at the lower half's top or beyond: Intel CPUs raise #GP for a
+	// non-canonical one in ring 0, on the user's stack); in ring 0, POPFQ
+	// and a jump on the caller's stack (an interrupt before the jump sees
+	// RCX != RIP). An NMI runs on its own IST stack.
 	CMPQ	CX, 0(SP)			// rip
 	JNE	iret
 	CMPQ	R11, 16(SP)			// rflags
 	JNE	iret
+	TESTQ	$3, 8(SP)			// returning to user mode?
+	JZ	ret0
 	CMPQ	CX, runtime·sbSysretMaxRIP(SB)
 	JAE	iret
 	MOVQ	24(SP), SP			// the user's rsp
 	SWAPGS
 	BYTE	$0x48; BYTE $0x0f; BYTE $0x07	// SYSRETQ (REX.W: to 64-bit mode)
+ret0:
+	MOVQ	24(SP), SP
+	PUSHQ	R11
+	POPFQ
+	JMP	CX
 iret:
+	TESTQ	$3, 8(SP)
+	JZ	tokernel
 	SWAPGS
 tokernel:
 	IRETQ
 
-// Interrupt and exception entry stubs, one per vector, each 16 bytes
-// from sbVectors: the IDT entry of vector v is sbVectors+16*v (PCALIGN
-// puts each stub at its slot; a stub is at most 13 bytes). TRAP pushes a
-// dummy error code so every frame has one; TRAPERR is for the exceptions
-// whose CPU pushes a real one (8, 10-14, 17, 21, 29, 30). Both then push
-// the vector and go to sbTrapEntry, which swaps GS when coming from ring 3.
-// 32-55: I/O APIC pins 0-23; 56-59: local APIC timer, reschedule IPI, TLB
-// shootdown IPI, spurious. The assembler counts stack depth straight through the function, so the
-// ADJSP after each JMP (never executed) takes the stub's pushes back off
-// its count; else the linker would see 60 stubs' pushes in one frame.
+// sbSetFS loads AX into the FS base; it clobbers CX and DX.
+TEXT sbSetFS<>(SB),NOSPLIT|NOFRAME,$0
+	CMPB	runtime·sbFSGS(SB), $0
+	JEQ	wrmsr
+	WRFSBASEQ	AX
+	RET
+wrmsr:
+	MOVQ	AX, DX
+	SHRQ	$32, DX
+	MOVL	$MSR_FS_BASE, CX
+	WRMSR
+	RET
+
+// Entry stubs, one per vector, 16 bytes apart from sbVectors (PCALIGN; a
+// stub is at most 13 bytes). TRAP pushes a dummy error code, TRAPERR is for
+// the exceptions whose CPU pushes one (8, 10-14, 17, 21, 29, 30); both push
+// the vector and go to sbTrapEntry. 32-55: I/O APIC pins 0-23; 56-59: APIC
+// timer, reschedule IPI, TLB shootdown IPI, spurious. The ADJSP after each
+// JMP takes the stub's pushes off the assembler's running stack count.
 #define TRAP(v)	PCALIGN $16; PUSHQ $0; PUSHQ $(v); JMP sbTrapEntry<>(SB); ADJSP $-16
 #define TRAPERR(v)	PCALIGN $16; PUSHQ $(v); JMP sbTrapEntry<>(SB); ADJSP $-8
 #define TRAP4(v)	TRAP(v); TRAP(v+1); TRAP(v+2); TRAP(v+3)
@@ -265,12 +288,10 @@ TEXT runtime·sbVectors(SB),NOSPLIT|NOFRAME,$0
 	TRAP4(32); TRAP4(36); TRAP4(40); TRAP4(44); TRAP4(48); TRAP4(52)
 	TRAP4(56)
 
-// sbNMI is vector 2: the sampling profiler's interrupt (sb_prof.go) and
-// the watchdog's request for a CPU's registers (sb_watchdog.go). It can
-// land anywhere: in trap context with interrupts off, and (with user
-// programs) in user mode or between an entry and its SWAPGS, so it finds
-// its CPU from its own IST stack (CPU i's is sbDFStacks[i], 8 KiB), never
-// GS, touches only this CPU's sample buffer and never calls Go. Record:
+// sbNMI is vector 2: the profiler's samples (sb_prof.go) and the
+// watchdog's register requests (sb_watchdog.go). It can land anywhere
+// (before an entry's SWAPGS too), so it finds its CPU from its IST stack
+// (CPU i's is sbDFStacks[i], 8 KiB), not GS, and never calls Go. Record:
 // interrupted RIP; CPU index | flags<<16 (1 = idle thread, 2 = interrupts
 // were off, 4 = user mode); the low 32 bits of the TSC.
 TEXT runtime·sbNMI(SB),NOSPLIT|NOFRAME,$0
@@ -548,8 +569,7 @@ TEXT runtime·sbGSBase(SB),NOSPLIT,$0-8
 	MOVQ	AX, ret+0(FP)
 	RET
 
-// sbResume starts running the thread whose frame is at f (on the trap stack), as if
-// returning from a trap. Used once per CPU to enter its idle thread.
+// sbResume enters the frame at f (on the trap stack): each CPU's idle thread.
 TEXT runtime·sbResume(SB),NOSPLIT,$0-8
 	MOVQ	f+0(FP), SP
 	JMP	sbTrapRestore<>(SB)

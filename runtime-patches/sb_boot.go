@@ -2,12 +2,9 @@
 
 // Shortbread machine layer: from the boot stub to the runtime.
 //
-// sbBoot runs once, on the boot CPU, on the boot stack, before any runtime
-// code: it reads the multiboot2 information, builds the frame allocator and
-// the kernel page tables, sets up the CPU, calibrates time, creates the
-// first thread and lays out a Linux process stack (argc, argv, envp, auxv)
-// for the runtime's _rt0_amd64_linux. The order below is the order things
-// depend on each other.
+// sbBoot runs once, on the boot CPU and stack, before any runtime code
+// (what it does: README.md); the order below is the order things depend
+// on each other.
 
 package runtime
 

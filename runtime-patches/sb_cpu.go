@@ -54,6 +54,7 @@ type sbCPU struct {
 	intr    [sbVecCount - sbVecIRQBase]uint64
 	tlbSeen uint64  // last TLB shootdown generation this CPU applied
 	cr3     uintptr // the address space loaded on this CPU
+	userGS  uint64  // KERNEL_GS_BASE, for sbSetUserGS; an entry from ring 3 may swap in a base the program set (WRGSBASE): its readers refresh this
 
 	// Sampling profiler (sb_prof.go): a buffer of 16-byte records that
 	// the NMI stub fills; profBuf == 0 means not sampling.
@@ -128,6 +129,7 @@ func sbInitTrapG(c *sbCPU) {
 var (
 	sbXSave bool
 	sbXCR0  uint64
+	sbFSGS  bool // RDFSBASE/WRFSBASE enabled (CR4.FSGSBASE): the trap path's FS switches
 )
 
 // sbFPUInit enables XSAVE for x87, SSE and AVX on this CPU if the
@@ -168,8 +170,7 @@ func sbFPUInit(boot bool) {
 func sbFPUSanitize(fpu *[sbFPUSize]byte) {
 	*(*uint32)(unsafe.Pointer(&fpu[24])) &= 0xffbf
 	*(*uint64)(unsafe.Pointer(&fpu[512])) &= sbXCR0
-	// The rest of the 64-byte XSAVE header, as words: a byte loop was a
-	// tenth of a null system call's instructions.
+	// The rest of the XSAVE header, as words (a byte loop cost 10%).
 	h := (*[7]uint64)(unsafe.Pointer(&fpu[520]))
 	*h = [7]uint64{}
 }
@@ -206,6 +207,15 @@ func sbCPUInit(id int32) {
 	c := &sbCPUs[id]
 	c.self = uintptr(unsafe.Pointer(c))
 	c.id = id
+	// FSGSBASE before the IDT below: CPU 0 decides, the others follow.
+	// User programs may use the instructions too, as on Linux.
+	if max, _, _, _ := sbCpuid(0, 0); id == 0 && max >= 7 {
+		_, b, _, _ := sbCpuid(7, 0)
+		sbFSGS = b&1 != 0
+	}
+	if sbFSGS {
+		sbWriteCR4(sbReadCR4() | 1<<16)
+	}
 	sbFPUInit(id == 0)
 	sbInitTrapG(c)
 

@@ -3,10 +3,9 @@
 // Shortbread machine layer: shared definitions (the files and what each
 // does: README.md here).
 //
-// The machine layer serves the stock runtime's SYSCALLs as a small Linux
-// would, beneath the runtime, so it never uses it: no heap, no goroutines,
-// no write barriers (sbTrap is //go:nowritebarrierrec), no print. Its
-// state lives in static arrays linked by indices or uintptrs.
+// It serves the stock runtime's SYSCALLs beneath the runtime, so it never
+// uses it: no heap, goroutines, write barriers (sbTrap is
+// //go:nowritebarrierrec) or print; state is in static arrays.
 
 package runtime
 
@@ -60,7 +59,9 @@ const (
 // A thread that is not running keeps its state in the same shape.
 type sbFrame struct {
 	fpu [sbFPUSize]byte
-	pad uint64
+	// noFPU = 1: a return from a SYSCALL in ring 0, after which Go needs
+	// only X15 = 0 and fpu's MXCSR loaded, not the whole FPU state.
+	noFPU uint64
 	sbGPRs
 }
 

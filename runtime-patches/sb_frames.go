@@ -2,14 +2,10 @@
 
 // Shortbread machine layer: the physical frame allocator.
 //
-// Free memory is kept two ways so boot does not have to touch every frame:
-// ranges that were never handed out (carved from the low end, so early
-// page-table pages sit below 4 GiB where the boot stub's identity map can
-// reach them) and a stack of returned frames, linked through the frames
-// themselves via the direct map. Both are guarded by one spinlock; the hot
-// path is a pop or a push. With NUMA (setNUMA, from the kernel's reading
-// of the ACPI SRAT) both are kept per node, and a CPU takes from the
-// nodes in the order the kernel gave for its own.
+// Never-used ranges (carved from the low end, so early page-table pages
+// sit below 4 GiB where the boot stub's identity map reaches them) and a
+// stack of returned frames linked through the direct map, per NUMA node;
+// one spinlock (README.md).
 
 package runtime
 

@@ -2,12 +2,9 @@
 
 // Shortbread machine layer: the hook surface.
 //
-// Kernel code above the runtime (package shortbread/kernel/machine) reaches
-// the machine layer only through the functions below, pushed into that
-// package with go:linkname, and through a few private system calls
-// (sbSysBase + n) for operations that must run in trap context, where the
-// machine layer's locks are taken with interrupts off. Nothing else in the
-// kernel links against runtime internals.
+// shortbread/kernel/machine reaches the machine layer only through the
+// functions below (go:linkname) and private system calls (sbSysBase + n)
+// for what must run in trap context, under locks taken with interrupts off.
 
 package runtime
 

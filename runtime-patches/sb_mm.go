@@ -2,11 +2,9 @@
 
 // Shortbread machine layer: page tables and the runtime's own mappings.
 //
-// The kernel's address space: its image with the ELF permissions, a
-// direct map of physical memory (2 MiB pages), and the runtime's mmap
-// mappings as VMAs filled on demand, whose frames munmap and madvise give
-// back (released memory reads back as zeros, as the runtime relies on).
-// Page 0 is never mapped, so nil dereferences fault.
+// The kernel image with ELF permissions, a direct map of RAM (2 MiB pages)
+// and the runtime's mmap mappings as VMAs filled on demand, whose frames
+// munmap and madvise give back (to read as zeros); page 0 is never mapped.
 
 package runtime
 

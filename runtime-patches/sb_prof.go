@@ -2,11 +2,10 @@
 
 // Shortbread machine layer: the sampling profiler's interrupt source.
 //
-// Samples must also land where interrupts are off, so the preferred source
-// is the kernel's periodic HPET timer (kernel/drivers/hpet) on an I/O APIC
-// pin set here to NMI delivery to the boot CPU (82093AA data sheet
-// §3.2.4), whose NMI stub (sb_amd64.s) passes it on to every other CPU.
-// The fallback, the local APIC timer interrupt, misses interrupts-off code.
+// The HPET's periodic timer (kernel/drivers/hpet) on an I/O APIC pin set
+// to NMI delivery to the boot CPU (82093AA §3.2.4), whose NMI stub passes
+// it on to the others, samples interrupts-off code too; the fallback,
+// the local APIC timer, cannot.
 
 package runtime
 

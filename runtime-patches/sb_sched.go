@@ -10,18 +10,8 @@
 // handler records why the thread waits and switches away. Each CPU has an
 // idle thread that halts with interrupts on; it runs only when nothing
 // else can.
-//
-// A thread running a user program (sb_user.go) carries the program's
-// scheduling class while it is in user mode: the CPUs it may use, a
-// real-time priority (SCHED_FIFO/RR) and its time slice. The run queue is
-// ordered by that priority, then by arrival; a CPU takes the first thread
-// it may run. Every other thread, the runtime's Ms included, has priority
-// 0 and the default slice. A real-time thread preempts a lower priority
-// at once (an IPI to the CPU it may use) and keeps its CPU against its
-// own priority until its slice ends (SCHED_FIFO's is endless). Each CPU
-// gives real-time threads at most sbRTRuntime of every sbRTPeriod, so a
-// spinning one cannot starve the kernel's goroutines (Linux's RT
-// throttling, sched_rt_runtime_us).
+// The scheduling classes of user programs' threads: README.md (the
+// sb_sched.go row) and sbSetClass, sbPickLocked, sbKickLocked, sbRTCharge.
 //
 // Lock order: sbSched.mu, then sbAS.mu, then sbFrames.mu, then
 // sbConsoleLock. sbSched.mu guards every thread's state and wait fields
@@ -241,6 +231,7 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool, next int32) {
 		// A user thread's GS base waits in KERNEL_GS_BASE for the SWAPGS
 		// on its way back to ring 3.
 		old.userGS = sbRdmsr(0xC0000102)
+		c.userGS = old.userGS
 		old.switched = true
 	}
 	if next < 0 {
@@ -266,7 +257,7 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool, next int32) {
 	c.sliceEnd = sbSliceEnd(c, t, now)
 	sbLoadCR3(c, t.cr3)
 	if t.inUser {
-		sbWrmsr(0xC0000102, t.userGS)
+		sbSetUserGS(c, t.userGS)
 	}
 	*f = t.frame
 }
@@ -549,12 +540,8 @@ func sbFindTIDLocked(tid int32) int32 {
 
 // sbWakeDelayNs is how long a busy CPU that wakes a thread, while another
 // CPU is idle, waits for its own thread to block before it sends that CPU
-// an IPI. The runtime's threads wake each other just before they block
-// (a netpoller result handed on, a spinning M started by wakep, sysmon
-// woken on a system call): the waker's CPU then runs the woken thread
-// itself, where an IPI would wake a halted CPU that, under
-// virtualization, is a host thread to schedule, and move the work there.
-// Set by the kernel (wake_delay=; 0 sends at once).
+// an IPI (why: README.md, sb_sched.go). Set by the kernel (wake_delay=;
+// 0 sends at once).
 var sbWakeDelayNs int64 = 150_000
 
 // sbKickLocked makes another CPU look at the run queue for a thread

@@ -2,14 +2,11 @@
 
 // Shortbread machine layer: signals for the runtime.
 //
-// The runtime needs two kinds of signal: SIGURG, which preemptM sends with
-// tgkill to stop a goroutine that never calls a function, and the fault
-// signals (SIGSEGV, SIGFPE, ...) that turn into panics. Both are delivered
-// exactly as Linux x86-64 does: an rt_sigframe (return address, ucontext,
-// siginfo) on the thread's alternate signal stack, RDI/RSI/RDX = signal,
-// siginfo, ucontext; rt_sigreturn restores the ucontext, which the
-// runtime's handler may have edited to inject a call (asyncPreempt,
-// sigpanic). The FPU image lives beside the frame, 64-byte aligned.
+// SIGURG (async preemption, by tgkill) and the fault signals that become
+// panics, delivered as Linux x86-64 does: an rt_sigframe on the thread's
+// sigaltstack, RDI/RSI/RDX = signal, siginfo, ucontext, the FPU image
+// beside it, 64-byte aligned; rt_sigreturn restores the ucontext, which
+// the handler may have edited to inject a call (asyncPreempt, sigpanic).
 
 package runtime
 
@@ -189,6 +186,7 @@ func sbSigreturn(c *sbCPU, f *sbFrame) {
 		sbMemcpy(uintptr(unsafe.Pointer(&f.fpu)), fp, sbFPUSize)
 		sbFPUSanitize(&f.fpu)
 	}
+	f.noFPU = 0 // the interrupted code's state, or the initial one
 	t.sigMask = *(*uint64)(unsafe.Pointer(&uc.uc_sigmask)) &^ sbUnblockable
 }
 

@@ -2,12 +2,9 @@
 
 // Shortbread machine layer: other CPUs and the I/O APIC.
 //
-// Kernel code (kernel/machine/smp.go) starts application processors: it
-// copies the boot stub's real-mode start-up code (boot/stub.asm:
-// ap_trampoline) to a page below 640 KiB, fills its parameters from
-// sbHookPrepareCPU and sends INIT-SIPI-SIPI. The AP runs the code to long
-// mode on the kernel page tables, lands in sbAPEntry on its trap stack,
-// sets up its tables and becomes idle, ready for threads.
+// Kernel code (kernel/machine/smp.go) starts application processors with
+// the boot stub's start-up code (boot/stub.asm: ap_trampoline); an AP
+// lands in sbAPEntry on its trap stack and becomes idle.
 
 package runtime
 

@@ -2,13 +2,9 @@
 
 // Shortbread machine layer: the Linux system calls the runtime makes.
 //
-// The runtime runs unmodified and talks to "Linux" with SYSCALL; this file
-// is that Linux. It serves only the calls the runtime itself makes (design
-// notes §3.1 list them); anything else is ENOSYS, logged once per number.
-// Its clocks need none: sbBoot gives it a vDSO clock_gettime before it
-// starts, and the kernel calls neither gettimeofday nor time.
-// User programs get their own, full system call layer above the runtime.
-// Every pointer argument is made present with sbAS.touch before use.
+// The "Linux" the unmodified runtime's SYSCALLs reach: only the calls it
+// makes (design notes §3.1); anything else is ENOSYS, logged once per
+// number. Pointer arguments are made present with sbAS.touch before use.
 
 package runtime
 

@@ -2,13 +2,10 @@
 
 // Shortbread machine layer: trap dispatch.
 //
-// sbTrap is the one Go entry from sb_amd64.s. It runs on the CPU's trap
-// stack, interrupts off, as the CPU's trap g. Faults in Go code become the
-// signals Linux would send (SIGSEGV with the fault address, SIGFPE, ...),
-// so the runtime turns a nil dereference into a recoverable panic and
-// prints its own traceback for anything fatal. Faults the runtime cannot
-// handle (in the machine layer itself, or before it installed handlers)
-// print the registers here and power off with a failing status.
+// sbTrap is the one Go entry from sb_amd64.s (trap stack, interrupts off,
+// the CPU's trap g). Faults in Go code become the signals Linux would send;
+// those the runtime cannot handle (in the machine layer, or before it
+// installed handlers) print the registers here and power off failing.
 
 package runtime
 

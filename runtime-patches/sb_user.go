@@ -3,12 +3,10 @@
 // Shortbread machine layer: running user programs.
 //
 // A user thread is a kernel goroutine that calls machine.RunUser, a
-// private system call, in a loop: the machine layer keeps the caller's
-// kernel frame and returns to ring 3; a system call, a fault or a signal
-// for the runtime (the SIGURG of async preemption) puts the user state
-// back into the caller's UserRegs and resumes the kernel frame. Interrupts
-// in user mode do not end RunUser. Made through syscall.Syscall, RunUser
-// keeps no P, and a stop-the-world does not wait for user code.
+// private system call, in a loop: a system call, a fault or a signal for
+// the runtime (async preemption's SIGURG) puts the user state back into its
+// UserRegs and resumes its kernel frame; interrupts do not. RunUser keeps
+// no P (syscall.Syscall), so a stop-the-world does not wait for user code.
 
 package runtime
 
@@ -105,8 +103,8 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 	f.fsbase = sbCanonicalUser(r.fsbase)
 	sbMemcpy(uintptr(unsafe.Pointer(&f.fpu)), uintptr(unsafe.Pointer(&r.fpu)), sbFPUUsed(&r.fpu))
 	sbFPUSanitize(&f.fpu)
-	// SWAPGS on the way out makes this the user's GS base.
-	sbWrmsr(0xC0000102, sbCanonicalUser(r.gsbase))
+	f.noFPU = 0
+	sbSetUserGS(c, sbCanonicalUser(r.gsbase))
 	sbLoadCR3(c, cr3)
 }
 
@@ -121,12 +119,14 @@ func sbUserExit(c *sbCPU, f *sbFrame, trap uint64, addr uintptr) {
 	r.rcx, r.rbx, r.rax = f.rcx, f.rbx, f.rax
 	r.rip, r.rflags, r.rsp = f.rip, f.rflags, f.rsp
 	r.fsbase = f.fsbase
-	r.gsbase = sbRdmsr(0xC0000102)
+	c.userGS = sbRdmsr(0xC0000102) // the program's, by SWAPGS (or WRGSBASE)
+	r.gsbase = c.userGS
 	r.trap, r.errcode, r.addr = trap, f.errcode, uint64(addr)
 	r.exitCPU = uint64(c.id)
 	sbMemcpy(uintptr(unsafe.Pointer(&r.fpu)), uintptr(unsafe.Pointer(&f.fpu)), sbFPUUsed(&f.fpu))
 	f.sbGPRs = t.kframe
 	sbFPUReset(&f.fpu)
+	f.noFPU = 1
 	t.inUser = false
 	t.user = 0
 	t.cr3 = 0
@@ -160,6 +160,15 @@ func sbKick(regs uintptr) int64 {
 	}
 	sbSched.mu.unlock()
 	return 0
+}
+
+// sbSetUserGS makes v the GS base SWAPGS gives ring 3 unless it is
+// there already (under TCG an MSR write ends the translated block).
+func sbSetUserGS(c *sbCPU, v uint64) {
+	if c.userGS != v {
+		c.userGS = v
+		sbWrmsr(0xC0000102, v)
+	}
 }
 
 // sbLoadCR3 switches this CPU's address space if it differs.

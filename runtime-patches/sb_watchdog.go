@@ -3,11 +3,9 @@
 // Shortbread machine layer: the hard-lockup watchdog.
 //
 // A CPU that runs a thread and takes no timer interrupt for sbWdThresh
-// spins with interrupts off, which only trap context does. Each CPU's
-// timer interrupt watches the next (Linux's buddy scheme: no other
-// interrupt source, but two CPUs at least) and reports from trap context,
-// since the locked CPU may hold a goroutine a stop of the world waits
-// for; the other busy CPUs' registers come by NMI (sb_amd64.s).
+// spins with interrupts off. Each CPU's timer interrupt watches the next
+// (Linux's buddy scheme) and reports from trap context; the other busy
+// CPUs' registers come by NMI (sb_amd64.s). Why: README.md.
 
 package runtime
 

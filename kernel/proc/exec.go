@@ -442,10 +442,18 @@ const (
 
 // hwcap2 is AT_HWCAP2: on x86-64 Linux sets HWCAP2_RING3MWAIT (Xeon Phi
 // only) and HWCAP2_FSGSBASE (when it turned on CR4.FSGSBASE, so user
-// code may run RDFSBASE and WRFSBASE). Shortbread leaves CR4.FSGSBASE
-// off (those instructions fault with #UD), so neither bit is set, and
-// the entry is there, as on every x86-64 Linux.
-const hwcap2 = 0
+// code may run RDFSBASE and WRFSBASE). The machine layer turns
+// CR4.FSGSBASE on exactly when CPUID leaf 7 reports the instructions
+// (sb_cpu.go; its trap path uses them), so the same test gives the bit.
+var hwcap2 = func() uint64 {
+	const hwcap2FSGSBase = 2
+	if max, _, _, _ := arch.CPUID(0, 0); max >= 7 {
+		if _, b, _, _ := arch.CPUID(7, 0); b&1 != 0 {
+			return hwcap2FSGSBase
+		}
+	}
+	return 0
+}()
 
 // buildStack lays out argc, argv, envp and the auxiliary vector at the top
 // of the new stack (System V x86-64 psABI §3.4.1) and returns the stack
