@@ -220,7 +220,6 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 	}
 	t.DriverOK()
 	n.rx.Kick()
-	n.log("virtio-net %s: features %#x (segmentation offload %v, received checksums %v)", c.Name, feat, n.tso, n.guestCsum)
 	go n.interrupts()
 	go n.deliveries()
 	return n, nil
