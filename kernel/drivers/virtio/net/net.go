@@ -120,10 +120,11 @@ type NIC struct {
 	// (a GSO type, unknown flags, a checksum position outside the frame).
 	BadHeaders atomic.Uint64
 
-	mu      sync.Mutex
-	txFree  []virtio.Page // transmit pages not in the card's hands
-	txSpace chan struct{} // signalled when pages come back
-	rxq     chan rxFrame  // received frames on their way to the stack
+	mu        sync.Mutex
+	txFree    []virtio.Page // transmit pages not in the card's hands
+	txWaiters int           // senders in waitTx
+	txWake    chan struct{} // closed (and replaced) when pages come back
+	rxq       chan rxFrame  // received frames on their way to the stack
 
 	// rxMu serialises taking frames from the card, which both the
 	// interrupt goroutine and the deliveries goroutine do. rxHeld is
@@ -154,7 +155,7 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &NIC{Name: c.Name, t: t, dma: c.DMA, log: c.Log, txSpace: make(chan struct{}, 1),
+	n := &NIC{Name: c.Name, t: t, dma: c.DMA, log: c.Log, txWake: make(chan struct{}),
 		rxq: make(chan rxFrame, maxRX)}
 	if n.log == nil {
 		n.log = func(string, ...any) {}

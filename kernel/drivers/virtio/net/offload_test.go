@@ -6,7 +6,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -269,5 +271,61 @@ func TestBadReceiveHeadersDropped(t *testing.T) {
 	if b.nic.BadHeaders.Load() != 3 || b.nic.Stats.RxErrors.Load() != 3 || len(logs) != 2 {
 		// Logged the 1st and 2nd time, not the 3rd.
 		t.Errorf("bad headers %d, rx errors %d, logged %q", b.nic.BadHeaders.Load(), b.nic.Stats.RxErrors.Load(), logs)
+	}
+}
+
+// Two senders waiting for transmit pages at once both go on when the
+// card hands pages back: interrupts stay on until both are done and
+// both are woken. txWait is an hour here, so a sender left asleep
+// shows as a test that does not finish.
+func TestConcurrentSendersWoken(t *testing.T) {
+	defer func(d time.Duration) { txWait = d }(txWait)
+	txWait = time.Hour
+	a, _ := cable(t)
+	a.w.dev.Hold.Store(true) // nothing sent comes back yet
+	frames := func(k int) stack.PacketBufferList {
+		var l stack.PacketBufferList
+		for range k {
+			l.PushBack(stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(make([]byte, 1000))}))
+		}
+		return l
+	}
+	done := make(chan int, 2)
+	waiters := func(want int) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+			a.nic.mu.Lock()
+			w := a.nic.txWaiters
+			a.nic.mu.Unlock()
+			if w == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d senders waiting, want %d", w, want)
+			}
+		}
+	}
+	// The first fills the ring and waits; then the second waits too.
+	for i, k := range []int{a.nic.tx.Size() + 10, 10} {
+		l := frames(k)
+		go func() {
+			n, _ := a.nic.WritePackets(l)
+			l.DecRef()
+			done <- n
+		}()
+		waiters(i + 1)
+	}
+	a.w.dev.Release()
+	sent := 0
+	for range 2 {
+		select {
+		case n := <-done:
+			sent += n
+		case <-time.After(30 * time.Second):
+			t.Fatalf("a sender still waits after the card gave its pages back (%d frames sent)", sent)
+		}
+	}
+	if want := a.nic.tx.Size() + 20; sent != want || a.nic.Stats.TxDropped.Load() != 0 {
+		t.Errorf("sent %d of %d, dropped %d", sent, want, a.nic.Stats.TxDropped.Load())
 	}
 }

@@ -128,7 +128,8 @@ func (w *pageWriter) write(b []byte) {
 	}
 }
 
-// reclaim takes back the pages of frames the card has sent.
+// reclaim takes back the pages of frames the card has sent, and wakes
+// every sender waiting for them.
 func (n *NIC) reclaim() int {
 	got := 0
 	for {
@@ -142,16 +143,18 @@ func (n *NIC) reclaim() int {
 		got++
 	}
 	if got > 0 {
-		select { // a sender waiting for space
-		case n.txSpace <- struct{}{}:
-		default:
+		n.mu.Lock()
+		if n.txWaiters > 0 {
+			close(n.txWake)
+			n.txWake = make(chan struct{})
 		}
+		n.mu.Unlock()
 	}
 	return got
 }
 
-// txWait bounds the wait for transmit pages.
-const txWait = time.Second
+// txWait bounds the wait for transmit pages (a variable for tests).
+var txWait = time.Second
 
 // txPages takes k free transmit pages, or none if fewer are free.
 func (n *NIC) txPages(k int) ([]virtio.Page, bool) {
@@ -166,22 +169,36 @@ func (n *NIC) txPages(k int) ([]virtio.Page, bool) {
 }
 
 // waitTx waits until the card has finished enough frames to free k
-// pages, with transmit interrupts on meanwhile.
+// pages, with transmit interrupts on while anyone waits. Senders on
+// several CPUs may wait at once: interrupts stay on until the last one
+// is done, and reclaiming wakes them all (with one wake-up and
+// interrupts turned off by the first to leave, the others slept until
+// txWait and dropped their frames).
 func (n *NIC) waitTx(k int) bool {
-	n.tx.SuppressInterrupts(false)
-	defer n.tx.SuppressInterrupts(true)
+	n.mu.Lock()
+	if n.txWaiters++; n.txWaiters == 1 {
+		n.tx.SuppressInterrupts(false)
+	}
+	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		if n.txWaiters--; n.txWaiters == 0 {
+			n.tx.SuppressInterrupts(true)
+		}
+		n.mu.Unlock()
+	}()
 	t := time.NewTimer(txWait)
 	defer t.Stop()
 	for {
 		n.reclaim() // pages may also come back through the interrupt goroutine
 		n.mu.Lock()
-		free := len(n.txFree)
+		free, wake := len(n.txFree), n.txWake
 		n.mu.Unlock()
 		if free >= k {
 			return true
 		}
 		select {
-		case <-n.txSpace:
+		case <-wake:
 		case <-t.C:
 			n.reclaim()
 			n.mu.Lock()
