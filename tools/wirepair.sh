@@ -16,10 +16,35 @@
 #   NIC     guest A's card: virtio-net-pci, e1000 (on the pc machine, as
 #           QEMU places it), e1000e, igb (q35), for either kernel (Linux
 #           loads Debian's modules for all four).
+#   WIRE    socket (default): QEMU's socket netdev, which has no virtio
+#           header, so QEMU offers neither card checksum or segmentation
+#           offload. tap: each QEMU on a tap device with virtio headers
+#           (vnet_hdr), both on one bridge in a network namespace of
+#           their own (unshare -n, so nothing on the host is touched; needs
+#           root), so virtio-net cards are offered CSUM, GUEST_CSUM and
+#           TSO as on a host's tap or vhost back end.
 # Both QEMUs get the same -cpu, -m and -smp (tools/qemu.sh and
 # tools/linux/run.sh share them). Exit status: 0 iff both commands exited
 # 0; otherwise the tail of each failing console goes to stderr.
 set -eu
+wire=${WIRE:-socket}
+case $wire in
+  socket) ;;
+  tap)
+    if [ -z "${WIREPAIR_NETNS:-}" ]; then
+      # Again, in a network namespace of its own.
+      WIREPAIR_NETNS=1 exec unshare -n sh "$0" "$@"
+    fi
+    ip link set lo up
+    ip link add wbr type bridge
+    ip link set wbr up
+    for t in wtapA wtapB; do
+      ip tuntap add dev $t mode tap
+      ip link set $t master wbr
+      ip link set $t up
+    done ;;
+  *) echo "wirepair: WIRE is socket or tap, not $wire" >&2; exit 2 ;;
+esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 [ $# -eq 4 ] || { echo "usage: $0 STAGE LOGDIR 'A-COMMAND' 'B-COMMAND'" >&2; exit 2; }
@@ -48,8 +73,14 @@ cp tools/wire-guest.sh "$stage/etc/wire-guest.sh"
 
 apid=
 trap '[ -z "$apid" ] || kill "$apid" 2>/dev/null || true' EXIT
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-anet="-netdev socket,id=w0,listen=127.0.0.1:$port -device $nic,netdev=w0,mac=52:54:00:00:03:02"
+if [ "$wire" = tap ]; then
+  anet="-netdev tap,id=w0,ifname=wtapA,script=no,downscript=no,vnet_hdr=on -device $nic,netdev=w0,mac=52:54:00:00:03:02"
+  bnet="-netdev tap,id=w0,ifname=wtapB,script=no,downscript=no,vnet_hdr=on"
+else
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  anet="-netdev socket,id=w0,listen=127.0.0.1:$port -device $nic,netdev=w0,mac=52:54:00:00:03:02"
+  bnet="-netdev socket,id=w0,connect=127.0.0.1:$port"
+fi
 if [ "$server" = shortbread ]; then
   # Shortbread configures itself from ip= (Linux's syntax).
   QEMU_EXTRA="$anet" KARGS="ip=10.0.3.2::10.0.3.1:255.255.255.0::eth0:off" MACHINE=$machine \
@@ -61,13 +92,13 @@ fi
 apid=$!
 # QEMU's connect side gives up at once if nothing listens yet.
 i=0
-until python3 -c "import socket,sys; s=socket.socket(); sys.exit(s.connect_ex(('127.0.0.1',$port)))" 2>/dev/null; do
+[ "$wire" = tap ] || until python3 -c "import socket,sys; s=socket.socket(); sys.exit(s.connect_ex(('127.0.0.1',$port)))" 2>/dev/null; do
   i=$((i+1))
   [ $i -lt 300 ] || { echo "wirepair: guest A's QEMU never listened on $port" >&2; exit 1; }
   sleep 0.2
 done
 bstatus=0
-LINUX=1 QEMU_EXTRA="-netdev socket,id=w0,connect=127.0.0.1:$port -device virtio-net-pci,netdev=w0,mac=52:54:00:00:03:01" \
+LINUX=1 QEMU_EXTRA="$bnet -device virtio-net-pci,netdev=w0,mac=52:54:00:00:03:01" \
   CPUS=$cpus TIMEOUT=$limit tools/run-cmd.sh "$stage" ". /etc/wire-guest.sh && netup 10.0.3.1 && $bcmd" >"$logs/b.log" 2>&1 || bstatus=$?
 astatus=0
 wait "$apid" || astatus=$?

@@ -549,7 +549,11 @@ func markdown(rep report) []byte {
 	sort.Strings(vs)
 	fmt.Fprintf(&md, "Guest kernel versions (uname -r): %s. Host: %d CPUs, no KVM.\n\n", strings.Join(vs, ", "), rep.HostCPUs)
 	if p.Mode == "wire" {
-		fmt.Fprintf(&md, "Servers in one guest (the kernel named in the column, card %s), clients in a second guest that is always Linux on virtio-net-pci with the same CPU count and memory; the two QEMUs are joined by QEMU's socket netdev (tools/wirepair.sh), so only the server's kernel differs between columns. Runs alternate kernels within each repetition and CPU count. Median of %d pairs of boots per column (fewer where a run failed: see the boots below); ± is half the range (max−min) as a percentage of the median. The guest CPU split is the client guest's (/proc/stat around each client run): a client near 0%% idle limits both columns alike.\n\n", p.NIC, rep.Reps)
+		link := "QEMU's socket netdev (which offers virtio-net no checksum or segmentation offload)"
+		if strings.Contains(rep.QEMU, "WIRE=tap") {
+			link = "taps with virtio headers on one bridge in a network namespace of their own (WIRE=tap, so both guests' virtio-net cards are offered checksum offload and TSO)"
+		}
+		fmt.Fprintf(&md, "Servers in one guest (the kernel named in the column, card %s), clients in a second guest that is always Linux on virtio-net-pci with the same CPU count and memory; the two QEMUs are joined by %s (tools/wirepair.sh), so only the server's kernel differs between columns. Runs alternate kernels within each repetition and CPU count. Median of %d pairs of boots per column (fewer where a run failed: see the boots below); ± is half the range (max−min) as a percentage of the median. The guest CPU split is the client guest's (/proc/stat around each client run): a client near 0%% idle limits both columns alike.\n\n", p.NIC, link, rep.Reps)
 		fmt.Fprintf(&md, "- redis: `redis-benchmark -h 10.0.3.2 -c %d -t %s`, %d requests per test (P1), %d with `-P %d`; `redis-server --save '' --appendonly no`.\n",
 			p.RedisClients, wireRedisTests, p.RedisRequests, p.RedisRequests*p.RedisPipeline/4, p.RedisPipeline)
 		fmt.Fprintf(&md, "- nginx: apps/nginx/nginx.conf (one process, sendfile, keep-alive); `wrk -t%d -c%d -d%ds --timeout 30s --latency -s apps/wrk-verify.lua`, 1 KiB and 64 KiB files, every body compared with the file.\n", p.WrkThreads, p.WrkConns, p.WrkSeconds)
@@ -779,7 +783,9 @@ func main() {
 	if disk != "" {
 		rep.QEMU += "; mail disk: " + fmt.Sprintf(diskArgs, "IMG")
 	}
-	if wire {
+	if wire && os.Getenv("WIRE") == "tap" {
+		rep.QEMU += "; WIRE=tap (tools/wirepair.sh): server: -netdev tap,id=w0,ifname=wtapA,script=no,downscript=no,vnet_hdr=on -device " + p.NIC + ",netdev=w0 (e1000: -machine pc); client (Linux): the same on wtapB with -device virtio-net-pci; both taps on one bridge in a network namespace of their own, so virtio-net is offered checksum offload and TSO"
+	} else if wire {
 		rep.QEMU += "; server: -netdev socket,id=w0,listen=127.0.0.1:PORT -device " + p.NIC + ",netdev=w0 (e1000: -machine pc); client (Linux): -netdev socket,id=w0,connect=127.0.0.1:PORT -device virtio-net-pci,netdev=w0"
 	}
 	if v, err := exec.Command("qemu-system-x86_64", "--version").Output(); err == nil {

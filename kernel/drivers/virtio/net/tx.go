@@ -1,0 +1,209 @@
+package net
+
+import (
+	"encoding/binary"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"shortbread/kernel/drivers/virtio"
+)
+
+// Link endpoint (stack.LinkEndpoint) of raw Ethernet frames.
+
+// WritePackets sends frames (the Ethernet header already on them), each
+// in as many transmit pages as it needs (one, or up to gsoFramePages
+// for a TCP segment the card is to cut up). When the pages are all in
+// flight it waits for the card to finish some (taking an interrupt for
+// it), as a driver stops its queue, and drops the rest only if the card
+// sends nothing for txWait.
+func (n *NIC) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
+	n.reclaim()
+	sent := 0
+	bufs := make([]virtio.Buf, 0, gsoFramePages)
+	for i, pkt := range pkts.AsSlice() {
+		var h [hdrLen]byte
+		size := pkt.Size()
+		if !n.offload(pkt, h[:]) {
+			n.Stats.TxErrors.Add(1)
+			continue
+		}
+		limit := frameMax
+		if h[offGSOType] != gsoNone {
+			limit = gsoFrameMax
+		}
+		if size > limit {
+			n.Stats.TxErrors.Add(1)
+			continue
+		}
+		need := (hdrLen + size + virtio.PageSize - 1) / virtio.PageSize
+		pgs, ok := n.txPages(need)
+		if !ok && sent > 0 {
+			n.tx.Kick() // what is queued must go before waiting for space
+		}
+		if !ok && !n.waitTx(need) {
+			n.Stats.TxDropped.Add(uint64(pkts.Len() - i))
+			break
+		}
+		if !ok {
+			if pgs, ok = n.txPages(need); !ok {
+				n.Stats.TxDropped.Add(uint64(pkts.Len() - i))
+				break
+			}
+		}
+		w := pageWriter{pgs: pgs}
+		w.write(h[:])
+		for _, s := range pkt.AsSlices() {
+			w.write(s)
+		}
+		bufs = bufs[:0]
+		for j, pg := range pgs {
+			bufs = append(bufs, virtio.Buf{Phys: pg.Phys, Len: uint32(min(virtio.PageSize, w.off-j*virtio.PageSize))})
+		}
+		if _, err := n.tx.Add(bufs, pgs); err != nil {
+			n.mu.Lock()
+			n.txFree = append(n.txFree, pgs...)
+			n.mu.Unlock()
+			n.Stats.TxErrors.Add(1)
+			continue
+		}
+		n.Stats.TxPackets.Add(1)
+		n.Stats.TxBytes.Add(uint64(size))
+		sent++
+	}
+	if sent > 0 {
+		n.tx.Kick()
+	}
+	return sent, nil
+}
+
+// offload fills in the virtio header h of a packet TCP left for the card
+// to finish: the checksum's position (the stack has put the
+// pseudo-header's sum in the field) and, for a segment longer than its
+// MSS, how the card is to cut it up. It reports false for a packet
+// whose headers cannot be what the stack says.
+func (n *NIC) offload(pkt *stack.PacketBuffer, h []byte) bool {
+	g := pkt.GSOOptions
+	if !n.tso || !g.NeedsCsum {
+		return true
+	}
+	var kind byte
+	switch g.Type {
+	case stack.GSOTCPv4:
+		kind = gsoTCPv4
+	case stack.GSOTCPv6:
+		kind = gsoTCPv6
+	default:
+		return false // only TCP is offloaded
+	}
+	start := len(pkt.LinkHeader().Slice()) + len(pkt.NetworkHeader().Slice())
+	l4 := len(pkt.TransportHeader().Slice())
+	if l4 < header.TCPMinimumSize || start+int(g.CsumOffset)+2 > start+l4 {
+		return false
+	}
+	h[0] = flagNeedsCsum
+	binary.LittleEndian.PutUint16(h[offCsumStart:], uint16(start))
+	binary.LittleEndian.PutUint16(h[offCsumOffset:], g.CsumOffset)
+	if g.MSS > 0 && pkt.Data().Size() > int(g.MSS) {
+		h[offGSOType] = kind
+		binary.LittleEndian.PutUint16(h[offHdrLen:], uint16(start+l4))
+		binary.LittleEndian.PutUint16(h[offGSOSize:], g.MSS)
+	}
+	return true
+}
+
+// pageWriter copies a frame across consecutive transmit pages.
+type pageWriter struct {
+	pgs []virtio.Page
+	off int
+}
+
+func (w *pageWriter) write(b []byte) {
+	for len(b) > 0 {
+		c := copy(w.pgs[w.off/virtio.PageSize].Mem[w.off%virtio.PageSize:], b)
+		b = b[c:]
+		w.off += c
+	}
+}
+
+// reclaim takes back the pages of frames the card has sent, and wakes
+// every sender waiting for them.
+func (n *NIC) reclaim() int {
+	got := 0
+	for {
+		c, ok, err := n.tx.Used()
+		if err != nil || !ok {
+			break
+		}
+		n.mu.Lock()
+		n.txFree = append(n.txFree, c.Token.([]virtio.Page)...)
+		n.mu.Unlock()
+		got++
+	}
+	if got > 0 {
+		n.mu.Lock()
+		if n.txWaiters > 0 {
+			close(n.txWake)
+			n.txWake = make(chan struct{})
+		}
+		n.mu.Unlock()
+	}
+	return got
+}
+
+// txWait bounds the wait for transmit pages (a variable for tests).
+var txWait = time.Second
+
+// txPages takes k free transmit pages, or none if fewer are free.
+func (n *NIC) txPages(k int) ([]virtio.Page, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.txFree) < k {
+		return nil, false
+	}
+	pgs := append([]virtio.Page(nil), n.txFree[len(n.txFree)-k:]...)
+	n.txFree = n.txFree[:len(n.txFree)-k]
+	return pgs, true
+}
+
+// waitTx waits until the card has finished enough frames to free k
+// pages, with transmit interrupts on while anyone waits. Senders on
+// several CPUs may wait at once: interrupts stay on until the last one
+// is done, and reclaiming wakes them all (with one wake-up and
+// interrupts turned off by the first to leave, the others slept until
+// txWait and dropped their frames).
+func (n *NIC) waitTx(k int) bool {
+	n.mu.Lock()
+	if n.txWaiters++; n.txWaiters == 1 {
+		n.tx.SuppressInterrupts(false)
+	}
+	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		if n.txWaiters--; n.txWaiters == 0 {
+			n.tx.SuppressInterrupts(true)
+		}
+		n.mu.Unlock()
+	}()
+	t := time.NewTimer(txWait)
+	defer t.Stop()
+	for {
+		n.reclaim() // pages may also come back through the interrupt goroutine
+		n.mu.Lock()
+		free, wake := len(n.txFree), n.txWake
+		n.mu.Unlock()
+		if free >= k {
+			return true
+		}
+		select {
+		case <-wake:
+		case <-t.C:
+			n.reclaim()
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			return len(n.txFree) >= k
+		}
+	}
+}
