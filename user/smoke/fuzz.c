@@ -25,8 +25,10 @@
  * step in eight is a sequence of related calls (create, write, map,
  * truncate, punch, sync, rename, unlink; pipes and splice; epoll) whose
  * arguments are sometimes replaced by random ones. Each child works in a
- * directory of its own under one of the DIRS (colon-separated, /tmp by
- * default; an ext4 mount point fuzzes ext4), removed afterwards. Booted
+ * directory of its own, DIR/fz/cN for one of the DIRS (colon-separated,
+ * /tmp by default; an ext4 mount point fuzzes ext4), removed afterwards;
+ * as root it is chrooted in DIR/fz, so what its names reach stays there.
+ * Booted
  * with sysstat, /proc/shortbread/syscalls shows which calls and outcomes
  * the run reached. FUZZ_KEEP=1 in the environment keeps the directories
  * (tools/fuzz-soak.sh then checks the ext4 image they are on with e2fsck).
@@ -76,7 +78,7 @@ static struct sockaddr_in6 lo6;
 /* the child's own descriptors (sockets, files its sequences opened) and
  * names in its working directory, some made before the calls start */
 static int myfds[24], nmyfds;
-static const char *const names[] = {"a", "b", "c", "d", "d/a", "d/e", "d/e/f", "l", "../fz1/a", ".", "..",
+static const char *const names[] = {"a", "b", "c", "d", "d/a", "d/e", "d/e/f", "l", "../c1/a", ".", "..",
 				    "d/../b", "", "a/"};
 #define NNAMES (sizeof names / sizeof *names)
 
@@ -304,12 +306,20 @@ static void sequence(void)
 	}
 }
 
-/* the working directories: base directories and this child's number */
+/* the working directories: BASE/fz/cN for child N, BASE one of dirs.
+ * As root a child works chrooted in BASE/fz: its names (".." among them)
+ * and anything its random calls make of them stay inside, so a random
+ * chmod of ".." cannot close /tmp to the tests that run after it. */
 static const char *dirs = "/tmp";
+
+static void jaildir(const char *base, char *out, size_t size)
+{
+	snprintf(out, size, "%s/fz", base);
+}
 
 static void workdir(const char *base, int idx, char *out, size_t size)
 {
-	snprintf(out, size, "%s/fz%d", base, idx);
+	snprintf(out, size, "%s/fz/c%d", base, idx);
 }
 
 /* picks this child's base directory from dirs */
@@ -337,6 +347,9 @@ static void make_workdirs(int procs)
 {
 	for (int p = 0; p < procs; p++) {
 		char d[300];
+		jaildir(base_of(p), d, sizeof d);
+		mkdir(d, 0777);
+		chmod(d, 0777);
 		workdir(base_of(p), p, d, sizeof d);
 		mkdir(d, 0777);
 		chmod(d, 0777);
@@ -355,7 +368,7 @@ static void remove_workdirs(int procs)
 {
 	for (int p = 0; p < procs; p++) {
 		char d[300];
-		workdir(base_of(p), p, d, sizeof d);
+		jaildir(base_of(p), d, sizeof d);
 		nftw(d, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	}
 }
@@ -364,9 +377,16 @@ static void remove_workdirs(int procs)
 static void enter_workdir(int idx)
 {
 	char d[300];
-	workdir(base_of(idx), idx, d, sizeof d);
+	if (!as_user) {
+		jaildir(base_of(idx), d, sizeof d);
+		if (chroot(d) != 0)
+			_exit(5); /* never fuzz as root outside the jail */
+		snprintf(d, sizeof d, "/c%d", idx);
+	} else {
+		workdir(base_of(idx), idx, d, sizeof d);
+	}
 	if (chdir(d) != 0)
-		return;
+		_exit(5);
 	int fd = open("a", O_CREAT | O_RDWR, 0666);
 	if (fd >= 0) {
 		write(fd, "fuzz\n", 5);
