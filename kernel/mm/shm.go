@@ -23,8 +23,8 @@ import (
 type Shm struct {
 	phys   Phys
 	mu     sync.Mutex
-	frames map[uintptr]uintptr // page index -> frame
-	// pages is len(frames), changed with mu held and read without it:
+	frames frameIndex // page index -> frame
+	// pages is frames.len(), changed with mu held and read without it:
 	// stat(2) of a file counts its blocks, and a lock there was where
 	// stats of one file from several CPUs waited.
 	pages atomic.Int64
@@ -67,7 +67,7 @@ func (o *Shm) Maps() int {
 // NewShm makes an empty shared memory object holding one reference, the
 // caller's.
 func NewShm(p Phys) *Shm {
-	return &Shm{phys: p, frames: map[uintptr]uintptr{}, refs: 1}
+	return &Shm{phys: p, refs: 1}
 }
 
 // SetSize gives the object a size for mappings to respect (a file's
@@ -97,10 +97,11 @@ func (o *Shm) dropLocked() {
 	case o.refs < 0:
 		panic("mm: Shm reference count below zero")
 	case o.refs == 0:
-		for _, f := range o.frames {
+		o.frames.visit(0, ^uintptr(0), func(_, f uintptr) bool {
 			o.free(f)
-		}
-		o.frames = map[uintptr]uintptr{} // a map keeps its peak size
+			return true
+		})
+		o.frames.reset()
 		o.pages.Store(0)
 		o.freeDetachedLocked()
 	}
@@ -115,7 +116,7 @@ func (o *Shm) mapRef(writer bool) {
 		o.writers++
 	}
 	if o.maps++; o.maps == 1 {
-		mappedFrames.Add(int64(len(o.frames) + len(o.detached)))
+		mappedFrames.Add(int64(o.frames.len() + len(o.detached)))
 	}
 	o.mu.Unlock()
 }
@@ -129,7 +130,7 @@ func (o *Shm) unmapRef(writer bool) {
 	}
 	var last func()
 	if o.maps--; o.maps == 0 {
-		mappedFrames.Add(-int64(len(o.frames) + len(o.detached)))
+		mappedFrames.Add(-int64(o.frames.len() + len(o.detached)))
 		o.freeDetachedLocked()
 		last = o.unmapped
 	}
@@ -169,7 +170,7 @@ func (o *Shm) free(f uintptr) {
 func (o *Shm) frame(idx uintptr) (uintptr, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if f, ok := o.frames[idx]; ok {
+	if f := o.frames.get(idx); f != 0 {
 		return f, nil
 	}
 	f := o.phys.Alloc()
@@ -180,8 +181,8 @@ func (o *Shm) frame(idx uintptr) (uintptr, error) {
 	if o.maps > 0 {
 		mappedFrames.Add(1)
 	}
-	o.frames[idx] = f
-	o.pages.Store(int64(len(o.frames)))
+	o.frames.set(idx, f)
+	o.pages.Store(int64(o.frames.len()))
 	return f, nil
 }
 
@@ -189,8 +190,8 @@ func (o *Shm) frame(idx uintptr) (uintptr, error) {
 func (o *Shm) lookup(idx uintptr) (uintptr, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	f, ok := o.frames[idx]
-	return f, ok
+	f := o.frames.get(idx)
+	return f, f != 0
 }
 
 // Page returns page idx's memory; a missing page is allocated (zeroed)
@@ -198,9 +199,9 @@ func (o *Shm) lookup(idx uintptr) (uintptr, bool) {
 func (o *Shm) Page(idx uintptr, alloc bool) (*[PageSize]byte, error) {
 	if !alloc {
 		o.mu.Lock()
-		f, ok := o.frames[idx]
+		f := o.frames.get(idx)
 		o.mu.Unlock()
-		if !ok {
+		if f == 0 {
 			return nil, nil
 		}
 		return o.phys.Page(f), nil
@@ -219,21 +220,15 @@ func (o *Shm) Pages() int { return int(o.pages.Load()) }
 func (o *Shm) Truncate(idx uintptr) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for i, f := range o.frames {
-		if i < idx {
-			continue
-		}
-		delete(o.frames, i)
+	o.frames.visit(idx, ^uintptr(0), func(_, f uintptr) bool {
 		if o.maps > 0 {
 			o.detached = append(o.detached, f)
 		} else {
 			o.free(f)
 		}
-	}
-	if len(o.frames) == 0 {
-		o.frames = map[uintptr]uintptr{} // a map keeps its peak size
-	}
-	o.pages.Store(int64(len(o.frames)))
+		return true
+	})
+	o.pages.Store(int64(o.frames.len()))
 }
 
 // PunchHole makes pages [first, last) read as zeros again. Unmapped, they
@@ -243,18 +238,15 @@ func (o *Shm) Truncate(idx uintptr) {
 func (o *Shm) PunchHole(first, last uintptr) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for i, f := range o.frames {
-		if i < first || i >= last {
-			continue
-		}
+	o.frames.visit(first, last, func(_, f uintptr) bool {
 		if o.maps > 0 {
 			clear(o.phys.Page(f)[:])
-			continue
+			return false
 		}
-		delete(o.frames, i)
 		o.free(f)
-	}
-	o.pages.Store(int64(len(o.frames)))
+		return true
+	})
+	o.pages.Store(int64(o.frames.len()))
 }
 
 // FutexKey names the futex word at va as every process sees it: memory
