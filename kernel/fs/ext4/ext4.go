@@ -103,12 +103,16 @@ var ErrWrongType = errors.New("ext4: not of the type or options asked for")
 
 // FS is one mounted ext2/3/4 file system.
 type FS struct {
-	mu    sync.Mutex
-	dev   Device
-	sb    superblock
-	ro    bool   // read-only: by request or forced by a feature
-	roWhy string // why the mount is read-only, when forced
-	clock func() time.Time
+	mu sync.Mutex
+	// changes counts inode writes (iput): a reader that saw an inode's
+	// times at one count knows they are unchanged while the count is
+	// (Changes; the access-time check of every read uses it).
+	changes atomic.Uint64
+	dev     Device
+	sb      superblock
+	ro      bool   // read-only: by request or forced by a feature
+	roWhy   string // why the mount is read-only, when forced
+	clock   func() time.Time
 
 	blockSize  uint32
 	groups     []groupDesc
@@ -360,6 +364,12 @@ func (fs *FS) writeRaw(p []byte, n uint64) error {
 	}
 	return nil
 }
+
+// Changes returns the count of inode writes so far.
+func (fs *FS) Changes() uint64 { return fs.changes.Load() }
+
+// NowSec returns the file system clock's time in seconds.
+func (fs *FS) NowSec() int64 { return fs.clock().Unix() }
 
 func (fs *FS) now() linux.Timespec {
 	t := fs.clock()

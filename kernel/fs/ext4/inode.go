@@ -256,6 +256,7 @@ func (fs *FS) iput(in *inode) error {
 			le.PutUint16(r[offChecksumHi:], uint16(c>>16))
 		}
 	}
+	fs.changes.Add(1)
 	blk, off, err := fs.inodeLoc(in.num)
 	if err != nil {
 		return err

@@ -273,22 +273,32 @@ func (fs *FS) SetAttr(ino uint32, mask uint32, a Attr) error {
 // says so (the VFS's access-time rule for the mount, given the access,
 // modification and change times and now). It changes nothing else, not
 // even the change time; a read-only file system keeps its times.
-func (fs *FS) TouchAtime(ino uint32, stale func(atime, mtime, ctime, now linux.Timespec) bool) error {
+//
+// When the access time is left (or made) such that stale says no, it
+// returns the count of inode writes (Changes) at that point and the
+// second, from the access time, at which it would go stale by age: until
+// either moves the caller need not ask again. Otherwise seq is 0.
+func (fs *FS) TouchAtime(ino uint32, stale func(atime, mtime, ctime, now linux.Timespec) bool) (seq uint64, until int64, err error) {
 	fs.begin()
 	defer fs.end()
 	if fs.ro {
-		return nil
+		return 0, 0, nil
 	}
 	in, err := fs.iget(ino)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	now := fs.now()
-	if !stale(in.atime, in.mtime, in.ctime, now) {
-		return nil
+	if stale(in.atime, in.mtime, in.ctime, now) {
+		in.atime = now
+		if err := fs.iput(in); err != nil {
+			return 0, 0, err
+		}
+		if stale(in.atime, in.mtime, in.ctime, now) {
+			return 0, 0, nil // a modification time in the future
+		}
 	}
-	in.atime = now
-	return fs.iput(in)
+	return fs.changes.Load(), in.atime.Sec + 24*3600, nil
 }
 
 // Statfs describes the file system's space, as statfs(2) reports it.

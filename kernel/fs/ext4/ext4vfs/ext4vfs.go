@@ -14,6 +14,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"weak"
 
@@ -121,6 +122,12 @@ type node struct {
 	// The VFS's open and run counts (ETXTBSY, leases), atomics: the node
 	// is the one inode of its number while anyone holds it.
 	vfs.AccessCounts
+	// atimeSeq and atimeUntil remember that under relatime the access
+	// time was found fresh (ext4.FS.TouchAtime) at that count of inode
+	// writes and stays so until that second: a read then skips the file
+	// system's lock and the inode's decoding, which every read paid.
+	atimeSeq   atomic.Uint64
+	atimeUntil atomic.Int64
 }
 
 type dir struct{ *node }
@@ -230,9 +237,25 @@ func (n *node) SetAttr(s *vfs.SetAttr) error {
 // TouchAtime implements vfs.Atimer: the access time moves after a read
 // as the mount's mode says, through the journal like any inode change.
 func (n *node) TouchAtime(strict bool) {
-	n.fs.errno(n.fs.disk.TouchAtime(n.ino, func(a, m, c, now linux.Timespec) bool {
+	d := n.fs.disk
+	if !strict {
+		// The until is read first: a TouchAtime on another CPU stores
+		// its until before its count, so a count that matches is never
+		// paired with an older file's until (and a newer until only
+		// goes with a count that no longer matches).
+		until := n.atimeUntil.Load()
+		if s := n.atimeSeq.Load(); s != 0 && s == d.Changes() && d.NowSec() < until {
+			return
+		}
+	}
+	seq, until, err := d.TouchAtime(n.ino, func(a, m, c, now linux.Timespec) bool {
 		return vfs.AtimeStale(a, m, c, now, strict)
-	}))
+	})
+	if n.fs.errno(err) != nil || strict {
+		return
+	}
+	n.atimeUntil.Store(until)
+	n.atimeSeq.Store(seq)
 }
 
 // Opened implements vfs.OpenCounter: an open file keeps the inode after

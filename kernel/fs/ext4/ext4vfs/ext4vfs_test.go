@@ -322,3 +322,70 @@ func TestReusedNumber(t *testing.T) {
 	}
 	runtime.KeepAlive(f)
 }
+
+// TestAtimeCache: a read that found the access time fresh is remembered
+// (no lock, no inode decoding on the next read), and whatever makes it
+// stale again is seen: a write, a change of times, a day passing.
+func TestAtimeCache(t *testing.T) {
+	img := filepath.Join(t.TempDir(), "img")
+	tool(t, "mke2fs", "-q", "-F", "-t", "ext4", img, "8M")
+	b, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	disk, err := ext4.Mount(&memDev{b: b}, ext4.Options{Clock: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := New(disk, Options{Dev: linux.MakeDev(254, 0)})
+	ino, err := disk.Create(ext4.RootIno, "a", linux.S_IFREG|0o644, 0, 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := fs.inode(ino)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := in.(vfs.Atimer)
+	atime := func() int64 { return in.Attr().Atime.Sec }
+	read := func(what string, want int64) {
+		t.Helper()
+		n.TouchAtime(false)
+		if got := atime(); got != want {
+			t.Errorf("%s: atime %d, want %d", what, got-1_800_000_000, want-1_800_000_000)
+		}
+	}
+	start := now.Unix()
+	now = now.Add(time.Second)
+	read("first read (atime = mtime)", start+1)
+	now = now.Add(time.Second)
+	read("second read (fresh)", start+1)
+	changes := disk.Changes()
+	now = now.Add(time.Second)
+	read("third read (fresh, cached)", start+1)
+	if disk.Changes() != changes {
+		t.Errorf("a fresh read wrote the inode")
+	}
+	if _, err := in.(vfs.Regular).WriteAt([]byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	read("read after a write", start+4)
+	now = now.Add(time.Second)
+	if err := in.SetAttr(&vfs.SetAttr{Mask: vfs.SetAtime, Atime: linux.Timespec{Sec: start - 3600}}); err != nil {
+		t.Fatal(err)
+	}
+	read("read after utimes into the past", start+5)
+	now = now.Add(24 * time.Hour)
+	read("read a day later", start+5+24*3600)
+	n.TouchAtime(true)
+	if atime() != start+5+24*3600 {
+		t.Errorf("strict read at the same second moved atime")
+	}
+	now = now.Add(time.Second)
+	n.TouchAtime(true)
+	if atime() != start+6+24*3600 {
+		t.Errorf("strict read: atime %d, want now", atime())
+	}
+}
