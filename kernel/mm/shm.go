@@ -28,6 +28,9 @@ type Shm struct {
 	// stat(2) of a file counts its blocks, and a lock there was where
 	// stats of one file from several CPUs waited.
 	pages atomic.Int64
+	// counter, when set, follows pages: a file system's count of the
+	// pages its files hold (CountIn). Protected by mu.
+	counter *atomic.Int64
 	// refs counts the holders; maps how many of them are mappings. While
 	// any mapping holds the object, frames cut off by Truncate may still
 	// be in page tables, so they wait in detached until the last mapping
@@ -102,7 +105,7 @@ func (o *Shm) dropLocked() {
 			return true
 		})
 		o.frames.reset()
-		o.pages.Store(0)
+		o.pagesChangedLocked()
 		o.freeDetachedLocked()
 	}
 }
@@ -182,7 +185,7 @@ func (o *Shm) frame(idx uintptr) (uintptr, error) {
 		mappedFrames.Add(1)
 	}
 	o.frames.set(idx, f)
-	o.pages.Store(int64(o.frames.len()))
+	o.pagesChangedLocked()
 	return f, nil
 }
 
@@ -213,6 +216,35 @@ func (o *Shm) Page(idx uintptr, alloc bool) (*[PageSize]byte, error) {
 	return o.phys.Page(f), nil
 }
 
+// pagesChangedLocked publishes the page count after frames changed, and
+// moves the counter it is counted in by as much.
+// Preconditions: o.mu is held.
+func (o *Shm) pagesChangedLocked() {
+	n := int64(o.frames.len())
+	if o.counter != nil {
+		o.counter.Add(n - o.pages.Load())
+	}
+	o.pages.Store(n)
+}
+
+// CountIn makes c follow the object's page count from now on (adding
+// the pages it has), or with nil stops the counter it was in following
+// it (taking them out again). A tmpfs file counts in its file system's
+// pages while it holds its own: statfs reads one number, where it once
+// walked a set of every file with data, whose map kept its peak size.
+func (o *Shm) CountIn(c *atomic.Int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := o.pages.Load()
+	if o.counter != nil {
+		o.counter.Add(-n)
+	}
+	o.counter = c
+	if c != nil {
+		c.Add(n)
+	}
+}
+
 // Pages reports how many pages hold memory.
 func (o *Shm) Pages() int { return int(o.pages.Load()) }
 
@@ -228,7 +260,7 @@ func (o *Shm) Truncate(idx uintptr) {
 		}
 		return true
 	})
-	o.pages.Store(int64(o.frames.len()))
+	o.pagesChangedLocked()
 }
 
 // PunchHole makes pages [first, last) read as zeros again. Unmapped, they
@@ -246,7 +278,7 @@ func (o *Shm) PunchHole(first, last uintptr) {
 		o.free(f)
 		return true
 	})
-	o.pages.Store(int64(o.frames.len()))
+	o.pagesChangedLocked()
 }
 
 // FutexKey names the futex word at va as every process sees it: memory

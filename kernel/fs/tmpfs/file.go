@@ -93,11 +93,11 @@ func (f *file) holdLocked() {
 	case inUse:
 		f.data.IncRef()
 		f.held = true
-		f.fs.counted(f, true)
+		f.data.CountIn(&f.fs.used)
 	default:
+		f.data.CountIn(nil)
 		f.reaped = f.data.DecRef()
 		f.held = false
-		f.fs.counted(f, false)
 	}
 }
 
@@ -108,23 +108,6 @@ func (f *file) Reaped() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.reaped
-}
-
-// counted adds f to or removes it from the files statfs counts.
-func (fs *FS) counted(f *file, held bool) {
-	set := &fs.inUse[f.ino%inUseShards]
-	// Held for one map change, on the path of every create and unlink
-	// of a file with data: spin before sleeping, as for the names.
-	vfs.LockSpinning(set.mu.TryLock, set.mu.Lock)
-	if held {
-		if set.files == nil {
-			set.files = make(map[*file]struct{})
-		}
-		set.files[f] = struct{}{}
-	} else {
-		delete(set.files, f)
-	}
-	set.mu.Unlock()
 }
 
 // pages is the number of pages holding data.
@@ -151,7 +134,7 @@ func (f *file) ensureData() {
 	if f.data == nil {
 		f.data = mm.NewShm(f.fs.phys) // the file's reference
 		f.held = true
-		f.fs.counted(f, true)
+		f.data.CountIn(&f.fs.used)
 		f.data.SetSize(func() int64 {
 			f.mu.Lock()
 			defer f.mu.Unlock()

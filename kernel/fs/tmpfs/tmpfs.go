@@ -53,20 +53,11 @@ type FS struct {
 	nextIno atomic.Uint64
 	root    *dir
 	avail   func() uint64
-	// inUse holds the files that hold their pages (holdLocked), so that
-	// statfs can count the pages of the whole file system. Every file's
-	// first write and last release change it: it is split by inode
-	// number so that files made on different CPUs do not queue on one
-	// lock.
-	inUse [inUseShards]fileSet
-}
-
-const inUseShards = 16
-
-type fileSet struct {
-	mu    sync.Mutex
-	files map[*file]struct{} // protected by mu
-	_     [48]byte           // a cache line each
+	// used counts the pages of the files that hold their own (each
+	// file's mm.Shm counts in it: CountIn), what statfs reports as used.
+	// It moves with every page a file gains or loses, on any CPU, as the
+	// frame counts of package mm already do.
+	used atomic.Int64
 }
 
 // New returns an empty file system.
@@ -274,21 +265,7 @@ func (fs *FS) newSymlink(target string, owner vfs.Owner) *symlink {
 // process) draws on, so the figures of two instances overlap. There is no
 // limit on inodes, reported as Linux reports nr_inodes=0: zero files.
 func (fs *FS) StatFS() vfs.StatFS {
-	var files []*file
-	for i := range fs.inUse {
-		set := &fs.inUse[i]
-		set.mu.Lock()
-		for f := range set.files {
-			files = append(files, f)
-		}
-		set.mu.Unlock()
-	}
-	var used uint64
-	for _, f := range files {
-		f.mu.Lock()
-		used += uint64(f.pages())
-		f.mu.Unlock()
-	}
+	used := uint64(max(fs.used.Load(), 0))
 	var free uint64
 	if fs.avail != nil {
 		free = fs.avail()
