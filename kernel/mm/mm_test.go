@@ -330,8 +330,8 @@ func TestForkCopyOnWrite(t *testing.T) {
 	if fp.inUse() != 0 {
 		t.Errorf("%d frames leaked", fp.inUse())
 	}
-	if len(cow.shares) != 0 {
-		t.Errorf("COW table not empty: %v", cow.shares)
+	if n := cowEntries(); n != 0 {
+		t.Errorf("COW table not empty: %d entries", n)
 	}
 }
 
@@ -371,8 +371,8 @@ func TestForkCopyOnWriteRace(t *testing.T) {
 	if fp.inUse() != 0 {
 		t.Errorf("%d frames leaked", fp.inUse())
 	}
-	if len(cow.shares) != 0 {
-		t.Errorf("COW table not empty: %v", cow.shares)
+	if n := cowEntries(); n != 0 {
+		t.Errorf("COW table not empty: %d entries", n)
 	}
 }
 
@@ -1088,5 +1088,34 @@ func TestWriteMapped(t *testing.T) {
 	}
 	if obj.WriteMapped() {
 		t.Error("writers left after every writable mapping is gone")
+	}
+}
+
+// TestCOWTableShrinks: after many frames were shared and released, each
+// shard's map is rebuilt at its live size (a Go map keeps its peak), and
+// counts stay right through it.
+func TestCOWTableShrinks(t *testing.T) {
+	const n = 64 * shrinkMin
+	for i := uintptr(1); i <= n; i++ {
+		cowShare(i * PageSize)
+	}
+	cowShare(PageSize) // a third mapping of the first frame
+	for i := uintptr(2); i <= n; i++ {
+		if cowRelease(i * PageSize) {
+			t.Fatalf("frame %d: released as last before its entry went", i)
+		}
+	}
+	if got := cowShared(PageSize); got != 3 {
+		t.Errorf("frame 1 shared by %d after the others went, want 3", got)
+	}
+	for i := range cow {
+		if s := &cow[i]; s.peak > shrinkMin {
+			t.Errorf("shard %d keeps a peak of %d with %d entries", i, s.peak, len(s.shares))
+		}
+	}
+	cowRelease(PageSize)
+	cowRelease(PageSize)
+	if !cowRelease(PageSize) || cowEntries() != 0 {
+		t.Errorf("table not empty: %d entries", cowEntries())
 	}
 }
