@@ -177,12 +177,16 @@ func (t *Thread) readFileAt(dir *vfs.Dentry, path string, atFlags int) (*execFil
 		}
 		off += n
 	}
-	imageMu.Lock()
-	if len(images) >= maxImages {
-		clear(images)
+	if len(data) <= maxImageBytes/4 {
+		imageMu.Lock()
+		if len(images) >= maxImages || imageBytes+len(data) > maxImageBytes {
+			clear(images)
+			imageBytes = 0
+		}
+		images[key] = data
+		imageBytes += len(data)
+		imageMu.Unlock()
 	}
-	images[key] = data
-	imageMu.Unlock()
 	return &execFile{data, f.Dentry(), pages, a, readable}, nil
 }
 
@@ -218,11 +222,18 @@ type imageKey struct {
 	mtime linux.Timespec
 }
 
-const maxImages = 64
+// The cache holds at most maxImages images and maxImageBytes of them
+// (Go heap the collector scans and the kernel cannot give back while
+// cached); an image larger than a quarter of that is not kept.
+const (
+	maxImages     = 64
+	maxImageBytes = 32 << 20
+)
 
 var (
-	imageMu sync.Mutex
-	images  = map[imageKey][]byte{}
+	imageMu    sync.Mutex
+	images     = map[imageKey][]byte{}
+	imageBytes int // the sum of the cached images' sizes; protected by imageMu
 )
 
 // errnoOf maps a linux.Errno (or wrapped one) to a negative result.
