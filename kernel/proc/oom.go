@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"shortbread/kernel/kmem"
+	"shortbread/kernel/machine"
+	"shortbread/kernel/mm"
 )
 
 // The out-of-memory killer. The machine layer keeps a reserve of frames
@@ -54,6 +56,7 @@ func outOfMemory(t *Thread) (die bool) {
 		return false // another kill made room meanwhile: try again
 	}
 	victim, pages := largestProcess()
+	logMemory()
 	if victim == nil || victim == p {
 		Log.Warnf("proc: out of memory: killed %v (%d MiB resident)", p, pages/256)
 		// The caller ends the process; the next kill waits until its
@@ -109,4 +112,15 @@ func largestProcess() (*Process, int) {
 		}
 	}
 	return best, most
+}
+
+// logMemory says where memory is when the killer runs, as Linux's
+// "Mem-Info" report does: a kill whose victims all hold almost nothing
+// means the memory is elsewhere (tmpfs files, the page cache, the
+// kernel's own), and the log is then all there is to tell where.
+func logMemory() {
+	ms := machine.ReadMemStats()
+	st := mm.ReadStats()
+	Log.Warnf("proc: out of memory: %d of %d kB free; user: anonymous %d kB, page tables %d kB; shared memory and tmpfs %d kB (%d kB mapped); kernel runtime %d kB",
+		ms.FreeFrames*4, ms.TotalFrames*4, st.Anon*4, st.Tables*4, st.Shm*4, st.Mapped*4, ms.CommittedFrames*4)
 }
