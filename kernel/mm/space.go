@@ -558,7 +558,7 @@ func (s *Space) Protect(start, n uintptr, prot int) error {
 			if !holdsFrame(old) {
 				continue
 			}
-			ptes[i] = old&(pteAddr|pteCOW|pteShared) | pteFlags(prot, old&pteCOW != 0)
+			ptes[i] = old&(pteAddr|pteCOW|pteShared) | pteFlags(prot, readOnly(old))
 			if ptes[i] != old {
 				restricted = true
 			}
@@ -622,7 +622,11 @@ func (s *Space) faultLocked(va uintptr, write, exec bool) error {
 			return s.breakCOWLocked(pte, cur, v.Prot)
 		}
 		if cur&PTEPresent == 0 { // PROT_NONE lifted without the PTE
-			atomic.CompareAndSwapUint64(pte, cur, cur&(pteAddr|pteCOW|pteShared)|pteFlags(v.Prot, cur&pteCOW != 0))
+			atomic.CompareAndSwapUint64(pte, cur, cur&(pteAddr|pteCOW|pteShared)|pteFlags(v.Prot, readOnly(cur)))
+			return nil
+		}
+		if write && cur&PTEWrite == 0 && v.Shm != nil && !v.Private {
+			return s.mkwriteLocked(v, page, pte, cur)
 		}
 		return nil // another thread resolved it
 	}
@@ -636,6 +640,19 @@ func (s *Space) faultLocked(va uintptr, write, exec bool) error {
 	}
 	if v.Shm != nil && v.Private {
 		return s.faultPrivateLocked(v, page, pte, cur, write)
+	}
+	if v.Shm != nil && v.Shm.pager != nil {
+		// The file's page, read-only until the first store takes a
+		// writable hold (mkwriteLocked), unless the object holds it
+		// writably already.
+		f, writable, err := v.Shm.holdPage((v.Off+page-v.Start)/PageSize, write)
+		if err != nil {
+			return err
+		}
+		if atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(v.Prot, !writable)|pteShared) {
+			s.resident.Add(1)
+		}
+		return nil
 	}
 	if v.Shm != nil {
 		if size := v.Shm.size; size != nil && v.Off+page-v.Start >= pageUp(uintptr(max(size(), 0))) {
@@ -679,6 +696,28 @@ func (s *Space) faultLocked(va uintptr, write, exec bool) error {
 // a frame of its own with what the object holds there.
 func (s *Space) faultPrivateLocked(v *VMA, page uintptr, pte *uint64, cur uint64, write bool) error {
 	off := v.Off + page - v.Start
+	if v.Shm.pager != nil {
+		src, _, err := v.Shm.holdPage(off/PageSize, false)
+		if err != nil {
+			return err
+		}
+		if !write {
+			s.mapObjectPage(v, pte, cur, src)
+			return nil
+		}
+		f := s.phys.Alloc()
+		if f == 0 {
+			return ErrNoMem
+		}
+		*s.phys.Page(f) = *s.phys.Page(src)
+		if !atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(v.Prot, false)) {
+			s.phys.Free(f)
+			return nil
+		}
+		s.resident.Add(1)
+		anonFrames.Add(1)
+		return nil
+	}
 	end := v.FileEnd
 	if end == 0 && v.Shm.size != nil {
 		size := uintptr(max(v.Shm.size(), 0))
@@ -715,6 +754,35 @@ func (s *Space) faultPrivateLocked(v *VMA, page uintptr, pte *uint64, cur uint64
 	}
 	s.resident.Add(1)
 	anonFrames.Add(1)
+	return nil
+}
+
+// readOnly reports whether the entry cur must stay read-only whatever
+// the mapping's protection: a copy-on-write page, or a shared object's
+// page that has not been stored to through this entry (the first store
+// goes through mkwriteLocked, which a pager's file must see).
+func readOnly(cur uint64) bool {
+	return cur&pteCOW != 0 || cur&pteShared != 0 && cur&PTEWrite == 0
+}
+
+// mkwriteLocked makes the present, read-only entry pte (which held cur)
+// of a page of v's shared object writable, for a store: a pager's page
+// first gets a writable hold (the file allocates its blocks, the page
+// becomes dirty).
+func (s *Space) mkwriteLocked(v *VMA, page uintptr, pte *uint64, cur uint64) error {
+	if v.Shm.pager == nil {
+		atomic.CompareAndSwapUint64(pte, cur, cur|PTEWrite)
+		return nil
+	}
+	f, _, err := v.Shm.holdPage((v.Off+page-v.Start)/PageSize, true)
+	if err != nil {
+		return err
+	}
+	if atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(v.Prot, false)|pteShared) && f != uintptr(cur&pteAddr) {
+		// The entry mapped a page that left the file (truncated and
+		// read in again): no CPU may go on reading the old frame.
+		s.flushLocked()
+	}
 	return nil
 }
 
@@ -755,6 +823,9 @@ const faultAroundPages = 16
 // faultAround maps the object's pages that are present, unmapped and
 // wholly backed in the aligned window of faultAroundPages around page.
 func (s *Space) faultAround(v *VMA, page uintptr) {
+	if v.Shm.pager != nil {
+		return // its frame index may hold pages that left the file
+	}
 	const span = faultAroundPages * PageSize
 	lo, hi := max(page&^(span-1), v.Start), min(page&^(span-1)+span, v.End)
 	for va := lo; va < hi; va += PageSize {
