@@ -216,6 +216,12 @@ func (fs *FS) writeOrdered() {
 func (fs *FS) syncData() error {
 	err := fs.dataErr
 	fs.dataErr = nil
+	for ino := range fs.mapped {
+		if fs.unsynced == nil {
+			fs.unsynced = make(map[uint32]bool)
+		}
+		fs.unsynced[ino] = true // stores through a mapping are unseen
+	}
 	for ino := range fs.unsynced {
 		if f := fs.files[ino]; f != nil {
 			err = errors.Join(err, f.Sync()) // the backing's Flush does nothing
