@@ -312,3 +312,84 @@ func TestPagerSeparateMappings(t *testing.T) {
 		t.Fatalf("%d holds, done %d", pg.held(), pg.done)
 	}
 }
+
+// Threads of a process faulting the same pages of a shared and a
+// private mapping at once: each page is held once per object, and
+// every hold goes back.
+func TestPagerConcurrentFaults(t *testing.T) {
+	s, fp, _ := newTestSpace(t, 2000)
+	pg := newFakePager(fp, 64)
+	const shared, private = 0x600000, 0x800000
+	mapPager(t, s, fp, pg, shared, 64, false)
+	mapPager(t, s, fp, pg, private, 64, true)
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			b := make([]byte, 1)
+			for i := uintptr(0); i < 64; i++ {
+				va := (i + uintptr(g)*16) % 64 * PageSize
+				if (int(i)+g)%2 == 0 {
+					s.CopyOut(shared+va+uintptr(g), []byte{byte(g)})
+					s.CopyOut(private+va+uintptr(g), []byte{byte(g)})
+				} else {
+					s.CopyIn(shared+va, b)
+					s.CopyIn(private+va, b)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	if n := pg.held(); n > 2*64 {
+		t.Fatalf("%d holds for 64 pages in two objects", n)
+	}
+	s.Destroy()
+	if pg.held() != 0 || pg.done != 2 {
+		t.Fatalf("after Destroy: %d holds, done %d", pg.held(), pg.done)
+	}
+}
+
+// A program's segment mapped from a pager (exec of a file in the page
+// cache): whole pages copy-on-write from the file, the page that
+// FileEnd cuts copied with zeros after it, the bss after it zeros.
+func TestPagerSegment(t *testing.T) {
+	s, fp, _ := newTestSpace(t, 1000)
+	pg := newFakePager(fp, 4)
+	for i := uintptr(0); i < 4; i++ {
+		pa, _ := pg.HoldPage(i, false)
+		for j := range fp.Page(pa) {
+			fp.Page(pa)[j] = byte('a' + i)
+		}
+		pg.ReleasePage(i, pa, false)
+	}
+	const base = 0x600000
+	o := NewPagerShm(testPhys{fp}, pg)
+	err := s.Map(VMA{Start: base, End: base + 4*PageSize, Prot: ProtRead | ProtWrite, Shm: o, Private: true, FileEnd: PageSize + 100})
+	o.DecRef()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 2)
+	s.CopyIn(base+10, b[:1])
+	if b[0] != 'a' || uintptr(pteAt(s, base)&pteAddr) != pg.pages[0] {
+		t.Fatal("whole file page not mapped from the file")
+	}
+	s.CopyIn(base+PageSize+99, b)
+	if b[0] != 'b' || b[1] != 0 || uintptr(pteAt(s, base+PageSize)&pteAddr) == pg.pages[1] {
+		t.Fatalf("page cut by FileEnd reads %q, or maps the file's page", b)
+	}
+	s.CopyOut(base+3*PageSize, []byte("z"))
+	s.CopyIn(base+3*PageSize+1, b[:1])
+	if b[0] != 0 {
+		t.Fatalf("bss page written reads %q, not zeros", b[:1])
+	}
+	s.CopyIn(base+2*PageSize, b[:1])
+	if b[0] != 0 {
+		t.Fatal("bss page read shows the file")
+	}
+	s.Destroy()
+	if pg.held() != 0 || pg.done != 1 {
+		t.Fatalf("%d holds, done %d", pg.held(), pg.done)
+	}
+}

@@ -697,26 +697,7 @@ func (s *Space) faultLocked(va uintptr, write, exec bool) error {
 func (s *Space) faultPrivateLocked(v *VMA, page uintptr, pte *uint64, cur uint64, write bool) error {
 	off := v.Off + page - v.Start
 	if v.Shm.pager != nil {
-		src, _, err := v.Shm.holdPage(off/PageSize, false)
-		if err != nil {
-			return err
-		}
-		if !write {
-			s.mapObjectPage(v, pte, cur, src)
-			return nil
-		}
-		f := s.phys.Alloc()
-		if f == 0 {
-			return ErrNoMem
-		}
-		*s.phys.Page(f) = *s.phys.Page(src)
-		if !atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(v.Prot, false)) {
-			s.phys.Free(f)
-			return nil
-		}
-		s.resident.Add(1)
-		anonFrames.Add(1)
-		return nil
+		return s.faultPagerPrivateLocked(v, page, pte, cur, write)
 	}
 	end := v.FileEnd
 	if end == 0 && v.Shm.size != nil {
@@ -747,6 +728,44 @@ func (s *Space) faultPrivateLocked(v *VMA, page uintptr, pte *uint64, cur uint64
 			}
 			copy(s.phys.Page(f)[:n], src[:n])
 		}
+	}
+	if !atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(v.Prot, false)) {
+		s.phys.Free(f)
+		return nil
+	}
+	s.resident.Add(1)
+	anonFrames.Add(1)
+	return nil
+}
+
+// faultPagerPrivateLocked is faultPrivateLocked for a pager's object:
+// the page is asked for (held) whatever the fault, as the pager knows
+// the file's end; a read maps it copy-on-write, a write copies it. With
+// FileEnd (a program's segment) the bytes past it are zeros, and a page
+// wholly past it is not the file's at all.
+func (s *Space) faultPagerPrivateLocked(v *VMA, page uintptr, pte *uint64, cur uint64, write bool) error {
+	off := v.Off + page - v.Start
+	n := uintptr(PageSize)
+	if v.FileEnd != 0 {
+		n = min(n, max(v.FileEnd, off)-off)
+	}
+	var src uintptr
+	if n > 0 {
+		var err error
+		if src, _, err = v.Shm.holdPage(off/PageSize, false); err != nil {
+			return err
+		}
+		if !write && n == PageSize {
+			s.mapObjectPage(v, pte, cur, src)
+			return nil
+		}
+	}
+	f := s.phys.Alloc()
+	if f == 0 {
+		return ErrNoMem
+	}
+	if n > 0 {
+		copy(s.phys.Page(f)[:n], s.phys.Page(src)[:n])
 	}
 	if !atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(v.Prot, false)) {
 		s.phys.Free(f)
