@@ -305,8 +305,8 @@ func (fs *FS) Forget(ino uint32) {
 // fileBacking is what the page cache reads a file's pages from and
 // writes them back to. Reads: the blocks its map gives, zeros for
 // holes, unwritten extents, fresh blocks and bytes past its end; the
-// cache calls ReadAt only from File.Read and File.Write, which this
-// package calls holding FS.mu. Writes: the blocks the dataMap gives,
+// cache calls ReadAt only from File.Read, File.Write and File.HoldPage,
+// which this package calls holding FS.mu. Writes: the blocks the dataMap gives,
 // under the dataMap's lock and without FS.mu.
 type fileBacking struct {
 	fs  *FS
