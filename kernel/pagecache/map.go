@@ -127,10 +127,21 @@ func (c *Cache) Detached() int {
 	return len(c.detached)
 }
 
+// ZeroFrom clears the bytes of the cached page holding offset at from
+// at on, if it is cached: a file system cutting the file there keeps
+// the page (a mapping may hold it) rather than dropping and reading it
+// again. Preconditions: the page is not being read in (the file
+// system's lock keeps reads out).
+func (f *File) ZeroFrom(at int64) {
+	if at%PageSize != 0 {
+		f.zeroTail(at)
+	}
+}
+
 // zeroTail clears the bytes of the cached page holding offset at from
 // at on: they were past the end, where a mapping may have stored, and
 // the file has grown over them (they must read as zeros, as the disk
-// has them).
+// has them), or the file is cut there (ZeroFrom).
 func (f *File) zeroTail(at int64) {
 	k := key{f.id, uint64(at / PageSize)}
 	s := f.c.shardOf(k)

@@ -13,7 +13,10 @@ package ext4
 // change. While writable holds last the page stays dirty (the cache
 // cannot see stores through a page table), and the file is kept in
 // mapped, so every Sync writes it back: fsync, fdatasync, syncfs, sync
-// and msync(MS_SYNC) find what the mapping stored.
+// and msync(MS_SYNC) find what the mapping stored. A truncate keeps the
+// page its new end cuts through (its tail zeroed), so a mapping of it
+// still shares it with read(2) and write(2); pages wholly cut off leave
+// the file, their frames kept until the mapping gives them back.
 
 import (
 	"errors"

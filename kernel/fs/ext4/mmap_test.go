@@ -115,3 +115,39 @@ func TestMappedPages(t *testing.T) {
 		})
 	}
 }
+
+// TestMappedPageCutByTruncate: a truncate to the middle of a held page
+// keeps the page (the mapping and read(2) still share it), zeros its
+// tail, and a store below the new end still reaches the disk.
+func TestMappedPageCutByTruncate(t *testing.T) {
+	f, d, c, fr := mountCached(t, "-t", "ext4")
+	ino := okIno(t)(f.Create(RootIno, "cut", linux.S_IFREG|0o644, 0, 0, 0, 0))
+	model := bytes.Repeat([]byte("x"), 2*pagecache.PageSize)
+	writeAll(t, f, ino, model, 0)
+	pa, err := f.HoldPage(ino, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = pagecache.PageSize + 300
+	ok(t, f.Truncate(ino, size))
+	model = model[:size]
+	if c.Detached() != 0 {
+		t.Fatal("the page the new end cuts left the file")
+	}
+	if fr.Page(pa)[300] != 0 || fr.Page(pa)[pagecache.PageSize-1] != 0 {
+		t.Fatal("tail past the new end not zeroed")
+	}
+	copy(fr.Page(pa)[10:], "kept")
+	copy(model[pagecache.PageSize+10:], "kept")
+	got := make([]byte, 10)
+	if n, _ := f.ReadAt(ino, got, pagecache.PageSize+10); n != 10 || string(got[:4]) != "kept" {
+		t.Fatalf("read(2) after the truncate: %q", got[:n])
+	}
+	f.PutPage(ino, 1, pa, true)
+	ok(t, f.Sync())
+	if got := readDisk(t, d, "cut"); !bytes.Equal(got, model) {
+		t.Fatalf("on the disk: %d bytes", len(got))
+	}
+	ok(t, f.syncHome())
+	fsck(t, d)
+}

@@ -257,6 +257,14 @@ func (fs *FS) dropPages(in *inode, off, end int64) {
 	}
 }
 
+// zeroPageTail clears the bytes from at on of in's cached page holding
+// at (a truncate to at). Preconditions: fs.mu held.
+func (fs *FS) zeroPageTail(in *inode, at uint64) {
+	if f := fs.files[in.num]; f != nil {
+		f.ZeroFrom(int64(at))
+	}
+}
+
 // keepHead writes in's dirty pages back when at cuts through a page
 // (not at a page boundary), so that the bytes of that page before at
 // survive the page being dropped. Preconditions: fs.mu held.
