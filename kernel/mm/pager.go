@@ -35,6 +35,17 @@ package mm
 // Processes that map the same file separately get separate objects;
 // they share the cache's pages, and futexes in them meet by the pager's
 // identity (FutexKey).
+//
+// Not done, for want of a reverse map (the entries that map a page):
+// a truncate or hole punch does not clear the entries of pages it takes
+// from the file, so a page a mapping had touched shows its old frame
+// until unmapped (as a tmpfs file's cut-off pages do; Linux unmaps them,
+// and a later touch is SIGBUS or a new page); and a write-back does not
+// write-protect the entries, so a page a shared mapping may store to
+// stays dirty (written back every time) until the mapping goes, instead
+// of becoming clean until the next store faults.
+
+import "sync/atomic"
 
 // Pager is a file whose pages a cache outside mm keeps.
 type Pager interface {
@@ -113,6 +124,65 @@ func (o *Shm) holdPage(idx uintptr, write bool) (uintptr, bool, error) {
 		o.pager.ReleasePage(idx, put, putWrite)
 	}
 	return pa, rec&heldWrite != 0, nil
+}
+
+// mkwriteLocked makes the present, read-only entry pte (which held cur)
+// of a page of v's shared object writable, for a store: a pager's page
+// first gets a writable hold (the file allocates its blocks, the page
+// becomes dirty).
+func (s *Space) mkwriteLocked(v *VMA, page uintptr, pte *uint64, cur uint64) error {
+	if v.Shm.pager == nil {
+		atomic.CompareAndSwapUint64(pte, cur, cur|PTEWrite)
+		return nil
+	}
+	f, _, err := v.Shm.holdPage((v.Off+page-v.Start)/PageSize, true)
+	if err != nil {
+		return err
+	}
+	if atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(v.Prot, false)|pteShared) && f != uintptr(cur&pteAddr) {
+		// The entry mapped a page that left the file (truncated and
+		// read in again): no CPU may go on reading the old frame.
+		s.flushLocked()
+	}
+	return nil
+}
+
+// faultPagerPrivateLocked is faultPrivateLocked for a pager's object:
+// the page is asked for (held) whatever the fault, as the pager knows
+// the file's end; a read maps it copy-on-write, a write copies it. With
+// FileEnd (a program's segment) the bytes past it are zeros, and a page
+// wholly past it is not the file's at all.
+func (s *Space) faultPagerPrivateLocked(v *VMA, page uintptr, pte *uint64, cur uint64, write bool) error {
+	off := v.Off + page - v.Start
+	n := uintptr(PageSize)
+	if v.FileEnd != 0 {
+		n = min(n, max(v.FileEnd, off)-off)
+	}
+	var src uintptr
+	if n > 0 {
+		var err error
+		if src, _, err = v.Shm.holdPage(off/PageSize, false); err != nil {
+			return err
+		}
+		if !write && n == PageSize {
+			s.mapObjectPage(v, pte, cur, src)
+			return nil
+		}
+	}
+	f := s.phys.Alloc()
+	if f == 0 {
+		return ErrNoMem
+	}
+	if n > 0 {
+		copy(s.phys.Page(f)[:n], s.phys.Page(src)[:n])
+	}
+	if !atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(v.Prot, false)) {
+		s.phys.Free(f)
+		return nil
+	}
+	s.resident.Add(1)
+	anonFrames.Add(1)
+	return nil
 }
 
 // takeHoldsLocked empties a dead pager object and returns its holds.
