@@ -193,8 +193,9 @@ user:
 # host, checks the image holds what the guest wrote.
 #
 # A second 64 MiB disk (/dev/vdb) holds a fresh ext4 file system for
-# t_mount; afterwards e2fsck -fn must find it clean and debugfs must show
-# the files the guest wrote (t_mount --check-image).
+# t_mount and t_fmap; afterwards e2fsck -fn must find it clean and
+# debugfs must show the files the guest wrote (t_mount and t_fmap
+# --check-image).
 #
 # Five SATA disks on q35's AHCI controller: a zeroed 64 MiB one for
 # t_blk, and a GPT disk (sgdisk, 40 MiB) and an MBR one (sfdisk, 48 MiB)
@@ -218,7 +219,8 @@ NEW_DISK = rm -f $(DISK_IMG) $(EXT4_IMG) $(EXT2_IMG) $(SATA_IMG) && truncate -s 
 DISKS = DISK=$(DISK_IMG) DISK2=$(EXT4_IMG) SATA="$(SATA_IMG) $(GPT_IMG) $(MBR_IMG) blkdebug:$(ERR_CFG):$(ERR_IMG) $(EXT2_IMG)"
 DISK_ARGS := BLK_DISK=vda,sata:65536 EXT4_DISK=vdb EXT2_DISK=sata:12288 PART_DISKS=sata:40960,sata:49152 ERR_DISK=sata:24576
 CHECK_DISKS = $(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG) $(SATA_IMG) && \
-  $(USER_BUILD)/tests/t_mount --check-image $(EXT4_IMG) $(EXT2_IMG) && $(USER_BUILD)/tests/t_part --check-images $(GPT_IMG) $(MBR_IMG) && \
+  $(USER_BUILD)/tests/t_mount --check-image $(EXT4_IMG) $(EXT2_IMG) && $(USER_BUILD)/tests/t_fmap --check-image $(EXT4_IMG) && \
+  $(USER_BUILD)/tests/t_part --check-images $(GPT_IMG) $(MBR_IMG) && \
   $(USER_BUILD)/tests/t_blkerr --check-image $(ERR_IMG)
 
 # t_blk alone once more, on namespace 1 of an NVMe controller

@@ -91,6 +91,16 @@ func (x *frameIndex) set(i, f uintptr) {
 	x.n++
 }
 
+// replace records frame f (not 0) for page i in place of the one it
+// has.
+func (x *frameIndex) replace(i, f uintptr) {
+	l, j := x.leaf(i), int(i&(leafLen-1))
+	if f == 0 || j >= len(l) || l[j] == 0 {
+		panic("mm: replacing a frame a shared object does not have")
+	}
+	l[j] = f
+}
+
 // visit calls fn for every page in [from, to) that has a frame; where fn
 // returns true the entry is removed. Leaves left empty are freed and a
 // leaf whose tail was emptied is shortened, so a file truncated from

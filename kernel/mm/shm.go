@@ -49,6 +49,12 @@ type Shm struct {
 	// mapping of the object goes: a System V segment removed while
 	// attached is destroyed then.
 	unmapped func()
+	// pager, when set, makes the object a mapping's window on a file
+	// whose pages a cache outside mm keeps (pager.go): frames holds the
+	// pages the object holds (with heldWrite), stale those it holds
+	// that left the file. It owns no frames.
+	pager Pager
+	stale []heldPage
 }
 
 // OnUnmapped sets the function called whenever the object's last
@@ -89,16 +95,25 @@ func (o *Shm) IncRef() {
 // It reports whether that was the last reference (the pages are gone).
 func (o *Shm) DecRef() (last bool) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.dropLocked()
-	return o.refs == 0
+	holds := o.dropLocked()
+	last = o.refs == 0
+	o.mu.Unlock()
+	if last && o.pager != nil {
+		o.releaseHolds(holds)
+	}
+	return last
 }
 
-func (o *Shm) dropLocked() {
+// dropLocked drops a reference; the last one frees the frames, or
+// returns a pager object's holds for the caller to give back once it
+// has released o.mu.
+func (o *Shm) dropLocked() []heldPage {
 	o.refs--
 	switch {
 	case o.refs < 0:
 		panic("mm: Shm reference count below zero")
+	case o.refs == 0 && o.pager != nil:
+		return o.takeHoldsLocked()
 	case o.refs == 0:
 		o.frames.visit(0, ^uintptr(0), func(_, f uintptr) bool {
 			o.free(f)
@@ -108,6 +123,7 @@ func (o *Shm) dropLocked() {
 		o.pagesChangedLocked()
 		o.freeDetachedLocked()
 	}
+	return nil
 }
 
 // mapRef takes the reference of a new mapping of the object; writer
@@ -119,7 +135,7 @@ func (o *Shm) mapRef(writer bool) {
 		o.writers++
 	}
 	if o.maps++; o.maps == 1 {
-		mappedFrames.Add(int64(o.frames.len() + len(o.detached)))
+		mappedFrames.Add(int64(o.frames.len() + len(o.detached) + len(o.stale)))
 	}
 	o.mu.Unlock()
 }
@@ -133,12 +149,16 @@ func (o *Shm) unmapRef(writer bool) {
 	}
 	var last func()
 	if o.maps--; o.maps == 0 {
-		mappedFrames.Add(-int64(o.frames.len() + len(o.detached)))
+		mappedFrames.Add(-int64(o.frames.len() + len(o.detached) + len(o.stale)))
 		o.freeDetachedLocked()
 		last = o.unmapped
 	}
-	o.dropLocked()
+	holds := o.dropLocked()
+	dead := o.refs == 0
 	o.mu.Unlock()
+	if dead && o.pager != nil {
+		o.releaseHolds(holds)
+	}
 	if last != nil {
 		last()
 	}
@@ -189,11 +209,12 @@ func (o *Shm) frame(idx uintptr) (uintptr, error) {
 	return f, nil
 }
 
-// lookup returns the frame of page idx if the object has one.
+// lookup returns the frame of page idx if the object has one (a pager
+// object: holds one).
 func (o *Shm) lookup(idx uintptr) (uintptr, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	f := o.frames.get(idx)
+	f := o.frames.get(idx) &^ heldWrite
 	return f, f != 0
 }
 
@@ -292,6 +313,10 @@ func (s *Space) FutexKey(va uintptr) (obj any, off uintptr, err error) {
 		return nil, 0, ErrFault
 	}
 	if v := s.vmas[i]; v.Shm != nil && !v.Private {
+		if v.Shm.pager != nil {
+			// Separate mappings of one file are separate objects.
+			return v.Shm.pager, v.Off + va - v.Start, nil
+		}
 		return v.Shm, v.Off + va - v.Start, nil
 	}
 	return s, va, nil

@@ -558,7 +558,7 @@ func (s *Space) Protect(start, n uintptr, prot int) error {
 			if !holdsFrame(old) {
 				continue
 			}
-			ptes[i] = old&(pteAddr|pteCOW|pteShared) | pteFlags(prot, old&pteCOW != 0)
+			ptes[i] = old&(pteAddr|pteCOW|pteShared) | pteFlags(prot, readOnly(old))
 			if ptes[i] != old {
 				restricted = true
 			}
@@ -622,7 +622,11 @@ func (s *Space) faultLocked(va uintptr, write, exec bool) error {
 			return s.breakCOWLocked(pte, cur, v.Prot)
 		}
 		if cur&PTEPresent == 0 { // PROT_NONE lifted without the PTE
-			atomic.CompareAndSwapUint64(pte, cur, cur&(pteAddr|pteCOW|pteShared)|pteFlags(v.Prot, cur&pteCOW != 0))
+			atomic.CompareAndSwapUint64(pte, cur, cur&(pteAddr|pteCOW|pteShared)|pteFlags(v.Prot, readOnly(cur)))
+			return nil
+		}
+		if write && cur&PTEWrite == 0 && v.Shm != nil && !v.Private {
+			return s.mkwriteLocked(v, page, pte, cur)
 		}
 		return nil // another thread resolved it
 	}
@@ -636,6 +640,19 @@ func (s *Space) faultLocked(va uintptr, write, exec bool) error {
 	}
 	if v.Shm != nil && v.Private {
 		return s.faultPrivateLocked(v, page, pte, cur, write)
+	}
+	if v.Shm != nil && v.Shm.pager != nil {
+		// The file's page, read-only until the first store takes a
+		// writable hold (mkwriteLocked), unless the object holds it
+		// writably already.
+		f, writable, err := v.Shm.holdPage((v.Off+page-v.Start)/PageSize, write)
+		if err != nil {
+			return err
+		}
+		if atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(v.Prot, !writable)|pteShared) {
+			s.resident.Add(1)
+		}
+		return nil
 	}
 	if v.Shm != nil {
 		if size := v.Shm.size; size != nil && v.Off+page-v.Start >= pageUp(uintptr(max(size(), 0))) {
@@ -679,6 +696,9 @@ func (s *Space) faultLocked(va uintptr, write, exec bool) error {
 // a frame of its own with what the object holds there.
 func (s *Space) faultPrivateLocked(v *VMA, page uintptr, pte *uint64, cur uint64, write bool) error {
 	off := v.Off + page - v.Start
+	if v.Shm.pager != nil {
+		return s.faultPagerPrivateLocked(v, page, pte, cur, write)
+	}
 	end := v.FileEnd
 	if end == 0 && v.Shm.size != nil {
 		size := uintptr(max(v.Shm.size(), 0))
@@ -718,6 +738,14 @@ func (s *Space) faultPrivateLocked(v *VMA, page uintptr, pte *uint64, cur uint64
 	return nil
 }
 
+// readOnly reports whether the entry cur must stay read-only whatever
+// the mapping's protection: a copy-on-write page, or a shared object's
+// page that has not been stored to through this entry (the first store
+// goes through mkwriteLocked, which a pager's file must see).
+func readOnly(cur uint64) bool {
+	return cur&pteCOW != 0 || cur&pteShared != 0 && cur&PTEWrite == 0
+}
+
 // zeroPage returns the space's zero page, making it first if needed.
 func (s *Space) zeroPage() (uintptr, error) {
 	if z := s.zero.Load(); z != 0 {
@@ -755,6 +783,9 @@ const faultAroundPages = 16
 // faultAround maps the object's pages that are present, unmapped and
 // wholly backed in the aligned window of faultAroundPages around page.
 func (s *Space) faultAround(v *VMA, page uintptr) {
+	if v.Shm.pager != nil {
+		return // its frame index may hold pages that left the file
+	}
 	const span = faultAroundPages * PageSize
 	lo, hi := max(page&^(span-1), v.Start), min(page&^(span-1)+span, v.End)
 	for va := lo; va < hi; va += PageSize {

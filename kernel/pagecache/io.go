@@ -308,9 +308,17 @@ func (f *File) claim(idx uint64, dst []byte) bool {
 		return false
 	}
 	copy(dst[:PageSize], f.c.frames.Page(pg.pa)[:])
+	f.c.writeback.Add(1)
+	if pg.wholds > 0 {
+		// A mapping may store to the page without the cache seeing
+		// it: it stays dirty, to be written again, until the last
+		// writable hold goes (map.go).
+		pg.flags |= pgWriteback
+		f.markDirty(idx)
+		return true
+	}
 	pg.flags = pg.flags&^pgDirty | pgWriteback
 	f.c.dirty.Add(-1)
-	f.c.writeback.Add(1)
 	return true
 }
 
@@ -345,6 +353,15 @@ func (f *File) invalidate(off, end int64, dirty bool) {
 		pg := s.lookupLocked(k)
 		if pg != nil && dirty && pg.flags&pgBusy != 0 {
 			pg.flags |= pgStale
+		}
+		if pg != nil && pg.holds > 0 {
+			if dirty {
+				// Mapped: the frame leaves the file but lives on
+				// until its last hold goes (map.go).
+				f.c.detach(pg.pa, pg.holds)
+				s.removeLocked(f.c, k)
+			}
+			return 0
 		}
 		if pg == nil || pg.flags&(pgBusy|pgWriteback) != 0 || !dirty && pg.flags&pgDirty != 0 {
 			return 0

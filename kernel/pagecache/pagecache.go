@@ -24,8 +24,11 @@
 // memory, so it cannot fault). The cache-wide lock (Cache.mu) guards
 // only the list of files, taken on open, release and by the flusher.
 //
-// Lock order: File.wbMu, then shard.mu, then File.dmu; Cache.mu is
-// never held with any of them.
+// Lock order: File.wbMu, then shard.mu, then File.dmu or Cache.dmu;
+// Cache.mu is never held with any of them.
+//
+// Mappings (package mm, through a file system's pager) map the cache's
+// pages in place, holding them while they do (map.go).
 //
 // Files are the backing objects (Backing): a disk seen as bytes in
 // whole sectors, or a file system's file. The package knows nothing of devices, processes or
@@ -109,6 +112,12 @@ type Cache struct {
 	dirtyLimit int64
 	kick       chan struct{}
 	bounce     sync.Pool
+
+	// detached holds the frames of pages dropped from their files
+	// while mappings held them, by frame, with the holds left
+	// (map.go). Protected by dmu, taken after shard.mu.
+	dmu      sync.Mutex
+	detached map[uintptr]uint16
 }
 
 // New makes a cache over frames. dirtyLimit bounds the dirty pages (see
@@ -192,6 +201,9 @@ func (f *File) Resize(size int64) {
 	old := f.size.Swap(size)
 	if size < old {
 		f.invalidate((size+PageSize-1)/PageSize*PageSize, old, true)
+	}
+	if size > old && old%PageSize != 0 {
+		f.zeroTail(old)
 	}
 }
 

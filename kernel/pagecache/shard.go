@@ -25,6 +25,10 @@ type page struct {
 	pa    uintptr
 	key   key
 	flags uint32
+	// holds counts the mappings' holds on the page (map.go), wholds
+	// those of them that may store to it; both fit in the record's
+	// padding, so a page still costs 32 bytes.
+	holds, wholds uint16
 }
 
 // shard is a sixty-fourth of the cache.
@@ -108,7 +112,7 @@ func (s *shard) evict(c *Cache, n int, clock bool) int {
 		}
 		p := &s.pages[s.hand]
 		s.hand++
-		if p.pa == 0 || p.flags&(pgBusy|pgDirty|pgWriteback) != 0 {
+		if p.pa == 0 || p.flags&(pgBusy|pgDirty|pgWriteback) != 0 || p.holds > 0 {
 			continue
 		}
 		if clock && p.flags&pgReferenced != 0 {

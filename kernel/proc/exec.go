@@ -358,9 +358,9 @@ func alignUp(v, align uint64) uint64 { return (v + align - 1) &^ (align - 1) }
 // mapSegments maps an ELF image's PT_LOAD segments at bias into space and
 // returns the end of the highest one. Each segment is backed by the
 // file's bytes from its page-aligned start; the rest (bss) reads as
-// zeros. When the file system keeps the file's pages (tmpfs), they are
-// mapped copy-on-write, as Linux maps the page cache: exec then costs no
-// copy, however large the image.
+// zeros. When the file system keeps the file's pages (tmpfs, and ext4's
+// in the page cache), they are mapped copy-on-write, as Linux maps the
+// page cache: exec then costs no copy, however large the image.
 func mapSegments(space *mm.Space, f *elf.File, file *execFile, bias uint64, name string) (uint64, error) {
 	var end uint64
 	for _, s := range f.Segments {

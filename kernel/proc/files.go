@@ -149,10 +149,7 @@ func (t *Thread) readFileAt(dir *vfs.Dentry, path string, atFlags int) (*execFil
 	if d := f.Dentry(); d != nil && d.Mount() != nil && d.Mount().NoSuid() {
 		a.Mode &^= linux.S_ISUID | linux.S_ISGID // the program runs with its caller's IDs
 	}
-	var pages *mm.Shm
-	if pager, ok := f.Inode().(sharedPager); ok {
-		pages = pager.SharedPages()
-	}
+	pages := pagesOf(f)
 	// Programs are exec'd again and again (a shell's every command): keep
 	// one copy of each image while its file is unchanged.
 	key := imageKey{f.Inode(), a.Ino, a.Size, a.Mtime}
@@ -192,7 +189,8 @@ func (t *Thread) readFileAt(dir *vfs.Dentry, path string, atFlags int) (*execFil
 
 // execFile is a program file as exec reads it: its contents, its dentry
 // (for /proc/<pid>/exe), and its page store when the file system has one
-// (tmpfs), which the program's segments then map instead of copying. It
+// (tmpfs, or ext4 through the page cache), which the program's segments
+// then map instead of copying. It
 // holds a reference to the pages (the file is closed by then, and could
 // lose its last name) until release.
 type execFile struct {

@@ -268,7 +268,9 @@ func sysMadvise(t *Thread, a *[6]uint64) (int64, bool) {
 }
 
 // sysMsync: shared mappings are the file's own pages, so there is
-// nothing to write back; the range must be mapped.
+// nothing to copy; MS_SYNC writes back the files in the page cache that
+// shared mappings in the range map (their fsync), MS_ASYNC leaves them
+// to the flusher. The range must be mapped.
 //
 // The order is Linux's: the flags, the address's alignment, MS_SYNC with
 // MS_ASYNC (EINVAL); a range that wraps (ENOMEM); an empty one
@@ -294,6 +296,9 @@ func sysMsync(t *Thread, a *[6]uint64) (int64, bool) {
 	}
 	if flags&msInvalidate != 0 && s.LockedIn(start, size) > 0 {
 		return -eBUSY, false
+	}
+	if flags&msSync != 0 {
+		return errno(s.Sync(start, size)), false
 	}
 	return 0, false
 }
@@ -341,11 +346,30 @@ func sysMprotect(t *Thread, a *[6]uint64) (int64, bool) {
 // sharedPager is a file whose pages a shared mapping can map (tmpfs).
 type sharedPager interface{ SharedPages() *mm.Shm }
 
+// cachedPager is a file whose pages a cache keeps (ext4's, in the page
+// cache): mappings map them in place through its pager, which the
+// mapping's object gives back (Done) when it goes.
+type cachedPager interface{ Pager() (mm.Pager, bool) }
+
+// pagesOf returns the object a mapping of f maps its pages from, with a
+// reference for the caller, or nil if f's pages cannot be mapped.
+func pagesOf(f *vfs.OpenFile) *mm.Shm {
+	switch in := f.Inode().(type) {
+	case sharedPager:
+		return in.SharedPages()
+	case cachedPager:
+		if p, ok := in.Pager(); ok {
+			return mm.NewPagerShm(Frames{}, p)
+		}
+	}
+	return nil
+}
+
 // mapFile fills in v for a mapping of f at offset uoff. A shared mapping maps
 // the file's own pages, so writes go both ways; a private one maps them
 // copy-on-write, so it sees the file until it writes a page, as on Linux
-// (tmpfs files; a private mapping of another file copies the part of it
-// it shows now).
+// (tmpfs files, and files in the page cache; a private mapping of another
+// file copies the part of it it shows now).
 //
 // The checks are do_mmap's, in its order: the range within the largest
 // file offset (EOVERFLOW); the type, with MAP_SHARED_VALIDATE refusing
@@ -400,21 +424,19 @@ func (t *Thread) mapFile(v *mm.VMA, f *vfs.OpenFile, uoff uint64, n uintptr, fla
 		return e
 	}
 	if flags&mapShared != 0 {
-		pager, ok := f.Inode().(sharedPager)
-		if !ok {
-			return -eNODEV
-		}
 		if acc != 2 { // writing through it needs O_RDWR, now or later
 			if v.Prot&mm.ProtWrite != 0 {
 				return -eACCES
 			}
 			v.Deny |= mm.ProtWrite
 		}
-		v.Shm = pager.SharedPages()
+		if v.Shm = pagesOf(f); v.Shm == nil {
+			return -eNODEV
+		}
 		return 0
 	}
-	if pager, ok := f.Inode().(sharedPager); ok {
-		v.Shm, v.Private = pager.SharedPages(), true
+	if v.Shm = pagesOf(f); v.Shm != nil {
+		v.Private = true
 		return 0
 	}
 	// Only what the file holds is copied: a mapping larger than the file

@@ -156,6 +156,9 @@ type FS struct {
 	ordered  map[uint32]bool
 	unsynced map[uint32]bool
 	dataErr  error
+	// mapped counts the writable holds of mappings on each file's pages
+	// (mmap.go; under mu): a Sync writes such a file back every time.
+	mapped map[uint32]int
 }
 
 // countedDevice counts the writes to the device under the file system.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/pagecache"
 )
 
 // File data. Writes go straight to the device, a block at a time for
@@ -288,10 +289,13 @@ func (fs *FS) truncateData(in *inode, size uint64) error {
 		return linux.EFBIG
 	}
 	if size < in.size {
-		// The page the new end cuts through too: its tail is zeroed
-		// below (its dirty bytes before the end written back first).
+		// The page the new end cuts through stays, its tail zeroed as
+		// its block's is below (its dirty bytes before the end written
+		// back first): a mapping may hold it, and must go on sharing
+		// it with read(2) and write(2).
 		fs.keepHead(in, size)
-		fs.dropPages(in, int64(size), int64(in.size))
+		fs.zeroPageTail(in, size)
+		fs.dropPages(in, int64(size+pagecache.PageSize-1)/pagecache.PageSize*pagecache.PageSize, int64(in.size))
 		keep := (size + bs - 1) / bs
 		fs.forgetBlocks(in, keep, 1<<32)
 		fm, err := fs.mapping(in)

@@ -216,6 +216,12 @@ func (fs *FS) writeOrdered() {
 func (fs *FS) syncData() error {
 	err := fs.dataErr
 	fs.dataErr = nil
+	for ino := range fs.mapped {
+		if fs.unsynced == nil {
+			fs.unsynced = make(map[uint32]bool)
+		}
+		fs.unsynced[ino] = true // stores through a mapping are unseen
+	}
 	for ino := range fs.unsynced {
 		if f := fs.files[ino]; f != nil {
 			err = errors.Join(err, f.Sync()) // the backing's Flush does nothing
@@ -248,6 +254,14 @@ func (fs *FS) readCached(f *pagecache.File, in *inode, p []byte, off int64) (int
 func (fs *FS) dropPages(in *inode, off, end int64) {
 	if f := fs.files[in.num]; f != nil && end > off {
 		f.Invalidate(off, end-off)
+	}
+}
+
+// zeroPageTail clears the bytes from at on of in's cached page holding
+// at (a truncate to at). Preconditions: fs.mu held.
+func (fs *FS) zeroPageTail(in *inode, at uint64) {
+	if f := fs.files[in.num]; f != nil {
+		f.ZeroFrom(int64(at))
 	}
 }
 
@@ -299,8 +313,8 @@ func (fs *FS) Forget(ino uint32) {
 // fileBacking is what the page cache reads a file's pages from and
 // writes them back to. Reads: the blocks its map gives, zeros for
 // holes, unwritten extents, fresh blocks and bytes past its end; the
-// cache calls ReadAt only from File.Read and File.Write, which this
-// package calls holding FS.mu. Writes: the blocks the dataMap gives,
+// cache calls ReadAt only from File.Read, File.Write and File.HoldPage,
+// which this package calls holding FS.mu. Writes: the blocks the dataMap gives,
 // under the dataMap's lock and without FS.mu.
 type fileBacking struct {
 	fs  *FS

@@ -1,0 +1,144 @@
+package ext4
+
+// Mapped files: a mapping (package mm, through ext4vfs's pager) maps a
+// regular file's pages in the page cache in place, holding each while
+// it does (pagecache's map.go). A store through a shared mapping first
+// takes a writable hold, which does here what a write(2) of the page
+// would do before copying into it (Linux's page_mkwrite): the page's
+// blocks are allocated (or unwritten extents made written) under the
+// file system's lock, so that ENOSPC is the faulting store's SIGBUS and
+// never a lost write-back; they are noted for write-back; the file
+// joins the ordered set (its pages go to the disk before the commit
+// that makes the blocks reachable) and the unsynced one; and the times
+// change. While writable holds last the page stays dirty (the cache
+// cannot see stores through a page table), and the file is kept in
+// mapped, so every Sync writes it back: fsync, fdatasync, syncfs, sync
+// and msync(MS_SYNC) find what the mapping stored. A truncate keeps the
+// page its new end cuts through (its tail zeroed), so a mapping of it
+// still shares it with read(2) and write(2); pages wholly cut off leave
+// the file, their frames kept until the mapping gives them back.
+
+import (
+	"errors"
+
+	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/pagecache"
+)
+
+// Mappable reports whether regular file ino's pages can be mapped: the
+// mount has a page cache and blocks no larger than a page.
+func (fs *FS) Mappable(ino uint32) bool {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	in, err := fs.iget(ino)
+	return err == nil && fs.buffered(in)
+}
+
+// HoldPage returns the frame of file ino's page idx in the page cache,
+// held for a mapping (pagecache.File.HoldPage), read in first if need
+// be; write takes a writable hold, for a store through a shared
+// mapping, allocating the page's blocks first. Past the end it fails
+// with pagecache.ErrRange.
+func (fs *FS) HoldPage(ino uint32, idx uint64, write bool) (uintptr, error) {
+	fs.begin()
+	defer fs.end()
+	in, err := fs.iget(ino)
+	if err != nil {
+		return 0, err
+	}
+	if !fs.buffered(in) {
+		return 0, linux.ENODEV
+	}
+	if idx >= (in.size+pagecache.PageSize-1)/pagecache.PageSize {
+		return 0, pagecache.ErrRange
+	}
+	f := fs.pageFile(in)
+	f.Resize(int64(in.size)) // as a read does: writes grow the inode first
+	if write {
+		if err := fs.writable(); err != nil {
+			return 0, err
+		}
+		if err := fs.mapPageBlocks(in, idx); err != nil {
+			return 0, err
+		}
+	}
+	pa, err := f.HoldPage(idx, write)
+	if err != nil {
+		return 0, err
+	}
+	if write {
+		if fs.mapped == nil {
+			fs.mapped = make(map[uint32]int)
+		}
+		fs.mapped[ino]++
+		in.mtime = fs.now()
+		in.ctime = in.mtime
+		if err := fs.iput(in); err != nil {
+			fs.mapped[ino]--
+			f.PutPage(idx, pa, true)
+			return 0, err
+		}
+	}
+	return pa, nil
+}
+
+// PutPage gives back a hold HoldPage took on frame pa.
+func (fs *FS) PutPage(ino uint32, idx uint64, pa uintptr, write bool) {
+	fs.mu.Lock()
+	f := fs.files[ino]
+	if write && fs.mapped[ino] > 0 {
+		if fs.mapped[ino]--; fs.mapped[ino] == 0 {
+			delete(fs.mapped, ino)
+		}
+		// The page stays dirty for one more write-back: the next Sync
+		// must find the file.
+		if f != nil {
+			fs.unsynced[ino] = true
+		}
+	}
+	fs.mu.Unlock()
+	if f != nil {
+		f.PutPage(idx, pa, write)
+	} else {
+		fs.pages.PutDetached(pa) // the file's pages went (unmount)
+	}
+}
+
+// mapPageBlocks gives page idx of in (within its size) blocks on the
+// disk, as a write of it would, and notes them for the page's
+// write-back. Preconditions: fs.mu held, in buffered and its pages open.
+func (fs *FS) mapPageBlocks(in *inode, idx uint64) error {
+	fm, err := fs.mapping(in)
+	if err != nil {
+		return err
+	}
+	bs := int64(fs.blockSize)
+	pos := int64(idx) * pagecache.PageSize
+	end := min(pos+pagecache.PageSize, int64(in.size))
+	changed := false
+	var merr error
+	for pos < end {
+		pblk, n, fresh, err := fs.mapForWrite(fm, pos, int(end-pos))
+		if err != nil {
+			merr = err
+			break
+		}
+		changed = changed || fresh
+		chunk := min(int64(n)*bs-pos%bs, end-pos)
+		fs.noteBlocks(in, uint32(pos/bs), pblk, uint32((pos%bs+chunk+bs-1)/bs), fresh)
+		pos += chunk
+	}
+	if changed && fm.em != nil {
+		merr = errors.Join(merr, fs.writeExtents(in, fm.em))
+	}
+	if fs.ordered == nil {
+		fs.ordered = make(map[uint32]bool)
+		fs.unsynced = make(map[uint32]bool)
+	}
+	fs.ordered[in.num] = true
+	fs.unsynced[in.num] = true
+	if changed {
+		merr = errors.Join(merr, fs.iput(in)) // i_blocks grew
+	}
+	return merr
+}
