@@ -142,14 +142,26 @@ func (fs *FS) writeData(in *inode, p []byte, off int64) (int, error) {
 	} else {
 		done, changed, werr = fs.writeDisk(in, fm, p, off)
 	}
+	size := max(in.size, uint64(off)+uint64(done))
+	if done < len(p) && end > (size+uint64(bs)-1)/uint64(bs)*uint64(bs) {
+		// A failed or short write (no memory for its pages, a device
+		// error) may have allocated blocks for bytes it never wrote,
+		// past what is now the end: they go again, as every block past
+		// the end does (Linux's ext4_truncate_failed_write), so the
+		// file maps no block past its size and none is lost.
+		keep := (size + uint64(bs) - 1) / uint64(bs)
+		fs.forgetBlocks(in, keep, 1<<32)
+		if err := fs.freeFrom(fm, keep); err != nil {
+			werr = errors.Join(werr, err)
+		}
+		changed = true
+	}
 	if changed && fm.em != nil {
 		if err := fs.writeExtents(in, fm.em); err != nil && werr == nil {
 			werr = err
 		}
 	}
-	if uint64(off)+uint64(done) > in.size {
-		in.size = uint64(off) + uint64(done)
-	}
+	in.size = size
 	return done, werr
 }
 
