@@ -19,9 +19,9 @@
 // go, until the shard fills again.
 //
 // Lookup takes no global lock: pages live in 64 shards by a hash of
-// (file, page index), each with its own mutex; a hit locks one shard
-// and copies the 4 KiB while holding it (the copy is to or from kernel
-// memory, so it cannot fault). The cache-wide lock (Cache.mu) guards
+// (file, page index / 8), each with its own mutex; a hit locks one
+// shard and copies while holding it, up to 8 pages a lock (the copy is
+// to or from kernel memory, so it cannot fault). The cache-wide lock (Cache.mu) guards
 // only the list of files, taken on open, release and by the flusher.
 //
 // Lock order: File.wbMu, then shard.mu, then File.dmu; Cache.mu is
@@ -101,6 +101,7 @@ type Cache struct {
 	nextID uint32           // protected by mu
 
 	pages     [nKinds]atomic.Int64
+	raPages   atomic.Int64 // pages of asynchronous read-ahead in flight
 	dirty     atomic.Int64
 	writeback atomic.Int64
 	// dirtyLimit is the dirty pages above which a writer writes its own
@@ -147,10 +148,14 @@ type File struct {
 	// sector size; a file system's file may change it (Resize).
 	size atomic.Int64
 
+	// ra is the read-ahead state of the file's stream (readahead.go).
 	ra struct {
 		sync.Mutex
-		next uint64 // page a sequential reader misses next
-		win  int    // pages the next sequential miss reads
+		next     uint64     // page after the last window: where a sequential reader misses next
+		win      int        // pages in the last window
+		marker   uint64     // the page whose hit starts the next window, or noPage
+		inflight int        // asynchronous windows being read
+		idle     *sync.Cond // inflight fell to 0; made by the first waiter
 	}
 
 	// wbMu makes write-backs of the file one at a time, so an fsync
@@ -169,6 +174,7 @@ type File struct {
 func (c *Cache) Open(b Backing, size int64, kind int) *File {
 	f := &File{c: c, kind: uint32(kind), b: b, dirty: map[uint64]struct{}{}}
 	f.size.Store(size)
+	f.ra.marker = noPage
 	c.mu.Lock()
 	c.nextID++
 	for c.files[c.nextID] != nil || c.nextID == 0 {
@@ -200,6 +206,7 @@ func (f *File) Resize(size int64) {
 // (recorded too: see UnseenErr); the pages go even then (the file is gone: Linux, too, drops a block
 // device's pages on its last close whatever the write-back did).
 func (f *File) Release() error {
+	f.waitAsync() // its pages go below, not after
 	err := f.writeback()
 	f.invalidate(0, f.size.Load(), true)
 	f.c.mu.Lock()

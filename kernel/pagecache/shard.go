@@ -17,7 +17,14 @@ const (
 	pgReferenced             // used since the clock hand last passed
 	pgFileKind               // the file is KindFile (else KindBlock)
 	pgStale                  // invalidated while busy: drop once read in
+	pgReadahead              // read-ahead marker: a reader's hit starts the next window (readahead.go)
 )
+
+// groupShift makes runs of 1<<groupShift consecutive pages of a file
+// (32 KiB) share a shard, so that a read of many pages takes a shard's
+// lock once a run rather than once a page; different files and
+// different runs of one file still spread over all shards.
+const groupShift = 3
 
 // page is one cached page. It holds no pointers, so the slices of them
 // are never scanned by the garbage collector.
@@ -38,7 +45,7 @@ type shard struct {
 }
 
 func (c *Cache) shardOf(k key) *shard {
-	h := (k.index*0x9e3779b97f4a7c15 + uint64(k.file)*0xc2b2ae3d27d4eb4f) >> 58
+	h := ((k.index>>groupShift)*0x9e3779b97f4a7c15 + uint64(k.file)*0xc2b2ae3d27d4eb4f) >> 58
 	return &c.shards[h]
 }
 
