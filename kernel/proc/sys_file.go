@@ -315,8 +315,11 @@ func (t *Thread) readInto(fd int, iov [][2]uint64, off int64) int64 {
 	buf := *pb
 	// A lent buffer holds what another call moved: cleared, so that a
 	// file that reports bytes it did not write (as one might that
-	// counted on a new buffer's zeros) cannot hand them out.
-	clear(buf)
+	// counted on a new buffer's zeros) cannot hand them out. Files of
+	// the page cache (ext4's, block devices) copy every byte they report.
+	if !f.ReadsExactly() {
+		clear(buf)
+	}
 	n, err := t.readIO(f, buf, off)
 	done := buf[:n]
 	for _, v := range iov {

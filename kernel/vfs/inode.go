@@ -237,6 +237,15 @@ type Regular interface {
 	Append(p []byte) (n int, end int64, err error)
 }
 
+// ExactReader is implemented by Files and Regular inodes whose reads
+// write every byte of p[:n] they report (n) from the file's data: the
+// read(2) path then hands its lent buffer out without clearing it first
+// (OpenFile.ReadsExactly), which it must do for any other file in case
+// one reports bytes it never wrote.
+type ExactReader interface {
+	ReadsExactly()
+}
+
 // OpenCounter is implemented by inodes that must know whether an open
 // file refers to them: an in-memory file system frees an unlinked file's
 // data when its last open file goes (an open file, O_PATH ones too, keeps

@@ -181,6 +181,17 @@ func (f *OpenFile) Read(p []byte, intr <-chan struct{}) (int, error) {
 	return n, err
 }
 
+// ReadsExactly reports whether the file writes every byte of a read it
+// reports (see ExactReader).
+func (f *OpenFile) ReadsExactly() bool {
+	if r, ok := f.file.(regularFile); ok {
+		_, ok := r.r.(ExactReader)
+		return ok
+	}
+	_, ok := f.file.(ExactReader)
+	return ok
+}
+
 // read follows a read of asked bytes that returned n: the access time
 // moves as the mount's mode says, as Linux's does for every read that
 // asked for bytes and did not fail (at the end of a file too; a pipe or

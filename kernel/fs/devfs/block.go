@@ -282,6 +282,10 @@ func (f *blockFile) Read(b vfs.Blocking, p []byte, off int64) (int, error) {
 	return n, blockErrno(n, cacheErr(err))
 }
 
+// ReadsExactly implements vfs.ExactReader: Read copies every byte it
+// reports, from the page cache or the disk.
+func (f *blockFile) ReadsExactly() {}
+
 func (f *blockFile) Write(b vfs.Blocking, p []byte, off int64) (int, error) {
 	if f.cache == nil {
 		n, err := blk.WriteBytes(f.d, p, off)

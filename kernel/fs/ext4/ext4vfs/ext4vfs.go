@@ -386,6 +386,10 @@ func (f file) ReadAt(p []byte, off int64) (int, error) {
 	return n, f.fs.errno(err)
 }
 
+// ReadsExactly implements vfs.ExactReader: a read copies every byte it
+// reports (from the page cache, the disk, or zeros for holes).
+func (f file) ReadsExactly() {}
+
 // WriteAt implements vfs.Regular.
 func (f file) WriteAt(p []byte, off int64) (int, error) {
 	n, err := f.fs.disk.WriteAt(f.ino, p, off)
