@@ -449,3 +449,61 @@ func (f *File) invalidate(off, end int64, dirty bool) {
 		pas = pas[:0]
 	}
 }
+
+// ReadCached copies into dst, in order, the bytes from off on that are
+// cached and up to date, stopping at the end of the file and at the
+// first page that is not (missing, being read in) or that holds a
+// read-ahead marker (Read must meet it to start the next window). It
+// returns the bytes copied and whether they are all that was asked (or
+// all up to the end). It never waits, reads the backing or allocates,
+// so that its caller may hold locks a page fault takes: dst is the
+// kernel's view of a program's buffers, which the caller keeps mapped.
+func (f *File) ReadCached(dst [][]byte, off int64) (int, bool) {
+	size := f.size.Load()
+	total := 0
+	for _, d := range dst {
+		total += len(d)
+	}
+	if off < 0 {
+		return 0, false
+	}
+	if off >= size || total == 0 {
+		return 0, true
+	}
+	want := int(min(int64(total), size-off))
+	done := 0
+	seg, at := 0, 0 // where byte done goes: dst[seg][at]
+	var s *shard
+	for done < want {
+		pos := off + int64(done)
+		k := key{f.id, uint64(pos / PageSize)}
+		if t := f.c.shardOf(k); t != s {
+			if s != nil {
+				s.mu.Unlock()
+			}
+			s = t
+			s.mu.Lock()
+		}
+		pg := s.lookupLocked(k)
+		if pg == nil || pg.flags&(pgBusy|pgReadahead) != 0 {
+			break
+		}
+		pg.flags |= pgReferenced
+		in := int(pos % PageSize)
+		end := int(min(int64(PageSize), int64(in)+int64(want-done)))
+		src := f.c.frames.Page(pg.pa)[in:end]
+		for len(src) > 0 {
+			for at == len(dst[seg]) {
+				seg, at = seg+1, 0
+			}
+			n := copy(dst[seg][at:], src)
+			src = src[n:]
+			at += n
+			done += n
+		}
+	}
+	if s != nil {
+		s.mu.Unlock()
+	}
+	return done, done == want
+}

@@ -251,3 +251,50 @@ func TestReleaseDuringReadAhead(t *testing.T) {
 		t.Fatalf("after Release: %d frames, %d read-ahead pages, %+v", fr.held(), c.raPages.Load(), c.ReadStats())
 	}
 }
+
+// ReadCached copies only what is cached, into scattered buffers, and
+// stops short of a page not cached, being read in or marked.
+func TestReadCached(t *testing.T) {
+	const size = 1<<20 + 1536 // whole sectors, the last page in part
+	_, _, d, f := setup(t, size, 1024)
+	want := d.snapshot()
+	split := func(n int, cuts ...int) [][]byte {
+		buf := make([]byte, n)
+		var segs [][]byte
+		last := 0
+		for _, c := range append(cuts, n) {
+			segs = append(segs, buf[last:c])
+			last = c
+		}
+		return segs
+	}
+	join := func(segs [][]byte) []byte { return bytes.Join(segs, nil) }
+	// Nothing cached: nothing copied.
+	if n, all := f.ReadCached(split(100, 10), 5000); n != 0 || all {
+		t.Fatalf("cold: %d, %v", n, all)
+	}
+	// Pages 0-15 read (the marker, on page 16 past them, is not met).
+	f.Read(make([]byte, 64<<10), 0)
+	f.waitAsync()
+	segs := split(30000, 1, 4095, 4097, 20000)
+	if n, all := f.ReadCached(segs, 777); n != 30000 || !all || !bytes.Equal(join(segs), want[777:777+30000]) {
+		t.Fatalf("cached range: %d, %v", n, all)
+	}
+	// Across the end of what is cached: the 16 pages read, then the
+	// marker (page 16, the first of the window read ahead) stops it.
+	segs = split(200<<10, 5)
+	n, all := f.ReadCached(segs, 3)
+	if all || n != 16*PageSize-3 || !bytes.Equal(join(segs)[:n], want[3:3+n]) {
+		t.Fatalf("up to the marker: %d, %v", n, all)
+	}
+	// At the end of the file: all there is.
+	f.Read(make([]byte, 8192), size-5000)
+	f.waitAsync()
+	segs = split(8000, 100)
+	if n, all := f.ReadCached(segs, size-1000); n != 1000 || !all || !bytes.Equal(join(segs)[:n], want[size-1000:]) {
+		t.Fatalf("at the end: %d, %v", n, all)
+	}
+	if n, all := f.ReadCached(segs, size); n != 0 || !all {
+		t.Fatalf("past the end: %d, %v", n, all)
+	}
+}
