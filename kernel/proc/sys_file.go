@@ -345,13 +345,14 @@ func (t *Thread) readInto(fd int, iov [][2]uint64, off int64) int64 {
 // of the file would not have touched.
 const maxCachedRead = 128 << 10
 
-// readCached serves a read of total bytes from a file's page cache
-// straight into the user buffers iov, with no kernel buffer between:
-// the buffers' pages are made present and held mapped (mm.PinUser)
-// while the file copies into them, which it does only if every byte is
-// in memory (vfs.OpenFile.ReadCached). It reports false when it did
-// not serve the read (a page not cached, a buffer that would fault
-// further): the ordinary read then does, overwriting what was copied.
+// readCached serves a read of total bytes from a page cache (a block
+// device's, an ext4 file's) straight into the user buffers iov, with
+// no kernel buffer between: the buffers' pages are made present and
+// held mapped (mm.PinUser) while the file copies into them, which it
+// does only if every byte is in memory (vfs.OpenFile.ReadCached). It
+// reports false when it did not serve the read (a page not cached, a
+// buffer that would fault further): the ordinary read then does,
+// overwriting what was copied.
 func (t *Thread) readCached(f *vfs.OpenFile, iov [][2]uint64, off int64, total int) (int64, bool) {
 	sp := t.Proc.Space()
 	segs, got := sp.PinUser(iov, total, true, t.pinned[:0])
@@ -362,6 +363,9 @@ func (t *Thread) readCached(f *vfs.OpenFile, iov [][2]uint64, off int64, total i
 	sp.UnpinUser()
 	clear(segs) // no references to user pages kept
 	t.pinned = segs[:0]
+	if ok {
+		f.AfterRead(n, total)
+	}
 	return int64(n), ok
 }
 

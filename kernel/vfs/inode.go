@@ -246,8 +246,9 @@ type ExactReader interface {
 	ReadsExactly()
 }
 
-// CachedReader is implemented by Files that can serve a read from
-// memory without waiting (a block device's page cache): ReadCached
+// CachedReader is implemented by Files and Regular inodes that can
+// serve a read from memory without waiting (a block device's or a
+// file's page cache): ReadCached
 // copies into dst, in order, the bytes at off it holds, stopping at the
 // first it would have to wait or read the disk for, and returns how
 // many and whether that is all that was asked (or all up to the end).

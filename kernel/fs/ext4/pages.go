@@ -242,6 +242,30 @@ func (fs *FS) readCached(f *pagecache.File, in *inode, p []byte, off int64) (int
 	return n, err
 }
 
+// ReadCached copies into dst the bytes of file ino at off if its page
+// cache holds every one of them, without waiting: nothing when the file
+// system's lock is taken (a writer may be changing them), the file has
+// no pages open, or a page is missing. It returns the bytes copied and
+// whether they are all of dst; a read that reaches the end of the file
+// is never all (ReadAt, which knows the size, serves it). For
+// vfs.CachedReader: it must not wait or do I/O.
+func (fs *FS) ReadCached(ino uint32, dst [][]byte, off int64) (int, bool) {
+	if !fs.mu.TryLock() {
+		return 0, false
+	}
+	defer fs.mu.Unlock()
+	f := fs.files[ino]
+	if f == nil {
+		return 0, false
+	}
+	total := 0
+	for _, d := range dst {
+		total += len(d)
+	}
+	n, _ := f.ReadCached(dst, off)
+	return n, n == total
+}
+
 // dropPages drops in's cached pages holding any of bytes [off, end),
 // whose copy on the disk changed (a write, a hole punched, a tail
 // zeroed). Preconditions: fs.mu held.

@@ -361,3 +361,33 @@ func TestPagesReadAhead(t *testing.T) {
 		})
 	}
 }
+
+// TestPagesReadCached: FS.ReadCached serves only what the page cache
+// holds, whole, within the file, and not while the lock is taken.
+func TestPagesReadCached(t *testing.T) {
+	f, _, c, _ := mountCached(t)
+	must := okIno(t)
+	ino := must(f.Create(RootIno, "f", linux.S_IFREG|0o644, 0, 0, 0, 0))
+	model := make([]byte, 100000)
+	rand.New(rand.NewSource(10)).Read(model)
+	writeAll(t, f, ino, model, 0)
+	ok(t, f.Sync())
+	c.DropClean()
+	a, b := make([]byte, 3000), make([]byte, 5000)
+	if n, all := f.ReadCached(ino, [][]byte{a, b}, 1000); all || n != 0 {
+		t.Fatalf("cold: %d, %v", n, all)
+	}
+	readAll(t, f, ino)
+	if n, all := f.ReadCached(ino, [][]byte{a, b}, 1000); !all || n != 8000 || !bytes.Equal(append(a, b...), model[1000:9000]) {
+		t.Fatalf("cached: %d, %v", n, all)
+	}
+	// Up to the end: the ordinary read's.
+	if _, all := f.ReadCached(ino, [][]byte{a}, int64(len(model))-1000); all {
+		t.Fatal("a read crossing the end served")
+	}
+	f.mu.Lock()
+	if _, all := f.ReadCached(ino, [][]byte{a}, 0); all {
+		t.Fatal("served with the lock taken")
+	}
+	f.mu.Unlock()
+}
