@@ -120,7 +120,7 @@ func New(frames Frames, dirtyLimit int64) *Cache {
 	c.bounce.New = func() any { b := make([]byte, maxRun*PageSize); return &b }
 	for i := range c.shards {
 		s := &c.shards[i]
-		s.index = map[key]int32{}
+		s.index = map[uint64]int32{}
 		s.cond.L = &s.mu
 	}
 	return c
@@ -170,10 +170,11 @@ type File struct {
 	own   ErrCursor
 }
 
-// Open registers b (size bytes) with the cache.
+// Open registers b (size bytes, at most maxSize of them cached) with
+// the cache.
 func (c *Cache) Open(b Backing, size int64, kind int) *File {
 	f := &File{c: c, kind: uint32(kind), b: b, dirty: map[uint64]struct{}{}}
-	f.size.Store(size)
+	f.size.Store(min(size, maxSize))
 	f.ra.marker = noPage
 	c.mu.Lock()
 	c.nextID++
@@ -195,6 +196,7 @@ func (f *File) Size() int64 { return f.size.Load() }
 // and drops a page the new end cuts through itself if its tail must
 // read as zeros.
 func (f *File) Resize(size int64) {
+	size = min(size, maxSize)
 	old := f.size.Swap(size)
 	if size < old {
 		f.invalidate((size+PageSize-1)/PageSize*PageSize, old, true)
