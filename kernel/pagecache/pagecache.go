@@ -229,6 +229,7 @@ func (f *File) Writeback() error { return f.writeback() }
 // DropClean writes f's dirty pages back and drops its clean ones
 // (BLKFLSBUF).
 func (f *File) DropClean() error {
+	f.waitAsync() // pages in flight would stay
 	err := f.writeback()
 	f.invalidate(0, f.size.Load(), false)
 	return err
@@ -246,6 +247,17 @@ func (f *File) Invalidate(off, n int64) {
 // DropClean drops every clean page in the cache (drop_caches) and
 // returns how many went.
 func (c *Cache) DropClean() int {
+	// Pages being read ahead are busy, which eviction skips: let their
+	// reads end first.
+	c.mu.Lock()
+	files := make([]*File, 0, len(c.files))
+	for _, f := range c.files {
+		files = append(files, f)
+	}
+	c.mu.Unlock()
+	for _, f := range files {
+		f.waitAsync()
+	}
 	n := 0
 	for i := range c.shards {
 		n += c.shards[i].evict(c, -1, false)

@@ -298,3 +298,31 @@ func TestReadCached(t *testing.T) {
 		t.Fatalf("past the end: %d, %v", n, all)
 	}
 }
+
+// Dropping clean pages waits for the read-ahead in flight, so that
+// nothing it reads stays cached.
+func TestDropCleanDuringReadAhead(t *testing.T) {
+	for _, whole := range []bool{false, true} {
+		fr := newFrames(1024)
+		c := New(fr, 1<<20)
+		d := newGated(1<<20, 4)
+		f := c.Open(d, 1<<20, KindBlock)
+		readPage(t, f, 0)
+		readPage(t, f, 1) // starts pages 4-11, held by the disk
+		<-d.started
+		done := make(chan struct{})
+		go func() {
+			if whole {
+				c.DropClean()
+			} else {
+				f.DropClean()
+			}
+			close(done)
+		}()
+		d.release <- struct{}{}
+		<-done
+		if fr.held() != 0 || c.ReadStats().Block != 0 {
+			t.Fatalf("whole cache %v: %d frames, %d pages left", whole, fr.held(), c.ReadStats().Block)
+		}
+	}
+}
