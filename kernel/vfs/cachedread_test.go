@@ -72,6 +72,9 @@ func TestReadCachedPosition(t *testing.T) {
 		t.Fatalf("position %d after the pread, want 11", pos)
 	}
 	f.SetFlags(linux.O_DIRECT)
+	if f.CachedReads() {
+		t.Fatal("CachedReads with O_DIRECT")
+	}
 	if _, ok := f.ReadCached([][]byte{a}, 0); ok {
 		t.Fatal("served an O_DIRECT read")
 	}

@@ -203,8 +203,11 @@ func (f *OpenFile) cachedReader() CachedReader {
 	return c
 }
 
-// CachedReads reports whether ReadCached may serve reads of the file.
-func (f *OpenFile) CachedReads() bool { return f.seekable && f.cachedReader() != nil }
+// CachedReads reports whether ReadCached may serve reads of the file
+// (not when it is O_DIRECT: those go to the disk).
+func (f *OpenFile) CachedReads() bool {
+	return f.seekable && f.Flags()&linux.O_DIRECT == 0 && f.cachedReader() != nil
+}
 
 // ReadCached is Pread at off, or Read at the file position when off <
 // 0, served whole from memory into dst (see CachedReader); the position
