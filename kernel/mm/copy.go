@@ -116,3 +116,42 @@ func (s *Space) CopyInString(va uintptr, max int) (string, error) {
 	}
 	return "", ErrNameTooLong
 }
+
+// PinUser makes the user buffers iov (address, length) present for a
+// copy into them (write) or out of them, up to max bytes, and appends
+// the kernel's view of them to segs, page by page; it stops at the
+// first page it cannot make present without more than a fault (a stack
+// that would have to grow, a bad address: an ordinary copy then deals
+// with it), and returns segs and the bytes they cover. It returns
+// holding the space's read lock, which keeps the pages mapped: the
+// caller copies, must not fault on or change this space meanwhile, and
+// then calls UnpinUser.
+func (s *Space) PinUser(iov [][2]uint64, max int, write bool, segs [][]byte) ([][]byte, int) {
+	s.mu.RLock()
+	got := 0
+	for _, v := range iov {
+		va, n := uintptr(v[0]), int(min(v[1], uint64(max-got)))
+		if va+uintptr(n) < va || va+uintptr(n) > UserTop {
+			return segs, got
+		}
+		for n > 0 {
+			pa, err := s.accessLocked(va, write)
+			if err != nil {
+				return segs, got
+			}
+			off := va & (PageSize - 1)
+			k := min(n, int(PageSize-off))
+			segs = append(segs, s.phys.Page(pa)[off:int(off)+k])
+			got += k
+			n -= k
+			va += uintptr(k)
+		}
+		if got == max {
+			break
+		}
+	}
+	return segs, got
+}
+
+// UnpinUser ends a PinUser.
+func (s *Space) UnpinUser() { s.mu.RUnlock() }

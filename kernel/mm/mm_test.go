@@ -1119,3 +1119,43 @@ func TestCOWTableShrinks(t *testing.T) {
 		t.Errorf("table not empty: %d entries", cowEntries())
 	}
 }
+
+// PinUser gives the pages of user buffers, across page and buffer
+// boundaries, up to a limit, and stops at the first bad page; what is
+// written through them is what the program reads.
+func TestPinUser(t *testing.T) {
+	s, _, _ := newTestSpace(t, 1000)
+	s.Map(VMA{Start: 0x400000, End: 0x403000, Prot: ProtRead | ProtWrite})
+	s.Map(VMA{Start: 0x500000, End: 0x501000, Prot: ProtRead})
+	iov := [][2]uint64{{0x400ff0, 20}, {0x401000, 0}, {0x402ffe, 5000}}
+	segs, got := s.PinUser(iov, 1000, true, nil)
+	s.UnpinUser()
+	// 20 bytes in two pieces, then 2 bytes before the end of the mapping.
+	if got != 22 || len(segs) != 3 || len(segs[0]) != 16 || len(segs[1]) != 4 || len(segs[2]) != 2 {
+		t.Fatalf("got %d bytes in %d segments", got, len(segs))
+	}
+	i := byte(0)
+	for _, sg := range segs {
+		for j := range sg {
+			sg[j] = 'a' + i
+			i++
+		}
+	}
+	b := make([]byte, 20)
+	if err := s.CopyIn(0x400ff0, b); err != nil || string(b) != "abcdefghijklmnopqrst" {
+		t.Fatalf("read back %q, %v", b, err)
+	}
+	// The limit cuts it; a read-only page cannot be pinned for writing.
+	if _, got := s.PinUser(iov, 10, true, nil); got != 10 {
+		t.Fatalf("limit 10: %d bytes", got)
+	}
+	s.UnpinUser()
+	if _, got := s.PinUser([][2]uint64{{0x500000, 10}}, 10, true, nil); got != 0 {
+		t.Fatalf("read-only page pinned for writing: %d bytes", got)
+	}
+	s.UnpinUser()
+	if _, got := s.PinUser([][2]uint64{{0x500000, 10}}, 10, false, nil); got != 10 {
+		t.Fatalf("read-only page for reading: %d bytes", got)
+	}
+	s.UnpinUser()
+}

@@ -1,14 +1,16 @@
 package pagecache
 
 import (
+	"errors"
 	"slices"
 )
 
 // Reading, writing and writing back a file's pages.
 
-// pageLen is how many bytes of page idx lie within the file.
+// pageLen is how many bytes of page idx lie within the file (0 for a
+// page wholly past the end: the file may have shrunk under a read-in).
 func (f *File) pageLen(idx uint64) int {
-	return int(min(int64(PageSize), f.size.Load()-int64(idx)*PageSize))
+	return int(max(min(int64(PageSize), f.size.Load()-int64(idx)*PageSize), 0))
 }
 
 // Read reads len(p) bytes at off. Reading at or past the end returns 0
@@ -28,23 +30,58 @@ func (f *File) Read(p []byte, off int64) (int, error) {
 		pos := off + int64(done)
 		idx := uint64(pos / PageSize)
 		in := int(pos % PageSize)
-		k := key{f.id, idx}
-		s := f.c.shardOf(k)
-		s.mu.Lock()
-		pg := s.waitLocked(k)
-		if pg == nil {
-			s.mu.Unlock()
-			want := (int64(len(p)-done) + int64(in) + PageSize - 1) / PageSize
-			if err := f.fill(idx, f.readAhead(idx, int(min(want, maxRun)))); err != nil {
-				return done, err
-			}
+		n, mark, hit := f.copyRun(p[done:], idx, in, size)
+		done += n
+		if mark != noPage {
+			f.markerHit(mark)
+		}
+		if hit {
 			continue
 		}
-		pg.flags |= pgReferenced
-		done += copy(p[done:], f.c.frames.Page(pg.pa)[in:f.pageLen(idx)])
-		s.mu.Unlock()
+		// A miss at page idx + n/PageSize (n ends on a page boundary).
+		idx += uint64((in + n) / PageSize)
+		if int64(idx)*PageSize >= f.size.Load() {
+			return done, nil // cut short meanwhile (Resize)
+		}
+		want := (int64(len(p)-done) + int64((in+n)%PageSize) + PageSize - 1) / PageSize
+		if err := f.readMiss(idx, int(min(want, maxRun))); err != nil {
+			return done, err
+		}
 	}
 	return done, nil
+}
+
+// copyRun copies into p the cached bytes from byte in of page idx on,
+// page after page while the pages are cached and in one shard (so one
+// lock covers the run; see groupShift), size being the file's size
+// when the read began. It returns the bytes copied, a read-ahead marker
+// it passed (or noPage) and whether it stopped for a reason other than
+// a page not cached (p full, or the next page in another shard).
+func (f *File) copyRun(p []byte, idx uint64, in int, size int64) (int, uint64, bool) {
+	k := key{f.id, idx}
+	s := f.c.shardOf(k)
+	mark := uint64(noPage)
+	done := 0
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		pg := s.waitLocked(k)
+		if pg == nil {
+			return done, mark, false
+		}
+		if pg.flags&pgReadahead != 0 {
+			pg.flags &^= pgReadahead
+			mark = k.index
+		}
+		pg.flags |= pgReferenced
+		end := min(int64(PageSize), size-int64(k.index)*PageSize)
+		done += copy(p[done:], f.c.frames.Page(pg.pa)[in:end])
+		in = 0
+		k.index++
+		if done == len(p) || f.c.shardOf(k) != s {
+			return done, mark, true
+		}
+	}
 }
 
 // waitLocked returns the page at k once it is not being read in, or nil.
@@ -59,35 +96,79 @@ func (s *shard) waitLocked(k key) *page {
 	}
 }
 
-// readAhead returns how many pages to read for a miss at idx when the
-// reader wants want pages: a miss where the last read-in ended is a
-// sequential stream, whose window doubles up to maxRun pages.
-func (f *File) readAhead(idx uint64, want int) int {
-	f.ra.Lock()
-	defer f.ra.Unlock()
-	if idx == f.ra.next && idx != 0 {
-		f.ra.win = min(max(2*f.ra.win, minReadAhead), maxRun)
-	} else {
-		f.ra.win = minReadAhead
+// fill reads pages idx.. (up to n of them, stopping at the end of the
+// file and at a page already cached) into the cache, flagging page mark
+// (if among them) as the read-ahead marker. Only page idx matters to
+// the caller: when a read of several pages fails, each is tried alone,
+// and a read-ahead page that fails is left out.
+func (f *File) fill(idx uint64, n int, mark uint64) error {
+	var pas [maxRun]uintptr
+	got, err := f.insertBusy(idx, n, mark, pas[:], true)
+	if got == 0 {
+		return err // nil: page idx appeared meanwhile, the caller looks again
 	}
-	n := max(want, f.ra.win)
-	f.ra.next = idx + uint64(n)
-	return n
+	bp := f.c.getBounce()
+	defer f.c.putBounce(bp)
+	buf := *bp
+	end := min(int64(idx+uint64(got))*PageSize, f.size.Load())
+	start := int64(idx) * PageSize
+	if end <= start {
+		// Cut short meanwhile: the pages are stale, dropped here.
+		for i := range got {
+			f.finishRead(idx+uint64(i), pas[i], nil, errShrunk)
+		}
+		return nil
+	}
+	_, err = f.b.ReadAt(buf[:end-start], start)
+	if err == nil {
+		for i := range got {
+			f.finishRead(idx+uint64(i), pas[i], buf[i*PageSize:], nil)
+		}
+		return nil
+	}
+	var first error
+	for i := range got {
+		j := idx + uint64(i)
+		b := buf[:f.pageLen(j)]
+		var err error = errShrunk
+		if len(b) > 0 {
+			_, err = f.b.ReadAt(b, int64(j)*PageSize)
+		}
+		f.finishRead(j, pas[i], b, err)
+		if i == 0 {
+			first = err
+		}
+	}
+	if first == errShrunk {
+		first = nil
+	}
+	return first
 }
 
-// fill reads pages idx.. (up to n of them, stopping at the end of the
-// file and at a page already cached) into the cache. Only page idx
-// matters to the caller: when a read of several pages fails, each is
-// tried alone, and a read-ahead page that fails is left out.
-func (f *File) fill(idx uint64, n int) error {
+// errShrunk drops a page read in past the file's end (Resize cut it).
+var errShrunk = errors.New("pagecache: page past the end")
+
+// insertBusy puts up to n pages from idx (stopping at the end of the
+// file and at a page already cached) into the cache, busy (being read
+// in), page mark flagged as the read-ahead marker, their frames in pas;
+// it returns how many. Frames come from Cache.alloc when shrink is set,
+// else only while the frame source has them free (read-ahead must not
+// push other pages out). An error is returned only when none could be
+// had.
+func (f *File) insertBusy(idx uint64, n int, mark uint64, pas []uintptr, shrink bool) (int, error) {
 	last := uint64((f.size.Load() + PageSize - 1) / PageSize)
-	var pas [maxRun]uintptr
 	got := 0
 	for i := idx; i < last && got < n; i++ {
-		pa, err := f.c.alloc()
+		var pa uintptr
+		var err error
+		if shrink {
+			pa, err = f.c.alloc()
+		} else if pa = f.c.frames.Alloc(); pa == 0 {
+			err = ErrNoMemory
+		}
 		if err != nil {
 			if got == 0 {
-				return err
+				return 0, err
 			}
 			break
 		}
@@ -99,45 +180,26 @@ func (f *File) fill(idx uint64, n int) error {
 			f.c.frames.Free(pa)
 			break // someone else has it (or is reading it in)
 		}
-		s.insertLocked(k, pa, pgBusy|f.kindFlag())
+		flags := pgBusy | f.kindFlag()
+		if i == mark {
+			flags |= pgReadahead
+		}
+		s.insertLocked(k, pa, flags)
 		f.c.pages[f.kind].Add(1)
 		s.mu.Unlock()
 		pas[got] = pa
 		got++
 	}
-	if got == 0 {
-		return nil // page idx appeared meanwhile: the caller looks again
-	}
-	bp := f.c.getBounce()
-	defer f.c.putBounce(bp)
-	buf := *bp
-	end := min(int64(idx+uint64(got))*PageSize, f.size.Load())
-	start := int64(idx) * PageSize
-	_, err := f.b.ReadAt(buf[:end-start], start)
-	if err == nil {
-		for i := range got {
-			f.finishRead(idx+uint64(i), pas[i], buf[i*PageSize:], nil)
-		}
-		return nil
-	}
-	var first error
-	for i := range got {
-		j := idx + uint64(i)
-		b := buf[:f.pageLen(j)]
-		_, err := f.b.ReadAt(b, int64(j)*PageSize)
-		f.finishRead(j, pas[i], b, err)
-		if i == 0 {
-			first = err
-		}
-	}
-	return first
+	return got, nil
 }
 
 // finishRead ends the read-in of page idx in frame pa: with src's bytes,
 // or, when err is set, by dropping the page (a later read tries again).
+// A read-ahead marker stays.
 func (f *File) finishRead(idx uint64, pa uintptr, src []byte, err error) {
 	if err == nil {
-		copy(f.c.frames.Page(pa)[:], src[:f.pageLen(idx)])
+		n := copy(f.c.frames.Page(pa)[:], src[:min(f.pageLen(idx), len(src))])
+		clear(f.c.frames.Page(pa)[n:])
 	}
 	k := key{f.id, idx}
 	s := f.c.shardOf(k)
@@ -150,7 +212,7 @@ func (f *File) finishRead(idx uint64, pa uintptr, src []byte, err error) {
 		// with that write anyway, later ones must read it again.
 		s.removeLocked(f.c, k)
 	} else {
-		pg.flags = pgUptodate | pgReferenced | f.kindFlag()
+		pg.flags = pgUptodate | pgReferenced | f.kindFlag() | pg.flags&pgReadahead
 	}
 	s.cond.Broadcast()
 	s.mu.Unlock()
@@ -189,7 +251,7 @@ func (f *File) Write(p []byte, off int64) (int, error) {
 		pg := s.waitLocked(k)
 		if pg == nil && n < plen {
 			s.mu.Unlock()
-			if err := f.fill(idx, 1); err != nil {
+			if err := f.fill(idx, 1, noPage); err != nil {
 				return done, err
 			}
 			continue
@@ -403,4 +465,62 @@ func (f *File) invalidate(off, end int64, dirty bool) {
 		}
 		pas = pas[:0]
 	}
+}
+
+// ReadCached copies into dst, in order, the bytes from off on that are
+// cached and up to date, stopping at the end of the file and at the
+// first page that is not (missing, being read in) or that holds a
+// read-ahead marker (Read must meet it to start the next window). It
+// returns the bytes copied and whether they are all that was asked (or
+// all up to the end). It never waits, reads the backing or allocates,
+// so that its caller may hold locks a page fault takes: dst is the
+// kernel's view of a program's buffers, which the caller keeps mapped.
+func (f *File) ReadCached(dst [][]byte, off int64) (int, bool) {
+	size := f.size.Load()
+	total := 0
+	for _, d := range dst {
+		total += len(d)
+	}
+	if off < 0 {
+		return 0, false
+	}
+	if off >= size || total == 0 {
+		return 0, true
+	}
+	want := int(min(int64(total), size-off))
+	done := 0
+	seg, at := 0, 0 // where byte done goes: dst[seg][at]
+	var s *shard
+	for done < want {
+		pos := off + int64(done)
+		k := key{f.id, uint64(pos / PageSize)}
+		if t := f.c.shardOf(k); t != s {
+			if s != nil {
+				s.mu.Unlock()
+			}
+			s = t
+			s.mu.Lock()
+		}
+		pg := s.lookupLocked(k)
+		if pg == nil || pg.flags&(pgBusy|pgReadahead) != 0 {
+			break
+		}
+		pg.flags |= pgReferenced
+		in := int(pos % PageSize)
+		end := int(min(int64(PageSize), int64(in)+int64(want-done)))
+		src := f.c.frames.Page(pg.pa)[in:end]
+		for len(src) > 0 {
+			for at == len(dst[seg]) {
+				seg, at = seg+1, 0
+			}
+			n := copy(dst[seg][at:], src)
+			src = src[n:]
+			at += n
+			done += n
+		}
+	}
+	if s != nil {
+		s.mu.Unlock()
+	}
+	return done, done == want
 }

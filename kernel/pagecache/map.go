@@ -44,7 +44,7 @@ func (f *File) HoldPage(idx uint64, write bool) (uintptr, error) {
 		pg := s.waitLocked(k)
 		if pg == nil {
 			s.mu.Unlock()
-			if err := f.fill(idx, f.readAhead(idx, 1)); err != nil {
+			if err := f.readMiss(idx, 1); err != nil {
 				return 0, err
 			}
 			continue

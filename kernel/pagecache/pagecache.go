@@ -19,9 +19,9 @@
 // go, until the shard fills again.
 //
 // Lookup takes no global lock: pages live in 64 shards by a hash of
-// (file, page index), each with its own mutex; a hit locks one shard
-// and copies the 4 KiB while holding it (the copy is to or from kernel
-// memory, so it cannot fault). The cache-wide lock (Cache.mu) guards
+// (file, page index / 8), each with its own mutex; a hit locks one
+// shard and copies while holding it, up to 8 pages a lock (the copy is
+// to or from kernel memory, so it cannot fault). The cache-wide lock (Cache.mu) guards
 // only the list of files, taken on open, release and by the flusher.
 //
 // Lock order: File.wbMu, then shard.mu, then File.dmu or Cache.dmu;
@@ -104,6 +104,7 @@ type Cache struct {
 	nextID uint32           // protected by mu
 
 	pages     [nKinds]atomic.Int64
+	raPages   atomic.Int64 // pages of asynchronous read-ahead in flight
 	dirty     atomic.Int64
 	writeback atomic.Int64
 	// dirtyLimit is the dirty pages above which a writer writes its own
@@ -128,7 +129,7 @@ func New(frames Frames, dirtyLimit int64) *Cache {
 	c.bounce.New = func() any { b := make([]byte, maxRun*PageSize); return &b }
 	for i := range c.shards {
 		s := &c.shards[i]
-		s.index = map[key]int32{}
+		s.index = map[uint64]int32{}
 		s.cond.L = &s.mu
 	}
 	return c
@@ -156,10 +157,14 @@ type File struct {
 	// sector size; a file system's file may change it (Resize).
 	size atomic.Int64
 
+	// ra is the read-ahead state of the file's stream (readahead.go).
 	ra struct {
 		sync.Mutex
-		next uint64 // page a sequential reader misses next
-		win  int    // pages the next sequential miss reads
+		next     uint64     // page after the last window: where a sequential reader misses next
+		win      int        // pages in the last window
+		marker   uint64     // the page whose hit starts the next window, or noPage
+		inflight int        // asynchronous windows being read
+		idle     *sync.Cond // inflight fell to 0; made by the first waiter
 	}
 
 	// wbMu makes write-backs of the file one at a time, so an fsync
@@ -174,10 +179,12 @@ type File struct {
 	own   ErrCursor
 }
 
-// Open registers b (size bytes) with the cache.
+// Open registers b (size bytes, at most maxSize of them cached) with
+// the cache.
 func (c *Cache) Open(b Backing, size int64, kind int) *File {
 	f := &File{c: c, kind: uint32(kind), b: b, dirty: map[uint64]struct{}{}}
-	f.size.Store(size)
+	f.size.Store(min(size, maxSize))
+	f.ra.marker = noPage
 	c.mu.Lock()
 	c.nextID++
 	for c.files[c.nextID] != nil || c.nextID == 0 {
@@ -198,6 +205,7 @@ func (f *File) Size() int64 { return f.size.Load() }
 // and drops a page the new end cuts through itself if its tail must
 // read as zeros.
 func (f *File) Resize(size int64) {
+	size = min(size, maxSize)
 	old := f.size.Swap(size)
 	if size < old {
 		f.invalidate((size+PageSize-1)/PageSize*PageSize, old, true)
@@ -212,6 +220,7 @@ func (f *File) Resize(size int64) {
 // (recorded too: see UnseenErr); the pages go even then (the file is gone: Linux, too, drops a block
 // device's pages on its last close whatever the write-back did).
 func (f *File) Release() error {
+	f.waitAsync() // its pages go below, not after
 	err := f.writeback()
 	f.invalidate(0, f.size.Load(), true)
 	f.c.mu.Lock()
@@ -232,6 +241,7 @@ func (f *File) Writeback() error { return f.writeback() }
 // DropClean writes f's dirty pages back and drops its clean ones
 // (BLKFLSBUF).
 func (f *File) DropClean() error {
+	f.waitAsync() // pages in flight would stay
 	err := f.writeback()
 	f.invalidate(0, f.size.Load(), false)
 	return err
@@ -249,6 +259,17 @@ func (f *File) Invalidate(off, n int64) {
 // DropClean drops every clean page in the cache (drop_caches) and
 // returns how many went.
 func (c *Cache) DropClean() int {
+	// Pages being read ahead are busy, which eviction skips: let their
+	// reads end first.
+	c.mu.Lock()
+	files := make([]*File, 0, len(c.files))
+	for _, f := range c.files {
+		files = append(files, f)
+	}
+	c.mu.Unlock()
+	for _, f := range files {
+		f.waitAsync()
+	}
 	n := 0
 	for i := range c.shards {
 		n += c.shards[i].evict(c, -1, false)

@@ -8,6 +8,19 @@ type key struct {
 	index uint64
 }
 
+// indexBits is the bits of a page index a shard's map key keeps: files
+// are at most maxSize bytes.
+const indexBits = 40
+
+// maxSize is the largest file the cache holds (4 PiB); a larger size is
+// cut to it.
+const maxSize = PageSize << indexBits
+
+// packed is k as one word, the shard maps' key: a map of uint64 keys
+// hashes in a few instructions, one of structs through the generic
+// hash, which was most of a cached read's look-up.
+func (k key) packed() uint64 { return uint64(k.file)<<indexBits | k.index }
+
 // Page states (page.flags).
 const (
 	pgUptodate   = 1 << iota // the frame holds the page's bytes
@@ -17,7 +30,14 @@ const (
 	pgReferenced             // used since the clock hand last passed
 	pgFileKind               // the file is KindFile (else KindBlock)
 	pgStale                  // invalidated while busy: drop once read in
+	pgReadahead              // read-ahead marker: a reader's hit starts the next window (readahead.go)
 )
+
+// groupShift makes runs of 1<<groupShift consecutive pages of a file
+// (32 KiB) share a shard, so that a read of many pages takes a shard's
+// lock once a run rather than once a page; different files and
+// different runs of one file still spread over all shards.
+const groupShift = 3
 
 // page is one cached page. It holds no pointers, so the slices of them
 // are never scanned by the garbage collector.
@@ -34,21 +54,21 @@ type page struct {
 // shard is a sixty-fourth of the cache.
 type shard struct {
 	mu    sync.Mutex
-	cond  sync.Cond     // a page's pgBusy cleared; L is &mu
-	index map[key]int32 // page slot by key; protected by mu
-	pages []page        // slots; protected by mu
-	free  []int32       // unused slots; protected by mu
-	hand  int           // clock hand over pages; protected by mu
+	cond  sync.Cond        // a page's pgBusy cleared; L is &mu
+	index map[uint64]int32 // page slot by key.packed(); protected by mu
+	pages []page           // slots; protected by mu
+	free  []int32          // unused slots; protected by mu
+	hand  int              // clock hand over pages; protected by mu
 }
 
 func (c *Cache) shardOf(k key) *shard {
-	h := (k.index*0x9e3779b97f4a7c15 + uint64(k.file)*0xc2b2ae3d27d4eb4f) >> 58
+	h := ((k.index>>groupShift)*0x9e3779b97f4a7c15 + uint64(k.file)*0xc2b2ae3d27d4eb4f) >> 58
 	return &c.shards[h]
 }
 
 // lookupLocked returns the page at k, or nil. Preconditions: s.mu held.
 func (s *shard) lookupLocked(k key) *page {
-	if i, ok := s.index[k]; ok {
+	if i, ok := s.index[k.packed()]; ok {
 		return &s.pages[i]
 	}
 	return nil
@@ -66,13 +86,13 @@ func (s *shard) insertLocked(k key, pa uintptr, flags uint32) {
 		i = int32(len(s.pages) - 1)
 	}
 	s.pages[i] = page{pa: pa, key: k, flags: flags}
-	s.index[k] = i
+	s.index[k.packed()] = i
 }
 
 // removeLocked forgets the page at k and returns its frame.
 // Preconditions: s.mu held, a page at k.
 func (s *shard) removeLocked(c *Cache, k key) uintptr {
-	i := s.index[k]
+	i := s.index[k.packed()]
 	p := &s.pages[i]
 	pa := p.pa
 	c.pages[p.kind()].Add(-1)
@@ -80,7 +100,7 @@ func (s *shard) removeLocked(c *Cache, k key) uintptr {
 		c.dirty.Add(-1)
 	}
 	*p = page{}
-	delete(s.index, k)
+	delete(s.index, k.packed())
 	s.free = append(s.free, i)
 	return pa
 }

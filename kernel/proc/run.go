@@ -34,6 +34,10 @@ type Thread struct {
 	iovRaw  [16 * fastIOV]byte
 	iovFast [fastIOV][2]uint64
 	vctx    vfs.Ctx
+	// pinned holds the kernel's view of a read's user buffers while a
+	// cached read copies straight into them (readCached); its array
+	// is kept from call to call.
+	pinned [][]byte
 	// The same for poll's and epoll_wait's arrays when they are short.
 	pollRaw   [8 * fastPoll]byte
 	pollReqs  [fastPoll]pollReq

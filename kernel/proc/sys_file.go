@@ -310,13 +310,21 @@ func (t *Thread) readInto(fd int, iov [][2]uint64, off int64) int64 {
 	for _, v := range iov {
 		total += v[1]
 	}
+	if total > 0 && total <= maxCachedRead && f.CachedReads() {
+		if n, ok := t.readCached(f, iov, off, int(total)); ok {
+			return n
+		}
+	}
 	pb := iobuf.Get(int(min(total, maxIO)))
 	defer iobuf.Put(pb)
 	buf := *pb
 	// A lent buffer holds what another call moved: cleared, so that a
 	// file that reports bytes it did not write (as one might that
-	// counted on a new buffer's zeros) cannot hand them out.
-	clear(buf)
+	// counted on a new buffer's zeros) cannot hand them out. Files of
+	// the page cache (ext4's, block devices) copy every byte they report.
+	if !f.ReadsExactly() {
+		clear(buf)
+	}
 	n, err := t.readIO(f, buf, off)
 	done := buf[:n]
 	for _, v := range iov {
@@ -330,6 +338,35 @@ func (t *Thread) readInto(fd int, iov [][2]uint64, off int64) int64 {
 		done = done[k:]
 	}
 	return t.ioResult(n, err)
+}
+
+// maxCachedRead is the largest read readCached serves: it makes every
+// page of the buffers present first, which a read cut short by the end
+// of the file would not have touched.
+const maxCachedRead = 128 << 10
+
+// readCached serves a read of total bytes from a page cache (a block
+// device's, an ext4 file's) straight into the user buffers iov, with
+// no kernel buffer between: the buffers' pages are made present and
+// held mapped (mm.PinUser) while the file copies into them, which it
+// does only if every byte is in memory (vfs.OpenFile.ReadCached). It
+// reports false when it did not serve the read (a page not cached, a
+// buffer that would fault further): the ordinary read then does,
+// overwriting what was copied.
+func (t *Thread) readCached(f *vfs.OpenFile, iov [][2]uint64, off int64, total int) (int64, bool) {
+	sp := t.Proc.Space()
+	segs, got := sp.PinUser(iov, total, true, t.pinned[:0])
+	n, ok := 0, false
+	if got == total {
+		n, ok = f.ReadCached(segs, off)
+	}
+	sp.UnpinUser()
+	clear(segs) // no references to user pages kept
+	t.pinned = segs[:0]
+	if ok {
+		f.AfterRead(n, total)
+	}
+	return int64(n), ok
 }
 
 func sysOpen(t *Thread, a *[6]uint64) (int64, bool) {

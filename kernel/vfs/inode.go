@@ -237,6 +237,27 @@ type Regular interface {
 	Append(p []byte) (n int, end int64, err error)
 }
 
+// ExactReader is implemented by Files and Regular inodes whose reads
+// write every byte of p[:n] they report (n) from the file's data: the
+// read(2) path then hands its lent buffer out without clearing it first
+// (OpenFile.ReadsExactly), which it must do for any other file in case
+// one reports bytes it never wrote.
+type ExactReader interface {
+	ReadsExactly()
+}
+
+// CachedReader is implemented by Files and Regular inodes that can
+// serve a read from memory without waiting (a block device's or a
+// file's page cache): ReadCached
+// copies into dst, in order, the bytes at off it holds, stopping at the
+// first it would have to wait or read the disk for, and returns how
+// many and whether that is all that was asked (or all up to the end).
+// dst is the kernel's view of a program's buffers, kept mapped by a
+// lock page faults take: ReadCached must not wait, fault or do I/O.
+type CachedReader interface {
+	ReadCached(dst [][]byte, off int64) (n int, all bool)
+}
+
 // OpenCounter is implemented by inodes that must know whether an open
 // file refers to them: an in-memory file system frees an unlinked file's
 // data when its last open file goes (an open file, O_PATH ones too, keeps

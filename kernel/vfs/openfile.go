@@ -181,6 +181,72 @@ func (f *OpenFile) Read(p []byte, intr <-chan struct{}) (int, error) {
 	return n, err
 }
 
+// ReadsExactly reports whether the file writes every byte of a read it
+// reports (see ExactReader).
+func (f *OpenFile) ReadsExactly() bool {
+	if r, ok := f.file.(regularFile); ok {
+		_, ok := r.r.(ExactReader)
+		return ok
+	}
+	_, ok := f.file.(ExactReader)
+	return ok
+}
+
+// cachedReader returns the file as a CachedReader (a regular file's
+// inode, or the File itself), or nil.
+func (f *OpenFile) cachedReader() CachedReader {
+	if r, ok := f.file.(regularFile); ok {
+		c, _ := r.r.(CachedReader)
+		return c
+	}
+	c, _ := f.file.(CachedReader)
+	return c
+}
+
+// CachedReads reports whether ReadCached may serve reads of the file
+// (not when it is O_DIRECT: those go to the disk).
+func (f *OpenFile) CachedReads() bool {
+	return f.seekable && f.Flags()&linux.O_DIRECT == 0 && f.cachedReader() != nil
+}
+
+// ReadCached is Pread at off, or Read at the file position when off <
+// 0, served whole from memory into dst (see CachedReader); the position
+// moves, and the caller calls AfterRead once it may wait again. It
+// returns false when it cannot serve the whole read so (the file is not
+// a CachedReader, or is O_DIRECT, or the bytes are not all in memory,
+// or another read holds the position, or the call is one Pread
+// refuses): then nothing happened but bytes copied into dst, which the
+// ordinary read that must follow overwrites.
+func (f *OpenFile) ReadCached(dst [][]byte, off int64) (int, bool) {
+	c := f.cachedReader()
+	if c == nil || !f.seekable || !f.readable() || f.Flags()&linux.O_DIRECT != 0 {
+		return 0, false
+	}
+	if off >= 0 {
+		asked := int64(0)
+		for _, d := range dst {
+			asked += int64(len(d))
+		}
+		if off+asked < 0 {
+			return 0, false
+		}
+		return c.ReadCached(dst, off)
+	}
+	if !f.posMu.TryLock() {
+		return 0, false
+	}
+	defer f.posMu.Unlock()
+	n, all := c.ReadCached(dst, f.pos)
+	if all {
+		f.pos += int64(n)
+	}
+	return n, all
+}
+
+// AfterRead follows a ReadCached of asked bytes that served n, as Read
+// and Pread do themselves: the access time, IN_ACCESS.
+func (f *OpenFile) AfterRead(n, asked int) { f.read(n, asked, nil) }
+
 // read follows a read of asked bytes that returned n: the access time
 // moves as the mount's mode says, as Linux's does for every read that
 // asked for bytes and did not fail (at the end of a file too; a pipe or

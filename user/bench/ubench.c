@@ -18,6 +18,12 @@
  *                               free 256 KiB blocks OPS/THREADS times
  *                               (musl serves them with mmap/munmap, so
  *                               the kernel's mmap and fault paths work)
+ *   ubench blkread DEV MIB [KIB]  the first MIB MiB of block device DEV
+ *                               read in order through the page cache once
+ *                               to fill it, then timed: 4 KiB preads (time
+ *                               per read) and 64 KiB ones (time per read),
+ *                               or only KIB KiB ones
+ *   ubench fileread PATH [KIB]  the same for the whole of file PATH
  *   ubench touch                (run by spawn) read one byte per page of
  *                               this program's own data, then exit
  *
@@ -27,6 +33,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <net/if.h>
@@ -351,6 +358,59 @@ static void bench_malloc(int threads, long ops)
 	report(name, ns, 1, 1e6, "ms");
 }
 
+/* One pass of reads of bs bytes over the first size bytes of fd. */
+static void read_pass(int fd, long long size, size_t bs, char *buf)
+{
+	for (long long off = 0; off + (long long)bs <= size; off += bs)
+		if (pread(fd, buf, bs, off) != (ssize_t)bs)
+			die("pread");
+}
+
+/* Cached sequential reads of fd's first size bytes: a pass that fills
+ * the page cache, then REPS timed passes of 4 KiB and of 64 KiB reads;
+ * the time per read is reported as NAME_4k and NAME_64k. */
+static void bench_cached_read(int fd, long long size, const char *name, long only)
+{
+	static char buf[64 << 10] __attribute__((aligned(4096)));
+	static const size_t sizes[] = { 4 << 10, 64 << 10 };
+	if (size < (long long)sizeof buf)
+		die("cached read: too small");
+	read_pass(fd, size, sizeof buf, buf);
+	for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+		if (only && sizes[k] != (size_t)only << 10)
+			continue;
+		long long ns[REPS];
+		for (int r = 0; r < REPS; r++) {
+			long long t0 = now_ns();
+			read_pass(fd, size, sizes[k], buf);
+			ns[r] = now_ns() - t0;
+		}
+		char full[48];
+		snprintf(full, sizeof full, "%s_%zuk", name, sizes[k] >> 10);
+		report(full, ns, (double)(size / (long long)sizes[k]), 1, "ns");
+	}
+	close(fd);
+}
+
+static void bench_blkread(const char *dev, long mib, long only)
+{
+	int fd = open(dev, O_RDONLY);
+	if (fd < 0)
+		die(dev);
+	bench_cached_read(fd, (long long)mib << 20, "blkread", only);
+}
+
+static void bench_fileread(const char *path, long only)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		die(path);
+	off_t size = lseek(fd, 0, SEEK_END);
+	if (size < 0)
+		die("lseek");
+	bench_cached_read(fd, size, "fileread", only);
+}
+
 /* Data the spawned "touch" run reads; the build links a variant of this
  * program with a large .data or .bss array (ubench_blob, see
  * user/bench/blob.S). */
@@ -391,8 +451,12 @@ int main(int argc, char **argv)
 		bench_fault(atol(argv[2]));
 	else if (argc >= 4 && !strcmp(argv[1], "malloc"))
 		bench_malloc(atoi(argv[2]), atol(argv[3]));
+	else if (argc >= 4 && !strcmp(argv[1], "blkread"))
+		bench_blkread(argv[2], atol(argv[3]), argc > 4 ? atol(argv[4]) : 0);
+	else if (argc >= 3 && !strcmp(argv[1], "fileread"))
+		bench_fileread(argv[2], argc > 3 ? atol(argv[3]) : 0);
 	else {
-		fprintf(stderr, "usage: ubench getppid N | clock N | getcpu N | spawn N PATH [ARG [NAME]] | pingpong N | unixpingpong N | unixbulk MIB | tcppingpong N | tcpbulk MIB | fault PAGES | malloc THREADS OPS | touch\n");
+		fprintf(stderr, "usage: ubench getppid N | clock N | getcpu N | spawn N PATH [ARG [NAME]] | pingpong N | unixpingpong N | unixbulk MIB | tcppingpong N | tcpbulk MIB | fault PAGES | malloc THREADS OPS | blkread DEV MIB [KIB] | fileread PATH [KIB] | touch\n");
 		return 2;
 	}
 	return 0;

@@ -282,6 +282,18 @@ func (f *blockFile) Read(b vfs.Blocking, p []byte, off int64) (int, error) {
 	return n, blockErrno(n, cacheErr(err))
 }
 
+// ReadCached implements vfs.CachedReader from the device's page cache.
+func (f *blockFile) ReadCached(dst [][]byte, off int64) (int, bool) {
+	if f.cache == nil {
+		return 0, false
+	}
+	return f.cache.f.ReadCached(dst, off)
+}
+
+// ReadsExactly implements vfs.ExactReader: Read copies every byte it
+// reports, from the page cache or the disk.
+func (f *blockFile) ReadsExactly() {}
+
 func (f *blockFile) Write(b vfs.Blocking, p []byte, off int64) (int, error) {
 	if f.cache == nil {
 		n, err := blk.WriteBytes(f.d, p, off)

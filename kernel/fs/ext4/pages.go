@@ -248,6 +248,30 @@ func (fs *FS) readCached(f *pagecache.File, in *inode, p []byte, off int64) (int
 	return n, err
 }
 
+// ReadCached copies into dst the bytes of file ino at off if its page
+// cache holds every one of them, without waiting: nothing when the file
+// system's lock is taken (a writer may be changing them), the file has
+// no pages open, or a page is missing. It returns the bytes copied and
+// whether they are all of dst; a read that reaches the end of the file
+// is never all (ReadAt, which knows the size, serves it). For
+// vfs.CachedReader: it must not wait or do I/O.
+func (fs *FS) ReadCached(ino uint32, dst [][]byte, off int64) (int, bool) {
+	if !fs.mu.TryLock() {
+		return 0, false
+	}
+	defer fs.mu.Unlock()
+	f := fs.files[ino]
+	if f == nil {
+		return 0, false
+	}
+	total := 0
+	for _, d := range dst {
+		total += len(d)
+	}
+	n, _ := f.ReadCached(dst, off)
+	return n, n == total
+}
+
 // dropPages drops in's cached pages holding any of bytes [off, end),
 // whose copy on the disk changed (a write, a hole punched, a tail
 // zeroed). Preconditions: fs.mu held.
@@ -313,7 +337,9 @@ func (fs *FS) Forget(ino uint32) {
 // fileBacking is what the page cache reads a file's pages from and
 // writes them back to. Reads: the blocks its map gives, zeros for
 // holes, unwritten extents, fresh blocks and bytes past its end; the
-// cache calls ReadAt only from File.Read, File.Write and File.HoldPage,
+// cache calls ReadAt and PrepareRead (its asynchronous read-ahead maps
+// a window then and reads it later) only from File.Read, File.Write and
+// File.HoldPage,
 // which this package calls holding FS.mu. Writes: the blocks the dataMap gives,
 // under the dataMap's lock and without FS.mu.
 type fileBacking struct {
@@ -349,6 +375,75 @@ func (b fileBacking) ReadAt(p []byte, off int64) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// PrepareRead implements pagecache.Preparer for the cache's
+// asynchronous read-ahead: it maps bytes [off, off+n) now, holding FS.mu
+// as for ReadAt, and returns the device reads to do later without it.
+// What it saw then is what the pages get: a block freed or a hole
+// filled meanwhile is a change (truncate, hole punch, a write to a
+// busy page, which waits for the read) that invalidates the pages or
+// writes over them once read.
+func (b fileBacking) PrepareRead(off int64, n int) (func(p []byte) error, error) {
+	fs := b.fs
+	in, err := fs.iget(b.ino)
+	if err != nil {
+		return nil, err
+	}
+	valid := int64(0) // bytes within the file
+	if uint64(off) < in.size {
+		valid = min(int64(n), int64(in.size-uint64(off)))
+	}
+	fm, err := fs.mapping(in)
+	if err != nil {
+		return nil, err
+	}
+	// The runs to read: (where in p, bytes, byte on the device); the
+	// rest of p reads as zeros.
+	type run struct{ at, n, dev int64 }
+	var runs []run
+	bs := int64(fs.blockSize)
+	for done := int64(0); done < valid; {
+		pos := off + done
+		inBlk := pos % bs
+		pblk, cnt, unwritten, err := fm.lookup(uint32(pos/bs), uint32((inBlk+valid-done+bs-1)/bs))
+		if err != nil {
+			return nil, err
+		}
+		chunk := min(int64(cnt)*bs-inBlk, valid-done)
+		if pblk != 0 && !unwritten {
+			runs = append(runs, run{done, chunk, int64(pblk)*bs + inBlk})
+		}
+		done += chunk
+	}
+	// Fresh blocks hold what the disk had before they were allocated.
+	var fresh [][2]int64
+	b.dm.mu.Lock()
+	for pos := int64(0); pos < int64(n); pos += pagecache.PageSize {
+		pb, ok := b.dm.pages[uint64((off+pos)/pagecache.PageSize)]
+		if !ok || pb.fresh == 0 {
+			continue
+		}
+		for slot := range int64(pagecache.PageSize) / bs {
+			if pb.fresh&(1<<slot) != 0 {
+				from := min(pos+slot*bs, int64(n))
+				fresh = append(fresh, [2]int64{from, min(from+bs, int64(n))})
+			}
+		}
+	}
+	b.dm.mu.Unlock()
+	return func(p []byte) error {
+		clear(p)
+		for _, r := range runs {
+			if _, err := fs.dev.ReadAt(p[r.at:r.at+r.n], r.dev); err != nil {
+				return fmt.Errorf("ext4: read inode %d: %w", b.ino, errors.Join(linux.EIO, err))
+			}
+		}
+		for _, z := range fresh {
+			clear(p[z[0]:z[1]])
+		}
+		return nil
+	}, nil
 }
 
 // WriteAt writes back pages from off (a page boundary): each block the

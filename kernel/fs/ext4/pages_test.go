@@ -13,10 +13,10 @@ import (
 
 // heapFrames is page cache frames from the Go heap.
 type heapFrames struct {
-	mu    sync.Mutex
-	next  uintptr
-	live  map[uintptr]*[pagecache.PageSize]byte
-	limit   int  // with limited: the most frames live at once
+	mu      sync.Mutex
+	next    uintptr
+	live    map[uintptr]*[pagecache.PageSize]byte
+	limit   int // with limited: the most frames live at once
 	limited bool
 }
 
@@ -347,4 +347,86 @@ func TestWriteWithoutMemory(t *testing.T) {
 			fsck(t, d)
 		})
 	}
+}
+
+// TestPagesReadAhead: a file read in order, 4 KiB at a time, from a
+// cold cache, so that the cache reads ahead asynchronously through
+// PrepareRead (written extents, a punched hole, an unwritten extent,
+// fresh blocks of a page written since): every page reads as the model,
+// a truncate with read-ahead in flight leaves no page past the end, and
+// nothing is left after the unmount.
+func TestPagesReadAhead(t *testing.T) {
+	for _, v := range writeVariants[:2] {
+		t.Run(v.name, func(t *testing.T) {
+			f, _, c, fr := mountCached(t, v.opts...)
+			must := okIno(t)
+			ino := must(f.Create(RootIno, "f", linux.S_IFREG|0o644, 0, 0, 0, 0))
+			model := make([]byte, 3<<20+1234)
+			rand.New(rand.NewSource(9)).Read(model)
+			writeAll(t, f, ino, model, 0)
+			ok(t, f.Fallocate(ino, FallocPunchHole|FallocKeepSize, 600<<10, 300<<10))
+			clear(model[600<<10 : 900<<10])
+			ok(t, f.Fallocate(ino, 0, 700<<10, 100<<10)) // unwritten, inside the hole
+			ok(t, f.Sync())
+			c.DropClean()
+			// Fresh blocks in the hole: a page written, dirty, its
+			// neighbours read from the disk around it.
+			writeAll(t, f, ino, []byte("fresh"), 850<<10+10)
+			copy(model[850<<10+10:], "fresh")
+			p := make([]byte, 4096)
+			for off := 0; off < len(model); off += len(p) {
+				n, err := f.ReadAt(ino, p, int64(off))
+				if err != nil || n != min(len(p), len(model)-off) || !bytes.Equal(p[:n], model[off:off+n]) {
+					t.Fatalf("read at %d: %d, %v", off, n, err)
+				}
+			}
+			// Again from the middle, then cut the file while the stream
+			// runs.
+			c.DropClean()
+			for off := 1 << 20; off < 1<<20+64<<10; off += len(p) {
+				if n, err := f.ReadAt(ino, p, int64(off)); n != len(p) || err != nil || !bytes.Equal(p, model[off:off+n]) {
+					t.Fatalf("read at %d: %d, %v", off, n, err)
+				}
+			}
+			ok(t, f.Truncate(ino, 1<<20+10000))
+			model = model[:1<<20+10000]
+			if got := readAll(t, f, ino); !bytes.Equal(got, model) {
+				t.Fatal("wrong bytes after the truncate")
+			}
+			ok(t, f.Unmount())
+			if n := filePages(c); n != 0 || len(fr.live) != 0 {
+				t.Fatalf("%d pages, %d frames left after the unmount", n, len(fr.live))
+			}
+		})
+	}
+}
+
+// TestPagesReadCached: FS.ReadCached serves only what the page cache
+// holds, whole, within the file, and not while the lock is taken.
+func TestPagesReadCached(t *testing.T) {
+	f, _, c, _ := mountCached(t)
+	must := okIno(t)
+	ino := must(f.Create(RootIno, "f", linux.S_IFREG|0o644, 0, 0, 0, 0))
+	model := make([]byte, 100000)
+	rand.New(rand.NewSource(10)).Read(model)
+	writeAll(t, f, ino, model, 0)
+	ok(t, f.Sync())
+	c.DropClean()
+	a, b := make([]byte, 3000), make([]byte, 5000)
+	if n, all := f.ReadCached(ino, [][]byte{a, b}, 1000); all || n != 0 {
+		t.Fatalf("cold: %d, %v", n, all)
+	}
+	readAll(t, f, ino)
+	if n, all := f.ReadCached(ino, [][]byte{a, b}, 1000); !all || n != 8000 || !bytes.Equal(append(a, b...), model[1000:9000]) {
+		t.Fatalf("cached: %d, %v", n, all)
+	}
+	// Up to the end: the ordinary read's.
+	if _, all := f.ReadCached(ino, [][]byte{a}, int64(len(model))-1000); all {
+		t.Fatal("a read crossing the end served")
+	}
+	f.mu.Lock()
+	if _, all := f.ReadCached(ino, [][]byte{a}, 0); all {
+		t.Fatal("served with the lock taken")
+	}
+	f.mu.Unlock()
 }

@@ -386,6 +386,15 @@ func (f file) ReadAt(p []byte, off int64) (int, error) {
 	return n, f.fs.errno(err)
 }
 
+// ReadCached implements vfs.CachedReader from the file's page cache.
+func (f file) ReadCached(dst [][]byte, off int64) (int, bool) {
+	return f.fs.disk.ReadCached(f.ino, dst, off)
+}
+
+// ReadsExactly implements vfs.ExactReader: a read copies every byte it
+// reports (from the page cache, the disk, or zeros for holes).
+func (f file) ReadsExactly() {}
+
 // WriteAt implements vfs.Regular.
 func (f file) WriteAt(p []byte, off int64) (int, error) {
 	n, err := f.fs.disk.WriteAt(f.ino, p, off)
