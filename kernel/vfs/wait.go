@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"shortbread/kernel/abi/linux"
 )
@@ -38,6 +39,10 @@ type Blocking struct {
 type Queue struct {
 	mu      sync.Mutex
 	watches []*watch // protected by mu; registration order
+
+	// spare is a Waiter whose blocking call on this queue ended, kept
+	// for the next one (see Waiter).
+	spare atomic.Pointer[Waiter]
 }
 
 type watch struct{ ch chan<- struct{} }
@@ -48,19 +53,86 @@ type watch struct{ ch chan<- struct{} }
 // says the same thing ("look again").
 func (q *Queue) Watch(ch chan<- struct{}) (cancel func()) {
 	w := &watch{ch}
+	q.add(w)
+	return func() { q.remove(w) }
+}
+
+func (q *Queue) add(w *watch) {
 	q.mu.Lock()
 	q.watches = append(q.watches, w)
 	q.mu.Unlock()
-	return func() {
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		for i, x := range q.watches {
-			if x == w {
-				q.watches = append(q.watches[:i], q.watches[i+1:]...)
-				return
-			}
+}
+
+func (q *Queue) remove(w *watch) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, x := range q.watches {
+		if x == w {
+			q.watches = append(q.watches[:i], q.watches[i+1:]...)
+			return
 		}
 	}
+}
+
+// Waiter is a wake-up channel and its registrations on queues, reused
+// from one blocking call to the next: a socket's read or write that
+// waits once each time (a request and its answer) would otherwise
+// allocate a channel, a watch record and its cancel function per wait.
+// The queue a call waits on first keeps one spare Waiter; a second
+// caller waiting at the same time gets a new one.
+type Waiter struct {
+	ch chan struct{}
+	// ws are the registrations on the first queues watched, more
+	// beyond them: each record's address is its identity in the queue.
+	ws    [2]watch
+	wq    [2]*Queue
+	n     int
+	extra []func()
+}
+
+// GetWaiter returns the queue's spare Waiter, watching nothing, or a
+// new one. Give it back with Release.
+func (q *Queue) GetWaiter() *Waiter {
+	if w := q.spare.Swap(nil); w != nil {
+		return w
+	}
+	return &Waiter{ch: make(chan struct{}, 1)}
+}
+
+// C is the channel every watched queue's Notify signals.
+func (w *Waiter) C() <-chan struct{} { return w.ch }
+
+// Watch registers the waiter on q until Release.
+func (w *Waiter) Watch(q *Queue) {
+	if w.n < len(w.ws) {
+		r := &w.ws[w.n]
+		r.ch = w.ch
+		w.wq[w.n] = q
+		w.n++
+		q.add(r)
+		return
+	}
+	w.extra = append(w.extra, q.Watch(w.ch))
+}
+
+// Release removes every registration, empties the channel (a signal
+// left there would only wake the next wait for nothing) and offers the
+// waiter to home, the queue it came from, as its spare.
+func (w *Waiter) Release(home *Queue) {
+	for i := 0; i < w.n; i++ {
+		w.wq[i].remove(&w.ws[i])
+		w.wq[i] = nil
+	}
+	w.n = 0
+	for _, cancel := range w.extra {
+		cancel()
+	}
+	w.extra = nil
+	select {
+	case <-w.ch:
+	default:
+	}
+	home.spare.CompareAndSwap(nil, w)
 }
 
 // Notify signals every watcher.
@@ -82,26 +154,26 @@ func (q *Queue) Waiters() int {
 	return len(q.watches)
 }
 
-// waiter is a reusable registration for one blocking call: Wait sleeps
-// until the queue is notified or the call is interrupted.
+// waiter is one blocking call's registration on a queue, made when
+// first armed, with the queue's spare Waiter (no allocation).
 type waiter struct {
-	ch     chan struct{}
-	cancel func()
+	w *Waiter
+	q *Queue
 }
 
 // arm registers a waiter on q; call it before checking the condition
 // waited for, so that a change after the check is not missed.
 func (w *waiter) arm(q *Queue) {
-	if w.ch == nil {
-		w.ch = make(chan struct{}, 1)
-		w.cancel = q.Watch(w.ch)
+	if w.w == nil {
+		w.w, w.q = q.GetWaiter(), q
+		w.w.Watch(q)
 	}
 }
 
 // wait sleeps until notified (nil) or interrupted (EINTR).
 func (w *waiter) wait(b Blocking) error {
 	select {
-	case <-w.ch:
+	case <-w.w.ch:
 		return nil
 	case <-b.Intr:
 		return linux.EINTR
@@ -110,8 +182,8 @@ func (w *waiter) wait(b Blocking) error {
 
 // done removes the registration.
 func (w *waiter) done() {
-	if w.cancel != nil {
-		w.cancel()
+	if w.w != nil {
+		w.w.Release(w.q)
 	}
 }
 

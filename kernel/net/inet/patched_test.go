@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+
+	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/net/socket"
 )
 
 // A request answered at once carries the ACK of the request, as on
@@ -72,5 +75,63 @@ func TestConnectedMSS(t *testing.T) {
 		if v := mss(s); v <= 65000 || v > loopbackMTU-40 {
 			t.Errorf("connected: %d, want the connection's MSS (%d less options)", v, loopbackMTU-40)
 		}
+	}
+}
+
+// A TCP_MAXSEG set before connecting bounds the segments the connection
+// sends, not only the MSS it offers: Linux sends with the smaller of
+// its own and the peer's. netstack-patches/tcp-user-mss-snd.diff;
+// without it 8,000 bytes over lo (the peer offers about 65k) leave in
+// one segment and TCP_MAXSEG says about 65k.
+func TestUserMSSBoundsSegments(t *testing.T) {
+	l, err := newSocket(2, 1, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if err := l.Bind(nil, addr4(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Listen(nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	c, err := newSocket(2, 1, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	v := make([]byte, 4)
+	binary.LittleEndian.PutUint32(v, 1000)
+	if err := c.SetOption(nil, ipprotoTCP, tcpMaxSeg, v); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Connect(nil, addr4(binary.BigEndian.Uint16(l.Name()[2:])), socket.Blocking{}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := l.Accept(nil, socket.Blocking{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.(*sock)
+	defer a.Release()
+	got, ok, err := c.getIPOption(ipprotoTCP, tcpMaxSeg)
+	if !ok || err != nil || len(got) != 4 {
+		t.Fatalf("TCP_MAXSEG: %v %v %v", got, ok, err)
+	}
+	if m := binary.LittleEndian.Uint32(got); m > 1000 || m < 900 {
+		t.Errorf("TCP_MAXSEG on the connection: %d, want 1000 less options", m)
+	}
+	st := c.ep.Stats().(*tcp.Stats)
+	before := st.SegmentsSent.Value()
+	data := make([]byte, 8000)
+	if n, err := c.Write(socket.Blocking{}, data, 0); n != len(data) || err != nil {
+		t.Fatalf("write %d %v", n, err)
+	}
+	m := socket.RecvMsg{Buf: make([]byte, len(data)), Flags: linux.MSG_WAITALL}
+	if n, err := a.RecvMsg(nil, socket.Blocking{}, &m); n != len(data) || err != nil {
+		t.Fatalf("read %d %v", n, err)
+	}
+	if n := st.SegmentsSent.Value() - before; n < 8 {
+		t.Errorf("8000 bytes in %d segments, want at least 8 (at most 1000 bytes each)", n)
 	}
 }

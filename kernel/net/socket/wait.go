@@ -41,19 +41,16 @@ func Wait(b Blocking, timeout time.Duration, ready func() bool, qs ...*vfs.Queue
 	if b.NonBlock {
 		return linux.EAGAIN
 	}
-	ch := make(chan struct{}, 1)
-	// The cancels are called by one deferred call, not deferred in the
-	// loop: a defer in a loop costs a heap record each.
-	var buf [2]func()
-	cancels := buf[:0]
-	for _, q := range qs {
-		cancels = append(cancels, q.Watch(ch))
+	if len(qs) == 0 {
+		panic("socket.Wait: no queue to wait on")
 	}
-	defer func() {
-		for _, cancel := range cancels {
-			cancel()
-		}
-	}()
+	// The first queue's spare waiter: a wait allocates nothing.
+	w := qs[0].GetWaiter()
+	defer w.Release(qs[0])
+	for _, q := range qs {
+		w.Watch(q)
+	}
+	ch := w.C()
 	if timeout <= 0 {
 		// The common case, with a select of two cases instead of three:
 		// a round trip over a socket waits once on each side.
