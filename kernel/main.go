@@ -391,7 +391,8 @@ func (k *kernel) mountRoot(archive []byte) error {
 	if err != nil {
 		return err
 	}
-	root, err := tmpfs.FromCPIO(entries, tmpfs.Options{Dev: linux.MakeDev(0, 1), Phys: proc.FileFrames{}, Available: proc.FileFrames{}.Available, Clock: wallclock.Now})
+	limit, _ := tmpfsSize("") // the root's size is Linux's rootfs default, half of memory
+	root, err := tmpfs.FromCPIO(entries, tmpfs.Options{Dev: linux.MakeDev(0, 1), Phys: proc.FileFrames{}, Available: proc.FileFrames{}.Available, Clock: wallclock.Now, Limit: limit})
 	if err != nil {
 		return err
 	}

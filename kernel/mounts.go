@@ -16,6 +16,7 @@ import (
 	"shortbread/kernel/fs/ext4/ext4vfs"
 	"shortbread/kernel/fs/tmpfs"
 	"shortbread/kernel/ipc/mqueue"
+	"shortbread/kernel/machine"
 	"shortbread/kernel/proc"
 	"shortbread/kernel/vfs"
 	"shortbread/kernel/wallclock"
@@ -47,10 +48,14 @@ func (k *kernel) registerFSTypes(v *vfs.VFS) {
 		if err != nil {
 			return nil, err
 		}
+		limit, err := tmpfsSize(opts["size"])
+		if err != nil {
+			return nil, err
+		}
 		o := tmpfs.Options{Dev: linux.MakeDev(0, anonMinor.Add(1)), Phys: proc.FileFrames{},
-			Available: proc.FileFrames{}.Available, Clock: wallclock.Now}
-		// size= and nr_inodes= are accepted and not enforced: a tmpfs
-		// is bounded by free memory.
+			Available: proc.FileFrames{}.Available, Clock: wallclock.Now, Limit: limit}
+		// nr_inodes= is accepted and not enforced: inodes cost Go
+		// memory, bounded with the kernel's heap.
 		for key, field := range map[string]*uint32{"mode": &o.Mode, "uid": &o.UID, "gid": &o.GID} {
 			if s, ok := opts[key]; ok {
 				base := 10
@@ -192,6 +197,44 @@ func (k *kernel) mountExt4(fsType string, src vfs.Source, ro bool, data string) 
 
 // mountOptions parses mount(2)'s comma-separated option string, allowing
 // only the keys given (EINVAL for others, as Linux's file systems do).
+// tmpfsSize is the page limit of a tmpfs mounted with size=s: bytes,
+// with a k, m or g suffix, or a percentage of memory; "" means Linux's
+// default, half of memory, and 0 no limit. The limit keeps a tmpfs
+// filled to the brim from taking the memory programs need: without one
+// a fuzzing process filled /tmp until the page faults of every other
+// process failed, and the out-of-memory killer had only programs that
+// held nothing to kill.
+func tmpfsSize(s string) (uint64, error) {
+	total := machine.ReadMemStats().TotalFrames
+	if s == "" {
+		return max(total/2, 1), nil
+	}
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		n, err := strconv.ParseUint(p, 10, 64)
+		if err != nil || n > 100 {
+			return 0, linux.EINVAL
+		}
+		return max(total*n/100, 1), nil
+	}
+	mult := uint64(1)
+	switch s[len(s)-1] {
+	case 'k', 'K':
+		mult = 1 << 10
+	case 'm', 'M':
+		mult = 1 << 20
+	case 'g', 'G':
+		mult = 1 << 30
+	}
+	if mult != 1 {
+		s = s[:len(s)-1]
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n > (1<<63)/mult {
+		return 0, linux.EINVAL
+	}
+	return (n*mult + 4095) / 4096, nil
+}
+
 func mountOptions(data string, allowed ...string) (map[string]string, error) {
 	opts := map[string]string{}
 	for _, o := range strings.Split(data, ",") {

@@ -385,8 +385,8 @@ static void exec_unlink(void)
 }
 
 /* Memory filled to the end with a tmpfs file: the writes stop with ENOSPC
- * (on Linux at the tmpfs size limit, half the memory by default; on
- * Shortbread at twice the reserve the kernel keeps for itself) without
+ * (at the tmpfs size limit, half the memory by default, on both
+ * kernels) without
  * bringing the kernel down, and unlinking the file gives everything back. Only in the
  * test guest: on a host run /tmp is the host's disk. */
 static void fill(void)

@@ -279,7 +279,7 @@ func (f *file) write(p []byte, off int64) (int, error) {
 	f.ensureData()
 	for done := 0; done < len(p); {
 		idx, in := (off+int64(done))/pageSize, int((off+int64(done))%pageSize)
-		pg, err := f.data.Page(uintptr(idx), true)
+		pg, err := f.newPage(uintptr(idx))
 		if err != nil {
 			if done > 0 {
 				p = p[:done] // a short write, then ENOSPC next time
@@ -295,6 +295,19 @@ func (f *file) write(p []byte, off int64) (int, error) {
 	now := f.fs.now()
 	f.Mtime, f.Ctime = now, now
 	return len(p), nil
+}
+
+// newPage returns page idx of the file's data, allocating it if it has
+// none and the file system's size allows one more.
+// Preconditions: f.mu is held; f.data exists.
+func (f *file) newPage(idx uintptr) (*[pageSize]byte, error) {
+	if pg, _ := f.data.Page(idx, false); pg != nil {
+		return pg, nil
+	}
+	if f.fs.full() {
+		return nil, linux.ENOSPC
+	}
+	return f.data.Page(idx, true)
 }
 
 // Allocate implements fallocate(2) for tmpfs, as Linux's shmem_fallocate:
@@ -333,7 +346,7 @@ func (f *file) Allocate(mode uint32, off, n int64) error {
 	}
 	f.ensureData()
 	for idx := off / pageSize; idx*pageSize < end; idx++ {
-		if _, err := f.data.Page(uintptr(idx), true); err != nil {
+		if _, err := f.newPage(uintptr(idx)); err != nil {
 			return linux.ENOSPC
 		}
 	}

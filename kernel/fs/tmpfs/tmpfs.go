@@ -43,6 +43,11 @@ type Options struct {
 	// (free memory less what the kernel keeps back), for statfs; nil
 	// means none are known.
 	Available func() uint64
+	// Limit is the most pages the file system's files may hold (its
+	// size=, Linux's default being half of memory); 0 means no limit
+	// but free memory. A write or fallocate past it fails with ENOSPC
+	// (pages stores through a shared mapping make are not refused).
+	Limit uint64
 }
 
 // FS is one tmpfs instance.
@@ -57,12 +62,18 @@ type FS struct {
 	// file's mm.Shm counts in it: CountIn), what statfs reports as used.
 	// It moves with every page a file gains or loses, on any CPU, as the
 	// frame counts of package mm already do.
-	used atomic.Int64
+	used  atomic.Int64
+	limit uint64 // Options.Limit
+}
+
+// full reports whether the file system may take no more pages.
+func (fs *FS) full() bool {
+	return fs.limit != 0 && uint64(max(fs.used.Load(), 0)) >= fs.limit
 }
 
 // New returns an empty file system.
 func New(o Options) *FS {
-	fs := &FS{dev: o.Dev, clock: o.Clock, phys: o.Phys, avail: o.Available}
+	fs := &FS{dev: o.Dev, clock: o.Clock, phys: o.Phys, avail: o.Available, limit: o.Limit}
 	if fs.phys == nil {
 		fs.phys = &mm.HeapPhys{}
 	}
@@ -270,7 +281,14 @@ func (fs *FS) StatFS() vfs.StatFS {
 	if fs.avail != nil {
 		free = fs.avail()
 	}
-	return vfs.StatFS{Type: vfs.TmpfsMagic, Bsize: pageSize, Blocks: used + free, Bfree: free, Bavail: free, Namelen: 255}
+	blocks := used + free
+	if fs.limit != 0 {
+		// As Linux reports a tmpfs with a size: the size, and what is
+		// left of it (here also no more than memory has left).
+		blocks = fs.limit
+		free = min(free, fs.limit-min(used, fs.limit))
+	}
+	return vfs.StatFS{Type: vfs.TmpfsMagic, Bsize: pageSize, Blocks: blocks, Bfree: free, Bavail: free, Namelen: 255}
 }
 
 // StatFS is the file system's statfs, answered by its root directory.
