@@ -261,12 +261,7 @@ func (f *File) Invalidate(off, n int64) {
 func (c *Cache) DropClean() int {
 	// Pages being read ahead are busy, which eviction skips: let their
 	// reads end first.
-	c.mu.Lock()
-	files := make([]*File, 0, len(c.files))
-	for _, f := range c.files {
-		files = append(files, f)
-	}
-	c.mu.Unlock()
+	files := c.fileList()
 	for _, f := range files {
 		f.waitAsync()
 	}
@@ -301,15 +296,21 @@ func (c *Cache) evict(n int) int {
 	return freed
 }
 
-// WritebackAll writes every file's dirty pages back (no device flush),
-// recording failures for the files' next Syncs.
-func (c *Cache) WritebackAll() {
+// fileList returns the cache's files at this moment.
+func (c *Cache) fileList() []*File {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	files := make([]*File, 0, len(c.files))
 	for _, f := range c.files {
 		files = append(files, f)
 	}
-	c.mu.Unlock()
+	return files
+}
+
+// WritebackAll writes every file's dirty pages back (no device flush),
+// recording failures for the files' next Syncs.
+func (c *Cache) WritebackAll() {
+	files := c.fileList()
 	for _, f := range files {
 		f.writeback()
 	}
