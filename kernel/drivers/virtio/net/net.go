@@ -158,6 +158,7 @@ type NIC struct {
 
 	mu        sync.Mutex
 	txFree    []virtio.Page // transmit pages not in the card's hands
+	txReqs    []*txReq      // requests not in the card's hands (one a descriptor at most)
 	txWaiters int           // senders in waitTx
 	txWake    chan struct{} // closed (and replaced) when pages come back
 	rxq       chan rxFrame  // received frames on their way to the stack
@@ -253,6 +254,7 @@ func New(d *pci.Device, p pci.Platform, c Config) (*NIC, error) {
 			return nil, err
 		}
 		n.txFree = append(n.txFree, pg)
+		n.txReqs = append(n.txReqs, &txReq{pgs: make([]virtio.Page, 0, gsoFramePages)})
 	}
 	n.rxRing = n.rx
 	n.rxBufs = make([]rxBuf, n.rx.Size())

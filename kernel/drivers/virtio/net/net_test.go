@@ -48,7 +48,9 @@ type wire struct {
 	// reported for a frame's buffers before they are handed back.
 	split  int
 	mangle func(hdr []byte, lens []uint32) []uint32
-	lens   []uint32
+	// sink, when set, drops what the driver sends without looking.
+	sink bool
+	lens []uint32
 	// counts of what transmit saw: frames with a partial checksum, and
 	// segments cut up (gso) into how many frames (segs) or passed on
 	// whole (whole); of what was received, frames spread over more
@@ -74,6 +76,9 @@ func (w *wire) Ready(q int) bool {
 
 // Handle sends a frame (receiving is Merge).
 func (w *wire) Handle(q int, bufs []virtiotest.Buf) uint32 {
+	if w.sink {
+		return 0
+	}
 	var frame []byte
 	for _, b := range bufs {
 		frame = append(frame, b.Data...)
