@@ -376,3 +376,12 @@ func TestTransmitAllocations(t *testing.T) {
 		l.DecRef()
 	}
 }
+
+func TestOffloadsNamed(t *testing.T) {
+	if o := newSide(t, 1, 0).nic.Offloads(); o != "" {
+		t.Errorf("no offloads: %q", o)
+	}
+	if o := newSide(t, 1, featureTSO|featureMergedTSO).nic.Offloads(); o != "TSO GUEST_CSUM MRG_RXBUF GUEST_TSO4 GUEST_TSO6" {
+		t.Errorf("all offloads: %q", o)
+	}
+}

@@ -67,6 +67,7 @@ package net
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -306,6 +307,21 @@ func rxRingSize(max int) int {
 // LinkUp reports the link state (always up if the card does not say).
 func (n *NIC) LinkUp() bool {
 	return !n.status || n.t.Config().Read16(6)&statusLinkUp != 0
+}
+
+// Offloads names the features in use beyond MAC and STATUS, for the
+// log line that announces the card ("" if none).
+func (n *NIC) Offloads() string {
+	var s []string
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{n.tso, "TSO"}, {n.guestCsum, "GUEST_CSUM"}, {n.mergeable, "MRG_RXBUF"}, {n.guestTSO4, "GUEST_TSO4"}, {n.guestTSO6, "GUEST_TSO6"}} {
+		if f.on {
+			s = append(s, f.name)
+		}
+	}
+	return strings.Join(s, " ")
 }
 
 // GSOMaxSize and SupportedGSO (stack.GSOEndpoint, which netstack's
