@@ -360,8 +360,16 @@ func TestTransmitAllocations(t *testing.T) {
 				t.Fatalf("%d-byte frame: %d sent (tx errors %d)", size, n, a.nic.Stats.TxErrors.Load())
 			}
 			// Transmit interrupts are off: the driver takes its pages
-			// back when it looks.
-			for a.nic.reclaim() == 0 {
+			// back when it looks (or when its interrupt goroutine
+			// does, woken for anything else).
+			for {
+				a.nic.reclaim()
+				a.nic.mu.Lock()
+				free := len(a.nic.txReqs)
+				a.nic.mu.Unlock()
+				if free == a.nic.tx.Size() {
+					break
+				}
 				runtime.Gosched()
 			}
 		}
