@@ -91,7 +91,11 @@ func (c *netCards) virtioDriver() *pci.Driver {
 			if err != nil {
 				return err
 			}
-			return c.attach(nic, "virtio-net")
+			what := "virtio-net"
+			if o := nic.Offloads(); o != "" {
+				what += " (" + o + ")"
+			}
+			return c.attach(nic, what)
 		},
 	}
 }

@@ -2,6 +2,7 @@ package virtio
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -43,17 +44,22 @@ type Queue struct {
 
 	mu       sync.Mutex
 	free     []uint16 // free descriptor indices
+	next     []uint16 // the driver's own copy of each descriptor's next link
 	inflight []chain  // by head descriptor
 	availIdx uint16
 	noIntr   uint32 // availNoInterrupt when the driver asked for no interrupts
 	lastUsed uint16
-	broken   error
+	// outstanding counts the requests made available and not yet used.
+	outstanding int
+	broken      error
 }
 
-// chain is an outstanding request: its descriptors and how many bytes
-// the device may write.
+// chain is an outstanding request: how many descriptors it has (linked
+// from its head by next, which the device cannot change, unlike the
+// table it reads) and how many bytes the device may write. Keeping the
+// links rather than a slice of indices makes Add allocate nothing.
 type chain struct {
-	descs    []uint16
+	n        uint16
 	writable uint32
 	live     bool
 	token    any
@@ -85,7 +91,8 @@ func (t *Transport) SetupQueue(i int, max int, vec uint16, dma DMA) (*Queue, err
 	for n&(n-1) != 0 {
 		n &= n - 1
 	}
-	q := &Queue{Index: i, t: t, dma: dma, size: uint16(n), inflight: make([]chain, n)}
+	q := &Queue{Index: i, t: t, dma: dma, size: uint16(n), inflight: make([]chain, n), next: make([]uint16, n),
+		free: make([]uint16, 0, n)}
 	var err error
 	for _, p := range []*Page{&q.desc, &q.avail, &q.used} {
 		if *p, err = dma.Alloc(); err != nil {
@@ -151,30 +158,33 @@ func (q *Queue) Add(bufs []Buf, token any) (uint16, error) {
 	if len(bufs) > len(q.free) {
 		return 0, ErrFull
 	}
-	descs := make([]uint16, len(bufs))
-	for i := range bufs {
-		descs[i] = q.free[len(q.free)-1]
-		q.free = q.free[:len(q.free)-1]
-	}
+	// Taken from the top of the free stack: the last taken is the head,
+	// so each descriptor links to the one taken before it.
 	var writable uint32
-	for i, b := range bufs {
-		d := q.desc.Mem[16*int(descs[i]):]
+	var next uint16
+	for i := len(bufs) - 1; i >= 0; i-- {
+		b := bufs[i]
+		desc := q.free[len(q.free)-1]
+		q.free = q.free[:len(q.free)-1]
+		d := q.desc.Mem[16*int(desc):]
 		binary.LittleEndian.PutUint64(d, b.Phys)
 		binary.LittleEndian.PutUint32(d[8:], b.Len)
-		var flags, next uint16
+		var flags uint16
 		if b.Write {
 			flags |= descFlagWrite
 			writable += b.Len
 		}
 		if i+1 < len(bufs) {
 			flags |= descFlagNext
-			next = descs[i+1]
 		}
 		binary.LittleEndian.PutUint16(d[12:], flags)
 		binary.LittleEndian.PutUint16(d[14:], next)
+		q.next[desc] = next
+		next = desc
 	}
-	head := descs[0]
-	q.inflight[head] = chain{descs: descs, writable: writable, live: true, token: token}
+	head := next
+	q.inflight[head] = chain{n: uint16(len(bufs)), writable: writable, live: true, token: token}
+	q.outstanding++
 	binary.LittleEndian.PutUint16(q.avail.Mem[4+2*int(q.availIdx%q.size):], head)
 	q.availIdx++
 	// The index store publishes the entry and descriptors: an atomic
@@ -212,7 +222,23 @@ func (q *Queue) Kick() {
 // more bytes than the request could take, or an index that ran ahead of
 // what was made available, breaks the queue: this and every later call
 // return ErrDevice.
-func (q *Queue) Used() (c Completion, ok bool, err error) {
+func (q *Queue) Used() (c Completion, ok bool, err error) { return q.take(false) }
+
+// ErrBadEntry is what UsedTolerant reports for a used entry it stepped
+// over; the queue goes on.
+var ErrBadEntry = errors.New("virtio: bad used entry")
+
+// UsedTolerant is Used for a driver that can lose one request without
+// stopping (a network card's receive queue): a used entry naming no
+// request in flight is stepped over and reported as ErrBadEntry with
+// ok true and no token (the request it should have named stays with
+// the device), and one claiming more bytes than its request could take
+// is reported as ErrBadEntry with ok true and the request's token (its
+// buffers are the driver's again; Len is the claim). Only an index that
+// ran ahead of what was made available still breaks the queue.
+func (q *Queue) UsedTolerant() (c Completion, ok bool, err error) { return q.take(true) }
+
+func (q *Queue) take(tolerant bool) (c Completion, ok bool, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.broken != nil {
@@ -228,16 +254,34 @@ func (q *Queue) Used() (c Completion, ok bool, err error) {
 	e := q.used.Mem[4+8*int(q.lastUsed%q.size):]
 	id, n := binary.LittleEndian.Uint32(e), binary.LittleEndian.Uint32(e[4:])
 	if id >= uint32(q.size) || !q.inflight[id].live {
-		return c, false, q.breakf("used entry names descriptor %d, not a request in flight", id)
+		if !tolerant {
+			return c, false, q.breakf("used entry names descriptor %d, not a request in flight", id)
+		}
+		q.lastUsed++
+		return Completion{Head: uint16(id), Len: n}, true, ErrBadEntry
 	}
 	ch := q.inflight[id]
-	if n > ch.writable {
+	if n > ch.writable && !tolerant {
 		return c, false, q.breakf("device wrote %d bytes into %d", n, ch.writable)
 	}
 	q.lastUsed++
 	q.inflight[id] = chain{}
-	q.free = append(q.free, ch.descs...)
-	return Completion{Head: uint16(id), Len: n, Token: ch.token}, true, nil
+	for d, k := uint16(id), uint16(0); k < ch.n; d, k = q.next[d], k+1 {
+		q.free = append(q.free, d)
+	}
+	q.outstanding--
+	c = Completion{Head: uint16(id), Len: n, Token: ch.token}
+	if n > ch.writable {
+		return c, true, ErrBadEntry
+	}
+	return c, true, nil
+}
+
+// Outstanding is the number of requests the device holds.
+func (q *Queue) Outstanding() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.outstanding
 }
 
 func (q *Queue) breakf(format string, args ...any) error {

@@ -203,6 +203,30 @@ func (t *Transport) SetStatus(bits uint8) {
 // Fail tells the device the driver gave up.
 func (t *Transport) Fail() { t.SetStatus(StatusFailed) }
 
+// Offered is the features the device offers, which a driver reads to
+// choose features that depend on one another (a device may offer a
+// feature without one it requires).
+func (t *Transport) Offered() uint64 {
+	var offered uint64
+	for i := uint32(0); i < 2; i++ {
+		t.common.Write32(cfgDeviceFeatureSelect, i)
+		offered |= uint64(t.common.Read32(cfgDeviceFeature)) << (32 * i)
+	}
+	return offered
+}
+
+// QueueMax is the most entries queue i can have (0 if it has none); a
+// driver may ask once features are negotiated, before setting the queue
+// up, and negotiate again with fewer if the queue is too small for what
+// it accepted.
+func (t *Transport) QueueMax(i int) int {
+	if i >= t.NumQueues() {
+		return 0
+	}
+	t.common.Write16(cfgQueueSelect, uint16(i))
+	return int(t.common.Read16(cfgQueueSize))
+}
+
 // Negotiate resets the device, acknowledges it and accepts the features
 // in want that the device offers, plus VERSION_1, which the device must
 // offer (a legacy-only device is refused). It returns the accepted set.
@@ -211,11 +235,7 @@ func (t *Transport) Negotiate(want uint64) (uint64, error) {
 		return 0, err
 	}
 	t.SetStatus(StatusAcknowledge | StatusDriver)
-	var offered uint64
-	for i := uint32(0); i < 2; i++ {
-		t.common.Write32(cfgDeviceFeatureSelect, i)
-		offered |= uint64(t.common.Read32(cfgDeviceFeature)) << (32 * i)
-	}
+	offered := t.Offered()
 	if offered&FeatureVersion1 == 0 {
 		t.Fail()
 		return 0, fmt.Errorf("virtio: %s: device does not offer VERSION_1", t.Dev.Addr)

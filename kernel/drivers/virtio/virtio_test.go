@@ -249,3 +249,77 @@ func TestNegotiationAndLayoutErrors(t *testing.T) {
 		t.Error("MSI-X vector beyond the table accepted")
 	}
 }
+
+// UsedTolerant steps over an entry naming no request in flight and
+// hands back a request whose length is too long, both as ErrBadEntry,
+// and the queue goes on; an index running ahead still breaks it.
+func TestBadDeviceTolerant(t *testing.T) {
+	for name, c := range map[string]struct {
+		corrupt func(id, n *uint32, idx *uint16)
+		token   bool // the request comes back
+		fatal   bool
+	}{
+		"id out of range":  {func(id, n *uint32, idx *uint16) { *id = 1000 }, false, false},
+		"id not in flight": {func(id, n *uint32, idx *uint16) { *id ^= 1 }, false, false},
+		"length too long":  {func(id, n *uint32, idx *uint16) { *n = 4097 }, true, false},
+		"index ran ahead":  {func(id, n *uint32, idx *uint16) { *idx += 5 }, false, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := open(t, virtiotest.New(0x1040+9, echo{}))
+			s.dev.Corrupt = c.corrupt
+			in, out := page(t, s.dev.Mem, 1), page(t, s.dev.Mem, 0)
+			if _, err := s.q.Add([]virtio.Buf{{Phys: in.Phys, Len: 8}, {Phys: out.Phys, Len: 4096, Write: true}}, "first"); err != nil {
+				t.Fatal(err)
+			}
+			s.q.Kick()
+			var got virtio.Completion
+			var err error
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+				var ok bool
+				if got, ok, err = s.q.UsedTolerant(); ok || err != nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("nothing came back")
+				}
+			}
+			if c.fatal {
+				if !errors.Is(err, virtio.ErrDevice) || !errors.Is(s.q.Broken(), virtio.ErrDevice) {
+					t.Errorf("error %v, queue %v", err, s.q.Broken())
+				}
+				return
+			}
+			if !errors.Is(err, virtio.ErrBadEntry) || (got.Token == "first") != c.token {
+				t.Fatalf("completion %+v, error %v", got, err)
+			}
+			want := 1
+			if c.token {
+				want = 0
+			}
+			if o := s.q.Outstanding(); o != want {
+				t.Errorf("%d requests outstanding, want %d", o, want)
+			}
+			// The queue goes on.
+			s.dev.Corrupt = nil
+			if _, err := s.q.Add([]virtio.Buf{{Phys: in.Phys, Len: 8}, {Phys: out.Phys, Len: 8, Write: true}}, "second"); err != nil {
+				t.Fatal(err)
+			}
+			s.q.Kick()
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+				c, ok, err := s.q.UsedTolerant()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok {
+					if c.Token != "second" || c.Len != 8 {
+						t.Errorf("completion %+v", c)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the second request did not come back")
+				}
+			}
+		})
+	}
+}

@@ -59,6 +59,28 @@ func (e *Ether) DeliverChecked(frame []byte, valid bool) {
 	pkt.DecRef()
 }
 
+// DeliverBuffer is DeliverChecked for a frame already in netstack's
+// buffers, which the stack takes over (a driver copies a frame out of
+// its DMA buffers into pooled chunks once, instead of into a slice of
+// its own that the stack then copies again). It is released if nothing
+// is attached.
+func (e *Ether) DeliverBuffer(frame buffer.Buffer, valid bool) {
+	e.mu.RLock()
+	d := e.disp
+	e.mu.RUnlock()
+	if d == nil {
+		e.Stats.RxDropped.Add(1)
+		frame.Release()
+		return
+	}
+	e.Stats.RxPackets.Add(1)
+	e.Stats.RxBytes.Add(uint64(frame.Size()))
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: frame})
+	pkt.RXChecksumValidated = valid
+	d.DeliverNetworkPacket(0, pkt)
+	pkt.DecRef()
+}
+
 // Counters are the card's counters.
 func (e *Ether) Counters() *Stats { return &e.Stats }
 

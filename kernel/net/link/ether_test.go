@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
@@ -45,5 +46,23 @@ func TestEtherDeliverAndMTU(t *testing.T) {
 	}
 	if c := e.Counters(); c.RxPackets.Load() != 1 || c.RxBytes.Load() != 64 || c.RxDropped.Load() != 1 {
 		t.Errorf("counters: packets %d bytes %d dropped %d", c.RxPackets.Load(), c.RxBytes.Load(), c.RxDropped.Load())
+	}
+}
+
+// DeliverBuffer hands the stack the buffer itself, or releases it when
+// nothing is attached.
+func TestEtherDeliverBuffer(t *testing.T) {
+	var e Ether
+	e.InitEther(tcpip.LinkAddress("\x52\x54\x00\x12\x34\x56"), 1514)
+	e.DeliverBuffer(buffer.MakeWithData(make([]byte, 60)), false)
+	if e.Stats.RxDropped.Load() != 1 {
+		t.Errorf("unattached: dropped %d", e.Stats.RxDropped.Load())
+	}
+	var r recorder
+	e.Attach(&r)
+	frame := bytes.Repeat([]byte{0xcd}, 70)
+	e.DeliverBuffer(buffer.MakeWithData(frame), true)
+	if len(r.frames) != 1 || !bytes.Equal(r.frames[0], frame) || e.Stats.RxBytes.Load() != 70 || e.Stats.RxPackets.Load() != 1 {
+		t.Errorf("delivered %d frames, %d bytes counted", len(r.frames), e.Stats.RxBytes.Load())
 	}
 }

@@ -39,7 +39,7 @@ func (n *NIC) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 			continue
 		}
 		need := (hdrLen + size + virtio.PageSize - 1) / virtio.PageSize
-		pgs, ok := n.txPages(need)
+		r, ok := n.txPages(need)
 		if !ok && sent > 0 {
 			n.tx.Kick() // what is queued must go before waiting for space
 		}
@@ -48,23 +48,32 @@ func (n *NIC) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 			break
 		}
 		if !ok {
-			if pgs, ok = n.txPages(need); !ok {
+			if r, ok = n.txPages(need); !ok {
 				n.Stats.TxDropped.Add(uint64(pkts.Len() - i))
 				break
 			}
 		}
-		w := pageWriter{pgs: pgs}
+		w := pageWriter{pgs: r.pgs}
 		w.write(h[:])
-		for _, s := range pkt.AsSlices() {
-			w.write(s)
+		// The packet's views from its headers on (AsSlices would
+		// allocate a slice of them for each frame).
+		vl, skip := pkt.AsViewList()
+		for v := vl.Front(); v != nil; v = v.Next() {
+			b := v.AsSlice()
+			if skip >= len(b) {
+				skip -= len(b)
+				continue
+			}
+			w.write(b[skip:])
+			skip = 0
 		}
 		bufs = bufs[:0]
-		for j, pg := range pgs {
+		for j, pg := range r.pgs {
 			bufs = append(bufs, virtio.Buf{Phys: pg.Phys, Len: uint32(min(virtio.PageSize, w.off-j*virtio.PageSize))})
 		}
-		if _, err := n.tx.Add(bufs, pgs); err != nil {
+		if _, err := n.tx.Add(bufs, r); err != nil {
 			n.mu.Lock()
-			n.txFree = append(n.txFree, pgs...)
+			n.putTx(r)
 			n.mu.Unlock()
 			n.Stats.TxErrors.Add(1)
 			continue
@@ -138,7 +147,7 @@ func (n *NIC) reclaim() int {
 			break
 		}
 		n.mu.Lock()
-		n.txFree = append(n.txFree, c.Token.([]virtio.Page)...)
+		n.putTx(c.Token.(*txReq))
 		n.mu.Unlock()
 		got++
 	}
@@ -156,16 +165,30 @@ func (n *NIC) reclaim() int {
 // txWait bounds the wait for transmit pages (a variable for tests).
 var txWait = time.Second
 
-// txPages takes k free transmit pages, or none if fewer are free.
-func (n *NIC) txPages(k int) ([]virtio.Page, bool) {
+// txReq is a frame being sent: its pages. A pointer to it is its
+// request's token, and it is reused, so that sending allocates nothing.
+type txReq struct{ pgs []virtio.Page }
+
+// txPages takes a request of k free transmit pages, or none if fewer
+// are free.
+func (n *NIC) txPages(k int) (*txReq, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if len(n.txFree) < k {
+	if len(n.txFree) < k || len(n.txReqs) == 0 {
 		return nil, false
 	}
-	pgs := append([]virtio.Page(nil), n.txFree[len(n.txFree)-k:]...)
+	r := n.txReqs[len(n.txReqs)-1]
+	n.txReqs = n.txReqs[:len(n.txReqs)-1]
+	r.pgs = append(r.pgs[:0], n.txFree[len(n.txFree)-k:]...)
 	n.txFree = n.txFree[:len(n.txFree)-k]
-	return pgs, true
+	return r, true
+}
+
+// putTx gives a request's pages and the request back. Under mu.
+func (n *NIC) putTx(r *txReq) {
+	n.txFree = append(n.txFree, r.pgs...)
+	r.pgs = r.pgs[:0]
+	n.txReqs = append(n.txReqs, r)
 }
 
 // waitTx waits until the card has finished enough frames to free k

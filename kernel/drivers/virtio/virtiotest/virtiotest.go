@@ -59,6 +59,20 @@ type Holder interface {
 	Ready(queue int) bool
 }
 
+// Merger is a Holder that serves the requests of one queue (MergedQueue)
+// several at a time, as one unit: a network card spreading a frame over
+// mergeable receive buffers (virtio 1.0 §5.1.6.4). Merge sees the
+// requests available through peek (nil past the last; the slices are
+// the device's and reused), writes into the first k of them and returns
+// the bytes written into each (k lengths, in order), or none to wait
+// until more are available. The k used entries are published together,
+// with one used index update.
+type Merger interface {
+	Holder
+	MergedQueue() int
+	Merge(peek func(i int) []Buf) []uint32
+}
+
 // Poke makes the device look at queue q again (a Holder became ready).
 func (d *Device) Poke(q int) { d.wake() }
 
@@ -93,6 +107,45 @@ type Device struct {
 	// Raised counts the interrupts the device raised for each queue.
 	Raised   [8]atomic.Int64
 	Notifies atomic.Int64
+
+	// scratch holds the descriptors of the requests being served (the
+	// worker's alone), reused so that serving allocates nothing once
+	// warm: tests count a driver's allocations with the device running.
+	scratch [][]Buf
+	one     [1]uint32
+	pk      peekState
+	peekFn  func(int) []Buf // d.peek, made once
+}
+
+// corrupt lets Corrupt change a used entry (its own variables, so that
+// serve's stay on the stack).
+func (d *Device) corrupt(id, n uint32, idx uint16) (uint32, uint32, uint16) {
+	d.Corrupt(&id, &n, &idx)
+	return id, n, idx
+}
+
+// peekState is what peek needs of the queue a Merger is serving.
+type peekState struct {
+	q     queue
+	avail []byte
+	n     int // requests available
+	err   error
+}
+
+// peek is the i-th request available to a Merger (nil past the last,
+// or once a chain was found broken, kept in pk.err).
+func (d *Device) peek(i int) []Buf {
+	p := &d.pk
+	if i >= p.n || p.err != nil {
+		return nil
+	}
+	head := binary.LittleEndian.Uint16(p.avail[4+2*int((p.q.lastAvail+uint16(i))%p.q.size):])
+	bufs, err := d.chain(p.q, head, i)
+	if err != nil {
+		p.err = err
+		return nil
+	}
+	return bufs
 }
 
 // BARs: 1 holds the MSI-X table, 4 (64-bit) the virtio structures.
@@ -113,6 +166,7 @@ func New(deviceID uint16, model Model) *Device {
 	f.AddCap(pci.CapVendor, pcitest.VirtioCap(2, 4, 0x3000, 0x1000, 4))
 	d.table = &pcitest.Mem{B: make([]byte, 4096)}
 	d.regs = newRegs(d)
+	d.peekFn = d.peek
 	go d.worker()
 	return d
 }
@@ -242,6 +296,8 @@ func (d *Device) serve(qi int) {
 	}
 	aw := (*uint32)(unsafe.Pointer(&avail[0]))
 	uw := (*uint32)(unsafe.Pointer(&used[0]))
+	m, merges := d.model.(Merger)
+	merges = merges && m.MergedQueue() == qi
 	served := false
 	for {
 		idx := uint16(atomic.LoadUint32(aw) >> 16)
@@ -251,23 +307,38 @@ func (d *Device) serve(qi int) {
 		if h, ok := d.model.(Holder); ok && !h.Ready(qi) {
 			break
 		}
-		head := binary.LittleEndian.Uint16(avail[4+2*int(q.lastAvail%q.size):])
-		bufs, err := d.chain(q, head)
-		if err != nil {
-			d.errorf("queue %d: %v", qi, err)
+		var lens []uint32
+		var failed error
+		if merges {
+			d.pk = peekState{q: q, avail: avail, n: int(idx - q.lastAvail)}
+			lens, failed = m.Merge(d.peekFn), d.pk.err
+		} else {
+			head := binary.LittleEndian.Uint16(avail[4+2*int(q.lastAvail%q.size):])
+			var bufs []Buf
+			if bufs, failed = d.chain(q, head, 0); failed == nil {
+				d.one[0] = d.model.Handle(qi, bufs)
+				lens = d.one[:]
+			}
+		}
+		if failed != nil {
+			d.errorf("queue %d: %v", qi, failed)
 			return
 		}
-		n := d.model.Handle(qi, bufs)
-		id := uint32(head)
-		uidx := q.usedIdx
-		if d.Corrupt != nil {
-			d.Corrupt(&id, &n, &uidx)
+		if len(lens) == 0 {
+			break
 		}
-		e := used[4+8*int(uidx%q.size):]
-		binary.LittleEndian.PutUint32(e, id)
-		binary.LittleEndian.PutUint32(e[4:], n)
-		q.lastAvail++
-		q.usedIdx = uidx + 1
+		for _, n := range lens {
+			id := uint32(binary.LittleEndian.Uint16(avail[4+2*int(q.lastAvail%q.size):]))
+			uidx := q.usedIdx
+			if d.Corrupt != nil {
+				id, n, uidx = d.corrupt(id, n, uidx)
+			}
+			e := used[4+8*int(uidx%q.size):]
+			binary.LittleEndian.PutUint32(e, id)
+			binary.LittleEndian.PutUint32(e[4:], n)
+			q.lastAvail++
+			q.usedIdx = uidx + 1
+		}
 		atomic.StoreUint32(uw, uint32(q.usedIdx)<<16)
 		served = true
 	}
@@ -283,13 +354,17 @@ func (d *Device) serve(qi int) {
 	}
 }
 
-// chain follows a descriptor chain, checking what a device must.
-func (d *Device) chain(q queue, head uint16) ([]Buf, error) {
+// chain follows a descriptor chain, checking what a device must, into
+// the i-th scratch slice.
+func (d *Device) chain(q queue, head uint16, slot int) ([]Buf, error) {
 	descs, err := d.Mem.Slice(q.desc, 16*uint32(q.size))
 	if err != nil {
 		return nil, err
 	}
-	var bufs []Buf
+	for len(d.scratch) <= slot {
+		d.scratch = append(d.scratch, nil)
+	}
+	bufs := d.scratch[slot][:0]
 	seenWrite := false
 	for i, n := head, 0; ; n++ {
 		if i >= q.size || n >= int(q.size) {
@@ -308,6 +383,7 @@ func (d *Device) chain(q queue, head uint16) ([]Buf, error) {
 		seenWrite = seenWrite || w
 		bufs = append(bufs, Buf{Data: data, Write: w})
 		if flags&1 == 0 {
+			d.scratch[slot] = bufs
 			return bufs, nil
 		}
 		i = binary.LittleEndian.Uint16(e[14:])
