@@ -27,6 +27,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -56,15 +57,17 @@ type params struct {
 	MailDisk      bool   `json:"mail_disk"`
 	DiskMiB       int    `json:"disk_mib"`
 	Mem           string `json:"memory"`
-	Mode          string `json:"mode"`          // loopback or wire
-	NIC           string `json:"nic,omitempty"` // the server's card in the wire mode
+	Mode          string `json:"mode"`                   // loopback or wire
+	NIC           string `json:"nic,omitempty"`          // the server's card in the wire mode
+	BulkMiB       int    `json:"bulk_mib,omitempty"`     // the wire mode's bulk file
+	BulkSeconds   int    `json:"bulk_seconds,omitempty"` // the least time of a bulk measurement
 }
 
 // sample is one number from one run.
 type sample struct {
 	Kernel   string
 	CPUs     int
-	Workload string // redis, nginx, mail
+	Workload string // redis, nginx, mail, bulk
 	Case     string // e.g. "tcp P16 SET"
 	Metric   string // e.g. "requests/s"
 	Value    float64
@@ -188,6 +191,8 @@ var (
 	wrkTotal   = regexp.MustCompile(`(?m)^\s+(\d+) requests in`)
 	mailLine   = regexp.MustCompile(`(?m)^MAILBENCH (.*)$`)
 	wrkVerify  = regexp.MustCompile(`(?m)^wrk-verify good=(\d+) bad=(\d+)$`)
+	bulkWant   = regexp.MustCompile(`(?m)^BULK want (\d+) ([0-9a-f]{64})$`)
+	bulkGot    = regexp.MustCompile(`(?m)^BULK fetched (\d+) ([0-9.]+) ([0-9a-f]{64}) (\d+)$`)
 	sectionEnd = regexp.MustCompile(`^@@end (\S+) (\d+)$`)
 )
 
@@ -276,6 +281,12 @@ func parse(out string, kernel string, cpus, redisTests int) (samples []sample, v
 				}
 				add("nginx", parts[1], "p"+m[1]+" ms", v)
 			}
+		case "bulk":
+			if v, err := parseBulk(s); err != nil {
+				errs = append(errs, fmt.Sprintf("%s: %v:\n%s", sec, err, lastLines(s, 15)))
+			} else {
+				add("bulk", parts[1], "MiB/s", v)
+			}
 		case "mail":
 			m := mailLine.FindStringSubmatch(s)
 			if m == nil {
@@ -295,6 +306,27 @@ func parse(out string, kernel string, cpus, redisTests int) (samples []sample, v
 		}
 	}
 	return samples, version, errs
+}
+
+// parseBulk reads a bulk section (wireClientScript): the file's size and
+// SHA-256 as made, then what the timed fetches got. Every fetch must have
+// brought the whole file, and the checking fetch the same bytes.
+func parseBulk(s string) (mibPerSec float64, err error) {
+	w, g := bulkWant.FindStringSubmatch(s), bulkGot.FindStringSubmatch(s)
+	if w == nil || g == nil {
+		return 0, errors.New("no BULK lines")
+	}
+	size := atof(w[1]) * (1 << 20)
+	bytes, secs, n := atof(g[1]), atof(g[2]), atof(g[4])
+	switch {
+	case g[3] != w[2]:
+		return 0, fmt.Errorf("the file arrived changed: SHA-256 %s, made %s", g[3], w[2])
+	case n < 1 || bytes != n*size:
+		return 0, fmt.Errorf("%.0f fetches brought %.0f bytes, not %.0f each", n, bytes, size)
+	case !(secs > 0):
+		return 0, fmt.Errorf("fetches took %v seconds", g[2])
+	}
+	return bytes / (1 << 20) / secs, nil
 }
 
 // cpuSplit turns "@@cpu NAME cpu U N S I W IRQ SIRQ STEAL... / cpu ..."
@@ -354,6 +386,8 @@ func expectedSections(workloads []string, p params) []string {
 			}
 		case "nginx":
 			s = append(s, "nginx/1k", "nginx/64k")
+		case "bulk":
+			s = append(s, "bulk/send", "bulk/recv")
 		case "mail":
 			s = append(s, "mail/tmpfs")
 			if p.MailDisk {
@@ -557,6 +591,9 @@ func markdown(rep report) []byte {
 		fmt.Fprintf(&md, "- redis: `redis-benchmark -h 10.0.3.2 -c %d -t %s`, %d requests per test (P1), %d with `-P %d`; `redis-server --save '' --appendonly no`.\n",
 			p.RedisClients, wireRedisTests, p.RedisRequests, p.RedisRequests*p.RedisPipeline/4, p.RedisPipeline)
 		fmt.Fprintf(&md, "- nginx: apps/nginx/nginx.conf (one process, sendfile, keep-alive); `wrk -t%d -c%d -d%ds --timeout 30s --latency -s apps/wrk-verify.lua`, 1 KiB and 64 KiB files, every body compared with the file.\n", p.WrkThreads, p.WrkConns, p.WrkSeconds)
+		if p.BulkMiB > 0 {
+			fmt.Fprintf(&md, "- bulk: a file of %d MiB of random bytes fetched over HTTP with busybox wget, again and again for at least %d s, timed by /proc/uptime on the receiving side; `send`: the server's kernel sends (its nginx, sendfile) and the Linux client receives; `recv`: the server's kernel receives, fetching from nginx on the Linux client. A first fetch, not timed, is checked by SHA-256, and every timed one must bring the whole file.\n", p.BulkMiB, p.BulkSeconds)
+		}
 		md.WriteString("- mail: not run: mailbench's clients enqueue by fork and exec on the server's machine, there is no network side to it.\n\n")
 	} else {
 		fmt.Fprintf(&md, "Server and client in the same guest over loopback. Median of %d boots per column; ± is half the range (max−min) as a percentage of the median. The guest CPU split comes from /proc/stat around each client run.\n\n", rep.Reps)
@@ -633,11 +670,13 @@ func main() {
 	kernelsFlag := flag.String("kernels", "linux", "comma-separated kernels: linux, shortbread")
 	cpusFlag := flag.String("cpus", "1,2", "comma-separated CPU counts")
 	reps := flag.Int("reps", 3, "repetitions (boots) per kernel and CPU count")
-	workloadsFlag := flag.String("workloads", "", "comma-separated: redis, nginx, mail (default all; the wire mode: redis,nginx)")
+	workloadsFlag := flag.String("workloads", "", "comma-separated: redis, nginx, mail (default all); the wire mode: redis, nginx, bulk (a large file each way; default all three)")
 	flag.StringVar(&p.Mode, "mode", "loopback", "loopback: server and clients in one guest; wire: servers in a guest of each kernel, clients in a Linux guest on the other end of a QEMU socket netdev")
 	flag.StringVar(&p.NIC, "nic", "virtio-net-pci", "the wire mode's server card (QEMU -device: virtio-net-pci, e1000, e1000e or igb)")
 	flag.StringVar(&p.Mem, "mem", "512M", "guest memory")
 	flag.IntVar(&p.RedisRequests, "redis-requests", 30000, "redis-benchmark requests per test without pipelining (pipelined: ×P/4; the wire mode's default: 5000)")
+	flag.IntVar(&p.BulkMiB, "bulk-mib", 32, "the wire mode's bulk file, MiB")
+	flag.IntVar(&p.BulkSeconds, "bulk-duration", 5, "the wire mode's bulk fetches: at least this many seconds each way")
 	flag.IntVar(&p.RedisClients, "redis-clients", 50, "redis-benchmark connections")
 	flag.IntVar(&p.RedisPipeline, "redis-pipeline", 16, "redis-benchmark -P for the pipelined run")
 	flag.IntVar(&p.WrkThreads, "wrk-threads", 1, "wrk threads")
@@ -689,9 +728,12 @@ func main() {
 	case p.Mode != "loopback" && !wire:
 		fail("unknown -mode %q (loopback or wire)", p.Mode)
 	case *workloadsFlag == "" && wire:
-		*workloadsFlag = "redis,nginx"
+		*workloadsFlag = "redis,nginx,bulk"
 	case *workloadsFlag == "":
 		*workloadsFlag = "redis,nginx,mail"
+	}
+	if !wire || !strings.Contains(","+*workloadsFlag+",", ",bulk,") {
+		p.BulkMiB, p.BulkSeconds = 0, 0
 	}
 	if !wire {
 		p.NIC = ""
@@ -705,8 +747,11 @@ func main() {
 	}
 	workloads := strings.Split(*workloadsFlag, ",")
 	for _, w := range workloads {
-		if w != "redis" && w != "nginx" && w != "mail" {
+		if w != "redis" && w != "nginx" && w != "mail" && w != "bulk" {
 			fail("unknown workload %q", w)
+		}
+		if !wire && w == "bulk" {
+			fail("bulk is a workload of the wire mode (-mode wire)")
 		}
 		if wire && w == "mail" {
 			fail("the wire mode has no mail workload: mailbench's clients run on the server's machine")

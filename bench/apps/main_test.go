@@ -209,3 +209,36 @@ func TestRatiosPaired(t *testing.T) {
 		t.Errorf("ratios %+v, want the paired throughput ratio only", rs)
 	}
 }
+
+func TestBulk(t *testing.T) {
+	p := params{BulkMiB: 32, BulkSeconds: 5}
+	s := wireClientScript(p, []string{"bulk"})
+	for _, want := range []string{"section bulk/send bulk_send", "section bulk/recv bulk_recv", `"mkfile 32"`, `"fetch http://10.0.3.1:80/bulk.bin 5"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("wire client script lacks %q:\n%s", want, s)
+		}
+	}
+	sum := strings.Repeat("ab", 32)
+	other := strings.Repeat("cd", 32)
+	out := func(send, recv string) string {
+		return "@@info cpus 1\n@@begin bulk/send\n" + send + "@@end bulk/send 0\n@@begin bulk/recv\n" + recv + "@@end bulk/recv 0\n"
+	}
+	good := "BULK want 32 " + sum + "\nBULK fetched 100663296 4.00 " + sum + " 3\n"
+	samples, _, errs := parse(out(good, good), "shortbread", 1, 2)
+	if len(errs) != 0 || len(samples) != 2 {
+		t.Fatalf("good bulk runs: %v %v", samples, errs)
+	}
+	if samples[0].Case != "send" || samples[1].Case != "recv" || samples[0].Value != 24 {
+		t.Errorf("samples %+v, want send and recv at 24 MiB/s", samples)
+	}
+	for name, bad := range map[string]string{
+		"changed":   "BULK want 32 " + sum + "\nBULK fetched 100663296 4.00 " + other + " 3\n",
+		"short":     "BULK want 32 " + sum + "\nBULK fetched 100663295 4.00 " + sum + " 3\n",
+		"no time":   "BULK want 32 " + sum + "\nBULK fetched 100663296 0 " + sum + " 3\n",
+		"no answer": "BULK want 32 " + sum + "\nBULK \n",
+	} {
+		if samples, _, errs := parse(out(good, bad), "linux", 1, 2); len(errs) != 1 || len(samples) != 1 {
+			t.Errorf("%s: %d samples, errors %v; want the bad run refused", name, len(samples), errs)
+		}
+	}
+}

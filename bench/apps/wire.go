@@ -19,12 +19,16 @@ import (
 // always Debian's Linux on virtio-net, and the server guest is the kernel
 // under test on the card -nic, so the only difference between two runs is
 // the server's kernel. mailbench has no network side (its clients enqueue
-// by fork and exec on the server's machine), so the wire mode runs redis
-// and nginx only.
+// by fork and exec on the server's machine), so the wire mode runs redis,
+// nginx and a bulk transfer each way.
 
 // wireServer is the server guest's address on the wire
 // (tools/wirepair.sh).
 const wireServer = "10.0.3.2"
+
+// wireClient is the client guest's address, where the bulk workload's
+// receive direction fetches from.
+const wireClient = "10.0.3.1"
 
 // wireRedisTests are the redis-benchmark tests of the wire mode.
 const wireRedisTests = "set,get"
@@ -58,6 +62,26 @@ if wait_for redis-cli -h $peer ping && wait_for wget -q -O /dev/null http://$pee
 			fmt.Fprintf(&b, `section redis/tcp/P1 redis-benchmark -h $peer -p 6379 -n %[1]d -c %[2]d -t %[5]s --csv
 section redis/tcp/P%[3]d redis-benchmark -h $peer -p 6379 -n %[4]d -c %[2]d -P %[3]d -t %[5]s --csv
 `, n, c, pl, n*pl/4, wireRedisTests)
+		case "bulk":
+			// send: the server's kernel sends, its nginx with sendfile;
+			// recv: it receives, fetching from nginx on this guest.
+			fmt.Fprintf(&b, `bulk_send() {
+  r=$(redis-cli -h $peer RPUSH handover "mkfile %[1]d" >/dev/null && redis-cli -h $peer BLPOP answer 0 | tail -n 1)
+  case "$r" in "ready "*) ;; *) echo "no bulk file on the server: $r"; return 1;; esac
+  echo "BULK want %[1]d ${r#ready }"
+  echo "BULK $(fetch http://$peer:80/bulk.bin %[2]d)"
+}
+bulk_recv() {
+  s=$(bulkfile %[1]d) || return 1
+  nginx -c /etc/nginx/nginx.conf 2>/tmp/nginx.err &
+  wait_for wget -q -O /dev/null http://127.0.0.1:80/index.html || { cat /tmp/nginx.err; return 1; }
+  echo "BULK want %[1]d $s"
+  redis-cli -h $peer RPUSH handover "fetch http://%[3]s:80/bulk.bin %[2]d" >/dev/null
+  echo "BULK $(redis-cli -h $peer BLPOP answer 0 | tail -n 1)"
+}
+section bulk/send bulk_send
+section bulk/recv bulk_recv
+`, p.BulkMiB, p.BulkSeconds, wireClient)
 		case "nginx":
 			for _, f := range []string{"1k", "64k"} {
 				fmt.Fprintf(&b, "section nginx/%[4]s wrk -t%[1]d -c%[2]d -d%[3]ds --timeout 30s --latency -s /etc/wrk-verify.lua http://$peer:80/%[4]s.bin -- /usr/share/nginx/html/%[4]s.bin\n",
