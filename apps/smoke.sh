@@ -7,7 +7,9 @@
 #   nginx:     a 64 KiB file fetched with busybox wget and a 1 KiB file
 #              fetched with a raw HTTP/1.0 request over nc have the right
 #              bytes (sha256), and wrk for 1 s gets only 200s whose bodies
-#              equal the file (a wrk Lua response check);
+#              equal the file (a wrk Lua response check); then nginx with a
+#              master and a worker per CPU: the workers all there, wrk's 64 KiB
+#              bodies checked, and no worker left once the master stops;
 #   mailbench: 2 clients x 20 messages are delivered and verified.
 # Correctness only: nothing here is timed.
 #
@@ -70,6 +72,23 @@ ok "nginx 1 KiB to wrk, every body checked"
 kill \$ngx
 wait
 
+# nginx as it usually runs: a master that forks one worker per CPU; every
+# worker gone when the master is told to stop.
+nginx -c /etc/nginx/nginx-workers.conf 2>/tmp/nginx.err &
+ngx=\$!
+wait_for wget -q -O /dev/null http://127.0.0.1:80/index.html || { cat /tmp/nginx.err; bad "nginx with workers does not answer"; }
+workers() { ps -o ppid,args | grep -c "^ *\$ngx  *nginx"; }
+allup() { [ "\$(workers)" -eq "\$(nproc)" ]; }
+wait_for allup || bad "nginx master: \$(workers) workers, want \$(nproc)"
+wrk -t1 -c4 -d1s -s /etc/wrk-verify.lua http://127.0.0.1:80/64k.bin -- /usr/share/nginx/html/64k.bin >/tmp/wrk.out 2>&1 || { s=\$?; cat /tmp/wrk.out; bad "wrk (workers) exited \$s"; }
+grep -q 'Non-2xx\|Socket errors' /tmp/wrk.out && { cat /tmp/wrk.out; bad "wrk (workers) saw errors"; }
+grep -q '^wrk-verify good=[1-9][0-9]* bad=0\$' /tmp/wrk.out || { cat /tmp/wrk.out; bad "wrk (workers): bodies differ from 64k.bin or none arrived"; }
+ok "nginx master and \$(nproc) worker(s): 64 KiB to wrk, every body checked"
+kill \$ngx
+wait
+[ "\$(ps -o args | grep -c '^nginx')" -eq 0 ] || { ps -o pid,ppid,stat,args; bad "nginx workers left after the master stopped"; }
+ok "nginx master stopped with its workers"
+
 mailbench -c 2 -n 20 -s 2000 -d /tmp >/tmp/mail.out 2>&1 || { s=\$?; cat /tmp/mail.out; bad "mailbench exited \$s"; }
 grep -q '^MAILBENCH .* accepted=40 delivered=40 bad=0 ' /tmp/mail.out || { cat /tmp/mail.out; bad "mailbench counts"; }
 ok "mailbench 40 messages delivered and verified"
@@ -88,6 +107,6 @@ tr -d '\r' <"$tmp/log" | grep '^smoke: ' || true
 tr -d '\r' <"$tmp/log" | grep -E 'unimplemented|warn: ' | sed 's/^/apps-smoke: guest log: /' | head -n 20 || true
 [ $status -eq 0 ] || { tail -n 30 "$tmp/log" >&2; fail "the guest exited $status"; }
 # the guest's status alone could be 0 from a script that stopped early
-[ "$(tr -d '\r' <"$tmp/log" | grep -c '^smoke: ok ')" = 6 ] || fail "not all six checks passed"
+[ "$(tr -d '\r' <"$tmp/log" | grep -c '^smoke: ok ')" = 8 ] || fail "not all eight checks passed"
 tr -d '\r' <"$tmp/log" | grep -q '^smoke: all ok$' || fail "no 'all ok'"
 echo "apps-smoke: $kernel ok in $(( $(date +%s) - start )) s"

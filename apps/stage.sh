@@ -5,6 +5,7 @@
 #   usr/bin/            redis-server redis-cli redis-benchmark nginx wrk
 #                       mailbench mail-enqueue mail-qman mail-deliver
 #   etc/nginx/nginx.conf                 apps/nginx/nginx.conf
+#   etc/nginx/nginx-workers.conf         the same with a master and a worker per CPU
 #   usr/share/nginx/html/index.html      a short page
 #   usr/share/nginx/html/1k.bin, 64k.bin 1024 and 65536 bytes of text
 #                                        (fixed content, so tests can
@@ -21,6 +22,14 @@ for b in redis-server redis-cli redis-benchmark nginx wrk mailbench mail-enqueue
   cp "$out/$b" "$stage/usr/bin/$b"
 done
 cp "$here/nginx/nginx.conf" "$stage/etc/nginx/nginx.conf"
+# nginx as it usually runs: a master process and one worker per CPU
+# (bench/apps' nginx/workers-* cases).
+sed -e 's/^master_process off;.*/master_process on;     # a master, and workers it forks/' \
+    -e 's/^worker_processes 1;/worker_processes auto;  # one per CPU/' \
+    "$here/nginx/nginx.conf" >"$stage/etc/nginx/nginx-workers.conf"
+grep -q '^master_process on;' "$stage/etc/nginx/nginx-workers.conf" &&
+  grep -q '^worker_processes auto;' "$stage/etc/nginx/nginx-workers.conf" ||
+  { echo "stage: apps/nginx/nginx.conf no longer has the lines nginx-workers.conf changes" >&2; exit 1; }
 html=$stage/usr/share/nginx/html
 echo '<html><body>shortbread</body></html>' >"$html/index.html"
 # numbered lines, so a misplaced or repeated block changes the bytes

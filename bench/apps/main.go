@@ -159,6 +159,13 @@ section nginx/1k wrk -t%[1]d -c%[2]d -d%[3]ds --latency http://127.0.0.1:80/1k.b
 section nginx/64k wrk -t%[1]d -c%[2]d -d%[3]ds --latency http://127.0.0.1:80/64k.bin
 else echo "@@begin nginx/start"; cat /tmp/nginx.err; echo "@@end nginx/start 1"; fi
 kill $ngx; wait
+nginx -c /etc/nginx/nginx-workers.conf 2>/tmp/nginx.err &
+ngx=$!
+if wait_for wget -q -O /dev/null http://127.0.0.1:80/index.html; then
+section nginx/workers-1k wrk -t%[1]d -c%[2]d -d%[3]ds --latency http://127.0.0.1:80/1k.bin
+section nginx/workers-64k wrk -t%[1]d -c%[2]d -d%[3]ds --latency http://127.0.0.1:80/64k.bin
+else echo "@@begin nginx/workers-start"; cat /tmp/nginx.err; echo "@@end nginx/workers-start 1"; fi
+kill $ngx; wait
 `, p.WrkThreads, p.WrkConns, p.WrkSeconds)
 		case "mail":
 			fmt.Fprintf(&b, `mkdir -p /mnt/mail && mount -t tmpfs tmpfs /mnt/mail
@@ -386,6 +393,9 @@ func expectedSections(workloads []string, p params) []string {
 			}
 		case "nginx":
 			s = append(s, "nginx/1k", "nginx/64k")
+			if p.Mode != "wire" { // the wire's server runs one process
+				s = append(s, "nginx/workers-1k", "nginx/workers-64k")
+			}
 		case "bulk":
 			s = append(s, "bulk/send", "bulk/recv")
 		case "mail":
@@ -599,7 +609,7 @@ func markdown(rep report) []byte {
 		fmt.Fprintf(&md, "Server and client in the same guest over loopback. Median of %d boots per column; ± is half the range (max−min) as a percentage of the median. The guest CPU split comes from /proc/stat around each client run.\n\n", rep.Reps)
 		fmt.Fprintf(&md, "- redis: `redis-benchmark -c %d -t set,get,lpush`, %d requests per test (P1), %d with `-P %d`; TCP 127.0.0.1 and unix socket; `redis-server --save '' --appendonly no`.\n",
 			p.RedisClients, p.RedisRequests, p.RedisRequests*p.RedisPipeline/4, p.RedisPipeline)
-		fmt.Fprintf(&md, "- nginx: apps/nginx/nginx.conf (one process, sendfile, keep-alive); `wrk -t%d -c%d -d%ds --latency`, 1 KiB and 64 KiB files.\n", p.WrkThreads, p.WrkConns, p.WrkSeconds)
+		fmt.Fprintf(&md, "- nginx: apps/nginx/nginx.conf (one process, sendfile, keep-alive; `workers-*`: the same with nginx's usual master process and one worker per CPU); `wrk -t%d -c%d -d%ds --latency`, 1 KiB and 64 KiB files.\n", p.WrkThreads, p.WrkConns, p.WrkSeconds)
 		fmt.Fprintf(&md, "- mail: `mailbench -c %d -t %d -s %d -m %s`, spool and maildirs on tmpfs (tmpfs) and on a fresh %d MiB ext4 over virtio-blk (ext4, if run); messages/s from start to last delivery, every message verified.\n\n", p.MailClients, p.MailSeconds, p.MailSize, p.MailSpawn, p.DiskMiB)
 	}
 	if rep.UptimeBefore != "" {
