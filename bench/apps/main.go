@@ -44,23 +44,24 @@ import (
 )
 
 type params struct {
-	RedisRequests int    `json:"redis_requests"`
-	RedisClients  int    `json:"redis_clients"`
-	RedisPipeline int    `json:"redis_pipeline"`
-	WrkThreads    int    `json:"wrk_threads"`
-	WrkConns      int    `json:"wrk_connections"`
-	WrkSeconds    int    `json:"wrk_seconds"`
-	MailClients   int    `json:"mail_clients"`
-	MailSeconds   int    `json:"mail_seconds"`
-	MailSize      int    `json:"mail_size"`
-	MailSpawn     string `json:"mail_spawn"`
-	MailDisk      bool   `json:"mail_disk"`
-	DiskMiB       int    `json:"disk_mib"`
-	Mem           string `json:"memory"`
-	Mode          string `json:"mode"`                   // loopback or wire
-	NIC           string `json:"nic,omitempty"`          // the server's card in the wire mode
-	BulkMiB       int    `json:"bulk_mib,omitempty"`     // the wire mode's bulk file
-	BulkSeconds   int    `json:"bulk_seconds,omitempty"` // the least time of a bulk measurement
+	RedisRequests int      `json:"redis_requests"`
+	RedisClients  int      `json:"redis_clients"`
+	RedisPipeline int      `json:"redis_pipeline"`
+	WrkThreads    int      `json:"wrk_threads"`
+	WrkConns      int      `json:"wrk_connections"`
+	WrkSeconds    int      `json:"wrk_seconds"`
+	MailClients   int      `json:"mail_clients"`
+	MailSeconds   int      `json:"mail_seconds"`
+	MailSize      int      `json:"mail_size"`
+	MailSpawn     string   `json:"mail_spawn"`
+	MailDisk      bool     `json:"mail_disk"`
+	MailDevices   []string `json:"mail_devices,omitempty"` // controllers of the mail disk: virtio, sata, nvme
+	DiskMiB       int      `json:"disk_mib"`
+	Mem           string   `json:"memory"`
+	Mode          string   `json:"mode"`                   // loopback or wire
+	NIC           string   `json:"nic,omitempty"`          // the server's card in the wire mode
+	BulkMiB       int      `json:"bulk_mib,omitempty"`     // the wire mode's bulk file
+	BulkSeconds   int      `json:"bulk_seconds,omitempty"` // the least time of a bulk measurement
 }
 
 // sample is one number from one run.
@@ -179,11 +180,18 @@ if [ -f /lib/modules/load-order ]; then
   for m in $(cat /lib/modules/load-order); do insmod /lib/modules/$m.ko 2>/dev/null; done
 fi
 mkdir -p /mnt/disk
-if mount -t ext4 /dev/vda /mnt/disk; then
-section mail/ext4 mailbench -c %d -t %d -s %d -m %s -d /mnt/disk
+`)
+				for _, d := range p.MailDevices {
+					m := mailDevices[d]
+					// A disk's node can appear a moment after its
+					// driver's insmod returns.
+					fmt.Fprintf(&b, `i=0; while [ ! -b %[1]s ] && [ $i -lt 100 ]; do usleep 100000; i=$((i+1)); done
+if mount -t ext4 %[1]s /mnt/disk; then
+section mail/%[2]s mailbench -c %[3]d -t %[4]d -s %[5]d -m %[6]s -d /mnt/disk
 umount /mnt/disk
-else echo "@@begin mail/ext4"; echo "cannot mount /dev/vda as ext4"; echo "@@end mail/ext4 1"; fi
-`, p.MailClients, p.MailSeconds, p.MailSize, p.MailSpawn)
+else echo "@@begin mail/%[2]s"; echo "cannot mount %[1]s as ext4"; echo "@@end mail/%[2]s 1"; fi
+`, m.node, m.name, p.MailClients, p.MailSeconds, p.MailSize, p.MailSpawn)
+				}
 			}
 		}
 	}
@@ -401,7 +409,9 @@ func expectedSections(workloads []string, p params) []string {
 		case "mail":
 			s = append(s, "mail/tmpfs")
 			if p.MailDisk {
-				s = append(s, "mail/ext4")
+				for _, d := range p.MailDevices {
+					s = append(s, "mail/"+mailDevices[d].name)
+				}
 			}
 		}
 	}
@@ -424,10 +434,31 @@ func lastLines(s string, n int) string {
 	return "    " + strings.Join(lines, "\n    ")
 }
 
-// diskArgs are the QEMU arguments for the mail benchmark's disk: virtio-blk
-// on a raw image. cache=unsafe: the guest still sends its flushes, but the
-// host does not wait for its own disk, whose speed is not what is measured.
-const diskArgs = "-drive file=%s,if=virtio,format=raw,cache=unsafe"
+// mailDevice is one controller the mail benchmark's ext4 disk can sit on:
+// its QEMU arguments for a raw image, the guest's device node (the same
+// on both kernels) and the case name in the results. cache=unsafe: the
+// guest still sends its flushes, but the host does not wait for its own
+// disk, whose speed is not what is measured.
+type mailDevice struct {
+	args, node, name string
+}
+
+var mailDevices = map[string]mailDevice{
+	"virtio": {"-drive file=%s,if=virtio,format=raw,cache=unsafe", "/dev/vda", "ext4"},
+	// Port 0 of q35's AHCI controller (Shortbread's -cdrom is on port 2).
+	"sata": {"-drive file=%s,if=none,id=mailsata,format=raw,cache=unsafe -device ide-hd,drive=mailsata,bus=ide.0", "/dev/sda", "ext4-sata"},
+	"nvme": {"-drive file=%s,if=none,id=mailnvme,format=raw,cache=unsafe -device nvme,drive=mailnvme,serial=sbmail", "/dev/nvme0n1", "ext4-nvme"},
+}
+
+// diskArgs are the QEMU arguments for p's mail disks, image i in dir
+// named after its controller.
+func diskArgs(p params, dir string) string {
+	var a []string
+	for _, d := range p.MailDevices {
+		a = append(a, fmt.Sprintf(mailDevices[d].args, filepath.Join(dir, "mail-"+d+".img")))
+	}
+	return strings.Join(a, " ")
+}
 
 // newDisk makes a fresh ext4 image, so every boot starts from the same
 // file system. Inode tables and journal are written now, not by a lazy
@@ -445,14 +476,17 @@ func newDisk(path string, mib int) error {
 }
 
 // run boots kernel with CPUs and returns the console output.
-func run(kernel string, cpus int, stage, script, disk string, p params, timeout int) (string, time.Duration, error) {
+// diskDir, if not empty, receives a fresh image for each mail disk.
+func run(kernel string, cpus int, stage, script, diskDir string, p params, timeout int) (string, time.Duration, error) {
 	cmd := exec.Command("tools/run-cmd.sh", stage, script)
 	cmd.Env = append(os.Environ(), "CPUS="+strconv.Itoa(cpus), "MEM="+p.Mem, "TIMEOUT="+strconv.Itoa(timeout))
-	if disk != "" {
-		if err := newDisk(disk, p.DiskMiB); err != nil {
-			return "", 0, err
+	if diskDir != "" {
+		for _, d := range p.MailDevices {
+			if err := newDisk(filepath.Join(diskDir, "mail-"+d+".img"), p.DiskMiB); err != nil {
+				return "", 0, err
+			}
 		}
-		cmd.Env = append(cmd.Env, "QEMU_EXTRA="+fmt.Sprintf(diskArgs, disk))
+		cmd.Env = append(cmd.Env, "QEMU_EXTRA="+diskArgs(p, diskDir))
 	}
 	if kernel == "linux" {
 		cmd.Env = append(cmd.Env, "LINUX=1")
@@ -610,7 +644,7 @@ func markdown(rep report) []byte {
 		fmt.Fprintf(&md, "- redis: `redis-benchmark -c %d -t set,get,lpush`, %d requests per test (P1), %d with `-P %d`; TCP 127.0.0.1 and unix socket; `redis-server --save '' --appendonly no`.\n",
 			p.RedisClients, p.RedisRequests, p.RedisRequests*p.RedisPipeline/4, p.RedisPipeline)
 		fmt.Fprintf(&md, "- nginx: apps/nginx/nginx.conf (one process, sendfile, keep-alive; `workers-*`: the same with nginx's usual master process and one worker per CPU); `wrk -t%d -c%d -d%ds --latency`, 1 KiB and 64 KiB files.\n", p.WrkThreads, p.WrkConns, p.WrkSeconds)
-		fmt.Fprintf(&md, "- mail: `mailbench -c %d -t %d -s %d -m %s`, spool and maildirs on tmpfs (tmpfs) and on a fresh %d MiB ext4 over virtio-blk (ext4, if run); messages/s from start to last delivery, every message verified.\n\n", p.MailClients, p.MailSeconds, p.MailSize, p.MailSpawn, p.DiskMiB)
+		fmt.Fprintf(&md, "- mail: `mailbench -c %d -t %d -s %d -m %s`, spool and maildirs on tmpfs (tmpfs) and on a fresh %d MiB ext4 (if run) over virtio-blk (ext4), AHCI SATA (ext4-sata) or NVMe (ext4-nvme); messages/s from start to last delivery, every message verified.\n\n", p.MailClients, p.MailSeconds, p.MailSize, p.MailSpawn, p.DiskMiB)
 	}
 	if rep.UptimeBefore != "" {
 		fmt.Fprintf(&md, "Host before: `%s`; after: `%s`.\n\n", rep.UptimeBefore, rep.UptimeAfter)
@@ -698,6 +732,7 @@ func main() {
 	flag.StringVar(&p.MailSpawn, "mail-spawn", "fork", "how mailbench clients start mail-enqueue: fork or spawn")
 	flag.BoolVar(&p.MailDisk, "mail-disk", true, "also run mailbench on ext4 over virtio-blk")
 	flag.IntVar(&p.DiskMiB, "disk-mib", 256, "size of the ext4 image for -mail-disk")
+	mailDevs := flag.String("mail-devices", "virtio,sata,nvme", "the controllers -mail-disk runs mailbench on ext4 over, each on a fresh image: virtio, sata (q35's AHCI), nvme")
 	apps := flag.String("apps", "build/apps", "directory of the app binaries (make apps)")
 	outDir := flag.String("out", "bench/results", "directory for the results files")
 	name := flag.String("name", "", "results file name without extension (default apps-KERNELS-DATE)")
@@ -770,6 +805,14 @@ func main() {
 	if *reps < 1 {
 		fail("-reps must be at least 1")
 	}
+	if p.MailDisk {
+		for _, d := range strings.Split(*mailDevs, ",") {
+			if _, ok := mailDevices[d]; !ok {
+				fail("-mail-devices: unknown controller %q (virtio, sata, nvme)", d)
+			}
+			p.MailDevices = append(p.MailDevices, d)
+		}
+	}
 
 	stage, err := os.MkdirTemp("", "sb-bench-apps.")
 	if err != nil {
@@ -809,12 +852,12 @@ func main() {
 		if err := exec.Command("cp", "-r", "build/linux/modules", filepath.Join(stage, "lib", "modules")).Run(); err != nil {
 			fail("copying the modules: %v", err)
 		}
-		disk = filepath.Join(stage+".disk", "mail.img")
-		if err := os.MkdirAll(filepath.Dir(disk), 0o755); err != nil {
+		disk = stage + ".disk"
+		if err := os.MkdirAll(disk, 0o755); err != nil {
 			fail("%v", err)
 		}
-		scratch = append(scratch, filepath.Dir(disk))
-		defer os.RemoveAll(filepath.Dir(disk))
+		scratch = append(scratch, disk)
+		defer os.RemoveAll(disk)
 	}
 	script := guestScript(p, workloads)
 	if wire {
@@ -836,7 +879,7 @@ func main() {
 	}
 	rep.QEMU = "qemu-system-x86_64 -machine q35 -cpu max -m " + p.Mem + " -smp N -display none -serial stdio -monitor none -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04 (TCG; Linux: -kernel/-initrd via tools/linux/run.sh, Shortbread: -cdrom via tools/qemu.sh)"
 	if disk != "" {
-		rep.QEMU += "; mail disk: " + fmt.Sprintf(diskArgs, "IMG")
+		rep.QEMU += "; mail disks: `" + diskArgs(p, "DIR") + "`"
 	}
 	if wire && os.Getenv("WIRE") == "tap" {
 		rep.QEMU += "; WIRE=tap (tools/wirepair.sh): server: -netdev tap,id=w0,ifname=wtapA,script=no,downscript=no,vnet_hdr=on -device " + p.NIC + ",netdev=w0 (e1000: -machine pc); client (Linux): the same on wtapB with -device virtio-net-pci; both taps on one bridge in a network namespace of their own, so virtio-net is offered checksum offload and TSO"

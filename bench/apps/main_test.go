@@ -117,8 +117,16 @@ func TestAggregate(t *testing.T) {
 
 func TestGuestScriptSections(t *testing.T) {
 	p := params{RedisRequests: 100, RedisClients: 2, RedisPipeline: 16, WrkThreads: 1, WrkConns: 2, WrkSeconds: 1,
-		MailClients: 1, MailSeconds: 1, MailSize: 100, MailSpawn: "fork", MailDisk: true}
+		MailClients: 1, MailSeconds: 1, MailSize: 100, MailSpawn: "fork", MailDisk: true, MailDevices: []string{"virtio", "sata", "nvme"}}
 	sc := guestScript(p, []string{"redis", "nginx", "mail"})
+	for _, want := range []string{"mail/ext4-sata", "mount -t ext4 /dev/nvme0n1 /mnt/disk", "mount -t ext4 /dev/sda "} {
+		if !strings.Contains(sc, want) {
+			t.Errorf("script lacks %q", want)
+		}
+	}
+	if a := diskArgs(p, "/d"); !strings.Contains(a, "file=/d/mail-virtio.img,if=virtio") || !strings.Contains(a, "-device nvme,drive=mailnvme") || !strings.Contains(a, "bus=ide.0") {
+		t.Errorf("disk arguments %q", a)
+	}
 	for _, sec := range expectedSections([]string{"redis", "nginx", "mail"}, p) {
 		if !strings.Contains(sc, "section "+sec+" ") {
 			t.Errorf("script has no section %s", sec)
