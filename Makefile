@@ -171,10 +171,11 @@ bench-sys: deps user $(KERNEL) $(STUB)
 # The scaling matrix (issue 21): each workload of user/bench/scale.c with
 # one worker and one per CPU, on 1 and 2 CPUs, Shortbread vs Linux in
 # interleaved boots (~10-15 min here; LONG=1: 6 boots of 3 s runs, and 4
-# CPUs where the host has them). Not in make test.
+# CPUs where the host has them; FS=ext4: the file workloads on a fresh
+# ext4 image over virtio-blk instead of tmpfs). Not in make test.
 bench-scale: deps user $(KERNEL) $(STUB)
 	tools/linux/kernel.sh $(LINUX_BUILD)
-	go run ./bench/scale $(if $(LONG),-long)
+	go run ./bench/scale $(if $(LONG),-long) $(if $(FS),-fs $(FS))
 
 # Block devices (NVMe and virtio-blk, 4 KiB O_DIRECT sequential/random,
 # queue depth 1 and 32, fsync latency), Shortbread vs Linux, 1 and 2 CPUs.

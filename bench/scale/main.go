@@ -55,6 +55,7 @@ func main() {
 	outDir := flag.String("out", "bench/results", "directory for the results")
 	name := flag.String("name", "", "results file name without extension (default scale-DATE)")
 	render := flag.String("render", "", "only rewrite FILE.md and FILE.png from a results FILE.json")
+	fs := flag.String("fs", "tmpfs", "where the file workloads work: tmpfs (/tmp) or ext4 (a fresh image over virtio-blk, made for each boot)")
 	flag.Parse()
 
 	if *render != "" {
@@ -73,6 +74,14 @@ func main() {
 	}
 
 	rep := Report{Reps: 4, MS: 1000, HostCPUs: runtime.NumCPU(), QEMU: qemuFlags}
+	switch *fs {
+	case "tmpfs":
+	case "ext4":
+		rep.FS = "ext4"
+		rep.QEMU += "; the file workloads' disk: `" + fmt.Sprintf(ext4Args, "IMG") + "`, a fresh `mkfs.ext4` image of " + strconv.Itoa(ext4MiB) + " MiB for each boot"
+	default:
+		fail("-fs: tmpfs or ext4, not %q", *fs)
+	}
 	cpus := "1,2"
 	if *long {
 		rep.Reps, rep.MS, rep.Long = 6, 3000, true
@@ -106,11 +115,12 @@ func main() {
 		}
 	}
 
-	stage, err := stageDir()
+	stage, err := stageDir(rep.FS)
 	if err != nil {
 		fail("%v", err)
 	}
 	defer os.RemoveAll(stage)
+	defer os.RemoveAll(stage + ".disk")
 
 	now := time.Now().UTC()
 	rep.Date = now.Format(time.RFC3339)
@@ -143,6 +153,9 @@ func main() {
 	base := *name
 	if base == "" {
 		base = "scale-" + now.Format("2006-01-02")
+		if rep.FS != "" {
+			base = "scale-" + rep.FS + "-" + now.Format("2006-01-02")
+		}
 	}
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		fail("%v", err)
@@ -152,6 +165,7 @@ func main() {
 		os.Stdout.Write(md)
 	}
 	os.RemoveAll(stage) // fail exits without running deferred calls
+	os.RemoveAll(stage + ".disk")
 	if err != nil {
 		fail("%v", err)
 	}
@@ -195,7 +209,7 @@ func write(base string, rep *Report, withJSON bool) error {
 
 // guestScript runs every workload with one worker and, with more than one
 // CPU, with one per CPU.
-func guestScript(workloads []string, cpus, ms int) string {
+func guestScript(workloads []string, cpus, ms int, fs string) string {
 	var b strings.Builder
 	b.WriteString(`export PATH=/usr/bin:/bin:/usr/sbin:/sbin
 ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
@@ -203,6 +217,18 @@ echo "@@info kernel $(uname -r)"
 echo "@@info cpus $(nproc)"
 cd /tmp
 `)
+	if fs == "ext4" {
+		// Linux: virtio-blk and ext4 are modules (no modprobe in the
+		// guest); on Shortbread insmod fails quietly and the mount
+		// decides. The workloads make their directories in TMPDIR.
+		b.WriteString(`if [ -f /lib/modules/load-order ]; then
+  for m in $(cat /lib/modules/load-order); do insmod /lib/modules/$m.ko 2>/dev/null; done
+fi
+mkdir -p /mnt/disk && mount -t ext4 /dev/vda /mnt/disk || { echo "scale-error cannot mount /dev/vda as ext4"; echo @@done; exit 1; }
+export TMPDIR=/mnt/disk
+cd /mnt/disk
+`)
+	}
 	for _, w := range workloads {
 		fmt.Fprintf(&b, "/bench/scale %s 1 %d\n", w, ms)
 		if cpus > 1 {
@@ -218,12 +244,20 @@ cd /tmp
 func bootOnce(k string, c, r int, stage string, rep Report) (Boot, []Sample) {
 	fmt.Fprintf(os.Stderr, "bench/scale: %s, %d CPU, run %d/%d ...", k, c, r, rep.Reps)
 	b := Boot{Kernel: k, CPUs: c, Rep: r, LoadBefore: loadavg()}
-	script := guestScript(rep.Workloads, c, rep.MS)
+	script := guestScript(rep.Workloads, c, rep.MS, rep.FS)
 	// Each run takes ms plus its set-up; a generous bound for TCG on a
 	// shared host, plus the boot.
 	timeout := 300 + len(rep.Workloads)*2*(rep.MS/1000+20)
 	cmd := exec.Command("tools/run-cmd.sh", stage, script)
 	cmd.Env = append(os.Environ(), "CPUS="+strconv.Itoa(c), "TIMEOUT="+strconv.Itoa(timeout))
+	if rep.FS == "ext4" {
+		img := filepath.Join(stage+".disk", "scale.img")
+		if err := newExt4(img); err != nil {
+			b.Errors = []string{err.Error()}
+			return b, nil
+		}
+		cmd.Env = append(cmd.Env, "QEMU_EXTRA="+fmt.Sprintf(ext4Args, img))
+	}
 	if k == "linux" {
 		cmd.Env = append(cmd.Env, "LINUX=1")
 	}
@@ -268,7 +302,32 @@ func missing(samples []Sample, workloads []string, cpus int) []string {
 }
 
 // stageDir makes the directory merged into the initramfs: /bench/scale.
-func stageDir() (string, error) {
+// ext4Args attach the ext4 image of -fs ext4; cache=unsafe: the guest's
+// flushes still happen, the host's disk is not what is measured.
+const ext4Args = "-drive file=%s,if=virtio,format=raw,cache=unsafe"
+
+// ext4MiB is the size of that image: the workloads keep a few thousand
+// small files at a time.
+const ext4MiB = 256
+
+// newExt4 makes a fresh ext4 image at path, its inode tables and journal
+// written now rather than by a lazy thread in the guest.
+func newExt4(path string) error {
+	os.Remove(path)
+	if err := exec.Command("truncate", "-s", strconv.Itoa(ext4MiB)+"M", path).Run(); err != nil {
+		return fmt.Errorf("truncate %s: %v", path, err)
+	}
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", path).CombinedOutput(); err != nil {
+		return fmt.Errorf("mkfs.ext4 %s: %v\n%s", path, err, out)
+	}
+	return nil
+}
+
+// stageDir makes the directory merged over the initramfs: the workloads'
+// program and, for ext4, Linux's disk and file-system modules (the same
+// for both kernels, so the initramfs is too) and a directory beside it
+// (DIR.disk) for the image.
+func stageDir(fs string) (string, error) {
 	b, err := os.ReadFile("build/user/bench/scale")
 	if err != nil {
 		return "", fmt.Errorf("%v (run make user first)", err)
@@ -279,6 +338,22 @@ func stageDir() (string, error) {
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "bench"), 0o755); err != nil {
 		return "", err
+	}
+	if fs == "ext4" {
+		mods := exec.Command("tools/linux/modules.sh", "build/linux")
+		mods.Stdout, mods.Stderr = os.Stderr, os.Stderr
+		if err := mods.Run(); err != nil {
+			return "", fmt.Errorf("tools/linux/modules.sh: %v", err)
+		}
+		if err := os.MkdirAll(filepath.Join(dir, "lib"), 0o755); err != nil {
+			return "", err
+		}
+		if out, err := exec.Command("cp", "-r", "build/linux/modules", filepath.Join(dir, "lib", "modules")).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("copying the modules: %v %s", err, out)
+		}
+		if err := os.MkdirAll(dir+".disk", 0o755); err != nil {
+			return "", err
+		}
 	}
 	return dir, os.WriteFile(filepath.Join(dir, "bench", "scale"), b, 0o755)
 }

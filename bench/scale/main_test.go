@@ -198,3 +198,18 @@ func TestWriteKeepsAnalysis(t *testing.T) {
 		}
 	}
 }
+
+func TestGuestScriptExt4(t *testing.T) {
+	s := guestScript([]string{"files_private"}, 2, 100, "ext4")
+	for _, want := range []string{"mount -t ext4 /dev/vda /mnt/disk", "export TMPDIR=/mnt/disk", "/bench/scale files_private 2 100"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("script lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Index(s, "TMPDIR") > strings.Index(s, "/bench/scale ") {
+		t.Errorf("workloads run before the disk is mounted:\n%s", s)
+	}
+	if s := guestScript([]string{"spin"}, 1, 100, ""); strings.Contains(s, "/dev/vda") {
+		t.Errorf("tmpfs script mounts a disk:\n%s", s)
+	}
+}

@@ -85,6 +85,7 @@ type Report struct {
 	CPUs        []int    `json:"cpus"`
 	Kernels     []string `json:"kernels"`
 	Workloads   []string `json:"workloads"`
+	FS          string   `json:"fs,omitempty"` // where the file workloads work: "" (tmpfs) or "ext4"
 	Boots       []Boot   `json:"boots"`
 	Samples     []Sample `json:"samples"`
 }
@@ -341,6 +342,9 @@ func Markdown(rep *Report, plotFile string) []byte {
 		date = date[:10]
 	}
 	fmt.Fprintf(&b, "# Scaling with CPUs, %s, commit %s", date, rep.Commit)
+	if rep.FS != "" {
+		fmt.Fprintf(&b, ", file workloads on %s", rep.FS)
+	}
 	if rep.Dirty {
 		b.WriteString(" (with uncommitted changes)")
 	}
