@@ -20,6 +20,9 @@ mkdir -p "$out"
 rm -f "$out"/cov-*.txt
 date=$(date -u +%Y-%m-%d)
 res=$root/bench/results/fuzz-soak-$date.md
+# A day's later soaks go to DATE-2.md, DATE-3.md, ...
+n=2
+while [ -e "$res" ]; do res=$root/bench/results/fuzz-soak-$date-$n.md; n=$((n + 1)); done
 commit=$(git -C "$root" rev-parse --short HEAD)
 img=$out/ext4.img
 # the fuzzer, then the file system unmounted for the host's e2fsck, then
