@@ -309,38 +309,41 @@ TEXT runtime·sbNMI(SB),NOSPLIT|NOFRAME,$0
 	IMULQ	$sbCPU__size, CX
 	LEAQ	runtime·sbCPUs(SB), DX
 	ADDQ	CX, DX				// DX = this CPU's sbCPU
-	MOVQ	sbCPU_profBuf(DX), AX
+	MOVQ	runtime·sbProfBufs(SB), AX
 	TESTQ	AX, AX
 	JZ	nmidone
-	MOVQ	sbCPU_profN(DX), BX
-	CMPQ	BX, sbCPU_profCap(DX)
+	MOVL	sbCPU_id(DX), BX
+	CMPQ	BX, runtime·sbProfNBufs(SB)
+	JAE	nmidone
+	IMULQ	$sbProfBuffer__size, BX
+	ADDQ	BX, AX				// AX = this CPU's sbProfBuffer
+	MOVQ	sbProfBuffer_n(AX), BX
+	CMPQ	BX, sbProfBuffer_cap(AX)
 	JAE	nmifull
 	SHLQ	$4, BX
-	ADDQ	BX, AX
+	ADDQ	sbProfBuffer_addr(AX), BX	// BX = the record
+	MOVL	R8, 12(BX)			// TSC low bits: lets duplicates be told apart
 	MOVQ	40(SP), CX			// RIP
-	MOVQ	CX, 0(AX)
+	MOVQ	CX, 0(BX)
 	MOVL	sbCPU_id(DX), CX
-	MOVQ	56(SP), BX			// RFLAGS
-	TESTQ	$0x200, BX
+	TESTQ	$0x200, 56(SP)			// RFLAGS
 	JNZ	nmiifon
 	ORL	$(2<<16), CX
 nmiifon:
-	MOVQ	48(SP), BX			// CS
-	TESTQ	$3, BX
+	TESTQ	$3, 48(SP)			// CS
 	JZ	nmikernel
 	ORL	$(4<<16), CX
 nmikernel:
-	MOVL	sbCPU_cur(DX), BX
-	CMPL	BX, sbCPU_idle(DX)
+	MOVL	sbCPU_cur(DX), R8
+	CMPL	R8, sbCPU_idle(DX)
 	JNE	nmibusy
 	ORL	$(1<<16), CX
 nmibusy:
-	MOVL	CX, 8(AX)
-	MOVL	R8, 12(AX)			// TSC low bits: lets duplicates be told apart
-	INCQ	sbCPU_profN(DX)
+	MOVL	CX, 8(BX)
+	INCQ	sbProfBuffer_n(AX)
 	JMP	nmidone
 nmifull:
-	INCQ	sbCPU_profDropped(DX)
+	INCQ	sbProfBuffer_dropped(AX)
 nmidone:
 	CMPL	sbCPU_nmiWant(DX), $0
 	JNE	nmiregs

@@ -2,9 +2,8 @@
 
 // Shortbread machine layer: from the boot stub to the runtime.
 //
-// sbBoot runs once, on the boot CPU and stack, before any runtime code
-// (what it does: README.md); the order below is the order things depend
-// on each other.
+// sbBoot runs once, on the boot CPU and stack, before any runtime code;
+// the order below is the order things depend on each other.
 
 package runtime
 
@@ -28,9 +27,9 @@ const (
 func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 	sbStartTSC = startTSC
 	sbSerialInit()
-	sbPrintBegin()
+	sbConsoleLock.lock()
 	sbPrintStr("\nShortbread: machine layer starting\n")
-	sbPrintEnd()
+	sbConsoleLock.unlock()
 
 	sbMBI = mbi
 	sbKernelImage(modStart)
@@ -51,13 +50,13 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 	sbParseMultiboot(mbi, keep[:n])
 
 	if sbFrames.free*sbPageSize < sbMinMemory {
-		sbPrintBegin()
+		sbConsoleLock.lock()
 		sbPrintStr("machine: only ")
 		sbPrintDec(int64(sbFrames.free * sbPageSize >> 20))
 		sbPrintStr(" MiB of usable RAM; Shortbread needs at least ")
 		sbPrintDec(sbMinMemory >> 20)
 		sbPrintStr(" MiB free after the kernel image\n")
-		sbPrintEnd()
+		sbConsoleLock.unlock()
 		sbPowerOff(0x7d)
 	}
 
@@ -104,13 +103,13 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 	sbArmTimer(sbCPUs[0].sliceEnd)
 	sbCPUs[0].timerAt = sbCPUs[0].sliceEnd
 
-	sbPrintBegin()
+	sbConsoleLock.lock()
 	sbPrintStr("machine: ")
 	sbPrintDec(int64(sbFrames.free * sbPageSize >> 20))
 	sbPrintStr(" MiB free, TSC ")
 	sbPrintDec(int64(sbTSCHz / 1_000_000))
 	sbPrintStr(" MHz; entering the Go runtime\n") // the kernel's cpu: line tells the rest
-	sbPrintEnd()
+	sbConsoleLock.unlock()
 }
 
 // sbForEachTag calls fn for each multiboot2 tag (spec §3.6).

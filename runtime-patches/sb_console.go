@@ -46,33 +46,26 @@ func sbPutc(c byte) {
 	}
 }
 
-// sbWriteConsole writes raw bytes, turning \n into \r\n for terminals.
-func sbWriteConsole(p uintptr, n uintptr) {
-	sbConsoleLock.lock()
-	for i := uintptr(0); i < n; i++ {
-		c := *(*byte)(unsafe.Pointer(p + i))
-		if c == '\n' {
-			sbPutc('\r')
-		}
-		sbPutc(c)
+// sbPutch writes c, a newline as \r\n for terminals. Callers that print
+// several pieces hold sbConsoleLock around them, so lines from different
+// CPUs do not interleave.
+func sbPutch(c byte) {
+	if c == '\n' {
+		sbPutc('\r')
 	}
-	sbConsoleLock.unlock()
+	sbPutc(c)
 }
 
-// The sbPrint* functions are for the machine layer's own messages; callers
-// that print several pieces hold sbConsoleLock around them via sbPrintBegin
-// and sbPrintEnd so lines from different CPUs do not interleave.
-
-func sbPrintBegin() { sbConsoleLock.lock() }
-
-func sbPrintEnd() { sbConsoleLock.unlock() }
+// sbWriteConsole writes the runtime's bytes for fds 1 and 2.
+func sbWriteConsole(p, n uintptr) {
+	for i := uintptr(0); i < n; i++ {
+		sbPutch(*(*byte)(unsafe.Pointer(p + i)))
+	}
+}
 
 func sbPrintStr(s string) {
 	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' {
-			sbPutc('\r')
-		}
-		sbPutc(s[i])
+		sbPutch(s[i])
 	}
 }
 
@@ -110,32 +103,26 @@ func sbPrintDec(v int64) {
 	}
 }
 
-// sbLog prints one line with the machine-layer prefix.
-func sbLog(msg string) {
-	sbPrintBegin()
+// sbLog prints one line with the machine-layer prefix: msg, then the
+// numbers in v.
+func sbLog(msg string, v ...int64) {
+	sbConsoleLock.lock()
 	sbPrintStr("machine: ")
 	sbPrintStr(msg)
+	for _, x := range v {
+		sbPrintDec(x)
+	}
 	sbPrintStr("\n")
-	sbPrintEnd()
-}
-
-// sbLogVal prints one line with a message and a number.
-func sbLogVal(msg string, v int64) {
-	sbPrintBegin()
-	sbPrintStr("machine: ")
-	sbPrintStr(msg)
-	sbPrintDec(v)
-	sbPrintStr("\n")
-	sbPrintEnd()
+	sbConsoleLock.unlock()
 }
 
 // sbFatal reports an unrecoverable machine-layer error and powers off with
 // a failing status.
 func sbFatal(msg string) {
-	sbPrintBegin()
+	sbConsoleLock.lock()
 	sbPrintStr("machine: fatal: ")
 	sbPrintStr(msg)
 	sbPrintStr("\n")
-	sbPrintEnd()
+	sbConsoleLock.unlock()
 	sbPowerOff(0x7f)
 }

@@ -2,11 +2,8 @@
 
 // Shortbread machine layer: per-CPU data and descriptor tables.
 //
-// Each CPU has an sbCPU reached through the GS base (the runtime uses FS
-// for its TLS and never touches GS). Its first words are read by the entry
-// assembly: a scratch slot for the SYSCALL path's stack switch, the top of
-// the CPU's trap stack, and the trap g that Go code in trap handlers runs
-// as (its stack bounds are the trap stack, so ordinary stack checks pass).
+// Each CPU's sbCPU is reached through the GS base: the runtime uses FS
+// for its TLS and never touches GS.
 
 package runtime
 
@@ -56,13 +53,7 @@ type sbCPU struct {
 	cr3     uintptr // the address space loaded on this CPU
 	userGS  uint64  // KERNEL_GS_BASE, for sbSetUserGS; an entry from ring 3 may swap in a base the program set (WRGSBASE): its readers refresh this
 
-	// Sampling profiler (sb_prof.go): a buffer of 16-byte records that
-	// the NMI stub fills; profBuf == 0 means not sampling.
-	profBuf     uintptr
-	profCap     uint64
-	profN       uint64
-	profDropped uint64
-	profNext    int64 // next sample time with the timer-interrupt source
+	profNext int64 // next sample with the timer-interrupt source (sb_prof.go)
 
 	// Hard-lockup watchdog (sb_watchdog.go): what this CPU's watcher saw
 	// of it, and the interrupted frame the NMI stub copies when asked.
@@ -258,17 +249,14 @@ var sbTLBGen uint64 // shootdown generation; each CPU's tlbSeen catches up
 
 // sbShootdown makes other CPUs drop stale TLB entries after mappings were
 // removed, and waits until they have, so freed frames cannot be reached
-// through an old translation. CPUs spinning on a machine-layer lock answer
-// from the spin loop (sbSpin.lock), so waiting here while holding sbAS.mu
-// cannot deadlock.
-func sbShootdown() { sbShootdownSpace(0) }
-
-// sbShootdownSpace is sbShootdown for one user address space: only CPUs
-// that have root loaded (running it, or keeping it after a system call)
-// can hold its translations; any other CPU dropped them when it loaded
-// another CR3 (there is no PCID). root 0 means every CPU (kernel
-// mappings). The caller's own TLB is its own business.
-func sbShootdownSpace(root uintptr) {
+// through an old translation. Only CPUs that have root loaded (running it,
+// or keeping it after a system call) can hold a user space's translations;
+// any other CPU dropped them when it loaded another CR3 (there is no
+// PCID); root 0 means every CPU (kernel mappings). CPUs spinning on a
+// machine-layer lock answer from the spin loop (sbSpin.lock), so waiting
+// here while holding sbAS.mu cannot deadlock. The caller's own TLB is its
+// own business.
+func sbShootdown(root uintptr) {
 	if sbNCPU == 1 {
 		return
 	}
@@ -328,7 +316,7 @@ func sbReleaseCR3(c *sbCPU, root uintptr) {
 	if c.cr3 == root {
 		sbLoadCR3(c, sbAS.pml4)
 	}
-	sbShootdown()
+	sbShootdown(0)
 	atomic.Storeuintptr(&sbReleasing, 0)
 	sbReleaseLock.unlock()
 }

@@ -1,7 +1,6 @@
 //go:build shortbread
 
-// Shortbread machine layer: shared definitions (the files and what each
-// does: README.md here).
+// Shortbread machine layer: shared definitions.
 //
 // It serves the stock runtime's SYSCALLs beneath the runtime, so it never
 // uses it: no heap, goroutines, write barriers (sbTrap is

@@ -2,10 +2,8 @@
 
 // Shortbread machine layer: the physical frame allocator.
 //
-// Never-used ranges (carved from the low end, so early page-table pages
-// sit below 4 GiB where the boot stub's identity map reaches them) and a
-// stack of returned frames linked through the direct map, per NUMA node;
-// one spinlock (README.md).
+// Never-used ranges are carved from the low end, so early page-table
+// pages sit below 4 GiB, where the boot stub's identity map reaches them.
 
 package runtime
 

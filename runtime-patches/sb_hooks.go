@@ -76,7 +76,7 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 			return 0
 		}
 		sbWriteCR3(sbReadCR3())
-		sbShootdownSpace(a0)
+		sbShootdown(a0)
 		return 0
 	case sbSysDebugSpin:
 		return sbDebugSpin(int64(a0))
@@ -136,20 +136,9 @@ func sbHookCurrentCPU() int { return int(sbThisCPU().id) }
 //go:linkname sbHookSetWalltime shortbread/kernel/machine.SetWalltime
 func sbHookSetWalltime(unixNano int64) { atomic.Storeint64(&sbBootUnixNano, unixNano-sbNanotime()) }
 
-// MemStats mirrors shortbread/kernel/machine.MemStats.
-type sbMemStats struct {
-	TotalFrames     uint64
-	FreeFrames      uint64
-	CommittedFrames uint64
-	VMAs            uint64
-}
-
 //go:linkname sbHookMemStats shortbread/kernel/machine.memStats
-func sbHookMemStats(s *sbMemStats) {
-	s.TotalFrames = sbFrames.total
-	s.FreeFrames = sbFrames.free
-	s.CommittedFrames = sbAS.committed
-	s.VMAs = uint64(sbAS.n)
+func sbHookMemStats() (total, free, committed, vmas uint64) {
+	return sbFrames.total, sbFrames.free, sbAS.committed, uint64(sbAS.n)
 }
 
 //go:linkname sbHookInterrupts shortbread/kernel/machine.Interrupts
@@ -177,15 +166,6 @@ func sbHookThreads() int { return int(sbSched.nthreads) }
 
 //go:linkname sbHookPhysPointer shortbread/kernel/machine.physPointer
 func sbHookPhysPointer(pa uintptr) unsafe.Pointer { return unsafe.Pointer(sbPhys(pa)) }
-
-//go:linkname sbHookProfCount shortbread/kernel/machine.ProfCount
-func sbHookProfCount(cpu int) (n, dropped uint64) {
-	if cpu < 0 || cpu >= int(sbNCPU) {
-		return 0, 0
-	}
-	c := &sbCPUs[cpu]
-	return atomic.Load64(&c.profN), atomic.Load64(&c.profDropped)
-}
 
 func sbIntrOff() uintptr
 func sbIntrRestore(flags uintptr)

@@ -1,10 +1,6 @@
 //go:build shortbread
 
 // Shortbread machine layer: page tables and the runtime's own mappings.
-//
-// The kernel image with ELF permissions, a direct map of RAM (2 MiB pages)
-// and the runtime's mmap mappings as VMAs filled on demand, whose frames
-// munmap and madvise give back (to read as zeros); page 0 is never mapped.
 
 package runtime
 
@@ -313,7 +309,7 @@ func (as *sbAddrSpace) zap(start, end uintptr) {
 		}
 		va += sbPageSize
 	}
-	sbShootdown()
+	sbShootdown(0)
 }
 
 func sbProtFlags(prot uint32) uint64 {
@@ -439,7 +435,7 @@ func (as *sbAddrSpace) mprotect(addr, n uintptr, prot uint32) int64 {
 			sbInvlpg(va)
 		}
 	}
-	sbShootdown()
+	sbShootdown(0)
 	return 0
 }
 

@@ -1,11 +1,8 @@
 //go:build shortbread
 
-// Shortbread machine layer: the sampling profiler's interrupt source.
-//
-// The HPET's periodic timer (kernel/drivers/hpet) on an I/O APIC pin set
-// to NMI delivery to the boot CPU (82093AA §3.2.4), whose NMI stub passes
-// it on to the others, samples interrupts-off code too; the fallback,
-// the local APIC timer, cannot.
+// Shortbread machine layer: the sampling profiler's interrupt source, an
+// NMI where the kernel has a periodic timer, as it samples interrupts-off
+// code too; the fallback, the local APIC timer, cannot.
 
 package runtime
 
@@ -20,20 +17,24 @@ const (
 	sbProfTimer = 2 // local APIC timer interrupt (misses interrupts-off code)
 )
 
-// sbProfBuffer is what the kernel passes for each CPU.
+// sbProfBuffer mirrors machine.ProfBuffer, one per CPU, in kernel
+// memory: cap 16-byte records at addr (pre-touched), which the NMI stub
+// (or sbProfTick) fills, counting them in n and the samples lost to a
+// full buffer in dropped.
 type sbProfBuffer struct {
-	addr uint64 // pre-touched memory for cap 16-byte records
-	cap  uint64
+	addr, cap, n, dropped uint64
 }
 
 var (
+	sbProfBufs   uintptr // the kernel's sbProfBuffers while sampling, else 0
+	sbProfNBufs  uint64  // how many (CPUs from this index on take no samples)
 	sbProfSource int
 	sbProfPeriod int64 // ns between samples
 	sbProfPin    int
 	sbProfFanout bool // the boot CPU's NMI stub passes NMIs on
 )
 
-// sbProfStart installs per-CPU buffers and starts sampling at hz: from
+// sbProfStart starts sampling into the n buffers at bufs at hz: from
 // the interrupt on I/O APIC pin nmiPin (the kernel's periodic timer),
 // made an NMI to the boot CPU, or from the timer interrupt when there is
 // none (nmiPin < 0) or the I/O APIC's 8-bit destination cannot name the
@@ -42,21 +43,20 @@ func sbProfStart(bufs uintptr, n int, hz int64, nmiPin int) int64 {
 	if hz <= 0 || hz > 100000 || n <= 0 || nmiPin >= 24 {
 		return -sbEINVAL
 	}
-	size := uintptr(n) * unsafe.Sizeof(sbProfBuffer{})
-	if !sbAS.touch(bufs, size, false) {
+	if !sbAS.touch(bufs, uintptr(n)*unsafe.Sizeof(sbProfBuffer{}), true) {
 		return -sbEFAULT
 	}
 	sbProfStop()
-	for i := 0; i < n && i < int(sbNCPU); i++ {
-		b := (*sbProfBuffer)(unsafe.Pointer(bufs + uintptr(i)*unsafe.Sizeof(sbProfBuffer{})))
+	n = min(n, int(sbNCPU))
+	for i := 0; i < n; i++ {
+		b := sbProfBufferOf(bufs, uint64(i))
 		if !sbAS.touch(uintptr(b.addr), uintptr(b.cap)*16, true) {
 			return -sbEFAULT
 		}
-		c := &sbCPUs[i]
-		c.profN, c.profDropped = 0, 0
-		c.profCap = b.cap
-		atomic.Storeuintptr(&c.profBuf, uintptr(b.addr))
+		b.n, b.dropped = 0, 0
 	}
+	sbProfNBufs = uint64(n)
+	atomic.Storeuintptr(&sbProfBufs, bufs)
 	sbProfPeriod = 1_000_000_000 / hz
 	if nmiPin >= 0 && sbBootCPU < 0xFF {
 		sbProfPin, sbProfFanout = nmiPin, true
@@ -72,6 +72,10 @@ func sbProfStart(bufs uintptr, n int, hz int64, nmiPin int) int64 {
 	return sbProfTimer
 }
 
+func sbProfBufferOf(bufs uintptr, cpu uint64) *sbProfBuffer {
+	return (*sbProfBuffer)(unsafe.Pointer(bufs + uintptr(cpu)*unsafe.Sizeof(sbProfBuffer{})))
+}
+
 // sbProfStop stops sampling; the buffers keep what was recorded.
 func sbProfStop() {
 	if sbProfSource == sbProfHPET {
@@ -79,15 +83,17 @@ func sbProfStop() {
 		sbProfFanout = false
 	}
 	sbProfSource = sbProfNone
-	for i := range sbCPUs {
-		atomic.Storeuintptr(&sbCPUs[i].profBuf, 0)
-	}
+	atomic.Storeuintptr(&sbProfBufs, 0)
 }
 
 // sbProfTick takes a timer-source sample of the interrupted frame when one
 // is due; it returns the time of the next sample (0 if not sampling).
 func sbProfTick(c *sbCPU, f *sbFrame) int64 {
-	if sbProfSource != sbProfTimer || c.profBuf == 0 {
+	if sbProfSource != sbProfTimer {
+		return 0
+	}
+	bufs := atomic.Loaduintptr(&sbProfBufs)
+	if bufs == 0 || uint64(c.id) >= sbProfNBufs {
 		return 0
 	}
 	now := sbNanotime()
@@ -97,11 +103,12 @@ func sbProfTick(c *sbCPU, f *sbFrame) int64 {
 	for c.profNext <= now {
 		c.profNext += sbProfPeriod
 	}
-	if c.profN >= c.profCap {
-		c.profDropped++
+	b := sbProfBufferOf(bufs, uint64(c.id))
+	if b.n >= b.cap {
+		b.dropped++
 		return c.profNext
 	}
-	rec := c.profBuf + uintptr(c.profN)*16
+	rec := uintptr(b.addr + b.n*16)
 	flags := uint64(0)
 	if sbThreads[c.cur].isIdle {
 		flags |= 1
@@ -111,6 +118,6 @@ func sbProfTick(c *sbCPU, f *sbFrame) int64 {
 	}
 	sbStore64(rec, f.rip)
 	sbStore64(rec+8, uint64(c.id)|flags<<16|(sbRdtsc()&0xffffffff)<<32)
-	c.profN++
+	b.n++
 	return c.profNext
 }

@@ -1,17 +1,12 @@
 //go:build shortbread
 
-// Shortbread machine layer: threads.
+// Shortbread machine layer: threads (the runtime's Ms).
 //
-// The runtime's Ms are the machine layer's threads. A thread that is not
-// running keeps its registers in an sbFrame; switching threads means
-// copying the running thread's trap frame out and another thread's frame
-// in, after which the trap exit path returns into the new thread. Blocking
-// (futex, sleep, epoll) is therefore never a wait inside a handler: the
-// handler records why the thread waits and switches away. Each CPU has an
-// idle thread that halts with interrupts on; it runs only when nothing
-// else can.
-// The scheduling classes of user programs' threads: README.md (the
-// sb_sched.go row) and sbSetClass, sbPickLocked, sbKickLocked, sbRTCharge.
+// A thread that is not running keeps its registers in an sbFrame, and a
+// switch copies frames, after which the trap exit path returns into the
+// new thread. Blocking (futex, sleep, epoll) is therefore never a wait
+// inside a handler: the handler records why the thread waits and switches
+// away.
 //
 // Lock order: sbSched.mu, then sbAS.mu, then sbFrames.mu, then
 // sbConsoleLock. sbSched.mu guards every thread's state and wait fields

@@ -1,12 +1,9 @@
 //go:build shortbread
 
-// Shortbread machine layer: signals for the runtime.
-//
-// SIGURG (async preemption, by tgkill) and the fault signals that become
-// panics, delivered as Linux x86-64 does: an rt_sigframe on the thread's
-// sigaltstack, RDI/RSI/RDX = signal, siginfo, ucontext, the FPU image
-// beside it, 64-byte aligned; rt_sigreturn restores the ucontext, which
-// the handler may have edited to inject a call (asyncPreempt, sigpanic).
+// Shortbread machine layer: signals for the runtime (SIGURG for async
+// preemption, the fault signals that become panics), delivered as Linux
+// x86-64 does; the handler may edit the ucontext to inject a call
+// (asyncPreempt, sigpanic), which rt_sigreturn restores.
 
 package runtime
 
@@ -19,9 +16,7 @@ const (
 	sbSigDfl = 0
 	sbSigIgn = 1
 
-	sbSAOnStack   = 0x08000000
-	sbSANoDefer   = 0x40000000
-	sbSAResetHand = 0x80000000
+	sbSAOnStack = 0x08000000
 
 	sbUnblockable = 1<<(_SIGKILL-1) | 1<<(_SIGSTOP-1)
 )
@@ -151,14 +146,8 @@ func sbBuildSignalFrame(t *sbThread, f *sbFrame, sig int32, act sbSigaction) {
 	f.rdx = uint64(ucAddr)
 	f.rax = 0
 	f.rflags &^= 1<<8 | 1<<10 // TF, DF
-	t.sigMask |= act.mask
-	if act.flags&sbSANoDefer == 0 {
-		t.sigMask |= 1 << (sig - 1)
-	}
-	t.sigMask &^= sbUnblockable
-	if act.flags&sbSAResetHand != 0 {
-		sbSigactions[sig].handler = sbSigDfl
-	}
+	// The runtime sets neither SA_NODEFER nor SA_RESETHAND.
+	t.sigMask = (t.sigMask | act.mask | 1<<(sig-1)) &^ sbUnblockable
 }
 
 // sbSigreturn restores the state saved by sbBuildSignalFrame from the
@@ -197,7 +186,7 @@ func sbSigreturn(c *sbCPU, f *sbFrame) {
 // status 0x40+sig.
 func sbKilled(t *sbThread, f *sbFrame, sig int32) {
 	now := sbRegsOf(f, 0)
-	sbPrintBegin()
+	sbConsoleLock.lock()
 	sbPrintStr("machine: kernel killed by signal ")
 	sbPrintDec(int64(sig))
 	sbPrintStr("\n")
@@ -207,6 +196,6 @@ func sbKilled(t *sbThread, f *sbFrame, sig int32) {
 	}
 	sbPrintStr("machine: registers at the signal:\n")
 	sbPrintRegs(&now)
-	sbPrintEnd()
+	sbConsoleLock.unlock()
 	sbPowerOff(uint8(0x40 + sig))
 }

@@ -2,9 +2,8 @@
 
 // Shortbread machine layer: other CPUs and the I/O APIC.
 //
-// Kernel code (kernel/machine/smp.go) starts application processors with
-// the boot stub's start-up code (boot/stub.asm: ap_trampoline); an AP
-// lands in sbAPEntry on its trap stack and becomes idle.
+// Kernel code (kernel/machine/smp.go) starts application processors; an
+// AP lands in sbAPEntry on its trap stack and becomes idle.
 
 package runtime
 

@@ -113,19 +113,12 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 		r = sbSigaltstack(c, a0, a1)
 	case 157: // prctl
 		r = -sbEINVAL
-	case 158: // arch_prctl
-		switch a0 {
-		case 0x1002: // ARCH_SET_FS
-			f.fsbase = uint64(a1)
-		case 0x1003: // ARCH_GET_FS
-			if !sbAS.touch(a1, 8, true) {
-				r = -sbEFAULT
-				break
-			}
-			sbStore64(a1, f.fsbase)
-		default:
+	case 158: // arch_prctl: the runtime only sets its FS base
+		if a0 != 0x1002 { // ARCH_SET_FS
 			r = -sbEINVAL
+			break
 		}
+		f.fsbase = uint64(a1)
 	case 186: // gettid
 		r = int64(sbThreads[c.cur].tid)
 	case 202: // futex
@@ -164,7 +157,7 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 		}
 		if no < uint64(len(sbENOSYSSeen)) && !sbENOSYSSeen[no] {
 			sbENOSYSSeen[no] = true
-			sbLogVal("unimplemented runtime syscall ", int64(no))
+			sbLog("unimplemented runtime syscall ", int64(no))
 		}
 		r = -sbENOSYS
 	}
@@ -211,7 +204,9 @@ func sbWrite(fd int32, buf, n uintptr) int64 {
 		if !sbAS.touch(buf, n, false) {
 			return -sbEFAULT
 		}
+		sbConsoleLock.lock()
 		sbWriteConsole(buf, n)
+		sbConsoleLock.unlock()
 		return int64(n)
 	case fd == sbFdEventfd:
 		if n < 8 || !sbAS.touch(buf, 8, false) {
@@ -227,32 +222,19 @@ func sbWrite(fd int32, buf, n uintptr) int64 {
 }
 
 func sbMmap(addr, n uintptr, prot, flags uint32, fd int32) int64 {
-	const mapFixed, mapAnon, mapNoReplace = 0x10, 0x20, 0x100000
+	const mapFixed, mapAnon = 0x10, 0x20 // the runtime uses no other flag but MAP_PRIVATE
 	if flags&mapAnon == 0 || fd != -1 {
 		return -sbENOSYS // file mappings belong to the VFS
-	}
-	if flags&mapNoReplace != 0 {
-		sbAS.mu.lock()
-		free := sbAS.free(addr, addr+n)
-		sbAS.mu.unlock()
-		if !free {
-			return -sbEEXIST
-		}
-		flags |= mapFixed
 	}
 	return sbAS.mmap(addr, n, prot&7, flags&mapFixed != 0)
 }
 
+// sbFutex serves the runtime's futexes: FUTEX_WAIT (with a relative
+// timeout) and FUTEX_WAKE, private; it uses no other operation.
 func sbFutex(c *sbCPU, f *sbFrame, addr uintptr, op int32, val uint32, timeout uintptr) {
-	const (
-		futexWait       = 0
-		futexWake       = 1
-		futexWaitBitset = 9
-		futexWakeBitset = 10
-		futexCmdMask    = 0x7f
-	)
+	const futexWait, futexWake, futexCmdMask = 0, 1, 0x7f
 	switch op & futexCmdMask {
-	case futexWait, futexWaitBitset:
+	case futexWait:
 		deadline := int64(0)
 		if timeout != 0 {
 			if !sbAS.touch(timeout, 16, false) {
@@ -260,18 +242,10 @@ func sbFutex(c *sbCPU, f *sbFrame, addr uintptr, op int32, val uint32, timeout u
 				return
 			}
 			ts := (*timespec)(unsafe.Pointer(timeout))
-			d := ts.tv_sec*1_000_000_000 + ts.tv_nsec
-			if op&futexCmdMask == futexWait {
-				deadline = sbNanotime() + d // relative
-			} else {
-				deadline = d // absolute CLOCK_MONOTONIC
-			}
-			if deadline <= 0 {
-				deadline = 1
-			}
+			deadline = max(sbNanotime()+ts.tv_sec*1_000_000_000+ts.tv_nsec, 1)
 		}
 		sbFutexWait(c, f, addr, val, deadline)
-	case futexWake, futexWakeBitset:
+	case futexWake:
 		f.rax = uint64(sbFutexWake(addr, int64(val)))
 	default:
 		f.rax = sbNeg(sbENOSYS)
@@ -374,7 +348,7 @@ func sbKill(c *sbCPU, tid, sig int32) int64 {
 }
 
 func sbExitGroup(code int32) {
-	sbLogVal("kernel exited with status ", int64(code))
+	sbLog("kernel exited with status ", int64(code))
 	sbPowerOff(uint8(code))
 }
 

@@ -1,11 +1,7 @@
 //go:build shortbread
 
-// Shortbread machine layer: clocks and the local APIC timer.
-//
-// Monotonic time is the TSC, calibrated once against PIT channel 2 (the
-// one timer every PC and QEMU has); wall time adds the time of day the
-// kernel sets (SetWalltime). Each CPU's local APIC timer (TSC-deadline or
-// one-shot) fires for the next deadline or the end of a time slice.
+// Shortbread machine layer: clocks (the TSC, calibrated once against PIT
+// channel 2, the one timer every PC and QEMU has) and the local APIC.
 
 package runtime
 

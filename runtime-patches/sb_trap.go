@@ -156,13 +156,7 @@ func sbForceSignal(c *sbCPU, f *sbFrame, sig int32, code int32, addr uintptr) {
 	t := &sbThreads[c.cur]
 	bit := uint64(1) << (sig - 1)
 	if t.isIdle || t.sigMask&bit != 0 || sbSigactions[sig].handler <= 1 {
-		sbPrintBegin()
-		sbPrintStr("machine: fault with no handler: signal ")
-		sbPrintDec(int64(sig))
-		sbPrintStr(" addr ")
-		sbPrintHex(uint64(addr))
-		sbPrintStr("\n")
-		sbPrintEnd()
+		sbLog("fault with no handler: signal ", int64(sig)) // the address: cr2 or rip below
 		sbDump(f, "fatal fault")
 	}
 	atomic.Or64(&t.sigPending, bit)
@@ -261,13 +255,13 @@ func sbPrintFunc(prefix string, pc uintptr) {
 // failing status.
 func sbDump(f *sbFrame, why string) {
 	r := sbRegsOf(f, sbReadCR2())
-	sbPrintBegin()
+	sbConsoleLock.lock()
 	sbPrintStr("\nmachine: PANIC: ")
 	sbPrintStr(why)
 	sbPrintStr("\n")
 	sbPrintRegs(&r)
 	sbPrintStack(r.vals[:])
-	sbPrintEnd()
+	sbConsoleLock.unlock()
 	sbPowerOff(0x7e)
 }
 

@@ -2,11 +2,9 @@
 
 // Shortbread machine layer: running user programs.
 //
-// A user thread is a kernel goroutine that calls machine.RunUser, a
-// private system call, in a loop: a system call, a fault or a signal for
-// the runtime (async preemption's SIGURG) puts the user state back into its
-// UserRegs and resumes its kernel frame; interrupts do not. RunUser keeps
-// no P (syscall.Syscall), so a stop-the-world does not wait for user code.
+// A user thread is a kernel goroutine that calls machine.RunUser in a
+// loop. RunUser keeps no P (syscall.Syscall), so a stop-the-world does
+// not wait for user code.
 
 package runtime
 
@@ -178,7 +176,7 @@ func sbLoadCR3(c *sbCPU, cr3 uintptr) {
 	}
 	if c.cr3 != cr3 {
 		// Published first: a shootdown that misses this CPU must find
-		// it before it can cache anything under cr3 (sbShootdownSpace).
+		// it before it can cache anything under cr3 (sbShootdown).
 		atomic.Storeuintptr(&c.cr3, cr3)
 		sbWriteCR3(cr3)
 	}

@@ -1,11 +1,8 @@
 //go:build shortbread
 
-// Shortbread machine layer: the hard-lockup watchdog.
-//
-// A CPU that runs a thread and takes no timer interrupt for sbWdThresh
-// spins with interrupts off. Each CPU's timer interrupt watches the next
-// (Linux's buddy scheme) and reports from trap context; the other busy
-// CPUs' registers come by NMI (sb_amd64.s). Why: README.md.
+// Shortbread machine layer: the hard-lockup watchdog. Each CPU's timer
+// interrupt watches the next (Linux's buddy scheme) and reports from trap
+// context; the other busy CPUs' registers come by NMI (sb_amd64.s).
 
 package runtime
 
@@ -98,7 +95,7 @@ func sbWdReport(c, b *sbCPU, f *sbFrame) {
 		sbPrintVals(r)
 		sbPrintStack(r)
 	}
-	sbPrintEnd()
+	sbConsoleLock.unlock()
 	if sbWdPanic {
 		sbLog("PANIC: hard LOCKUP (watchdog_panic)")
 		sbPowerOff(0x7e)

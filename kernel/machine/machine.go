@@ -118,12 +118,8 @@ func IdleTime(cpu int) int64
 // Threads is the number of machine-layer threads (the runtime's Ms).
 func Threads() int
 
-// memStats fills s; it keeps no reference (noescape: ReadMemStats's
-// result stays on the stack, and kmem.Refuse, on every socket send, does
-// not allocate).
-//
-//go:noescape
-func memStats(s *MemStats)
+// memStats returns MemStats's fields, in their order.
+func memStats() (total, free, committed, vmas uint64)
 
 func physPointer(pa uintptr) unsafe.Pointer
 
@@ -157,9 +153,8 @@ type MemStats struct {
 
 // ReadMemStats returns current physical memory figures.
 func ReadMemStats() MemStats {
-	var s MemStats
-	memStats(&s)
-	return s
+	t, f, c, v := memStats()
+	return MemStats{t, f, c, v}
 }
 
 // Private system calls served by the machine layer (sb_hooks.go).
@@ -261,11 +256,17 @@ func SetIOAPIC(phys uint64) error {
 }
 
 // ProfBuffer is one CPU's sample buffer: Cap 16-byte records at Addr,
-// which must stay allocated and already touched while sampling runs.
+// which must stay allocated and already touched while sampling runs. Its
+// layout is shared with the machine layer (sbProfBuffer), which counts
+// the samples it records in N and those lost to a full buffer in Dropped.
 type ProfBuffer struct {
-	Addr uint64
-	Cap  uint64
+	Addr, Cap, N, Dropped uint64
 }
+
+// profBufs holds the buffers of the last ProfStart: the machine layer
+// writes them (through their address only) while sampling runs, and
+// ProfCount reads them.
+var profBufs atomic.Pointer[[]ProfBuffer]
 
 // Sample sources ProfStart can report.
 const (
@@ -287,6 +288,7 @@ func ProfStart(bufs []ProfBuffer, hz int, nmiPin int) (int, error) {
 	if errno != 0 {
 		return 0, errno
 	}
+	profBufs.Store(&bufs)
 	return int(src), nil
 }
 
@@ -325,7 +327,14 @@ func DebugSpin(d time.Duration) error {
 
 // ProfCount returns how many samples CPU cpu has recorded and dropped
 // (buffer full) since ProfStart.
-func ProfCount(cpu int) (n, dropped uint64)
+func ProfCount(cpu int) (n, dropped uint64) {
+	p := profBufs.Load()
+	if p == nil || cpu < 0 || cpu >= len(*p) {
+		return 0, 0
+	}
+	b := &(*p)[cpu]
+	return atomic.LoadUint64(&b.N), atomic.LoadUint64(&b.Dropped)
+}
 
 // User mode (runtime-patches/sb_user.go).
 
