@@ -124,6 +124,9 @@ type Process struct {
 	exitQ   vfs.Queue     // notified when done closes (pidfd pollers)
 	sigQ    vfs.Queue     // notified when a signal becomes pending (signalfd)
 	sig     *sigHandlers  // shared with CLONE_SIGHAND children
+	// files is set before the process's first thread runs and never
+	// replaced (exec and exit close descriptors in it), so its threads
+	// read it without mu.
 	files   *vfs.FDTable
 	cwd     *vfs.Dentry
 	root    *vfs.Dentry           // chroot(2); nil: the tree's root
