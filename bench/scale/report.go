@@ -27,6 +27,7 @@ var workloadInfo = map[string]workload{
 	"files_private": {"create, write 4 KiB, close, unlink the file 16 before; a directory per process", "files/s"},
 	"files_shared":  {"the same, every process in one directory", "files/s"},
 	"files_mt":      {"the same from threads, a directory per thread", "files/s"},
+	"read_mt":       {"threads pread 1 byte from one small tmpfs file, a descriptor each (the descriptor look-up under every CPU)", "reads/s"},
 	"lookup":        {"stat and open+close of one 8-component path (/tmp/scale.PID/tree/usr/share/doc/pkg/file), shared by all", "lookups/s"},
 	"spawn":         {"fork + execve + exit + waitpid", "spawns/s"},
 	"pipe_local":    {"1-byte pipe ping-pong, both ends pinned to one CPU", "round trips/s"},
@@ -38,7 +39,7 @@ var workloadInfo = map[string]workload{
 }
 
 var workloadOrder = []string{"spin", "getppid", "fault", "fault_mt", "malloc_mt", "files_private", "files_shared", "files_mt",
-	"lookup", "spawn", "pipe_local", "pipe_cross", "futex_cross", "epoll", "unix", "tcp"}
+	"read_mt", "lookup", "spawn", "pipe_local", "pipe_cross", "futex_cross", "epoll", "unix", "tcp"}
 
 func workloadNames() []string { return slices.Clone(workloadOrder) }
 

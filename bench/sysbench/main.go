@@ -20,7 +20,7 @@
 // Usage (from the repository root; make user, make kernel and
 // tools/linux/kernel.sh build/linux first, or let make bench-sys do it):
 //
-//	go run ./bench/sysbench [-cpus 1,2,4] [-out bench/results] [-only getcpu,clock -tag getcpu]
+//	go run ./bench/sysbench [-cpus 1,2,4] [-out bench/results] [-only getcpu,clock -tag getcpu] [-kernels shortbread]
 package main
 
 import (
@@ -123,6 +123,7 @@ func main() {
 	out := flag.String("out", "bench/results", "where to write the report")
 	only := flag.String("only", "", "run only these ubench benchmarks, at every CPU count (comma-separated: getcpu,clock,...)")
 	tag := flag.String("tag", "", "added to the report's file name (sysbench-DATE-TAG)")
+	kernels := flag.String("kernels", "shortbread,linux", "kernels to boot (comma-separated; SB_KERNEL=FILE picks the Shortbread build, as for tools/run-cmd.sh)")
 	icount := flag.Bool("icount", false, "run QEMU with -icount shift=0: instruction counts (1 ns each), independent of the host's load")
 	flag.Parse()
 	qflags := qemuFlags
@@ -152,7 +153,7 @@ func main() {
 		if *only != "" { // the named benchmarks at every CPU count
 			cmd = filter(script+commScript, strings.Split(*only, ","))
 		}
-		for _, kernel := range []string{"shortbread", "linux"} {
+		for _, kernel := range strings.Split(*kernels, ",") {
 			fmt.Fprintf(os.Stderr, "sysbench: %s, %d CPU(s)\n", kernel, n)
 			rs, err := run(kernel, n, extra, cmd)
 			if err != nil {

@@ -74,11 +74,10 @@ func (t *Thread) ctx() *vfs.Ctx {
 }
 
 // file returns the open file behind fd (a reference the caller drops).
+// It takes no lock: the process's table never changes (see
+// Process.files), and looking a descriptor up in it takes none.
 func (t *Thread) file(fd int) (*vfs.OpenFile, error) {
-	p := t.Proc
-	p.mu.Lock()
-	files := p.files
-	p.mu.Unlock()
+	files := t.Proc.files
 	if files == nil {
 		return nil, linux.EBADF
 	}

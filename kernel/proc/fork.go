@@ -113,6 +113,7 @@ func (t *Thread) clone(args cloneArgs) int64 {
 			// The child runs the same file: it holds it too.
 			cp.exeHold, _ = vfs.DenyWrite(p.exe)
 		}
+		cp.fsize.Store(p.fsize.Load())
 		if p.limits != nil {
 			l := *p.limits
 			cp.limits = &l
@@ -250,6 +251,7 @@ func newProcessWithPID(parent *Process, pid int) *Process {
 		exitSignal: sigCHLD,
 	}
 	p.pending.q = &p.sigQ
+	p.fsize.Store(rlimInfinity)
 	return p
 }
 

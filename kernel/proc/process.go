@@ -124,6 +124,9 @@ type Process struct {
 	exitQ   vfs.Queue     // notified when done closes (pidfd pollers)
 	sigQ    vfs.Queue     // notified when a signal becomes pending (signalfd)
 	sig     *sigHandlers  // shared with CLONE_SIGHAND children
+	// files is set before the process's first thread runs and never
+	// replaced (exec and exit close descriptors in it), so its threads
+	// read it without mu.
 	files   *vfs.FDTable
 	cwd     *vfs.Dentry
 	root    *vfs.Dentry           // chroot(2); nil: the tree's root
@@ -140,6 +143,9 @@ type Process struct {
 	name        string
 	vforkDone   chan struct{} // closed when a vfork child execs or exits
 	alarm       realTimer     // ITIMER_REAL
+	// fsize is RLIMIT_FSIZE's soft value, a copy of limits' kept for
+	// writes, which read it without mu; written under mu.
+	fsize atomic.Uint64
 	// CPU time (cputime.go): ITIMER_VIRTUAL and ITIMER_PROF, and usage.
 	cpuTimers [2]cpuTimer
 	// cpuLimitLeft is the CPU time (ns) until RLIMIT_CPU's next event
@@ -288,6 +294,7 @@ func newProcess(parent *Process) *Process {
 		exitSignal: sigCHLD,
 	}
 	p.pending.q = &p.sigQ
+	p.fsize.Store(rlimInfinity)
 	p.pgid, p.sid = p.PID, p.PID
 	tableMu.Lock()
 	table[p.PID] = p

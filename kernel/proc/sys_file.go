@@ -81,10 +81,7 @@ func (t *Thread) writeIO(f *vfs.OpenFile, buf []byte, off int64) (int, error) {
 // cut at the limit, and one that would start at or past it raises
 // SIGXFSZ and fails with EFBIG, as Linux's generic_write_check_limits.
 func (t *Thread) fsizeLimit(f *vfs.OpenFile, buf []byte, off int64) ([]byte, error) {
-	p := t.Proc
-	p.mu.Lock()
-	limit := p.rlimits()[rlimitFsize].cur
-	p.mu.Unlock()
+	limit := t.Proc.fsize.Load()
 	if a := f.Attr(); limit == rlimInfinity || a.Type() != linux.S_IFREG {
 		return buf, nil
 	}
@@ -107,10 +104,7 @@ func (t *Thread) fsizeLimit(f *vfs.OpenFile, buf []byte, off int64) ([]byte, err
 
 // truncLimit applies RLIMIT_FSIZE to a truncation to size.
 func (t *Thread) truncLimit(size int64) error {
-	p := t.Proc
-	p.mu.Lock()
-	limit := p.rlimits()[rlimitFsize].cur
-	p.mu.Unlock()
+	limit := t.Proc.fsize.Load()
 	if limit != rlimInfinity && uint64(size) > limit {
 		t.signalThread(sigXFSZ)
 		return linux.EFBIG

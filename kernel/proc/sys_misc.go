@@ -155,6 +155,9 @@ func (t *Thread) prlimit(pid int, res uint64, newp, oldp uintptr) int64 {
 	}
 	if newp != 0 {
 		lim[res] = nl
+		if res == rlimitFsize {
+			target.fsize.Store(nl.cur)
+		}
 	}
 	files := target.files
 	target.mu.Unlock()

@@ -104,5 +104,6 @@
 // mount and device tables. File systems lock their own data; reads and
 // writes of open files take none of these. The rules and the lock order
 // are at type VFS in dentry.go; FDTable.mu is never held while calling
-// into files.
+// into files, and looking a descriptor up (FDTable.Get: every read,
+// write and fstat) takes no lock at all.
 package vfs

@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"shortbread/kernel/abi/linux"
 )
@@ -15,28 +16,51 @@ const DefaultNOFILE = 1024
 // reference to its OpenFile and the descriptor's FD_CLOEXEC flag.
 // New descriptors are the lowest free numbers below the RLIMIT_NOFILE
 // limit.
+//
+// Looking a descriptor up (Get: every read, write, fstat, ...) takes no
+// lock, so that threads of one process using files on several CPUs do
+// not meet on mu. Everything that changes the table (open, dup, close,
+// exec's close-on-exec, fork's copy) does so under mu, and stores each
+// slot atomically; when the table must grow it publishes a larger copy
+// of the slots, and the old array, which some Get may still be reading,
+// is never written again. Get takes its reference to the file it found
+// with a compare-and-swap that fails once the file's count reached zero
+// (its last descriptor closed, its release begun), then checks that the
+// slot still holds that file: so a Get that succeeds returns a file the
+// descriptor named at that moment, and a file is never handed out again
+// once it was taken out of every table and its count went to zero. A
+// close racing a call on another thread thus either wins (the call fails
+// with EBADF) or lets the call finish with its own reference, and the
+// file's last release runs after it.
 type FDTable struct {
-	mu    sync.Mutex
-	fds   []fdSlot // protected by mu
-	limit int      // RLIMIT_NOFILE soft limit; protected by mu
-	low   int      // every slot below low is in use; protected by mu
+	mu      sync.Mutex
+	files   atomic.Pointer[fdArray] // read without mu; slots and the pointer written under mu
+	cloexec []bool                  // FD_CLOEXEC per slot of files; protected by mu
+	limit   atomic.Int32            // RLIMIT_NOFILE soft limit; written under mu
+	low     int                     // every slot below low is in use; protected by mu
 }
 
-type fdSlot struct {
-	f       *OpenFile
-	cloexec bool
+// fdArray is the table's slots. A slot holding a file holds one of its
+// references.
+type fdArray struct {
+	slots []atomic.Pointer[OpenFile]
 }
+
+// minSlots is the first array's size: most processes never open more
+// (Linux's NR_OPEN_DEFAULT is 64 too).
+const minSlots = 64
 
 // NewFDTable returns an empty table with the given descriptor limit.
 func NewFDTable(limit int) *FDTable {
-	return &FDTable{limit: limit}
+	t := &FDTable{cloexec: make([]bool, minSlots)}
+	t.files.Store(&fdArray{slots: make([]atomic.Pointer[OpenFile], minSlots)})
+	t.limit.Store(int32(limit))
+	return t
 }
 
 // Limit returns the descriptor limit (RLIMIT_NOFILE's soft value).
 func (t *FDTable) Limit() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.limit
+	return int(t.limit.Load())
 }
 
 // SetLimit changes the descriptor limit, as setrlimit(RLIMIT_NOFILE)
@@ -50,54 +74,93 @@ func (t *FDTable) SetLimit(n int) error {
 		return linux.EPERM
 	}
 	t.mu.Lock()
-	t.limit = n
+	t.limit.Store(int32(n))
 	t.mu.Unlock()
 	return nil
+}
+
+// slots returns the current slots.
+// Preconditions: t.mu is held (the array may be replaced otherwise).
+func (t *FDTable) slots() []atomic.Pointer[OpenFile] {
+	return t.files.Load().slots
 }
 
 // alloc returns the lowest free descriptor at or above min.
 // Preconditions: t.mu is held.
 func (t *FDTable) alloc(min int) (int, error) {
+	s := t.slots()
 	i := max(min, t.low)
-	for ; i < len(t.fds); i++ {
-		if t.fds[i].f == nil {
+	for ; i < len(s); i++ {
+		if s[i].Load() == nil {
 			break
 		}
 	}
-	if i >= t.limit {
+	if i >= t.Limit() {
 		return 0, linux.EMFILE
 	}
 	return i, nil
+}
+
+// grow makes the table hold at least n slots, publishing a larger copy
+// if it does not. Get may go on reading the old array: its files are
+// found again in the new one.
+// Preconditions: t.mu is held.
+func (t *FDTable) grow(n int) {
+	old := t.slots()
+	if n <= len(old) {
+		return
+	}
+	size := max(len(old), minSlots)
+	for size < n {
+		size *= 2
+	}
+	a := &fdArray{slots: make([]atomic.Pointer[OpenFile], size)}
+	for i := range old {
+		a.slots[i].Store(old[i].Load())
+	}
+	cloexec := make([]bool, size)
+	copy(cloexec, t.cloexec)
+	t.cloexec = cloexec
+	t.files.Store(a)
 }
 
 // set puts f in slot fd, taking a reference, and returns the file the
 // slot held before, whose reference the caller drops after unlocking.
 // Preconditions: t.mu is held.
 func (t *FDTable) set(fd int, f *OpenFile, cloexec bool) *OpenFile {
-	for fd >= len(t.fds) {
-		t.fds = append(t.fds, fdSlot{})
+	if f == nil && fd >= len(t.slots()) {
+		return nil
 	}
-	old := t.fds[fd].f
+	t.grow(fd + 1)
+	s := t.slots()
 	if f != nil {
-		f.IncRef()
+		f.IncRef() // before Get can find it there
 	}
-	t.fds[fd] = fdSlot{f: f, cloexec: cloexec}
+	old := s[fd].Swap(f)
+	t.cloexec[fd] = cloexec && f != nil
 	switch {
 	case f == nil && fd < t.low:
 		t.low = fd
 	case f != nil && fd == t.low:
-		for t.low < len(t.fds) && t.fds[t.low].f != nil {
+		for t.low < len(s) && s[t.low].Load() != nil {
 			t.low++
 		}
 	}
 	return old
 }
 
+// get returns the file at fd.
+// Preconditions: t.mu is held.
 func (t *FDTable) get(fd int) *OpenFile {
-	if fd < 0 || fd >= len(t.fds) {
+	return load(t.slots(), fd)
+}
+
+// load returns the file in slot fd of s, or nil.
+func load(s []atomic.Pointer[OpenFile], fd int) *OpenFile {
+	if fd < 0 || fd >= len(s) {
 		return nil
 	}
-	return t.fds[fd].f
+	return s[fd].Load()
 }
 
 // Room returns EMFILE when no descriptor below the limit is free. open
@@ -127,7 +190,7 @@ func (t *FDTable) Install(f *OpenFile, cloexec bool) (int, error) {
 // does with a file not yet in the table.
 func (t *FDTable) InstallAt(fd int, f *OpenFile, cloexec bool) error {
 	t.mu.Lock()
-	if fd < 0 || fd >= t.limit {
+	if fd < 0 || fd >= t.Limit() {
 		t.mu.Unlock()
 		return linux.EBADF
 	}
@@ -140,17 +203,35 @@ func (t *FDTable) InstallAt(fd int, f *OpenFile, cloexec bool) error {
 }
 
 // Get returns the file at fd with a reference the caller must drop with
-// DecRef when done, or EBADF.
+// DecRef when done, or EBADF. It takes no lock (see FDTable).
 func (t *FDTable) Get(fd int) (*OpenFile, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	f := t.get(fd)
-	if f == nil {
-		return nil, linux.EBADF
+	for {
+		f := load(t.files.Load().slots, fd)
+		if f == nil {
+			return nil, linux.EBADF
+		}
+		if getHook != nil {
+			getHook(fd)
+		}
+		if !f.tryIncRef() {
+			continue // closed since: look again, the slot has changed
+		}
+		// The slot may have changed between the load and the reference
+		// (a close, a dup2 onto fd, and f still alive through another
+		// descriptor): a call must not go on with a file its descriptor
+		// no longer names, or the unix sockets' collector, which counts
+		// references, could see one it cannot account for.
+		if load(t.files.Load().slots, fd) == f {
+			return f, nil
+		}
+		f.DecRef()
 	}
-	f.IncRef()
-	return f, nil
 }
+
+// getHook, set only by tests, runs in Get between finding a file and
+// taking its reference, so that tests can close or replace the
+// descriptor in that window.
+var getHook func(fd int)
 
 // FDFlags returns the descriptor flags of fd (F_GETFD): FD_CLOEXEC or 0.
 func (t *FDTable) FDFlags(fd int) (int, error) {
@@ -159,7 +240,7 @@ func (t *FDTable) FDFlags(fd int) (int, error) {
 	if t.get(fd) == nil {
 		return 0, linux.EBADF
 	}
-	if t.fds[fd].cloexec {
+	if t.cloexec[fd] {
 		return linux.FD_CLOEXEC, nil
 	}
 	return 0, nil
@@ -172,7 +253,7 @@ func (t *FDTable) SetFDFlags(fd int, flags int) error {
 	if t.get(fd) == nil {
 		return linux.EBADF
 	}
-	t.fds[fd].cloexec = flags&linux.FD_CLOEXEC != 0
+	t.cloexec[fd] = flags&linux.FD_CLOEXEC != 0
 	return nil
 }
 
@@ -202,7 +283,7 @@ func (t *FDTable) DupFD(fd, min int, cloexec bool) (int, error) {
 	if f == nil {
 		return 0, linux.EBADF
 	}
-	if min < 0 || min >= t.limit {
+	if min < 0 || min >= t.Limit() {
 		return 0, linux.EINVAL
 	}
 	n, err := t.alloc(min)
@@ -217,9 +298,7 @@ func (t *FDTable) DupFD(fd, min int, cloexec bool) (int, error) {
 // (dup2(2)). Equal descriptors are left alone if valid.
 func (t *FDTable) Dup2(oldfd, newfd int) (int, error) {
 	if oldfd == newfd {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if t.get(oldfd) == nil {
+		if load(t.files.Load().slots, oldfd) == nil {
 			return 0, linux.EBADF
 		}
 		return newfd, nil
@@ -238,7 +317,7 @@ func (t *FDTable) Dup3(oldfd, newfd int, flags int) (int, error) {
 
 func (t *FDTable) dup3(oldfd, newfd int, cloexec bool) (int, error) {
 	t.mu.Lock()
-	if newfd < 0 || newfd >= t.limit {
+	if newfd < 0 || newfd >= t.Limit() {
 		t.mu.Unlock()
 		return 0, linux.EBADF
 	}
@@ -283,12 +362,13 @@ func (t *FDTable) closed(f *OpenFile) {
 func (t *FDTable) CloseRange(first, last int, cloexecOnly bool) {
 	var closed []*OpenFile
 	t.mu.Lock()
-	for fd := max(first, 0); fd <= last && fd < len(t.fds); fd++ {
-		if t.fds[fd].f == nil {
+	s := t.slots()
+	for fd := max(first, 0); fd <= last && fd < len(s); fd++ {
+		if s[fd].Load() == nil {
 			continue
 		}
 		if cloexecOnly {
-			t.fds[fd].cloexec = true
+			t.cloexec[fd] = true
 		} else {
 			closed = append(closed, t.set(fd, nil, false))
 		}
@@ -303,8 +383,9 @@ func (t *FDTable) CloseRange(first, last int, cloexecOnly bool) {
 func (t *FDTable) CloseOnExec() {
 	var closed []*OpenFile
 	t.mu.Lock()
-	for fd := range t.fds {
-		if t.fds[fd].f != nil && t.fds[fd].cloexec {
+	s := t.slots()
+	for fd := range s {
+		if t.cloexec[fd] && s[fd].Load() != nil {
 			closed = append(closed, t.set(fd, nil, false))
 		}
 	}
@@ -326,13 +407,18 @@ func (t *FDTable) CloseAll() {
 func (t *FDTable) Fork() *FDTable {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := &FDTable{fds: make([]fdSlot, len(t.fds)), limit: t.limit, low: t.low}
-	copy(n.fds, t.fds)
-	for _, s := range n.fds {
-		if s.f != nil {
-			s.f.IncRef()
+	s := t.slots()
+	n := &FDTable{cloexec: make([]bool, len(s)), low: t.low}
+	a := &fdArray{slots: make([]atomic.Pointer[OpenFile], len(s))}
+	for fd := range s {
+		if f := s[fd].Load(); f != nil {
+			f.IncRef()
+			a.slots[fd].Store(f)
 		}
 	}
+	copy(n.cloexec, t.cloexec)
+	n.files.Store(a)
+	n.limit.Store(t.limit.Load())
 	return n
 }
 
@@ -341,8 +427,8 @@ func (t *FDTable) FDs() []int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []int
-	for fd, s := range t.fds {
-		if s.f != nil {
+	for fd := range t.slots() {
+		if t.get(fd) != nil {
 			out = append(out, fd)
 		}
 	}

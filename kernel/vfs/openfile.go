@@ -13,8 +13,9 @@ import (
 // inherited from the same open.
 //
 // An OpenFile is reference counted: each FDTable slot holds one
-// reference, and a system call using a file holds another (FDTable.Get)
-// so that a concurrent close cannot release the file under it. The File's
+// reference, and a system call using a file holds another (FDTable.Get,
+// which takes it without a lock and never from zero) so that a
+// concurrent close cannot release the file under it. The File's
 // Release runs when the count drops to zero; that is when a pipe's writer
 // goes away and its reader sees end of file.
 type OpenFile struct {
@@ -73,7 +74,23 @@ func NewUnlinkedFile(ino Regular, flags uint32, name string) *OpenFile {
 func (f *OpenFile) Name() string { return f.name }
 
 // IncRef takes a reference.
+// Preconditions: the caller holds one.
 func (f *OpenFile) IncRef() { f.refs.Add(1) }
+
+// tryIncRef takes a reference unless the count already reached zero
+// (the file is being released and must not come back): how FDTable.Get,
+// which holds no reference while it looks, takes one.
+func (f *OpenFile) tryIncRef() bool {
+	for {
+		n := f.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if f.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
 
 // DecRef drops a reference, releasing the file with the last one.
 func (f *OpenFile) DecRef() {

@@ -227,6 +227,28 @@ static int w_files_shared(int i)
 	return churn(i, dir);
 }
 
+/* read_mt: threads of one process each pread one byte from a descriptor
+ * of their own to the same small file: the per-descriptor path (looking
+ * the file up in the shared descriptor table) under load from every CPU. */
+static int w_read(int i)
+{
+	char p[128], c;
+	long n = 0;
+	snprintf(p, sizeof p, "%s/tree/usr/share/doc/pkg/file", workdir);
+	int fd = open(p, O_RDONLY);
+	if (fd < 0)
+		return fail(i, "open");
+	start(i);
+	do {
+		if (pread(fd, &c, 1, 0) != 1)
+			return fail(i, "pread");
+		n++;
+	} while (!stopped());
+	close(fd);
+	sh->ops[i] = n;
+	return 0;
+}
+
 /* lookup: stat and open+close of the same deep path from every worker. */
 static int w_lookup(int i)
 {
@@ -541,6 +563,7 @@ static const struct workload {
 	{ "files_private", PROC, w_files_private },
 	{ "files_shared", PROC, w_files_shared },
 	{ "files_mt", THREAD, w_files_private },
+	{ "read_mt", THREAD, w_read },
 	{ "lookup", PROC, w_lookup },
 	{ "spawn", PROC, w_spawn },
 	{ "pipe_local", PROC, w_pipe_local },

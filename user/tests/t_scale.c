@@ -104,7 +104,7 @@ int main(int argc, char **argv)
 		one(name, 1, cpus);
 		one(name, 2, cpus);
 	}
-	CHECK("list.count", workloads >= 16);
+	CHECK("list.count", workloads >= 17);
 	rmdir(tmp);
 	return check_done();
 }
