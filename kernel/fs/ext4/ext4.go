@@ -112,6 +112,7 @@ type FS struct {
 	sb      superblock
 	ro      bool   // read-only: by request or forced by a feature
 	roWhy   string // why the mount is read-only, when forced
+	stopped bool   // read-only because a commit failed (stop)
 	clock   func() time.Time
 
 	blockSize  uint32

@@ -214,25 +214,63 @@ func (fs *FS) writeOrdered() {
 // dirty pages, or a failed write-back to report.
 // Preconditions: fs.mu held.
 func (fs *FS) syncData() error {
+	files, err := fs.takeUnsynced()
+	clear(fs.ordered) // written back below, before any commit
+	return syncFiles(files, err)
+}
+
+// takeUnsynced returns the cached files a Sync writes back (those
+// written since the last Sync, and every file with writable mappings,
+// whose stores the cache does not see) and the failures recorded since
+// the last call, and starts the next count. The files stay ordered: a
+// commit that closes before their write-back is done waits for it in
+// writeOrdered (the cache writes a file back one write-back at a time).
+// Preconditions: fs.mu held.
+func (fs *FS) takeUnsynced() ([]*pagecache.File, error) {
 	err := fs.dataErr
 	fs.dataErr = nil
+	var files []*pagecache.File
 	for ino := range fs.mapped {
-		if fs.unsynced == nil {
-			fs.unsynced = make(map[uint32]bool)
+		if f := fs.files[ino]; f != nil && !fs.unsynced[ino] {
+			files = append(files, f)
 		}
-		fs.unsynced[ino] = true // stores through a mapping are unseen
 	}
 	for ino := range fs.unsynced {
 		if f := fs.files[ino]; f != nil {
-			err = errors.Join(err, f.Sync()) // the backing's Flush does nothing
+			files = append(files, f)
 		}
 	}
 	clear(fs.unsynced)
-	clear(fs.ordered)
+	return files, err
+}
+
+// syncFiles writes files' dirty pages back and returns their failures
+// joined to err (the earlier ones), as EIO. It needs no FS.mu: a
+// write-back takes only the file's dataMap lock (fileBacking.WriteAt),
+// and a file released or truncated meanwhile has no pages, or no
+// blocks, left to write.
+func syncFiles(files []*pagecache.File, err error) error {
+	for _, f := range files {
+		err = errors.Join(err, f.Sync()) // the backing's Flush does nothing
+	}
 	if err != nil {
 		return errors.Join(linux.EIO, err)
 	}
 	return nil
+}
+
+// orderedFiles returns the cached files of those written since the last
+// commit, to write back without FS.mu before the commit closes; they
+// stay ordered (writeOrdered sees to what is written meanwhile).
+// Preconditions: fs.mu held.
+func (fs *FS) orderedFiles() []*pagecache.File {
+	var files []*pagecache.File
+	for ino := range fs.ordered {
+		if f := fs.files[ino]; f != nil {
+			files = append(files, f)
+		}
+	}
+	return files
 }
 
 // readCached reads in's data at off into p (cut at the size already)

@@ -242,10 +242,11 @@ func (fs *FS) inTransaction(n uint64) bool {
 // Sync commits the running transaction and flushes the device: every
 // operation that returned before it began is durable when it returns.
 //
-// The log is written with FS.mu released, so other operations go on
-// into the next transaction meanwhile; a Sync that finds its changes
-// in a transaction being written waits for that one, and the changes of
-// every Sync that waits meanwhile go to the log together (group commit).
+// Neither the file data nor the log is written under FS.mu, so other
+// operations go on (into the next transaction) meanwhile; a Sync that
+// finds its changes in a transaction being written waits for that one,
+// and the changes of every Sync that waits meanwhile go to the log
+// together (group commit).
 func (fs *FS) Sync() error {
 	fs.mu.Lock()
 	if fs.ro {
@@ -254,8 +255,22 @@ func (fs *FS) Sync() error {
 	}
 	// The caller's writes of file data are done once the dirty pages
 	// are written back; a failure is reported after the commit, which
-	// goes on (the metadata is sound either way).
-	dataErr := fs.syncData()
+	// goes on (the metadata is sound either way). The commit that
+	// makes their blocks part of the file system waits for this
+	// write-back (writeOrdered).
+	files, dataErr := fs.takeUnsynced()
+	fs.mu.Unlock()
+	dataErr = syncFiles(files, dataErr)
+	fs.mu.Lock()
+	if fs.ro {
+		// Gone read-only meanwhile: by a remount, which made everything
+		// durable, or by a failed commit, which lost what it held.
+		fs.mu.Unlock()
+		if fs.stopped {
+			return errors.Join(dataErr, fmt.Errorf("ext4: %s: %w", fs.roWhy, linux.EIO))
+		}
+		return dataErr
+	}
 	if fs.jnl == nil {
 		defer fs.mu.Unlock()
 		if fs.written.Load() == fs.durable.Load() {
@@ -278,8 +293,9 @@ func (fs *FS) Sync() error {
 }
 
 // commitAsync makes the transactions holding every change made so far
-// durable, releasing FS.mu while it writes and while it waits for
-// another caller's commit.
+// durable, releasing FS.mu while it writes the files written in the
+// running transaction back, while it writes the log and while it waits
+// for another caller's commit.
 // Preconditions: fs.mu is held and fs.jnl is not nil; it is held again
 // on return.
 func (fs *FS) commitAsync() error {
@@ -293,6 +309,7 @@ func (fs *FS) commitAsync() error {
 	default:
 		return nil
 	}
+	dataWritten := false
 	for {
 		if err := fs.reapLocked(); err != nil {
 			return err
@@ -307,6 +324,21 @@ func (fs *FS) commitAsync() error {
 			fs.mu.Unlock()
 			<-c.ready
 			fs.mu.Lock()
+			continue
+		}
+		if !dataWritten && len(fs.ordered) > 0 {
+			// data=ordered: the files' pages go before the commit;
+			// written here without the lock, writeOrdered (under it)
+			// finds little left, or waits for a write-back in flight.
+			dataWritten = true
+			files := fs.orderedFiles()
+			fs.mu.Unlock()
+			var err error
+			for _, f := range files {
+				err = errors.Join(err, f.Writeback())
+			}
+			fs.mu.Lock()
+			fs.dataErr = errors.Join(fs.dataErr, err)
 			continue
 		}
 		c, err := fs.closeLocked()
@@ -377,6 +409,7 @@ func (fs *FS) stop(err error) {
 	if !fs.ro {
 		fs.ro, fs.roWhy = true, "journal commit failed: "+err.Error()
 		fs.jnl = nil
+		fs.stopped = true
 	}
 }
 
