@@ -32,7 +32,10 @@ package ext4
 // commit has its dirty pages written back before the next commit
 // closes (closeLocked), so no committed block map points at blocks
 // whose data is not on the disk; Sync (fsync, fdatasync, syncfs, sync)
-// writes every file's dirty pages back, then commits and flushes.
+// writes every file's dirty pages back, then commits and flushes. Both
+// write the pages back without FS.mu (the commit once more under it,
+// which finds little or waits for a write-back in flight: the cache
+// writes a file back one write-back at a time).
 // Truncate and punch hole take the blocks they free out of the dataMap
 // before freeing them, under the dataMap's lock, which a write-back
 // holds for its device writes: so no write-back writes a page to a

@@ -29,9 +29,9 @@ import (
 // So an fsync costs two flushes and two or three writes, as on Linux,
 // and the blocks go home only when the log fills (or at unmount),
 // however often they were committed. Steps 2 and 3 run without FS.mu
-// (Sync, the periodic Commit): operations go on into the next
-// transaction while one is written, and fsyncs that arrive meanwhile
-// share the next commit.
+// (Sync, the periodic Commit), as does the write-back of file data
+// before them: operations go on into the next transaction while one is
+// written, and fsyncs that arrive meanwhile share the next commit.
 //
 // The journal superblock is 1024 bytes like the file system's, but
 // commits change only s_sequence, s_start and s_checksum, all in its
