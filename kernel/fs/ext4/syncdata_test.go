@@ -2,6 +2,7 @@ package ext4
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
@@ -127,4 +128,77 @@ func TestSyncDataBeforeCommit(t *testing.T) {
 	if _, err := g.Lookup(RootIno, "y"); err != nil {
 		t.Errorf("after the commit a cut loses y: %v", err)
 	}
+}
+
+// TestCheckpointReleasesLock: an fsync that finds the log full writes
+// the checkpoint with FS.mu released: other operations go on (into the
+// running transaction, reading blocks whose home copies are being
+// written), the fsync's own changes wait for it, and the disk left
+// after it holds every synced change and passes e2fsck.
+func TestCheckpointReleasesLock(t *testing.T) {
+	img := loadImage(t, mkfs(t, "32M", "", "-t", "ext4", "-b", "1024", "-J", "size=1"))
+	d := &lockedDev{memDev: memDev{b: img.b}}
+	f, err := Mount(d, Options{})
+	ok(t, err)
+	must := okIno(t)
+	dir := must(f.Mkdir(RootIno, "spool", 0o755, 0, 0))
+	full := false
+	for i := 0; i < 2000 && !full; i++ {
+		must(f.Create(dir, fmt.Sprintf("m%04d", i), linux.S_IFREG|0o644, 0, 0, 0, 0))
+		f.mu.Lock()
+		full = f.needCheckpoint()
+		f.mu.Unlock()
+		if !full {
+			ok(t, f.Sync())
+		}
+	}
+	if !full {
+		t.Fatal("the log never filled")
+	}
+	hold := make(chan struct{})
+	d.mu.Lock()
+	d.hold, d.held = hold, make(chan struct{}, 1)
+	held := d.held
+	d.mu.Unlock()
+	synced := make(chan error, 1)
+	go func() { synced <- f.Sync() }()
+	<-held // the checkpoint's first flush
+	d.mu.Lock()
+	d.hold = nil
+	d.mu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		// Names in the directory blocks being written home.
+		if _, err := f.Lookup(dir, "m0000"); err != nil {
+			done <- err
+			return
+		}
+		_, err := f.Create(dir, "during", linux.S_IFREG|0o644, 0, 0, 0, 0)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		ok(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a create waited for a checkpoint")
+	}
+	f.mu.Lock()
+	inFlight := f.jnl.ckptIO != nil
+	f.mu.Unlock()
+	if !inFlight {
+		t.Fatal("the fsync's flush is not a checkpoint's")
+	}
+	close(hold)
+	ok(t, <-synced)
+	ok(t, f.Sync()) // "during" too
+	crashed := &memDev{b: d.image()}
+	g, err := mountDev(t, crashed, Options{})
+	ok(t, err)
+	gd := walk(t, g, "spool")
+	for _, name := range []string{"m0000", "during"} {
+		if _, err := g.Lookup(gd, name); err != nil {
+			t.Errorf("after the fsyncs, %s: %v", name, err)
+		}
+	}
+	fsck(t, crashed)
 }

@@ -3,7 +3,6 @@ package ext4
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"shortbread/kernel/abi/linux"
 )
@@ -74,6 +73,9 @@ type journal struct {
 	// known durable.
 	inflight *commitIO
 	done     uint32
+	// ckptIO is the checkpoint being written with FS.mu released (nil:
+	// none; checkpoint.go). No transaction closes meanwhile.
+	ckptIO *ckptIO
 }
 
 // commitIO is a closed transaction on its way to the log: everything it
@@ -326,6 +328,12 @@ func (fs *FS) commitAsync() error {
 			fs.mu.Lock()
 			continue
 		}
+		if k := j.ckptIO; k != nil {
+			fs.mu.Unlock()
+			<-k.ready
+			fs.mu.Lock()
+			continue
+		}
 		if !dataWritten && len(fs.ordered) > 0 {
 			// data=ordered: the files' pages go before the commit;
 			// written here without the lock, writeOrdered (under it)
@@ -339,6 +347,13 @@ func (fs *FS) commitAsync() error {
 			}
 			fs.mu.Lock()
 			fs.dataErr = errors.Join(fs.dataErr, err)
+			continue
+		}
+		if fs.needCheckpoint() {
+			k := fs.startCheckpoint()
+			fs.mu.Unlock()
+			fs.writeCheckpoint(k)
+			fs.mu.Lock()
 			continue
 		}
 		c, err := fs.closeLocked()
@@ -413,11 +428,18 @@ func (fs *FS) stop(err error) {
 	}
 }
 
-// reapLocked finishes the bookkeeping of a commit whose writes are done.
+// reapLocked finishes the bookkeeping of a commit or checkpoint whose
+// writes are done.
 // Preconditions: fs.mu is held.
 func (fs *FS) reapLocked() error {
 	j := fs.jnl
-	if j == nil || j.inflight == nil {
+	if j == nil {
+		return nil
+	}
+	if j.ckptIO != nil {
+		return fs.reapCheckpointLocked()
+	}
+	if j.inflight == nil {
 		return nil
 	}
 	c := j.inflight
@@ -445,6 +467,12 @@ func (fs *FS) commitLocked() error {
 	}
 	if c := j.inflight; c != nil {
 		<-c.ready // its writer does not need FS.mu
+		if err := fs.reapLocked(); err != nil {
+			return err
+		}
+	}
+	if k := j.ckptIO; k != nil {
+		<-k.ready // nor does a checkpoint's
 		if err := fs.reapLocked(); err != nil {
 			return err
 		}
@@ -512,11 +540,8 @@ func (fs *FS) closeLocked() (*commitIO, error) {
 	if jsb.csumV23() {
 		limit -= jbdTailSize
 	}
-	// Room: the blocks, their descriptors and the commit block. The
-	// first descriptor's first tag carries the UUID.
-	perDesc := (limit - jbdHeaderSize - 16) / tagSize
-	need := uint32(len(j.order) + (len(j.order)+perDesc-1)/perDesc + 1)
-	if j.head+need > jsb.maxLen || len(j.ckpt)+len(j.order) > maxCheckpoint {
+	need := fs.logNeed()
+	if fs.needCheckpoint() {
 		if err := fs.checkpoint(); err != nil { // 1
 			return nil, err
 		}
@@ -659,6 +684,20 @@ func (fs *FS) closeLocked() (*commitIO, error) {
 	return c, nil
 }
 
+// logNeed returns the log blocks the running transaction takes: its
+// blocks, their descriptors and the commit block (the first
+// descriptor's first tag carries the UUID).
+// Preconditions: fs.mu is held and fs.jnl is not nil.
+func (fs *FS) logNeed() uint32 {
+	j := fs.jnl
+	limit := int(fs.blockSize)
+	if j.r.jsb.csumV23() {
+		limit -= jbdTailSize
+	}
+	perDesc := (limit - jbdHeaderSize - 16) / j.r.jsb.tagSize()
+	return uint32(len(j.order) + (len(j.order)+perDesc-1)/perDesc + 1)
+}
+
 // logRuns maps b, whole blocks for the log from journal block pos, to
 // device writes: one per extent of the journal it crosses.
 func (fs *FS) logRuns(pos uint32, b []byte) ([]physWrite, error) {
@@ -683,70 +722,6 @@ func (fs *FS) logRuns(pos uint32, b []byte) ([]physWrite, error) {
 		pos += n
 	}
 	return out, nil
-}
-
-// checkpoint writes every committed block home and empties the log:
-// the home writes are flushed before the journal superblock stops
-// pointing at the log, and that is flushed before new transactions
-// overwrite it (a replay must never read a log partly overwritten).
-// Preconditions: fs.mu is held.
-func (fs *FS) checkpoint() error {
-	if j := fs.jnl; j != nil && j.inflight != nil {
-		<-j.inflight.ready
-		if err := fs.reapLocked(); err != nil {
-			return err
-		}
-	}
-	j := fs.jnl
-	if j == nil || j.r.jsb.start == 0 && len(j.ckpt) == 0 {
-		return nil
-	}
-	homes := make([]uint64, 0, len(j.ckpt))
-	for n := range j.ckpt {
-		homes = append(homes, n)
-	}
-	slices.Sort(homes)
-	bs := int(fs.blockSize)
-	for i := 0; i < len(homes); {
-		// Neighbouring blocks in one write.
-		k := i + 1
-		for k < len(homes) && homes[k] == homes[k-1]+1 && k-i < 64 {
-			k++
-		}
-		run := j.ckpt[homes[i]]
-		if k-i > 1 {
-			run = make([]byte, 0, (k-i)*bs)
-			for _, n := range homes[i:k] {
-				run = append(run, j.ckpt[n]...)
-			}
-		}
-		if err := fs.devWrite(run, homes[i]); err != nil {
-			return err
-		}
-		i = k
-	}
-	if err := fs.flush(); err != nil {
-		return err
-	}
-	if err := fs.devWrite(fs.journalSuperImage(0, j.seq), j.jsbPhys); err != nil {
-		return err
-	}
-	if err := fs.flush(); err != nil {
-		return err
-	}
-	j.ckpt = map[uint64][]byte{}
-	j.held = nil
-	j.head = j.r.jsb.first
-	return nil
-}
-
-// checkpointed returns the committed copy of block n that waits in the
-// log for the checkpoint (its home copy is stale), or nil.
-func (fs *FS) checkpointed(n uint64) []byte {
-	if fs.jnl == nil {
-		return nil
-	}
-	return fs.jnl.ckpt[n]
 }
 
 // journalSuperImage returns the journal superblock, as the log will
