@@ -30,7 +30,8 @@ import (
 // Besides messages/s it reports the time goroutines waited for the
 // file system's locks per message (from Go's mutex profile: the waits
 // released by code of this package, whatever the lock), and with
-// EXT4_MAILPROF=1 the unlocking stacks that made them wait the longest.
+// EXT4_MAILPROF=1 the unlocking stacks that made them wait the longest;
+// EXT4_MAILLAT sets the device's latency (default 200µs).
 
 // slowDev is a memDev whose requests each take lat, served in parallel
 // as a disk's queue serves them.
@@ -74,7 +75,14 @@ type mailDirs struct{ pid, todo, mess, tmp, new uint32 }
 
 func benchMail(b *testing.B, workers int) {
 	img := loadImage(b, mkfs(b, "256M", "", "-t", "ext4"))
-	d := &slowDev{memDev: memDev{b: img.b}, lat: 200 * time.Microsecond}
+	lat := 200 * time.Microsecond
+	if v := os.Getenv("EXT4_MAILLAT"); v != "" { // 0 for a CPU profile
+		var err error
+		if lat, err = time.ParseDuration(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	d := &slowDev{memDev: memDev{b: img.b}, lat: lat}
 	fr := &heapFrames{live: map[uintptr]*[pagecache.PageSize]byte{}}
 	f, err := Mount(d, Options{Pages: pagecache.New(fr, 8<<20)})
 	if err != nil {

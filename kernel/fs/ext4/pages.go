@@ -29,12 +29,12 @@ package ext4
 // there are stale, so a page read in meanwhile reads zeros there.
 //
 // Ordered data (jbd2's data=ordered): every file written since the last
-// commit has its dirty pages written back before the next commit
-// closes (closeLocked), so no committed block map points at blocks
-// whose data is not on the disk; Sync (fsync, fdatasync, syncfs, sync)
-// writes every file's dirty pages back, then commits and flushes. Both
-// write the pages back without FS.mu (the commit once more under it,
-// which finds little or waits for a write-back in flight: the cache
+// commit has its dirty pages written back by that commit before it
+// writes its log (writeCommit), so no committed block map points at
+// blocks whose data is not on the disk; Sync (fsync, fdatasync, syncfs,
+// sync) writes every file's dirty pages back, then commits and
+// flushes. Both write the pages back without FS.mu (a commit's
+// write-back of a file a Sync is writing back waits for it: the cache
 // writes a file back one write-back at a time).
 // Truncate and punch hole take the blocks they free out of the dataMap
 // before freeing them, under the dataMap's lock, which a write-back
@@ -196,21 +196,6 @@ func (fs *FS) writeCached(in *inode, fm *fileMapping, p []byte, off int64) (int,
 	return n, changed, werr
 }
 
-// writeOrdered writes back the dirty pages of every file written since
-// the last commit, before a commit makes their new blocks part of the
-// file system (data=ordered). A failure is kept for the next Sync.
-// Preconditions: fs.mu held.
-func (fs *FS) writeOrdered() {
-	for ino := range fs.ordered {
-		if f := fs.files[ino]; f != nil {
-			if err := f.Writeback(); err != nil {
-				fs.dataErr = errors.Join(fs.dataErr, err)
-			}
-		}
-	}
-	clear(fs.ordered)
-}
-
 // syncData writes every file's dirty pages back and returns the
 // failures since the last call (this write-back's, the cache's own,
 // the commits'). Only the files written since the last call can have
@@ -227,7 +212,7 @@ func (fs *FS) syncData() error {
 // whose stores the cache does not see) and the failures recorded since
 // the last call, and starts the next count. The files stay ordered: a
 // commit that closes before their write-back is done waits for it in
-// writeOrdered (the cache writes a file back one write-back at a time).
+// writeCommit (the cache writes a file back one write-back at a time).
 // Preconditions: fs.mu held.
 func (fs *FS) takeUnsynced() ([]*pagecache.File, error) {
 	err := fs.dataErr
@@ -262,17 +247,17 @@ func syncFiles(files []*pagecache.File, err error) error {
 	return nil
 }
 
-// orderedFiles returns the cached files of those written since the last
-// commit, to write back without FS.mu before the commit closes; they
-// stay ordered (writeOrdered sees to what is written meanwhile).
+// takeOrdered returns the cached files of those written since the last
+// commit, for the commit closing now to write back (writeCommit).
 // Preconditions: fs.mu held.
-func (fs *FS) orderedFiles() []*pagecache.File {
+func (fs *FS) takeOrdered() []*pagecache.File {
 	var files []*pagecache.File
 	for ino := range fs.ordered {
 		if f := fs.files[ino]; f != nil {
 			files = append(files, f)
 		}
 	}
+	clear(fs.ordered)
 	return files
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/pagecache"
 )
 
 // Writing through the journal. On a read-write mount of a file system
@@ -82,9 +83,14 @@ type journal struct {
 // writes, resolved to device blocks while FS.mu was held, so that the
 // writes and flushes need no lock of the file system.
 type commitIO struct {
-	seq    uint32
-	writes []physWrite // the journal superblock (into an empty log), the log
-	commit physWrite
+	seq uint32
+	// data: the files written in the transaction, whose pages go
+	// before its log (data=ordered); dataErr their write-back's
+	// failure, for the next Sync.
+	data    []*pagecache.File
+	dataErr error
+	writes  []physWrite // the journal superblock (into an empty log), the log
+	commit  physWrite
 	// freed: blocks the transaction freed, reserved until it is durable.
 	freed map[uint32][]byte
 	ready chan struct{} // closed when the writes are done (err set)
@@ -259,7 +265,7 @@ func (fs *FS) Sync() error {
 	// are written back; a failure is reported after the commit, which
 	// goes on (the metadata is sound either way). The commit that
 	// makes their blocks part of the file system waits for this
-	// write-back (writeOrdered).
+	// write-back (writeCommit).
 	files, dataErr := fs.takeUnsynced()
 	fs.mu.Unlock()
 	dataErr = syncFiles(files, dataErr)
@@ -295,9 +301,9 @@ func (fs *FS) Sync() error {
 }
 
 // commitAsync makes the transactions holding every change made so far
-// durable, releasing FS.mu while it writes the files written in the
-// running transaction back, while it writes the log and while it waits
-// for another caller's commit.
+// durable, releasing FS.mu while it writes (the files written in the
+// transaction back, the log, a checkpoint) and while it waits for
+// another caller's commit.
 // Preconditions: fs.mu is held and fs.jnl is not nil; it is held again
 // on return.
 func (fs *FS) commitAsync() error {
@@ -311,7 +317,6 @@ func (fs *FS) commitAsync() error {
 	default:
 		return nil
 	}
-	dataWritten := false
 	for {
 		if err := fs.reapLocked(); err != nil {
 			return err
@@ -332,21 +337,6 @@ func (fs *FS) commitAsync() error {
 			fs.mu.Unlock()
 			<-k.ready
 			fs.mu.Lock()
-			continue
-		}
-		if !dataWritten && len(fs.ordered) > 0 {
-			// data=ordered: the files' pages go before the commit;
-			// written here without the lock, writeOrdered (under it)
-			// finds little left, or waits for a write-back in flight.
-			dataWritten = true
-			files := fs.orderedFiles()
-			fs.mu.Unlock()
-			var err error
-			for _, f := range files {
-				err = errors.Join(err, f.Writeback())
-			}
-			fs.mu.Lock()
-			fs.dataErr = errors.Join(fs.dataErr, err)
 			continue
 		}
 		if fs.needCheckpoint() {
@@ -449,6 +439,7 @@ func (fs *FS) reapLocked() error {
 		return nil
 	}
 	j.inflight = nil
+	fs.dataErr = errors.Join(fs.dataErr, c.dataErr)
 	if c.err != nil {
 		fs.stop(c.err)
 		return c.err
@@ -489,11 +480,18 @@ func (fs *FS) commitLocked() error {
 	return fs.reapLocked()
 }
 
-// writeCommit writes a closed transaction: the log, a flush that makes
-// it and the file data written so far durable, the commit block, a
-// flush. It needs no lock.
+// writeCommit writes a closed transaction: the dirty pages of the files
+// written in it, the log, a flush that makes them durable, the commit
+// block, a flush. It needs no lock (a write-back takes only the file's
+// dataMap lock, as the cache's own).
 func (fs *FS) writeCommit(c *commitIO) {
 	defer close(c.ready)
+	for _, f := range c.data {
+		// A failure is the next Sync's to report; the metadata
+		// commits all the same, as after a failed background
+		// write-back.
+		c.dataErr = errors.Join(c.dataErr, f.Writeback())
+	}
 	for _, w := range c.writes {
 		if c.err = fs.devWrite(w.data, w.blk); c.err != nil {
 			return
@@ -520,7 +518,6 @@ func (fs *FS) writeCommit(c *commitIO) {
 // Preconditions: fs.mu is held, no commit in flight, and the running
 // transaction holds something.
 func (fs *FS) closeLocked() (*commitIO, error) {
-	fs.writeOrdered()
 	j := fs.jnl
 	jsb := j.r.jsb
 	bs := int(fs.blockSize)
@@ -640,7 +637,7 @@ func (fs *FS) closeLocked() (*commitIO, error) {
 	// points at it (jbd2 does the same at the first commit after a
 	// checkpoint): until the commit block is durable, a replay from
 	// there finds this transaction incomplete and does nothing.
-	c := &commitIO{seq: seq, freed: j.freed, ready: make(chan struct{})}
+	c := &commitIO{seq: seq, freed: j.freed, ready: make(chan struct{}), data: fs.takeOrdered()}
 	if jsb.start == 0 {
 		c.writes = append(c.writes, physWrite{j.jsbPhys, fs.journalSuperImage(j.head, seq)})
 	}
