@@ -25,6 +25,10 @@
 // Locking: one mutex, FS.mu, guards everything: the buffer cache, the
 // allocator, the running journal transaction, every inode and directory
 // change. Exported methods take it; unexported ones expect it held.
+// What waits for the device in fsync and the periodic commit runs
+// without it: the write-back of file data, the log's writes and
+// flushes, and the checkpoint of a full log (transaction.go,
+// checkpoint.go).
 //
 // On-disk format reference: Linux's Documentation/filesystems/ext4/.
 package ext4
@@ -112,6 +116,7 @@ type FS struct {
 	sb      superblock
 	ro      bool   // read-only: by request or forced by a feature
 	roWhy   string // why the mount is read-only, when forced
+	stopped bool   // read-only because a commit failed (stop)
 	clock   func() time.Time
 
 	blockSize  uint32

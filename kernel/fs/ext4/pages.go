@@ -29,10 +29,13 @@ package ext4
 // there are stale, so a page read in meanwhile reads zeros there.
 //
 // Ordered data (jbd2's data=ordered): every file written since the last
-// commit has its dirty pages written back before the next commit
-// closes (closeLocked), so no committed block map points at blocks
-// whose data is not on the disk; Sync (fsync, fdatasync, syncfs, sync)
-// writes every file's dirty pages back, then commits and flushes.
+// commit has its dirty pages written back by that commit before it
+// writes its log (writeCommit), so no committed block map points at
+// blocks whose data is not on the disk; Sync (fsync, fdatasync, syncfs,
+// sync) writes every file's dirty pages back, then commits and
+// flushes. Both write the pages back without FS.mu (a commit's
+// write-back of a file a Sync is writing back waits for it: the cache
+// writes a file back one write-back at a time).
 // Truncate and punch hole take the blocks they free out of the dataMap
 // before freeing them, under the dataMap's lock, which a write-back
 // holds for its device writes: so no write-back writes a page to a
@@ -193,46 +196,69 @@ func (fs *FS) writeCached(in *inode, fm *fileMapping, p []byte, off int64) (int,
 	return n, changed, werr
 }
 
-// writeOrdered writes back the dirty pages of every file written since
-// the last commit, before a commit makes their new blocks part of the
-// file system (data=ordered). A failure is kept for the next Sync.
-// Preconditions: fs.mu held.
-func (fs *FS) writeOrdered() {
-	for ino := range fs.ordered {
-		if f := fs.files[ino]; f != nil {
-			if err := f.Writeback(); err != nil {
-				fs.dataErr = errors.Join(fs.dataErr, err)
-			}
-		}
-	}
-	clear(fs.ordered)
-}
-
 // syncData writes every file's dirty pages back and returns the
 // failures since the last call (this write-back's, the cache's own,
 // the commits'). Only the files written since the last call can have
 // dirty pages, or a failed write-back to report.
 // Preconditions: fs.mu held.
 func (fs *FS) syncData() error {
+	files, err := fs.takeUnsynced()
+	clear(fs.ordered) // written back below, before any commit
+	return syncFiles(files, err)
+}
+
+// takeUnsynced returns the cached files a Sync writes back (those
+// written since the last Sync, and every file with writable mappings,
+// whose stores the cache does not see) and the failures recorded since
+// the last call, and starts the next count. The files stay ordered: a
+// commit that closes before their write-back is done waits for it in
+// writeCommit (the cache writes a file back one write-back at a time).
+// Preconditions: fs.mu held.
+func (fs *FS) takeUnsynced() ([]*pagecache.File, error) {
 	err := fs.dataErr
 	fs.dataErr = nil
+	var files []*pagecache.File
 	for ino := range fs.mapped {
-		if fs.unsynced == nil {
-			fs.unsynced = make(map[uint32]bool)
+		if f := fs.files[ino]; f != nil && !fs.unsynced[ino] {
+			files = append(files, f)
 		}
-		fs.unsynced[ino] = true // stores through a mapping are unseen
 	}
 	for ino := range fs.unsynced {
 		if f := fs.files[ino]; f != nil {
-			err = errors.Join(err, f.Sync()) // the backing's Flush does nothing
+			files = append(files, f)
 		}
 	}
 	clear(fs.unsynced)
-	clear(fs.ordered)
+	return files, err
+}
+
+// syncFiles writes files' dirty pages back and returns their failures
+// joined to err (the earlier ones), as EIO. It needs no FS.mu: a
+// write-back takes only the file's dataMap lock (fileBacking.WriteAt),
+// and a file released or truncated meanwhile has no pages, or no
+// blocks, left to write.
+func syncFiles(files []*pagecache.File, err error) error {
+	for _, f := range files {
+		err = errors.Join(err, f.Sync()) // the backing's Flush does nothing
+	}
 	if err != nil {
 		return errors.Join(linux.EIO, err)
 	}
 	return nil
+}
+
+// takeOrdered returns the cached files of those written since the last
+// commit, for the commit closing now to write back (writeCommit).
+// Preconditions: fs.mu held.
+func (fs *FS) takeOrdered() []*pagecache.File {
+	var files []*pagecache.File
+	for ino := range fs.ordered {
+		if f := fs.files[ino]; f != nil {
+			files = append(files, f)
+		}
+	}
+	clear(fs.ordered)
+	return files
 }
 
 // readCached reads in's data at off into p (cut at the size already)

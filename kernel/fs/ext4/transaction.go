@@ -3,9 +3,9 @@ package ext4
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/pagecache"
 )
 
 // Writing through the journal. On a read-write mount of a file system
@@ -29,9 +29,9 @@ import (
 // So an fsync costs two flushes and two or three writes, as on Linux,
 // and the blocks go home only when the log fills (or at unmount),
 // however often they were committed. Steps 2 and 3 run without FS.mu
-// (Sync, the periodic Commit): operations go on into the next
-// transaction while one is written, and fsyncs that arrive meanwhile
-// share the next commit.
+// (Sync, the periodic Commit), as does the write-back of file data
+// before them: operations go on into the next transaction while one is
+// written, and fsyncs that arrive meanwhile share the next commit.
 //
 // The journal superblock is 1024 bytes like the file system's, but
 // commits change only s_sequence, s_start and s_checksum, all in its
@@ -74,15 +74,23 @@ type journal struct {
 	// known durable.
 	inflight *commitIO
 	done     uint32
+	// ckptIO is the checkpoint being written with FS.mu released (nil:
+	// none; checkpoint.go). No transaction closes meanwhile.
+	ckptIO *ckptIO
 }
 
 // commitIO is a closed transaction on its way to the log: everything it
 // writes, resolved to device blocks while FS.mu was held, so that the
 // writes and flushes need no lock of the file system.
 type commitIO struct {
-	seq    uint32
-	writes []physWrite // the journal superblock (into an empty log), the log
-	commit physWrite
+	seq uint32
+	// data: the files written in the transaction, whose pages go
+	// before its log (data=ordered); dataErr their write-back's
+	// failure, for the next Sync.
+	data    []*pagecache.File
+	dataErr error
+	writes  []physWrite // the journal superblock (into an empty log), the log
+	commit  physWrite
 	// freed: blocks the transaction freed, reserved until it is durable.
 	freed map[uint32][]byte
 	ready chan struct{} // closed when the writes are done (err set)
@@ -242,10 +250,11 @@ func (fs *FS) inTransaction(n uint64) bool {
 // Sync commits the running transaction and flushes the device: every
 // operation that returned before it began is durable when it returns.
 //
-// The log is written with FS.mu released, so other operations go on
-// into the next transaction meanwhile; a Sync that finds its changes
-// in a transaction being written waits for that one, and the changes of
-// every Sync that waits meanwhile go to the log together (group commit).
+// Neither the file data nor the log is written under FS.mu, so other
+// operations go on (into the next transaction) meanwhile; a Sync that
+// finds its changes in a transaction being written waits for that one,
+// and the changes of every Sync that waits meanwhile go to the log
+// together (group commit).
 func (fs *FS) Sync() error {
 	fs.mu.Lock()
 	if fs.ro {
@@ -254,8 +263,22 @@ func (fs *FS) Sync() error {
 	}
 	// The caller's writes of file data are done once the dirty pages
 	// are written back; a failure is reported after the commit, which
-	// goes on (the metadata is sound either way).
-	dataErr := fs.syncData()
+	// goes on (the metadata is sound either way). The commit that
+	// makes their blocks part of the file system waits for this
+	// write-back (writeCommit).
+	files, dataErr := fs.takeUnsynced()
+	fs.mu.Unlock()
+	dataErr = syncFiles(files, dataErr)
+	fs.mu.Lock()
+	if fs.ro {
+		// Gone read-only meanwhile: by a remount, which made everything
+		// durable, or by a failed commit, which lost what it held.
+		fs.mu.Unlock()
+		if fs.stopped {
+			return errors.Join(dataErr, fmt.Errorf("ext4: %s: %w", fs.roWhy, linux.EIO))
+		}
+		return dataErr
+	}
 	if fs.jnl == nil {
 		defer fs.mu.Unlock()
 		if fs.written.Load() == fs.durable.Load() {
@@ -278,7 +301,8 @@ func (fs *FS) Sync() error {
 }
 
 // commitAsync makes the transactions holding every change made so far
-// durable, releasing FS.mu while it writes and while it waits for
+// durable, releasing FS.mu while it writes (the files written in the
+// transaction back, the log, a checkpoint) and while it waits for
 // another caller's commit.
 // Preconditions: fs.mu is held and fs.jnl is not nil; it is held again
 // on return.
@@ -306,6 +330,19 @@ func (fs *FS) commitAsync() error {
 		if c := j.inflight; c != nil {
 			fs.mu.Unlock()
 			<-c.ready
+			fs.mu.Lock()
+			continue
+		}
+		if k := j.ckptIO; k != nil {
+			fs.mu.Unlock()
+			<-k.ready
+			fs.mu.Lock()
+			continue
+		}
+		if fs.needCheckpoint() {
+			k := fs.startCheckpoint()
+			fs.mu.Unlock()
+			fs.writeCheckpoint(k)
 			fs.mu.Lock()
 			continue
 		}
@@ -377,14 +414,22 @@ func (fs *FS) stop(err error) {
 	if !fs.ro {
 		fs.ro, fs.roWhy = true, "journal commit failed: "+err.Error()
 		fs.jnl = nil
+		fs.stopped = true
 	}
 }
 
-// reapLocked finishes the bookkeeping of a commit whose writes are done.
+// reapLocked finishes the bookkeeping of a commit or checkpoint whose
+// writes are done.
 // Preconditions: fs.mu is held.
 func (fs *FS) reapLocked() error {
 	j := fs.jnl
-	if j == nil || j.inflight == nil {
+	if j == nil {
+		return nil
+	}
+	if j.ckptIO != nil {
+		return fs.reapCheckpointLocked()
+	}
+	if j.inflight == nil {
 		return nil
 	}
 	c := j.inflight
@@ -394,6 +439,7 @@ func (fs *FS) reapLocked() error {
 		return nil
 	}
 	j.inflight = nil
+	fs.dataErr = errors.Join(fs.dataErr, c.dataErr)
 	if c.err != nil {
 		fs.stop(c.err)
 		return c.err
@@ -416,6 +462,12 @@ func (fs *FS) commitLocked() error {
 			return err
 		}
 	}
+	if k := j.ckptIO; k != nil {
+		<-k.ready // nor does a checkpoint's
+		if err := fs.reapLocked(); err != nil {
+			return err
+		}
+	}
 	if len(j.order) == 0 {
 		return nil
 	}
@@ -428,11 +480,18 @@ func (fs *FS) commitLocked() error {
 	return fs.reapLocked()
 }
 
-// writeCommit writes a closed transaction: the log, a flush that makes
-// it and the file data written so far durable, the commit block, a
-// flush. It needs no lock.
+// writeCommit writes a closed transaction: the dirty pages of the files
+// written in it, the log, a flush that makes them durable, the commit
+// block, a flush. It needs no lock (a write-back takes only the file's
+// dataMap lock, as the cache's own).
 func (fs *FS) writeCommit(c *commitIO) {
 	defer close(c.ready)
+	for _, f := range c.data {
+		// A failure is the next Sync's to report; the metadata
+		// commits all the same, as after a failed background
+		// write-back.
+		c.dataErr = errors.Join(c.dataErr, f.Writeback())
+	}
 	for _, w := range c.writes {
 		if c.err = fs.devWrite(w.data, w.blk); c.err != nil {
 			return
@@ -459,7 +518,6 @@ func (fs *FS) writeCommit(c *commitIO) {
 // Preconditions: fs.mu is held, no commit in flight, and the running
 // transaction holds something.
 func (fs *FS) closeLocked() (*commitIO, error) {
-	fs.writeOrdered()
 	j := fs.jnl
 	jsb := j.r.jsb
 	bs := int(fs.blockSize)
@@ -479,11 +537,8 @@ func (fs *FS) closeLocked() (*commitIO, error) {
 	if jsb.csumV23() {
 		limit -= jbdTailSize
 	}
-	// Room: the blocks, their descriptors and the commit block. The
-	// first descriptor's first tag carries the UUID.
-	perDesc := (limit - jbdHeaderSize - 16) / tagSize
-	need := uint32(len(j.order) + (len(j.order)+perDesc-1)/perDesc + 1)
-	if j.head+need > jsb.maxLen || len(j.ckpt)+len(j.order) > maxCheckpoint {
+	need := fs.logNeed()
+	if fs.needCheckpoint() {
 		if err := fs.checkpoint(); err != nil { // 1
 			return nil, err
 		}
@@ -582,7 +637,7 @@ func (fs *FS) closeLocked() (*commitIO, error) {
 	// points at it (jbd2 does the same at the first commit after a
 	// checkpoint): until the commit block is durable, a replay from
 	// there finds this transaction incomplete and does nothing.
-	c := &commitIO{seq: seq, freed: j.freed, ready: make(chan struct{})}
+	c := &commitIO{seq: seq, freed: j.freed, ready: make(chan struct{}), data: fs.takeOrdered()}
 	if jsb.start == 0 {
 		c.writes = append(c.writes, physWrite{j.jsbPhys, fs.journalSuperImage(j.head, seq)})
 	}
@@ -626,6 +681,20 @@ func (fs *FS) closeLocked() (*commitIO, error) {
 	return c, nil
 }
 
+// logNeed returns the log blocks the running transaction takes: its
+// blocks, their descriptors and the commit block (the first
+// descriptor's first tag carries the UUID).
+// Preconditions: fs.mu is held and fs.jnl is not nil.
+func (fs *FS) logNeed() uint32 {
+	j := fs.jnl
+	limit := int(fs.blockSize)
+	if j.r.jsb.csumV23() {
+		limit -= jbdTailSize
+	}
+	perDesc := (limit - jbdHeaderSize - 16) / j.r.jsb.tagSize()
+	return uint32(len(j.order) + (len(j.order)+perDesc-1)/perDesc + 1)
+}
+
 // logRuns maps b, whole blocks for the log from journal block pos, to
 // device writes: one per extent of the journal it crosses.
 func (fs *FS) logRuns(pos uint32, b []byte) ([]physWrite, error) {
@@ -650,70 +719,6 @@ func (fs *FS) logRuns(pos uint32, b []byte) ([]physWrite, error) {
 		pos += n
 	}
 	return out, nil
-}
-
-// checkpoint writes every committed block home and empties the log:
-// the home writes are flushed before the journal superblock stops
-// pointing at the log, and that is flushed before new transactions
-// overwrite it (a replay must never read a log partly overwritten).
-// Preconditions: fs.mu is held.
-func (fs *FS) checkpoint() error {
-	if j := fs.jnl; j != nil && j.inflight != nil {
-		<-j.inflight.ready
-		if err := fs.reapLocked(); err != nil {
-			return err
-		}
-	}
-	j := fs.jnl
-	if j == nil || j.r.jsb.start == 0 && len(j.ckpt) == 0 {
-		return nil
-	}
-	homes := make([]uint64, 0, len(j.ckpt))
-	for n := range j.ckpt {
-		homes = append(homes, n)
-	}
-	slices.Sort(homes)
-	bs := int(fs.blockSize)
-	for i := 0; i < len(homes); {
-		// Neighbouring blocks in one write.
-		k := i + 1
-		for k < len(homes) && homes[k] == homes[k-1]+1 && k-i < 64 {
-			k++
-		}
-		run := j.ckpt[homes[i]]
-		if k-i > 1 {
-			run = make([]byte, 0, (k-i)*bs)
-			for _, n := range homes[i:k] {
-				run = append(run, j.ckpt[n]...)
-			}
-		}
-		if err := fs.devWrite(run, homes[i]); err != nil {
-			return err
-		}
-		i = k
-	}
-	if err := fs.flush(); err != nil {
-		return err
-	}
-	if err := fs.devWrite(fs.journalSuperImage(0, j.seq), j.jsbPhys); err != nil {
-		return err
-	}
-	if err := fs.flush(); err != nil {
-		return err
-	}
-	j.ckpt = map[uint64][]byte{}
-	j.held = nil
-	j.head = j.r.jsb.first
-	return nil
-}
-
-// checkpointed returns the committed copy of block n that waits in the
-// log for the checkpoint (its home copy is stale), or nil.
-func (fs *FS) checkpointed(n uint64) []byte {
-	if fs.jnl == nil {
-		return nil
-	}
-	return fs.jnl.ckpt[n]
 }
 
 // journalSuperImage returns the journal superblock, as the log will
