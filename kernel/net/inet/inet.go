@@ -454,7 +454,7 @@ func (s *sock) SendMsg(c *vfs.Ctx, b socket.Blocking, m *socket.SendMsg) (int, e
 				return 0, errno(e)
 			}
 		}
-		err := socket.Wait(b, snd, func() bool {
+		err := socket.WaitTried(b, snd, func() bool {
 			return s.ep.Readiness(waiter.EventOut|waiter.EventErr|waiter.EventHUp) != 0
 		}, &s.q)
 		if err != nil {
@@ -508,7 +508,7 @@ func (s *sock) RecvMsg(c *vfs.Ctx, b socket.Blocking, m *socket.RecvMsg) (int, e
 			}
 			return 0, errno(e)
 		}
-		err := socket.Wait(b, rcv, func() bool {
+		err := socket.WaitTried(b, rcv, func() bool {
 			return s.ep.Readiness(waiter.EventIn|waiter.EventErr|waiter.EventHUp|waiter.EventRdHUp) != 0
 		}, &s.q)
 		if err != nil {

@@ -20,8 +20,6 @@ type loopback struct {
 	mu   sync.RWMutex
 	disp stack.NetworkDispatcher // protected by mu; nil until attached
 	mtu  uint32                  // protected by mu
-	// sent counts packets looped back (for tests and, later, statistics).
-	sent uint64 // protected by mu (written under the read lock with atomics would need more care; counted under mu)
 }
 
 func newLoopback() *loopback { return &loopback{mtu: loopbackMTU} }
@@ -78,10 +76,9 @@ const loopCopyMax = 512
 // each header copy its chunk anyway (netstack's buffers copy a shared
 // chunk before handing out a view of it), after two view clones.
 func (l *loopback) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
-	l.mu.Lock()
+	l.mu.RLock()
 	d := l.disp
-	l.sent += uint64(pkts.Len())
-	l.mu.Unlock()
+	l.mu.RUnlock()
 	for _, pkt := range pkts.AsSlice() {
 		var payload buffer.Buffer
 		if n := pkt.Size(); n <= loopCopyMax {

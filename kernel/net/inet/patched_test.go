@@ -8,10 +8,14 @@ package inet
 
 import (
 	"encoding/binary"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+	"gvisor.dev/gvisor/pkg/waiter"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/net/socket"
@@ -134,4 +138,56 @@ func TestUserMSSBoundsSegments(t *testing.T) {
 	if n := st.SegmentsSent.Value() - before; n < 8 {
 		t.Errorf("8000 bytes in %d segments, want at least 8 (at most 1000 bytes each)", n)
 	}
+}
+
+// countingClock is the kernel's clock, counting monotonic reads.
+type countingClock struct {
+	clock
+	reads atomic.Int64
+}
+
+func (c *countingClock) NowMonotonic() tcpip.MonotonicTime {
+	c.reads.Add(1)
+	return c.clock.NowMonotonic()
+}
+
+// A round trip reads the clock once per event and side (a write, a
+// segment handled), once per segment received and once per segment sent
+// (its transmit time), as Linux stamps an event once (tcp_mstamp):
+// netstack-patches/tcp-event-clock*.diff. Without them every stamp of
+// an event read the clock again: about 26 reads a round trip over lo. The delayed-ACK timeout is a minute, so
+// that no timer fires (and reads the clock) on a loaded host.
+func TestClockReadsPerRoundTrip(t *testing.T) {
+	tcp.DelAckTimeoutOverride.Store(int64(time.Minute))
+	defer tcp.DelAckTimeoutOverride.Store(0)
+	clk := new(countingClock)
+	st, err := newStack(clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Destroy()
+	c, a := connectedPairOn(t, func() (*sock, error) {
+		wq := new(waiter.Queue)
+		ep, e := st.NewEndpoint(tcp.ProtocolNumber, ipv4.ProtocolNumber, wq)
+		if e != nil {
+			return nil, errno(e)
+		}
+		return wrap(2, linux.SOCK_STREAM, ipprotoTCP, ep, wq), nil
+	})
+	done := make(chan error, 1)
+	go echo(a, done)
+	pingPong(t, c, 20) // into pingpong mode on both sides
+	const rounds = 200
+	before := clk.reads.Load()
+	pingPong(t, c, rounds)
+	// 8 a round trip: two events, a segment received and one sent a side.
+	if n := clk.reads.Load() - before; n > rounds*10 {
+		t.Errorf("%d clock reads for %d round trips, want about %d", n, rounds, 8*rounds)
+	}
+	c.Shutdown(2)
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+	c.Release()
+	a.Release()
 }

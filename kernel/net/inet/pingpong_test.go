@@ -17,7 +17,13 @@ import (
 // connecting side and the accepted one.
 func connectedPair(tb testing.TB) (c, a *sock) {
 	tb.Helper()
-	l, err := newSocket(2, 1, 0, false)
+	return connectedPairOn(tb, func() (*sock, error) { return newSocket(2, 1, 0, false) })
+}
+
+// connectedPairOn is connectedPair with the sockets newSock makes.
+func connectedPairOn(tb testing.TB, newSock func() (*sock, error)) (c, a *sock) {
+	tb.Helper()
+	l, err := newSock()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -29,7 +35,7 @@ func connectedPair(tb testing.TB) (c, a *sock) {
 		tb.Fatal(err)
 	}
 	port := binary.BigEndian.Uint16(l.Name()[2:])
-	if c, err = newSocket(2, 1, 0, false); err != nil {
+	if c, err = newSock(); err != nil {
 		tb.Fatal(err)
 	}
 	if err := c.Connect(nil, addr4(port), socket.Blocking{}); err != nil {

@@ -29,7 +29,7 @@ var (
 // and routes to them.
 func Stack() *stack.Stack {
 	stackOnce.Do(func() {
-		s, err := newStack()
+		s, err := newStack(clock{})
 		if err != nil {
 			panic(err)
 		}
@@ -38,13 +38,15 @@ func Stack() *stack.Stack {
 	return theStack
 }
 
-func newStack() (*stack.Stack, error) {
+// newStack makes a stack as Stack describes, reading time from clk (the
+// kernel's clock; a test may count the reads).
+func newStack(clk tcpip.Clock) (*stack.Stack, error) {
 	s := stack.New(stack.Options{
 		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocol, arp.NewProtocol},
 		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4, icmp.NewProtocol6},
 		// Raw sockets: ping's ICMP (raw.go).
 		RawFactory: raw.EndpointFactory{},
-		Clock:      clock{},
+		Clock:      clk,
 		// Loopback traffic needs no ICMP unreachable rate limits or
 		// duplicate address detection; nothing else is set.
 	})

@@ -150,3 +150,22 @@ func TestWait(t *testing.T) {
 		t.Error("not woken by the second queue")
 	}
 }
+
+// WaitTried looks only once registered: a non-blocking caller gets
+// EAGAIN without a look, a condition that turned true since the
+// caller's try is seen at the first look (no Notify needed), and
+// nothing stays registered.
+func TestWaitTried(t *testing.T) {
+	var q vfs.Queue
+	looks := 0
+	check := func() bool { looks++; return true }
+	if err := WaitTried(Blocking{NonBlock: true}, 0, check, &q); !errors.Is(err, linux.EAGAIN) || looks != 0 {
+		t.Errorf("non-blocking: %v after %d looks, want EAGAIN after none", err, looks)
+	}
+	if err := WaitTried(Blocking{}, 0, check, &q); err != nil || looks != 1 {
+		t.Errorf("ready: %v after %d looks, want nil after 1", err, looks)
+	}
+	if n := q.Waiters(); n != 0 {
+		t.Errorf("%d registrations left", n)
+	}
+}

@@ -38,6 +38,20 @@ func Wait(b Blocking, timeout time.Duration, ready func() bool, qs ...*vfs.Queue
 	if ready() {
 		return nil
 	}
+	return wait(b, timeout, ready, qs)
+}
+
+// WaitTried is Wait for a caller that has just tried the operation and
+// found it would block: the first look at ready comes after the
+// registration, not before it as well (a TCP receive that finds nothing
+// would otherwise ask netstack for its readiness twice before
+// sleeping). A unix socket's receive, which waits before trying, keeps
+// Wait: there the first look usually finds the data.
+func WaitTried(b Blocking, timeout time.Duration, ready func() bool, qs ...*vfs.Queue) error {
+	return wait(b, timeout, ready, qs)
+}
+
+func wait(b Blocking, timeout time.Duration, ready func() bool, qs []*vfs.Queue) error {
 	if b.NonBlock {
 		return linux.EAGAIN
 	}
