@@ -244,11 +244,7 @@ static long kmem(const char *key) { return check_proc_value("/proc/shortbread/km
 
 static long memfree(void)
 {
-	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
-	if (fd >= 0) {
-		write(fd, "3", 1);
-		close(fd);
-	}
+	check_drop_caches();
 	return check_meminfo("MemFree");
 }
 
