@@ -23,6 +23,14 @@ QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot
 
 DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio e2fsprogs python3 curl gdisk fdisk
 
+# make TIMES=1 ...: each recipe line's time, target and the host's load,
+# on stderr and appended to build/times.log (tools/timesh.sh); how the
+# slow parts of make test are found. Set after every $$(shell) above.
+ifdef TIMES
+SHELL := $(CURDIR)/tools/timesh.sh
+.SHELLFLAGS = $@ -c
+endif
+
 .PHONY: all prebuild net-check-test run run-cmd hwtest screen-smoke screen-test net-check net-inject test iso kernel deps host-test boot-test user-test cpu-test numa-test mem-test linux-test powercut-test powercut powercut-control debian-test exhaust-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
 
 all: iso
@@ -65,7 +73,10 @@ run: deps
 	qemu-system-x86_64 $(QEMU_FLAGS) $(if $(filter uefi,$(FIRMWARE)),-bios /usr/share/ovmf/OVMF.fd) -cdrom $(ISO); \
 	  s=$$?; [ $$s -eq 1 ] || [ $$s -eq 0 ] || echo "QEMU exited with $$s (kernel status $$(( ($$s - 1) / 2 )))"
 
-test: deps prebuild vet host-test boot-test cpu-test numa-test screen-smoke user-test exhaust-test linux-test powercut-test debian-test net-check-test net-inject apps-smoke wire-check
+# Everything, about 21-22 minutes on a quiet two-core host from a fresh
+# clone (estimated from the parts: 27 minutes before guests ran two at a
+# time); make TIMES=1 test shows where the time goes.
+test: deps prebuild vet host-test boot-test cpu-test numa-test screen-smoke suite-test exhaust-test powercut-test debian-test net-check-test net-inject apps-smoke wire-check
 
 # make test's head start (tools/prebuild.sh): the user programs and the
 # applications build in the background at the lowest priority while the
@@ -106,15 +117,24 @@ mem-test: user $(KERNEL) $(STUB)
 # takes the NMI path) on qemu64 (no RDRAND, RDTSCP, XSAVE, AVX) and on q35
 # without an HPET, then the user programs that depend on the processor
 # (FPU state and signal frames, /proc/cpuinfo, getrandom, clocks) on
-# qemu64, Nehalem, Skylake-Server (AVX-512), EPYC and without an HPET.
+# qemu64, Nehalem, Skylake-Server (AVX-512), EPYC and without an HPET,
+# two models at a time (tools/par.sh).
 CPU_TESTS := t_fpu,t_signal,t_loadcpu,t_misc,t_time,t_vdso,t_auxv
 cpu-test: user $(KERNEL) $(STUB) $(INITRAMFS)
 	CPU=qemu64 tools/boottest.sh 2
 	MACHINE=q35,hpet=off tools/boottest.sh 2
 	tools/mkiso.sh $(BUILD)/cputest.iso $(STUB) $(KERNEL) "init=/init loglevel=info RUNNER_TIMEOUT=120 RUNNER_ONLY=$(CPU_TESTS)" $(USER_BUILD)/initramfs.cpio
-	for c in qemu64 Nehalem Skylake-Server EPYC; do \
-	  echo "cpu-test: CPU $$c"; CPU=$$c tools/qemu.sh $(BUILD)/cputest.iso 2 600 || exit 1; done
-	echo "cpu-test: no HPET"; MACHINE=q35,hpet=off tools/qemu.sh $(BUILD)/cputest.iso 2 600
+	@MAKE="$(MAKE)" tools/par.sh cpu-qemu64 cpu-Nehalem
+	@MAKE="$(MAKE)" tools/par.sh cpu-Skylake-Server cpu-EPYC
+	@$(MAKE) --no-print-directory cpu-nohpet
+# One boot of build/cputest.iso each (cpu-test makes it): cpu-MODEL on
+# that processor, cpu-nohpet on q35 without an HPET.
+CPU_BOOTS := cpu-qemu64 cpu-Nehalem cpu-Skylake-Server cpu-EPYC cpu-nohpet
+.PHONY: $(CPU_BOOTS)
+$(filter-out cpu-nohpet,$(CPU_BOOTS)):
+	CPU=$(patsubst cpu-%,%,$@) tools/qemu.sh $(BUILD)/cputest.iso 2 600
+cpu-nohpet:
+	MACHINE=q35,hpet=off tools/qemu.sh $(BUILD)/cputest.iso 2 600
 
 # The screen console: busybox's shell on the VGA text screen with no
 # serial port, typed at through QEMU's QMP and read back from video memory
@@ -206,44 +226,79 @@ user:
 # --make-image), and a 12 MiB ext2 file system (no journal) for t_mount,
 # checked as its ext4 disk is. The tests find SATA disks by size (Linux
 # names them in the order their ports finish probing).
-DISK_IMG := $(BUILD)/disk.img
-EXT4_IMG := $(BUILD)/ext4.img
-EXT2_IMG := $(BUILD)/ext2.img
-SATA_IMG := $(BUILD)/sata.img
-GPT_IMG  := $(BUILD)/gpt.img
-MBR_IMG  := $(BUILD)/mbr.img
-ERR_IMG  := $(BUILD)/err.img
-ERR_CFG  := $(BUILD)/blkdebug.cfg
-NEW_DISK = rm -f $(DISK_IMG) $(EXT4_IMG) $(EXT2_IMG) $(SATA_IMG) && truncate -s 64M $(DISK_IMG) $(SATA_IMG) && \
-  mke2fs -q -t ext4 -F $(EXT4_IMG) 64M && mke2fs -q -t ext2 -F $(EXT2_IMG) 12M && $(USER_BUILD)/tests/t_part --make-images $(GPT_IMG) $(MBR_IMG) && \
-  $(USER_BUILD)/tests/t_blkerr --make-image $(ERR_CFG) $(ERR_IMG)
-DISKS = DISK=$(DISK_IMG) DISK2=$(EXT4_IMG) SATA="$(SATA_IMG) $(GPT_IMG) $(MBR_IMG) blkdebug:$(ERR_CFG):$(ERR_IMG) $(EXT2_IMG)"
+#
+# Each boot of the suite is a target of its own (suite-KERNEL-CPUS,
+# nvme-KERNEL-CPUS) with its images in its own directory
+# ($(SUITE_DIR)/TARGET), so that make test can run two at once
+# (tools/par.sh). They have no prerequisites: user-test, linux-test and
+# suite-test build what they boot first.
+SUITE_DIR := $(BUILD)/suite
+# Each program's time limit in seconds, on Shortbread and on Linux; and,
+# to rerun part of the suite on both kernels with the disks (make
+# suite-test SUITE_ONLY=t_fmap,t_churn), what RUNNER_ONLY is to the runner
+# (the host's image checks then are left out: they need every program).
+SUITE_TIMEOUT ?= 120
+LINUX_SUITE_TIMEOUT ?= 300
+# and the whole boot's, in seconds (tools/qemu.sh, tools/linux/run.sh)
+SUITE_LIMIT ?= 1200
+LINUX_SUITE_LIMIT ?= 600
+SUITE_ONLY ?=
+SUITE_RUNNER = $(if $(SUITE_ONLY),RUNNER_ONLY=$(SUITE_ONLY) )$(DISK_ARGS)
+# $(call NEW_DISK,DIR): fresh images in DIR; $(call DISKS,DIR): them for
+# tools/qemu.sh and tools/linux/run.sh; $(call CHECK_DISKS,DIR): the
+# host's checks of what the guest wrote.
+NEW_DISK = rm -rf $(1) && mkdir -p $(1) && truncate -s 64M $(1)/disk.img $(1)/sata.img && \
+  mke2fs -q -t ext4 -F $(1)/ext4.img 64M && mke2fs -q -t ext2 -F $(1)/ext2.img 12M && \
+  $(USER_BUILD)/tests/t_part --make-images $(1)/gpt.img $(1)/mbr.img && \
+  $(USER_BUILD)/tests/t_blkerr --make-image $(1)/blkdebug.cfg $(1)/err.img
+DISKS = DISK=$(1)/disk.img DISK2=$(1)/ext4.img SATA="$(1)/sata.img $(1)/gpt.img $(1)/mbr.img blkdebug:$(1)/blkdebug.cfg:$(1)/err.img $(1)/ext2.img"
 DISK_ARGS := BLK_DISK=vda,sata:65536 EXT4_DISK=vdb EXT2_DISK=sata:12288 PART_DISKS=sata:40960,sata:49152 ERR_DISK=sata:24576
-CHECK_DISKS = $(USER_BUILD)/tests/t_blk --check-image $(DISK_IMG) $(SATA_IMG) && \
-  $(USER_BUILD)/tests/t_mount --check-image $(EXT4_IMG) $(EXT2_IMG) && $(USER_BUILD)/tests/t_fmap --check-image $(EXT4_IMG) && \
-  $(USER_BUILD)/tests/t_part --check-images $(GPT_IMG) $(MBR_IMG) && \
-  $(USER_BUILD)/tests/t_blkerr --check-image $(ERR_IMG)
+CHECK_DISKS = $(USER_BUILD)/tests/t_blk --check-image $(1)/disk.img $(1)/sata.img && \
+  $(USER_BUILD)/tests/t_mount --check-image $(1)/ext4.img $(1)/ext2.img && $(USER_BUILD)/tests/t_fmap --check-image $(1)/ext4.img && \
+  $(USER_BUILD)/tests/t_part --check-images $(1)/gpt.img $(1)/mbr.img && \
+  $(USER_BUILD)/tests/t_blkerr --check-image $(1)/err.img
 
 # t_blk alone once more, on namespace 1 of an NVMe controller
 # (/dev/nvme0n1), with a fresh zeroed 64 MiB image checked the same way;
 # QEMU's blkdebug makes reads of sector NVME_BAD fail (t_blk wants EIO).
-NVME_IMG := $(BUILD)/nvme.img
 NVME_BAD := 24576
-NVME_T_BLK = $(NEW_NVME) && NVME=blkdebug:$(BUILD)/nvme-bad.conf:$(NVME_IMG)
-NEW_NVME = rm -f $(NVME_IMG) && truncate -s 64M $(NVME_IMG) && \
-	printf '[inject-error]\nevent = "read_aio"\nerrno = "5"\nsector = "$(NVME_BAD)"\n' > $(BUILD)/nvme-bad.conf
-CHECK_NVME = $(USER_BUILD)/tests/t_blk --check-image $(NVME_IMG)
+NVME_T_BLK = $(NEW_NVME) && NVME=blkdebug:$(1)/nvme-bad.conf:$(1)/nvme.img
+NEW_NVME = rm -rf $(1) && mkdir -p $(1) && truncate -s 64M $(1)/nvme.img && \
+	printf '[inject-error]\nevent = "read_aio"\nerrno = "5"\nsector = "$(NVME_BAD)"\n' > $(1)/nvme-bad.conf
+CHECK_NVME = $(USER_BUILD)/tests/t_blk --check-image $(1)/nvme.img
+NVME_ARGS := RUNNER_ONLY=t_blk BLK_DISK=nvme0n1 BLK_BAD_SECTOR=$(NVME_BAD)
 
-linux-test: user
+LINUX_RUN := tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio
+SUITE_BOOTS := suite-shortbread-1 suite-shortbread-2 suite-linux-1 suite-linux-2
+NVME_BOOTS := nvme-shortbread-1 nvme-shortbread-2 nvme-linux-1 nvme-linux-2
+.PHONY: suite-test $(SUITE_BOOTS) $(NVME_BOOTS) usertest-isos linux-kernel
+$(SUITE_BOOTS) $(NVME_BOOTS): d = $(SUITE_DIR)/$@
+$(SUITE_BOOTS) $(NVME_BOOTS): cpus = $(lastword $(subst -, ,$@))
+suite-shortbread-1 suite-shortbread-2:
+	$(call NEW_DISK,$(d)) && $(call DISKS,$(d)) tools/qemu.sh $(BUILD)/usertest.iso $(cpus) $(SUITE_LIMIT)
+	$(if $(SUITE_ONLY),,$(call CHECK_DISKS,$(d)))
+suite-linux-1 suite-linux-2:
+	$(call NEW_DISK,$(d)) && $(call DISKS,$(d)) APPEND="RUNNER_TIMEOUT=$(LINUX_SUITE_TIMEOUT) $(SUITE_RUNNER)" $(LINUX_RUN) $(cpus) $(LINUX_SUITE_LIMIT)
+	$(if $(SUITE_ONLY),,$(call CHECK_DISKS,$(d)))
+nvme-shortbread-1 nvme-shortbread-2:
+	$(call NVME_T_BLK,$(d)) tools/qemu.sh $(BUILD)/nvmetest.iso $(cpus) 300
+	$(call CHECK_NVME,$(d))
+nvme-linux-1 nvme-linux-2:
+	$(call NVME_T_BLK,$(d)) APPEND="$(NVME_ARGS)" $(LINUX_RUN) $(cpus) 300
+	$(call CHECK_NVME,$(d))
+
+# What the suite's boots need: Shortbread's ISOs, and Linux's kernel with
+# the modules run.sh adds to the initramfs (made here, once, not by two
+# boots at once).
+usertest-isos: user $(KERNEL) $(STUB)
+	tools/mkiso.sh $(BUILD)/usertest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=$(SUITE_TIMEOUT) $(SUITE_RUNNER)" $(USER_BUILD)/initramfs.cpio
+	tools/mkiso.sh $(BUILD)/nvmetest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=120 $(NVME_ARGS)" $(USER_BUILD)/initramfs.cpio
+linux-kernel:
 	tools/linux/kernel.sh $(LINUX_BUILD)
-	$(NEW_DISK) && $(DISKS) APPEND="$(DISK_ARGS)" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 1 600
-	$(CHECK_DISKS)
-	$(NEW_DISK) && $(DISKS) APPEND="$(DISK_ARGS)" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 2 600
-	$(CHECK_DISKS)
-	$(NVME_T_BLK) APPEND="RUNNER_ONLY=t_blk BLK_DISK=nvme0n1 BLK_BAD_SECTOR=$(NVME_BAD)" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 1 300
-	$(CHECK_NVME)
-	$(NVME_T_BLK) APPEND="RUNNER_ONLY=t_blk BLK_DISK=nvme0n1 BLK_BAD_SECTOR=$(NVME_BAD)" tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio 2 300
-	$(CHECK_NVME)
+	tools/linux/modules.sh $(LINUX_BUILD) >/dev/null
+
+linux-test: user linux-kernel
+	@$(MAKE) --no-print-directory suite-linux-1 suite-linux-2 nvme-linux-1 nvme-linux-2
 
 # Power cuts (tools/powercut): the guest's disk served over NBD from a
 # model of a disk with a volatile write cache; h_durable changes files on
@@ -285,17 +340,17 @@ powercut: deps user $(KERNEL) $(STUB)
 
 # The same suite on Shortbread, with 1 and 2 CPUs: every program must
 # pass (the runner's status becomes the kernel's power-off status).
-user-test: user $(KERNEL) $(STUB)
-	tools/mkiso.sh $(BUILD)/usertest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=120 $(DISK_ARGS)" $(USER_BUILD)/initramfs.cpio
-	$(NEW_DISK) && $(DISKS) tools/qemu.sh $(BUILD)/usertest.iso 1 1200
-	$(CHECK_DISKS)
-	$(NEW_DISK) && $(DISKS) tools/qemu.sh $(BUILD)/usertest.iso 2 1200
-	$(CHECK_DISKS)
-	tools/mkiso.sh $(BUILD)/nvmetest.iso $(STUB) $(KERNEL) "init=/init loglevel=warn RUNNER_TIMEOUT=120 RUNNER_ONLY=t_blk BLK_DISK=nvme0n1 BLK_BAD_SECTOR=$(NVME_BAD)" $(USER_BUILD)/initramfs.cpio
-	$(NVME_T_BLK) tools/qemu.sh $(BUILD)/nvmetest.iso 1 300
-	$(CHECK_NVME)
-	$(NVME_T_BLK) tools/qemu.sh $(BUILD)/nvmetest.iso 2 300
-	$(CHECK_NVME)
+user-test: usertest-isos
+	@$(MAKE) --no-print-directory suite-shortbread-1 suite-shortbread-2 nvme-shortbread-1 nvme-shortbread-2
+	tools/watchdogtest.sh
+
+# make test's user-test and linux-test in one: each boot on Shortbread at
+# once with one on Linux (tools/par.sh; a one-CPU guest leaves one of
+# CI's two cores idle), each log printed whole when both have ended. A
+# one-CPU guest goes with a two-CPU one: three virtual CPUs on two cores.
+suite-test: usertest-isos linux-kernel
+	@MAKE="$(MAKE)" tools/par.sh suite-shortbread-1,nvme-shortbread-1 suite-linux-2,nvme-linux-2
+	@MAKE="$(MAKE)" tools/par.sh suite-shortbread-2,nvme-shortbread-2 suite-linux-1,nvme-linux-1
 	tools/watchdogtest.sh
 
 usertest-shortbread: user-test
@@ -305,13 +360,20 @@ usertest-shortbread: user-test
 # (user/debian/build.sh), merged into the test initramfs only for these
 # boots; t_debian on Shortbread and Linux with 1 and 2 CPUs.
 DEBIAN_BUILD := $(BUILD)/debian
+DEBIAN_BOOTS := debian-shortbread-1 debian-shortbread-2 debian-linux-1 debian-linux-2
+.PHONY: $(DEBIAN_BOOTS)
+$(DEBIAN_BOOTS): cpus = $(lastword $(subst -, ,$@))
+debian-shortbread-1 debian-shortbread-2:
+	CPUS=$(cpus) TIMEOUT=300 tools/run-cmd.sh $(DEBIAN_BUILD)/root /debian/t_debian
+debian-linux-1 debian-linux-2:
+	LINUX=1 CPUS=$(cpus) TIMEOUT=300 tools/run-cmd.sh $(DEBIAN_BUILD)/root /debian/t_debian
+# Each Shortbread boot at once with one on Linux (tools/par.sh), as
+# suite-test pairs them.
 debian-test: deps user $(KERNEL) $(STUB)
 	user/debian/build.sh $(DEBIAN_BUILD)
 	tools/linux/kernel.sh $(LINUX_BUILD)
-	@for c in 1 2; do \
-	  echo "debian-test: Shortbread, $$c CPUs"; CPUS=$$c TIMEOUT=300 tools/run-cmd.sh $(DEBIAN_BUILD)/root /debian/t_debian || exit 1; \
-	  echo "debian-test: Linux, $$c CPUs"; LINUX=1 CPUS=$$c TIMEOUT=300 tools/run-cmd.sh $(DEBIAN_BUILD)/root /debian/t_debian || exit 1; \
-	done
+	@MAKE="$(MAKE)" tools/par.sh debian-shortbread-1 debian-linux-2
+	@MAKE="$(MAKE)" tools/par.sh debian-shortbread-2 debian-linux-1
 
 # Every network card model over QEMU user networking at 1 and 2 CPUs
 # (tools/netcheck.sh, ~25 s a run, each bounded at 300 s: a 4 MB download

@@ -99,19 +99,40 @@ __attribute__((unused)) static long check_proc_value(const char *path, const cha
 	return found;
 }
 
+/* reads the start of a file (a /proc file, in one read) into buf as a
+ * string; its length, or -1 when it cannot be read or is empty */
+__attribute__((unused)) static ssize_t check_read_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return n;
+}
+
+/* the value of KEY in /proc/meminfo ("KEY: N kB" lines; kB for sizes),
+ * or -1 when the file or the key is missing */
+__attribute__((unused)) static long check_meminfo(const char *key)
+{
+	char buf[8192];
+	if (check_read_file("/proc/meminfo", buf, sizeof buf) < 0)
+		return -1;
+	size_t k = strlen(key);
+	for (char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, key, k) == 0 && p[k] == ':')
+			return strtol(p + k + 1, NULL, 10);
+	return -1;
+}
+
 /* whether the first 4 KiB of a file (a /proc status file) hold TEXT */
 __attribute__((unused)) static int check_file_has(const char *path, const char *text)
 {
 	char buf[4096];
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	return strstr(buf, text) != NULL;
+	return check_read_file(path, buf, sizeof buf) > 0 && strstr(buf, text) != NULL;
 }
 
 /* check_drop_caches writes 3 to /proc/sys/vm/drop_caches (the page cache

@@ -242,31 +242,10 @@ static int allowed(int kind, int err)
 
 static long kmem(const char *key) { return check_proc_value("/proc/shortbread/kmem", key); }
 
-/* a /proc/meminfo value in kB ("KEY: N kB" lines) */
-static long meminfo(const char *key)
-{
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[128];
-	long v = -1;
-	size_t n = strlen(key);
-	while (f && fgets(line, sizeof line, f))
-		if (strncmp(line, key, n) == 0 && line[n] == ':') {
-			v = atol(line + n + 1);
-			break;
-		}
-	if (f)
-		fclose(f);
-	return v;
-}
-
 static long memfree(void)
 {
-	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
-	if (fd >= 0) {
-		write(fd, "3", 1);
-		close(fd);
-	}
-	return meminfo("MemFree");
+	check_drop_caches();
+	return check_meminfo("MemFree");
 }
 
 static double now(void)
@@ -419,12 +398,12 @@ int main(int argc, char **argv)
 		printf("# not Shortbread: nothing checked (see the comment at the top)\n");
 		return check_done();
 	}
-	long total = meminfo("MemTotal");
+	long total = check_meminfo("MemTotal");
 	printf("# MemTotal %ld kB\n", total);
 	long free0 = memfree(), procs0 = kmem("processes"), threads0 = kmem("threads"), gor0 = goroutines(NULL);
 	printf("# before: GoHeapInuse %ld, GoHeapFree %ld, Slab %ld, KernelStack %ld, GoMetadata %ld, GoOther %ld kB\n",
-	       meminfo("GoHeapInuse"), meminfo("GoHeapFree"), meminfo("Slab"), meminfo("KernelStack"),
-	       meminfo("GoMetadata"), meminfo("GoOther"));
+	       check_meminfo("GoHeapInuse"), check_meminfo("GoHeapFree"), check_meminfo("Slab"), check_meminfo("KernelStack"),
+	       check_meminfo("GoMetadata"), check_meminfo("GoOther"));
 	/* kept: what MemFree lost beyond what the Go runtime keeps at a
 	 * high-water mark by design, each part bounded:
 	 *  - its own records (GoMetadata, GoOther: span, arena and GC
@@ -438,13 +417,13 @@ int main(int argc, char **argv)
 	 *  - the stacks cached with dead goroutines (KernelStack): each CPU's
 	 *    scheduler keeps up to 64 with their 8 KiB stacks for reuse.
 	 *    Checked against that bound. */
-	long meta0 = meminfo("GoMetadata") + meminfo("GoOther"), stack0 = meminfo("KernelStack");
+	long meta0 = check_meminfo("GoMetadata") + check_meminfo("GoOther"), stack0 = check_meminfo("KernelStack");
 	long peak0 = kmem("threads_peak"), ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	long stack_cache = 64 * ncpu * 8;
 	printf("# before: machine threads %ld, threads at most %ld at once\n", kmem("/sched/threads/total:threads"), peak0);
-#define KEPT(f)                                                                               \
-	(free0 - (f) - (meminfo("GoMetadata") + meminfo("GoOther") - meta0) -                 \
-	 (meminfo("KernelStack") - stack0) - (kmem("threads_peak") - peak0))
+#define KEPT(f)                                                                                   \
+	(free0 - (f) - (check_meminfo("GoMetadata") + check_meminfo("GoOther") - meta0) -         \
+	 (check_meminfo("KernelStack") - stack0) - (kmem("threads_peak") - peak0))
 	long kept[2];
 	for (int round = 1; round <= 2; round++) {
 		round_of_hogs(round);
@@ -461,12 +440,12 @@ int main(int argc, char **argv)
 			f = memfree();
 		}
 		kept[round - 1] = KEPT(f);
-		long meta = meminfo("GoMetadata") + meminfo("GoOther") - meta0, stacks = meminfo("KernelStack") - stack0;
+		long meta = check_meminfo("GoMetadata") + check_meminfo("GoOther") - meta0, stacks = check_meminfo("KernelStack") - stack0;
 		long peak = kmem("threads_peak");
 		printf("# round %d: MemFree %ld kB before, %ld kB after; GoHeapInuse %ld, GoHeapFree %ld, Slab %ld, KernelStack %ld, "
 		       "GoMetadata %ld, GoOther %ld, PageTables %ld kB\n",
-		       round, free0, f, meminfo("GoHeapInuse"), meminfo("GoHeapFree"), meminfo("Slab"), meminfo("KernelStack"),
-		       meminfo("GoMetadata"), meminfo("GoOther"), meminfo("PageTables"));
+		       round, free0, f, check_meminfo("GoHeapInuse"), check_meminfo("GoHeapFree"), check_meminfo("Slab"), check_meminfo("KernelStack"),
+		       check_meminfo("GoMetadata"), check_meminfo("GoOther"), check_meminfo("PageTables"));
 		printf("# round %d: machine threads %ld, threads at most %ld at once; kept %ld kB beyond runtime records %ld kB, "
 		       "cached stacks %ld kB and goroutine records for %ld threads\n",
 		       round, kmem("/sched/threads/total:threads"), peak, kept[round - 1], meta, stacks, peak - peak0);

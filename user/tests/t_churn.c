@@ -47,24 +47,6 @@
 #define EXECS 30
 #define LEAK_BOUND_KB 2048
 
-static long meminfo(const char *key)
-{
-	static char buf[8192];
-	int fd = open("/proc/meminfo", O_RDONLY);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	size_t k = strlen(key);
-	for (char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (strncmp(p, key, k) == 0 && p[k] == ':')
-			return strtol(p + k + 1, NULL, 10);
-	return -1;
-}
-
 /* meminfo_diff prints the lines of /proc/meminfo that changed since the
  * snapshot in old (what a failed bound points at). */
 static void meminfo_snap(char *buf, size_t size)
@@ -109,7 +91,7 @@ static long settled_free(void)
 			printf("# drop_caches: %s\n", strerror(errno));
 		close(fd);
 	}
-	return meminfo("MemFree");
+	return check_meminfo("MemFree");
 }
 
 static int failures; /* operations that went wrong, over all rounds */
@@ -411,10 +393,10 @@ static void fill(void)
 		total += w;
 	}
 	close(fd);
-	printf("# fill: %lld MiB written before %s; MemFree %ld kB\n", total >> 20, strerror(err), meminfo("MemFree"));
+	printf("# fill: %lld MiB written before %s; MemFree %ld kB\n", total >> 20, strerror(err), check_meminfo("MemFree"));
 	CHECK_EQ("fill.enospc", err, ENOSPC);
 	CHECK("fill.took_a_lot", total >= 64LL << 20);
-	CHECK("fill.meminfo_still_reads", meminfo("MemTotal") > 0);
+	CHECK("fill.meminfo_still_reads", check_meminfo("MemTotal") > 0);
 	CHECK_SYS("fill.unlink", unlink("fill"));
 	pid_t pid = fork();
 	if (pid == 0)

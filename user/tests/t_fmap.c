@@ -239,26 +239,11 @@ static void test_exec(const char *self)
 	CHECK_SYS("exec.unlink", unlink(p));
 }
 
-static long meminfo(const char *key)
-{
-	static char buf[8192];
-	int fd = open("/proc/meminfo", O_RDONLY);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	char *at = strstr(buf, key);
-	return at ? atol(at + strlen(key) + 1) : -1;
-}
-
 static long settled_free(void)
 {
 	sync();
 	check_drop_caches();
-	return meminfo("MemFree");
+	return check_meminfo("MemFree");
 }
 
 /* Rounds of mapped files coming and going: their pages come back. */

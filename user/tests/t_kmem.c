@@ -27,20 +27,8 @@ static long kmem(const char *key) { return check_proc_value("/proc/shortbread/km
 
 static long memfree(void)
 {
-	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
-	if (fd >= 0) {
-		write(fd, "3", 1);
-		close(fd);
-	}
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[128];
-	long v = -1;
-	while (f && fgets(line, sizeof line, f))
-		if (sscanf(line, "MemFree: %ld", &v) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return v;
+	check_drop_caches();
+	return check_meminfo("MemFree");
 }
 
 /* fills pipes until pipe() or a write fails for want of memory; reports

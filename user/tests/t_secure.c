@@ -59,14 +59,8 @@ static const char *self_exe;
 static long long status_hex(const char *path, const char *key)
 {
 	char buf[4096];
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
+	if (check_read_file(path, buf, sizeof buf) < 0)
 		return -1;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
 	char *p = strstr(buf, key);
 	if (!p)
 		return -1;

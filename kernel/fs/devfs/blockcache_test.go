@@ -2,43 +2,16 @@ package devfs_test
 
 import (
 	"errors"
-	"sync"
 	"testing"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/blk"
 	"shortbread/kernel/fs/devfs"
 	"shortbread/kernel/fs/tmpfs"
+	"shortbread/kernel/mm"
 	"shortbread/kernel/pagecache"
 	"shortbread/kernel/vfs"
 )
-
-// heapFrames is page-cache memory from the Go heap.
-type heapFrames struct {
-	mu    sync.Mutex
-	next  uintptr
-	pages map[uintptr]*[pagecache.PageSize]byte
-}
-
-func (h *heapFrames) Alloc() uintptr {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.next += pagecache.PageSize
-	h.pages[h.next] = new([pagecache.PageSize]byte)
-	return h.next
-}
-
-func (h *heapFrames) Free(pa uintptr) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.pages, pa)
-}
-
-func (h *heapFrames) Page(pa uintptr) *[pagecache.PageSize]byte {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.pages[pa]
-}
 
 // cachedDisk mounts a devfs with a page cache over one in-memory disk
 // (name, 1 MiB) and returns the disk.
@@ -50,7 +23,7 @@ func cachedDisk(t *testing.T, name string) (*vfs.VFS, *vfs.Ctx, *blk.Mem) {
 	disk := blk.NewMem(name, 512, 2048)
 	disks := blk.NewDisks(nil, nil)
 	disks.Add(disk, 254, 0, 16)
-	cache := pagecache.New(&heapFrames{pages: map[uintptr]*[pagecache.PageSize]byte{}}, 1<<20)
+	cache := pagecache.New(&mm.HeapPhys{}, 1<<20)
 	dev := devfs.New(devfs.Options{Dev: linux.MakeDev(0, 5), Blocks: disks, Cache: cache})
 	v.Mount(c, nil, "/dev", dev.Root(), "devtmpfs", 0)
 	dev.Register(v)

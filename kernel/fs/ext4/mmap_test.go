@@ -104,9 +104,7 @@ func TestMappedPages(t *testing.T) {
 			f.PutPage(ino, 0, pa, false)
 			ok(t, f.Release(ino))
 			ok(t, f.Sync())
-			fr.mu.Lock()
-			live := len(fr.live)
-			fr.mu.Unlock()
+			live := fr.Live()
 			if live != 0 || c.ReadStats().File != 0 {
 				t.Fatalf("%d frames, %d file pages left", live, c.ReadStats().File)
 			}

@@ -8,46 +8,33 @@ import (
 	"time"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/mm"
 	"shortbread/kernel/pagecache"
 )
 
-// heapFrames is page cache frames from the Go heap.
-type heapFrames struct {
+// limitedFrames is page cache frames from the Go heap that can be
+// made to run out: with limited, no more than limit live at once.
+type limitedFrames struct {
+	mm.HeapPhys
 	mu      sync.Mutex
-	next    uintptr
-	live    map[uintptr]*[pagecache.PageSize]byte
-	limit   int // with limited: the most frames live at once
+	limit   int
 	limited bool
 }
 
-func (h *heapFrames) Alloc() uintptr {
+func (h *limitedFrames) Alloc() uintptr {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.limited && len(h.live) >= h.limit {
+	if h.limited && h.Live() >= h.limit {
 		return 0
 	}
-	h.next += pagecache.PageSize
-	h.live[h.next] = new([pagecache.PageSize]byte)
-	return h.next
-}
-
-func (h *heapFrames) Free(pa uintptr) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.live, pa)
-}
-
-func (h *heapFrames) Page(pa uintptr) *[pagecache.PageSize]byte {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.live[pa]
+	return h.HeapPhys.Alloc()
 }
 
 // mountCached mounts a fresh image with a page cache.
-func mountCached(t *testing.T, opts ...string) (*FS, *memDev, *pagecache.Cache, *heapFrames) {
+func mountCached(t *testing.T, opts ...string) (*FS, *memDev, *pagecache.Cache, *limitedFrames) {
 	t.Helper()
 	dev := loadImage(t, mkfs(t, "64M", "", opts...))
-	fr := &heapFrames{live: map[uintptr]*[pagecache.PageSize]byte{}}
+	fr := &limitedFrames{}
 	c := pagecache.New(fr, 1<<20)
 	f, err := mountDev(t, dev, Options{Pages: c, Clock: func() time.Time { return time.Unix(1700000000, 0) }})
 	if err != nil {
@@ -171,8 +158,8 @@ func TestPagesFollowTheFile(t *testing.T) {
 			fsck(t, d)
 			readAll(t, f, b)
 			ok(t, f.Unmount())
-			if n := filePages(c); n != 0 || len(fr.live) != 0 {
-				t.Fatalf("%d pages, %d frames left after the unmount", n, len(fr.live))
+			if n := filePages(c); n != 0 || fr.Live() != 0 {
+				t.Fatalf("%d pages, %d frames left after the unmount", n, fr.Live())
 			}
 		})
 	}
@@ -329,7 +316,7 @@ func TestWriteWithoutMemory(t *testing.T) {
 			ok(t, f.Sync())
 			c.DropClean()
 			fr.mu.Lock()
-			fr.limit, fr.limited = len(fr.live), true // not one frame more
+			fr.limit, fr.limited = fr.Live(), true // not one frame more
 			fr.mu.Unlock()
 			n, err := f.WriteAt(ino, bytes.Repeat([]byte("y"), 15360), 2000)
 			if err == nil && n == 15360 {
@@ -394,8 +381,8 @@ func TestPagesReadAhead(t *testing.T) {
 				t.Fatal("wrong bytes after the truncate")
 			}
 			ok(t, f.Unmount())
-			if n := filePages(c); n != 0 || len(fr.live) != 0 {
-				t.Fatalf("%d pages, %d frames left after the unmount", n, len(fr.live))
+			if n := filePages(c); n != 0 || fr.Live() != 0 {
+				t.Fatalf("%d pages, %d frames left after the unmount", n, fr.Live())
 			}
 		})
 	}

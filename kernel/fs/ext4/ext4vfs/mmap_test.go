@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"shortbread/kernel/abi/linux"
@@ -14,32 +13,6 @@ import (
 	"shortbread/kernel/pagecache"
 	"shortbread/kernel/vfs"
 )
-
-type heapFrames struct {
-	mu   sync.Mutex
-	next uintptr
-	live map[uintptr]*[pagecache.PageSize]byte
-}
-
-func (h *heapFrames) Alloc() uintptr {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.next += pagecache.PageSize
-	h.live[h.next] = new([pagecache.PageSize]byte)
-	return h.next
-}
-
-func (h *heapFrames) Free(pa uintptr) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.live, pa)
-}
-
-func (h *heapFrames) Page(pa uintptr) *[pagecache.PageSize]byte {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.live[pa]
-}
 
 type pagerFile interface{ Pager() (mm.Pager, bool) }
 
@@ -59,7 +32,7 @@ func TestPager(t *testing.T) {
 		t.Fatal(err)
 	}
 	dev := &memDev{b: b}
-	fr := &heapFrames{live: map[uintptr]*[pagecache.PageSize]byte{}}
+	fr := &mm.HeapPhys{}
 	cache := pagecache.New(fr, 1<<20)
 	disk, err := ext4.Mount(dev, ext4.Options{Pages: cache})
 	if err != nil {
@@ -111,9 +84,7 @@ func TestPager(t *testing.T) {
 	if err := fs.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	fr.mu.Lock()
-	live := len(fr.live)
-	fr.mu.Unlock()
+	live := fr.Live()
 	if live != 0 {
 		t.Fatalf("%d frames left after the last mapping of a deleted file", live)
 	}
