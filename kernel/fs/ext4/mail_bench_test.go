@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/mm"
 	"shortbread/kernel/pagecache"
 )
 
@@ -83,7 +84,7 @@ func benchMail(b *testing.B, workers int) {
 		}
 	}
 	d := &slowDev{memDev: memDev{b: img.b}, lat: lat}
-	fr := &heapFrames{live: map[uintptr]*[pagecache.PageSize]byte{}}
+	fr := &mm.HeapPhys{}
 	f, err := Mount(d, Options{Pages: pagecache.New(fr, 8<<20)})
 	if err != nil {
 		b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"shortbread/kernel/abi/linux"
+	"shortbread/kernel/mm"
 	"shortbread/kernel/pagecache"
 )
 
@@ -50,7 +51,7 @@ func (d *gateDev) WriteAt(p []byte, off int64) (int, error) {
 func TestSyncDataBeforeCommit(t *testing.T) {
 	img := loadImage(t, mkfs(t, "16M", "", "-t", "ext4"))
 	d := &gateDev{lockedDev: lockedDev{memDev: memDev{b: img.b}}}
-	fr := &heapFrames{live: map[uintptr]*[pagecache.PageSize]byte{}}
+	fr := &mm.HeapPhys{}
 	f, err := Mount(d, Options{Pages: pagecache.New(fr, 1<<20)})
 	ok(t, err)
 	must := okIno(t)
