@@ -436,11 +436,7 @@ func TestReceiveBackpressure(t *testing.T) {
 	}
 	// The driver stops taking frames once its queue to the stack is
 	// full; only then is the stack let go.
-	for deadline := time.Now().Add(30 * time.Second); !b.nic.rxHeld.Load(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the driver never filled its queue: %d queued", len(b.nic.rxq))
-		}
-	}
+	waitRxHeld(t, b.nic)
 	close(h.release)
 	select {
 	case <-h.all:
@@ -451,5 +447,16 @@ func TestReceiveBackpressure(t *testing.T) {
 	}
 	if d := b.nic.Stats.RxDropped.Load(); d != 0 || b.nic.Stats.RxPackets.Load() != frames {
 		t.Errorf("%d frames delivered, %d dropped, want %d and 0", b.nic.Stats.RxPackets.Load(), d, frames)
+	}
+}
+
+// waitRxHeld waits until nic stops taking frames because its queue to the
+// stack is full; 30 s without it means it never will.
+func waitRxHeld(t *testing.T, nic *NIC) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !nic.rxHeld.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the driver never filled its queue: %d queued", len(nic.rxq))
+		}
 	}
 }
