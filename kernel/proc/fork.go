@@ -247,6 +247,7 @@ func newProcessWithPID(parent *Process, pid int) *Process {
 		threads:  make(map[int]*Thread),
 		changed:  make(chan struct{}),
 		done:     make(chan struct{}),
+		start:    monotonicNow(),
 		// SIGCHLD unless clone says otherwise.
 		exitSignal: sigCHLD,
 	}

@@ -279,30 +279,6 @@ func lookup(pid int) *Process {
 	return table[pid]
 }
 
-func newProcess(parent *Process) *Process {
-	pid, _ := claimPID(0)
-	defer releasePID(pid)
-	p := &Process{
-		PID:      pid,
-		parent:   parent,
-		children: make(map[int]*Process),
-		threads:  make(map[int]*Thread),
-		changed:  make(chan struct{}),
-		done:     make(chan struct{}),
-		start:    monotonicNow(),
-		// exitSignal: SIGCHLD unless clone says otherwise.
-		exitSignal: sigCHLD,
-	}
-	p.pending.q = &p.sigQ
-	p.fsize.Store(rlimInfinity)
-	p.pgid, p.sid = p.PID, p.PID
-	tableMu.Lock()
-	table[p.PID] = p
-	tableRoom = max(tableRoom, len(table))
-	tableMu.Unlock()
-	return p
-}
-
 // Options configure a process started by the kernel.
 type Options struct {
 	FS FS
@@ -320,8 +296,15 @@ type Options struct {
 
 // Start runs path with argv and envp in a new process with no parent
 // process (the kernel collects it with Wait).
+//
+// Like clone, it publishes the process in the table only once it is
+// whole: a /proc reader that found it earlier read p.files and the
+// signal handlers while they were being set, without p.mu.
 func Start(o Options, path string, argv, envp []string) (*Process, error) {
-	p := newProcess(nil)
+	pid, _ := claimPID(0) // without a wanted PID it cannot fail
+	defer releasePID(pid)
+	p := newProcessWithPID(nil, pid)
+	p.pgid, p.sid = p.PID, p.PID
 	p.fs, p.stdin, p.stdout, p.stderr = o.FS, o.Stdin, o.Stdout, o.Stderr
 	p.sig = newSigHandlers()
 	p.umask = 0o022
@@ -344,12 +327,12 @@ func Start(o Options, path string, argv, envp []string) (*Process, error) {
 	}
 	t := newThread(p, p.PID)
 	if err := t.exec(execPath(path), argv, envp); err != nil {
-		tableMu.Lock()
-		dropPID(p.PID)
-		tableMu.Unlock()
 		return nil, err
 	}
+	p.mu.Lock()
 	p.threads[t.TID] = t
+	p.mu.Unlock()
+	publishProcess(p)
 	registerThread(t)
 	t.start()
 	return p, nil

@@ -128,12 +128,108 @@ static long long now_ms(void)
 	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
+/* The mount points in /proc/mounts, in order, each ending in '\n' (the
+ * file's octal escapes kept: they are decoded only to unmount). */
+static char *mount_points(void)
+{
+	static char buf[16384];
+	char *out = malloc(sizeof buf);
+	if (!out)
+		return NULL;
+	int fd = open("/proc/mounts", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		free(out);
+		return NULL;
+	}
+	size_t n = 0;
+	ssize_t r;
+	while (n < sizeof buf - 1 && (r = read(fd, buf + n, sizeof buf - 1 - n)) > 0)
+		n += r;
+	close(fd);
+	buf[n] = 0;
+	size_t o = 0;
+	for (char *line = buf; *line;) {
+		char *nl = strchr(line, '\n');
+		char *sp = strchr(line, ' ');
+		if (!nl || !sp || sp > nl)
+			break;
+		char *dir = sp + 1, *end = strchr(dir, ' ');
+		if (end && end < nl && o + (end - dir) + 1 < sizeof buf) {
+			memcpy(out + o, dir, end - dir);
+			o += end - dir;
+			out[o++] = '\n';
+		}
+		line = nl + 1;
+	}
+	out[o] = 0;
+	return out;
+}
+
+/* whether the list of '\n'-ended lines holds the n bytes at line as a line */
+static int has_line(const char *list, const char *line, size_t n)
+{
+	while (*list) {
+		const char *nl = strchr(list, '\n');
+		if ((size_t)(nl - list) == n && memcmp(list, line, n) == 0)
+			return 1;
+		list = nl + 1;
+	}
+	return 0;
+}
+
+/* A program killed by its limit (or one that forgot) can leave a file
+ * system mounted, and every later program that mounts the same disk then
+ * fails with EBUSY: the failure would spread. After each program, what it
+ * left mounted is detached, newest first, and named in the log. */
+static void unmount_leftovers(const char *name, const char *before)
+{
+	char *after = mount_points();
+	if (!after || !before) {
+		free(after);
+		return;
+	}
+	for (;;) {
+		/* the last line of after that before does not hold */
+		char *last = NULL;
+		for (char *line = after; *line;) {
+			char *nl = strchr(line, '\n');
+			if (!has_line(before, line, nl - line))
+				last = line;
+			line = nl + 1;
+		}
+		if (!last)
+			break;
+		char dir[600];
+		size_t d = 0;
+		for (char *c = last; *c != '\n' && d < sizeof dir - 1; c++) {
+			if (c[0] == '\\' && c[1] >= '0' && c[1] <= '3' && c[2] >= '0' && c[2] <= '7' && c[3] >= '0' && c[3] <= '7') {
+				dir[d++] = (char)((c[1] - '0') << 6 | (c[2] - '0') << 3 | (c[3] - '0'));
+				c += 3;
+			} else {
+				dir[d++] = *c;
+			}
+		}
+		dir[d] = 0;
+		say("runner: %s left %s mounted: unmounting it\n", name, dir);
+		if (umount2(dir, MNT_DETACH) != 0) {
+			say("runner: umount %s: %s\n", dir, strerror(errno));
+			break;
+		}
+		free(after);
+		after = mount_points();
+		if (!after)
+			return;
+	}
+	free(after);
+}
+
 /* runs one program; returns 1 if it passed */
 static int run_one(const char *dir, const char *name, unsigned timeout)
 {
 	char path[512];
 	snprintf(path, sizeof path, "%s/%s", dir, name);
 	say("=== %s\n", name);
+	char *mounted = mount_points();
 	long long t0 = now_ms();
 	pid_t pid = fork();
 	if (pid < 0) {
@@ -205,6 +301,8 @@ static int run_one(const char *dir, const char *name, unsigned timeout)
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
 	long long ms = now_ms() - t0;
+	unmount_leftovers(name, mounted);
+	free(mounted);
 	int pass = !killed && status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	if (pass)
 		say("=== %s: PASS (%lld ms)\n", name, ms);

@@ -81,6 +81,16 @@ static int parse_stat(const char *path, struct pstat *ps)
 }
 #define FIELD(ps, n) ((ps)->f[(n)])
 
+/* seconds since boot, from /proc/uptime */
+static double uptime(void)
+{
+	char buf[128];
+	double up = -1, idle;
+	if (slurp("/proc/uptime", buf, sizeof buf) <= 0 || sscanf(buf, "%lf %lf", &up, &idle) != 2)
+		return -1;
+	return up;
+}
+
 static void test_self_stat(void)
 {
 	/* touch 4 MiB so that the resident size is well above the slack of
@@ -102,7 +112,11 @@ static void test_self_stat(void)
 	CHECK("stat.vsize", FIELD(&ps, 23) > 0);
 	CHECK("stat.rss", FIELD(&ps, 24) >= 512);
 	CHECK("stat.vsize_holds_mapping", FIELD(&ps, 23) >= (long)big);
-	CHECK("stat.starttime", FIELD(&ps, 22) >= 0);
+	/* starttime is in clock ticks since boot: this process started after
+	 * boot (the runner forked it) and before now */
+	long hz = sysconf(_SC_CLK_TCK);
+	double up = uptime();
+	CHECK("stat.starttime", FIELD(&ps, 22) > 0 && FIELD(&ps, 22) <= (long)(up * hz) + 1);
 	printf("# /proc/self/stat: %d fields, vsize %ld rss %ld pages\n", ps.nfields, FIELD(&ps, 23), FIELD(&ps, 24));
 	struct pstat by_pid;
 	char path[64];
@@ -149,6 +163,9 @@ static void test_states(void)
 
 	/* a child blocked in read is S, stopped is T, exited is Z */
 	pipe(p);
+	struct pstat self;
+	parse_stat("/proc/self/stat", &self);
+	long before = (long)(uptime() * sysconf(_SC_CLK_TCK));
 	pid_t c = fork();
 	if (c == 0) {
 		char ch;
@@ -167,6 +184,8 @@ static void test_states(void)
 	}
 	CHECK_EQ("stat.child_sleeping", st, 'S');
 	CHECK_EQ("stat.child_ppid", FIELD(&ps, 4), getpid());
+	/* a forked child's start time is its fork's, not its parent's or 0 */
+	CHECK("stat.child_starttime", FIELD(&ps, 22) >= before - 1 && FIELD(&ps, 22) >= FIELD(&self, 22));
 	kill(c, SIGSTOP);
 	int ws;
 	waitpid(c, &ws, WUNTRACED);
