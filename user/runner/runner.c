@@ -7,7 +7,8 @@
  * system call fuzzer) and every /tests/t_* program, in name order (so the
  * whole suite runs after the fuzzer: the kernel must survive it and still
  * pass everything), each in its own process group with a time limit (SIGALRM; on
- * expiry the group is killed with SIGKILL). The programs write to the
+ * expiry the group is killed with SIGKILL; what it left mounted is then
+ * unmounted, so that one failure cannot spread). The programs write to the
  * console directly. At the end it prints exactly one line
  * "N passed, M failed" (counting programs) and reports the status, 0 iff
  * all passed: the status byte goes to I/O port 0xf4 through /dev/port
