@@ -359,10 +359,24 @@ func pagesOf(f *vfs.OpenFile) *mm.Shm {
 		return in.SharedPages()
 	case cachedPager:
 		if p, ok := in.Pager(); ok {
-			return mm.NewPagerShm(Frames{}, p)
+			return mm.NewPagerShm(Frames{}, mountHeldPager{p, f.HoldMount()})
 		}
 	}
 	return nil
+}
+
+// mountHeldPager keeps the mount of a mapped file in use until the
+// mapping's object is done with the pager (umount is EBUSY meanwhile):
+// its pages are read and written back through the file system. A tmpfs
+// file's pages need no file system to live, so its mappings hold none.
+type mountHeldPager struct {
+	mm.Pager
+	release func()
+}
+
+func (p mountHeldPager) Done() {
+	p.Pager.Done()
+	p.release()
 }
 
 // mapFile fills in v for a mapping of f at offset uoff. A shared mapping maps

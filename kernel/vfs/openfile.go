@@ -127,6 +127,23 @@ func (f *OpenFile) DecRef() {
 	}
 }
 
+// HoldMount keeps f's mount in use, as an open file does, until the
+// returned function is called (once): umount without MNT_DETACH is
+// EBUSY, and a lazily detached mount keeps its file system. A mapping of
+// a file whose pages a cache keeps takes such a hold for its life, as
+// Linux's mapping holds its file: a fault or a write-back through it
+// after the file system was released would read or write a disk that
+// may be mounted elsewhere by then.
+func (f *OpenFile) HoldMount() (release func()) {
+	if f.dentry == nil || f.dentry.mount == nil {
+		return func() {}
+	}
+	m := f.dentry.mount
+	m.files.Add(1)
+	var once sync.Once
+	return func() { once.Do(m.closed) }
+}
+
 // Dentry returns the file's place in the tree, or nil for a file with no path.
 func (f *OpenFile) Dentry() *Dentry { return f.dentry }
 

@@ -212,8 +212,11 @@ static void test_durable(const char *dev)
 	for (long i = 0; i < DURABLE_PAGES * PG; i++)
 		m[i] = pat(i);
 	CHECK_SYS("durable.msync", msync(m, DURABLE_PAGES * PG, MS_SYNC));
-	CHECK_SYS("durable.munmap", munmap(m, DURABLE_PAGES * PG));
+	/* the mapping holds the file, and so the mount, after close */
 	close(fd);
+	CHECK_ERR("durable.umount_while_mapped", umount(mnt), EBUSY);
+	CHECK("durable.mapped_after_ebusy", m[DURABLE_PAGES * PG - 1] == pat(DURABLE_PAGES * PG - 1));
+	CHECK_SYS("durable.munmap", munmap(m, DURABLE_PAGES * PG));
 	CHECK_SYS("durable.umount", umount(mnt));
 	if (!CHECK_SYS("durable.mount_again", mount(dev, mnt, "ext4", 0, NULL)))
 		return;
