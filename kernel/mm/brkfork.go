@@ -50,7 +50,7 @@ func (s *Space) Fork(init func(pml4, pdpt, pd uintptr) error) (*Space, error) {
 	}
 	for _, v := range c.vmas {
 		if v.Shm != nil {
-			v.Shm.mapRef(v.mayWriteShared()) // the child's mapping; c.Destroy drops it
+			v.Shm.mapRef(c, v.mayWriteShared()) // the child's mapping; c.Destroy drops it
 		}
 	}
 	c.brkBase, c.brk, c.limit, c.dataLimit = s.brkBase, s.brk, s.limit, s.dataLimit

@@ -33,17 +33,22 @@ package mm
 // store (breakCOWLocked); the object keeps its hold on the original.
 //
 // Processes that map the same file separately get separate objects;
-// they share the cache's pages, and futexes in them meet by the pager's
-// identity (FutexKey).
+// they share the cache's pages, and futexes in them meet by the file's
+// key (Pager.Key).
 //
-// Not done, for want of a reverse map (the entries that map a page):
-// a truncate or hole punch does not clear the entries of pages it takes
-// from the file, so a page a mapping had touched shows its old frame
-// until unmapped (as a tmpfs file's cut-off pages do; Linux unmaps them,
-// and a later touch is SIGBUS or a new page); and a write-back does not
-// write-protect the entries, so a page a shared mapping may store to
-// stays dirty (written back every time) until the mapping goes, instead
-// of becoming clean until the next store faults.
+// Pages cut off the file: each object knows the address spaces that map
+// it (Shm.spaces, a reverse map at the granularity of objects, as
+// Linux's i_mmap), and the file, told of its objects (Pager.Attach),
+// calls UnmapPages after a truncate or hole punch: the cut pages'
+// entries are cleared in every space, private copies included, and the
+// holds given back, so a later touch is SIGBUS past the end or a new
+// page in the hole, as on Linux. A tmpfs file does the same after a
+// truncate (a hole punched in it zeroes mapped pages in place).
+//
+// Not done: a write-back does not write-protect the entries, so a page
+// a shared mapping may store to stays dirty (written back every time)
+// until the mapping goes, instead of becoming clean until the next
+// store faults; that needs the entries of each page, not of each object.
 
 import "sync/atomic"
 
@@ -63,6 +68,14 @@ type Pager interface {
 	// Done is called once, when the object that took the pager gives
 	// back its last hold.
 	Done()
+	// Attach tells the pager the object NewPagerShm made for it, once,
+	// before any hold: a file that cuts pages off (truncate, hole
+	// punch) calls the object's UnmapPages afterwards.
+	Attach(o *Shm)
+	// Key names the file for futexes: every pager of one file returns
+	// the same comparable value, so that processes mapping the file
+	// separately meet on its words.
+	Key() any
 }
 
 // heldWrite marks a pager object's frame index entry whose hold is
@@ -77,7 +90,9 @@ type heldPage struct {
 // NewPagerShm makes an object for a mapping of pg's pages, holding one
 // reference, the caller's. phys reaches the frames.
 func NewPagerShm(phys Phys, pg Pager) *Shm {
-	return &Shm{phys: phys, refs: 1, pager: pg}
+	o := &Shm{phys: phys, refs: 1, pager: pg}
+	pg.Attach(o)
+	return o
 }
 
 // holdPage returns the frame of page idx of a pager object, held by it

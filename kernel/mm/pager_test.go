@@ -69,6 +69,8 @@ func (p *fakePager) ReleasePage(idx, pa uintptr, write bool) {
 
 func (p *fakePager) Sync() error { p.mu.Lock(); p.syncs++; p.mu.Unlock(); return nil }
 func (p *fakePager) Done()       { p.mu.Lock(); p.done++; p.mu.Unlock() }
+func (p *fakePager) Attach(*Shm) {}
+func (p *fakePager) Key() any    { return p }
 
 // truncate cuts the file to n pages: a held page's frame waits for its
 // last hold, as the page cache's does.
@@ -391,5 +393,95 @@ func TestPagerSegment(t *testing.T) {
 	s.Destroy()
 	if pg.held() != 0 || pg.done != 1 {
 		t.Fatalf("%d holds, done %d", pg.held(), pg.done)
+	}
+}
+
+// punch takes pages [first, last) out of the file, as a hole punch does:
+// a held page's frame waits for its last hold.
+func (p *fakePager) punch(first, last uintptr) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for idx, pa := range p.pages {
+		if idx >= first && idx < last {
+			delete(p.pages, idx)
+			if p.holds[pa] > 0 {
+				p.gone[pa] = true
+			} else {
+				p.phys.Free(pa)
+			}
+		}
+	}
+}
+
+// UnmapPages after a truncate or a hole punch clears the entries of the
+// cut pages in every space mapping the object, a fork child's private
+// copy included, and gives the holds back: a touch past the new end is
+// SIGBUS, and a store into the hole lands in the file's new page (it
+// went to the old frame, no longer the file's, and was lost).
+func TestPagerUnmapPages(t *testing.T) {
+	s, fp, flushes := newTestSpace(t, 1000)
+	pg := newFakePager(fp, 4)
+	const base = 0x600000
+	o := mapPager(t, s, fp, pg, base, 4, false)
+	for i := uintptr(0); i < 4; i++ {
+		if err := s.CopyOut(base+i*PageSize+1, []byte("w")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := s.Fork(initAS(testPhys{fp}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The child's own mapping of the object, private, with a copy of page 3.
+	co := NewPagerShm(testPhys{fp}, pg)
+	if err := c.Map(VMA{Start: 0x800000, End: 0x800000 + 4*PageSize, Prot: ProtRead | ProtWrite, Shm: co, Private: true}); err != nil {
+		t.Fatal(err)
+	}
+	co.DecRef()
+	if err := c.CopyOut(0x800000+3*PageSize, []byte("p")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CopyIn(base+2*PageSize, make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+
+	// The file loses page 1 (a hole) and pages 3 on (truncate).
+	old1 := pg.pages[1]
+	pg.punch(1, 2)
+	pg.truncate(3)
+	*flushes = 0
+	o.UnmapPages(1, 2)
+	o.UnmapPages(3, ^uintptr(0))
+	co.UnmapPages(3, ^uintptr(0))
+	for _, e := range []struct {
+		sp *Space
+		va uintptr
+	}{{s, base + PageSize}, {s, base + 3*PageSize}, {c, 0x800000 + 3*PageSize}} {
+		if pte := pteAt(e.sp, e.va); holdsFrame(pte) {
+			t.Fatalf("entry of a cut page at %#x still maps %#x", e.va, pte)
+		}
+	}
+	if pteAt(s, base+2*PageSize) == 0 || pteAt(c, base+2*PageSize) == 0 || *flushes == 0 {
+		t.Fatalf("a page left in the file was unmapped, or no flush (%d)", *flushes)
+	}
+	if err := s.Fault(base+3*PageSize, false, false); !errors.Is(err, ErrBus) {
+		t.Fatalf("touch past the new end after UnmapPages: %v", err)
+	}
+	if err := c.Fault(0x800000+3*PageSize, false, false); !errors.Is(err, ErrBus) {
+		t.Fatalf("child's private copy past the new end: %v", err)
+	}
+	if pg.gone[old1] {
+		t.Fatal("the punched page's frame is still held after UnmapPages")
+	}
+	if err := s.CopyOut(base+PageSize, []byte("h")); err != nil {
+		t.Fatal(err)
+	}
+	if now := pg.pages[1]; now == 0 || now == old1 || fp.Page(now)[0] != 'h' {
+		t.Fatalf("store into the hole: file page %#x (old %#x)", now, old1)
+	}
+	c.Destroy()
+	s.Destroy()
+	if pg.held() != 0 || len(pg.gone) != 0 || pg.done != 2 {
+		t.Fatalf("after the mappings: %d holds, %d frames waiting, done %d", pg.held(), len(pg.gone), pg.done)
 	}
 }

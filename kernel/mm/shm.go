@@ -38,6 +38,10 @@ type Shm struct {
 	refs     int
 	maps     int
 	detached []uintptr
+	// spaces counts the mappings (VMAs) of the object in each address
+	// space: the reverse map that lets a truncate clear the entries of
+	// the pages it cuts off (UnmapPages).
+	spaces map[*Space]int
 	// writers counts the mappings that may write the object: shared
 	// ones whose descriptor allowed writing (Linux's i_mmap_writable),
 	// which a file's write seal must wait out.
@@ -128,9 +132,13 @@ func (o *Shm) dropLocked() []heldPage {
 
 // mapRef takes the reference of a new mapping of the object; writer
 // says whether the mapping may write it (VMA.mayWriteShared).
-func (o *Shm) mapRef(writer bool) {
+func (o *Shm) mapRef(s *Space, writer bool) {
 	o.mu.Lock()
 	o.refs++
+	if o.spaces == nil {
+		o.spaces = make(map[*Space]int)
+	}
+	o.spaces[s]++
 	if writer {
 		o.writers++
 	}
@@ -142,8 +150,11 @@ func (o *Shm) mapRef(writer bool) {
 
 // unmapRef drops a mapping's reference. The caller has cleared the
 // mapping's page-table entries and flushed the TLBs.
-func (o *Shm) unmapRef(writer bool) {
+func (o *Shm) unmapRef(s *Space, writer bool) {
 	o.mu.Lock()
+	if o.spaces[s]--; o.spaces[s] <= 0 {
+		delete(o.spaces, s)
+	}
 	if writer {
 		o.writers--
 	}
@@ -315,7 +326,7 @@ func (s *Space) FutexKey(va uintptr) (obj any, off uintptr, err error) {
 	if v := s.vmas[i]; v.Shm != nil && !v.Private {
 		if v.Shm.pager != nil {
 			// Separate mappings of one file are separate objects.
-			return v.Shm.pager, v.Off + va - v.Start, nil
+			return v.Shm.pager.Key(), v.Off + va - v.Start, nil
 		}
 		return v.Shm, v.Off + va - v.Start, nil
 	}
@@ -361,4 +372,72 @@ func (h *HeapPhys) Live() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.pages)
+}
+
+// UnmapPages clears the page-table entries that map pages [first, last)
+// of the object in every address space that maps it, private copies
+// made from them included (Linux's unmap_mapping_range with even_cows),
+// and flushes the TLBs, so that the next touch faults and finds the
+// file as it is now: SIGBUS past a truncated end, a fresh page in a
+// punched hole (where a store through the old entry would have gone to
+// a page no longer the file's and been lost). A pager object also gives
+// back its holds on those pages, once no entry maps them.
+//
+// A fault holds its space's lock while it asks the object and the
+// object's file, so the caller must hold no lock of the file's: call it
+// after the truncate or hole punch, which has already cut the pages off
+// (a fault between the two finds the file's new state).
+func (o *Shm) UnmapPages(first, last uintptr) {
+	if first >= last {
+		return
+	}
+	o.mu.Lock()
+	if o.maps == 0 {
+		o.mu.Unlock()
+		return
+	}
+	o.refs++ // the object and its pager outlive the holds given back below
+	spaces := make([]*Space, 0, len(o.spaces))
+	for s := range o.spaces {
+		spaces = append(spaces, s)
+	}
+	var holds []heldPage
+	if o.pager != nil {
+		// Taken out first: a fault from now on holds the file's page
+		// anew, and only holds no entry can reach are given back.
+		o.frames.visit(first, last, func(i, rec uintptr) bool {
+			holds = append(holds, heldPage{i, rec})
+			return true
+		})
+		mappedFrames.Add(-int64(len(holds)))
+		o.pages.Store(int64(o.frames.len()))
+	}
+	o.mu.Unlock()
+	for _, s := range spaces {
+		s.unmapObject(o, first, last)
+	}
+	for _, h := range holds {
+		o.pager.ReleasePage(h.idx, h.rec&^heldWrite, h.rec&heldWrite != 0)
+	}
+	o.DecRef()
+}
+
+// unmapObject clears the entries of s's mappings of o that map pages
+// [first, last) of it. A space destroyed meanwhile has no mappings left.
+func (s *Space) unmapObject(o *Shm, first, last uintptr) {
+	lo, hi := first*PageSize, ^uintptr(0)
+	if last < hi/PageSize {
+		hi = last * PageSize
+	}
+	s.lock()
+	defer s.unlock()
+	for _, v := range s.vmas {
+		if v.Shm != o {
+			continue
+		}
+		a, b := max(lo, v.Off), min(hi, v.Off+(v.End-v.Start))
+		if a < b {
+			s.unmapLocked(v.Start+a-v.Off, v.Start+b-v.Off)
+		}
+	}
 }

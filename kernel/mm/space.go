@@ -150,6 +150,7 @@ type Space struct {
 // mapping is the reference a mapping holds on an object, and whether it
 // may write it.
 type mapping struct {
+	s      *Space
 	o      *Shm
 	writer bool
 }
@@ -203,7 +204,7 @@ func (s *Space) unlock() {
 // dropMappings drops the references of mappings that are gone.
 func dropMappings(objs []mapping) {
 	for _, m := range objs {
-		m.o.unmapRef(m.writer)
+		m.o.unmapRef(m.s, m.writer)
 	}
 }
 
@@ -363,7 +364,7 @@ func (s *Space) overlaps(start, end uintptr) bool {
 // takes a reference to it.
 func (s *Space) insertLocked(v VMA) {
 	if v.Shm != nil {
-		v.Shm.mapRef(v.mayWriteShared())
+		v.Shm.mapRef(s, v.mayWriteShared())
 	}
 	i := sort.Search(len(s.vmas), func(i int) bool { return s.vmas[i].Start >= v.End })
 	s.vmas = append(s.vmas, VMA{})
@@ -389,7 +390,7 @@ func (s *Space) splitLocked(start, end uintptr) (inside []VMA) {
 			left.End = start
 			out = append(out, left)
 			if v.Shm != nil {
-				v.Shm.mapRef(v.mayWriteShared())
+				v.Shm.mapRef(s, v.mayWriteShared())
 			}
 		}
 		in := v
@@ -405,7 +406,7 @@ func (s *Space) splitLocked(start, end uintptr) (inside []VMA) {
 			right.Start = end
 			out = append(out, right)
 			if v.Shm != nil {
-				v.Shm.mapRef(v.mayWriteShared())
+				v.Shm.mapRef(s, v.mayWriteShared())
 			}
 		}
 	}
@@ -418,17 +419,17 @@ func (s *Space) splitLocked(start, end uintptr) (inside []VMA) {
 func (s *Space) dropLater(vs []VMA) {
 	for _, v := range vs {
 		if v.Shm != nil {
-			s.unmappedObjs = append(s.unmappedObjs, mapping{v.Shm, v.mayWriteShared()})
+			s.unmappedObjs = append(s.unmappedObjs, mapping{s, v.Shm, v.mayWriteShared()})
 		}
 	}
 }
 
 // objects returns the objects the mappings vs hold references to.
-func objects(vs []VMA) []mapping {
+func (s *Space) objects(vs []VMA) []mapping {
 	var objs []mapping
 	for _, v := range vs {
 		if v.Shm != nil {
-			objs = append(objs, mapping{v.Shm, v.mayWriteShared()})
+			objs = append(objs, mapping{s, v.Shm, v.mayWriteShared()})
 		}
 	}
 	return objs
@@ -508,7 +509,7 @@ func (s *Space) Unmap(start, n uintptr) error {
 	// A shared object's frames must outlive the entries that map them:
 	// its references go only now.
 	s.freeFrames(free)
-	dropMappings(objects(gone))
+	dropMappings(s.objects(gone))
 	return nil
 }
 

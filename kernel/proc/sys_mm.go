@@ -369,6 +369,7 @@ func pagesOf(f *vfs.OpenFile) *mm.Shm {
 // mapping's object is done with the pager (umount is EBUSY meanwhile):
 // its pages are read and written back through the file system. A tmpfs
 // file's pages need no file system to live, so its mappings hold none.
+// (It is not a futex key: the pager's Key is.)
 type mountHeldPager struct {
 	mm.Pager
 	release func()

@@ -30,6 +30,12 @@
 
 #include "check.h"
 
+#ifndef FALLOC_FL_KEEP_SIZE
+#define FALLOC_FL_KEEP_SIZE 1
+#endif
+#ifndef FALLOC_FL_PUNCH_HOLE
+#define FALLOC_FL_PUNCH_HOLE 2
+#endif
 #define PG 4096L
 #define DURABLE_PAGES 8
 #define ROUNDS 6
@@ -185,6 +191,10 @@ static void test_truncate(void)
 	if (!CHECK("truncate.mmap", s != MAP_FAILED && v != MAP_FAILED))
 		return;
 	CHECK("truncate.reads", s[0] == 'b' && v[0] == 'b');
+	/* pages the mappings have touched (one a private copy) are cut
+	 * off too: their entries go, as on Linux */
+	CHECK("truncate.touched", s[2 * PG] == 'b' && v[3 * PG] == 'b');
+	v[3 * PG] = 'c';
 	CHECK_SYS("truncate.ftruncate", ftruncate(fd, PG));
 	CHECK("truncate.shared_sigbus", faults(s + 2 * PG) && fault_sig == SIGBUS);
 	CHECK("truncate.private_sigbus", faults(v + 3 * PG) && fault_sig == SIGBUS);
@@ -196,6 +206,46 @@ static void test_truncate(void)
 	munmap(v, 4 * PG);
 	close(fd);
 	CHECK_SYS("truncate.unlink", unlink(p));
+}
+
+/* fallocate(2): preallocation, then a hole punched under a shared
+ * mapping that has stored to the pages: they read the hole's zeros, and
+ * a store after the punch reaches the file */
+static void test_punch(void)
+{
+	char p[400];
+	path(p, sizeof p, "punch");
+	int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	CHECK_SYS("punch.create", fd);
+	struct stat st;
+	CHECK_SYS("falloc.mode0", fallocate(fd, 0, 0, 4 * PG));
+	CHECK("falloc.size", fstat(fd, &st) == 0 && st.st_size == 4 * PG && st.st_blocks >= 4 * PG / 512);
+	blkcnt_t before = st.st_blocks;
+	CHECK_SYS("falloc.keep_size", fallocate(fd, FALLOC_FL_KEEP_SIZE, 4 * PG, 4 * PG));
+	CHECK("falloc.keep_size_blocks", fstat(fd, &st) == 0 && st.st_size == 4 * PG && st.st_blocks >= before + 4 * PG / 512);
+	CHECK_ERR("falloc.punch_needs_keep_size", fallocate(fd, FALLOC_FL_PUNCH_HOLE, 0, PG), EOPNOTSUPP);
+	char z[PG] = { 0 }, r[PG];
+	CHECK("falloc.reads_zeros", pread(fd, r, PG, PG) == PG && memcmp(r, z, PG) == 0);
+	static char buf[4 * PG];
+	memset(buf, 'h', sizeof buf);
+	CHECK_EQ("punch.write", pwrite(fd, buf, sizeof buf, 0), (ssize_t)sizeof buf);
+	char *m = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (!CHECK("punch.mmap", m != MAP_FAILED)) {
+		close(fd);
+		return;
+	}
+	m[PG + 1] = 'm';
+	m[2 * PG + 1] = 'm';
+	CHECK_SYS("punch.hole", fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, PG, 2 * PG));
+	CHECK("punch.mapping_reads_zeros", m[PG + 1] == 0 && m[2 * PG + 1] == 0 && m[0] == 'h' && m[3 * PG] == 'h');
+	CHECK("punch.file_reads_zeros", pread(fd, r, PG, PG) == PG && memcmp(r, z, PG) == 0);
+	CHECK("punch.blocks_freed", fstat(fd, &st) == 0 && st.st_blocks < before + 4 * PG / 512);
+	m[PG + 7] = 'a';
+	CHECK_SYS("punch.msync", msync(m, 4 * PG, MS_SYNC));
+	CHECK("punch.store_after_reaches_file", pread(fd, r, 8, PG) == 8 && r[7] == 'a' && r[1] == 0);
+	munmap(m, 4 * PG);
+	close(fd);
+	CHECK_SYS("punch.unlink", unlink(p));
 }
 
 /* every page filled through a shared mapping only, then msync */
@@ -359,6 +409,7 @@ int main(int argc, char **argv)
 		test_shared();
 		test_private();
 		test_truncate();
+		test_punch();
 		test_exec(argv[0]);
 		test_churn();
 		test_durable(dev);

@@ -303,6 +303,19 @@ static void test_file_mapping(void)
 	CHECK("mmap.file_private_tail_zero", t[PG + 10] == 0 && t[2 * PG - 1] == 0);
 	CHECK("mmap.file_private_beyond_sigbus", faults(t + 2 * PG, 0) && fault_sig == SIGBUS);
 	munmap(t, 3 * PG);
+	/* pages already touched, one a private copy, are cut off by a
+	 * truncate too: the next touch is SIGBUS */
+	ftruncate(fd, 3 * PG);
+	t = mmap(NULL, 3 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	char *tp = mmap(NULL, 3 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	t[2 * PG] = 'x';
+	tp[2 * PG + 1] = 'y';
+	CHECK("mmap.touched_before_truncate", t[2 * PG] == 'x' && tp[2 * PG] == 'x' && tp[2 * PG + 1] == 'y');
+	ftruncate(fd, PG + 10);
+	CHECK("mmap.file_touched_shared_sigbus", faults(t + 2 * PG, 0) && fault_sig == SIGBUS);
+	CHECK("mmap.file_touched_private_sigbus", faults(tp + 2 * PG, 0) && fault_sig == SIGBUS);
+	munmap(tp, 3 * PG);
+	munmap(t, 3 * PG);
 	munmap(off, PG);
 	munmap(pr, 2 * PG);
 	munmap(sh, 2 * PG);

@@ -158,14 +158,25 @@ func (f *file) SetAttr(s *vfs.SetAttr) error {
 	}
 	now := f.fs.now()
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	var cut *mm.Shm
 	if s.Mask&vfs.SetSize != 0 {
 		if err := f.sealedResize(s.Size); err != nil {
+			f.mu.Unlock()
 			return err
+		}
+		if s.Size < f.size {
+			cut = f.data
 		}
 		f.resize(s.Size)
 	}
 	f.Apply(s, now)
+	f.mu.Unlock()
+	if cut != nil {
+		// The pages cut off leave the mappings too (SIGBUS at their next
+		// touch, as on Linux); a fault takes f.mu (the size), so this
+		// comes after it is released.
+		cut.UnmapPages(uintptr((s.Size+pageSize-1)/pageSize), ^uintptr(0))
+	}
 	return nil
 }
 

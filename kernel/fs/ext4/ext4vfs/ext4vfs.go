@@ -20,6 +20,8 @@ import (
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/fs/ext4"
+	"shortbread/kernel/mm"
+	"shortbread/kernel/pagecache"
 	"shortbread/kernel/vfs"
 )
 
@@ -128,6 +130,9 @@ type node struct {
 	// system's lock and the inode's decoding, which every read paid.
 	atimeSeq   atomic.Uint64
 	atimeUntil atomic.Int64
+	// mapped holds the objects of the file's mappings (mmap.go).
+	mapMu  sync.Mutex
+	mapped map[*mm.Shm]bool
 }
 
 type dir struct{ *node }
@@ -231,7 +236,13 @@ func (n *node) SetAttr(s *vfs.SetAttr) error {
 			a.Mtime = now
 		}
 	}
-	return n.fs.errno(n.fs.disk.SetAttr(n.ino, mask, a))
+	err := n.fs.errno(n.fs.disk.SetAttr(n.ino, mask, a))
+	if s.Mask&vfs.SetSize != 0 {
+		// Pages wholly past the new end left the cache: so must they
+		// leave the mappings (SIGBUS at their next touch, as on Linux).
+		n.unmapPages(uint64((s.Size+pagecache.PageSize-1)/pagecache.PageSize), ^uint64(0))
+	}
+	return err
 }
 
 // TouchAtime implements vfs.Atimer: the access time moves after a read
@@ -399,6 +410,19 @@ func (f file) ReadsExactly() {}
 func (f file) WriteAt(p []byte, off int64) (int, error) {
 	n, err := f.fs.disk.WriteAt(f.ino, p, off)
 	return n, f.fs.errno(err)
+}
+
+// Allocate implements vfs.Allocator: fallocate(2), preallocation
+// (unwritten extents) and hole punching (ext4's Fallocate). A punch
+// takes the pages it touches out of the page cache, its edges' pages
+// too (zeroed on the disk), so the mappings lose them as well: the next
+// touch reads the hole's zeros, and a store there reaches the file.
+func (f file) Allocate(mode uint32, off, n int64) error {
+	err := f.fs.disk.Fallocate(f.ino, mode, off, n)
+	if mode&linux.FALLOC_FL_PUNCH_HOLE != 0 {
+		f.unmapPages(uint64(off/pagecache.PageSize), uint64((off+n+pagecache.PageSize-1)/pagecache.PageSize))
+	}
+	return f.fs.errno(err)
 }
 
 // Append implements vfs.Regular.

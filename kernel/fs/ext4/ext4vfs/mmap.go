@@ -10,11 +10,14 @@ import (
 
 // pager lets mappings map a regular file's pages in the page cache
 // (mm.Pager; the design is in package mm's pager.go and package ext4's
-// mmap.go). Every pager of one inode is equal (a futex in one file
-// mapped twice is one word). A mapping keeps the inode as an open file
-// does, from Pager to Done: an unlinked file stays until its last
-// mapping goes.
-type pager struct{ n *node }
+// mmap.go), one per mapping (mmap call). A mapping keeps the inode as
+// an open file does, from Pager to Done: an unlinked file stays until
+// its last mapping goes. The node knows its mappings' objects (Attach
+// to Done), to unmap the pages a truncate or hole punch cuts off.
+type pager struct {
+	n *node
+	o *mm.Shm
+}
 
 // Pager returns the file's pager, for a mapping, or false if its pages
 // cannot be mapped in place (no page cache, blocks larger than a page).
@@ -24,11 +27,42 @@ func (f file) Pager() (mm.Pager, bool) {
 		return nil, false
 	}
 	f.fs.disk.Hold(f.ino)
-	return pager{f.node}, true
+	return &pager{n: f.node}, true
+}
+
+// Attach implements mm.Pager.
+func (p *pager) Attach(o *mm.Shm) {
+	p.o = o
+	p.n.mapMu.Lock()
+	if p.n.mapped == nil {
+		p.n.mapped = make(map[*mm.Shm]bool)
+	}
+	p.n.mapped[o] = true
+	p.n.mapMu.Unlock()
+}
+
+// Key implements mm.Pager: the node, one per inode while anything
+// holds it (a futex in one file mapped twice is one word).
+func (p *pager) Key() any { return p.n }
+
+// unmapPages clears the mappings' entries for pages [first, last) after
+// a truncate or hole punch took them out of the page cache (mm's
+// UnmapPages): their next touch finds the file as it is now. Called
+// without the file system's locks, which a fault takes.
+func (n *node) unmapPages(first, last uint64) {
+	n.mapMu.Lock()
+	objs := make([]*mm.Shm, 0, len(n.mapped))
+	for o := range n.mapped {
+		objs = append(objs, o)
+	}
+	n.mapMu.Unlock()
+	for _, o := range objs {
+		o.UnmapPages(uintptr(first), uintptr(min(last, uint64(^uintptr(0)))))
+	}
 }
 
 // HoldPage implements mm.Pager.
-func (p pager) HoldPage(idx uintptr, write bool) (uintptr, error) {
+func (p *pager) HoldPage(idx uintptr, write bool) (uintptr, error) {
 	pa, err := p.n.fs.disk.HoldPage(p.n.ino, uint64(idx), write)
 	switch {
 	case err == nil:
@@ -42,12 +76,17 @@ func (p pager) HoldPage(idx uintptr, write bool) (uintptr, error) {
 }
 
 // ReleasePage implements mm.Pager.
-func (p pager) ReleasePage(idx, pa uintptr, write bool) {
+func (p *pager) ReleasePage(idx, pa uintptr, write bool) {
 	p.n.fs.disk.PutPage(p.n.ino, uint64(idx), pa, write)
 }
 
 // Sync implements mm.Pager: msync(MS_SYNC) is fsync of the file.
-func (p pager) Sync() error { return p.n.fs.Sync() }
+func (p *pager) Sync() error { return p.n.fs.Sync() }
 
 // Done implements mm.Pager.
-func (p pager) Done() { p.n.Closed() }
+func (p *pager) Done() {
+	p.n.mapMu.Lock()
+	delete(p.n.mapped, p.o)
+	p.n.mapMu.Unlock()
+	p.n.Closed()
+}
