@@ -30,12 +30,6 @@
 
 #include "check.h"
 
-#ifndef FALLOC_FL_KEEP_SIZE
-#define FALLOC_FL_KEEP_SIZE 1
-#endif
-#ifndef FALLOC_FL_PUNCH_HOLE
-#define FALLOC_FL_PUNCH_HOLE 2
-#endif
 #define PG 4096L
 #define DURABLE_PAGES 8
 #define ROUNDS 6
