@@ -98,32 +98,58 @@ func sbNanotime() int64 {
 	return int64(hi<<32 | lo>>32)
 }
 
-// sbCalibrateTSC counts TSC cycles over ~10 ms of PIT channel 2 three
-// times and keeps the smallest count: a run stalled (by the host, an SMI)
-// before it saw the PIT expire counts too many. A missing PIT is fatal.
+// sbCalibrateTSC measures the TSC against PIT channel 2. The host may
+// stop this CPU for tens of ms at any moment (a loaded host preempts
+// QEMU's vCPU threads: a guest's clock once ran 16% fast), so a window
+// ends not at "counter set" and "counter expired", which a stall at
+// either widens, but at two readings of the counter each between TSC
+// reads close together. The median of three windows is kept.
 func sbCalibrateTSC() {
 	sbTSC0 = sbRdtsc()
-	best := ^uint64(0)
-	for i := 0; i < 3; i++ {
-		// Gate on, speaker off; channel 2 mode 0, lobyte/hibyte.
-		sbOutb(0x61, (sbInb(0x61)&^0x02)|0x01)
-		sbOutb(0x43, 0xB0)
-		sbOutb(0x42, sbCalibrateTick&0xff)
-		sbOutb(0x42, sbCalibrateTick>>8)
-		start := sbRdtsc()
-		for sbInb(0x61)&0x20 == 0 {
-			if sbRdtsc()-start > 1<<35 { // 10 s at 3.4 GHz
-				sbFatal("TSC calibration: PIT channel 2 never expired (no PIT?)")
-			}
+	var hz [3]uint64
+	for i := 0; i < 3; {
+		if hz[i] = sbPITWindow(); hz[i] != 0 {
+			i++
 		}
-		best = min(best, sbRdtsc()-start)
 	}
-	sbTSCHz = best * sbPITHz / sbCalibrateTick
-	if sbTSCHz == 0 {
+	hz[0], hz[1] = min(hz[0], hz[1]), max(hz[0], hz[1])
+	if sbTSCHz = max(hz[0], min(hz[1], hz[2])); sbTSCHz < 1_000_000 {
 		sbFatal("TSC calibration failed")
 	}
 	sbTSCMult = (1_000_000_000 << 32) / sbTSCHz
 	sbTSCPerNs32 = sbTSCHz/1_000_000_000<<32 + (sbTSCHz%1_000_000_000<<32)/1_000_000_000
+}
+
+// sbPITWindow returns the TSC rate over ~10 ms of PIT channel 2 counting
+// down from 0xffff (mode 0), or 0 if the count passed zero (a stall of
+// over 45 ms). A reading wider than twice the narrowest of the first
+// eight was stalled and is skipped. A missing PIT is fatal.
+func sbPITWindow() uint64 {
+	sbOutb(0x61, (sbInb(0x61)&^0x02)|0x01) // gate on, speaker off
+	sbOutb(0x43, 0xB0)                     // channel 2, lobyte/hibyte, mode 0
+	sbOutb(0x42, 0xff)
+	sbOutb(0x42, 0xff)
+	tsc0, tight, pit0 := uint64(0), ^uint64(0), uint32(0)
+	for i := 0; i < 1<<24; i++ {
+		t0 := sbRdtsc()
+		sbOutb(0x43, 0x80) // latch channel 2's count
+		lo, hi := sbInb(0x42), sbInb(0x42)
+		t1 := sbRdtsc()
+		t, c, w := t0+(t1-t0)/2, uint32(hi)<<8|uint32(lo), t1-t0
+		switch {
+		case sbInb(0x61)&0x20 != 0:
+			return 0 // c may have wrapped
+		case i < 8:
+			tight = min(tight, 2*w)
+		case w > tight:
+		case tsc0 == 0:
+			tsc0, pit0 = t, c
+		case pit0-c >= sbCalibrateTick:
+			return (t - tsc0) * sbPITHz / uint64(pit0-c)
+		}
+	}
+	sbFatal("TSC calibration: PIT channel 2 does not count (no PIT?)")
+	return 0
 }
 
 // sbInitLAPIC enables this CPU's local APIC and calibrates its timer
