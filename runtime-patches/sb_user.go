@@ -24,7 +24,15 @@ type sbUserRegs struct {
 	cpu                                  uint64 // non-zero: the CPU+1 the program was told (rseq)
 	affinity, prio, slice                uint64 // its scheduling class (sbSetClass)
 	exitCPU                              uint64 // where RunUser last returned
-	fpu                                  [sbFPUSize]byte
+	fpu                                  [sbFPUSize + 64]byte // the image: sbUserFPU
+}
+
+// sbUserFPU is the program's FPU image in r: the 64-byte aligned part of
+// r.fpu (XSAVE's alignment; the Go heap gives no more than 8), which
+// traps from user mode save into and the way back restores from
+// (sbUserImage in sb_amd64.s computes the same address).
+func sbUserFPU(r *sbUserRegs) *[sbFPUSize]byte {
+	return (*[sbFPUSize]byte)(unsafe.Pointer((uintptr(unsafe.Pointer(&r.fpu)) + 63) &^ 63))
 }
 
 // Reasons RunUser returns, in sbUserRegs.trap besides CPU vectors 0-31.
@@ -84,8 +92,8 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 	t.switched = false
 	// Only the kernel's general registers are kept: RunUser is a system
 	// call to the Go code that makes it, and no vector register is live
-	// across one (X15, the ABI's zero register, comes back zero from the
-	// init state sbUserExit loads).
+	// across one (X15, the ABI's zero register, comes back zero: see
+	// sbUserExit's noFPU).
 	t.kframe = f.sbGPRs
 	t.user = regs
 	t.inUser = true
@@ -99,9 +107,8 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 	f.rflags = r.rflags&userFlags | 0x202
 	f.cs, f.ss = sbUserCS, sbUserDS
 	f.fsbase = sbCanonicalUser(r.fsbase)
-	sbMemcpy(uintptr(unsafe.Pointer(&f.fpu)), uintptr(unsafe.Pointer(&r.fpu)), sbFPUUsed(&r.fpu))
-	sbFPUSanitize(&f.fpu)
-	f.noFPU = 0
+	// The image stays in r (the kernel may have written it: sigreturn).
+	sbFPUSanitize(sbUserFPU(r))
 	sbSetUserGS(c, sbCanonicalUser(r.gsbase))
 	sbLoadCR3(c, cr3)
 }
@@ -121,8 +128,7 @@ func sbUserExit(c *sbCPU, f *sbFrame, trap uint64, addr uintptr) {
 	r.gsbase = c.userGS
 	r.trap, r.errcode, r.addr = trap, f.errcode, uint64(addr)
 	r.exitCPU = uint64(c.id)
-	sbMemcpy(uintptr(unsafe.Pointer(&r.fpu)), uintptr(unsafe.Pointer(&f.fpu)), sbFPUUsed(&f.fpu))
-	f.sbGPRs = t.kframe
+	f.sbGPRs = t.kframe // the FPU image is in r already (sbTrapCommon)
 	sbFPUReset(&f.fpu)
 	f.noFPU = 1
 	t.inUser = false

@@ -67,14 +67,18 @@ func (t *Thread) chargeSys(start, now int64) {
 	if d > 0 {
 		t.cpu.sys.Add(d)
 		thisCPUStat().sys.Add(d)
-		t.Proc.cpuTimersTick(0, d)
+		if t.Proc.cpuTimersOn.Load() {
+			t.Proc.cpuTimersTick(0, d)
+		}
 		if t.Proc.cpuWatchOn.Load() {
 			t.Proc.checkWatches()
 		}
 	}
 }
 
-// chargeUser charges time spent in user mode, which ends it.
+// chargeUser charges time spent in user mode, which ends it, to the
+// thread and to the CPU RunUser returned on (no look-up of the current
+// one per system call).
 func (t *Thread) chargeUser(d int64) {
 	t.cpu.seq.Add(1)
 	if d > 0 {
@@ -83,8 +87,10 @@ func (t *Thread) chargeUser(d int64) {
 	t.cpu.userSince.Store(0)
 	t.cpu.seq.Add(1)
 	if d > 0 {
-		thisCPUStat().user.Add(d)
-		t.Proc.cpuTimersTick(d, 0)
+		cpuStats[t.regs.ExitCPU%uint64(len(cpuStats))].user.Add(d)
+		if t.Proc.cpuTimersOn.Load() {
+			t.Proc.cpuTimersTick(d, 0)
+		}
 		if t.Proc.cpuWatchOn.Load() {
 			t.Proc.checkWatches()
 		}

@@ -405,10 +405,10 @@ func minSigStackSize() uint64 {
 func sigFPU(r *machine.UserRegs) []byte {
 	xf := machine.XFeatures()
 	if xf == 0 {
-		return append([]byte(nil), r.FPU[:fxSize]...)
+		return append([]byte(nil), r.FPU()[:fxSize]...)
 	}
 	b := make([]byte, machine.FPUSize+fpxMagic2Sz)
-	copy(b, r.FPU[:])
+	copy(b, r.FPU()[:])
 	le := binary.LittleEndian
 	sw := b[fpxSW:fxSize]
 	clear(sw)
@@ -435,13 +435,13 @@ func restoreSigFPU(s *mm.Space, r *machine.UserRegs, fp uint64) error {
 			return err
 		}
 		if le.Uint32(img[machine.FPUSize:]) == fpxMagic2 {
-			copy(r.FPU[:], img[:machine.FPUSize])
+			copy(r.FPU()[:], img[:machine.FPUSize])
 			return nil
 		}
 	}
-	copy(r.FPU[:], fx[:])
+	copy(r.FPU()[:], fx[:])
 	if machine.XFeatures() != 0 {
-		le.PutUint64(r.FPU[fxSize:], 3) // XSTATE_BV: x87 and SSE from the legacy area
+		le.PutUint64(r.FPU()[fxSize:], 3) // XSTATE_BV: x87 and SSE from the legacy area
 	}
 	return nil
 }
