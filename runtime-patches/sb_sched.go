@@ -310,9 +310,6 @@ func sbSetClass(c *sbCPU, t *sbThread, affinity uint64, prio int32, slice int64)
 	if slice == 0 {
 		slice = sbTimeSlice
 	}
-	if prio == 0 && t.prio == 0 && affinity == t.affinity && slice == t.slice {
-		return // the usual system call: sliceEnd is sliceStart+slice already
-	}
 	t.affinity, t.prio, t.slice = affinity, prio, slice
 	c.sliceEnd = sbSliceEnd(c, t, now)
 }

@@ -74,8 +74,10 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 	}
 	r := (*sbUserRegs)(unsafe.Pointer(regs))
 	// The kernel names online CPUs only (a thread with none would never run).
-	aff := r.affinity & (1<<uint32(sbNCPU) - 1)
-	sbSetClass(c, t, aff, int32(r.prio&0xff), int64(r.slice))
+	aff, prio, slice := r.affinity&(1<<uint32(sbNCPU)-1), int32(r.prio&0xff), int64(r.slice)
+	if aff != t.affinity || prio != t.prio || slice != t.slice && (slice != 0 || t.slice != sbTimeSlice) {
+		sbSetClass(c, t, aff, prio, slice) // not the default class sbUserExit left
+	}
 	if t.affinity != 0 && t.affinity&(1<<uint32(c.id)) == 0 {
 		// Made again on a CPU the program may use: f.rax still holds
 		// the call's number.
@@ -134,7 +136,9 @@ func sbUserExit(c *sbCPU, f *sbFrame, trap uint64, addr uintptr) {
 	t.inUser = false
 	t.user = 0
 	t.cr3 = 0
-	sbSetClass(c, t, 0, 0, 0)
+	if t.affinity != 0 || t.prio != 0 || t.slice != sbTimeSlice {
+		sbSetClass(c, t, 0, 0, 0)
+	}
 	if sbSched.nrt > 0 {
 		c.resched = true // a waiting real-time thread outranks the kernel
 	}

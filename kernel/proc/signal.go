@@ -300,8 +300,7 @@ func (t *Thread) interrupted() bool {
 // first).
 func (t *Thread) nextSignal() (sigInfo, bool) {
 	p := t.Proc
-	// Only this thread changes its mask, so it can be read here unlocked.
-	if (t.pending.unlocked()|p.pending.unlocked())&^(t.sigMask&^unblockable) == 0 {
+	if !t.signalsReady() {
 		return sigInfo{}, false
 	}
 	p.mu.Lock()
@@ -313,7 +312,14 @@ func (t *Thread) nextSignal() (sigInfo, bool) {
 	return p.pending.take(blocked)
 }
 
-// deliverSignals runs before each return to user mode: default actions
+// signalsReady reports whether a signal the thread does not block is
+// pending for it or its process: the unlocked look nextSignal starts
+// with (only this thread changes its mask, so it is read unlocked).
+func (t *Thread) signalsReady() bool {
+	return (t.pending.unlocked()|t.Proc.pending.unlocked())&^(t.sigMask&^unblockable) != 0
+}
+
+// deliverSignals runs before each return to user mode (when signalsReady): default actions
 // happen here, and a handled signal gets a frame on the user stack. It
 // reports false if the thread must end.
 func (t *Thread) deliverSignals() bool {
