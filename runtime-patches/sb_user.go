@@ -24,7 +24,8 @@ type sbUserRegs struct {
 	cpu                                  uint64 // non-zero: the CPU+1 the program was told (rseq)
 	affinity, prio, slice                uint64 // its scheduling class (sbSetClass)
 	exitCPU                              uint64 // where RunUser last returned
-	fpu                                  [sbFPUSize + 64]byte // the image: sbUserFPU
+	// fpu holds the program's FPU image, at sbUserFPU.
+	fpu [sbFPUSize + 64]byte
 }
 
 // sbUserFPU is the program's FPU image in r: the 64-byte aligned part of
