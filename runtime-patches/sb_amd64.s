@@ -127,11 +127,9 @@ TEXT sbTrapCommon<>(SB),NOSPLIT|NOFRAME,$0
 	PUSHQ	R15
 	SUBQ	$(const_sbFPUSize+8), SP		// noFPU + FPU area
 	MOVQ	$0, sbFrame_noFPU(SP)
-	// A program's vector registers go straight to its UserRegs, where
-	// RunUser's caller finds them; the rest into the frame, which is
-	// 64-byte aligned (it starts at the fixed top of the trap stack), as
-	// XSAVE needs. EDX:EAX = all: XSAVE saves what XCR0 enables (x87,
-	// SSE, AVX).
+	// A program's FPU image goes to its UserRegs, the rest to the frame
+	// (64-byte aligned for XSAVE: it starts at the trap stack's fixed
+	// top). EDX:EAX = all: XSAVE saves what XCR0 enables.
 	MOVQ	SP, BX
 	TESTQ	$3, (sbFrame_sbGPRs+sbGPRs_cs)(SP)
 	JZ	kimage
@@ -268,10 +266,9 @@ iret:
 tokernel:
 	IRETQ
 
-// sbUserImage sets BX to the FPU image of the thread running on this
-// CPU, whose frame is a user-mode one: in the UserRegs sbRunUser was
-// given (sbThread.user), rounded up to 64 bytes as sbUserFPU does. GS
-// must be the kernel's; it clobbers CX.
+// sbUserImage sets BX to the FPU image of the user thread running on
+// this CPU: sbUserRegs.fpu of its sbThread.user rounded up to 64 bytes.
+// GS must be the kernel's; it clobbers CX.
 TEXT sbUserImage<>(SB),NOSPLIT|NOFRAME,$0
 	MOVLQSX	sbCPU_cur(GS), BX
 	IMULQ	$sbThread__size, BX

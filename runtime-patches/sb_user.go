@@ -24,16 +24,10 @@ type sbUserRegs struct {
 	cpu                                  uint64 // non-zero: the CPU+1 the program was told (rseq)
 	affinity, prio, slice                uint64 // its scheduling class (sbSetClass)
 	exitCPU                              uint64 // where RunUser last returned
-	// fpu holds the program's FPU image, at sbUserFPU.
+	// fpu holds the program's FPU image at its first 64-byte boundary
+	// (XSAVE's alignment; the heap's is 8), where traps from user mode
+	// save it and the way back loads it (sbUserImage, sb_amd64.s).
 	fpu [sbFPUSize + 64]byte
-}
-
-// sbUserFPU is the program's FPU image in r: the 64-byte aligned part of
-// r.fpu (XSAVE's alignment; the Go heap gives no more than 8), which
-// traps from user mode save into and the way back restores from
-// (sbUserImage in sb_amd64.s computes the same address).
-func sbUserFPU(r *sbUserRegs) *[sbFPUSize]byte {
-	return (*[sbFPUSize]byte)(unsafe.Pointer((uintptr(unsafe.Pointer(&r.fpu)) + 63) &^ 63))
 }
 
 // Reasons RunUser returns, in sbUserRegs.trap besides CPU vectors 0-31.
@@ -111,7 +105,7 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 	f.cs, f.ss = sbUserCS, sbUserDS
 	f.fsbase = sbCanonicalUser(r.fsbase)
 	// The image stays in r (the kernel may have written it: sigreturn).
-	sbFPUSanitize(sbUserFPU(r))
+	sbFPUSanitize((*[sbFPUSize]byte)(unsafe.Pointer((uintptr(unsafe.Pointer(&r.fpu)) + 63) &^ 63)))
 	sbSetUserGS(c, sbCanonicalUser(r.gsbase))
 	sbLoadCR3(c, cr3)
 }
