@@ -127,32 +127,38 @@ TEXT sbTrapCommon<>(SB),NOSPLIT|NOFRAME,$0
 	PUSHQ	R15
 	SUBQ	$(const_sbFPUSize+8), SP		// noFPU + FPU area
 	MOVQ	$0, sbFrame_noFPU(SP)
-	// The frame is 64-byte aligned (it starts at the fixed top of the
-	// trap stack), as XSAVE needs. EDX:EAX = all: XSAVE saves what XCR0
-	// enables (x87, SSE, AVX).
+	// A program's FPU image goes to its UserRegs, the rest to the frame
+	// (64-byte aligned for XSAVE: it starts at the trap stack's fixed
+	// top). EDX:EAX = all: XSAVE saves what XCR0 enables.
+	MOVQ	SP, BX
+	TESTQ	$3, (sbFrame_sbGPRs+sbGPRs_cs)(SP)
+	JZ	kimage
+	CALL	sbUserImage<>(SB)
+	JMP	save
+kimage:
 	CMPB	runtime·sbXSave(SB), $0
-	JEQ	fxsave
+	JEQ	save
 	// A system call from ring 0 (the runtime's, RunUser's) needs no save:
 	// Go code keeps no vector register live across SYSCALL, and X15, the
 	// ABI's zero register, comes back zero from the initial state that
 	// an XSTATE_BV of 0 restores (with the default MXCSR, which XRSTOR
 	// reads whenever it restores SSE) if the frame goes to a signal
-	// handler; else noFPU. User programs' state is saved.
+	// handler; else noFPU.
 	CMPQ	(sbFrame_sbGPRs+sbGPRs_vector)(SP), $const_sbVecSyscall
-	JNE	xsave
-	TESTQ	$3, (sbFrame_sbGPRs+sbGPRs_cs)(SP)
-	JNZ	xsave
+	JNE	save
 	MOVQ	$0, 512(SP)
 	MOVL	$0x1f80, 24(SP)
 	MOVQ	$1, sbFrame_noFPU(SP)
 	JMP	saved
-xsave:
+save:
+	CMPB	runtime·sbXSave(SB), $0
+	JEQ	fxsave
 	MOVL	$-1, AX
 	MOVL	$-1, DX
-	XSAVE64	(SP)
+	XSAVE64	(BX)
 	JMP	saved
 fxsave:
-	FXSAVE64	(SP)
+	FXSAVE64	(BX)
 saved:
 	// RDFSBASE/WRFSBASE if sbFSGS: cheaper than MSRs (and inline in TCG).
 	CMPB	runtime·sbFSGS(SB), $0
@@ -192,16 +198,23 @@ TEXT sbTrapRestore<>(SB),NOSPLIT|NOFRAME,$0
 	MOVQ	(sbFrame_sbGPRs+sbGPRs_fsbase)(SP), AX
 	MOVQ	$sbSetFS<>(SB), BX
 	CALL	BX
+	MOVQ	SP, BX
+	TESTQ	$3, (sbFrame_sbGPRs+sbGPRs_cs)(SP)
+	JZ	kimage
+	CALL	sbUserImage<>(SB)
+	JMP	restore
+kimage:
 	CMPQ	sbFrame_noFPU(SP), $0
 	JNE	nofpu
+restore:
 	CMPB	runtime·sbXSave(SB), $0
 	JEQ	fxrstor
 	MOVL	$-1, AX
 	MOVL	$-1, DX
-	XRSTOR64	(SP)
+	XRSTOR64	(BX)
 	JMP	restored
 fxrstor:
-	FXRSTOR64	(SP)
+	FXRSTOR64	(BX)
 	JMP	restored
 nofpu:
 	LDMXCSR	24(SP)
@@ -252,6 +265,18 @@ iret:
 	SWAPGS
 tokernel:
 	IRETQ
+
+// sbUserImage sets BX to the FPU image of the user thread running on
+// this CPU: sbUserRegs.fpu of its sbThread.user rounded up to 64 bytes.
+// GS must be the kernel's; it clobbers CX.
+TEXT sbUserImage<>(SB),NOSPLIT|NOFRAME,$0
+	MOVLQSX	sbCPU_cur(GS), BX
+	IMULQ	$sbThread__size, BX
+	LEAQ	runtime·sbThreads(SB), CX
+	MOVQ	sbThread_user(CX)(BX*1), BX
+	ADDQ	$(sbUserRegs_fpu+63), BX
+	ANDQ	$-64, BX
+	RET
 
 // sbSetFS loads AX into the FS base; it clobbers CX and DX.
 TEXT sbSetFS<>(SB),NOSPLIT|NOFRAME,$0

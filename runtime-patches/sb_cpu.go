@@ -166,19 +166,6 @@ func sbFPUSanitize(fpu *[sbFPUSize]byte) {
 	*h = [7]uint64{}
 }
 
-// sbFPUUsed is how much of an FPU image holds state: the AVX part only
-// when its XSTATE_BV bit says the registers are not in their initial
-// state (XRSTOR then ignores what that part of the image holds).
-func sbFPUUsed(fpu *[sbFPUSize]byte) uintptr {
-	switch {
-	case !sbXSave:
-		return 512
-	case *(*uint64)(unsafe.Pointer(&fpu[512]))&4 == 0:
-		return 576
-	}
-	return sbFPUSize
-}
-
 // sbFPUReset makes fpu the initial FPU state: with XSAVE, a header that
 // marks every component as in its initial state (only MXCSR is read from
 // the image); with FXSAVE, the reset control words and zeroed registers.

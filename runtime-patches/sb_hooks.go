@@ -20,7 +20,7 @@ const (
 	sbSysProfStart = 2 // (buffers, n, hz, nmiPin) -> source or errno
 	sbSysProfStop  = 3 // () -> 0
 	sbSysIOAPIC    = 4 // (physical address) -> 0: the MADT's I/O APIC
-	sbSysRunUser   = 5 // (regs, cr3) -> 0 when the program traps back
+	sbSysRunUser   = 5 // (regs, cr3) -> 0 when the program traps back (sbTrap calls sbRunUser first)
 	sbSysFlushTLB  = 7 // (root, release) -> 0: CPUs using root (0: every CPU) drop non-global translations; with release, every CPU stops using root as CR3
 	sbSysKick      = 8 // (regs) -> 0: hurry a kicked user thread back
 	sbSysCount     = 11
@@ -65,9 +65,6 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 	case sbSysProfStop:
 		sbProfStop()
 		return 0
-	case sbSysRunUser:
-		sbRunUser(c, f, a0, a1)
-		return int64(f.rax)
 	case sbSysKick:
 		return sbKick(a0)
 	case sbSysFlushTLB:

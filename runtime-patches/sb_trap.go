@@ -26,6 +26,8 @@ func sbTrap(f *sbFrame) {
 		c.intr[v-sbVecIRQBase]++
 	}
 	switch v := f.vector; {
+	case v == sbVecSyscall && f.rax == sbSysBase+sbSysRunUser: // the most made
+		sbRunUser(c, f, uintptr(f.rdi), uintptr(f.rsi))
 	case v == sbVecSyscall:
 		sbSyscall(c, f)
 	case v == sbVecPF:
@@ -83,7 +85,7 @@ func sbTrapExit(c *sbCPU, f *sbFrame) {
 	// trap takes the thread out of user mode first. Delivering it now
 	// would build the runtime's signal frame on the program's registers
 	// and return to ring 3 at runtime.sigtramp.
-	if !cur.isIdle && !cur.inUser {
+	if !cur.isIdle && !cur.inUser && sbSignalReady(cur) {
 		sbDeliverSignals(c, f)
 	}
 	deadline := next
@@ -93,8 +95,10 @@ func sbTrapExit(c *sbCPU, f *sbFrame) {
 	if k := c.kickAt; k != 0 && (deadline == 0 || k < deadline) {
 		deadline = k
 	}
-	if pn := sbProfTick(c, f); pn != 0 && (deadline == 0 || pn < deadline) {
-		deadline = pn
+	if sbProfSource == sbProfTimer {
+		if pn := sbProfTick(c, f); pn != 0 && (deadline == 0 || pn < deadline) {
+			deadline = pn
+		}
 	}
 	deadline = sbWdDeadline(c, deadline)
 	// Re-arming is a LAPIC register write, an MMIO exit under

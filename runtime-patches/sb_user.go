@@ -24,7 +24,10 @@ type sbUserRegs struct {
 	cpu                                  uint64 // non-zero: the CPU+1 the program was told (rseq)
 	affinity, prio, slice                uint64 // its scheduling class (sbSetClass)
 	exitCPU                              uint64 // where RunUser last returned
-	fpu                                  [sbFPUSize]byte
+	// fpu holds the program's FPU image at its first 64-byte boundary
+	// (XSAVE's alignment; the heap's is 8), where traps from user mode
+	// save it and the way back loads it (sbUserImage, sb_amd64.s).
+	fpu [sbFPUSize + 64]byte
 }
 
 // Reasons RunUser returns, in sbUserRegs.trap besides CPU vectors 0-31.
@@ -66,8 +69,10 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 	}
 	r := (*sbUserRegs)(unsafe.Pointer(regs))
 	// The kernel names online CPUs only (a thread with none would never run).
-	aff := r.affinity & (1<<uint32(sbNCPU) - 1)
-	sbSetClass(c, t, aff, int32(r.prio&0xff), int64(r.slice))
+	aff, prio, slice := r.affinity&(1<<uint32(sbNCPU)-1), int32(r.prio&0xff), int64(r.slice)
+	if aff != t.affinity || prio != t.prio || slice != t.slice && (slice != 0 || t.slice != sbTimeSlice) {
+		sbSetClass(c, t, aff, prio, slice) // not the default class sbUserExit left
+	}
 	if t.affinity != 0 && t.affinity&(1<<uint32(c.id)) == 0 {
 		// Made again on a CPU the program may use: f.rax still holds
 		// the call's number.
@@ -84,8 +89,8 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 	t.switched = false
 	// Only the kernel's general registers are kept: RunUser is a system
 	// call to the Go code that makes it, and no vector register is live
-	// across one (X15, the ABI's zero register, comes back zero from the
-	// init state sbUserExit loads).
+	// across one (X15, the ABI's zero register, comes back zero: see
+	// sbUserExit's noFPU).
 	t.kframe = f.sbGPRs
 	t.user = regs
 	t.inUser = true
@@ -99,9 +104,8 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 	f.rflags = r.rflags&userFlags | 0x202
 	f.cs, f.ss = sbUserCS, sbUserDS
 	f.fsbase = sbCanonicalUser(r.fsbase)
-	sbMemcpy(uintptr(unsafe.Pointer(&f.fpu)), uintptr(unsafe.Pointer(&r.fpu)), sbFPUUsed(&r.fpu))
-	sbFPUSanitize(&f.fpu)
-	f.noFPU = 0
+	// The image stays in r (the kernel may have written it: sigreturn).
+	sbFPUSanitize((*[sbFPUSize]byte)(unsafe.Pointer((uintptr(unsafe.Pointer(&r.fpu)) + 63) &^ 63)))
 	sbSetUserGS(c, sbCanonicalUser(r.gsbase))
 	sbLoadCR3(c, cr3)
 }
@@ -121,14 +125,15 @@ func sbUserExit(c *sbCPU, f *sbFrame, trap uint64, addr uintptr) {
 	r.gsbase = c.userGS
 	r.trap, r.errcode, r.addr = trap, f.errcode, uint64(addr)
 	r.exitCPU = uint64(c.id)
-	sbMemcpy(uintptr(unsafe.Pointer(&r.fpu)), uintptr(unsafe.Pointer(&f.fpu)), sbFPUUsed(&f.fpu))
-	f.sbGPRs = t.kframe
+	f.sbGPRs = t.kframe // the FPU image is in r already (sbTrapCommon)
 	sbFPUReset(&f.fpu)
 	f.noFPU = 1
 	t.inUser = false
 	t.user = 0
 	t.cr3 = 0
-	sbSetClass(c, t, 0, 0, 0)
+	if t.affinity != 0 || t.prio != 0 || t.slice != sbTimeSlice {
+		sbSetClass(c, t, 0, 0, 0)
+	}
 	if sbSched.nrt > 0 {
 		c.resched = true // a waiting real-time thread outranks the kernel
 	}

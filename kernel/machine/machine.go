@@ -368,15 +368,23 @@ type UserRegs struct {
 	Affinity, Prio, Slice uint64
 	// ExitCPU is the CPU the program ran on when RunUser last returned.
 	ExitCPU uint64
-	// FPU is the x87, SSE and AVX state in XSAVE's standard format: the
-	// FXSAVE layout in the first 512 bytes, then the XSAVE header and the
-	// upper halves of the YMM registers. Without XSAVE (XFeatures 0) only
-	// the first 512 bytes are used.
-	FPU [FPUSize]byte
+	// fpu holds the image FPU returns, where traps from user mode save
+	// it and the way back loads it (no copy per system call).
+	fpu [FPUSize + 64]byte
 }
 
-// FPUSize is the size of UserRegs.FPU.
+// FPUSize is the size of the FPU image.
 const FPUSize = 832
+
+// FPU is the x87, SSE and AVX state in XSAVE's standard format: the
+// FXSAVE layout in the first 512 bytes, then the XSAVE header and the
+// upper halves of the YMM registers. Without XSAVE (XFeatures 0) only
+// the first 512 bytes are used. It is the 64-byte aligned part of a
+// larger array (XSAVE's alignment), so it moves with the array: copy
+// it by itself (*dst.FPU() = *src.FPU()) after copying a UserRegs.
+func (r *UserRegs) FPU() *[FPUSize]byte {
+	return (*[FPUSize]byte)(unsafe.Pointer((uintptr(unsafe.Pointer(&r.fpu)) + 63) &^ 63))
+}
 
 // XFeatures is the XSAVE feature mask (XCR0) user threads' FPU state
 // covers: 7 for x87, SSE and AVX, or 0 if the CPUs save state with FXSAVE

@@ -60,21 +60,26 @@ func (t *Thread) sleepEnd() {
 	t.sleeping.Store(false)
 }
 
-// chargeSys charges the kernel time since start, less the time slept.
+// chargeSys charges the kernel time since start, less the time slept, to
+// the thread and to the CPU the last RunUser returned on (where the time
+// mostly went; no look-up of the current CPU per system call).
 func (t *Thread) chargeSys(start, now int64) {
 	d := now - start - t.cpu.slept
 	t.cpu.slept = 0
 	if d > 0 {
 		t.cpu.sys.Add(d)
-		thisCPUStat().sys.Add(d)
-		t.Proc.cpuTimersTick(0, d)
+		cpuStats[t.regs.ExitCPU%uint64(len(cpuStats))].sys.Add(d)
+		if t.Proc.cpuTimersOn.Load() {
+			t.Proc.cpuTimersTick(0, d)
+		}
 		if t.Proc.cpuWatchOn.Load() {
 			t.Proc.checkWatches()
 		}
 	}
 }
 
-// chargeUser charges time spent in user mode, which ends it.
+// chargeUser charges time spent in user mode, which ends it, to the
+// thread and to the CPU RunUser returned on.
 func (t *Thread) chargeUser(d int64) {
 	t.cpu.seq.Add(1)
 	if d > 0 {
@@ -83,8 +88,10 @@ func (t *Thread) chargeUser(d int64) {
 	t.cpu.userSince.Store(0)
 	t.cpu.seq.Add(1)
 	if d > 0 {
-		thisCPUStat().user.Add(d)
-		t.Proc.cpuTimersTick(d, 0)
+		cpuStats[t.regs.ExitCPU%uint64(len(cpuStats))].user.Add(d)
+		if t.Proc.cpuTimersOn.Load() {
+			t.Proc.cpuTimersTick(d, 0)
+		}
 		if t.Proc.cpuWatchOn.Load() {
 			t.Proc.checkWatches()
 		}

@@ -348,8 +348,8 @@ func (t *Thread) exec(tgt execTarget, argv, envp []string) error {
 	}
 	t.regs = machine.UserRegs{RIP: entry, RSP: sp, RFLAGS: 0x202}
 	// x87 control word and MXCSR at their reset values (FXSAVE layout).
-	binary.LittleEndian.PutUint16(t.regs.FPU[0:], 0x37f)
-	binary.LittleEndian.PutUint32(t.regs.FPU[24:], 0x1f80)
+	binary.LittleEndian.PutUint16(t.regs.FPU()[0:], 0x37f)
+	binary.LittleEndian.PutUint32(t.regs.FPU()[24:], 0x1f80)
 	return nil
 }
 

@@ -145,6 +145,7 @@ func (t *Thread) clone(args cloneArgs) int64 {
 		child = newThread(cp, tid)
 	}
 	child.regs = t.regs
+	*child.regs.FPU() = *t.regs.FPU() // the image's place differs (UserRegs.FPU)
 	child.regs.RAX = 0
 	child.regs.Kick = 0
 	// A new process keeps the rseq registration (the area is at the same

@@ -7,6 +7,7 @@ import (
 	"shortbread/kernel/net/socket"
 	"shortbread/kernel/vfs"
 	"sync/atomic"
+	"time"
 
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
@@ -159,11 +160,13 @@ func (t *Thread) run() {
 			t.exitThread()
 			return
 		}
-		if !t.deliverSignals() {
+		// Each check below looks at one word first, so a system call
+		// that left nothing to do pays no calls for them.
+		if t.signalsReady() && !t.deliverSignals() {
 			t.exitThread()
 			return
 		}
-		if t.waitWhileStopped() {
+		if p.jobStopped.Load() && t.waitWhileStopped() {
 			continue // stopped and continued: signals may be pending
 		}
 		if t.inSuspend { // no handler ran: the old mask comes back now
@@ -178,12 +181,15 @@ func (t *Thread) run() {
 			t.exitThread()
 			return
 		}
-		if !t.rseqBeforeUser() {
+		if t.rseq.reg.Addr != 0 && !t.rseqBeforeUser() {
 			continue // SIGSEGV is pending (or the thread is dying)
 		}
 		t.regs.Affinity = t.affinity.Load()
 		t.regs.Prio, t.regs.Slice = p.classPrio.Load(), p.classSlice.Load()
-		kick := t.cpuTimerKick()
+		var kick *time.Timer
+		if p.cpuTimersOn.Load() || p.cpuWatchOn.Load() {
+			kick = t.cpuTimerKick()
+		}
 		ustart := monotonicNow()
 		t.chargeSys(kstart, ustart)
 		t.enterUser(ustart)

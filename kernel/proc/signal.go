@@ -300,8 +300,7 @@ func (t *Thread) interrupted() bool {
 // first).
 func (t *Thread) nextSignal() (sigInfo, bool) {
 	p := t.Proc
-	// Only this thread changes its mask, so it can be read here unlocked.
-	if (t.pending.unlocked()|p.pending.unlocked())&^(t.sigMask&^unblockable) == 0 {
+	if !t.signalsReady() {
 		return sigInfo{}, false
 	}
 	p.mu.Lock()
@@ -313,7 +312,14 @@ func (t *Thread) nextSignal() (sigInfo, bool) {
 	return p.pending.take(blocked)
 }
 
-// deliverSignals runs before each return to user mode: default actions
+// signalsReady reports whether a signal the thread does not block is
+// pending for it or its process: the unlocked look nextSignal starts
+// with (only this thread changes its mask, so it is read unlocked).
+func (t *Thread) signalsReady() bool {
+	return (t.pending.unlocked()|t.Proc.pending.unlocked())&^(t.sigMask&^unblockable) != 0
+}
+
+// deliverSignals runs before each return to user mode (when signalsReady): default actions
 // happen here, and a handled signal gets a frame on the user stack. It
 // reports false if the thread must end.
 func (t *Thread) deliverSignals() bool {
@@ -405,10 +411,10 @@ func minSigStackSize() uint64 {
 func sigFPU(r *machine.UserRegs) []byte {
 	xf := machine.XFeatures()
 	if xf == 0 {
-		return append([]byte(nil), r.FPU[:fxSize]...)
+		return append([]byte(nil), r.FPU()[:fxSize]...)
 	}
 	b := make([]byte, machine.FPUSize+fpxMagic2Sz)
-	copy(b, r.FPU[:])
+	copy(b, r.FPU()[:])
 	le := binary.LittleEndian
 	sw := b[fpxSW:fxSize]
 	clear(sw)
@@ -435,13 +441,13 @@ func restoreSigFPU(s *mm.Space, r *machine.UserRegs, fp uint64) error {
 			return err
 		}
 		if le.Uint32(img[machine.FPUSize:]) == fpxMagic2 {
-			copy(r.FPU[:], img[:machine.FPUSize])
+			copy(r.FPU()[:], img[:machine.FPUSize])
 			return nil
 		}
 	}
-	copy(r.FPU[:], fx[:])
+	copy(r.FPU()[:], fx[:])
 	if machine.XFeatures() != 0 {
-		le.PutUint64(r.FPU[fxSize:], 3) // XSTATE_BV: x87 and SSE from the legacy area
+		le.PutUint64(r.FPU()[fxSize:], 3) // XSTATE_BV: x87 and SSE from the legacy area
 	}
 	return nil
 }

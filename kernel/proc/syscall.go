@@ -347,8 +347,10 @@ func (t *Thread) syscall() bool {
 	no := r.RAX
 	// The arguments live in the thread: handlers take their address, and
 	// a local array would be allocated on every system call.
-	t.args = [6]uint64{r.RDI, r.RSI, r.RDX, r.R10, r.R8, r.R9}
+	// (Element by element: a composite literal is built on the stack
+	// and copied.)
 	a := &t.args
+	a[0], a[1], a[2], a[3], a[4], a[5] = r.RDI, r.RSI, r.RDX, r.R10, r.R8, r.R9
 	if t.seccompMode.Load() != 0 {
 		if done, exit := t.seccompCheck(no); done {
 			return exit
