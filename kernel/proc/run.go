@@ -63,8 +63,10 @@ type Thread struct {
 	sigWaitSet uint64
 	altStack   stackT
 	// sigWake is signalled when a signal arrives, so a blocking system
-	// call can return EINTR.
+	// call can return EINTR; intr also wakes a wait that sleeps on its
+	// own channel (vfs.Waiter.Sleep), registered while the thread runs.
 	sigWake chan struct{}
+	intr    *vfs.Interrupter
 	// syscallNo is the number of the system call in progress, for
 	// SA_RESTART.
 	syscallNo uint64
@@ -124,6 +126,7 @@ type Thread struct {
 
 func newThread(p *Process, tid int) *Thread {
 	t := &Thread{TID: tid, Proc: p, sigWake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	t.intr = vfs.NewInterrupter(t.sigWake)
 	t.pending.q = &p.sigQ
 	return t
 }
@@ -144,12 +147,15 @@ func (t *Thread) wake() {
 	case t.sigWake <- struct{}{}:
 	default:
 	}
+	t.intr.Interrupted()
 	machine.Kick(&t.regs)
 }
 
 // run is the thread's goroutine.
 func (t *Thread) run() {
 	defer close(t.stopped)
+	t.intr.Register()
+	defer t.intr.Unregister()
 	p := t.Proc
 	kstart := monotonicNow()
 	for {

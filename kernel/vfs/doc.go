@@ -66,7 +66,11 @@
 // value sent, or closed) the wait ends with EINTR, or with the count
 // transferred so far. The process layer gives each thread a channel with
 // a buffer of one and sends on it when it queues a signal, then decides
-// between restarting the call and returning EINTR.
+// between restarting the call and returning EINTR. It also registers
+// an Interrupter for the channel while the thread runs, which wakes
+// the channel of the wait in progress, so that a wait can sleep on its
+// own channel alone instead of selecting between the two
+// (Waiter.Sleep, used by socket waits).
 //
 // Every OpenFile reports Readiness() as poll bits (POLLIN, POLLOUT,
 // POLLHUP, POLLERR, ...) and accepts Watch(ch), which signals ch each

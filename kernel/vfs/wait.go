@@ -88,6 +88,10 @@ type Waiter struct {
 	wq    [2]*Queue
 	n     int
 	extra []func()
+	// intr and intrx are the interrupt channel of the last Sleep that
+	// had a registered Interrupter, and that Interrupter (interrupter.go).
+	intr  <-chan struct{}
+	intrx *Interrupter
 }
 
 // GetWaiter returns the queue's spare Waiter, watching nothing, or a

@@ -64,44 +64,52 @@ func (*loopback) ParseHeader(*stack.PacketBuffer) bool    { return true }
 func (*loopback) Close()                                  {}
 func (*loopback) SetOnCloseAction(func())                 {}
 
-// loopCopyMax is the largest packet WritePackets copies (see there).
+// loopCopyMax is the largest packet WriteOnePacket copies (see there).
 const loopCopyMax = 512
 
-// WritePackets delivers each packet to the inbound side. The outbound
+// WritePackets delivers each packet to the inbound side (WriteOnePacket).
+func (l *loopback) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
+	for _, pkt := range pkts.AsSlice() {
+		l.WriteOnePacket(pkt)
+	}
+	return pkts.Len(), nil
+}
+
+// WriteOnePacket delivers pkt to the inbound side; the NIC hands each
+// packet sent here without a list (stack.OnePacketWriter, a patch of
+// netstack's: the list cost an allocation a packet). The outbound
 // packet carries headers already parsed and offsets set by the sender;
-// the receiver must parse from scratch, so each is put into a fresh
+// the receiver must parse from scratch, so it is put into a fresh
 // packet holding only its bytes. A small packet (a request, an answer,
 // an ACK) is copied into a buffer of its own: sharing the sender's
 // chunks, as a large one does, would make the receiver's first look at
 // each header copy its chunk anyway (netstack's buffers copy a shared
 // chunk before handing out a view of it), after two view clones.
-func (l *loopback) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
+func (l *loopback) WriteOnePacket(pkt *stack.PacketBuffer) tcpip.Error {
 	l.mu.RLock()
 	d := l.disp
 	l.mu.RUnlock()
-	for _, pkt := range pkts.AsSlice() {
-		var payload buffer.Buffer
-		if n := pkt.Size(); n <= loopCopyMax {
-			v := buffer.NewView(n)
-			views, off := pkt.AsViewList()
-			for x := views.Front(); x != nil; x = x.Next() {
-				s := x.AsSlice()
-				if off >= len(s) {
-					off -= len(s)
-					continue
-				}
-				v.Write(s[off:])
-				off = 0
+	var payload buffer.Buffer
+	if n := pkt.Size(); n <= loopCopyMax {
+		v := buffer.NewView(n)
+		views, off := pkt.AsViewList()
+		for x := views.Front(); x != nil; x = x.Next() {
+			s := x.AsSlice()
+			if off >= len(s) {
+				off -= len(s)
+				continue
 			}
-			payload = buffer.MakeWithView(v)
-		} else {
-			payload = pkt.ToBuffer()
+			v.Write(s[off:])
+			off = 0
 		}
-		in := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: payload})
-		if d != nil {
-			d.DeliverNetworkPacket(pkt.NetworkProtocolNumber, in)
-		}
-		in.DecRef()
+		payload = buffer.MakeWithView(v)
+	} else {
+		payload = pkt.ToBuffer()
 	}
-	return pkts.Len(), nil
+	in := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: payload})
+	if d != nil {
+		d.DeliverNetworkPacket(pkt.NetworkProtocolNumber, in)
+	}
+	in.DecRef()
+	return nil
 }

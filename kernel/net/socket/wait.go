@@ -64,21 +64,20 @@ func wait(b Blocking, timeout time.Duration, ready func() bool, qs []*vfs.Queue)
 	for _, q := range qs {
 		w.Watch(q)
 	}
-	ch := w.C()
 	if timeout <= 0 {
-		// The common case, with a select of two cases instead of three:
-		// a round trip over a socket waits once on each side.
+		// The common case, a receive from one channel (Waiter.Sleep)
+		// instead of a select: a round trip over a socket waits once on
+		// each side.
 		for {
 			if ready() {
 				return nil
 			}
-			select {
-			case <-ch:
-			case <-b.Intr:
+			if w.Sleep(b.Intr) {
 				return linux.EINTR
 			}
 		}
 	}
+	ch := w.C()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	expired := timer.C
