@@ -34,8 +34,10 @@
  *            have NAME SIZE GOOD     GOOD: bytes from the start that match
  *                                    the pattern
  *            bad NAME OFFSET         a 512-byte sector that is neither the
- *                                    pattern nor zeros: data that was
- *                                    never written to this file
+ *                                    pattern nor zeros (nor, where the
+ *                                    good prefix ends, that prefix and
+ *                                    then zeros): data that was never
+ *                                    written to this file
  *          unmount, print "checked N" and power off with status 0.
  *
  * A file's bytes are a pattern keyed by its name (without a ".tmp"
@@ -425,6 +427,13 @@ static void check_file(const char *name, int *count)
 					j++;
 				good += j;
 				prefix = 0;
+				/* and zeros follow it there when an end of file
+				 * was inside the sector and a later write past it
+				 * grew the file but did not land: not stale data */
+				while (j < m && buf[i + j] == 0)
+					j++;
+				if (j == m)
+					continue;
 			}
 			if (!same && !zero && bad == UINT64_MAX)
 				bad = off + (uint64_t)i;
