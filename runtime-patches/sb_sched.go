@@ -443,7 +443,8 @@ const sbTimerSlack = 50_000
 // sbSetDeadlineLocked records when the thread running on c must be woken
 // (plus sbTimerSlack); c's timer will interrupt it then.
 func sbSetDeadlineLocked(c *sbCPU, t *sbThread, deadline int64) {
-	if t.deadline = 0; deadline == 0 {
+	t.deadline = 0
+	if deadline == 0 {
 		return
 	}
 	deadline += sbTimerSlack
