@@ -81,6 +81,21 @@ type sbScheduler struct {
 	nrt        int32 // real-time threads in the run queue
 	nextTID    int32
 	nthreads   int32
+	nslots     int32  // slots ever used: scans stop here, not at sbMaxThreads
+	ipis       uint64 // CPUs sbKickLocked chose, sent to by unlock
+}
+
+// unlock releases mu, then sends the IPIs chosen under it: an ICR write is
+// an exit (under QEMU TCG it takes the global lock) others would spin on.
+func (s *sbScheduler) unlock() {
+	m := s.ipis
+	s.ipis = 0
+	s.mu.unlock()
+	for j := int32(0); m != 0; j, m = j+1, m>>1 {
+		if m&1 != 0 {
+			sbSendIPI(sbCPUs[j].apicID, sbVecResched)
+		}
+	}
 }
 
 var (
@@ -94,12 +109,10 @@ func sbNewThreadLocked() int32 {
 	for i := range sbThreads {
 		t := &sbThreads[i]
 		if t.state == sbThFree {
+			sbSched.nslots = max(sbSched.nslots, int32(i)+1)
 			*t = sbThread{}
-			t.state = sbThBlocked
-			t.cpu = -1
-			t.next = -1
-			t.slice = sbTimeSlice
-			t.tid = sbSched.nextTID
+			t.state, t.cpu, t.next = sbThBlocked, -1, -1
+			t.slice, t.tid = sbTimeSlice, sbSched.nextTID
 			sbSched.nextTID++
 			sbSched.nthreads++
 			return int32(i)
@@ -245,8 +258,7 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool, next int32) {
 	}
 	sbRTCharge(c, now)
 	t := &sbThreads[next]
-	t.state = sbThRunning
-	t.cpu = c.id
+	t.state, t.cpu = sbThRunning, c.id
 	c.cur = next
 	c.sliceStart = now
 	c.sliceEnd = sbSliceEnd(c, t, now)
@@ -318,13 +330,12 @@ func sbSetClass(c *sbCPU, t *sbThread, affinity uint64, prio int32, slice int64)
 // by the caller (under sbSched.mu, which it releases).
 func sbBlockLocked(c *sbCPU, f *sbFrame) {
 	t := &sbThreads[c.cur]
-	t.state = sbThBlocked
-	t.cpu = -1
+	t.state, t.cpu = sbThBlocked, -1
 	if t.restart {
 		t.restartNo = f.rax
 	}
 	sbSwitchLocked(c, f, true, sbPickLocked(c, 0))
-	sbSched.mu.unlock()
+	sbSched.unlock()
 }
 
 // sbYield switches to the first queued thread that outranks the running
@@ -369,7 +380,7 @@ func sbYield(c *sbCPU, f *sbFrame) {
 		c.sliceStart = now
 		c.sliceEnd = sbSliceEnd(c, cur, now)
 	}
-	sbSched.mu.unlock()
+	sbSched.unlock()
 }
 
 // sbExitThread frees the running thread's slot and runs something else.
@@ -379,16 +390,14 @@ func sbExitThread(c *sbCPU, f *sbFrame) {
 	t.state = sbThFree
 	sbSched.nthreads--
 	sbSwitchLocked(c, f, false, sbPickLocked(c, 0))
-	sbSched.mu.unlock()
+	sbSched.unlock()
 }
 
 // sbExpireTimers wakes threads whose deadline passed and returns the next
-// deadline this CPU's timer must interrupt it for (0 if none). Each
-// deadline belongs to the CPU its thread blocked on, and only that CPU
-// arms its timer for it: a sleep must not wake every halted CPU (under
-// virtualization, every vCPU thread on the host) to find one thread to
-// run. sbNextDeadline, the earliest of all, lets the common case, no
-// deadline due, skip the scan.
+// deadline this CPU's timer must interrupt it for (0 if none). A deadline
+// is armed only on the CPU its thread blocked on: a sleep must not wake
+// every halted CPU (vCPU thread). sbNextDeadline, the earliest of all,
+// lets the common case, no deadline due, skip the scan.
 func sbExpireTimers(c *sbCPU) int64 {
 	now := sbNanotime()
 	nd, mine := sbNextDeadline, c.nextDeadline
@@ -400,7 +409,7 @@ func sbExpireTimers(c *sbCPU) int64 {
 	var perCPU [sbMaxCPU]int64
 	next := int64(0)
 	sbSched.mu.lock()
-	for i := range sbThreads {
+	for i := range sbThreads[:sbSched.nslots] {
 		t := &sbThreads[i]
 		if t.state != sbThBlocked || t.deadline == 0 {
 			continue
@@ -420,29 +429,26 @@ func sbExpireTimers(c *sbCPU) int64 {
 		atomic.Storeint64(&sbCPUs[i].nextDeadline, perCPU[i])
 	}
 	sbNextDeadline = next
-	sbSched.mu.unlock()
+	sbSched.unlock()
 	return c.nextDeadline
 }
 
-// sbTimerSlack is how late a timed wait may end, as Linux's default
-// timer slack for normal threads (timer_slack_ns, 50 µs): c's timer is
-// armed for the deadline plus the slack, and a timer interrupt that comes
-// within the slack for another reason ends the wait early. The runtime's
-// monitor thread (sysmon) sleeps 20 µs at a time while any processor is
-// busy; without slack, each of its sleeps cost a wake-up from HLT.
+// sbTimerSlack is how late a timed wait may end, as Linux's default for
+// normal threads (timer_slack_ns, 50 µs): the timer is armed for deadline
+// plus slack, and a timer interrupt within the slack ends the wait early.
+// The runtime's sysmon sleeps 20 µs at a time while a processor is busy;
+// without slack, each sleep cost a wake-up from HLT.
 const sbTimerSlack = 50_000
 
 // sbSetDeadlineLocked records when the thread running on c must be woken
 // (plus sbTimerSlack); c's timer will interrupt it then.
 func sbSetDeadlineLocked(c *sbCPU, t *sbThread, deadline int64) {
-	if deadline != 0 {
-		deadline += sbTimerSlack
-	}
-	t.deadline = deadline
+	t.deadline = 0
 	if deadline == 0 {
 		return
 	}
-	t.timerCPU = c.id
+	deadline += sbTimerSlack
+	t.deadline, t.timerCPU = deadline, c.id
 	if sbNextDeadline == 0 || deadline < sbNextDeadline {
 		sbNextDeadline = deadline
 	}
@@ -459,7 +465,7 @@ func sbFutexWait(c *sbCPU, f *sbFrame, addr uintptr, val uint32, deadline int64)
 	}
 	sbSched.mu.lock()
 	if sbLoad32(addr) != val {
-		sbSched.mu.unlock()
+		sbSched.unlock()
 		f.rax = sbNeg(sbEAGAIN)
 		return
 	}
@@ -474,17 +480,13 @@ func sbFutexWait(c *sbCPU, f *sbFrame, addr uintptr, val uint32, deadline int64)
 func sbFutexWake(addr uintptr, n int64) int64 {
 	woken := int64(0)
 	sbSched.mu.lock()
-	for i := range sbThreads {
-		if woken >= n {
-			break
-		}
-		t := &sbThreads[i]
-		if t.state == sbThBlocked && t.waitAddr == addr {
-			sbWakeLocked(int32(i), sbWakeEvent)
+	for i := int32(0); i < sbSched.nslots && woken < n; i++ {
+		if t := &sbThreads[i]; t.state == sbThBlocked && t.waitAddr == addr {
+			sbWakeLocked(i, sbWakeEvent)
 			woken++
 		}
 	}
-	sbSched.mu.unlock()
+	sbSched.unlock()
 	return woken
 }
 
@@ -507,7 +509,7 @@ func sbClone(c *sbCPU, f *sbFrame, flags, stk, tls uintptr) int64 {
 	sbSched.mu.lock()
 	i := sbNewThreadLocked()
 	if i < 0 {
-		sbSched.mu.unlock()
+		sbSched.unlock()
 		return -sbEAGAIN
 	}
 	t := &sbThreads[i]
@@ -519,13 +521,13 @@ func sbClone(c *sbCPU, f *sbFrame, flags, stk, tls uintptr) int64 {
 	t.sigMask = sbThreads[c.cur].sigMask
 	tid := t.tid
 	sbWakeLocked(i, sbWakeEvent) // the child's clone returns 0
-	sbSched.mu.unlock()
+	sbSched.unlock()
 	return int64(tid)
 }
 
 // sbFindTIDLocked returns the slot of a live thread, or -1.
 func sbFindTIDLocked(tid int32) int32 {
-	for i := range sbThreads {
+	for i := range sbThreads[:sbSched.nslots] {
 		if sbThreads[i].state != sbThFree && sbThreads[i].tid == tid && !sbThreads[i].isIdle {
 			return int32(i)
 		}
@@ -533,22 +535,18 @@ func sbFindTIDLocked(tid int32) int32 {
 	return -1
 }
 
-// sbWakeDelayNs is how long a busy CPU that wakes a thread, while another
-// CPU is idle, waits for its own thread to block before it sends that CPU
-// an IPI (why: README.md, sb_sched.go). Set by the kernel (wake_delay=;
-// 0 sends at once).
+// sbWakeDelayNs is how long a busy CPU that wakes a thread waits for its own
+// to block before it sends an idle CPU an IPI (README.md; wake_delay=).
 var sbWakeDelayNs int64 = 150_000
 
-// sbKickLocked makes another CPU look at the run queue for a thread
-// just queued with priority prio and CPU mask affinity: an IPI to a CPU
-// the thread may use that runs a lower priority, an idle one first.
-// Only an idle CPU does for a thread that is not real-time, and its IPI
-// waits, unless now is set or this CPU is idle, until this CPU's wake
-// delay has passed without its thread blocking (sbKickLate). Nothing is
-// sent if this CPU is idle and the queue holds only the one thread: this
-// CPU is then in a trap (an interrupt woke the thread), and sbTrapExit
-// runs the thread here.
-// Preconditions: sbSched.mu is held.
+// sbKickLocked makes another CPU look at the run queue for a thread just
+// queued with priority prio and CPU mask affinity: an IPI (sent by
+// sbSched.unlock) to a CPU the thread may use that runs a lower priority,
+// an idle one first; only an idle one for a thread that is not real-time,
+// and then, unless now is set or this CPU is idle, only once this CPU's
+// wake delay passed without its thread blocking (sbKickLate). None if this
+// CPU is idle and the thread is the only one queued: an interrupt woke it,
+// and sbTrapExit runs it here. Preconditions: sbSched.mu is held.
 func sbKickLocked(prio int32, affinity uint64, now bool) {
 	self := sbThisCPU()
 	selfIdle := sbThreads[self.cur].isIdle
@@ -579,7 +577,7 @@ func sbKickLocked(prio int32, affinity uint64, now bool) {
 		}
 		return
 	}
-	sbSendIPI(best.apicID, sbVecResched)
+	sbSched.ipis |= 1 << uint32(best.id)
 }
 
 // sbKickLate sends the IPI sbKickLocked put off, once its time has come
@@ -593,5 +591,5 @@ func sbKickLate(c *sbCPU) {
 	if sbSched.nrunnable > 0 {
 		sbKickLocked(0, 0, true)
 	}
-	sbSched.mu.unlock()
+	sbSched.unlock()
 }

@@ -51,10 +51,10 @@ func sbSignalThread(i int32, sig int32) {
 		case t.state == sbThBlocked:
 			sbWakeLocked(i, sbWakeSignal)
 		case t.state == sbThRunning && t.cpu >= 0 && t.cpu != sbThisCPU().id:
-			sbSendIPI(sbCPUs[t.cpu].apicID, sbVecResched)
+			sbSched.ipis |= 1 << uint32(t.cpu) // sent by unlock
 		}
 	}
-	sbSched.mu.unlock()
+	sbSched.unlock()
 }
 
 // sbSignalReady reports whether t has a pending signal it does not block.

@@ -337,7 +337,7 @@ func sbKill(c *sbCPU, tid, sig int32) int64 {
 	}
 	sbSched.mu.lock()
 	i := sbFindTIDLocked(tid)
-	sbSched.mu.unlock()
+	sbSched.unlock()
 	if i < 0 {
 		return -3 // ESRCH
 	}
@@ -464,7 +464,7 @@ func sbEpollWait(c *sbCPU, f *sbFrame, epfd int32, events uintptr, max int32, ti
 	sbSched.mu.lock()
 	n := sbEpollReady(events, max)
 	if n > 0 || timeoutMs == 0 {
-		sbSched.mu.unlock()
+		sbSched.unlock()
 		f.rax = uint64(n)
 		return
 	}
