@@ -275,17 +275,18 @@ func (fs *FS) readCached(f *pagecache.File, in *inode, p []byte, off int64) (int
 }
 
 // ReadCached copies into dst the bytes of file ino at off if its page
-// cache holds every one of them, without waiting: nothing when the file
-// system's lock is taken (a writer may be changing them), the file has
-// no pages open, or a page is missing. It returns the bytes copied and
-// whether they are all of dst; a read that reaches the end of the file
-// is never all (ReadAt, which knows the size, serves it). For
-// vfs.CachedReader: it must not wait or do I/O.
+// cache holds every one of them, without waiting: nothing when a
+// writer holds the file system's lock (it may be changing them), the
+// file has no pages open, or a page is missing. Readers share the lock,
+// so cached reads from several CPUs run side by side. It returns the
+// bytes copied and whether they are all of dst; a read that reaches the
+// end of the file is never all (ReadAt, which knows the size, serves
+// it). For vfs.CachedReader: it must not wait or do I/O.
 func (fs *FS) ReadCached(ino uint32, dst [][]byte, off int64) (int, bool) {
-	if !fs.mu.TryLock() {
+	if !fs.mu.TryRLock() {
 		return 0, false
 	}
-	defer fs.mu.Unlock()
+	defer fs.mu.RUnlock()
 	f := fs.files[ino]
 	if f == nil {
 		return 0, false
