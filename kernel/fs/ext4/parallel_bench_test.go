@@ -136,3 +136,69 @@ func filesWorker(f *FS, dir uint32, w int, data []byte, next *atomic.Int64, n in
 	}
 	return nil
 }
+
+// BenchmarkParallelLookup is bench-scale's lookup workload: goroutines
+// walking one 5-component path name by name, then a stat, an open and a
+// close (Hold, Release) of the file at its end, all on the same inodes.
+func BenchmarkParallelLookup(b *testing.B) {
+	for _, workers := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { benchParallelLookup(b, workers) })
+	}
+}
+
+func benchParallelLookup(b *testing.B, workers int) {
+	dev := loadImage(b, mkfs(b, "64M", "", "-t", "ext4"))
+	f, err := Mount(dev, Options{Pages: pagecache.New(&mm.HeapPhys{}, 4<<20)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := []string{"usr", "share", "doc", "pkg"}
+	d := uint32(RootIno)
+	for _, name := range path {
+		if d, err = f.Mkdir(d, name, 0o755, 0, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := f.Create(d, "file", linux.S_IFREG|0o644, 0, 0, 0, 0); err != nil {
+		b.Fatal(err)
+	}
+	path = append(path, "file")
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	b.ResetTimer()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				ino, err := uint32(RootIno), error(nil)
+				for _, name := range path {
+					if ino, err = f.Lookup(ino, name); err != nil {
+						errs <- err
+						return
+					}
+				}
+				if _, err := f.Stat(ino); err != nil {
+					errs <- err
+					return
+				}
+				f.Hold(ino)
+				if err := f.Release(ino); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "walks/s")
+	if err := f.Unmount(); err != nil {
+		b.Fatal(err)
+	}
+}
