@@ -48,6 +48,16 @@ func testConcurrentOps(t *testing.T, opts []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Enough names that the shared directory has an index (htree),
+	// whose look-ups then run beside its changes.
+	for i := range 300 {
+		if _, err := f.Create(shared, fmt.Sprintf("filler-%03d", i), linux.S_IFREG|0o644, 0, 0, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d, err := f.Stat(shared); err != nil || d.Flags&flagIndex == 0 {
+		t.Fatalf("the shared directory has no index (flags %#x, %v)", d.Flags, err)
+	}
 	own := make([]uint32, writers)
 	for w := range own {
 		if own[w], err = f.Mkdir(RootIno, "own"+strconv.Itoa(w), 0o755, 0, 0); err != nil {
