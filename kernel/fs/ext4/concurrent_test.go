@@ -58,6 +58,22 @@ func testConcurrentOps(t *testing.T, opts []string) {
 	if d, err := f.Stat(shared); err != nil || d.Flags&flagIndex == 0 {
 		t.Fatalf("the shared directory has no index (flags %#x, %v)", d.Flags, err)
 	}
+	// A file larger than the page cache, which readers read and check
+	// at once: its pages are read in, dropped and read in again.
+	big, err := f.Create(RootIno, "big", linux.S_IFREG|0o644, 0, 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bigData := make([]byte, 6<<20)
+	for i := range bigData {
+		bigData[i] = byte(i*7 + i>>12)
+	}
+	if _, err := f.WriteAt(big, bigData, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
 	own := make([]uint32, writers)
 	for w := range own {
 		if own[w], err = f.Mkdir(RootIno, "own"+strconv.Itoa(w), 0o755, 0, 0); err != nil {
@@ -85,7 +101,7 @@ func testConcurrentOps(t *testing.T, opts []string) {
 		rg.Add(1)
 		go func() {
 			defer rg.Done()
-			if err := concurrentReader(f, append([]uint32{RootIno, shared}, own...), r, done); err != nil {
+			if err := concurrentReader(f, append([]uint32{RootIno, shared}, own...), r, done, big, bigData); err != nil {
 				errs <- fmt.Errorf("reader %d: %w", r, err)
 			}
 		}()
@@ -215,7 +231,7 @@ func concurrentWriter(f *FS, own, shared uint32, w, rounds int, content func(w, 
 // until done: a name may vanish between the listing and its look-up
 // (ENOENT), and an inode between its look-up and its stat, but never
 // may anything be corrupt.
-func concurrentReader(f *FS, dirs []uint32, r int, done <-chan struct{}) error {
+func concurrentReader(f *FS, dirs []uint32, r int, done <-chan struct{}, big uint32, bigData []byte) error {
 	gone := func(err error) bool { return errors.Is(err, linux.ENOENT) }
 	buf := make([]byte, 8192)
 	visit := func(d uint32, name string, i int) (err error) {
@@ -287,5 +303,12 @@ func concurrentReader(f *FS, dirs []uint32, r int, done <-chan struct{}) error {
 		}
 		f.Statfs()
 		f.Mappable(d)
+		for k := range 16 {
+			off := int64((i*7919 + k*104729 + r*65537) % (len(bigData) - 10000))
+			got := buf[:1+(i+k)%len(buf)]
+			if n, err := f.ReadAt(big, got, off); err != nil || !bytes.Equal(got[:n], bigData[off:off+int64(n)]) || n != len(got) {
+				return fmt.Errorf("read of big at %d: %d bytes, %v, or not what was written", off, n, err)
+			}
+		}
 	}
 }

@@ -27,10 +27,10 @@
 // journal transaction, every inode and directory. An operation that
 // changes anything (or may: a commit at its end, a read that fills the
 // page cache) holds it for writing, from begin to end; the operations
-// that only read metadata (Stat, Lookup, ReadDir, ReadDirAt, Readlink,
-// Statfs, Mappable, ReadCached) hold it for reading (rbegin, rend), so
-// that they run side by side: path walks, stats and directory listings
-// from several CPUs, and reads served from the page cache. Unexported
+// that only read (Stat, Lookup, ReadDir, ReadDirAt, Readlink, Statfs,
+// Mappable, ReadCached, and ReadAt of a file whose pages are open) hold
+// it for reading (rbegin, rend), so that they run side by side: path
+// walks, stats, directory listings and file reads from several CPUs. Unexported
 // functions expect it held, for writing unless they say otherwise.
 // What waits for the device in fsync and the periodic commit runs
 // without it: the write-back of file data, the log's writes and

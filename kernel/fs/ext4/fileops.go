@@ -76,8 +76,12 @@ func (fs *FS) ReadDir(dir uint32) ([]DirEntry, error) {
 	return fs.readDir(d)
 }
 
-// ReadAt reads file ino's data at off.
+// ReadAt reads file ino's data at off: holding FS.mu for reading where
+// the file's pages are open and sized (readShared), else for writing.
 func (fs *FS) ReadAt(ino uint32, p []byte, off int64) (int, error) {
+	if n, ok, err := fs.readShared(ino, p, off); ok {
+		return n, err
+	}
 	fs.begin()
 	defer fs.end()
 	in, err := fs.iget(ino)
