@@ -2,6 +2,7 @@ package ext4
 
 import (
 	"errors"
+	"math/bits"
 
 	"shortbread/kernel/abi/linux"
 )
@@ -199,9 +200,23 @@ func (fs *FS) allocRunOnce(goal uint64, want uint32) (uint64, uint32, error) {
 			return false
 		}
 		for i := start; i < end; i++ {
-			if i%64 == 0 && i+64 <= end && le.Uint64(b[i/8:]) == ^uint64(0) {
-				i += 63 // 64 blocks in use
-				continue
+			if i%64 == 0 && i+64 <= end {
+				// A word at a time to the first block free in
+				// the bitmap and not reserved: a transaction
+				// that freed thousands of blocks would
+				// otherwise make every allocation test them
+				// one by one (under the allocator's lock).
+				w := le.Uint64(b[i/8:])
+				for _, r := range reserved {
+					if r != nil {
+						w |= le.Uint64(r[i/8:])
+					}
+				}
+				if w == ^uint64(0) {
+					i += 63 // 64 blocks in use
+					continue
+				}
+				i += uint32(bits.TrailingZeros64(^w))
 			}
 			if used(i) {
 				continue
@@ -331,6 +346,14 @@ func (fs *FS) allocInode(parent uint32, dir bool) (uint32, error) {
 			return 0, err
 		}
 		for i := uint32(0); i < fs.sb.inodesPerGroup; i++ {
+			if i%64 == 0 && i+64 <= fs.sb.inodesPerGroup {
+				w := le.Uint64(b[i/8:])
+				if w == ^uint64(0) {
+					i += 63 // 64 inodes in use
+					continue
+				}
+				i += uint32(bits.TrailingZeros64(^w))
+			}
 			ino := g*fs.sb.inodesPerGroup + i + 1
 			if testBit(b, i) || ino < fs.sb.firstIno {
 				continue

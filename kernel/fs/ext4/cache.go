@@ -1,6 +1,10 @@
 package ext4
 
-import "shortbread/kernel/abi/linux"
+import (
+	"sync"
+
+	"shortbread/kernel/abi/linux"
+)
 
 // cache holds recently used metadata blocks (bitmaps, inode tables,
 // directory, extent and indirect blocks). A block changed in place is
@@ -11,31 +15,50 @@ import "shortbread/kernel/abi/linux"
 //
 // A block freed by the allocator is dropped (forget), since it may come
 // back as file data written around the cache.
+//
+// A block's bytes are guarded by FS.mu: changed only by its writers,
+// read by its readers too. The map has its own lock, mu, since readers
+// holding FS.mu for reading add the blocks they read in; everything
+// else that changes the map (zero, write, forget, trim) holds FS.mu for
+// writing as well.
 type cache struct {
-	blocks map[uint64][]byte
+	mu     sync.Mutex
+	blocks map[uint64][]byte // protected by mu
 	max    int
 }
 
 const cacheBlocks = 1024
 
 func (c *cache) init(blockSize uint32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.blocks = make(map[uint64][]byte)
 	c.max = cacheBlocks
 }
 
 // get returns block n, reading it if not cached. The slice is the cache's:
 // a caller may change it and then must call write.
+// Preconditions: FS.mu held, for reading at least.
 func (c *cache) get(fs *FS, n uint64) ([]byte, error) {
-	if b, ok := c.blocks[n]; ok {
+	c.mu.Lock()
+	b, ok := c.blocks[n]
+	c.mu.Unlock()
+	if ok {
 		return b, nil
 	}
-	b := make([]byte, fs.blockSize)
+	// Read without the map's lock: other readers go on meanwhile.
+	b = make([]byte, fs.blockSize)
 	if d := fs.checkpointed(n); d != nil {
 		copy(b, d) // the home copy is stale until the checkpoint
 	} else if err := fs.readRaw(b, n); err != nil {
 		return nil, err
 	}
-	c.put(n, b)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if had, ok := c.blocks[n]; ok {
+		return had, nil // another reader read it first: one copy
+	}
+	c.blocks[n] = b
 	return b, nil
 }
 
@@ -47,7 +70,11 @@ func (c *cache) zero(fs *FS, n uint64) []byte {
 	return b
 }
 
-func (c *cache) put(n uint64, b []byte) { c.blocks[n] = b }
+func (c *cache) put(n uint64, b []byte) {
+	c.mu.Lock()
+	c.blocks[n] = b
+	c.mu.Unlock()
+}
 
 // trim drops entries past the cache's size. It runs only between
 // operations (under FS.mu, before one starts), so that no caller holds a
@@ -55,6 +82,8 @@ func (c *cache) put(n uint64, b []byte) { c.blocks[n] = b }
 // each be changed and written, the second undoing the first.
 // Blocks in the running transaction stay: their home copy is stale.
 func (c *cache) trim(fs *FS) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if len(c.blocks) < c.max {
 		return
 	}
@@ -71,7 +100,7 @@ func (c *cache) trim(fs *FS) {
 // write writes block n, a slice get or zero returned, to the device, or
 // with a journal, adds it to the running transaction.
 func (c *cache) write(fs *FS, n uint64, b []byte) error {
-	c.blocks[n] = b
+	c.put(n, b)
 	if fs.jnl != nil {
 		if fs.ro {
 			return linux.EROFS
@@ -83,6 +112,8 @@ func (c *cache) write(fs *FS, n uint64, b []byte) error {
 
 // forget drops block n, freed: from the cache and from the transaction.
 func (c *cache) forget(fs *FS, n uint64) {
+	c.mu.Lock()
 	delete(c.blocks, n)
+	c.mu.Unlock()
 	fs.unlog(n)
 }

@@ -103,7 +103,12 @@ func (fs *FS) setTail(dirIno, gen uint32, b []byte) {
 
 // parseDirBlock decodes the entries of a leaf block, checking each.
 func (fs *FS) parseDirBlock(in *inode, lblk uint32, b []byte) ([]dirent, error) {
-	var out []dirent
+	return fs.appendDirBlock(nil, in, lblk, b)
+}
+
+// appendDirBlock is parseDirBlock appending to out: a walk over a
+// directory's blocks reuses one slice for them all.
+func (fs *FS) appendDirBlock(out []dirent, in *inode, lblk uint32, b []byte) ([]dirent, error) {
 	err := fs.walkDirBlock(in, lblk, b, func(d dirent) bool {
 		out = append(out, d)
 		return true
@@ -204,6 +209,7 @@ func (fs *FS) forEachDirentFrom(in *inode, first uint32, f func(lblk uint32, b [
 	if err != nil {
 		return err
 	}
+	var ents []dirent
 	for lblk := first; lblk < n; lblk++ {
 		b, pblk, err := fs.dirBlock(fm, lblk)
 		if err != nil {
@@ -228,7 +234,7 @@ func (fs *FS) forEachDirentFrom(in *inode, first uint32, f func(lblk uint32, b [
 			}
 			continue
 		}
-		ents, err := fs.parseDirBlock(in, lblk, b)
+		ents, err = fs.appendDirBlock(ents[:0], in, lblk, b)
 		if err != nil {
 			return err
 		}

@@ -22,13 +22,32 @@
 // name), journal.go (jbd2 format), recovery.go (replay at mount) and
 // transaction.go (writing metadata through the journal).
 //
-// Locking: one mutex, FS.mu, guards everything: the buffer cache, the
-// allocator, the running journal transaction, every inode and directory
-// change. Exported methods take it; unexported ones expect it held.
+// Locking: FS.mu, a reader-writer lock, guards the file system's state:
+// the contents of the cached metadata blocks, the allocator, the running
+// journal transaction, every inode and directory. An operation that
+// changes anything (or may: a commit at its end, a read that fills the
+// page cache) holds it for writing, from begin to end; the operations
+// that only read (Stat, Lookup, ReadDir, ReadDirAt, Readlink, Statfs,
+// Mappable, ReadCached, and ReadAt of a file whose pages are open) hold
+// it for reading (rbegin, rend), so that they run side by side: path
+// walks, stats, directory listings and file reads from several CPUs. Unexported
+// functions expect it held, for writing unless they say otherwise.
 // What waits for the device in fsync and the periodic commit runs
 // without it: the write-back of file data, the log's writes and
 // flushes, and the checkpoint of a full log (transaction.go,
 // checkpoint.go).
+//
+// Below FS.mu, each with its own short-held mutex: the buffer cache's
+// map of blocks (cache.mu: readers holding FS.mu for reading add the
+// blocks they read in), the holds of open files (FS.heldMu: an open and
+// a close take it alone, orphan.go), and a file's dataMap (dataMap.mu,
+// which a write-back holds for its device writes). Lock order:
+//
+//	FS.mu
+//	  cache.mu
+//	  FS.heldMu
+//	  dataMap.mu
+//	    the page cache's locks (package pagecache)
 //
 // On-disk format reference: Linux's Documentation/filesystems/ext4/.
 package ext4
@@ -107,7 +126,7 @@ var ErrWrongType = errors.New("ext4: not of the type or options asked for")
 
 // FS is one mounted ext2/3/4 file system.
 type FS struct {
-	mu sync.Mutex
+	mu sync.RWMutex // see the package comment
 	// changes counts inode writes (iput): a reader that saw an inode's
 	// times at one count knows they are unchanged while the count is
 	// (Changes; the access-time check of every read uses it).
@@ -124,10 +143,17 @@ type FS struct {
 	descPerBlk uint32
 	csumSeed   uint32 // crc32c seed of metadata_csum checksums
 	cache      cache
-	jnl        *journal       // nil: writes go home at once (no journal, or read-only)
-	genCounter uint32         // varies new inodes' generation numbers
-	noIndex    bool           // tests: grow directories without an index
-	held       map[uint32]int // inodes held open (Hold), by number
+	jnl        *journal // nil: writes go home at once (no journal, or read-only)
+	genCounter uint32   // varies new inodes' generation numbers
+	noIndex    bool     // tests: grow directories without an index
+	// held counts the holds on inodes open (Hold), by number;
+	// orphans says the orphan list may not be empty, so that the last
+	// Release of an inode may have to take it off and free it. Both
+	// are protected by heldMu alone: an open and a close need not wait
+	// for FS.mu (orphan.go).
+	heldMu  sync.Mutex
+	held    map[uint32]int
+	orphans bool
 	// written counts the device writes completed; durable is its value
 	// when the latest flush began, so a Sync whose writes all came
 	// before that skips the flush (a second fsync of a message already
@@ -184,7 +210,7 @@ func (d countedDevice) WriteAt(p []byte, off int64) (int, error) {
 // system on dev. It refuses incompatible features it does not know and
 // mounts read-only when a read-only-compatible feature is unknown.
 func Mount(dev Device, o Options) (*FS, error) {
-	fs := &FS{ro: o.ReadOnly, clock: o.Clock, pages: o.Pages}
+	fs := &FS{ro: o.ReadOnly, clock: o.Clock, pages: o.Pages, orphans: true}
 	fs.dev = countedDevice{dev, &fs.written}
 	if d, ok := dev.(discarder); ok && d.CanDiscard() {
 		fs.disc, fs.discardFreed = d, o.Discard
@@ -251,6 +277,7 @@ func Mount(dev Device, o Options) (*FS, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ext4: orphan inodes: %w", err)
 		}
+		fs.noteOrphans()
 	}
 	return fs, nil
 }
@@ -336,6 +363,7 @@ func (fs *FS) Remount(ro bool) error {
 			err = fs.commitOrStop()
 		}
 	}
+	fs.noteOrphans()
 	return err
 }
 

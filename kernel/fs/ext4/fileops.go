@@ -1,7 +1,9 @@
 package ext4
 
 // Operations on a file's attributes and contents, and directory
-// listings. Like every exported method they take FS.mu for their length.
+// listings. Like every exported method they take FS.mu for their length:
+// for reading where they only read (Stat, Lookup, ReadDir, ReadDirAt,
+// Readlink), else for writing.
 
 import (
 	"errors"
@@ -39,8 +41,8 @@ func (fs *FS) stat(in *inode) Stat {
 
 // Stat returns inode ino's attributes.
 func (fs *FS) Stat(ino uint32) (Stat, error) {
-	fs.begin()
-	defer fs.end()
+	fs.rbegin()
+	defer fs.rend()
 	in, err := fs.iget(ino)
 	if err != nil {
 		return Stat{}, err
@@ -50,8 +52,8 @@ func (fs *FS) Stat(ino uint32) (Stat, error) {
 
 // Lookup returns the inode that name names in directory dir.
 func (fs *FS) Lookup(dir uint32, name string) (uint32, error) {
-	fs.begin()
-	defer fs.end()
+	fs.rbegin()
+	defer fs.rend()
 	d, err := fs.iget(dir)
 	if err != nil {
 		return 0, err
@@ -65,8 +67,8 @@ func (fs *FS) Lookup(dir uint32, name string) (uint32, error) {
 
 // ReadDir returns every entry of directory dir, "." and ".." included.
 func (fs *FS) ReadDir(dir uint32) ([]DirEntry, error) {
-	fs.begin()
-	defer fs.end()
+	fs.rbegin()
+	defer fs.rend()
 	d, err := fs.iget(dir)
 	if err != nil {
 		return nil, err
@@ -74,8 +76,12 @@ func (fs *FS) ReadDir(dir uint32) ([]DirEntry, error) {
 	return fs.readDir(d)
 }
 
-// ReadAt reads file ino's data at off.
+// ReadAt reads file ino's data at off: holding FS.mu for reading where
+// the file's pages are open and sized (readShared), else for writing.
 func (fs *FS) ReadAt(ino uint32, p []byte, off int64) (int, error) {
+	if n, ok, err := fs.readShared(ino, p, off); ok {
+		return n, err
+	}
 	fs.begin()
 	defer fs.end()
 	in, err := fs.iget(ino)
@@ -132,8 +138,8 @@ func (fs *FS) Truncate(ino uint32, size uint64) error {
 
 // Readlink returns symlink ino's target.
 func (fs *FS) Readlink(ino uint32) (string, error) {
-	fs.begin()
-	defer fs.end()
+	fs.rbegin()
+	defer fs.rend()
 	in, err := fs.iget(ino)
 	if err != nil {
 		return "", err
@@ -195,8 +201,8 @@ func (fs *FS) Append(ino uint32, p []byte) (int, int64, error) {
 // (entries there never move), in an indexed one it is made of the name's
 // hash (a leaf split moves entries between blocks), as on Linux.
 func (fs *FS) ReadDirAt(dir uint32, pos int64, max int) ([]DirEntry, error) {
-	fs.begin()
-	defer fs.end()
+	fs.rbegin()
+	defer fs.rend()
 	d, err := fs.iget(dir)
 	if err != nil {
 		return nil, err

@@ -28,8 +28,8 @@ import (
 // Mappable reports whether regular file ino's pages can be mapped: the
 // mount has a page cache and blocks no larger than a page.
 func (fs *FS) Mappable(ino uint32) bool {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
+	fs.rbegin()
+	defer fs.rend()
 	in, err := fs.iget(ino)
 	return err == nil && fs.buffered(in)
 }

@@ -15,12 +15,23 @@ import (
 // 1 (dir_nlink), as Linux's EXT4_LINK_MAX.
 const linkMax = 65000
 
+// begin and end bracket an operation that may change the file system:
+// FS.mu held for writing, and at the end a commit if the running
+// transaction is large enough.
 func (fs *FS) begin() { fs.mu.Lock(); fs.cache.trim(fs) }
 
 func (fs *FS) end() {
 	fs.maybeCommit()
 	fs.mu.Unlock()
 }
+
+// rbegin and rend bracket an operation that only reads metadata: FS.mu
+// held for reading, so that such operations run side by side. One may
+// read blocks into the cache (cache.get) and nothing else: no trim (a
+// reader beside it may hold a block's slice), no commit.
+func (fs *FS) rbegin() { fs.mu.RLock() }
+
+func (fs *FS) rend() { fs.mu.RUnlock() }
 
 func (fs *FS) writable() error {
 	if fs.ro {

@@ -17,13 +17,31 @@ func (fs *FS) settle(in *inode) error {
 	if in.links > 0 {
 		return fs.iput(in)
 	}
-	if fs.held[in.num] == 0 {
+	// Decided under heldMu, with the mark a Release looks for: either
+	// the last Release came first and the inode goes now, or it sees
+	// the mark and waits for FS.mu, by when the inode is on the list.
+	fs.heldMu.Lock()
+	held := fs.held[in.num] > 0
+	if held {
+		fs.orphans = true
+	}
+	fs.heldMu.Unlock()
+	if !held {
 		return fs.evict(in)
 	}
 	// The orphan list threads through i_dtime from s_last_orphan.
 	in.dtime = le.Uint32(fs.sb.raw[0xE8:])
 	le.PutUint32(fs.sb.raw[0xE8:], in.num)
 	return errors.Join(fs.iput(in), fs.writeSuperLocked())
+}
+
+// noteOrphans clears the mark of a possibly non-empty orphan list when
+// the list is empty, so that the last Release of an inode goes without
+// FS.mu again. Preconditions: fs.mu held.
+func (fs *FS) noteOrphans() {
+	fs.heldMu.Lock()
+	fs.orphans = le.Uint32(fs.sb.raw[0xE8:]) != 0
+	fs.heldMu.Unlock()
 }
 
 // unorphan takes ino off the orphan list, reporting whether it was on it.
@@ -51,6 +69,8 @@ func (fs *FS) unorphan(ino uint32) (bool, error) {
 // orphansHeld reports whether an inode on the orphan list is held open.
 func (fs *FS) orphansHeld() (bool, error) {
 	cur := le.Uint32(fs.sb.raw[0xE8:])
+	fs.heldMu.Lock()
+	defer fs.heldMu.Unlock()
 	for steps := uint32(0); cur != 0 && steps < fs.sb.inodesCount; steps++ {
 		if fs.held[cur] > 0 {
 			return true, nil
@@ -99,9 +119,12 @@ func (fs *FS) processOrphans() error {
 
 // Hold keeps inode ino from being freed when its last name goes, while a
 // file is open on it; Release lets it go, freeing it if it has no names.
+// Neither takes FS.mu unless the last Release of an inode finds the
+// orphan list possibly not empty (every open and close of a file comes
+// here).
 func (fs *FS) Hold(ino uint32) {
-	fs.begin()
-	defer fs.end()
+	fs.heldMu.Lock()
+	defer fs.heldMu.Unlock()
 	if fs.held == nil {
 		fs.held = make(map[uint32]int)
 	}
@@ -110,18 +133,37 @@ func (fs *FS) Hold(ino uint32) {
 
 // Release undoes one Hold.
 func (fs *FS) Release(ino uint32) error {
+	fs.heldMu.Lock()
+	if n := fs.held[ino]; n > 1 || n == 1 && !fs.orphans {
+		// Not the last hold, or the last of an inode that cannot be
+		// on the orphan list: settle marks orphans under heldMu
+		// before it puts one on the list.
+		if n > 1 {
+			fs.held[ino]--
+		} else {
+			delete(fs.held, ino)
+		}
+		fs.heldMu.Unlock()
+		return nil
+	}
+	fs.heldMu.Unlock()
 	fs.begin()
 	defer fs.end()
-	if fs.held[ino] <= 1 {
+	fs.heldMu.Lock()
+	last := fs.held[ino] <= 1
+	if last {
 		delete(fs.held, ino)
 	} else {
 		fs.held[ino]--
-		return nil
 	}
-	if fs.ro {
+	fs.heldMu.Unlock()
+	if !last || fs.ro {
 		return nil
 	}
 	was, err := fs.unorphan(ino)
+	if err == nil {
+		fs.noteOrphans()
+	}
 	if err != nil || !was {
 		return err
 	}

@@ -43,7 +43,8 @@ package ext4
 //
 // A file's pages are read, written, resized and dropped under FS.mu,
 // which is what makes a page read in agree with the inode's map and
-// size; the cache's own work (reclaim, drop_caches, the flusher) needs
+// size (read, and filled, perhaps holding it only for reading: no
+// writer changes the map or size meanwhile); the cache's own work (reclaim, drop_caches, the flusher) needs
 // only the dataMap's lock.
 
 import (
@@ -274,18 +275,49 @@ func (fs *FS) readCached(f *pagecache.File, in *inode, p []byte, off int64) (int
 	return n, err
 }
 
+// readShared is ReadAt for a regular file whose pages are open and of
+// the inode's size, holding FS.mu for reading, so that reads of files
+// from several CPUs run side by side (the page cache takes concurrent
+// reads, filling pages through fileBacking, which only reads the
+// file's map). ok false: the pages are not open, or need resizing,
+// which ReadAt does holding FS.mu for writing.
+func (fs *FS) readShared(ino uint32, p []byte, off int64) (n int, ok bool, err error) {
+	fs.rbegin()
+	defer fs.rend()
+	f := fs.files[ino]
+	if f == nil {
+		return 0, false, nil
+	}
+	in, err := fs.iget(ino)
+	if err != nil {
+		return 0, true, err
+	}
+	if in.fileType() != linux.S_IFREG || f.Size() != int64(in.size) {
+		return 0, false, nil
+	}
+	if p, err = clipRead(in, p, off); err != nil || len(p) == 0 {
+		return 0, true, err
+	}
+	n, err = f.Read(p, off)
+	if errors.Is(err, pagecache.ErrNoMemory) {
+		err = errors.Join(linux.ENOMEM, err)
+	}
+	return n, true, err
+}
+
 // ReadCached copies into dst the bytes of file ino at off if its page
-// cache holds every one of them, without waiting: nothing when the file
-// system's lock is taken (a writer may be changing them), the file has
-// no pages open, or a page is missing. It returns the bytes copied and
-// whether they are all of dst; a read that reaches the end of the file
-// is never all (ReadAt, which knows the size, serves it). For
-// vfs.CachedReader: it must not wait or do I/O.
+// cache holds every one of them, without waiting: nothing when a
+// writer holds the file system's lock (it may be changing them), the
+// file has no pages open, or a page is missing. Readers share the lock,
+// so cached reads from several CPUs run side by side. It returns the
+// bytes copied and whether they are all of dst; a read that reaches the
+// end of the file is never all (ReadAt, which knows the size, serves
+// it). For vfs.CachedReader: it must not wait or do I/O.
 func (fs *FS) ReadCached(ino uint32, dst [][]byte, off int64) (int, bool) {
-	if !fs.mu.TryLock() {
+	if !fs.mu.TryRLock() {
 		return 0, false
 	}
-	defer fs.mu.Unlock()
+	defer fs.mu.RUnlock()
 	f := fs.files[ino]
 	if f == nil {
 		return 0, false
@@ -365,9 +397,10 @@ func (fs *FS) Forget(ino uint32) {
 // holes, unwritten extents, fresh blocks and bytes past its end; the
 // cache calls ReadAt and PrepareRead (its asynchronous read-ahead maps
 // a window then and reads it later) only from File.Read, File.Write and
-// File.HoldPage,
-// which this package calls holding FS.mu. Writes: the blocks the dataMap gives,
-// under the dataMap's lock and without FS.mu.
+// File.HoldPage, which this package calls holding FS.mu (File.Read
+// perhaps only for reading, by several at once: readShared). Writes:
+// the blocks the dataMap gives, under the dataMap's lock and without
+// FS.mu.
 type fileBacking struct {
 	fs  *FS
 	ino uint32

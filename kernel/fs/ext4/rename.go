@@ -314,8 +314,8 @@ type Statfs struct {
 
 // Statfs returns the file system's counts.
 func (fs *FS) Statfs() Statfs {
-	fs.begin()
-	defer fs.end()
+	fs.rbegin()
+	defer fs.rend()
 	s := Statfs{
 		BlockSize: fs.blockSize, Blocks: fs.sb.blocksCount, Free: fs.sb.freeBlocks,
 		Files: uint64(fs.sb.inodesCount), FilesFree: uint64(fs.sb.freeInodes), NameLen: maxNameLen,

@@ -38,6 +38,9 @@ type FS struct {
 	dev  uint64
 	logf func(format string, args ...any)
 
+	// mu is taken before the disk's locks (ext4.FS.mu), never under
+	// them: inode reads an inode's type again under it, and forget
+	// drops an inode's pages under it.
 	mu    sync.Mutex
 	nodes map[uint32]weak.Pointer[node] // protected by mu
 }
@@ -141,15 +144,22 @@ type symlink struct{ *node }
 type special struct{ *node }
 
 // inode returns the canonical VFS inode for ino, making it if no one
-// holds it now.
+// holds it now. The inode's type is read before mu is taken, so that
+// look-ups from several CPUs share the file system's lock (they would
+// queue on mu otherwise); read again under mu when a node held for the
+// number has another type, so that a stale answer never replaces a
+// node of the right type.
 func (f *FS) inode(ino uint32) (vfs.Inode, error) {
+	st, err := f.disk.Stat(ino)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var held *node
 	if wp, ok := f.nodes[ino]; ok {
 		held = wp.Value()
 	}
-	st, err := f.disk.Stat(ino)
+	if held != nil && err == nil && held.typ != st.Mode&linux.S_IFMT {
+		st, err = f.disk.Stat(ino)
+	}
 	if err != nil {
 		if held != nil {
 			return held.self, nil
