@@ -110,31 +110,14 @@ func benchMail(b *testing.B, workers int) {
 	before := lockWaits()
 	reads, writes, flushes := d.nRead.Load(), d.nWrite.Load(), d.nFlushes.Load()
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	b.ResetTimer()
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(b.N) {
-					return
-				}
-				if err := mailOne(f, dirs, msg, i); err != nil {
-					errs <- err
-					return
-				}
+	runWorkers(b, workers, func(int) error {
+		for i := next.Add(1) - 1; i < int64(b.N); i = next.Add(1) - 1 {
+			if err := mailOne(f, dirs, msg, i); err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+		}
+		return nil
+	})
 	after := lockWaits()
 	n := float64(b.N)
 	b.ReportMetric(n/b.Elapsed().Seconds(), "msgs/s")
@@ -276,5 +259,30 @@ func (w waits) report(b *testing.B, before waits) {
 			break
 		}
 		b.Logf("%10v %s", r.d.Round(time.Microsecond), r.where)
+	}
+}
+
+// runWorkers runs work(w) for w in [0, workers) in goroutines at once,
+// timed from the call until the last returns, and fails b with the
+// errors they return.
+func runWorkers(b *testing.B, workers int, work func(w int) error) {
+	b.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	b.ResetTimer()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := work(w); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
 	}
 }

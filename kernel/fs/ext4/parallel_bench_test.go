@@ -5,7 +5,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,8 +61,7 @@ func benchParallelFiles(b *testing.B, workers int, shared bool) {
 	defer runtime.SetMutexProfileFraction(0)
 	before := lockWaits()
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, workers+1)
+	errs := make(chan error, 1) // the committer's
 	stop := make(chan struct{})
 	committed := make(chan struct{})
 	go func() {
@@ -85,18 +83,9 @@ func benchParallelFiles(b *testing.B, workers int, shared bool) {
 			}
 		}
 	}()
-	b.ResetTimer()
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := filesWorker(f, dirs[w], w, data, &next, int64(b.N)); err != nil {
-				errs <- err
-			}
-		}()
-	}
-	wg.Wait()
-	b.StopTimer()
+	runWorkers(b, workers, func(w int) error {
+		return filesWorker(f, dirs[w], w, data, &next, int64(b.N))
+	})
 	close(stop)
 	<-committed
 	close(errs)
@@ -164,39 +153,24 @@ func benchParallelLookup(b *testing.B, workers int) {
 	}
 	path = append(path, "file")
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	b.ResetTimer()
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(b.N) {
-				ino, err := uint32(RootIno), error(nil)
-				for _, name := range path {
-					if ino, err = f.Lookup(ino, name); err != nil {
-						errs <- err
-						return
-					}
-				}
-				if _, err := f.Stat(ino); err != nil {
-					errs <- err
-					return
-				}
-				f.Hold(ino)
-				if err := f.Release(ino); err != nil {
-					errs <- err
-					return
+	runWorkers(b, workers, func(int) error {
+		for next.Add(1) <= int64(b.N) {
+			ino, err := uint32(RootIno), error(nil)
+			for _, name := range path {
+				if ino, err = f.Lookup(ino, name); err != nil {
+					return err
 				}
 			}
-		}()
-	}
-	wg.Wait()
-	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+			if _, err := f.Stat(ino); err != nil {
+				return err
+			}
+			f.Hold(ino)
+			if err := f.Release(ino); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "walks/s")
 	if err := f.Unmount(); err != nil {
 		b.Fatal(err)
