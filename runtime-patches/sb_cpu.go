@@ -51,6 +51,7 @@ type sbCPU struct {
 	intr    [sbVecCount - sbVecIRQBase]uint64
 	tlbSeen uint64  // last TLB shootdown generation this CPU applied
 	cr3     uintptr // the address space loaded on this CPU
+	leaving uintptr // the one sbLoadCR3 is switching away from, until loaded
 	userGS  uint64  // KERNEL_GS_BASE, for sbSetUserGS; an entry from ring 3 may swap in a base the program set (WRGSBASE): its readers refresh this
 
 	profNext int64 // next sample with the timer-interrupt source (sb_prof.go)
@@ -237,7 +238,8 @@ var sbTLBGen uint64 // shootdown generation; each CPU's tlbSeen catches up
 // sbShootdown makes other CPUs drop stale TLB entries after mappings were
 // removed, and waits until they have, so freed frames cannot be reached
 // through an old translation. Only CPUs that have root loaded (running it,
-// or keeping it after a system call) can hold a user space's translations;
+// keeping it after a system call, or still switching away from it) can
+// hold a user space's translations;
 // any other CPU dropped them when it loaded another CR3 (there is no
 // PCID); root 0 means every CPU (kernel mappings). CPUs spinning on a
 // machine-layer lock answer from the spin loop (sbSpin.lock), so waiting
@@ -255,7 +257,7 @@ func sbShootdown(root uintptr) {
 	var sent [sbMaxCPU]bool
 	for i := int32(0); i < sbNCPU; i++ {
 		c := &sbCPUs[i]
-		if c != me && atomic.Load(&c.online) != 0 && (root == 0 || atomic.Loaduintptr(&c.cr3) == root) {
+		if c != me && atomic.Load(&c.online) != 0 && (root == 0 || atomic.Loaduintptr(&c.cr3) == root || atomic.Loaduintptr(&c.leaving) == root) {
 			sbSendIPI(c.apicID, sbVecTLB)
 			sent[i] = true
 		}
@@ -303,7 +305,7 @@ func sbReleaseCR3(c *sbCPU, root uintptr) {
 	if c.cr3 == root {
 		sbLoadCR3(c, sbAS.pml4)
 	}
-	sbShootdown(0)
+	sbShootdown(root)
 	atomic.Storeuintptr(&sbReleasing, 0)
 	sbReleaseLock.unlock()
 }

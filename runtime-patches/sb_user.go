@@ -180,10 +180,14 @@ func sbLoadCR3(c *sbCPU, cr3 uintptr) {
 		cr3 = sbAS.pml4
 	}
 	if c.cr3 != cr3 {
-		// Published first: a shootdown that misses this CPU must find
-		// it before it can cache anything under cr3 (sbShootdown).
+		// The new root is published first: a shootdown that misses
+		// this CPU must find it before it can cache anything under cr3
+		// (sbShootdown). The old one stays published until the load:
+		// until then this CPU can still walk it.
+		atomic.Storeuintptr(&c.leaving, c.cr3)
 		atomic.Storeuintptr(&c.cr3, cr3)
 		sbWriteCR3(cr3)
+		atomic.Storeuintptr(&c.leaving, 0)
 	}
 }
 
