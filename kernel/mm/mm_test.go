@@ -1159,3 +1159,41 @@ func TestPinUser(t *testing.T) {
 	}
 	s.UnpinUser()
 }
+
+// TestLeafTablesWhole checks that leafTables hands each leaf table to fn
+// once, with every entry of the range in it: a pass over a mapped range
+// costs one call per 2 MiB, not one per page (exit, fork and mprotect of
+// a large bss went page by page, 175 instructions a page).
+func TestLeafTablesWhole(t *testing.T) {
+	s, _, _ := newTestSpace(t, 2000)
+	const lo, n = 33<<20 - 16*PageSize, 1100 // crosses two table edges
+	if err := s.Map(VMA{Start: lo, End: lo + n*PageSize, Prot: ProtRead | ProtWrite}); err != nil {
+		t.Fatal(err)
+	}
+	for i := uintptr(0); i < n; i++ {
+		if err := s.CopyOut(lo+i*PageSize, []byte{1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start, end := uintptr(lo+3*PageSize), uintptr(lo+(n-5)*PageSize)
+	calls, entries, next := 0, 0, start
+	leafTables(s.phys, s.root, start, end, func(va uintptr, ptes []uint64) {
+		calls++
+		if va != next {
+			t.Errorf("call %d starts at %#x, want %#x", calls, va, next)
+		}
+		for _, pte := range ptes {
+			if holdsFrame(pte) {
+				entries++
+			}
+		}
+		next = va + uintptr(len(ptes))*PageSize
+	})
+	if want := int((end - start) / PageSize); entries != want || next != end {
+		t.Errorf("visited %d mapped entries up to %#x, want %d up to %#x", entries, next, want, end)
+	}
+	if calls != 3 {
+		t.Errorf("fn called %d times for a range over 3 leaf tables", calls)
+	}
+	s.Destroy()
+}

@@ -131,7 +131,9 @@ func leafTables(p Phys, root, start, end uintptr, fn func(va uintptr, ptes []uin
 			}
 			table = uintptr(v & pteAddr)
 		}
-		span := uintptr(1) << (12 + 9*uint(level)) // what the missing entry, or the leaf table, covers
+		// What the missing entry covers, or the leaf table: its 512
+		// entries go to fn in one call.
+		span := uintptr(1) << (12 + 9*uint(max(level, 1)))
 		next := (va | (span - 1)) + 1
 		if next <= va || next > end { // the top of the address space, or the range's end
 			next = end
