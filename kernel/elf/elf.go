@@ -16,6 +16,11 @@ import (
 // ErrNoExec reports a file that is not a runnable executable.
 var ErrNoExec = errors.New("exec format error")
 
+// ErrShortHead reports that the bytes ParseHead was given hold too little
+// of the file to check its headers: the caller reads the whole file and
+// parses again.
+var ErrShortHead = errors.New("ELF headers past the bytes read")
+
 // ErrBadInterp reports a dynamic loader (the file PT_INTERP names) that is
 // not a loadable x86-64 ELF image: Linux's ELIBBAD.
 var ErrBadInterp = errors.New("accessing a corrupted shared library")
@@ -62,9 +67,18 @@ func errf(format string, a ...any) error {
 }
 
 // Parse checks the headers of an executable image.
-func Parse(b []byte) (*File, error) {
+func Parse(b []byte) (*File, error) { return ParseHead(b, uint64(len(b))) }
+
+// ParseHead is Parse for a file of size bytes of which b holds the first
+// (exec reads only the head of a file whose segments it maps from the
+// file's pages): the segments are checked against size, and the program
+// headers and PT_INTERP's path must lie in b, else ErrShortHead.
+func ParseHead(b []byte, size uint64) (*File, error) {
+	if size < 64 {
+		return nil, errf("%d bytes is too short for an ELF header", size)
+	}
 	if len(b) < 64 {
-		return nil, errf("%d bytes is too short for an ELF header", len(b))
+		return nil, ErrShortHead
 	}
 	if string(b[:4]) != "\x7fELF" {
 		return nil, errf("no ELF magic")
@@ -90,8 +104,11 @@ func Parse(b []byte) (*File, error) {
 		return nil, errf("%d program headers of %d bytes", f.Phnum, f.Phentsize)
 	}
 	end := f.Phoff + uint64(f.Phnum)*56
-	if f.Phoff > uint64(len(b)) || end > uint64(len(b)) || end < f.Phoff {
+	if f.Phoff > size || end > size || end < f.Phoff {
 		return nil, errf("program headers outside the file")
+	}
+	if end > uint64(len(b)) {
+		return nil, ErrShortHead
 	}
 	for i := uint64(0); i < uint64(f.Phnum); i++ {
 		ph := b[f.Phoff+i*56:]
@@ -111,7 +128,7 @@ func Parse(b []byte) (*File, error) {
 		}
 		switch typ {
 		case ptLoad:
-			if s.Filesz > s.Memsz || s.Off+s.Filesz > uint64(len(b)) || s.Off+s.Filesz < s.Off {
+			if s.Filesz > s.Memsz || s.Off+s.Filesz > size || s.Off+s.Filesz < s.Off {
 				return nil, errf("segment %d: file range outside the file", i)
 			}
 			if s.Vaddr+s.Memsz < s.Vaddr || s.Vaddr+s.Memsz > userTop {
@@ -136,8 +153,11 @@ func Parse(b []byte) (*File, error) {
 			if s.Filesz < 2 || s.Filesz > pathMax {
 				return nil, errf("PT_INTERP of %d bytes", s.Filesz)
 			}
-			if s.Off > uint64(len(b)) || s.Off+s.Filesz > uint64(len(b)) {
+			if s.Off > size || s.Off+s.Filesz > size {
 				return nil, errf("PT_INTERP outside the file")
+			}
+			if s.Off+s.Filesz > uint64(len(b)) {
+				return nil, ErrShortHead
 			}
 			path := b[s.Off : s.Off+s.Filesz]
 			if path[len(path)-1] != 0 {
@@ -161,8 +181,15 @@ func Parse(b []byte) (*File, error) {
 // ParseInterp checks the headers of a dynamic loader as Parse checks a
 // program's; any fault is ErrBadInterp. A loader's own PT_INTERP is
 // ignored, as Linux ignores it.
-func ParseInterp(b []byte) (*File, error) {
-	f, err := Parse(b)
+func ParseInterp(b []byte) (*File, error) { return ParseInterpHead(b, uint64(len(b))) }
+
+// ParseInterpHead is ParseInterp for the head b of a file of size bytes,
+// as ParseHead.
+func ParseInterpHead(b []byte, size uint64) (*File, error) {
+	f, err := ParseHead(b, size)
+	if err == ErrShortHead {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: dynamic loader: %v", ErrBadInterp, err)
 	}

@@ -173,3 +173,35 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestParseHead checks a parse from the head of a file: the same result
+// as from the whole file when the headers are in the head, ErrShortHead
+// when they are not, and segments still checked against the file's size.
+func TestParseHead(t *testing.T) {
+	b, err := os.ReadFile("/bin/ls")
+	if err != nil {
+		t.Skip("no /bin/ls")
+	}
+	whole, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ParseHead(b[:4096], uint64(len(b)))
+	if err != nil || f.Interp != whole.Interp || len(f.Segments) != len(whole.Segments) || f.Entry != whole.Entry {
+		t.Fatalf("head of /bin/ls: %v, %+v", err, f)
+	}
+	if _, err := ParseHead(b[:100], uint64(len(b))); err != ErrShortHead {
+		t.Errorf("program headers past a 100-byte head: %v, want ErrShortHead", err)
+	}
+	if _, err := ParseInterpHead(b[:100], uint64(len(b))); err != ErrShortHead {
+		t.Errorf("a loader's program headers past the head: %v, want ErrShortHead", err)
+	}
+	// A file cut short of its last segment is refused from its head too.
+	last := whole.Segments[len(whole.Segments)-1]
+	if _, err := ParseHead(b[:4096], last.Off+last.Filesz-1); !errors.Is(err, ErrNoExec) {
+		t.Errorf("segment past the file's size: %v, want ErrNoExec", err)
+	}
+	if _, err := ParseHead(b[:40], 40); !errors.Is(err, ErrNoExec) {
+		t.Errorf("a 40-byte file: %v, want ErrNoExec", err)
+	}
+}

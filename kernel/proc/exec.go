@@ -198,7 +198,7 @@ func (t *Thread) exec(tgt execTarget, argv, envp []string) error {
 		}
 		data = file.data
 	}
-	f, err := elf.Parse(data)
+	f, err := file.parse(false)
 	if err != nil {
 		return err
 	}
@@ -215,10 +215,10 @@ func (t *Thread) exec(tgt execTarget, argv, envp []string) error {
 		if err := notBusy(interp); err != nil {
 			return err
 		}
-		if len(interp.data) < 64 {
+		if interp.size < 64 {
 			return linux.EIO // Linux reads a whole ELF header first
 		}
-		if fi, err = elf.ParseInterp(interp.data); err != nil {
+		if fi, err = interp.parse(true); err != nil {
 			return err
 		}
 	}
@@ -374,14 +374,17 @@ func mapSegments(space *mm.Space, f *elf.File, file *execFile, bias uint64, name
 			// unchecked: the segment's page would start before the file.
 			return 0, fmt.Errorf("%w: segment at %#x starts before its file page", ErrNoExec, start)
 		}
-		v := mm.VMA{
-			Start: uintptr(start - pageOff), End: uintptr(start + s.Memsz), Prot: s.Prot,
-			Data: file.data[s.Off-pageOff : s.Off+s.Filesz], Name: name,
-		}
-		if file.pages != nil && s.Filesz > 0 && (s.Off-pageOff)%mm.PageSize == 0 {
-			v.Data = nil
+		v := mm.VMA{Start: uintptr(start - pageOff), End: uintptr(start + s.Memsz), Prot: s.Prot, Name: name}
+		switch {
+		case s.Filesz == 0:
+			// All zeros: nothing of the file is mapped for a segment
+			// without file contents, as Linux does since 6.7 (6.1 still
+			// mapped the bytes before its offset in its first page).
+		case file.pages != nil && (s.Off-pageOff)%mm.PageSize == 0:
 			v.Shm, v.Private = file.pages, true
 			v.Off, v.FileEnd = uintptr(s.Off-pageOff), uintptr(s.Off+s.Filesz)
+		default: // execFile.parse read the whole file
+			v.Data = file.data[s.Off-pageOff : s.Off+s.Filesz]
 		}
 		if err := space.Map(v); err != nil {
 			return 0, fmt.Errorf("%w: segment at %#x: %v", ErrNoExec, start, err)
@@ -389,6 +392,36 @@ func mapSegments(space *mm.Space, f *elf.File, file *execFile, bias uint64, name
 		end = max(end, start+s.Memsz)
 	}
 	return end, nil
+}
+
+// parse checks the file's ELF headers (a dynamic loader's if interp). It
+// reads the whole file first when the head holds too little of the
+// headers, or when a segment cannot be mapped from the file's pages and
+// is copied from its bytes instead (mapSegments).
+func (e *execFile) parse(interp bool) (*elf.File, error) {
+	parse := elf.ParseHead
+	if interp {
+		parse = elf.ParseInterpHead
+	}
+	f, err := parse(e.data, uint64(e.size))
+	if int64(len(e.data)) < e.size && (err == elf.ErrShortHead || err == nil && !e.mappable(f)) {
+		if e.data, err = readAt(e.file, e.size); err != nil {
+			return nil, err
+		}
+		f, err = parse(e.data, uint64(len(e.data)))
+	}
+	return f, err
+}
+
+// mappable reports whether every segment of f with file contents maps
+// the file's pages (mapSegments).
+func (e *execFile) mappable(f *elf.File) bool {
+	for _, s := range f.Segments {
+		if s.Filesz > 0 && (e.pages == nil || (s.Off-s.Vaddr&(mm.PageSize-1))%mm.PageSize != 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // execCreds applies a program's set-user-ID and set-group-ID bits to

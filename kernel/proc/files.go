@@ -136,44 +136,37 @@ func (t *Thread) readFileAt(dir *vfs.Dentry, path string, atFlags int) (*execFil
 			return nil, linux.ENOENT
 		}
 		data, err := t.Proc.fs.ReadFile(path)
-		return &execFile{data: data}, err
+		return &execFile{data: data, size: int64(len(data))}, err
 	}
 	c := t.ctx()
 	f, readable, err := fsys.OpenExec(c, dir, path, atFlags)
 	if err != nil {
 		return nil, err
 	}
-	defer f.DecRef()
 	a := f.Attr()
 	if d := f.Dentry(); d != nil && d.Mount() != nil && d.Mount().NoSuid() {
 		a.Mode &^= linux.S_ISUID | linux.S_ISGID // the program runs with its caller's IDs
 	}
-	pages := pagesOf(f)
+	e := &execFile{exe: f.Dentry(), pages: pagesOf(f), attr: a, readable: readable, file: f, size: a.Size}
 	// Programs are exec'd again and again (a shell's every command): keep
-	// one copy of each image while its file is unchanged.
+	// one copy of each image (or of its head) while its file is unchanged.
 	key := imageKey{f.Inode(), a.Ino, a.Size, a.Mtime}
 	imageMu.Lock()
-	if data, ok := images[key]; ok {
-		imageMu.Unlock()
-		return &execFile{data, f.Dentry(), pages, a, readable}, nil
-	}
+	data, ok := images[key]
 	imageMu.Unlock()
-	data := make([]byte, a.Size)
-	for off := 0; off < len(data); {
-		n, err := f.Pread(data[off:], int64(off), nil)
-		if err != nil {
-			if pages != nil {
-				pages.DecRef()
-			}
-			return nil, err
-		}
-		if n == 0 {
-			data = data[:off]
-			break
-		}
-		off += n
+	if ok {
+		e.data = data
+		return e, nil
 	}
-	if len(data) <= maxImageBytes/4 {
+	n := a.Size
+	if e.pages != nil {
+		n = min(n, execHead) // the segments map the file's pages
+	}
+	if e.data, err = readAt(f, n); err != nil {
+		e.release()
+		return nil, err
+	}
+	if data = e.data; len(data) <= maxImageBytes/4 {
 		imageMu.Lock()
 		if len(images) >= maxImages || imageBytes+len(data) > maxImageBytes {
 			clear(images)
@@ -183,30 +176,57 @@ func (t *Thread) readFileAt(dir *vfs.Dentry, path string, atFlags int) (*execFil
 		imageBytes += len(data)
 		imageMu.Unlock()
 	}
-	return &execFile{data, f.Dentry(), pages, a, readable}, nil
+	return e, nil
+}
+
+// execHead is how much of a file whose segments exec maps from its pages
+// it reads for the headers: Linux's loader reads one page first; a
+// program whose headers lie further is read whole (execFile.parse).
+const execHead = 4096
+
+// readAt reads the first n bytes of f (fewer if it has fewer).
+func readAt(f *vfs.OpenFile, n int64) ([]byte, error) {
+	data := make([]byte, n)
+	for off := 0; off < len(data); {
+		k, err := f.Pread(data[off:], int64(off), nil)
+		if err != nil {
+			return nil, err
+		}
+		if k == 0 {
+			return data[:off], nil
+		}
+		off += k
+	}
+	return data, nil
 }
 
 // execFile is a program file as exec reads it: its contents, its dentry
 // (for /proc/<pid>/exe), and its page store when the file system has one
 // (tmpfs, or ext4 through the page cache), which the program's segments
-// then map instead of copying. It
-// holds a reference to the pages (the file is closed by then, and could
-// lose its last name) until release.
+// then map instead of copying; of such a file only the head is read. It
+// holds the open file and a reference to the pages until release.
 type execFile struct {
-	data  []byte
+	data  []byte // the file's first bytes: all size of them, or its head
+	size  int64
 	exe   *vfs.Dentry
 	pages *mm.Shm
+	file  *vfs.OpenFile
 	// attr is the file's owner and mode, for set-user-ID and set-group-ID
 	// programs; readable says whether the caller could read it.
 	attr     vfs.Attr
 	readable bool
 }
 
-// release drops the reference to the pages; the mappings hold their own.
+// release drops the references to the pages and the file; the mappings
+// hold their own.
 func (e *execFile) release() {
 	if e.pages != nil {
 		e.pages.DecRef()
 		e.pages = nil
+	}
+	if e.file != nil {
+		e.file.DecRef()
+		e.file = nil
 	}
 }
 
