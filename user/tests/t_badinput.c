@@ -321,6 +321,54 @@ static void test_enoexec(const char *self)
 		unlink(files[i]);
 }
 
+static void put(unsigned char *at, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		at[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* A minimal static program (exit(42), no libc) whose program headers lie
+ * 8 KiB into the file, inside its one segment: a kernel that reads only a
+ * program's first page for its headers (Shortbread, when the segments map
+ * the file's pages) must read further. With the headers past the end of
+ * the file it is no program. */
+static void test_far_phdrs(void)
+{
+	enum { PHOFF = 8192, SIZE = PHOFF + 56 };
+	static unsigned char elf[SIZE];
+	static const unsigned char code[] = {
+		0xbf, 42, 0, 0, 0, /* mov $42, %edi */
+		0xb8, 60, 0, 0, 0, /* mov $60, %eax (exit) */
+		0x0f, 0x05,        /* syscall */
+	};
+	memcpy(elf, "\177ELF\2\1\1", 7);
+	put(elf + 16, 2, 2);                 /* ET_EXEC */
+	put(elf + 18, 62, 2);                /* EM_X86_64 */
+	put(elf + 20, 1, 4);                 /* EV_CURRENT */
+	put(elf + 24, 0x400000 + 64, 8);     /* entry: the code below */
+	put(elf + 32, PHOFF, 8);             /* e_phoff */
+	put(elf + 52, 64, 2);                /* e_ehsize */
+	put(elf + 54, 56, 2);                /* e_phentsize */
+	put(elf + 56, 1, 2);                 /* e_phnum */
+	memcpy(elf + 64, code, sizeof code);
+	unsigned char *ph = elf + PHOFF;
+	put(ph, 1, 4);                       /* PT_LOAD */
+	put(ph + 4, 5, 4);                   /* R+X */
+	put(ph + 16, 0x400000, 8);           /* p_vaddr (p_offset 0) */
+	put(ph + 24, 0x400000, 8);
+	put(ph + 32, SIZE, 8);               /* p_filesz */
+	put(ph + 40, SIZE, 8);               /* p_memsz */
+	put(ph + 48, 4096, 8);               /* p_align */
+	write_file("farphdr", elf, SIZE);
+	CHECK_EQ("exec.phdrs_past_first_page", exec_errno("farphdr"), 42);
+	put(elf + 32, SIZE, 8); /* the table starts at the end of the file */
+	write_file("farphdr_eof", elf, SIZE);
+	int e = exec_errno("farphdr_eof");
+	CHECK("enoexec.phdrs_past_eof", e == ENOEXEC || e == EIO); /* Linux: EIO */
+	unlink("farphdr");
+	unlink("farphdr_eof");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--noop"))
@@ -344,6 +392,7 @@ int main(int argc, char **argv)
 	test_einval();
 	test_paths();
 	test_enoexec(self);
+	test_far_phdrs();
 	CHECK_SYS("cleanup.chdir", chdir("/"));
 	CHECK_SYS("cleanup.rmdir", rmdir(tmp));
 	return check_done();
