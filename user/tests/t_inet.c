@@ -788,11 +788,6 @@ static void test_bufs(void)
 	one_way("bufs.small", 256 << 10, 16384, 16384);
 }
 
-/* 64 MiB one way between two processes, every byte checked by hash:
- * long enough for netstack's windows, timers and buffer auto-tuning to
- * go through many cycles. */
-static void test_bulk(void) { one_way("bulk", 64 << 20, 0, 0); }
-
 /* Many connections open at once to one listener, each carrying a byte
  * both ways: 1,000 where the descriptor limit allows (two per
  * connection). */
@@ -863,7 +858,6 @@ int main(int argc, char **argv)
 	test_transfer();
 	test_transfer_both();
 	test_bufs();
-	test_bulk();
 	test_many();
 	test_udp();
 	test_inet6();
