@@ -97,6 +97,13 @@ func (c *cache) trim(fs *FS) {
 	}
 }
 
+// full reports whether the cache is due for its trim.
+func (c *cache) full() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.blocks) >= c.max
+}
+
 // write writes block n, a slice get or zero returned, to the device, or
 // with a journal, adds it to the running transaction.
 func (c *cache) write(fs *FS, n uint64, b []byte) error {
