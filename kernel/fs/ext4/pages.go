@@ -78,24 +78,26 @@ type dataMap struct {
 
 // pageFile returns in's cached pages, opening them on first use; nil
 // without a page cache or for anything but a regular file.
-// Preconditions: fs.mu held.
+// Preconditions: fs.mu held for writing, or in a handle in's lock (so
+// no one else opens in's pages meanwhile: the cache's Open runs without
+// pagesMu).
 func (fs *FS) pageFile(in *inode) *pagecache.File {
 	if fs.pages == nil || in.fileType() != linux.S_IFREG {
 		return nil
 	}
+	if f := fs.fileOf(in.num); f != nil {
+		return f
+	}
+	dm := &dataMap{pages: map[uint64]pageBlocks{}}
+	f := fs.pages.Open(fileBacking{fs, in.num, dm}, int64(in.size), pagecache.KindFile)
 	fs.pagesMu.Lock()
 	defer fs.pagesMu.Unlock()
-	f := fs.files[in.num]
-	if f == nil {
-		dm := &dataMap{pages: map[uint64]pageBlocks{}}
-		f = fs.pages.Open(fileBacking{fs, in.num, dm}, int64(in.size), pagecache.KindFile)
-		if fs.files == nil {
-			fs.files = make(map[uint32]*pagecache.File)
-			fs.maps = make(map[uint32]*dataMap)
-		}
-		fs.files[in.num] = f
-		fs.maps[in.num] = dm
+	if fs.files == nil {
+		fs.files = make(map[uint32]*pagecache.File)
+		fs.maps = make(map[uint32]*dataMap)
 	}
+	fs.files[in.num] = f
+	fs.maps[in.num] = dm
 	return f
 }
 
