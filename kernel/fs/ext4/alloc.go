@@ -140,6 +140,11 @@ var errNoSpace = linux.ENOSPC
 // holds freed blocks back, it commits and tries again.
 func (fs *FS) allocRun(goal uint64, want uint32) (uint64, uint32, error) {
 	b, n, err := fs.allocRunOnce(goal, want)
+	if errors.Is(err, errNoSpace) && fs.inHandle() {
+		// Perhaps held back, and only a commit, which a handle cannot
+		// make, gives them back: the operation runs again alone.
+		return 0, 0, errExclusive
+	}
 	if errors.Is(err, errNoSpace) && fs.jnl != nil && (fs.jnl.freed != nil || fs.jnl.held != nil || fs.jnl.inflight != nil) {
 		// Blocks freed but held back: commit and checkpoint, and they
 		// are free to reuse.
@@ -156,6 +161,8 @@ func (fs *FS) allocRun(goal uint64, want uint32) (uint64, uint32, error) {
 }
 
 func (fs *FS) allocRunOnce(goal uint64, want uint32) (uint64, uint32, error) {
+	fs.allocMu.Lock()
+	defer fs.allocMu.Unlock()
 	if fs.ro {
 		return 0, 0, linux.EROFS
 	}
@@ -259,6 +266,8 @@ func (fs *FS) allocBlockList(goal uint64, n int, owner uint32) ([]uint64, error)
 
 // freeRun frees n blocks from start; freeing a free block is corruption.
 func (fs *FS) freeRun(start uint64, n uint32) error {
+	fs.allocMu.Lock()
+	defer fs.allocMu.Unlock()
 	for n > 0 {
 		if start < uint64(fs.sb.firstDataBlock) || start+uint64(n) > fs.sb.blocksCount {
 			return corrupt("free of blocks %d+%d outside the file system", start, n)
@@ -314,13 +323,20 @@ func (fs *FS) freeBlockList(bs []uint64) error {
 }
 
 // allocInode takes a free inode, in the parent's group if it has one
-// (a directory: the group with the most free inodes, to spread trees).
-func (fs *FS) allocInode(parent uint32, dir bool) (uint32, error) {
+// (a directory: the group with the most free inodes, to spread trees),
+// and one for which take, if not nil, says yes (a handle takes its lock
+// there, passing over inodes whose lock another holds), and returns
+// the next generation number too.
+func (fs *FS) allocInode(parent uint32, dir bool, take func(ino uint32) bool) (uint32, uint32, error) {
+	fs.allocMu.Lock()
+	defer fs.allocMu.Unlock()
+	fs.genCounter++
+	gen := fs.genCounter
 	if fs.ro {
-		return 0, linux.EROFS
+		return 0, 0, linux.EROFS
 	}
 	if fs.sb.freeInodes == 0 {
-		return 0, errNoSpace
+		return 0, 0, errNoSpace
 	}
 	ng := fs.groupCount()
 	g0 := (parent - 1) / fs.sb.inodesPerGroup
@@ -343,7 +359,7 @@ func (fs *FS) allocInode(parent uint32, dir bool) (uint32, error) {
 		}
 		b, err := fs.inodeBitmap(g)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		for i := uint32(0); i < fs.sb.inodesPerGroup; i++ {
 			if i%64 == 0 && i+64 <= fs.sb.inodesPerGroup {
@@ -355,7 +371,7 @@ func (fs *FS) allocInode(parent uint32, dir bool) (uint32, error) {
 				i += uint32(bits.TrailingZeros64(^w))
 			}
 			ino := g*fs.sb.inodesPerGroup + i + 1
-			if testBit(b, i) || ino < fs.sb.firstIno {
+			if testBit(b, i) || ino < fs.sb.firstIno || take != nil && !take(ino) {
 				continue
 			}
 			setBit(b, i)
@@ -367,13 +383,15 @@ func (fs *FS) allocInode(parent uint32, dir bool) (uint32, error) {
 			if unused := fs.sb.inodesPerGroup - i - 1; (fs.hasCsum() || fs.hasGdtCsum()) && unused < d.itableUnused {
 				d.itableUnused = unused
 			}
-			return ino, fs.writeInodeBitmap(g, b)
+			return ino, gen, fs.writeInodeBitmap(g, b)
 		}
 	}
-	return 0, errNoSpace
+	return 0, 0, errNoSpace
 }
 
 func (fs *FS) freeInode(ino uint32, dir bool) error {
+	fs.allocMu.Lock()
+	defer fs.allocMu.Unlock()
 	g := (ino - 1) / fs.sb.inodesPerGroup
 	i := (ino - 1) % fs.sb.inodesPerGroup
 	b, err := fs.inodeBitmap(g)

@@ -17,12 +17,15 @@ import (
 // back as file data written around the cache.
 //
 // A block's bytes are guarded by FS.mu: changed only by its writers,
-// read by its readers too. The map has its own lock, mu, since readers
-// holding FS.mu for reading add the blocks they read in; everything
-// else that changes the map (zero, write, forget, trim) holds FS.mu for
-// writing as well.
+// read by its readers too; or, in a handle (handle.go), by the lock of
+// what they hold: an inode's lock its bytes in an inode table block and
+// its directory or extent blocks, the allocator's lock the bitmaps,
+// descriptors and superblock. The map has its own lock, mu, since
+// readers and handles holding FS.mu for reading add blocks (get, zero,
+// write) and drop freed ones (forget); trim, which drops blocks others
+// may hold, runs only with FS.mu held for writing.
 type cache struct {
-	mu     sync.Mutex
+	mu     sync.RWMutex      // for reading to find a block (handles do, side by side)
 	blocks map[uint64][]byte // protected by mu
 	max    int
 }
@@ -40,9 +43,9 @@ func (c *cache) init(blockSize uint32) {
 // a caller may change it and then must call write.
 // Preconditions: FS.mu held, for reading at least.
 func (c *cache) get(fs *FS, n uint64) ([]byte, error) {
-	c.mu.Lock()
+	c.mu.RLock()
 	b, ok := c.blocks[n]
-	c.mu.Unlock()
+	c.mu.RUnlock()
 	if ok {
 		return b, nil
 	}
@@ -97,10 +100,22 @@ func (c *cache) trim(fs *FS) {
 	}
 }
 
+// full reports whether the cache is due for its trim.
+func (c *cache) full() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.blocks) >= c.max
+}
+
 // write writes block n, a slice get or zero returned, to the device, or
 // with a journal, adds it to the running transaction.
 func (c *cache) write(fs *FS, n uint64, b []byte) error {
-	c.put(n, b)
+	c.mu.RLock()
+	had, ok := c.blocks[n]
+	c.mu.RUnlock()
+	if !ok || &had[0] != &b[0] {
+		c.put(n, b)
+	}
 	if fs.jnl != nil {
 		if fs.ro {
 			return linux.EROFS

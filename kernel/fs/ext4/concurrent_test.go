@@ -22,19 +22,25 @@ import (
 // e2fsck must find nothing wrong.
 func TestConcurrentOps(t *testing.T) {
 	for _, v := range []struct {
-		name string
-		opts []string
+		name  string
+		opts  []string
+		small bool
 	}{
-		{"ext4", []string{"-t", "ext4"}},
-		{"ext4-4k", []string{"-t", "ext4", "-b", "4096"}},
-		{"ext3", []string{"-t", "ext3"}},
-		{"ext2", []string{"-t", "ext2"}},
+		{"ext4", []string{"-t", "ext4"}, true},
+		{"ext4-4k", []string{"-t", "ext4", "-b", "4096"}, true},
+		{"ext3", []string{"-t", "ext3"}, true},
+		{"ext2", []string{"-t", "ext2"}, true},
+		// With the buffer cache at its size, creates, small writes
+		// and unlinks run as handles, side by side (handle.go); a
+		// small one sends them to the exclusive path after a few.
+		{"ext4-handles", []string{"-t", "ext4"}, false},
+		{"ext3-handles", []string{"-t", "ext3"}, false},
 	} {
-		t.Run(v.name, func(t *testing.T) { testConcurrentOps(t, v.opts) })
+		t.Run(v.name, func(t *testing.T) { testConcurrentOps(t, v.opts, v.small) })
 	}
 }
 
-func testConcurrentOps(t *testing.T, opts []string) {
+func testConcurrentOps(t *testing.T, opts []string, smallCache bool) {
 	const writers, readers, rounds = 4, 3, 60
 	dev := loadImage(t, mkfs(t, "32M", "", opts...))
 	f, err := mountDev(t, dev, Options{Pages: pagecache.New(&mm.HeapPhys{}, 4<<20)})
@@ -43,7 +49,9 @@ func testConcurrentOps(t *testing.T, opts []string) {
 	}
 	// A small buffer cache, trimmed often: readers read blocks in side
 	// by side, as a cold cache makes them.
-	f.cache.max = 16
+	if smallCache {
+		f.cache.max = 16
+	}
 	shared, err := f.Mkdir(RootIno, "shared", 0o755, 0, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -152,6 +160,9 @@ func testConcurrentOps(t *testing.T, opts []string) {
 			}
 		}
 	}
+	if !smallCache && f.handlesRun.Load() == 0 && f.jnl != nil {
+		t.Error("no operation ran as a handle")
+	}
 	fsck(t, dev)
 	if err := f.Unmount(); err != nil {
 		t.Fatal(err)
@@ -202,6 +213,21 @@ func concurrentWriter(f *FS, own, shared uint32, w, rounds int, content func(w, 
 					}
 				}
 			}
+		}
+		// A name moved to the shared directory and back: renames
+		// across directories both ways, beside the handles in both.
+		mv := fmt.Sprintf("m%d", w)
+		if _, err := f.Create(own, mv, linux.S_IFREG|0o644, 0, 0, 0, 0); err != nil {
+			return fmt.Errorf("create %s: %w", mv, err)
+		}
+		if err := f.Rename(own, mv, shared, mv, 0); err != nil {
+			return fmt.Errorf("rename %s over: %w", mv, err)
+		}
+		if err := f.Rename(shared, mv, own, mv, 0); err != nil {
+			return fmt.Errorf("rename %s back: %w", mv, err)
+		}
+		if err := f.Unlink(own, mv); err != nil {
+			return fmt.Errorf("unlink %s: %w", mv, err)
 		}
 		link := fmt.Sprintf("l%d", w)
 		if _, err := f.Symlink(own, link, fmt.Sprintf("target-%d-%d", w, i), 0, 0); err != nil {

@@ -24,14 +24,20 @@
 //
 // Locking: FS.mu, a reader-writer lock, guards the file system's state:
 // the contents of the cached metadata blocks, the allocator, the running
-// journal transaction, every inode and directory. An operation that
-// changes anything (or may: a commit at its end, a read that fills the
-// page cache) holds it for writing, from begin to end; the operations
+// journal transaction, every inode and directory. Most operations that
+// change anything (or may: a commit at its end, a read that fills the
+// page cache) hold it for writing, from begin to end. The operations
 // that only read (Stat, Lookup, ReadDir, ReadDirAt, Readlink, Statfs,
 // Mappable, ReadCached, and ReadAt of a file whose pages are open) hold
 // it for reading (rbegin, rend), so that they run side by side: path
-// walks, stats, directory listings and file reads from several CPUs. Unexported
-// functions expect it held, for writing unless they say otherwise.
+// walks, stats, directory listings and file reads from several CPUs.
+// So do the operations of a file churn, Create, a small WriteAt and the
+// Unlink of a small file, with a journal: as handles (handle.go), each
+// holding the locks of the inodes it changes, and the allocator's, the
+// transaction's and the page maps' locks for what they guard, which
+// readers take too where handles change what they read (an inode's
+// lock for reading). Unexported functions expect FS.mu held, for
+// writing unless they say otherwise or a handle calls them.
 // What waits for the device in fsync and the periodic commit runs
 // without it: the write-back of file data, the log's writes and
 // flushes, and the checkpoint of a full log (transaction.go,
@@ -44,10 +50,13 @@
 // which a write-back holds for its device writes). Lock order:
 //
 //	FS.mu
-//	  cache.mu
-//	  FS.heldMu
-//	  dataMap.mu
-//	    the page cache's locks (package pagecache)
+//	  an inode's lock (FS.ilocks: a handle's second one only by TryLock)
+//	    FS.allocMu
+//	      FS.jmu
+//	      cache.mu
+//	    FS.heldMu
+//	    FS.pagesMu, dataMap.mu
+//	      the page cache's locks (package pagecache)
 //
 // On-disk format reference: Linux's Documentation/filesystems/ext4/.
 package ext4
@@ -127,6 +136,15 @@ var ErrWrongType = errors.New("ext4: not of the type or options asked for")
 // FS is one mounted ext2/3/4 file system.
 type FS struct {
 	mu sync.RWMutex // see the package comment
+	// The locks of handles (handle.go): inode locks, the allocator's,
+	// the running transaction's and the page maps'; handles counts the
+	// handles open, handlesRun those begun.
+	ilocks     [inodeLockStripes]sync.RWMutex
+	allocMu    sync.Mutex
+	jmu        sync.Mutex
+	pagesMu    sync.Mutex
+	handles    atomic.Int32
+	handlesRun atomic.Uint64
 	// changes counts inode writes (iput): a reader that saw an inode's
 	// times at one count knows they are unchanged while the count is
 	// (Changes; the access-time check of every read uses it).

@@ -3,7 +3,8 @@ package ext4
 // Operations on a file's attributes and contents, and directory
 // listings. Like every exported method they take FS.mu for their length:
 // for reading where they only read (Stat, Lookup, ReadDir, ReadDirAt,
-// Readlink), else for writing.
+// Readlink, with the inode's lock for reading) or run as a handle (a
+// small WriteAt: handle.go), else for writing.
 
 import (
 	"errors"
@@ -41,8 +42,7 @@ func (fs *FS) stat(in *inode) Stat {
 
 // Stat returns inode ino's attributes.
 func (fs *FS) Stat(ino uint32) (Stat, error) {
-	fs.rbegin()
-	defer fs.rend()
+	defer fs.rbeginInode(ino)()
 	in, err := fs.iget(ino)
 	if err != nil {
 		return Stat{}, err
@@ -52,8 +52,7 @@ func (fs *FS) Stat(ino uint32) (Stat, error) {
 
 // Lookup returns the inode that name names in directory dir.
 func (fs *FS) Lookup(dir uint32, name string) (uint32, error) {
-	fs.rbegin()
-	defer fs.rend()
+	defer fs.rbeginInode(dir)()
 	d, err := fs.iget(dir)
 	if err != nil {
 		return 0, err
@@ -67,8 +66,7 @@ func (fs *FS) Lookup(dir uint32, name string) (uint32, error) {
 
 // ReadDir returns every entry of directory dir, "." and ".." included.
 func (fs *FS) ReadDir(dir uint32) ([]DirEntry, error) {
-	fs.rbegin()
-	defer fs.rend()
+	defer fs.rbeginInode(dir)()
 	d, err := fs.iget(dir)
 	if err != nil {
 		return nil, err
@@ -95,9 +93,31 @@ func (fs *FS) ReadAt(ino uint32, p []byte, off int64) (int, error) {
 }
 
 // WriteAt writes p into file ino at off, setting mtime and ctime.
+// A small write runs in a handle (handle.go), holding the file's lock.
 func (fs *FS) WriteAt(ino uint32, p []byte, off int64) (int, error) {
-	fs.begin()
-	defer fs.end()
+	var n int
+	err := fs.shared(func() error {
+		if len(p) > handleMaxWrite {
+			return errExclusive
+		}
+		l := fs.ilock(ino)
+		l.Lock()
+		defer l.Unlock()
+		var err error
+		n, err = fs.writeAt(ino, p, off)
+		if n > 0 && errors.Is(err, errExclusive) {
+			err = nil // a short write: the rest is the caller's to retry
+		}
+		return err
+	}, func() error {
+		var err error
+		n, err = fs.writeAt(ino, p, off)
+		return err
+	})
+	return n, err
+}
+
+func (fs *FS) writeAt(ino uint32, p []byte, off int64) (int, error) {
 	if err := fs.writable(); err != nil {
 		return 0, err
 	}
@@ -138,8 +158,7 @@ func (fs *FS) Truncate(ino uint32, size uint64) error {
 
 // Readlink returns symlink ino's target.
 func (fs *FS) Readlink(ino uint32) (string, error) {
-	fs.rbegin()
-	defer fs.rend()
+	defer fs.rbeginInode(ino)()
 	in, err := fs.iget(ino)
 	if err != nil {
 		return "", err
@@ -201,8 +220,7 @@ func (fs *FS) Append(ino uint32, p []byte) (int, int64, error) {
 // (entries there never move), in an indexed one it is made of the name's
 // hash (a leaf split moves entries between blocks), as on Linux.
 func (fs *FS) ReadDirAt(dir uint32, pos int64, max int) ([]DirEntry, error) {
-	fs.rbegin()
-	defer fs.rend()
+	defer fs.rbeginInode(dir)()
 	d, err := fs.iget(dir)
 	if err != nil {
 		return nil, err

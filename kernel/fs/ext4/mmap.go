@@ -28,8 +28,7 @@ import (
 // Mappable reports whether regular file ino's pages can be mapped: the
 // mount has a page cache and blocks no larger than a page.
 func (fs *FS) Mappable(ino uint32) bool {
-	fs.rbegin()
-	defer fs.rend()
+	defer fs.rbeginInode(ino)()
 	in, err := fs.iget(ino)
 	return err == nil && fs.buffered(in)
 }

@@ -2,14 +2,16 @@ package ext4
 
 import (
 	"errors"
+	"sync"
 
 	"shortbread/kernel/abi/linux"
 )
 
 // Creating and removing names: Create, Mkdir, Symlink, Link, Unlink,
 // Rmdir (Rename is in rename.go). Like every exported operation each
-// takes FS.mu for its whole length and names inodes by number; nothing
-// decoded outlives the call.
+// takes FS.mu for its whole length (for reading only in Create and
+// Unlink when they run as handles: handle.go) and names inodes by
+// number; nothing decoded outlives the call.
 
 // linkMax is the most links a file may have; a directory past it counts
 // 1 (dir_nlink), as Linux's EXT4_LINK_MAX.
@@ -33,6 +35,20 @@ func (fs *FS) rbegin() { fs.mu.RLock() }
 
 func (fs *FS) rend() { fs.mu.RUnlock() }
 
+// rbeginInode is rbegin for an operation that reads inode ino (and,
+// a directory, its entries): it holds the inode's lock for reading too,
+// since handles change inodes holding FS.mu only for reading
+// (handle.go). It returns the end.
+func (fs *FS) rbeginInode(ino uint32) func() {
+	fs.mu.RLock()
+	l := fs.ilock(ino)
+	l.RLock()
+	return func() {
+		l.RUnlock()
+		fs.mu.RUnlock()
+	}
+}
+
 func (fs *FS) writable() error {
 	if fs.ro {
 		return linux.EROFS
@@ -41,8 +57,9 @@ func (fs *FS) writable() error {
 }
 
 // newInode allocates and initializes an inode; the caller links it.
-func (fs *FS) newInode(parent uint32, mode uint32, uid, gid uint32) (*inode, error) {
-	ino, err := fs.allocInode(parent, mode&linux.S_IFMT == linux.S_IFDIR)
+// take is allocInode's.
+func (fs *FS) newInode(parent uint32, mode uint32, uid, gid uint32, take func(uint32) bool) (*inode, error) {
+	ino, gen, err := fs.allocInode(parent, mode&linux.S_IFMT == linux.S_IFDIR, take)
 	if err != nil {
 		return nil, err
 	}
@@ -51,8 +68,7 @@ func (fs *FS) newInode(parent uint32, mode uint32, uid, gid uint32) (*inode, err
 	in.uid, in.gid = uid, gid
 	now := fs.now()
 	in.atime, in.mtime, in.ctime, in.crtime = now, now, now, now
-	fs.genCounter++
-	in.generation = uint32(now.Nsec) ^ fs.genCounter*0x9E3779B9
+	in.generation = uint32(now.Nsec) ^ gen*0x9E3779B9
 	if fs.sb.inodeSize > 128 {
 		in.extraIsize = fs.sb.wantExtraIsize
 		if in.extraIsize < fs.sb.minExtraIsize {
@@ -113,9 +129,43 @@ func (fs *FS) touchDir(d *inode) error {
 
 // Create makes a regular file, device node, FIFO or socket named name in
 // dir; mode holds its type and permissions.
+// In a handle (handle.go) it holds the directory's lock, and the new
+// inode's, taken as it is allocated.
 func (fs *FS) Create(dir uint32, name string, mode, uid, gid, major, minor uint32) (uint32, error) {
-	fs.begin()
-	defer fs.end()
+	var ino uint32
+	err := fs.shared(func() error {
+		dl := fs.ilock(dir)
+		dl.Lock()
+		defer dl.Unlock()
+		var held *sync.RWMutex
+		defer func() {
+			if held != nil {
+				held.Unlock()
+			}
+		}()
+		take := func(n uint32) bool {
+			// Called under allocMu: a lock another holds is passed
+			// over, never waited for (stripe locks come first).
+			if l := fs.ilock(n); l != dl {
+				if !l.TryLock() {
+					return false
+				}
+				held = l
+			}
+			return true
+		}
+		var err error
+		ino, err = fs.create(dir, name, mode, uid, gid, major, minor, take)
+		return err
+	}, func() error {
+		var err error
+		ino, err = fs.create(dir, name, mode, uid, gid, major, minor, nil)
+		return err
+	})
+	return ino, err
+}
+
+func (fs *FS) create(dir uint32, name string, mode, uid, gid, major, minor uint32, take func(uint32) bool) (uint32, error) {
 	switch mode & linux.S_IFMT {
 	case linux.S_IFREG, linux.S_IFCHR, linux.S_IFBLK, linux.S_IFIFO, linux.S_IFSOCK:
 	default:
@@ -128,7 +178,7 @@ func (fs *FS) Create(dir uint32, name string, mode, uid, gid, major, minor uint3
 	if err := fs.checkFree(d, name); err != nil {
 		return 0, err
 	}
-	in, err := fs.newInode(dir, mode, uid, gid)
+	in, err := fs.newInode(dir, mode, uid, gid, take)
 	if err != nil {
 		return 0, err
 	}
@@ -167,7 +217,7 @@ func (fs *FS) Mkdir(dir uint32, name string, perm, uid, gid uint32) (uint32, err
 	if d.links >= linkMax && fs.sb.roCompat&roCompatDirNlink == 0 {
 		return 0, linux.EMLINK
 	}
-	in, err := fs.newInode(dir, linux.S_IFDIR|perm&0o7777, uid, gid)
+	in, err := fs.newInode(dir, linux.S_IFDIR|perm&0o7777, uid, gid, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -233,7 +283,7 @@ func (fs *FS) Symlink(dir uint32, name, target string, uid, gid uint32) (uint32,
 	if err := fs.checkFree(d, name); err != nil {
 		return 0, err
 	}
-	in, err := fs.newInode(dir, linux.S_IFLNK|0o777, uid, gid)
+	in, err := fs.newInode(dir, linux.S_IFLNK|0o777, uid, gid, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -293,8 +343,40 @@ func (fs *FS) Rmdir(dir uint32, name string) error {
 }
 
 func (fs *FS) remove(dir uint32, name string, wantDir bool) error {
-	fs.begin()
-	defer fs.end()
+	if wantDir {
+		fs.begin()
+		defer fs.end()
+		return fs.removeLocked(dir, name, true, nil)
+	}
+	// In a handle (handle.go): the directory's lock, then the file's
+	// if no one holds it (else the unlink runs alone).
+	return fs.shared(func() error {
+		dl := fs.ilock(dir)
+		dl.Lock()
+		defer dl.Unlock()
+		var held *sync.RWMutex
+		defer func() {
+			if held != nil {
+				held.Unlock()
+			}
+		}()
+		return fs.removeLocked(dir, name, false, func(in *inode) error {
+			if l := fs.ilock(in.num); l != dl {
+				if !l.TryLock() {
+					return errExclusive
+				}
+				held = l
+			}
+			return nil
+		})
+	}, func() error {
+		return fs.removeLocked(dir, name, false, nil)
+	})
+}
+
+// removeLocked is remove's work. lock, in a handle, takes the lock of
+// the inode the name names, and is called before anything changes.
+func (fs *FS) removeLocked(dir uint32, name string, wantDir bool, lock func(*inode) error) error {
 	d, err := fs.dirForChange(dir)
 	if err != nil {
 		return err
@@ -309,9 +391,20 @@ func (fs *FS) remove(dir uint32, name string, wantDir bool) error {
 	if err != nil {
 		return err
 	}
+	if lock != nil {
+		// Its lock first, then its fields (iget). A file freed here
+		// must fit a handle's credits, and own its xattr block (one
+		// shared with other inodes is theirs too).
+		if err := lock(&inode{num: loc.d.ino}); err != nil {
+			return err
+		}
+	}
 	in, err := fs.iget(loc.d.ino)
 	if err != nil {
 		return err
+	}
+	if lock != nil && in.links <= 1 && (in.blocks > handleMaxFree || in.fileACL != 0 || in.isDir()) {
+		return errExclusive
 	}
 	if wantDir != in.isDir() {
 		if wantDir {

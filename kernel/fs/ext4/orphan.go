@@ -29,10 +29,17 @@ func (fs *FS) settle(in *inode) error {
 	if !held {
 		return fs.evict(in)
 	}
-	// The orphan list threads through i_dtime from s_last_orphan.
+	// The orphan list threads through i_dtime from s_last_orphan; its
+	// head, like the counts the superblock is written with, is the
+	// allocator's (handles change both: handle.go).
+	fs.allocMu.Lock()
 	in.dtime = le.Uint32(fs.sb.raw[0xE8:])
 	le.PutUint32(fs.sb.raw[0xE8:], in.num)
-	return errors.Join(fs.iput(in), fs.writeSuperLocked())
+	fs.allocMu.Unlock()
+	err := fs.iput(in)
+	fs.allocMu.Lock()
+	defer fs.allocMu.Unlock()
+	return errors.Join(err, fs.writeSuperLocked())
 }
 
 // noteOrphans clears the mark of a possibly non-empty orphan list when

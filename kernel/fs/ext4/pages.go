@@ -78,23 +78,48 @@ type dataMap struct {
 
 // pageFile returns in's cached pages, opening them on first use; nil
 // without a page cache or for anything but a regular file.
-// Preconditions: fs.mu held.
+// Preconditions: fs.mu held for writing, or in a handle in's lock (so
+// no one else opens in's pages meanwhile: the cache's Open runs without
+// pagesMu).
 func (fs *FS) pageFile(in *inode) *pagecache.File {
 	if fs.pages == nil || in.fileType() != linux.S_IFREG {
 		return nil
 	}
-	f := fs.files[in.num]
-	if f == nil {
-		dm := &dataMap{pages: map[uint64]pageBlocks{}}
-		f = fs.pages.Open(fileBacking{fs, in.num, dm}, int64(in.size), pagecache.KindFile)
-		if fs.files == nil {
-			fs.files = make(map[uint32]*pagecache.File)
-			fs.maps = make(map[uint32]*dataMap)
-		}
-		fs.files[in.num] = f
-		fs.maps[in.num] = dm
+	if f := fs.fileOf(in.num); f != nil {
+		return f
 	}
+	dm := &dataMap{pages: map[uint64]pageBlocks{}}
+	f := fs.pages.Open(fileBacking{fs, in.num, dm}, int64(in.size), pagecache.KindFile)
+	fs.pagesMu.Lock()
+	defer fs.pagesMu.Unlock()
+	if fs.files == nil {
+		fs.files = make(map[uint32]*pagecache.File)
+		fs.maps = make(map[uint32]*dataMap)
+	}
+	fs.files[in.num] = f
+	fs.maps[in.num] = dm
 	return f
+}
+
+// fileOf returns inode ino's cached pages, nil if not open.
+func (fs *FS) fileOf(ino uint32) *pagecache.File {
+	fs.pagesMu.Lock()
+	defer fs.pagesMu.Unlock()
+	return fs.files[ino]
+}
+
+// mapOf returns inode ino's dataMap, nil if its pages are not open.
+func (fs *FS) mapOf(ino uint32) *dataMap {
+	fs.pagesMu.Lock()
+	defer fs.pagesMu.Unlock()
+	return fs.maps[ino]
+}
+
+// noteDataErr keeps a write-back's failure for the next Sync.
+func (fs *FS) noteDataErr(err error) {
+	fs.pagesMu.Lock()
+	fs.dataErr = errors.Join(fs.dataErr, err)
+	fs.pagesMu.Unlock()
 }
 
 // buffered reports whether writes to in go through the page cache.
@@ -107,7 +132,7 @@ func (fs *FS) buffered(in *inode) bool {
 // just allocated or made written (stale on the disk). Preconditions:
 // fs.mu held, in's pages open.
 func (fs *FS) noteBlocks(in *inode, lblk uint32, pblk uint64, n uint32, fresh bool) {
-	dm := fs.maps[in.num]
+	dm := fs.mapOf(in.num)
 	per := uint64(pagecache.PageSize / fs.blockSize)
 	dm.mu.Lock()
 	defer dm.mu.Unlock()
@@ -127,7 +152,7 @@ func (fs *FS) noteBlocks(in *inode, lblk uint32, pblk uint64, n uint32, fresh bo
 // exclusive) out of its dataMap, once any write-back writing them is
 // done: the blocks are about to be freed. Preconditions: fs.mu held.
 func (fs *FS) forgetBlocks(in *inode, first, last uint64) {
-	dm := fs.maps[in.num]
+	dm := fs.mapOf(in.num)
 	if dm == nil || first >= last {
 		return
 	}
@@ -176,12 +201,14 @@ func (fs *FS) writeCached(in *inode, fm *fileMapping, p []byte, off int64) (int,
 	if mapped == 0 {
 		return 0, changed, werr
 	}
+	fs.pagesMu.Lock()
 	if fs.ordered == nil {
 		fs.ordered = make(map[uint32]bool)
 		fs.unsynced = make(map[uint32]bool)
 	}
 	fs.ordered[in.num] = true
 	fs.unsynced[in.num] = true
+	fs.pagesMu.Unlock()
 	f.Resize(max(int64(in.size), off+int64(mapped)))
 	n, err := f.Write(p[:mapped], off)
 	if err != nil {
@@ -284,7 +311,10 @@ func (fs *FS) readCached(f *pagecache.File, in *inode, p []byte, off int64) (int
 func (fs *FS) readShared(ino uint32, p []byte, off int64) (n int, ok bool, err error) {
 	fs.rbegin()
 	defer fs.rend()
-	f := fs.files[ino]
+	l := fs.ilock(ino)
+	l.RLock()
+	defer l.RUnlock()
+	f := fs.fileOf(ino)
 	if f == nil {
 		return 0, false, nil
 	}
@@ -318,7 +348,12 @@ func (fs *FS) ReadCached(ino uint32, dst [][]byte, off int64) (int, bool) {
 		return 0, false
 	}
 	defer fs.mu.RUnlock()
-	f := fs.files[ino]
+	l := fs.ilock(ino)
+	if !l.TryRLock() {
+		return 0, false // a writer of the file's (handle.go)
+	}
+	defer l.RUnlock()
+	f := fs.fileOf(ino)
 	if f == nil {
 		return 0, false
 	}
@@ -334,7 +369,7 @@ func (fs *FS) ReadCached(ino uint32, dst [][]byte, off int64) (int, bool) {
 // whose copy on the disk changed (a write, a hole punched, a tail
 // zeroed). Preconditions: fs.mu held.
 func (fs *FS) dropPages(in *inode, off, end int64) {
-	if f := fs.files[in.num]; f != nil && end > off {
+	if f := fs.fileOf(in.num); f != nil && end > off {
 		f.Invalidate(off, end-off)
 	}
 }
@@ -342,7 +377,7 @@ func (fs *FS) dropPages(in *inode, off, end int64) {
 // zeroPageTail clears the bytes from at on of in's cached page holding
 // at (a truncate to at). Preconditions: fs.mu held.
 func (fs *FS) zeroPageTail(in *inode, at uint64) {
-	if f := fs.files[in.num]; f != nil {
+	if f := fs.fileOf(in.num); f != nil {
 		f.ZeroFrom(int64(at))
 	}
 }
@@ -351,19 +386,19 @@ func (fs *FS) zeroPageTail(in *inode, at uint64) {
 // (not at a page boundary), so that the bytes of that page before at
 // survive the page being dropped. Preconditions: fs.mu held.
 func (fs *FS) keepHead(in *inode, at uint64) {
-	f := fs.files[in.num]
+	f := fs.fileOf(in.num)
 	if f == nil || at%pagecache.PageSize == 0 || at >= in.size {
 		return
 	}
 	if err := f.Writeback(); err != nil {
-		fs.dataErr = errors.Join(fs.dataErr, err)
+		fs.noteDataErr(err)
 	}
 }
 
 // resizePages sets the size of in's cached pages to the inode's, dropping
 // those wholly past it. Preconditions: fs.mu held.
 func (fs *FS) resizePages(in *inode) {
-	if f := fs.files[in.num]; f != nil {
+	if f := fs.fileOf(in.num); f != nil {
 		f.Resize(int64(in.size))
 	}
 }
@@ -372,13 +407,18 @@ func (fs *FS) resizePages(in *inode) {
 // forgets them (a freed inode has none left: truncate dropped them).
 // Preconditions: fs.mu held.
 func (fs *FS) closePages(ino uint32) {
-	if f := fs.files[ino]; f != nil {
+	fs.pagesMu.Lock()
+	f := fs.files[ino]
+	if f != nil {
 		delete(fs.files, ino)
 		delete(fs.maps, ino)
 		delete(fs.ordered, ino)
 		delete(fs.unsynced, ino)
+	}
+	fs.pagesMu.Unlock()
+	if f != nil {
 		if err := f.Release(); err != nil {
-			fs.dataErr = errors.Join(fs.dataErr, err)
+			fs.noteDataErr(err)
 		}
 	}
 }

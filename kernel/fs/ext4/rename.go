@@ -316,6 +316,8 @@ type Statfs struct {
 func (fs *FS) Statfs() Statfs {
 	fs.rbegin()
 	defer fs.rend()
+	fs.allocMu.Lock() // the counts handles change
+	defer fs.allocMu.Unlock()
 	s := Statfs{
 		BlockSize: fs.blockSize, Blocks: fs.sb.blocksCount, Free: fs.sb.freeBlocks,
 		Files: uint64(fs.sb.inodesCount), FilesFree: uint64(fs.sb.freeInodes), NameLen: maxNameLen,

@@ -58,6 +58,10 @@ type journal struct {
 	blocks  map[uint64][]byte // the running transaction: block -> cache buffer
 	order   []uint64
 	cap     int // blocks a transaction may hold
+	// reserved counts the blocks the open handles may still add
+	// (handle.go). It, blocks, order and freed are guarded by FS.jmu
+	// under FS.mu held for reading, by FS.mu alone held for writing.
+	reserved int
 	// freed holds, per group, the blocks freed by the running
 	// transaction. They stay out of reach of the allocator until it
 	// commits: written with new data before then, a crash would leave
@@ -177,13 +181,17 @@ func (fs *FS) openJournal() error {
 // logBlock adds block n (the cache's buffer b) to the running transaction.
 func (fs *FS) logBlock(n uint64, b []byte) error {
 	j := fs.jnl
+	fs.jmu.Lock()
 	if _, ok := j.blocks[n]; !ok {
 		j.order = append(j.order, n)
 	}
 	j.blocks[n] = b
-	if len(j.blocks) >= j.cap-16 {
+	full := len(j.blocks) >= j.cap-16
+	fs.jmu.Unlock()
+	if full && !fs.inHandle() {
 		// An operation bigger than the journal: commit in its middle
-		// rather than fail it.
+		// rather than fail it. (A handle's credits keep the
+		// transaction below half the journal: hbegin.)
 		return fs.commitOrStop()
 	}
 	return nil
@@ -192,6 +200,8 @@ func (fs *FS) logBlock(n uint64, b []byte) error {
 // unlog drops block n from the running transaction: it was freed.
 func (fs *FS) unlog(n uint64) {
 	if j := fs.jnl; j != nil {
+		fs.jmu.Lock()
+		defer fs.jmu.Unlock()
 		if _, ok := j.blocks[n]; ok {
 			delete(j.blocks, n)
 			for i, m := range j.order {
@@ -210,6 +220,8 @@ func (fs *FS) noteFreed(g, i uint32) {
 	if j == nil {
 		return
 	}
+	fs.jmu.Lock()
+	defer fs.jmu.Unlock()
 	if j.freed == nil {
 		j.freed = map[uint32][]byte{}
 	}
@@ -234,6 +246,8 @@ func (fs *FS) freedInGroup(g uint32) [4][]byte {
 	if j.inflight != nil {
 		c = j.inflight.freed[g]
 	}
+	fs.jmu.Lock()
+	defer fs.jmu.Unlock()
 	return [4][]byte{j.freed[g], c, j.held[g], fs.trimming[g]}
 }
 
@@ -243,6 +257,8 @@ func (fs *FS) inTransaction(n uint64) bool {
 	if fs.jnl == nil {
 		return false
 	}
+	fs.jmu.Lock()
+	defer fs.jmu.Unlock()
 	_, ok := fs.jnl.blocks[n]
 	return ok
 }
