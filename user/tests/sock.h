@@ -1,7 +1,7 @@
 /* sock.h: helpers shared by the socket tests (t_socket, t_socket_data,
  * t_inet, t_snmp, t_scale): the loopback interface up, addresses, polling
- * one descriptor, a data pattern and checksum, and descriptor passing.
- * Include after check.h. */
+ * one descriptor, a data pattern and checksum, descriptor passing, and
+ * a storm of connections from several processes. Include after check.h. */
 #ifndef SHORTBREAD_SOCK_H
 #define SHORTBREAD_SOCK_H
 
@@ -149,5 +149,83 @@ __attribute__((unused)) static int lowest_free_fd(void)
 	return fd;
 }
 
+
+/* connection_storm makes 1,000 connections from four processes at once to
+ * the bound, non-blocking stream listener l (family, address a), which
+ * this process serves through epoll: each client sends its number and
+ * gets it back doubled. Nothing is left behind: every descriptor is
+ * closed. Checks are named PREFIX.*; l stays open. */
+__attribute__((unused)) static void connection_storm(const char *prefix, int family, const struct sockaddr *a, socklen_t alen, int l)
+{
+	enum { PROCS = 4, EACH = 250 };
+	char name[64];
+	snprintf(name, sizeof name, "%s.listen", prefix);
+	CHECK_SYS(name, listen(l, 64));
+	int before = lowest_free_fd();
+	pid_t pids[PROCS];
+	for (int p = 0; p < PROCS; p++) {
+		pids[p] = fork();
+		if (pids[p] == 0) {
+			close(l);
+			for (int i = 0; i < EACH; i++) {
+				int c = socket(family, SOCK_STREAM, 0);
+				if (connect(c, a, alen) != 0)
+					_exit(1);
+				int v = p * EACH + i, r = -1;
+				if (write(c, &v, sizeof v) != sizeof v || read(c, &r, sizeof r) != sizeof r || r != 2 * v)
+					_exit(2);
+				close(c);
+			}
+			_exit(0);
+		}
+	}
+	int ep = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = l }, out[16];
+	epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev);
+	int served = 0, open_conns = 0, bad = 0;
+	double t0 = now();
+	while ((served < PROCS * EACH || open_conns > 0) && now() - t0 < 60) {
+		int n = epoll_wait(ep, out, 16, 1000);
+		for (int i = 0; i < n; i++) {
+			int fd = out[i].data.fd;
+			if (fd == l) {
+				int c;
+				while ((c = accept4(l, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
+					ev.events = EPOLLIN | EPOLLRDHUP;
+					ev.data.fd = c;
+					epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev);
+					open_conns++;
+				}
+				continue;
+			}
+			int v;
+			ssize_t k = read(fd, &v, sizeof v);
+			if (k == sizeof v) {
+				v *= 2;
+				bad |= write(fd, &v, sizeof v) != sizeof v;
+				served++;
+			} else if (k == 0 || (k < 0 && errno != EAGAIN)) {
+				epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
+				close(fd);
+				open_conns--;
+			}
+		}
+	}
+	snprintf(name, sizeof name, "%s.served", prefix);
+	CHECK_EQ(name, served, PROCS * EACH);
+	snprintf(name, sizeof name, "%s.replies", prefix);
+	CHECK(name, !bad);
+	int ok = 1;
+	for (int p = 0; p < PROCS; p++) {
+		int status;
+		waitpid(pids[p], &status, 0);
+		ok &= WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	}
+	snprintf(name, sizeof name, "%s.clients", prefix);
+	CHECK(name, ok);
+	close(ep);
+	snprintf(name, sizeof name, "%s.no_fds_left", prefix);
+	CHECK_EQ(name, lowest_free_fd(), before);
+}
 
 #endif
