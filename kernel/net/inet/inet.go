@@ -65,7 +65,10 @@ type sock struct {
 	opts               socket.Options
 
 	ep tcpip.Endpoint
-	wq *waiter.Queue
+	// stream is ep as a streamReader, for a stream socket whose endpoint
+	// is one (TCP, with netstack-patches/tcp-x-read-stream-endpoint.diff).
+	stream streamReader
+	wq     *waiter.Queue
 	// entry forwards every netstack event to q, where poll, epoll and
 	// socket.Wait watch.
 	entry waiter.Entry
@@ -142,6 +145,7 @@ func wrap(family, typ, protocol int, ep tcpip.Endpoint, wq *waiter.Queue) *sock 
 	s := &sock{family: family, typ: typ, proto: protocol, opts: socket.InitOptions(), ep: ep, wq: wq}
 	if typ == linux.SOCK_STREAM {
 		s.opts = socket.InitOptionsBuf(tcpDefaultSndBuf, tcpDefaultRcvBuf)
+		s.stream, _ = ep.(streamReader)
 	}
 	// Linux's sockets start with SO_REUSEADDR off but netstack's TCP
 	// keeps a bound port busy after close only as Linux does with
@@ -475,7 +479,13 @@ func (s *sock) RecvMsg(c *vfs.Ctx, b socket.Blocking, m *socket.RecvMsg) (int, e
 	for {
 		s.rmu.Lock()
 		s.rw = bufWriter{buf: m.Buf[m.N:]}
-		res, e := s.ep.Read(&s.rw, tcpip.ReadOptions{Peek: peek, NeedRemoteAddr: s.typ != linux.SOCK_STREAM})
+		var res tcpip.ReadResult
+		var e tcpip.Error
+		if s.stream != nil {
+			res.Count, e = s.stream.ReadStream(&s.rw, peek)
+		} else {
+			res, e = s.ep.Read(&s.rw, tcpip.ReadOptions{Peek: peek, NeedRemoteAddr: s.typ != linux.SOCK_STREAM})
+		}
 		s.rw = bufWriter{} // the caller's buffer is not kept
 		s.rmu.Unlock()
 		switch e.(type) {
@@ -518,6 +528,14 @@ func (s *sock) RecvMsg(c *vfs.Ctx, b socket.Blocking, m *socket.RecvMsg) (int, e
 			return 0, err
 		}
 	}
+}
+
+// streamReader is a stream endpoint that reads without a
+// tcpip.ReadResult: a large struct (its control messages) that Read
+// zeroes and copies out at each call, of which a stream uses only the
+// count.
+type streamReader interface {
+	ReadStream(dst io.Writer, peek bool) (int, tcpip.Error)
 }
 
 // bufWriter is the io.Writer netstack copies received bytes into: it
