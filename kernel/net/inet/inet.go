@@ -479,30 +479,25 @@ func (s *sock) RecvMsg(c *vfs.Ctx, b socket.Blocking, m *socket.RecvMsg) (int, e
 	for {
 		s.rmu.Lock()
 		s.rw = bufWriter{buf: m.Buf[m.N:]}
-		var res tcpip.ReadResult
+		var count, total int
 		var e tcpip.Error
 		if s.stream != nil {
-			res.Count, e = s.stream.ReadStream(&s.rw, peek)
+			count, e = s.stream.ReadStream(&s.rw, peek)
 		} else {
-			res, e = s.ep.Read(&s.rw, tcpip.ReadOptions{Peek: peek, NeedRemoteAddr: s.typ != linux.SOCK_STREAM})
+			count, total, e = s.read(m, peek)
 		}
 		s.rw = bufWriter{} // the caller's buffer is not kept
 		s.rmu.Unlock()
 		switch e.(type) {
 		case nil:
-			m.N += res.Count
+			m.N += count
 			if s.typ != linux.SOCK_STREAM {
-				m.From = s.encode(res.RemoteAddr)
-				m.Control.Proto = recvControl(&res.ControlMessages, s.rx6.Load(), s.tstamp.Load())
-				if res.Total > res.Count {
-					m.MsgFlags |= linux.MSG_TRUNC
-				}
 				if m.Flags&linux.MSG_TRUNC != 0 {
-					return res.Total, nil
+					return total, nil
 				}
 				return m.N, nil
 			}
-			if !waitAll || m.N == len(m.Buf) || res.Count == 0 {
+			if !waitAll || m.N == len(m.Buf) || count == 0 {
 				return m.N, nil
 			}
 			continue
@@ -528,6 +523,22 @@ func (s *sock) RecvMsg(c *vfs.Ctx, b socket.Blocking, m *socket.RecvMsg) (int, e
 			return 0, err
 		}
 	}
+}
+
+// read reads into s.rw through tcpip.Endpoint.Read (s.rmu held): the
+// count, and for a datagram its size, with m's sender, control messages
+// and truncation flag filled in. Apart from RecvMsg, so that a stream
+// read through s.stream does not zero a tcpip.ReadResult.
+func (s *sock) read(m *socket.RecvMsg, peek bool) (count, total int, e tcpip.Error) {
+	res, e := s.ep.Read(&s.rw, tcpip.ReadOptions{Peek: peek, NeedRemoteAddr: s.typ != linux.SOCK_STREAM})
+	if e == nil && s.typ != linux.SOCK_STREAM {
+		m.From = s.encode(res.RemoteAddr)
+		m.Control.Proto = recvControl(&res.ControlMessages, s.rx6.Load(), s.tstamp.Load())
+		if res.Total > res.Count {
+			m.MsgFlags |= linux.MSG_TRUNC
+		}
+	}
+	return res.Count, res.Total, e
 }
 
 // streamReader is a stream endpoint that reads without a
