@@ -404,6 +404,13 @@ func (s *sock) Peer() ([]byte, error) {
 	return s.encode(a), nil
 }
 
+// ReadsExactly implements vfs.ExactReader: a receive reports the bytes
+// netstack copied into the buffer (bufWriter), from its start, and no
+// more (a truncated datagram fills the buffer). read(2), recvfrom(2)
+// and recvmsg(2) then hand their lent buffer out without clearing it
+// first: redis reads into 16 KiB for a request of a few dozen bytes.
+func (s *sock) ReadsExactly() {}
+
 func (s *sock) Read(b vfs.Blocking, p []byte, _ int64) (int, error) {
 	m := socket.RecvMsg{Buf: p}
 	return s.RecvMsg(nil, b, &m)
