@@ -92,7 +92,7 @@ vet:
 # tests that netstack-patches/ adds to it.
 host-test:
 	m=$$(tools/netstack.sh netstack-patches $(BUILD)/netstack-test) && \
-	  go test -modfile "$$m" -tags sbnetstack ./... gvisor.dev/gvisor/pkg/tcpip gvisor.dev/gvisor/pkg/tcpip/stack gvisor.dev/gvisor/pkg/tcpip/transport/tcp \
+	  go test -modfile "$$m" -tags sbnetstack ./... gvisor.dev/gvisor/pkg/tcpip gvisor.dev/gvisor/pkg/tcpip/stack gvisor.dev/gvisor/pkg/tcpip/transport/tcp gvisor.dev/gvisor/pkg/tcpip/network/ipv4 \
 	    gvisor.dev/gvisor/pkg/sync gvisor.dev/gvisor/pkg/buffer
 
 boot-test: $(KERNEL) $(STUB) $(INITRAMFS)

@@ -190,7 +190,9 @@ func sysRecvfrom(t *Thread, a *[6]uint64) (int64, bool) {
 	flags := int(int32(a[3]))
 	pb := iobuf.Get(int(min(a[2], maxIO)))
 	defer iobuf.Put(pb)
-	clear(*pb) // see readInto
+	if !f.ReadsExactly() {
+		clear(*pb) // see readInto
+	}
 	m := t.recvMsg()
 	defer t.doneMsg()
 	m.Buf, m.Flags = *pb, flags
@@ -368,7 +370,9 @@ func (t *Thread) recvmsg(f *vfs.OpenFile, s socket.Socket, at uint64, flags int,
 	}
 	pb := iobuf.Get(int(min(iovTotal(iov), maxIO)))
 	defer iobuf.Put(pb)
-	clear(*pb) // see readInto
+	if !f.ReadsExactly() {
+		clear(*pb) // see readInto
+	}
 	m := t.recvMsg()
 	defer t.doneMsg()
 	m.Buf, m.Flags = *pb, flags

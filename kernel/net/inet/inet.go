@@ -65,7 +65,10 @@ type sock struct {
 	opts               socket.Options
 
 	ep tcpip.Endpoint
-	wq *waiter.Queue
+	// stream is ep as a streamReader, for a stream socket whose endpoint
+	// is one (TCP, with netstack-patches/tcp-x-read-stream-endpoint.diff).
+	stream streamReader
+	wq     *waiter.Queue
 	// entry forwards every netstack event to q, where poll, epoll and
 	// socket.Wait watch.
 	entry waiter.Entry
@@ -142,6 +145,7 @@ func wrap(family, typ, protocol int, ep tcpip.Endpoint, wq *waiter.Queue) *sock 
 	s := &sock{family: family, typ: typ, proto: protocol, opts: socket.InitOptions(), ep: ep, wq: wq}
 	if typ == linux.SOCK_STREAM {
 		s.opts = socket.InitOptionsBuf(tcpDefaultSndBuf, tcpDefaultRcvBuf)
+		s.stream, _ = ep.(streamReader)
 	}
 	// Linux's sockets start with SO_REUSEADDR off but netstack's TCP
 	// keeps a bound port busy after close only as Linux does with
@@ -400,6 +404,13 @@ func (s *sock) Peer() ([]byte, error) {
 	return s.encode(a), nil
 }
 
+// ReadsExactly implements vfs.ExactReader: a receive reports the bytes
+// netstack copied into the buffer (bufWriter), from its start, and no
+// more (a truncated datagram fills the buffer). read(2), recvfrom(2)
+// and recvmsg(2) then hand their lent buffer out without clearing it
+// first: redis reads into 16 KiB for a request of a few dozen bytes.
+func (s *sock) ReadsExactly() {}
+
 func (s *sock) Read(b vfs.Blocking, p []byte, _ int64) (int, error) {
 	m := socket.RecvMsg{Buf: p}
 	return s.RecvMsg(nil, b, &m)
@@ -475,24 +486,25 @@ func (s *sock) RecvMsg(c *vfs.Ctx, b socket.Blocking, m *socket.RecvMsg) (int, e
 	for {
 		s.rmu.Lock()
 		s.rw = bufWriter{buf: m.Buf[m.N:]}
-		res, e := s.ep.Read(&s.rw, tcpip.ReadOptions{Peek: peek, NeedRemoteAddr: s.typ != linux.SOCK_STREAM})
+		var count, total int
+		var e tcpip.Error
+		if s.stream != nil {
+			count, e = s.stream.ReadStream(&s.rw, peek)
+		} else {
+			count, total, e = s.read(m, peek)
+		}
 		s.rw = bufWriter{} // the caller's buffer is not kept
 		s.rmu.Unlock()
 		switch e.(type) {
 		case nil:
-			m.N += res.Count
+			m.N += count
 			if s.typ != linux.SOCK_STREAM {
-				m.From = s.encode(res.RemoteAddr)
-				m.Control.Proto = recvControl(&res.ControlMessages, s.rx6.Load(), s.tstamp.Load())
-				if res.Total > res.Count {
-					m.MsgFlags |= linux.MSG_TRUNC
-				}
 				if m.Flags&linux.MSG_TRUNC != 0 {
-					return res.Total, nil
+					return total, nil
 				}
 				return m.N, nil
 			}
-			if !waitAll || m.N == len(m.Buf) || res.Count == 0 {
+			if !waitAll || m.N == len(m.Buf) || count == 0 {
 				return m.N, nil
 			}
 			continue
@@ -518,6 +530,30 @@ func (s *sock) RecvMsg(c *vfs.Ctx, b socket.Blocking, m *socket.RecvMsg) (int, e
 			return 0, err
 		}
 	}
+}
+
+// read reads into s.rw through tcpip.Endpoint.Read (s.rmu held): the
+// count, and for a datagram its size, with m's sender, control messages
+// and truncation flag filled in. Apart from RecvMsg, so that a stream
+// read through s.stream does not zero a tcpip.ReadResult.
+func (s *sock) read(m *socket.RecvMsg, peek bool) (count, total int, e tcpip.Error) {
+	res, e := s.ep.Read(&s.rw, tcpip.ReadOptions{Peek: peek, NeedRemoteAddr: s.typ != linux.SOCK_STREAM})
+	if e == nil && s.typ != linux.SOCK_STREAM {
+		m.From = s.encode(res.RemoteAddr)
+		m.Control.Proto = recvControl(&res.ControlMessages, s.rx6.Load(), s.tstamp.Load())
+		if res.Total > res.Count {
+			m.MsgFlags |= linux.MSG_TRUNC
+		}
+	}
+	return res.Count, res.Total, e
+}
+
+// streamReader is a stream endpoint that reads without a
+// tcpip.ReadResult: a large struct (its control messages) that Read
+// zeroes and copies out at each call, of which a stream uses only the
+// count.
+type streamReader interface {
+	ReadStream(dst io.Writer, peek bool) (int, tcpip.Error)
 }
 
 // bufWriter is the io.Writer netstack copies received bytes into: it

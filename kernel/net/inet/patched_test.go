@@ -191,3 +191,30 @@ func TestClockReadsPerRoundTrip(t *testing.T) {
 	c.Release()
 	a.Release()
 }
+
+// A TCP socket, connected or accepted, reads through ReadStream
+// (netstack-patches/tcp-x-read-stream-endpoint.diff), and a peek, a
+// partial read and a read of the rest give the bytes as Read did.
+func TestStreamReadsWithoutResult(t *testing.T) {
+	c, a := connectedPair(t)
+	if c.stream == nil || a.stream == nil {
+		t.Fatalf("stream reader: connected %v, accepted %v; want both", c.stream != nil, a.stream != nil)
+	}
+	data := []byte("abcdefgh")
+	if n, err := c.Write(socket.Blocking{}, data, 0); n != len(data) || err != nil {
+		t.Fatalf("write %d %v", n, err)
+	}
+	peek := socket.RecvMsg{Buf: make([]byte, len(data)), Flags: linux.MSG_PEEK | linux.MSG_WAITALL}
+	if n, err := a.RecvMsg(nil, socket.Blocking{}, &peek); err != nil || n == 0 || string(peek.Buf[:n]) != string(data[:n]) {
+		t.Fatalf("peek: %d %v %q", n, err, peek.Buf)
+	}
+	got := 0
+	for got < len(data) {
+		m := socket.RecvMsg{Buf: make([]byte, 3)}
+		n, err := a.RecvMsg(nil, socket.Blocking{}, &m)
+		if err != nil || n == 0 || string(m.Buf[:n]) != string(data[got:got+n]) {
+			t.Fatalf("read at %d: %d %v %q", got, n, err, m.Buf[:n])
+		}
+		got += n
+	}
+}
