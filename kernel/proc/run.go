@@ -157,7 +157,7 @@ func (t *Thread) run() {
 	t.intr.Register()
 	defer t.intr.Unregister()
 	p := t.Proc
-	kstart := monotonicNow()
+	kstart := cycles()
 	for {
 		// Cleared before signals and stops are checked (unlocked): one
 		// that arrives after the check kicks the thread out of RunUser.
@@ -193,18 +193,18 @@ func (t *Thread) run() {
 		t.regs.Affinity = t.affinity.Load()
 		t.regs.Prio, t.regs.Slice = p.classPrio.Load(), p.classSlice.Load()
 		var kick *time.Timer
-		if p.cpuTimersOn.Load() || p.cpuWatchOn.Load() {
+		if p.cpuCounting.Load() != 0 {
 			kick = t.cpuTimerKick()
 		}
-		ustart := monotonicNow()
+		ustart := cycles()
 		t.chargeSys(kstart, ustart)
 		t.enterUser(ustart)
 		err := machine.RunUser(&t.regs, space.Root())
-		kstart = monotonicNow()
+		kstart = cycles()
 		if kick != nil {
 			kick.Stop()
 		}
-		t.chargeUser(kstart - ustart)
+		t.leaveUser(ustart, kstart)
 		if err != nil {
 			Log.Errorf("proc: %v: RunUser: %v", p, err)
 			p.exitGroup(sigSEGV, t)
