@@ -35,6 +35,10 @@ type Thread struct {
 	iovRaw  [16 * fastIOV]byte
 	iovFast [fastIOV][2]uint64
 	vctx    vfs.Ctx
+	// ioSmall is the buffer of reads and writes of up to smallIO bytes
+	// (ioBuffer): a pipe's or socket's short messages take none from
+	// iobuf's pools.
+	ioSmall [smallIO]byte
 	// pinned holds the kernel's view of a read's user buffers while a
 	// cached read copies straight into them (readCached); its array
 	// is kept from call to call.
