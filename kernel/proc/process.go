@@ -12,6 +12,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/ipc/sysv"
@@ -77,6 +78,10 @@ func (FileFrames) Available() uint64 {
 func (Frames) Page(pa uintptr) *[mm.PageSize]byte {
 	return (*[mm.PageSize]byte)(machine.PhysPointer(pa))
 }
+
+// DirectMap makes Frames an mm.DirectPhys: every frame is in the
+// machine's direct map, at its physical address from PhysPointer(0).
+func (Frames) DirectMap() unsafe.Pointer { return machine.PhysPointer(0) }
 
 func newSpace() (*mm.Space, error) {
 	r := machine.KernelReserved()
