@@ -109,7 +109,9 @@ func (t *Thread) chargeSys(start, now int64) {
 // reading start, at now, and charges it to the thread and to the CPU
 // RunUser returned on.
 func (t *Thread) leaveUser(start, now int64) {
-	t.cpu.user.Store(t.cpu.user.Load() + now)
+	// At least start comes off again: a TSC read on another CPU a hair
+	// behind (the thread moved in user mode) charges 0, never less.
+	t.cpu.user.Store(t.cpu.user.Load() + max(now, start))
 	if d := now - start; d > 0 {
 		cpuStats[t.regs.ExitCPU%uint64(len(cpuStats))].user.Add(d)
 		if t.Proc.cpuCounting.Load() != 0 {
