@@ -1,11 +1,42 @@
 package mm
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // Copying between the kernel and user memory. Every access goes through
 // the program's page tables, so a pointer into unmapped memory, the kernel
 // half, a reserved range or a page without the needed permission is
 // ErrFault, never a kernel fault.
+
+// page is the frame at pa as kernel memory: at the direct map's offset
+// when phys has one, with no call.
+func (s *Space) page(pa uintptr) *[PageSize]byte {
+	if s.direct != nil {
+		return (*[PageSize]byte)(unsafe.Add(s.direct, pa))
+	}
+	return s.phys.Page(pa)
+}
+
+// lookup is walk without creating tables, through page: the entry for
+// va, or nil where a table is missing or a shared kernel entry (without
+// the user bit) or a huge page covers va.
+func (s *Space) lookup(va uintptr) *uint64 {
+	if s.direct == nil {
+		return walk(s.phys, s.root, va, false)
+	}
+	table := s.root
+	for level := 3; level > 0; level-- {
+		e := &(*[512]uint64)(unsafe.Pointer(s.page(table)))[(va>>(12+9*uint(level)))&511]
+		v := atomic.LoadUint64(e)
+		if v&PTEPresent == 0 || v&PTEUser == 0 || v&PTEHuge != 0 {
+			return nil
+		}
+		table = uintptr(v & pteAddr)
+	}
+	return &(*[512]uint64)(unsafe.Pointer(s.page(table)))[(va>>12)&511]
+}
 
 // access makes the page at va present with the access allowed and returns
 // its frame. Caller holds s.mu.
@@ -20,7 +51,7 @@ func (s *Space) accessLocked(va uintptr, write bool) (uintptr, error) {
 	}
 	// Entries change under the read lock too (faults install them by
 	// compare-and-swap): read them atomically.
-	pte := walk(s.phys, s.root, va, false)
+	pte := s.lookup(va)
 	var e uint64
 	if pte != nil {
 		e = atomic.LoadUint64(pte)
@@ -35,7 +66,7 @@ func (s *Space) accessLocked(va uintptr, write bool) (uintptr, error) {
 		if err := s.faultLocked(va, write, false); err != nil {
 			return 0, ErrFault
 		}
-		pte = walk(s.phys, s.root, va, false)
+		pte = s.lookup(va)
 		if pte == nil {
 			return 0, ErrFault
 		}
@@ -69,7 +100,7 @@ func (s *Space) copy(va uintptr, b []byte, write bool) error {
 			return err
 		}
 		off := va & (PageSize - 1)
-		page := s.phys.Page(pa)[off:]
+		page := s.page(pa)[off:]
 		var n int
 		if write {
 			n = copy(page, b)
@@ -102,7 +133,7 @@ func (s *Space) CopyInString(va uintptr, max int) (string, error) {
 			return "", err
 		}
 		off := va & (PageSize - 1)
-		page := s.phys.Page(pa)[off:]
+		page := s.page(pa)[off:]
 		for _, c := range page {
 			if c == 0 {
 				return string(out), nil

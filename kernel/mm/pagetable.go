@@ -22,6 +22,16 @@ type Phys interface {
 	Page(pa uintptr) *[PageSize]byte
 }
 
+// DirectPhys is a Phys whose frames all lie at one offset in the
+// kernel's address space (the machine's direct map): Page(pa) is the
+// memory at DirectMap() plus pa. The copies between the kernel and user
+// memory then walk page tables and reach frames with no call per table
+// (Space.page).
+type DirectPhys interface {
+	Phys
+	DirectMap() unsafe.Pointer
+}
+
 // PageSize is the size of a page and a frame.
 const PageSize = 4096
 

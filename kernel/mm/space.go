@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Protection bits, as in mmap(2).
@@ -117,8 +118,9 @@ type Space struct {
 	mapMu   sync.Mutex
 	mu      sync.RWMutex
 	phys    Phys
-	root    uintptr // PML4
-	vmas    []VMA   // sorted, non-overlapping
+	direct  unsafe.Pointer // phys's DirectMap, nil if it is no DirectPhys
+	root    uintptr        // PML4
+	vmas    []VMA          // sorted, non-overlapping
 	reserve [][2]uintptr
 	brkBase uintptr
 	brk     uintptr
@@ -305,7 +307,11 @@ func NewSpace(p Phys, init func(pml4, pdpt, pd uintptr) error, reserved [][2]uin
 		return nil, err
 	}
 	tableFrames.Add(int64(len(f)))
-	return &Space{phys: p, root: f[0], reserve: reserved, tlb: tlb}, nil
+	s := &Space{phys: p, root: f[0], reserve: reserved, tlb: tlb}
+	if d, ok := p.(DirectPhys); ok {
+		s.direct = d.DirectMap()
+	}
+	return s, nil
 }
 
 // TLB is how a space keeps the CPUs' translation caches coherent; nil
@@ -348,9 +354,18 @@ func (s *Space) usable(start, end uintptr) bool {
 }
 
 func (s *Space) find(va uintptr) int {
-	i := sort.Search(len(s.vmas), func(i int) bool { return s.vmas[i].End > va })
-	if i < len(s.vmas) && s.vmas[i].Start <= va {
-		return i
+	// sort.Search's, written out: every copy from user memory looks its
+	// address up, and the closure's calls were most of the look-up.
+	lo, hi := 0, len(s.vmas)
+	for lo < hi {
+		if m := int(uint(lo+hi) >> 1); s.vmas[m].End > va {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	if lo < len(s.vmas) && s.vmas[lo].Start <= va {
+		return lo
 	}
 	return -1
 }

@@ -34,15 +34,15 @@ func allocSamples() [2]metrics.Sample {
 	return [2]metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/allocs:objects"}}
 }
 
-// countAllocs runs fn, the handler of call no, charging what it
-// allocates to no.
-func (t *Thread) countAllocs(no uint64, fn func() (int64, bool)) (int64, bool) {
+// countAllocs runs fn, the handler of call no, on the thread's
+// arguments, charging what it allocates to no.
+func (t *Thread) countAllocs(no uint64, fn func(*Thread, *[6]uint64) (int64, bool)) (int64, bool) {
 	s := &t.allocSamples
 	if s[0].Name == "" {
 		*s = allocSamples()
 	}
 	b0, o0 := heapAllocs(s)
-	ret, exit := fn()
+	ret, exit := fn(t, &t.args)
 	b1, o1 := heapAllocs(s)
 	if no < nSyscalls {
 		c := &allocCounts[no]

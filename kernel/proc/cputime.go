@@ -11,90 +11,130 @@ package proc
 // as a whole; their copying is small next to their waiting. A machine
 // thread descheduled under a running user thread is charged to that
 // thread, as a tick-based kernel would charge the whole tick.
+//
+// Every system call passes two of these marks (into and out of user
+// mode), and a read or write that may block two more, so they count
+// time-stamp counter cycles: one RDTSC each, with no scaling and no
+// call through the clock's function value. Whoever reads the times
+// (threadTimes, /proc/stat, the CPU timers) turns them into
+// nanoseconds (cyclesToNs); TSC readings on different CPUs compare,
+// as CLOCK_MONOTONIC's do.
 
 import (
 	"encoding/binary"
-	"runtime"
+	"math"
+	"math/bits"
 	"sync/atomic"
 	"time"
 
 	"shortbread/kernel/machine"
 )
 
-// cpuClock is one thread's account. user, sys and faults are read by other
-// threads; the sleep fields only by the thread itself.
-type cpuClock struct {
-	user, sys atomic.Int64 // nanoseconds
-	// userSince is when the thread entered user mode (ns since boot), 0
-	// outside it: a reader adds the time since then, so the clocks of a
-	// thread that spins without leaving user mode still advance. seq is
-	// odd while the thread updates user and userSince together (a
-	// sequence lock: readers retry until they see it even and
-	// unchanged).
-	userSince  atomic.Int64
-	seq        atomic.Uint32
-	faults     atomic.Int64 // page faults resolved (minor: there is no disk)
-	slept      int64
-	sleepStart int64
+// cycles reads the time-stamp counter, the accounting's clock. Unlike
+// the clocks programs read it is not fenced: a reading that moves by a
+// few instructions moves a little time between user and system.
+func cycles() int64 { return int64(machine.Rdtsc()) }
+
+// cyclesToNs converts a count of TSC cycles to nanoseconds, rounding
+// down, exactly (a 128-bit product and quotient); 0 for a count below 1.
+func cyclesToNs(c int64) int64 {
+	if c <= 0 {
+		return 0
+	}
+	hz := machine.TSCHz()
+	hi, lo := bits.Mul64(uint64(c), 1e9)
+	if hi >= hz { // centuries at any real rate
+		return math.MaxInt64
+	}
+	ns, _ := bits.Div64(hi, lo, hz)
+	return int64(min(ns, math.MaxInt64))
 }
 
-// enterUser marks the start of a stretch in user mode.
+// cpuClock is one thread's account, in TSC cycles. user, sys and faults
+// are read by other threads; the sleep fields only by the thread itself.
+type cpuClock struct {
+	// user is the user time while the thread is in the kernel. In user
+	// mode it is that time less the TSC at entry, a negative number
+	// (the TSC, counting since the machine started, is past any
+	// thread's user time): a reader that finds it negative adds the TSC
+	// now, so the clocks of a thread that spins without leaving user
+	// mode still advance. One word: the thread changes it with one
+	// store each way, and a reader needs no retry loop.
+	user       atomic.Int64
+	sys        atomic.Int64
+	faults     atomic.Int64 // page faults resolved (minor: there is no disk)
+	slept      int64        // cycles
+	sleepStart int64        // TSC
+}
+
+// enterUser marks the start of a stretch in user mode (now: the TSC).
 func (t *Thread) enterUser(now int64) {
-	t.cpu.seq.Add(1)
-	t.cpu.userSince.Store(now)
-	t.cpu.seq.Add(1)
+	t.cpu.user.Store(t.cpu.user.Load() - now)
 }
 
 // SleepBegin and SleepEnd let the VFS mark a wait (vfs.Sleeper).
 func (t *Thread) SleepBegin() { t.sleepBegin() }
 func (t *Thread) SleepEnd()   { t.sleepEnd() }
 
+// sleepBegin counts a voluntary switch on the CPU the last RunUser
+// returned on (as chargeSys charges it: no look-up of the current CPU).
 func (t *Thread) sleepBegin() {
-	thisCPUStat().ctxt.Add(1)
-	t.cpu.sleepStart = monotonicNow()
+	cpuStats[t.regs.ExitCPU%uint64(len(cpuStats))].ctxt.Add(1)
+	t.cpu.sleepStart = cycles()
 	t.sleeping.Store(true)
 }
 
 func (t *Thread) sleepEnd() {
-	t.cpu.slept += monotonicNow() - t.cpu.sleepStart
+	t.cpu.slept += cycles() - t.cpu.sleepStart
 	t.sleeping.Store(false)
 }
 
-// chargeSys charges the kernel time since start, less the time slept, to
-// the thread and to the CPU the last RunUser returned on (where the time
-// mostly went; no look-up of the current CPU per system call).
+// chargeSys charges the kernel time from start to now (TSC readings),
+// less the time slept, to the thread and to the CPU the last RunUser
+// returned on (where the time mostly went; no look-up of the current
+// CPU per system call).
 func (t *Thread) chargeSys(start, now int64) {
 	d := now - start - t.cpu.slept
 	t.cpu.slept = 0
 	if d > 0 {
 		t.cpu.sys.Add(d)
 		cpuStats[t.regs.ExitCPU%uint64(len(cpuStats))].sys.Add(d)
-		if t.Proc.cpuTimersOn.Load() {
-			t.Proc.cpuTimersTick(0, d)
-		}
-		if t.Proc.cpuWatchOn.Load() {
-			t.Proc.checkWatches()
+		if t.Proc.cpuCounting.Load() != 0 {
+			t.Proc.countCPUTime(0, d)
 		}
 	}
 }
 
-// chargeUser charges time spent in user mode, which ends it, to the
-// thread and to the CPU RunUser returned on.
-func (t *Thread) chargeUser(d int64) {
-	t.cpu.seq.Add(1)
-	if d > 0 {
-		t.cpu.user.Add(d)
-	}
-	t.cpu.userSince.Store(0)
-	t.cpu.seq.Add(1)
-	if d > 0 {
+// leaveUser ends the stretch in user mode that began at the TSC
+// reading start, at now, and charges it to the thread and to the CPU
+// RunUser returned on.
+func (t *Thread) leaveUser(start, now int64) {
+	// At least start comes off again: a TSC read on another CPU a hair
+	// behind (the thread moved in user mode) charges 0, never less.
+	t.cpu.user.Store(t.cpu.user.Load() + max(now, start))
+	if d := now - start; d > 0 {
 		cpuStats[t.regs.ExitCPU%uint64(len(cpuStats))].user.Add(d)
-		if t.Proc.cpuTimersOn.Load() {
-			t.Proc.cpuTimersTick(d, 0)
+		if t.Proc.cpuCounting.Load() != 0 {
+			t.Proc.countCPUTime(d, 0)
 		}
-		if t.Proc.cpuWatchOn.Load() {
-			t.Proc.checkWatches()
-		}
+	}
+}
+
+// Bits of Process.cpuCounting.
+const (
+	countTimers  = 1 << iota // ITIMER_VIRTUAL, ITIMER_PROF or RLIMIT_CPU is armed
+	countWatches             // a timer or sleep on a CPU-time clock waits
+)
+
+// countCPUTime counts user and system cycles just charged down p's CPU
+// timers and checks its watches.
+func (p *Process) countCPUTime(user, sys int64) {
+	c := p.cpuCounting.Load()
+	if c&countTimers != 0 {
+		p.cpuTimersTick(user, sys)
+	}
+	if c&countWatches != 0 {
+		p.checkWatches()
 	}
 }
 
@@ -113,25 +153,14 @@ type processUsage struct {
 	cmaxRSS  int64 // largest resident size of a reaped child, KiB
 }
 
-// threadTimes reports one thread's account, with the time it has been
-// in user mode so far if it is there now.
+// threadTimes reports one thread's account in nanoseconds, with the
+// time it has been in user mode so far if it is there now.
 func (t *Thread) threadTimes() cpuTimes {
-	c := &t.cpu
-	for {
-		s := c.seq.Load()
-		if s&1 != 0 {
-			runtime.Gosched() // the thread is between two updates
-			continue
-		}
-		user, since, sys := c.user.Load(), c.userSince.Load(), c.sys.Load()
-		if c.seq.Load() != s {
-			continue
-		}
-		if since != 0 {
-			user += max(monotonicNow()-since, 0)
-		}
-		return cpuTimes{user, sys}
+	user := t.cpu.user.Load()
+	if user < 0 {
+		user = max(user+cycles(), 0)
 	}
+	return cpuTimes{cyclesToNs(user), cyclesToNs(t.cpu.sys.Load())}
 }
 
 // selfTimes adds up the process's threads, live and exited.
@@ -264,15 +293,18 @@ const (
 	itimerProf    = 2
 )
 
-// cpuTimersTick counts user and system time down the process's CPU timers
-// and sends their signals.
-func (p *Process) cpuTimersTick(user, sys int64) {
-	if !p.cpuTimersOn.Load() {
-		return
-	}
+// cpuTimersTick counts user and system time (cycles) down the process's
+// CPU timers and sends their signals.
+func (p *Process) cpuTimersTick(userCycles, sysCycles int64) {
 	var fire [2]bool
 	limitSig := 0
 	p.mu.Lock()
+	// Each charge in nanoseconds is the step between two conversions of
+	// the running totals, so no fraction is lost from charge to charge.
+	user := cyclesToNs(p.timerUser+userCycles) - cyclesToNs(p.timerUser)
+	sys := cyclesToNs(p.timerSys+sysCycles) - cyclesToNs(p.timerSys)
+	p.timerUser += userCycles
+	p.timerSys += sysCycles
 	if p.cpuLimitLeft != 0 {
 		p.cpuLimitLeft -= user + sys
 		if p.cpuLimitLeft <= 0 {
@@ -305,7 +337,11 @@ func (p *Process) cpuTimersTick(user, sys int64) {
 
 // cpuTimersUpdateLocked records whether anything counts CPU time down.
 func (p *Process) cpuTimersUpdateLocked() {
-	p.cpuTimersOn.Store(p.cpuTimers[0].left != 0 || p.cpuTimers[1].left != 0 || p.cpuLimitLeft != 0)
+	if p.cpuTimers[0].left != 0 || p.cpuTimers[1].left != 0 || p.cpuLimitLeft != 0 {
+		p.cpuCounting.Or(countTimers)
+	} else {
+		p.cpuCounting.And(^uint32(countTimers))
+	}
 }
 
 // armCPULimitLocked starts RLIMIT_CPU's count-down from used, the
@@ -362,7 +398,8 @@ func (p *Process) getCPUTimer(i int) (left, interval time.Duration) {
 // its signal on time; nil when no CPU timer is armed.
 func (t *Thread) cpuTimerKick() *time.Timer {
 	p := t.Proc
-	timersOn, watchOn := p.cpuTimersOn.Load(), p.cpuWatchOn.Load()
+	c := p.cpuCounting.Load()
+	timersOn, watchOn := c&countTimers != 0, c&countWatches != 0
 	if !timersOn && !watchOn {
 		return nil
 	}

@@ -4,7 +4,7 @@ package proc
 // on CLOCK_PROCESS_CPUTIME_ID, CLOCK_THREAD_CPUTIME_ID or a clock from
 // clock_getcpuclockid/pthread_getcpuclockid, and clock_nanosleep on such
 // a clock. Each is a cpuWatch registered with the process whose time
-// moves the clock; the accounting (chargeUser, chargeSys) looks at that
+// moves the clock; the accounting (leaveUser, chargeSys) looks at that
 // process's watches whenever it charges time, as Linux's tick-time
 // run_posix_cpu_timers does, and a thread about to run user code arranges
 // to be kicked out of it when the nearest watch could expire
@@ -168,7 +168,7 @@ func (w *cpuWatch) get() (left, interval time.Duration) {
 func (p *Process) addWatch(w *cpuWatch) {
 	p.mu.Lock()
 	p.cpuWatches = append(p.cpuWatches, w)
-	p.cpuWatchOn.Store(true)
+	p.cpuCounting.Or(countWatches)
 	p.mu.Unlock()
 }
 
@@ -181,7 +181,9 @@ func (p *Process) removeWatch(w *cpuWatch) {
 			break
 		}
 	}
-	p.cpuWatchOn.Store(len(p.cpuWatches) > 0)
+	if len(p.cpuWatches) == 0 {
+		p.cpuCounting.And(^uint32(countWatches))
+	}
 }
 
 // checkWatches fires the watches whose clocks have reached their

@@ -12,6 +12,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/ipc/sysv"
@@ -78,6 +79,10 @@ func (Frames) Page(pa uintptr) *[mm.PageSize]byte {
 	return (*[mm.PageSize]byte)(machine.PhysPointer(pa))
 }
 
+// DirectMap makes Frames an mm.DirectPhys: every frame is in the
+// machine's direct map, at its physical address from PhysPointer(0).
+func (Frames) DirectMap() unsafe.Pointer { return machine.PhysPointer(0) }
+
 func newSpace() (*mm.Space, error) {
 	r := machine.KernelReserved()
 	return mm.NewSpace(Frames{}, machine.InitAddressSpace, r[:],
@@ -133,9 +138,8 @@ type Process struct {
 	ptimers map[int32]*posixTimer // timer_create(2); protected by mu
 	// cpuWatches count this process's or its threads' CPU time down for
 	// timers and sleeps on CPU-time clocks (cputimer.go); protected by
-	// mu. cpuWatchOn says there are any.
+	// mu. The countWatches bit of cpuCounting says there are any.
 	cpuWatches  []*cpuWatch
-	cpuWatchOn  atomic.Bool
 	nextTimerID int32 // protected by mu
 	umask       uint32
 	limits      *[rlimNlimits]rlimit // nil until first read: the defaults
@@ -152,7 +156,13 @@ type Process struct {
 	// (its soft limit, then each second after); 0: no limit. Protected
 	// by mu.
 	cpuLimitLeft int64
-	cpuTimersOn  atomic.Bool
+	// cpuCounting says what counts the process's CPU time down
+	// (countTimers, countWatches): the accounting loads this one word
+	// per charge. Changed under mu.
+	cpuCounting atomic.Uint32
+	// timerUser and timerSys are the user and system cycles charged to
+	// the timers so far (cpuTimersTick); protected by mu.
+	timerUser, timerSys int64
 	// semUndo is the process's SEM_UNDO adjustments, applied at exit;
 	// nil until its first semop. Protected by mu.
 	semUndo     *sysv.Undo

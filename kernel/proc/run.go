@@ -35,6 +35,10 @@ type Thread struct {
 	iovRaw  [16 * fastIOV]byte
 	iovFast [fastIOV][2]uint64
 	vctx    vfs.Ctx
+	// ioSmall is the buffer of reads and writes of up to smallIO bytes
+	// (ioBuffer): a pipe's or socket's short messages take none from
+	// iobuf's pools.
+	ioSmall [smallIO]byte
 	// pinned holds the kernel's view of a read's user buffers while a
 	// cached read copies straight into them (readCached); its array
 	// is kept from call to call.
@@ -157,7 +161,7 @@ func (t *Thread) run() {
 	t.intr.Register()
 	defer t.intr.Unregister()
 	p := t.Proc
-	kstart := monotonicNow()
+	kstart := cycles()
 	for {
 		// Cleared before signals and stops are checked (unlocked): one
 		// that arrives after the check kicks the thread out of RunUser.
@@ -193,18 +197,18 @@ func (t *Thread) run() {
 		t.regs.Affinity = t.affinity.Load()
 		t.regs.Prio, t.regs.Slice = p.classPrio.Load(), p.classSlice.Load()
 		var kick *time.Timer
-		if p.cpuTimersOn.Load() || p.cpuWatchOn.Load() {
+		if p.cpuCounting.Load() != 0 {
 			kick = t.cpuTimerKick()
 		}
-		ustart := monotonicNow()
+		ustart := cycles()
 		t.chargeSys(kstart, ustart)
 		t.enterUser(ustart)
 		err := machine.RunUser(&t.regs, space.Root())
-		kstart = monotonicNow()
+		kstart = cycles()
 		if kick != nil {
 			kick.Stop()
 		}
-		t.chargeUser(kstart - ustart)
+		t.leaveUser(ustart, kstart)
 		if err != nil {
 			Log.Errorf("proc: %v: RunUser: %v", p, err)
 			p.exitGroup(sigSEGV, t)

@@ -27,9 +27,10 @@ import (
 // cpuStat is one CPU's account, padded to its own cache line: every
 // return from user mode adds to it.
 type cpuStat struct {
-	user, sys, ctxt atomic.Int64
-	faults          atomic.Int64 // page faults taken by user programs
-	_               [32]byte
+	user, sys atomic.Int64 // TSC cycles (cputime.go)
+	ctxt      atomic.Int64
+	faults    atomic.Int64 // page faults taken by user programs
+	_         [32]byte
 }
 
 // idleAcct is how /proc/stat derives the kernel's uncharged work per CPU:
@@ -85,7 +86,7 @@ func ProcStat() []byte {
 	var all row
 	for i := range rows {
 		c := &cpuStats[i]
-		r := row{user: c.user.Load(), sys: c.sys.Load(), idle: machine.IdleTime(i)}
+		r := row{user: cyclesToNs(c.user.Load()), sys: cyclesToNs(c.sys.Load()), idle: machine.IdleTime(i)}
 		idleMu.Lock()
 		a := &idleAccs[i]
 		a.kernel += max(now-a.at-(r.idle-a.idle)-(r.user+r.sys-a.charged), 0)

@@ -25,6 +25,9 @@ func (t *Thread) path(at uint64) (string, error) {
 // wins over an error, an interrupted call with nothing done restarts or
 // fails with EINTR, and EPIPE raises SIGPIPE.
 func (t *Thread) ioResult(n int, err error) int64 {
+	if err == nil {
+		return int64(n)
+	}
 	if errors.Is(err, linux.EPIPE) {
 		t.signalThread(sigPIPE)
 	}
@@ -246,16 +249,18 @@ func (t *Thread) writeFrom(fd int, iov [][2]uint64, off int64) int64 {
 	if r := t.terminalIO(f, true); r != 0 {
 		return r
 	}
-	if err := devfs.CheckDirect(f, iov, off, true); err != nil {
-		return errno(err)
+	if f.Flags()&linux.O_DIRECT != 0 { // devfs.CheckDirect passes every other file
+		if err := devfs.CheckDirect(f, iov, off, true); err != nil {
+			return errno(err)
+		}
 	}
 	total := uint64(0)
 	for _, v := range iov {
 		total += min(v[1], maxIO-total)
 	}
-	pb := iobuf.Get(int(total))
-	defer iobuf.Put(pb)
-	buf := (*pb)[:0]
+	buf, pb := t.ioBuffer(int(total))
+	defer putIOBuffer(pb)
+	buf = buf[:0]
 	for _, v := range iov {
 		k := min(v[1], total-uint64(len(buf)))
 		b := buf[len(buf) : len(buf)+int(k)]
@@ -286,6 +291,29 @@ func (t *Thread) readv(a *[6]uint64, off int64, rwf uint64) int64 {
 	return t.readInto(int(int32(a[0])), iov, off)
 }
 
+// smallIO is the size of a thread's own I/O buffer (Thread.ioSmall).
+const smallIO = 512
+
+// ioBuffer lends the buffer of one read or write of n bytes (n <=
+// maxIO): the thread's own for a short one, else one of iobuf's, which
+// pb then names for putIOBuffer. The thread makes one call at a time,
+// and a File keeps no buffer it is given (package iobuf), so the
+// thread's buffer is free again when the call returns.
+func (t *Thread) ioBuffer(n int) (buf []byte, pb *[]byte) {
+	if n <= smallIO {
+		return t.ioSmall[:n], nil
+	}
+	pb = iobuf.Get(n)
+	return *pb, pb
+}
+
+// putIOBuffer gives back a buffer ioBuffer took from iobuf (pb non-nil).
+func putIOBuffer(pb *[]byte) {
+	if pb != nil {
+		iobuf.Put(pb)
+	}
+}
+
 // readInto makes one read (up to maxIO bytes) at off (< 0: the file
 // position) and scatters what came into the user buffers iov.
 func (t *Thread) readInto(fd int, iov [][2]uint64, off int64) int64 {
@@ -297,8 +325,10 @@ func (t *Thread) readInto(fd int, iov [][2]uint64, off int64) int64 {
 	if r := t.terminalIO(f, false); r != 0 {
 		return r
 	}
-	if err := devfs.CheckDirect(f, iov, off, false); err != nil {
-		return errno(err)
+	if f.Flags()&linux.O_DIRECT != 0 { // devfs.CheckDirect passes every other file
+		if err := devfs.CheckDirect(f, iov, off, false); err != nil {
+			return errno(err)
+		}
 	}
 	total := uint64(0)
 	for _, v := range iov {
@@ -309,9 +339,8 @@ func (t *Thread) readInto(fd int, iov [][2]uint64, off int64) int64 {
 			return n
 		}
 	}
-	pb := iobuf.Get(int(min(total, maxIO)))
-	defer iobuf.Put(pb)
-	buf := *pb
+	buf, pb := t.ioBuffer(int(min(total, maxIO)))
+	defer putIOBuffer(pb)
 	// A lent buffer holds what another call moved: cleared, so that a
 	// file that reports bytes it did not write (as one might that
 	// counted on a new buffer's zeros) cannot hand them out. Files of

@@ -35,12 +35,13 @@ func sysExitGroup(t *Thread, a *[6]uint64) (int64, bool) {
 
 func sysGetppid(t *Thread, a *[6]uint64) (int64, bool) {
 	p := t.Proc
+	ppid := 0
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.parent == nil {
-		return 0, false
+	if p.parent != nil {
+		ppid = p.parent.PID
 	}
-	return int64(p.parent.PID), false
+	p.mu.Unlock()
+	return int64(ppid), false
 }
 
 func sysFork(t *Thread, a *[6]uint64) (int64, bool) {

@@ -378,19 +378,13 @@ func (t *Thread) syscall() bool {
 	var ret int64
 	var exit bool
 	if AllocStat {
-		ret, exit = t.countAllocs(no, func() (int64, bool) { return e.Fn(t, a) })
+		ret, exit = t.countAllocs(no, e.Fn)
 	} else {
 		ret, exit = e.Fn(t, a)
 	}
 	t.kseq.Add(1)
-	if SysStat {
-		countResult(no, ret)
-	}
-	if trace.IsEnabled() {
-		t.markRequest(no, ret)
-	}
-	if Trace {
-		Log.Infof("strace: %d %s(%#x, %#x, %#x, %#x) = %d", t.TID, e.Name, a[0], a[1], a[2], a[3], ret)
+	if SysStat || Trace || trace.IsEnabled() {
+		t.syscallDone(no, e.Name, ret)
 	}
 	if ret == -eRESTARTSYS || ret == -eRESTARTNOINTR {
 		if ret == -eRESTARTNOINTR || t.shouldRestart() {
@@ -402,6 +396,22 @@ func (t *Thread) syscall() bool {
 	}
 	r.RAX = uint64(ret)
 	return exit
+}
+
+// syscallDone counts, traces and logs a system call that returned ret,
+// as the kernel's options ask; kept out of syscall, whose frame would
+// otherwise hold the log call's arguments on every call.
+func (t *Thread) syscallDone(no uint64, name string, ret int64) {
+	if SysStat {
+		countResult(no, ret)
+	}
+	if trace.IsEnabled() {
+		t.markRequest(no, ret)
+	}
+	if Trace {
+		a := &t.args
+		Log.Infof("strace: %d %s(%#x, %#x, %#x, %#x) = %d", t.TID, name, a[0], a[1], a[2], a[3], ret)
+	}
 }
 
 func sysGetpid(t *Thread, a *[6]uint64) (int64, bool) { return int64(t.Proc.PID), false }

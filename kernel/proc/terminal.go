@@ -174,8 +174,13 @@ func groupOrphaned(pgid int) bool {
 func (t *Thread) terminalIO(f *vfs.OpenFile, write bool) int64 {
 	file, ok := f.Impl().(*tty.File)
 	if !ok {
-		return 0
+		return 0 // most reads and writes: no call beyond this inlined test
 	}
+	return t.terminalJobControl(file, write)
+}
+
+// terminalJobControl is terminalIO's check for a terminal file.
+func (t *Thread) terminalJobControl(file *tty.File, write bool) int64 {
 	if !write {
 		return t.jobControl(file.T, sigTTIN)
 	}

@@ -97,6 +97,51 @@ func TestPipeReadInterrupted(t *testing.T) {
 	}
 }
 
+// TestPipeInterrupter: with an Interrupter registered for the interrupt
+// channel, as kernel/proc registers one per thread, a blocked pipe read
+// or write sleeps on its waiter's channel alone, and an interrupt still
+// ends it: EINTR with nothing done, the count with some progress, and
+// EINTR at once for an interrupt sent before the call.
+func TestPipeInterrupter(t *testing.T) {
+	r, w := newPipe(t)
+	defer r.DecRef()
+	defer w.DecRef()
+	c := make(chan struct{}, 1)
+	x := vfs.NewInterrupter(c)
+	x.Register()
+	defer x.Unregister()
+	interrupt := func() { // what kernel/proc's Thread.wake does
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+		x.Interrupted()
+	}
+	ch := async(func() (int, error) { return r.Read(make([]byte, 4), c) })
+	blocked(t, "read", ch)
+	interrupt()
+	if res := arrives(t, "interrupted read", ch); res.n != 0 || !errors.Is(res.err, linux.EINTR) {
+		t.Errorf("interrupted read: %d %v, want EINTR", res.n, res.err)
+	}
+	ch = async(func() (int, error) { return w.Write(make([]byte, 70000), c) })
+	blocked(t, "write", ch)
+	interrupt()
+	if res := arrives(t, "interrupted write", ch); res.n != 65536 || res.err != nil {
+		t.Errorf("write interrupted after progress: %d %v, want 65536 and no error", res.n, res.err)
+	}
+	interrupt()
+	if n, err := w.Write(make([]byte, 10), c); n != 0 || !errors.Is(err, linux.EINTR) {
+		t.Errorf("write to a full pipe with an interrupt pending: %d %v, want EINTR", n, err)
+	}
+	// Data wins over no interrupt: the pipe still works both ways.
+	if n, err := r.Read(make([]byte, 4096), c); n != 4096 || err != nil {
+		t.Errorf("read after the interrupts: %d %v", n, err)
+	}
+	if n, err := w.Write(make([]byte, 10), c); n != 10 || err != nil {
+		t.Errorf("write after the interrupts: %d %v", n, err)
+	}
+}
+
 func TestPipeEOFWakesReader(t *testing.T) {
 	r, w := newPipe(t)
 	defer r.DecRef()

@@ -174,14 +174,17 @@ func (w *waiter) arm(q *Queue) {
 	}
 }
 
-// wait sleeps until notified (nil) or interrupted (EINTR).
+// wait sleeps until notified (nil) or interrupted (EINTR), through
+// Waiter.Sleep: one receive on the waiter's channel when the thread's
+// interrupt channel has a registered Interrupter. An interrupt that
+// arrives during the sleep wakes it as a notification; the caller then
+// looks at its condition again and, finding it still unmet, sleeps
+// once more and sees the interrupt before sleeping.
 func (w *waiter) wait(b Blocking) error {
-	select {
-	case <-w.w.ch:
-		return nil
-	case <-b.Intr:
+	if w.w.Sleep(b.Intr) {
 		return linux.EINTR
 	}
+	return nil
 }
 
 // done removes the registration.
