@@ -10,6 +10,7 @@ package runtime
 
 import (
 	"internal/runtime/atomic"
+	"internal/runtime/sys"
 	"unsafe"
 )
 
@@ -99,7 +100,7 @@ func sbIRQ(irq int) {
 	}
 	sbIRQPending[irq]++
 	sbIRQLock.unlock()
-	atomic.Store(&sbIRQEdge[irq], 1)
+	atomic.Or(&sbIRQEdges, 1<<irq)
 	atomic.Xadd(&sbPollSeq, 1)
 	sbFutexWake(uintptr(unsafe.Pointer(&sbPollSeq)), 1<<31)
 }
@@ -108,10 +109,12 @@ func sbIRQ(irq int) {
 // netpoll_epoll.diff). The kernel polls only IRQ fds; a blocking netpoll
 // sleeps on the futex word sbPollSeq, which every interrupt and
 // netpollBreak changes after what they report, so none is missed
-// between netpoll's look and its sleep.
+// between netpoll's look and its sleep. An edge is only a wake-up: the
+// count a driver reads stays in sbIRQPending, so one that comes before
+// its fd is registered is found by the driver's first read.
 var (
 	sbPollSeq      uint32
-	sbIRQEdge      [24]uint32    // set by an interrupt, cleared when netpoll reports it
+	sbIRQEdges     uint32        // bit irq: an interrupt since netpoll last looked
 	sbPollDesc     [24]uint64    // the IRQ fd's pollDesc as a taggedPointer, or 0
 	netpollWakeSig atomic.Uint32 // a netpollBreak no blocking netpoll has taken
 )
@@ -141,10 +144,10 @@ func netpollBreak() {
 }
 
 // netpoll readies the goroutines of IRQ fds that had an interrupt since
-// they were last reported; with a delay, it sleeps first if there are
-// none and no netpollBreak is pending (only a blocking netpoll takes one,
-// as with epoll's eventfd: one taken by a non-blocking poll would leave
-// the sleeping one with a stale timeout).
+// it last looked; with a delay, it sleeps first if there are none and no
+// netpollBreak is pending (only a blocking netpoll takes one, as with
+// epoll's eventfd: one taken by a non-blocking poll would leave the
+// sleeping one with a stale timeout).
 func netpoll(delay int64) (gList, int32) {
 	seq := atomic.Load(&sbPollSeq)
 	toRun, delta := sbPollReady()
@@ -157,12 +160,12 @@ func netpoll(delay int64) (gList, int32) {
 }
 
 func sbPollReady() (toRun gList, delta int32) {
-	for irq := range sbPollDesc {
-		tp := taggedPointer(atomic.Load64(&sbPollDesc[irq]))
-		if tp == 0 || atomic.Xchg(&sbIRQEdge[irq], 0) == 0 {
-			continue
-		}
-		if pd := (*pollDesc)(tp.pointer()); pd.fdseq.Load() == tp.tag() {
+	if atomic.Load(&sbIRQEdges) == 0 {
+		return toRun, 0
+	}
+	for edges := atomic.Xchg(&sbIRQEdges, 0); edges != 0; edges &= edges - 1 {
+		tp := taggedPointer(atomic.Load64(&sbPollDesc[sys.TrailingZeros32(edges)]))
+		if pd := (*pollDesc)(tp.pointer()); tp != 0 && pd.fdseq.Load() == tp.tag() {
 			delta += netpollready(&toRun, pd, 'r')
 		}
 	}
