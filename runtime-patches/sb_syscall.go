@@ -19,7 +19,6 @@ const (
 	sbEAGAIN    = 11
 	sbENOMEM    = 12
 	sbEFAULT    = 14
-	sbEEXIST    = 17
 	sbEINVAL    = 22
 	sbENOTTY    = 25
 	sbENOSYS    = 38
