@@ -10,6 +10,7 @@ package runtime
 
 import (
 	"internal/runtime/atomic"
+	"internal/runtime/sys"
 	"unsafe"
 )
 
@@ -41,9 +42,9 @@ var (
 	sbStartTSC                 uint64  // TSC when the boot stub started
 	sbKernelStart, sbKernelEnd uintptr
 	sbIRQOpen                  [24]bool
-	sbIRQPending               [24]uint64
-	sbIRQEdge                  [24]bool   // set by an interrupt, cleared when epoll reports it
 	sbIRQEntry                 [24]uint32 // the pin's redirection entry (low word, unmasked)
+	sbIRQLock                  sbSpin     // trap context only; guards sbIRQPending and level pins' masks
+	sbIRQPending               [24]uint64 // interrupts since the IRQ fd's last read
 )
 
 func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
@@ -91,16 +92,84 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 // sbIRQ records a device interrupt and wakes the netpoller, which in turn
 // wakes the driver goroutine blocked reading the IRQ's fd.
 func sbIRQ(irq int) {
-	sbEpollLock.lock()
+	sbIRQLock.lock()
 	// Masked under the lock sbRead unmasks under, or a read in between
 	// leaves the pin masked with nothing pending. Then sbIOAPICMu.
 	if sbIRQEntry[irq]&sbIOAPICLevel != 0 {
 		sbIOAPICRoute(irq, sbIRQEntry[irq]|1<<16)
 	}
 	sbIRQPending[irq]++
-	sbIRQEdge[irq] = true
-	sbEpollLock.unlock()
-	sbWakeEpollWaiters()
+	sbIRQLock.unlock()
+	atomic.Or(&sbIRQEdges, 1<<irq)
+	atomic.Xadd(&sbPollSeq, 1)
+	sbFutexWake(uintptr(unsafe.Pointer(&sbPollSeq)), 1<<31)
+}
+
+// The runtime's netpoller (netpoll_epoll.go is left out of the kernel by
+// netpoll_epoll.diff). The kernel polls only IRQ fds; a blocking netpoll
+// sleeps on the futex word sbPollSeq, which every interrupt and
+// netpollBreak changes after what they report, so none is missed
+// between netpoll's look and its sleep. An edge is only a wake-up: the
+// count a driver reads stays in sbIRQPending, so one that comes before
+// its fd is registered is found by the driver's first read.
+var (
+	sbPollSeq      uint32
+	sbIRQEdges     uint32        // bit irq: an interrupt since netpoll last looked
+	sbPollDesc     [24]uint64    // the IRQ fd's pollDesc as a taggedPointer, or 0
+	netpollWakeSig atomic.Uint32 // a netpollBreak no blocking netpoll has taken
+)
+
+func netpollinit()                         {}
+func netpollIsPollDescriptor(uintptr) bool { return false }
+func netpollarm(pd *pollDesc, mode int)    { throw("runtime: unused") }
+func netpollclose(fd uintptr) uintptr      { return netpollopen(fd, nil) }
+func netpollopen(fd uintptr, pd *pollDesc) uintptr {
+	irq, ok := sbIRQFd(int32(fd))
+	if !ok {
+		return sbEPERM // as Linux's epoll answers for a regular file
+	}
+	tp := taggedPointer(0)
+	if pd != nil {
+		tp = taggedPointerPack(unsafe.Pointer(pd), pd.fdseq.Load())
+	}
+	atomic.Store64(&sbPollDesc[irq], uint64(tp))
+	return 0
+}
+
+func netpollBreak() {
+	if netpollWakeSig.CompareAndSwap(0, 1) {
+		atomic.Xadd(&sbPollSeq, 1)
+		futexwakeup(&sbPollSeq, 1<<31-1)
+	}
+}
+
+// netpoll readies the goroutines of IRQ fds that had an interrupt since
+// it last looked; with a delay, it sleeps first if there are none and no
+// netpollBreak is pending (only a blocking netpoll takes one, as with
+// epoll's eventfd: one taken by a non-blocking poll would leave the
+// sleeping one with a stale timeout).
+func netpoll(delay int64) (gList, int32) {
+	seq := atomic.Load(&sbPollSeq)
+	toRun, delta := sbPollReady()
+	if delay != 0 && toRun.empty() && netpollWakeSig.Swap(0) == 0 {
+		futexsleep(&sbPollSeq, seq, min(delay, 1e15))
+		netpollWakeSig.Store(0)
+		toRun, delta = sbPollReady()
+	}
+	return toRun, delta
+}
+
+func sbPollReady() (toRun gList, delta int32) {
+	if atomic.Load(&sbIRQEdges) == 0 {
+		return toRun, 0
+	}
+	for edges := atomic.Xchg(&sbIRQEdges, 0); edges != 0; edges &= edges - 1 {
+		tp := taggedPointer(atomic.Load64(&sbPollDesc[sys.TrailingZeros32(edges)]))
+		if pd := (*pollDesc)(tp.pointer()); tp != 0 && pd.fdseq.Load() == tp.tag() {
+			delta += netpollready(&toRun, pd, 'r')
+		}
+	}
+	return toRun, delta
 }
 
 //go:linkname sbHookSetWakeDelay shortbread/kernel/machine.setWakeDelay

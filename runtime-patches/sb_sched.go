@@ -4,7 +4,7 @@
 //
 // A thread that is not running keeps its registers in an sbFrame, and a
 // switch copies frames, after which the trap exit path returns into the
-// new thread. Blocking (futex, sleep, epoll) is therefore never a wait
+// new thread. Blocking (futex, sleep) is therefore never a wait
 // inside a handler: the handler records why the thread waits and switches
 // away.
 //
@@ -29,16 +29,12 @@ type sbThread struct {
 	state uint32
 	cpu   int32 // CPU running it, or -1
 	next  int32 // run queue link, -1 at the tail
-	// waitAddr is the futex word a blocked thread waits on (epoll_pwait's
-	// is sbEpollKey), or 0 (nanosleep).
-	waitAddr uintptr
-	deadline int64 // wake at this time (ns since boot); 0 = never
-	timerCPU int32 // the CPU whose timer is armed for deadline
-	// timeoutRet is the syscall result if the deadline passes first;
-	// restart asks for the syscall to be made again on a wake-up instead.
-	timeoutRet int64
-	restart    bool
-	restartNo  uint64
+	// waitAddr is the futex word a blocked thread waits on, or 0
+	// (nanosleep).
+	waitAddr   uintptr
+	deadline   int64 // wake at this time (ns since boot); 0 = never
+	timerCPU   int32 // the CPU whose timer is armed for deadline
+	timeoutRet int64 // the syscall result if the deadline passes first
 	isIdle     bool
 	// The user program's scheduling class, set by sbRunUser and reset by
 	// sbUserExit (sbSetClass): the CPUs the thread may run on (bit i for
@@ -204,8 +200,7 @@ const (
 )
 
 // sbWakeLocked makes a blocked thread runnable and sets the result of its
-// syscall: 0 for an event (or, for restartable waits, the syscall is made
-// again), timeoutRet for a timeout, EINTR for a signal.
+// syscall: 0 for an event, timeoutRet for a timeout, EINTR for a signal.
 func sbWakeLocked(i int32, why int) {
 	t := &sbThreads[i]
 	if t.state != sbThBlocked {
@@ -216,15 +211,11 @@ func sbWakeLocked(i int32, why int) {
 		t.frame.rax = uint64(t.timeoutRet)
 	case why == sbWakeSignal:
 		t.frame.rax = sbNeg(sbEINTR)
-	case t.restart:
-		t.frame.rip -= 2 // back onto the SYSCALL instruction
-		t.frame.rax = uint64(t.restartNo)
 	default:
 		t.frame.rax = 0
 	}
 	t.waitAddr = 0
 	t.deadline = 0
-	t.restart = false
 	sbEnqueueLocked(i)
 	sbKickLocked(0, 0, false)
 }
@@ -331,9 +322,6 @@ func sbSetClass(c *sbCPU, t *sbThread, affinity uint64, prio int32, slice int64)
 func sbBlockLocked(c *sbCPU, f *sbFrame) {
 	t := &sbThreads[c.cur]
 	t.state, t.cpu = sbThBlocked, -1
-	if t.restart {
-		t.restartNo = f.rax
-	}
 	sbSwitchLocked(c, f, true, sbPickLocked(c, 0))
 	sbSched.unlock()
 }

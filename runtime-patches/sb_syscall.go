@@ -19,31 +19,13 @@ const (
 	sbEAGAIN    = 11
 	sbENOMEM    = 12
 	sbEFAULT    = 14
-	sbEEXIST    = 17
 	sbEINVAL    = 22
 	sbENOTTY    = 25
 	sbENOSYS    = 38
 	sbETIMEDOUT = 110
 )
 
-// The machine layer's own file descriptors: the console on 0-2, and the
-// epoll instance and eventfd the runtime's netpoller creates once each.
-// netpollinit registers the eventfd level-triggered and every other fd
-// (the kernel's IRQ fds) edge-triggered, and never modifies a
-// registration, so each fd's kind fixes how epoll reports it.
-const (
-	sbFdEpoll   = 3
-	sbFdEventfd = 4
-)
-
-var (
-	sbEpollLock  sbSpin // guards the fields below; taken after sbSched.mu
-	sbEventCount uint64
-	// sbEpollData is the data each fd was registered with (0: none; the
-	// runtime's is a pointer).
-	sbEpollData  [sbFdIRQBase + 24]uint64
-	sbENOSYSSeen [512]bool
-)
+var sbENOSYSSeen [512]bool
 
 func sbSyscall(c *sbCPU, f *sbFrame) {
 	a0, a1, a2, a3 := uintptr(f.rdi), uintptr(f.rsi), uintptr(f.rdx), uintptr(f.r10)
@@ -133,19 +115,10 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 		r = 8
 	case 231: // exit_group
 		sbExitGroup(int32(a0))
-	case 233: // epoll_ctl
-		r = sbEpollCtl(int32(a0), int32(a1), int32(a2), a3)
 	case 234: // tgkill
 		r = sbKill(c, int32(a1), int32(a2))
 	case 257: // openat
 		r = -sbENOENT
-	case 281: // epoll_pwait
-		sbEpollWait(c, f, int32(a0), a1, int32(a2), int32(a3))
-		return
-	case 290: // eventfd2
-		r = sbFdEventfd
-	case 291: // epoll_create1
-		r = sbFdEpoll
 	case 302: // prlimit64
 		r = -sbENOSYS
 	case 318: // getrandom
@@ -170,27 +143,23 @@ func sbIRQFd(fd int32) (irq int32, ok bool) {
 	return irq, irq >= 0 && irq < 24 && sbIRQOpen[irq]
 }
 
-// sbRead reads an IRQ fd's or the eventfd's count and zeroes it; a
+// sbRead reads an IRQ fd's count of interrupts and zeroes it; a
 // level-triggered pin, masked since its interrupt, is unmasked.
 func sbRead(fd int32, buf, n uintptr) int64 {
-	irq, isIRQ := sbIRQFd(fd)
-	if !isIRQ && fd != sbFdEventfd {
+	irq, ok := sbIRQFd(fd)
+	if !ok {
 		return -sbEBADF
 	}
 	if n < 8 || !sbAS.touch(buf, 8, true) {
 		return -sbEINVAL
 	}
-	sbEpollLock.lock()
-	count := &sbEventCount
-	if isIRQ {
-		count = &sbIRQPending[irq]
-	}
-	v := *count
-	*count = 0
-	if v != 0 && isIRQ && sbIRQEntry[irq]&sbIOAPICLevel != 0 {
+	sbIRQLock.lock()
+	v := sbIRQPending[irq]
+	sbIRQPending[irq] = 0
+	if v != 0 && sbIRQEntry[irq]&sbIOAPICLevel != 0 {
 		sbIOAPICRoute(int(irq), sbIRQEntry[irq]) // unmask, under the lock: see sbIRQ
 	}
-	sbEpollLock.unlock()
+	sbIRQLock.unlock()
 	if v == 0 {
 		return -sbEAGAIN
 	}
@@ -199,26 +168,16 @@ func sbRead(fd int32, buf, n uintptr) int64 {
 }
 
 func sbWrite(fd int32, buf, n uintptr) int64 {
-	switch {
-	case fd == 1 || fd == 2:
-		if !sbAS.touch(buf, n, false) {
-			return -sbEFAULT
-		}
-		sbConsoleLock.lock()
-		sbWriteConsole(buf, n)
-		sbConsoleLock.unlock()
-		return int64(n)
-	case fd == sbFdEventfd:
-		if n < 8 || !sbAS.touch(buf, 8, false) {
-			return -sbEINVAL
-		}
-		sbEpollLock.lock()
-		sbEventCount += sbLoad64(buf)
-		sbEpollLock.unlock()
-		sbWakeEpollWaiters()
-		return 8
+	if fd != 1 && fd != 2 {
+		return -sbEBADF
 	}
-	return -sbEBADF
+	if !sbAS.touch(buf, n, false) {
+		return -sbEFAULT
+	}
+	sbConsoleLock.lock()
+	sbWriteConsole(buf, n)
+	sbConsoleLock.unlock()
+	return int64(n)
 }
 
 func sbMmap(addr, n uintptr, prot, flags uint32, fd int32) int64 {
@@ -385,101 +344,16 @@ func sbRandom() uint64 {
 	return z ^ z>>31
 }
 
-func sbEpollCtl(epfd, op, fd int32, ev uintptr) int64 {
-	_, isIRQ := sbIRQFd(fd)
-	switch {
-	case epfd != sbFdEpoll:
-		return -sbEBADF
-	case fd != sbFdEventfd && !isIRQ:
-		return -sbEPERM // as Linux answers for a file epoll cannot watch
-	case op == 1 && !sbAS.touch(ev, 12, false):
-		return -sbEFAULT
-	}
-	sbEpollLock.lock()
-	defer sbEpollLock.unlock()
-	switch on := sbEpollData[fd] != 0; {
-	case op == 1 && !on: // EPOLL_CTL_ADD
-		sbEpollData[fd] = sbLoad64(ev + 4)
-	case op == 1:
-		return -sbEEXIST
-	case op == 2 && on: // EPOLL_CTL_DEL
-		sbEpollData[fd] = 0
-	case op == 2:
-		return -sbENOENT
-	default:
-		return -sbEINVAL // EPOLL_CTL_MOD, which the runtime never uses
-	}
-	return 0
-}
-
 func sbFcntl(fd, cmd int32) int64 {
 	const fGetFL, oRdwr, oNonblock = 3, 2, 0x800
 	_, isIRQ := sbIRQFd(fd)
 	switch {
-	case fd < 0 || fd > sbFdEventfd && !isIRQ:
+	case fd < 0 || fd > 2 && !isIRQ:
 		return -sbEBADF
 	case cmd != fGetFL:
 		return 0
 	case fd <= 2:
 		return oRdwr
 	}
-	return oRdwr | oNonblock // the netpoller's and the IRQ fds
+	return oRdwr | oNonblock // an IRQ fd: os.NewFile then polls it
 }
-
-// sbEpollReady writes ready events: an IRQ fd once after an interrupt
-// (edge-triggered), the eventfd while its count is not zero. The
-// runtime's netpollBreak eventfd must stay ready until read: a
-// non-blocking netpoll on another M may see it without reading it, and
-// reported once it left the blocking poller asleep with a stale timeout
-// (timers ran up to a minute late). Called with sbSched.mu held.
-func sbEpollReady(events uintptr, max int32) int32 {
-	n := int32(0)
-	sbEpollLock.lock()
-	for fd := int32(0); fd < int32(len(sbEpollData)) && n < max; fd++ {
-		irq, isIRQ := sbIRQFd(fd)
-		if sbEpollData[fd] == 0 || !(fd == sbFdEventfd && sbEventCount > 0 || isIRQ && sbIRQEdge[irq]) {
-			continue
-		}
-		if isIRQ {
-			sbIRQEdge[irq] = false
-		}
-		e := events + uintptr(n)*12
-		sbStore32(e, 1) // EPOLLIN
-		*(*uint64)(unsafe.Pointer(e + 4)) = sbEpollData[fd]
-		n++
-	}
-	sbEpollLock.unlock()
-	return n
-}
-
-func sbEpollWait(c *sbCPU, f *sbFrame, epfd int32, events uintptr, max int32, timeoutMs int32) {
-	if epfd != sbFdEpoll {
-		f.rax = sbNeg(sbEBADF)
-		return
-	}
-	if max <= 0 || !sbAS.touch(events, uintptr(max)*12, true) {
-		f.rax = sbNeg(sbEINVAL)
-		return
-	}
-	sbSched.mu.lock()
-	n := sbEpollReady(events, max)
-	if n > 0 || timeoutMs == 0 {
-		sbSched.unlock()
-		f.rax = uint64(n)
-		return
-	}
-	t := &sbThreads[c.cur]
-	t.waitAddr = sbEpollKey()
-	t.restart = true
-	t.timeoutRet = 0
-	if timeoutMs > 0 {
-		sbSetDeadlineLocked(c, t, sbNanotime()+int64(timeoutMs)*1_000_000)
-	}
-	sbBlockLocked(c, f)
-}
-
-// sbEpollKey is the futex word threads in epoll_pwait wait on: the
-// machine layer's own, which no futex of the runtime's names.
-func sbEpollKey() uintptr { return uintptr(unsafe.Pointer(&sbEventCount)) }
-
-func sbWakeEpollWaiters() { sbFutexWake(sbEpollKey(), 1<<62) }

@@ -10,8 +10,11 @@
 set -eu
 out=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
-overlay=$("$root/tools/overlay.sh" "$root/runtime-patches" "$root/build/overlay")
-vdso=$("$root/tools/build-vdso.sh" "$root/build/overlay/vdso")
+# In build/_overlay: go vet ./... and go test ./... skip directories named
+# _*, and the patched copies of upstream runtime files carry no shortbread
+# tag that would keep those commands out of them.
+overlay=$("$root/tools/overlay.sh" "$root/runtime-patches" "$root/build/_overlay")
+vdso=$("$root/tools/build-vdso.sh" "$root/build/_overlay/vdso")
 sed -i "s|^{\"Replace\":{|{\"Replace\":{\"$root/kernel/vdso/image_shortbread.go\":\"$vdso\",|" "$overlay"
 # Beside OUT, so builds into different directories do not share it.
 modfile=$("$root/tools/netstack.sh" "$root/netstack-patches" "$(dirname "$out")/netstack")
