@@ -66,6 +66,40 @@ func (fs *FS) ilock(ino uint32) *sync.RWMutex {
 	return &fs.ilocks[ino%inodeLockStripes]
 }
 
+// dirLocks are what a handle that changes a directory holds: the
+// directory's inode lock and, once try took it, a second inode's.
+type dirLocks struct {
+	fs       *FS
+	dir, ino *sync.RWMutex
+}
+
+// lockDir takes dir's inode lock for a handle.
+func (fs *FS) lockDir(dir uint32) *dirLocks {
+	l := &dirLocks{fs: fs, dir: fs.ilock(dir)}
+	l.dir.Lock()
+	return l
+}
+
+// try takes inode n's lock unless another holds it (a handle never
+// waits for a second inode's lock); n may share the directory's stripe.
+func (l *dirLocks) try(n uint32) bool {
+	if m := l.fs.ilock(n); m != l.dir {
+		if !m.TryLock() {
+			return false
+		}
+		l.ino = m
+	}
+	return true
+}
+
+// unlock releases what the handle took.
+func (l *dirLocks) unlock() {
+	if l.ino != nil {
+		l.ino.Unlock()
+	}
+	l.dir.Unlock()
+}
+
 // hbegin starts a handle: FS.mu held for reading and handleCredits
 // blocks of the running transaction reserved. It returns false, with
 // nothing held, where the operation must run holding FS.mu for

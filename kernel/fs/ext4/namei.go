@@ -2,7 +2,6 @@ package ext4
 
 import (
 	"errors"
-	"sync"
 
 	"shortbread/kernel/abi/linux"
 )
@@ -134,28 +133,12 @@ func (fs *FS) touchDir(d *inode) error {
 func (fs *FS) Create(dir uint32, name string, mode, uid, gid, major, minor uint32) (uint32, error) {
 	var ino uint32
 	err := fs.shared(func() error {
-		dl := fs.ilock(dir)
-		dl.Lock()
-		defer dl.Unlock()
-		var held *sync.RWMutex
-		defer func() {
-			if held != nil {
-				held.Unlock()
-			}
-		}()
-		take := func(n uint32) bool {
-			// Called under allocMu: a lock another holds is passed
-			// over, never waited for (stripe locks come first).
-			if l := fs.ilock(n); l != dl {
-				if !l.TryLock() {
-					return false
-				}
-				held = l
-			}
-			return true
-		}
+		l := fs.lockDir(dir)
+		defer l.unlock()
+		// try runs under allocMu: a lock another holds is passed over,
+		// never waited for (stripe locks come first).
 		var err error
-		ino, err = fs.create(dir, name, mode, uid, gid, major, minor, take)
+		ino, err = fs.create(dir, name, mode, uid, gid, major, minor, l.try)
 		return err
 	}, func() error {
 		var err error
@@ -351,21 +334,11 @@ func (fs *FS) remove(dir uint32, name string, wantDir bool) error {
 	// In a handle (handle.go): the directory's lock, then the file's
 	// if no one holds it (else the unlink runs alone).
 	return fs.shared(func() error {
-		dl := fs.ilock(dir)
-		dl.Lock()
-		defer dl.Unlock()
-		var held *sync.RWMutex
-		defer func() {
-			if held != nil {
-				held.Unlock()
-			}
-		}()
+		l := fs.lockDir(dir)
+		defer l.unlock()
 		return fs.removeLocked(dir, name, false, func(in *inode) error {
-			if l := fs.ilock(in.num); l != dl {
-				if !l.TryLock() {
-					return errExclusive
-				}
-				held = l
+			if !l.try(in.num) {
+				return errExclusive
 			}
 			return nil
 		})
