@@ -22,7 +22,7 @@ const (
 	sbSysProfStop  = 3 // () -> 0
 	sbSysIOAPIC    = 4 // (physical address) -> 0: the MADT's I/O APIC
 	sbSysRunUser   = 5 // (regs, cr3) -> 0 when the program traps back (sbTrap calls sbRunUser first)
-	sbSysFlushTLB  = 7 // (root, release) -> 0: CPUs using root (0: every CPU) drop non-global translations; with release, every CPU stops using root as CR3
+	sbSysFlushTLB  = 7 // (root, how) -> 0: CPUs using root (0: every CPU) drop non-global translations (how 2: except this one); how 1: every CPU stops using root as CR3
 	sbSysKick      = 8 // (regs) -> 0: hurry a kicked user thread back
 	sbSysCount     = 11
 
@@ -69,11 +69,13 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 	case sbSysKick:
 		return sbKick(a0)
 	case sbSysFlushTLB:
-		if a1 != 0 {
+		if a1 == 1 {
 			sbReleaseCR3(c, a0)
 			return 0
 		}
-		sbWriteCR3(sbReadCR3())
+		if a1 == 0 {
+			sbWriteCR3(sbReadCR3())
+		}
 		sbShootdown(a0)
 		return 0
 	case sbSysDebugSpin:

@@ -440,6 +440,12 @@ func FlushSpaceTLB(root uintptr) {
 	syscall.RawSyscall(sysFlushTLB, root, 0, 0)
 }
 
+// FlushOtherTLBs is FlushSpaceTLB except on the calling CPU, for a caller
+// whose own CPU cannot hold the stale translation (it just faulted on it).
+func FlushOtherTLBs(root uintptr) {
+	syscall.RawSyscall(sysFlushTLB, root, 2, 0)
+}
+
 // ReleaseAddressSpace makes every CPU stop using the page tables at root
 // (a CPU keeps a user space loaded after leaving user mode, to spare a
 // CR3 switch per system call); call it before freeing them.

@@ -20,6 +20,7 @@ func (s *Space) Resident(start uintptr, out []byte) error {
 	}
 	s.rlock()
 	defer s.mu.RUnlock()
+	zero := s.zero.Load()
 	for i := range out {
 		va := start + uintptr(i)*PageSize
 		k := s.find(va)
@@ -28,7 +29,7 @@ func (s *Space) Resident(start uintptr, out []byte) error {
 		}
 		v := &s.vmas[k]
 		out[i] = 0
-		if pte := walk(s.phys, s.root, va, false); pte != nil && holdsFrame(atomic.LoadUint64(pte)) {
+		if pte := walk(s.phys, s.root, va, false); pte != nil && touched(atomic.LoadUint64(pte), zero) {
 			out[i] = 1
 			continue
 		}
@@ -39,4 +40,12 @@ func (s *Space) Resident(start uintptr, out []byte) error {
 		}
 	}
 	return nil
+}
+
+// touched reports whether pte maps a frame that mincore counts: not the
+// zero page where fault-around put it and the program never went
+// (zeroAround), so the answer is Linux's, which maps anonymous reads one
+// page at a time.
+func touched(pte uint64, zero uintptr) bool {
+	return holdsFrame(pte) && (uintptr(pte&pteAddr) != zero || pte&PTEAccessed != 0)
 }

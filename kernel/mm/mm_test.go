@@ -1197,3 +1197,105 @@ func TestLeafTablesWhole(t *testing.T) {
 	}
 	s.Destroy()
 }
+
+// A read fault in zero-fill memory maps the zero page over the aligned
+// 16-page window around it (within the mapping, and only where nothing is
+// mapped and nothing is backed by data), costs no frame, and leaves
+// mincore's answer at the one page read. A store to a page of the window
+// gets a frame of its own and needs no flush on the faulting CPU.
+func TestZeroFaultAround(t *testing.T) {
+	fp := newFakePhys(1000)
+	p := testPhys{fp}
+	var flushes, others int
+	s, err := NewSpace(p, initAS(p), reserved, TLB{
+		Flush:       func(uintptr) { flushes++ },
+		FlushOthers: func(uintptr) { others++ },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A data mapping whose first two pages hold data and the rest is
+	// bss, then an anonymous mapping right after it.
+	const dbase, dpages = 0x800000, 8
+	data := bytes.Repeat([]byte{0xAB}, 2*PageSize)
+	if err := s.Map(VMA{Start: dbase, End: dbase + dpages*PageSize, Prot: ProtRead | ProtWrite, Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	const abase, apages = dbase + dpages*PageSize, 40
+	if err := s.Map(VMA{Start: abase, End: abase + apages*PageSize, Prot: ProtRead | ProtWrite}); err != nil {
+		t.Fatal(err)
+	}
+	mapped := func(va uintptr) bool {
+		pte := walk(s.phys, s.root, va, false)
+		return pte != nil && holdsFrame(*pte)
+	}
+	before := fp.inUse()
+	if err := s.Fault(dbase+5*PageSize, false, false); err != nil { // bss of the data mapping
+		t.Fatal(err)
+	}
+	for i := uintptr(0); i < dpages; i++ {
+		if want := i >= 2; mapped(dbase+i*PageSize) != want {
+			t.Errorf("data mapping page %d: mapped %v, want %v (only its bss is zero-fill)", i, !want, want)
+		}
+	}
+	if mapped(abase) {
+		t.Error("the window crossed into the next mapping")
+	}
+	if err := s.Fault(abase+20*PageSize, false, false); err != nil { // window [16, 32) of the anonymous mapping
+		t.Fatal(err)
+	}
+	for i := uintptr(0); i < apages; i++ {
+		va := abase + i*PageSize
+		if want := va >= (abase+20*PageSize)&^(16*PageSize-1) && va < ((abase+20*PageSize)&^(16*PageSize-1))+16*PageSize; mapped(va) != want {
+			t.Errorf("anonymous page %d: mapped %v, want %v", i, !want, want)
+		}
+	}
+	// The zero page and page tables only.
+	if got := fp.inUse() - before; got > 4 {
+		t.Errorf("two read faults took %d frames", got)
+	}
+	if n := s.ResidentPages(); n != 0 {
+		t.Errorf("%d pages resident after reads only", n)
+	}
+	v := make([]byte, apages)
+	if err := s.Resident(abase, v); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range v {
+		if want := byte(0); i == 20 {
+			want = 1
+			if r != want {
+				t.Errorf("mincore: the page read reports %d", r)
+			}
+		} else if r != want {
+			t.Errorf("mincore: page %d, never touched, reports %d", i, r)
+		}
+	}
+	// A store into the window: a frame of its own, flushed elsewhere only.
+	flushes, others = 0, 0
+	if err := s.Fault(abase+17*PageSize, true, false); err != nil {
+		t.Fatal(err)
+	}
+	if flushes != 0 || others != 1 {
+		t.Errorf("store to a zero page: %d full flushes and %d of other CPUs, want 0 and 1", flushes, others)
+	}
+	if err := s.CopyOut(abase+17*PageSize, []byte{9}); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1)
+	for _, c := range []struct {
+		va   uintptr
+		want byte
+	}{{abase + 17*PageSize, 9}, {abase + 18*PageSize, 0}, {dbase, 0xAB}, {dbase + 6*PageSize, 0}} {
+		if err := s.CopyIn(c.va, b); err != nil || b[0] != c.want {
+			t.Errorf("read %#x = %d, %v, want %d", c.va, b[0], err, c.want)
+		}
+	}
+	if n := s.ResidentPages(); n != 2 { // the store's page and the data page read
+		t.Errorf("%d pages resident, want 2", n)
+	}
+	s.Destroy()
+	if left := fp.inUse(); left != 0 {
+		t.Errorf("%d frames leaked", left)
+	}
+}

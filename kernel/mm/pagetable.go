@@ -40,9 +40,12 @@ const (
 	PTEPresent = 1 << 0
 	PTEWrite   = 1 << 1
 	PTEUser    = 1 << 2
-	PTEHuge    = 1 << 7
-	PTENX      = 1 << 63
-	pteAddr    = 0x000ffffffffff000
+	// PTEAccessed is set by the CPU when it first uses an entry; an entry
+	// that fault-around made carries none until the program touches it.
+	PTEAccessed = 1 << 5
+	PTEHuge     = 1 << 7
+	PTENX       = 1 << 63
+	pteAddr     = 0x000ffffffffff000
 	// pteCOW is a software bit (available to the OS, §4.5 table 4-19):
 	// the page is shared copy-on-write and mapped read-only.
 	pteCOW = 1 << 9

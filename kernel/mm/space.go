@@ -321,6 +321,8 @@ type TLB struct {
 	// with page-table root root drop them (after mappings were removed
 	// or restricted) before it returns.
 	Flush func(root uintptr)
+	// FlushOthers is Flush except on the calling CPU (nil: Flush).
+	FlushOthers func(root uintptr)
 	// Release makes every CPU stop using root as its page-table root:
 	// CPUs may keep a space loaded after leaving user mode, and its
 	// tables are about to be freed.
@@ -331,6 +333,14 @@ func (s *Space) flushLocked() {
 	if s.tlb.Flush != nil {
 		s.tlb.Flush(s.root)
 	}
+}
+
+func (s *Space) flushOthersLocked() {
+	if s.tlb.FlushOthers == nil {
+		s.flushLocked()
+		return
+	}
+	s.tlb.FlushOthers(s.root)
 }
 
 // Root is the physical address of the PML4, for CR3.
@@ -574,7 +584,7 @@ func (s *Space) Protect(start, n uintptr, prot int) error {
 			if !holdsFrame(old) {
 				continue
 			}
-			ptes[i] = old&(pteAddr|pteCOW|pteShared) | pteFlags(prot, readOnly(old))
+			ptes[i] = old&(pteAddr|pteCOW|pteShared|PTEAccessed) | pteFlags(prot, readOnly(old))
 			if ptes[i] != old {
 				restricted = true
 			}
@@ -638,7 +648,7 @@ func (s *Space) faultLocked(va uintptr, write, exec bool) error {
 			return s.breakCOWLocked(pte, cur, v.Prot)
 		}
 		if cur&PTEPresent == 0 { // PROT_NONE lifted without the PTE
-			atomic.CompareAndSwapUint64(pte, cur, cur&(pteAddr|pteCOW|pteShared)|pteFlags(v.Prot, readOnly(cur)))
+			atomic.CompareAndSwapUint64(pte, cur, cur&(pteAddr|pteCOW|pteShared|PTEAccessed)|pteFlags(v.Prot, readOnly(cur)))
 			return nil
 		}
 		if write && cur&PTEWrite == 0 && v.Shm != nil && !v.Private {
@@ -651,7 +661,13 @@ func (s *Space) faultLocked(va uintptr, write, exec bool) error {
 		if err != nil {
 			return err
 		}
-		s.mapObjectPage(v, pte, cur, z)
+		// Read-only and copy-on-write like an object's page; accessed,
+		// as the CPU would mark it when the program's load retries
+		// (Resident tells it from the pages zeroAround adds).
+		zpte := uint64(z) | pteFlags(v.Prot, true) | pteShared | pteCOW
+		if atomic.CompareAndSwapUint64(pte, cur, zpte|PTEAccessed) {
+			s.zeroAround(v, page, zpte)
+		}
 		return nil
 	}
 	if v.Shm != nil && v.Private {
@@ -818,6 +834,28 @@ func (s *Space) faultAround(v *VMA, page uintptr) {
 	}
 }
 
+// zeroAround maps the zero page (entry zpte) at the unmapped zero-fill
+// pages of v in the aligned window of faultAroundPages around page. A
+// program that reads a large bss or a fresh mapping page by page (a
+// checksum, a search, a reader of memory it has not written yet) then
+// takes one fault per 64 KiB instead of one per page. The entries cost no
+// frame; a later store to one takes the copy-on-write path, as a store
+// after a read does on any zero page. Linux maps anonymous reads one page
+// at a time: the window is Shortbread's own, and the entries it adds stay
+// unaccessed until the program touches them, so mincore still reports
+// only the pages the program read.
+func (s *Space) zeroAround(v *VMA, page uintptr, zpte uint64) {
+	const span = faultAroundPages * PageSize
+	lo, hi := max(page&^(span-1), v.Start), min(page&^(span-1)+span, v.End)
+	leafTables(s.phys, s.root, lo, hi, func(va uintptr, ptes []uint64) {
+		for i := range ptes {
+			if atomic.LoadUint64(&ptes[i]) == 0 && v.zeroFill(va+uintptr(i)*PageSize) {
+				atomic.CompareAndSwapUint64(&ptes[i], 0, zpte)
+			}
+		}
+	})
+}
+
 // breakCOWLocked gives a copy-on-write page its own frame; cur is the PTE
 // as the fault saw it.
 //
@@ -857,6 +895,14 @@ func (s *Space) breakCOWLocked(pte *uint64, cur uint64, prot int) error {
 		anonFrames.Add(1)
 		if zero { // the zero page was not counted
 			s.resident.Add(1)
+			// This CPU dropped the read-only translation when it took
+			// the fault (Intel SDM vol. 3 §4.10.4.1), and one it cached
+			// again before the swap reads zeros, as the new frame holds,
+			// until a store faults through it: only other CPUs must
+			// flush. (An object's page may change under a stale entry:
+			// that one flushes here too.)
+			s.flushOthersLocked()
+			return nil
 		}
 		s.flushLocked()
 		return nil

@@ -1,6 +1,7 @@
 /* t_mincore: mincore(2) reports which pages of a range are in memory:
- * untouched anonymous pages are not, written ones are, discarded ones
- * are not again; a shared mapping of a tmpfs file reports the file's
+ * untouched anonymous pages are not, written ones are, read ones are
+ * (the zero page) but not their unread neighbours, discarded ones are
+ * not again; a shared mapping of a tmpfs file reports the file's
  * pages whether or not this process touched them (the page cache);
  * locked pages are; and Linux's errors: EINVAL for an unaligned address,
  * ENOMEM for a range with an unmapped page or past the user half, EFAULT
@@ -48,6 +49,26 @@ int main(int argc, char **argv)
 	CHECK_SYS("anon.after_dontneed", mincore(a, 4 * pg, v));
 	vec_str(v, 4, s);
 	CHECK_STR("anon.after_dontneed_pages", s, "1000");
+
+	/* pages only read count (they map the zero page), their unread
+	 * neighbours do not, and a store beside a read page reads back with
+	 * the neighbours still zero */
+	char *r = mmap(NULL, 32 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK("read.map", r != MAP_FAILED);
+	unsigned char rv[32];
+	char rs[40];
+	volatile char sink = r[3 * pg] + r[20 * pg + 9];
+	(void)sink;
+	CHECK_SYS("read.mincore", mincore(r, 32 * pg, rv));
+	vec_str(rv, 32, rs);
+	CHECK_STR("read.pages_read_only", rs, "00010000000000000000100000000000");
+	r[4 * pg + 1] = 42;
+	CHECK_EQ("read.store_beside", r[4 * pg + 1], 42);
+	CHECK("read.neighbours_zero", r[3 * pg] == 0 && r[5 * pg + 1] == 0 && r[4 * pg] == 0);
+	CHECK_SYS("read.mincore_after_store", mincore(r, 32 * pg, rv));
+	vec_str(rv, 32, rs);
+	CHECK_STR("read.pages_after_store", rs, "00011100000000000000100000000000");
+	munmap(r, 32 * pg);
 
 	/* errors */
 	CHECK_ERR("err.unaligned", mincore(a + 1, pg, v), EINVAL);
