@@ -1271,13 +1271,21 @@ func TestZeroFaultAround(t *testing.T) {
 			t.Errorf("mincore: page %d, never touched, reports %d", i, r)
 		}
 	}
-	// A store into the window: a frame of its own, flushed elsewhere only.
+	// A store into the window: a frame of its own, and no flush (no
+	// CPU used the entry: it has no accessed bit); a store to the page
+	// read flushes the other CPUs only.
 	flushes, others = 0, 0
 	if err := s.Fault(abase+17*PageSize, true, false); err != nil {
 		t.Fatal(err)
 	}
+	if flushes != 0 || others != 0 {
+		t.Errorf("store to an unused zero-page entry: %d full flushes and %d of other CPUs, want none", flushes, others)
+	}
+	if err := s.Fault(abase+20*PageSize, true, false); err != nil {
+		t.Fatal(err)
+	}
 	if flushes != 0 || others != 1 {
-		t.Errorf("store to a zero page: %d full flushes and %d of other CPUs, want 0 and 1", flushes, others)
+		t.Errorf("store to the zero page read: %d full flushes and %d of other CPUs, want 0 and 1", flushes, others)
 	}
 	if err := s.CopyOut(abase+17*PageSize, []byte{9}); err != nil {
 		t.Fatal(err)
@@ -1291,8 +1299,8 @@ func TestZeroFaultAround(t *testing.T) {
 			t.Errorf("read %#x = %d, %v, want %d", c.va, b[0], err, c.want)
 		}
 	}
-	if n := s.ResidentPages(); n != 2 { // the store's page and the data page read
-		t.Errorf("%d pages resident, want 2", n)
+	if n := s.ResidentPages(); n != 3 { // the stores' pages and the data page read
+		t.Errorf("%d pages resident, want 3", n)
 	}
 	s.Destroy()
 	if left := fp.inUse(); left != 0 {

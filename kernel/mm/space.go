@@ -895,13 +895,19 @@ func (s *Space) breakCOWLocked(pte *uint64, cur uint64, prot int) error {
 		anonFrames.Add(1)
 		if zero { // the zero page was not counted
 			s.resident.Add(1)
-			// This CPU dropped the read-only translation when it took
-			// the fault (Intel SDM vol. 3 §4.10.4.1), and one it cached
-			// again before the swap reads zeros, as the new frame holds,
-			// until a store faults through it: only other CPUs must
-			// flush. (An object's page may change under a stale entry:
-			// that one flushes here too.)
-			s.flushOthersLocked()
+			// An entry without the accessed bit was swapped out before
+			// any CPU used it, so no TLB holds it (a CPU sets the bit
+			// before it caches a translation, SDM vol. 3 §4.8; one that
+			// set it meanwhile failed the swap): the pages zeroAround
+			// added. Otherwise this CPU dropped the read-only entry when
+			// it took the fault (§4.10.4.1), and one it cached again
+			// before the swap reads zeros, as the new frame holds, until
+			// a store faults through it: only other CPUs must flush. (An
+			// object's page may change under a stale entry: that one
+			// flushes here too.)
+			if cur&PTEAccessed != 0 {
+				s.flushOthersLocked()
+			}
 			return nil
 		}
 		s.flushLocked()
