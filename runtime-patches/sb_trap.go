@@ -67,12 +67,13 @@ func sbTrapExit(c *sbCPU, f *sbFrame) {
 	cur := &sbThreads[c.cur]
 	if cur.isIdle || c.resched && (atomic.Loadint32(&sbSched.nrt) > 0 || sbNanotime() >= c.sliceEnd) {
 		sbYield(c, f)
+		cur = &sbThreads[c.cur]
 	}
 	c.resched = false
 	if c.kickAt != 0 {
 		sbKickLate(c)
 	}
-	cur = &sbThreads[c.cur]
+	// cur stays the running thread from here on: nothing below switches.
 	if cur.inUser && (sbSignalReady(cur) || sbUserKicked(cur)) {
 		// The runtime needs this thread (async preemption, a fault
 		// signal...), or the kernel kicked it (a signal for the
@@ -89,7 +90,7 @@ func sbTrapExit(c *sbCPU, f *sbFrame) {
 		sbDeliverSignals(c, f)
 	}
 	deadline := next
-	if !sbThreads[c.cur].isIdle && (deadline == 0 || c.sliceEnd < deadline) {
+	if !cur.isIdle && (deadline == 0 || c.sliceEnd < deadline) {
 		deadline = c.sliceEnd
 	}
 	if k := c.kickAt; k != 0 && (deadline == 0 || k < deadline) {

@@ -23,19 +23,34 @@ func (s *Space) page(pa uintptr) *[PageSize]byte {
 // va, or nil where a table is missing or a shared kernel entry (without
 // the user bit) or a huge page covers va.
 func (s *Space) lookup(va uintptr) *uint64 {
-	if s.direct == nil {
+	d := s.direct
+	if d == nil {
 		return walk(s.phys, s.root, va, false)
 	}
+	// Every user copy walks here: the three upper levels written out,
+	// one test of the bits an entry must have (present, user) and lack
+	// (huge) at each.
 	table := s.root
-	for level := 3; level > 0; level-- {
-		e := &(*[512]uint64)(unsafe.Pointer(s.page(table)))[(va>>(12+9*uint(level)))&511]
-		v := atomic.LoadUint64(e)
-		if v&PTEPresent == 0 || v&PTEUser == 0 || v&PTEHuge != 0 {
-			return nil
-		}
-		table = uintptr(v & pteAddr)
+	if table = next(d, table, va>>39); table == 0 {
+		return nil
 	}
-	return &(*[512]uint64)(unsafe.Pointer(s.page(table)))[(va>>12)&511]
+	if table = next(d, table, va>>30); table == 0 {
+		return nil
+	}
+	if table = next(d, table, va>>21); table == 0 {
+		return nil
+	}
+	return (*uint64)(unsafe.Add(d, table+(va>>12&511)*8))
+}
+
+// next is the table that entry i&511 of table (at the direct map d)
+// points to, or 0 where lookup must stop.
+func next(d unsafe.Pointer, table, i uintptr) uintptr {
+	v := atomic.LoadUint64((*uint64)(unsafe.Add(d, table+(i&511)*8)))
+	if v&(PTEPresent|PTEUser|PTEHuge) != PTEPresent|PTEUser {
+		return 0
+	}
+	return uintptr(v & pteAddr)
 }
 
 // access makes the page at va present with the access allowed and returns
@@ -82,8 +97,9 @@ func (s *Space) copy(va uintptr, b []byte, write bool) error {
 	if va+uintptr(len(b)) < va || va+uintptr(len(b)) > UserTop {
 		return ErrFault
 	}
+	// No defer: this runs for every user copy (and nothing below
+	// panics but a kernel bug).
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	for len(b) > 0 {
 		pa, err := s.accessLocked(va, write)
 		if err != nil && s.find(va) < 0 {
@@ -97,6 +113,7 @@ func (s *Space) copy(va uintptr, b []byte, write bool) error {
 			}
 		}
 		if err != nil {
+			s.mu.RUnlock()
 			return err
 		}
 		off := va & (PageSize - 1)
@@ -110,6 +127,7 @@ func (s *Space) copy(va uintptr, b []byte, write bool) error {
 		b = b[n:]
 		va += uintptr(n)
 	}
+	s.mu.RUnlock()
 	return nil
 }
 

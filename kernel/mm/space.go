@@ -121,6 +121,7 @@ type Space struct {
 	direct  unsafe.Pointer // phys's DirectMap, nil if it is no DirectPhys
 	root    uintptr        // PML4
 	vmas    []VMA          // sorted, non-overlapping
+	hint    atomic.Int32   // the index find returned last (a guess)
 	reserve [][2]uintptr
 	brkBase uintptr
 	brk     uintptr
@@ -364,6 +365,13 @@ func (s *Space) usable(start, end uintptr) bool {
 }
 
 func (s *Space) find(va uintptr) int {
+	// The mapping found last first: a system call's copies and a run of
+	// faults mostly stay in one (a stack, a buffer). The hint is only a
+	// guess, checked against the list in hand, so a stale one costs a
+	// search and nothing else; it is atomic because readers share mu.
+	if h := int(s.hint.Load()); h < len(s.vmas) && s.vmas[h].Start <= va && va < s.vmas[h].End {
+		return h
+	}
 	// sort.Search's, written out: every copy from user memory looks its
 	// address up, and the closure's calls were most of the look-up.
 	lo, hi := 0, len(s.vmas)
@@ -375,6 +383,7 @@ func (s *Space) find(va uintptr) int {
 		}
 	}
 	if lo < len(s.vmas) && s.vmas[lo].Start <= va {
+		s.hint.Store(int32(lo))
 		return lo
 	}
 	return -1
