@@ -115,6 +115,10 @@ type pipeEnd struct {
 	wSeen int // p.wOpens when a FIFO's read end opened without a writer: no POLLHUP until one comes
 }
 
+// ReadsExactly implements ExactReader: take copies every byte a read
+// reports, from the buffer's start.
+func (*pipeEnd) ReadsExactly() {}
+
 func (e *pipeEnd) Read(b Blocking, dst []byte, _ int64) (int, error) {
 	if len(dst) == 0 {
 		return 0, nil

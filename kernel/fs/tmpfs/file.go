@@ -198,6 +198,10 @@ func (f *file) resize(size int64) {
 	f.size = size
 }
 
+// ReadsExactly implements vfs.ExactReader: ReadAt writes every byte it
+// reports, zeros for holes.
+func (*file) ReadsExactly() {}
+
 // ReadAt reads from off; past the end it returns 0 bytes. The VFS moves
 // the access time afterwards (TouchAtime), as the mount says.
 func (f *file) ReadAt(p []byte, off int64) (int, error) {

@@ -371,3 +371,36 @@ func TestConcurrentData(t *testing.T) {
 		}
 	}
 }
+
+// A tmpfs file declares vfs.ExactReader, so read(2) hands it a lent
+// buffer without clearing it: ReadAt must write every byte it reports,
+// zeros for a hole and for a page never written, and none past them.
+func TestReadWritesWhatItReports(t *testing.T) {
+	var _ vfs.ExactReader = (*file)(nil)
+	fs := New(Options{})
+	f := mustCreate(t, fs.Root().(vfs.Dir), "f", linux.S_IFREG|0o644).(*file)
+	if n, err := f.WriteAt([]byte("end"), 2*pageSize+5); n != 3 || err != nil {
+		t.Fatal(n, err)
+	}
+	buf := make([]byte, 4*pageSize)
+	for i := range buf {
+		buf[i] = 0xee
+	}
+	n, err := f.ReadAt(buf, 10)
+	if err != nil || n != 2*pageSize-2 {
+		t.Fatalf("read: %d %v", n, err)
+	}
+	for i, b := range buf[:n-3] {
+		if b != 0 {
+			t.Fatalf("byte %d of the hole reads %#x", i, b)
+		}
+	}
+	if string(buf[n-3:n]) != "end" {
+		t.Errorf("data after the hole: %q", buf[n-3:n])
+	}
+	for i, b := range buf[n:] {
+		if b != 0xee {
+			t.Fatalf("byte %d past the %d read written: %#x", n+i, n, b)
+		}
+	}
+}

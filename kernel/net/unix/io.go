@@ -12,6 +12,11 @@ import (
 // that a large write moves as the reader drains.
 const maxChunk = 64 << 10
 
+// ReadsExactly implements vfs.ExactReader: a receive writes the bytes it
+// reports (m.N, which read(2), recvfrom(2) and recvmsg(2) copy out),
+// from the buffer's start, and no more.
+func (*sock) ReadsExactly() {}
+
 // Read is recv with no flags, for read(2) and readv(2).
 func (s *sock) Read(b vfs.Blocking, p []byte, _ int64) (int, error) {
 	m := socket.RecvMsg{Buf: p}

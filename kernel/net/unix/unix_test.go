@@ -591,3 +591,48 @@ func TestDgramRoomWakesOtherSenders(t *testing.T) {
 	a.Release()
 	b.Release()
 }
+
+// A unix socket declares vfs.ExactReader, so read(2), recvfrom(2) and
+// recvmsg(2) hand it a lent buffer without clearing it: a receive must
+// write the bytes it reports, from the buffer's start, and no more — a
+// stream read across two sends, and a datagram cut to the buffer.
+func TestReceiveWritesWhatItReports(t *testing.T) {
+	var _ vfs.ExactReader = (*sock)(nil)
+	c := setup(t)
+	for _, typ := range []int{linux.SOCK_STREAM, linux.SOCK_DGRAM, linux.SOCK_SEQPACKET} {
+		a, b, err := socket.Pair(c, linux.AF_UNIX, typ, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, data := range []string{"abc", "defghij"} {
+			if n, err := a.Write(nb, []byte(data), 0); n != len(data) || err != nil {
+				t.Fatalf("type %d: write %q: %d %v", typ, data, n, err)
+			}
+		}
+		want := []string{"abcdefghij"}
+		if typ != linux.SOCK_STREAM {
+			want = []string{"abc", "defg"} // a buffer of 4 cuts the second
+		}
+		for _, w := range want {
+			buf := make([]byte, 64)
+			for i := range buf {
+				buf[i] = 0xee
+			}
+			size := 64
+			if typ != linux.SOCK_STREAM {
+				size = 4
+			}
+			n, err := b.Read(nb, buf[:size], 0)
+			if err != nil || string(buf[:n]) != w {
+				t.Fatalf("type %d: read %d %q %v, want %q", typ, n, buf[:n], err, w)
+			}
+			for i, x := range buf[n:] {
+				if x != 0xee {
+					t.Fatalf("type %d: byte %d past the %d read written: %#x", typ, n+i, n, x)
+				}
+			}
+		}
+		a.Release()
+		b.Release()
+	}
+}
