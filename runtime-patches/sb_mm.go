@@ -4,7 +4,10 @@
 
 package runtime
 
-import "unsafe"
+import (
+	"internal/runtime/atomic"
+	"unsafe"
+)
 
 const (
 	ptePresent = 1 << 0
@@ -45,6 +48,8 @@ type sbAddrSpace struct {
 	n    int
 	// committed counts frames currently backing runtime mappings.
 	committed uint64
+	// zaps counts the passes that took pages away (zap, mprotect).
+	zaps uint64
 }
 
 var (
@@ -281,6 +286,7 @@ func (as *sbAddrSpace) zap(start, end uintptr) {
 	// kernel image and the AP trampoline below are not to be unmapped, and
 	// the bound keeps va from wrapping past the top of the address space.
 	start, end = max(start, sbMmapMin), min(end, sbMmapMax)
+	atomic.Xadd64(&as.zaps, 1)
 	va := start
 	for va < end {
 		// Find the deepest present table covering va.
@@ -422,6 +428,7 @@ func (as *sbAddrSpace) mprotect(addr, n uintptr, prot uint32) int64 {
 	if !as.carve(addr, end) || !as.insert(addr, end, prot) {
 		return -sbENOMEM
 	}
+	atomic.Xadd64(&as.zaps, 1)
 	for va := addr; va < end; va += sbPageSize {
 		pte := sbWalk(as.pml4, va, false)
 		if pte != 0 && sbLoad64(pte)&ptePresent != 0 {

@@ -63,8 +63,10 @@ type sbThread struct {
 	cr3      uintptr
 	user     uintptr
 	kframe   sbGPRs
-	// userChecked is the last UserRegs pointer found present (sbRunUser).
-	userChecked uintptr
+	// userChecked are the last two UserRegs pointers found present
+	// (sbRunUser), good while sbAS.zaps is checkedZaps.
+	userChecked [2]uintptr
+	checkedZaps uint64
 	// The registers of this thread's last fault, for crash reports.
 	lastFault sbRegs
 	hasFault  bool

@@ -54,14 +54,19 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 	t := &sbThreads[c.cur]
 	// The UserRegs must be present before the machine layer touches them
 	// (it takes no page faults). They are a live Go object, whose memory
-	// the runtime never releases: once checked, the same pointer stays
-	// good, and sbUserExit writes them without another look.
-	if regs != t.userChecked {
+	// the runtime releases only once it is dead: a pointer checked since
+	// the last page went away (sbAS.zaps) stays good, and sbUserExit
+	// writes them without another look. Two are kept, as two programs'
+	// threads often alternate on one M.
+	if z := atomic.Load64(&sbAS.zaps); z != t.checkedZaps {
+		t.userChecked, t.checkedZaps = [2]uintptr{}, z
+	}
+	if regs != t.userChecked[0] && regs != t.userChecked[1] {
 		if regs&7 != 0 || !sbAS.touch(regs, unsafe.Sizeof(sbUserRegs{}), true) {
 			f.rax = sbNeg(sbEFAULT)
 			return
 		}
-		t.userChecked = regs
+		t.userChecked = [2]uintptr{regs, t.userChecked[0]}
 	}
 	if cr3 == 0 || cr3&(sbPageSize-1) != 0 || cr3 >= sbFrames.maxPhys {
 		f.rax = sbNeg(sbEINVAL)
