@@ -19,8 +19,8 @@ import (
 // A block's bytes are guarded by FS.mu: changed only by its writers,
 // read by its readers too; or, in a handle (handle.go), by the lock of
 // what they hold: an inode's lock its bytes in an inode table block and
-// its directory or extent blocks, the allocator's lock the bitmaps,
-// descriptors and superblock. The map has its own lock, mu, since
+// its directory or extent blocks, a group's lock its bitmaps and its
+// descriptor's bytes, sbMu the superblock. The map has its own lock, mu, since
 // readers and handles holding FS.mu for reading add blocks (get, zero,
 // write) and drop freed ones (forget); trim, which drops blocks others
 // may hold, runs only with FS.mu held for writing.
