@@ -183,8 +183,14 @@ func (fs *FS) allocRunOnce(goal uint64, want uint32) (uint64, uint32, error) {
 	g0 := uint32((goal - uint64(fs.sb.firstDataBlock)) / uint64(fs.sb.blocksPerGroup))
 	// The goal group from the goal on, the other groups, then the goal
 	// group's blocks before the goal: each group under its own lock,
-	// one at a time.
+	// one at a time. A group whose lock another holds is passed over at
+	// first, and gone back to only if no other group has room: two
+	// handles that meet in a group go on in two, as Linux's allocator
+	// spreads small files by CPU. Not the goal group where the goal is
+	// in its middle: a file growing keeps its blocks together.
 	goalOff := uint32(goal - fs.groupFirstBlock(g0))
+	type span struct{ g, start, end uint32 }
+	var busy []span
 	for k := uint32(0); k <= ng; k++ {
 		g := (g0 + k) % ng
 		start, end := uint32(0), fs.groupBlocks(g)
@@ -197,7 +203,17 @@ func (fs *FS) allocRunOnce(goal uint64, want uint32) (uint64, uint32, error) {
 		if start >= end {
 			continue
 		}
-		b, got, err := fs.allocInGroup(g, start, end, want)
+		wait := k == 0 && goalOff != 0
+		b, got, ok, err := fs.allocInGroup(g, start, end, want, wait)
+		if err != nil || got > 0 {
+			return b, got, err
+		}
+		if !ok {
+			busy = append(busy, span{g, start, end})
+		}
+	}
+	for _, s := range busy {
+		b, got, _, err := fs.allocInGroup(s.g, s.start, s.end, want, true)
 		if err != nil || got > 0 {
 			return b, got, err
 		}
@@ -207,11 +223,22 @@ func (fs *FS) allocRunOnce(goal uint64, want uint32) (uint64, uint32, error) {
 
 // allocInGroup allocates up to want contiguous blocks among blocks
 // [start, end) of group g, holding only g's lock; got is 0 if none is
-// free there.
-func (fs *FS) allocInGroup(g, start, end, want uint32) (uint64, uint32, error) {
+// free there. Unless wait, it only tries the lock: ok false says
+// another holds it.
+func (fs *FS) allocInGroup(g, start, end, want uint32, wait bool) (blk uint64, got uint32, ok bool, err error) {
 	gl := &fs.glocks[g]
-	gl.Lock()
+	if wait {
+		gl.Lock()
+	} else if !gl.TryLock() {
+		return 0, 0, false, nil
+	}
 	defer gl.Unlock()
+	blk, got, err = fs.allocLocked(g, start, end, want)
+	return blk, got, true, err
+}
+
+// allocLocked is allocInGroup's work, under g's lock.
+func (fs *FS) allocLocked(g, start, end, want uint32) (uint64, uint32, error) {
 	d := &fs.groups[g]
 	if d.freeBlocks == 0 {
 		return 0, 0, nil
@@ -329,9 +356,9 @@ func (fs *FS) freeInGroup(g, off, cnt uint32) error {
 	}
 	for i := uint32(0); i < cnt; i++ {
 		clearBit(b, off+i)
-		fs.noteFreed(g, off+i)
-		fs.cache.forget(fs, first+uint64(i))
 	}
+	fs.noteFreed(g, off, cnt)
+	fs.cache.forgetRun(fs, first, cnt)
 	fs.groups[g].freeBlocks += cnt
 	fs.freeBlocks.Add(int64(cnt))
 	if fs.trimmed != nil {
@@ -374,8 +401,22 @@ func (fs *FS) allocInode(parent uint32, dir bool, take func(ino uint32) bool) (u
 	if dir {
 		g0 = fs.dirGroup(g0)
 	}
+	// As for blocks (allocRunOnce), a group whose lock another holds
+	// is passed over at first, the parent's too: a file's inode near
+	// its directory's is worth less than two creates side by side.
+	var busy []uint32
 	for k := uint32(0); k < ng; k++ {
-		ino, err := fs.allocInodeInGroup((g0+k)%ng, dir, take)
+		g := (g0 + k) % ng
+		ino, ok, err := fs.allocInodeInGroup(g, dir, take, false)
+		if err != nil || ino != 0 {
+			return ino, gen, err
+		}
+		if !ok {
+			busy = append(busy, g)
+		}
+	}
+	for _, g := range busy {
+		ino, _, err := fs.allocInodeInGroup(g, dir, take, true)
 		if err != nil || ino != 0 {
 			return ino, gen, err
 		}
@@ -430,11 +471,22 @@ func (fs *FS) dirGroup(parent uint32) uint32 {
 }
 
 // allocInodeInGroup takes a free inode of group g for which take says
-// yes, under g's lock; 0 if there is none.
-func (fs *FS) allocInodeInGroup(g uint32, dir bool, take func(ino uint32) bool) (uint32, error) {
+// yes, under g's lock; 0 if there is none. Unless wait, it only tries
+// the lock: ok false says another holds it.
+func (fs *FS) allocInodeInGroup(g uint32, dir bool, take func(ino uint32) bool, wait bool) (ino uint32, ok bool, err error) {
 	gl := &fs.glocks[g]
-	gl.Lock()
+	if wait {
+		gl.Lock()
+	} else if !gl.TryLock() {
+		return 0, false, nil
+	}
 	defer gl.Unlock()
+	ino, err = fs.allocInodeLocked(g, dir, take)
+	return ino, true, err
+}
+
+// allocInodeLocked is allocInodeInGroup's work, under g's lock.
+func (fs *FS) allocInodeLocked(g uint32, dir bool, take func(ino uint32) bool) (uint32, error) {
 	d := &fs.groups[g]
 	if d.freeInodes == 0 {
 		return 0, nil

@@ -126,9 +126,16 @@ func (c *cache) write(fs *FS, n uint64, b []byte) error {
 }
 
 // forget drops block n, freed: from the cache and from the transaction.
-func (c *cache) forget(fs *FS, n uint64) {
+func (c *cache) forget(fs *FS, n uint64) { c.forgetRun(fs, n, 1) }
+
+// forgetRun drops the cnt blocks from n, freed together, under one hold
+// of each lock: a file's blocks are freed a run at a time, by handles
+// side by side.
+func (c *cache) forgetRun(fs *FS, n uint64, cnt uint32) {
 	c.mu.Lock()
-	delete(c.blocks, n)
+	for i := range uint64(cnt) {
+		delete(c.blocks, n+i)
+	}
 	c.mu.Unlock()
-	fs.unlog(n)
+	fs.unlog(n, cnt)
 }

@@ -52,7 +52,7 @@ import (
 // inode n takes lock stripe(n), so two inodes may share one (the lock
 // order below takes that into account).
 const (
-	inodeLockBits    = 6
+	inodeLockBits    = 8
 	inodeLockStripes = 1 << inodeLockBits
 )
 

@@ -197,25 +197,32 @@ func (fs *FS) logBlock(n uint64, b []byte) error {
 	return nil
 }
 
-// unlog drops block n from the running transaction: it was freed.
-func (fs *FS) unlog(n uint64) {
-	if j := fs.jnl; j != nil {
-		fs.jmu.Lock()
-		defer fs.jmu.Unlock()
-		if _, ok := j.blocks[n]; ok {
-			delete(j.blocks, n)
-			for i, m := range j.order {
-				if m == n {
-					j.order = append(j.order[:i], j.order[i+1:]...)
-					break
-				}
+// unlog drops the cnt blocks from n from the running transaction: they
+// were freed.
+func (fs *FS) unlog(n uint64, cnt uint32) {
+	j := fs.jnl
+	if j == nil {
+		return
+	}
+	fs.jmu.Lock()
+	defer fs.jmu.Unlock()
+	for k := range uint64(cnt) {
+		if _, ok := j.blocks[n+k]; !ok {
+			continue
+		}
+		delete(j.blocks, n+k)
+		for i, m := range j.order {
+			if m == n+k {
+				j.order = append(j.order[:i], j.order[i+1:]...)
+				break
 			}
 		}
 	}
 }
 
-// noteFreed records that the running transaction freed bit i of group g.
-func (fs *FS) noteFreed(g, i uint32) {
+// noteFreed records that the running transaction freed bits [i, i+cnt)
+// of group g.
+func (fs *FS) noteFreed(g, i, cnt uint32) {
 	j := fs.jnl
 	if j == nil {
 		return
@@ -230,7 +237,9 @@ func (fs *FS) noteFreed(g, i uint32) {
 		b = make([]byte, fs.blockSize)
 		j.freed[g] = b
 	}
-	setBit(b, i)
+	for k := range cnt {
+		setBit(b, i+k)
+	}
 }
 
 // freedInGroup returns the bitmaps of group g's blocks that are free
