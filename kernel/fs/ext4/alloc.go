@@ -357,8 +357,8 @@ func (fs *FS) freeInGroup(g, off, cnt uint32) error {
 	for i := uint32(0); i < cnt; i++ {
 		clearBit(b, off+i)
 	}
-	fs.noteFreed(g, off, cnt)
-	fs.cache.forgetRun(fs, first, cnt)
+	fs.cache.drop(first, cnt)
+	fs.noteFreed(g, off, cnt, first)
 	fs.groups[g].freeBlocks += cnt
 	fs.freeBlocks.Add(int64(cnt))
 	if fs.trimmed != nil {

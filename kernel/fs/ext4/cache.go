@@ -126,16 +126,32 @@ func (c *cache) write(fs *FS, n uint64, b []byte) error {
 }
 
 // forget drops block n, freed: from the cache and from the transaction.
-func (c *cache) forget(fs *FS, n uint64) { c.forgetRun(fs, n, 1) }
+// (A handle's frees drop a run from each: freeInGroup.)
+func (c *cache) forget(fs *FS, n uint64) {
+	c.drop(n, 1)
+	fs.unlog(n, 1)
+}
 
-// forgetRun drops the cnt blocks from n, freed together, under one hold
-// of each lock: a file's blocks are freed a run at a time, by handles
-// side by side.
-func (c *cache) forgetRun(fs *FS, n uint64, cnt uint32) {
+// drop drops the cnt blocks from n from the cache, taking its lock for
+// writing only if one of them is there: the blocks handles free side by
+// side are mostly file data, which the cache never holds, and a writer
+// of the map waits for, and holds off, every reader.
+func (c *cache) drop(n uint64, cnt uint32) {
+	c.mu.RLock()
+	some := false
+	for i := range uint64(cnt) {
+		if _, ok := c.blocks[n+i]; ok {
+			some = true
+			break
+		}
+	}
+	c.mu.RUnlock()
+	if !some {
+		return
+	}
 	c.mu.Lock()
 	for i := range uint64(cnt) {
 		delete(c.blocks, n+i)
 	}
 	c.mu.Unlock()
-	fs.unlog(n, cnt)
 }

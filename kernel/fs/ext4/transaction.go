@@ -200,12 +200,17 @@ func (fs *FS) logBlock(n uint64, b []byte) error {
 // unlog drops the cnt blocks from n from the running transaction: they
 // were freed.
 func (fs *FS) unlog(n uint64, cnt uint32) {
-	j := fs.jnl
-	if j == nil {
+	if fs.jnl == nil {
 		return
 	}
 	fs.jmu.Lock()
 	defer fs.jmu.Unlock()
+	fs.unlogLocked(n, cnt)
+}
+
+// unlogLocked is unlog under jmu.
+func (fs *FS) unlogLocked(n uint64, cnt uint32) {
+	j := fs.jnl
 	for k := range uint64(cnt) {
 		if _, ok := j.blocks[n+k]; !ok {
 			continue
@@ -221,14 +226,16 @@ func (fs *FS) unlog(n uint64, cnt uint32) {
 }
 
 // noteFreed records that the running transaction freed bits [i, i+cnt)
-// of group g.
-func (fs *FS) noteFreed(g, i, cnt uint32) {
+// of group g, blocks [n, n+cnt), and drops any of them it logged, under
+// one hold of jmu.
+func (fs *FS) noteFreed(g, i, cnt uint32, n uint64) {
 	j := fs.jnl
 	if j == nil {
 		return
 	}
 	fs.jmu.Lock()
 	defer fs.jmu.Unlock()
+	fs.unlogLocked(n, cnt)
 	if j.freed == nil {
 		j.freed = map[uint32][]byte{}
 	}
