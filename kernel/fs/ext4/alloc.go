@@ -425,46 +425,23 @@ func (fs *FS) allocInode(parent uint32, dir bool, take func(ino uint32) bool) (u
 }
 
 // dirGroup picks the group for a new directory whose parent is in group
-// parent, spreading directories as the Orlov allocator does in spirit:
-// of the groups with at least the average free inodes and free blocks,
-// the one with the fewest directories, the first from the parent's on
-// where several tie. Files go in their directory's group and their
-// blocks near their inode, so work in two directories uses two groups'
-// locks and bitmaps rather than one. With no such group (a nearly full
-// file system), the one with the most free inodes if it has more than
-// twice the parent's, else the parent's.
+// parent: the one with the most free inodes if it has more than twice
+// the parent's, else the parent's. Directories are not spread further
+// (as Linux's Orlov allocator spreads those made in the root): each
+// group a file system's work touches adds its bitmaps and inode table
+// blocks to every commit, 8% more bytes logged per message for the mail
+// benchmark's tree. Handles side by side spread instead where they meet
+// (allocInode and allocRunOnce pass over a group another holds).
+// Preconditions: FS.mu held for writing (a directory is never made in
+// a handle), so the groups' counts are read without their locks.
 func (fs *FS) dirGroup(parent uint32) uint32 {
-	ng := fs.groupCount()
-	type counts struct{ inodes, blocks, dirs uint32 }
-	c := make([]counts, ng)
-	var sumI, sumB uint64
-	for g := uint32(0); g < ng; g++ {
-		fs.glocks[g].Lock()
-		d := &fs.groups[g]
-		c[g] = counts{d.freeInodes, d.freeBlocks, d.usedDirs}
-		fs.glocks[g].Unlock()
-		sumI += uint64(c[g].inodes)
-		sumB += uint64(c[g].blocks)
-	}
-	best, found := uint32(0), false
-	for k := uint32(0); k < ng; k++ {
-		g := (parent + k) % ng
-		if c[g].inodes == 0 || uint64(c[g].inodes)*uint64(ng) < sumI || uint64(c[g].blocks)*uint64(ng) < sumB {
-			continue
-		}
-		if !found || c[g].dirs < c[best].dirs {
-			best, found = g, true
-		}
-	}
-	if found {
-		return best
-	}
-	for g := uint32(0); g < ng; g++ {
-		if c[g].inodes > c[best].inodes {
+	best := parent
+	for g := range fs.groupCount() {
+		if fs.groups[g].freeInodes > fs.groups[best].freeInodes {
 			best = g
 		}
 	}
-	if c[best].inodes > c[parent].inodes*2 {
+	if fs.groups[best].freeInodes > fs.groups[parent].freeInodes*2 {
 		return best
 	}
 	return parent

@@ -81,11 +81,11 @@ func (fs *FS) ilock(ino uint32) *sync.RWMutex {
 }
 
 // stripe is the index of inode n's lock: a multiplicative (Fibonacci)
-// hash, not n modulo the stripes, since the directories made side by
-// side go to different groups (dirGroup), each taking its group's
-// first free inode, and those numbers are all alike modulo any power of
-// two that divides the inodes per group; consecutive numbers still fall
-// on different stripes.
+// hash, not n modulo the stripes, since the first inodes of the groups
+// (where the directories of two workers land once their allocations
+// spread over the groups) are all alike modulo any power of two that
+// divides the inodes per group; consecutive numbers still fall on
+// different stripes.
 func stripe(n uint32) uint32 { return n * 0x9E3779B9 >> (32 - inodeLockBits) }
 
 // dirLocks are the inode locks a handle that changes a directory holds:
