@@ -139,7 +139,7 @@ func (fs *FS) Create(dir uint32, name string, mode, uid, gid, major, minor uint3
 		return err
 	}, func() error {
 		var err error
-		ino, err = fs.create(dir, name, mode, uid, gid, major, minor, nil)
+		ino, err = fs.create(dir, name, mode, uid, gid, major, minor)
 		return err
 	})
 	return ino, err
@@ -218,7 +218,8 @@ func (fs *FS) createHandle(dir uint32, name string, mode, uid, gid, major, minor
 	return in.num, fs.touchDir(d)
 }
 
-func (fs *FS) create(dir uint32, name string, mode, uid, gid, major, minor uint32, take func(uint32) bool) (uint32, error) {
+// create is Create holding FS.mu for writing.
+func (fs *FS) create(dir uint32, name string, mode, uid, gid, major, minor uint32) (uint32, error) {
 	switch mode & linux.S_IFMT {
 	case linux.S_IFREG, linux.S_IFCHR, linux.S_IFBLK, linux.S_IFIFO, linux.S_IFSOCK:
 	default:
@@ -231,7 +232,7 @@ func (fs *FS) create(dir uint32, name string, mode, uid, gid, major, minor uint3
 	if err := fs.checkFree(d, name); err != nil {
 		return 0, err
 	}
-	in, err := fs.newInode(dir, mode, uid, gid, take)
+	in, err := fs.newInode(dir, mode, uid, gid, nil)
 	if err != nil {
 		return 0, err
 	}
