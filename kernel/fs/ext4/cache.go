@@ -19,8 +19,8 @@ import (
 // A block's bytes are guarded by FS.mu: changed only by its writers,
 // read by its readers too; or, in a handle (handle.go), by the lock of
 // what they hold: an inode's lock its bytes in an inode table block and
-// its directory or extent blocks, the allocator's lock the bitmaps,
-// descriptors and superblock. The map has its own lock, mu, since
+// its directory or extent blocks, a group's lock its bitmaps and its
+// descriptor's bytes, sbMu the superblock. The map has its own lock, mu, since
 // readers and handles holding FS.mu for reading add blocks (get, zero,
 // write) and drop freed ones (forget); trim, which drops blocks others
 // may hold, runs only with FS.mu held for writing.
@@ -126,9 +126,32 @@ func (c *cache) write(fs *FS, n uint64, b []byte) error {
 }
 
 // forget drops block n, freed: from the cache and from the transaction.
+// (A handle's frees drop a run from each: freeInGroup.)
 func (c *cache) forget(fs *FS, n uint64) {
+	c.drop(n, 1)
+	fs.unlog(n, 1)
+}
+
+// drop drops the cnt blocks from n from the cache, taking its lock for
+// writing only if one of them is there: the blocks handles free side by
+// side are mostly file data, which the cache never holds, and a writer
+// of the map waits for, and holds off, every reader.
+func (c *cache) drop(n uint64, cnt uint32) {
+	c.mu.RLock()
+	some := false
+	for i := range uint64(cnt) {
+		if _, ok := c.blocks[n+i]; ok {
+			some = true
+			break
+		}
+	}
+	c.mu.RUnlock()
+	if !some {
+		return
+	}
 	c.mu.Lock()
-	delete(c.blocks, n)
+	for i := range uint64(cnt) {
+		delete(c.blocks, n+i)
+	}
 	c.mu.Unlock()
-	fs.unlog(n)
 }

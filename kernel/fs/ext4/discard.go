@@ -124,7 +124,7 @@ func (fs *FS) groupOf(b uint64) uint32 {
 func (fs *FS) trimGroup(g, from, to uint32, minBlocks uint64) (uint64, error) {
 	fs.begin()
 	whole := from == 0 && to == fs.groupBlocks(g)
-	if fs.groups[g].freeBlocks == 0 || whole && fs.trimmed[g] && minBlocks >= fs.lastTrimMin {
+	if fs.groups[g].freeBlocks == 0 || whole && fs.trimmed != nil && fs.trimmed[g] && minBlocks >= fs.lastTrimMin {
 		fs.mu.Unlock()
 		return 0, nil
 	}
@@ -162,11 +162,11 @@ func (fs *FS) trimGroup(g, from, to uint32, minBlocks uint64) (uint64, error) {
 		}
 		i = j
 	}
-	frees := fs.frees
-	mark := func() { // under mu
-		if whole && !held && fs.frees == frees {
+	frees := fs.frees.Load()
+	mark := func() { // under mu, held for writing
+		if whole && !held && fs.frees.Load() == frees {
 			if fs.trimmed == nil {
-				fs.trimmed = map[uint32]bool{}
+				fs.trimmed = make([]bool, fs.groupCount())
 			}
 			fs.trimmed[g] = true
 		}

@@ -33,7 +33,7 @@
 // walks, stats, directory listings and file reads from several CPUs.
 // So do the operations of a file churn, Create, a small WriteAt and the
 // Unlink of a small file, with a journal: as handles (handle.go), each
-// holding the locks of the inodes it changes, and the allocator's, the
+// holding the locks of the inodes it changes, and the groups', the
 // transaction's and the page maps' locks for what they guard, which
 // readers take too where handles change what they read (an inode's
 // lock for reading). Unexported functions expect FS.mu held, for
@@ -50,8 +50,9 @@
 // which a write-back holds for its device writes). Lock order:
 //
 //	FS.mu
-//	  an inode's lock (FS.ilocks: a handle's second one only by TryLock)
-//	    FS.allocMu
+//	  inode locks (FS.ilocks, by stripe index: two taken blocking in
+//	  ascending order, else the second only by TryLock)
+//	    a group's lock (FS.glocks: one at a time), FS.sbMu
 //	      FS.jmu
 //	      cache.mu
 //	    FS.heldMu
@@ -136,11 +137,18 @@ var ErrWrongType = errors.New("ext4: not of the type or options asked for")
 // FS is one mounted ext2/3/4 file system.
 type FS struct {
 	mu sync.RWMutex // see the package comment
-	// The locks of handles (handle.go): inode locks, the allocator's,
+	// The locks of handles (handle.go): inode locks, the groups',
 	// the running transaction's and the page maps'; handles counts the
 	// handles open, handlesRun those begun.
-	ilocks     [inodeLockStripes]sync.RWMutex
-	allocMu    sync.Mutex
+	ilocks [inodeLockStripes]sync.RWMutex
+	// glocks guard each group's bitmaps and descriptor (alloc.go);
+	// freeBlocks and freeInodes are the file system's free counts,
+	// which allocations change under a group's lock only; sbMu guards
+	// the superblock's bytes (the orphan list's head) and its writes.
+	glocks     []sync.Mutex
+	freeBlocks atomic.Int64
+	freeInodes atomic.Int64
+	sbMu       sync.Mutex
 	jmu        sync.Mutex
 	pagesMu    sync.Mutex
 	handles    atomic.Int32
@@ -161,9 +169,9 @@ type FS struct {
 	descPerBlk uint32
 	csumSeed   uint32 // crc32c seed of metadata_csum checksums
 	cache      cache
-	jnl        *journal // nil: writes go home at once (no journal, or read-only)
-	genCounter uint32   // varies new inodes' generation numbers
-	noIndex    bool     // tests: grow directories without an index
+	jnl        *journal      // nil: writes go home at once (no journal, or read-only)
+	genCounter atomic.Uint32 // varies new inodes' generation numbers
+	noIndex    bool          // tests: grow directories without an index
 	// held counts the holds on inodes open (Hold), by number;
 	// orphans says the orphan list may not be empty, so that the last
 	// Release of an inode may have to take it off and free it. Both
@@ -189,10 +197,11 @@ type FS struct {
 	// their free blocks held back, until a block is freed in them;
 	// lastTrimMin is the latest FITRIM's minimum run; frees counts the
 	// runs freed, so that a group is not marked if one was freed while
-	// it was trimmed (under mu).
-	trimmed     map[uint32]bool
+	// it was trimmed (trimmed is set under mu held for writing, an
+	// element cleared under its group's lock; lastTrimMin under mu).
+	trimmed     []bool
 	lastTrimMin uint64
-	frees       uint64
+	frees       atomic.Uint64
 	// pages is the page cache (Options.Pages); files holds each
 	// regular file's pages in it that were used since the inode was
 	// last forgotten, and maps their blocks to write back, by inode

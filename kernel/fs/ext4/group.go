@@ -1,5 +1,7 @@
 package ext4
 
+import "sync"
+
 // Block group flags (bg_flags).
 const (
 	bgInodeUninit  = 0x1 // inode bitmap and table not initialized
@@ -87,6 +89,7 @@ func (fs *FS) readGroups() error {
 	fs.descPerBlk = fs.blockSize / uint32(sb.descSize)
 	nblocks := (n + fs.descPerBlk - 1) / fs.descPerBlk
 	fs.groups = make([]groupDesc, n)
+	fs.glocks = make([]sync.Mutex, n)
 	buf := make([]byte, fs.blockSize)
 	for i := uint32(0); i < nblocks; i++ {
 		if err := fs.readRaw(buf, fs.descBlock(i)); err != nil {

@@ -19,28 +19,42 @@ package ext4
 //     only read it (Stat, Lookup, ReadDir, ...). An inode table block
 //     holds several inodes: each lock covers only its inode's bytes in
 //     it, and its file's extent blocks and pages' map;
-//   - the bitmaps, the group descriptors and the superblock's counts and
-//     orphan list head, by allocMu (the allocator's lock);
+//   - a group's bitmaps and descriptor, by the group's lock (glocks,
+//     alloc.go); the free counts are atomic; the superblock's bytes (the
+//     orphan list head), by sbMu;
 //   - the running transaction's block list, reservations and freed
 //     blocks, by jmu;
 //   - the page cache's maps by inode (files, maps, ordered, unsynced,
 //     dataErr), by pagesMu.
 //
+// A handle takes two inode locks waiting only in ascending stripe order
+// (dirLocks): an unlink whose file's lock comes before its directory's,
+// held by another, lets go of the directory's and takes both in order,
+// then looks the name up again. A create allocates and writes its new
+// inode before it takes the directory's lock, and an unlink frees its
+// file after letting go of it, so that two handles in one directory
+// hold its lock only while they change its entries.
+//
 // A handle that finds it cannot finish side by side before it changed
-// anything (a second inode's lock held by another, a file too big to
-// free within its credits, the disk full while freed blocks are held
-// back, which only a commit gives back) returns errExclusive, and the
-// operation runs again holding FS.mu for writing.
+// anything (a file too big to free within its credits, the disk full
+// while freed blocks are held back, which only a commit gives back, the
+// name an unlink looked up again now another file's, held by another)
+// returns errExclusive, and the operation runs again holding FS.mu for
+// writing. A create that finds so after it made its inode frees it
+// again first.
 
 import (
 	"errors"
 	"sync"
 )
 
-// inodeLockStripes is the number of inode locks; inode n takes lock n
-// modulo it, so two inodes may share one (the lock order below takes
-// that into account).
-const inodeLockStripes = 64
+// inodeLockStripes is the number of inode locks (1<<inodeLockBits);
+// inode n takes lock stripe(n), so two inodes may share one (the lock
+// order below takes that into account).
+const (
+	inodeLockBits    = 8
+	inodeLockStripes = 1 << inodeLockBits
+)
 
 // handleCredits is the most metadata blocks a handle's operation logs:
 // an inode and a directory block or two, an htree split, the bitmaps
@@ -63,11 +77,22 @@ var errExclusive = errors.New("ext4: operation needs the file system to itself")
 
 // ilock returns inode ino's lock.
 func (fs *FS) ilock(ino uint32) *sync.RWMutex {
-	return &fs.ilocks[ino%inodeLockStripes]
+	return &fs.ilocks[stripe(ino)]
 }
 
-// dirLocks are what a handle that changes a directory holds: the
-// directory's inode lock and, once try took it, a second inode's.
+// stripe is the index of inode n's lock: a multiplicative (Fibonacci)
+// hash, not n modulo the stripes, since the first inodes of the groups
+// (where the directories of two workers land once their allocations
+// spread over the groups) are all alike modulo any power of two that
+// divides the inodes per group; consecutive numbers still fall on
+// different stripes.
+func stripe(n uint32) uint32 { return n * 0x9E3779B9 >> (32 - inodeLockBits) }
+
+// dirLocks are the inode locks a handle that changes a directory holds:
+// the directory's and a second inode's (nil where it shares the
+// directory's stripe, or none was taken). Two are taken waiting only in
+// ascending stripe order; out of order the second is only tried
+// (TryLock), so no two handles wait for each other's.
 type dirLocks struct {
 	fs       *FS
 	dir, ino *sync.RWMutex
@@ -80,24 +105,81 @@ func (fs *FS) lockDir(dir uint32) *dirLocks {
 	return l
 }
 
-// try takes inode n's lock unless another holds it (a handle never
-// waits for a second inode's lock); n may share the directory's stripe.
-func (l *dirLocks) try(n uint32) bool {
-	if m := l.fs.ilock(n); m != l.dir {
-		if !m.TryLock() {
-			return false
-		}
+// lockBoth takes the locks of directory dir and inode n, in stripe
+// order.
+func (fs *FS) lockBoth(dir, n uint32) *dirLocks {
+	l := &dirLocks{fs: fs, dir: fs.ilock(dir)}
+	if m := fs.ilock(n); m != l.dir {
 		l.ino = m
 	}
+	if l.ino != nil && stripe(n) < stripe(dir) {
+		l.ino.Lock()
+		l.dir.Lock()
+	} else {
+		l.dir.Lock()
+		if l.ino != nil {
+			l.ino.Lock()
+		}
+	}
+	return l
+}
+
+// holds reports whether inode n's lock is among l's.
+func (l *dirLocks) holds(n uint32) bool {
+	m := l.fs.ilock(n)
+	return m == l.dir || m == l.ino
+}
+
+// try takes inode n's lock unless another holds it; n may share the
+// directory's stripe. Only one second lock is taken.
+func (l *dirLocks) try(n uint32) bool {
+	if l.holds(n) {
+		return true
+	}
+	if l.ino != nil {
+		return false
+	}
+	m := l.fs.ilock(n)
+	if !m.TryLock() {
+		return false
+	}
+	l.ino = m
 	return true
 }
 
-// unlock releases what the handle took.
+// take takes inode n's lock as the second, waiting for it if that keeps
+// the stripe order, else trying it; false means it is held by another
+// and comes first (the caller lets go and takes both with lockBoth).
+func (l *dirLocks) take(dir, n uint32) bool {
+	if l.try(n) {
+		return true
+	}
+	if l.ino != nil || stripe(n) < stripe(dir) {
+		return false
+	}
+	l.ino = l.fs.ilock(n)
+	l.ino.Lock()
+	return true
+}
+
+// releaseDir lets go of the directory's lock once the handle is done
+// with the directory, keeping the second inode's; not where the two
+// share a stripe.
+func (l *dirLocks) releaseDir() {
+	if l.ino != nil && l.dir != nil {
+		l.dir.Unlock()
+		l.dir = nil
+	}
+}
+
+// unlock releases what the handle still holds.
 func (l *dirLocks) unlock() {
 	if l.ino != nil {
 		l.ino.Unlock()
 	}
-	l.dir.Unlock()
+	if l.dir != nil {
+		l.dir.Unlock()
+	}
 }
 
 // hbegin starts a handle: FS.mu held for reading and handleCredits

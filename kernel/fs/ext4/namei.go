@@ -2,6 +2,7 @@ package ext4
 
 import (
 	"errors"
+	"sync"
 
 	"shortbread/kernel/abi/linux"
 )
@@ -128,27 +129,97 @@ func (fs *FS) touchDir(d *inode) error {
 
 // Create makes a regular file, device node, FIFO or socket named name in
 // dir; mode holds its type and permissions.
-// In a handle (handle.go) it holds the directory's lock, and the new
-// inode's, taken as it is allocated.
+// In a handle (handle.go) it makes the new inode holding only its lock,
+// taken as it is allocated, and then takes the directory's to enter it.
 func (fs *FS) Create(dir uint32, name string, mode, uid, gid, major, minor uint32) (uint32, error) {
 	var ino uint32
 	err := fs.shared(func() error {
-		l := fs.lockDir(dir)
-		defer l.unlock()
-		// try runs under allocMu: a lock another holds is passed over,
-		// never waited for (stripe locks come first).
 		var err error
-		ino, err = fs.create(dir, name, mode, uid, gid, major, minor, l.try)
+		ino, err = fs.createHandle(dir, name, mode, uid, gid, major, minor)
 		return err
 	}, func() error {
 		var err error
-		ino, err = fs.create(dir, name, mode, uid, gid, major, minor, nil)
+		ino, err = fs.create(dir, name, mode, uid, gid, major, minor)
 		return err
 	})
 	return ino, err
 }
 
-func (fs *FS) create(dir uint32, name string, mode, uid, gid, major, minor uint32, take func(uint32) bool) (uint32, error) {
+// createHandle is Create in a handle. The inode is allocated and written
+// before the directory's lock is taken, so that two creates in one
+// directory hold its lock only to look the name up and enter it. What
+// the exclusive create reports in another order (a bad name or type,
+// no inode free) runs there instead.
+func (fs *FS) createHandle(dir uint32, name string, mode, uid, gid, major, minor uint32) (uint32, error) {
+	switch mode & linux.S_IFMT {
+	case linux.S_IFREG, linux.S_IFCHR, linux.S_IFBLK, linux.S_IFIFO, linux.S_IFSOCK:
+	default:
+		return 0, errExclusive
+	}
+	if len(name) > maxNameLen || name == "" || name == "." || name == ".." {
+		return 0, errExclusive
+	}
+	// The new inode's lock, tried under its group's lock: a lock
+	// another holds is passed over, never waited for (inode locks come
+	// first), so that one just freed by a handle still at work on it
+	// is not taken.
+	var mine *sync.RWMutex
+	in, err := fs.newInode(dir, mode, uid, gid, func(n uint32) bool {
+		if m := fs.ilock(n); m.TryLock() {
+			mine = m
+			return true
+		}
+		return false
+	})
+	if err != nil {
+		if mine != nil {
+			mine.Unlock()
+		}
+		if errors.Is(err, errNoSpace) {
+			return 0, errExclusive
+		}
+		return 0, err
+	}
+	if t := mode & linux.S_IFMT; t == linux.S_IFCHR || t == linux.S_IFBLK {
+		in.setRdev(major, minor)
+	}
+	in.links = 1
+	if err := fs.iput(in); err != nil {
+		err = errors.Join(err, fs.freeInode(in.num, false))
+		mine.Unlock()
+		return 0, err
+	}
+	// Now the directory's lock, in stripe order. Where it comes first
+	// and another holds it, the inode's is let go meanwhile: no one
+	// else knows the inode yet.
+	l := &dirLocks{fs: fs, dir: fs.ilock(dir), ino: mine}
+	switch {
+	case l.dir == mine:
+		l.ino = nil
+	case stripe(dir) > stripe(in.num):
+		l.dir.Lock()
+	case !l.dir.TryLock():
+		mine.Unlock()
+		l.dir.Lock()
+		mine.Lock()
+	}
+	defer l.unlock()
+	d, err := fs.dirForChange(dir)
+	if err == nil {
+		err = fs.checkFree(d, name)
+	}
+	if err == nil {
+		err = fs.addEntry(d, name, in.num, fileTypeOf(uint32(in.mode)))
+	}
+	if err != nil {
+		in.links = 0
+		return 0, errors.Join(err, fs.evict(in))
+	}
+	return in.num, fs.touchDir(d)
+}
+
+// create is Create holding FS.mu for writing.
+func (fs *FS) create(dir uint32, name string, mode, uid, gid, major, minor uint32) (uint32, error) {
 	switch mode & linux.S_IFMT {
 	case linux.S_IFREG, linux.S_IFCHR, linux.S_IFBLK, linux.S_IFIFO, linux.S_IFSOCK:
 	default:
@@ -161,7 +232,7 @@ func (fs *FS) create(dir uint32, name string, mode, uid, gid, major, minor uint3
 	if err := fs.checkFree(d, name); err != nil {
 		return 0, err
 	}
-	in, err := fs.newInode(dir, mode, uid, gid, take)
+	in, err := fs.newInode(dir, mode, uid, gid, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -329,27 +400,48 @@ func (fs *FS) remove(dir uint32, name string, wantDir bool) error {
 	if wantDir {
 		fs.begin()
 		defer fs.end()
-		return fs.removeLocked(dir, name, true, nil)
+		return fs.removeLocked(dir, name, true, nil, nil)
 	}
-	// In a handle (handle.go): the directory's lock, then the file's
-	// if no one holds it (else the unlink runs alone).
+	// In a handle (handle.go): the directory's lock, then the file's,
+	// waited for in stripe order; out of order and held by another,
+	// both again in order and the name looked up again. The directory's
+	// is let go before the file is freed.
 	return fs.shared(func() error {
 		l := fs.lockDir(dir)
+		var first uint32
+		err := fs.removeLocked(dir, name, false, func(in *inode) error {
+			if !l.take(dir, in.num) {
+				first = in.num
+				return errRelock
+			}
+			return nil
+		}, l.releaseDir)
+		l.unlock()
+		if !errors.Is(err, errRelock) {
+			return err
+		}
+		l = fs.lockBoth(dir, first)
 		defer l.unlock()
 		return fs.removeLocked(dir, name, false, func(in *inode) error {
 			if !l.try(in.num) {
-				return errExclusive
+				return errExclusive // renamed over meanwhile, and busy
 			}
 			return nil
-		})
+		}, l.releaseDir)
 	}, func() error {
-		return fs.removeLocked(dir, name, false, nil)
+		return fs.removeLocked(dir, name, false, nil, nil)
 	})
 }
 
+// errRelock says an unlink in a handle must take its locks again, in
+// stripe order; nothing was changed.
+var errRelock = errors.New("ext4: take the locks again in order")
+
 // removeLocked is remove's work. lock, in a handle, takes the lock of
-// the inode the name names, and is called before anything changes.
-func (fs *FS) removeLocked(dir uint32, name string, wantDir bool, lock func(*inode) error) error {
+// the inode the name names, and is called before anything changes;
+// done, in a handle, is called once the directory is changed, before
+// the inode is settled.
+func (fs *FS) removeLocked(dir uint32, name string, wantDir bool, lock func(*inode) error, done func()) error {
 	d, err := fs.dirForChange(dir)
 	if err != nil {
 		return err
@@ -404,5 +496,9 @@ func (fs *FS) removeLocked(dir uint32, name string, wantDir bool, lock func(*ino
 		in.links--
 	}
 	in.ctime = fs.now()
-	return errors.Join(fs.touchDir(d), fs.settle(in))
+	err = fs.touchDir(d)
+	if done != nil {
+		done()
+	}
+	return errors.Join(err, fs.settle(in))
 }

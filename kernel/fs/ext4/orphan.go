@@ -30,15 +30,15 @@ func (fs *FS) settle(in *inode) error {
 		return fs.evict(in)
 	}
 	// The orphan list threads through i_dtime from s_last_orphan; its
-	// head, like the counts the superblock is written with, is the
-	// allocator's (handles change both: handle.go).
-	fs.allocMu.Lock()
+	// head, in the superblock's bytes, is sbMu's (handles change it:
+	// handle.go).
+	fs.sbMu.Lock()
 	in.dtime = le.Uint32(fs.sb.raw[0xE8:])
 	le.PutUint32(fs.sb.raw[0xE8:], in.num)
-	fs.allocMu.Unlock()
+	fs.sbMu.Unlock()
 	err := fs.iput(in)
-	fs.allocMu.Lock()
-	defer fs.allocMu.Unlock()
+	fs.sbMu.Lock()
+	defer fs.sbMu.Unlock()
 	return errors.Join(err, fs.writeSuperLocked())
 }
 

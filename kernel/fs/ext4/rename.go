@@ -316,11 +316,9 @@ type Statfs struct {
 func (fs *FS) Statfs() Statfs {
 	fs.rbegin()
 	defer fs.rend()
-	fs.allocMu.Lock() // the counts handles change
-	defer fs.allocMu.Unlock()
 	s := Statfs{
-		BlockSize: fs.blockSize, Blocks: fs.sb.blocksCount, Free: fs.sb.freeBlocks,
-		Files: uint64(fs.sb.inodesCount), FilesFree: uint64(fs.sb.freeInodes), NameLen: maxNameLen,
+		BlockSize: fs.blockSize, Blocks: fs.sb.blocksCount, Free: uint64(max(fs.freeBlocks.Load(), 0)),
+		Files: uint64(fs.sb.inodesCount), FilesFree: uint64(max(fs.freeInodes.Load(), 0)), NameLen: maxNameLen,
 	}
 	if s.Free > fs.sb.rBlocksCount {
 		s.Avail = s.Free - fs.sb.rBlocksCount

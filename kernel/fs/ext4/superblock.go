@@ -289,10 +289,14 @@ func (fs *FS) hasGdtCsum() bool { return fs.sb.roCompat&roCompatGdtCsum != 0 }
 func (fs *FS) encodeSuper() {
 	sb := &fs.sb
 	raw := sb.raw
-	le.PutUint32(raw[0xC:], uint32(sb.freeBlocks))
-	le.PutUint32(raw[0x10:], sb.freeInodes)
+	// The free counts as they stand (alloc.go), kept in range: a
+	// corrupt descriptor's count is e2fsck's to fix.
+	freeBlocks := uint64(min(max(fs.freeBlocks.Load(), 0), int64(sb.blocksCount)))
+	freeInodes := uint32(min(max(fs.freeInodes.Load(), 0), int64(sb.inodesCount)))
+	le.PutUint32(raw[0xC:], uint32(freeBlocks))
+	le.PutUint32(raw[0x10:], freeInodes)
 	if sb.incompat&incompat64bit != 0 {
-		le.PutUint32(raw[0x158:], uint32(sb.freeBlocks>>32))
+		le.PutUint32(raw[0x158:], uint32(freeBlocks>>32))
 	}
 	le.PutUint16(raw[0x3A:], sb.state)
 	le.PutUint32(raw[0x60:], sb.incompat)
@@ -370,6 +374,6 @@ func (fs *FS) countFree() {
 		blocks += uint64(fs.groups[i].freeBlocks)
 		inodes += uint64(fs.groups[i].freeInodes)
 	}
-	fs.sb.freeBlocks = min(blocks, fs.sb.blocksCount)
-	fs.sb.freeInodes = uint32(min(inodes, uint64(fs.sb.inodesCount)))
+	fs.freeBlocks.Store(int64(min(blocks, fs.sb.blocksCount)))
+	fs.freeInodes.Store(int64(min(inodes, uint64(fs.sb.inodesCount))))
 }

@@ -197,31 +197,45 @@ func (fs *FS) logBlock(n uint64, b []byte) error {
 	return nil
 }
 
-// unlog drops block n from the running transaction: it was freed.
-func (fs *FS) unlog(n uint64) {
-	if j := fs.jnl; j != nil {
-		fs.jmu.Lock()
-		defer fs.jmu.Unlock()
-		if _, ok := j.blocks[n]; ok {
-			delete(j.blocks, n)
-			for i, m := range j.order {
-				if m == n {
-					j.order = append(j.order[:i], j.order[i+1:]...)
-					break
-				}
+// unlog drops the cnt blocks from n from the running transaction: they
+// were freed.
+func (fs *FS) unlog(n uint64, cnt uint32) {
+	if fs.jnl == nil {
+		return
+	}
+	fs.jmu.Lock()
+	defer fs.jmu.Unlock()
+	fs.unlogLocked(n, cnt)
+}
+
+// unlogLocked is unlog under jmu.
+func (fs *FS) unlogLocked(n uint64, cnt uint32) {
+	j := fs.jnl
+	for k := range uint64(cnt) {
+		if _, ok := j.blocks[n+k]; !ok {
+			continue
+		}
+		delete(j.blocks, n+k)
+		for i, m := range j.order {
+			if m == n+k {
+				j.order = append(j.order[:i], j.order[i+1:]...)
+				break
 			}
 		}
 	}
 }
 
-// noteFreed records that the running transaction freed bit i of group g.
-func (fs *FS) noteFreed(g, i uint32) {
+// noteFreed records that the running transaction freed bits [i, i+cnt)
+// of group g, blocks [n, n+cnt), and drops any of them it logged, under
+// one hold of jmu.
+func (fs *FS) noteFreed(g, i, cnt uint32, n uint64) {
 	j := fs.jnl
 	if j == nil {
 		return
 	}
 	fs.jmu.Lock()
 	defer fs.jmu.Unlock()
+	fs.unlogLocked(n, cnt)
 	if j.freed == nil {
 		j.freed = map[uint32][]byte{}
 	}
@@ -230,7 +244,9 @@ func (fs *FS) noteFreed(g, i uint32) {
 		b = make([]byte, fs.blockSize)
 		j.freed[g] = b
 	}
-	setBit(b, i)
+	for k := range cnt {
+		setBit(b, i+k)
+	}
 }
 
 // freedInGroup returns the bitmaps of group g's blocks that are free
