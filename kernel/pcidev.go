@@ -2,12 +2,11 @@ package main
 
 // The PCI bus: configuration space through ECAM when the ACPI MCFG table
 // describes it (q35), else the legacy port mechanism (pc); memory BARs
-// through the direct map's uncached PCI hole; interrupts as pollable
-// vector descriptors from the machine layer.
+// through the direct map's uncached PCI hole; interrupts as the machine
+// layer's vectors.
 
 import (
 	"fmt"
-	"os"
 	"syscall"
 	"unsafe"
 
@@ -43,23 +42,12 @@ func (p pciPlatform) Map(b pci.BAR) (pci.Region, error) {
 	return pci.MMIO{Base: machine.PhysAddr(uintptr(b.Addr)), Size: uintptr(b.Size)}, nil
 }
 
-// vectorIRQ waits on a machine-layer interrupt descriptor.
-type vectorIRQ struct{ f *os.File }
-
-func (v vectorIRQ) Wait() error {
-	var buf [8]byte
-	_, err := v.f.Read(buf[:])
-	return err
-}
-
-func (v vectorIRQ) Close() error { return v.f.Close() }
-
 func (p pciPlatform) AllocMSI() (pci.IRQ, uint64, uint32, error) {
-	fd, addr, data, err := machine.AllocMSI()
+	irq, addr, data, err := machine.AllocMSI()
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, 0, err // not a nil *machine.Interrupt in the interface
 	}
-	return vectorIRQ{os.NewFile(uintptr(fd), fmt.Sprintf("msi%d", data))}, addr, data, nil
+	return irq, addr, data, nil
 }
 
 // INTx opens the pin the firmware routed the device's INTx to (the
@@ -80,11 +68,11 @@ func (p pciPlatform) INTx(d *pci.Device) (pci.IRQ, error) {
 	if flags&3 == 3 {
 		mode |= machine.IRQActiveLow
 	}
-	fd, err := machine.OpenInterrupt(int(gsi), mode)
+	irq, err := machine.OpenInterrupt(int(gsi), mode)
 	if err != nil {
 		return nil, err
 	}
-	return vectorIRQ{os.NewFile(uintptr(fd), fmt.Sprintf("irq%d", gsi))}, nil
+	return irq, nil
 }
 
 // startPCI finds the PCI devices and binds the drivers.

@@ -17,7 +17,7 @@ import (
 // Private system calls (served in sbHookSyscall).
 const (
 	sbSysBase      = 0x5300
-	sbSysIRQOpen   = 0 // (irq, flags) -> fd: an fd that reads the count of interrupts on vector sbVecIRQBase+irq, pollable
+	sbSysIRQOpen   = 0 // (irq, flags) -> 0: vector sbVecIRQBase+irq is routed, for sbHookWaitInterrupt
 	sbSysProfStart = 2 // (buffers, n, hz, nmiPin) -> source or errno
 	sbSysProfStop  = 3 // () -> 0
 	sbSysIOAPIC    = 4 // (physical address) -> 0: the MADT's I/O APIC
@@ -26,11 +26,9 @@ const (
 	sbSysKick      = 8 // (regs) -> 0: hurry a kicked user thread back
 	sbSysCount     = 11
 
-	sbFdIRQBase = 16 // fds sbFdIRQBase+irq are IRQ fds
-
 	// sbSysIRQOpen flags: an MSI vector has no I/O APIC pin; else the
 	// pin's redirection entry bits: level-triggered (a PCI INTx pin,
-	// masked from its interrupt until the driver reads the fd) and active
+	// masked from its interrupt until the driver's next wait) and active
 	// low (PCI INTx on q35). Edge and active high are the ISA defaults.
 	sbIRQNoPin        = 1
 	sbIOAPICLevel     = 1 << 15
@@ -41,10 +39,9 @@ var (
 	sbMBI                      uintptr // physical address of the multiboot2 information
 	sbStartTSC                 uint64  // TSC when the boot stub started
 	sbKernelStart, sbKernelEnd uintptr
-	sbIRQOpen                  [24]bool
 	sbIRQEntry                 [24]uint32 // the pin's redirection entry (low word, unmasked)
-	sbIRQLock                  sbSpin     // trap context only; guards sbIRQPending and level pins' masks
-	sbIRQPending               [24]uint64 // interrupts since the IRQ fd's last read
+	sbIRQLock                  sbSpin     // interrupts off; guards sbIRQPending and level pins' masks
+	sbIRQPending               [24]bool   // an interrupt since the driver last looked
 )
 
 func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
@@ -55,12 +52,11 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 		}
 		// (QEMU and PCs wire the PIT, IRQ 0, to pin 2, which the kernel
 		// corrects from the MADT overrides when it needs the PIT.)
-		sbIRQOpen[a0] = true
 		sbIRQEntry[a0] = uint32(sbVecIRQBase+a0) | uint32(a1)&(sbIOAPICLevel|sbIOAPICActiveLow)
 		if a1&sbIRQNoPin == 0 {
 			sbIOAPICRoute(int(a0), sbIRQEntry[a0])
 		}
-		return int64(sbFdIRQBase + a0)
+		return 0
 	case sbSysProfStart:
 		return sbProfStart(a0, int(a1), int64(a2), int(int64(f.r10)))
 	case sbSysProfStop:
@@ -92,15 +88,15 @@ func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
 }
 
 // sbIRQ records a device interrupt and wakes the netpoller, which in turn
-// wakes the driver goroutine blocked reading the IRQ's fd.
+// readies the driver goroutine waiting on the vector.
 func sbIRQ(irq int) {
 	sbIRQLock.lock()
-	// Masked under the lock sbRead unmasks under, or a read in between
+	// Masked under the lock sbIRQTake unmasks under, or a read in between
 	// leaves the pin masked with nothing pending. Then sbIOAPICMu.
 	if sbIRQEntry[irq]&sbIOAPICLevel != 0 {
 		sbIOAPICRoute(irq, sbIRQEntry[irq]|1<<16)
 	}
-	sbIRQPending[irq]++
+	sbIRQPending[irq] = true
 	sbIRQLock.unlock()
 	atomic.Or(&sbIRQEdges, 1<<irq)
 	atomic.Xadd(&sbPollSeq, 1)
@@ -108,34 +104,64 @@ func sbIRQ(irq int) {
 }
 
 // The runtime's netpoller (netpoll_epoll.go is left out of the kernel by
-// netpoll_epoll.diff). The kernel polls only IRQ fds; a blocking netpoll
+// netpoll_epoll.diff). It serves no fd: a driver's goroutine waits on its
+// vector's pollDesc in sbIRQPoll (sbHookWaitInterrupt). A blocking netpoll
 // sleeps on the futex word sbPollSeq, which every interrupt and
-// netpollBreak changes after what they report, so none is missed
-// between netpoll's look and its sleep. An edge is only a wake-up: the
-// count a driver reads stays in sbIRQPending, so one that comes before
-// its fd is registered is found by the driver's first read.
+// netpollBreak changes after what they report, so none is missed between
+// netpoll's look and its sleep. An edge is only a wake-up: sbIRQPending
+// says whether the vector had an interrupt, so one that comes before the
+// driver waits is found by its first look.
 var (
 	sbPollSeq      uint32
 	sbIRQEdges     uint32        // bit irq: an interrupt since netpoll last looked
-	sbPollDesc     [24]uint64    // the IRQ fd's pollDesc as a taggedPointer, or 0
+	sbIRQPoll      [24]pollDesc  // not in the heap, as pollcache's are
 	netpollWakeSig atomic.Uint32 // a netpollBreak no blocking netpoll has taken
 )
 
-func netpollinit()                         {}
-func netpollIsPollDescriptor(uintptr) bool { return false }
-func netpollarm(pd *pollDesc, mode int)    { throw("runtime: unused") }
-func netpollclose(fd uintptr) uintptr      { return netpollopen(fd, nil) }
-func netpollopen(fd uintptr, pd *pollDesc) uintptr {
-	irq, ok := sbIRQFd(int32(fd))
-	if !ok {
-		return sbEPERM // as Linux's epoll answers for a regular file
+func netpollinit()                                 {}
+func netpollIsPollDescriptor(uintptr) bool         { return false }
+func netpollarm(pd *pollDesc, mode int)            { throw("runtime: unused") }
+func netpollclose(fd uintptr) uintptr              { return 0 }
+func netpollopen(fd uintptr, pd *pollDesc) uintptr { return sbEPERM } // as epoll answers for a regular file
+
+// sbHookWaitInterrupt blocks until vector irq has had an interrupt since
+// it last returned, the way internal/poll reads a non-blocking fd: clear
+// the pollDesc's readiness, look, then park until netpoll readies it.
+// False once sbHookCloseInterrupt closed the vector.
+//
+//go:linkname sbHookWaitInterrupt shortbread/kernel/machine.waitInterrupt
+func sbHookWaitInterrupt(irq int) bool {
+	pd := &sbIRQPoll[irq]
+	for poll_runtime_pollReset(pd, 'r') == pollNoError {
+		if sbIRQTake(irq) {
+			return true
+		}
+		poll_runtime_pollWait(pd, 'r')
 	}
-	tp := taggedPointer(0)
-	if pd != nil {
-		tp = taggedPointerPack(unsafe.Pointer(pd), pd.fdseq.Load())
+	return false
+}
+
+// sbHookCloseInterrupt wakes vector irq's waiter for good (the kernel
+// closes a vector once).
+//
+//go:linkname sbHookCloseInterrupt shortbread/kernel/machine.closeInterrupt
+func sbHookCloseInterrupt(irq int) { poll_runtime_pollUnblock(&sbIRQPoll[irq]) }
+
+// sbIRQTake reports whether vector irq had an interrupt since it last
+// looked; a level-triggered pin, masked since its interrupt, is unmasked.
+func sbIRQTake(irq int) bool {
+	mp := acquirem() // no preemption at a stack check with interrupts off
+	fl := sbIntrOff()
+	sbIRQLock.lock()
+	v := sbIRQPending[irq]
+	sbIRQPending[irq] = false
+	if v && sbIRQEntry[irq]&sbIOAPICLevel != 0 {
+		sbIOAPICRoute(irq, sbIRQEntry[irq]) // unmask, under the lock: see sbIRQ
 	}
-	atomic.Store64(&sbPollDesc[irq], uint64(tp))
-	return 0
+	sbIRQLock.unlock()
+	sbIntrRestore(fl)
+	releasem(mp)
+	return v
 }
 
 func netpollBreak() {
@@ -145,7 +171,7 @@ func netpollBreak() {
 	}
 }
 
-// netpoll readies the goroutines of IRQ fds that had an interrupt since
+// netpoll readies the goroutines waiting on vectors that had an interrupt since
 // it last looked; with a delay, it sleeps first if there are none and no
 // netpollBreak is pending (only a blocking netpoll takes one, as with
 // epoll's eventfd: one taken by a non-blocking poll would leave the
@@ -166,10 +192,7 @@ func sbPollReady() (toRun gList, delta int32) {
 		return toRun, 0
 	}
 	for edges := atomic.Xchg(&sbIRQEdges, 0); edges != 0; edges &= edges - 1 {
-		tp := taggedPointer(atomic.Load64(&sbPollDesc[sys.TrailingZeros32(edges)]))
-		if pd := (*pollDesc)(tp.pointer()); tp != 0 && pd.fdseq.Load() == tp.tag() {
-			delta += netpollready(&toRun, pd, 'r')
-		}
+		delta += netpollready(&toRun, &sbIRQPoll[sys.TrailingZeros32(edges)], 'r')
 	}
 	return toRun, delta
 }

@@ -32,14 +32,11 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 	a4 := uintptr(f.r8)
 	var r int64
 	switch no := f.rax; no {
-	case 0: // read
-		r = sbRead(int32(a0), a1, a2)
+	case 0: // read: no fd is readable
+		r = -sbEBADF
 	case 1: // write
 		r = sbWrite(int32(a0), a1, a2)
 	case 3: // close
-		if irq, ok := sbIRQFd(int32(a0)); ok {
-			sbIRQOpen[irq] = false
-		}
 	case 9: // mmap
 		r = sbMmap(a0, a1, uint32(a2), uint32(a3), int32(a4))
 	case 10: // mprotect
@@ -87,8 +84,11 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 			break
 		}
 		r = sbKill(c, int32(sbThreads[c.cur].tid), int32(a1))
-	case 72: // fcntl
-		r = sbFcntl(int32(a0), int32(a1))
+	case 72: // fcntl: only the console's fds 0-2 exist; F_GETFL says O_RDWR
+		r = -sbEBADF
+		if a0 <= 2 {
+			r = 2 * int64(bool2int(a1 == 3))
+		}
 	case 89: // readlink
 		r = -sbENOENT
 	case 131: // sigaltstack
@@ -135,36 +135,6 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 		r = -sbENOSYS
 	}
 	f.rax = uint64(r)
-}
-
-// sbIRQFd returns the device vector whose IRQ fd fd is, if it is one.
-func sbIRQFd(fd int32) (irq int32, ok bool) {
-	irq = fd - sbFdIRQBase
-	return irq, irq >= 0 && irq < 24 && sbIRQOpen[irq]
-}
-
-// sbRead reads an IRQ fd's count of interrupts and zeroes it; a
-// level-triggered pin, masked since its interrupt, is unmasked.
-func sbRead(fd int32, buf, n uintptr) int64 {
-	irq, ok := sbIRQFd(fd)
-	if !ok {
-		return -sbEBADF
-	}
-	if n < 8 || !sbAS.touch(buf, 8, true) {
-		return -sbEINVAL
-	}
-	sbIRQLock.lock()
-	v := sbIRQPending[irq]
-	sbIRQPending[irq] = 0
-	if v != 0 && sbIRQEntry[irq]&sbIOAPICLevel != 0 {
-		sbIOAPICRoute(int(irq), sbIRQEntry[irq]) // unmask, under the lock: see sbIRQ
-	}
-	sbIRQLock.unlock()
-	if v == 0 {
-		return -sbEAGAIN
-	}
-	sbStore64(buf, v)
-	return 8
 }
 
 func sbWrite(fd int32, buf, n uintptr) int64 {
@@ -342,18 +312,4 @@ func sbRandom() uint64 {
 	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
 	z = (z ^ z>>27) * 0x94d049bb133111eb
 	return z ^ z>>31
-}
-
-func sbFcntl(fd, cmd int32) int64 {
-	const fGetFL, oRdwr, oNonblock = 3, 2, 0x800
-	_, isIRQ := sbIRQFd(fd)
-	switch {
-	case fd < 0 || fd > 2 && !isIRQ:
-		return -sbEBADF
-	case cmd != fGetFL:
-		return 0
-	case fd <= 2:
-		return oRdwr
-	}
-	return oRdwr | oNonblock // an IRQ fd: os.NewFile then polls it
 }

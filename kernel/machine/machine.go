@@ -10,6 +10,7 @@ package machine
 
 import (
 	"errors"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -167,15 +168,15 @@ const (
 	sysDebugSpin = sysBase + 10
 )
 
-// OpenIRQ returns a file descriptor for ISA interrupt line irq and unmasks
-// the line (edge-triggered, active high). See OpenInterrupt.
-func OpenIRQ(irq int) (int, error) { return OpenInterrupt(irq, 0) }
+// OpenIRQ opens ISA interrupt line irq and unmasks it (edge-triggered,
+// active high). See OpenInterrupt.
+func OpenIRQ(irq int) (*Interrupt, error) { return OpenInterrupt(irq, 0) }
 
 // Flags for OpenInterrupt; a pin's are its I/O APIC redirection entry's
 // bits, which the machine layer writes as they are.
 const (
 	IRQMessage   = 1       // message-signalled (MSI, MSI-X): no I/O APIC pin
-	IRQLevel     = 1 << 15 // level-triggered pin (PCI INTx): masked until the fd is read
+	IRQLevel     = 1 << 15 // level-triggered pin (PCI INTx): masked until the next Wait
 	IRQActiveLow = 1 << 13 // active-low pin
 )
 
@@ -198,45 +199,72 @@ func InterruptFlags(irq int) (open bool, flags int) {
 	return irqUsed[irq], irqFlags[irq]
 }
 
-// OpenInterrupt returns a file descriptor for device vector
-// VecIRQBase+irq. Unless flags has IRQMessage, it routes I/O APIC pin irq
-// there and unmasks it. The descriptor is non-blocking and pollable: a
-// read returns the number of interrupts since the last read as a
-// little-endian uint64, so a driver goroutine blocked reading it (through
-// os.NewFile) is woken by the runtime's netpoller when the interrupt
-// arrives. A vector is open at most once (EBUSY).
-func OpenInterrupt(irq, flags int) (int, error) {
+// Interrupt is an open device vector, which one driver goroutine waits
+// on. A closed vector stays taken.
+type Interrupt struct {
+	irq    int
+	closed atomic.Bool
+}
+
+// waitInterrupt blocks until vector irq has had an interrupt since it
+// last returned (parked in the runtime's netpoller, no thread held);
+// false once the vector is closed.
+func waitInterrupt(irq int) bool
+
+func closeInterrupt(irq int)
+
+// Wait blocks until the vector has had one or more interrupts since the
+// last Wait; it fails once the vector is closed.
+func (i *Interrupt) Wait() error {
+	if !waitInterrupt(i.irq) {
+		return os.ErrClosed
+	}
+	return nil
+}
+
+// Close ends the goroutine's Wait with an error (os.ErrClosed).
+func (i *Interrupt) Close() error {
+	if !i.closed.CompareAndSwap(false, true) {
+		return os.ErrClosed
+	}
+	closeInterrupt(i.irq)
+	return nil
+}
+
+// OpenInterrupt opens device vector VecIRQBase+irq. Unless flags has
+// IRQMessage, it routes I/O APIC pin irq there and unmasks it. A vector
+// is open at most once (EBUSY).
+func OpenInterrupt(irq, flags int) (*Interrupt, error) {
 	if irq < 0 || irq >= NumIRQ {
-		return -1, syscall.EINVAL
+		return nil, syscall.EINVAL
 	}
 	irqMu.Lock()
 	defer irqMu.Unlock()
 	if irqUsed[irq] {
-		return -1, syscall.EBUSY
+		return nil, syscall.EBUSY
 	}
-	fd, _, errno := syscall.RawSyscall(sysIRQOpen, uintptr(irq), uintptr(flags), 0)
-	if errno != 0 {
-		return -1, errno
+	if _, _, errno := syscall.RawSyscall(sysIRQOpen, uintptr(irq), uintptr(flags), 0); errno != 0 {
+		return nil, errno
 	}
 	irqUsed[irq], irqFlags[irq] = true, flags
-	return int(fd), nil
+	return &Interrupt{irq: irq}, nil
 }
 
 // AllocMSI opens the highest free device vector for a message-signalled
-// interrupt and returns its fd and the MSI message (address and data)
-// that raises it on the boot CPU, fixed delivery, edge-triggered (Intel
-// SDM vol. 3 §11.11). Vectors 0-15 stay for ISA lines.
-func AllocMSI() (fd int, addr uint64, data uint32, err error) {
+// interrupt and returns it and the MSI message (address and data) that
+// raises it on the boot CPU, fixed delivery, edge-triggered (Intel SDM
+// vol. 3 §11.11). Vectors 0-15 stay for ISA lines.
+func AllocMSI() (i *Interrupt, addr uint64, data uint32, err error) {
 	for irq := NumIRQ - 1; irq >= 16; irq-- {
-		fd, err = OpenInterrupt(irq, IRQMessage)
+		i, err = OpenInterrupt(irq, IRQMessage)
 		if err == nil {
-			return fd, 0xfee00000 | uint64(BootAPICID())<<12, uint32(VecIRQBase + irq), nil
+			return i, 0xfee00000 | uint64(BootAPICID())<<12, uint32(VecIRQBase + irq), nil
 		}
 		if err != syscall.EBUSY {
-			return -1, 0, 0, err
+			return nil, 0, 0, err
 		}
 	}
-	return -1, 0, 0, syscall.ENOSPC
+	return nil, 0, 0, syscall.ENOSPC
 }
 
 // BootAPICID is the local APIC ID of the CPU that takes device interrupts.

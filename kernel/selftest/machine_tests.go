@@ -5,7 +5,6 @@ package selftest
 // allocator, and device interrupts waking goroutines.
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -147,15 +146,15 @@ func cmosWrite(reg, v uint8) {
 	arch.Outb(cmosData, v)
 }
 
-// testInterrupt runs a tiny RTC driver: a goroutine blocks reading the IRQ
-// file descriptor (parked in the runtime's netpoller, no thread held) and
-// acknowledges each periodic interrupt by reading register C.
+// testInterrupt runs a tiny RTC driver: a goroutine waits on the
+// vector (parked in the runtime's netpoller, no thread held) and
+// acknowledges each periodic interrupt by reading register C; a Close
+// ends its wait.
 func testInterrupt() error {
-	fd, err := machine.OpenIRQ(rtcIRQ)
+	intr, err := machine.OpenIRQ(rtcIRQ)
 	if err != nil {
 		return fmt.Errorf("OpenIRQ: %v", err)
 	}
-	f := os.NewFile(uintptr(fd), "irq8")
 	before := machine.IRQCount(rtcIRQ)
 	cmosWrite(rtcRegA, cmosRead(rtcRegA)&0xF0|rtcRate8Hz)
 	cmosWrite(rtcRegB, cmosRead(rtcRegB)|rtcPIE)
@@ -163,35 +162,51 @@ func testInterrupt() error {
 	defer func() {
 		cmosWrite(rtcRegB, cmosRead(rtcRegB)&^rtcPIE)
 		cmosRead(rtcRegC)
-		f.Close()
+		intr.Close()
 	}()
 
-	woken := make(chan uint64)
+	woken := make(chan uint64, 1)
 	errc := make(chan error, 1)
 	go func() {
-		var buf [8]byte
-		total := uint64(0)
-		for total < 3 {
-			if _, err := f.Read(buf[:]); err != nil {
+		wakes := uint64(0)
+		for {
+			if err := intr.Wait(); err != nil {
 				errc <- err
 				return
 			}
 			cmosRead(rtcRegC) // acknowledge, or the RTC stops interrupting
-			total += binary.LittleEndian.Uint64(buf[:])
+			if wakes++; wakes == 3 {
+				woken <- wakes
+			}
 		}
-		woken <- total
 	}()
 	select {
 	case n := <-woken:
+		// Each wake-up follows at least one interrupt.
 		if got := machine.IRQCount(rtcIRQ) - before; got < n {
-			return fmt.Errorf("driver saw %d interrupts, machine layer counted %d", n, got)
+			return fmt.Errorf("driver woke %d times, machine layer counted %d interrupts", n, got)
 		}
-		return nil
 	case err := <-errc:
-		return fmt.Errorf("reading the IRQ fd: %v", err)
+		return fmt.Errorf("waiting on IRQ %d: %v", rtcIRQ, err)
 	case <-time.After(20 * time.Second):
 		return fmt.Errorf("no wake-up from IRQ %d (%d interrupts taken)", rtcIRQ, machine.IRQCount(rtcIRQ)-before)
 	}
+	// A Close ends the wait the driver is in (or its next one).
+	if err := intr.Close(); err != nil {
+		return fmt.Errorf("Close: %v", err)
+	}
+	select {
+	case err := <-errc:
+		if err != os.ErrClosed {
+			return fmt.Errorf("wait after Close: %v, want %v", err, os.ErrClosed)
+		}
+	case <-time.After(20 * time.Second):
+		return fmt.Errorf("Close did not end the driver's wait")
+	}
+	if err := intr.Close(); err != os.ErrClosed {
+		return fmt.Errorf("second Close: %v, want %v", err, os.ErrClosed)
+	}
+	return nil
 }
 
 // testAPICMode checks that the local APICs run in x2APIC mode exactly

@@ -7,7 +7,6 @@ package ps2
 
 import (
 	"io"
-	"os"
 
 	"shortbread/kernel/arch"
 	"shortbread/kernel/machine"
@@ -90,21 +89,17 @@ func setup() {
 
 // Input returns a reader of what is typed on the keyboard.
 func Input() (io.Reader, error) {
-	fd, err := machine.OpenIRQ(irq)
+	intr, err := machine.OpenIRQ(irq)
 	if err != nil {
 		return nil, err
 	}
 	setup()
 	pr, pw := io.Pipe()
-	f := os.NewFile(uintptr(fd), "irq1")
 	go func() {
 		var k Keymap
-		var buf [8]byte
 		for {
-			drain(&k, pw)
-			// The interrupt count does not matter: the status register
-			// says whether bytes wait.
-			if _, err := f.Read(buf[:]); err != nil {
+			drain(&k, pw) // the status register says whether bytes wait
+			if err := intr.Wait(); err != nil {
 				pw.CloseWithError(err)
 				return
 			}

@@ -6,7 +6,6 @@ package uart
 
 import (
 	"io"
-	"os"
 
 	"shortbread/kernel/arch"
 	"shortbread/kernel/machine"
@@ -37,20 +36,16 @@ func Present() bool {
 
 // Input returns a reader of bytes typed on COM1.
 func Input() (io.Reader, error) {
-	fd, err := machine.OpenIRQ(irq)
+	intr, err := machine.OpenIRQ(irq)
 	if err != nil {
 		return nil, err
 	}
 	pr, pw := io.Pipe()
-	f := os.NewFile(uintptr(fd), "irq4")
 	arch.Outb(com1+regIER, ierRDA)
 	go func() {
-		var buf [8]byte
 		for {
-			drain(pw)
-			// The count of interrupts does not matter: the FIFO says
-			// how many bytes arrived.
-			if _, err := f.Read(buf[:]); err != nil {
+			drain(pw) // the FIFO says how many bytes arrived
+			if err := intr.Wait(); err != nil {
 				pw.CloseWithError(err)
 				return
 			}
