@@ -76,6 +76,7 @@ type key struct {
 type interest struct {
 	ep  *Instance
 	key key
+	p   vfs.Poller // key.file's File, asked directly (no type assertion a poll)
 
 	// events, data and last are protected by ep.mu.
 	events uint32
@@ -93,7 +94,6 @@ type interest struct {
 type Instance struct {
 	mu        sync.Mutex
 	interests map[key]*interest // protected by mu
-	closed    bool              // Release ran; protected by mu
 	scratch   []readyItem       // Readiness's and Collect's work list; protected by mu
 
 	rmu        sync.Mutex
@@ -132,7 +132,6 @@ func (e *Instance) Release() {
 		it.key.file.StopOnRelease(it)
 		e.forgetLocked(it)
 	}
-	e.closed = true
 }
 
 // Watch registers wake with the instance's pollers.
@@ -257,7 +256,7 @@ func (it *interest) poll(signalled, consume bool) (uint32, bool) {
 		return 0, false
 	}
 	mask := it.events&(linux.POLLIN|linux.POLLOUT|linux.POLLPRI|linux.POLLRDHUP) | linux.POLLERR | linux.POLLHUP
-	r := it.key.file.Readiness() & mask
+	r := it.p.Readiness() & mask
 	if it.events&ET != 0 {
 		fresh := r&^it.last != 0 || signalled
 		if consume {
@@ -348,9 +347,13 @@ func (e *Instance) depth(stop *Instance, level int) (int, bool) {
 // ELOOP when f is an instance whose nesting would close a cycle or go
 // deeper than MaxNests, EEXIST when (fd, f) is registered, ENOMEM when
 // memory is short. The caller has checked the events (EPOLLEXCLUSIVE's
-// rules) and that f is pollable.
+// rules). EPERM when f is not pollable.
 // Preconditions: the caller holds a reference to f.
 func (e *Instance) Add(fd int, f *vfs.OpenFile, events uint32, data uint64) error {
+	p, ok := f.Impl().(vfs.Poller)
+	if !ok {
+		return linux.EPERM // always ready: Linux refuses regular files
+	}
 	if inner, ok := f.Impl().(*Instance); ok {
 		if d, loop := inner.depth(e, 0); loop || d+1 > MaxNests {
 			return linux.ELOOP
@@ -362,13 +365,10 @@ func (e *Instance) Add(fd int, f *vfs.OpenFile, events uint32, data uint64) erro
 	if _, exists := e.interests[k]; exists {
 		return linux.EEXIST
 	}
-	if e.closed {
-		return linux.EBADF // only a racing close of the last descriptor
-	}
 	if kmem.Refuse() { // no memory for another watch (Linux: ENOMEM)
 		return linux.ENOMEM
 	}
-	it := &interest{ep: e, key: k, events: events, data: data}
+	it := &interest{ep: e, key: k, p: p, events: events, data: data}
 	it.cancel = f.Watch(vfs.WakeFunc(it.wakeUp))
 	f.OnRelease(it)
 	e.interests[k] = it
@@ -406,8 +406,7 @@ func (e *Instance) Delete(fd int, f *vfs.OpenFile) error {
 	f.StopOnRelease(it)
 	e.forgetLocked(it)
 	e.mu.Unlock()
-	e.wakeWaiters()
-	return nil
+	return nil // nothing new to report: no one to wake
 }
 
 // queue puts a new or changed interest on the ready list with no signal

@@ -46,11 +46,7 @@ func newFake(t *testing.T) (*fakeFile, *vfs.OpenFile) {
 func newInstance(t *testing.T) (*Instance, *vfs.OpenFile) {
 	ep := New()
 	f := vfs.NewFile(vfs.NewAnonInode(linux.S_IFREG|0o600, vfs.Owner{}), ep, linux.O_RDWR)
-	t.Cleanup(func() {
-		if !ep.closed {
-			f.DecRef()
-		}
-	})
+	t.Cleanup(f.DecRef)
 	return ep, f
 }
 
@@ -249,7 +245,8 @@ func TestFileReleaseForgetsInterest(t *testing.T) {
 }
 
 func TestReleaseInstance(t *testing.T) {
-	ep, epf := newInstance(t)
+	ep := New()
+	epf := vfs.NewFile(vfs.NewAnonInode(linux.S_IFREG|0o600, vfs.Owner{}), ep, linux.O_RDWR)
 	ff, f := newFake(t)
 	defer f.DecRef()
 	mustAdd(t, ep, 3, f, linux.POLLIN)

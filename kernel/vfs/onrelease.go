@@ -43,13 +43,13 @@ func (f *OpenFile) StopOnRelease(w ReleaseWatcher) {
 		return
 	}
 	rw.mu.Lock()
-	defer rw.mu.Unlock()
 	for i, x := range rw.ws {
 		if x == w {
 			rw.ws = append(rw.ws[:i], rw.ws[i+1:]...)
-			return
+			break
 		}
 	}
+	rw.mu.Unlock()
 }
 
 // tellReleased runs the release watchers, outside their lock (a watcher
