@@ -2,7 +2,8 @@
 // on Shortbread and on Linux in the same QEMU configuration, one boot per
 // kernel and CPU count, and reports each result with its Shortbread/Linux
 // ratio: null system call (getppid), clock_gettime and getcpu through
-// the vDSO and as system calls, pipe ping-pong between two processes,
+// the vDSO and as system calls, pipe ping-pong between two processes (and
+// with the partner waiting in epoll_wait among 64 idle pipes),
 // the same over an AF_UNIX stream socketpair and its bulk throughput
 // (time per MiB), page-fault cost, process lifecycle (fork+exec+exit+wait) as the
 // program's initialized data grows (.data) or its zeroed data does
@@ -94,6 +95,7 @@ const fakeTime = 1700000000
 // commScript is the benchmarks of communication between two processes:
 // pipes, unix sockets and TCP over loopback.
 const commScript = `./ubench pingpong 3000
+./ubench epollpingpong 3000
 ./ubench unixpingpong 3000
 ./ubench unixbulk 16
 ./ubench tcppingpong 2000

@@ -31,7 +31,7 @@ func (f *pidFile) Readiness() uint32 {
 	}
 }
 
-func (f *pidFile) Watch(ch chan<- struct{}) func() { return f.p.exitQ.Watch(ch) }
+func (f *pidFile) Watch(wake vfs.Wake) func() { return f.p.exitQ.Watch(wake) }
 
 // newPidfd installs a pidfd for p in t's table, always close-on-exec.
 func (t *Thread) newPidfd(p *Process, nonblock bool) (int, error) {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"shortbread/kernel/epoll"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
 	"shortbread/kernel/seccomp"
@@ -48,7 +49,7 @@ type Thread struct {
 	pollReqs  [fastPoll]pollReq
 	pollFiles [fastPoll]*vfs.OpenFile
 	epollRaw  [12 * fastPoll]byte
-	epollEvs  [fastPoll]epollEvent
+	epollEvs  [fastPoll]epoll.Event
 	// A send's and a receive's message structures (sendMsg, recvMsg).
 	smsg socket.SendMsg
 	rmsg socket.RecvMsg

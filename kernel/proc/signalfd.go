@@ -48,7 +48,7 @@ func (f *signalFile) Readiness() uint32 {
 	return 0
 }
 
-func (f *signalFile) Watch(ch chan<- struct{}) func() { return f.p.sigQ.Watch(ch) }
+func (f *signalFile) Watch(wake vfs.Wake) func() { return f.p.sigQ.Watch(wake) }
 
 // read fills buf with as many records as fit, waiting for the first
 // unless b says not to; t (nil: none) is the reading thread of p.

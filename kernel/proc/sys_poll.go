@@ -76,7 +76,7 @@ func (t *Thread) pollWait(reqs []pollReq, timeout time.Duration) int64 {
 	var cancels []func()
 	for _, f := range files {
 		if f != nil && f.Pollable() {
-			cancels = append(cancels, f.Watch(ch))
+			cancels = append(cancels, f.Watch(vfs.WakeChan(ch)))
 		}
 	}
 	defer func() {

@@ -142,4 +142,4 @@ func (fd *FD) Readiness() uint32 {
 }
 
 // Watch is notified at every expiry.
-func (fd *FD) Watch(ch chan<- struct{}) func() { return fd.q.Watch(ch) }
+func (fd *FD) Watch(wake vfs.Wake) func() { return fd.q.Watch(wake) }

@@ -58,7 +58,7 @@ func (f *File) Readiness() uint32 {
 }
 
 // Watch registers ch for readiness changes.
-func (f *File) Watch(ch chan<- struct{}) func() { return f.T.q.Watch(ch) }
+func (f *File) Watch(wake vfs.Wake) func() { return f.T.q.Watch(wake) }
 
 // MasterFile is an open pseudo-terminal master.
 type MasterFile struct{ P *Pty }
@@ -85,7 +85,7 @@ func (*MasterFile) AsyncIO() {}
 func (f *MasterFile) Readiness() uint32 { return f.P.masterReadiness() }
 
 // Watch registers ch for readiness changes of either side.
-func (f *MasterFile) Watch(ch chan<- struct{}) func() { return f.P.q.Watch(ch) }
+func (f *MasterFile) Watch(wake vfs.Wake) func() { return f.P.q.Watch(wake) }
 
 // Of returns the terminal an open file is: the TTY of a console or slave
 // file, or the slave TTY and the pair of a master.

@@ -395,7 +395,7 @@ type waiter struct {
 func (w *waiter) arm(q *vfs.Queue) {
 	if w.ch == nil {
 		w.ch = make(chan struct{}, 1)
-		w.cancel = q.Watch(w.ch)
+		w.cancel = q.Watch(vfs.WakeChan(w.ch))
 	}
 }
 

@@ -187,7 +187,7 @@ func (f *OpenFile) SetStatusFlags(flags uint32, fd int) {
 		if f.CanSignal() {
 			a.stop = make(chan struct{})
 			ch := make(chan struct{}, 1)
-			go f.watchAsync(ch, f.Watch(ch), a.stop)
+			go f.watchAsync(ch, f.Watch(WakeChan(ch)), a.stop)
 		}
 	case !on && a.stop != nil:
 		close(a.stop)

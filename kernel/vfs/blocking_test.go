@@ -232,9 +232,9 @@ func TestPipeWatch(t *testing.T) {
 		t.Fatal("pipe ends not pollable")
 	}
 	rch := make(chan struct{}, 1)
-	cancel := r.Watch(rch)
+	cancel := r.Watch(vfs.WakeChan(rch))
 	wch := make(chan struct{}, 1)
-	wcancel := w.Watch(wch)
+	wcancel := w.Watch(vfs.WakeChan(wch))
 	defer wcancel()
 	if got := r.Readiness(); got != 0 {
 		t.Errorf("empty pipe read end: %#x", got)
@@ -349,7 +349,7 @@ func TestQueue(t *testing.T) {
 	var q vfs.Queue
 	q.Notify() // nobody watching: nothing happens
 	a, b := make(chan struct{}, 1), make(chan struct{}, 1)
-	ca, cb := q.Watch(a), q.Watch(b)
+	ca, cb := q.Watch(vfs.WakeChan(a)), q.Watch(vfs.WakeChan(b))
 	if q.Waiters() != 2 {
 		t.Errorf("%d waiters", q.Waiters())
 	}

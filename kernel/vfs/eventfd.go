@@ -101,4 +101,4 @@ func (e *eventFD) Readiness() uint32 {
 	return m
 }
 
-func (e *eventFD) Watch(ch chan<- struct{}) func() { return e.q.Watch(ch) }
+func (e *eventFD) Watch(wake Wake) func() { return e.q.Watch(wake) }

@@ -42,9 +42,9 @@ type Poller interface {
 	// Readiness returns the poll bits (linux.POLLIN, POLLOUT, POLLHUP,
 	// POLLERR, ...) that hold now.
 	Readiness() uint32
-	// Watch registers ch to be signalled whenever readiness may have
+	// Watch registers wake to be told whenever readiness may have
 	// changed (see Queue.Watch), until cancel is called.
-	Watch(ch chan<- struct{}) (cancel func())
+	Watch(wake Wake) (cancel func())
 }
 
 // DefaultReadiness is what poll reports for files that never block:

@@ -405,7 +405,7 @@ func (in *Inotify) Readiness() uint32 {
 	return 0
 }
 
-func (in *Inotify) Watch(ch chan<- struct{}) func() { return in.q.Watch(ch) }
+func (in *Inotify) Watch(wake Wake) func() { return in.q.Watch(wake) }
 
 // AsyncIO: O_ASYNC signals new events, as inotify's fasync does.
 func (in *Inotify) AsyncIO() {}

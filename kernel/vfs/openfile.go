@@ -30,6 +30,8 @@ type OpenFile struct {
 	reader   bool                      // counted as a read-only opener of a regular file (lease.go)
 	async    atomic.Pointer[fileAsync] // owner and signal for O_ASYNC and leases (async.go)
 
+	onRelease atomic.Pointer[releaseWatchers] // told of the last reference's release (onrelease.go)
+
 	posMu sync.Mutex // serializes the users of pos
 	pos   int64      // protected by posMu
 }
@@ -96,6 +98,7 @@ func (f *OpenFile) tryIncRef() bool {
 func (f *OpenFile) DecRef() {
 	switch n := f.refs.Add(-1); {
 	case n == 0:
+		f.tellReleased()
 		if f.dentry != nil && !f.IsPath() && watching.Load() != 0 {
 			if f.writable() {
 				notifyFile(f.dentry, InCloseWrite)
@@ -469,12 +472,12 @@ func (f *OpenFile) Readiness() uint32 {
 	return DefaultReadiness
 }
 
-// Watch registers ch to be signalled whenever the file's readiness may
-// have changed, until cancel is called. ch should have a buffer of one
-// (see Queue.Watch). Files that are always ready never signal.
-func (f *OpenFile) Watch(ch chan<- struct{}) (cancel func()) {
+// Watch registers wake to be told whenever the file's readiness may have
+// changed, until cancel is called (see Queue.Watch). Files that are
+// always ready never signal.
+func (f *OpenFile) Watch(wake Wake) (cancel func()) {
 	if p, ok := f.file.(Poller); ok {
-		return p.Watch(ch)
+		return p.Watch(wake)
 	}
 	return func() {}
 }

@@ -255,15 +255,15 @@ func (e *pipeEnd) Readiness() uint32 {
 }
 
 // Watch signals ch on changes that matter to this end.
-func (e *pipeEnd) Watch(ch chan<- struct{}) func() {
+func (e *pipeEnd) Watch(wake Wake) func() {
 	switch {
 	case e.read && e.write:
-		c1, c2 := e.p.rq.Watch(ch), e.p.wq.Watch(ch)
+		c1, c2 := e.p.rq.Watch(wake), e.p.wq.Watch(wake)
 		return func() { c1(); c2() }
 	case e.read:
-		return e.p.rq.Watch(ch)
+		return e.p.rq.Watch(wake)
 	}
-	return e.p.wq.Watch(ch)
+	return e.p.wq.Watch(wake)
 }
 
 // PipeBuffered returns the bytes waiting in the pipe behind f

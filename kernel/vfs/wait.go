@@ -28,12 +28,11 @@ type Blocking struct {
 // changed. It is the one mechanism behind blocking reads and writes and
 // behind poll, select and epoll: a waiter registers a channel, checks the
 // condition it waits for, and sleeps on the channel if the condition does
-// not hold yet; whoever changes the object calls Notify.
+// not hold yet; whoever changes the object calls Notify. A watcher that
+// must know which object changed, without a goroutine to listen, registers
+// a function instead (WakeFunc: epoll's ready list).
 //
-// Notify signals watchers in the order they registered: a caller that
-// registers a bookkeeping channel before its wake-up channel knows the
-// first holds its signal by the time the second fires (epoll relies on
-// this for edge-triggered interests).
+// Notify tells watchers in the order they registered.
 //
 // The zero Queue is empty and ready to use.
 type Queue struct {
@@ -45,16 +44,32 @@ type Queue struct {
 	spare atomic.Pointer[Waiter]
 }
 
-type watch struct{ ch chan<- struct{} }
+// Wake is what a Queue's Notify tells: a channel it signals (WakeChan)
+// or a function it calls (WakeFunc).
+type Wake struct {
+	ch chan<- struct{}
+	fn func()
+}
 
-// Watch registers ch to be signalled by every Notify until cancel is
-// called. ch should have a buffer of one: Notify never blocks and drops
-// a signal that finds the buffer full, since the signal already there
-// says the same thing ("look again").
-func (q *Queue) Watch(ch chan<- struct{}) (cancel func()) {
-	w := &watch{ch}
-	q.add(w)
-	return func() { q.remove(w) }
+// WakeChan is a Wake that signals ch. ch should have a buffer of one:
+// Notify never blocks and drops a signal that finds the buffer full,
+// since the signal already there says the same thing ("look again").
+func WakeChan(ch chan<- struct{}) Wake { return Wake{ch: ch} }
+
+// WakeFunc is a Wake that calls fn in Notify, with the queue's lock
+// held: fn must not block, must not call back into the queue, and may
+// only take locks that no one holds while waiting on this queue's lock
+// (epoll puts an interest on its ready list this way, under a lock of
+// its own that it never holds around a file's readiness or watches).
+func WakeFunc(fn func()) Wake { return Wake{fn: fn} }
+
+type watch struct{ Wake }
+
+// Watch registers w to be told by every Notify until cancel is called.
+func (q *Queue) Watch(w Wake) (cancel func()) {
+	r := &watch{w}
+	q.add(r)
+	return func() { q.remove(r) }
 }
 
 func (q *Queue) add(w *watch) {
@@ -116,7 +131,7 @@ func (w *Waiter) Watch(q *Queue) {
 		q.add(r)
 		return
 	}
-	w.extra = append(w.extra, q.Watch(w.ch))
+	w.extra = append(w.extra, q.Watch(WakeChan(w.ch)))
 }
 
 // Release removes every registration, empties the channel (a signal
@@ -143,6 +158,10 @@ func (w *Waiter) Release(home *Queue) {
 func (q *Queue) Notify() {
 	q.mu.Lock()
 	for _, w := range q.watches {
+		if w.fn != nil {
+			w.fn()
+			continue
+		}
 		select {
 		case w.ch <- struct{}{}:
 		default:

@@ -11,6 +11,10 @@
  *   ubench pingpong N           a byte back and forth over two pipes
  *                               between two processes (2 switches each)
  *   ubench unixpingpong N       the same over an AF_UNIX stream socketpair
+ *   ubench epollpingpong N      pingpong with the partner waiting in
+ *                               epoll_wait on its pipe among 64 idle ones
+ *                               (what an event loop with many quiet
+ *                               connections pays a message)
  *   ubench unixbulk MIB         MIB MiB one way over an AF_UNIX stream
  *                               socketpair in 64 KiB writes (time per MiB)
  *   ubench fault PAGES          write-touch PAGES fresh anonymous pages
@@ -37,6 +41,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <net/if.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -200,6 +205,68 @@ static void bench_pingpong(long n)
 
 /* Linux's lo starts down in the benchmark image (nothing configures
  * it); Shortbread's is up from boot. */
+/* The partner of epollpingpong waits in epoll_wait, level-triggered,
+ * with EPOLL_IDLE pipes registered that never become ready. */
+#define EPOLL_IDLE 64
+
+static void bench_epoll_pingpong(long n)
+{
+	int a[2], b[2], idle[EPOLL_IDLE][2];
+	if (pipe(a) || pipe(b))
+		die("pipe");
+	for (int i = 0; i < EPOLL_IDLE; i++)
+		if (pipe(idle[i]))
+			die("pipe");
+	pid_t pid = fork();
+	if (pid < 0)
+		die("fork");
+	char c = 0;
+	if (pid == 0) {
+		close(a[1]);
+		close(b[0]);
+		int ep = epoll_create1(0);
+		if (ep < 0)
+			die("epoll_create1");
+		for (int i = 0; i < EPOLL_IDLE; i++) {
+			struct epoll_event ev = { .events = EPOLLIN, .data.u32 = i + 1 };
+			if (epoll_ctl(ep, EPOLL_CTL_ADD, idle[i][0], &ev))
+				die("epoll_ctl");
+		}
+		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 0 };
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, a[0], &ev))
+			die("epoll_ctl");
+		for (;;) {
+			struct epoll_event out[8];
+			int k = epoll_wait(ep, out, 8, -1);
+			if (k != 1 || out[0].data.u32 != 0)
+				_exit(1);
+			if (read(a[0], &c, 1) != 1)
+				_exit(0);
+			if (write(b[1], &c, 1) != 1)
+				_exit(1);
+		}
+	}
+	close(a[0]);
+	close(b[1]);
+	long long ns[REPS];
+	for (int r = 0; r < REPS; r++) {
+		long long t0 = now_ns();
+		for (long i = 0; i < n; i++) {
+			if (write(a[1], &c, 1) != 1 || read(b[0], &c, 1) != 1)
+				die("epoll pingpong");
+		}
+		ns[r] = now_ns() - t0;
+	}
+	close(a[1]);
+	close(b[0]);
+	waitpid(pid, NULL, 0);
+	for (int i = 0; i < EPOLL_IDLE; i++) {
+		close(idle[i][0]);
+		close(idle[i][1]);
+	}
+	report("epoll_pingpong", ns, n, 1000, "us");
+}
+
 static void lo_up(void)
 {
 	struct ifreq r = {0};
@@ -439,6 +506,8 @@ int main(int argc, char **argv)
 		bench_spawn(atol(argv[2]), argv[3], argc > 4 ? argv[4] : NULL, argc > 5 ? argv[5] : "spawn");
 	else if (argc >= 3 && !strcmp(argv[1], "pingpong"))
 		bench_pingpong(atol(argv[2]));
+	else if (argc >= 3 && !strcmp(argv[1], "epollpingpong"))
+		bench_epoll_pingpong(atol(argv[2]));
 	else if (argc >= 3 && !strcmp(argv[1], "unixpingpong"))
 		bench_sock_pingpong(atol(argv[2]), 0);
 	else if (argc >= 3 && !strcmp(argv[1], "unixbulk"))

@@ -308,6 +308,38 @@ static void test_epoll(void)
 	close(ep);
 }
 
+/* An interest lives as long as its open file, not its descriptor (Linux
+ * forgets it when the file is released); and an epoll fd whose only
+ * interest was reported and then drained is not readable. */
+static void test_epoll_dup(void)
+{
+	int q[2];
+	pipe(q);
+	int ep = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 77 };
+	CHECK_SYS("epoll_dup.add", epoll_ctl(ep, EPOLL_CTL_ADD, q[0], &ev));
+	int qdup = dup(q[0]);
+	close(q[0]);
+	write(q[1], "x", 1);
+	struct epoll_event out[4];
+	memset(out, 0, sizeof out);
+	CHECK_EQ("epoll_dup.interest_kept", epoll_wait(ep, out, 4, 0), 1);
+	CHECK("epoll_dup.data", out[0].data.u64 == 77);
+	CHECK_ERR("epoll_dup.del_closed_fd", epoll_ctl(ep, EPOLL_CTL_DEL, q[0], NULL), EBADF);
+	struct pollfd pe = { ep, POLLIN, 0 };
+	CHECK_EQ("epoll_dup.fd_readable", poll(&pe, 1, 0), 1);
+	char buf[8];
+	read(qdup, buf, sizeof buf);
+	pe.revents = 0;
+	CHECK_EQ("epoll_dup.fd_not_readable_drained", poll(&pe, 1, 0), 0);
+	CHECK_EQ("epoll_dup.nothing_drained", epoll_wait(ep, out, 4, 0), 0);
+	write(q[1], "y", 1);
+	CHECK_EQ("epoll_dup.readable_again", poll(&pe, 1, 0), 1);
+	close(qdup);
+	close(q[1]);
+	close(ep);
+}
+
 static void test_epoll_regular_file(void)
 {
 	char path[300];
@@ -334,6 +366,7 @@ int main(int argc, char **argv)
 	test_poll();
 	test_select();
 	test_epoll();
+	test_epoll_dup();
 	test_epoll_regular_file();
 	return check_done();
 }

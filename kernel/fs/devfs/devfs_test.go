@@ -186,7 +186,7 @@ func TestTerminal(t *testing.T) {
 		t.Errorf("readiness %#x", f.Readiness())
 	}
 	ch := make(chan struct{}, 1)
-	cancel := f.Watch(ch)
+	cancel := f.Watch(vfs.WakeChan(ch))
 	defer cancel()
 	done := make(chan string, 1)
 	go func() {

@@ -313,7 +313,7 @@ func (q *Queue) wait(w Wait, ready func() bool) error {
 		return linux.EAGAIN
 	}
 	ch := make(chan struct{}, 1)
-	defer q.q.Watch(ch)()
+	defer q.q.Watch(vfs.WakeChan(ch))()
 	var expired <-chan time.Time
 	if !w.Deadline.IsZero() {
 		d := w.Deadline.Sub(w.Now())
@@ -476,7 +476,7 @@ func (q *Queue) Readiness() uint32 {
 }
 
 // Watch registers ch for readiness changes.
-func (q *Queue) Watch(ch chan<- struct{}) func() { return q.q.Watch(ch) }
+func (q *Queue) Watch(wake vfs.Wake) func() { return q.q.Watch(wake) }
 
 // Stats counts the queues alive and the RLIMIT_MSGQUEUE bytes charged,
 // for tests of their release.
@@ -548,5 +548,5 @@ func (f *File) Release() {
 	mu.Unlock()
 }
 
-func (f *File) Readiness() uint32               { return f.Q.Readiness() }
-func (f *File) Watch(ch chan<- struct{}) func() { return f.Q.Watch(ch) }
+func (f *File) Readiness() uint32          { return f.Q.Readiness() }
+func (f *File) Watch(wake vfs.Wake) func() { return f.Q.Watch(wake) }

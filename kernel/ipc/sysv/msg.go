@@ -110,7 +110,7 @@ func (m *Msg) wait(q *MsgQueue, b vfs.Blocking, nowait error, ready func() bool)
 			return nowait
 		}
 		if cancel == nil {
-			cancel = q.q.Watch(ch)
+			cancel = q.q.Watch(vfs.WakeChan(ch))
 			continue // look again, now that a change cannot be missed
 		}
 		m.t.mu.Unlock()

@@ -222,7 +222,7 @@ func (s *Sem) Op(id int, ops []SemOp, w SemWait, c vfs.Cred, pid int, undo *Undo
 			return linux.EAGAIN
 		}
 		if cancel == nil {
-			cancel = set.q.Watch(ch)
+			cancel = set.q.Watch(vfs.WakeChan(ch))
 			continue
 		}
 		cnt := &set.sems[ops[blocked].Num].ncnt

@@ -156,11 +156,11 @@ func wrap(family, typ, protocol int, ep tcpip.Endpoint, wq *waiter.Queue) *sock 
 	return s
 }
 
-func (s *sock) Family() int                     { return s.family }
-func (s *sock) Type() int                       { return s.typ }
-func (s *sock) Protocol() int                   { return s.proto }
-func (s *sock) Options() *socket.Options        { return &s.opts }
-func (s *sock) Watch(ch chan<- struct{}) func() { return s.q.Watch(ch) }
+func (s *sock) Family() int                { return s.family }
+func (s *sock) Type() int                  { return s.typ }
+func (s *sock) Protocol() int              { return s.proto }
+func (s *sock) Options() *socket.Options   { return &s.opts }
+func (s *sock) Watch(wake vfs.Wake) func() { return s.q.Watch(wake) }
 
 // Readiness reports the endpoint's events; netstack's masks are Linux's
 // poll bits, with the *NORM bits added as Linux's tcp_poll sets them.

@@ -107,11 +107,11 @@ func newSocket(c *vfs.Ctx, typ, proto int) (socket.Socket, error) {
 	return &sock{typ: typ, proto: proto, handler: h, opts: socket.InitOptions(), flags: map[int]bool{}}, nil
 }
 
-func (s *sock) Family() int                     { return linux.AF_NETLINK }
-func (s *sock) Type() int                       { return s.typ }
-func (s *sock) Protocol() int                   { return s.proto }
-func (s *sock) Options() *socket.Options        { return &s.opts }
-func (s *sock) Watch(ch chan<- struct{}) func() { return s.q.Watch(ch) }
+func (s *sock) Family() int                { return linux.AF_NETLINK }
+func (s *sock) Type() int                  { return s.typ }
+func (s *sock) Protocol() int              { return s.proto }
+func (s *sock) Options() *socket.Options   { return &s.opts }
+func (s *sock) Watch(wake vfs.Wake) func() { return s.q.Watch(wake) }
 
 // AsyncIO: O_ASYNC signals readiness changes (vfs.AsyncIO).
 func (*sock) AsyncIO() {}

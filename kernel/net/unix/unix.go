@@ -185,15 +185,15 @@ func (s *sock) connOriented() bool       { return s.typ != linux.SOCK_DGRAM }
 
 // Watch watches the socket and, for a datagram socket connected to
 // another, the room in that one's queue (its POLLOUT depends on it).
-func (s *sock) Watch(ch chan<- struct{}) func() {
-	cancel := s.q.Watch(ch)
+func (s *sock) Watch(wake vfs.Wake) func() {
+	cancel := s.q.Watch(wake)
 	s.mu.Lock()
 	peer := s.peer
 	s.mu.Unlock()
 	if s.typ != linux.SOCK_DGRAM || peer == nil || peer == s {
 		return cancel
 	}
-	c2 := peer.roomQ.Watch(ch)
+	c2 := peer.roomQ.Watch(wake)
 	return func() { cancel(); c2() }
 }
 

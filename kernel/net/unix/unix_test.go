@@ -559,7 +559,7 @@ func TestDgramRoomWakesOtherSenders(t *testing.T) {
 		}
 	}
 	ch := make(chan struct{}, 1)
-	defer b.Watch(ch)()
+	defer b.Watch(vfs.WakeChan(ch))()
 	done := make(chan error, 1)
 	go func() {
 		_, err := b.Write(socket.Blocking{}, []byte("b"), 0)

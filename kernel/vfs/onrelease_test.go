@@ -1,0 +1,70 @@
+package vfs_test
+
+import (
+	"testing"
+
+	"shortbread/kernel/vfs"
+)
+
+type releaseCounter struct {
+	n    int
+	with *vfs.OpenFile
+}
+
+func (c *releaseCounter) FileReleased(f *vfs.OpenFile) { c.n++; c.with = f }
+
+// A release watcher is told once, at the last reference's release, and
+// not after StopOnRelease.
+func TestOnRelease(t *testing.T) {
+	r, w, err := vfs.NewPipe(0, vfs.Owner{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.DecRef()
+	var told, stopped releaseCounter
+	r.OnRelease(&told)
+	r.OnRelease(&stopped)
+	r.StopOnRelease(&stopped)
+	r.IncRef()
+	r.DecRef()
+	if told.n != 0 {
+		t.Fatal("told before the last reference went")
+	}
+	r.DecRef()
+	if told.n != 1 || told.with != r {
+		t.Errorf("told %d times (file %p, want %p)", told.n, told.with, r)
+	}
+	if stopped.n != 0 {
+		t.Error("told after StopOnRelease")
+	}
+}
+
+// A WakeFunc watcher is called by every Notify until cancelled, in
+// registration order with channel watchers.
+func TestQueueWakeFunc(t *testing.T) {
+	var q vfs.Queue
+	ch := make(chan struct{}, 1)
+	var order []string
+	calls := 0
+	c1 := q.Watch(vfs.WakeChan(ch))
+	c2 := q.Watch(vfs.WakeFunc(func() {
+		calls++
+		if len(ch) == 1 {
+			order = append(order, "chan first")
+		}
+	}))
+	q.Notify()
+	q.Notify()
+	if calls != 2 || len(order) != 2 {
+		t.Errorf("%d calls, order %v", calls, order)
+	}
+	c2()
+	q.Notify()
+	if calls != 2 {
+		t.Error("called after cancel")
+	}
+	c1()
+	if q.Waiters() != 0 {
+		t.Errorf("%d waiters left", q.Waiters())
+	}
+}
