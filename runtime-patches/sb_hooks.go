@@ -100,7 +100,7 @@ func sbIRQ(irq int) {
 	sbIRQLock.unlock()
 	atomic.Or(&sbIRQEdges, 1<<irq)
 	atomic.Xadd(&sbPollSeq, 1)
-	sbFutexWake(uintptr(unsafe.Pointer(&sbPollSeq)), 1<<31)
+	sbFutexWake(uintptr(unsafe.Pointer(&sbPollSeq)), 1<<31, 0)
 }
 
 // The runtime's netpoller (netpoll_epoll.go is left out of the kernel by
@@ -223,6 +223,9 @@ func sbHookNumCPU() int { return int(sbNCPU) }
 
 //go:linkname sbHookCurrentCPU shortbread/kernel/machine.CurrentCPU
 func sbHookCurrentCPU() int { return int(sbThisCPU().id) }
+
+//go:linkname sbHookSetThreadCPUs shortbread/kernel/machine.SetThreadCPUs
+func sbHookSetThreadCPUs(cpus uint64) { getg().sbCPUs = cpus }
 
 //go:linkname sbHookSetWalltime shortbread/kernel/machine.SetWalltime
 func sbHookSetWalltime(unixNano int64) { atomic.Storeint64(&sbBootUnixNano, unixNano-sbNanotime()) }

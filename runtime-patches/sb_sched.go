@@ -219,7 +219,12 @@ func sbWakeLocked(i int32, why int) {
 	t.waitAddr = 0
 	t.deadline = 0
 	sbEnqueueLocked(i)
-	sbKickLocked(0, 0, false)
+	// One woken for some CPUs (sbFutexWake) goes to an idle one now, else
+	// anywhere: it must not wait for a busy CPU (with a P the GC needs).
+	if t.affinity == 0 || !sbKickLocked(0, t.affinity, true) {
+		t.affinity = 0
+		sbKickLocked(0, 0, false)
+	}
 }
 
 // sbSwitchLocked saves the running thread's frame (unless it is gone) and
@@ -252,6 +257,9 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool, next int32) {
 	sbRTCharge(c, now)
 	t := &sbThreads[next]
 	t.state, t.cpu = sbThRunning, c.id
+	if !t.inUser {
+		t.affinity = 0 // sbFutexWake's, or RunUser's, which sets it again
+	}
 	c.cur = next
 	c.sliceStart = now
 	c.sliceEnd = sbSliceEnd(c, t, now)
@@ -466,12 +474,14 @@ func sbFutexWait(c *sbCPU, f *sbFrame, addr uintptr, val uint32, deadline int64)
 	sbBlockLocked(c, f)
 }
 
-// sbFutexWake wakes up to n threads waiting on addr.
-func sbFutexWake(addr uintptr, n int64) int64 {
+// sbFutexWake wakes up to n threads waiting on addr, on the CPUs cpus
+// names until they first run (0: any).
+func sbFutexWake(addr uintptr, n int64, cpus uint64) int64 {
 	woken := int64(0)
 	sbSched.mu.lock()
 	for i := int32(0); i < sbSched.nslots && woken < n; i++ {
 		if t := &sbThreads[i]; t.state == sbThBlocked && t.waitAddr == addr {
+			t.affinity = cpus
 			sbWakeLocked(i, sbWakeEvent)
 			woken++
 		}
@@ -536,12 +546,13 @@ var sbWakeDelayNs int64 = 150_000
 // and then, unless now is set or this CPU is idle, only once this CPU's
 // wake delay passed without its thread blocking (sbKickLate). None if this
 // CPU is idle and the thread is the only one queued: an interrupt woke it,
-// and sbTrapExit runs it here. Preconditions: sbSched.mu is held.
-func sbKickLocked(prio int32, affinity uint64, now bool) {
+// and sbTrapExit runs it here. It reports whether it chose a CPU.
+// Preconditions: sbSched.mu is held.
+func sbKickLocked(prio int32, affinity uint64, now bool) bool {
 	self := sbThisCPU()
 	selfIdle := sbThreads[self.cur].isIdle
 	if selfIdle && sbSched.nrunnable <= 1 {
-		return
+		return false
 	}
 	var best *sbCPU
 	bestPrio := prio
@@ -559,15 +570,16 @@ func sbKickLocked(prio int32, affinity uint64, now bool) {
 		}
 	}
 	if best == nil {
-		return
+		return false
 	}
 	if prio == 0 && !now && !selfIdle && sbWakeDelayNs > 0 {
 		if self.kickAt == 0 {
 			self.kickAt = sbNanotime() + sbWakeDelayNs
 		}
-		return
+		return true
 	}
 	sbSched.ipis |= 1 << uint32(best.id)
+	return true
 }
 
 // sbKickLate sends the IPI sbKickLocked put off, once its time has come

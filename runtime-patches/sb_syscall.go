@@ -104,7 +104,7 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 	case 186: // gettid
 		r = int64(sbThreads[c.cur].tid)
 	case 202: // futex
-		sbFutex(c, f, a0, int32(a1), uint32(a2), a3)
+		sbFutex(c, f, a0, int32(a1), uint32(a2), a3, uint64(uint32(f.r9)))
 		return
 	case 204: // sched_getaffinity
 		if a1 < 8 || !sbAS.touch(a2, 8, true) {
@@ -159,8 +159,10 @@ func sbMmap(addr, n uintptr, prot, flags uint32, fd int32) int64 {
 }
 
 // sbFutex serves the runtime's futexes: FUTEX_WAIT (with a relative
-// timeout) and FUTEX_WAKE, private; it uses no other operation.
-func sbFutex(c *sbCPU, f *sbFrame, addr uintptr, op int32, val uint32, timeout uintptr) {
+// timeout) and FUTEX_WAKE, private; it uses no other operation. A
+// FUTEX_WAKE's val3, which Linux ignores, is Shortbread's: the CPUs the
+// woken thread goes to (readyAway, proc.diff), 0 for any.
+func sbFutex(c *sbCPU, f *sbFrame, addr uintptr, op int32, val uint32, timeout uintptr, cpus uint64) {
 	const futexWait, futexWake, futexCmdMask = 0, 1, 0x7f
 	switch op & futexCmdMask {
 	case futexWait:
@@ -175,7 +177,7 @@ func sbFutex(c *sbCPU, f *sbFrame, addr uintptr, op int32, val uint32, timeout u
 		}
 		sbFutexWait(c, f, addr, val, deadline)
 	case futexWake:
-		f.rax = uint64(sbFutexWake(addr, int64(val)))
+		f.rax = uint64(sbFutexWake(addr, int64(val), cpus&(1<<uint32(sbNCPU)-1)))
 	default:
 		f.rax = sbNeg(sbENOSYS)
 	}

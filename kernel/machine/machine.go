@@ -77,6 +77,13 @@ func SetCrashScreen(put func(byte))
 // right after).
 func CurrentCPU() int
 
+// SetThreadCPUs tells the runtime the CPUs (bit i for CPU i, 0 for all)
+// the user thread the calling goroutine runs may use: a goroutine on
+// another CPU that wakes it then has an M started for it on one of them
+// (runtime-patches/proc.diff, readyAway) instead of running it up to
+// RunUser itself and moving there.
+func SetThreadCPUs(cpus uint64)
+
 // TSCHz is the calibrated time-stamp counter frequency.
 func TSCHz() uint64 { return boot().tscHz }
 

@@ -195,7 +195,10 @@ func (t *Thread) run() {
 		if t.rseq.reg.Addr != 0 && !t.rseqBeforeUser() {
 			continue // SIGSEGV is pending (or the thread is dying)
 		}
-		t.regs.Affinity = t.affinity.Load()
+		if aff := t.affinity.Load(); aff != t.regs.Affinity {
+			machine.SetThreadCPUs(aff)
+			t.regs.Affinity = aff
+		}
 		t.regs.Prio, t.regs.Slice = p.classPrio.Load(), p.classSlice.Load()
 		var kick *time.Timer
 		if p.cpuCounting.Load() != 0 {
