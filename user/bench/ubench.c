@@ -167,6 +167,29 @@ static void bench_spawn(long n, char *path, char *arg, const char *name)
 	report(name, ns, n, 1000, "us");
 }
 
+/* The parent's side of a pipe ping-pong with the child pid, which
+ * echoes each byte from a to b: REPS timed runs of n round trips, then
+ * the pipes closed (the child sees EOF and exits) and the report. */
+static void ping_parent(int a[2], int b[2], pid_t pid, long n, const char *name)
+{
+	char c = 0;
+	close(a[0]);
+	close(b[1]);
+	long long ns[REPS];
+	for (int r = 0; r < REPS; r++) {
+		long long t0 = now_ns();
+		for (long i = 0; i < n; i++) {
+			if (write(a[1], &c, 1) != 1 || read(b[0], &c, 1) != 1)
+				die(name);
+		}
+		ns[r] = now_ns() - t0;
+	}
+	close(a[1]);
+	close(b[0]);
+	waitpid(pid, NULL, 0);
+	report(name, ns, n, 1000, "us");
+}
+
 static void bench_pingpong(long n)
 {
 	int a[2], b[2];
@@ -186,25 +209,9 @@ static void bench_pingpong(long n)
 				_exit(1);
 		}
 	}
-	close(a[0]);
-	close(b[1]);
-	long long ns[REPS];
-	for (int r = 0; r < REPS; r++) {
-		long long t0 = now_ns();
-		for (long i = 0; i < n; i++) {
-			if (write(a[1], &c, 1) != 1 || read(b[0], &c, 1) != 1)
-				die("pingpong");
-		}
-		ns[r] = now_ns() - t0;
-	}
-	close(a[1]);
-	close(b[0]);
-	waitpid(pid, NULL, 0);
-	report("pingpong", ns, n, 1000, "us");
+	ping_parent(a, b, pid, n, "pingpong");
 }
 
-/* Linux's lo starts down in the benchmark image (nothing configures
- * it); Shortbread's is up from boot. */
 /* The partner of epollpingpong waits in epoll_wait, level-triggered,
  * with EPOLL_IDLE pipes registered that never become ready. */
 #define EPOLL_IDLE 64
@@ -246,27 +253,15 @@ static void bench_epoll_pingpong(long n)
 				_exit(1);
 		}
 	}
-	close(a[0]);
-	close(b[1]);
-	long long ns[REPS];
-	for (int r = 0; r < REPS; r++) {
-		long long t0 = now_ns();
-		for (long i = 0; i < n; i++) {
-			if (write(a[1], &c, 1) != 1 || read(b[0], &c, 1) != 1)
-				die("epoll pingpong");
-		}
-		ns[r] = now_ns() - t0;
-	}
-	close(a[1]);
-	close(b[0]);
-	waitpid(pid, NULL, 0);
 	for (int i = 0; i < EPOLL_IDLE; i++) {
 		close(idle[i][0]);
 		close(idle[i][1]);
 	}
-	report("epoll_pingpong", ns, n, 1000, "us");
+	ping_parent(a, b, pid, n, "epoll_pingpong");
 }
 
+/* Linux's lo starts down in the benchmark image (nothing configures
+ * it); Shortbread's is up from boot. */
 static void lo_up(void)
 {
 	struct ifreq r = {0};
