@@ -237,6 +237,24 @@ func (fs *FS) allocInGroup(g, start, end, want uint32, wait bool) (blk uint64, g
 	return blk, got, true, err
 }
 
+// blockUsed reports, for a group whose block bitmap is b and whose
+// blocks freed by transactions not yet committed are reserved (they must
+// not be reused before the commit that frees them), whether block i is
+// taken.
+func blockUsed(b []byte, reserved [4][]byte) func(i uint32) bool {
+	return func(i uint32) bool {
+		if testBit(b, i) {
+			return true
+		}
+		for _, r := range reserved {
+			if r != nil && testBit(r, i) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
 // allocLocked is allocInGroup's work, under g's lock.
 func (fs *FS) allocLocked(g, start, end, want uint32) (uint64, uint32, error) {
 	d := &fs.groups[g]
@@ -248,17 +266,7 @@ func (fs *FS) allocLocked(g, start, end, want uint32) (uint64, uint32, error) {
 		return 0, 0, err
 	}
 	reserved := fs.freedInGroup(g)
-	used := func(i uint32) bool {
-		if testBit(b, i) {
-			return true
-		}
-		for _, r := range reserved {
-			if r != nil && testBit(r, i) {
-				return true
-			}
-		}
-		return false
-	}
+	used := blockUsed(b, reserved)
 	for i := start; i < end; i++ {
 		if i%64 == 0 && i+64 <= end {
 			// A word at a time to the first block free in the

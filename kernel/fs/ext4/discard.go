@@ -133,18 +133,7 @@ func (fs *FS) trimGroup(g, from, to uint32, minBlocks uint64) (uint64, error) {
 		fs.mu.Unlock()
 		return 0, err
 	}
-	reserved := fs.freedInGroup(g)
-	used := func(i uint32) bool {
-		if testBit(b, i) {
-			return true
-		}
-		for _, r := range reserved {
-			if r != nil && testBit(r, i) {
-				return true
-			}
-		}
-		return false
-	}
+	used := blockUsed(b, fs.freedInGroup(g))
 	var runs [][2]uint32
 	held := false // a free block held back: freed, not yet durable
 	for i := from; i < to; {
