@@ -4,10 +4,7 @@
 
 package runtime
 
-import (
-	"internal/runtime/atomic"
-	"unsafe"
-)
+import "unsafe"
 
 const (
 	ptePresent = 1 << 0
@@ -48,7 +45,8 @@ type sbAddrSpace struct {
 	n    int
 	// committed counts frames currently backing runtime mappings.
 	committed uint64
-	// zaps counts the passes that took pages away (zap, mprotect).
+	// zaps counts the passes that took pages away (zap, mprotect),
+	// changed under mu (an aligned word: readers see old or new).
 	zaps uint64
 }
 
@@ -286,7 +284,7 @@ func (as *sbAddrSpace) zap(start, end uintptr) {
 	// kernel image and the AP trampoline below are not to be unmapped, and
 	// the bound keeps va from wrapping past the top of the address space.
 	start, end = max(start, sbMmapMin), min(end, sbMmapMax)
-	atomic.Xadd64(&as.zaps, 1)
+	as.zaps++ // under as.mu; sbRunUser reads it without
 	va := start
 	for va < end {
 		// Find the deepest present table covering va.
@@ -428,7 +426,7 @@ func (as *sbAddrSpace) mprotect(addr, n uintptr, prot uint32) int64 {
 	if !as.carve(addr, end) || !as.insert(addr, end, prot) {
 		return -sbENOMEM
 	}
-	atomic.Xadd64(&as.zaps, 1)
+	as.zaps++ // under as.mu; sbRunUser reads it without
 	for va := addr; va < end; va += sbPageSize {
 		pte := sbWalk(as.pml4, va, false)
 		if pte != 0 && sbLoad64(pte)&ptePresent != 0 {
