@@ -167,27 +167,34 @@ static void bench_spawn(long n, char *path, char *arg, const char *name)
 	report(name, ns, n, 1000, "us");
 }
 
-/* The parent's side of a pipe ping-pong with the child pid, which
- * echoes each byte from a to b: REPS timed runs of n round trips, then
- * the pipes closed (the child sees EOF and exits) and the report. */
-static void ping_parent(int a[2], int b[2], pid_t pid, long n, const char *name)
+/* The parent's side of a ping-pong with a child that echoes each byte
+ * written to wfd back on rfd: REPS timed runs of n round trips, then the
+ * report. The caller closes the descriptors and waits for the child. */
+static void ping_timed(int wfd, int rfd, long n, const char *name)
 {
 	char c = 0;
-	close(a[0]);
-	close(b[1]);
 	long long ns[REPS];
 	for (int r = 0; r < REPS; r++) {
 		long long t0 = now_ns();
 		for (long i = 0; i < n; i++) {
-			if (write(a[1], &c, 1) != 1 || read(b[0], &c, 1) != 1)
+			if (write(wfd, &c, 1) != 1 || read(rfd, &c, 1) != 1)
 				die(name);
 		}
 		ns[r] = now_ns() - t0;
 	}
+	report(name, ns, n, 1000, "us");
+}
+
+/* ping_timed over the pipes a (to the child) and b (back), then the
+ * pipes closed (the child sees EOF and exits) and the child reaped. */
+static void ping_parent(int a[2], int b[2], pid_t pid, long n, const char *name)
+{
+	close(a[0]);
+	close(b[1]);
+	ping_timed(a[1], b[0], n, name);
 	close(a[1]);
 	close(b[0]);
 	waitpid(pid, NULL, 0);
-	report(name, ns, n, 1000, "us");
 }
 
 static void bench_pingpong(long n)
@@ -319,18 +326,9 @@ static void bench_sock_pingpong(long n, int tcp)
 		}
 	}
 	close(sv[1]);
-	long long ns[REPS];
-	for (int r = 0; r < REPS; r++) {
-		long long t0 = now_ns();
-		for (long i = 0; i < n; i++) {
-			if (write(sv[0], &c, 1) != 1 || read(sv[0], &c, 1) != 1)
-				die("pingpong");
-		}
-		ns[r] = now_ns() - t0;
-	}
+	ping_timed(sv[0], sv[0], n, tcp ? "tcp_pingpong" : "unix_pingpong");
 	close(sv[0]);
 	waitpid(pid, NULL, 0);
-	report(tcp ? "tcp_pingpong" : "unix_pingpong", ns, n, 1000, "us");
 }
 
 static void bench_sock_bulk(long mib, int tcp)
