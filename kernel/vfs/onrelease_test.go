@@ -24,7 +24,13 @@ func TestOnRelease(t *testing.T) {
 	var told, stopped releaseCounter
 	r.OnRelease(&told)
 	r.OnRelease(&stopped)
+	if got := r.FindReleaseWatcher(func(w vfs.ReleaseWatcher) bool { return w == &stopped }); got != &stopped {
+		t.Errorf("FindReleaseWatcher: %v, want the second watcher", got)
+	}
 	r.StopOnRelease(&stopped)
+	if got := r.FindReleaseWatcher(func(w vfs.ReleaseWatcher) bool { return w == &stopped }); got != nil {
+		t.Errorf("FindReleaseWatcher after StopOnRelease: %v, want nil", got)
+	}
 	r.IncRef()
 	r.DecRef()
 	if told.n != 0 {
