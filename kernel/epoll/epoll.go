@@ -33,7 +33,9 @@
 // issue several times a request, do no map look-up and allocate
 // nothing. An instance keeps a list of its interests only for its own
 // release and the nesting checks, and reuses the records DEL and
-// releases leave behind for the next ADD. ADD and MOD put an interest
+// releases leave behind for the next ADD, which allocates nothing
+// either when the file names its queues (vfs.QueueWatcher: pipes,
+// sockets, eventfds), as the record registers on them itself. ADD and MOD put an interest
 // on the ready list, and wake the waiters, only when it would report
 // now (Linux's ep_insert and ep_modify): an interest that is not ready
 // is queued later by its file's signal, which the watch does not miss
@@ -98,7 +100,11 @@ type interest struct {
 	events uint32
 	data   uint64
 	last   uint32 // readiness at the last report (edge-triggered)
-	cancel func() // the watch on the file's queue
+	// The watch on the file's queues: two registrations of the record's
+	// own when the file names its queues (vfs.QueueWatcher), else the
+	// cancel function of its Watch.
+	regs   [2]vfs.Registration
+	cancel func()
 
 	// Protected by ep.rmu.
 	signalled  bool // the file signalled since the interest was last taken off the list
@@ -234,7 +240,12 @@ func (e *Instance) find(fd int, f *vfs.OpenFile) *interest {
 // checks idx and the file) reaches the record again.
 // Preconditions: e.mu is held.
 func (e *Instance) forgetLocked(it *interest) {
-	it.cancel()
+	if it.cancel != nil {
+		it.cancel()
+	} else {
+		it.regs[0].Cancel()
+		it.regs[1].Cancel()
+	}
 	e.rmu.Lock()
 	e.removeLocked(it)
 	it.signalled = false
@@ -423,7 +434,15 @@ func (e *Instance) Add(fd int, f *vfs.OpenFile, events uint32, data uint64) erro
 	it.key, it.p, it.events, it.data, it.last = key{fd, f}, p, events, data, 0
 	it.idx = len(e.list)
 	e.list = append(e.list, it)
-	it.cancel = f.Watch(it.wake)
+	if qw, ok := p.(vfs.QueueWatcher); ok {
+		q1, q2 := qw.WatchQueues()
+		it.regs[0].Register(q1, it.wake)
+		if q2 != nil {
+			it.regs[1].Register(q2, it.wake)
+		}
+	} else {
+		it.cancel = f.Watch(it.wake)
+	}
 	f.OnRelease(it)
 	e.arm(it)
 	return nil

@@ -420,7 +420,36 @@ func TestControlAllocations(t *testing.T) {
 	wantEvents(t, "after the churn", collect(ep, 8))
 	ff.set(linux.POLLIN)
 	wantEvents(t, "the re-added interest", collect(ep, 8), Event{linux.POLLIN, 3})
+	ff.set(0)
+
+	// A file that names its queues is watched with the record's own
+	// registrations: nothing is allocated at all.
+	qf := &queueFake{fakeFile{t: t}}
+	g := vfs.NewFile(vfs.NewAnonInode(linux.S_IFREG|0o600, vfs.Owner{}), qf, linux.O_RDWR)
+	defer g.DecRef()
+	mustAdd(t, ep, 4, g, linux.POLLIN)
+	pair = testing.AllocsPerRun(1000, func() {
+		if err := ep.Delete(4, g); err != nil {
+			t.Fatal(err)
+		}
+		if qf.q.Waiters() != 0 {
+			t.Fatal("DEL left the registration")
+		}
+		if err := ep.Add(4, g, linux.POLLIN, 4); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if pair != 0 && !raceEnabled {
+		t.Errorf("EPOLL_CTL_DEL + ADD of a vfs.QueueWatcher: %v allocations, want 0", pair)
+	}
+	qf.set(linux.POLLIN)
+	wantEvents(t, "registered interest", collect(ep, 8), Event{linux.POLLIN, 4})
 }
+
+// queueFake names its queue (vfs.QueueWatcher).
+type queueFake struct{ fakeFile }
+
+func (f *queueFake) WatchQueues() (*vfs.Queue, *vfs.Queue) { return &f.q, nil }
 
 // MOD and DEL name an interest by descriptor and file: ENOENT for a
 // descriptor never added, for the right descriptor of another file, for

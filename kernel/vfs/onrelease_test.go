@@ -74,3 +74,37 @@ func TestQueueWakeFunc(t *testing.T) {
 		t.Errorf("%d waiters left", q.Waiters())
 	}
 }
+
+// A Registration is told by every Notify until cancelled, and a pipe's
+// WatchQueues names exactly the queues its Watch registers on.
+func TestRegistrationAndWatchQueues(t *testing.T) {
+	var q vfs.Queue
+	calls := 0
+	var r vfs.Registration
+	r.Register(&q, vfs.WakeFunc(func() { calls++ }))
+	q.Notify()
+	r.Cancel()
+	q.Notify()
+	r.Cancel() // a second cancel does nothing
+	if calls != 1 || q.Waiters() != 0 {
+		t.Errorf("told %d times, %d watchers left; want 1, 0", calls, q.Waiters())
+	}
+	rf, wf, err := vfs.NewPipe(0, vfs.Owner{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rf.DecRef()
+	defer wf.DecRef()
+	for _, f := range []*vfs.OpenFile{rf, wf} {
+		q1, q2 := f.Impl().(vfs.QueueWatcher).WatchQueues()
+		if q2 != nil {
+			t.Fatal("one end of a pipe names two queues")
+		}
+		ch := make(chan struct{}, 1)
+		cancel := f.Impl().(vfs.Poller).Watch(vfs.WakeChan(ch))
+		if q1.Waiters() != 1 {
+			t.Errorf("Watch registered %d watchers on the named queue, want 1", q1.Waiters())
+		}
+		cancel()
+	}
+}

@@ -214,6 +214,17 @@ func (s *sock) Watch(wake vfs.Wake) func() {
 	return func() { cancel(); c2() }
 }
 
+// WatchQueues names the queues Watch registers on (vfs.QueueWatcher).
+func (s *sock) WatchQueues() (*vfs.Queue, *vfs.Queue) {
+	s.mu.Lock()
+	peer := s.peer
+	s.mu.Unlock()
+	if s.typ != linux.SOCK_DGRAM || peer == nil || peer == s {
+		return &s.q, nil
+	}
+	return &s.q, &peer.roomQ
+}
+
 // Release closes the socket when its last descriptor goes: its name is
 // freed, unread messages (and the descriptors in them) are dropped,
 // connections not yet accepted are closed, and a connected peer sees end
