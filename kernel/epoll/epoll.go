@@ -35,11 +35,12 @@
 // release and the nesting checks, and reuses the records DEL and
 // releases leave behind for the next ADD, which allocates nothing
 // either when the file names its queues (vfs.QueueWatcher: pipes,
-// sockets, eventfds), as the record registers on them itself. ADD and MOD put an interest
-// on the ready list, and wake the waiters, only when it would report
-// now (Linux's ep_insert and ep_modify): an interest that is not ready
-// is queued later by its file's signal, which the watch does not miss
-// since it was registered before the readiness was asked.
+// sockets, eventfds), as the record registers on them itself. ADD and
+// MOD put an interest on the ready list, and wake the waiters, only
+// when it would report now (Linux's ep_insert and ep_modify): an
+// interest that is not ready is queued later by its file's signal,
+// which the watch does not miss since it was registered before the
+// readiness was asked.
 //
 // Lock order: Instance.mu (the interests and their settings; Collect and
 // the control operations) before the file's locks and queues (Watch,
@@ -450,7 +451,8 @@ func (e *Instance) Add(fd int, f *vfs.OpenFile, events uint32, data uint64) erro
 
 // Modify changes an interest's events and data (EPOLL_CTL_MOD): ENOENT
 // when (fd, f) is not registered, EINVAL for an exclusive interest. The
-// interest is re-armed and looked at by the next Collect.
+// interest is re-armed, and queued for the next Collect when it would
+// report now (arm).
 func (e *Instance) Modify(fd int, f *vfs.OpenFile, events uint32, data uint64) error {
 	e.mu.Lock()
 	err := e.modifyLocked(fd, f, events, data)
