@@ -27,6 +27,21 @@
 // Linux, where closing one of two descriptors of a file leaves the
 // interest in place.
 //
+// The control operations find an interest through its file, whose
+// release watchers it is among (usually the only one), rather than in a
+// table of the instance's: EPOLL_CTL_MOD and DEL, which event loops
+// issue several times a request, do no map look-up and allocate
+// nothing. An instance keeps a list of its interests only for its own
+// release and the nesting checks, and reuses the records DEL and
+// releases leave behind for the next ADD, which allocates nothing
+// either when the file names its queues (vfs.QueueWatcher: pipes,
+// sockets, eventfds), as the record registers on them itself. ADD and
+// MOD put an interest on the ready list, and wake the waiters, only
+// when it would report now (Linux's ep_insert and ep_modify): an
+// interest that is not ready is queued later by its file's signal,
+// which the watch does not miss since it was registered before the
+// readiness was asked.
+//
 // Lock order: Instance.mu (the interests and their settings; Collect and
 // the control operations) before the file's locks and queues (Watch,
 // Readiness), which come before Instance.rmu (the ready list, taken by
@@ -72,17 +87,25 @@ type key struct {
 	file *vfs.OpenFile
 }
 
-// interest is one file watched by an instance (Linux's epitem).
+// interest is one file watched by an instance (Linux's epitem). A
+// record is reused by its instance after it is forgotten: ep and wake
+// never change.
 type interest struct {
-	ep  *Instance
-	key key
-	p   vfs.Poller // key.file's File, asked directly (no type assertion a poll)
+	ep   *Instance
+	wake vfs.Wake // it.wakeUp, made once per record
 
-	// events, data and last are protected by ep.mu.
+	// key, p, idx, events, data, last and cancel are protected by ep.mu.
+	key    key
+	p      vfs.Poller // key.file's File, asked directly (no type assertion a poll)
+	idx    int        // index in ep.list; -1 when forgotten
 	events uint32
 	data   uint64
 	last   uint32 // readiness at the last report (edge-triggered)
-	cancel func() // the watch on the file's queue; protected by ep.mu
+	// The watch on the file's queues: two registrations of the record's
+	// own when the file names its queues (vfs.QueueWatcher), else the
+	// cancel function of its Watch.
+	regs   [2]vfs.Registration
+	cancel func()
 
 	// Protected by ep.rmu.
 	signalled  bool // the file signalled since the interest was last taken off the list
@@ -92,16 +115,18 @@ type interest struct {
 
 // Instance is an epoll instance: the File of an epoll descriptor.
 type Instance struct {
-	mu        sync.Mutex
-	interests map[key]*interest // protected by mu
-	scratch   []readyItem       // Readiness's and Collect's work list; protected by mu
+	mu      sync.Mutex
+	list    []*interest // every interest, each at its idx; protected by mu
+	free    []*interest // forgotten records for Add to reuse; protected by mu
+	scratch []readyItem // Readiness's and Collect's work list; protected by mu
 
 	rmu        sync.Mutex
 	head, tail *interest // the ready list; protected by rmu
 	nready     int       // its length; protected by rmu
 
-	wake chan struct{} // signalled for epoll_wait on every wake-up
-	q    vfs.Queue     // pollers of the instance itself (poll, nested epoll)
+	// q is notified on every wake-up: the instance's pollers (poll,
+	// nested epoll) and the epoll_wait calls sleeping on it.
+	q vfs.Queue
 }
 
 // readyItem is an interest taken from the ready list and whether it had
@@ -111,14 +136,19 @@ type readyItem struct {
 	signalled bool
 }
 
+// maxFree bounds the forgotten records an instance keeps for reuse.
+const maxFree = 16
+
 // New returns an empty instance.
 func New() *Instance {
-	return &Instance{interests: map[key]*interest{}, wake: make(chan struct{}, 1)}
+	return &Instance{}
 }
 
-// Wake is the channel every wake-up of the instance signals (buffer of
-// one): epoll_wait sleeps on it between calls of Collect.
-func (e *Instance) Wake() <-chan struct{} { return e.wake }
+// WaitQueue is the queue every wake-up of the instance notifies:
+// epoll_wait sleeps on it between calls of Collect, each caller with a
+// channel of its own (a vfs.Waiter), which a thread's interrupt can
+// wake too, so that the sleep is one channel receive.
+func (e *Instance) WaitQueue() *vfs.Queue { return &e.q }
 
 func (e *Instance) Read(vfs.Blocking, []byte, int64) (int, error)  { return 0, linux.EINVAL }
 func (e *Instance) Write(vfs.Blocking, []byte, int64) (int, error) { return 0, linux.EINVAL }
@@ -128,10 +158,12 @@ func (e *Instance) Write(vfs.Blocking, []byte, int64) (int, error) { return 0, l
 func (e *Instance) Release() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, it := range e.interests {
+	for len(e.list) > 0 {
+		it := e.list[len(e.list)-1]
 		it.key.file.StopOnRelease(it)
 		e.forgetLocked(it)
 	}
+	e.free = nil
 }
 
 // Watch registers wake with the instance's pollers.
@@ -174,35 +206,59 @@ func (it *interest) wakeUp() {
 	e.wakeWaiters()
 }
 
-func (e *Instance) wakeWaiters() {
-	select {
-	case e.wake <- struct{}{}:
-	default:
-	}
-	e.q.Notify()
-}
+func (e *Instance) wakeWaiters() { e.q.Notify() }
 
 // FileReleased forgets the interest when its file's last reference goes
-// (vfs.ReleaseWatcher).
-func (it *interest) FileReleased(*vfs.OpenFile) {
+// (vfs.ReleaseWatcher). A release under way may tell a record that was
+// forgotten meanwhile (and perhaps reused for another file): it is left
+// alone.
+func (it *interest) FileReleased(f *vfs.OpenFile) {
 	e := it.ep
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.interests[it.key] == it {
+	if it.idx >= 0 && it.key.file == f {
 		e.forgetLocked(it)
 	}
 }
 
-// forgetLocked cancels the interest's watch and takes it off the ready
-// list and out of the set. After the cancel its wake-up function no
-// longer runs (a queue calls it under its lock, which the cancel takes).
+// find returns the instance's interest in (fd, f), or nil: it is among
+// f's release watchers. Only e's own interests' keys are read, under
+// e.mu; an interest's ep never changes.
+// Preconditions: e.mu is held.
+func (e *Instance) find(fd int, f *vfs.OpenFile) *interest {
+	w := f.FindReleaseWatcher(func(w vfs.ReleaseWatcher) bool {
+		it, ok := w.(*interest)
+		return ok && it.ep == e && it.key.fd == fd
+	})
+	it, _ := w.(*interest)
+	return it
+}
+
+// forgetLocked cancels the interest's watch, takes it off the ready list
+// and out of the list, and keeps the record for reuse. After the cancel
+// its wake-up function no longer runs (a queue calls it under its lock,
+// which the cancel takes), so nothing but a late FileReleased (which
+// checks idx and the file) reaches the record again.
 // Preconditions: e.mu is held.
 func (e *Instance) forgetLocked(it *interest) {
-	it.cancel()
+	if it.cancel != nil {
+		it.cancel()
+	} else {
+		it.regs[0].Cancel()
+		it.regs[1].Cancel()
+	}
 	e.rmu.Lock()
 	e.removeLocked(it)
+	it.signalled = false
 	e.rmu.Unlock()
-	delete(e.interests, it.key)
+	last := e.list[len(e.list)-1]
+	e.list[it.idx], last.idx = last, it.idx
+	e.list[len(e.list)-1] = nil
+	e.list = e.list[:len(e.list)-1]
+	it.idx, it.key, it.p, it.cancel = -1, key{}, nil, nil // hold no file
+	if len(e.free) < maxFree {
+		e.free = append(e.free, it)
+	}
 }
 
 // pushLocked appends it to the ready list unless it is there.
@@ -326,8 +382,8 @@ func (e *Instance) depth(stop *Instance, level int) (int, bool) {
 	}
 	e.mu.Lock()
 	var inner []*Instance
-	for k := range e.interests {
-		if x, ok := k.file.Impl().(*Instance); ok {
+	for _, it := range e.list {
+		if x, ok := it.p.(*Instance); ok {
 			inner = append(inner, x)
 		}
 	}
@@ -359,38 +415,63 @@ func (e *Instance) Add(fd int, f *vfs.OpenFile, events uint32, data uint64) erro
 			return linux.ELOOP
 		}
 	}
-	k := key{fd, f}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if _, exists := e.interests[k]; exists {
+	if e.find(fd, f) != nil {
 		return linux.EEXIST
 	}
 	if kmem.Refuse() { // no memory for another watch (Linux: ENOMEM)
 		return linux.ENOMEM
 	}
-	it := &interest{ep: e, key: k, p: p, events: events, data: data}
-	it.cancel = f.Watch(vfs.WakeFunc(it.wakeUp))
+	var it *interest
+	if n := len(e.free); n > 0 {
+		it = e.free[n-1]
+		e.free[n-1] = nil
+		e.free = e.free[:n-1]
+	} else {
+		it = &interest{ep: e}
+		it.wake = vfs.WakeFunc(it.wakeUp)
+	}
+	it.key, it.p, it.events, it.data, it.last = key{fd, f}, p, events, data, 0
+	it.idx = len(e.list)
+	e.list = append(e.list, it)
+	if qw, ok := p.(vfs.QueueWatcher); ok {
+		q1, q2 := qw.WatchQueues()
+		it.regs[0].Register(q1, it.wake)
+		if q2 != nil {
+			it.regs[1].Register(q2, it.wake)
+		}
+	} else {
+		it.cancel = f.Watch(it.wake)
+	}
 	f.OnRelease(it)
-	e.interests[k] = it
-	e.queue(it)
+	e.arm(it)
 	return nil
 }
 
 // Modify changes an interest's events and data (EPOLL_CTL_MOD): ENOENT
 // when (fd, f) is not registered, EINVAL for an exclusive interest. The
-// interest is re-armed and looked at by the next Collect.
+// interest is re-armed, and queued for the next Collect when it would
+// report now (arm).
 func (e *Instance) Modify(fd int, f *vfs.OpenFile, events uint32, data uint64) error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	it, exists := e.interests[key{fd, f}]
-	if !exists {
+	err := e.modifyLocked(fd, f, events, data)
+	e.mu.Unlock()
+	return err
+}
+
+// modifyLocked is Modify with e.mu held (no deferred unlock on the path
+// event loops take several times a request).
+func (e *Instance) modifyLocked(fd int, f *vfs.OpenFile, events uint32, data uint64) error {
+	it := e.find(fd, f)
+	if it == nil {
 		return linux.ENOENT
 	}
 	if it.events&Exclusive != 0 {
 		return linux.EINVAL // an exclusive watch cannot be changed
 	}
 	it.events, it.data, it.last = events, data, 0
-	e.queue(it)
+	e.arm(it)
 	return nil
 }
 
@@ -398,8 +479,8 @@ func (e *Instance) Modify(fd int, f *vfs.OpenFile, events uint32, data uint64) e
 // there is none.
 func (e *Instance) Delete(fd int, f *vfs.OpenFile) error {
 	e.mu.Lock()
-	it, exists := e.interests[key{fd, f}]
-	if !exists {
+	it := e.find(fd, f)
+	if it == nil {
 		e.mu.Unlock()
 		return linux.ENOENT
 	}
@@ -409,13 +490,21 @@ func (e *Instance) Delete(fd int, f *vfs.OpenFile) error {
 	return nil // nothing new to report: no one to wake
 }
 
-// queue puts a new or changed interest on the ready list with no signal
-// recorded (its readiness alone decides, as its last report was reset)
-// and wakes the waiters to look.
+// arm clears a new or changed interest's signal (its readiness alone
+// decides, as its last report was reset) and, when it would report now,
+// puts it on the ready list and wakes the waiters to look. One that
+// would not is queued by its file's next signal: the watch is in place
+// before the readiness is asked, so a change after the question is not
+// missed.
 // Preconditions: e.mu is held.
-func (e *Instance) queue(it *interest) {
+func (e *Instance) arm(it *interest) {
 	e.rmu.Lock()
 	it.signalled = false
+	e.rmu.Unlock()
+	if _, ok := it.poll(false, false); !ok {
+		return
+	}
+	e.rmu.Lock()
 	e.pushLocked(it)
 	e.rmu.Unlock()
 	e.wakeWaiters()

@@ -239,8 +239,8 @@ func TestFileReleaseForgetsInterest(t *testing.T) {
 		t.Fatal("file not released: the instance holds a reference")
 	}
 	wantEvents(t, "released", collect(ep, 8))
-	if ep.Readiness() != 0 || len(ep.interests) != 0 {
-		t.Errorf("released file's interest left (readable %#x, %d interests)", ep.Readiness(), len(ep.interests))
+	if ep.Readiness() != 0 || len(ep.list) != 0 {
+		t.Errorf("released file's interest left (readable %#x, %d interests)", ep.Readiness(), len(ep.list))
 	}
 }
 
@@ -291,11 +291,13 @@ func TestWakeSignalled(t *testing.T) {
 	ep, _ := newInstance(t)
 	ff, f := newFake(t)
 	defer f.DecRef()
-	mustAdd(t, ep, 3, f, linux.POLLIN)
-	<-ep.Wake() // ADD wakes waiters to look
+	mustAdd(t, ep, 3, f, linux.POLLIN) // not ready: no wake-up (TestControlWakesOnlyWhenReady)
+	w := ep.WaitQueue().GetWaiter()
+	w.Watch(ep.WaitQueue())
+	defer w.Release(ep.WaitQueue())
 	ff.set(linux.POLLIN)
 	select {
-	case <-ep.Wake():
+	case <-w.C():
 	default:
 		t.Fatal("a file's notification did not wake the instance")
 	}
@@ -344,12 +346,15 @@ func TestConcurrentEdges(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
+	wake := make(chan struct{}, 1)
+	cancel := ep.Watch(vfs.WakeChan(wake))
+	defer cancel()
 	total := 0
 	for total < files*rounds {
 		evs := ep.Collect(nil, 4)
 		if len(evs) == 0 {
 			select {
-			case <-ep.Wake():
+			case <-wake:
 			case <-done:
 			}
 			continue
@@ -368,4 +373,219 @@ func TestConcurrentEdges(t *testing.T) {
 			t.Errorf("file %d: %d edges reported of %d", i, p.seen.Load(), rounds)
 		}
 	}
+}
+
+// EPOLL_CTL_MOD finds its interest through the file and allocates
+// nothing; an ADD after a DEL reuses the forgotten record, so the pair
+// allocates only what the file's own Watch does (the fake's queue
+// watch: a record and its cancel function).
+func TestControlAllocations(t *testing.T) {
+	ep, _ := newInstance(t)
+	var files []*vfs.OpenFile
+	for i := range 64 { // others watched, as in an event loop
+		_, f := newFake(t)
+		defer f.DecRef()
+		files = append(files, f)
+		mustAdd(t, ep, 100+i, f, linux.POLLIN)
+	}
+	ff, f := newFake(t)
+	defer f.DecRef()
+	ff.ready.Store(linux.POLLOUT)
+	mustAdd(t, ep, 3, f, linux.POLLIN)
+	i := 0
+	mod := testing.AllocsPerRun(1000, func() {
+		ev := uint32(linux.POLLIN)
+		if i++; i&1 == 0 {
+			ev |= linux.POLLOUT
+		}
+		if err := ep.Modify(3, f, ev, 3); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if mod != 0 && !raceEnabled {
+		t.Errorf("EPOLL_CTL_MOD: %v allocations a call, want 0", mod)
+	}
+	watch := testing.AllocsPerRun(100, func() { ff.q.Watch(vfs.WakeChan(nil))() })
+	pair := testing.AllocsPerRun(1000, func() {
+		if err := ep.Delete(3, f); err != nil {
+			t.Fatal(err)
+		}
+		if err := ep.Add(3, f, linux.POLLIN, 3); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if pair > watch && !raceEnabled {
+		t.Errorf("EPOLL_CTL_DEL + ADD: %v allocations, want at most the file's watch's %v", pair, watch)
+	}
+	wantEvents(t, "after the churn", collect(ep, 8))
+	ff.set(linux.POLLIN)
+	wantEvents(t, "the re-added interest", collect(ep, 8), Event{linux.POLLIN, 3})
+	ff.set(0)
+
+	// A file that names its queues is watched with the record's own
+	// registrations: nothing is allocated at all.
+	qf := &queueFake{fakeFile{t: t}}
+	g := vfs.NewFile(vfs.NewAnonInode(linux.S_IFREG|0o600, vfs.Owner{}), qf, linux.O_RDWR)
+	defer g.DecRef()
+	mustAdd(t, ep, 4, g, linux.POLLIN)
+	pair = testing.AllocsPerRun(1000, func() {
+		if err := ep.Delete(4, g); err != nil {
+			t.Fatal(err)
+		}
+		if qf.q.Waiters() != 0 {
+			t.Fatal("DEL left the registration")
+		}
+		if err := ep.Add(4, g, linux.POLLIN, 4); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if pair != 0 && !raceEnabled {
+		t.Errorf("EPOLL_CTL_DEL + ADD of a vfs.QueueWatcher: %v allocations, want 0", pair)
+	}
+	qf.set(linux.POLLIN)
+	wantEvents(t, "registered interest", collect(ep, 8), Event{linux.POLLIN, 4})
+}
+
+// queueFake names its queue (vfs.QueueWatcher).
+type queueFake struct{ fakeFile }
+
+func (f *queueFake) WatchQueues() (*vfs.Queue, *vfs.Queue) { return &f.q, nil }
+
+// MOD and DEL name an interest by descriptor and file: ENOENT for a
+// descriptor never added, for the right descriptor of another file, for
+// an interest of another instance, and after DEL.
+func TestModifyENOENT(t *testing.T) {
+	ep, _ := newInstance(t)
+	other, _ := newInstance(t)
+	ff, f := newFake(t)
+	defer f.DecRef()
+	_, g := newFake(t)
+	defer g.DecRef()
+	if err := ep.Modify(3, f, linux.POLLIN, 0); !errors.Is(err, linux.ENOENT) {
+		t.Errorf("modify never added: %v", err)
+	}
+	mustAdd(t, other, 3, f, linux.POLLIN)
+	if err := ep.Modify(3, f, linux.POLLIN, 0); !errors.Is(err, linux.ENOENT) {
+		t.Errorf("modify of another instance's interest: %v", err)
+	}
+	mustAdd(t, ep, 3, f, linux.POLLIN)
+	if err := ep.Modify(3, g, linux.POLLIN, 0); !errors.Is(err, linux.ENOENT) {
+		t.Errorf("modify of another file under the descriptor: %v", err)
+	}
+	if err := ep.Modify(4, f, linux.POLLIN, 0); !errors.Is(err, linux.ENOENT) {
+		t.Errorf("modify of the file under another descriptor: %v", err)
+	}
+	if err := ep.Delete(3, f); err != nil {
+		t.Fatal(err)
+	}
+	if err := ep.Modify(3, f, linux.POLLIN, 0); !errors.Is(err, linux.ENOENT) {
+		t.Errorf("modify after delete: %v", err)
+	}
+	if err := ep.Delete(3, f); !errors.Is(err, linux.ENOENT) {
+		t.Errorf("delete after delete: %v", err)
+	}
+	ff.set(linux.POLLIN) // the other instance's interest is untouched
+	wantEvents(t, "other instance", collect(other, 8), Event{linux.POLLIN, 3})
+	wantEvents(t, "deleted", collect(ep, 8))
+}
+
+// MOD re-arms a one-shot interest: reported at once when ready, else on
+// the file's next signal, and once only either way; an edge-triggered
+// interest modified while ready reports once, then only on new edges.
+func TestModifyRearm(t *testing.T) {
+	ep, _ := newInstance(t)
+	ff, f := newFake(t)
+	defer f.DecRef()
+	mustAdd(t, ep, 5, f, linux.POLLIN|Oneshot)
+	ff.set(linux.POLLIN)
+	wantEvents(t, "first", collect(ep, 8), Event{linux.POLLIN, 5})
+	ff.set(0)
+	if err := ep.Modify(5, f, linux.POLLIN|Oneshot, 6); err != nil {
+		t.Fatal(err)
+	}
+	wantEvents(t, "re-armed, not ready", collect(ep, 8))
+	ff.set(linux.POLLIN)
+	wantEvents(t, "re-armed, then ready", collect(ep, 8), Event{linux.POLLIN, 6})
+	ff.set(linux.POLLIN)
+	wantEvents(t, "disarmed", collect(ep, 8))
+
+	if err := ep.Modify(5, f, linux.POLLIN|ET, 7); err != nil {
+		t.Fatal(err)
+	}
+	wantEvents(t, "edge-triggered, ready at MOD", collect(ep, 8), Event{linux.POLLIN, 7})
+	wantEvents(t, "no new edge", collect(ep, 8))
+	ff.set(linux.POLLIN)
+	wantEvents(t, "new edge", collect(ep, 8), Event{linux.POLLIN, 7})
+	if err := ep.Modify(5, f, linux.POLLOUT|ET, 8); err != nil {
+		t.Fatal(err)
+	}
+	wantEvents(t, "edge-triggered, asked for what is not ready", collect(ep, 8))
+	ff.set(linux.POLLIN | linux.POLLOUT)
+	wantEvents(t, "writable edge", collect(ep, 8), Event{linux.POLLOUT, 8})
+}
+
+// ADD and MOD wake the waiters only when the interest would report.
+func TestControlWakesOnlyWhenReady(t *testing.T) {
+	ep, _ := newInstance(t)
+	ff, f := newFake(t)
+	defer f.DecRef()
+	wake := make(chan struct{}, 1)
+	cancel := ep.Watch(vfs.WakeChan(wake))
+	defer cancel()
+	drain := func() bool {
+		select {
+		case <-wake:
+			return true
+		default:
+			return false
+		}
+	}
+	mustAdd(t, ep, 3, f, linux.POLLIN)
+	if drain() {
+		t.Error("ADD of a file that is not ready woke the waiters")
+	}
+	ff.ready.Store(linux.POLLOUT) // no signal: only MOD can find it
+	if err := ep.Modify(3, f, linux.POLLIN, 3); err != nil {
+		t.Fatal(err)
+	}
+	if drain() {
+		t.Error("MOD asking for what is not ready woke the waiters")
+	}
+	if err := ep.Modify(3, f, linux.POLLIN|linux.POLLOUT, 3); err != nil {
+		t.Fatal(err)
+	}
+	if !drain() {
+		t.Error("MOD asking for what is ready did not wake the waiters")
+	}
+	wantEvents(t, "writable", collect(ep, 8), Event{linux.POLLOUT, 3})
+	_, g := newFake(t)
+	defer g.DecRef()
+	gf := g.Impl().(*fakeFile)
+	gf.ready.Store(linux.POLLIN)
+	mustAdd(t, ep, 4, g, linux.POLLIN)
+	if !drain() {
+		t.Error("ADD of a ready file did not wake the waiters")
+	}
+}
+
+// A record forgotten and reused for another file ignores a late
+// FileReleased of its old file (a release under way when DEL ran).
+func TestReusedRecordIgnoresOldRelease(t *testing.T) {
+	ep, _ := newInstance(t)
+	_, f := newFake(t)
+	defer f.DecRef()
+	gf, g := newFake(t)
+	defer g.DecRef()
+	mustAdd(t, ep, 3, f, linux.POLLIN)
+	it := ep.list[0]
+	if err := ep.Delete(3, f); err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, ep, 4, g, linux.POLLIN)
+	if ep.list[0] != it {
+		t.Fatal("ADD after DEL did not reuse the record")
+	}
+	it.FileReleased(f)
+	gf.set(linux.POLLIN)
+	wantEvents(t, "reused record", collect(ep, 8), Event{linux.POLLIN, 4})
 }

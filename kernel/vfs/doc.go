@@ -70,7 +70,7 @@
 // an Interrupter for the channel while the thread runs, which wakes
 // the channel of the wait in progress, so that a wait can sleep on its
 // own channel alone instead of selecting between the two
-// (Waiter.Sleep, used by socket waits).
+// (Waiter.Sleep, used by socket waits and epoll_wait).
 //
 // Every OpenFile reports Readiness() as poll bits (POLLIN, POLLOUT,
 // POLLHUP, POLLERR, ...) and accepts Watch(ch), which signals ch each
@@ -78,12 +78,14 @@
 // called. poll and select: Watch every file on one buffered channel,
 // check Readiness of each, and if none is ready sleep on the channel,
 // the timeout and the interrupt channel, then check again; cancel all
-// watches at the end. epoll: an epoll instance Watches each registered
-// file on a channel of its own (or one shared, then rescans), keeps a
-// ready list by checking Readiness when signalled (every change
+// watches at the end. epoll (kernel/epoll): an instance watches each
+// registered file with a function (WakeFunc) that puts the interest on
+// its ready list, registering records of its own (Registration) on the
+// queues a QueueWatcher names so that EPOLL_CTL_ADD allocates nothing;
+// it asks Readiness only of interests on the list (every change
 // signals, so edge-triggered mode can report each new event), and is
-// itself a File and Poller (readable when its ready list is not empty)
-// made with NewFile, so epoll fds nest and poll. Files that never block
+// itself a File and Poller (readable when an interest on its list would
+// report) made with NewFile, so epoll fds nest and poll. Files that never block
 // (regular files, directories) are always ready and not Pollable: epoll
 // refuses them with EPERM. Queue and WaitFor are the same mechanism for
 // anything new (sockets, the terminal).

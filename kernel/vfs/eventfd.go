@@ -102,3 +102,6 @@ func (e *eventFD) Readiness() uint32 {
 }
 
 func (e *eventFD) Watch(wake Wake) func() { return e.q.Watch(wake) }
+
+// WatchQueues names the queue Watch registers on (QueueWatcher).
+func (e *eventFD) WatchQueues() (*Queue, *Queue) { return &e.q, nil }

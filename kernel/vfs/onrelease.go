@@ -52,6 +52,27 @@ func (f *OpenFile) StopOnRelease(w ReleaseWatcher) {
 	rw.mu.Unlock()
 }
 
+// FindReleaseWatcher returns the first of f's release watchers for which
+// match is true, or nil: how epoll finds its interest in a file from the
+// file, with no table of its own to look it up in. match runs with the
+// watchers' lock held: it must not call f's OnRelease or StopOnRelease.
+func (f *OpenFile) FindReleaseWatcher(match func(ReleaseWatcher) bool) ReleaseWatcher {
+	rw := f.onRelease.Load()
+	if rw == nil {
+		return nil
+	}
+	rw.mu.Lock()
+	var found ReleaseWatcher
+	for _, w := range rw.ws {
+		if match(w) {
+			found = w
+			break
+		}
+	}
+	rw.mu.Unlock()
+	return found
+}
+
 // tellReleased runs the release watchers, outside their lock (a watcher
 // takes its own locks, and may call StopOnRelease).
 func (f *OpenFile) tellReleased() {

@@ -266,6 +266,17 @@ func (e *pipeEnd) Watch(wake Wake) func() {
 	return e.p.wq.Watch(wake)
 }
 
+// WatchQueues names the queues Watch registers on (QueueWatcher).
+func (e *pipeEnd) WatchQueues() (*Queue, *Queue) {
+	switch {
+	case e.read && e.write:
+		return &e.p.rq, &e.p.wq
+	case e.read:
+		return &e.p.rq, nil
+	}
+	return &e.p.wq, nil
+}
+
 // PipeBuffered returns the bytes waiting in the pipe behind f
 // (FIONREAD), or ENOTTY when f is not a pipe.
 func PipeBuffered(f *OpenFile) (int, error) {

@@ -65,6 +65,39 @@ func WakeFunc(fn func()) Wake { return Wake{fn: fn} }
 
 type watch struct{ Wake }
 
+// A Registration is a watch whose record its owner keeps inside a
+// longer-lived object, so that registering allocates nothing (Watch
+// allocates the record and its cancel function): epoll's interests
+// watch the queues their files name (QueueWatcher) this way. The zero
+// Registration is registered nowhere.
+type Registration struct {
+	w watch
+	q *Queue
+}
+
+// Register makes r tell w on every Notify of q until Cancel. r must not
+// be registered already.
+func (r *Registration) Register(q *Queue, w Wake) {
+	r.w, r.q = watch{w}, q
+	q.add(&r.w)
+}
+
+// Cancel undoes Register; after it returns, the Wake is not told again.
+func (r *Registration) Cancel() {
+	if r.q != nil {
+		r.q.remove(&r.w)
+		r.w, r.q = watch{}, nil
+	}
+}
+
+// QueueWatcher is a Poller whose Watch registers on at most two queues:
+// WatchQueues names them (q2 may be nil), as Watch would choose them at
+// the time of the call, so that a watcher keeping its own Registrations
+// can watch the file without allocating.
+type QueueWatcher interface {
+	WatchQueues() (q1, q2 *Queue)
+}
+
 // Watch registers w to be told by every Notify until cancel is called.
 func (q *Queue) Watch(w Wake) (cancel func()) {
 	r := &watch{w}

@@ -15,6 +15,13 @@
  *                               epoll_wait on its pipe among 64 idle ones
  *                               (what an event loop with many quiet
  *                               connections pays a message)
+ *   ubench epollmod N           epoll_ctl(EPOLL_CTL_MOD) on a unix socket
+ *                               among 64 idle pipes, alternating EPOLLIN
+ *                               and EPOLLIN|EPOLLOUT as an event loop
+ *                               arms and disarms its write interest
+ *                               (time per MOD)
+ *   ubench epolladddel N        EPOLL_CTL_ADD then EPOLL_CTL_DEL of that
+ *                               socket (time per pair)
  *   ubench unixbulk MIB         MIB MiB one way over an AF_UNIX stream
  *                               socketpair in 64 KiB writes (time per MiB)
  *   ubench fault PAGES          write-touch PAGES fresh anonymous pages
@@ -267,6 +274,62 @@ static void bench_epoll_pingpong(long n)
 	ping_parent(a, b, pid, n, "epoll_pingpong");
 }
 
+/* An instance watching EPOLL_IDLE idle pipes and, unless add is 0, one
+ * end of a unix socket pair (whose descriptor goes to *sock). */
+static int epoll_setup(int *sock, int add)
+{
+	int sv[2], p[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		die("socketpair");
+	int ep = epoll_create1(0);
+	if (ep < 0)
+		die("epoll_create1");
+	for (int i = 0; i < EPOLL_IDLE; i++) {
+		if (pipe(p))
+			die("pipe");
+		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = i + 1 };
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev))
+			die("epoll_ctl");
+	}
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 0 };
+	if (add && epoll_ctl(ep, EPOLL_CTL_ADD, sv[0], &ev))
+		die("epoll_ctl");
+	*sock = sv[0];
+	return ep;
+}
+
+static void bench_epoll_mod(long n)
+{
+	int s, ep = epoll_setup(&s, 1);
+	long long ns[REPS];
+	for (int r = 0; r < REPS; r++) {
+		long long t0 = now_ns();
+		for (long i = 0; i < n; i++) {
+			struct epoll_event ev = { .events = i & 1 ? EPOLLIN : EPOLLIN | EPOLLOUT, .data.u32 = 0 };
+			if (epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev))
+				die("epoll_ctl MOD");
+		}
+		ns[r] = now_ns() - t0;
+	}
+	report("epoll_mod", ns, n, 1, "ns");
+}
+
+static void bench_epoll_adddel(long n)
+{
+	int s, ep = epoll_setup(&s, 0);
+	long long ns[REPS];
+	for (int r = 0; r < REPS; r++) {
+		long long t0 = now_ns();
+		for (long i = 0; i < n; i++) {
+			struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.u32 = 0 };
+			if (epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev) || epoll_ctl(ep, EPOLL_CTL_DEL, s, &ev))
+				die("epoll_ctl ADD/DEL");
+		}
+		ns[r] = now_ns() - t0;
+	}
+	report("epoll_adddel", ns, n, 1, "ns");
+}
+
 /* Linux's lo starts down in the benchmark image (nothing configures
  * it); Shortbread's is up from boot. */
 static void lo_up(void)
@@ -501,6 +564,10 @@ int main(int argc, char **argv)
 		bench_pingpong(atol(argv[2]));
 	else if (argc >= 3 && !strcmp(argv[1], "epollpingpong"))
 		bench_epoll_pingpong(atol(argv[2]));
+	else if (argc >= 3 && !strcmp(argv[1], "epollmod"))
+		bench_epoll_mod(atol(argv[2]));
+	else if (argc >= 3 && !strcmp(argv[1], "epolladddel"))
+		bench_epoll_adddel(atol(argv[2]));
 	else if (argc >= 3 && !strcmp(argv[1], "unixpingpong"))
 		bench_sock_pingpong(atol(argv[2]), 0);
 	else if (argc >= 3 && !strcmp(argv[1], "unixbulk"))
@@ -518,7 +585,7 @@ int main(int argc, char **argv)
 	else if (argc >= 3 && !strcmp(argv[1], "fileread"))
 		bench_fileread(argv[2], argc > 3 ? atol(argv[3]) : 0);
 	else {
-		fprintf(stderr, "usage: ubench getppid N | clock N | getcpu N | spawn N PATH [ARG [NAME]] | pingpong N | unixpingpong N | unixbulk MIB | tcppingpong N | tcpbulk MIB | fault PAGES | malloc THREADS OPS | blkread DEV MIB [KIB] | fileread PATH [KIB] | touch\n");
+		fprintf(stderr, "usage: ubench getppid N | clock N | getcpu N | spawn N PATH [ARG [NAME]] | pingpong N | epollpingpong N | epollmod N | epolladddel N | unixpingpong N | unixbulk MIB | tcppingpong N | tcpbulk MIB | fault PAGES | malloc THREADS OPS | blkread DEV MIB [KIB] | fileread PATH [KIB] | touch\n");
 		return 2;
 	}
 	return 0;

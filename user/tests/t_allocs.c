@@ -1,14 +1,13 @@
 /* t_allocs: the steady-state paths of the system calls programs make
  * most -- read and write on pipes, readv/writev, epoll_wait, poll,
- * eventfd, pread/pwrite on tmpfs, futex, getppid -- allocate nothing on
- * the kernel heap (issue 14: every allocation is GC work a Go kernel
- * pays later). Each path runs N times and the kernel's cumulative heap
- * allocation count (/proc/shortbread/kmem) must grow by less than N/20:
- * one allocation per call would be N. A unix socket send still makes
- * one object, the queued message's record (its data is lent from a
- * pool), and is held to that. The count for paths that allocate more
- * (TCP through netstack, page faults with mmap and munmap) is printed,
- * not checked. Shortbread only: Linux has no such counter, and the test
+ * eventfd, pread/pwrite on tmpfs, futex, getppid, unix socket sends
+ * and receives, epoll_ctl MOD, and ADD then DEL of a socket -- allocate
+ * nothing on the kernel heap (issue 14: every allocation is GC work a Go
+ * kernel pays later). Each path runs N times and the kernel's cumulative
+ * heap allocation count (/proc/shortbread/kmem) must grow by less than
+ * N/20: one allocation per call would be N. The count for paths that
+ * allocate more (TCP through netstack, page faults with mmap and munmap)
+ * is printed, not checked. Shortbread only: Linux has no such counter, and the test
  * checks nothing there. */
 #define _GNU_SOURCE
 #include "check.h"
@@ -55,7 +54,7 @@ static struct result measure(void (*op)(void), int n)
 	return best;
 }
 
-static int pfd[2], ufd[2], dfd[2], tfd[2], efd, ep, filefd;
+static int pfd[2], ufd[2], dfd[2], sfd[2], tfd[2], efd, ep, filefd;
 static char buf[4096];
 
 static void op_pipe(void)
@@ -80,6 +79,28 @@ static void op_unix(void)
 static void op_unix_dgram(void)
 {
 	if (send(dfd[0], buf, 64, 0) != 64 || recv(dfd[1], buf, 64, 0) != 64)
+		abort();
+}
+
+static void op_unix_seqpacket(void)
+{
+	if (send(sfd[0], buf, 64, 0) != 64 || recv(sfd[1], buf, 64, 0) != 64)
+		abort();
+}
+
+/* an event loop arming and disarming its write interest in a socket */
+static void op_epoll_mod(void)
+{
+	static int i;
+	struct epoll_event ev = {.events = i++ & 1 ? EPOLLIN : EPOLLIN | EPOLLOUT};
+	if (epoll_ctl(ep, EPOLL_CTL_MOD, ufd[0], &ev))
+		abort();
+}
+
+static void op_epoll_adddel(void)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, ufd[1], &ev) || epoll_ctl(ep, EPOLL_CTL_DEL, ufd[1], &ev))
 		abort();
 }
 
@@ -198,18 +219,23 @@ int main(int argc, char **argv)
 	efd = eventfd(0, 0);
 	ep = epoll_create1(0);
 	struct epoll_event ev = {.events = EPOLLOUT};
+	struct epoll_event uev = {.events = EPOLLIN};
 	if (pipe(pfd) || socketpair(AF_UNIX, SOCK_STREAM, 0, ufd) || socketpair(AF_UNIX, SOCK_DGRAM, 0, dfd) ||
-	    filefd < 0 || efd < 0 || ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev))
+	    socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sfd) || filefd < 0 || efd < 0 || ep < 0 ||
+	    epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev) || epoll_ctl(ep, EPOLL_CTL_ADD, ufd[0], &uev))
 		abort();
 	tcp_pair(tfd);
 
 	one("getppid", op_getppid, 0);
 	one("pipe", op_pipe, 0);
 	one("pipe_iovec", op_pipev, 0);
-	one("unix_stream", op_unix, 1);
-	one("unix_dgram", op_unix_dgram, 1);
+	one("unix_stream", op_unix, 0);
+	one("unix_dgram", op_unix_dgram, 0);
+	one("unix_seqpacket", op_unix_seqpacket, 0);
 	one("eventfd", op_eventfd, 0);
 	one("epoll_wait", op_epoll, 0);
+	one("epoll_mod", op_epoll_mod, 0);
+	one("epoll_adddel", op_epoll_adddel, 0);
 	one("poll", op_poll, 0);
 	one("tmpfs_4k", op_file, 0);
 	one("futex_wake", op_futex, 0);

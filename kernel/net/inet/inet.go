@@ -162,6 +162,9 @@ func (s *sock) Protocol() int              { return s.proto }
 func (s *sock) Options() *socket.Options   { return &s.opts }
 func (s *sock) Watch(wake vfs.Wake) func() { return s.q.Watch(wake) }
 
+// WatchQueues names the queue Watch registers on (vfs.QueueWatcher).
+func (s *sock) WatchQueues() (*vfs.Queue, *vfs.Queue) { return &s.q, nil }
+
 // Readiness reports the endpoint's events; netstack's masks are Linux's
 // poll bits, with the *NORM bits added as Linux's tcp_poll sets them.
 // AsyncIO: O_ASYNC signals readiness changes (vfs.AsyncIO).

@@ -80,17 +80,31 @@ func (s *sock) SendMsg(c *vfs.Ctx, b socket.Blocking, m *socket.SendMsg) (int, e
 	return s.sendDgram(b, m, t)
 }
 
-// newMsg makes the message for data sent by s, with the sender's
-// credentials (or those it attached) and name.
-// The data is copied into a buffer lent by package iobuf, given back
-// when the message has been read (release).
-func (s *sock) newMsg(data []byte, m *socket.SendMsg) *msg {
+// newMsg makes the message for data sent by s to t, with the sender's
+// credentials (or those it attached) and name: t's spare record when it
+// has one (see recycle), else a new one. The data is copied into the
+// spare's own small buffer when it fits, else into a buffer lent by
+// package iobuf, given back when the message has been read.
+func (s *sock) newMsg(t *sock, data []byte, m *socket.SendMsg) *msg {
 	s.mu.Lock()
 	from := s.addr
 	s.mu.Unlock()
-	buf := iobuf.Get(len(data))
+	q := t.spare.Swap(nil)
+	var buf *[]byte
+	if q != nil {
+		buf = q.buf
+	} else {
+		q = new(msg)
+	}
+	if buf == nil || cap(*buf) < len(data) {
+		if buf != nil {
+			iobuf.Put(buf)
+		}
+		buf = iobuf.Get(len(data))
+	}
+	*buf = (*buf)[:len(data)]
 	copy(*buf, data)
-	q := &msg{data: *buf, buf: buf, cred: m.Sender, from: from, sender: s}
+	*q = msg{data: *buf, buf: buf, cred: m.Sender, from: from, sender: s}
 	if m.Control.Cred != nil {
 		q.cred = *m.Control.Cred
 	}
@@ -148,7 +162,7 @@ func (s *sock) sendStream(b socket.Blocking, m *socket.SendMsg) (int, error) {
 		}
 		room := sndBuf - s.wmem.Load()
 		k := min(len(m.Data)-sent, maxChunk, int(max(room, sndBuf/2)))
-		q := s.newMsg(m.Data[sent:sent+k], m)
+		q := s.newMsg(peer, m.Data[sent:sent+k], m)
 		if first {
 			q.ctl = m.Control
 		}
@@ -241,7 +255,7 @@ func (s *sock) sendDgram(b socket.Blocking, m *socket.SendMsg, t *sock) (int, er
 	if kmem.Refuse() {
 		return 0, linux.ENOBUFS
 	}
-	q := s.newMsg(m.Data, m)
+	q := s.newMsg(t, m.Data, m)
 	q.ctl = m.Control
 	if err := t.enqueue(q); err != nil {
 		q.ctl = socket.Control{}
@@ -358,7 +372,7 @@ func (s *sock) recvDgram(b socket.Blocking, m *socket.RecvMsg) (int, error) {
 		}
 	}
 	if !peek {
-		q.release()
+		s.recycle(q)
 	}
 	return n, nil
 }
@@ -452,7 +466,7 @@ func (s *sock) recvStream(b socket.Blocking, m *socket.RecvMsg) (int, error) {
 		}
 		for _, q := range done {
 			q.uncharge()
-			q.release()
+			s.recycle(q)
 		}
 		if stop || !waitAll || copied >= len(m.Buf) {
 			m.N = copied

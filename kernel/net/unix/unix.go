@@ -73,6 +73,11 @@ type sock struct {
 	// receiver; changed without mu by whoever queues or drains them.
 	wmem atomic.Int64
 
+	// spare is a message record read whole from this socket's queue,
+	// kept for the next message sent to it (recycle): a request and its
+	// answer, one message in flight each way, allocate no record.
+	spare atomic.Pointer[msg]
+
 	mu       sync.Mutex
 	state    int         // protected by mu
 	addr     *address    // bound name; nil when unbound; protected by mu
@@ -103,13 +108,25 @@ type msg struct {
 	charge int64
 }
 
-// release gives the data's buffer back once the message has been read
-// whole; nothing reads its data after that.
-func (m *msg) release() {
-	if m.buf != nil {
-		iobuf.Put(m.buf)
+// spareBuf is the largest buffer a spare record keeps (the smallest of
+// package iobuf's): enough for the requests and answers of a key-value
+// store, while a bulk transfer's buffers go back to their pools.
+const spareBuf = 512
+
+// recycle takes a message read whole off s's hands: it becomes s's
+// spare record, keeping its buffer when that is small, unless s has one
+// already. Nothing refers to the message any more: it left the queue,
+// its descriptors were handed over and its charge given back.
+func (s *sock) recycle(m *msg) {
+	buf := m.buf
+	if buf != nil && cap(*buf) > spareBuf {
+		iobuf.Put(buf)
+		buf = nil
 	}
-	m.buf, m.data = nil, nil
+	*m = msg{buf: buf} // hold no sender, name or files
+	if !s.spare.CompareAndSwap(nil, m) && buf != nil {
+		iobuf.Put(buf)
+	}
 }
 
 // uncharge gives the message's charge back to its sender and wakes it.
@@ -197,6 +214,17 @@ func (s *sock) Watch(wake vfs.Wake) func() {
 	return func() { cancel(); c2() }
 }
 
+// WatchQueues names the queues Watch registers on (vfs.QueueWatcher).
+func (s *sock) WatchQueues() (*vfs.Queue, *vfs.Queue) {
+	s.mu.Lock()
+	peer := s.peer
+	s.mu.Unlock()
+	if s.typ != linux.SOCK_DGRAM || peer == nil || peer == s {
+		return &s.q, nil
+	}
+	return &s.q, &peer.roomQ
+}
+
 // Release closes the socket when its last descriptor goes: its name is
 // freed, unread messages (and the descriptors in them) are dropped,
 // connections not yet accepted are closed, and a connected peer sees end
@@ -207,6 +235,9 @@ func (s *sock) Release() { s.release(false) }
 // never accepted, whose client then sees ECONNRESET.
 func (s *sock) release(embryo bool) {
 	untrack(s)
+	if m := s.spare.Swap(nil); m != nil && m.buf != nil {
+		iobuf.Put(m.buf)
+	}
 	s.mu.Lock()
 	s.dead = true
 	rq, pending, peer, addr := s.rq, s.pending, s.peer, s.addr

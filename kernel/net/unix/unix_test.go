@@ -636,3 +636,80 @@ func TestReceiveWritesWhatItReports(t *testing.T) {
 		b.Release()
 	}
 }
+
+// A message read whole becomes its receiver's spare record, with its
+// small buffer, so that a request and its answer allocate nothing; the
+// reuse keeps every message's bytes, boundaries and descriptors its own:
+// a peeked or partly read message is not reused, a message larger than
+// the spare's buffer gets its own, and a record that carried descriptors
+// carries none when reused.
+func TestRecycledMessages(t *testing.T) {
+	c := setup(t)
+	released := 0
+	for _, typ := range []int{linux.SOCK_STREAM, linux.SOCK_DGRAM, linux.SOCK_SEQPACKET} {
+		a, b, err := socket.Pair(c, linux.AF_UNIX, typ, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := make([]byte, 40)
+		buf := make([]byte, 2048)
+		echo := func(from, to socket.Socket) {
+			if n, err := from.Write(nb, msg, 0); n != len(msg) || err != nil {
+				t.Fatalf("type %d: write %d %v", typ, n, err)
+			}
+			if n, err := to.Read(nb, buf, 0); n != len(msg) || err != nil {
+				t.Fatalf("type %d: read %d %v", typ, n, err)
+			}
+		}
+		allocs := testing.AllocsPerRun(500, func() { echo(a, b); echo(b, a) })
+		if allocs != 0 && !raceEnabled {
+			t.Errorf("type %d: %v allocations a round trip, want 0", typ, allocs)
+		}
+
+		send := func(s string) {
+			t.Helper()
+			if n, err := a.Write(nb, []byte(s), 0); n != len(s) || err != nil {
+				t.Fatalf("type %d: write %q: %d %v", typ, s, n, err)
+			}
+		}
+		recv := func(size, flags int, want string) {
+			t.Helper()
+			m := socket.RecvMsg{Buf: buf[:size], Flags: flags}
+			n, err := b.RecvMsg(c, nb, &m)
+			if err != nil || string(buf[:n]) != want || len(m.Control.Files) != 0 {
+				t.Fatalf("type %d: recv %d %q %v (%d files), want %q", typ, n, buf[:n], err, len(m.Control.Files), want)
+			}
+		}
+		send("first")
+		recv(64, linux.MSG_PEEK, "first")
+		send("second") // must not reuse the peeked record
+		big := string(bytes.Repeat([]byte("x"), 700))
+		send(big) // larger than a spare's buffer
+		if typ == linux.SOCK_STREAM {
+			recv(3, 0, "fir")
+			send("third") // the partly read record stays queued
+			recv(2048, 0, "st"+"second"+big+"third")
+		} else {
+			recv(64, 0, "first")
+			recv(64, 0, "second")
+			recv(2048, 0, big)
+		}
+		// Descriptors travel with their own message only.
+		f := vfs.NewFile(vfs.NewAnonInode(0o600, vfs.Owner{}), fakeFile{&released}, linux.O_RDWR)
+		if _, err := a.SendMsg(c, nb, &socket.SendMsg{Data: []byte("fd"), Control: socket.Control{Files: []*vfs.OpenFile{f}}}); err != nil {
+			t.Fatal(err)
+		}
+		m := socket.RecvMsg{Buf: buf[:64]}
+		if n, err := b.RecvMsg(c, nb, &m); err != nil || string(buf[:n]) != "fd" || len(m.Control.Files) != 1 || m.Control.Files[0] != f {
+			t.Fatalf("type %d: with a descriptor: %q %v %v", typ, buf[:n], m.Control.Files, err)
+		}
+		m.Control.Release()
+		send("after")
+		recv(64, 0, "after")
+		a.Release()
+		b.Release()
+	}
+	if released != 3 {
+		t.Errorf("%d descriptors released, want 3", released)
+	}
+}

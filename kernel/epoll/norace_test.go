@@ -1,0 +1,5 @@
+//go:build !race
+
+package epoll
+
+const raceEnabled = false

@@ -1,0 +1,5 @@
+//go:build !race
+
+package unix
+
+const raceEnabled = false
