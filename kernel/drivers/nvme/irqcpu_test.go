@@ -80,3 +80,27 @@ func TestQueueInterruptCPUs(t *testing.T) {
 		})
 	}
 }
+
+// With BootCPUIRQs every queue keeps its own vector, all at CPU 0.
+func TestBootCPUIRQs(t *testing.T) {
+	dev := nvmetest.New(nvmetest.Options{Vectors: 8}, ns(1<<20, 9))
+	var cpu atomic.Int64
+	c, _ := mustOpen(t, dev, setup{queues: 4, bootIRQ: true, cpu: func() int { return int(cpu.Load()) }})
+	if k, n := c.Interrupts(); c.Queues() != 4 || k != pci.MSIX || n != 4 {
+		t.Fatalf("%d queues on %d %v vectors, want 4 on 4 MSI-X", c.Queues(), n, k)
+	}
+	for q := 1; q <= 4; q++ {
+		if got, ok := dev.QueueCPU(uint16(q)); !ok || got != 0 {
+			t.Errorf("queue %d interrupts CPU %d (%v), want 0", q, got, ok)
+		}
+	}
+	cpu.Store(3)
+	before := dev.RaisedAt[0].Load()
+	if _, err := c.Namespaces()[0].ReadAt(make([]byte, 4096), 0); err != nil {
+		t.Fatal(err)
+	}
+	if dev.Executed[4].Load() != 1 || dev.RaisedAt[0].Load() != before+1 {
+		t.Errorf("read on CPU 3: %d commands on queue 4, %d interrupts at CPU 0; want 1 and 1",
+			dev.Executed[4].Load(), dev.RaisedAt[0].Load()-before)
+	}
+}

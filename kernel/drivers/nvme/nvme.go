@@ -89,6 +89,9 @@ type Config struct {
 	// NoShadowDoorbells rings the doorbell registers even when the
 	// controller offers shadow doorbells.
 	NoShadowDoorbells bool
+	// BootCPUIRQs aims every vector at CPU 0 instead of at the CPU each
+	// queue serves (vectorCPUs).
+	BootCPUIRQs bool
 }
 
 // New resets and enables the controller of d, identifies it and its
@@ -127,7 +130,11 @@ func New(d *pci.Device, p pci.Platform, cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	wanted := max(cfg.Queues, 1)
-	kind, irqs, err := d.InterruptsOn(p, vectorCPUs(wanted))
+	cpus := vectorCPUs(wanted)
+	if cfg.BootCPUIRQs {
+		clear(cpus)
+	}
+	kind, irqs, err := d.InterruptsOn(p, cpus)
 	if err != nil {
 		return nil, fmt.Errorf("nvme %s: %v", c.name, err)
 	}
