@@ -39,7 +39,8 @@ func (k *kernel) nvmeDriver() *pci.Driver {
 			// completed (30 s timeouts, once on a fresh clone, not
 			// reproduced) with them on, and the cause is not found yet.
 			c, err := nvme.New(d, p, nvme.Config{Name: name, DMA: nvmeDMA{}, Log: k.log.Errorf,
-				Queues: machine.NumCPU(), CPU: machine.CurrentCPU, NoShadowDoorbells: true})
+				Queues: machine.NumCPU(), CPU: machine.CurrentCPU, NoShadowDoorbells: true,
+				BootCPUIRQs: k.opts["nvme_irqs"] == "boot"})
 			if err != nil {
 				return err
 			}

@@ -42,8 +42,16 @@ func (p pciPlatform) Map(b pci.BAR) (pci.Region, error) {
 	return pci.MMIO{Base: machine.PhysAddr(uintptr(b.Addr)), Size: uintptr(b.Size)}, nil
 }
 
-func (p pciPlatform) AllocMSI() (pci.IRQ, uint64, uint32, error) {
-	irq, addr, data, err := machine.AllocMSI()
+// AllocMSI aims the message at cpu's local APIC, or at the boot CPU's
+// when cpu is not one the kernel started or its APIC ID does not fit a
+// message's 8-bit destination (x2APIC IDs above 255 need interrupt
+// remapping, which Shortbread does not set up).
+func (p pciPlatform) AllocMSI(cpu int) (pci.IRQ, uint64, uint32, error) {
+	apic := machine.BootAPICID()
+	if cpu >= 0 && cpu < len(p.k.cpuAPIC) && p.k.cpuAPIC[cpu] <= 0xff {
+		apic = p.k.cpuAPIC[cpu]
+	}
+	irq, addr, data, err := machine.AllocMSI(apic)
 	if err != nil {
 		return nil, 0, 0, err // not a nil *machine.Interrupt in the interface
 	}

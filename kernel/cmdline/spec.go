@@ -142,6 +142,10 @@ var Default = []Spec{
 		Help: "microseconds a busy CPU that woke a thread waits for its own thread to block, and run the woken one itself, before it sends an IPI to a halted CPU (default 150; 0: at once)",
 	},
 	{
+		Name: "nvme_irqs", Kind: Enum, Enum: []string{"percpu", "boot"},
+		Help: "where NVMe I/O queues' MSI-X interrupts are delivered: percpu (default), each at the CPU that submits to its queue; boot, all at the boot CPU (an A/B switch for bench/results/blk-2026-11-29-msix.md)",
+	},
+	{
 		Name: "gomaxprocs", Kind: Int,
 		Help: "run the kernel's Go code on at most this many processors (default: one per CPU); experiments on the Go scheduler's share of a cost",
 	},

@@ -259,13 +259,22 @@ func OpenInterrupt(irq, flags int) (*Interrupt, error) {
 
 // AllocMSI opens the highest free device vector for a message-signalled
 // interrupt and returns it and the MSI message (address and data) that
-// raises it on the boot CPU, fixed delivery, edge-triggered (Intel SDM
-// vol. 3 §11.11). Vectors 0-15 stay for ISA lines.
-func AllocMSI() (i *Interrupt, addr uint64, data uint32, err error) {
+// raises it on the CPU whose local APIC ID is apicID (physical
+// destination, fixed delivery, edge-triggered: Intel SDM vol. 3
+// §11.11). The vector is the same on every CPU (one IDT), and the
+// machine layer records and acknowledges it on whichever CPU it arrives
+// at, so the destination only decides where the driver's goroutine is
+// woken. The message's destination field has 8 bits: without interrupt
+// remapping, CPUs with larger (x2APIC) IDs cannot be named (EINVAL; the
+// caller picks another CPU). Vectors 0-15 stay for ISA lines.
+func AllocMSI(apicID uint32) (i *Interrupt, addr uint64, data uint32, err error) {
+	if apicID > 0xff {
+		return nil, 0, 0, syscall.EINVAL
+	}
 	for irq := NumIRQ - 1; irq >= 16; irq-- {
 		i, err = OpenInterrupt(irq, IRQMessage)
 		if err == nil {
-			return i, 0xfee00000 | uint64(BootAPICID())<<12, uint32(VecIRQBase + irq), nil
+			return i, MSIAddress(apicID), uint32(VecIRQBase + irq), nil
 		}
 		if err != syscall.EBUSY {
 			return nil, 0, 0, err
@@ -274,7 +283,12 @@ func AllocMSI() (i *Interrupt, addr uint64, data uint32, err error) {
 	return nil, 0, 0, syscall.ENOSPC
 }
 
-// BootAPICID is the local APIC ID of the CPU that takes device interrupts.
+// MSIAddress is the MSI message address that delivers to the local APIC
+// with ID apicID (at most 0xff), physical destination mode.
+func MSIAddress(apicID uint32) uint64 { return 0xfee00000 | uint64(apicID&0xff)<<12 }
+
+// BootAPICID is the local APIC ID of the boot CPU (CPU 0), which takes
+// the I/O APIC's interrupts.
 func BootAPICID() uint32 { return boot().bootAPICID }
 
 // X2APIC reports whether the local APICs run in x2APIC mode (chosen at

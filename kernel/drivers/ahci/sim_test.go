@@ -660,7 +660,7 @@ type simPlatform struct {
 }
 
 func (p simPlatform) Map(b pci.BAR) (pci.Region, error) { return p.h, nil }
-func (p simPlatform) AllocMSI() (pci.IRQ, uint64, uint32, error) {
+func (p simPlatform) AllocMSI(int) (pci.IRQ, uint64, uint32, error) {
 	if p.intx {
 		return nil, 0, 0, errors.New("no vector free")
 	}

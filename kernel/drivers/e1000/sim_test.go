@@ -112,7 +112,7 @@ func (p simPlatform) newIRQ(kind string) *intelnictest.IRQ {
 	return p.s.irq
 }
 
-func (p simPlatform) AllocMSI() (pci.IRQ, uint64, uint32, error) {
+func (p simPlatform) AllocMSI(int) (pci.IRQ, uint64, uint32, error) {
 	kind := "msi"
 	// Interrupts enables the MSI-X capability before allocating.
 	if off, ok := p.s.dev.Cap(pci.CapMSIX); ok && p.s.dev.Read(off+2, 2)&(1<<15) != 0 {

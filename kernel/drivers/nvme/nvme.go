@@ -3,10 +3,10 @@
 // controller is reset and enabled with CAP/CC/CSTS checked and bounded by
 // CAP.TO, an admin queue identifies the controller and its namespaces,
 // and I/O queue pairs — one per CPU where the controller and the MSI-X
-// table offer enough, each on its own vector — carry reads, writes and
-// flushes, several at once, and deallocations (Dataset Management) where
-// ONCS offers them. Each active namespace is a kernel/blk Device
-// (nvme0n1, nvme0n2, ...).
+// table offer enough, each on its own vector aimed at the CPU that
+// submits to it — carry reads, writes and flushes, several at once, and
+// deallocations (Dataset Management) where ONCS offers them. Each active
+// namespace is a kernel/blk Device (nvme0n1, nvme0n2, ...).
 //
 // Completions arrive by interrupt: one goroutine per vector sleeps until
 // it fires, so nothing polls while the disk is idle. Every value the
@@ -89,6 +89,9 @@ type Config struct {
 	// NoShadowDoorbells rings the doorbell registers even when the
 	// controller offers shadow doorbells.
 	NoShadowDoorbells bool
+	// BootCPUIRQs aims every vector at CPU 0 instead of at the CPU each
+	// queue serves (vectorCPUs).
+	BootCPUIRQs bool
 }
 
 // New resets and enables the controller of d, identifies it and its
@@ -127,7 +130,11 @@ func New(d *pci.Device, p pci.Platform, cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	wanted := max(cfg.Queues, 1)
-	kind, irqs, err := d.Interrupts(p, wanted)
+	cpus := vectorCPUs(wanted)
+	if cfg.BootCPUIRQs {
+		clear(cpus)
+	}
+	kind, irqs, err := d.InterruptsOn(p, cpus)
 	if err != nil {
 		return nil, fmt.Errorf("nvme %s: %v", c.name, err)
 	}
@@ -145,6 +152,24 @@ func New(d *pci.Device, p pci.Platform, cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// vectorCPUs is the CPU each of n vectors is aimed at: vector v at CPU
+// v. With MSI-X, I/O queue v+1 completes on vector v, and CPUs v, v+Q,
+// v+2Q, ... submit to it (Q queues in all; Namespace picks queue
+// cpu % Q), so with a queue per CPU a request's completion interrupt
+// arrives at the CPU that submitted it and wakes the driver's and the
+// caller's goroutines there, not across CPUs; with fewer queues, at
+// the first CPU of those sharing the queue. This holds however many
+// queues the controller grants and vectors the platform gives (queues
+// never outnumber vectors). The admin queue shares vector 0 (CPU 0).
+// Without MSI-X there is one queue, and its interrupt goes to CPU 0.
+func vectorCPUs(n int) []int {
+	cpus := make([]int, n)
+	for v := range cpus {
+		cpus[v] = v
+	}
+	return cpus
 }
 
 // checkCap refuses controllers this driver cannot drive.

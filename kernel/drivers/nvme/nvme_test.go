@@ -49,6 +49,7 @@ type setup struct {
 	queues  int
 	timeout time.Duration
 	cpu     func() int
+	bootIRQ bool // Config.BootCPUIRQs
 }
 
 // open brings a simulated controller up with the driver.
@@ -69,7 +70,7 @@ func open(t *testing.T, dev *nvmetest.Controller, s setup) (*nvme.Controller, *l
 		s.queues = 1
 	}
 	c, err := nvme.New(d, dev.Platform(), nvme.Config{Name: "nvme0", DMA: dev.Mem, Log: l.log,
-		Queues: s.queues, CPU: s.cpu, Timeout: s.timeout, ReadyTimeout: 2 * time.Second})
+		Queues: s.queues, CPU: s.cpu, Timeout: s.timeout, ReadyTimeout: 2 * time.Second, BootCPUIRQs: s.bootIRQ})
 	return c, l, err
 }
 

@@ -18,8 +18,11 @@ type Platform interface {
 	// Map returns the registers of memory BAR b.
 	Map(b BAR) (Region, error)
 	// AllocMSI returns a new message-signalled interrupt and the
-	// message (address, data) a device writes to raise it.
-	AllocMSI() (irq IRQ, addr uint64, data uint32, err error)
+	// message (address, data) a device writes to raise it on CPU cpu
+	// (numbered as the kernel numbers them; 0 is the boot CPU). A
+	// platform that cannot aim at that CPU aims elsewhere: the
+	// interrupt still works, only the CPU it lands on differs.
+	AllocMSI(cpu int) (irq IRQ, addr uint64, data uint32, err error)
 	// INTx returns d's legacy interrupt pin as routed by the firmware.
 	INTx(d *Device) (IRQ, error)
 }
@@ -41,16 +44,30 @@ var ErrNoInterrupt = errors.New("pci: device has no interrupt")
 // Interrupts sets d up to interrupt: with MSI-X, up to n vectors (entry i
 // of the table raises irqs[i]; fewer than n when the table or the free
 // vectors run short), else one MSI, else its INTx pin. Memory decoding
-// is turned on (the MSI-X table lives in a BAR).
+// is turned on (the MSI-X table lives in a BAR). Messages go to the boot
+// CPU, as the I/O APIC's pins do.
 func (d *Device) Interrupts(p Platform, n int) (IntrKind, []IRQ, error) {
-	if off, ok := d.Cap(CapMSIX); ok && n > 0 {
-		irqs, err := d.msix(p, off, n)
+	return d.InterruptsOn(p, make([]int, max(n, 0)))
+}
+
+// InterruptsOn is Interrupts for len(cpus) vectors, MSI-X entry i aimed
+// at CPU cpus[i] (a driver with a queue per CPU gets each queue's
+// completions on the CPU that submits to it). The single MSI, the
+// fallback, goes to cpus[0]; an INTx pin goes where the platform routes
+// it.
+func (d *Device) InterruptsOn(p Platform, cpus []int) (IntrKind, []IRQ, error) {
+	if off, ok := d.Cap(CapMSIX); ok && len(cpus) > 0 {
+		irqs, err := d.msix(p, off, cpus)
 		if err == nil {
 			return MSIX, irqs, nil
 		}
 	}
 	if off, ok := d.Cap(CapMSI); ok {
-		irq, err := d.msi(p, off)
+		cpu := 0
+		if len(cpus) > 0 {
+			cpu = cpus[0]
+		}
+		irq, err := d.msi(p, off, cpu)
 		if err == nil {
 			return MSI, []IRQ{irq}, nil
 		}
@@ -75,10 +92,10 @@ const (
 	msixEntryOff = 4
 )
 
-func (d *Device) msix(p Platform, off uint16, n int) ([]IRQ, error) {
+func (d *Device) msix(p Platform, off uint16, cpus []int) ([]IRQ, error) {
 	ctrl := uint16(d.Read(off+2, 2))
 	size := int(ctrl&0x7ff) + 1
-	n = min(n, size)
+	n := min(len(cpus), size)
 	tbl := d.Read(off+msixEntryOff, 4)
 	bir, toff := int(tbl&7), uint64(tbl&^7)
 	if bir > 5 || d.BARs[bir].Size == 0 || d.BARs[bir].IO || toff+uint64(size)*msixEntry > d.BARs[bir].Size {
@@ -93,7 +110,7 @@ func (d *Device) msix(p Platform, off uint16, n int) ([]IRQ, error) {
 	d.Write(off+2, 2, uint32(ctrl|msixEnable|msixMaskAll))
 	var irqs []IRQ
 	for i := 0; i < n; i++ {
-		irq, addr, data, err := p.AllocMSI()
+		irq, addr, data, err := p.AllocMSI(cpus[i])
 		if err != nil {
 			if i == 0 {
 				d.Write(off+2, 2, uint32(ctrl&^(msixEnable|msixMaskAll)))
@@ -113,9 +130,9 @@ func (d *Device) msix(p Platform, off uint16, n int) ([]IRQ, error) {
 	return irqs, nil
 }
 
-// MSI capability (PCI Local Bus 3.0 §6.8.1): one vector.
-func (d *Device) msi(p Platform, off uint16) (IRQ, error) {
-	irq, addr, data, err := p.AllocMSI()
+// MSI capability (PCI Local Bus 3.0 §6.8.1): one vector, aimed at cpu.
+func (d *Device) msi(p Platform, off uint16, cpu int) (IRQ, error) {
+	irq, addr, data, err := p.AllocMSI(cpu)
 	if err != nil {
 		return nil, err
 	}

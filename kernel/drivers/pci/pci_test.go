@@ -240,13 +240,15 @@ func (p *platform) Map(b pci.BAR) (pci.Region, error) {
 	}
 	return p.bars[b.Addr], nil
 }
-func (p *platform) AllocMSI() (pci.IRQ, uint64, uint32, error) {
+
+// AllocMSI aims at the local APIC whose ID is the CPU's number.
+func (p *platform) AllocMSI(cpu int) (pci.IRQ, uint64, uint32, error) {
 	if p.limit == 0 {
 		return nil, 0, 0, errors.New("no vectors")
 	}
 	p.limit--
 	p.next++
-	return irq{p.next}, 0xfee00000, 0x30 + p.next, nil
+	return irq{p.next}, 0xfee00000 | uint64(cpu)<<12, 0x30 + p.next, nil
 }
 func (p *platform) INTx(d *pci.Device) (pci.IRQ, error) { p.intx++; return irq{}, nil }
 
@@ -305,6 +307,37 @@ func TestInterrupts(t *testing.T) {
 	host := find(devs, at(0, 0, 0))
 	if _, _, err = host.Interrupts(p, 1); !errors.Is(err, pci.ErrNoInterrupt) {
 		t.Errorf("host bridge: %v", err)
+	}
+}
+
+// InterruptsOn aims each MSI-X entry at its CPU, and the one MSI of the
+// fallback at the first.
+func TestInterruptsOn(t *testing.T) {
+	c := pcitest.Q35()
+	devs, _ := pci.Scan(c)
+	p := &platform{bars: map[uint64]*pcitest.Mem{}, limit: 8}
+
+	// virtio-blk: MSI-X, 2 entries, asked for 3 on CPUs 3, 1 and 2.
+	blk := find(devs, at(0, 2, 0))
+	kind, irqs, err := blk.InterruptsOn(p, []int{3, 1, 2})
+	if err != nil || kind != pci.MSIX || len(irqs) != 2 {
+		t.Fatalf("virtio: %v %d irqs %v", kind, len(irqs), err)
+	}
+	tbl := p.bars[0xfebd5000]
+	for i, cpu := range []uint32{3, 1} {
+		if a := binary.LittleEndian.Uint32(tbl.B[16*i:]); a != 0xfee00000|cpu<<12 {
+			t.Errorf("MSI-X entry %d: address %#x, want CPU %d's %#x", i, a, cpu, 0xfee00000|cpu<<12)
+		}
+	}
+
+	// AHCI: MSI only, on the first CPU named.
+	ahci := find(devs, at(0, 0x1f, 2))
+	if kind, irqs, err = ahci.InterruptsOn(p, []int{2, 0}); err != nil || kind != pci.MSI || len(irqs) != 1 {
+		t.Fatalf("ahci: %v %d %v", kind, len(irqs), err)
+	}
+	off, _ := ahci.Cap(pci.CapMSI)
+	if a := c.Read(ahci.Addr, off+4, 4); a != 0xfee02000 {
+		t.Errorf("MSI address %#x, want CPU 2's 0xfee02000", a)
 	}
 }
 

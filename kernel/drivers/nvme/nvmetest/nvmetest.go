@@ -33,6 +33,9 @@ const (
 	msixPBA   = 0x3000
 )
 
+// MaxCPUs is the number of CPUs the simulated platform can aim at.
+const MaxCPUs = 64
+
 // Addr is where the controller sits.
 var Addr = pci.Addr{Bus: 0, Dev: 4, Fn: 0}
 
@@ -129,9 +132,13 @@ type Controller struct {
 	Flushes   atomic.Int64
 	// Executed counts the I/O commands executed on each submission queue.
 	Executed [65]atomic.Int64
-	// Raised counts the interrupts raised on each vector.
-	Raised [65]atomic.Int64
-	dsms   []DSMCommand // Dataset Management commands received
+	// Raised counts the interrupts raised on each vector, and RaisedAt
+	// those delivered to each CPU: the destination of the message
+	// address the vector was programmed with (the simulated platform
+	// gives CPU n the local APIC ID n).
+	Raised   [65]atomic.Int64
+	RaisedAt [MaxCPUs]atomic.Int64
+	dsms     []DSMCommand // Dataset Management commands received
 }
 
 // DSMs are the Dataset Management commands received so far.
@@ -287,13 +294,18 @@ func (p platform) Map(b pci.BAR) (pci.Region, error) {
 	return regs{p.c}, nil
 }
 
-func (p platform) AllocMSI() (pci.IRQ, uint64, uint32, error) {
+// AllocMSI aims the message at local APIC ID cpu, as the kernel's
+// platform does for CPU cpu on a machine numbered that way.
+func (p platform) AllocMSI(cpu int) (pci.IRQ, uint64, uint32, error) {
+	if cpu < 0 || cpu >= MaxCPUs {
+		return nil, 0, 0, fmt.Errorf("nvmetest: no CPU %d", cpu)
+	}
 	p.c.mu.Lock()
 	defer p.c.mu.Unlock()
 	p.c.nextData++
 	irq := &IRQ{c: make(chan struct{}, 1)}
 	p.c.irqs[0x40+p.c.nextData] = irq
-	return irq, 0xfee00000, 0x40 + p.c.nextData, nil
+	return irq, 0xfee00000 | uint64(cpu)<<12, 0x40 + p.c.nextData, nil
 }
 
 func (p platform) INTx(*pci.Device) (pci.IRQ, error) { return nil, errors.New("nvmetest: no INTx") }
@@ -301,30 +313,63 @@ func (p platform) INTx(*pci.Device) (pci.IRQ, error) { return nil, errors.New("n
 // interrupt raises vector v through the MSI-X table (or MSI, vector 0).
 // Precondition: c.mu held.
 func (c *Controller) interrupt(v uint16) {
-	var data uint32
-	if c.opts.Vectors > 0 {
-		if int(v) >= c.opts.Vectors {
-			c.errorf("interrupt vector %d beyond the table of %d", v, c.opts.Vectors)
-			return
-		}
-		e := c.table[16*int(v):]
-		if binary.LittleEndian.Uint32(e[12:])&1 != 0 {
-			return // masked
-		}
-		data = binary.LittleEndian.Uint32(e[8:])
-	} else {
-		if v != 0 || c.intms&1 != 0 {
-			return
-		}
-		off, _ := pciCap(c.Function(), pci.CapMSI)
-		data = uint32(binary.LittleEndian.Uint16(c.Function().Space[off+12:]))
+	if c.opts.Vectors == 0 && (v != 0 || c.intms&1 != 0) {
+		return
+	}
+	addr, data, masked, ok := c.message(int(v))
+	if !ok {
+		c.errorf("interrupt vector %d beyond the table of %d", v, c.opts.Vectors)
+		return
+	}
+	if masked {
+		return
 	}
 	if int(v) < len(c.Raised) {
 		c.Raised[v].Add(1)
 	}
+	if cpu := addr >> 12 & 0xff; addr&^0xff00f == 0xfee00000 && cpu < MaxCPUs {
+		c.RaisedAt[cpu].Add(1)
+	} else {
+		c.errorf("vector %d: message address %#x is not a local APIC's", v, addr)
+	}
 	if irq := c.irqs[data]; irq != nil {
 		irq.raise()
 	}
+}
+
+// message is vector v's MSI-X table entry (or, without MSI-X, the MSI
+// capability's message for vector 0). Precondition: c.mu held.
+func (c *Controller) message(v int) (addr uint64, data uint32, masked, ok bool) {
+	if c.opts.Vectors > 0 {
+		if v < 0 || v >= c.opts.Vectors {
+			return 0, 0, false, false
+		}
+		e := c.table[16*v:]
+		return binary.LittleEndian.Uint64(e), binary.LittleEndian.Uint32(e[8:]), binary.LittleEndian.Uint32(e[12:])&1 != 0, true
+	}
+	if v != 0 {
+		return 0, 0, false, false
+	}
+	off, _ := pciCap(c.Function(), pci.CapMSI)
+	sp := c.Function().Space
+	return binary.LittleEndian.Uint64(sp[off+4:]), uint32(binary.LittleEndian.Uint16(sp[off+12:])), false, true
+}
+
+// QueueCPU is the CPU that completion queue q's interrupts are delivered
+// to: the destination of its vector's message address; false if there
+// is no such queue or the queue interrupts no vector the controller has.
+func (c *Controller) QueueCPU(q uint16) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cq := c.cqs[q]
+	if cq == nil || !cq.ien {
+		return 0, false
+	}
+	addr, _, _, ok := c.message(int(cq.vector))
+	if !ok || addr&^0xff00f != 0xfee00000 {
+		return 0, false
+	}
+	return int(addr >> 12 & 0xff), true
 }
 
 func pciCap(f *pcitest.Func, id uint8) (uint16, bool) {

@@ -225,13 +225,13 @@ func (p platform) Map(b pci.BAR) (pci.Region, error) {
 	return nil, fmt.Errorf("virtiotest: no BAR at %#x", b.Addr)
 }
 
-func (p platform) AllocMSI() (pci.IRQ, uint64, uint32, error) {
+func (p platform) AllocMSI(cpu int) (pci.IRQ, uint64, uint32, error) {
 	p.d.mu.Lock()
 	defer p.d.mu.Unlock()
 	p.d.nextData++
 	irq := &IRQ{c: make(chan struct{}, 1)}
 	p.d.irqs[0x40+p.d.nextData] = irq
-	return irq, 0xfee00000, 0x40 + p.d.nextData, nil
+	return irq, 0xfee00000 | uint64(cpu)<<12, 0x40 + p.d.nextData, nil
 }
 
 func (p platform) INTx(*pci.Device) (pci.IRQ, error) { return nil, errors.New("virtiotest: no INTx") }
