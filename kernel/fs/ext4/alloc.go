@@ -228,7 +228,7 @@ func (fs *FS) allocRunOnce(goal uint64, want uint32) (uint64, uint32, error) {
 func (fs *FS) allocInGroup(g, start, end, want uint32, wait bool) (blk uint64, got uint32, ok bool, err error) {
 	gl := &fs.glocks[g]
 	if wait {
-		gl.Lock()
+		fs.lockGroup(gl)
 	} else if !gl.TryLock() {
 		return 0, 0, false, nil
 	}
@@ -350,7 +350,7 @@ func (fs *FS) freeRun(start uint64, n uint32) error {
 // freeInGroup frees blocks [off, off+cnt) of group g under g's lock.
 func (fs *FS) freeInGroup(g, off, cnt uint32) error {
 	gl := &fs.glocks[g]
-	gl.Lock()
+	fs.lockGroup(gl)
 	defer gl.Unlock()
 	first := fs.groupFirstBlock(g) + uint64(off)
 	b, err := fs.blockBitmap(g)
@@ -461,7 +461,7 @@ func (fs *FS) dirGroup(parent uint32) uint32 {
 func (fs *FS) allocInodeInGroup(g uint32, dir bool, take func(ino uint32) bool, wait bool) (ino uint32, ok bool, err error) {
 	gl := &fs.glocks[g]
 	if wait {
-		gl.Lock()
+		fs.lockGroup(gl)
 	} else if !gl.TryLock() {
 		return 0, false, nil
 	}
@@ -511,7 +511,7 @@ func (fs *FS) freeInode(ino uint32, dir bool) error {
 	g := (ino - 1) / fs.sb.inodesPerGroup
 	i := (ino - 1) % fs.sb.inodesPerGroup
 	gl := &fs.glocks[g]
-	gl.Lock()
+	fs.lockGroup(gl)
 	defer gl.Unlock()
 	b, err := fs.inodeBitmap(g)
 	if err != nil {

@@ -127,6 +127,13 @@ type Options struct {
 	// Pages is the page cache regular files' data is read through, by
 	// inode (pages.go); nil reads the disk every time.
 	Pages *pagecache.Cache
+	// Spin, where given, takes a contended inode or group lock: it
+	// calls try until it succeeds or a short time has passed, then
+	// lock (the kernel's vfs.LockSpinning). These locks are held for a
+	// directory entry's change or a bitmap's, microseconds, while a
+	// waiter put to sleep is woken only once its waker's CPU sends it
+	// an interrupt; nil waits in lock at once.
+	Spin func(try func() bool, lock func())
 }
 
 // ErrWrongType is wrapped by the error a mount returns for a file system
@@ -163,6 +170,7 @@ type FS struct {
 	roWhy   string // why the mount is read-only, when forced
 	stopped bool   // read-only because a commit failed (stop)
 	clock   func() time.Time
+	spin    func(try func() bool, lock func()) // Options.Spin
 
 	blockSize  uint32
 	groups     []groupDesc
@@ -237,7 +245,7 @@ func (d countedDevice) WriteAt(p []byte, off int64) (int, error) {
 // system on dev. It refuses incompatible features it does not know and
 // mounts read-only when a read-only-compatible feature is unknown.
 func Mount(dev Device, o Options) (*FS, error) {
-	fs := &FS{ro: o.ReadOnly, clock: o.Clock, pages: o.Pages, orphans: true}
+	fs := &FS{ro: o.ReadOnly, clock: o.Clock, pages: o.Pages, orphans: true, spin: o.Spin}
 	fs.dev = countedDevice{dev, &fs.written}
 	if d, ok := dev.(discarder); ok && d.CanDiscard() {
 		fs.disc, fs.discardFreed = d, o.Discard

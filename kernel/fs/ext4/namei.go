@@ -42,7 +42,7 @@ func (fs *FS) rend() { fs.mu.RUnlock() }
 func (fs *FS) rbeginInode(ino uint32) func() {
 	fs.mu.RLock()
 	l := fs.ilock(ino)
-	l.RLock()
+	fs.rlockInode(l)
 	return func() {
 		l.RUnlock()
 		fs.mu.RUnlock()
@@ -197,11 +197,11 @@ func (fs *FS) createHandle(dir uint32, name string, mode, uid, gid, major, minor
 	case l.dir == mine:
 		l.ino = nil
 	case stripe(dir) > stripe(in.num):
-		l.dir.Lock()
+		fs.lockInode(l.dir)
 	case !l.dir.TryLock():
 		mine.Unlock()
-		l.dir.Lock()
-		mine.Lock()
+		fs.lockInode(l.dir)
+		fs.lockInode(mine)
 	}
 	defer l.unlock()
 	d, err := fs.dirForChange(dir)
