@@ -440,16 +440,25 @@ func (fs *FS) allocInode(parent uint32, dir bool, take func(ino uint32) bool) (u
 // blocks to every commit, 8% more bytes logged per message for the mail
 // benchmark's tree. Handles side by side spread instead where they meet
 // (allocInode and allocRunOnce pass over a group another holds).
-// Preconditions: FS.mu held for writing (a directory is never made in
-// a handle), so the groups' counts are read without their locks.
+// With FS.mu held for writing the groups' counts are read without
+// their locks; in a handle (Mkdir) each under its group's lock.
 func (fs *FS) dirGroup(parent uint32) uint32 {
-	best := parent
-	for g := range fs.groupCount() {
-		if fs.groups[g].freeInodes > fs.groups[best].freeInodes {
-			best = g
+	free := func(g uint32) uint32 { return fs.groups[g].freeInodes }
+	if fs.inHandle() {
+		free = func(g uint32) uint32 {
+			fs.lockGroup(&fs.glocks[g])
+			defer fs.glocks[g].Unlock()
+			return fs.groups[g].freeInodes
 		}
 	}
-	if fs.groups[best].freeInodes > fs.groups[parent].freeInodes*2 {
+	best, bestFree := parent, free(parent)
+	parentFree := bestFree
+	for g := range fs.groupCount() {
+		if n := free(g); n > bestFree {
+			best, bestFree = g, n
+		}
+	}
+	if bestFree > parentFree*2 {
 		return best
 	}
 	return parent

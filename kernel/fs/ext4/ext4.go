@@ -32,7 +32,9 @@
 // it for reading (rbegin, rend), so that they run side by side: path
 // walks, stats, directory listings and file reads from several CPUs.
 // So do the operations of a file churn, Create, a small WriteAt and the
-// Unlink of a small file, with a journal: as handles (handle.go), each
+// Unlink of a small file, and Mkdir, Link, the Symlink of a short target
+// and a SetAttr that leaves the size, with a journal: as handles
+// (handle.go), each
 // holding the locks of the inodes it changes, and the groups', the
 // transaction's and the page maps' locks for what they guard, which
 // readers take too where handles change what they read (an inode's

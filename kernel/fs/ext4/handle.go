@@ -1,8 +1,9 @@
 package ext4
 
 // Handles: changes made side by side. The operations a file churn is
-// made of (Create, WriteAt of a small write, Unlink of a small file) run
-// holding FS.mu only for reading, as jbd2's handles join the running
+// made of (Create, WriteAt of a small write, Unlink of a small file),
+// and Mkdir, Link, a fast Symlink and a SetAttr that leaves the size,
+// run holding FS.mu only for reading, as jbd2's handles join the running
 // transaction: hbegin reserves room in the transaction for what one
 // such operation logs (handleCredits blocks) and counts the operation
 // open (FS.handles, jbd2's t_updates); a commit, and every operation
@@ -30,11 +31,13 @@ package ext4
 // A handle takes two inode locks waiting only in ascending stripe order
 // (dirLocks): an unlink whose file's lock comes before its directory's,
 // held by another, lets go of the directory's and takes both in order,
-// then looks the name up again. A create allocates and writes its new
-// inode before it takes the directory's lock, and an unlink frees its
-// file after letting go of it, so that two handles in one directory
-// hold its lock only while they change its entries. Contended inode
-// and group locks spin briefly before they sleep (Options.Spin).
+// then looks the name up again; a link takes both in order from the
+// start. A create, mkdir or symlink allocates and writes its new inode
+// (a directory's first block too) before it takes the directory's
+// lock, and an unlink frees its file after letting go of it, so that
+// two handles in one directory hold its lock only while they change its
+// entries. Contended inode and group locks spin briefly before they
+// sleep (Options.Spin).
 //
 // A handle that finds it cannot finish side by side before it changed
 // anything (a file too big to free within its credits, the disk full

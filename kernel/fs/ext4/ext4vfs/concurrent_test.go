@@ -53,8 +53,9 @@ func listNames(t *testing.T, v *vfs.VFS, c *vfs.Ctx, path string) map[string]int
 }
 
 // TestConcurrentNamesChurn runs workers that create, write and unlink
-// files, link and unlink a second name and make and remove a
-// subdirectory, each under names of its own, in one directory, while
+// files, link and unlink a second name, make and remove a symlink and a
+// subdirectory and change a file's mode, each under names of their own,
+// in one directory, while
 // another renames a file there back and forth, two list it and the
 // journal commits. Every listing shows each name that stays throughout
 // exactly once; at the end the directory holds exactly the names the
@@ -109,6 +110,26 @@ func TestConcurrentNamesChurn(t *testing.T) {
 					}
 					if err := v.Unlink(&c, nil, link); err != nil {
 						t.Errorf("unlink %s: %v", link, err)
+					}
+				}
+				if n%3 == 0 {
+					// A fast symlink, made and removed, and the
+					// file's mode changed: handles too.
+					sym := fmt.Sprintf("/mnt/d/y%d", w)
+					if err := v.Symlink(&c, name(n), nil, sym); err != nil {
+						t.Errorf("symlink: %v", err)
+					}
+					if got, err := v.Readlink(&c, nil, sym, 0); err != nil || got != name(n) {
+						t.Errorf("readlink %s: %q, %v", sym, got, err)
+					}
+					if err := v.Unlink(&c, nil, sym); err != nil {
+						t.Errorf("unlink %s: %v", sym, err)
+					}
+					if err := v.Chmod(&c, nil, name(n), 0o600, 0); err != nil {
+						t.Errorf("chmod %s: %v", name(n), err)
+					}
+					if a, err := v.Stat(&c, nil, name(n), 0); err != nil || a.Mode != linux.S_IFREG|0o600 {
+						t.Errorf("stat %s: mode %#o, %v", name(n), a.Mode, err)
 					}
 				}
 				if n%7 == 0 {
