@@ -146,7 +146,7 @@ func (k *kernel) mountExt4(fsType string, src vfs.Source, ro bool, data string) 
 	}
 	disk := node.Dev
 	fs, err := ext4.Mount(blk.Bytes{D: disk}, ext4.Options{ReadOnly: ro, Clock: wallclock.Now, Discard: discard,
-		As: fsType, JournalOptions: interval != ext4Commit || dataGiven, Pages: k.cache})
+		As: fsType, JournalOptions: interval != ext4Commit || dataGiven, Pages: k.cache, Spin: vfs.LockSpinning})
 	if err != nil {
 		k.log.Warnf("ext4: mount %s: %v", disk.Name(), err)
 		return nil, linux.EINVAL // what Linux says of a disk it cannot mount

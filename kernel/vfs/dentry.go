@@ -27,7 +27,7 @@ import (
 //     Linux's i_rwsem of the parent, so calls in different directories
 //     run in parallel; rmdir also holds the victim's, which creators
 //     check it under. In a directory whose file system keeps its names
-//     safe itself (ConcurrentNames: tmpfs) they hold dirMu for reading
+//     safe itself (ConcurrentNames: tmpfs, ext4) they hold dirMu for reading
 //     and a lock of the name's shard for writing instead, so calls on
 //     different names in one directory run in parallel too; a walk
 //     that asks such a file system for a name holds both for reading,

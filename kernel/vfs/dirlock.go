@@ -10,12 +10,12 @@ import (
 
 // ConcurrentNames is implemented by directories whose file system keeps
 // its own name table safe and consistent under concurrent changes of
-// different names (tmpfs): creates and removals in such a directory
-// then hold its dirMu only for reading, plus a lock of the name alone,
-// so that files made and removed by several CPUs in one directory do
-// not queue on one lock. A directory without it gets one change at a
-// time, as before (a disk file system that rewrites shared directory
-// blocks needs that).
+// different names (tmpfs, ext4): creates and removals in such a
+// directory then hold its dirMu only for reading, plus a lock of the
+// name alone, so that files made and removed by several CPUs in one
+// directory do not queue on one lock. A directory without it gets one
+// change at a time, as before (a file system that rewrites a shared
+// directory block without a lock of its own needs that).
 type ConcurrentNames interface {
 	Dir
 	ConcurrentNames()

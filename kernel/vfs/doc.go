@@ -98,10 +98,11 @@
 // lock (Dentry.dirMu, Linux's i_rwsem) for as little as they can: a
 // create makes its inode and dentry before it (InodeMaker), and an
 // unlink frees the file's data after it (Holder); waiters spin briefly
-// before they sleep. In a tmpfs directory (ConcurrentNames) creates and
-// removals hold dirMu only for reading, plus a lock of their name's
-// shard, so those of different names run at once; tmpfs shards its
-// name table the same way. /proc/shortbread/dirlocks counts the
+// before they sleep. In a tmpfs or ext4 directory (ConcurrentNames)
+// creates and removals hold dirMu only for reading, plus a lock of their
+// name's shard, so those of different names run at once; tmpfs shards
+// its name table the same way, ext4 locks the directory's inode for
+// each entry's change. /proc/shortbread/dirlocks counts the
 // contended acquisitions of these locks, spinning included. A rename across directories also takes the tree's
 // rename lock, which keeps ancestors still while it checks that no
 // directory moves into itself. Opens and closes of one file count

@@ -228,7 +228,7 @@ func (fs *FS) allocRunOnce(goal uint64, want uint32) (uint64, uint32, error) {
 func (fs *FS) allocInGroup(g, start, end, want uint32, wait bool) (blk uint64, got uint32, ok bool, err error) {
 	gl := &fs.glocks[g]
 	if wait {
-		gl.Lock()
+		fs.lockGroup(gl)
 	} else if !gl.TryLock() {
 		return 0, 0, false, nil
 	}
@@ -350,7 +350,7 @@ func (fs *FS) freeRun(start uint64, n uint32) error {
 // freeInGroup frees blocks [off, off+cnt) of group g under g's lock.
 func (fs *FS) freeInGroup(g, off, cnt uint32) error {
 	gl := &fs.glocks[g]
-	gl.Lock()
+	fs.lockGroup(gl)
 	defer gl.Unlock()
 	first := fs.groupFirstBlock(g) + uint64(off)
 	b, err := fs.blockBitmap(g)
@@ -440,16 +440,25 @@ func (fs *FS) allocInode(parent uint32, dir bool, take func(ino uint32) bool) (u
 // blocks to every commit, 8% more bytes logged per message for the mail
 // benchmark's tree. Handles side by side spread instead where they meet
 // (allocInode and allocRunOnce pass over a group another holds).
-// Preconditions: FS.mu held for writing (a directory is never made in
-// a handle), so the groups' counts are read without their locks.
+// With FS.mu held for writing the groups' counts are read without
+// their locks; in a handle (Mkdir) each under its group's lock.
 func (fs *FS) dirGroup(parent uint32) uint32 {
-	best := parent
-	for g := range fs.groupCount() {
-		if fs.groups[g].freeInodes > fs.groups[best].freeInodes {
-			best = g
+	free := func(g uint32) uint32 { return fs.groups[g].freeInodes }
+	if fs.inHandle() {
+		free = func(g uint32) uint32 {
+			fs.lockGroup(&fs.glocks[g])
+			defer fs.glocks[g].Unlock()
+			return fs.groups[g].freeInodes
 		}
 	}
-	if fs.groups[best].freeInodes > fs.groups[parent].freeInodes*2 {
+	best, bestFree := parent, free(parent)
+	parentFree := bestFree
+	for g := range fs.groupCount() {
+		if n := free(g); n > bestFree {
+			best, bestFree = g, n
+		}
+	}
+	if bestFree > parentFree*2 {
 		return best
 	}
 	return parent
@@ -461,7 +470,7 @@ func (fs *FS) dirGroup(parent uint32) uint32 {
 func (fs *FS) allocInodeInGroup(g uint32, dir bool, take func(ino uint32) bool, wait bool) (ino uint32, ok bool, err error) {
 	gl := &fs.glocks[g]
 	if wait {
-		gl.Lock()
+		fs.lockGroup(gl)
 	} else if !gl.TryLock() {
 		return 0, false, nil
 	}
@@ -511,7 +520,7 @@ func (fs *FS) freeInode(ino uint32, dir bool) error {
 	g := (ino - 1) / fs.sb.inodesPerGroup
 	i := (ino - 1) % fs.sb.inodesPerGroup
 	gl := &fs.glocks[g]
-	gl.Lock()
+	fs.lockGroup(gl)
 	defer gl.Unlock()
 	b, err := fs.inodeBitmap(g)
 	if err != nil {

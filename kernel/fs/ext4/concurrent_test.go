@@ -249,6 +249,32 @@ func concurrentWriter(f *FS, own, shared uint32, w, rounds int, content func(w, 
 		if err := f.Unlink(own, link); err != nil {
 			return fmt.Errorf("unlink symlink: %w", err)
 		}
+		// In the shared directory, beside the others' changes there
+		// (handles where they fit): a directory made and removed, a
+		// second name for this round's file and its mode changed.
+		sd, hl := fmt.Sprintf("sd%d", w), fmt.Sprintf("h%d", w)
+		if _, err := f.Mkdir(shared, sd, 0o700, 0, 0); err != nil {
+			return fmt.Errorf("mkdir %s: %w", sd, err)
+		}
+		ino, err := f.Lookup(shared, fmt.Sprintf("r%d.%d", w, i))
+		if err != nil {
+			return fmt.Errorf("lookup: %w", err)
+		}
+		if err := f.Link(shared, hl, ino); err != nil {
+			return fmt.Errorf("link %s: %w", hl, err)
+		}
+		if err := f.SetAttr(ino, SetMode, Attr{Mode: 0o640}); err != nil {
+			return fmt.Errorf("chmod: %w", err)
+		}
+		if st, err := f.Stat(ino); err != nil || st.Nlink != 2 || st.Mode != linux.S_IFREG|0o640 {
+			return fmt.Errorf("linked file: %d links, mode %#o, %v; want 2, %#o", st.Nlink, st.Mode, err, linux.S_IFREG|0o640)
+		}
+		if err := f.Unlink(shared, hl); err != nil {
+			return fmt.Errorf("unlink %s: %w", hl, err)
+		}
+		if err := f.Rmdir(shared, sd); err != nil {
+			return fmt.Errorf("rmdir %s: %w", sd, err)
+		}
 	}
 	return nil
 }

@@ -32,7 +32,9 @@
 // it for reading (rbegin, rend), so that they run side by side: path
 // walks, stats, directory listings and file reads from several CPUs.
 // So do the operations of a file churn, Create, a small WriteAt and the
-// Unlink of a small file, with a journal: as handles (handle.go), each
+// Unlink of a small file, and Mkdir, Link, the Symlink of a short target
+// and a SetAttr that leaves the size, with a journal: as handles
+// (handle.go), each
 // holding the locks of the inodes it changes, and the groups', the
 // transaction's and the page maps' locks for what they guard, which
 // readers take too where handles change what they read (an inode's
@@ -127,6 +129,13 @@ type Options struct {
 	// Pages is the page cache regular files' data is read through, by
 	// inode (pages.go); nil reads the disk every time.
 	Pages *pagecache.Cache
+	// Spin, where given, takes a contended inode or group lock: it
+	// calls try until it succeeds or a short time has passed, then
+	// lock (the kernel's vfs.LockSpinning). These locks are held for a
+	// directory entry's change or a bitmap's, microseconds, while a
+	// waiter put to sleep is woken only once its waker's CPU sends it
+	// an interrupt; nil waits in lock at once.
+	Spin func(try func() bool, lock func())
 }
 
 // ErrWrongType is wrapped by the error a mount returns for a file system
@@ -163,6 +172,7 @@ type FS struct {
 	roWhy   string // why the mount is read-only, when forced
 	stopped bool   // read-only because a commit failed (stop)
 	clock   func() time.Time
+	spin    func(try func() bool, lock func()) // Options.Spin
 
 	blockSize  uint32
 	groups     []groupDesc
@@ -237,7 +247,7 @@ func (d countedDevice) WriteAt(p []byte, off int64) (int, error) {
 // system on dev. It refuses incompatible features it does not know and
 // mounts read-only when a read-only-compatible feature is unknown.
 func Mount(dev Device, o Options) (*FS, error) {
-	fs := &FS{ro: o.ReadOnly, clock: o.Clock, pages: o.Pages, orphans: true}
+	fs := &FS{ro: o.ReadOnly, clock: o.Clock, pages: o.Pages, orphans: true, spin: o.Spin}
 	fs.dev = countedDevice{dev, &fs.written}
 	if d, ok := dev.(discarder); ok && d.CanDiscard() {
 		fs.disc, fs.discardFreed = d, o.Discard

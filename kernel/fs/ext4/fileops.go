@@ -101,7 +101,7 @@ func (fs *FS) WriteAt(ino uint32, p []byte, off int64) (int, error) {
 			return errExclusive
 		}
 		l := fs.ilock(ino)
-		l.Lock()
+		fs.lockInode(l)
 		defer l.Unlock()
 		var err error
 		n, err = fs.writeAt(ino, p, off)

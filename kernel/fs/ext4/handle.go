@@ -1,8 +1,9 @@
 package ext4
 
 // Handles: changes made side by side. The operations a file churn is
-// made of (Create, WriteAt of a small write, Unlink of a small file) run
-// holding FS.mu only for reading, as jbd2's handles join the running
+// made of (Create, WriteAt of a small write, Unlink of a small file),
+// and Mkdir, Link, a fast Symlink and a SetAttr that leaves the size,
+// run holding FS.mu only for reading, as jbd2's handles join the running
 // transaction: hbegin reserves room in the transaction for what one
 // such operation logs (handleCredits blocks) and counts the operation
 // open (FS.handles, jbd2's t_updates); a commit, and every operation
@@ -30,10 +31,13 @@ package ext4
 // A handle takes two inode locks waiting only in ascending stripe order
 // (dirLocks): an unlink whose file's lock comes before its directory's,
 // held by another, lets go of the directory's and takes both in order,
-// then looks the name up again. A create allocates and writes its new
-// inode before it takes the directory's lock, and an unlink frees its
-// file after letting go of it, so that two handles in one directory
-// hold its lock only while they change its entries.
+// then looks the name up again; a link takes both in order from the
+// start. A create, mkdir or symlink allocates and writes its new inode
+// (a directory's first block too) before it takes the directory's
+// lock, and an unlink frees its file after letting go of it, so that
+// two handles in one directory hold its lock only while they change its
+// entries. Contended inode and group locks spin briefly before they
+// sleep (Options.Spin).
 //
 // A handle that finds it cannot finish side by side before it changed
 // anything (a file too big to free within its credits, the disk full
@@ -75,6 +79,44 @@ const handleMaxFree = 2048
 // holding FS.mu for writing; nothing was changed.
 var errExclusive = errors.New("ext4: operation needs the file system to itself")
 
+// lockInode takes an inode lock for writing, spinning first where it
+// is held (Options.Spin); rlockInode takes one for reading. The method
+// values passed to spin are made only when the lock is contended.
+func (fs *FS) lockInode(m *sync.RWMutex) {
+	if m.TryLock() {
+		return
+	}
+	if fs.spin != nil {
+		fs.spin(m.TryLock, m.Lock)
+		return
+	}
+	m.Lock()
+}
+
+func (fs *FS) rlockInode(m *sync.RWMutex) {
+	if m.TryRLock() {
+		return
+	}
+	if fs.spin != nil {
+		fs.spin(m.TryRLock, m.RLock)
+		return
+	}
+	m.RLock()
+}
+
+// lockGroup takes a group's lock (glocks), spinning first where it is
+// held.
+func (fs *FS) lockGroup(m *sync.Mutex) {
+	if m.TryLock() {
+		return
+	}
+	if fs.spin != nil {
+		fs.spin(m.TryLock, m.Lock)
+		return
+	}
+	m.Lock()
+}
+
 // ilock returns inode ino's lock.
 func (fs *FS) ilock(ino uint32) *sync.RWMutex {
 	return &fs.ilocks[stripe(ino)]
@@ -101,7 +143,7 @@ type dirLocks struct {
 // lockDir takes dir's inode lock for a handle.
 func (fs *FS) lockDir(dir uint32) *dirLocks {
 	l := &dirLocks{fs: fs, dir: fs.ilock(dir)}
-	l.dir.Lock()
+	fs.lockInode(l.dir)
 	return l
 }
 
@@ -113,12 +155,12 @@ func (fs *FS) lockBoth(dir, n uint32) *dirLocks {
 		l.ino = m
 	}
 	if l.ino != nil && stripe(n) < stripe(dir) {
-		l.ino.Lock()
-		l.dir.Lock()
+		fs.lockInode(l.ino)
+		fs.lockInode(l.dir)
 	} else {
-		l.dir.Lock()
+		fs.lockInode(l.dir)
 		if l.ino != nil {
-			l.ino.Lock()
+			fs.lockInode(l.ino)
 		}
 	}
 	return l
@@ -158,7 +200,7 @@ func (l *dirLocks) take(dir, n uint32) bool {
 		return false
 	}
 	l.ino = l.fs.ilock(n)
-	l.ino.Lock()
+	l.fs.lockInode(l.ino)
 	return true
 }
 

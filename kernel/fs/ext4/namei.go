@@ -42,7 +42,7 @@ func (fs *FS) rend() { fs.mu.RUnlock() }
 func (fs *FS) rbeginInode(ino uint32) func() {
 	fs.mu.RLock()
 	l := fs.ilock(ino)
-	l.RLock()
+	fs.rlockInode(l)
 	return func() {
 		l.RUnlock()
 		fs.mu.RUnlock()
@@ -156,6 +156,22 @@ func (fs *FS) createHandle(dir uint32, name string, mode, uid, gid, major, minor
 	default:
 		return 0, errExclusive
 	}
+	return fs.makeHandle(dir, name, mode, uid, gid, func(in *inode) error {
+		if t := mode & linux.S_IFMT; t == linux.S_IFCHR || t == linux.S_IFBLK {
+			in.setRdev(major, minor)
+		}
+		in.links = 1
+		return nil
+	}, nil)
+}
+
+// makeHandle makes a new inode of mode and names it name in dir, in a
+// handle: fill sets the new inode's fields and data (before any
+// directory lock is taken), and linked, if not nil, changes the
+// directory d (its inode lock held) once the name is in it. A name
+// that is not a plain component runs exclusive, whose checks come in
+// Linux's order.
+func (fs *FS) makeHandle(dir uint32, name string, mode, uid, gid uint32, fill func(*inode) error, linked func(d *inode) error) (uint32, error) {
 	if len(name) > maxNameLen || name == "" || name == "." || name == ".." {
 		return 0, errExclusive
 	}
@@ -180,12 +196,15 @@ func (fs *FS) createHandle(dir uint32, name string, mode, uid, gid, major, minor
 		}
 		return 0, err
 	}
-	if t := mode & linux.S_IFMT; t == linux.S_IFCHR || t == linux.S_IFBLK {
-		in.setRdev(major, minor)
+	if err := fill(in); err != nil {
+		in.links = 0
+		err = errors.Join(err, fs.evict(in))
+		mine.Unlock()
+		return 0, err
 	}
-	in.links = 1
 	if err := fs.iput(in); err != nil {
-		err = errors.Join(err, fs.freeInode(in.num, false))
+		in.links = 0
+		err = errors.Join(err, fs.evict(in))
 		mine.Unlock()
 		return 0, err
 	}
@@ -197,16 +216,19 @@ func (fs *FS) createHandle(dir uint32, name string, mode, uid, gid, major, minor
 	case l.dir == mine:
 		l.ino = nil
 	case stripe(dir) > stripe(in.num):
-		l.dir.Lock()
+		fs.lockInode(l.dir)
 	case !l.dir.TryLock():
 		mine.Unlock()
-		l.dir.Lock()
-		mine.Lock()
+		fs.lockInode(l.dir)
+		fs.lockInode(mine)
 	}
 	defer l.unlock()
 	d, err := fs.dirForChange(dir)
 	if err == nil {
 		err = fs.checkFree(d, name)
+	}
+	if err == nil && linked != nil && in.isDir() && d.links >= linkMax && fs.sb.roCompat&roCompatDirNlink == 0 {
+		err = linux.EMLINK
 	}
 	if err == nil {
 		err = fs.addEntry(d, name, in.num, fileTypeOf(uint32(in.mode)))
@@ -214,6 +236,11 @@ func (fs *FS) createHandle(dir uint32, name string, mode, uid, gid, major, minor
 	if err != nil {
 		in.links = 0
 		return 0, errors.Join(err, fs.evict(in))
+	}
+	if linked != nil {
+		if err := linked(d); err != nil {
+			return 0, err
+		}
 	}
 	return in.num, fs.touchDir(d)
 }
@@ -257,10 +284,56 @@ func (fs *FS) linkNew(d *inode, name string, in *inode) error {
 	return fs.touchDir(d)
 }
 
-// Mkdir makes directory name in dir.
+// Mkdir makes directory name in dir. In a handle it makes the new
+// directory, its first block included, holding only its lock, and then
+// takes the parent's to enter it and count its link.
 func (fs *FS) Mkdir(dir uint32, name string, perm, uid, gid uint32) (uint32, error) {
-	fs.begin()
-	defer fs.end()
+	var ino uint32
+	err := fs.shared(func() error {
+		var err error
+		ino, err = fs.makeHandle(dir, name, linux.S_IFDIR|perm&0o7777, uid, gid, func(in *inode) error {
+			return fs.fillDir(in, dir)
+		}, func(d *inode) error {
+			fs.incLinks(d)
+			return nil
+		})
+		return err
+	}, func() error {
+		var err error
+		ino, err = fs.mkdir(dir, name, perm, uid, gid)
+		return err
+	})
+	return ino, err
+}
+
+// fillDir gives new directory in, made in parent, its first block with
+// "." and "..", and its two links.
+func (fs *FS) fillDir(in *inode, parent uint32) error {
+	in.links = 2
+	fm, err := fs.mapping(in)
+	if err != nil {
+		return err
+	}
+	pblk, _, err := fs.mapNew(fm, 0, 1)
+	if err != nil {
+		return err
+	}
+	if fm.em != nil {
+		err = fs.writeExtents(in, fm.em)
+	}
+	b := fs.cache.zero(fs, pblk)
+	fs.putDirent(b, in.num, 12, ".", ftDir)
+	span := len(b) - 12
+	if fs.hasCsum() {
+		span -= dirTailSize
+	}
+	fs.putDirent(b[12:], parent, span, "..", ftDir)
+	in.size = uint64(fs.blockSize)
+	return errors.Join(err, fs.writeDirBlock(in, pblk, b))
+}
+
+// mkdir is Mkdir holding FS.mu for writing.
+func (fs *FS) mkdir(dir uint32, name string, perm, uid, gid uint32) (uint32, error) {
 	d, err := fs.dirForChange(dir)
 	if err != nil {
 		return 0, err
@@ -275,26 +348,7 @@ func (fs *FS) Mkdir(dir uint32, name string, perm, uid, gid uint32) (uint32, err
 	if err != nil {
 		return 0, err
 	}
-	in.links = 2
-	fm, err := fs.mapping(in)
-	if err == nil {
-		var pblk uint64
-		if pblk, _, err = fs.mapNew(fm, 0, 1); err == nil {
-			if fm.em != nil {
-				err = fs.writeExtents(in, fm.em)
-			}
-			b := fs.cache.zero(fs, pblk)
-			fs.putDirent(b, in.num, 12, ".", ftDir)
-			span := len(b) - 12
-			if fs.hasCsum() {
-				span -= dirTailSize
-			}
-			fs.putDirent(b[12:], d.num, span, "..", ftDir)
-			in.size = uint64(fs.blockSize)
-			err = errors.Join(err, fs.writeDirBlock(in, pblk, b))
-		}
-	}
-	if err != nil {
+	if err := fs.fillDir(in, d.num); err != nil {
 		in.links = 0
 		return 0, errors.Join(err, fs.evict(in))
 	}
@@ -320,10 +374,41 @@ func (fs *FS) decLinks(d *inode) {
 	d.links--
 }
 
-// Symlink makes symlink name in dir pointing at target.
+// Symlink makes symlink name in dir pointing at target. A fast symlink
+// (a target short enough for the inode) is made in a handle, as Create
+// makes a file.
 func (fs *FS) Symlink(dir uint32, name, target string, uid, gid uint32) (uint32, error) {
-	fs.begin()
-	defer fs.end()
+	var ino uint32
+	err := fs.shared(func() error {
+		if len(target) == 0 || len(target) >= 60 {
+			return errExclusive
+		}
+		var err error
+		ino, err = fs.makeHandle(dir, name, linux.S_IFLNK|0o777, uid, gid, func(in *inode) error {
+			in.links = 1
+			fs.fastSymlink(in, target)
+			return nil
+		}, nil)
+		return err
+	}, func() error {
+		var err error
+		ino, err = fs.symlink(dir, name, target, uid, gid)
+		return err
+	})
+	return ino, err
+}
+
+// fastSymlink stores target, shorter than 60 bytes, in the inode's
+// block map.
+func (fs *FS) fastSymlink(in *inode, target string) {
+	in.flags &^= flagExtents
+	in.block = [60]byte{}
+	copy(in.block[:], target)
+	in.size = uint64(len(target))
+}
+
+// symlink is Symlink holding FS.mu for writing.
+func (fs *FS) symlink(dir uint32, name, target string, uid, gid uint32) (uint32, error) {
 	if len(target) == 0 {
 		return 0, linux.ENOENT
 	}
@@ -343,10 +428,7 @@ func (fs *FS) Symlink(dir uint32, name, target string, uid, gid uint32) (uint32,
 	}
 	in.links = 1
 	if len(target) < 60 {
-		in.flags &^= flagExtents
-		in.block = [60]byte{}
-		copy(in.block[:], target)
-		in.size = uint64(len(target))
+		fs.fastSymlink(in, target)
 	} else if _, err := fs.writeData(in, []byte(target), 0); err != nil {
 		in.links = 0
 		return 0, errors.Join(err, fs.evict(in))
@@ -354,10 +436,21 @@ func (fs *FS) Symlink(dir uint32, name, target string, uid, gid uint32) (uint32,
 	return in.num, fs.linkNew(d, name, in)
 }
 
-// Link enters inode ino in dir as name.
+// Link enters inode ino in dir as name. In a handle it holds the locks
+// of the directory and the inode, taken in stripe order.
 func (fs *FS) Link(dir uint32, name string, ino uint32) error {
-	fs.begin()
-	defer fs.end()
+	return fs.shared(func() error {
+		l := fs.lockBoth(dir, ino)
+		defer l.unlock()
+		return fs.link(dir, name, ino)
+	}, func() error {
+		return fs.link(dir, name, ino)
+	})
+}
+
+// link is Link's work, holding FS.mu for writing or, in a handle, the
+// inode locks of dir and ino.
+func (fs *FS) link(dir uint32, name string, ino uint32) error {
 	d, err := fs.dirForChange(dir)
 	if err != nil {
 		return err

@@ -312,7 +312,7 @@ func (fs *FS) readShared(ino uint32, p []byte, off int64) (n int, ok bool, err e
 	fs.rbegin()
 	defer fs.rend()
 	l := fs.ilock(ino)
-	l.RLock()
+	fs.rlockInode(l)
 	defer l.RUnlock()
 	f := fs.fileOf(ino)
 	if f == nil {

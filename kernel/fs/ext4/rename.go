@@ -227,9 +227,30 @@ type Attr struct {
 
 // SetAttr changes the attributes of ino that mask names. Permission
 // checks are the caller's.
+//
+// One that leaves the size alone (chmod, chown, utimes) runs in a
+// handle holding the inode's lock: it changes only the inode's fields.
+// A size change, which frees blocks and resizes the file's pages, runs
+// holding FS.mu for writing.
 func (fs *FS) SetAttr(ino uint32, mask uint32, a Attr) error {
-	fs.begin()
-	defer fs.end()
+	if mask&SetSize != 0 {
+		fs.begin()
+		defer fs.end()
+		return fs.setAttr(ino, mask, a)
+	}
+	return fs.shared(func() error {
+		l := fs.ilock(ino)
+		fs.lockInode(l)
+		defer l.Unlock()
+		return fs.setAttr(ino, mask, a)
+	}, func() error {
+		return fs.setAttr(ino, mask, a)
+	})
+}
+
+// setAttr is SetAttr's work, holding FS.mu for writing or, in a handle
+// that changes no size, ino's lock.
+func (fs *FS) setAttr(ino uint32, mask uint32, a Attr) error {
 	if err := fs.writable(); err != nil {
 		return err
 	}

@@ -362,6 +362,26 @@ func (d dir) Link(name string, target vfs.Inode) error {
 // Unlink implements vfs.Dir.
 func (d dir) Unlink(name string) error { return d.fs.errno(d.fs.disk.Unlink(d.ino, name)) }
 
+// ConcurrentNames implements vfs.ConcurrentNames: package ext4 keeps a
+// directory's entries whole under changes of different names made at
+// once (each holds the directory's inode lock, or the file system's
+// lock for writing, for its change), so the VFS holds a directory's
+// lock only for reading, and the lock of the name changed, while it
+// calls Create, Unlink, Link, Symlink and Rmdir: creates and unlinks in
+// one directory from several CPUs then meet only on ext4's lock of the
+// directory, held for the insertion or removal of the entry alone,
+// instead of queueing for the whole operation (the new inode's
+// allocation, the freed file's blocks).
+func (d dir) ConcurrentNames() {}
+
+// Grants implements vfs.Permissioner: the superuser may search, list and
+// change any directory whatever its bits (permits' rule for uid 0; a
+// dir's node is a directory for life), so a path walk by root through
+// an ext4 directory reads none of its attributes. Each read is a stat
+// under the directory's inode lock, which creates and unlinks in it
+// from other CPUs hold for writing. Others' checks read the bits.
+func (d dir) Grants(c *vfs.Ctx, want uint32) bool { return c.Cred.EUID == 0 }
+
 // Rmdir implements vfs.Dir.
 func (d dir) Rmdir(name string) error { return d.fs.errno(d.fs.disk.Rmdir(d.ino, name)) }
 

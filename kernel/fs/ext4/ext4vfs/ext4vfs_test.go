@@ -51,7 +51,7 @@ func (d *memDev) WriteAt(p []byte, off int64) (int, error) {
 func (d *memDev) Flush() error { return nil }
 func (d *memDev) Size() int64  { return int64(len(d.b)) }
 
-func tool(t *testing.T, name string, args ...string) string {
+func tool(t testing.TB, name string, args ...string) string {
 	t.Helper()
 	path, err := exec.LookPath(name)
 	if err != nil {
