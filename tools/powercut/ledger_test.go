@@ -46,6 +46,19 @@ func TestJudgeContents(t *testing.T) {
 	if good, _ := judgeContents("d0/f1", g); good != 100 {
 		t.Fatalf("one byte flipped at 100: good %d", good)
 	}
+	// A durable end of file inside a sector, then zeros: a later write
+	// grew the file and its data did not land (seen after a Linux cut:
+	// d2/w1f48, pattern to 47,872 of 49,152 bytes, zeros after).
+	e := pattern("d2/w1f48", 49152)
+	clear(e[47872:])
+	if good, bad := judgeContents("d2/w1f48", e); good < 47872 || bad != -1 {
+		t.Fatalf("zeros after an end of file inside a sector: good %d bad %d", good, bad)
+	}
+	// Anything else after that end in the same sector is stale.
+	e[48000] = 1
+	if _, bad := judgeContents("d2/w1f48", e); bad != 47616 {
+		t.Fatalf("non-zero byte after the end of file: bad %d, want 47616", bad)
+	}
 }
 
 func ledgerOf(t *testing.T, lines ...string) *ledger {
