@@ -1,8 +1,10 @@
 #!/bin/sh
-# Builds the TCG plugin that counts executed instructions per PC
-# (tools/tcgcount/pccount.c) for the QEMU installed here.
+# Builds the TCG plugins for the QEMU installed here: pccount (executed
+# instructions per PC, tools/tcgcount/pccount.c) and, with plugin API 2 or
+# later, evcount (costly instructions and instructions per address-space
+# half, evcount.c).
 #
-# usage: tools/tcgcount/build.sh OUTDIR      -> OUTDIR/libpccount.so
+# usage: tools/tcgcount/build.sh OUTDIR      -> OUTDIR/libpccount.so, OUTDIR/libevcount.so
 #
 # Debian ships QEMU with TCG plugin support (plugin API version 1 in QEMU
 # 7.2, 4 in QEMU 10) but no qemu-plugin.h. The header comes from Debian's
@@ -73,3 +75,11 @@ gcc -O2 -g -Wall -Wextra -Werror -std=gnu11 -shared -fPIC \
   -o "$out/libpccount.so.tmp" "$here/pccount.c" $(pkg-config --libs glib-2.0)
 mv "$out/libpccount.so.tmp" "$out/libpccount.so"
 echo "$out/libpccount.so"
+# evcount (events.sh) needs plugin API 2 (scoreboards): not on QEMU 7.2.
+if grep -q qemu_plugin_scoreboard_new "$hdr"; then
+  # shellcheck disable=SC2046
+  gcc -O2 -g -Wall -Wextra -Werror -std=gnu11 -shared -fPIC \
+    -I"$cache/include/qemu" $(pkg-config --cflags glib-2.0) \
+    -o "$out/libevcount.so.tmp" "$here/evcount.c" $(pkg-config --libs glib-2.0)
+  mv "$out/libevcount.so.tmp" "$out/libevcount.so"
+fi

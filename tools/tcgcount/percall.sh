@@ -3,7 +3,7 @@
 # command (from the user initramfs) twice under QEMU -icount with the
 # pccount plugin, at two sizes, and divides the difference of the counts
 # by the difference in operations (tools/tcgcount/percall), so boot and
-# set-up cancel out. One vCPU.
+# set-up cancel out. One vCPU unless CPUS is set.
 #
 # usage: tools/tcgcount/percall.sh 'CMD' N1 N2 [TOP]
 #   CMD is run with N appended as its last argument (e.g. '/bench/ubench getppid')
@@ -11,6 +11,9 @@
 #   repeats its measured loop 5 times: PER=5).
 #   The user programs of build/user/bench are at /bench in the guest;
 #   EXTRA=DIR merges another directory into its initramfs instead.
+# CPUS=N runs N vCPUs (in turn under -icount); ICOUNT=0 leaves -icount
+# out, so they run in parallel (counts then depend on timing: scheduling,
+# spinning, timers) as in bench/results/twocpu-2026-11-30.md.
 # Needs: make iso user (build/kernel.elf, build/user).
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -26,8 +29,9 @@ if [ -z "$extra" ]; then
   mkdir -p "$extra" && cp -a build/user/bench "$extra/bench"
 fi
 icount="-icount shift=0,sleep=off -rtc base=2026-01-01T00:00:00,clock=vm -cpu max,-x2apic"
+[ "${ICOUNT:-1}" = 1 ] || icount=""
 for n in "$n1" "$n2"; do
-  QEMU_EXTRA="$icount -plugin build/tcgcount/libpccount.so,$args,out=$out/$n" CPUS=1 TIMEOUT=${TIMEOUT:-1200} \
+  QEMU_EXTRA="$icount -plugin build/tcgcount/libpccount.so,$args,out=$out/$n" CPUS=${CPUS:-1} TIMEOUT=${TIMEOUT:-1200} \
     tools/run-cmd.sh "$extra" "$cmd $n" > "$out/log.$n" 2>&1 || { cat "$out/log.$n" >&2; exit 1; }
 done
 go run ./tools/tcgcount/percall -kernel build/kernel.elf -a "$out/$n1" -b "$out/$n2" -ops $(( (n2 - n1) * ${PER:-1} )) -top "$top"
