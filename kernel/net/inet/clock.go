@@ -55,10 +55,10 @@ var (
 )
 
 // startTimerWorkers starts the goroutines that run timer callbacks: one
-// per processor, so a callback waiting for an endpoint's lock holds up
-// no other timer while the rest can run.
+// per processor and at least four, so a callback waiting for an
+// endpoint's lock does not hold up the other endpoints' timers.
 func startTimerWorkers() {
-	for range runtime.GOMAXPROCS(0) {
+	for range max(runtime.GOMAXPROCS(0), 4) {
 		go func() {
 			for f := range timerWork {
 				f()
