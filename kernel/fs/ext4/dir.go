@@ -57,7 +57,8 @@ type DirEntry struct {
 	// Type is the file type the entry records (linux.DT_*), or DT_UNKNOWN
 	// without the filetype feature.
 	Type uint8
-	// Off is the entry's byte offset in the directory (ReadDirAt).
+	// Off is the entry's listing position (ReadDirAt): a byte offset
+	// or made of the name's hash.
 	Off int64
 }
 
