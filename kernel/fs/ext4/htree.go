@@ -46,8 +46,10 @@ func (fs *FS) parseRootDots(in *inode, b []byte) ([]dirent, error) {
 	return []dirent{dot, dotdot}, nil
 }
 
-// checkIndexBlock checks an index block's geometry and checksum.
-func (fs *FS) checkIndexBlock(in *inode, lblk uint32, b []byte) error {
+// checkIndexBlock checks index block lblk's geometry and checksum (at
+// pblk, the cache's buffer b; the checksum once while the block stays in
+// the cache, as walkDirBlock's).
+func (fs *FS) checkIndexBlock(in *inode, lblk uint32, pblk uint64, b []byte) error {
 	if lblk == 0 {
 		info := b[dxRootInfoOff:]
 		if info[5] != 8 || info[6] > 2 && !(info[6] == 3 && fs.sb.incompat&incompatLargeDir != 0) {
@@ -63,11 +65,12 @@ func (fs *FS) checkIndexBlock(in *inode, lblk uint32, b []byte) error {
 	if count > limit || count == 0 || countOff+limit*8+tail > len(b) {
 		return corrupt("directory %d index block %d holds %d of %d entries", in.num, lblk, count, limit)
 	}
-	if fs.hasCsum() {
+	if fs.hasCsum() && !fs.cache.isChecked(pblk) {
 		t := countOff + limit*8
 		if want, got := fs.dxCsum(in, b, countOff, count, t), le.Uint32(b[t+4:]); want != got {
 			return corrupt("directory %d index block %d checksum %#x, computed %#x", in.num, lblk, got, want)
 		}
+		fs.cache.markChecked(pblk, b)
 	}
 	return nil
 }
@@ -102,7 +105,7 @@ func (fs *FS) dropIndex(in *inode) error {
 	if err != nil {
 		return err
 	}
-	if err := fs.checkIndexBlock(in, 0, root); err != nil {
+	if err := fs.checkIndexBlock(in, 0, rootPblk, root); err != nil {
 		return err
 	}
 	nblocks, err := fs.dirBlocks(in)
@@ -115,12 +118,12 @@ func (fs *FS) dropIndex(in *inode) error {
 	for level := 0; level < levels; level++ {
 		var next []uint32
 		for _, lb := range frontier {
-			b, _, err := fs.dirBlock(fm, lb)
+			b, pblk, err := fs.dirBlock(fm, lb)
 			if err != nil {
 				return err
 			}
 			if lb != 0 {
-				if err := fs.checkIndexBlock(in, lb, b); err != nil {
+				if err := fs.checkIndexBlock(in, lb, pblk, b); err != nil {
 					return err
 				}
 			}
@@ -175,11 +178,11 @@ func (fs *FS) dxLeaves(in *inode, fm *fileMapping) ([]dxLeaf, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, _, err := fs.dirBlock(fm, 0)
+	root, rootPblk, err := fs.dirBlock(fm, 0)
 	if err != nil {
 		return nil, err
 	}
-	if err := fs.checkIndexBlock(in, 0, root); err != nil {
+	if err := fs.checkIndexBlock(in, 0, rootPblk, root); err != nil {
 		return nil, err
 	}
 	levels := int(root[dxRootInfoOff+6])
@@ -202,14 +205,14 @@ func (fs *FS) dxLeaves(in *inode, fm *fileMapping) ([]dxLeaf, error) {
 				out = append(out, dxLeaf{h, child})
 				continue
 			}
-			cb, _, err := fs.dirBlock(fm, child)
+			cb, cp, err := fs.dirBlock(fm, child)
 			if err != nil {
 				return err
 			}
 			if !fs.isIndexBlock(in, child, cb) {
 				return corrupt("directory %d block %d should be an index node", in.num, child)
 			}
-			if err := fs.checkIndexBlock(in, child, cb); err != nil {
+			if err := fs.checkIndexBlock(in, child, cp, cb); err != nil {
 				return err
 			}
 			if err := walk(cb, child, level+1, h); err != nil {
@@ -274,7 +277,7 @@ func (fs *FS) readDirOneBlock(in *inode, pos int64) ([]DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, _, err := fs.dirBlock(fm, 0)
+	b, pblk, err := fs.dirBlock(fm, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +286,7 @@ func (fs *FS) readDirOneBlock(in *inode, pos int64) ([]DirEntry, error) {
 		version += 3
 	}
 	var out []DirEntry
-	err = fs.walkDirBlock(in, 0, b, func(d dirent) bool {
+	err = fs.walkDirBlock(in, 0, pblk, b, func(d dirent) bool {
 		if d.ino == 0 {
 			return true
 		}
@@ -344,11 +347,11 @@ func (fs *FS) readDirHashed(in *inode, pos int64, max int) ([]DirEntry, error) {
 		// A run of leaves continuing one hash is listed as one.
 		var group []DirEntry
 		for first := true; i < len(leaves) && (first || leaves[i].hash&1 != 0); first = false {
-			b, _, err := fs.dirBlock(fm, leaves[i].lblk)
+			b, pblk, err := fs.dirBlock(fm, leaves[i].lblk)
 			if err != nil {
 				return nil, err
 			}
-			ents, err := fs.parseDirBlock(in, leaves[i].lblk, b)
+			ents, err := fs.parseDirBlock(in, leaves[i].lblk, pblk, b)
 			if err != nil {
 				return nil, err
 			}
