@@ -214,7 +214,7 @@ user:
 # host, checks the image holds what the guest wrote.
 #
 # A second 64 MiB disk (/dev/vdb) holds a fresh ext4 file system for
-# t_mount and t_fmap; afterwards e2fsck -fn must find it clean and
+# t_mount, t_fmap and t_dirpos; afterwards e2fsck -fn must find it clean and
 # debugfs must show the files the guest wrote (t_mount and t_fmap
 # --check-image).
 #

@@ -1,6 +1,10 @@
 package vfs
 
-import "shortbread/kernel/abi/linux"
+import (
+	"slices"
+
+	"shortbread/kernel/abi/linux"
+)
 
 // dirFile is the File of an open directory. Its position counts entries:
 // 0 is ".", 1 is "..", and from 2 on it is the file system's ReadDir
@@ -8,6 +12,12 @@ import "shortbread/kernel/abi/linux"
 type dirFile struct {
 	v *VFS
 	d *Dentry
+	// done holds the names returned at position at that share it with
+	// the entries after them (DirEntry.Shared), for the next getdents
+	// from there to skip; a seek elsewhere makes it moot. Guarded by
+	// the OpenFile's posMu.
+	at   int64
+	done []string
 }
 
 func (*dirFile) Read(Blocking, []byte, int64) (int, error)  { return 0, linux.EISDIR }
@@ -34,8 +44,13 @@ func (f *dirFile) getdents(pos int64, buf []byte) (int, int64, error) {
 	if dead {
 		return 0, pos, linux.ENOENT
 	}
+	var skip []string
+	if pos == f.at {
+		skip = slices.Clip(f.done)
+	}
+	done := skip
 	n, full := 0, false
-	emit := func(name string, ino uint64, typ uint8, next int64) bool {
+	emit := func(name string, ino uint64, typ uint8, next int64, shared bool) bool {
 		rec := linux.Dirent64{Ino: ino, Off: next, Type: typ, Name: name}
 		m := rec.Encode(buf[n:])
 		if m == 0 {
@@ -43,21 +58,32 @@ func (f *dirFile) getdents(pos int64, buf []byte) (int, int64, error) {
 			return false
 		}
 		n += m
+		switch {
+		case !shared:
+			done = nil
+		case next != pos:
+			done = []string{name} // the first of a run at next
+		default:
+			done = append(done, name)
+		}
 		pos = next
 		return true
 	}
 	ok := true
 	if pos == 0 {
 		a := f.d.inode.Attr()
-		ok = emit(".", a.Ino, linux.DT_DIR, 1)
+		ok = emit(".", a.Ino, linux.DT_DIR, 1, false)
 	}
 	if ok && pos == 1 {
 		a := parent.inode.Attr()
-		ok = emit("..", a.Ino, linux.DT_DIR, 2)
+		ok = emit("..", a.Ino, linux.DT_DIR, 2, false)
 	}
 	if ok && pos >= 2 {
 		err := f.d.inode.(Dir).ReadDir(pos-2, func(e DirEntry) bool {
-			return emit(e.Name, e.Ino, e.Type, e.Next+2)
+			if slices.Contains(skip, e.Name) {
+				return true
+			}
+			return emit(e.Name, e.Ino, e.Type, e.Next+2, e.Shared)
 		})
 		if err != nil && n == 0 {
 			return 0, pos, err
@@ -66,5 +92,6 @@ func (f *dirFile) getdents(pos int64, buf []byte) (int, int64, error) {
 	if n == 0 && full {
 		return 0, pos, linux.EINVAL
 	}
+	f.at, f.done = pos, done
 	return n, pos, nil
 }

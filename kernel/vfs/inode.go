@@ -178,7 +178,8 @@ type Dir interface {
 	// stable order, starting at position pos (0 for the first entry),
 	// until emit returns false or the entries end. Each entry's Next is
 	// the position that resumes after it; positions stay valid while
-	// other entries come and go.
+	// other entries come and go. Entries may share a position only as
+	// DirEntry.Shared says.
 	ReadDir(pos int64, emit func(DirEntry) bool) error
 }
 
@@ -202,6 +203,13 @@ type DirEntry struct {
 	Ino  uint64
 	Type uint8 // linux.DT_*
 	Next int64 // position of the entry after this one
+	// Shared says the entry after this one has the same position (names
+	// whose hashes collide, where positions are hashes: ext4): Next is
+	// then this entry's own position. An open directory remembers the
+	// names it returned at its position, so that a listing resumed
+	// there skips them (Linux keeps the rest of a collision chain in
+	// the open file for this).
+	Shared bool
 }
 
 // Volatile is implemented by a Dir whose names change without the VFS

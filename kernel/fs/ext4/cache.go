@@ -27,7 +27,15 @@ import (
 type cache struct {
 	mu     sync.RWMutex      // for reading to find a block (handles do, side by side)
 	blocks map[uint64][]byte // protected by mu
-	max    int
+	// checked holds the directory blocks whose checksum was found right
+	// since they were read (isChecked, markChecked): their bytes change
+	// only through writeDirBlock and writeIndexBlock, which checksum them
+	// again, so a scan need not check them a second time (a create
+	// scanned its leaf three times, each computing a crc32c of the
+	// block). A block leaving the cache or replaced by another buffer
+	// leaves it. Protected by mu.
+	checked map[uint64]struct{}
+	max     int
 }
 
 const cacheBlocks = 1024
@@ -36,6 +44,7 @@ func (c *cache) init(blockSize uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.blocks = make(map[uint64][]byte)
+	c.checked = make(map[uint64]struct{})
 	c.max = cacheBlocks
 }
 
@@ -76,6 +85,26 @@ func (c *cache) zero(fs *FS, n uint64) []byte {
 func (c *cache) put(n uint64, b []byte) {
 	c.mu.Lock()
 	c.blocks[n] = b
+	delete(c.checked, n)
+	c.mu.Unlock()
+}
+
+// isChecked reports whether block n's checksum was found right since it
+// was read (the cache's checked).
+func (c *cache) isChecked(n uint64) bool {
+	c.mu.RLock()
+	_, ok := c.checked[n]
+	c.mu.RUnlock()
+	return ok
+}
+
+// markChecked records that block n, read into b, has a right checksum,
+// if b is still the cache's buffer for it.
+func (c *cache) markChecked(n uint64, b []byte) {
+	c.mu.Lock()
+	if had, ok := c.blocks[n]; ok && &had[0] == &b[0] {
+		c.checked[n] = struct{}{}
+	}
 	c.mu.Unlock()
 }
 
@@ -95,6 +124,7 @@ func (c *cache) trim(fs *FS) {
 	for k := range c.blocks {
 		if i%2 == 0 && !fs.inTransaction(k) {
 			delete(c.blocks, k)
+			delete(c.checked, k)
 		}
 		i++
 	}
@@ -152,6 +182,7 @@ func (c *cache) drop(n uint64, cnt uint32) {
 	c.mu.Lock()
 	for i := range uint64(cnt) {
 		delete(c.blocks, n+i)
+		delete(c.checked, n+i)
 	}
 	c.mu.Unlock()
 }

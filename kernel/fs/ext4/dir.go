@@ -57,7 +57,8 @@ type DirEntry struct {
 	// Type is the file type the entry records (linux.DT_*), or DT_UNKNOWN
 	// without the filetype feature.
 	Type uint8
-	// Off is the entry's byte offset in the directory (ReadDirAt).
+	// Off is the entry's listing position (ReadDirAt): a byte offset
+	// or made of the name's hash.
 	Off int64
 }
 
@@ -101,32 +102,38 @@ func (fs *FS) setTail(dirIno, gen uint32, b []byte) {
 	le.PutUint32(t[8:], crc32c(fs.inodeSeed(dirIno, gen), b[:len(b)-dirTailSize]))
 }
 
-// parseDirBlock decodes the entries of a leaf block, checking each.
-func (fs *FS) parseDirBlock(in *inode, lblk uint32, b []byte) ([]dirent, error) {
-	return fs.appendDirBlock(nil, in, lblk, b)
+// parseDirBlock decodes the entries of leaf block lblk (at pblk, read
+// into b), checking each.
+func (fs *FS) parseDirBlock(in *inode, lblk uint32, pblk uint64, b []byte) ([]dirent, error) {
+	return fs.appendDirBlock(nil, in, lblk, pblk, b)
 }
 
 // appendDirBlock is parseDirBlock appending to out: a walk over a
 // directory's blocks reuses one slice for them all.
-func (fs *FS) appendDirBlock(out []dirent, in *inode, lblk uint32, b []byte) ([]dirent, error) {
-	err := fs.walkDirBlock(in, lblk, b, func(d dirent) bool {
+func (fs *FS) appendDirBlock(out []dirent, in *inode, lblk uint32, pblk uint64, b []byte) ([]dirent, error) {
+	err := fs.walkDirBlock(in, lblk, pblk, b, func(d dirent) bool {
 		out = append(out, d)
 		return true
 	})
 	return out, err
 }
 
-// walkDirBlock checks a leaf block and calls f with each entry until f
-// returns false; every entry is checked before f sees any.
-func (fs *FS) walkDirBlock(in *inode, lblk uint32, b []byte, f func(d dirent) bool) error {
+// walkDirBlock checks leaf block lblk (at pblk, the cache's buffer b)
+// and calls f with each entry until f returns false; every entry is
+// checked before f sees any. The checksum is checked once while the
+// block stays in the cache (cache.checked).
+func (fs *FS) walkDirBlock(in *inode, lblk uint32, pblk uint64, b []byte, f func(d dirent) bool) error {
 	limit := len(b)
 	if fs.hasCsum() {
 		if !fs.hasTail(b) {
 			return corrupt("directory %d block %d has no checksum tail", in.num, lblk)
 		}
 		limit -= dirTailSize
-		if want, got := crc32c(fs.inodeSeed(in.num, in.generation), b[:limit]), le.Uint32(b[limit+8:]); want != got {
-			return corrupt("directory %d block %d checksum %#x, computed %#x", in.num, lblk, got, want)
+		if !fs.cache.isChecked(pblk) {
+			if want, got := crc32c(fs.inodeSeed(in.num, in.generation), b[:limit]), le.Uint32(b[limit+8:]); want != got {
+				return corrupt("directory %d block %d checksum %#x, computed %#x", in.num, lblk, got, want)
+			}
+			fs.cache.markChecked(pblk, b)
 		}
 	}
 	for pass := 0; pass < 2; pass++ {
@@ -216,7 +223,7 @@ func (fs *FS) forEachDirentFrom(in *inode, first uint32, f func(lblk uint32, b [
 			return err
 		}
 		if fs.isIndexBlock(in, lblk, b) {
-			if err := fs.checkIndexBlock(in, lblk, b); err != nil {
+			if err := fs.checkIndexBlock(in, lblk, pblk, b); err != nil {
 				return err
 			}
 			if lblk != 0 {
@@ -234,7 +241,7 @@ func (fs *FS) forEachDirentFrom(in *inode, first uint32, f func(lblk uint32, b [
 			}
 			continue
 		}
-		ents, err = fs.appendDirBlock(ents[:0], in, lblk, b)
+		ents, err = fs.appendDirBlock(ents[:0], in, lblk, pblk, b)
 		if err != nil {
 			return err
 		}
@@ -287,15 +294,53 @@ type dirLoc struct {
 	prev int // offset of the entry before it in its block, -1 if first
 }
 
+// dirSlot is where a name that a lookup did not find can go: in the
+// slack after entry d of block lblk, or in d itself if unused; the block
+// addEntry would put it in. The lookup notes it as it passes, so that
+// addEntry need not scan again (addEntryAt).
+type dirSlot struct {
+	lblk uint32
+	pblk uint64
+	b    []byte
+	d    dirent
+}
+
+// roomAfter reports whether entry d leaves need bytes for another.
+func roomAfter(d dirent, need int) bool {
+	used := 0
+	if d.ino != 0 {
+		used = direntSize(d.nameLen)
+	}
+	return d.recLen-used >= need
+}
+
 // findEntry looks name up in directory in.
 func (fs *FS) findEntry(in *inode, name string) (*dirLoc, error) {
+	loc, _, err := fs.lookupEntry(in, name, false)
+	return loc, err
+}
+
+// lookupEntry looks name up in directory in and, with slot and the name
+// not found, also returns where it would go (nil if no block the lookup
+// passed has room).
+func (fs *FS) lookupEntry(in *inode, name string, slot bool) (*dirLoc, *dirSlot, error) {
+	need := 0
+	if slot {
+		need = direntSize(len(name))
+	}
 	if fs.indexed(in) && name != "." && name != ".." {
-		loc, ok, err := fs.dxFind(in, name)
+		loc, s, ok, err := fs.dxFind(in, name, need)
 		if ok || err != nil && !errors.Is(err, linux.ENOENT) {
-			return loc, err
+			return loc, s, err
 		}
 	}
+	// A slot only in a plain directory: in an indexed one addEntry goes
+	// through the index (or drops it first).
+	if in.flags&flagIndex != 0 {
+		need = 0
+	}
 	var loc *dirLoc
+	var s *dirSlot
 	prev, prevBlk := -1, uint32(0)
 	err := fs.forEachDirent(in, func(lblk uint32, b []byte, pblk uint64, d dirent) (bool, error) {
 		if lblk != prevBlk {
@@ -305,16 +350,19 @@ func (fs *FS) findEntry(in *inode, name string) (*dirLoc, error) {
 			loc = &dirLoc{lblk: lblk, pblk: pblk, d: d, prev: prev}
 			return false, nil
 		}
+		if need > 0 && s == nil && roomAfter(d, need) {
+			s = &dirSlot{lblk: lblk, pblk: pblk, b: b, d: d}
+		}
 		prev = d.off
 		return true, nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if loc == nil {
-		return nil, linux.ENOENT
+		return nil, s, linux.ENOENT
 	}
-	return loc, nil
+	return loc, nil, nil
 }
 
 // writeDirBlock rechecksums and writes a leaf block of directory in.
@@ -330,8 +378,26 @@ func (fs *FS) writeDirBlock(in *inode, pblk uint64, b []byte) error {
 // or a new block at the end, which a directory outgrowing one block gets
 // as an index. An index that cannot grow further is dropped.
 func (fs *FS) addEntry(in *inode, name string, ino uint32, ftype uint8) error {
+	return fs.addEntryAt(in, name, ino, ftype, nil)
+}
+
+// addEntryAt is addEntry with the slot the lookup that found name free
+// noted (lookupEntry), if any: nothing changed the directory since (its
+// caller holds the directory's lock), so the name goes there, as
+// addEntry would put it, unless the block is no longer the one seen.
+func (fs *FS) addEntryAt(in *inode, name string, ino uint32, ftype uint8, s *dirSlot) error {
 	if len(name) == 0 || len(name) > maxNameLen {
 		return linux.ENAMETOOLONG
+	}
+	if s != nil {
+		b, err := fs.cache.get(fs, s.pblk)
+		if err != nil {
+			return err
+		}
+		if &b[0] == &s.b[0] && le.Uint32(b[s.d.off:]) == s.d.ino && fs.recLen(b[s.d.off+4:]) == s.d.recLen {
+			fs.putAfter(b, s.d, name, ino, ftype)
+			return fs.writeDirBlock(in, s.pblk, b)
+		}
 	}
 	if fs.indexed(in) {
 		err := fs.dxAdd(in, name, ino, ftype)
@@ -348,21 +414,10 @@ func (fs *FS) addEntry(in *inode, name string, ino uint32, ftype uint8) error {
 	var placed bool
 	var werr error
 	err := fs.forEachDirent(in, func(lblk uint32, b []byte, pblk uint64, d dirent) (bool, error) {
-		used := 0
-		if d.ino != 0 {
-			used = direntSize(d.nameLen)
-		}
-		if d.recLen-used < need {
+		if !roomAfter(d, need) {
 			return true, nil
 		}
-		off := d.off
-		recLen := d.recLen
-		if d.ino != 0 {
-			fs.putRecLen(b[off+4:], used)
-			off += used
-			recLen -= used
-		}
-		fs.putDirent(b[off:], ino, recLen, name, ftype)
+		fs.putAfter(b, d, name, ino, ftype)
 		werr = fs.writeDirBlock(in, pblk, b)
 		placed = true
 		return false, nil
@@ -409,6 +464,20 @@ func errors2(a, b error) error {
 		return a
 	}
 	return b
+}
+
+// putAfter puts name in the slack after entry d of block b, or in d
+// itself if unused (roomAfter said it fits), moving no entry: a listing
+// in progress keeps its place.
+func (fs *FS) putAfter(b []byte, d dirent, name string, ino uint32, ftype uint8) {
+	off, recLen := d.off, d.recLen
+	if d.ino != 0 {
+		used := direntSize(d.nameLen)
+		fs.putRecLen(b[off+4:], used)
+		off += used
+		recLen -= used
+	}
+	fs.putDirent(b[off:], ino, recLen, name, ftype)
 }
 
 func (fs *FS) putDirent(b []byte, ino uint32, recLen int, name string, ftype uint8) {

@@ -41,3 +41,19 @@ func TestNameHash(t *testing.T) {
 		}
 	}
 }
+
+// TestLegacyCollisions checks that the pairs of names ext4vfs's
+// TestListCollisions lists share a legacy hash (its minor hash is 0),
+// so that they share a listing position there.
+func TestLegacyCollisions(t *testing.T) {
+	pairs := [][2]string{{"cl-005007", "cl-005707"}, {"cl-024000", "cl-024044"}, {"cl-024004", "cl-024040"}}
+	for _, p := range pairs {
+		for _, v := range []uint8{hashLegacy, hashLegacyUnsigned} {
+			h1, m1, _ := nameHash([]byte(p[0]), v, [4]uint32{1, 2, 3, 4})
+			h2, m2, _ := nameHash([]byte(p[1]), v, [4]uint32{})
+			if hashPos(h1, m1) != hashPos(h2, m2) {
+				t.Errorf("%q and %q (hash version %d): positions %#x and %#x", p[0], p[1], v, hashPos(h1, m1), hashPos(h2, m2))
+			}
+		}
+	}
+}

@@ -182,6 +182,7 @@ type FS struct {
 	jnl        *journal      // nil: writes go home at once (no journal, or read-only)
 	genCounter atomic.Uint32 // varies new inodes' generation numbers
 	noIndex    bool          // tests: grow directories without an index
+	noSlot     bool          // tests: addEntry finds room itself (no dirSlot from the lookup)
 	// held counts the holds on inodes open (Hold), by number;
 	// orphans says the orphan list may not be empty, so that the last
 	// Release of an inode may have to take it off and free it. Both

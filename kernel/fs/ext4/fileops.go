@@ -214,11 +214,15 @@ func (fs *FS) Append(ino uint32, p []byte) (int, int64, error) {
 }
 
 // ReadDirAt returns the entries of directory dir whose position is pos
-// or later, in order, stopping at the end of the block in which it has
-// max entries. An entry's position (DirEntry.Off) stays valid while
-// others come and go: in a plain directory it is the entry's byte offset
-// (entries there never move), in an indexed one it is made of the name's
-// hash (a leaf split moves entries between blocks), as on Linux.
+// or later, in order, stopping at the end of the block (or run of index
+// leaves) in which it has max entries. An entry's position
+// (DirEntry.Off) stays valid while others come and go: on a dir_index
+// file system, for a directory with an index or of one block, it is
+// made of the name's hash (a leaf split moves entries between blocks,
+// and a one-block directory gets an index when it outgrows its block),
+// as on Linux (htree.go); in other directories it is the entry's byte
+// offset (entries there never move). Entries sharing a position (equal
+// hashes) come out together, never split between two calls.
 func (fs *FS) ReadDirAt(dir uint32, pos int64, max int) ([]DirEntry, error) {
 	defer fs.rbeginInode(dir)()
 	d, err := fs.iget(dir)
@@ -228,8 +232,11 @@ func (fs *FS) ReadDirAt(dir uint32, pos int64, max int) ([]DirEntry, error) {
 	if pos < 0 {
 		return nil, linux.EINVAL
 	}
-	if fs.indexed(d) {
-		return fs.readDirHashed(d, pos, max)
+	if fs.hashOrdered(d) {
+		if fs.indexed(d) {
+			return fs.readDirHashed(d, pos, max)
+		}
+		return fs.readDirOneBlock(d, pos)
 	}
 	var out []DirEntry
 	bs := int64(fs.blockSize)

@@ -1,6 +1,11 @@
 package ext4
 
-import "sort"
+import (
+	"cmp"
+	"slices"
+	"sort"
+	"strings"
+)
 
 // Hashed directories (dir_index). Block 0 of an indexed directory holds
 // "." and "..", whose record covers the rest of the block, then the
@@ -41,8 +46,10 @@ func (fs *FS) parseRootDots(in *inode, b []byte) ([]dirent, error) {
 	return []dirent{dot, dotdot}, nil
 }
 
-// checkIndexBlock checks an index block's geometry and checksum.
-func (fs *FS) checkIndexBlock(in *inode, lblk uint32, b []byte) error {
+// checkIndexBlock checks index block lblk's geometry and checksum (at
+// pblk, the cache's buffer b; the checksum once while the block stays in
+// the cache, as walkDirBlock's).
+func (fs *FS) checkIndexBlock(in *inode, lblk uint32, pblk uint64, b []byte) error {
 	if lblk == 0 {
 		info := b[dxRootInfoOff:]
 		if info[5] != 8 || info[6] > 2 && !(info[6] == 3 && fs.sb.incompat&incompatLargeDir != 0) {
@@ -58,11 +65,12 @@ func (fs *FS) checkIndexBlock(in *inode, lblk uint32, b []byte) error {
 	if count > limit || count == 0 || countOff+limit*8+tail > len(b) {
 		return corrupt("directory %d index block %d holds %d of %d entries", in.num, lblk, count, limit)
 	}
-	if fs.hasCsum() {
+	if fs.hasCsum() && !fs.cache.isChecked(pblk) {
 		t := countOff + limit*8
 		if want, got := fs.dxCsum(in, b, countOff, count, t), le.Uint32(b[t+4:]); want != got {
 			return corrupt("directory %d index block %d checksum %#x, computed %#x", in.num, lblk, got, want)
 		}
+		fs.cache.markChecked(pblk, b)
 	}
 	return nil
 }
@@ -97,7 +105,7 @@ func (fs *FS) dropIndex(in *inode) error {
 	if err != nil {
 		return err
 	}
-	if err := fs.checkIndexBlock(in, 0, root); err != nil {
+	if err := fs.checkIndexBlock(in, 0, rootPblk, root); err != nil {
 		return err
 	}
 	nblocks, err := fs.dirBlocks(in)
@@ -110,12 +118,12 @@ func (fs *FS) dropIndex(in *inode) error {
 	for level := 0; level < levels; level++ {
 		var next []uint32
 		for _, lb := range frontier {
-			b, _, err := fs.dirBlock(fm, lb)
+			b, pblk, err := fs.dirBlock(fm, lb)
 			if err != nil {
 				return err
 			}
 			if lb != 0 {
-				if err := fs.checkIndexBlock(in, lb, b); err != nil {
+				if err := fs.checkIndexBlock(in, lb, pblk, b); err != nil {
 					return err
 				}
 			}
@@ -170,11 +178,11 @@ func (fs *FS) dxLeaves(in *inode, fm *fileMapping) ([]dxLeaf, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, _, err := fs.dirBlock(fm, 0)
+	root, rootPblk, err := fs.dirBlock(fm, 0)
 	if err != nil {
 		return nil, err
 	}
-	if err := fs.checkIndexBlock(in, 0, root); err != nil {
+	if err := fs.checkIndexBlock(in, 0, rootPblk, root); err != nil {
 		return nil, err
 	}
 	levels := int(root[dxRootInfoOff+6])
@@ -197,14 +205,14 @@ func (fs *FS) dxLeaves(in *inode, fm *fileMapping) ([]dxLeaf, error) {
 				out = append(out, dxLeaf{h, child})
 				continue
 			}
-			cb, _, err := fs.dirBlock(fm, child)
+			cb, cp, err := fs.dirBlock(fm, child)
 			if err != nil {
 				return err
 			}
 			if !fs.isIndexBlock(in, child, cb) {
 				return corrupt("directory %d block %d should be an index node", in.num, child)
 			}
-			if err := fs.checkIndexBlock(in, child, cb); err != nil {
+			if err := fs.checkIndexBlock(in, child, cp, cb); err != nil {
 				return err
 			}
 			if err := walk(cb, child, level+1, h); err != nil {
@@ -216,16 +224,96 @@ func (fs *FS) dxLeaves(in *inode, fm *fileMapping) ([]dxLeaf, error) {
 	return out, walk(root, 0, 0, 0)
 }
 
-// hashPos is a listing position made of an entry's hashes: ordered as the
-// index orders names, and unmoved when a split moves the entry to
-// another block. 0 and 1 are "." and "..".
+// Listing positions on a dir_index file system are made of hashes, for
+// every directory that has an index or fits one block (the one that
+// gets an index when it outgrows its block), as Linux's are: a name's
+// position stays put when a leaf split moves it to another block, and
+// does not change kind when its directory becomes indexed, so a listing
+// that spans either sees each name once. A position is what Linux gives
+// a 64-bit process: the major hash without its low bit (always clear)
+// over the 32-bit minor hash, "." at 0 and ".." at hash 2 (1<<32). Names
+// whose hashes are equal share a position (the VFS keeps track of the
+// ones it returned there, vfs.DirEntry.Shared). Other directories list
+// in block order, at byte offsets.
+
+const (
+	dotPos    = 0
+	dotdotPos = 1 << 32
+)
+
+// hashPos is the listing position of a name with hashes hash and minor.
 func hashPos(hash, minor uint32) int64 {
-	return int64(hash>>1)<<31 | int64(minor>>1) + 2
+	return int64(hash>>1)<<32 | int64(minor)
+}
+
+// hashOrdered reports whether directory in is listed in hash order.
+// A one-block directory is if its index will use the default hash
+// (makeIndexed); tests that grow directories without an index (noIndex)
+// keep offsets.
+func (fs *FS) hashOrdered(in *inode) bool {
+	if fs.sb.compat&compatDirIndex == 0 {
+		return false
+	}
+	if in.flags&flagIndex != 0 {
+		return true
+	}
+	return in.size == uint64(fs.blockSize) && fs.sb.defHashVersion <= hashTea && !fs.noIndex
+}
+
+// sortByPos orders entries by position, names sharing one by name.
+func sortByPos(ents []DirEntry) {
+	slices.SortFunc(ents, func(a, b DirEntry) int {
+		if c := cmp.Compare(a.Off, b.Off); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+}
+
+// readDirOneBlock lists a one-block directory in hash order (see above),
+// hashing its names as makeIndexed will.
+func (fs *FS) readDirOneBlock(in *inode, pos int64) ([]DirEntry, error) {
+	fm, err := fs.mapping(in)
+	if err != nil {
+		return nil, err
+	}
+	b, pblk, err := fs.dirBlock(fm, 0)
+	if err != nil {
+		return nil, err
+	}
+	version := fs.sb.defHashVersion
+	if fs.sb.flags&sFlagUnsignedHash != 0 {
+		version += 3
+	}
+	var out []DirEntry
+	err = fs.walkDirBlock(in, 0, pblk, b, func(d dirent) bool {
+		if d.ino == 0 {
+			return true
+		}
+		name := b[d.off+direntHeader : d.off+direntHeader+d.nameLen]
+		var p int64
+		switch string(name) {
+		case ".":
+			p = dotPos
+		case "..":
+			p = dotdotPos
+		default:
+			h, minor, _ := nameHash(name, version, fs.sb.hashSeed)
+			p = hashPos(h, minor)
+		}
+		if p >= pos {
+			out = append(out, DirEntry{Name: string(name), Ino: d.ino, Type: dtOf(d.ftype), Off: p})
+		}
+		return true
+	})
+	sortByPos(out)
+	return out, err
 }
 
 // readDirHashed lists an indexed directory in hash order from position
 // pos, a leaf (or a run of leaves sharing a hash) at a time, until it
-// has max entries.
+// has max entries: names sharing a position are never split between two
+// calls.
 func (fs *FS) readDirHashed(in *inode, pos int64, max int) ([]DirEntry, error) {
 	fm, err := fs.mapping(in)
 	if err != nil {
@@ -241,8 +329,8 @@ func (fs *FS) readDirHashed(in *inode, pos int64, max int) ([]DirEntry, error) {
 		return nil, err
 	}
 	for i, d := range dots {
-		if int64(i) >= pos {
-			out = append(out, DirEntry{Name: []string{".", ".."}[i], Ino: d.ino, Type: dtOf(d.ftype), Off: int64(i)})
+		if p := []int64{dotPos, dotdotPos}[i]; p >= pos {
+			out = append(out, DirEntry{Name: []string{".", ".."}[i], Ino: d.ino, Type: dtOf(d.ftype), Off: p})
 		}
 	}
 	leaves, err := fs.dxLeaves(in, fm)
@@ -250,10 +338,7 @@ func (fs *FS) readDirHashed(in *inode, pos int64, max int) ([]DirEntry, error) {
 		return nil, err
 	}
 	version := fs.dxVersion(root)
-	startHash := uint32(0)
-	if pos >= 2 {
-		startHash = uint32((pos-2)>>31) << 1
-	}
+	startHash := uint32(pos>>32) << 1
 	i := sort.Search(len(leaves), func(i int) bool { return leaves[i].hash > startHash }) - 1
 	if i < 0 {
 		i = 0
@@ -262,11 +347,11 @@ func (fs *FS) readDirHashed(in *inode, pos int64, max int) ([]DirEntry, error) {
 		// A run of leaves continuing one hash is listed as one.
 		var group []DirEntry
 		for first := true; i < len(leaves) && (first || leaves[i].hash&1 != 0); first = false {
-			b, _, err := fs.dirBlock(fm, leaves[i].lblk)
+			b, pblk, err := fs.dirBlock(fm, leaves[i].lblk)
 			if err != nil {
 				return nil, err
 			}
-			ents, err := fs.parseDirBlock(in, leaves[i].lblk, b)
+			ents, err := fs.parseDirBlock(in, leaves[i].lblk, pblk, b)
 			if err != nil {
 				return nil, err
 			}
@@ -282,7 +367,7 @@ func (fs *FS) readDirHashed(in *inode, pos int64, max int) ([]DirEntry, error) {
 			}
 			i++
 		}
-		sort.Slice(group, func(a, b int) bool { return group[a].Off < group[b].Off })
+		sortByPos(group)
 		out = append(out, group...)
 	}
 	return out, nil

@@ -71,7 +71,7 @@ func (fs *FS) dxPath(in *inode, fm *fileMapping, hash uint32) ([]*dxFrame, uint3
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := fs.checkIndexBlock(in, 0, root); err != nil {
+	if err := fs.checkIndexBlock(in, 0, pblk, root); err != nil {
 		return nil, 0, err
 	}
 	levels := int(root[dxRootInfoOff+6])
@@ -94,7 +94,7 @@ func (fs *FS) dxPath(in *inode, fm *fileMapping, hash uint32) ([]*dxFrame, uint3
 		if !fs.isIndexBlock(in, child, b) {
 			return nil, 0, corrupt("directory %d block %d should be an index node", in.num, child)
 		}
-		if err := fs.checkIndexBlock(in, child, b); err != nil {
+		if err := fs.checkIndexBlock(in, child, p, b); err != nil {
 			return nil, 0, err
 		}
 		frames = append(frames, &dxFrame{lblk: child, pblk: p, b: b, countOff: 8})
@@ -103,54 +103,60 @@ func (fs *FS) dxPath(in *inode, fm *fileMapping, hash uint32) ([]*dxFrame, uint3
 
 // dxFind looks name up through the index. ok false means the index could
 // not decide (a run of equal hashes crossing index nodes): search
-// linearly.
-func (fs *FS) dxFind(in *inode, name string) (loc *dirLoc, ok bool, err error) {
+// linearly. With need above 0 and the name not found, it also returns
+// the first entry of the name's leaf (where dxAdd would put it) that
+// leaves need bytes, if one does.
+func (fs *FS) dxFind(in *inode, name string, need int) (loc *dirLoc, slot *dirSlot, ok bool, err error) {
 	fm, err := fs.mapping(in)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	root, _, err := fs.dirBlock(fm, 0)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	hash, _, known := nameHash([]byte(name), fs.dxVersion(root), fs.sb.hashSeed)
 	if !known {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	frames, leaf, err := fs.dxPath(in, fm, hash)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	last := frames[len(frames)-1]
 	for {
 		b, pblk, err := fs.dirBlock(fm, leaf)
 		if err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 		prev := -1
 		var found *dirLoc
-		err = fs.walkDirBlock(in, leaf, b, func(d dirent) bool {
+		err = fs.walkDirBlock(in, leaf, pblk, b, func(d dirent) bool {
 			if d.ino != 0 && d.nameLen == len(name) && string(b[d.off+direntHeader:d.off+direntHeader+d.nameLen]) == name {
 				found = &dirLoc{lblk: leaf, pblk: pblk, d: d, prev: prev}
 				return false
 			}
+			if need > 0 && slot == nil && roomAfter(d, need) {
+				slot = &dirSlot{lblk: leaf, pblk: pblk, b: b, d: d}
+			}
 			prev = d.off
 			return true
 		})
+		need = 0 // only the first leaf is dxAdd's
 		if err != nil || found != nil {
-			return found, true, err
+			return found, nil, true, err
 		}
 		// Names of one hash may continue in the next leaf, whose index
 		// hash then has its low bit set.
 		next := last.idx + 1
 		if next >= last.count() {
 			if len(frames) > 1 {
-				return nil, false, nil
+				return nil, nil, false, nil
 			}
-			return nil, true, linux.ENOENT
+			return nil, slot, true, linux.ENOENT
 		}
 		if h := last.hash(next); h&1 == 0 || h&^1 != hash {
-			return nil, true, linux.ENOENT
+			return nil, slot, true, linux.ENOENT
 		}
 		last.idx = next
 		leaf = last.block(next)
@@ -192,8 +198,8 @@ func (fs *FS) packLeaf(b []byte, ents []leafEntry) bool {
 }
 
 // leafEntries decodes the live entries of a leaf with their hashes.
-func (fs *FS) leafEntries(in *inode, lblk uint32, b []byte, version uint8) ([]leafEntry, error) {
-	ents, err := fs.parseDirBlock(in, lblk, b)
+func (fs *FS) leafEntries(in *inode, lblk uint32, pblk uint64, b []byte, version uint8) ([]leafEntry, error) {
+	ents, err := fs.parseDirBlock(in, lblk, pblk, b)
 	if err != nil {
 		return nil, err
 	}
@@ -283,28 +289,17 @@ func (fs *FS) dxAddOnce(in *inode, name string, ino uint32, ftype uint8) error {
 	// Room in the leaf: put the name in the slack after an entry, moving
 	// none (a listing in progress keeps its place).
 	need := direntSize(len(name))
-	parsed, err := fs.parseDirBlock(in, leaf, b)
+	parsed, err := fs.parseDirBlock(in, leaf, pblk, b)
 	if err != nil {
 		return err
 	}
 	for _, d := range parsed {
-		used := 0
-		if d.ino != 0 {
-			used = direntSize(d.nameLen)
+		if roomAfter(d, need) {
+			fs.putAfter(b, d, name, ino, ftype)
+			return fs.writeDirBlock(in, pblk, b)
 		}
-		if d.recLen-used < need {
-			continue
-		}
-		off, recLen := d.off, d.recLen
-		if d.ino != 0 {
-			fs.putRecLen(b[off+4:], used)
-			off += used
-			recLen -= used
-		}
-		fs.putDirent(b[off:], ino, recLen, name, ftype)
-		return fs.writeDirBlock(in, pblk, b)
 	}
-	ents, err := fs.leafEntries(in, leaf, b, version)
+	ents, err := fs.leafEntries(in, leaf, pblk, b, version)
 	if err != nil {
 		return err
 	}
@@ -422,7 +417,7 @@ func (fs *FS) makeIndexed(in *inode, name string, ino uint32, ftype uint8) error
 		return errNoRoom
 	}
 	root := []byte(nil)
-	parsed, err := fs.parseDirBlock(in, 0, b0)
+	parsed, err := fs.parseDirBlock(in, 0, p0, b0)
 	if err != nil {
 		return err
 	}

@@ -105,19 +105,22 @@ func (fs *FS) dirForChange(dir uint32) (*inode, error) {
 	return d, nil
 }
 
-func (fs *FS) checkFree(d *inode, name string) error {
+// checkFree checks that name can be entered in d and returns where it
+// would go (lookupEntry), for addEntryAt.
+func (fs *FS) checkFree(d *inode, name string) (*dirSlot, error) {
 	if len(name) > maxNameLen {
-		return linux.ENAMETOOLONG
+		return nil, linux.ENAMETOOLONG
 	}
 	if name == "" || name == "." || name == ".." {
-		return linux.EEXIST
+		return nil, linux.EEXIST
 	}
-	if _, err := fs.findEntry(d, name); err == nil {
-		return linux.EEXIST
+	_, slot, err := fs.lookupEntry(d, name, !fs.noSlot)
+	if err == nil {
+		return nil, linux.EEXIST
 	} else if !errors.Is(err, linux.ENOENT) {
-		return err
+		return nil, err
 	}
-	return nil
+	return slot, nil
 }
 
 // touchDir sets a directory's mtime and ctime and writes it.
@@ -224,14 +227,15 @@ func (fs *FS) makeHandle(dir uint32, name string, mode, uid, gid uint32, fill fu
 	}
 	defer l.unlock()
 	d, err := fs.dirForChange(dir)
+	var slot *dirSlot
 	if err == nil {
-		err = fs.checkFree(d, name)
+		slot, err = fs.checkFree(d, name)
 	}
 	if err == nil && linked != nil && in.isDir() && d.links >= linkMax && fs.sb.roCompat&roCompatDirNlink == 0 {
 		err = linux.EMLINK
 	}
 	if err == nil {
-		err = fs.addEntry(d, name, in.num, fileTypeOf(uint32(in.mode)))
+		err = fs.addEntryAt(d, name, in.num, fileTypeOf(uint32(in.mode)), slot)
 	}
 	if err != nil {
 		in.links = 0
@@ -256,7 +260,8 @@ func (fs *FS) create(dir uint32, name string, mode, uid, gid, major, minor uint3
 	if err != nil {
 		return 0, err
 	}
-	if err := fs.checkFree(d, name); err != nil {
+	slot, err := fs.checkFree(d, name)
+	if err != nil {
 		return 0, err
 	}
 	in, err := fs.newInode(dir, mode, uid, gid, nil)
@@ -267,17 +272,18 @@ func (fs *FS) create(dir uint32, name string, mode, uid, gid, major, minor uint3
 		in.setRdev(major, minor)
 	}
 	in.links = 1
-	return in.num, fs.linkNew(d, name, in)
+	return in.num, fs.linkNew(d, name, in, slot)
 }
 
-// linkNew writes a new inode and enters it in d; on failure to enter it
-// the inode is freed again.
-func (fs *FS) linkNew(d *inode, name string, in *inode) error {
+// linkNew writes a new inode and enters it in d (at slot, from
+// checkFree, if not nil); on failure to enter it the inode is freed
+// again.
+func (fs *FS) linkNew(d *inode, name string, in *inode, slot *dirSlot) error {
 	if err := fs.iput(in); err != nil {
 		fs.freeInode(in.num, in.isDir())
 		return err
 	}
-	if err := fs.addEntry(d, name, in.num, fileTypeOf(uint32(in.mode))); err != nil {
+	if err := fs.addEntryAt(d, name, in.num, fileTypeOf(uint32(in.mode)), slot); err != nil {
 		in.links = 0
 		return errors.Join(err, fs.evict(in))
 	}
@@ -338,7 +344,8 @@ func (fs *FS) mkdir(dir uint32, name string, perm, uid, gid uint32) (uint32, err
 	if err != nil {
 		return 0, err
 	}
-	if err := fs.checkFree(d, name); err != nil {
+	slot, err := fs.checkFree(d, name)
+	if err != nil {
 		return 0, err
 	}
 	if d.links >= linkMax && fs.sb.roCompat&roCompatDirNlink == 0 {
@@ -352,7 +359,7 @@ func (fs *FS) mkdir(dir uint32, name string, perm, uid, gid uint32) (uint32, err
 		in.links = 0
 		return 0, errors.Join(err, fs.evict(in))
 	}
-	if err := fs.linkNew(d, name, in); err != nil {
+	if err := fs.linkNew(d, name, in, slot); err != nil {
 		return 0, err
 	}
 	fs.incLinks(d)
@@ -419,7 +426,8 @@ func (fs *FS) symlink(dir uint32, name, target string, uid, gid uint32) (uint32,
 	if err != nil {
 		return 0, err
 	}
-	if err := fs.checkFree(d, name); err != nil {
+	slot, err := fs.checkFree(d, name)
+	if err != nil {
 		return 0, err
 	}
 	in, err := fs.newInode(dir, linux.S_IFLNK|0o777, uid, gid, nil)
@@ -433,7 +441,7 @@ func (fs *FS) symlink(dir uint32, name, target string, uid, gid uint32) (uint32,
 		in.links = 0
 		return 0, errors.Join(err, fs.evict(in))
 	}
-	return in.num, fs.linkNew(d, name, in)
+	return in.num, fs.linkNew(d, name, in, slot)
 }
 
 // Link enters inode ino in dir as name. In a handle it holds the locks
@@ -468,10 +476,11 @@ func (fs *FS) link(dir uint32, name string, ino uint32) error {
 	if in.links == 0 {
 		return linux.ENOENT
 	}
-	if err := fs.checkFree(d, name); err != nil {
+	slot, err := fs.checkFree(d, name)
+	if err != nil {
 		return err
 	}
-	if err := fs.addEntry(d, name, ino, fileTypeOf(uint32(in.mode))); err != nil {
+	if err := fs.addEntryAt(d, name, ino, fileTypeOf(uint32(in.mode)), slot); err != nil {
 		return err
 	}
 	in.links++

@@ -65,11 +65,9 @@ func TestConcurrentNamesChurn(t *testing.T) {
 	if err := v.Mkdir(c, nil, "/mnt/d", 0o777); err != nil {
 		t.Fatal(err)
 	}
-	// Enough names that the directory has an index from the start: a
-	// listing that spans the change of a one-block directory into an
-	// indexed one sees names again (positions change from offsets to
-	// hashes; Linux lists every directory of a dir_index file system in
-	// hash order, so its positions never change kind).
+	// Enough names that the directory has an index from the start (a
+	// listing spanning a one-block directory's change into an indexed
+	// one is TestListSpansIndexing's).
 	const stay = 300
 	for i := range stay {
 		f, err := v.Open(c, nil, fmt.Sprintf("/mnt/d/s%03d", i), linux.O_CREAT|linux.O_WRONLY, 0o644)

@@ -13,6 +13,7 @@ package ext4vfs
 import (
 	"errors"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -397,9 +398,12 @@ func (d dir) Rename(oldName string, newDir vfs.Dir, newName string, flags uint32
 // readDirBatch is how many entries ReadDir fetches at a time.
 const readDirBatch = 128
 
-// ReadDir implements vfs.Dir. A position is an entry's byte offset in the
-// directory; the next position is one past it, so an entry removed or
-// added meanwhile never makes the listing repeat one.
+// ReadDir implements vfs.Dir. A position is package ext4's (ReadDirAt):
+// an entry's byte offset or made of its name's hash. The next position
+// is one past the entry's, so an entry removed or added meanwhile never
+// makes the listing repeat one; names with equal hashes share a
+// position, and each but the last of them is marked Shared (ReadDirAt
+// returns them together).
 func (d dir) ReadDir(pos int64, emit func(vfs.DirEntry) bool) error {
 	for {
 		ents, err := d.fs.disk.ReadDirAt(d.ino, pos, readDirBatch)
@@ -409,12 +413,14 @@ func (d dir) ReadDir(pos int64, emit func(vfs.DirEntry) bool) error {
 		if len(ents) == 0 {
 			return nil
 		}
-		for _, e := range ents {
-			pos = e.Off + 1
-			if e.Name == "." || e.Name == ".." {
-				continue
+		pos = ents[len(ents)-1].Off + 1
+		ents = slices.DeleteFunc(ents, func(e ext4.DirEntry) bool { return e.Name == "." || e.Name == ".." })
+		for i, e := range ents {
+			next, shared := e.Off+1, i+1 < len(ents) && ents[i+1].Off == e.Off
+			if shared {
+				next = e.Off
 			}
-			if !emit(vfs.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Type: e.Type, Next: pos}) {
+			if !emit(vfs.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Type: e.Type, Next: next, Shared: shared}) {
 				return nil
 			}
 		}
