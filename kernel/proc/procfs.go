@@ -469,6 +469,7 @@ func (p *Process) statusText(t *Thread) []byte {
 	}
 	comm := p.mainComm()
 	tid := p.PID
+	thread := t // nil for the process's file (t becomes its leader below)
 	if t != nil {
 		comm, tid = t.commName(), t.TID
 	}
@@ -528,8 +529,16 @@ func (p *Process) statusText(t *Thread) []byte {
 	fmt.Fprintf(&b, "NoNewPrivs:\t%d\nSeccomp:\t%d\nSeccomp_filters:\t%d\n", noNewPrivs, seccomp, filters)
 	fmt.Fprintf(&b, "Speculation_Store_Bypass:\t%s\nSpeculationIndirectBranch:\t%s\n", specStatusSSB, specStatusIB)
 	n := machine.NumCPU()
-	fmt.Fprintf(&b, "Cpus_allowed:\t%x\nCpus_allowed_list:\t0-%d\nvoluntary_ctxt_switches:\t0\nnonvoluntary_ctxt_switches:\t0\n",
-		uint64(1)<<n-1, n-1)
+	// A thread's own switches; the process's file shows its leader's,
+	// as Linux's does (getrusage adds the threads up).
+	var sw switches
+	if thread != nil {
+		sw = thread.switches()
+	} else {
+		sw = p.leaderSwitches()
+	}
+	fmt.Fprintf(&b, "Cpus_allowed:\t%x\nCpus_allowed_list:\t0-%d\nvoluntary_ctxt_switches:\t%d\nnonvoluntary_ctxt_switches:\t%d\n",
+		uint64(1)<<n-1, n-1, sw.vol, sw.invol)
 	return b.Bytes()
 }
 

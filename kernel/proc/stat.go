@@ -10,9 +10,10 @@ package proc
 // work that no thread is charged for (netstack's TCP processors, the
 // garbage collector, drivers), as Linux counts its kernel threads and
 // softirqs as system and softirq time. nice, iowait, irq, softirq, steal
-// and guest time are not measured and stay 0. ctxt counts the times a
-// user thread blocked (a voluntary switch); Go's preemption of
-// goroutines is not counted.
+// and guest time are not measured and stay 0. ctxt counts the user
+// threads' context switches (cputime.go): the times one blocked and the
+// times one was preempted in user mode; the kernel's own goroutines'
+// and Ms' switches are not counted.
 
 import (
 	"bytes"
