@@ -4,7 +4,7 @@ package proc
 // cmdline, environ, comm, the exe, cwd and root links, fd/ and task/<tid>/,
 // and the /proc/self and /proc/thread-self links. Formats follow Linux's
 // Documentation/filesystems/proc.rst, fields Shortbread does not keep
-// (major faults, scheduling policy, code and data bounds...) read 0.
+// (major faults, code and data bounds, wchan...) read 0.
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/fs/procfs"
@@ -434,28 +435,47 @@ func (p *Process) statLine(t *Thread) []byte {
 	nthreads := len(p.threads)
 	pending := p.pending.mask
 	pgid, sid, start := p.pgid, p.sid, p.start
-	rsslim := p.rlimits()[rlimitAS].cur
+	rsslim := p.rlimits()[rlimitRSS].cur
+	sched := p.sched
+	exitSignal := p.exitSignal
 	p.mu.Unlock()
 	var blocked uint64
-	if t != nil {
-		blocked = t.sigMask
-	} else if lt := lookupThread(p.PID); lt != nil {
+	lt := t // the thread whose CPU and exit signal the line shows
+	if lt == nil {
+		lt = lookupThread(p.PID)
+	}
+	if lt != nil {
 		blocked = lt.sigMask
+	}
+	cpu := 0
+	if lt != nil {
+		// The CPU the thread last ran its program on (Linux's
+		// task_cpu), not the reader's: written by the machine layer.
+		cpu = int(atomic.LoadUint64(&lt.regs.ExitCPU))
+	}
+	if t != nil && t.TID != p.PID {
+		exitSignal = -1 // a thread's, as Linux's CLONE_THREAD sets it
+	}
+	// priority as Linux's task_prio: 20 + nice for the normal policies,
+	// -1 - the real-time priority for SCHED_FIFO and SCHED_RR.
+	prio := 20 + sched.nice
+	if rtPolicy(sched.policy) {
+		prio = -1 - sched.rtprio
 	}
 	ign, cgt := p.sig.dispositions()
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "%d (%s) %c %d %d %d %d %d 0 %d %d 0 0 %d %d %d %d 20 0 %d 0 %d %d %d %d",
+	fmt.Fprintf(&b, "%d (%s) %c %d %d %d %d %d 0 %d %d 0 0 %d %d %d %d %d %d %d 0 %d %d %d %d",
 		p.PID, comm, state, ppid, pgid, sid, ttyNr, tpgid,
 		faults, cfaults,
 		ticks(times.user), ticks(times.sys), ticks(ch.user), ticks(ch.sys),
-		nthreads, ticks(start), vsize, rss, rsslim)
+		prio, sched.nice, nthreads, ticks(start), vsize, rss, rsslim)
 	// startcode endcode startstack kstkesp kstkeip signal blocked
 	// sigignore sigcatch wchan nswap cnswap exit_signal processor
 	// rt_priority policy delayacct_blkio_ticks guest_time cguest_time
 	// start_data end_data start_brk arg_start arg_end env_start env_end
 	// exit_code
-	fmt.Fprintf(&b, " 0 0 0 0 0 %d %d %d %d 0 0 0 %d %d 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
-		pending, blocked, ign, cgt, sigCHLD, machine.CurrentCPU())
+	fmt.Fprintf(&b, " 0 0 0 0 0 %d %d %d %d 0 0 0 %d %d %d %d 0 0 0 0 0 0 0 0 0 0 0\n",
+		pending, blocked, ign, cgt, exitSignal, cpu, sched.rtprio, sched.policy)
 	return b.Bytes()
 }
 
