@@ -161,7 +161,12 @@ func (t *Thread) leaveUser(start, now int64) {
 		cpuStats[t.regs.ExitCPU%uint64(len(cpuStats))].ctxt.Add(n - old)
 	}
 	if d := now - start; d > 0 {
-		cpuStats[t.regs.ExitCPU%uint64(len(cpuStats))].user.Add(d)
+		st := &cpuStats[t.regs.ExitCPU%uint64(len(cpuStats))]
+		if t.Proc.niced.Load() {
+			st.nice.Add(d) // /proc/stat's nice column, as Linux's
+		} else {
+			st.user.Add(d)
+		}
 		if t.Proc.cpuCounting.Load() != 0 {
 			t.Proc.countCPUTime(d, 0)
 		}
