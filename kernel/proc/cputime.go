@@ -23,7 +23,8 @@ package proc
 // seen: Go's scheduling of the thread's goroutine while it runs kernel
 // code (a P not free at the end of RunUser, the runtime's preemption)
 // and waits for a lock or a disk inside the kernel: a few switches less
-// than Linux would count, never more.
+// than Linux would count, never more. /proc/stat's ctxt adds up the
+// voluntary switches per CPU (noteWait), not the involuntary ones.
 //
 // Every system call passes two of these marks (into and out of user
 // mode), and a read or write that may block two more, so they count
@@ -76,12 +77,13 @@ type cpuClock struct {
 	user   atomic.Int64
 	sys    atomic.Int64
 	faults atomic.Int64 // page faults resolved (minor: there is no disk)
-	// nvcsw and nivcsw are the thread's voluntary and involuntary
-	// context switches, changed by the thread alone (noteWait,
-	// leaveUser).
-	nvcsw, nivcsw atomic.Int64
-	slept         int64 // cycles
-	sleepStart    int64 // TSC
+	// nvcsw is the thread's voluntary context switches (noteWait); the
+	// involuntary ones are the machine layer's count in its UserRegs
+	// (Preempts), read where they are reported: no work per return
+	// from user mode.
+	nvcsw      atomic.Int64
+	slept      int64 // cycles
+	sleepStart int64 // TSC
 }
 
 // switches are context switch counts, voluntary and involuntary.
@@ -89,9 +91,11 @@ type switches struct{ vol, invol int64 }
 
 func (s switches) add(o switches) switches { return switches{s.vol + o.vol, s.invol + o.invol} }
 
-// switches reads the thread's counts.
+// switches reads the thread's counts. Preempts is written by the
+// machine layer when RunUser returns, one aligned word: an atomic load
+// reads it whole from any goroutine.
 func (t *Thread) switches() switches {
-	return switches{t.cpu.nvcsw.Load(), t.cpu.nivcsw.Load()}
+	return switches{t.cpu.nvcsw.Load(), int64(atomic.LoadUint64(&t.regs.Preempts))}
 }
 
 // noteWait counts a voluntary context switch: the thread is about to
@@ -154,12 +158,6 @@ func (t *Thread) leaveUser(start, now int64) {
 	// At least start comes off again: a TSC read on another CPU a hair
 	// behind (the thread moved in user mode) charges 0, never less.
 	t.cpu.user.Store(t.cpu.user.Load() + max(now, start))
-	// The machine layer's count of preemptions in user mode moved on if
-	// the thread was switched out there (one compare per return).
-	if n, old := int64(t.regs.Preempts), t.cpu.nivcsw.Load(); n != old {
-		t.cpu.nivcsw.Store(n)
-		cpuStats[t.regs.ExitCPU%uint64(len(cpuStats))].ctxt.Add(n - old)
-	}
 	if d := now - start; d > 0 {
 		st := &cpuStats[t.regs.ExitCPU%uint64(len(cpuStats))]
 		if t.Proc.niced.Load() {

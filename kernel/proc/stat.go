@@ -11,10 +11,10 @@ package proc
 // garbage collector, drivers), as Linux counts its kernel threads and
 // softirqs as system and softirq time. User time of processes with a
 // nice value above 0 is nice time instead, as on Linux. iowait, irq,
-// softirq, steal and guest time are not measured and stay 0. ctxt counts the user
-// threads' context switches (cputime.go): the times one blocked and the
-// times one was preempted in user mode; the kernel's own goroutines'
-// and Ms' switches are not counted.
+// softirq, steal and guest time are not measured and stay 0. ctxt
+// counts the times a user thread blocked (a voluntary switch, where it
+// really waited: cputime.go); preemptions and Go's switches of
+// goroutines are not counted.
 
 import (
 	"bytes"

@@ -116,12 +116,13 @@ func (w *Waiter) Sleep(intr <-chan struct{}) (interrupted bool) {
 		return true
 	default:
 	}
-	select {
-	case <-w.ch: // notified since the caller looked: no wait
-	default:
+	// A notification already there (it came since the caller looked)
+	// means no wait, so no switch to count; len is one load, where a
+	// non-blocking receive first would cost a channel operation.
+	if len(w.ch) == 0 {
 		x.noteWait()
-		<-w.ch
 	}
+	<-w.ch
 	x.wait.Store(nil)
 	return false
 }
