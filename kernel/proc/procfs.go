@@ -19,6 +19,7 @@ import (
 	"shortbread/kernel/fs/procfs"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
+	"shortbread/kernel/numa"
 	"shortbread/kernel/vfs"
 )
 
@@ -557,9 +558,46 @@ func (p *Process) statusText(t *Thread) []byte {
 	} else {
 		sw = p.leaderSwitches()
 	}
-	fmt.Fprintf(&b, "Cpus_allowed:\t%x\nCpus_allowed_list:\t0-%d\nvoluntary_ctxt_switches:\t%d\nnonvoluntary_ctxt_switches:\t%d\n",
-		uint64(1)<<n-1, n-1, sw.vol, sw.invol)
+	// The thread's CPU mask (sched_setaffinity; the leader's for the
+	// process), as Linux prints a cpumask: hex, one digit per 4 CPUs,
+	// a comma between each 32, then the list.
+	all := uint64(1)<<min(n, 64) - 1
+	if n >= 64 {
+		all = ^uint64(0)
+	}
+	mask := all
+	if t != nil {
+		if a := t.affinity.Load(); a != 0 {
+			mask = a & all
+		}
+	}
+	var cpus []int
+	for i := range min(n, 64) {
+		if mask&(1<<i) != 0 {
+			cpus = append(cpus, i)
+		}
+	}
+	fmt.Fprintf(&b, "Cpus_allowed:\t%s\nCpus_allowed_list:\t%s\nvoluntary_ctxt_switches:\t%d\nnonvoluntary_ctxt_switches:\t%d\n",
+		cpumaskHex(mask, n), numa.List(cpus), sw.vol, sw.invol)
 	return b.Bytes()
+}
+
+// cpumaskHex formats a mask of n CPUs as Linux's %*pb: hex digits for
+// n bits, zero-padded, in groups of 32 bits separated by commas.
+func cpumaskHex(mask uint64, n int) string {
+	digits := max((n+3)/4, 1)
+	s := fmt.Sprintf("%0*x", digits, mask)
+	if len(s) > digits { // n above 64: the mask holds the first 64 only
+		s = s[len(s)-digits:]
+	}
+	var out []byte
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%8 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
 }
 
 // dispositions returns the ignored and caught signal sets. A process

@@ -612,6 +612,10 @@ static void test_stat_sched(void)
 		CHECK_EQ("stat.processor_child", FIELD(&ps, 39), hi);
 		CHECK_EQ("stat.rt_priority_other", FIELD(&ps, 40), 0);
 		CHECK_EQ("stat.policy_other", FIELD(&ps, 41), SCHED_OTHER);
+		char want[64];
+		snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+		snprintf(want, sizeof want, "\nCpus_allowed_list:\t%d\n", hi);
+		CHECK("status.child_cpus_allowed_list", check_file_has(path, want));
 	}
 	close(keep);
 	waitpid(pid < 0 ? -pid : pid, NULL, 0);
@@ -628,6 +632,15 @@ static void test_stat_sched(void)
 	close(keep);
 	waitpid(pid < 0 ? -pid : pid, NULL, 0);
 
+	/* the mask as Linux prints a cpumask: one hex digit per 4 CPUs */
+	int n = sysconf(_SC_NPROCESSORS_CONF);
+	int digits = (n + 3) / 4;
+	if (digits < 1 || digits > 8)
+		digits = 8; /* more than 32 CPUs: not checked */
+	char want[128];
+	snprintf(want, sizeof want, "\nCpus_allowed:\t%0*lx\nCpus_allowed_list:\t%d\n", digits, (1UL << lo) & 0xffffffffUL,
+		 lo & 0xffff);
+	CHECK("status.cpus_allowed_pinned", n > 32 || check_file_has("/proc/self/status", want));
 	CHECK_EQ("stat.self_parse", parse_stat("/proc/self/stat", &ps), 0);
 	CHECK_EQ("stat.self_processor", FIELD(&ps, 39), lo);
 	CHECK_EQ("stat.self_exit_signal", FIELD(&ps, 38), SIGCHLD);
@@ -645,6 +658,11 @@ static void test_stat_sched(void)
 		}
 	}
 	sched_setaffinity(0, sizeof mine, &mine);
+	if (n == 1)
+		snprintf(want, sizeof want, "\nCpus_allowed_list:\t0\n");
+	else
+		snprintf(want, sizeof want, "\nCpus_allowed_list:\t0-%d\n", n - 1);
+	CHECK("status.cpus_allowed_all", CPU_COUNT(&mine) != n || check_file_has("/proc/self/status", want));
 }
 
 int main(int argc, char **argv)
