@@ -58,7 +58,7 @@ type sbThread struct {
 	// program in address space cr3, and kframe is the kernel frame that
 	// RunUser returns to; user points at the caller's UserRegs.
 	inUser   bool
-	switched bool // switched out while inUser (sbUserKicked)
+	switched uint64 // times switched out while inUser (sbUserKicked, sbUserExit)
 	userGS   uint64
 	cr3      uintptr
 	user     uintptr
@@ -238,7 +238,7 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool, next int32) {
 		// on its way back to ring 3.
 		old.userGS = sbRdmsr(0xC0000102)
 		c.userGS = old.userGS
-		old.switched = true
+		old.switched++
 	}
 	if next < 0 {
 		next = c.idle

@@ -416,7 +416,12 @@ type UserRegs struct {
 	// 10 ms; SliceEndless).
 	Affinity, Prio, Slice uint64
 	// ExitCPU is the CPU the program ran on when RunUser last returned.
-	ExitCPU uint64
+	// Preempts counts, as of that return, the times the machine layer
+	// switched the thread out while it ran the program (its time slice
+	// ended with another thread waiting, or a higher priority came):
+	// the program's involuntary context switches, added up over every
+	// RunUser with these registers.
+	ExitCPU, Preempts uint64
 	// fpu holds the image FPU returns, where traps from user mode save
 	// it and the way back loads it (no copy per system call).
 	fpu [FPUSize + 64]byte

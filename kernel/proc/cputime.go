@@ -12,6 +12,20 @@ package proc
 // thread descheduled under a running user thread is charged to that
 // thread, as a tick-based kernel would charge the whole tick.
 //
+// Context switches are counted as Linux counts them per task (nvcsw,
+// nivcsw). Voluntary: the thread blocked, counted where it is about to
+// wait — the kernel's own waits here (noteWait) and the VFS's, sockets'
+// and IPC's through the thread's Interrupter (vfs.NoteWait), only when
+// the condition is not met already, so a read that finds its data
+// counts none although its bracket counts it as sleep. Involuntary: the
+// machine layer switched the thread out while it ran the program (its
+// slice ended with another thread waiting; UserRegs.Preempts). Not
+// seen: Go's scheduling of the thread's goroutine while it runs kernel
+// code (a P not free at the end of RunUser, the runtime's preemption)
+// and waits for a lock or a disk inside the kernel: a few switches less
+// than Linux would count, never more. /proc/stat's ctxt adds up the
+// voluntary switches per CPU (noteWait), not the involuntary ones.
+//
 // Every system call passes two of these marks (into and out of user
 // mode), and a read or write that may block two more, so they count
 // time-stamp counter cycles: one RDTSC each, with no scaling and no
@@ -60,11 +74,37 @@ type cpuClock struct {
 	// now, so the clocks of a thread that spins without leaving user
 	// mode still advance. One word: the thread changes it with one
 	// store each way, and a reader needs no retry loop.
-	user       atomic.Int64
-	sys        atomic.Int64
-	faults     atomic.Int64 // page faults resolved (minor: there is no disk)
-	slept      int64        // cycles
-	sleepStart int64        // TSC
+	user   atomic.Int64
+	sys    atomic.Int64
+	faults atomic.Int64 // page faults resolved (minor: there is no disk)
+	// nvcsw is the thread's voluntary context switches (noteWait); the
+	// involuntary ones are the machine layer's count in its UserRegs
+	// (Preempts), read where they are reported: no work per return
+	// from user mode.
+	nvcsw      atomic.Int64
+	slept      int64 // cycles
+	sleepStart int64 // TSC
+}
+
+// switches are context switch counts, voluntary and involuntary.
+type switches struct{ vol, invol int64 }
+
+func (s switches) add(o switches) switches { return switches{s.vol + o.vol, s.invol + o.invol} }
+
+// switches reads the thread's counts. Preempts is written by the
+// machine layer when RunUser returns, one aligned word: an atomic load
+// reads it whole from any goroutine.
+func (t *Thread) switches() switches {
+	return switches{t.cpu.nvcsw.Load(), int64(atomic.LoadUint64(&t.regs.Preempts))}
+}
+
+// noteWait counts a voluntary context switch: the thread is about to
+// block. The kernel's waits call it, the VFS's through the thread's
+// Interrupter; both run on the thread's goroutine. /proc/stat's ctxt
+// counts it on the CPU the last RunUser returned on (no look-up).
+func (t *Thread) noteWait() {
+	t.cpu.nvcsw.Add(1)
+	cpuStats[t.regs.ExitCPU%uint64(len(cpuStats))].ctxt.Add(1)
 }
 
 // enterUser marks the start of a stretch in user mode (now: the TSC).
@@ -76,12 +116,18 @@ func (t *Thread) enterUser(now int64) {
 func (t *Thread) SleepBegin() { t.sleepBegin() }
 func (t *Thread) SleepEnd()   { t.sleepEnd() }
 
-// sleepBegin counts a voluntary switch on the CPU the last RunUser
-// returned on (as chargeSys charges it: no look-up of the current CPU).
+// sleepBegin marks the start of a stretch that may sleep; it counts no
+// context switch (noteWait does, where the thread really waits).
 func (t *Thread) sleepBegin() {
-	cpuStats[t.regs.ExitCPU%uint64(len(cpuStats))].ctxt.Add(1)
 	t.cpu.sleepStart = cycles()
 	t.sleeping.Store(true)
+}
+
+// waitBegin is sleepBegin for a wait the thread blocks in (it found
+// its condition unmet): a voluntary context switch.
+func (t *Thread) waitBegin() {
+	t.noteWait()
+	t.sleepBegin()
 }
 
 func (t *Thread) sleepEnd() {
@@ -113,7 +159,12 @@ func (t *Thread) leaveUser(start, now int64) {
 	// behind (the thread moved in user mode) charges 0, never less.
 	t.cpu.user.Store(t.cpu.user.Load() + max(now, start))
 	if d := now - start; d > 0 {
-		cpuStats[t.regs.ExitCPU%uint64(len(cpuStats))].user.Add(d)
+		st := &cpuStats[t.regs.ExitCPU%uint64(len(cpuStats))]
+		if t.Proc.niced.Load() {
+			st.nice.Add(d) // /proc/stat's nice column, as Linux's
+		} else {
+			st.user.Add(d)
+		}
 		if t.Proc.cpuCounting.Load() != 0 {
 			t.Proc.countCPUTime(d, 0)
 		}
@@ -151,6 +202,10 @@ type processUsage struct {
 	faults   int64    // of exited threads
 	cfaults  int64
 	cmaxRSS  int64 // largest resident size of a reaped child, KiB
+	// Context switches of exited threads and of reaped children, and
+	// the thread-group leader's own once it has exited (/proc/PID/status
+	// shows the leader's, as Linux does).
+	deadSw, childSw, leaderSw switches
 }
 
 // threadTimes reports one thread's account in nanoseconds, with the
@@ -165,14 +220,33 @@ func (t *Thread) threadTimes() cpuTimes {
 
 // selfTimes adds up the process's threads, live and exited.
 func (p *Process) selfTimes() (cpuTimes, int64) {
+	c, faults, _ := p.selfUsage()
+	return c, faults
+}
+
+// selfUsage adds up the process's threads, live and exited: times,
+// faults and context switches.
+func (p *Process) selfUsage() (cpuTimes, int64, switches) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	c, faults := p.usage.dead, p.usage.faults
+	c, faults, sw := p.usage.dead, p.usage.faults, p.usage.deadSw
 	for _, t := range p.threads {
 		c = c.add(t.threadTimes())
 		faults += t.cpu.faults.Load()
+		sw = sw.add(t.switches())
 	}
-	return c, faults
+	return c, faults, sw
+}
+
+// leaderSwitches are the context switches of the thread-group leader,
+// live or exited (/proc/PID/status).
+func (p *Process) leaderSwitches() switches {
+	if t := lookupThread(p.PID); t != nil && t.Proc == p {
+		return t.switches()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.usage.leaderSw
 }
 
 // threadGone moves an exiting thread's account into the process's.
@@ -180,27 +254,34 @@ func (p *Process) selfTimes() (cpuTimes, int64) {
 func (p *Process) threadGoneLocked(t *Thread) {
 	p.usage.dead = p.usage.dead.add(t.threadTimes())
 	p.usage.faults += t.cpu.faults.Load()
+	sw := t.switches()
+	p.usage.deadSw = p.usage.deadSw.add(sw)
+	if t.TID == p.PID {
+		p.usage.leaderSw = sw
+	}
 }
 
-// reapedUsage adds a reaped child's usage (and its children's) to p and
-// returns the child's as wait4 reports it.
-func (p *Process) addChildUsage(c *Process) (cpuTimes, int64, int64) {
+// addChildUsage adds a reaped child's usage (and its children's) to p
+// and returns the child's as wait4 reports it.
+func (p *Process) addChildUsage(c *Process) (cpuTimes, int64, int64, switches) {
 	// The child's own time counts its threads still on their way out
 	// too: exit_group makes the process a zombie before the calling
 	// thread leaves it, and a parent reaping at once must not lose that
 	// thread's time (Linux adds the live threads' times at reaping).
-	self, selfFaults := c.selfTimes()
+	self, selfFaults, selfSw := c.selfUsage()
 	c.mu.Lock()
 	ct := self.add(c.usage.children)
 	faults := selfFaults + c.usage.cfaults
 	rss := max(c.maxRSS, c.usage.cmaxRSS)
+	sw := selfSw.add(c.usage.childSw)
 	c.mu.Unlock()
 	p.mu.Lock()
 	p.usage.children = p.usage.children.add(ct)
 	p.usage.cfaults += faults
 	p.usage.cmaxRSS = max(p.usage.cmaxRSS, rss)
+	p.usage.childSw = p.usage.childSw.add(sw)
 	p.mu.Unlock()
-	return ct, faults, rss
+	return ct, faults, rss, sw
 }
 
 // noteRSS records the process's resident size for ru_maxrss.
@@ -215,13 +296,15 @@ func (p *Process) noteRSS() {
 	p.mu.Unlock()
 }
 
-// rusage writes a struct rusage.
-func putRusage(t *Thread, at uintptr, c cpuTimes, maxRSS, faults int64) int64 {
+// putRusage writes a struct rusage.
+func putRusage(t *Thread, at uintptr, c cpuTimes, maxRSS, faults int64, sw switches) int64 {
 	var b [144]byte
 	putTimeval(b[0:], time.Duration(c.user))
 	putTimeval(b[16:], time.Duration(c.sys))
 	binary.LittleEndian.PutUint64(b[32:], uint64(maxRSS))
-	binary.LittleEndian.PutUint64(b[64:], uint64(faults)) // ru_minflt
+	binary.LittleEndian.PutUint64(b[64:], uint64(faults))    // ru_minflt
+	binary.LittleEndian.PutUint64(b[128:], uint64(sw.vol))   // ru_nvcsw
+	binary.LittleEndian.PutUint64(b[136:], uint64(sw.invol)) // ru_nivcsw
 	return errno(t.Proc.Space().CopyOut(at, b[:]))
 }
 
@@ -235,27 +318,28 @@ func sysGetrusage(t *Thread, a *[6]uint64) (int64, bool) {
 	p := t.Proc
 	var c cpuTimes
 	var rss, faults int64
+	var sw switches
 	switch int32(a[0]) {
 	case rusageSelf:
 		p.noteRSS()
-		c, faults = p.selfTimes()
+		c, faults, sw = p.selfUsage()
 		p.mu.Lock()
 		rss = p.maxRSS
 		p.mu.Unlock()
 	case rusageThread:
 		p.noteRSS()
-		c, faults = t.threadTimes(), t.cpu.faults.Load()
+		c, faults, sw = t.threadTimes(), t.cpu.faults.Load(), t.switches()
 		p.mu.Lock()
 		rss = p.maxRSS
 		p.mu.Unlock()
 	case rusageChildren:
 		p.mu.Lock()
-		c, faults, rss = p.usage.children, p.usage.cfaults, p.usage.cmaxRSS
+		c, faults, rss, sw = p.usage.children, p.usage.cfaults, p.usage.cmaxRSS, p.usage.childSw
 		p.mu.Unlock()
 	default:
 		return -eINVAL, false
 	}
-	return putRusage(t, uintptr(a[1]), c, rss, faults), false
+	return putRusage(t, uintptr(a[1]), c, rss, faults, sw), false
 }
 
 // clockTicks is the unit of times(2) and /proc: USER_HZ.

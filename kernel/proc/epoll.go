@@ -235,8 +235,9 @@ func (t *Thread) epollSleep(ep *epoll.Instance, timeout time.Duration, check fun
 		}
 		t.sleepBegin()
 		if timer == nil {
-			w.Sleep(t.sigWake)
+			w.Sleep(t.sigWake) // counts the switch if it waits (vfs.NoteWait)
 		} else {
+			t.noteWait()
 			select {
 			case <-w.C():
 			case <-timer:

@@ -346,7 +346,9 @@ func (t *Thread) exec(tgt execTarget, argv, envp []string) error {
 	if old != nil {
 		old.put()
 	}
-	t.regs = machine.UserRegs{RIP: entry, RSP: sp, RFLAGS: 0x202}
+	// The count of preemptions goes on: exec keeps the thread's
+	// context switches, as Linux does (Thread.switches).
+	t.regs = machine.UserRegs{RIP: entry, RSP: sp, RFLAGS: 0x202, Preempts: t.regs.Preempts}
 	// x87 control word and MXCSR at their reset values (FXSAVE layout).
 	binary.LittleEndian.PutUint16(t.regs.FPU()[0:], 0x37f)
 	binary.LittleEndian.PutUint32(t.regs.FPU()[24:], 0x1f80)

@@ -148,6 +148,7 @@ func (t *Thread) clone(args cloneArgs) int64 {
 	*child.regs.FPU() = *t.regs.FPU() // the image's place differs (UserRegs.FPU)
 	child.regs.RAX = 0
 	child.regs.Kick = 0
+	child.regs.Preempts = 0 // the new thread's own count (Thread.switches)
 	// A new process keeps the rseq registration (the area is at the same
 	// address in its copy of the memory); a thread has none until it
 	// registers its own.
@@ -219,7 +220,7 @@ func (t *Thread) clone(args cloneArgs) int64 {
 		// The parent sleeps until the child execs or exits. Signals wait
 		// (as in Linux), but not the parent's own death: a killed
 		// process must be able to finish.
-		t.sleepBegin()
+		t.waitBegin()
 		defer t.sleepEnd()
 		for done := false; !done; {
 			select {

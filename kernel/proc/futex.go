@@ -188,7 +188,12 @@ func (t *Thread) futexSleep(woken chan struct{}, deadline time.Time) sleepEnd {
 		defer tm.Stop()
 		timeout = tm.C
 	}
-	t.sleepBegin()
+	select {
+	case <-woken: // woken since it was queued: no wait
+		return sleepWoken
+	default:
+	}
+	t.waitBegin()
 	defer t.sleepEnd()
 	for {
 		select {

@@ -120,7 +120,7 @@ func (t *Thread) waitWhileStopped() bool {
 			return true
 		}
 		waited = true
-		t.sleepBegin()
+		t.waitBegin()
 		select {
 		case <-cont:
 		case <-t.sigWake:

@@ -160,6 +160,9 @@ type Process struct {
 	// (countTimers, countWatches): the accounting loads this one word
 	// per charge. Changed under mu.
 	cpuCounting atomic.Uint32
+	// niced says the nice value is above 0: the process's user time
+	// goes to /proc/stat's nice column (setClassLocked).
+	niced atomic.Bool
 	// timerUser and timerSys are the user and system cycles charged to
 	// the timers so far (cpuTimersTick); protected by mu.
 	timerUser, timerSys int64

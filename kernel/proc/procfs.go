@@ -4,7 +4,7 @@ package proc
 // cmdline, environ, comm, the exe, cwd and root links, fd/ and task/<tid>/,
 // and the /proc/self and /proc/thread-self links. Formats follow Linux's
 // Documentation/filesystems/proc.rst, fields Shortbread does not keep
-// (major faults, scheduling policy, code and data bounds...) read 0.
+// (major faults, code and data bounds, wchan...) read 0.
 
 import (
 	"bytes"
@@ -13,11 +13,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/fs/procfs"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
+	"shortbread/kernel/numa"
 	"shortbread/kernel/vfs"
 )
 
@@ -434,28 +436,47 @@ func (p *Process) statLine(t *Thread) []byte {
 	nthreads := len(p.threads)
 	pending := p.pending.mask
 	pgid, sid, start := p.pgid, p.sid, p.start
-	rsslim := p.rlimits()[rlimitAS].cur
+	rsslim := p.rlimits()[rlimitRSS].cur
+	sched := p.sched
+	exitSignal := p.exitSignal
 	p.mu.Unlock()
 	var blocked uint64
-	if t != nil {
-		blocked = t.sigMask
-	} else if lt := lookupThread(p.PID); lt != nil {
+	lt := t // the thread whose CPU and exit signal the line shows
+	if lt == nil {
+		lt = lookupThread(p.PID)
+	}
+	if lt != nil {
 		blocked = lt.sigMask
+	}
+	cpu := 0
+	if lt != nil {
+		// The CPU the thread last ran its program on (Linux's
+		// task_cpu), not the reader's: written by the machine layer.
+		cpu = int(atomic.LoadUint64(&lt.regs.ExitCPU))
+	}
+	if t != nil && t.TID != p.PID {
+		exitSignal = -1 // a thread's, as Linux's CLONE_THREAD sets it
+	}
+	// priority as Linux's task_prio: 20 + nice for the normal policies,
+	// -1 - the real-time priority for SCHED_FIFO and SCHED_RR.
+	prio := 20 + sched.nice
+	if rtPolicy(sched.policy) {
+		prio = -1 - sched.rtprio
 	}
 	ign, cgt := p.sig.dispositions()
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "%d (%s) %c %d %d %d %d %d 0 %d %d 0 0 %d %d %d %d 20 0 %d 0 %d %d %d %d",
+	fmt.Fprintf(&b, "%d (%s) %c %d %d %d %d %d 0 %d %d 0 0 %d %d %d %d %d %d %d 0 %d %d %d %d",
 		p.PID, comm, state, ppid, pgid, sid, ttyNr, tpgid,
 		faults, cfaults,
 		ticks(times.user), ticks(times.sys), ticks(ch.user), ticks(ch.sys),
-		nthreads, ticks(start), vsize, rss, rsslim)
+		prio, sched.nice, nthreads, ticks(start), vsize, rss, rsslim)
 	// startcode endcode startstack kstkesp kstkeip signal blocked
 	// sigignore sigcatch wchan nswap cnswap exit_signal processor
 	// rt_priority policy delayacct_blkio_ticks guest_time cguest_time
 	// start_data end_data start_brk arg_start arg_end env_start env_end
 	// exit_code
-	fmt.Fprintf(&b, " 0 0 0 0 0 %d %d %d %d 0 0 0 %d %d 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
-		pending, blocked, ign, cgt, sigCHLD, machine.CurrentCPU())
+	fmt.Fprintf(&b, " 0 0 0 0 0 %d %d %d %d 0 0 0 %d %d %d %d 0 0 0 0 0 0 0 0 0 0 0\n",
+		pending, blocked, ign, cgt, exitSignal, cpu, sched.rtprio, sched.policy)
 	return b.Bytes()
 }
 
@@ -469,6 +490,7 @@ func (p *Process) statusText(t *Thread) []byte {
 	}
 	comm := p.mainComm()
 	tid := p.PID
+	thread := t // nil for the process's file (t becomes its leader below)
 	if t != nil {
 		comm, tid = t.commName(), t.TID
 	}
@@ -528,9 +550,54 @@ func (p *Process) statusText(t *Thread) []byte {
 	fmt.Fprintf(&b, "NoNewPrivs:\t%d\nSeccomp:\t%d\nSeccomp_filters:\t%d\n", noNewPrivs, seccomp, filters)
 	fmt.Fprintf(&b, "Speculation_Store_Bypass:\t%s\nSpeculationIndirectBranch:\t%s\n", specStatusSSB, specStatusIB)
 	n := machine.NumCPU()
-	fmt.Fprintf(&b, "Cpus_allowed:\t%x\nCpus_allowed_list:\t0-%d\nvoluntary_ctxt_switches:\t0\nnonvoluntary_ctxt_switches:\t0\n",
-		uint64(1)<<n-1, n-1)
+	// A thread's own switches; the process's file shows its leader's,
+	// as Linux's does (getrusage adds the threads up).
+	var sw switches
+	if thread != nil {
+		sw = thread.switches()
+	} else {
+		sw = p.leaderSwitches()
+	}
+	// The thread's CPU mask (sched_setaffinity; the leader's for the
+	// process), as Linux prints a cpumask: hex, one digit per 4 CPUs,
+	// a comma between each 32, then the list.
+	all := uint64(1)<<min(n, 64) - 1
+	if n >= 64 {
+		all = ^uint64(0)
+	}
+	mask := all
+	if t != nil {
+		if a := t.affinity.Load(); a != 0 {
+			mask = a & all
+		}
+	}
+	var cpus []int
+	for i := range min(n, 64) {
+		if mask&(1<<i) != 0 {
+			cpus = append(cpus, i)
+		}
+	}
+	fmt.Fprintf(&b, "Cpus_allowed:\t%s\nCpus_allowed_list:\t%s\nvoluntary_ctxt_switches:\t%d\nnonvoluntary_ctxt_switches:\t%d\n",
+		cpumaskHex(mask, n), numa.List(cpus), sw.vol, sw.invol)
 	return b.Bytes()
+}
+
+// cpumaskHex formats a mask of n CPUs as Linux's %*pb: hex digits for
+// n bits, zero-padded, in groups of 32 bits separated by commas.
+func cpumaskHex(mask uint64, n int) string {
+	digits := max((n+3)/4, 1)
+	s := fmt.Sprintf("%0*x", digits, mask)
+	if len(s) > digits { // n above 64: the mask holds the first 64 only
+		s = s[len(s)-digits:]
+	}
+	var out []byte
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%8 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
 }
 
 // dispositions returns the ignored and caught signal sets. A process

@@ -131,7 +131,7 @@ type Thread struct {
 
 func newThread(p *Process, tid int) *Thread {
 	t := &Thread{TID: tid, Proc: p, sigWake: make(chan struct{}, 1), stopped: make(chan struct{})}
-	t.intr = vfs.NewInterrupter(t.sigWake)
+	t.intr = vfs.NewInterrupter(t.sigWake, t.noteWait)
 	t.pending.q = &p.sigQ
 	return t
 }

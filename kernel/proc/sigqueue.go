@@ -232,7 +232,7 @@ func sysRtSigtimedwait(t *Thread, a *[6]uint64) (int64, bool) {
 		if t.interrupted() {
 			return -eINTR, false
 		}
-		t.sleepBegin()
+		t.waitBegin()
 		select {
 		case <-t.sigWake:
 		case <-timer:

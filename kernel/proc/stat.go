@@ -9,10 +9,12 @@ package proc
 // the system calls and faults charged to threads and the kernel's own
 // work that no thread is charged for (netstack's TCP processors, the
 // garbage collector, drivers), as Linux counts its kernel threads and
-// softirqs as system and softirq time. nice, iowait, irq, softirq, steal
-// and guest time are not measured and stay 0. ctxt counts the times a
-// user thread blocked (a voluntary switch); Go's preemption of
-// goroutines is not counted.
+// softirqs as system and softirq time. User time of processes with a
+// nice value above 0 is nice time instead, as on Linux. iowait, irq,
+// softirq, steal and guest time are not measured and stay 0. ctxt
+// counts the times a user thread blocked (a voluntary switch, where it
+// really waited: cputime.go); preemptions and Go's switches of
+// goroutines are not counted.
 
 import (
 	"bytes"
@@ -27,10 +29,10 @@ import (
 // cpuStat is one CPU's account, padded to its own cache line: every
 // return from user mode adds to it.
 type cpuStat struct {
-	user, sys atomic.Int64 // TSC cycles (cputime.go)
-	ctxt      atomic.Int64
-	faults    atomic.Int64 // page faults taken by user programs
-	_         [32]byte
+	user, nice, sys atomic.Int64 // TSC cycles (cputime.go)
+	ctxt            atomic.Int64
+	faults          atomic.Int64 // page faults taken by user programs
+	_               [24]byte
 }
 
 // idleAcct is how /proc/stat derives the kernel's uncharged work per CPU:
@@ -81,25 +83,27 @@ func ProcStat() []byte {
 	now := monotonicNow()
 	n := min(machine.NumCPU(), len(cpuStats))
 	var b bytes.Buffer
-	type row struct{ user, sys, idle int64 }
+	type row struct{ user, nice, sys, idle int64 }
 	rows := make([]row, n)
 	var all row
 	for i := range rows {
 		c := &cpuStats[i]
-		r := row{user: cyclesToNs(c.user.Load()), sys: cyclesToNs(c.sys.Load()), idle: machine.IdleTime(i)}
+		r := row{user: cyclesToNs(c.user.Load()), nice: cyclesToNs(c.nice.Load()), sys: cyclesToNs(c.sys.Load()), idle: machine.IdleTime(i)}
+		charged := r.user + r.nice + r.sys
 		idleMu.Lock()
 		a := &idleAccs[i]
-		a.kernel += max(now-a.at-(r.idle-a.idle)-(r.user+r.sys-a.charged), 0)
-		a.at, a.charged, a.idle = now, r.user+r.sys, r.idle
+		a.kernel += max(now-a.at-(r.idle-a.idle)-(charged-a.charged), 0)
+		a.at, a.charged, a.idle = now, charged, r.idle
 		r.sys += a.kernel
 		idleMu.Unlock()
 		rows[i] = r
 		all.user += r.user
+		all.nice += r.nice
 		all.sys += r.sys
 		all.idle += r.idle
 	}
 	line := func(name string, r row) {
-		fmt.Fprintf(&b, "%s %d 0 %d %d 0 0 0 0 0 0\n", name, ticks(r.user), ticks(r.sys), ticks(r.idle))
+		fmt.Fprintf(&b, "%s %d %d %d %d 0 0 0 0 0 0\n", name, ticks(r.user), ticks(r.nice), ticks(r.sys), ticks(r.idle))
 	}
 	line("cpu ", all)
 	for i, r := range rows {

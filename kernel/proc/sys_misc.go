@@ -17,6 +17,7 @@ const (
 	rlimitData       = 2
 	rlimitStack      = 3
 	rlimitCore       = 4
+	rlimitRSS        = 5
 	rlimitNofile     = 7
 	rlimitAS         = 9
 	rlimitNproc      = 6

@@ -109,7 +109,7 @@ func (t *Thread) waitReady(wake <-chan struct{}, timeout time.Duration, check fu
 		if t.interrupted() {
 			return -eINTR
 		}
-		t.sleepBegin()
+		t.waitBegin()
 		select {
 		case <-wake:
 		case <-timer:

@@ -593,7 +593,7 @@ func sysRtSigsuspend(t *Thread, a *[6]uint64) (int64, bool) {
 	t.suspendOld, t.inSuspend = t.sigMask, true
 	t.sigMask = binary.LittleEndian.Uint64(b[:]) &^ unblockable
 	for !t.interrupted() {
-		t.sleepBegin()
+		t.waitBegin()
 		<-t.sigWake
 		t.sleepEnd()
 	}
@@ -755,7 +755,7 @@ func sysGetsid(t *Thread, a *[6]uint64) (int64, bool) {
 // sysPause sleeps until a signal is delivered; it always fails with EINTR.
 func sysPause(t *Thread, a *[6]uint64) (int64, bool) {
 	for !t.interrupted() {
-		t.sleepBegin()
+		t.waitBegin()
 		<-t.sigWake
 		t.sleepEnd()
 	}

@@ -125,6 +125,7 @@ func (p *Process) setClassLocked(self *Thread) {
 	}
 	p.classPrio.Store(uint64(p.sched.rtprio))
 	p.classSlice.Store(slice)
+	p.niced.Store(p.sched.nice > 0)
 	for _, t := range p.threads {
 		if t != self {
 			machine.Kick(&t.regs)

@@ -75,7 +75,7 @@ func (t *Thread) syslogRead(n int) ([]byte, int64) {
 		if b != nil {
 			return b, 0
 		}
-		t.sleepBegin()
+		t.waitBegin()
 		select {
 		case <-wake:
 		case <-t.sigWake:

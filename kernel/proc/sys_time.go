@@ -305,7 +305,7 @@ func (t *Thread) cpuNanosleep(id int32, abs bool, d time.Duration, remAt uintptr
 	owner.kickThreads(t)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	t.sleepBegin()
+	t.waitBegin()
 	defer t.sleepEnd()
 	for {
 		select {
@@ -336,7 +336,7 @@ func (t *Thread) cpuNanosleep(id int32, abs bool, d time.Duration, remAt uintptr
 // sleepUntilWall waits until the wall clock reads at, following changes
 // of the clock, and reports whether a signal interrupted it.
 func (t *Thread) sleepUntilWall(at time.Time) (interrupted bool) {
-	t.sleepBegin()
+	t.waitBegin()
 	defer t.sleepEnd()
 	for {
 		changed := wallclock.Changed()
@@ -363,7 +363,7 @@ func (t *Thread) sleep(d time.Duration) (left time.Duration, interrupted bool) {
 	end := time.Now().Add(d)
 	tm := time.NewTimer(d)
 	defer tm.Stop()
-	t.sleepBegin()
+	t.waitBegin()
 	defer t.sleepEnd()
 	for {
 		select {

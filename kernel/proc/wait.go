@@ -33,6 +33,7 @@ type waitEvent struct {
 	usage  cpuTimes
 	faults int64
 	maxRSS int64
+	sw     switches
 }
 
 // selects reports whether child c is chosen by wait4's pid argument.
@@ -85,7 +86,7 @@ func (t *Thread) waitChild(pid, options int) (ev waitEvent, e int64) {
 				p.mu.Unlock()
 				if options&wNoWait == 0 && c.reapable(ev) {
 					c.reap()
-					ev.usage, ev.faults, ev.maxRSS = p.addChildUsage(c)
+					ev.usage, ev.faults, ev.maxRSS, ev.sw = p.addChildUsage(c)
 				}
 				return ev, 0
 			}
@@ -101,7 +102,7 @@ func (t *Thread) waitChild(pid, options int) (ev waitEvent, e int64) {
 		if interrupted {
 			return waitEvent{}, t.restartOrEINTR()
 		}
-		t.sleepBegin()
+		t.waitBegin()
 		select {
 		case <-changed:
 			t.sleepEnd()
@@ -195,7 +196,7 @@ func sysWait4(t *Thread, a *[6]uint64) (int64, bool) {
 		return e, false
 	}
 	if a[3] != 0 {
-		if e := putRusage(t, uintptr(a[3]), ev.usage, ev.maxRSS, ev.faults); e != 0 {
+		if e := putRusage(t, uintptr(a[3]), ev.usage, ev.maxRSS, ev.faults, ev.sw); e != 0 {
 			return e, false
 		}
 	}
@@ -262,7 +263,7 @@ func sysWaitid(t *Thread, a *[6]uint64) (int64, bool) {
 		return -eAGAIN, false
 	}
 	if a[4] != 0 && ev.pid != 0 {
-		if e := putRusage(t, uintptr(a[4]), ev.usage, ev.maxRSS, ev.faults); e != 0 {
+		if e := putRusage(t, uintptr(a[4]), ev.usage, ev.maxRSS, ev.faults, ev.sw); e != 0 {
 			return e, false
 		}
 	}

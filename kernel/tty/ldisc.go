@@ -299,6 +299,7 @@ func (t *TTY) Read(b vfs.Blocking, p []byte) (int, error) {
 			return 0, linux.EAGAIN
 		}
 		slept = true
+		vfs.NoteWait(b.Intr)
 		select {
 		case <-w.ch:
 		case <-b.Intr:

@@ -107,7 +107,7 @@ func TestPipeInterrupter(t *testing.T) {
 	defer r.DecRef()
 	defer w.DecRef()
 	c := make(chan struct{}, 1)
-	x := vfs.NewInterrupter(c)
+	x := vfs.NewInterrupter(c, nil)
 	x.Register()
 	defer x.Unregister()
 	interrupt := func() { // what kernel/proc's Thread.wake does

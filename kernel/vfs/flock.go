@@ -86,6 +86,7 @@ func (f *OpenFile) Flock(typ int16, nonblock bool, intr <-chan struct{}) error {
 		}
 		ch := il.changed
 		lockMu.Unlock()
+		NoteWait(intr)
 		select {
 		case <-ch:
 		case <-intr:

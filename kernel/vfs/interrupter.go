@@ -20,10 +20,36 @@ type Interrupter struct {
 	// wait is the wake-up channel of the Sleep in progress, nil
 	// outside one.
 	wait atomic.Pointer[chan struct{}]
+	// waited, if not nil, is called each time the thread is about to
+	// block in a wait its channel interrupts: the owner counts its
+	// voluntary context switches (NoteWait).
+	waited func()
 }
 
-// NewInterrupter makes the Interrupter of the interrupt channel c.
-func NewInterrupter(c chan struct{}) *Interrupter { return &Interrupter{c: c} }
+// NewInterrupter makes the Interrupter of the interrupt channel c;
+// waited, if not nil, is told of each wait that blocks.
+func NewInterrupter(c chan struct{}, waited func()) *Interrupter {
+	return &Interrupter{c: c, waited: waited}
+}
+
+// NoteWait tells the owner of intr's registered Interrupter, if any,
+// that its thread is about to block in a wait intr interrupts. A wait
+// that receives from a channel of its own calls it once it has found
+// its condition unmet, before it blocks; Sleep does so itself.
+func NoteWait(intr <-chan struct{}) {
+	if intr == nil {
+		return
+	}
+	if v, ok := interrupters.Load(intr); ok {
+		v.(*Interrupter).noteWait()
+	}
+}
+
+func (x *Interrupter) noteWait() {
+	if x.waited != nil {
+		x.waited()
+	}
+}
 
 // interrupters maps each registered Interrupter's channel, as a
 // Blocking.Intr, to it. A Waiter remembers the last one it found, so
@@ -89,6 +115,12 @@ func (w *Waiter) Sleep(intr <-chan struct{}) (interrupted bool) {
 		x.wait.Store(nil)
 		return true
 	default:
+	}
+	// A notification already there (it came since the caller looked)
+	// means no wait, so no switch to count; len is one load, where a
+	// non-blocking receive first would cost a channel operation.
+	if len(w.ch) == 0 {
+		x.noteWait()
 	}
 	<-w.ch
 	x.wait.Store(nil)

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -39,7 +40,7 @@ func interrupt(c chan struct{}, x *Interrupter) {
 func TestSleepInterrupter(t *testing.T) {
 	var q Queue
 	c := make(chan struct{}, 1)
-	x := NewInterrupter(c)
+	x := NewInterrupter(c, nil)
 	x.Register()
 	defer x.Unregister()
 	w := q.GetWaiter()
@@ -93,5 +94,45 @@ func TestSleepUnregistered(t *testing.T) {
 	q.Notify()
 	if answer(t, r) {
 		t.Fatal("a nil channel interrupted")
+	}
+}
+
+// TestSleepCountsWaits: a Sleep that blocks tells the Interrupter's
+// owner once (a voluntary context switch); one that finds its
+// notification already there, or is interrupted before it sleeps,
+// tells nothing. NoteWait tells the owner of a registered channel only.
+func TestSleepCountsWaits(t *testing.T) {
+	var q Queue
+	c := make(chan struct{}, 1)
+	var waits atomic.Int64
+	x := NewInterrupter(c, func() { waits.Add(1) })
+	x.Register()
+	defer x.Unregister()
+	w := q.GetWaiter()
+	defer w.Release(&q)
+	w.Watch(&q)
+
+	q.Notify() // before the Sleep: it does not block
+	if answer(t, sleepResult(w, c)) || waits.Load() != 0 {
+		t.Fatalf("a Sleep that found its notification counted %d waits", waits.Load())
+	}
+	interrupt(c, x)
+	if !answer(t, sleepResult(w, c)) || waits.Load() != 0 {
+		t.Fatalf("an interrupted Sleep counted %d waits", waits.Load())
+	}
+	r := sleepResult(w, c)
+	for waits.Load() == 0 {
+		time.Sleep(time.Millisecond) // until the Sleep blocks
+	}
+	q.Notify()
+	if answer(t, r) || waits.Load() != 1 {
+		t.Fatalf("a Sleep that blocked counted %d waits, want 1", waits.Load())
+	}
+
+	NoteWait(c)
+	NoteWait(nil)
+	NoteWait(make(chan struct{}))
+	if waits.Load() != 2 {
+		t.Fatalf("NoteWait: %d waits, want 2", waits.Load())
 	}
 }

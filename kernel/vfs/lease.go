@@ -280,6 +280,7 @@ func breakLease(ino Inode, write, nonblock bool, c *Ctx) error {
 			intr = c.Intr
 		}
 		timer := time.NewTimer(first.Sub(now))
+		NoteWait(intr)
 		select {
 		case <-ch:
 		case <-timer.C:

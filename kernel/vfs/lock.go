@@ -260,6 +260,7 @@ func (f *OpenFile) SetLock(owner *FDTable, pid int32, typ int16, start, end int6
 		}
 		ch := il.changed
 		lockMu.Unlock()
+		NoteWait(intr)
 		var err error
 		select {
 		case <-ch:

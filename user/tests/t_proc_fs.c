@@ -8,10 +8,12 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
@@ -525,10 +527,149 @@ static void test_kmem(void)
 	close(m);
 }
 
+/* A child that sets its scheduling attributes and limits, pins itself
+ * to one CPU, reports ('r', or 'e' when a call failed) and then sleeps
+ * in a read until the parent closes the pipe. */
+static pid_t sched_child(int cpu, int fifo_prio, int *keep)
+{
+	int rep[2], hold[2];
+	if (pipe(rep) || pipe(hold))
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(rep[0]);
+		close(hold[1]);
+		int ok = 1;
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		ok &= sched_setaffinity(0, sizeof one, &one) == 0;
+		if (fifo_prio) {
+			struct sched_param sp = { .sched_priority = fifo_prio };
+			ok &= syscall(SYS_sched_setscheduler, 0, SCHED_FIFO, &sp) == 0;
+		} else {
+			ok &= setpriority(PRIO_PROCESS, 0, 5) == 0;
+			struct rlimit rss = { 12345678, RLIM_INFINITY }, as = { 1L << 40, RLIM_INFINITY };
+			ok &= setrlimit(RLIMIT_RSS, &rss) == 0 && setrlimit(RLIMIT_AS, &as) == 0;
+		}
+		(void)!write(rep[1], ok ? "r" : "e", 1);
+		char c;
+		(void)!read(hold[0], &c, 1);
+		_exit(0);
+	}
+	close(rep[1]);
+	close(hold[0]);
+	char c = 0;
+	if (read(rep[0], &c, 1) != 1 || c != 'r')
+		pid = -pid;
+	close(rep[0]);
+	*keep = hold[1];
+	return pid;
+}
+
+static void *stat_thread(void *arg)
+{
+	struct pstat *ps = arg;
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/task/%ld/stat", (long)syscall(SYS_gettid));
+	parse_stat(path, ps);
+	return NULL;
+}
+
+/* Fields Linux computes that once read as constants: priority and nice
+ * (18, 19), rsslim (25, RLIMIT_RSS's soft limit, not RLIMIT_AS's),
+ * exit_signal (38: SIGCHLD for a forked process, -1 in a thread's own
+ * file), processor (39: the CPU the task last ran on, not the reader's),
+ * rt_priority and policy (40, 41). */
+static void test_stat_sched(void)
+{
+	cpu_set_t mine;
+	if (!CHECK_SYS("sched.getaffinity", sched_getaffinity(0, sizeof mine, &mine)))
+		return;
+	int lo = -1, hi = -1;
+	for (int i = 0; i < CPU_SETSIZE; i++)
+		if (CPU_ISSET(i, &mine)) {
+			if (lo < 0)
+				lo = i;
+			hi = i;
+		}
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(lo, &one);
+	sched_setaffinity(0, sizeof one, &one); /* the reader on the lowest CPU */
+
+	struct pstat ps;
+	int keep;
+	pid_t pid = sched_child(hi, 0, &keep);
+	if (CHECK("sched.child_ready", pid > 0)) {
+		char path[64];
+		snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+		CHECK_EQ("sched.parse", parse_stat(path, &ps), 0);
+		CHECK_EQ("stat.priority_nice5", FIELD(&ps, 18), 25);
+		CHECK_EQ("stat.nice", FIELD(&ps, 19), 5);
+		CHECK_EQ("stat.rsslim", FIELD(&ps, 25), 12345678);
+		CHECK_EQ("stat.exit_signal", FIELD(&ps, 38), SIGCHLD);
+		CHECK_EQ("stat.processor_child", FIELD(&ps, 39), hi);
+		CHECK_EQ("stat.rt_priority_other", FIELD(&ps, 40), 0);
+		CHECK_EQ("stat.policy_other", FIELD(&ps, 41), SCHED_OTHER);
+		char want[64];
+		snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+		snprintf(want, sizeof want, "\nCpus_allowed_list:\t%d\n", hi);
+		CHECK("status.child_cpus_allowed_list", check_file_has(path, want));
+	}
+	close(keep);
+	waitpid(pid < 0 ? -pid : pid, NULL, 0);
+
+	pid = sched_child(hi, 10, &keep);
+	if (CHECK("sched.fifo_child_ready", pid > 0)) {
+		char path[64];
+		snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+		CHECK_EQ("sched.fifo_parse", parse_stat(path, &ps), 0);
+		CHECK_EQ("stat.priority_fifo10", FIELD(&ps, 18), -11);
+		CHECK_EQ("stat.rt_priority", FIELD(&ps, 40), 10);
+		CHECK_EQ("stat.policy_fifo", FIELD(&ps, 41), SCHED_FIFO);
+	}
+	close(keep);
+	waitpid(pid < 0 ? -pid : pid, NULL, 0);
+
+	/* the mask as Linux prints a cpumask: one hex digit per 4 CPUs */
+	int n = sysconf(_SC_NPROCESSORS_CONF);
+	int digits = (n + 3) / 4;
+	if (digits < 1 || digits > 8)
+		digits = 8; /* more than 32 CPUs: not checked */
+	char want[128];
+	snprintf(want, sizeof want, "\nCpus_allowed:\t%0*lx\nCpus_allowed_list:\t%d\n", digits, (1UL << lo) & 0xffffffffUL,
+		 lo & 0xffff);
+	CHECK("status.cpus_allowed_pinned", n > 32 || check_file_has("/proc/self/status", want));
+	CHECK_EQ("stat.self_parse", parse_stat("/proc/self/stat", &ps), 0);
+	CHECK_EQ("stat.self_processor", FIELD(&ps, 39), lo);
+	CHECK_EQ("stat.self_exit_signal", FIELD(&ps, 38), SIGCHLD);
+	pthread_t th;
+	struct pstat tps = { 0 };
+	if (CHECK_EQ("stat.thread_create", pthread_create(&th, NULL, stat_thread, &tps), 0)) {
+		pthread_join(th, NULL);
+		CHECK_EQ("stat.thread_exit_signal", FIELD(&tps, 38), -1);
+		/* Linux wakes the joiner before the thread has left the group:
+		 * wait until it has, for the thread counts test_states checks */
+		for (int i = 0; i < 5000; i++) {
+			if (parse_stat("/proc/self/stat", &ps) == 0 && FIELD(&ps, 20) == 1)
+				break;
+			usleep(1000);
+		}
+	}
+	sched_setaffinity(0, sizeof mine, &mine);
+	if (n == 1)
+		snprintf(want, sizeof want, "\nCpus_allowed_list:\t0\n");
+	else
+		snprintf(want, sizeof want, "\nCpus_allowed_list:\t0-%d\n", n - 1);
+	CHECK("status.cpus_allowed_all", CPU_COUNT(&mine) != n || check_file_has("/proc/self/status", want));
+}
+
 int main(int argc, char **argv)
 {
 	check_start(argv[0]);
 	test_self_stat();
+	test_stat_sched();
 	test_states();
 	test_status_maps();
 	test_links(argc, argv);

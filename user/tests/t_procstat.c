@@ -1,7 +1,8 @@
 /*
  * t_procstat: /proc/stat as top, vmstat, mpstat and iostat read it: the
  * aggregate and per-CPU time lines, user time following a busy loop,
- * system time following a system-call loop, every figure moving forward,
+ * system time following a system-call loop, nice time following a
+ * process with nice 5 that spins, every figure moving forward,
  * ctxt following blocking switches, btime, processes following a fork,
  * procs_running and procs_blocked. /proc/vmstat as vmstat and free
  * read it: the counts by their names, pgfault following page faults.
@@ -9,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -160,6 +162,31 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 10; i++)
 			forward &= b.per[c][i] >= a.per[c][i];
 	CHECK("stat.never_back", forward);
+
+	/* a process with nice 5 spins: its time shows as nice (the second
+	 * column), at least 100 ms of it within 5 s. It makes a system call
+	 * now and then: Shortbread charges a CPU's user time when the
+	 * program leaves user mode */
+	snap(&a);
+	pid_t spinner = fork();
+	if (spinner == 0) {
+		if (nice(5) != 5)
+			_exit(1);
+		for (;;) {
+			for (int i = 0; i < 100000; i++)
+				x++;
+			getppid();
+		}
+	}
+	spin0 = now();
+	do {
+		usleep(100000);
+		snap(&b);
+	} while (b.cpu[1] - a.cpu[1] < 10 && now() - spin0 < 5);
+	kill(spinner, SIGKILL);
+	waitpid(spinner, NULL, 0);
+	CHECK("stat.nice_grew", b.cpu[1] - a.cpu[1] >= 10);
+	printf("# nice 5 spinner: nice +%llu ticks\n", b.cpu[1] - a.cpu[1]);
 
 	/* system calls until 50 ms of system time show (at most 5 s), for
 	 * the lost ticks above */

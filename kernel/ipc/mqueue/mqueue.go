@@ -328,6 +328,7 @@ func (q *Queue) wait(w Wait, ready func() bool) error {
 		if ready() {
 			return nil
 		}
+		vfs.NoteWait(w.Intr)
 		select {
 		case <-ch:
 		case <-w.Intr:

@@ -114,6 +114,7 @@ func (m *Msg) wait(q *MsgQueue, b vfs.Blocking, nowait error, ready func() bool)
 			continue // look again, now that a change cannot be missed
 		}
 		m.t.mu.Unlock()
+		vfs.NoteWait(b.Intr)
 		select {
 		case <-ch:
 		case <-b.Intr:

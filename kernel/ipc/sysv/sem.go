@@ -231,6 +231,7 @@ func (s *Sem) Op(id int, ops []SemOp, w SemWait, c vfs.Cred, pid int, undo *Undo
 		}
 		*cnt++
 		s.t.mu.Unlock()
+		vfs.NoteWait(w.Intr)
 		var stop error
 		select {
 		case <-ch:

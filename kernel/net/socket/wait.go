@@ -85,6 +85,7 @@ func wait(b Blocking, timeout time.Duration, ready func() bool, qs []*vfs.Queue)
 		if ready() {
 			return nil
 		}
+		vfs.NoteWait(b.Intr)
 		select {
 		case <-ch:
 		case <-b.Intr:
