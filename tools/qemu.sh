@@ -20,6 +20,9 @@ set -u
 . "$(dirname "$0")/sata.sh"
 iso=$1 cpus=$2 limit=$3
 shift 3
+# QEMU that cannot start exits with 1, which is also how a kernel status of
+# 0 comes out (below): a missing ISO must not read as a passing boot.
+[ -f "$iso" ] || { echo "qemu: $iso: no such file" >&2; exit 2; }
 # Prepended, so DISK2 goes first to come after DISK on the command line
 # (and on the PCI bus).
 if [ -n "${NVME:-}" ]; then
