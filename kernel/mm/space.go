@@ -373,8 +373,19 @@ func (s *Space) find(va uintptr) int {
 	if h := int(s.hint.Load()); h < len(s.vmas) && s.vmas[h].Start <= va && va < s.vmas[h].End {
 		return h
 	}
-	// sort.Search's, written out: every copy from user memory looks its
-	// address up, and the closure's calls were most of the look-up.
+	lo := s.firstEndingAfter(va)
+	if lo < len(s.vmas) && s.vmas[lo].Start <= va {
+		s.hint.Store(int32(lo))
+		return lo
+	}
+	return -1
+}
+
+// firstEndingAfter returns the index of the first VMA that ends above va,
+// or len(s.vmas): sort.Search's, written out, since every copy from user
+// memory looks its address up and the closure's calls were most of the
+// look-up.
+func (s *Space) firstEndingAfter(va uintptr) int {
 	lo, hi := 0, len(s.vmas)
 	for lo < hi {
 		if m := int(uint(lo+hi) >> 1); s.vmas[m].End > va {
@@ -383,15 +394,11 @@ func (s *Space) find(va uintptr) int {
 			lo = m + 1
 		}
 	}
-	if lo < len(s.vmas) && s.vmas[lo].Start <= va {
-		s.hint.Store(int32(lo))
-		return lo
-	}
-	return -1
+	return lo
 }
 
 func (s *Space) overlaps(start, end uintptr) bool {
-	i := sort.Search(len(s.vmas), func(i int) bool { return s.vmas[i].End > start })
+	i := s.firstEndingAfter(start)
 	return i < len(s.vmas) && s.vmas[i].Start < end
 }
 
@@ -420,15 +427,8 @@ func (s *Space) splitLocked(start, end uintptr) (inside []VMA) {
 	// once and allocates only the pieces it returns (rebuilding the
 	// whole list cost a server that maps and unmaps a buffer per request
 	// ~5k instructions and an allocation per call).
-	lo, hi := 0, len(s.vmas)
-	for lo < hi {
-		if m := int(uint(lo+hi) >> 1); s.vmas[m].End > start {
-			hi = m
-		} else {
-			lo = m + 1
-		}
-	}
-	i, j := lo, lo
+	i := s.firstEndingAfter(start)
+	j := i
 	for j < len(s.vmas) && s.vmas[j].Start < end {
 		j++
 	}
