@@ -8,7 +8,6 @@ import (
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/fs/ext4"
-	"shortbread/kernel/fs/tmpfs"
 	"shortbread/kernel/vfs"
 )
 
@@ -38,21 +37,7 @@ func mountEmpty(t *testing.T, tune []string, args ...string) (*vfs.VFS, *vfs.Ctx
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := New(disk, Options{Dev: linux.MakeDev(254, 0)}).Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := vfs.New(tmpfs.New(tmpfs.Options{Dev: linux.MakeDev(0, 1)}).Root(), "rootfs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &vfs.Ctx{Root: v.Root(), Cwd: v.Root(), Umask: 0o22}
-	if err := v.Mkdir(c, nil, "/mnt", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := v.Mount(c, nil, "/mnt", root, "ext4", 0); err != nil {
-		t.Fatal(err)
-	}
+	v, c := mountOnMnt(t, New(disk, Options{Dev: linux.MakeDev(254, 0)}))
 	return v, c, dev
 }
 

@@ -89,12 +89,24 @@ func setup(t *testing.T) (*vfs.VFS, *vfs.Ctx, *memDev, *FS) {
 	}
 	var logged []string
 	fs := New(disk, Options{Dev: linux.MakeDev(254, 0), Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})
+	v, c := mountOnMnt(t, fs)
+	t.Cleanup(func() {
+		if len(logged) > 0 {
+			t.Errorf("logged: %q", logged)
+		}
+	})
+	return v, c, dev, fs
+}
+
+// mountOnMnt mounts fs on /mnt of a new tmpfs-rooted VFS and returns the
+// VFS and a root context.
+func mountOnMnt(t *testing.T, fs *FS) (*vfs.VFS, *vfs.Ctx) {
+	t.Helper()
 	root, err := fs.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tfs := tmpfs.New(tmpfs.Options{Dev: linux.MakeDev(0, 1)})
-	v, err := vfs.New(tfs.Root(), "rootfs")
+	v, err := vfs.New(tmpfs.New(tmpfs.Options{Dev: linux.MakeDev(0, 1)}).Root(), "rootfs")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,12 +117,7 @@ func setup(t *testing.T) (*vfs.VFS, *vfs.Ctx, *memDev, *FS) {
 	if err := v.Mount(c, nil, "/mnt", root, "ext4", 0); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if len(logged) > 0 {
-			t.Errorf("logged: %q", logged)
-		}
-	})
-	return v, c, dev, fs
+	return v, c
 }
 
 // replayed writes the device's image to a file with its journal replayed
