@@ -2,12 +2,10 @@ package ext4vfs
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"shortbread/kernel/abi/linux"
-	"shortbread/kernel/fs/ext4"
 	"shortbread/kernel/vfs"
 )
 
@@ -28,15 +26,7 @@ func mountEmpty(t *testing.T, tune []string, args ...string) (*vfs.VFS, *vfs.Ctx
 	if tune != nil {
 		tool(t, "tune2fs", append(tune, img)...)
 	}
-	b, err := os.ReadFile(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := &memDev{b: b}
-	disk, err := ext4.Mount(dev, ext4.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev, disk := mountImage(t, img)
 	v, c := mountOnMnt(t, New(disk, Options{Dev: linux.MakeDev(254, 0)}))
 	return v, c, dev
 }

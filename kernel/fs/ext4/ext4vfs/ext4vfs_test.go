@@ -78,15 +78,7 @@ func setup(t *testing.T) (*vfs.VFS, *vfs.Ctx, *memDev, *FS) {
 	}
 	img := filepath.Join(t.TempDir(), "img")
 	tool(t, "mke2fs", "-q", "-F", "-t", "ext4", "-d", src, img, "32M")
-	b, err := os.ReadFile(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := &memDev{b: b}
-	disk, err := ext4.Mount(dev, ext4.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev, disk := mountImage(t, img)
 	var logged []string
 	fs := New(disk, Options{Dev: linux.MakeDev(254, 0), Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})
 	v, c := mountOnMnt(t, fs)
@@ -96,6 +88,22 @@ func setup(t *testing.T) (*vfs.VFS, *vfs.Ctx, *memDev, *FS) {
 		}
 	})
 	return v, c, dev, fs
+}
+
+// mountImage reads the image file img into a memory device and mounts
+// the ext4 file system on it.
+func mountImage(t *testing.T, img string) (*memDev, *ext4.FS) {
+	t.Helper()
+	b, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := &memDev{b: b}
+	disk, err := ext4.Mount(dev, ext4.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dev, disk
 }
 
 // mountOnMnt mounts fs on /mnt of a new tmpfs-rooted VFS and returns the
