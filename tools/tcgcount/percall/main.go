@@ -73,13 +73,19 @@ func main() {
 	for _, c := range ca {
 		delta[c.PC] -= float64(c.N)
 	}
-	byFn := map[string]float64{}
+	// A function's calls are the executions of its first instruction
+	// (a loop that jumps back to the entry counts each turn: the Go
+	// compiler puts the stack check there, so loops start later).
+	byFn, calls := map[string]float64{}, map[string]float64{}
 	var total float64
 	for pc, d := range delta {
 		i := sort.Search(len(fns), func(i int) bool { return fns[i].end > pc })
 		name := "?"
 		if i < len(fns) && fns[i].start <= pc {
 			name = fns[i].name
+			if fns[i].start == pc {
+				calls[name] += d
+			}
 		}
 		byFn[name] += d
 		total += d
@@ -93,11 +99,11 @@ func main() {
 		rows = append(rows, row{k, v})
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].n > rows[j].n })
-	fmt.Printf("%.0f kernel instructions an operation\n", total / *ops)
+	fmt.Printf("%.0f kernel instructions an operation (instructions, share, calls an operation)\n", total / *ops)
 	for i, r := range rows {
 		if i == *top {
 			break
 		}
-		fmt.Printf("%8.1f %5.1f%%  %s\n", r.n / *ops, 100*r.n/total, r.name)
+		fmt.Printf("%8.1f %5.1f%% %7.2f  %s\n", r.n / *ops, 100*r.n/total, calls[r.name] / *ops, r.name)
 	}
 }
