@@ -1,9 +1,10 @@
 package ext4
 
 // Handles: changes made side by side. The operations a file churn is
-// made of (Create, WriteAt of a small write, Unlink of a small file),
-// and Mkdir, Link, a fast Symlink and a SetAttr that leaves the size,
-// run holding FS.mu only for reading, as jbd2's handles join the running
+// made of (Create, WriteAt of a small write, Unlink of a small file,
+// Rename but of a directory to another parent), and Mkdir, Rmdir,
+// Link, a fast Symlink and a SetAttr that leaves the size, run holding
+// FS.mu only for reading, as jbd2's handles join the running
 // transaction: hbegin reserves room in the transaction for what one
 // such operation logs (handleCredits blocks) and counts the operation
 // open (FS.handles, jbd2's t_updates); a commit, and every operation
@@ -28,11 +29,17 @@ package ext4
 //   - the page cache's maps by inode (files, maps, ordered, unsynced,
 //     dataErr), by pagesMu.
 //
-// A handle takes two inode locks waiting only in ascending stripe order
-// (dirLocks): an unlink whose file's lock comes before its directory's,
-// held by another, lets go of the directory's and takes both in order,
-// then looks the name up again; a link takes both in order from the
-// start. A create, mkdir or symlink allocates and writes its new inode
+// A handle waits for an inode lock only where its stripe lies above
+// those of all the inode locks it holds, and otherwise only tries it
+// (TryLock), so that no two handles wait for each other's; two locks
+// are a dirLocks, a rename's up to four an inodeLocks. An unlink (or
+// rmdir) whose file's lock comes before its directory's, held by
+// another, lets go of the directory's and takes both in order, then
+// looks the name up again, as a rename does with its set; a link takes
+// both in order from the start. Each is taken within one call into the
+// package and let go before it returns, so the VFS's own locks (its
+// directories' locks, and renameMu across two) are always taken first
+// and cannot cross them. A create, mkdir or symlink allocates and writes its new inode
 // (a directory's first block too) before it takes the directory's
 // lock, and an unlink frees its file after letting go of it, so that
 // two handles in one directory hold its lock only while they change its
@@ -49,6 +56,7 @@ package ext4
 
 import (
 	"errors"
+	"slices"
 	"sync"
 )
 
@@ -222,6 +230,70 @@ func (l *dirLocks) unlock() {
 	if l.dir != nil {
 		l.dir.Unlock()
 	}
+}
+
+// inodeLocks are the inode locks of a handle that changes more than
+// two inodes (Rename: two directories, the file moved and the one it
+// replaces), each stripe once. A lock is waited for only where its
+// stripe lies above every stripe held, as dirLocks does with two;
+// below, it is only tried, and where another holds it the handle lets
+// go of all and takes the whole set in ascending order (lockInodes),
+// then looks its names up again.
+type inodeLocks struct {
+	fs   *FS
+	held []uint32 // the stripes held, ascending
+}
+
+// lockInodes takes the locks of inodes nums (0 for none) in ascending
+// stripe order.
+func (fs *FS) lockInodes(nums ...uint32) *inodeLocks {
+	l := &inodeLocks{fs: fs, held: make([]uint32, 0, 4)}
+	for _, n := range nums {
+		if n != 0 {
+			l.held = append(l.held, stripe(n))
+		}
+	}
+	slices.Sort(l.held)
+	l.held = slices.Compact(l.held)
+	for _, s := range l.held {
+		fs.lockInode(&fs.ilocks[s])
+	}
+	return l
+}
+
+// holds reports whether inode n's lock is among l's (n 0: yes).
+func (l *inodeLocks) holds(n uint32) bool {
+	_, ok := slices.BinarySearch(l.held, stripe(n))
+	return n == 0 || ok
+}
+
+// add takes inode n's lock too (n 0: none), waiting for it only above
+// every stripe held; false, with nothing more held, where another
+// holds it and it comes before one of l's.
+func (l *inodeLocks) add(n uint32) bool {
+	if l.holds(n) {
+		return true
+	}
+	s := stripe(n)
+	m := &l.fs.ilocks[s]
+	i, _ := slices.BinarySearch(l.held, s)
+	switch {
+	case m.TryLock():
+	case i == len(l.held):
+		l.fs.lockInode(m)
+	default:
+		return false
+	}
+	l.held = slices.Insert(l.held, i, s)
+	return true
+}
+
+// unlock releases l's locks.
+func (l *inodeLocks) unlock() {
+	for _, s := range slices.Backward(l.held) {
+		l.fs.ilocks[s].Unlock()
+	}
+	l.held = l.held[:0]
 }
 
 // hbegin starts a handle: FS.mu held for reading and handleCredits
