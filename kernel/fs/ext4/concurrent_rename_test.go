@@ -145,8 +145,9 @@ func renameContent(w, i int) []byte {
 // k<w> there (the previous k's last link goes), traded with a file of
 // its own directory and back; one held open while a rename replaces
 // it; directories made, renamed onto each other and removed in from;
-// every fourth round a directory moved from its own directory to from
-// and removed there.
+// every eighth a 2 MiB file made and unlinked in from; every fourth
+// round a directory moved from its own directory to from and removed
+// there.
 func renameWorker(f *FS, own, from, to uint32, w, rounds int) error {
 	sw := strconv.Itoa(w)
 	k, e, h := "k"+sw, "e"+sw, "h"+sw
@@ -224,6 +225,21 @@ func renameWorker(f *FS, own, from, to uint32, w, rounds int) error {
 		}
 		if err := f.Rmdir(from, d2); err != nil {
 			return fmt.Errorf("rmdir %s: %w", d2, err)
+		}
+		if i%8 == 1 {
+			// A file bigger than a handle's own credits free,
+			// unlinked with more reserved (freeCredits).
+			b := "big" + sw
+			bino, err := f.Create(from, b, linux.S_IFREG|0o644, 0, 0, 0, 0)
+			if err != nil {
+				return fmt.Errorf("create %s: %w", b, err)
+			}
+			if _, err := f.WriteAt(bino, bytes.Repeat([]byte{byte(w)}, 2<<20), 0); err != nil {
+				return fmt.Errorf("write %s: %w", b, err)
+			}
+			if err := f.Unlink(from, b); err != nil {
+				return fmt.Errorf("unlink %s: %w", b, err)
+			}
 		}
 		if i%4 == 0 {
 			// A directory to another parent: exclusive.

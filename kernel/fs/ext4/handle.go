@@ -47,7 +47,9 @@ package ext4
 // sleep (Options.Spin).
 //
 // A handle that finds it cannot finish side by side before it changed
-// anything (a file too big to free within its credits, the disk full
+// anything (a file to free whose blocks need more credits than the
+// running transaction has room for, or mapped by indirect blocks and
+// too big for a handle's own, the disk full
 // while freed blocks are held back, which only a commit gives back, the
 // name an unlink looked up again now another file's, held by another)
 // returns errExclusive, and the operation runs again holding FS.mu for
@@ -58,6 +60,8 @@ import (
 	"errors"
 	"slices"
 	"sync"
+
+	"shortbread/kernel/abi/linux"
 )
 
 // inodeLockStripes is the number of inode locks (1<<inodeLockBits);
@@ -79,8 +83,9 @@ const handleCredits = 64
 const handleMaxWrite = 64 << 10
 
 // handleMaxFree is the most 512-byte sectors a file freed by a handle
-// may hold (1 MiB): a bigger one may touch more groups than its
-// credits cover.
+// may hold (1 MiB) within its credits: a bigger one may touch more
+// groups than they cover, and an unlink then reserves more for it
+// (freeCredits, hextend).
 const handleMaxFree = 2048
 
 // errExclusive says an operation tried side by side must run again
@@ -321,6 +326,60 @@ func (fs *FS) hbegin() bool {
 	fs.handlesRun.Add(1)
 	fs.jmu.Unlock()
 	return true
+}
+
+// freeCredits returns the blocks freeing regular file in logs beyond
+// what handleCredits covers: a block bitmap and a descriptor block for
+// each group its blocks (data and extent tree) lie in, and the tree's
+// blocks. ok is false where that is not known cheaply: a file mapped
+// by indirect blocks, or one with an xattr block. Preconditions: in's
+// lock held.
+func (fs *FS) freeCredits(in *inode) (n int, ok bool) {
+	if in.fileType() != linux.S_IFREG || in.flags&flagExtents == 0 || in.fileACL != 0 {
+		return 0, false
+	}
+	m, err := fs.readExtents(in)
+	if err != nil {
+		return 0, false
+	}
+	groups := make(map[uint64]bool)
+	bpg := uint64(fs.sb.blocksPerGroup)
+	first := uint64(fs.sb.firstDataBlock)
+	for _, e := range m.exts {
+		if e.pblk < first || e.len == 0 {
+			return 0, false
+		}
+		for g := (e.pblk - first) / bpg; g <= (e.pblk+uint64(e.len)-1-first)/bpg; g++ {
+			groups[g] = true
+		}
+	}
+	for _, b := range m.tree {
+		if b >= first {
+			groups[(b-first)/bpg] = true
+		}
+	}
+	return 2*len(groups) + len(m.tree), true
+}
+
+// hextend reserves n blocks more of the running transaction for the
+// handle open, as jbd2's journal_extend: false, with nothing reserved,
+// where the transaction has no such room (the operation then runs
+// exclusive). hshrink gives them back once the operation is done.
+func (fs *FS) hextend(n int) bool {
+	j := fs.jnl
+	fs.jmu.Lock()
+	defer fs.jmu.Unlock()
+	if len(j.blocks)+j.reserved+n > j.cap/2 {
+		return false
+	}
+	j.reserved += n
+	return true
+}
+
+func (fs *FS) hshrink(n int) {
+	fs.jmu.Lock()
+	fs.jnl.reserved -= n
+	fs.jmu.Unlock()
 }
 
 // hend ends a handle; if the transaction has grown past the size at

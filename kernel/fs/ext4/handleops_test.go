@@ -257,3 +257,67 @@ func TestHandleRenames(t *testing.T) {
 	}
 	fsck(t, dev)
 }
+
+// TestHandleBigUnlink checks that the unlink of a file bigger than a
+// handle's own credits free (handleMaxFree), spanning several groups,
+// runs as a handle that reserves more (freeCredits, hextend): it
+// finishes while the test holds FS.mu for reading; then its blocks are
+// free again and e2fsck finds the image clean.
+func TestHandleBigUnlink(t *testing.T) {
+	dev := loadImage(t, mkfs(t, "32M", "", "-t", "ext4"))
+	f, err := mountDev(t, dev, Options{Pages: pagecache.New(&mm.HeapPhys{}, 4<<20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	free := f.Statfs().Free
+	ino, err := f.Create(RootIno, "big", linux.S_IFREG|0o644, 0, 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 1<<20)
+	for i := range 12 {
+		for k := range chunk {
+			chunk[k] = byte(i + k>>10)
+		}
+		if _, err := f.WriteAt(ino, chunk, int64(i)<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.RLock()
+	in, err := f.iget(ino)
+	f.mu.RUnlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, ok := f.freeCredits(in)
+	if !ok || n < 2*2 || in.blocks <= handleMaxFree {
+		t.Fatalf("the file: %d sectors, %d credits more to free (%v); want over %d sectors in two groups or more", in.blocks, n, ok, handleMaxFree)
+	}
+	before := f.handlesRun.Load()
+	inHandles(t, f, func() error { return f.Unlink(RootIno, "big") })
+	if f.handlesRun.Load() == before {
+		t.Error("the unlink did not run as a handle")
+	}
+	if _, err := f.Lookup(RootIno, "big"); err != linux.ENOENT {
+		t.Errorf("big after its unlink: %v", err)
+	}
+	if _, err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Statfs().Free; got != free {
+		t.Errorf("%d blocks free after the unlink and a commit, want %d as before the file", got, free)
+	}
+	f.jmu.Lock()
+	reserved := f.jnl.reserved
+	f.jmu.Unlock()
+	if reserved != 0 {
+		t.Errorf("%d blocks of the transaction still reserved", reserved)
+	}
+	fsck(t, dev)
+}

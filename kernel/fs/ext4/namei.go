@@ -573,7 +573,12 @@ func (fs *FS) removeLocked(dir uint32, name string, wantDir bool, lock func(*ino
 	// asked for, or the reverse, fails below as it would exclusive.
 	frees := in.links <= 1 && !in.isDir() || wantDir && in.isDir()
 	if lock != nil && frees && (in.blocks > handleMaxFree || in.fileACL != 0) {
-		return errExclusive
+		// A big file: more credits, for every group it lies in.
+		n, ok := fs.freeCredits(in)
+		if !ok || !fs.hextend(n) {
+			return errExclusive
+		}
+		defer fs.hshrink(n)
 	}
 	if wantDir != in.isDir() {
 		if wantDir {
