@@ -145,7 +145,8 @@ func renameContent(w, i int) []byte {
 // k<w> there (the previous k's last link goes), traded with a file of
 // its own directory and back; one held open while a rename replaces
 // it; directories made, renamed onto each other and removed in from;
-// every eighth a 2 MiB file made and unlinked in from; every fourth
+// every eighth a 2 MiB file made in from and unlinked, or replaced by
+// a rename first; every fourth
 // round a directory moved from its own directory to from and removed
 // there.
 func renameWorker(f *FS, own, from, to uint32, w, rounds int) error {
@@ -236,6 +237,15 @@ func renameWorker(f *FS, own, from, to uint32, w, rounds int) error {
 			}
 			if _, err := f.WriteAt(bino, bytes.Repeat([]byte{byte(w)}, 2<<20), 0); err != nil {
 				return fmt.Errorf("write %s: %w", b, err)
+			}
+			if i%16 == 9 {
+				// Replaced by a rename instead.
+				if _, err := f.Create(from, b+"s", linux.S_IFREG|0o644, 0, 0, 0, 0); err != nil {
+					return fmt.Errorf("create %ss: %w", b, err)
+				}
+				if err := f.Rename(from, b+"s", from, b, 0); err != nil {
+					return fmt.Errorf("rename onto %s: %w", b, err)
+				}
 			}
 			if err := f.Unlink(from, b); err != nil {
 				return fmt.Errorf("unlink %s: %w", b, err)

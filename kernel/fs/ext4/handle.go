@@ -49,10 +49,9 @@ package ext4
 // A handle that finds it cannot finish side by side before it changed
 // anything (a file to free whose blocks need more credits than the
 // running transaction has room for, or mapped by indirect blocks and
-// too big for a handle's own, the disk full
-// while freed blocks are held back, which only a commit gives back, the
-// name an unlink looked up again now another file's, held by another)
-// returns errExclusive, and the operation runs again holding FS.mu for
+// too big for a handle's own, the disk full while freed blocks are held
+// back, which only a commit gives back, the name an unlink looked up
+// again now another file's, held by another) returns errExclusive, and the operation runs again holding FS.mu for
 // writing. A create that finds so after it made its inode frees it
 // again first.
 

@@ -260,9 +260,10 @@ func TestHandleRenames(t *testing.T) {
 
 // TestHandleBigUnlink checks that the unlink of a file bigger than a
 // handle's own credits free (handleMaxFree), spanning several groups,
-// runs as a handle that reserves more (freeCredits, hextend): it
-// finishes while the test holds FS.mu for reading; then its blocks are
-// free again and e2fsck finds the image clean.
+// and a rename onto another such file, run as handles that reserve
+// more (freeCredits, hextend): they finish while the test holds FS.mu
+// for reading; then the blocks are free again and e2fsck finds the
+// image clean.
 func TestHandleBigUnlink(t *testing.T) {
 	dev := loadImage(t, mkfs(t, "32M", "", "-t", "ext4"))
 	f, err := mountDev(t, dev, Options{Pages: pagecache.New(&mm.HeapPhys{}, 4<<20)})
@@ -273,18 +274,26 @@ func TestHandleBigUnlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	free := f.Statfs().Free
-	ino, err := f.Create(RootIno, "big", linux.S_IFREG|0o644, 0, 0, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	chunk := make([]byte, 1<<20)
-	for i := range 12 {
-		for k := range chunk {
-			chunk[k] = byte(i + k>>10)
-		}
-		if _, err := f.WriteAt(ino, chunk, int64(i)<<20); err != nil {
+	var ino uint32
+	for _, name := range []string{"big", "big2"} {
+		var err error
+		ino, err = f.Create(RootIno, name, linux.S_IFREG|0o644, 0, 0, 0, 0)
+		if err != nil {
 			t.Fatal(err)
 		}
+		for i := range 10 {
+			for k := range chunk {
+				chunk[k] = byte(i + k>>10)
+			}
+			if _, err := f.WriteAt(ino, chunk, int64(i)<<20); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	small, err := f.Create(RootIno, "small", linux.S_IFREG|0o644, 0, 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
@@ -300,18 +309,23 @@ func TestHandleBigUnlink(t *testing.T) {
 		t.Fatalf("the file: %d sectors, %d credits more to free (%v); want over %d sectors in two groups or more", in.blocks, n, ok, handleMaxFree)
 	}
 	before := f.handlesRun.Load()
-	inHandles(t, f, func() error { return f.Unlink(RootIno, "big") })
-	if f.handlesRun.Load() == before {
-		t.Error("the unlink did not run as a handle")
+	inHandles(t, f,
+		func() error { return f.Unlink(RootIno, "big") },
+		func() error { return f.Rename(RootIno, "small", RootIno, "big2", 0) })
+	if f.handlesRun.Load()-before != 2 {
+		t.Errorf("%d operations ran as handles, want 2", f.handlesRun.Load()-before)
 	}
 	if _, err := f.Lookup(RootIno, "big"); err != linux.ENOENT {
 		t.Errorf("big after its unlink: %v", err)
+	}
+	if got, err := f.Lookup(RootIno, "big2"); err != nil || got != small {
+		t.Errorf("big2 after the rename onto it: %d, %v; want %d", got, err, small)
 	}
 	if _, err := f.Commit(); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.Statfs().Free; got != free {
-		t.Errorf("%d blocks free after the unlink and a commit, want %d as before the file", got, free)
+		t.Errorf("%d blocks free after the unlink, the rename and a commit, want %d as before the files", got, free)
 	}
 	f.jmu.Lock()
 	reserved := f.jnl.reserved

@@ -21,8 +21,8 @@ import (
 // it is known only from the chain of ".." up to the root, which the
 // handle does not lock, and two such renames side by side could each
 // pass that check and make a loop. So does a rename whose replaced file
-// is too big to free within a handle's credits, or has an xattr block
-// (removeLocked's rule).
+// goes and is too big to free within the running transaction's room,
+// or has an xattr block (removeLocked's rule).
 func (fs *FS) Rename(srcDir uint32, srcName string, dstDir uint32, dstName string, flags uint32) error {
 	if flags&^(linux.RENAME_NOREPLACE|linux.RENAME_EXCHANGE) != 0 ||
 		flags == linux.RENAME_NOREPLACE|linux.RENAME_EXCHANGE {
@@ -118,8 +118,20 @@ func (fs *FS) rename(srcDir uint32, srcName string, dstDir uint32, dstName strin
 		return err
 	}
 	exchange := flags&linux.RENAME_EXCHANGE != 0
-	if lock != nil && !renameFits(sd, dd, src, dst, exchange) {
-		return errExclusive
+	if lock != nil {
+		if sd != dd && (src.isDir() || exchange && dst.isDir()) {
+			return errExclusive // a directory to another parent
+		}
+		// A replaced file that goes (a directory always) is freed here:
+		// a big one with more credits, as an unlink's (removeLocked).
+		frees := dst != nil && !exchange && (dst.links <= 1 || dst.isDir())
+		if frees && (dst.blocks > handleMaxFree || dst.fileACL != 0) {
+			n, ok := fs.freeCredits(dst)
+			if !ok || !fs.hextend(n) {
+				return errExclusive
+			}
+			defer fs.hshrink(n)
+		}
 	}
 	if src.isDir() && srcDir != dstDir {
 		if err := fs.checkNotAncestor(src.num, dd.num); err != nil {
@@ -189,19 +201,6 @@ func (fs *FS) rename(srcDir uint32, srcName string, dstDir uint32, dstName strin
 		errs = append(errs, fs.iput(dd))
 	}
 	return errors.Join(errs...)
-}
-
-// renameFits reports whether a rename can be made in a handle: no
-// directory moves to another parent (Rename says why), and a file it
-// replaces, if that is its last link, fits a handle's free.
-func renameFits(sd, dd, src, dst *inode, exchange bool) bool {
-	if sd != dd && (src.isDir() || exchange && dst.isDir()) {
-		return false
-	}
-	if dst == nil || exchange || dst.links > 1 && !dst.isDir() {
-		return true
-	}
-	return dst.blocks <= handleMaxFree && dst.fileACL == 0
 }
 
 func (fs *FS) exchange(sd, dd, src, dst *inode, srcName string, dloc *dirLoc, now linux.Timespec) error {
