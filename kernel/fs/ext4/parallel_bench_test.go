@@ -254,6 +254,88 @@ func renamesWorker(f *FS, dir uint32, w int, data []byte, next *atomic.Int64, n 
 	return nil
 }
 
+// BenchmarkParallelBigUnlink: goroutines each make a 2 MiB file (64
+// KiB writes, the largest made side by side) and unlink the one made
+// two before, which is bigger than a handle's own credits free
+// (handleMaxFree), in directories of their own. Run it with
+//
+//	go test ./kernel/fs/ext4 -run '^$' -bench ParallelBigUnlink -cpu 2
+func BenchmarkParallelBigUnlink(b *testing.B) {
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { benchParallelBigUnlink(b, workers) })
+	}
+}
+
+func benchParallelBigUnlink(b *testing.B, workers int) {
+	dev := loadImage(b, mkfs(b, "256M", "", "-t", "ext4"))
+	f, err := Mount(dev, Options{Pages: pagecache.New(&mm.HeapPhys{}, 16<<20)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dirs := make([]uint32, workers)
+	for w := range dirs {
+		if dirs[w], err = f.Mkdir(RootIno, "w"+strconv.Itoa(w), 0o755, 0, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	data := make([]byte, 64<<10)
+	runtime.SetMutexProfileFraction(1)
+	defer runtime.SetMutexProfileFraction(0)
+	before := lockWaits()
+	var next atomic.Int64
+	stop := make(chan struct{})
+	committed := make(chan error, 1)
+	go func() { // the periodic commit, as in benchParallelFiles
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				committed <- nil
+				return
+			case <-t.C:
+				if _, err := f.Commit(); err != nil {
+					committed <- err
+					return
+				}
+			}
+		}
+	}()
+	runWorkers(b, workers, func(w int) error {
+		dir := dirs[w]
+		name := func(i int) string { return "f" + strconv.Itoa(i) }
+		for i := 0; next.Add(1) <= int64(b.N); i++ {
+			ino, err := f.Create(dir, name(i), linux.S_IFREG|0o644, 0, 0, 0, 0)
+			if err != nil {
+				return err
+			}
+			for off := int64(0); off < 2<<20; off += int64(len(data)) {
+				if _, err := f.WriteAt(ino, data, off); err != nil {
+					return err
+				}
+			}
+			if i >= 2 {
+				if err := f.Unlink(dir, name(i-2)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	close(stop)
+	if err := <-committed; err != nil {
+		b.Fatal(err)
+	}
+	after := lockWaits()
+	n := float64(b.N)
+	b.ReportMetric(n/b.Elapsed().Seconds(), "files/s")
+	b.ReportMetric((after.total-before.total).Seconds()*1e6/n, "lockwait-µs/file")
+	b.ReportMetric(float64(f.handlesRun.Load())/n, "handles/file")
+	if err := f.Unmount(); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // BenchmarkParallelLookup is bench-scale's lookup workload: goroutines
 // walking one 5-component path name by name, then a stat, an open and a
 // close (Hold, Release) of the file at its end, all on the same inodes.
