@@ -1,9 +1,10 @@
 package ext4
 
 // Handles: changes made side by side. The operations a file churn is
-// made of (Create, WriteAt of a small write, Unlink of a small file),
-// and Mkdir, Link, a fast Symlink and a SetAttr that leaves the size,
-// run holding FS.mu only for reading, as jbd2's handles join the running
+// made of (Create, WriteAt of a small write, Unlink of a small file,
+// Rename but of a directory to another parent), and Mkdir, Rmdir,
+// Link, a fast Symlink and a SetAttr that leaves the size, run holding
+// FS.mu only for reading, as jbd2's handles join the running
 // transaction: hbegin reserves room in the transaction for what one
 // such operation logs (handleCredits blocks) and counts the operation
 // open (FS.handles, jbd2's t_updates); a commit, and every operation
@@ -28,11 +29,17 @@ package ext4
 //   - the page cache's maps by inode (files, maps, ordered, unsynced,
 //     dataErr), by pagesMu.
 //
-// A handle takes two inode locks waiting only in ascending stripe order
-// (dirLocks): an unlink whose file's lock comes before its directory's,
-// held by another, lets go of the directory's and takes both in order,
-// then looks the name up again; a link takes both in order from the
-// start. A create, mkdir or symlink allocates and writes its new inode
+// A handle waits for an inode lock only where its stripe lies above
+// those of all the inode locks it holds, and otherwise only tries it
+// (TryLock), so that no two handles wait for each other's; two locks
+// are a dirLocks, a rename's up to four an inodeLocks. An unlink (or
+// rmdir) whose file's lock comes before its directory's, held by
+// another, lets go of the directory's and takes both in order, then
+// looks the name up again, as a rename does with its set; a link takes
+// both in order from the start. Each is taken within one call into the
+// package and let go before it returns, so the VFS's own locks (its
+// directories' locks, and renameMu across two) are always taken first
+// and cannot cross them. A create, mkdir or symlink allocates and writes its new inode
 // (a directory's first block too) before it takes the directory's
 // lock, and an unlink frees its file after letting go of it, so that
 // two handles in one directory hold its lock only while they change its
@@ -40,16 +47,20 @@ package ext4
 // sleep (Options.Spin).
 //
 // A handle that finds it cannot finish side by side before it changed
-// anything (a file too big to free within its credits, the disk full
-// while freed blocks are held back, which only a commit gives back, the
-// name an unlink looked up again now another file's, held by another)
-// returns errExclusive, and the operation runs again holding FS.mu for
+// anything (a file to free whose blocks need more credits than the
+// running transaction has room for, or mapped by indirect blocks and
+// too big for a handle's own, the disk full while freed blocks are held
+// back, which only a commit gives back, the name an unlink looked up
+// again now another file's, held by another) returns errExclusive, and the operation runs again holding FS.mu for
 // writing. A create that finds so after it made its inode frees it
 // again first.
 
 import (
 	"errors"
+	"slices"
 	"sync"
+
+	"shortbread/kernel/abi/linux"
 )
 
 // inodeLockStripes is the number of inode locks (1<<inodeLockBits);
@@ -71,8 +82,9 @@ const handleCredits = 64
 const handleMaxWrite = 64 << 10
 
 // handleMaxFree is the most 512-byte sectors a file freed by a handle
-// may hold (1 MiB): a bigger one may touch more groups than its
-// credits cover.
+// may hold (1 MiB) within its credits: a bigger one may touch more
+// groups than they cover, and an unlink then reserves more for it
+// (freeCredits, hextend).
 const handleMaxFree = 2048
 
 // errExclusive says an operation tried side by side must run again
@@ -224,6 +236,70 @@ func (l *dirLocks) unlock() {
 	}
 }
 
+// inodeLocks are the inode locks of a handle that changes more than
+// two inodes (Rename: two directories, the file moved and the one it
+// replaces), each stripe once. A lock is waited for only where its
+// stripe lies above every stripe held, as dirLocks does with two;
+// below, it is only tried, and where another holds it the handle lets
+// go of all and takes the whole set in ascending order (lockInodes),
+// then looks its names up again.
+type inodeLocks struct {
+	fs   *FS
+	held []uint32 // the stripes held, ascending
+}
+
+// lockInodes takes the locks of inodes nums (0 for none) in ascending
+// stripe order.
+func (fs *FS) lockInodes(nums ...uint32) *inodeLocks {
+	l := &inodeLocks{fs: fs, held: make([]uint32, 0, 4)}
+	for _, n := range nums {
+		if n != 0 {
+			l.held = append(l.held, stripe(n))
+		}
+	}
+	slices.Sort(l.held)
+	l.held = slices.Compact(l.held)
+	for _, s := range l.held {
+		fs.lockInode(&fs.ilocks[s])
+	}
+	return l
+}
+
+// holds reports whether inode n's lock is among l's (n 0: yes).
+func (l *inodeLocks) holds(n uint32) bool {
+	_, ok := slices.BinarySearch(l.held, stripe(n))
+	return n == 0 || ok
+}
+
+// add takes inode n's lock too (n 0: none), waiting for it only above
+// every stripe held; false, with nothing more held, where another
+// holds it and it comes before one of l's.
+func (l *inodeLocks) add(n uint32) bool {
+	if l.holds(n) {
+		return true
+	}
+	s := stripe(n)
+	m := &l.fs.ilocks[s]
+	i, _ := slices.BinarySearch(l.held, s)
+	switch {
+	case m.TryLock():
+	case i == len(l.held):
+		l.fs.lockInode(m)
+	default:
+		return false
+	}
+	l.held = slices.Insert(l.held, i, s)
+	return true
+}
+
+// unlock releases l's locks.
+func (l *inodeLocks) unlock() {
+	for _, s := range slices.Backward(l.held) {
+		l.fs.ilocks[s].Unlock()
+	}
+	l.held = l.held[:0]
+}
+
 // hbegin starts a handle: FS.mu held for reading and handleCredits
 // blocks of the running transaction reserved. It returns false, with
 // nothing held, where the operation must run holding FS.mu for
@@ -249,6 +325,60 @@ func (fs *FS) hbegin() bool {
 	fs.handlesRun.Add(1)
 	fs.jmu.Unlock()
 	return true
+}
+
+// freeCredits returns the blocks freeing regular file in logs beyond
+// what handleCredits covers: a block bitmap and a descriptor block for
+// each group its blocks (data and extent tree) lie in, and the tree's
+// blocks. ok is false where that is not known cheaply: a file mapped
+// by indirect blocks, or one with an xattr block. Preconditions: in's
+// lock held.
+func (fs *FS) freeCredits(in *inode) (n int, ok bool) {
+	if in.fileType() != linux.S_IFREG || in.flags&flagExtents == 0 || in.fileACL != 0 {
+		return 0, false
+	}
+	m, err := fs.readExtents(in)
+	if err != nil {
+		return 0, false
+	}
+	groups := make(map[uint64]bool)
+	bpg := uint64(fs.sb.blocksPerGroup)
+	first := uint64(fs.sb.firstDataBlock)
+	for _, e := range m.exts {
+		if e.pblk < first || e.len == 0 {
+			return 0, false
+		}
+		for g := (e.pblk - first) / bpg; g <= (e.pblk+uint64(e.len)-1-first)/bpg; g++ {
+			groups[g] = true
+		}
+	}
+	for _, b := range m.tree {
+		if b >= first {
+			groups[(b-first)/bpg] = true
+		}
+	}
+	return 2*len(groups) + len(m.tree), true
+}
+
+// hextend reserves n blocks more of the running transaction for the
+// handle open, as jbd2's journal_extend: false, with nothing reserved,
+// where the transaction has no such room (the operation then runs
+// exclusive). hshrink gives them back once the operation is done.
+func (fs *FS) hextend(n int) bool {
+	j := fs.jnl
+	fs.jmu.Lock()
+	defer fs.jmu.Unlock()
+	if len(j.blocks)+j.reserved+n > j.cap/2 {
+		return false
+	}
+	j.reserved += n
+	return true
+}
+
+func (fs *FS) hshrink(n int) {
+	fs.jmu.Lock()
+	fs.jnl.reserved -= n
+	fs.jmu.Unlock()
 }
 
 // hend ends a handle; if the transaction has grown past the size at

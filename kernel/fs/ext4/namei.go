@@ -9,9 +9,9 @@ import (
 
 // Creating and removing names: Create, Mkdir, Symlink, Link, Unlink,
 // Rmdir (Rename is in rename.go). Like every exported operation each
-// takes FS.mu for its whole length (for reading only in Create and
-// Unlink when they run as handles: handle.go) and names inodes by
-// number; nothing decoded outlives the call.
+// takes FS.mu for its whole length (for reading only when they run as
+// handles: handle.go) and names inodes by number; nothing decoded
+// outlives the call.
 
 // linkMax is the most links a file may have; a directory past it counts
 // 1 (dir_nlink), as Linux's EXT4_LINK_MAX.
@@ -498,20 +498,18 @@ func (fs *FS) Rmdir(dir uint32, name string) error {
 	return fs.remove(dir, name, true)
 }
 
+// remove is Unlink and Rmdir. In a handle (handle.go) it takes the
+// directory's lock, then the file's (the removed directory's), waited
+// for in stripe order; out of order and held by another, both again in
+// order and the name looked up again. The directory's is let go before
+// the file is freed. A directory being removed has its lock held while
+// it is checked empty and its links go: a create in it (makeHandle)
+// takes that lock and then finds it gone.
 func (fs *FS) remove(dir uint32, name string, wantDir bool) error {
-	if wantDir {
-		fs.begin()
-		defer fs.end()
-		return fs.removeLocked(dir, name, true, nil, nil)
-	}
-	// In a handle (handle.go): the directory's lock, then the file's,
-	// waited for in stripe order; out of order and held by another,
-	// both again in order and the name looked up again. The directory's
-	// is let go before the file is freed.
 	return fs.shared(func() error {
 		l := fs.lockDir(dir)
 		var first uint32
-		err := fs.removeLocked(dir, name, false, func(in *inode) error {
+		err := fs.removeLocked(dir, name, wantDir, func(in *inode) error {
 			if !l.take(dir, in.num) {
 				first = in.num
 				return errRelock
@@ -524,14 +522,14 @@ func (fs *FS) remove(dir uint32, name string, wantDir bool) error {
 		}
 		l = fs.lockBoth(dir, first)
 		defer l.unlock()
-		return fs.removeLocked(dir, name, false, func(in *inode) error {
+		return fs.removeLocked(dir, name, wantDir, func(in *inode) error {
 			if !l.try(in.num) {
 				return errExclusive // renamed over meanwhile, and busy
 			}
 			return nil
 		}, l.releaseDir)
 	}, func() error {
-		return fs.removeLocked(dir, name, false, nil, nil)
+		return fs.removeLocked(dir, name, wantDir, nil, nil)
 	})
 }
 
@@ -570,8 +568,17 @@ func (fs *FS) removeLocked(dir uint32, name string, wantDir bool, lock func(*ino
 	if err != nil {
 		return err
 	}
-	if lock != nil && in.links <= 1 && (in.blocks > handleMaxFree || in.fileACL != 0 || in.isDir()) {
-		return errExclusive
+	// What goes with its last link (a directory always) is freed: in a
+	// handle only within its credits. A directory where a file was
+	// asked for, or the reverse, fails below as it would exclusive.
+	frees := in.links <= 1 && !in.isDir() || wantDir && in.isDir()
+	if lock != nil && frees && (in.blocks > handleMaxFree || in.fileACL != 0) {
+		// A big file: more credits, for every group it lies in.
+		n, ok := fs.freeCredits(in)
+		if !ok || !fs.hextend(n) {
+			return errExclusive
+		}
+		defer fs.hshrink(n)
 	}
 	if wantDir != in.isDir() {
 		if wantDir {

@@ -11,9 +11,19 @@ import (
 // linux.RENAME_EXCHANGE the two names trade places. A directory moved to
 // another parent gets its ".." changed and the parents' link counts
 // follow.
+//
+// It runs in a handle (handle.go) holding the inode locks of the two
+// directories, of the file moved and of the one it replaces or trades
+// places with (inodeLocks: the directories' first, in stripe order, the
+// others added once their names are looked up, or all again in order
+// and the names looked up again). A directory that moves to another
+// parent runs holding FS.mu for writing: whether the target lies below
+// it is known only from the chain of ".." up to the root, which the
+// handle does not lock, and two such renames side by side could each
+// pass that check and make a loop. So does a rename whose replaced file
+// goes and is too big to free within the running transaction's room,
+// or has an xattr block (removeLocked's rule).
 func (fs *FS) Rename(srcDir uint32, srcName string, dstDir uint32, dstName string, flags uint32) error {
-	fs.begin()
-	defer fs.end()
 	if flags&^(linux.RENAME_NOREPLACE|linux.RENAME_EXCHANGE) != 0 ||
 		flags == linux.RENAME_NOREPLACE|linux.RENAME_EXCHANGE {
 		return linux.EINVAL
@@ -26,6 +36,39 @@ func (fs *FS) Rename(srcDir uint32, srcName string, dstDir uint32, dstName strin
 			return linux.ENAMETOOLONG
 		}
 	}
+	return fs.shared(func() error {
+		l := fs.lockInodes(srcDir, dstDir)
+		var want [2]uint32
+		err := fs.rename(srcDir, srcName, dstDir, dstName, flags, func(src, dst uint32) error {
+			if l.add(src) && l.add(dst) {
+				return nil
+			}
+			want = [2]uint32{src, dst}
+			return errRelock
+		})
+		l.unlock()
+		if !errors.Is(err, errRelock) {
+			return err
+		}
+		l = fs.lockInodes(srcDir, dstDir, want[0], want[1])
+		defer l.unlock()
+		return fs.rename(srcDir, srcName, dstDir, dstName, flags, func(src, dst uint32) error {
+			if l.holds(src) && l.holds(dst) {
+				return nil
+			}
+			return errExclusive // the names changed meanwhile
+		})
+	}, func() error {
+		return fs.rename(srcDir, srcName, dstDir, dstName, flags, nil)
+	})
+}
+
+// rename is Rename's work, holding FS.mu for writing or, in a handle,
+// the inode locks of srcDir and dstDir; there lock takes those of the
+// inodes the two names name (dst 0: none), before anything is read of
+// them or changed, and what a handle cannot do returns errExclusive
+// before anything changed.
+func (fs *FS) rename(srcDir uint32, srcName string, dstDir uint32, dstName string, flags uint32, lock func(src, dst uint32) error) error {
 	sd, err := fs.dirForChange(srcDir)
 	if err != nil {
 		return err
@@ -40,13 +83,22 @@ func (fs *FS) Rename(srcDir uint32, srcName string, dstDir uint32, dstName strin
 	if err != nil {
 		return err
 	}
+	dloc, derr := fs.findEntry(dd, dstName)
+	if lock != nil {
+		dino := uint32(0)
+		if derr == nil {
+			dino = dloc.d.ino
+		}
+		if err := lock(sloc.d.ino, dino); err != nil {
+			return err
+		}
+	}
 	src, err := fs.iget(sloc.d.ino)
 	if err != nil {
 		return err
 	}
 	var dst *inode
-	dloc, err := fs.findEntry(dd, dstName)
-	switch {
+	switch err := derr; {
 	case err == nil:
 		if flags&linux.RENAME_NOREPLACE != 0 {
 			return linux.EEXIST
@@ -65,18 +117,34 @@ func (fs *FS) Rename(srcDir uint32, srcName string, dstDir uint32, dstName strin
 	default:
 		return err
 	}
+	exchange := flags&linux.RENAME_EXCHANGE != 0
+	if lock != nil {
+		if sd != dd && (src.isDir() || exchange && dst.isDir()) {
+			return errExclusive // a directory to another parent
+		}
+		// A replaced file that goes (a directory always) is freed here:
+		// a big one with more credits, as an unlink's (removeLocked).
+		frees := dst != nil && !exchange && (dst.links <= 1 || dst.isDir())
+		if frees && (dst.blocks > handleMaxFree || dst.fileACL != 0) {
+			n, ok := fs.freeCredits(dst)
+			if !ok || !fs.hextend(n) {
+				return errExclusive
+			}
+			defer fs.hshrink(n)
+		}
+	}
 	if src.isDir() && srcDir != dstDir {
 		if err := fs.checkNotAncestor(src.num, dd.num); err != nil {
 			return err
 		}
 	}
-	if dst != nil && dst.isDir() && flags&linux.RENAME_EXCHANGE != 0 && srcDir != dstDir {
+	if dst != nil && dst.isDir() && exchange && srcDir != dstDir {
 		if err := fs.checkNotAncestor(dst.num, sd.num); err != nil {
 			return err
 		}
 	}
 	now := fs.now()
-	if flags&linux.RENAME_EXCHANGE != 0 {
+	if exchange {
 		return fs.exchange(sd, dd, src, dst, srcName, dloc, now)
 	}
 	if dst != nil {
