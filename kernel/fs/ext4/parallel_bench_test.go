@@ -41,6 +41,21 @@ func BenchmarkParallelFiles(b *testing.B) {
 }
 
 func benchParallelFiles(b *testing.B, workers int, shared bool) {
+	data := make([]byte, 4096)
+	churnBench(b, workers, shared, func(f *FS, dir uint32, w int, next *atomic.Int64) error {
+		return filesWorker(f, dir, w, data, next, int64(b.N))
+	})
+}
+
+// churnBench runs worker in workers goroutines, each in a directory of
+// its own or all in one (shared), on a fresh 256 MiB ext4 file system
+// on an in-memory device with a page cache, committed every 50 ms, and
+// reports files/s (b.N files in all: the workers count them in next),
+// the time goroutines waited for this package's locks per file (as
+// BenchmarkMail does) and the operations per file that ran as handles,
+// side by side (handle.go); with EXT4_MAILPROF=1, also the unlocking
+// places that made them wait the longest.
+func churnBench(b *testing.B, workers int, shared bool, worker func(f *FS, dir uint32, w int, next *atomic.Int64) error) {
 	dev := loadImage(b, mkfs(b, "256M", "", "-t", "ext4"))
 	f, err := Mount(dev, Options{Pages: pagecache.New(&mm.HeapPhys{}, 16<<20)})
 	if err != nil {
@@ -56,48 +71,40 @@ func benchParallelFiles(b *testing.B, workers int, shared bool) {
 			b.Fatal(err)
 		}
 	}
-	data := make([]byte, 4096)
 	runtime.SetMutexProfileFraction(1)
 	defer runtime.SetMutexProfileFraction(0)
 	before := lockWaits()
 	var next atomic.Int64
-	errs := make(chan error, 1) // the committer's
 	stop := make(chan struct{})
-	committed := make(chan struct{})
+	committed := make(chan error, 1)
 	go func() {
 		// The periodic commit (ext4vfs.Committer, every 5 s in the
 		// kernel), at a pace to match the host's speed: it bounds
 		// the running transaction and the blocks it holds freed.
-		defer close(committed)
 		t := time.NewTicker(50 * time.Millisecond)
 		defer t.Stop()
 		for {
 			select {
 			case <-stop:
+				committed <- nil
 				return
 			case <-t.C:
 				if _, err := f.Commit(); err != nil {
-					errs <- err
+					committed <- err
 					return
 				}
 			}
 		}
 	}()
-	runWorkers(b, workers, func(w int) error {
-		return filesWorker(f, dirs[w], w, data, &next, int64(b.N))
-	})
+	runWorkers(b, workers, func(w int) error { return worker(f, dirs[w], w, &next) })
 	close(stop)
-	<-committed
-	close(errs)
-	for err := range errs {
+	if err := <-committed; err != nil {
 		b.Fatal(err)
 	}
 	after := lockWaits()
 	n := float64(b.N)
 	b.ReportMetric(n/b.Elapsed().Seconds(), "files/s")
 	b.ReportMetric((after.total-before.total).Seconds()*1e6/n, "lockwait-µs/file")
-	// Each file is 2 or 3 operations (create, write, unlink): the share
-	// that ran as handles, side by side (handle.go).
 	b.ReportMetric(float64(f.handlesRun.Load())/n, "handles/file")
 	if os.Getenv("EXT4_MAILPROF") != "" {
 		after.report(b, before)
@@ -150,62 +157,10 @@ func BenchmarkParallelRenames(b *testing.B) {
 }
 
 func benchParallelRenames(b *testing.B, workers int, shared bool) {
-	dev := loadImage(b, mkfs(b, "256M", "", "-t", "ext4"))
-	f, err := Mount(dev, Options{Pages: pagecache.New(&mm.HeapPhys{}, 16<<20)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	dirs := make([]uint32, workers)
-	for w := range dirs {
-		if shared && w > 0 {
-			dirs[w] = dirs[0]
-			continue
-		}
-		if dirs[w], err = f.Mkdir(RootIno, "w"+strconv.Itoa(w), 0o755, 0, 0); err != nil {
-			b.Fatal(err)
-		}
-	}
 	data := make([]byte, 4096)
-	runtime.SetMutexProfileFraction(1)
-	defer runtime.SetMutexProfileFraction(0)
-	before := lockWaits()
-	var next atomic.Int64
-	stop := make(chan struct{})
-	committed := make(chan error, 1)
-	go func() { // the periodic commit, as in benchParallelFiles
-		t := time.NewTicker(50 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				committed <- nil
-				return
-			case <-t.C:
-				if _, err := f.Commit(); err != nil {
-					committed <- err
-					return
-				}
-			}
-		}
-	}()
-	runWorkers(b, workers, func(w int) error {
-		return renamesWorker(f, dirs[w], w, data, &next, int64(b.N))
+	churnBench(b, workers, shared, func(f *FS, dir uint32, w int, next *atomic.Int64) error {
+		return renamesWorker(f, dir, w, data, next, int64(b.N))
 	})
-	close(stop)
-	if err := <-committed; err != nil {
-		b.Fatal(err)
-	}
-	after := lockWaits()
-	n := float64(b.N)
-	b.ReportMetric(n/b.Elapsed().Seconds(), "files/s")
-	b.ReportMetric((after.total-before.total).Seconds()*1e6/n, "lockwait-µs/file")
-	b.ReportMetric(float64(f.handlesRun.Load())/n, "handles/file")
-	if os.Getenv("EXT4_MAILPROF") != "" {
-		after.report(b, before)
-	}
-	if err := f.Unmount(); err != nil {
-		b.Fatal(err)
-	}
 }
 
 // renamesWorker makes files in dir until next reaches n: create under
@@ -267,42 +222,8 @@ func BenchmarkParallelBigUnlink(b *testing.B) {
 }
 
 func benchParallelBigUnlink(b *testing.B, workers int) {
-	dev := loadImage(b, mkfs(b, "256M", "", "-t", "ext4"))
-	f, err := Mount(dev, Options{Pages: pagecache.New(&mm.HeapPhys{}, 16<<20)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	dirs := make([]uint32, workers)
-	for w := range dirs {
-		if dirs[w], err = f.Mkdir(RootIno, "w"+strconv.Itoa(w), 0o755, 0, 0); err != nil {
-			b.Fatal(err)
-		}
-	}
 	data := make([]byte, 64<<10)
-	runtime.SetMutexProfileFraction(1)
-	defer runtime.SetMutexProfileFraction(0)
-	before := lockWaits()
-	var next atomic.Int64
-	stop := make(chan struct{})
-	committed := make(chan error, 1)
-	go func() { // the periodic commit, as in benchParallelFiles
-		t := time.NewTicker(50 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				committed <- nil
-				return
-			case <-t.C:
-				if _, err := f.Commit(); err != nil {
-					committed <- err
-					return
-				}
-			}
-		}
-	}()
-	runWorkers(b, workers, func(w int) error {
-		dir := dirs[w]
+	churnBench(b, workers, false, func(f *FS, dir uint32, _ int, next *atomic.Int64) error {
 		name := func(i int) string { return "f" + strconv.Itoa(i) }
 		for i := 0; next.Add(1) <= int64(b.N); i++ {
 			ino, err := f.Create(dir, name(i), linux.S_IFREG|0o644, 0, 0, 0, 0)
@@ -322,18 +243,6 @@ func benchParallelBigUnlink(b *testing.B, workers int) {
 		}
 		return nil
 	})
-	close(stop)
-	if err := <-committed; err != nil {
-		b.Fatal(err)
-	}
-	after := lockWaits()
-	n := float64(b.N)
-	b.ReportMetric(n/b.Elapsed().Seconds(), "files/s")
-	b.ReportMetric((after.total-before.total).Seconds()*1e6/n, "lockwait-µs/file")
-	b.ReportMetric(float64(f.handlesRun.Load())/n, "handles/file")
-	if err := f.Unmount(); err != nil {
-		b.Fatal(err)
-	}
 }
 
 // BenchmarkParallelLookup is bench-scale's lookup workload: goroutines
