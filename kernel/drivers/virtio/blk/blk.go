@@ -78,6 +78,9 @@ type slot struct {
 	data     []virtio.Page
 	done     chan result
 	timedOut bool // the caller gave up; the slot returns when the device answers
+	// bufs is the request's descriptor list, kept with the slot (one
+	// request at a time) so that a request allocates none.
+	bufs []virtio.Buf
 }
 
 type result struct {
@@ -151,6 +154,7 @@ func New(d *pci.Device, p pci.Platform, c Config) (*Disk, error) {
 			}
 			s.data = append(s.data, pg)
 		}
+		s.bufs = make([]virtio.Buf, 0, pages+2)
 		k.slots <- s
 	}
 	t.DriverOK()
@@ -355,7 +359,7 @@ func (k *Disk) do(s *slot, typ uint32, p []byte, off int64) error {
 	binary.LittleEndian.PutUint32(s.hdr.Mem[4:], 0)
 	binary.LittleEndian.PutUint64(s.hdr.Mem[8:], sector)
 	s.hdr.Mem[statusOffset] = 0xff
-	bufs := []virtio.Buf{{Phys: s.hdr.Phys, Len: headerLen}}
+	bufs := append(s.bufs[:0], virtio.Buf{Phys: s.hdr.Phys, Len: headerLen})
 	for i := 0; i*virtio.PageSize < len(p); i++ {
 		chunk := p[i*virtio.PageSize : min(len(p), (i+1)*virtio.PageSize)]
 		if write {
