@@ -69,23 +69,38 @@ type Disk struct {
 	mu                       sync.Mutex
 	pending                  map[*slot]bool // requests the device has
 	stopped                  bool
+	// watch times requests out: one runtime timer for the disk, not
+	// one a request (a timer and a two-way select cost a request ~1k
+	// instructions and allocations). It runs while requests are
+	// pending (watching, under mu) and fires at the oldest one's
+	// deadline (expire).
+	watch    *time.Timer
+	watching bool
 }
 
 // slot is one request's DMA memory: a header page (request header at 0,
 // status byte at statusOffset) and data pages.
 type slot struct {
-	hdr      virtio.Page
-	data     []virtio.Page
-	done     chan result
-	timedOut bool // the caller gave up; the slot returns when the device answers
+	hdr  virtio.Page
+	data []virtio.Page
+	done chan result
+	// A request the device did not answer within Timeout: expire
+	// marks it expired and sends its waiter a timeout. The slot then
+	// goes back to the free ones when both the waiter has left and the
+	// device has answered (or failed), whichever comes second, so that
+	// no late answer lands in a slot another request uses.
+	started           time.Time
+	expired, answered bool
+	left              bool
 	// bufs is the request's descriptor list, kept with the slot (one
 	// request at a time) so that a request allocates none.
 	bufs []virtio.Buf
 }
 
 type result struct {
-	n   uint32
-	err error
+	n        uint32
+	err      error
+	timedOut bool
 }
 
 // Config is what New needs besides the device.
@@ -158,6 +173,8 @@ func New(d *pci.Device, p pci.Platform, c Config) (*Disk, error) {
 		k.slots <- s
 	}
 	t.DriverOK()
+	k.watch = time.AfterFunc(time.Hour, k.expire)
+	k.watch.Stop()
 	go k.complete()
 	return k, nil
 }
@@ -375,29 +392,27 @@ func (k *Disk) do(s *slot, typ uint32, p []byte, off int64) error {
 		return k.fail(sector, fmt.Errorf("%w: %v", block.ErrIO, err))
 	}
 	k.pending[s] = true
+	s.started = time.Now()
+	if !k.watching {
+		k.watching = true
+		k.watch.Reset(k.Timeout)
+	}
 	k.mu.Unlock()
 	k.q.Kick()
 
-	timer := time.NewTimer(k.Timeout)
-	defer timer.Stop()
-	var r result
-	select {
-	case r = <-s.done:
-	case <-timer.C:
-		// Decided under k.mu: once the lock is released, a late
-		// completion may give the slot back at once, so s.timedOut is
-		// not read again here.
+	r := <-s.done
+	if r.timedOut {
 		k.mu.Lock()
-		gaveUp := false
-		select {
-		case r = <-s.done: // completed meanwhile
-		default:
-			s.timedOut, gaveUp = true, true
+		s.left = true
+		back := s.answered
+		if back {
+			s.expired, s.answered, s.left = false, false, false
 		}
 		k.mu.Unlock()
-		if gaveUp {
-			return k.fail(sector, fmt.Errorf("%w after %v", block.ErrTimeout, k.Timeout))
+		if back {
+			k.slots <- s
 		}
+		return k.fail(sector, fmt.Errorf("%w after %v", block.ErrTimeout, k.Timeout))
 	}
 	defer func() { k.slots <- s }()
 	if r.err != nil {
@@ -442,17 +457,10 @@ func (k *Disk) complete() {
 			if !ok {
 				break
 			}
-			// Under k.mu, so that a waiter giving up (do) either finds
-			// the result or is seen to have left.
 			s := c.Token.(*slot)
 			k.mu.Lock()
 			delete(k.pending, s)
-			if s.timedOut {
-				s.timedOut = false
-				k.slots <- s // the slots channel holds them all: never blocks
-			} else {
-				s.done <- result{n: c.Len} // buffered for the one result
-			}
+			k.answerLocked(s, result{n: c.Len})
 			k.mu.Unlock()
 		}
 		if err := k.irq.Wait(); err != nil {
@@ -467,8 +475,48 @@ func (k *Disk) failAll(err error) {
 	defer k.mu.Unlock()
 	for s := range k.pending {
 		delete(k.pending, s)
-		if !s.timedOut {
-			s.done <- result{err: fmt.Errorf("%w: %v", block.ErrIO, err)}
+		k.answerLocked(s, result{err: fmt.Errorf("%w: %v", block.ErrIO, err)})
+	}
+}
+
+// answerLocked hands the device's answer for s, no longer pending, to
+// its waiter; for an expired request, whose waiter got a timeout, it
+// gives the slot back if the waiter has left (else the waiter will).
+// Preconditions: k.mu is held.
+func (k *Disk) answerLocked(s *slot, r result) {
+	switch {
+	case !s.expired:
+		s.done <- r // buffered for the one result
+	case s.left:
+		s.expired, s.answered, s.left = false, false, false
+		k.slots <- s // the slots channel holds them all: never blocks
+	default:
+		s.answered = true
+	}
+}
+
+// expire is the watch's timer: it times out each pending request older
+// than Timeout and sets the timer again for the oldest of the rest.
+func (k *Disk) expire() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := time.Now()
+	var next time.Duration
+	for s := range k.pending {
+		if s.expired {
+			continue
 		}
+		if left := k.Timeout - now.Sub(s.started); left > 0 {
+			if next == 0 || left < next {
+				next = left
+			}
+			continue
+		}
+		s.expired = true
+		s.done <- result{timedOut: true} // empty: the device has not answered
+	}
+	k.watching = next != 0
+	if k.watching {
+		k.watch.Reset(next)
 	}
 }

@@ -405,10 +405,10 @@ func TestDiscard(t *testing.T) {
 	}
 }
 
-// A 4 KiB read builds its descriptor list in its slot's (it allocated
-// the list and its growth, 5 allocations a read in all, before); what
-// is left, 3, is the request timeout's timer and the simulated device's
-// own, which run meanwhile and are counted too.
+// A 4 KiB read allocates nothing: its descriptor list is its slot's,
+// and the disk's one timer times requests out (before, 5 allocations a
+// read: the list and its growth, and a timer for each request). The
+// simulated device's allocations, which run meanwhile, are counted too.
 func TestReadAllocations(t *testing.T) {
 	m := &model{data: make([]byte, 1<<20), bs: 512}
 	d, _, _ := newDisk(t, m)
@@ -418,7 +418,63 @@ func TestReadAllocations(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if allocs > 3 {
-		t.Errorf("%.1f allocations per 4 KiB read, want at most 3", allocs)
+	if allocs > 0 {
+		t.Errorf("%.1f allocations per 4 KiB read, want none", allocs)
 	}
+}
+
+// Late answers around the deadline, in both orders: the device answers
+// an expired request before or after its waiter has left. Each read
+// either returns its own sector's bytes or times out, and every slot
+// comes back once the device has answered everything.
+func TestTimeoutRaces(t *testing.T) {
+	m := &model{data: make([]byte, 1<<20), bs: 512}
+	for i := range m.data {
+		m.data[i] = byte(i / 512)
+	}
+	d, dev, _ := newDisk(t, m)
+	d.Timeout = 5 * time.Millisecond
+	rng := rand.New(rand.NewPCG(1, 2))
+	timedOut := 0
+	for round := 0; round < 40; round++ {
+		dev.Hold.Store(true)
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sector := int64(round*4 + i)
+				p := make([]byte, 512)
+				if _, err := d.ReadAt(p, sector*512); err != nil {
+					errs[i] = err
+					return
+				}
+				if !bytes.Equal(p, bytes.Repeat([]byte{byte(sector)}, 512)) {
+					errs[i] = fmt.Errorf("sector %d read other bytes (%d...)", sector, p[0])
+				}
+			}()
+		}
+		time.Sleep(time.Duration(rng.IntN(10_000)) * time.Microsecond)
+		dev.Release()
+		wg.Wait()
+		for _, err := range errs {
+			switch {
+			case errors.Is(err, block.ErrTimeout):
+				timedOut++
+			case err != nil:
+				t.Fatal(err)
+			}
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for len(d.slots) != cap(d.slots) && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if len(d.slots) != cap(d.slots) {
+			t.Fatalf("round %d: slots %d, want %d", round, len(d.slots), cap(d.slots))
+		}
+	}
+	// Both outcomes are usual (about half time out here), but a slow
+	// host may tip every round one way: reported, not checked.
+	t.Logf("%d of 160 reads timed out", timedOut)
 }
