@@ -38,18 +38,31 @@ type queue struct {
 	cqHead uint16
 	phase  uint32 // the phase bit a new completion entry carries
 	cmds   []*command
+	// watch times commands out: one runtime timer for the queue, not
+	// one a command (a timer and a two-way select cost each ~1k
+	// instructions and allocations), running while commands are
+	// outstanding (watching) and set for the oldest one's deadline
+	// (expire).
+	watch    *time.Timer
+	watching bool
 }
 
 // command is one slot: a command the controller may hold, and its
 // buffers.
 type command struct {
-	slot     uint16
-	gen      uint16
-	busy     bool // the controller has it (under queue.mu)
-	timedOut bool // its waiter gave up; the slot returns when it completes
-	done     chan result
-	prpList  Page   // the PRP list, for transfers of more than two pages
-	data     []Page // data buffers
+	slot uint16
+	gen  uint16
+	busy bool // the controller has it (under queue.mu)
+	// A command the controller did not complete within the timeout:
+	// expire marks it expired and sends its waiter a timeout. The slot
+	// goes back to the free ones when both the waiter has left and the
+	// controller has completed it (or the queue failed), whichever
+	// comes second.
+	started                 time.Time
+	expired, answered, left bool
+	done                    chan result
+	prpList                 Page   // the PRP list, for transfers of more than two pages
+	data                    []Page // data buffers
 }
 
 func (c *command) id() uint16 { return c.slot | c.gen<<slotBits }
@@ -57,9 +70,10 @@ func (c *command) id() uint16 { return c.slot | c.gen<<slotBits }
 // result is what a completion says: command-specific dword 0 and status,
 // or an error the driver found in the entry.
 type result struct {
-	dw0    uint32
-	status Status
-	err    error
+	dw0      uint32
+	status   Status
+	err      error
+	timedOut bool
 }
 
 // sqe is a submission queue entry (§4.2) before it is laid out.
@@ -102,6 +116,8 @@ func (c *Controller) newQueue(id uint16, size, slots, dataPages int) (*queue, er
 		q.cmds = append(q.cmds, cmd)
 		q.free <- cmd
 	}
+	q.watch = time.AfterFunc(time.Hour, q.expire)
+	q.watch.Stop()
 	return q, nil
 }
 
@@ -131,27 +147,21 @@ func (q *queue) run(cmd *command, e *sqe, done func()) (result, error) {
 		q.free <- cmd
 		return result{}, err
 	}
-	timer := time.NewTimer(q.c.Timeout)
-	defer timer.Stop()
-	var r result
-	select {
-	case r = <-cmd.done:
-	case <-timer.C:
-		// Under q.mu, so that the completion either is here or will
-		// find timedOut set (and the slot then is complete's to give
-		// back, perhaps at once: nothing of cmd is read after Unlock).
+	r := <-cmd.done
+	if r.timedOut {
 		q.mu.Lock()
-		gaveUp, id := false, cmd.id()
-		select {
-		case r = <-cmd.done: // completed meanwhile
-		default:
-			cmd.timedOut, gaveUp = true, true
+		id := cmd.id()
+		cmd.left = true
+		back := cmd.answered
+		if back {
+			cmd.expired, cmd.answered, cmd.left = false, false, false
 		}
 		q.mu.Unlock()
-		if gaveUp {
-			return result{}, fmt.Errorf("%w: command %#x (opcode %#02x) on queue %d not completed after %v%s",
-				blk.ErrTimeout, id, e.opcode, q.id, q.c.Timeout, q.c.statusNote())
+		if back {
+			q.free <- cmd
 		}
+		return result{}, fmt.Errorf("%w: command %#x (opcode %#02x) on queue %d not completed after %v%s",
+			blk.ErrTimeout, id, e.opcode, q.id, q.c.Timeout, q.c.statusNote())
 	}
 	defer func() { q.free <- cmd }()
 	if r.err != nil {
@@ -190,6 +200,11 @@ func (q *queue) submit(cmd *command, e *sqe) error {
 		binary.LittleEndian.PutUint32(b[40+4*i:], w)
 	}
 	cmd.busy = true
+	cmd.started = time.Now()
+	if !q.watching {
+		q.watching = true
+		q.watch.Reset(q.c.Timeout)
+	}
 	old := q.sqTail
 	q.sqTail = next
 	q.ring(q.sqDB, old, next)
@@ -271,14 +286,54 @@ func (q *queue) complete(dw0, dw2, dw3 uint32) {
 		q.c.log("nvme %s: queue %d: %v", q.c.name, q.id, r.err)
 	}
 	cmd.busy = false
-	if cmd.timedOut {
-		// Its waiter left; the buffers are the driver's again.
-		cmd.timedOut = false
+	if cmd.expired {
 		q.c.log("nvme %s: queue %d: command %#x completed after it timed out", q.c.name, q.id, cid)
-		q.free <- cmd // the channel holds every slot: never blocks
-		return
 	}
-	cmd.done <- r // buffered for the one result
+	q.answerLocked(cmd, r)
+}
+
+// answerLocked hands cmd's result, the controller done with it, to its
+// waiter; for an expired command, whose waiter got a timeout, it gives
+// the slot back if the waiter has left (else the waiter will): the
+// buffers are the driver's again.
+// Precondition: q.mu held.
+func (q *queue) answerLocked(cmd *command, r result) {
+	switch {
+	case !cmd.expired:
+		cmd.done <- r // buffered for the one result
+	case cmd.left:
+		cmd.expired, cmd.answered, cmd.left = false, false, false
+		q.free <- cmd // the channel holds every slot: never blocks
+	default:
+		cmd.answered = true
+	}
+}
+
+// expire is the watch's timer: it times out each outstanding command
+// older than the timeout and sets the timer again for the oldest of the
+// rest.
+func (q *queue) expire() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := time.Now()
+	var next time.Duration
+	for _, cmd := range q.cmds {
+		if !cmd.busy || cmd.expired {
+			continue
+		}
+		if left := q.c.Timeout - now.Sub(cmd.started); left > 0 {
+			if next == 0 || left < next {
+				next = left
+			}
+			continue
+		}
+		cmd.expired = true
+		cmd.done <- result{timedOut: true} // empty: not completed
+	}
+	q.watching = next != 0
+	if q.watching {
+		q.watch.Reset(next)
+	}
 }
 
 // failAll ends every outstanding command with err (the interrupt is
@@ -291,11 +346,6 @@ func (q *queue) failAll(err error) {
 			continue
 		}
 		cmd.busy = false
-		if cmd.timedOut {
-			cmd.timedOut = false
-			q.free <- cmd
-			continue
-		}
-		cmd.done <- result{err: fmt.Errorf("%w: %v", blk.ErrIO, err)}
+		q.answerLocked(cmd, result{err: fmt.Errorf("%w: %v", blk.ErrIO, err)})
 	}
 }
