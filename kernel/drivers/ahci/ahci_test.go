@@ -335,3 +335,24 @@ func TestEndlessRestarts(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// A 4 KiB read allocates nothing: the port's one timer times commands
+// out, and a one-command transfer keeps no per-command error list
+// (before, 5 allocations a read). The simulated HBA allocates none
+// either: AllocsPerRun would count its own too.
+func TestReadAllocations(t *testing.T) {
+	for _, ncq := range []bool{true, false} {
+		d := newDisk(1<<20, 512, ncq)
+		c, _, _ := start(t, ncq, true, d)
+		k := c.Disks()[0]
+		p := make([]byte, 4096)
+		allocs := testing.AllocsPerRun(200, func() {
+			if _, err := k.ReadAt(p, 8192); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs > 0 && !raceEnabled {
+			t.Errorf("ncq %v: %.1f allocations per 4 KiB read, want none", ncq, allocs)
+		}
+	}
+}

@@ -80,6 +80,12 @@ func (k *Disk) rw(p []byte, off int64, write bool) (int, error) {
 	}
 	per := dataPages * PageSize
 	n := (len(p) + per - 1) / per
+	if n == 1 { // the common case, without the bookkeeping below
+		if err := k.transfer(p, uint64(off)/uint64(k.ss), write); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
 	errs := make([]error, n)
 	chunk := func(i int) {
 		lba := uint64(off)/uint64(k.ss) + uint64(i*per/k.ss)
@@ -247,23 +253,14 @@ func (k *Disk) exec(s *slot, op uint8, lba uint64, p []byte, write, queued bool)
 	if queued {
 		k.queued |= bit
 	}
+	s.started = time.Now()
+	if at := s.started.Add(k.Timeout); !k.watching || at.Before(k.watchAt) {
+		k.watching, k.watchAt = true, at // (Timeout may have been made shorter)
+		k.watch.Reset(k.Timeout)
+	}
 	k.mu.Unlock()
 
-	timer := time.NewTimer(k.Timeout)
-	defer timer.Stop()
-	var r result
-	select {
-	case r = <-s.done:
-	case <-timer.C:
-		k.mu.Lock()
-		select {
-		case r = <-s.done: // completed meanwhile
-		default:
-			k.timeoutLocked(s)
-			r = <-s.done
-		}
-		k.mu.Unlock()
-	}
+	r := <-s.done
 	if r.err == nil && !write {
 		for i := 0; i*PageSize < len(p); i++ {
 			copy(p[i*PageSize:min(len(p), (i+1)*PageSize)], s.data[i].Mem)
@@ -370,6 +367,35 @@ func (k *Disk) timeoutLocked(s *slot) {
 		}
 		return result{err: fmt.Errorf("%w: aborted by a port reset", blk.ErrIO)}
 	})
+}
+
+// expire is the watch's timer: the oldest issued command, if older than
+// Timeout, times out (timeoutLocked: the port is reset and every command
+// ended); else the timer is set again for its deadline.
+func (k *Disk) expire() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var oldest *slot
+	for b := k.issued; b != 0; b &= b - 1 {
+		if s := k.slots[bits.TrailingZeros32(b)]; oldest == nil || s.started.Before(oldest.started) {
+			oldest = s
+		}
+	}
+	if oldest != nil && !k.dead {
+		left := k.Timeout - time.Since(oldest.started)
+		if left <= 0 {
+			k.timeoutLocked(oldest)
+		} else {
+			k.watchAt = time.Now().Add(left)
+			k.watch.Reset(left)
+			return
+		}
+	}
+	k.watching = k.issued != 0 && !k.dead
+	if k.watching {
+		k.watchAt = time.Now().Add(k.Timeout)
+		k.watch.Reset(k.Timeout)
+	}
 }
 
 // abortLocked ends every outstanding command with what why says.

@@ -680,7 +680,7 @@ func TestReadAllocations(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if allocs > 3 {
+	if allocs > 3 && !raceEnabled {
 		t.Errorf("%.1f allocations per 4 KiB read, want the simulated controller's 3", allocs)
 	}
 }

@@ -45,6 +45,7 @@ type queue struct {
 	// (expire).
 	watch    *time.Timer
 	watching bool
+	watchAt  time.Time // when it fires, while watching
 }
 
 // command is one slot: a command the controller may hold, and its
@@ -201,8 +202,8 @@ func (q *queue) submit(cmd *command, e *sqe) error {
 	}
 	cmd.busy = true
 	cmd.started = time.Now()
-	if !q.watching {
-		q.watching = true
+	if at := cmd.started.Add(q.c.Timeout); !q.watching || at.Before(q.watchAt) {
+		q.watching, q.watchAt = true, at // (Timeout may have been made shorter)
 		q.watch.Reset(q.c.Timeout)
 	}
 	old := q.sqTail
@@ -332,6 +333,7 @@ func (q *queue) expire() {
 	}
 	q.watching = next != 0
 	if q.watching {
+		q.watchAt = now.Add(next)
 		q.watch.Reset(next)
 	}
 }

@@ -76,6 +76,7 @@ type Disk struct {
 	// deadline (expire).
 	watch    *time.Timer
 	watching bool
+	watchAt  time.Time // when it fires, while watching
 }
 
 // slot is one request's DMA memory: a header page (request header at 0,
@@ -393,8 +394,8 @@ func (k *Disk) do(s *slot, typ uint32, p []byte, off int64) error {
 	}
 	k.pending[s] = true
 	s.started = time.Now()
-	if !k.watching {
-		k.watching = true
+	if at := s.started.Add(k.Timeout); !k.watching || at.Before(k.watchAt) {
+		k.watching, k.watchAt = true, at // (Timeout may have been made shorter)
 		k.watch.Reset(k.Timeout)
 	}
 	k.mu.Unlock()
@@ -517,6 +518,7 @@ func (k *Disk) expire() {
 	}
 	k.watching = next != 0
 	if k.watching {
+		k.watchAt = now.Add(next)
 		k.watch.Reset(next)
 	}
 }

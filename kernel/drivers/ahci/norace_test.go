@@ -1,0 +1,5 @@
+//go:build !race
+
+package ahci
+
+const raceEnabled = false

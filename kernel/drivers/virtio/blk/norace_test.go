@@ -1,0 +1,5 @@
+//go:build !race
+
+package blk
+
+const raceEnabled = false
