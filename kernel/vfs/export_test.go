@@ -9,7 +9,8 @@ func SetLookupHook(f func(dir *Dentry, name string)) { lookupHook = f }
 // descriptor's file and taking a reference to it (nil: none).
 func SetGetHook(f func(fd int)) { getHook = f }
 
-// SameNameLock reports whether names a and b of a ConcurrentNames
-// directory share a lock (their shard), so that tests can pick names
-// whose changes must not wait for each other.
-func SameNameLock(a, b string) bool { return shardOf(a) == shardOf(b) }
+// NameLock returns the number of the lock (shard) that name takes in a
+// ConcurrentNames directory, so that tests can pick names whose changes
+// must not wait for each other, or a pair whose locks come in a known
+// order.
+func NameLock(name string) int { return int(shardOf(name)) }

@@ -2,6 +2,7 @@ package vfs_test
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -50,31 +51,25 @@ type renamesDir struct{ *gateDir }
 
 func (renamesDir) ConcurrentRenames() {}
 
-// freeNames returns n names whose locks differ from those of the names
-// in busy.
-func freeNames(n int, busy ...string) []string {
-	var names []string
-	for i := 0; len(names) < n; i++ {
-		name := "n" + strconv.Itoa(i)
-		free := true
-		for _, b := range busy {
-			free = free && !vfs.SameNameLock(name, b)
-		}
-		if free {
-			names = append(names, name)
+// pickName returns the first name n<i> not in taken for which ok holds
+// of its lock.
+func pickName(ok func(lock int) bool, taken ...string) string {
+	for i := 0; ; i++ {
+		if name := "n" + strconv.Itoa(i); ok(vfs.NameLock(name)) && !slices.Contains(taken, name) {
+			return name
 		}
 	}
-	return names
 }
 
 // TestRenameBesideCreate stops a create inside the file system and
 // renames other names of its directory meanwhile (names whose locks
 // differ from the created name's: a name's lock is one of 16 shared by
-// the names hashed to it). In a directory that
+// the names hashed to it, with a hash seeded anew in each process). In a directory that
 // declares ConcurrentRenames the rename must finish while the create
 // waits (it takes only its names' locks; the VFS before issue 21 took
 // the directory's lock for writing and waited), while a rename onto the
-// name being created must wait for it; in a ConcurrentNames directory
+// name being created must wait for it, also when that name's lock comes
+// second in the rename's order; in a ConcurrentNames directory
 // without it (tmpfs) the rename waits for the create, as before.
 func TestRenameBesideCreate(t *testing.T) {
 	for _, renames := range []bool{true, false} {
@@ -83,9 +78,13 @@ func TestRenameBesideCreate(t *testing.T) {
 			name = "ConcurrentRenames"
 		}
 		t.Run(name, func(t *testing.T) {
+			// The created name's lock is neither the first nor the
+			// last, so that b's can come before it.
+			slow := pickName(func(l int) bool { return l > 0 && l < 15 })
+			sl := vfs.NameLock(slow)
 			g := &gateDir{
 				Dir:     tmpfs.New(tmpfs.Options{Dev: linux.MakeDev(0, 43), Mode: 0o777}).Root().(vfs.Dir),
-				gate:    "slow",
+				gate:    slow,
 				entered: make(chan struct{}),
 				release: make(chan struct{}),
 			}
@@ -98,11 +97,11 @@ func TestRenameBesideCreate(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := &vfs.Ctx{Root: v.Root(), Cwd: v.Root(), Umask: 0o22}
-			names := freeNames(2, g.gate)
-			a, b := "/"+names[0], "/"+names[1]
+			an := pickName(func(l int) bool { return l != sl }, slow)
+			a, b := "/"+an, "/"+pickName(func(l int) bool { return l < sl }, slow, an)
 			must(t, "mknod "+a, v.Mknod(c, nil, a, linux.S_IFREG|0o644, 0))
 			created := make(chan error, 1)
-			go func() { created <- v.Mknod(c, nil, "/slow", linux.S_IFREG|0o644, 0) }()
+			go func() { created <- v.Mknod(c, nil, "/"+slow, linux.S_IFREG|0o644, 0) }()
 			<-g.entered
 			renamed := make(chan error, 1)
 			go func() { renamed <- v.Rename(c, nil, a, nil, b, 0) }()
@@ -116,7 +115,7 @@ func TestRenameBesideCreate(t *testing.T) {
 					t.Fatal("a rename of other names waited for a create in a ConcurrentRenames directory")
 				}
 				// One of the rename's names is being created: it waits.
-				go func() { onto <- v.Rename(c, nil, b, nil, "/slow", 0) }()
+				go func() { onto <- v.Rename(c, nil, b, nil, "/"+slow, 0) }()
 			}
 			select {
 			case err := <-renamed:
@@ -126,9 +125,9 @@ func TestRenameBesideCreate(t *testing.T) {
 			case <-time.After(100 * time.Millisecond):
 			}
 			close(g.release)
-			must(t, "mknod slow", <-created)
+			must(t, "mknod "+slow, <-created)
 			if renames {
-				must(t, "rename b slow", <-onto)
+				must(t, "rename b onto "+slow, <-onto)
 				if _, err := v.Stat(c, nil, b, 0); !errors.Is(err, linux.ENOENT) {
 					t.Errorf("stat b after its rename onto slow: %v", err)
 				}
@@ -141,7 +140,7 @@ func TestRenameBesideCreate(t *testing.T) {
 			if _, err := v.Stat(c, nil, a, 0); !errors.Is(err, linux.ENOENT) {
 				t.Errorf("stat a after its rename: %v", err)
 			}
-			if _, err := v.Stat(c, nil, "/slow", 0); err != nil {
+			if _, err := v.Stat(c, nil, "/"+slow, 0); err != nil {
 				t.Errorf("stat slow: %v", err)
 			}
 		})
