@@ -34,7 +34,10 @@ import (
 //     and what needs the whole directory still (rename, the removal of
 //     the directory itself, a mount on it) holds dirMu for writing.
 //   - A rename within one directory holds that directory's dirMu, and the
-//     replaced directory's if one is removed. A rename across directories
+//     replaced directory's if one is removed; in a directory whose file
+//     system also orders renames against its other changes
+//     (ConcurrentRenames: ext4) it holds dirMu for reading and the locks
+//     of its two names' shards for writing instead. A rename across directories
 //     first takes the tree's renameMu (Linux's s_vfs_rename_mutex), which
 //     keeps every directory's ancestors still, then both parents' dirMu,
 //     an ancestor before its descendant (else the source's parent first),
@@ -194,6 +197,7 @@ func newDentryOf(name string, parent *Dentry, ino Inode, typ uint32, m *Mount) *
 	if _, ok := ino.(ConcurrentNames); ok && typ == linux.S_IFDIR {
 		d.dirMu.concurrent = true
 		d.dirMu.names = new(nameLocks)
+		_, d.dirMu.renames = ino.(ConcurrentRenames)
 	}
 	return d
 }

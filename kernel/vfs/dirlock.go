@@ -21,6 +21,22 @@ type ConcurrentNames interface {
 	ConcurrentNames()
 }
 
+// ConcurrentRenames is implemented by ConcurrentNames directories whose
+// file system also orders a rename of two names within the directory
+// against the changes of its other names made at once (ext4: each holds
+// the directory's inode lock for its change). Such a rename then holds
+// the directory's dirMu for reading and the locks of its two names
+// (lockNames), as a create holds one, instead of dirMu for writing:
+// files written under a temporary name and renamed to their final one
+// (a mail queue) by several CPUs in one directory do not queue on one
+// lock for whole operations. ConcurrentNames alone promises no more than
+// creates and removals; a rename across directories holds both
+// directories for writing whatever they implement.
+type ConcurrentRenames interface {
+	ConcurrentNames
+	ConcurrentRenames()
+}
+
 // dirLock is a directory dentry's lock for adding and removing names.
 // When two mounts share a file system (FileSystem.shared), a directory
 // has a dentry in each, so a writer also takes the file system's mutate
@@ -34,11 +50,14 @@ type ConcurrentNames interface {
 // for a name holds both for reading; a change of the whole directory
 // (rename, the removal of the directory itself, a mount on it) holds mu
 // for writing, which excludes all of them. Elsewhere lockName is Lock.
+// In a ConcurrentRenames directory a rename within it is a change of
+// two names (lockNames) rather than of the whole directory.
 type dirLock struct {
 	mu         sync.RWMutex
 	fs         *FileSystem // nil for a file system the kernel mounted
 	held       uint8       // how the writer holds fs.mutate (fsRead, fsWrite); protected by mu
 	concurrent bool        // the directory is ConcurrentNames; fixed
+	renames    bool        // the directory is ConcurrentRenames; fixed
 	// names holds each shard's lock, made when a name of the shard is
 	// first changed or looked up; a ConcurrentNames directory's dentry
 	// has the table (128 bytes, fixed), others none.
@@ -56,8 +75,13 @@ var nameSeed = maphash.MakeSeed()
 
 // shard returns the lock of name's shard.
 // Preconditions: l.concurrent.
-func (l *dirLock) shard(name string) *sync.RWMutex {
-	p := &l.names[maphash.String(nameSeed, name)%nameShards]
+func (l *dirLock) shard(name string) *sync.RWMutex { return l.shardAt(shardOf(name)) }
+
+func shardOf(name string) uint64 { return maphash.String(nameSeed, name) % nameShards }
+
+// shardAt returns the lock of shard i, made if need be.
+func (l *dirLock) shardAt(i uint64) *sync.RWMutex {
+	p := &l.names[i]
 	if s := p.Load(); s != nil {
 		return s
 	}
@@ -121,12 +145,13 @@ func (l *dirLock) Unlock() {
 	l.unlockFS(held)
 }
 
-// nameHold is a directory lock held for the change of one name; its
-// unlock releases what lockName took.
+// nameHold is a directory lock held for the change of one name, or of
+// two; its unlock releases what lockName or lockNames took.
 type nameHold struct {
-	l     *dirLock
-	shard *sync.RWMutex // nil: l is held for writing
-	held  uint8         // how the shard's holder holds fs.mutate
+	l      *dirLock
+	shard  *sync.RWMutex // nil: l is held for writing
+	shard2 *sync.RWMutex // lockNames' second shard, if the names' differ
+	held   uint8         // how the shard's holder holds fs.mutate
 }
 
 // lockName takes the lock for a change of name: for a ConcurrentNames
@@ -143,10 +168,35 @@ func (l *dirLock) lockName(name string) nameHold {
 	return nameHold{l: l, shard: s, held: held}
 }
 
+// lockNames takes the lock for a change of two names a and b at once (a
+// rename within a ConcurrentRenames directory): mu for reading and both
+// names' shards for writing, the lower-numbered shard first, so that two
+// such renames, or one and a create, never wait for each other in a
+// circle; names of one shard take it once.
+// Preconditions: l.renames.
+func (l *dirLock) lockNames(a, b string) nameHold {
+	held := l.lockFS()
+	spinLock(l.mu.TryRLock, l.mu.RLock)
+	i, j := shardOf(a), shardOf(b)
+	if j < i {
+		i, j = j, i
+	}
+	h := nameHold{l: l, shard: l.shardAt(i), held: held}
+	spinLock(h.shard.TryLock, h.shard.Lock)
+	if j != i {
+		h.shard2 = l.shardAt(j)
+		spinLock(h.shard2.TryLock, h.shard2.Lock)
+	}
+	return h
+}
+
 func (h nameHold) unlock() {
 	if h.shard == nil {
 		h.l.Unlock()
 		return
+	}
+	if h.shard2 != nil {
+		h.shard2.Unlock()
 	}
 	h.shard.Unlock()
 	h.l.mu.RUnlock()

@@ -10,8 +10,9 @@ import (
 // symlink, link, unlink, rmdir and rename. Each walks to the directory
 // without locks, then holds the directory's dirMu for writing (rename:
 // those of both directories, see VFS), or in a ConcurrentNames directory
-// the lock of its name (lockName), from its check of the name to its
-// dentry cache update.
+// the lock of its name (lockName; a rename within a ConcurrentRenames
+// directory those of its two names, lockNames), from its check of the
+// name to its dentry cache update.
 
 // lockDir takes directory p's dirMu for a change to its names; it fails
 // with ENOENT, holding nothing, when p was removed before the lock was
@@ -361,7 +362,7 @@ func (v *VFS) Rename(c *Ctx, oldDir *Dentry, oldPath string, newDir *Dentry, new
 	if op.mount.readOnly {
 		return linux.EROFS
 	}
-	unlock, err := v.lockRename(op, np)
+	unlock, err := v.lockRename(op, oname, np, nname)
 	if err != nil {
 		return err
 	}
@@ -435,12 +436,32 @@ func (v *VFS) Rename(c *Ctx, oldDir *Dentry, oldPath string, newDir *Dentry, new
 }
 
 // lockRename takes the directory locks of a rename's parents: one for a
-// rename within a directory; else the tree's renameMu, then both, an
-// ancestor before its descendant and otherwise the source's parent
-// first (Documentation/filesystems/directory-locking.rst in Linux shows
-// why this cannot deadlock with rmdir and other renames). A parent
+// rename within a directory (in a ConcurrentRenames directory only the
+// locks of the two names, see below); else the tree's renameMu, then
+// both, an ancestor before its descendant and otherwise the source's
+// parent first (Documentation/filesystems/directory-locking.rst in Linux
+// shows why this cannot deadlock with rmdir and other renames). A parent
 // removed meanwhile fails with ENOENT, holding nothing.
-func (v *VFS) lockRename(op, np *Dentry) (unlock func(), err error) {
+//
+// A rename within a ConcurrentRenames directory moves no directory to
+// another parent, so it needs neither renameMu nor the directory whole:
+// the locks of its two names exclude every other change, and every
+// lookup, of either (creates and unlinks hold one, walks that ask the
+// file system one for reading), and the file system orders the rename
+// against changes of other names. A directory it replaces is still
+// locked after (Rename), as rmdir locks its victim after its name. While
+// inotify watches exist it holds the directory whole as before, so that
+// a rename's IN_MOVED_FROM and IN_MOVED_TO stay adjacent among the
+// directory's events.
+func (v *VFS) lockRename(op *Dentry, oname string, np *Dentry, nname string) (unlock func(), err error) {
+	if op == np && op.dirMu.renames && watching.Load() == 0 {
+		h := op.dirMu.lockNames(oname, nname)
+		if op.dead.Load() {
+			h.unlock()
+			return nil, linux.ENOENT
+		}
+		return h.unlock, nil
+	}
 	if op == np {
 		if err := lockDir(op); err != nil {
 			return nil, err

@@ -103,7 +103,9 @@
 // name's shard, so those of different names run at once; tmpfs shards
 // its name table the same way, ext4 locks the directory's inode for
 // each entry's change. /proc/shortbread/dirlocks counts the
-// contended acquisitions of these locks, spinning included. A rename across directories also takes the tree's
+// contended acquisitions of these locks, spinning included. A rename
+// within an ext4 directory (ConcurrentRenames) is such a change of two
+// names; elsewhere it holds the directory whole. A rename across directories also takes the tree's
 // rename lock, which keeps ancestors still while it checks that no
 // directory moves into itself. Opens and closes of one file count
 // themselves in atomics of the inode (AccessCounts, OpenCounter), not

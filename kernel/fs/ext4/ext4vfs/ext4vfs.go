@@ -375,6 +375,14 @@ func (d dir) Unlink(name string) error { return d.fs.errno(d.fs.disk.Unlink(d.in
 // allocation, the freed file's blocks).
 func (d dir) ConcurrentNames() {}
 
+// ConcurrentRenames implements vfs.ConcurrentRenames: package ext4's
+// Rename of two names of one directory holds the directory's inode lock
+// for its change, as a create or unlink does (or FS.mu for writing), and
+// the inode locks of the files it moves and replaces, so the VFS holds
+// only the two names' locks for it, and renames, creates and unlinks of
+// other names in the directory run beside it.
+func (d dir) ConcurrentRenames() {}
+
 // Grants implements vfs.Permissioner: the superuser may search, list and
 // change any directory whatever its bits (permits' rule for uid 0; a
 // dir's node is a directory for life), so a path walk by root through
