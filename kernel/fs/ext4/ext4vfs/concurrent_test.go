@@ -3,7 +3,6 @@ package ext4vfs
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"sync"
@@ -12,8 +11,6 @@ import (
 	"time"
 
 	"shortbread/kernel/abi/linux"
-	"shortbread/kernel/fs/ext4"
-	"shortbread/kernel/fs/tmpfs"
 	"shortbread/kernel/vfs"
 )
 
@@ -252,94 +249,22 @@ func BenchmarkFiles(b *testing.B) {
 }
 
 func benchFiles(b *testing.B, workers int, shared bool) {
-	img := b.TempDir() + "/img"
-	tool(b, "mke2fs", "-q", "-F", "-t", "ext4", "-E", "lazy_itable_init=0,lazy_journal_init=0", img, "256M")
-	raw, err := os.ReadFile(img)
-	if err != nil {
-		b.Fatal(err)
-	}
-	dev := &memDev{b: raw}
-	// Spin as the kernel's mount does: ext4's inode and group locks
-	// then count their contention with the VFS's directory locks.
-	disk, err := ext4.Mount(dev, ext4.Options{Spin: vfs.LockSpinning})
-	if err != nil {
-		b.Fatal(err)
-	}
-	fs := New(disk, Options{})
-	root, err := fs.Root()
-	if err != nil {
-		b.Fatal(err)
-	}
-	v, err := vfs.New(tmpfs.New(tmpfs.Options{Dev: linux.MakeDev(0, 1)}).Root(), "rootfs")
-	if err != nil {
-		b.Fatal(err)
-	}
-	c := &vfs.Ctx{Root: v.Root(), Cwd: v.Root(), Umask: 0o22}
-	if err := v.Mkdir(c, nil, "/mnt", 0o755); err != nil {
-		b.Fatal(err)
-	}
-	if err := v.Mount(c, nil, "/mnt", root, "ext4", 0); err != nil {
-		b.Fatal(err)
-	}
-	for w := range workers {
-		if shared && w > 0 {
-			break
-		}
-		if err := v.Mkdir(c, nil, "/mnt/d"+strconv.Itoa(w), 0o755); err != nil {
-			b.Fatal(err)
-		}
-	}
-	stop := make(chan struct{})
-	committed := make(chan struct{})
-	go func() { // the periodic commit, at a pace to match the host's
-		defer close(committed)
-		fs.Committer(stop, 50*time.Millisecond)
-	}()
 	data := bytes.Repeat([]byte{'x'}, 4096)
-	var next atomic.Int64
-	vfs.ResetDirLockContention()
-	errs := make(chan error, workers)
-	b.ResetTimer()
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := *c
-			dir := "/mnt/d" + strconv.Itoa(w)
-			if shared {
-				dir = "/mnt/d0"
+	churnVFS(b, workers, shared, func(v *vfs.VFS, c *vfs.Ctx, dir string, w int, next *atomic.Int64) error {
+		name := func(n int64) string { return dir + "/w" + strconv.Itoa(w) + "." + strconv.FormatInt(n%32, 10) }
+		for n := int64(0); next.Add(1) <= int64(b.N); n++ {
+			f, err := v.Open(c, nil, name(n), linux.O_CREAT|linux.O_WRONLY|linux.O_TRUNC, 0o644)
+			if err == nil {
+				_, err = f.Write(data, nil)
+				f.DecRef()
 			}
-			name := func(n int64) string { return dir + "/w" + strconv.Itoa(w) + "." + strconv.FormatInt(n%32, 10) }
-			for n := int64(0); next.Add(1) <= int64(b.N); n++ {
-				f, err := v.Open(&c, nil, name(n), linux.O_CREAT|linux.O_WRONLY|linux.O_TRUNC, 0o644)
-				if err == nil {
-					_, err = f.Write(data, nil)
-					f.DecRef()
-				}
-				if err == nil && n >= 16 {
-					err = v.Unlink(&c, nil, name(n-16))
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
+			if err == nil && n >= 16 {
+				err = v.Unlink(c, nil, name(n-16))
 			}
-		}()
-	}
-	wg.Wait()
-	b.StopTimer()
-	close(stop)
-	<-committed
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
-	spun, spunTime, slept, waited := vfs.DirLockContention()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "files/s")
-	b.ReportMetric(float64(spun+slept)*1000/float64(b.N), "lockwaits/kfile")
-	b.ReportMetric((spunTime+waited).Seconds()*1e6/float64(b.N), "lockwait-µs/file")
-	if err := fs.Unmount(); err != nil {
-		b.Fatal(err)
-	}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
