@@ -23,6 +23,30 @@ import (
 // listNames lists directory path through the VFS with a small buffer,
 // so that a listing takes many getdents calls while the directory
 // changes, and counts each name.
+// checkListing checks a directory's listing (seen: listNames): every
+// name once, the file renamed back and forth between a and b under one
+// of them, and the other names exactly want.
+func checkListing(t *testing.T, seen map[string]int, want []string, a, b string) {
+	t.Helper()
+	var got []string
+	for name, n := range seen {
+		if n != 1 {
+			t.Errorf("%s listed %d times", name, n)
+		}
+		if name != "." && name != ".." && name != a && name != b {
+			got = append(got, name)
+		}
+	}
+	if seen[a]+seen[b] != 1 {
+		t.Errorf("renamed file listed as %s %d, %s %d times", a, seen[a], b, seen[b])
+	}
+	sort.Strings(want)
+	sort.Strings(got)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("directory holds %v\nwant %v", got, want)
+	}
+}
+
 func listNames(t *testing.T, v *vfs.VFS, c *vfs.Ctx, path string) map[string]int {
 	d, err := v.Open(c, nil, path, linux.O_RDONLY|linux.O_DIRECTORY, 0)
 	if err != nil {
@@ -200,24 +224,7 @@ func TestConcurrentNamesChurn(t *testing.T) {
 			want = append(want, fmt.Sprintf("w%d.%d", w, n%(2*window)))
 		}
 	}
-	seen := listNames(t, v, c, "/mnt/d")
-	var got []string
-	for name, n := range seen {
-		if n != 1 {
-			t.Errorf("%s listed %d times", name, n)
-		}
-		if name != "." && name != ".." && name != "ra" && name != "rb" {
-			got = append(got, name)
-		}
-	}
-	if seen["ra"]+seen["rb"] != 1 {
-		t.Errorf("renamed file listed as ra %d, rb %d times", seen["ra"], seen["rb"])
-	}
-	sort.Strings(want)
-	sort.Strings(got)
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("directory holds %v\nwant %v", got, want)
-	}
+	checkListing(t, listNames(t, v, c, "/mnt/d"), want, "ra", "rb")
 	if err := fs.Sync(); err != nil {
 		t.Fatal(err)
 	}
