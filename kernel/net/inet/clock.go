@@ -1,8 +1,6 @@
 package inet
 
 import (
-	"runtime"
-	"sync"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -35,34 +33,6 @@ func (clock) NowMonotonic() tcpip.MonotonicTime {
 // CLOCK_MONOTONIC tick at rates calibrated separately; netstack's timers
 // check NowMonotonic when they fire and wait again for what is left, so
 // a timer the runtime fires a little early is not early for TCP.
-//
-// The runtime starts a new goroutine for each firing of a time.AfterFunc
-// timer. A TCP timer's callback (a delayed ACK, a retransmission) runs
-// netstack down to the link and, over loopback, up the other endpoint's
-// receive path: a new goroutine's stack grew twice on the way, each
-// growth a copy whose frame-table look-ups cost ~30k instructions (redis
-// over TCP: ~2.5k a request, bench/results/twocpu-2026-11-30.md). The
-// firing goroutine now only passes f to one of a few long-lived
-// goroutines, whose stacks have grown once for good.
 func (clock) AfterFunc(d time.Duration, f func()) tcpip.Timer {
-	timerWorkersOnce.Do(startTimerWorkers)
-	return tcpip.NewStdTimer(time.AfterFunc(d, func() { timerWork <- f }))
-}
-
-var (
-	timerWork        = make(chan func(), 256)
-	timerWorkersOnce sync.Once
-)
-
-// startTimerWorkers starts the goroutines that run timer callbacks: one
-// per processor and at least four, so a callback waiting for an
-// endpoint's lock does not hold up the other endpoints' timers.
-func startTimerWorkers() {
-	for range max(runtime.GOMAXPROCS(0), 4) {
-		go func() {
-			for f := range timerWork {
-				f()
-			}
-		}()
-	}
+	return tcpip.NewStdTimer(time.AfterFunc(d, f))
 }

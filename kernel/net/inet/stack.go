@@ -34,10 +34,6 @@ func Stack() *stack.Stack {
 			panic(err)
 		}
 		theStack = s
-		// The timer workers start with the stack, not at the first
-		// timer, so a program counting the kernel's goroutines before
-		// and after its first TCP connection sees them come back.
-		timerWorkersOnce.Do(startTimerWorkers)
 	})
 	return theStack
 }
