@@ -5,8 +5,9 @@
 // tables (table.go: GPT and MBR) and the partitions they describe as
 // Devices of their own (part.go), the set of disks with their device
 // numbers that /dev, /proc/partitions and BLKRRPART work on (disks.go),
-// and byte-range access for device files (bytes.go). Mem is an
-// in-memory Device for host tests.
+// byte-range access for device files (bytes.go), and the request
+// timeout drivers share (watch.go). Mem is an in-memory Device for host
+// tests.
 package blk
 
 import (

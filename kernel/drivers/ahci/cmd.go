@@ -254,10 +254,7 @@ func (k *Disk) exec(s *slot, op uint8, lba uint64, p []byte, write, queued bool)
 		k.queued |= bit
 	}
 	s.started = time.Now()
-	if at := s.started.Add(k.Timeout); !k.watching || at.Before(k.watchAt) {
-		k.watching, k.watchAt = true, at // (Timeout may have been made shorter)
-		k.watch.Reset(k.Timeout)
-	}
+	k.watch.Start(s.started, k.Timeout)
 	k.mu.Unlock()
 
 	r := <-s.done
@@ -381,21 +378,21 @@ func (k *Disk) expire() {
 			oldest = s
 		}
 	}
+	now := time.Now()
 	if oldest != nil && !k.dead {
-		left := k.Timeout - time.Since(oldest.started)
-		if left <= 0 {
-			k.timeoutLocked(oldest)
-		} else {
-			k.watchAt = time.Now().Add(left)
-			k.watch.Reset(left)
+		left := k.Timeout - now.Sub(oldest.started)
+		if left > 0 {
+			k.watch.Next(now, left)
 			return
 		}
+		k.timeoutLocked(oldest)
 	}
-	k.watching = k.issued != 0 && !k.dead
-	if k.watching {
-		k.watchAt = time.Now().Add(k.Timeout)
-		k.watch.Reset(k.Timeout)
+	// Whatever is still issued after the reset has the whole timeout.
+	left := time.Duration(0)
+	if k.issued != 0 && !k.dead {
+		left = k.Timeout
 	}
+	k.watch.Next(time.Now(), left)
 }
 
 // abortLocked ends every outstanding command with what why says.

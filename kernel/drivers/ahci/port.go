@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"shortbread/kernel/blk"
 )
 
 // DefaultTimeout bounds each command.
@@ -52,14 +54,7 @@ type Disk struct {
 	dead    bool        // the port could not be restarted; protected by mu
 	oddBits bool        // reported completion bits for slots never issued; protected by mu
 	shut    atomic.Bool // shut down (IDENTIFY failed): the interrupt goroutine leaves it be
-	// watch times commands out: one runtime timer for the port, not
-	// one a command (a timer and a two-way select cost each ~1k
-	// instructions and allocations), running while commands are
-	// issued (watching, under mu) and set for the oldest one's
-	// deadline (expire).
-	watch    *time.Timer
-	watching bool
-	watchAt  time.Time // when it fires, while watching
+	watch   *blk.Watch  // times commands out (expire), under mu
 }
 
 // slot is one command slot's memory and state.
@@ -89,8 +84,7 @@ func (k *Disk) write32(r uint32, v uint32) { k.c.regs.Write32(k.off+r, v) }
 // returns nil and no error when the port has no ATA disk.
 func (c *Controller) startPort(i int) (*Disk, error) {
 	k := &Disk{c: c, port: i, off: portBase + uint32(i)*portSize, log: c.log, Timeout: DefaultTimeout}
-	k.watch = time.AfterFunc(time.Hour, k.expire)
-	k.watch.Stop()
+	k.watch = blk.NewWatch(k.expire)
 	if err := k.stopEngines(); err != nil {
 		return nil, err
 	}

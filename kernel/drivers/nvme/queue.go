@@ -38,14 +38,7 @@ type queue struct {
 	cqHead uint16
 	phase  uint32 // the phase bit a new completion entry carries
 	cmds   []*command
-	// watch times commands out: one runtime timer for the queue, not
-	// one a command (a timer and a two-way select cost each ~1k
-	// instructions and allocations), running while commands are
-	// outstanding (watching) and set for the oldest one's deadline
-	// (expire).
-	watch    *time.Timer
-	watching bool
-	watchAt  time.Time // when it fires, while watching
+	watch  *blk.Watch // times commands out (expire), under mu
 }
 
 // command is one slot: a command the controller may hold, and its
@@ -117,8 +110,7 @@ func (c *Controller) newQueue(id uint16, size, slots, dataPages int) (*queue, er
 		q.cmds = append(q.cmds, cmd)
 		q.free <- cmd
 	}
-	q.watch = time.AfterFunc(time.Hour, q.expire)
-	q.watch.Stop()
+	q.watch = blk.NewWatch(q.expire)
 	return q, nil
 }
 
@@ -202,10 +194,7 @@ func (q *queue) submit(cmd *command, e *sqe) error {
 	}
 	cmd.busy = true
 	cmd.started = time.Now()
-	if at := cmd.started.Add(q.c.Timeout); !q.watching || at.Before(q.watchAt) {
-		q.watching, q.watchAt = true, at // (Timeout may have been made shorter)
-		q.watch.Reset(q.c.Timeout)
-	}
+	q.watch.Start(cmd.started, q.c.Timeout)
 	old := q.sqTail
 	q.sqTail = next
 	q.ring(q.sqDB, old, next)
@@ -331,11 +320,7 @@ func (q *queue) expire() {
 		cmd.expired = true
 		cmd.done <- result{timedOut: true} // empty: not completed
 	}
-	q.watching = next != 0
-	if q.watching {
-		q.watchAt = now.Add(next)
-		q.watch.Reset(next)
-	}
+	q.watch.Next(now, next)
 }
 
 // failAll ends every outstanding command with err (the interrupt is

@@ -69,14 +69,7 @@ type Disk struct {
 	mu                       sync.Mutex
 	pending                  map[*slot]bool // requests the device has
 	stopped                  bool
-	// watch times requests out: one runtime timer for the disk, not
-	// one a request (a timer and a two-way select cost a request ~1k
-	// instructions and allocations). It runs while requests are
-	// pending (watching, under mu) and fires at the oldest one's
-	// deadline (expire).
-	watch    *time.Timer
-	watching bool
-	watchAt  time.Time // when it fires, while watching
+	watch                    *block.Watch // times requests out (expire), under mu
 }
 
 // slot is one request's DMA memory: a header page (request header at 0,
@@ -174,8 +167,7 @@ func New(d *pci.Device, p pci.Platform, c Config) (*Disk, error) {
 		k.slots <- s
 	}
 	t.DriverOK()
-	k.watch = time.AfterFunc(time.Hour, k.expire)
-	k.watch.Stop()
+	k.watch = block.NewWatch(k.expire)
 	go k.complete()
 	return k, nil
 }
@@ -394,10 +386,7 @@ func (k *Disk) do(s *slot, typ uint32, p []byte, off int64) error {
 	}
 	k.pending[s] = true
 	s.started = time.Now()
-	if at := s.started.Add(k.Timeout); !k.watching || at.Before(k.watchAt) {
-		k.watching, k.watchAt = true, at // (Timeout may have been made shorter)
-		k.watch.Reset(k.Timeout)
-	}
+	k.watch.Start(s.started, k.Timeout)
 	k.mu.Unlock()
 	k.q.Kick()
 
@@ -516,9 +505,5 @@ func (k *Disk) expire() {
 		s.expired = true
 		s.done <- result{timedOut: true} // empty: the device has not answered
 	}
-	k.watching = next != 0
-	if k.watching {
-		k.watchAt = now.Add(next)
-		k.watch.Reset(next)
-	}
+	k.watch.Next(now, next)
 }
