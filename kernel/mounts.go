@@ -191,7 +191,7 @@ func (k *kernel) mountExt4(fsType string, src vfs.Source, ro bool, data string) 
 		}
 		return err
 	}
-	return &vfs.FileSystem{Root: root, Sync: x.Sync, Remount: x.Remount, Trim: x.Trim, CanTrim: x.CanDiscard,
+	return &vfs.FileSystem{Root: root, Sync: x.Sync, Checkpoint: x.Checkpoint, DropCaches: x.DropCaches, Remount: x.Remount, Trim: x.Trim, CanTrim: x.CanDiscard,
 		Options: strings.Join(shown, ","), Release: release}, nil
 }
 

@@ -58,20 +58,23 @@ func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 	fs.AddFile("mounts", func() []byte { return v.Mounts() }, nil)
 	fs.AddFile("sys/vm/overcommit_memory", func() []byte { return []byte("0\n") }, nil)
 	// Linux drops clean caches when 1, 2 or 3 is written here: 1 and 3
-	// drop the page cache's clean pages (dirty ones stay, as on Linux),
-	// and every value collects the Go heap's garbage and gives its free
-	// spans back to the frame allocator (what a program measuring MemFree
-	// wants). It collects twice: the buffer pools (sync.Pool: iobuf's
+	// drop the page cache's clean pages and the file systems' clean
+	// metadata blocks (dirty ones stay, as on Linux), and every value
+	// collects the Go heap's garbage and gives its free spans back to
+	// the frame allocator (what a program measuring MemFree wants). It collects twice: the buffer pools (sync.Pool: iobuf's
 	// read and write buffers, up to 1 MiB each) keep what one collection
 	// finds idle for one more, so after a single one a program that just
 	// wrote in 1 MiB blocks read MemFree 1 MiB short, and the same
 	// program 1 MiB higher a moment later. Linux's "2" drops its slab
 	// caches' free objects the same way.
 	fs.AddFile("sys/vm/drop_caches", func() []byte { return []byte("0\n") }, func(p []byte) error {
-		switch v := strings.TrimSpace(string(p)); v {
+		switch val := strings.TrimSpace(string(p)); val {
 		case "1", "2", "3":
-			if v != "2" && k.cache != nil {
-				k.cache.DropClean()
+			if val != "2" {
+				if k.cache != nil {
+					k.cache.DropClean()
+				}
+				v.DropCaches()
 			}
 			runtime.GC()
 			debug.FreeOSMemory()

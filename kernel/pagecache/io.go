@@ -323,7 +323,11 @@ func (f *File) writeback() error {
 	for i := range f.dirty {
 		idxs = append(idxs, i)
 	}
-	clear(f.dirty)
+	if len(idxs) > 256 {
+		f.dirty = map[uint64]struct{}{} // a map keeps its largest size: let a big one go
+	} else {
+		clear(f.dirty)
+	}
 	f.dmu.Unlock()
 	slices.Sort(idxs)
 	bp := f.c.getBounce()
@@ -439,6 +443,7 @@ func (f *File) invalidate(off, end int64, dirty bool) {
 			s := f.c.shardOf(k)
 			s.mu.Lock()
 			pa := drop(s, k)
+			s.shrinkLocked()
 			s.mu.Unlock()
 			if pa != 0 {
 				f.c.frames.Free(pa)
@@ -459,6 +464,7 @@ func (f *File) invalidate(off, end int64, dirty bool) {
 				}
 			}
 		}
+		s.shrinkLocked()
 		s.mu.Unlock()
 		for _, pa := range pas {
 			f.c.frames.Free(pa)

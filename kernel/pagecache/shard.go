@@ -105,6 +105,32 @@ func (s *shard) removeLocked(c *Cache, k key) uintptr {
 	return pa
 }
 
+// shrinkLocked compacts the shard once it holds a quarter of the pages
+// it has room for: its slots and its index map keep the size of the most
+// pages it ever held (a Go map never shrinks), some 80 bytes a page, so
+// a 1 GiB file read once and dropped would leave 20 MiB of the Go heap
+// behind (drop_caches, unlink, truncate and eviction all come here).
+// Compacting moves pages to other slots, which is safe where append is:
+// a slot is used only under mu. Preconditions: s.mu held, and no caller
+// holds a *page or slot number across the call.
+func (s *shard) shrinkLocked() {
+	if cap(s.pages) < shrinkMin || len(s.index) > cap(s.pages)/4 {
+		return
+	}
+	pages := make([]page, 0, 2*len(s.index))
+	index := make(map[uint64]int32, len(s.index))
+	for k, i := range s.index {
+		index[k] = int32(len(pages))
+		pages = append(pages, s.pages[i])
+	}
+	s.pages, s.index, s.free, s.hand = pages, index, nil, 0
+}
+
+// shrinkMin is the slots below which a shard is never compacted: a
+// small one costs little, and compacting it again and again would cost
+// more.
+const shrinkMin = 64
+
 func (p *page) kind() int {
 	if p.flags&pgFileKind != 0 {
 		return KindFile
@@ -142,6 +168,7 @@ func (s *shard) evict(c *Cache, n int, clock bool) int {
 		frames[got] = s.removeLocked(c, p.key)
 		got++
 	}
+	s.shrinkLocked()
 	s.mu.Unlock()
 	for _, pa := range frames[:got] {
 		c.frames.Free(pa)

@@ -410,7 +410,7 @@ func sysSyncfs(t *Thread, a *[6]uint64) (int64, bool) {
 	}
 	defer f.DecRef()
 	if d := f.Dentry(); d != nil {
-		return errno(d.Mount().Sync()), false
+		return errno(d.Mount().SyncFS()), false
 	}
 	return 0, false
 }

@@ -43,6 +43,15 @@ type FileSystem struct {
 	// Sync makes every change so far durable (syncfs, sync, umount);
 	// nil when there is nothing to write back.
 	Sync func() error
+	// Checkpoint, after a Sync, writes home what a journal holds in
+	// memory (sync and syncfs, not fsync: Linux's sync writes the block
+	// device's dirty metadata back too), so that memory comes back. Nil
+	// for file systems without a journal.
+	Checkpoint func() error
+	// DropCaches drops the clean metadata the file system caches itself
+	// (drop_caches: Linux's drops the block device's clean buffers). Nil
+	// when it caches none.
+	DropCaches func()
 	// Release runs once the file system is unmounted and unused, after
 	// a last Sync: it stops background work and leaves the disk clean.
 	// Nil when there is none.
@@ -109,7 +118,8 @@ func (v *VFS) SetPinned(f func(*Mount) bool) {
 // Contains reports whether d lies in the mount m.
 func (m *Mount) Contains(d *Dentry) bool { return d != nil && d.mount == m }
 
-// Sync writes back m's file system (syncfs, fsync).
+// Sync makes m's file system's changes durable (fsync of a file without
+// its own Sync; SyncFS adds the rest of syncfs and sync).
 func (m *Mount) Sync() error {
 	if m.fs == nil || m.fs.Sync == nil {
 		return nil
@@ -126,6 +136,31 @@ func (m *Mount) Trimmer() (trim func(start, length, minLen uint64) (uint64, erro
 	return m.fs.Trim, m.fs.CanTrim != nil && m.fs.CanTrim()
 }
 
+// SyncFS writes back m's file system whole (syncfs, sync): a Sync, then
+// the journal's checkpoint.
+func (m *Mount) SyncFS() error {
+	err := m.Sync()
+	if err == nil && m.fs != nil && m.fs.Checkpoint != nil {
+		err = m.fs.Checkpoint()
+	}
+	return err
+}
+
+// DropCaches drops every mounted file system's clean metadata cache
+// (drop_caches), once for a file system mounted twice.
+func (v *VFS) DropCaches() {
+	v.mu.RLock()
+	ms := append([]*Mount(nil), v.table...)
+	v.mu.RUnlock()
+	done := map[*FileSystem]bool{}
+	for _, m := range ms {
+		if fs := m.fs; fs != nil && fs.DropCaches != nil && !done[fs] {
+			done[fs] = true
+			fs.DropCaches()
+		}
+	}
+}
+
 // SyncAll writes back every mounted file system (sync(2)).
 func (v *VFS) SyncAll() error {
 	v.mu.RLock()
@@ -133,7 +168,7 @@ func (v *VFS) SyncAll() error {
 	v.mu.RUnlock()
 	var first error
 	for _, m := range ms {
-		if err := m.Sync(); err != nil && first == nil {
+		if err := m.SyncFS(); err != nil && first == nil {
 			first = err
 		}
 	}

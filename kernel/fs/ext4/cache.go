@@ -130,6 +130,22 @@ func (c *cache) trim(fs *FS) {
 	}
 }
 
+// dropClean drops every entry not in the running transaction, as trim
+// drops half, and with trim's precondition (FS.mu held for writing).
+func (c *cache) dropClean(fs *FS) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for k := range c.blocks {
+		if !fs.inTransaction(k) {
+			delete(c.blocks, k)
+			delete(c.checked, k)
+			n++
+		}
+	}
+	return n
+}
+
 // full reports whether the cache is due for its trim.
 func (c *cache) full() bool {
 	c.mu.RLock()

@@ -146,3 +146,60 @@ func (fs *FS) checkpointed(n uint64) []byte {
 	}
 	return fs.jnl.ckpt[n]
 }
+
+// Checkpoint writes home every block the committed transactions logged
+// and empties the log: what sync(2) and syncfs add to a commit (Sync).
+// Linux gets there by writing the block device's dirty buffers back at
+// sync, which are these same metadata blocks; here they are the log's
+// committed copies, held in memory (the Go heap, up to maxCheckpoint
+// blocks) until a checkpoint, so a sync is also when that memory comes
+// back. fsync does not checkpoint: it needs the log, not the home
+// copies. The writes run with FS.mu released, as a commit's checkpoint
+// does; transactions meanwhile wait to close until it is done.
+func (fs *FS) Checkpoint() error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	started := false
+	for {
+		if err := fs.reapLocked(); err != nil {
+			return err
+		}
+		j := fs.jnl
+		if fs.ro || j == nil {
+			return nil
+		}
+		if c := j.inflight; c != nil {
+			fs.mu.Unlock()
+			<-c.ready
+			fs.mu.Lock()
+			continue
+		}
+		if k := j.ckptIO; k != nil {
+			fs.mu.Unlock()
+			<-k.ready
+			fs.mu.Lock()
+			continue
+		}
+		// What was committed before the call is home once one
+		// checkpoint started after that has been reaped.
+		if started || len(j.ckpt) == 0 {
+			return nil
+		}
+		k := fs.startCheckpoint()
+		started = true
+		fs.mu.Unlock()
+		fs.writeCheckpoint(k)
+		fs.mu.Lock()
+	}
+}
+
+// DropClean drops the cached metadata blocks whose home copies are
+// current (drop_caches: Linux's drops the block device's clean buffers,
+// these same blocks) and returns how many. Blocks in the running
+// transaction stay, and so do the log's committed copies (a Checkpoint,
+// at sync, writes those home and drops them).
+func (fs *FS) DropClean() int {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.cache.dropClean(fs)
+}

@@ -125,12 +125,7 @@ func (fs *FS) syncHome() error {
 	if err := fs.Sync(); err != nil {
 		return err
 	}
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	if fs.ro {
-		return nil
-	}
-	return fs.checkpoint()
+	return fs.Checkpoint()
 }
 
 // fsck runs e2fsck -fn on the device's contents and fails the test unless

@@ -57,6 +57,13 @@ func New(disk *ext4.FS, o Options) *FS {
 // call every few seconds, as Linux commits every 5 s.
 func (f *FS) Sync() error { return f.errno(f.disk.Sync()) }
 
+// Checkpoint writes the log's committed blocks home and empties it
+// (sync and syncfs, after Sync): see ext4.FS.Checkpoint.
+func (f *FS) Checkpoint() error { return f.errno(f.disk.Checkpoint()) }
+
+// DropCaches drops the clean cached metadata blocks (drop_caches).
+func (f *FS) DropCaches() { f.disk.DropClean() }
+
 // Unmount leaves the disk clean (needs_recovery cleared, the superblock
 // home with the free counts); the file system is read-only afterwards.
 func (f *FS) Unmount() error { return f.errno(f.disk.Unmount()) }
