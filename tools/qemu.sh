@@ -38,10 +38,27 @@ set -- $(tools_sata_args) "$@"
 if [ "${FIRMWARE:-bios}" = uefi ]; then
   set -- -bios /usr/share/ovmf/OVMF.fd "$@"
 fi
+# A guest still running 8 s before its limit is about to be killed for
+# a hang: first tools/qemu-dump.sh prints, through the monitor (a pipe),
+# where each CPU is, with KERNEL_ELF's function names (default: the
+# build's kernel).
+mon=$(mktemp -d)
+mkfifo "$mon/m.in" "$mon/m.out"
+(
+  i=8
+  while [ $i -lt "$limit" ] && [ ! -e "$mon/done" ]; do sleep 1; i=$((i + 1)); done
+  if [ ! -e "$mon/done" ] && [ "$limit" -ge 20 ]; then
+    "$(dirname "$0")/qemu-dump.sh" "$mon/m" "${KERNEL_ELF:-$(dirname "$0")/../build/kernel.elf}" >&2
+  fi
+) &
+watcher=$!
 timeout --foreground -k 5 "$limit" qemu-system-x86_64 -machine "${MACHINE:-q35}" -cpu "${CPU:-max}" -m "${MEM:-512M}" \
-  -smp "$cpus" -display none -serial stdio -monitor none -no-reboot \
+  -smp "$cpus" -display none -serial stdio -monitor "pipe:$mon/m" -no-reboot \
   -device isa-debug-exit,iobase=0xf4,iosize=0x04 -cdrom "$iso" "$@" </dev/null
 s=$?
+touch "$mon/done"
+wait "$watcher"
+rm -rf "$mon"
 case $s in
   124|137) echo "qemu: timed out after ${limit}s" >&2; exit 124 ;;
   0) echo "qemu: exited without a kernel status" >&2; exit 125 ;;
