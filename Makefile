@@ -243,14 +243,14 @@ SUITE_TIMEOUT ?= 300
 LINUX_SUITE_TIMEOUT ?= 300
 # and the whole boot's, in seconds (tools/qemu.sh, tools/linux/run.sh)
 SUITE_LIMIT ?= 1200
-LINUX_SUITE_LIMIT ?= 600
+LINUX_SUITE_LIMIT ?= 900
 SUITE_ONLY ?=
 SUITE_RUNNER = $(if $(SUITE_ONLY),RUNNER_ONLY=$(SUITE_ONLY) )$(DISK_ARGS)
 # $(call NEW_DISK,DIR): fresh images in DIR; $(call DISKS,DIR): them for
 # tools/qemu.sh and tools/linux/run.sh; $(call CHECK_DISKS,DIR): the
 # host's checks of what the guest wrote.
 NEW_DISK = rm -rf $(1) && mkdir -p $(1) && truncate -s 64M $(1)/disk.img $(1)/sata.img && \
-  mke2fs -q -t ext4 -F $(1)/ext4.img 64M && mke2fs -q -t ext2 -F $(1)/ext2.img 12M && \
+  mke2fs -q -t ext4 -F $(1)/ext4.img 256M && mke2fs -q -t ext2 -F $(1)/ext2.img 12M && \
   $(USER_BUILD)/tests/t_part --make-images $(1)/gpt.img $(1)/mbr.img && \
   $(USER_BUILD)/tests/t_blkerr --make-image $(1)/blkdebug.cfg $(1)/err.img
 DISKS = DISK=$(1)/disk.img DISK2=$(1)/ext4.img SATA="$(1)/sata.img $(1)/gpt.img $(1)/mbr.img blkdebug:$(1)/blkdebug.cfg:$(1)/err.img $(1)/ext2.img"
