@@ -355,6 +355,17 @@ func (k *kernel) readBootInfo() {
 	}
 }
 
+// checksum is crc32.ChecksumIEEE in 64 KiB calls: one call over tens of
+// MiB is assembly no goroutine can be preempted in (see machine.ReadPhys),
+// and a garbage collection would wait for it.
+func checksum(data []byte) uint32 {
+	var c uint32
+	for off := 0; off < len(data); off += 64 << 10 {
+		c = crc32.Update(c, crc32.IEEETable, data[off:min(off+64<<10, len(data))])
+	}
+	return c
+}
+
 // loadInitramfs finds the boot module named "initramfs" and reads it.
 func (k *kernel) loadInitramfs() {
 	for _, m := range k.boot.Modules {
@@ -376,7 +387,7 @@ func (k *kernel) loadInitramfs() {
 		if err := k.mountRoot(data); err != nil {
 			k.log.Errorf("root file system: %v", err)
 		}
-		k.log.Infof("initramfs: %d entries, %d KiB, crc32 %08x", fs.Len(), len(data)>>10, crc32.ChecksumIEEE(data))
+		k.log.Infof("initramfs: %d entries, %d KiB, crc32 %08x", fs.Len(), len(data)>>10, checksum(data))
 		return
 	}
 	k.log.Warnf("initramfs: no module named initramfs")
