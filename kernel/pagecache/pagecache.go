@@ -15,8 +15,10 @@
 // slack, and the dirty set's: about 120 heap bytes per page, 3% of the
 // data; TestHeapPerPage), and the collector scans none of it (0
 // GC-scanned bytes per cached page): spans without pointers are never
-// scanned, only swept. The slices and maps keep their size when pages
-// go, until the shard fills again.
+// scanned, only swept. When pages go, a shard left a quarter full is
+// compacted (shard.shrinkLocked) and a large dirty set is let go, so the
+// bookkeeping shrinks with the cache (TestHeapGivenBack): a Go map never
+// shrinks, and these once kept ~80 bytes for every page ever cached.
 //
 // Lookup takes no global lock: pages live in 64 shards by a hash of
 // (file, page index / 8), each with its own mutex; a hit locks one
