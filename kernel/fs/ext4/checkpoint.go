@@ -168,16 +168,7 @@ func (fs *FS) Checkpoint() error {
 		if fs.ro || j == nil {
 			return nil
 		}
-		if c := j.inflight; c != nil {
-			fs.mu.Unlock()
-			<-c.ready
-			fs.mu.Lock()
-			continue
-		}
-		if k := j.ckptIO; k != nil {
-			fs.mu.Unlock()
-			<-k.ready
-			fs.mu.Lock()
+		if fs.waitInFlightLocked() {
 			continue
 		}
 		// What was committed before the call is home once one

@@ -359,16 +359,7 @@ func (fs *FS) commitAsync() error {
 		if int32(j.done-target) > 0 {
 			return nil
 		}
-		if c := j.inflight; c != nil {
-			fs.mu.Unlock()
-			<-c.ready
-			fs.mu.Lock()
-			continue
-		}
-		if k := j.ckptIO; k != nil {
-			fs.mu.Unlock()
-			<-k.ready
-			fs.mu.Lock()
+		if fs.waitInFlightLocked() {
 			continue
 		}
 		if fs.needCheckpoint() {
@@ -388,6 +379,27 @@ func (fs *FS) commitAsync() error {
 		fs.writeCommit(c)
 		fs.mu.Lock()
 	}
+}
+
+// waitInFlightLocked waits, with FS.mu released, for the commit or
+// checkpoint being written, if there is one, and says whether it waited
+// (the caller then looks again: anything may have changed meanwhile).
+// Preconditions: fs.mu is held and fs.jnl is not nil; it is held again
+// on return.
+func (fs *FS) waitInFlightLocked() bool {
+	var ready chan struct{}
+	switch j := fs.jnl; {
+	case j.inflight != nil:
+		ready = j.inflight.ready
+	case j.ckptIO != nil:
+		ready = j.ckptIO.ready
+	default:
+		return false
+	}
+	fs.mu.Unlock()
+	<-ready
+	fs.mu.Lock()
+	return true
 }
 
 // Commit commits the running transaction if it holds anything, and says
