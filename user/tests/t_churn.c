@@ -375,11 +375,12 @@ static void exec_unlink(void)
 	}
 }
 
-/* Memory filled to the end with a tmpfs file: the writes stop with ENOSPC
- * (at the tmpfs size limit, half the memory by default, on both
- * kernels) without
- * bringing the kernel down, and unlinking the file gives everything back. Only in the
- * test guest: on a host run /tmp is the host's disk. */
+/* The working directory's file system filled to the end with one file
+ * (checks named WHAT.*): the writes stop with ENOSPC (on tmpfs at its
+ * size limit, half the memory by default, on both kernels; on ext4 when
+ * the disk is full) after at least LEAST bytes, without bringing the
+ * kernel down, and unlinking the file gives everything back. Only in
+ * the test guest: on a host run /tmp is the host's disk. */
 static void fill(const char *what, long long least)
 {
 	char name[64];
