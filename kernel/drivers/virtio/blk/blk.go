@@ -122,6 +122,9 @@ type Config struct {
 	// MSI-X: one queue.
 	Queues int
 	CPU    func() int // the caller's CPU, to pick its queue (nil: CPU 0)
+	// BootCPUIRQs aims every queue's vector at CPU 0 instead of at the
+	// CPU that submits to the queue (vectorCPUs): an A/B switch.
+	BootCPUIRQs bool
 }
 
 // New brings d up as a disk.
@@ -151,7 +154,11 @@ func New(d *pci.Device, p pci.Platform, c Config) (*Disk, error) {
 		return nil, err
 	}
 	wanted := max(1, min(c.Queues, k.numQueues, t.NumQueues()))
-	kind, irqs, err := d.InterruptsOn(p, vectorCPUs(wanted))
+	cpus := vectorCPUs(wanted)
+	if c.BootCPUIRQs {
+		clear(cpus)
+	}
+	kind, irqs, err := d.InterruptsOn(p, cpus)
 	if err != nil {
 		t.Fail()
 		return nil, err

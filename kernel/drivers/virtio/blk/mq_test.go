@@ -81,6 +81,22 @@ func TestMultiQueue(t *testing.T) {
 	}
 }
 
+// BootCPUIRQs keeps the queues but aims every vector at CPU 0.
+func TestBootCPUIRQs(t *testing.T) {
+	m := patterned(1<<20, 2)
+	d, dev, _ := newDiskWith(t, m, Config{Queues: 2, CPU: func() int { return 1 }, BootCPUIRQs: true}, nil)
+	if d.Queues() != 2 || !slices.Equal(dev.MSICPUs, []int{0, 0}) {
+		t.Fatalf("%d queues, vectors aimed at CPUs %v; want 2 queues, [0 0]", d.Queues(), dev.MSICPUs)
+	}
+	p := make([]byte, 4096)
+	if _, err := d.ReadAt(p, 5*512); err != nil || !bytes.Equal(p, m.data[5*512:5*512+4096]) {
+		t.Fatalf("read: %v", err)
+	}
+	if s := m.servedBy(); s[1] != 1 {
+		t.Errorf("requests by queue %v, want one on queue 1", s[:2])
+	}
+}
+
 // One queue unless the device offers F_MQ with several, more than one is
 // wanted and the platform gives a vector each; fewer vectors or fewer
 // offered queues make fewer queues. A single queue takes every CPU's
