@@ -141,13 +141,16 @@ func (k *kernel) virtioBlkDriver() *pci.Driver {
 				return fmt.Errorf("too many disks")
 			}
 			name := "vd" + string(rune('a'+n))
-			disk, err := virtioblk.New(d, p, virtioblk.Config{Name: name, DMA: frameDMA{}, Log: k.log.Errorf})
+			disk, err := virtioblk.New(d, p, virtioblk.Config{Name: name, DMA: frameDMA{}, Log: k.log.Errorf,
+				Queues: machine.NumCPU(), CPU: machine.CurrentCPU, BootCPUIRQs: k.opts["virtio_irqs"] == "boot"})
 			if err != nil {
 				return err
 			}
 			k.blocks.Add(disk, virtioMajor, uint32(16*n), 16)
 			n++
-			k.log.Infof("%s: %d sectors of %d bytes (%d MiB)", name, disk.Sectors(), disk.SectorSize(), blk.Size(disk)>>20)
+			kind, vecs := disk.Interrupts()
+			k.log.Infof("%s: %d sectors of %d bytes (%d MiB), %d request queues on %d %v vectors",
+				name, disk.Sectors(), disk.SectorSize(), blk.Size(disk)>>20, disk.Queues(), vecs, kind)
 			return nil
 		},
 	}

@@ -146,6 +146,10 @@ var Default = []Spec{
 		Help: "where NVMe I/O queues' MSI-X interrupts are delivered: percpu (default), each at the CPU that submits to its queue; boot, all at the boot CPU (an A/B switch for bench/results/blk-2026-11-29-msix.md)",
 	},
 	{
+		Name: "virtio_irqs", Kind: Enum, Enum: []string{"percpu", "boot"},
+		Help: "where virtio-blk request queues' MSI-X interrupts are delivered: percpu (default), each at the CPU that submits to its queue; boot, all at the boot CPU (an A/B switch)",
+	},
+	{
 		Name: "gomaxprocs", Kind: Int,
 		Help: "run the kernel's Go code on at most this many processors (default: one per CPU); experiments on the Go scheduler's share of a cost",
 	},

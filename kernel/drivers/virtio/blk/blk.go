@@ -1,10 +1,12 @@
 // Package blk drives virtio block devices (virtio 1.0 §5.2) as
-// kernel/blk Devices: one request queue, several requests in flight,
-// completions by interrupt (a goroutine sleeps on the queue's MSI-X
-// vector; nothing polls while the disk is idle), every status and length
-// the device returns checked, failures as blk.ErrIO with a log line
-// naming the disk and sector, and requests the device never completes
-// reported as blk.ErrTimeout after Timeout.
+// kernel/blk Devices: a request queue per CPU where the device offers
+// VIRTIO_BLK_F_MQ and MSI-X gives a vector each (else one queue), each
+// queue's vector aimed at the CPU that submits to it, several requests
+// in flight on each, completions by interrupt (a goroutine per queue
+// sleeps on its vector; nothing polls while the disk is idle), every
+// status and length the device returns checked, failures as blk.ErrIO
+// with a log line naming the disk and sector, and requests the device
+// never completes reported as blk.ErrTimeout after Timeout.
 package blk
 
 import (
@@ -29,6 +31,7 @@ const (
 	featureRO      = 1 << 5
 	featureBlkSize = 1 << 6
 	featureFlush   = 1 << 9
+	featureMQ      = 1 << 12
 	featureDiscard = 1 << 13
 	wantedFeatures = featureSegMax | featureRO | featureBlkSize | featureFlush | featureDiscard
 	requestIn      = 0
@@ -50,9 +53,8 @@ const (
 type Disk struct {
 	name    string
 	t       *virtio.Transport
-	q       *virtio.Queue
 	dma     virtio.DMA
-	irq     pci.IRQ
+	kind    pci.IntrKind
 	isr     bool // INTx or MSI: read the ISR on each interrupt
 	sectors uint64
 	ss      int // logical block size
@@ -62,14 +64,26 @@ type Disk struct {
 	// device has none) and the alignment it asks for, in sectors.
 	discardMax, discardAlign uint64
 	segMax                   int
+	numQueues                int // num_queues with F_MQ, else 1
 	log                      func(format string, args ...any)
 	Timeout                  time.Duration
-	slots                    chan *slot
 	slotBytes                int // data one request carries
-	mu                       sync.Mutex
-	pending                  map[*slot]bool // requests the device has
-	stopped                  bool
-	watch                    *block.Watch // times requests out (expire), under mu
+	cpu                      func() int
+	qs                       []*queue // request queue i is virtqueue i
+}
+
+// queue is one request queue with all a request on it needs: CPUs
+// submitting to different queues share no lock, slot or interrupt, and
+// a queue's completions wake a goroutine on the CPU its vector is
+// aimed at, the one that submits to it.
+type queue struct {
+	k       *Disk
+	q       *virtio.Queue
+	irq     pci.IRQ
+	slots   chan *slot
+	mu      sync.Mutex
+	pending map[*slot]bool // requests the device has
+	watch   *block.Watch   // times requests out (expire), under mu
 }
 
 // slot is one request's DMA memory: a header page (request header at 0,
@@ -102,6 +116,15 @@ type Config struct {
 	Name string // vda, vdb, ...
 	DMA  virtio.DMA
 	Log  func(format string, args ...any)
+	// Queues is how many request queues are wanted: the number of
+	// CPUs. The device's num_queues, and the MSI-X vectors the
+	// platform gives, may make it fewer; <= 1, or no F_MQ, or no
+	// MSI-X: one queue.
+	Queues int
+	CPU    func() int // the caller's CPU, to pick its queue (nil: CPU 0)
+	// BootCPUIRQs aims every queue's vector at CPU 0 instead of at the
+	// CPU that submits to the queue (vectorCPUs): an A/B switch.
+	BootCPUIRQs bool
 }
 
 // New brings d up as a disk.
@@ -110,66 +133,110 @@ func New(d *pci.Device, p pci.Platform, c Config) (*Disk, error) {
 	if err != nil {
 		return nil, err
 	}
-	feat, err := t.Negotiate(wantedFeatures)
+	want := uint64(wantedFeatures)
+	if c.Queues > 1 {
+		want |= featureMQ
+	}
+	feat, err := t.Negotiate(want)
 	if err != nil {
 		return nil, err
 	}
-	k := &Disk{name: c.Name, t: t, dma: c.DMA, log: c.Log, Timeout: DefaultTimeout,
-		pending: map[*slot]bool{}, ss: 512, segMax: maxDataPages}
+	k := &Disk{name: c.Name, t: t, dma: c.DMA, log: c.Log, cpu: c.CPU, Timeout: DefaultTimeout,
+		ss: 512, segMax: maxDataPages, numQueues: 1}
 	if k.log == nil {
 		k.log = func(string, ...any) {}
+	}
+	if k.cpu == nil {
+		k.cpu = func() int { return 0 }
 	}
 	if err := k.readConfig(feat); err != nil {
 		t.Fail()
 		return nil, err
 	}
-	kind, irqs, err := d.Interrupts(p, 1)
+	wanted := max(1, min(c.Queues, k.numQueues, t.NumQueues()))
+	cpus := vectorCPUs(wanted)
+	if c.BootCPUIRQs {
+		clear(cpus)
+	}
+	kind, irqs, err := d.InterruptsOn(p, cpus)
 	if err != nil {
 		t.Fail()
 		return nil, err
 	}
-	k.irq, k.isr = irqs[0], kind != pci.MSIX
-	vec := uint16(virtio.NoVector)
+	k.kind, k.isr = kind, kind != pci.MSIX
+	n := 1
 	if kind == pci.MSIX {
-		vec = 0
+		// The platform may give fewer vectors than asked: one queue
+		// each, the CPUs past them sharing (cpu % n).
+		n = min(wanted, len(irqs))
 		if err := t.SetConfigVector(virtio.NoVector); err != nil {
 			t.Fail()
 			return nil, err
 		}
 	}
-	if k.q, err = t.SetupQueue(0, virtio.MaxQueueSize, vec, c.DMA); err != nil {
-		t.Fail()
-		return nil, err
-	}
 	pages := min(maxDataPages, k.segMax)
-	n := min(maxSlots, k.q.Size()/(pages+2))
-	if n == 0 {
-		t.Fail()
-		return nil, fmt.Errorf("virtio-blk %s: queue of %d descriptors too small", k.name, k.q.Size())
-	}
-	k.slots = make(chan *slot, n)
 	k.slotBytes = pages * virtio.PageSize
 	for i := 0; i < n; i++ {
-		s := &slot{done: make(chan result, 1)}
-		if s.hdr, err = c.DMA.Alloc(); err != nil {
+		vec := uint16(virtio.NoVector)
+		if kind == pci.MSIX {
+			vec = uint16(i)
+		}
+		q, err := k.newQueue(i, vec, irqs[i], pages)
+		if err != nil {
 			t.Fail()
 			return nil, err
 		}
-		for j := 0; j < pages; j++ {
-			pg, err := c.DMA.Alloc()
+		k.qs = append(k.qs, q)
+	}
+	t.DriverOK()
+	for _, q := range k.qs {
+		go q.complete()
+	}
+	return k, nil
+}
+
+// vectorCPUs is the CPU each of n vectors is aimed at: vector i, queue
+// i's, at CPU i. Requests go to queue cpu % Q (Q queues), so with a
+// queue per CPU a completion interrupt arrives at the CPU that
+// submitted the request and wakes the completion goroutine and the
+// waiter there, not across CPUs (as the NVMe driver does).
+func vectorCPUs(n int) []int {
+	cpus := make([]int, n)
+	for i := range cpus {
+		cpus[i] = i
+	}
+	return cpus
+}
+
+// newQueue sets up virtqueue i on MSI-X vector vec (NoVector: none)
+// with its slots, of pages data pages each.
+func (k *Disk) newQueue(i int, vec uint16, irq pci.IRQ, pages int) (*queue, error) {
+	vq, err := k.t.SetupQueue(i, virtio.MaxQueueSize, vec, k.dma)
+	if err != nil {
+		return nil, err
+	}
+	n := min(maxSlots, vq.Size()/(pages+2))
+	if n == 0 {
+		return nil, fmt.Errorf("virtio-blk %s: queue %d of %d descriptors too small", k.name, i, vq.Size())
+	}
+	q := &queue{k: k, q: vq, irq: irq, slots: make(chan *slot, n), pending: map[*slot]bool{}}
+	for range n {
+		s := &slot{done: make(chan result, 1)}
+		if s.hdr, err = k.dma.Alloc(); err != nil {
+			return nil, err
+		}
+		for range pages {
+			pg, err := k.dma.Alloc()
 			if err != nil {
-				t.Fail()
 				return nil, err
 			}
 			s.data = append(s.data, pg)
 		}
 		s.bufs = make([]virtio.Buf, 0, pages+2)
-		k.slots <- s
+		q.slots <- s
 	}
-	t.DriverOK()
-	k.watch = block.NewWatch(k.expire)
-	go k.complete()
-	return k, nil
+	q.watch = block.NewWatch(q.expire)
+	return q, nil
 }
 
 // readConfig reads the geometry (§5.2.4), retrying while the
@@ -186,6 +253,9 @@ func (k *Disk) readConfig(feat uint64) error {
 		}
 		if feat&featureBlkSize != 0 {
 			k.ss = int(cfg.Read32(20))
+		}
+		if feat&featureMQ != 0 {
+			k.numQueues = max(1, int(cfg.Read16(34)))
 		}
 		if feat&featureDiscard != 0 {
 			// One segment per request is all the driver sends, so
@@ -222,6 +292,20 @@ func (k *Disk) SectorSize() int { return k.ss }
 func (k *Disk) Sectors() uint64 { return k.sectors }
 func (k *Disk) ReadOnly() bool  { return k.ro }
 
+// Queues is the number of request queues in use.
+func (k *Disk) Queues() int { return len(k.qs) }
+
+// Interrupts is the interrupt kind and the number of vectors in use.
+func (k *Disk) Interrupts() (pci.IntrKind, int) { return k.kind, len(k.qs) }
+
+// queue is the request queue of the caller's CPU.
+func (k *Disk) queue() *queue {
+	if len(k.qs) == 1 {
+		return k.qs[0]
+	}
+	return k.qs[k.cpu()%len(k.qs)]
+}
+
 // ReadAt reads whole sectors at off.
 func (k *Disk) ReadAt(p []byte, off int64) (int, error) { return k.rw(p, off, false) }
 
@@ -241,15 +325,16 @@ func (k *Disk) rw(p []byte, off int64, write bool) (int, error) {
 		return 0, err
 	}
 	per := k.slotBytes
+	q := k.queue()
 	if len(p) <= per {
 		if len(p) == 0 {
 			return 0, nil
 		}
-		s, err := k.slot(off)
+		s, err := q.slot(off)
 		if err != nil {
 			return 0, err
 		}
-		if err := k.do(s, kind(write), p, off); err != nil {
+		if err := q.do(s, kind(write), p, off); err != nil {
 			return 0, err
 		}
 		return len(p), nil
@@ -257,7 +342,7 @@ func (k *Disk) rw(p []byte, off int64, write bool) (int, error) {
 	errs := make([]error, (len(p)+per-1)/per)
 	var wg sync.WaitGroup
 	for i := range errs {
-		s, err := k.slot(off + int64(i*per))
+		s, err := q.slot(off + int64(i*per))
 		if err != nil {
 			errs[i] = err
 			break
@@ -266,7 +351,7 @@ func (k *Disk) rw(p []byte, off int64, write bool) (int, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = k.do(s, kind(write), chunk, off+int64(i*per))
+			errs[i] = q.do(s, kind(write), chunk, off+int64(i*per))
 		}()
 	}
 	wg.Wait()
@@ -283,11 +368,12 @@ func (k *Disk) Flush() error {
 	if !k.flush {
 		return nil // no volatile cache to flush (§5.2.6.2)
 	}
-	s, err := k.slot(0)
+	q := k.queue()
+	s, err := q.slot(0)
 	if err != nil {
 		return err
 	}
-	return k.do(s, requestFlush, nil, 0)
+	return q.do(s, requestFlush, nil, 0)
 }
 
 // CanDiscard reports whether the device takes discard requests.
@@ -318,11 +404,12 @@ func (k *Disk) Discard(off, n int64) error {
 		var seg [discardSegLen]byte
 		binary.LittleEndian.PutUint64(seg[0:], sector)
 		binary.LittleEndian.PutUint32(seg[8:], uint32(c))
-		s, err := k.slot(int64(sector) * 512)
+		q := k.queue()
+		s, err := q.slot(int64(sector) * 512)
 		if err != nil {
 			return err
 		}
-		if err := k.do(s, requestDiscard, seg[:], int64(sector)*512); err != nil {
+		if err := q.do(s, requestDiscard, seg[:], int64(sector)*512); err != nil {
 			return err
 		}
 		sector, left = sector+c, left-c
@@ -330,18 +417,20 @@ func (k *Disk) Discard(off, n int64) error {
 	return nil
 }
 
-// slot waits for a free request slot. Slots of requests the device never
-// answered stay taken, so a dead device makes this wait time out too.
-func (k *Disk) slot(off int64) (*slot, error) {
+// slot waits for a free request slot of q. Slots of requests the device
+// never answered stay taken, so a dead device makes this wait time out
+// too.
+func (q *queue) slot(off int64) (*slot, error) {
 	select {
-	case s := <-k.slots:
+	case s := <-q.slots:
 		return s, nil
 	default:
 	}
+	k := q.k
 	t := time.NewTimer(k.Timeout)
 	defer t.Stop()
 	select {
-	case s := <-k.slots:
+	case s := <-q.slots:
 		return s, nil
 	case <-t.C:
 		return nil, k.fail(uint64(off)/512, fmt.Errorf("%w: no request slot free after %v", block.ErrTimeout, k.Timeout))
@@ -355,11 +444,12 @@ func kind(write bool) uint32 {
 	return requestIn
 }
 
-// do runs one request of type typ in slot s (taken from k.slots; given
-// back here, unless the request timed out): p is what a read fills, or
-// what a write or a discard's segment hands the device; nil for a
-// flush.
-func (k *Disk) do(s *slot, typ uint32, p []byte, off int64) error {
+// do runs one request of type typ on q in slot s (taken from q.slots;
+// given back here, unless the request timed out): p is what a read
+// fills, or what a write or a discard's segment hands the device; nil
+// for a flush.
+func (q *queue) do(s *slot, typ uint32, p []byte, off int64) error {
+	k := q.k
 	write := typ != requestIn
 	sector := uint64(off) / 512
 	if typ == requestDiscard {
@@ -378,33 +468,33 @@ func (k *Disk) do(s *slot, typ uint32, p []byte, off int64) error {
 		bufs = append(bufs, virtio.Buf{Phys: s.data[i].Phys, Len: uint32(len(chunk)), Write: !write})
 	}
 	bufs = append(bufs, virtio.Buf{Phys: s.hdr.Phys + statusOffset, Len: 1, Write: true})
-	k.mu.Lock()
-	if _, err := k.q.Add(bufs, s); err != nil {
-		k.mu.Unlock()
-		k.slots <- s
+	q.mu.Lock()
+	if _, err := q.q.Add(bufs, s); err != nil {
+		q.mu.Unlock()
+		q.slots <- s
 		return k.fail(sector, fmt.Errorf("%w: %v", block.ErrIO, err))
 	}
-	k.pending[s] = true
+	q.pending[s] = true
 	s.started = time.Now()
-	k.watch.Start(s.started, k.Timeout)
-	k.mu.Unlock()
-	k.q.Kick()
+	q.watch.Start(s.started, k.Timeout)
+	q.mu.Unlock()
+	q.q.Kick()
 
 	r := <-s.done
 	if r.timedOut {
-		k.mu.Lock()
+		q.mu.Lock()
 		s.left = true
 		back := s.answered
 		if back {
 			s.expired, s.answered, s.left = false, false, false
 		}
-		k.mu.Unlock()
+		q.mu.Unlock()
 		if back {
-			k.slots <- s
+			q.slots <- s
 		}
 		return k.fail(sector, fmt.Errorf("%w after %v", block.ErrTimeout, k.Timeout))
 	}
-	defer func() { k.slots <- s }()
+	defer func() { q.slots <- s }()
 	if r.err != nil {
 		return k.fail(sector, r.err)
 	}
@@ -429,74 +519,76 @@ func (k *Disk) fail(sector uint64, err error) error {
 	return fmt.Errorf("%s: sector %d: %w", k.name, sector, err)
 }
 
-// complete is the interrupt goroutine: woken by the queue's vector, it
+// complete is q's interrupt goroutine: woken by the queue's vector, it
 // hands each finished request to its waiter. A device that broke the
-// queue fails everything pending with ErrIO.
-func (k *Disk) complete() {
+// queue fails everything pending on it with ErrIO (the virtqueue stays
+// broken, so later requests on it fail too; other queues go on).
+func (q *queue) complete() {
+	k := q.k
 	for {
 		if k.isr {
 			k.t.ISR()
 		}
 		for {
-			c, ok, err := k.q.Used()
+			c, ok, err := q.q.Used()
 			if err != nil {
-				k.log("virtio-blk %s: %v", k.name, err)
-				k.failAll(err)
+				k.log("virtio-blk %s: queue %d: %v", k.name, q.q.Index, err)
+				q.failAll(err)
 				return
 			}
 			if !ok {
 				break
 			}
 			s := c.Token.(*slot)
-			k.mu.Lock()
-			delete(k.pending, s)
-			k.answerLocked(s, result{n: c.Len})
-			k.mu.Unlock()
+			q.mu.Lock()
+			delete(q.pending, s)
+			q.answerLocked(s, result{n: c.Len})
+			q.mu.Unlock()
 		}
-		if err := k.irq.Wait(); err != nil {
-			k.failAll(err)
+		if err := q.irq.Wait(); err != nil {
+			q.failAll(err)
 			return
 		}
 	}
 }
 
-func (k *Disk) failAll(err error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for s := range k.pending {
-		delete(k.pending, s)
-		k.answerLocked(s, result{err: fmt.Errorf("%w: %v", block.ErrIO, err)})
+func (q *queue) failAll(err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for s := range q.pending {
+		delete(q.pending, s)
+		q.answerLocked(s, result{err: fmt.Errorf("%w: %v", block.ErrIO, err)})
 	}
 }
 
 // answerLocked hands the device's answer for s, no longer pending, to
 // its waiter; for an expired request, whose waiter got a timeout, it
 // gives the slot back if the waiter has left (else the waiter will).
-// Preconditions: k.mu is held.
-func (k *Disk) answerLocked(s *slot, r result) {
+// Preconditions: q.mu is held.
+func (q *queue) answerLocked(s *slot, r result) {
 	switch {
 	case !s.expired:
 		s.done <- r // buffered for the one result
 	case s.left:
 		s.expired, s.answered, s.left = false, false, false
-		k.slots <- s // the slots channel holds them all: never blocks
+		q.slots <- s // the slots channel holds them all: never blocks
 	default:
 		s.answered = true
 	}
 }
 
-// expire is the watch's timer: it times out each pending request older
+// expire is q's watch's timer: it times out each pending request older
 // than Timeout and sets the timer again for the oldest of the rest.
-func (k *Disk) expire() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
+func (q *queue) expire() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	now := time.Now()
 	var next time.Duration
-	for s := range k.pending {
+	for s := range q.pending {
 		if s.expired {
 			continue
 		}
-		if left := k.Timeout - now.Sub(s.started); left > 0 {
+		if left := q.k.Timeout - now.Sub(s.started); left > 0 {
 			if next == 0 || left < next {
 				next = left
 			}
@@ -505,5 +597,5 @@ func (k *Disk) expire() {
 		s.expired = true
 		s.done <- result{timedOut: true} // empty: the device has not answered
 	}
-	k.watch.Next(now, next)
+	q.watch.Next(now, next)
 }

@@ -30,6 +30,10 @@ type model struct {
 	// alignment, and the segments received (sector, sectors, flags).
 	discardMax, discardAlign uint32
 	discards                 [][3]uint64
+	// mq is the num_queues offered with F_MQ (0: no F_MQ, one queue);
+	// served counts the requests each queue carried.
+	mq     int
+	served [4]int
 }
 
 func (m *model) Features() uint64 {
@@ -37,10 +41,13 @@ func (m *model) Features() uint64 {
 	if m.discardMax != 0 {
 		f |= featureDiscard
 	}
+	if m.mq != 0 {
+		f |= featureMQ
+	}
 	return f
 }
 
-func (m *model) Queues() int { return 1 }
+func (m *model) Queues() int { return max(1, m.mq) }
 
 func (m *model) Config() []byte {
 	c := make([]byte, 48)
@@ -53,12 +60,14 @@ func (m *model) Config() []byte {
 	}
 	binary.LittleEndian.PutUint32(c[12:], 126)
 	binary.LittleEndian.PutUint32(c[20:], m.bs)
+	binary.LittleEndian.PutUint16(c[34:], uint16(m.mq))
 	return c
 }
 
 func (m *model) Handle(q int, bufs []virtiotest.Buf) uint32 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.served[q]++
 	if len(bufs) < 2 || len(bufs[0].Data) != 16 || bufs[0].Write || !bufs[len(bufs)-1].Write || len(bufs[len(bufs)-1].Data) != 1 {
 		m.seen = append(m.seen, fmt.Sprintf("bad request layout %d bufs", len(bufs)))
 		return 0
@@ -115,15 +124,27 @@ func (m *model) Handle(q int, bufs []virtiotest.Buf) uint32 {
 
 func newDisk(t *testing.T, m *model) (*Disk, *virtiotest.Device, *[]string) {
 	t.Helper()
+	return newDiskWith(t, m, Config{}, nil)
+}
+
+// newDiskWith is newDisk with c's Queues and CPU, and prepare run on the
+// device before the driver sees it.
+func newDiskWith(t *testing.T, m *model, c Config, prepare func(*virtiotest.Device)) (*Disk, *virtiotest.Device, *[]string) {
+	t.Helper()
 	dev := virtiotest.New(0x1042, m)
+	if prepare != nil {
+		prepare(dev)
+	}
 	devs, _ := pci.Scan(dev.Cfg)
 	var logs []string
 	var mu sync.Mutex
-	d, err := New(devs[0], dev.Platform(), Config{Name: "vda", DMA: dev.Mem, Log: func(f string, a ...any) {
+	c.Name, c.DMA = "vda", dev.Mem
+	c.Log = func(f string, a ...any) {
 		mu.Lock()
 		logs = append(logs, fmt.Sprintf(f, a...))
 		mu.Unlock()
-	}})
+	}
+	d, err := New(devs[0], dev.Platform(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +267,8 @@ func TestTimeout(t *testing.T) {
 	if len(*logs) == 0 || !strings.Contains((*logs)[0], "sector 7") {
 		t.Errorf("log %q", *logs)
 	}
-	free := len(d.slots)
+	q := d.qs[0]
+	free := len(q.slots)
 	// With every slot held by an unanswered request, new requests time
 	// out too instead of waiting for a slot forever.
 	var wg sync.WaitGroup
@@ -258,18 +280,18 @@ func TestTimeout(t *testing.T) {
 	if _, err := d.ReadAt(make([]byte, 512), 0); !errors.Is(err, block.ErrTimeout) {
 		t.Fatalf("no slot left: %v", err)
 	}
-	free = len(d.slots)
+	free = len(q.slots)
 	if free != 0 {
 		t.Fatalf("%d slots free", free)
 	}
 	dev.Release()
 	// The late completions give the slots back.
 	deadline := time.Now().Add(5 * time.Second)
-	for len(d.slots) != cap(d.slots) && time.Now().Before(deadline) {
+	for len(q.slots) != cap(q.slots) && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if len(d.slots) != cap(d.slots) {
-		t.Errorf("slots %d, want %d", len(d.slots), cap(d.slots))
+	if len(q.slots) != cap(q.slots) {
+		t.Errorf("slots %d, want %d", len(q.slots), cap(q.slots))
 	}
 	if _, err := d.ReadAt(make([]byte, 512), 0); err != nil {
 		t.Errorf("after the timeout: %v", err)
@@ -318,14 +340,15 @@ func TestLargeRequestInFlight(t *testing.T) {
 	go func() { _, err := d.ReadAt(r, 512); done <- err }()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		d.mu.Lock()
-		n := len(d.pending)
-		d.mu.Unlock()
-		if n == cap(d.slots) {
+		q := d.qs[0]
+		q.mu.Lock()
+		n := len(q.pending)
+		q.mu.Unlock()
+		if n == cap(q.slots) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d requests in flight, want %d", n, cap(d.slots))
+			t.Fatalf("%d requests in flight, want %d", n, cap(q.slots))
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -467,11 +490,12 @@ func TestTimeoutRaces(t *testing.T) {
 			}
 		}
 		deadline := time.Now().Add(5 * time.Second)
-		for len(d.slots) != cap(d.slots) && time.Now().Before(deadline) {
+		q := d.qs[0]
+		for len(q.slots) != cap(q.slots) && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
-		if len(d.slots) != cap(d.slots) {
-			t.Fatalf("round %d: slots %d, want %d", round, len(d.slots), cap(d.slots))
+		if len(q.slots) != cap(q.slots) {
+			t.Fatalf("round %d: slots %d, want %d", round, len(q.slots), cap(q.slots))
 		}
 	}
 	// Both outcomes are usual (about half time out here), but a slow

@@ -98,8 +98,16 @@ type Device struct {
 	nextData uint32
 	kick     chan struct{}
 	// Hold, when set, keeps completed requests from being reported (a
-	// device that never answers).
-	Hold atomic.Bool
+	// device that never answers); HoldQueues does for the queues whose
+	// bits it has set (bit i: queue i), the others going on.
+	Hold       atomic.Bool
+	HoldQueues atomic.Uint32
+	// MSILimit, when set, makes the platform give no more than that
+	// many interrupt vectors (a platform short of vectors).
+	MSILimit int
+	// MSICPUs is the CPU each vector the platform gave is aimed at, in
+	// the order given.
+	MSICPUs []int
 	// Corrupt, when set, may alter each used entry before it is
 	// published (a device handing back bad values).
 	Corrupt func(id, n *uint32, idx *uint16)
@@ -228,6 +236,10 @@ func (p platform) Map(b pci.BAR) (pci.Region, error) {
 func (p platform) AllocMSI(cpu int) (pci.IRQ, uint64, uint32, error) {
 	p.d.mu.Lock()
 	defer p.d.mu.Unlock()
+	if p.d.MSILimit > 0 && len(p.d.MSICPUs) >= p.d.MSILimit {
+		return nil, 0, 0, errors.New("virtiotest: out of vectors")
+	}
+	p.d.MSICPUs = append(p.d.MSICPUs, cpu)
 	p.d.nextData++
 	irq := &IRQ{c: make(chan struct{}, 1)}
 	p.d.irqs[0x40+p.d.nextData] = irq
@@ -276,12 +288,18 @@ func (d *Device) Release() {
 	d.wake()
 }
 
+// ReleaseQueues reports the requests completed while HoldQueues was set.
+func (d *Device) ReleaseQueues() {
+	d.HoldQueues.Store(0)
+	d.wake()
+}
+
 func (d *Device) serve(qi int) {
 	r := d.regs
 	r.mu.Lock()
 	q := r.queues[qi]
 	r.mu.Unlock()
-	if !q.enable || d.Hold.Load() {
+	if !q.enable || d.Hold.Load() || d.HoldQueues.Load()&(1<<qi) != 0 {
 		return
 	}
 	avail, err := d.Mem.Slice(q.driver, 4+2*uint32(q.size))
