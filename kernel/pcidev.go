@@ -142,7 +142,7 @@ func (k *kernel) virtioBlkDriver() *pci.Driver {
 			}
 			name := "vd" + string(rune('a'+n))
 			disk, err := virtioblk.New(d, p, virtioblk.Config{Name: name, DMA: frameDMA{}, Log: k.log.Errorf,
-				Queues: machine.NumCPU(), CPU: machine.CurrentCPU, BootCPUIRQs: k.opts["virtio_irqs"] == "boot"})
+				Queues: machine.NumCPU(), CPU: machine.CurrentCPU, BootCPUIRQs: k.opts["virtio_irqs"] != "percpu"})
 			if err != nil {
 				return err
 			}

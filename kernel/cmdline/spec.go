@@ -147,7 +147,7 @@ var Default = []Spec{
 	},
 	{
 		Name: "virtio_irqs", Kind: Enum, Enum: []string{"percpu", "boot"},
-		Help: "where virtio-blk request queues' MSI-X interrupts are delivered: percpu (default), each at the CPU that submits to its queue; boot, all at the boot CPU (an A/B switch)",
+		Help: "where virtio-blk request queues' MSI-X interrupts are delivered: boot (default), all at the boot CPU; percpu, each at the CPU that submits to its queue, which measured slower here (bench/results/blk-2026-11-30-virtio-mq.md)",
 	},
 	{
 		Name: "gomaxprocs", Kind: Int,

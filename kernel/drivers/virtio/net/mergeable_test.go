@@ -328,7 +328,7 @@ func TestReceiveAllocations(t *testing.T) {
 			<-r.got
 		})
 		t.Logf("%d-byte frames: %.2f allocations each", len(f)-hdrLen, allocs)
-		if allocs > 0.1 {
+		if allocs > 0.1 && !raceEnabled {
 			t.Errorf("%d-byte frames: %.2f allocations each", len(f)-hdrLen, allocs)
 		}
 	}
@@ -374,7 +374,7 @@ func TestTransmitAllocations(t *testing.T) {
 		}
 		allocs := testing.AllocsPerRun(200, send)
 		t.Logf("%d-byte frames: %.2f allocations each", size, allocs)
-		if allocs > 0.1 {
+		if allocs > 0.1 && !raceEnabled {
 			t.Errorf("%d-byte frames: %.2f allocations each", size, allocs)
 		}
 		l.DecRef()

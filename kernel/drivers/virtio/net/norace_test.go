@@ -1,0 +1,5 @@
+//go:build !race
+
+package net
+
+const raceEnabled = false
