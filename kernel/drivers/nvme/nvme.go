@@ -90,7 +90,7 @@ type Config struct {
 	// controller offers shadow doorbells.
 	NoShadowDoorbells bool
 	// BootCPUIRQs aims every vector at CPU 0 instead of at the CPU each
-	// queue serves (vectorCPUs).
+	// queue serves (pci.OnePerCPU).
 	BootCPUIRQs bool
 }
 
@@ -130,7 +130,13 @@ func New(d *pci.Device, p pci.Platform, cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	wanted := max(cfg.Queues, 1)
-	cpus := vectorCPUs(wanted)
+	// With MSI-X, I/O queue v+1 completes on vector v, aimed at CPU v,
+	// and CPUs v, v+Q, v+2Q, ... submit to it (Q queues in all;
+	// Namespace picks queue cpu % Q). This holds however many queues the
+	// controller grants and vectors the platform gives (queues never
+	// outnumber vectors). The admin queue shares vector 0 (CPU 0).
+	// Without MSI-X there is one queue, and its interrupt goes to CPU 0.
+	cpus := pci.OnePerCPU(wanted)
 	if cfg.BootCPUIRQs {
 		clear(cpus)
 	}
@@ -152,24 +158,6 @@ func New(d *pci.Device, p pci.Platform, cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	return c, nil
-}
-
-// vectorCPUs is the CPU each of n vectors is aimed at: vector v at CPU
-// v. With MSI-X, I/O queue v+1 completes on vector v, and CPUs v, v+Q,
-// v+2Q, ... submit to it (Q queues in all; Namespace picks queue
-// cpu % Q), so with a queue per CPU a request's completion interrupt
-// arrives at the CPU that submitted it and wakes the driver's and the
-// caller's goroutines there, not across CPUs; with fewer queues, at
-// the first CPU of those sharing the queue. This holds however many
-// queues the controller grants and vectors the platform gives (queues
-// never outnumber vectors). The admin queue shares vector 0 (CPU 0).
-// Without MSI-X there is one queue, and its interrupt goes to CPU 0.
-func vectorCPUs(n int) []int {
-	cpus := make([]int, n)
-	for v := range cpus {
-		cpus[v] = v
-	}
-	return cpus
 }
 
 // checkCap refuses controllers this driver cannot drive.

@@ -50,6 +50,20 @@ func (d *Device) Interrupts(p Platform, n int) (IntrKind, []IRQ, error) {
 	return d.InterruptsOn(p, make([]int, max(n, 0)))
 }
 
+// OnePerCPU aims n vectors one at each CPU, vector i at CPU i: the
+// placement for InterruptsOn of a driver with a queue per CPU whose
+// requests go to queue cpu % n, so that a completion arrives at the CPU
+// that submitted the request and wakes its waiter there, not across
+// CPUs (with fewer queues than CPUs, at the first CPU of those sharing
+// the queue).
+func OnePerCPU(n int) []int {
+	cpus := make([]int, n)
+	for i := range cpus {
+		cpus[i] = i
+	}
+	return cpus
+}
+
 // InterruptsOn is Interrupts for len(cpus) vectors, MSI-X entry i aimed
 // at CPU cpus[i] (a driver with a queue per CPU gets each queue's
 // completions on the CPU that submits to it). The single MSI, the

@@ -123,7 +123,7 @@ type Config struct {
 	Queues int
 	CPU    func() int // the caller's CPU, to pick its queue (nil: CPU 0)
 	// BootCPUIRQs aims every queue's vector at CPU 0 instead of at the
-	// CPU that submits to the queue (vectorCPUs): an A/B switch.
+	// CPU that submits to the queue (pci.OnePerCPU): an A/B switch.
 	BootCPUIRQs bool
 }
 
@@ -154,7 +154,7 @@ func New(d *pci.Device, p pci.Platform, c Config) (*Disk, error) {
 		return nil, err
 	}
 	wanted := max(1, min(c.Queues, k.numQueues, t.NumQueues()))
-	cpus := vectorCPUs(wanted)
+	cpus := pci.OnePerCPU(wanted) // vector i, queue i's, at CPU i
 	if c.BootCPUIRQs {
 		clear(cpus)
 	}
@@ -193,19 +193,6 @@ func New(d *pci.Device, p pci.Platform, c Config) (*Disk, error) {
 		go q.complete()
 	}
 	return k, nil
-}
-
-// vectorCPUs is the CPU each of n vectors is aimed at: vector i, queue
-// i's, at CPU i. Requests go to queue cpu % Q (Q queues), so with a
-// queue per CPU a completion interrupt arrives at the CPU that
-// submitted the request and wakes the completion goroutine and the
-// waiter there, not across CPUs (as the NVMe driver does).
-func vectorCPUs(n int) []int {
-	cpus := make([]int, n)
-	for i := range cpus {
-		cpus[i] = i
-	}
-	return cpus
 }
 
 // newQueue sets up virtqueue i on MSI-X vector vec (NoVector: none)
