@@ -227,22 +227,26 @@ func (o *Shm) releaseHolds(holds []heldPage) {
 // map from a pager (msync with MS_SYNC): every one, even if one fails;
 // the first failure is returned.
 func (s *Space) Sync(start, n uintptr) error {
-	var pagers []Pager
+	var objs []*Shm
 	s.rlock()
 	for i := range s.vmas {
 		v := &s.vmas[i]
 		if v.End <= start || v.Start >= start+n || v.Shm == nil || v.Shm.pager == nil || v.Private {
 			continue
 		}
-		pagers = append(pagers, v.Shm.pager)
+		objs = append(objs, v.Shm)
 	}
 	s.mu.RUnlock()
 	var first error
-	for i, p := range pagers {
-		if i > 0 && pagers[i-1] == p {
-			continue // one file's pieces side by side
+	for i, o := range objs {
+		// One mapping's pieces side by side (split by mprotect) share
+		// their object: one Sync. (Compared as objects, not as Pager
+		// interfaces: a pager's dynamic type may be uncomparable, and
+		// comparing it panicked the kernel.)
+		if i > 0 && objs[i-1] == o {
+			continue
 		}
-		if err := p.Sync(); err != nil && first == nil {
+		if err := o.pager.Sync(); err != nil && first == nil {
 			first = err
 		}
 	}

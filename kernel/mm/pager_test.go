@@ -176,6 +176,35 @@ func TestPagerSharedMapping(t *testing.T) {
 	}
 }
 
+// uncomparablePager is a Pager whose dynamic type cannot be compared
+// (it holds a func), as proc's mountHeldPager does.
+type uncomparablePager struct {
+	*fakePager
+	release func()
+}
+
+// msync over one mapping split in two by mprotect syncs its file once,
+// whatever the pager's type (an uncomparable one once panicked the
+// kernel when msync compared the two pieces' pagers).
+func TestPagerSyncSplitMapping(t *testing.T) {
+	s, fp, _ := newTestSpace(t, 1000)
+	pg := newFakePager(fp, 4)
+	const base = 0x600000
+	o := NewPagerShm(testPhys{fp}, uncomparablePager{pg, func() {}})
+	err := s.Map(VMA{Start: base, End: base + 4*PageSize, Prot: ProtRead | ProtWrite, Shm: o})
+	o.DecRef()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Protect(base+2*PageSize, 2*PageSize, ProtRead); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(base, 4*PageSize); err != nil || pg.syncs != 1 {
+		t.Fatalf("Sync: %v, %d syncs, want 1", err, pg.syncs)
+	}
+	s.Destroy()
+}
+
 // A private mapping maps the file's frame copy-on-write: a store gets
 // a copy, the file never sees it, and msync does not write the file.
 func TestPagerPrivateMapping(t *testing.T) {
