@@ -197,26 +197,43 @@ func TestReadWrite(t *testing.T) {
 func TestConcurrent(t *testing.T) {
 	m := &model{data: make([]byte, 8<<20), bs: 512}
 	d, dev, _ := newDisk(t, m)
+	rngs := make([]*rand.Rand, 16)
+	for g := range rngs {
+		rngs[g] = rand.New(rand.NewPCG(uint64(g), 1))
+	}
+	writeReadBack(t, d, 16, 20, func(g, i int) (int64, []byte) {
+		rng := rngs[g] // this goroutine's own
+		n := (1 + rng.IntN(64)) * 512
+		off := int64(g)*(512<<10) + int64(rng.IntN((512<<10-n)/512))*512
+		w := make([]byte, n)
+		for j := range w {
+			w[j] = byte(rng.Uint32())
+		}
+		return off, w
+	})
+	if dev.Notifies.Load() < 16*40 {
+		t.Errorf("%d notifications for %d requests", dev.Notifies.Load(), 16*40)
+	}
+}
+
+// writeReadBack runs goroutines at once, each making rounds of a write
+// of what req gives it and a read of it back, and fails t for every
+// goroutine that did not read its own data back.
+func writeReadBack(t *testing.T, d *Disk, goroutines, rounds int, req func(g, i int) (int64, []byte)) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for g := 0; g < 16; g++ {
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(g), 1))
-			base := int64(g) * (512 << 10)
-			for i := 0; i < 20; i++ {
-				n := (1 + rng.IntN(64)) * 512
-				off := base + int64(rng.IntN((512<<10-n)/512))*512
-				w := make([]byte, n)
-				for j := range w {
-					w[j] = byte(rng.Uint32())
-				}
+			for i := range rounds {
+				off, w := req(g, i)
 				if _, err := d.WriteAt(w, off); err != nil {
 					errs <- err
 					return
 				}
-				r := make([]byte, n)
+				r := make([]byte, len(w))
 				if _, err := d.ReadAt(r, off); err != nil || !bytes.Equal(r, w) {
 					errs <- fmt.Errorf("goroutine %d: read back %v equal=%v", g, err, bytes.Equal(r, w))
 					return
@@ -228,9 +245,6 @@ func TestConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
-	}
-	if dev.Notifies.Load() < 16*40 {
-		t.Errorf("%d notifications for %d requests", dev.Notifies.Load(), 16*40)
 	}
 }
 

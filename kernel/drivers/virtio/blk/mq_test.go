@@ -3,9 +3,7 @@ package blk
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -213,34 +211,10 @@ func TestConcurrentQueues(t *testing.T) {
 	m := patterned(4<<20, 2)
 	var turn atomic.Int64
 	d, dev, _ := newDiskWith(t, m, Config{Queues: 2, CPU: func() int { return int(turn.Add(1)) }}, nil)
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			base := int64(g) * (256 << 10)
-			for i := range 30 {
-				n := (1 + (g+i)%24) * 512
-				off := base + int64(i%16)*4096
-				w := bytes.Repeat([]byte{byte(g*31 + i)}, n)
-				if _, err := d.WriteAt(w, off); err != nil {
-					errs <- err
-					return
-				}
-				r := make([]byte, n)
-				if _, err := d.ReadAt(r, off); err != nil || !bytes.Equal(r, w) {
-					errs <- fmt.Errorf("goroutine %d: read back %v equal=%v", g, err, bytes.Equal(r, w))
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	writeReadBack(t, d, 8, 30, func(g, i int) (int64, []byte) {
+		n := (1 + (g+i)%24) * 512
+		return int64(g)*(256<<10) + int64(i%16)*4096, bytes.Repeat([]byte{byte(g*31 + i)}, n)
+	})
 	if s := m.servedBy(); s[0] < 100 || s[1] < 100 || s[0]+s[1] != 8*30*2 {
 		t.Errorf("requests by queue %v, want both used, %d in all", s[:2], 8*30*2)
 	}
