@@ -169,6 +169,26 @@ func (fs *FS) allocRun(goal uint64, want uint32) (uint64, uint32, error) {
 	return b, n, err
 }
 
+// allocData is allocRun for a file's own blocks (data, directory
+// blocks): it leaves the last resvBlocks free blocks to metadata. An
+// extent tree grows after its data is allocated (writeExtents), and a
+// tree that found no block would leave the data allocated on the disk
+// and mapped by nothing; the reserve makes that need a tree of more
+// blocks than 2% of the disk. Linux keeps the same reserve
+// (s_resv_clusters) for the same reason. Concurrent handles may each
+// take up to the last free block above the reserve, so it is a margin,
+// not a count: preallocate, which can take every free block in one
+// call, also gives back what it allocated when its tree does not fit.
+func (fs *FS) allocData(goal uint64, want uint32) (uint64, uint32, error) {
+	// Blocks freed and held back until a commit count as free here:
+	// allocRun commits to reach them.
+	avail := fs.freeBlocks.Load() - fs.resvBlocks
+	if avail <= 0 {
+		return 0, 0, errNoSpace
+	}
+	return fs.allocRun(goal, uint32(min(int64(want), avail)))
+}
+
 func (fs *FS) allocRunOnce(goal uint64, want uint32) (uint64, uint32, error) {
 	if fs.ro {
 		return 0, 0, linux.EROFS

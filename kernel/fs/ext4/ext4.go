@@ -156,6 +156,10 @@ type FS struct {
 	// the superblock's bytes (the orphan list's head) and its writes.
 	glocks     []sync.Mutex
 	freeBlocks atomic.Int64
+	// resvBlocks is how many free blocks a file's data may not take,
+	// kept for the extent-tree blocks that writes already made need
+	// (alloc.go allocData).
+	resvBlocks int64
 	freeInodes atomic.Int64
 	sbMu       sync.Mutex
 	jmu        sync.Mutex

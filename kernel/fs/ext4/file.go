@@ -223,7 +223,7 @@ func (fs *FS) mapNew(fm *fileMapping, lblk, n uint32) (uint64, uint32, error) {
 	if fm.em == nil {
 		n = 1
 	}
-	pblk, got, err := fs.allocRun(goal, n)
+	pblk, got, err := fs.allocData(goal, n)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -289,9 +289,13 @@ func (fs *FS) writeRun(pblk uint64, inBlk int64, data []byte, fresh bool) error 
 	return nil
 }
 
-// truncateData sets in's size, freeing the blocks past a smaller size and
-// zeroing the rest of its last block, so that growing the file again
-// shows zeros. The caller writes in back.
+// truncateData sets in's size, freeing the blocks past a size no larger
+// than the old one and zeroing the rest of its last block, so that
+// growing the file again shows zeros. Blocks past the end that
+// fallocate(FALLOC_FL_KEEP_SIZE) left go even when the size stays, as
+// on Linux (ext4_setattr truncates at an unchanged size too): evict
+// truncates to 0, and a file of size 0 may hold blocks. The caller
+// writes in back.
 func (fs *FS) truncateData(in *inode, size uint64) error {
 	if fs.ro {
 		return linux.EROFS
@@ -300,14 +304,18 @@ func (fs *FS) truncateData(in *inode, size uint64) error {
 	if (size+bs-1)/bs > fs.maxFileBlocks(in) {
 		return linux.EFBIG
 	}
-	if size < in.size {
-		// The page the new end cuts through stays, its tail zeroed as
-		// its block's is below (its dirty bytes before the end written
-		// back first): a mapping may hold it, and must go on sharing
-		// it with read(2) and write(2).
-		fs.keepHead(in, size)
-		fs.zeroPageTail(in, size)
-		fs.dropPages(in, int64(size+pagecache.PageSize-1)/pagecache.PageSize*pagecache.PageSize, int64(in.size))
+	if size <= in.size {
+		shrink := size < in.size
+		if shrink {
+			// The page the new end cuts through stays, its tail
+			// zeroed as its block's is below (its dirty bytes
+			// before the end written back first): a mapping may
+			// hold it, and must go on sharing it with read(2) and
+			// write(2).
+			fs.keepHead(in, size)
+			fs.zeroPageTail(in, size)
+			fs.dropPages(in, int64(size+pagecache.PageSize-1)/pagecache.PageSize*pagecache.PageSize, int64(in.size))
+		}
 		keep := (size + bs - 1) / bs
 		fs.forgetBlocks(in, keep, 1<<32)
 		fm, err := fs.mapping(in)
@@ -317,7 +325,7 @@ func (fs *FS) truncateData(in *inode, size uint64) error {
 		if err := fs.freeFrom(fm, keep); err != nil {
 			return err
 		}
-		if tail := size % bs; tail != 0 {
+		if tail := size % bs; shrink && tail != 0 {
 			pblk, _, unwritten, err := fm.lookup(uint32(size/bs), 1)
 			if err != nil {
 				return err

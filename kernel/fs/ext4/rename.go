@@ -409,8 +409,10 @@ func (fs *FS) Statfs() Statfs {
 		BlockSize: fs.blockSize, Blocks: fs.sb.blocksCount, Free: uint64(max(fs.freeBlocks.Load(), 0)),
 		Files: uint64(fs.sb.inodesCount), FilesFree: uint64(max(fs.freeInodes.Load(), 0)), NameLen: maxNameLen,
 	}
-	if s.Free > fs.sb.rBlocksCount {
-		s.Avail = s.Free - fs.sb.rBlocksCount
+	// As Linux's: neither root's blocks nor the metadata reserve are
+	// available.
+	if held := fs.sb.rBlocksCount + uint64(fs.resvBlocks); s.Free > held {
+		s.Avail = s.Free - held
 	}
 	return s
 }

@@ -376,4 +376,11 @@ func (fs *FS) countFree() {
 	}
 	fs.freeBlocks.Store(int64(min(blocks, fs.sb.blocksCount)))
 	fs.freeInodes.Store(int64(min(inodes, uint64(fs.sb.inodesCount))))
+	// Linux's reserve (ext4_calculate_resv_clusters): 2% of the blocks,
+	// at most 4096, and none without extents, whose indirect blocks a
+	// write counts before it allocates.
+	fs.resvBlocks = 0
+	if fs.sb.incompat&incompatExtents != 0 {
+		fs.resvBlocks = int64(min(fs.sb.blocksCount/50, 4096))
+	}
 }

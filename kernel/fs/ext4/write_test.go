@@ -507,3 +507,99 @@ func TestFallocate(t *testing.T) {
 	}
 	fsck(t, d2)
 }
+
+// TestFallocateNoSpace asks for more than the disk has, its free space
+// in single blocks (so that the extent tree needs blocks of its own).
+// The blocks it got are the file's on the disk too (none is marked used
+// and owned by no one: e2fsck), the reserve is left for the tree, and
+// unlinking the file gives every block back. Without the reserve the
+// tree finds no block, and the call gives back what it allocated.
+func TestFallocateNoSpace(t *testing.T) {
+	for _, c := range []struct {
+		blockSize string
+		reserve   bool
+	}{{"1024", true}, {"4096", true}, {"1024", false}, {"4096", false}} {
+		t.Run(fmt.Sprintf("%s-reserve-%v", c.blockSize, c.reserve), func(t *testing.T) {
+			f, dev := mountRW(t, "16M", "-t", "ext4", "-b", c.blockSize)
+			if f.resvBlocks != 16<<20/int64(f.blockSize)/50 {
+				t.Errorf("reserve %d blocks of %d", f.resvBlocks, f.sb.blocksCount)
+			}
+			must := okIno(t)
+			// Two files take every other block, one goes.
+			a := must(f.Create(RootIno, "a", linux.S_IFREG|0o644, 0, 0, 0, 0))
+			b := must(f.Create(RootIno, "b", linux.S_IFREG|0o644, 0, 0, 0, 0))
+			blk := make([]byte, f.blockSize)
+			for off := int64(0); off < 1<<20; off += int64(len(blk)) {
+				writeAll(t, f, a, blk, off)
+				writeAll(t, f, b, blk, off)
+			}
+			ok(t, f.Unlink(RootIno, "b"))
+			if !c.reserve {
+				f.resvBlocks = 0
+			}
+			free := f.Statfs().Free
+			ino := must(f.Create(RootIno, "big", linux.S_IFREG|0o644, 0, 0, 0, 0))
+			err := f.Fallocate(ino, FallocKeepSize, 0, 1<<30)
+			if !errors.Is(err, linux.ENOSPC) {
+				t.Fatalf("fallocate of 1 GiB on 16 MiB: %v", err)
+			}
+			st, _ := f.Stat(ino)
+			s := f.Statfs()
+			if c.reserve && (st.Blocks == 0 || s.Avail != 0 || s.Free == 0) {
+				t.Errorf("kept %d sectors; %d blocks free, %d available", st.Blocks, s.Free, s.Avail)
+			}
+			if !c.reserve && (st.Blocks != 0 || s.Free != free) {
+				t.Errorf("kept %d sectors; %d blocks free of %d before", st.Blocks, s.Free, free)
+			}
+			fsck(t, dev)
+			if in, err := f.iget(ino); err == nil && c.reserve {
+				if fm, err := f.mapping(in); err != nil || len(fm.em.tree) == 0 {
+					t.Errorf("the test covers nothing: no tree block (%v)", err)
+				}
+			}
+			ok(t, f.Unlink(RootIno, "big"))
+			fsck(t, dev)
+			if got := f.Statfs().Free; got != free {
+				t.Errorf("%d blocks free before, %d after the file went", free, got)
+			}
+		})
+	}
+}
+
+// TestKeepSizeBlocksGo: blocks fallocate left past the end go with the
+// file, and with a truncate that does not change the size (Linux's
+// ext4_setattr truncates at an unchanged size too); a truncate that
+// grows the file keeps them.
+func TestKeepSizeBlocksGo(t *testing.T) {
+	f, dev := mountRW(t, "16M", "-t", "ext4")
+	must := okIno(t)
+	bs := int64(f.blockSize)
+	free := f.Statfs().Free
+	sectors := func(ino uint32) uint64 {
+		st, err := f.Stat(ino)
+		ok(t, err)
+		return st.Blocks
+	}
+	a := must(f.Create(RootIno, "a", linux.S_IFREG|0o644, 0, 0, 0, 0))
+	ok(t, f.Fallocate(a, FallocKeepSize, 0, 100*bs))
+	ok(t, f.Unlink(RootIno, "a"))
+	fsck(t, dev)
+	if got := f.Statfs().Free; got != free {
+		t.Errorf("unlinked: %d blocks free, %d before", got, free)
+	}
+	b := must(f.Create(RootIno, "b", linux.S_IFREG|0o644, 0, 0, 0, 0))
+	writeAll(t, f, b, []byte("head"), 0)
+	ok(t, f.Fallocate(b, FallocKeepSize, 0, 100*bs))
+	ok(t, f.Truncate(b, uint64(2*bs)))
+	if n := sectors(b); n != uint64(100*bs/512) {
+		t.Errorf("grown to 2 blocks: %d sectors, want the 100 blocks still", n)
+	}
+	ok(t, f.Truncate(b, uint64(2*bs)))
+	if n := sectors(b); n != uint64(2*bs/512) {
+		t.Errorf("truncated to its size: %d sectors, want %d", n, 2*bs/512)
+	}
+	if got := readAll(t, f, b); string(got[:4]) != "head" || len(got) != int(2*bs) {
+		t.Errorf("contents %q..., %d bytes", got[:4], len(got))
+	}
+	fsck(t, dev)
+}
