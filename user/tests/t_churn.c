@@ -404,6 +404,15 @@ static void fill(const char *what, long long least)
 		}
 		total += w;
 	}
+	if (err == ENOSPC) {
+		/* A write past the end that writes nothing leaves the size. */
+		ssize_t w = pwrite(fd, block, sizeof block, total + (1 << 20));
+		snprintf(name, sizeof name, "%s.past_end_enospc", what);
+		CHECK_EQ(name, w < 0 ? errno : 0, ENOSPC);
+		struct stat st;
+		snprintf(name, sizeof name, "%s.past_end_size_kept", what);
+		CHECK_EQ(name, fstat(fd, &st) == 0 ? st.st_size : -1, total);
+	}
 	close(fd);
 	printf("# %s: %lld MiB written before %s; MemFree %ld kB\n", what, total >> 20, strerror(err), check_meminfo("MemFree"));
 	snprintf(name, sizeof name, "%s.enospc", what);

@@ -142,7 +142,12 @@ func (fs *FS) writeData(in *inode, p []byte, off int64) (int, error) {
 	} else {
 		done, changed, werr = fs.writeDisk(in, fm, p, off)
 	}
-	size := max(in.size, uint64(off)+uint64(done))
+	size := in.size
+	if done > 0 {
+		// Not a write that wrote nothing: it leaves the size as it
+		// was, however far past the end it asked to write.
+		size = max(size, uint64(off)+uint64(done))
+	}
 	if done < len(p) && end > (size+uint64(bs)-1)/uint64(bs)*uint64(bs) {
 		// A failed or short write (no memory for its pages, a device
 		// error) may have allocated blocks for bytes it never wrote,

@@ -217,7 +217,7 @@ func (fs *FS) writeCached(in *inode, fm *fileMapping, p []byte, off int64) (int,
 		}
 		werr = err
 	}
-	if end := uint64(off) + uint64(n); end > in.size {
+	if end := uint64(off) + uint64(n); n > 0 && end > in.size {
 		in.size = end
 	}
 	f.Resize(int64(in.size)) // a short write's pages past the end go
