@@ -14,7 +14,8 @@ import (
 
 // TestRandomSpace runs random writes (with holes), fallocates (growing
 // the size or keeping it), hole punches, truncates (down, to the same
-// size, up) and unlinks on a disk small enough that many of them meet
+// size, up), unlinks, mkdirs, creates of many long names in them and
+// slow symlinks on a disk small enough that many of them meet
 // ENOSPC. ENOSPC is the only error allowed. Every few operations e2fsck
 // must find nothing (no block marked used and owned by nothing, no
 // count wrong) and every file must read as a model of it says; at the
@@ -23,7 +24,7 @@ import (
 func TestRandomSpace(t *testing.T) {
 	for _, cached := range []bool{false, true} {
 		for _, bsize := range []string{"1024", "4096"} {
-			for seed := int64(1); seed <= 3; seed++ {
+			for seed := int64(1); seed <= 5; seed++ {
 				t.Run(fmt.Sprintf("cached-%v-%s-%d", cached, bsize, seed), func(t *testing.T) {
 					randomSpace(t, cached, bsize, seed)
 				})
@@ -74,8 +75,44 @@ func randomSpace(t *testing.T, cached bool, bsize string, seed int64) {
 		}
 		return d
 	}
+	// Directories with many long names (so they grow blocks and, past
+	// a block, an htree), and slow symlinks (a block each).
+	dirs := map[string]uint32{}
+	entries := map[string][]string{}
+	var links []string
+	long := string(bytes.Repeat([]byte("n"), 120))
 	nospc := 0
 	for op := 0; op < 300; op++ {
+		if rng.Intn(10) == 0 {
+			switch d := fmt.Sprint("d", rng.Intn(3)); {
+			case dirs[d] == 0:
+				ino, err := f.Mkdir(RootIno, d, 0o755, 0, 0)
+				if allowed("mkdir "+d, err) {
+					dirs[d] = ino
+				} else {
+					nospc++
+				}
+			case rng.Intn(3) == 0:
+				l := fmt.Sprint("l", len(links))
+				_, err := f.Symlink(RootIno, l, long, 0, 0)
+				if allowed("symlink "+l, err) {
+					links = append(links, l)
+				} else {
+					nospc++
+				}
+			default:
+				for i := 0; i < 20; i++ {
+					e := fmt.Sprintf("%s-%d-%d", long, op, i)
+					_, err := f.Create(dirs[d], e, linux.S_IFREG|0o644, 0, 0, 0, 0)
+					if !allowed("create in "+d, err) {
+						nospc++
+						break
+					}
+					entries[d] = append(entries[d], e)
+				}
+			}
+			continue
+		}
 		live := names()
 		if len(live) == 0 || rng.Intn(8) == 0 {
 			n := fmt.Sprint("f", rng.Intn(8))
@@ -168,6 +205,15 @@ func randomSpace(t *testing.T, cached bool, bsize string, seed int64) {
 	}
 	for _, n := range names() {
 		ok(t, f.Unlink(RootIno, n))
+	}
+	for d, ino := range dirs {
+		for _, e := range entries[d] {
+			ok(t, f.Unlink(ino, e))
+		}
+		ok(t, f.Rmdir(RootIno, d))
+	}
+	for _, l := range links {
+		ok(t, f.Unlink(RootIno, l))
 	}
 	fsck(t, dev)
 	if got := f.Statfs().Free; got != free {
