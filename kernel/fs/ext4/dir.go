@@ -444,10 +444,8 @@ func (fs *FS) addEntryAt(in *inode, name string, ino uint32, ftype uint8, s *dir
 	if err != nil {
 		return err
 	}
-	if fm.em != nil {
-		if err := fs.writeExtents(in, fm.em); err != nil {
-			return err
-		}
+	if _, err := fs.saveExtents(fm); err != nil {
+		return err // the block went again
 	}
 	b := fs.cache.zero(fs, pblk)
 	span := len(b)

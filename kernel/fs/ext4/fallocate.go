@@ -70,11 +70,11 @@ func (fs *FS) Fallocate(ino uint32, mode uint32, off, length int64) error {
 // preallocate maps every hole in [off, end) to new unwritten extents.
 // Out of space, it keeps what it got, as Linux does; but if the extent
 // tree then finds no block for itself, the blocks this call allocated go
-// back, so that none is left marked used and mapped by nothing.
+// back (saveExtents), so that none is left marked used and mapped by
+// nothing.
 func (fs *FS) preallocate(fm *fileMapping, off, end int64) error {
 	bs := int64(fs.blockSize)
 	first, last := uint32(off/bs), uint32((end+bs-1)/bs-1)
-	var added []extent
 	var err error
 	for lblk := first; lblk <= last; {
 		pblk, n, _, _ := fm.lookup(lblk, last-lblk+1)
@@ -86,7 +86,7 @@ func (fs *FS) preallocate(fm *fileMapping, off, end int64) error {
 			}
 			e := extent{lblk: lblk, len: got, pblk: pblk, unwritten: true}
 			fm.em.set(e)
-			added = append(added, e)
+			fm.changes = append(fm.changes, mapChange{e: e})
 			fm.in.blocks += uint64(got) * uint64(fs.blockSize/512)
 			n = got
 		}
@@ -95,18 +95,11 @@ func (fs *FS) preallocate(fm *fileMapping, off, end int64) error {
 		}
 		lblk += n
 	}
-	if len(added) == 0 {
+	if len(fm.changes) == 0 {
 		return err
 	}
-	werr := fs.writeExtents(fm.in, fm.em)
-	if !errors.Is(werr, errNoSpace) {
-		return errors.Join(err, werr)
-	}
-	var removed []extent
-	for _, e := range added {
-		removed = append(removed, fm.em.punch(e.lblk, uint64(e.len))...)
-	}
-	return errors.Join(linux.ENOSPC, fs.freeExtents(fm, removed))
+	_, serr := fs.saveExtents(fm)
+	return errors.Join(err, serr)
 }
 
 // punchHole frees the whole blocks of [off, end) and zeroes the parts of

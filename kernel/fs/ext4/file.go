@@ -28,6 +28,58 @@ type fileMapping struct {
 	fs *FS
 	in *inode
 	em *extentMap // nil for the indirect map
+	// changes are the extents mapped since the map was last stored
+	// (saveExtents), for it to undo if the tree finds no room.
+	changes []mapChange
+}
+
+// mapChange is an extent an operation mapped: new blocks for a hole, or
+// an unwritten extent made written (converted).
+type mapChange struct {
+	e         extent
+	converted bool
+}
+
+// saveExtents stores fm's extent map as the file's tree. If the tree
+// finds no block for itself (ENOSPC, or errExclusive in a handle), the
+// changes mapped since the last save are undone first: blocks
+// allocated for holes are freed, unwritten extents made written are
+// unwritten again, and the page cache forgets their blocks. So nothing
+// on the disk is allocated for, or maps, what the tree does not hold,
+// and the operation ends, or runs again alone, as if it had not mapped
+// them; undone is the least logical block it undid (1<<32 if none).
+// The tree on the disk is as it was: writeExtents allocates before it
+// writes.
+func (fs *FS) saveExtents(fm *fileMapping) (undone uint64, err error) {
+	changes := fm.changes
+	fm.changes = nil
+	undone = 1 << 32
+	if fm.em == nil {
+		return undone, nil
+	}
+	err = fs.writeExtents(fm.in, fm.em)
+	if err == nil || !errors.Is(err, errNoSpace) && !errors.Is(err, errExclusive) {
+		return undone, err
+	}
+	errs := []error{err}
+	per := uint64(fs.blockSize / 512)
+	for i := len(changes) - 1; i >= 0; i-- {
+		e := changes[i].e
+		undone = min(undone, uint64(e.lblk))
+		fs.forgetBlocks(fm.in, uint64(e.lblk), uint64(e.lblk)+uint64(e.len))
+		if changes[i].converted {
+			e.unwritten = true
+			fm.em.set(e)
+			continue
+		}
+		fm.em.punch(e.lblk, uint64(e.len))
+		if err := fs.freeRun(e.pblk, e.len); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fm.in.blocks -= min(fm.in.blocks, uint64(e.len)*per)
+	}
+	return undone, errors.Join(errs...)
 }
 
 func (fs *FS) mapping(in *inode) (*fileMapping, error) {
@@ -134,13 +186,13 @@ func (fs *FS) writeData(in *inode, p []byte, off int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	changed := false
-	done := 0
+	var done int
 	var werr error
 	if fs.buffered(in) {
-		done, changed, werr = fs.writeCached(in, fm, p, off)
+		done, werr = fs.writeCached(in, fm, p, off)
 	} else {
-		done, changed, werr = fs.writeDisk(in, fm, p, off)
+		done, werr = fs.writeDisk(in, fm, p, off)
+		done, werr = fs.saveWritten(fm, off, done, werr)
 	}
 	size := in.size
 	if done > 0 {
@@ -159,22 +211,35 @@ func (fs *FS) writeData(in *inode, p []byte, off int64) (int, error) {
 		if err := fs.freeFrom(fm, keep); err != nil {
 			werr = errors.Join(werr, err)
 		}
-		changed = true
-	}
-	if changed && fm.em != nil {
-		if err := fs.writeExtents(in, fm.em); err != nil && werr == nil {
-			werr = err
-		}
 	}
 	in.size = size
 	return done, werr
 }
 
+// saveWritten stores the extent map after a write of done bytes at off
+// mapped blocks (if it did), and cuts the write short before the first
+// block saveExtents had to undo.
+func (fs *FS) saveWritten(fm *fileMapping, off int64, done int, werr error) (int, error) {
+	if len(fm.changes) == 0 {
+		return done, werr
+	}
+	undone, err := fs.saveExtents(fm)
+	if err == nil {
+		return done, werr
+	}
+	if keep := int64(undone)*int64(fs.blockSize) - off; keep < int64(done) {
+		done = int(max(keep, 0))
+	}
+	if werr == nil {
+		return done, err
+	}
+	return done, errors.Join(werr, err)
+}
+
 // writeDisk writes p at off to the disk, block by block; it returns the
-// bytes written and whether the block map changed.
-func (fs *FS) writeDisk(in *inode, fm *fileMapping, p []byte, off int64) (int, bool, error) {
+// bytes written. The caller stores the block map.
+func (fs *FS) writeDisk(in *inode, fm *fileMapping, p []byte, off int64) (int, error) {
 	bs := int64(fs.blockSize)
-	changed := false
 	done := 0
 	var werr error
 	for done < len(p) {
@@ -185,7 +250,6 @@ func (fs *FS) writeDisk(in *inode, fm *fileMapping, p []byte, off int64) (int, b
 			werr = err
 			break
 		}
-		changed = changed || fresh
 		chunk := min(int64(n)*bs-inBlk, int64(len(p)-done))
 		if err := fs.writeRun(pblk, inBlk, p[done:done+int(chunk)], fresh); err != nil {
 			werr = err
@@ -196,7 +260,7 @@ func (fs *FS) writeDisk(in *inode, fm *fileMapping, p []byte, off int64) (int, b
 	// Bytes the disk has now and the cache may hold older: what was
 	// written, and a failed write's whole range.
 	fs.dropPages(in, off, off+int64(len(p)))
-	return done, changed, werr
+	return done, werr
 }
 
 // mapForWrite maps the blocks a write of size bytes at pos starts in: a
@@ -215,7 +279,9 @@ func (fs *FS) mapForWrite(fm *fileMapping, pos int64, size int) (pblk uint64, n 
 		pblk, n, err = fs.mapNew(fm, lblk, n)
 		return pblk, n, err == nil, err
 	case unwritten:
-		fm.em.set(extent{lblk: lblk, len: n, pblk: pblk})
+		e := extent{lblk: lblk, len: n, pblk: pblk}
+		fm.em.set(e)
+		fm.changes = append(fm.changes, mapChange{e: e, converted: true})
 		return pblk, n, true, nil
 	}
 	return pblk, n, false, nil
@@ -233,7 +299,9 @@ func (fs *FS) mapNew(fm *fileMapping, lblk, n uint32) (uint64, uint32, error) {
 		return 0, 0, err
 	}
 	if fm.em != nil {
-		fm.em.set(extent{lblk: lblk, len: got, pblk: pblk})
+		e := extent{lblk: lblk, len: got, pblk: pblk}
+		fm.em.set(e)
+		fm.changes = append(fm.changes, mapChange{e: e})
 	} else if err := fs.blockmapSet(in, lblk, pblk); err != nil {
 		fs.freeRun(pblk, got)
 		return 0, 0, err
@@ -367,10 +435,19 @@ func (fs *FS) freeFrom(fm *fileMapping, keep uint64) error {
 	return fs.freeExtents(fm, removed)
 }
 
-// freeExtents frees the blocks of extents just removed from fm's map and
-// writes the map.
+// freeExtents writes fm's map, from which removed were just taken, and
+// then frees their blocks: the tree first, so that a tree with no room
+// for itself (a hole punched in the middle of an extent makes two of
+// it) fails the operation with the blocks still its own, the map as it
+// was, and no block freed that the disk still maps.
 func (fs *FS) freeExtents(fm *fileMapping, removed []extent) error {
 	in := fm.in
+	if err := fs.writeExtents(in, fm.em); err != nil {
+		for _, e := range removed {
+			fm.em.set(e)
+		}
+		return err
+	}
 	var errs []error
 	for _, e := range removed {
 		if err := fs.freeRun(e.pblk, e.len); err != nil {
@@ -379,6 +456,5 @@ func (fs *FS) freeExtents(fm *fileMapping, removed []extent) error {
 		}
 		in.blocks -= min(in.blocks, uint64(e.len)*uint64(fs.blockSize/512))
 	}
-	errs = append(errs, fs.writeExtents(in, fm.em))
 	return errors.Join(errs...)
 }

@@ -230,10 +230,8 @@ func (fs *FS) newDirBlock(in *inode) (uint32, uint64, []byte, error) {
 	if err != nil {
 		return 0, 0, nil, err
 	}
-	if fm.em != nil {
-		if err := fs.writeExtents(in, fm.em); err != nil {
-			return 0, 0, nil, err
-		}
+	if _, err := fs.saveExtents(fm); err != nil {
+		return 0, 0, nil, err // the block went again
 	}
 	in.size += uint64(fs.blockSize)
 	return n, pblk, fs.cache.zero(fs, pblk), nil

@@ -127,8 +127,11 @@ func (fs *FS) mapPageBlocks(in *inode, idx uint64) error {
 		fs.noteBlocks(in, uint32(pos/bs), pblk, uint32((pos%bs+chunk+bs-1)/bs), fresh)
 		pos += chunk
 	}
-	if changed && fm.em != nil {
-		merr = errors.Join(merr, fs.writeExtents(in, fm.em))
+	if len(fm.changes) > 0 {
+		// A tree with no room undoes the page's new blocks: the
+		// fault fails (SIGBUS) with nothing allocated.
+		_, err := fs.saveExtents(fm)
+		merr = errors.Join(merr, err)
 	}
 	if fs.ordered == nil {
 		fs.ordered = make(map[uint32]bool)

@@ -324,8 +324,8 @@ func (fs *FS) fillDir(in *inode, parent uint32) error {
 	if err != nil {
 		return err
 	}
-	if fm.em != nil {
-		err = fs.writeExtents(in, fm.em)
+	if _, err := fs.saveExtents(fm); err != nil {
+		return err
 	}
 	b := fs.cache.zero(fs, pblk)
 	fs.putDirent(b, in.num, 12, ".", ftDir)
@@ -335,7 +335,7 @@ func (fs *FS) fillDir(in *inode, parent uint32) error {
 	}
 	fs.putDirent(b[12:], parent, span, "..", ftDir)
 	in.size = uint64(fs.blockSize)
-	return errors.Join(err, fs.writeDirBlock(in, pblk, b))
+	return fs.writeDirBlock(in, pblk, b)
 }
 
 // mkdir is Mkdir holding FS.mu for writing.

@@ -178,10 +178,9 @@ func (fs *FS) forgetBlocks(in *inode, first, last uint64) {
 // mapped (allocated for holes, unwritten extents made written) as for a
 // write to the disk, noted for write-back, and the bytes copied into
 // the cache's pages, dirty. Preconditions: fs.mu held, in buffered.
-func (fs *FS) writeCached(in *inode, fm *fileMapping, p []byte, off int64) (int, bool, error) {
+func (fs *FS) writeCached(in *inode, fm *fileMapping, p []byte, off int64) (int, error) {
 	f := fs.pageFile(in)
 	bs := int64(fs.blockSize)
-	changed := false
 	mapped := 0
 	var werr error
 	for mapped < len(p) {
@@ -193,13 +192,26 @@ func (fs *FS) writeCached(in *inode, fm *fileMapping, p []byte, off int64) (int,
 			werr = err
 			break
 		}
-		changed = changed || fresh
 		chunk := min(int64(n)*bs-inBlk, int64(len(p)-mapped))
 		fs.noteBlocks(in, lblk, pblk, uint32((inBlk+chunk+bs-1)/bs), fresh)
 		mapped += int(chunk)
 	}
+	// The map stored before a byte is copied: what it could not hold
+	// is undone, and the write stops short of it.
+	saved := len(fm.changes) > 0
+	mapped, werr = fs.saveWritten(fm, off, mapped, werr)
+	if saved {
+		// And in with it: the tree's new root is in's alone until in
+		// is written, and a page the copy below reads in first (the
+		// rest of a page written in part) is read through the inode
+		// loaded afresh, which must find the root that goes with the
+		// tree's blocks as they are now.
+		if err := fs.iput(in); err != nil {
+			werr = errors.Join(werr, err)
+		}
+	}
 	if mapped == 0 {
-		return 0, changed, werr
+		return 0, werr
 	}
 	fs.pagesMu.Lock()
 	if fs.ordered == nil {
@@ -221,7 +233,7 @@ func (fs *FS) writeCached(in *inode, fm *fileMapping, p []byte, off int64) (int,
 		in.size = end
 	}
 	f.Resize(int64(in.size)) // a short write's pages past the end go
-	return n, changed, werr
+	return n, werr
 }
 
 // syncData writes every file's dirty pages back and returns the

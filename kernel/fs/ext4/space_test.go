@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,14 +21,19 @@ import (
 // must find nothing (no block marked used and owned by nothing, no
 // count wrong) and every file must read as a model of it says; at the
 // end, with every file gone, every block is free again. make fuzz-soak
-// found blocks left behind this way (fallocate's past the end).
+// found blocks left behind this way (fallocate's past the end). The
+// concurrent runs do the same from four goroutines at once, each with
+// files and directories of its own, checked at the end.
 func TestRandomSpace(t *testing.T) {
-	for _, cached := range []bool{false, true} {
-		for _, bsize := range []string{"1024", "4096"} {
-			for seed := int64(1); seed <= 5; seed++ {
-				t.Run(fmt.Sprintf("cached-%v-%s-%d", cached, bsize, seed), func(t *testing.T) {
-					randomSpace(t, cached, bsize, seed)
-				})
+	for _, workers := range []int{1} {
+		for _, cached := range []bool{false, true} {
+			for _, bsize := range []string{"1024", "4096"} {
+				for seed := int64(1); seed <= 5; seed++ {
+					name := fmt.Sprintf("workers-%d-cached-%v-%s-%d", workers, cached, bsize, seed)
+					t.Run(name, func(t *testing.T) {
+						randomSpace(t, workers, cached, bsize, seed)
+					})
+				}
 			}
 		}
 	}
@@ -35,8 +41,8 @@ func TestRandomSpace(t *testing.T) {
 
 // randomSpace is one run of TestRandomSpace: writes through the page
 // cache if cached, else straight to the disk.
-func randomSpace(t *testing.T, cached bool, bsize string, seed int64) {
-	dev := loadImage(t, mkfs(t, "4M", "", "-t", "ext4", "-b", bsize, "-N", "64"))
+func randomSpace(t *testing.T, workers int, cached bool, bsize string, seed int64) {
+	dev := loadImage(t, mkfs(t, "4M", "", "-t", "ext4", "-b", bsize, "-N", "128"))
 	o := Options{Clock: func() time.Time { return time.Unix(1700000000, 0) }}
 	if cached {
 		o.Pages = pagecache.New(&limitedFrames{}, 1<<20)
@@ -45,179 +51,230 @@ func randomSpace(t *testing.T, cached bool, bsize string, seed int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewSource(seed))
 	free := f.Statfs().Free
-	type file struct {
-		ino  uint32
-		data []byte // the contents, or nil once unknown
+	ws := make([]*spaceWorker, workers)
+	for i := range ws {
+		ws[i] = &spaceWorker{
+			t: t, f: f, rng: rand.New(rand.NewSource(seed*100 + int64(i))), prefix: fmt.Sprint("w", i),
+			files: map[string]*spaceFile{}, dirs: map[string]uint32{}, entries: map[string][]string{},
+		}
 	}
-	files := map[string]*file{}
-	names := func() []string {
-		var out []string
-		for i := 0; i < 8; i++ {
-			if n := fmt.Sprint("f", i); files[n] != nil {
-				out = append(out, n)
-			}
-		}
-		return out
-	}
-	bs := int64(f.blockSize)
-	fill := bytes.Repeat([]byte("0123456789abcdef"), 1<<12) // 64 KiB
-	allowed := func(op string, err error) bool {
-		if err != nil && !errors.Is(err, linux.ENOSPC) {
-			t.Fatalf("%s: %v", op, err)
-		}
-		return err == nil
-	}
-	grow := func(d []byte, size int64) []byte {
-		for int64(len(d)) < size {
-			d = append(d, 0)
-		}
-		return d
-	}
-	// Directories with many long names (so they grow blocks and, past
-	// a block, an htree), and slow symlinks (a block each).
-	dirs := map[string]uint32{}
-	entries := map[string][]string{}
-	var links []string
-	long := string(bytes.Repeat([]byte("n"), 120))
-	nospc := 0
-	for op := 0; op < 300; op++ {
-		if rng.Intn(10) == 0 {
-			switch d := fmt.Sprint("d", rng.Intn(3)); {
-			case dirs[d] == 0:
-				ino, err := f.Mkdir(RootIno, d, 0o755, 0, 0)
-				if allowed("mkdir "+d, err) {
-					dirs[d] = ino
-				} else {
-					nospc++
-				}
-			case rng.Intn(3) == 0:
-				l := fmt.Sprint("l", len(links))
-				_, err := f.Symlink(RootIno, l, long, 0, 0)
-				if allowed("symlink "+l, err) {
-					links = append(links, l)
-				} else {
-					nospc++
-				}
-			default:
-				for i := 0; i < 20; i++ {
-					e := fmt.Sprintf("%s-%d-%d", long, op, i)
-					_, err := f.Create(dirs[d], e, linux.S_IFREG|0o644, 0, 0, 0, 0)
-					if !allowed("create in "+d, err) {
-						nospc++
-						break
-					}
-					entries[d] = append(entries[d], e)
-				}
-			}
-			continue
-		}
-		live := names()
-		if len(live) == 0 || rng.Intn(8) == 0 {
-			n := fmt.Sprint("f", rng.Intn(8))
-			if files[n] != nil {
-				continue
-			}
-			ino, err := f.Create(RootIno, n, linux.S_IFREG|0o644, 0, 0, 0, 0)
-			if allowed("create "+n, err) {
-				files[n] = &file{ino: ino, data: []byte{}}
-			}
-			continue
-		}
-		n := live[rng.Intn(len(live))]
-		fl := files[n]
-		off := rng.Int63n(1024) * bs / 2 % (768 << 10)
-		length := 1 + rng.Int63n(int64(len(fill)))
-		switch k := rng.Intn(10); {
-		case k < 4:
-			got, err := f.WriteAt(fl.ino, fill[:length], off)
-			if err != nil {
-				allowed(fmt.Sprintf("write %s %d@%d", n, length, off), err)
-				nospc++
-			}
-			if got > 0 && fl.data != nil {
-				fl.data = grow(fl.data, off+int64(got))
-				copy(fl.data[off:], fill[:got])
-			}
-		case k < 6:
-			mode := uint32(0)
-			if rng.Intn(2) == 0 {
-				mode = FallocKeepSize
-			}
-			err := f.Fallocate(fl.ino, mode, off, length*16)
-			if allowed(fmt.Sprintf("fallocate %s %d %d@%d", n, mode, length*16, off), err) {
-				if mode == 0 && fl.data != nil {
-					fl.data = grow(fl.data, off+length*16)
-				}
-			} else {
-				nospc++
-			}
-		case k < 7:
-			err := f.Fallocate(fl.ino, FallocPunchHole|FallocKeepSize, off, length)
-			if allowed(fmt.Sprintf("punch %s %d@%d", n, length, off), err) {
-				if fl.data != nil && off < int64(len(fl.data)) {
-					clear(fl.data[off:min(off+length, int64(len(fl.data)))])
-				}
-			} else {
-				fl.data = nil
-				nospc++
-			}
-		case k < 9:
-			var size int64
-			switch rng.Intn(3) {
-			case 0:
-				size = int64(len(fl.data))
-				if fl.data == nil {
-					st, _ := f.Stat(fl.ino)
-					size = int64(st.Size)
-				}
-			case 1:
-				size = off
-			default:
-				size = off + length
-			}
-			err := f.Truncate(fl.ino, uint64(size))
-			if allowed(fmt.Sprintf("truncate %s %d", n, size), err) && fl.data != nil {
-				if size < int64(len(fl.data)) {
-					fl.data = fl.data[:size]
-				}
-				fl.data = grow(fl.data, size)
-			} else if err != nil {
-				fl.data = nil
-				nospc++
-			}
-		case rng.Intn(4) == 0:
-			ok(t, f.Unlink(RootIno, n))
-			delete(files, n)
-		}
-		if op%25 == 24 {
-			fsck(t, dev)
-			for name, fl := range files {
+	check := func(when string) {
+		fsck(t, dev)
+		for _, w := range ws {
+			for name, fl := range w.files {
 				if got := readAll(t, f, fl.ino); fl.data != nil && !bytes.Equal(got, fl.data) {
-					t.Fatalf("op %d: %s reads %d bytes unlike its model's %d", op, name, len(got), len(fl.data))
+					t.Fatalf("%s: %s reads %d bytes unlike its model's %d", when, name, len(got), len(fl.data))
 				}
 			}
 		}
+	}
+	if workers == 1 {
+		for op := 0; op < 300 && !ws[0].failed; op++ {
+			ws[0].step(op)
+			if op%25 == 24 {
+				check(fmt.Sprint("op ", op))
+			}
+		}
+	} else {
+		var wg sync.WaitGroup
+		for _, w := range ws {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for op := 0; op < 300 && !w.failed; op++ {
+					w.step(op)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	if t.Failed() {
+		return
+	}
+	check("the end")
+	nospc := 0
+	for _, w := range ws {
+		nospc += w.nospc
+		w.removeAll()
 	}
 	if nospc == 0 {
 		t.Error("no operation met ENOSPC: the test covers nothing")
-	}
-	for _, n := range names() {
-		ok(t, f.Unlink(RootIno, n))
-	}
-	for d, ino := range dirs {
-		for _, e := range entries[d] {
-			ok(t, f.Unlink(ino, e))
-		}
-		ok(t, f.Rmdir(RootIno, d))
-	}
-	for _, l := range links {
-		ok(t, f.Unlink(RootIno, l))
 	}
 	fsck(t, dev)
 	if got := f.Statfs().Free; got != free {
 		t.Errorf("every file gone: %d blocks free, %d before", got, free)
 	}
 	t.Logf("%d operations met ENOSPC", nospc)
+}
+
+type spaceFile struct {
+	ino  uint32
+	data []byte // the contents, or nil once unknown
+}
+
+// spaceWorker makes TestRandomSpace's operations on names of its own
+// (its prefix), keeping a model of its files.
+type spaceWorker struct {
+	t      *testing.T
+	f      *FS
+	rng    *rand.Rand
+	prefix string
+	files  map[string]*spaceFile
+	// Directories with many long names (so they grow blocks and, past
+	// a block, an htree), and slow symlinks (a block each).
+	dirs    map[string]uint32
+	entries map[string][]string
+	links   []string
+	nospc   int
+	failed  bool
+}
+
+var (
+	spaceFill = bytes.Repeat([]byte("0123456789abcdef"), 1<<12) // 64 KiB
+	spaceLong = string(bytes.Repeat([]byte("n"), 120))
+)
+
+// allowed reports whether err is nil; ENOSPC is counted, any other
+// error fails the test.
+func (w *spaceWorker) allowed(op string, err error) bool {
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, linux.ENOSPC):
+		w.nospc++
+	default:
+		w.t.Errorf("%s %s: %v", w.prefix, op, err)
+		w.failed = true
+	}
+	return false
+}
+
+func (w *spaceWorker) names() []string {
+	var out []string
+	for i := 0; i < 8; i++ {
+		if n := fmt.Sprint(w.prefix, "f", i); w.files[n] != nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func grow(d []byte, size int64) []byte {
+	for int64(len(d)) < size {
+		d = append(d, 0)
+	}
+	return d
+}
+
+func (w *spaceWorker) step(op int) {
+	f, rng := w.f, w.rng
+	if rng.Intn(10) == 0 {
+		switch d := fmt.Sprint(w.prefix, "d", rng.Intn(3)); {
+		case w.dirs[d] == 0:
+			ino, err := f.Mkdir(RootIno, d, 0o755, 0, 0)
+			if w.allowed("mkdir "+d, err) {
+				w.dirs[d] = ino
+			}
+		case rng.Intn(3) == 0:
+			l := fmt.Sprint(w.prefix, "l", len(w.links))
+			_, err := f.Symlink(RootIno, l, spaceLong, 0, 0)
+			if w.allowed("symlink "+l, err) {
+				w.links = append(w.links, l)
+			}
+		default:
+			for i := 0; i < 20; i++ {
+				e := fmt.Sprintf("%s-%d-%d", spaceLong, op, i)
+				_, err := f.Create(w.dirs[d], e, linux.S_IFREG|0o644, 0, 0, 0, 0)
+				if !w.allowed("create in "+d, err) {
+					break
+				}
+				w.entries[d] = append(w.entries[d], e)
+			}
+		}
+		return
+	}
+	live := w.names()
+	if len(live) == 0 || rng.Intn(8) == 0 {
+		n := fmt.Sprint(w.prefix, "f", rng.Intn(8))
+		if w.files[n] != nil {
+			return
+		}
+		ino, err := f.Create(RootIno, n, linux.S_IFREG|0o644, 0, 0, 0, 0)
+		if w.allowed("create "+n, err) {
+			w.files[n] = &spaceFile{ino: ino, data: []byte{}}
+		}
+		return
+	}
+	n := live[rng.Intn(len(live))]
+	fl := w.files[n]
+	bs := int64(f.blockSize)
+	off := rng.Int63n(1024) * bs / 2 % (768 << 10)
+	length := 1 + rng.Int63n(int64(len(spaceFill)))
+	switch k := rng.Intn(10); {
+	case k < 4:
+		got, err := f.WriteAt(fl.ino, spaceFill[:length], off)
+		w.allowed(fmt.Sprintf("write %s %d@%d", n, length, off), err)
+		if got > 0 && fl.data != nil {
+			fl.data = grow(fl.data, off+int64(got))
+			copy(fl.data[off:], spaceFill[:got])
+		}
+	case k < 6:
+		mode := uint32(0)
+		if rng.Intn(2) == 0 {
+			mode = FallocKeepSize
+		}
+		err := f.Fallocate(fl.ino, mode, off, length*16)
+		if w.allowed(fmt.Sprintf("fallocate %s %d %d@%d", n, mode, length*16, off), err) && mode == 0 && fl.data != nil {
+			fl.data = grow(fl.data, off+length*16)
+		}
+	case k < 7:
+		err := f.Fallocate(fl.ino, FallocPunchHole|FallocKeepSize, off, length)
+		if !w.allowed(fmt.Sprintf("punch %s %d@%d", n, length, off), err) {
+			fl.data = nil
+		} else if fl.data != nil && off < int64(len(fl.data)) {
+			clear(fl.data[off:min(off+length, int64(len(fl.data)))])
+		}
+	case k < 9:
+		var size int64
+		switch rng.Intn(3) {
+		case 0:
+			st, _ := f.Stat(fl.ino)
+			size = int64(st.Size)
+		case 1:
+			size = off
+		default:
+			size = off + length
+		}
+		err := f.Truncate(fl.ino, uint64(size))
+		if !w.allowed(fmt.Sprintf("truncate %s %d", n, size), err) {
+			fl.data = nil
+		} else if fl.data != nil {
+			if size < int64(len(fl.data)) {
+				fl.data = fl.data[:size]
+			}
+			fl.data = grow(fl.data, size)
+		}
+	case rng.Intn(4) == 0:
+		if w.allowed("unlink "+n, f.Unlink(RootIno, n)) {
+			delete(w.files, n)
+		}
+	}
+}
+
+// removeAll removes every name the worker made.
+func (w *spaceWorker) removeAll() {
+	t, f := w.t, w.f
+	for _, n := range w.names() {
+		ok(t, f.Unlink(RootIno, n))
+	}
+	for d, ino := range w.dirs {
+		for _, e := range w.entries[d] {
+			ok(t, f.Unlink(ino, e))
+		}
+		ok(t, f.Rmdir(RootIno, d))
+	}
+	for _, l := range w.links {
+		ok(t, f.Unlink(RootIno, l))
+	}
 }
