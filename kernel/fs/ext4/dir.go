@@ -385,7 +385,23 @@ func (fs *FS) addEntry(in *inode, name string, ino uint32, ftype uint8) error {
 // noted (lookupEntry), if any: nothing changed the directory since (its
 // caller holds the directory's lock), so the name goes there, as
 // addEntry would put it, unless the block is no longer the one seen.
+//
+// A directory may grow and then fail to take the name (an htree gains
+// a level or splits a leaf, and the next block finds no room): what it
+// grew is a valid directory and stays, and the inode is written here,
+// since the callers write it only when the name went in; else the
+// blocks it took would be mapped by a copy of the inode no one writes.
 func (fs *FS) addEntryAt(in *inode, name string, ino uint32, ftype uint8, s *dirSlot) error {
+	size, blocks, flags := in.size, in.blocks, in.flags
+	err := fs.placeEntry(in, name, ino, ftype, s)
+	if err != nil && (in.size != size || in.blocks != blocks || in.flags != flags) {
+		err = errors.Join(err, fs.iput(in))
+	}
+	return err
+}
+
+// placeEntry is addEntryAt's work.
+func (fs *FS) placeEntry(in *inode, name string, ino uint32, ftype uint8, s *dirSlot) error {
 	if len(name) == 0 || len(name) > maxNameLen {
 		return linux.ENAMETOOLONG
 	}

@@ -237,6 +237,20 @@ func (fs *FS) newDirBlock(in *inode) (uint32, uint64, []byte, error) {
 	return n, pblk, fs.cache.zero(fs, pblk), nil
 }
 
+// dropDirBlocks frees directory in's blocks from lblk on, the last ones
+// newDirBlock gave it, and its size with them.
+func (fs *FS) dropDirBlocks(in *inode, lblk uint32) error {
+	fm, err := fs.mapping(in)
+	if err != nil {
+		return err
+	}
+	if err := fs.freeFrom(fm, uint64(lblk)); err != nil {
+		return err
+	}
+	in.size = uint64(lblk) * uint64(fs.blockSize)
+	return nil
+}
+
 func (fs *FS) dxLimit(countOff int) int {
 	n := int(fs.blockSize) - countOff
 	if fs.hasCsum() {
@@ -453,7 +467,9 @@ func (fs *FS) makeIndexed(in *inode, name string, ino uint32, ftype uint8) error
 	}
 	l2, p2, b2, err := fs.newDirBlock(in)
 	if err != nil {
-		return err
+		// The directory stays linear, one block long: the first new
+		// block, not yet a directory block, goes again.
+		return errors.Join(err, fs.dropDirBlocks(in, l1))
 	}
 	if !fs.packLeaf(b1, ents[:mid]) || !fs.packLeaf(b2, ents[mid:]) {
 		return corrupt("directory %d: entries do not fit two blocks", in.num)

@@ -25,7 +25,7 @@ import (
 // concurrent runs do the same from four goroutines at once, each with
 // files and directories of its own, checked at the end.
 func TestRandomSpace(t *testing.T) {
-	for _, workers := range []int{1} {
+	for _, workers := range []int{1, 4} {
 		for _, cached := range []bool{false, true} {
 			for _, bsize := range []string{"1024", "4096"} {
 				for seed := int64(1); seed <= 5; seed++ {
