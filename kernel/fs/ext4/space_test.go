@@ -15,8 +15,8 @@ import (
 
 // TestRandomSpace runs random writes (with holes), fallocates (growing
 // the size or keeping it), hole punches, truncates (down, to the same
-// size, up), unlinks, mkdirs, creates of many long names in them and
-// slow symlinks on a disk small enough that many of them meet
+// size, up), unlinks, hard links, renames over other files, mkdirs,
+// creates of many long names in them and slow symlinks on a disk small enough that many of them meet
 // ENOSPC. ENOSPC is the only error allowed. Every few operations e2fsck
 // must find nothing (no block marked used and owned by nothing, no
 // count wrong) and every file must read as a model of it says; at the
@@ -63,6 +63,9 @@ func randomSpace(t *testing.T, workers int, cached bool, bsize string, seed int6
 		fsck(t, dev)
 		for _, w := range ws {
 			for name, fl := range w.files {
+				if ino, err := f.Lookup(RootIno, name); err != nil || ino != fl.ino {
+					t.Fatalf("%s: %s is inode %d (%v), want %d", when, name, ino, err, fl.ino)
+				}
 				if got := readAll(t, f, fl.ino); fl.data != nil && !bytes.Equal(got, fl.data) {
 					t.Fatalf("%s: %s reads %d bytes unlike its model's %d", when, name, len(got), len(fl.data))
 				}
@@ -257,6 +260,23 @@ func (w *spaceWorker) step(op int) {
 		}
 	case rng.Intn(4) == 0:
 		if w.allowed("unlink "+n, f.Unlink(RootIno, n)) {
+			delete(w.files, n)
+		}
+	default:
+		// Another name for the file, by a hard link or a rename that
+		// may replace a file of that name (whose blocks go if it was
+		// its last).
+		to := fmt.Sprint(w.prefix, "f", rng.Intn(8))
+		if to == n {
+			return
+		}
+		if rng.Intn(2) == 0 {
+			if w.files[to] == nil && w.allowed("link "+n+" "+to, f.Link(RootIno, to, fl.ino)) {
+				w.files[to] = fl
+			}
+		} else if w.allowed("rename "+n+" "+to, f.Rename(RootIno, n, RootIno, to, 0)) && w.files[to] != fl {
+			// (A rename between two names of one file does nothing.)
+			w.files[to] = fl
 			delete(w.files, n)
 		}
 	}
