@@ -15,7 +15,8 @@ import (
 
 // TestRandomSpace runs random writes (with holes), fallocates (growing
 // the size or keeping it), hole punches, truncates (down, to the same
-// size, up), unlinks, hard links, renames over other files, mkdirs,
+// size, up), page faults of shared mappings (through the page cache),
+// unlinks, hard links, renames over other files, mkdirs,
 // creates of many long names in them and slow symlinks on a disk small enough that many of them meet
 // ENOSPC. ENOSPC is the only error allowed. Every few operations e2fsck
 // must find nothing (no block marked used and owned by nothing, no
@@ -257,6 +258,18 @@ func (w *spaceWorker) step(op int) {
 				fl.data = fl.data[:size]
 			}
 			fl.data = grow(fl.data, size)
+		}
+	case f.pages != nil && rng.Intn(3) == 0:
+		// A store through a shared mapping about to happen: the page's
+		// holes get blocks (its contents stay).
+		st, _ := f.Stat(fl.ino)
+		if st.Size == 0 {
+			return
+		}
+		idx := uint64(rng.Int63n(int64((st.Size + pagecache.PageSize - 1) / pagecache.PageSize)))
+		pa, err := f.HoldPage(fl.ino, idx, true)
+		if w.allowed(fmt.Sprintf("hold page %s %d", n, idx), err) {
+			f.PutPage(fl.ino, idx, pa, true)
 		}
 	case rng.Intn(4) == 0:
 		if w.allowed("unlink "+n, f.Unlink(RootIno, n)) {
