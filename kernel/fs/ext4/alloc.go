@@ -2,6 +2,7 @@ package ext4
 
 import (
 	"errors"
+	"fmt"
 	"math/bits"
 
 	"shortbread/kernel/abi/linux"
@@ -145,28 +146,59 @@ var errNoSpace = linux.ENOSPC
 
 // allocRun allocates up to want contiguous blocks, trying at goal first,
 // then onward through the groups; it returns the first block and how
-// many it got (at least one). Out of space while the running transaction
-// holds freed blocks back, it commits and tries again.
+// many it got (at least one). Out of space while blocks freed by
+// committed transactions wait for the checkpoint, it checkpoints and
+// tries again. Blocks freed by the running transaction only its commit
+// gives back, and the operation asking is half made in it: a commit now
+// would make that half durable alone (a power cut or a failed commit
+// after it leaves blocks or inodes taken and owned by nothing). So it
+// fails with errHeldBack (an ENOSPC): the operation undoes what it did,
+// and retryHeld commits and runs it again whole.
 func (fs *FS) allocRun(goal uint64, want uint32) (uint64, uint32, error) {
 	b, n, err := fs.allocRunOnce(goal, want)
-	if errors.Is(err, errNoSpace) && fs.inHandle() {
-		// Perhaps held back, and only a commit, which a handle cannot
-		// make, gives them back: the operation runs again alone.
+	if !errors.Is(err, errNoSpace) || fs.jnl == nil {
+		return b, n, err
+	}
+	if fs.inHandle() {
+		// Perhaps held back, and only a commit or checkpoint, which a
+		// handle cannot make, gives them back: the operation runs
+		// again alone.
 		return 0, 0, errExclusive
 	}
-	if errors.Is(err, errNoSpace) && fs.jnl != nil && (fs.jnl.freed != nil || fs.jnl.held != nil || fs.jnl.inflight != nil) {
-		// Blocks freed but held back: commit and checkpoint, and they
-		// are free to reuse.
-		err := fs.commitOrStop()
-		if err == nil {
-			err = fs.checkpoint()
-		}
-		if err != nil {
+	if fs.jnl.held != nil || fs.jnl.inflight != nil {
+		if err := fs.checkpoint(); err != nil {
 			return 0, 0, err
 		}
-		return fs.allocRunOnce(goal, want)
+		if b, n, err = fs.allocRunOnce(goal, want); !errors.Is(err, errNoSpace) || fs.jnl == nil {
+			return b, n, err
+		}
+	}
+	if fs.jnl.freed != nil {
+		return 0, 0, errHeldBack
 	}
 	return b, n, err
+}
+
+// errHeldBack is ENOSPC while the running transaction holds freed
+// blocks back (allocRun).
+var errHeldBack = fmt.Errorf("%w (blocks freed by the running transaction)", errNoSpace)
+
+// retryHeld runs op, an operation holding FS.mu for writing, and once
+// more after a commit and a checkpoint if it failed for want of the
+// blocks the running transaction freed (errHeldBack): failed, it undid
+// what it did, so the commit closes the transaction between operations.
+func (fs *FS) retryHeld(op func() error) error {
+	err := op()
+	if !errors.Is(err, errHeldBack) {
+		return err
+	}
+	if err := fs.commitOrStop(); err != nil {
+		return err
+	}
+	if err := fs.checkpoint(); err != nil {
+		return err
+	}
+	return op()
 }
 
 // allocData is allocRun for a file's own blocks (data, directory

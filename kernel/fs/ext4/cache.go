@@ -1,6 +1,7 @@
 package ext4
 
 import (
+	"errors"
 	"sync"
 
 	"shortbread/kernel/abi/linux"
@@ -63,6 +64,9 @@ func (c *cache) get(fs *FS, n uint64) ([]byte, error) {
 	if d := fs.checkpointed(n); d != nil {
 		copy(b, d) // the home copy is stale until the checkpoint
 	} else if err := fs.readRaw(b, n); err != nil {
+		if errors.Is(err, linux.EIO) {
+			fs.metaErr.CompareAndSwap(nil, &err)
+		}
 		return nil, err
 	}
 	c.mu.Lock()
@@ -162,7 +166,10 @@ func (c *cache) write(fs *FS, n uint64, b []byte) error {
 	if !ok || &had[0] != &b[0] {
 		c.put(n, b)
 	}
-	if fs.jnl != nil {
+	if fs.jnl != nil || fs.stopped {
+		// Stopped by a failed commit, the journal is gone but the
+		// file system is not one without: what an operation under way
+		// changes must not reach the disk, half made, around it.
 		if fs.ro {
 			return linux.EROFS
 		}

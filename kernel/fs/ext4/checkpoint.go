@@ -142,7 +142,7 @@ func (fs *FS) checkpoint() error {
 // log for the checkpoint (its home copy is stale), or nil.
 func (fs *FS) checkpointed(n uint64) []byte {
 	if fs.jnl == nil {
-		return nil
+		return fs.stoppedCkpt[n] // nil unless stopped
 	}
 	return fs.jnl.ckpt[n]
 }

@@ -175,8 +175,17 @@ type FS struct {
 	ro      bool   // read-only: by request or forced by a feature
 	roWhy   string // why the mount is read-only, when forced
 	stopped bool   // read-only because a commit failed (stop)
-	clock   func() time.Time
-	spin    func(try func() bool, lock func()) // Options.Spin
+	// metaErr is the first failed read of a metadata block (readMeta):
+	// an operation it failed may have changed the running transaction
+	// in part, so that transaction is never committed (closeLocked
+	// stops instead), as Linux aborts the journal (errors=remount-ro).
+	metaErr atomic.Pointer[error]
+	// stoppedCkpt keeps, once stopped, the committed blocks the log
+	// held for a checkpoint that never wrote them home: reads go on
+	// finding them there, not their stale home copies.
+	stoppedCkpt map[uint64][]byte
+	clock       func() time.Time
+	spin        func(try func() bool, lock func()) // Options.Spin
 
 	blockSize  uint32
 	groups     []groupDesc
@@ -411,7 +420,12 @@ func (fs *FS) Remount(ro bool) error {
 
 // ReadOnly reports whether the mount is read-only, and why when a feature
 // forced it.
-func (fs *FS) ReadOnly() (bool, string) { return fs.ro, fs.roWhy }
+func (fs *FS) ReadOnly() (bool, string) {
+	if e := fs.metaErr.Load(); e != nil && !fs.ro {
+		return true, "a metadata read failed: " + (*e).Error()
+	}
+	return fs.ro, fs.roWhy
+}
 
 // BlockSize returns the file system's block size in bytes.
 func (fs *FS) BlockSize() uint32 { return fs.blockSize }

@@ -20,6 +20,10 @@ const (
 func (fs *FS) Fallocate(ino uint32, mode uint32, off, length int64) error {
 	fs.begin()
 	defer fs.end()
+	return fs.retryHeld(func() error { return fs.fallocate(ino, mode, off, length) })
+}
+
+func (fs *FS) fallocate(ino uint32, mode uint32, off, length int64) error {
 	if err := fs.writable(); err != nil {
 		return err
 	}

@@ -418,5 +418,5 @@ func (fs *FS) shared(op, excl func() error) error {
 	}
 	fs.begin()
 	defer fs.end()
-	return excl()
+	return fs.retryHeld(excl)
 }

@@ -41,6 +41,16 @@ func (fs *FS) Mappable(ino uint32) bool {
 func (fs *FS) HoldPage(ino uint32, idx uint64, write bool) (uintptr, error) {
 	fs.begin()
 	defer fs.end()
+	var pa uintptr
+	err := fs.retryHeld(func() error {
+		var err error
+		pa, err = fs.holdPage(ino, idx, write)
+		return err
+	})
+	return pa, err
+}
+
+func (fs *FS) holdPage(ino uint32, idx uint64, write bool) (uintptr, error) {
 	in, err := fs.iget(ino)
 	if err != nil {
 		return 0, err

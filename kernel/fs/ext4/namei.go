@@ -50,7 +50,7 @@ func (fs *FS) rbeginInode(ino uint32) func() {
 }
 
 func (fs *FS) writable() error {
-	if fs.ro {
+	if fs.ro || fs.metaErr.Load() != nil {
 		return linux.EROFS
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -132,6 +133,39 @@ type spaceWorker struct {
 	links   []string
 	nospc   int
 	failed  bool
+	// also are errors allowed besides ENOSPC (counted in others).
+	also   []error
+	others int
+	// resync says an operation failed with one of also, and may have
+	// been made in part: the names are looked up again.
+	resync bool
+}
+
+// lookAgain makes the model's names those the file system has, after
+// an operation that failed with an error that may leave it made in
+// part; the contents of every file are unknown from then on.
+func (w *spaceWorker) lookAgain() {
+	w.resync = false
+	for i := 0; i < 8; i++ {
+		n := fmt.Sprint(w.prefix, "f", i)
+		ino, err := w.f.Lookup(RootIno, n)
+		switch {
+		case err != nil:
+			delete(w.files, n)
+		case w.files[n] == nil || w.files[n].ino != ino:
+			w.files[n] = &spaceFile{ino: ino}
+		default:
+			w.files[n].data = nil
+		}
+	}
+	for i := 0; i < 3; i++ {
+		d := fmt.Sprint(w.prefix, "d", i)
+		if ino, err := w.f.Lookup(RootIno, d); err == nil {
+			w.dirs[d] = ino
+		} else {
+			delete(w.dirs, d)
+		}
+	}
 }
 
 var (
@@ -147,6 +181,9 @@ func (w *spaceWorker) allowed(op string, err error) bool {
 		return true
 	case errors.Is(err, linux.ENOSPC):
 		w.nospc++
+	case slices.ContainsFunc(w.also, func(e error) bool { return errors.Is(err, e) }):
+		w.others++
+		w.resync = true
 	default:
 		w.t.Errorf("%s %s: %v", w.prefix, op, err)
 		w.failed = true
@@ -172,6 +209,9 @@ func grow(d []byte, size int64) []byte {
 }
 
 func (w *spaceWorker) step(op int) {
+	if w.resync {
+		w.lookAgain()
+	}
 	f, rng := w.f, w.rng
 	if rng.Intn(10) == 0 {
 		switch d := fmt.Sprint(w.prefix, "d", rng.Intn(3)); {

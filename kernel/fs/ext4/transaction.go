@@ -270,6 +270,11 @@ func (fs *FS) freedInGroup(g uint32) [4][]byte {
 // inTransaction reports whether block n waits in the running transaction
 // (the cache must keep it: its home copy is stale).
 func (fs *FS) inTransaction(n uint64) bool {
+	if fs.stopped {
+		// No block the cache holds is safe to read again from the
+		// disk: a failed commit or checkpoint left the disk behind.
+		return true
+	}
 	if fs.jnl == nil {
 		return false
 	}
@@ -457,6 +462,9 @@ func (fs *FS) commitOrStop() error {
 func (fs *FS) stop(err error) {
 	if !fs.ro {
 		fs.ro, fs.roWhy = true, "journal commit failed: "+err.Error()
+		if fs.jnl != nil {
+			fs.stoppedCkpt = fs.jnl.ckpt
+		}
 		fs.jnl = nil
 		fs.stopped = true
 	}
@@ -562,6 +570,11 @@ func (fs *FS) writeCommit(c *commitIO) {
 // Preconditions: fs.mu is held, no commit in flight, and the running
 // transaction holds something.
 func (fs *FS) closeLocked() (*commitIO, error) {
+	if e := fs.metaErr.Load(); e != nil {
+		err := fmt.Errorf("ext4: a metadata read failed: %w", *e)
+		fs.stop(err)
+		return nil, err
+	}
 	j := fs.jnl
 	jsb := j.r.jsb
 	bs := int(fs.blockSize)
