@@ -57,8 +57,9 @@ func (d *faultyDev) Flush() error {
 	return d.memDev.Flush()
 }
 
-// TestRandomIOErrors runs TestRandomSpace's operations on a journaled
-// disk whose reads, writes and flushes fail at random (1 in 200). Every operation
+// TestRandomIOErrors runs TestRandomSpace's operations, from one worker
+// and from four at once, on a journaled disk whose reads, writes and
+// flushes fail at random (1 in 200). Every operation
 // succeeds or fails with ENOSPC, EIO or EROFS (the mount goes read-only
 // after a failed commit), and none panics. Then the power goes: the
 // disk as the writes that succeeded left it, mounted again (the journal
@@ -66,18 +67,20 @@ func (d *faultyDev) Flush() error {
 // failed write of data may lose that data; a failed read or write of
 // metadata must never let a half-made change reach the disk.
 func TestRandomIOErrors(t *testing.T) {
-	for _, cached := range []bool{false, true} {
-		for _, bsize := range []string{"1024", "4096"} {
-			for seed := int64(1); seed <= 5; seed++ {
-				t.Run(fmt.Sprintf("cached-%v-%s-%d", cached, bsize, seed), func(t *testing.T) {
-					randomIOErrors(t, cached, bsize, seed)
-				})
+	for _, workers := range []int{1, 4} {
+		for _, cached := range []bool{false, true} {
+			for _, bsize := range []string{"1024", "4096"} {
+				for seed := int64(1); seed <= 5; seed++ {
+					t.Run(fmt.Sprintf("workers-%d-cached-%v-%s-%d", workers, cached, bsize, seed), func(t *testing.T) {
+						randomIOErrors(t, workers, cached, bsize, seed)
+					})
+				}
 			}
 		}
 	}
 }
 
-func randomIOErrors(t *testing.T, cached bool, bsize string, seed int64) {
+func randomIOErrors(t *testing.T, workers int, cached bool, bsize string, seed int64) {
 	size := "4M" // a journal, and room for one 4 KiB blocks need twice
 	if bsize == "4096" {
 		size = "8M"
@@ -95,25 +98,43 @@ func randomIOErrors(t *testing.T, cached bool, bsize string, seed int64) {
 	if f.jnl == nil {
 		t.Fatal("no journal: the test needs one")
 	}
+	dev.mu.Lock()
 	dev.armed = true
-	w := &spaceWorker{
-		t: t, f: f, rng: rand.New(rand.NewSource(seed)), prefix: "w",
-		files: map[string]*spaceFile{}, dirs: map[string]uint32{}, entries: map[string][]string{},
-		also: []error{linux.EIO, linux.EROFS},
-	}
-	for op := 0; op < 300 && !w.failed; op++ {
-		w.step(op)
-		if op%50 == 49 {
-			w.allowed("sync", f.Sync())
+	dev.mu.Unlock()
+	ws := make([]*spaceWorker, workers)
+	var wg sync.WaitGroup
+	for i := range ws {
+		w := &spaceWorker{
+			t: t, f: f, rng: rand.New(rand.NewSource(seed*100 + int64(i))), prefix: fmt.Sprint("w", i),
+			files: map[string]*spaceFile{}, dirs: map[string]uint32{}, entries: map[string][]string{},
+			also: []error{linux.EIO, linux.EROFS},
 		}
+		ws[i] = w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for op := 0; op < 300 && !w.failed; op++ {
+				w.step(op)
+				if op%50 == 49 {
+					w.allowed("sync", f.Sync())
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	failed, others, nospc := false, 0, 0
+	for _, w := range ws {
+		failed = failed || w.failed
+		others += w.others
+		nospc += w.nospc
 	}
 	ro, why := f.ReadOnly()
 	dev.mu.Lock()
 	dev.armed = false
 	fails := dev.fails
 	dev.mu.Unlock()
-	t.Logf("%d device errors, %d operations failed with them, %d with ENOSPC; read-only %v %s", fails, w.others, w.nospc, ro, why)
-	if w.failed {
+	t.Logf("%d device errors, %d operations failed with them, %d with ENOSPC; read-only %v %s", fails, others, nospc, ro, why)
+	if failed {
 		return
 	}
 	// The power goes: what the disk holds now, mounted afresh.
