@@ -5,7 +5,8 @@
 # MINUTES per CPU count. Half the fuzzing processes work on tmpfs (/tmp),
 # half on a fresh ext4 disk (mke2fs on the host, /dev/vda at /mnt), whose
 # files are kept; after the boot the host's e2fsck must find the image
-# clean. A boot fails on a panic, a hang (TIMEOUT), a non-zero fuzzer
+# clean. Every other boot's disk is 8 MiB instead of 64, so that the
+# fuzzer fills it and ext4's out-of-space paths run too. A boot fails on a panic, a hang (TIMEOUT), a non-zero fuzzer
 # status, an integrity failure, a failed unmount or an e2fsck complaint.
 # Boots run with sysstat, and the union of the (system call, outcome)
 # pairs over all boots is the run's coverage.
@@ -35,7 +36,7 @@ exit \$s"
 {
   echo "# fuzz-soak $date, commit $commit"
   echo
-  echo "Each boot: \`f_fuzz $procs $calls SEED /tmp:/mnt\` ($procs processes x $calls calls as root, then as uid 65534 with root's files checked; half the processes in a directory on tmpfs, half on a fresh ext4 disk, checked by the host's \`e2fsck -fn\` after the boot). Coverage: distinct (system call, outcome) pairs over all boots, an outcome being success or one error number (the \`sysstat\` boot option)."
+  echo "Each boot: \`f_fuzz $procs $calls SEED /tmp:/mnt\` ($procs processes x $calls calls as root, then as uid 65534 with root's files checked; half the processes in a directory on tmpfs, half on a fresh ext4 disk, 64 MiB and 8 MiB in turn, checked by the host's \`e2fsck -fn\` after the boot). Coverage: distinct (system call, outcome) pairs over all boots, an outcome being success or one error number (the \`sysstat\` boot option)."
   echo
   echo "| CPUs | minutes | boots | failed | e2fsck failures | fuzzer calls | calls that succeeded | outcomes |"
   echo "|---|---|---|---|---|---|---|---|"
@@ -46,7 +47,9 @@ for cpus in $cpus_list; do
   while [ "$(date +%s)" -lt "$end" ]; do
     seed=$((seed + 1)) boots=$((boots + 1))
     rm -f "$img"
-    truncate -s 64M "$img" && mke2fs -q -t ext4 -F "$img"
+    size=64M
+    [ $((boots % 2)) = 0 ] && size=8M
+    truncate -s $size "$img" && mke2fs -q -t ext4 -F "$img"
     ok=1
     if ! DISK=$img KARGS=sysstat CPUS=$cpus TIMEOUT=${TIMEOUT:-300} LOG="$out/boot.log" \
       "$root/tools/run-cmd.sh" - "$(printf '%s' "$cmd" | sed "s/SEED/$seed/")" >/dev/null 2>&1; then

@@ -195,7 +195,12 @@ func (fs *FS) evict(in *inode) error {
 	if in.fileACL != 0 {
 		errs = append(errs, fs.dropXattrBlock(in))
 	}
-	in.dtime = uint32(fs.clock().Unix())
+	// e2fsck reads a dtime of 0 as "not deleted", and one below the
+	// inode count as the next inode of an orphan list: a clock set near
+	// the epoch (root may) must make neither of a freed inode. (Linux
+	// writes the clock as it is, and e2fsck then finds "deleted inode
+	// has zero dtime".)
+	in.dtime = max(uint32(fs.clock().Unix()), fs.sb.inodesCount)
 	in.size = 0
 	fs.closePages(in.num)
 	errs = append(errs, fs.iput(in), fs.freeInode(in.num, t == linux.S_IFDIR))

@@ -606,3 +606,19 @@ func TestKeepSizeBlocksGo(t *testing.T) {
 	}
 	fsck(t, dev)
 }
+
+// TestDeleteAtEpoch: a file deleted while the clock reads the epoch (root
+// may set it there) is still deleted to e2fsck, which reads a dtime of 0
+// as a live inode (found by make fuzz-soak).
+func TestDeleteAtEpoch(t *testing.T) {
+	dev := loadImage(t, mkfs(t, "8M", "", "-t", "ext4"))
+	f, err := mountDev(t, dev, Options{Clock: func() time.Time { return time.Unix(0, 5) }})
+	ok(t, err)
+	must := okIno(t)
+	must(f.Mkdir(RootIno, "d", 0o755, 0, 0))
+	ino := must(f.Create(RootIno, "f", linux.S_IFREG|0o644, 0, 0, 0, 0))
+	writeAll(t, f, ino, []byte("x"), 0)
+	ok(t, f.Rmdir(RootIno, "d"))
+	ok(t, f.Unlink(RootIno, "f"))
+	fsck(t, dev)
+}
