@@ -209,11 +209,11 @@ func (fs *FS) retryHeld(op func() error) error {
 // blocks than 2% of the disk. Linux keeps the same reserve
 // (s_resv_clusters) for the same reason. Concurrent handles may each
 // take up to the last free block above the reserve, so it is a margin,
-// not a count: preallocate, which can take every free block in one
-// call, also gives back what it allocated when its tree does not fit.
+// not a count: a tree that still finds no room undoes the blocks mapped
+// since it was last stored (saveExtents).
 func (fs *FS) allocData(goal uint64, want uint32) (uint64, uint32, error) {
-	// Blocks freed and held back until a commit count as free here:
-	// allocRun commits to reach them.
+	// Blocks freed and held back count as free here: allocRun's
+	// checkpoint, or retryHeld's commit, reaches them.
 	avail := fs.freeBlocks.Load() - fs.resvBlocks
 	if avail <= 0 {
 		return 0, 0, errNoSpace

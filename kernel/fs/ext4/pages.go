@@ -198,14 +198,17 @@ func (fs *FS) writeCached(in *inode, fm *fileMapping, p []byte, off int64) (int,
 	}
 	// The map stored before a byte is copied: what it could not hold
 	// is undone, and the write stops short of it.
-	saved := len(fm.changes) > 0
+	saved := len(fm.changes) > 0 && fm.em != nil
+	hadTree := saved && len(fm.em.tree) > 0
 	mapped, werr = fs.saveWritten(fm, off, mapped, werr)
-	if saved {
+	if saved && (hadTree || len(fm.em.tree) > 0) {
 		// And in with it: the tree's new root is in's alone until in
 		// is written, and a page the copy below reads in first (the
 		// rest of a page written in part) is read through the inode
 		// loaded afresh, which must find the root that goes with the
-		// tree's blocks as they are now.
+		// tree's blocks as they are now. (A root in the inode alone,
+		// before and after, points at no block that changed or went:
+		// the old one reads the page's old contents right.)
 		if err := fs.iput(in); err != nil {
 			werr = errors.Join(werr, err)
 		}
