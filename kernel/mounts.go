@@ -189,6 +189,10 @@ func (k *kernel) mountExt4(fsType string, src vfs.Source, ro bool, data string) 
 		if part != nil {
 			part.Closed()
 		}
+		if err != nil {
+			// umount(2) succeeds all the same (vfs.Unmount).
+			k.log.Warnf("ext4 %s: unmounted, but the disk failed the last write-back: %v", name, err)
+		}
 		return err
 	}
 	return &vfs.FileSystem{Root: root, Sync: x.Sync, Checkpoint: x.Checkpoint, DropCaches: x.DropCaches, Remount: x.Remount, Trim: x.Trim, CanTrim: x.CanDiscard,

@@ -475,12 +475,19 @@ func (v *VFS) Unmount(c *Ctx, dir *Dentry, path string, flags uint32) error {
 	if m.fs == nil {
 		return nil
 	}
+	// From here the mount is gone whatever the disk says, and umount(2)
+	// says 0, as on Linux: a failed last write-back was logged by the
+	// file system and its driver, and an error here would tell the
+	// caller that the unmount it cannot undo did not happen (a failing
+	// disk could then never be unmounted "successfully").
 	if busy {
 		// Still used: what is written so far is made durable now, the
 		// rest when the last open file goes (closed).
-		return m.Sync()
+		m.Sync()
+		return nil
 	}
-	return m.release()
+	m.release()
+	return nil
 }
 
 // closed is called when an open file in m goes away.

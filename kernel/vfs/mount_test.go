@@ -187,6 +187,7 @@ type fakeFS struct {
 	syncs, releases int
 	remounts        []bool
 	made            []vfs.Source
+	failIO          bool // its disk fails: Sync and Release say EIO
 }
 
 func (f *fakeFS) typ(device bool) vfs.FSType {
@@ -201,10 +202,40 @@ func (f *fakeFS) typ(device bool) vfs.FSType {
 			opts = "discard" // a disk file system's own option
 		}
 		return &vfs.FileSystem{Root: fs.Root(), Options: opts,
-			Sync:    func() error { f.syncs++; return nil },
+			Sync:    func() error { f.syncs++; return f.err() },
 			Remount: func(ro bool) error { f.remounts = append(f.remounts, ro); return nil },
-			Release: func() error { f.releases++; return nil }}, nil
+			Release: func() error { f.releases++; return f.err() }}, nil
 	}}
+}
+
+func (f *fakeFS) err() error {
+	if f.failIO {
+		return linux.EIO
+	}
+	return nil
+}
+
+// TestUnmountFailedDisk: a file system whose last write-back fails is
+// unmounted all the same, and umount(2) says so (0), as on Linux: the
+// mount is gone, and what the disk lost was the file system's to log.
+func TestUnmountFailedDisk(t *testing.T) {
+	k := newKernelSys(t)
+	var disk fakeFS
+	k.v.RegisterFSType("diskfs", disk.typ(true))
+	must(t, "mkdir /mnt", k.mkdir("/mnt", 0o755))
+	must(t, "mknod /vdb", k.mknod("/vdb", linux.S_IFBLK|0o600, linux.MakeDev(254, 16)))
+	c := &k.ctx
+	must(t, "mount", k.v.MountFS(c, nil, "/vdb", "/mnt", "diskfs", 0, ""))
+	disk.failIO = true
+	wantErr(t, "syncfs of the failing disk", k.v.SyncAll(), linux.EIO)
+	must(t, "unmount of the failing disk", k.v.Unmount(c, nil, "/mnt", 0))
+	if disk.releases != 1 {
+		t.Errorf("%d releases, want 1", disk.releases)
+	}
+	if got := string(k.v.Mounts()); strings.Contains(got, "/mnt") {
+		t.Errorf("still mounted:\n%s", got)
+	}
+	must(t, "mount again", k.v.MountFS(c, nil, "/vdb", "/mnt", "diskfs", 0, ""))
 }
 
 func TestMountFS(t *testing.T) {
