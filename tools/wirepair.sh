@@ -8,7 +8,7 @@
 # redis list). Shared by tools/wiretest.sh (each kernel the other's
 # client) and bench/apps -mode wire (a Linux client, either server).
 #
-# usage: [SERVER=shortbread|linux] [NIC=virtio-net-pci] [CPUS=1] [TIMEOUT=900]
+# usage: [SERVER=shortbread|linux] [NIC=virtio-net-pci] [CPUS=1] [TIMEOUT=900] [SB_KARGS=...]
 #        tools/wirepair.sh STAGE LOGDIR 'A-COMMAND' 'B-COMMAND'
 #   STAGE   directory merged over the user initramfs (tools/run-cmd.sh);
 #           Linux's network modules and /etc/wire-guest.sh are added to it
@@ -16,6 +16,8 @@
 #   NIC     guest A's card: virtio-net-pci, e1000 (on the pc machine, as
 #           QEMU places it), e1000e, igb (q35), for either kernel (Linux
 #           loads Debian's modules for all four).
+#   SB_KARGS more Shortbread command-line options for guest A (e.g. prof:
+#           go run ./bench/hlltax -all -log LOGDIR/a.log)
 #   WIRE    socket (default): QEMU's socket netdev, which has no virtio
 #           header, so QEMU offers neither card checksum or segmentation
 #           offload. tap: each QEMU on a tap device with virtio headers
@@ -83,7 +85,7 @@ else
 fi
 if [ "$server" = shortbread ]; then
   # Shortbread configures itself from ip= (Linux's syntax).
-  QEMU_EXTRA="$anet" KARGS="ip=10.0.3.2::10.0.3.1:255.255.255.0::eth0:off" MACHINE=$machine \
+  QEMU_EXTRA="$anet" KARGS="ip=10.0.3.2::10.0.3.1:255.255.255.0::eth0:off${SB_KARGS:+ $SB_KARGS}" MACHINE=$machine \
     CPUS=$cpus TIMEOUT=$limit tools/run-cmd.sh "$stage" "$acmd" >"$logs/a.log" 2>&1 &
 else
   LINUX=1 QEMU_EXTRA="$anet" MACHINE=$machine CPUS=$cpus TIMEOUT=$limit \

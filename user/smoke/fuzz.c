@@ -31,7 +31,8 @@
  * Booted
  * with sysstat, /proc/shortbread/syscalls shows which calls and outcomes
  * the run reached. FUZZ_KEEP=1 in the environment keeps the directories
- * (tools/fuzz-soak.sh then checks the ext4 image they are on with e2fsck).
+ * (tools/fuzz-soak.sh then checks the ext4 image they are on with e2fsck);
+ * FUZZ_FILL=DIR makes the children in DIR fill its disk now and then.
  * usage: fuzz [processes [calls-per-process [seed [DIRS]]]] */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -203,6 +204,20 @@ static void sockets(void)
 	send(nl, &dump, sizeof dump, 0);
 }
 
+/* FUZZ_FILL=DIR (tools/fuzz-soak.sh): the children working in DIR, one
+ * of the DIRS, sometimes write a file until the disk is full or the file
+ * is 32 MiB, and keep it, so that the rest of their calls meet a full
+ * file system (its out-of-space paths) and not only the odd ENOSPC. */
+static int fill_here;
+
+/* writes fd 64 KiB at a time until the disk is full or 32 MiB went */
+static void fill(int fd)
+{
+	for (int i = 0; i < 512; i++)
+		if (syscall(SYS_write, fd, scratch, sizeof scratch) <= 0)
+			break;
+}
+
 /* v is what a sequence means to pass; one time in eight it is random */
 static long maybe(long v)
 {
@@ -232,6 +247,8 @@ static void sequence(void)
 		syscall(SYS_fallocate, fd, maybe((long)(next() % 2 ? 0 : 3 /* PUNCH_HOLE|KEEP_SIZE */)),
 			maybe((long)(next() % 65536)), maybe((long)(next() % 65536 + 1)));
 		syscall(next() % 2 ? SYS_fsync : SYS_fdatasync, fd);
+		if (fill_here && next() % 8 == 0)
+			fill((int)fd);
 		if (next() % 2)
 			syscall(SYS_close, fd);
 		break;
@@ -414,7 +431,15 @@ static void child(long calls, uint64_t seed, int idx)
 	for (int fd = 3; fd < 16; fd++)
 		if (fcntl(fd, F_GETFD) >= 0)
 			keep_fd(fd);
+	const char *fillenv = getenv("FUZZ_FILL");
+	fill_here = fillenv && strcmp(fillenv, base_of(idx)) == 0;
 	enter_workdir(idx);
+	if (fill_here && next() % 2) {
+		/* half of them start on a full disk */
+		int fd = open("full", O_CREAT | O_WRONLY | O_APPEND, 0644);
+		fill(fd);
+		keep_fd(fd);
+	}
 	for (long i = 0; i < calls; i++) {
 		if (next() % 8 == 0) {
 			sequence();
