@@ -325,21 +325,12 @@ func (n *NIC) Offloads() string {
 }
 
 // GSOMaxSize and SupportedGSO (stack.GSOEndpoint, which netstack's
-// link/ethernet passes through) tell TCP whether it may hand the card
-// segments larger than the MTU with partial checksums.
-func (n *NIC) GSOMaxSize() uint32 {
-	if n.tso {
-		return gsoMaxSize
-	}
-	return 0
-}
+// link/ethernet passes through) tell TCP that it may hand the card
+// segments larger than the MTU with partial checksums: the card cuts
+// them up if it offers TSO, the driver does (soft.go) if not.
+func (n *NIC) GSOMaxSize() uint32 { return gsoMaxSize }
 
-func (n *NIC) SupportedGSO() stack.SupportedGSO {
-	if n.tso {
-		return stack.HostGSOSupported
-	}
-	return stack.GSONotSupported
-}
+func (n *NIC) SupportedGSO() stack.SupportedGSO { return stack.HostGSOSupported }
 
 // interrupts is the card's goroutine.
 func (n *NIC) interrupts() {

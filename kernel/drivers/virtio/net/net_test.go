@@ -48,9 +48,11 @@ type wire struct {
 	// reported for a frame's buffers before they are handed back.
 	split  int
 	mangle func(hdr []byte, lens []uint32) []uint32
-	// sink, when set, drops what the driver sends without looking.
-	sink bool
-	lens []uint32
+	// sink, when set, drops what the driver sends without looking;
+	// record keeps it in sent (each a virtio header and a frame).
+	sink, record bool
+	sent         [][]byte
+	lens         []uint32
 	// counts of what transmit saw: frames with a partial checksum, and
 	// segments cut up (gso) into how many frames (segs) or passed on
 	// whole (whole); of what was received, frames spread over more
@@ -82,6 +84,12 @@ func (w *wire) Handle(q int, bufs []virtiotest.Buf) uint32 {
 	var frame []byte
 	for _, b := range bufs {
 		frame = append(frame, b.Data...)
+	}
+	if w.record {
+		w.mu.Lock()
+		w.sent = append(w.sent, frame)
+		w.mu.Unlock()
+		return 0
 	}
 	if len(frame) > hdrLen {
 		frames := [][]byte{append(make([]byte, hdrLen), frame[hdrLen:]...)}

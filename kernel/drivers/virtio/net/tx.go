@@ -15,15 +15,21 @@ import (
 
 // WritePackets sends frames (the Ethernet header already on them), each
 // in as many transmit pages as it needs (one, or up to gsoFramePages
-// for a TCP segment the card is to cut up). When the pages are all in
-// flight it waits for the card to finish some (taking an interrupt for
-// it), as a driver stops its queue, and drops the rest only if the card
-// sends nothing for txWait.
+// for a TCP segment the card is to cut up), and tells the card once.
 func (n *NIC) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	n.reclaim()
-	sent := 0
-	bufs := make([]virtio.Buf, 0, gsoFramePages)
+	t := txBatch{n: n}
 	for i, pkt := range pkts.AsSlice() {
+		if pkt.GSOOptions.NeedsCsum && !n.tso {
+			// A card without offload: TCP's segment, and its
+			// checksum, are the driver's to finish (soft.go).
+			if !n.writeSoft(&t, pkt) {
+				n.Stats.TxDropped.Add(uint64(pkts.Len() - i))
+				break
+			}
+			t.packets++
+			continue
+		}
 		var h [hdrLen]byte
 		size := pkt.Size()
 		if !n.offload(pkt, h[:]) {
@@ -38,23 +44,11 @@ func (n *NIC) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 			n.Stats.TxErrors.Add(1)
 			continue
 		}
-		need := (hdrLen + size + virtio.PageSize - 1) / virtio.PageSize
-		r, ok := n.txPages(need)
-		if !ok && sent > 0 {
-			n.tx.Kick() // what is queued must go before waiting for space
-		}
-		if !ok && !n.waitTx(need) {
+		w, r, ok := t.reserve(h[:], size)
+		if !ok {
 			n.Stats.TxDropped.Add(uint64(pkts.Len() - i))
 			break
 		}
-		if !ok {
-			if r, ok = n.txPages(need); !ok {
-				n.Stats.TxDropped.Add(uint64(pkts.Len() - i))
-				break
-			}
-		}
-		w := pageWriter{pgs: r.pgs}
-		w.write(h[:])
 		// The packet's views from its headers on (AsSlices would
 		// allocate a slice of them for each frame).
 		vl, skip := pkt.AsViewList()
@@ -67,25 +61,71 @@ func (n *NIC) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 			w.write(b[skip:])
 			skip = 0
 		}
-		bufs = bufs[:0]
-		for j, pg := range r.pgs {
-			bufs = append(bufs, virtio.Buf{Phys: pg.Phys, Len: uint32(min(virtio.PageSize, w.off-j*virtio.PageSize))})
+		if t.commit(&w, r, size) {
+			t.packets++
 		}
-		if _, err := n.tx.Add(bufs, r); err != nil {
-			n.mu.Lock()
-			n.putTx(r)
-			n.mu.Unlock()
-			n.Stats.TxErrors.Add(1)
-			continue
-		}
-		n.Stats.TxPackets.Add(1)
-		n.Stats.TxBytes.Add(uint64(size))
-		sent++
 	}
-	if sent > 0 {
+	if t.frames > 0 {
 		n.tx.Kick()
 	}
-	return sent, nil
+	return t.packets, nil
+}
+
+// txBatch is one WritePackets call's frames: the card is told of them
+// once, at the end (or before the driver waits for room).
+type txBatch struct {
+	n       *NIC
+	frames  int // queued and not yet told of
+	packets int // netstack's packets sent
+}
+
+// reserve takes transmit pages for a frame of size bytes and writes the
+// virtio header h into them; the caller writes the frame after it and
+// commits. When the pages are all in flight it waits for the card to
+// finish some (taking an interrupt for it), as a driver stops its
+// queue; ok is false only if the card sent nothing for txWait (the
+// frame is dropped, and so should the rest be).
+func (t *txBatch) reserve(h []byte, size int) (w pageWriter, r *txReq, ok bool) {
+	n := t.n
+	need := (hdrLen + size + virtio.PageSize - 1) / virtio.PageSize
+	r, ok = n.txPages(need)
+	if !ok {
+		if t.frames > 0 {
+			n.tx.Kick() // what is queued must go before waiting for space
+			t.frames = 0
+		}
+		if !n.waitTx(need) {
+			return w, nil, false
+		}
+		if r, ok = n.txPages(need); !ok {
+			return w, nil, false
+		}
+	}
+	w = pageWriter{pgs: r.pgs}
+	w.write(h)
+	return w, r, true
+}
+
+// commit queues the frame written in w, the pages of r. It reports
+// false for a frame the queue refused (counted as an error, its pages
+// given back).
+func (t *txBatch) commit(w *pageWriter, r *txReq, size int) bool {
+	n := t.n
+	var bufs [gsoFramePages]virtio.Buf
+	for j, pg := range r.pgs {
+		bufs[j] = virtio.Buf{Phys: pg.Phys, Len: uint32(min(virtio.PageSize, w.off-j*virtio.PageSize))}
+	}
+	if _, err := n.tx.Add(bufs[:len(r.pgs)], r); err != nil {
+		n.mu.Lock()
+		n.putTx(r)
+		n.mu.Unlock()
+		n.Stats.TxErrors.Add(1)
+		return false
+	}
+	n.Stats.TxPackets.Add(1)
+	n.Stats.TxBytes.Add(uint64(size))
+	t.frames++
+	return true
 }
 
 // offload fills in the virtio header h of a packet TCP left for the card
