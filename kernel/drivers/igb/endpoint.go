@@ -3,6 +3,8 @@ package igb
 import (
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"shortbread/kernel/net/link"
 )
 
 // The card as a stack.LinkEndpoint of raw Ethernet frames; wrap it with
@@ -15,3 +17,11 @@ import (
 func (n *NIC) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	return n.tx.WritePackets(pkts, n.up.Load() && !n.stopped.Load(), &n.Stats)
 }
+
+// GSOMaxSize and SupportedGSO (stack.GSOEndpoint, which netstack's
+// link/ethernet passes through) tell TCP that it may hand the driver
+// segments of up to 64 KiB with partial checksums: intelnic.Tx cuts
+// them into frames (link.Segmenter), one tail write for them all.
+func (n *NIC) GSOMaxSize() uint32 { return link.GSOMax }
+
+func (n *NIC) SupportedGSO() stack.SupportedGSO { return stack.HostGSOSupported }

@@ -40,7 +40,9 @@ func NewTx(r *Ring, setTail func(int), interrupt func(bool)) *Tx {
 // as a card without carrier would. When every descriptor is in flight
 // it waits for the card to finish some, with the transmit interrupt
 // on meanwhile, and drops the rest only if the card sends nothing for
-// TxWait.
+// TxWait. A TCP segment with a partial checksum (the drivers take 64
+// KiB segments: SupportedGSO) is cut into frames here
+// (link.Segmenter), as Linux's GSO does for a card without TSO.
 func (t *Tx) WritePackets(pkts stack.PacketBufferList, up bool, s *link.Stats) (int, tcpip.Error) {
 	all := pkts.AsSlice()
 	if !up {
@@ -49,35 +51,87 @@ func (t *Tx) WritePackets(pkts stack.PacketBufferList, up bool, s *link.Stats) (
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	sent, queued, tail := 0, 0, -1
+	b := txBatch{t: t, tail: -1}
+	var sg link.Segmenter
+	var parts [16][]byte
+	sent := 0
 	for i, pkt := range all {
+		if pkt.GSOOptions.NeedsCsum {
+			if err := sg.Start(pkt, MaxFrame); err != nil {
+				s.TxErrors.Add(1)
+				continue
+			}
+			ok := true
+			for fh, _, more := sg.Next(); more && ok; fh, _, more = sg.Next() {
+				// (Assigned, not appended: an appended slice's
+				// elements escape, and fh points into sg.)
+				parts[0] = fh
+				n := 1
+				for p := sg.Piece(); p != nil; p = sg.Piece() {
+					if n == len(parts)-1 {
+						// Many small views: the rest in one part.
+						var rest []byte
+						for ; p != nil; p = sg.Piece() {
+							rest = append(rest, p...)
+						}
+						parts[n], n = rest, n+1
+						break
+					}
+					parts[n], n = p, n+1
+				}
+				ok = b.put(parts[:n], s)
+			}
+			if !ok {
+				s.TxDropped.Add(uint64(len(all) - i))
+				break
+			}
+			sent++
+			continue
+		}
 		size := pkt.Size()
 		if size > MaxFrame || size > BufSize {
 			s.TxErrors.Add(1)
 			continue
 		}
-		t.reclaim()
-		if t.space() == 0 {
-			if queued > 0 { // what is queued goes before waiting
-				t.SetTail(tail)
-				queued = 0
-			}
-			if !t.waitLocked() {
-				s.TxDropped.Add(uint64(len(all) - i))
-				break
-			}
+		if !b.put(pkt.AsSlices(), s) {
+			s.TxDropped.Add(uint64(len(all) - i))
+			break
 		}
-		var sz int
-		sz, tail = t.put(pkt.AsSlices())
-		s.TxPackets.Add(1)
-		s.TxBytes.Add(uint64(sz))
 		sent++
-		queued++
 	}
-	if queued > 0 {
-		t.SetTail(tail)
+	if b.queued > 0 {
+		t.SetTail(b.tail)
 	}
 	return sent, nil
+}
+
+// txBatch is one WritePackets call's frames: the card's tail register
+// is written once, at the end (or before the sender waits for room).
+type txBatch struct {
+	t            *Tx
+	queued, tail int
+}
+
+// put queues the frame made of parts, waiting for a descriptor if need
+// be; false if the card had none for TxWait.
+func (b *txBatch) put(parts [][]byte, s *link.Stats) bool {
+	t := b.t
+	t.reclaim()
+	if t.space() == 0 {
+		if b.queued > 0 { // what is queued goes before waiting
+			t.SetTail(b.tail)
+			b.queued = 0
+		}
+		if !t.waitLocked() {
+			return false
+		}
+	}
+	var sz int
+	sz, b.tail = t.put(parts)
+	s.TxPackets.Add(1)
+	s.TxBytes.Add(uint64(sz))
+	b.queued++
+	return true
 }
 
 // waitLocked waits until the card has finished a frame. t.mu is held:

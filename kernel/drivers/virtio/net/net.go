@@ -328,7 +328,7 @@ func (n *NIC) Offloads() string {
 // link/ethernet passes through) tell TCP that it may hand the card
 // segments larger than the MTU with partial checksums: the card cuts
 // them up if it offers TSO, the driver does (soft.go) if not.
-func (n *NIC) GSOMaxSize() uint32 { return gsoMaxSize }
+func (n *NIC) GSOMaxSize() uint32 { return link.GSOMax }
 
 func (n *NIC) SupportedGSO() stack.SupportedGSO { return stack.HostGSOSupported }
 

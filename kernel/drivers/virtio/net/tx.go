@@ -9,6 +9,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"shortbread/kernel/drivers/virtio"
+	"shortbread/kernel/net/link"
 )
 
 // Link endpoint (stack.LinkEndpoint) of raw Ethernet frames.
@@ -77,6 +78,7 @@ type txBatch struct {
 	n       *NIC
 	frames  int // queued and not yet told of
 	packets int // netstack's packets sent
+	seg     link.Segmenter
 }
 
 // reserve takes transmit pages for a frame of size bytes and writes the
