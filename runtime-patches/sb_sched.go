@@ -595,3 +595,59 @@ func sbKickLate(c *sbCPU) {
 	}
 	sbSched.unlock()
 }
+
+// sbCPUQ holds goroutines readied for a user thread that may run on one
+// CPU only, when no P was idle and that CPU was busy (readyAway,
+// proc.diff): as Linux queues such a task on its CPU's run queue, the
+// goroutine waits for an M on that CPU to look for work, instead of
+// running on the waker's P up to RunUser and then moving there with the
+// P. An M elsewhere takes it only once it has waited sbCPUQWait or its
+// CPU went idle, and an M about to give up its P while any is queued
+// looks again instead (findRunnable, handoffp): no P is idle while a
+// goroutine waits here. Guarded by sched.lock; n is read without it.
+var sbCPUQ struct {
+	n     atomic.Int32
+	q     [32]gQueue
+	since [32]int64 // when each queue's head was queued
+}
+
+const sbCPUQWait = 500_000 // ns
+
+// sbCPUIdle reports whether CPU i runs its idle thread, or is not
+// online (a hint: read without the machine layer's lock).
+func sbCPUIdle(i int32) bool {
+	return i >= sbNCPU || sbThreads[atomic.Loadint32(&sbCPUs[i].cur)].isIdle
+}
+
+// sbCPUQPut queues gp for CPU i. sched.lock must be held.
+func sbCPUQPut(gp *g, i int32) {
+	if sbCPUQ.q[i].empty() {
+		sbCPUQ.since[i] = nanotime()
+	}
+	sbCPUQ.q[i].pushBack(gp)
+	sbCPUQ.n.Add(1)
+}
+
+// sbCPUQTake returns a queued goroutine for this M to run: one for its
+// CPU, else one that waited long enough or whose CPU went idle; nil if
+// none. sched.lock must be held.
+func sbCPUQTake() *g {
+	now := nanotime()
+	own := sbThisCPU().id
+	for i := int32(-1); i < int32(len(sbCPUQ.q)) && i < sbNCPU; i++ {
+		j := i
+		if j < 0 {
+			if j = own; j >= int32(len(sbCPUQ.q)) {
+				continue
+			}
+		} else if j == own || sbCPUQ.q[j].empty() || now-sbCPUQ.since[j] < sbCPUQWait && !sbCPUIdle(j) {
+			continue
+		}
+		if gp := sbCPUQ.q[j].pop(); gp != nil {
+			sbCPUQ.since[j] = now
+			sbCPUQ.n.Add(-1)
+			return gp
+		}
+	}
+	return nil
+}
