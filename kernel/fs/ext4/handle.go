@@ -1,7 +1,7 @@
 package ext4
 
 // Handles: changes made side by side. The operations a file churn is
-// made of (Create, WriteAt of a small write, Unlink of a small file,
+// made of (Create, WriteAt or Append of a small write, Unlink of a small file,
 // Rename but of a directory to another parent), and Mkdir, Rmdir,
 // Link, a fast Symlink and a SetAttr that leaves the size, run holding
 // FS.mu only for reading, as jbd2's handles join the running
