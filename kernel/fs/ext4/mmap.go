@@ -37,8 +37,15 @@ func (fs *FS) Mappable(ino uint32) bool {
 // held for a mapping (pagecache.File.HoldPage), read in first if need
 // be; write takes a writable hold, for a store through a shared
 // mapping, allocating the page's blocks first. Past the end it fails
-// with pagecache.ErrRange.
+// with pagecache.ErrRange. A read hold of a file whose pages are open
+// and sized holds FS.mu only for reading (holdShared): page faults on
+// mapped programs and files from several CPUs go side by side.
 func (fs *FS) HoldPage(ino uint32, idx uint64, write bool) (uintptr, error) {
+	if !write {
+		if pa, ok, err := fs.holdShared(ino, idx); ok {
+			return pa, err
+		}
+	}
 	fs.begin()
 	defer fs.end()
 	var pa uintptr
@@ -48,6 +55,35 @@ func (fs *FS) HoldPage(ino uint32, idx uint64, write bool) (uintptr, error) {
 		return err
 	})
 	return pa, err
+}
+
+// holdShared is HoldPage for a read hold, as readShared is ReadAt:
+// holding FS.mu and the inode's lock for reading, where the file's pages
+// are open and of the inode's size (the page cache fills a missing page
+// through fileBacking, which only reads the file's map). ok false: they
+// are not, and HoldPage takes FS.mu for writing.
+func (fs *FS) holdShared(ino uint32, idx uint64) (pa uintptr, ok bool, err error) {
+	fs.rbegin()
+	defer fs.rend()
+	l := fs.ilock(ino)
+	fs.rlockInode(l)
+	defer l.RUnlock()
+	f := fs.fileOf(ino)
+	if f == nil {
+		return 0, false, nil
+	}
+	in, err := fs.iget(ino)
+	if err != nil {
+		return 0, true, err
+	}
+	if in.fileType() != linux.S_IFREG || !fs.buffered(in) || f.Size() != int64(in.size) {
+		return 0, false, nil
+	}
+	if idx >= (in.size+pagecache.PageSize-1)/pagecache.PageSize {
+		return 0, true, pagecache.ErrRange
+	}
+	pa, err = f.HoldPage(idx, false)
+	return pa, true, err
 }
 
 func (fs *FS) holdPage(ino uint32, idx uint64, write bool) (uintptr, error) {
@@ -93,6 +129,19 @@ func (fs *FS) holdPage(ino uint32, idx uint64, write bool) (uintptr, error) {
 
 // PutPage gives back a hold HoldPage took on frame pa.
 func (fs *FS) PutPage(ino uint32, idx uint64, pa uintptr, write bool) {
+	if !write {
+		// Nothing of the file system's changes: its pages' file is
+		// enough, looked up as readShared does.
+		fs.rbegin()
+		f := fs.fileOf(ino)
+		fs.rend()
+		if f != nil {
+			f.PutPage(idx, pa, false)
+		} else {
+			fs.pages.PutDetached(pa) // the file's pages went (unmount)
+		}
+		return
+	}
 	fs.mu.Lock()
 	f := fs.files[ino]
 	if write && fs.mapped[ino] > 0 {

@@ -3,6 +3,8 @@ package ext4
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"shortbread/kernel/abi/linux"
@@ -148,4 +150,80 @@ func TestMappedPageCutByTruncate(t *testing.T) {
 	}
 	ok(t, f.syncHome())
 	fsck(t, d)
+}
+
+// TestMappedReadsShared: read holds of a file whose pages are open run
+// holding FS.mu only for reading (they finish while the test holds it
+// so), pages not yet cached included; holds from several goroutines at
+// once see the file's bytes; and once every hold is given back and the
+// file goes, no frame is left.
+func TestMappedReadsShared(t *testing.T) {
+	for _, v := range writeVariants {
+		t.Run(v.name, func(t *testing.T) {
+			f, d, c, fr := mountCached(t, v.opts...)
+			ino := okIno(t)(f.Create(RootIno, "m", linux.S_IFREG|0o644, 0, 0, 0, 0))
+			const pages = 8
+			model := make([]byte, pages*pagecache.PageSize)
+			for i := range model {
+				model[i] = byte(i*7 + i/pagecache.PageSize)
+			}
+			writeAll(t, f, ino, model, 0)
+			ok(t, f.Sync())
+			f.Forget(ino) // its pages leave the cache: holds must read them
+			check := func(idx uint64) error {
+				pa, err := f.HoldPage(ino, idx, false)
+				if err != nil {
+					return err
+				}
+				defer f.PutPage(ino, idx, pa, false)
+				if !bytes.Equal(fr.Page(pa)[:], model[idx*pagecache.PageSize:(idx+1)*pagecache.PageSize]) {
+					return fmt.Errorf("page %d: not the file's bytes", idx)
+				}
+				return nil
+			}
+			// The first hold opens the file's pages (the exclusive path).
+			ok(t, check(0))
+			before := filePages(c)
+			inHandles(t, f, func() error {
+				for idx := uint64(1); idx < pages; idx++ {
+					if err := check(idx); err != nil {
+						return err
+					}
+				}
+				_, err := f.HoldPage(ino, pages, false)
+				if !errors.Is(err, pagecache.ErrRange) {
+					return fmt.Errorf("hold past the end: %v", err)
+				}
+				return nil
+			})
+			if filePages(c) <= before {
+				t.Errorf("the shared holds read no page in: %d file pages, %d before", filePages(c), before)
+			}
+			var wg sync.WaitGroup
+			errs := make(chan error, 4)
+			for w := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range 200 {
+						if err := check(uint64(i*3+w) % pages); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			ok(t, f.Unlink(RootIno, "m"))
+			ok(t, f.Sync())
+			if live := fr.Live(); live != 0 || c.ReadStats().File != 0 {
+				t.Fatalf("%d frames, %d file pages left", live, c.ReadStats().File)
+			}
+			fsck(t, d)
+		})
+	}
 }
