@@ -59,10 +59,14 @@ type sbThread struct {
 	// RunUser returns to; user points at the caller's UserRegs.
 	inUser   bool
 	switched uint64 // times switched out while inUser (sbUserKicked, sbUserExit)
-	userGS   uint64
-	cr3      uintptr
-	user     uintptr
-	kframe   sbGPRs
+	// outAt is the TSC when the thread was last switched out in user
+	// mode (0 while it runs); away adds up those stretches in this
+	// RunUser, which are not the program's CPU time (sbUserExit).
+	outAt, away uint64
+	userGS      uint64
+	cr3         uintptr
+	user        uintptr
+	kframe      sbGPRs
 	// userChecked are the last two UserRegs pointers found present
 	// (sbRunUser), good while sbAS.zaps is checkedZaps.
 	userChecked [2]uintptr
@@ -239,6 +243,7 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool, next int32) {
 		old.userGS = sbRdmsr(0xC0000102)
 		c.userGS = old.userGS
 		old.switched++
+		old.outAt = sbRdtsc()
 	}
 	if next < 0 {
 		next = c.idle
@@ -266,6 +271,12 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool, next int32) {
 	sbLoadCR3(c, t.cr3)
 	if t.inUser {
 		sbSetUserGS(c, t.userGS)
+		if t.outAt != 0 {
+			if d := sbRdtsc() - t.outAt; int64(d) > 0 { // (another CPU's TSC may lag a hair)
+				t.away += d
+			}
+			t.outAt = 0
+		}
 	}
 	*f = t.frame
 }

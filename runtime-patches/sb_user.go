@@ -24,6 +24,7 @@ type sbUserRegs struct {
 	cpu                                  uint64 // non-zero: the CPU+1 the program was told (rseq)
 	affinity, prio, slice                uint64 // its scheduling class (sbSetClass)
 	exitCPU, preempts                    uint64 // where RunUser last returned; times switched out in ring 3
+	away                                 uint64 // TSC cycles switched out in ring 3 in the last RunUser
 	// fpu holds the program's FPU image at its first 64-byte boundary
 	// (XSAVE's alignment; the heap's is 8), where traps from user mode
 	// save it and the way back loads it (sbUserImage, sb_amd64.s).
@@ -91,7 +92,7 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 		sbSetClass(c, t, 0, 0, 0)
 		return
 	}
-	t.switched = 0
+	t.switched, t.outAt, t.away = 0, 0, 0
 	// Only the kernel's general registers are kept: RunUser is a system
 	// call to the Go code that makes it, and no vector register is live
 	// across one (X15, the ABI's zero register, comes back zero: see
@@ -129,7 +130,7 @@ func sbUserExit(c *sbCPU, f *sbFrame, trap uint64, addr uintptr) {
 	c.userGS = sbRdmsr(0xC0000102) // the program's, by SWAPGS (or WRGSBASE)
 	r.gsbase = c.userGS
 	r.trap, r.errcode, r.addr = trap, f.errcode, uint64(addr)
-	r.exitCPU, r.preempts = uint64(c.id), r.preempts+t.switched
+	r.exitCPU, r.preempts, r.away = uint64(c.id), r.preempts+t.switched, t.away
 	f.sbGPRs = t.kframe // the FPU image is in r already (sbTrapCommon)
 	sbFPUReset(&f.fpu)
 	f.noFPU = 1

@@ -435,6 +435,10 @@ type UserRegs struct {
 	// the program's involuntary context switches, added up over every
 	// RunUser with these registers.
 	ExitCPU, Preempts uint64
+	// Away is the time, in TSC cycles, the thread spent switched out in
+	// user mode during the last RunUser: other threads ran meanwhile,
+	// so it is not the program's CPU time.
+	Away uint64
 	// fpu holds the image FPU returns, where traps from user mode save
 	// it and the way back loads it (no copy per system call).
 	fpu [FPUSize + 64]byte

@@ -153,8 +153,10 @@ func (t *Thread) chargeSys(start, now int64) {
 
 // leaveUser ends the stretch in user mode that began at the TSC
 // reading start, at now, and charges it to the thread and to the CPU
-// RunUser returned on.
+// RunUser returned on, less the time the thread was switched out in
+// user mode (UserRegs.Away: another thread had the CPU).
 func (t *Thread) leaveUser(start, now int64) {
+	now -= int64(min(t.regs.Away, uint64(max(now-start, 0))))
 	// At least start comes off again: a TSC read on another CPU a hair
 	// behind (the thread moved in user mode) charges 0, never less.
 	t.cpu.user.Store(t.cpu.user.Load() + max(now, start))

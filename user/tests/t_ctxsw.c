@@ -8,7 +8,9 @@
  * never waits, adds (almost) none. nonvoluntary_ctxt_switches and
  * ru_nivcsw grow above 0 for a 300 ms CPU-bound loop sharing one CPU
  * (sched_setaffinity) with another CPU-bound process, and that process,
- * killed and reaped, reports its own preemptions through wait4's rusage.
+ * killed and reaped, reports its own preemptions through wait4's rusage;
+ * the loop's CPU time (CLOCK_THREAD_CPUTIME_ID) is under 3/4 of the time
+ * it ran: the other process's turns are not its own.
  * RUSAGE_THREAD lies between two readings of the thread's status file;
  * /proc/PID/status is the leader's own count (not the threads' sum), and
  * RUSAGE_SELF adds the threads up, exited ones included. A reaped child's
@@ -208,6 +210,13 @@ static void test_pipe_waits(void)
 
 static volatile unsigned long sink;
 
+static long long thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static void spin_until(long long end)
 {
 	while (now_ns() < end)
@@ -243,7 +252,9 @@ static void test_preempted(void)
 	CHECK_EQ("spin.child_ready", read(ready[0], &c, 1), 1);
 	close(ready[0]);
 	struct sw s0 = thread_sw(), r0 = rusage_sw(RUSAGE_THREAD);
+	long long cpu0 = thread_cpu_ns(), wall0 = now_ns();
 	spin_until(now_ns() + 300 * 1000000LL);
+	long long cpu1 = thread_cpu_ns(), wall1 = now_ns();
 	struct sw s1 = thread_sw(), r1 = rusage_sw(RUSAGE_THREAD);
 	kill(pid, SIGKILL);
 	struct rusage ru;
@@ -252,6 +263,10 @@ static void test_preempted(void)
 	CHECK_EQ("spin.reaped", wait4(pid, &st, 0, &ru), pid);
 	struct sw c1 = rusage_sw(RUSAGE_CHILDREN);
 	sched_setaffinity(0, sizeof old, &old);
+	/* The CPU is shared: the time the child ran is not this thread's. */
+	CHECK("spin.cpu_time_shared", cpu1 - cpu0 < (wall1 - wall0) * 3 / 4);
+	printf("# 300 ms sharing a CPU: %lld ms of CPU time in %lld ms\n", (cpu1 - cpu0) / 1000000,
+	       (wall1 - wall0) / 1000000);
 	CHECK("spin.status_invol", s1.invol - s0.invol > 0);
 	CHECK("spin.rusage_invol", r1.invol - r0.invol > 0);
 	CHECK("spin.child_killed", WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
