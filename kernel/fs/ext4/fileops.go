@@ -96,25 +96,35 @@ func (fs *FS) ReadAt(ino uint32, p []byte, off int64) (int, error) {
 // A small write runs in a handle (handle.go), holding the file's lock.
 func (fs *FS) WriteAt(ino uint32, p []byte, off int64) (int, error) {
 	var n int
-	err := fs.shared(func() error {
-		if len(p) > handleMaxWrite {
+	err := fs.sharedWrite(ino, len(p), func() (int, error) {
+		var err error
+		n, err = fs.writeAt(ino, p, off)
+		return n, err
+	})
+	return n, err
+}
+
+// sharedWrite runs write, a write of size bytes to file ino, in a handle
+// holding the file's lock where the write is small, else, or if the
+// handle cannot finish it, holding FS.mu for writing. A write the handle
+// cut short keeps what it wrote: the rest is the caller's to retry.
+func (fs *FS) sharedWrite(ino uint32, size int, write func() (int, error)) error {
+	return fs.shared(func() error {
+		if size > handleMaxWrite {
 			return errExclusive
 		}
 		l := fs.ilock(ino)
 		fs.lockInode(l)
 		defer l.Unlock()
-		var err error
-		n, err = fs.writeAt(ino, p, off)
+		n, err := write()
 		if n > 0 && errors.Is(err, errExclusive) {
-			err = nil // a short write: the rest is the caller's to retry
+			err = nil
 		}
 		return err
 	}, func() error {
-		var err error
-		n, err = fs.writeAt(ino, p, off)
+		_, err := write()
 		return err
 	})
-	return n, err
 }
 
 func (fs *FS) writeAt(ino uint32, p []byte, off int64) (int, error) {
@@ -198,23 +208,10 @@ func (fs *FS) Now() linux.Timespec { return fs.now() }
 func (fs *FS) Append(ino uint32, p []byte) (int, int64, error) {
 	var n int
 	var end int64
-	err := fs.shared(func() error {
-		if len(p) > handleMaxWrite {
-			return errExclusive
-		}
-		l := fs.ilock(ino)
-		fs.lockInode(l)
-		defer l.Unlock()
+	err := fs.sharedWrite(ino, len(p), func() (int, error) {
 		var err error
 		n, end, err = fs.appendData(ino, p)
-		if n > 0 && errors.Is(err, errExclusive) {
-			err = nil // a short write, as WriteAt's
-		}
-		return err
-	}, func() error {
-		var err error
-		n, end, err = fs.appendData(ino, p)
-		return err
+		return n, err
 	})
 	return n, end, err
 }

@@ -68,16 +68,9 @@ func (fs *FS) holdShared(ino uint32, idx uint64) (pa uintptr, ok bool, err error
 	l := fs.ilock(ino)
 	fs.rlockInode(l)
 	defer l.RUnlock()
-	f := fs.fileOf(ino)
+	f, in, err := fs.sizedPages(ino)
 	if f == nil {
-		return 0, false, nil
-	}
-	in, err := fs.iget(ino)
-	if err != nil {
-		return 0, true, err
-	}
-	if in.fileType() != linux.S_IFREG || !fs.buffered(in) || f.Size() != int64(in.size) {
-		return 0, false, nil
+		return 0, err != nil, err
 	}
 	if idx >= (in.size+pagecache.PageSize-1)/pagecache.PageSize {
 		return 0, true, pagecache.ErrRange

@@ -329,16 +329,9 @@ func (fs *FS) readShared(ino uint32, p []byte, off int64) (n int, ok bool, err e
 	l := fs.ilock(ino)
 	fs.rlockInode(l)
 	defer l.RUnlock()
-	f := fs.fileOf(ino)
+	f, in, err := fs.sizedPages(ino)
 	if f == nil {
-		return 0, false, nil
-	}
-	in, err := fs.iget(ino)
-	if err != nil {
-		return 0, true, err
-	}
-	if in.fileType() != linux.S_IFREG || f.Size() != int64(in.size) {
-		return 0, false, nil
+		return 0, err != nil, err
 	}
 	if p, err = clipRead(in, p, off); err != nil || len(p) == 0 {
 		return 0, true, err
@@ -348,6 +341,25 @@ func (fs *FS) readShared(ino uint32, p []byte, off int64) (n int, ok bool, err e
 		err = errors.Join(linux.ENOMEM, err)
 	}
 	return n, true, err
+}
+
+// sizedPages returns regular file ino's open pages and its inode where
+// the pages are of the inode's size, for an operation that shares them
+// (readShared, holdShared); f nil where they are not, or the inode
+// could not be read (err). Preconditions: FS.mu and the inode's lock
+// held for reading.
+func (fs *FS) sizedPages(ino uint32) (f *pagecache.File, in *inode, err error) {
+	f = fs.fileOf(ino)
+	if f == nil {
+		return nil, nil, nil
+	}
+	if in, err = fs.iget(ino); err != nil {
+		return nil, nil, err
+	}
+	if in.fileType() != linux.S_IFREG || !fs.buffered(in) || f.Size() != int64(in.size) {
+		return nil, nil, nil
+	}
+	return f, in, nil
 }
 
 // ReadCached copies into dst the bytes of file ino at off if its page
