@@ -335,3 +335,63 @@ func TestHandleBigUnlink(t *testing.T) {
 	}
 	fsck(t, dev)
 }
+
+// TestHandleTouchAtime checks that TouchAtime runs as a handle: an
+// access time moved while the test holds FS.mu for reading. A stale
+// time moves to now and is written (the remount reads it back), a fresh
+// one stays, and the count returned is that of the inode writes when
+// the time was found fresh; e2fsck must find the image clean.
+func TestHandleTouchAtime(t *testing.T) {
+	dev := loadImage(t, mkfs(t, "32M", "", "-t", "ext4"))
+	opts := Options{Pages: pagecache.New(&mm.HeapPhys{}, 4<<20)}
+	f, err := mountDev(t, dev, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ino, err := f.Create(RootIno, "file", linux.S_IFREG|0o644, 0, 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := linux.Timespec{Sec: 1000}
+	ok(t, f.SetAttr(ino, SetAtime, Attr{Atime: old}))
+	var seq, fresh uint64
+	var until int64
+	var saw [2]linux.Timespec
+	inHandles(t, f,
+		func() (err error) { // stale: moves
+			calls := 0
+			seq, until, err = f.TouchAtime(ino, func(a, m, c, now linux.Timespec) bool {
+				if calls++; calls == 1 { // (asked again once moved)
+					saw[0] = a
+				}
+				return a == old
+			})
+			return err
+		},
+		func() (err error) { // fresh: stays
+			fresh, _, err = f.TouchAtime(ino, func(a, m, c, now linux.Timespec) bool {
+				saw[1] = a
+				return false
+			})
+			return err
+		})
+	st, err := f.Stat(ino)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saw[0] != old || st.Atime == old || saw[1] != st.Atime {
+		t.Errorf("access times seen %v, %v, now %v; want %v, then the new one", saw[0], saw[1], st.Atime, old)
+	}
+	if seq == 0 || fresh != seq || fresh != f.Changes() || until != st.Atime.Sec+24*3600 {
+		t.Errorf("counts %d, %d (file system's %d), until %d; want equal and nonzero, until atime+1d", seq, fresh, f.Changes(), until)
+	}
+	ok(t, f.Unmount())
+	if f, err = mountDev(t, dev, opts); err != nil {
+		t.Fatal(err)
+	}
+	if st2, err := f.Stat(ino); err != nil || st2.Atime != st.Atime {
+		t.Errorf("after remount: %v, %v; want %v", st2.Atime, err, st.Atime)
+	}
+	ok(t, f.Unmount())
+	fsck(t, dev)
+}

@@ -367,9 +367,28 @@ func (fs *FS) setAttr(ino uint32, mask uint32, a Attr) error {
 // returns the count of inode writes (Changes) at that point and the
 // second, from the access time, at which it would go stale by age: until
 // either moves the caller need not ask again. Otherwise seq is 0.
+//
+// It runs in a handle holding the inode's lock (handle.go): the first
+// read of every file written since its last read moves its access time
+// under relatime, which a mail server's readers do for each message.
 func (fs *FS) TouchAtime(ino uint32, stale func(atime, mtime, ctime, now linux.Timespec) bool) (seq uint64, until int64, err error) {
-	fs.begin()
-	defer fs.end()
+	touch := func() (err error) {
+		seq, until, err = fs.touchAtime(ino, stale)
+		return err
+	}
+	err = fs.shared(func() error {
+		l := fs.ilock(ino)
+		fs.lockInode(l)
+		defer l.Unlock()
+		return touch()
+	}, touch)
+	return seq, until, err
+}
+
+// touchAtime is TouchAtime's work, holding FS.mu for writing or, in a
+// handle, ino's lock, so that no write of the inode comes between the
+// look at its times and the count returned.
+func (fs *FS) touchAtime(ino uint32, stale func(atime, mtime, ctime, now linux.Timespec) bool) (seq uint64, until int64, err error) {
 	if fs.ro {
 		return 0, 0, nil
 	}
