@@ -3,8 +3,8 @@ package ext4
 // Handles: changes made side by side. The operations a file churn is
 // made of (Create, WriteAt or Append of a small write, Unlink of a small file,
 // Rename but of a directory to another parent), and Mkdir, Rmdir,
-// Link, a fast Symlink and a SetAttr that leaves the size, run holding
-// FS.mu only for reading, as jbd2's handles join the running
+// Link, a fast Symlink, a SetAttr that leaves the size and TouchAtime
+// run holding FS.mu only for reading, as jbd2's handles join the running
 // transaction: hbegin reserves room in the transaction for what one
 // such operation logs (handleCredits blocks) and counts the operation
 // open (FS.handles, jbd2's t_updates); a commit, and every operation
