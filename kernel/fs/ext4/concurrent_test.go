@@ -13,9 +13,9 @@ import (
 	"shortbread/kernel/pagecache"
 )
 
-// Many goroutines at once: writers creating, writing, renaming and
-// unlinking files in directories of their own and in one they share,
-// readers walking, listing and stating the same directories and reading
+// Many goroutines at once: writers creating, writing, truncating,
+// renaming and unlinking files in directories of their own and in one
+// they share, readers walking, listing and stating the same directories and reading
 // the files through the page cache, and a committer, as the VFS drives
 // the file system from several CPUs. Run under -race it checks the
 // locking; afterwards the survivors must hold what was written and
@@ -191,8 +191,20 @@ func concurrentWriter(f *FS, own, shared uint32, w, rounds int, content func(w, 
 			if err != nil {
 				return fmt.Errorf("create %s: %w", tmp, err)
 			}
-			if _, err := f.WriteAt(ino, content(w, i), 0); err != nil {
+			data := content(w, i)
+			if _, err := f.WriteAt(ino, data, 0); err != nil {
 				return fmt.Errorf("write %s: %w", tmp, err)
+			}
+			if d == own && len(data) > 1 {
+				// Cut inside its data and written again, as a
+				// rewrite through O_TRUNC would (a handle).
+				half := len(data) / 2
+				if err := f.Truncate(ino, uint64(half)); err != nil {
+					return fmt.Errorf("truncate %s: %w", tmp, err)
+				}
+				if _, err := f.WriteAt(ino, data[half:], int64(half)); err != nil {
+					return fmt.Errorf("rewrite %s: %w", tmp, err)
+				}
 			}
 			if d == own {
 				// Open until after its unlink: an orphan

@@ -146,24 +146,57 @@ func (fs *FS) writeAt(ino uint32, p []byte, off int64) (int, error) {
 	return n, errors.Join(err, fs.iput(in))
 }
 
-// Truncate sets regular file ino's size.
+// Truncate sets regular file ino's size. It runs in a handle holding
+// the file's lock where the blocks it frees fit the handle's credits
+// (sharedTruncate).
 func (fs *FS) Truncate(ino uint32, size uint64) error {
-	fs.begin()
-	defer fs.end()
-	if err := fs.writable(); err != nil {
-		return err
-	}
-	in, err := fs.iget(ino)
-	if err != nil {
-		return err
-	}
-	if in.fileType() != linux.S_IFREG {
-		return linux.EINVAL
-	}
-	err = fs.truncateData(in, size)
-	in.mtime = fs.now()
-	in.ctime = in.mtime
-	return errors.Join(err, fs.iput(in))
+	return fs.sharedTruncate(ino, size, func() error {
+		if err := fs.writable(); err != nil {
+			return err
+		}
+		in, err := fs.iget(ino)
+		if err != nil {
+			return err
+		}
+		if in.fileType() != linux.S_IFREG {
+			return linux.EINVAL
+		}
+		err = fs.truncateData(in, size)
+		in.mtime = fs.now()
+		in.ctime = in.mtime
+		return errors.Join(err, fs.iput(in))
+	})
+}
+
+// sharedTruncate runs set, which sets file ino's size to size (and
+// perhaps more of its attributes), in a handle holding the file's lock,
+// as an unlink frees a file: with more credits (freeCredits) where the
+// file holds more than a small file's blocks; else, or where that is not
+// known cheaply or the transaction has no room, holding FS.mu for
+// writing. Everything a truncate does besides freeing blocks (the page
+// its new end cuts through written back and its tail zeroed, the pages
+// past it dropped, the tail of its last block zeroed on the disk) is
+// the file's alone, which its lock guards; a write-back of its pages
+// meanwhile holds their dataMap, from which the freed blocks are taken
+// first (pages.go).
+func (fs *FS) sharedTruncate(ino uint32, size uint64, set func() error) error {
+	return fs.shared(func() error {
+		l := fs.ilock(ino)
+		fs.lockInode(l)
+		defer l.Unlock()
+		in, err := fs.iget(ino)
+		if err != nil {
+			return err
+		}
+		if in.fileType() == linux.S_IFREG && size < in.size && (in.blocks > handleMaxFree || in.fileACL != 0) {
+			n, ok := fs.freeCredits(in)
+			if !ok || !fs.hextend(n) {
+				return errExclusive
+			}
+			defer fs.hshrink(n)
+		}
+		return set()
+	}, set)
 }
 
 // Readlink returns symlink ino's target.

@@ -1,6 +1,7 @@
 package ext4
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 	"time"
@@ -393,5 +394,91 @@ func TestHandleTouchAtime(t *testing.T) {
 		t.Errorf("after remount: %v, %v; want %v", st2.Atime, err, st.Atime)
 	}
 	ok(t, f.Unmount())
+	fsck(t, dev)
+}
+
+// TestHandleTruncate checks that truncates run as handles (Truncate and
+// a SetAttr of the size): a small file cut inside a page, grown, and a
+// 10 MiB file in several groups cut to 100 KiB + 1 (more credits,
+// freeCredits), each while the test holds FS.mu for reading. The bytes
+// before each new end stay, those after it read as zeros once grown,
+// the blocks freed come back after a commit, no credits stay reserved,
+// and e2fsck finds the image clean.
+func TestHandleTruncate(t *testing.T) {
+	dev := loadImage(t, mkfs(t, "32M", "", "-t", "ext4"))
+	f, err := mountDev(t, dev, Options{Pages: pagecache.New(&mm.HeapPhys{}, 4<<20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pattern := func(off int64, n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte((off+int64(i))*7 + (off+int64(i))>>12)
+		}
+		return b
+	}
+	write := func(name string, size int) uint32 {
+		ino, err := f.Create(RootIno, name, linux.S_IFREG|0o644, 0, 0, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for off := 0; off < size; off += 1 << 20 {
+			if _, err := f.WriteAt(ino, pattern(int64(off), min(1<<20, size-off)), int64(off)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return ino
+	}
+	if _, err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	free := f.Statfs().Free
+	small, big := write("small", 20000), write("big", 10<<20)
+	if err := f.Sync(); err != nil { // written back: the cut page's head must come back from the disk
+		t.Fatal(err)
+	}
+	written := f.Statfs()
+	before := f.handlesRun.Load()
+	inHandles(t, f,
+		func() error { return f.Truncate(small, 5000) },
+		func() error { return f.SetAttr(small, SetSize, Attr{Size: 9000}) },
+		func() error { return f.Truncate(big, 100<<10+1) })
+	if got := f.handlesRun.Load() - before; got != 3 {
+		t.Errorf("%d truncates ran as handles, want 3", got)
+	}
+	check := func(ino uint32, size, keep int) {
+		t.Helper()
+		got := make([]byte, size+100)
+		n, err := f.ReadAt(ino, got, 0)
+		if n != size || err != nil && n != size {
+			t.Fatalf("inode %d: read %d bytes, %v; want %d", ino, n, err, size)
+		}
+		want := append(pattern(0, keep), make([]byte, size-keep)...)
+		if !bytes.Equal(got[:n], want) {
+			t.Errorf("inode %d: the bytes after the truncates differ from the first %d kept and zeros to %d", ino, keep, size)
+		}
+	}
+	check(small, 9000, 5000)
+	check(big, 100<<10+1, 100<<10+1)
+	if _, err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.Statfs().Free-written.Free, uint64(10<<20-100<<10-8192)/uint64(written.BlockSize); got < want {
+		t.Errorf("the truncates freed %d blocks, want %d or more", got, want)
+	}
+	ok(t, f.Unlink(RootIno, "small"))
+	ok(t, f.Unlink(RootIno, "big"))
+	if _, err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Statfs().Free; got != free {
+		t.Errorf("%d blocks free after the files went, want %d as before them", got, free)
+	}
+	f.jmu.Lock()
+	reserved := f.jnl.reserved
+	f.jmu.Unlock()
+	if reserved != 0 {
+		t.Errorf("%d blocks of the transaction still reserved", reserved)
+	}
 	fsck(t, dev)
 }

@@ -301,19 +301,16 @@ type Attr struct {
 // A size change, which frees blocks and resizes the file's pages, runs
 // holding FS.mu for writing.
 func (fs *FS) SetAttr(ino uint32, mask uint32, a Attr) error {
+	set := func() error { return fs.setAttr(ino, mask, a) }
 	if mask&SetSize != 0 {
-		fs.begin()
-		defer fs.end()
-		return fs.setAttr(ino, mask, a)
+		return fs.sharedTruncate(ino, a.Size, set)
 	}
 	return fs.shared(func() error {
 		l := fs.ilock(ino)
 		fs.lockInode(l)
 		defer l.Unlock()
-		return fs.setAttr(ino, mask, a)
-	}, func() error {
-		return fs.setAttr(ino, mask, a)
-	})
+		return set()
+	}, set)
 }
 
 // setAttr is SetAttr's work, holding FS.mu for writing or, in a handle
