@@ -44,6 +44,7 @@ type sbThread struct {
 	affinity uint64
 	prio     int32
 	slice    int64
+	ran      int64 // how long it last ran before it was switched out (sbWakePreemptAt)
 
 	sigPending uint64 // atomic: set by any CPU, cleared by the thread's own
 	sigMask    uint64
@@ -225,9 +226,9 @@ func sbWakeLocked(i int32, why int) {
 	sbEnqueueLocked(i)
 	// One woken for some CPUs (sbFutexWake) goes to an idle one now, else
 	// anywhere: it must not wait for a busy CPU (with a P the GC needs).
-	if t.affinity == 0 || !sbKickLocked(0, t.affinity, true) {
+	if t.affinity == 0 || !sbKickLocked(0, t.affinity, true, -1) {
 		t.affinity = 0
-		sbKickLocked(0, 0, false)
+		sbKickLocked(0, 0, false, -1)
 	}
 }
 
@@ -248,10 +249,11 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool, next int32) {
 	if next < 0 {
 		next = c.idle
 	}
+	now := sbNanotime()
+	sbThreads[c.cur].ran = now - c.sliceStart
 	if sbSched.nrunnable == 0 {
 		c.kickAt = 0 // this CPU took the thread it would have kicked for
 	}
-	now := sbNanotime()
 	if idle, was := next == c.idle, c.idleClock < 0; idle != was {
 		if idle {
 			atomic.Storeint64(&c.idleClock, -1-(now-c.idleClock))
@@ -375,9 +377,10 @@ func sbYield(c *sbCPU, f *sbFrame) {
 	case !cur.isIdle && (next >= 0 || !stay):
 		cur.frame = *f
 		cur.cpu = -1
+		cur.ran = now - c.sliceStart
 		sbEnqueueLocked(c.cur)
 		if cur.prio > 0 || !stay {
-			sbKickLocked(cur.prio, cur.affinity, true)
+			sbKickLocked(cur.prio, cur.affinity, true, c.cur)
 		}
 		sbSwitchLocked(c, f, false, next)
 	case next >= 0:
@@ -557,16 +560,18 @@ var sbWakeDelayNs int64 = 150_000
 // and then, unless now is set or this CPU is idle, only once this CPU's
 // wake delay passed without its thread blocking (sbKickLate). None if this
 // CPU is idle and the thread is the only one queued: an interrupt woke it,
-// and sbTrapExit runs it here. It reports whether it chose a CPU.
+// and sbTrapExit runs it here. A thread w that waits for its CPUs
+// (sbYield) may instead end the slice of one running a thread that is
+// not real-time (sbWakePreemptAt). It reports whether it chose a CPU.
 // Preconditions: sbSched.mu is held.
-func sbKickLocked(prio int32, affinity uint64, now bool) bool {
+func sbKickLocked(prio int32, affinity uint64, now bool, w int32) bool {
 	self := sbThisCPU()
 	selfIdle := sbThreads[self.cur].isIdle
 	if selfIdle && sbSched.nrunnable <= 1 {
 		return false
 	}
-	var best *sbCPU
-	bestPrio := prio
+	var best, pre *sbCPU
+	bestPrio, preAt := prio, int64(0)
 	for j := int32(0); j < sbNCPU; j++ {
 		c := &sbCPUs[j]
 		if c.online == 0 || c == self || affinity != 0 && affinity&(1<<uint32(j)) == 0 {
@@ -579,11 +584,19 @@ func sbKickLocked(prio int32, affinity uint64, now bool) bool {
 		if p < bestPrio {
 			best, bestPrio = c, p
 		}
+		if at := sbWakePreemptAt(c, w); at != 0 && (pre == nil || at < preAt) {
+			pre, preAt = c, at
+		}
 	}
-	if best == nil {
+	if best == nil && pre != nil {
+		// Its slice ends at preAt instead; the IPI makes it arm its
+		// timer for that, or yield now if preAt has passed.
+		pre.sliceEnd = min(pre.sliceEnd, preAt)
+		best = pre
+	} else if best == nil {
 		return false
 	}
-	if prio == 0 && !now && !selfIdle && sbWakeDelayNs > 0 {
+	if prio == 0 && !now && !selfIdle && sbWakeDelayNs > 0 && best != pre {
 		if self.kickAt == 0 {
 			self.kickAt = sbNanotime() + sbWakeDelayNs
 		}
@@ -591,6 +604,28 @@ func sbKickLocked(prio int32, affinity uint64, now bool) bool {
 	}
 	sbSched.ipis |= 1 << uint32(best.id)
 	return true
+}
+
+// sbWakeGran is the least a thread runs before a woken one preempts it.
+const sbWakeGran = 250_000 // ns
+
+// sbWakePreemptAt is when CPU c's running thread gives way to queued
+// thread w, as Linux preempts for its normal threads on a wake-up: a
+// thread that ran briefly (one end of a hand-off, a server answering a
+// request) need not wait for a CPU-bound thread's slice to end, which
+// keeps at least two thirds of its CPU against it. 0 (never) for no w,
+// a real-time one, or an idle or real-time running thread. Another CPU's
+// fields are read under sbSched.mu, which every switch holds; its
+// sbSetClass may overwrite the earlier slice end: a hint.
+func sbWakePreemptAt(c *sbCPU, w int32) int64 {
+	if w < 0 {
+		return 0
+	}
+	cur, t := &sbThreads[c.cur], &sbThreads[w]
+	if cur.isIdle || t.prio != 0 || sbEffPrio(c, cur) != 0 {
+		return 0
+	}
+	return c.sliceStart + max(sbWakeGran, 2*t.ran)
 }
 
 // sbKickLate sends the IPI sbKickLocked put off, once its time has come
@@ -602,7 +637,7 @@ func sbKickLate(c *sbCPU) {
 	c.kickAt = 0
 	sbSched.mu.lock()
 	if sbSched.nrunnable > 0 {
-		sbKickLocked(0, 0, true)
+		sbKickLocked(0, 0, true, -1)
 	}
 	sbSched.unlock()
 }
