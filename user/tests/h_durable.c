@@ -5,8 +5,8 @@
  * kernel command line, says what to do:
  *
  *   work   mount /dev/vda on /mnt (with the options in PC_OPTS, if set),
- *          make /mnt/pc/d0..d3, print "start", then create, append to and
- *          remove files there until the power is cut (PC_SEED, or else
+ *          make /mnt/pc/d0..d3, print "start", then create, append to,
+ *          truncate and remove files there until the power is cut (PC_SEED, or else
  *          getrandom, seeds the choices; "start" names the seed). A line goes to the console
  *          only after what it reports is durable:
  *            durable NAME SIZE HASH  NAME holds SIZE bytes of its pattern
@@ -258,6 +258,33 @@ static void op_append(void)
 	    (unsigned long long)pattern_hash(key(f->name), f->size));
 }
 
+/* op_truncate cuts a file below its size (a rewrite through O_TRUNC, a
+ * log rotated in place) and fsyncs it: the bytes before the new end stay
+ * its pattern, the blocks past it are freed (perhaps to another file
+ * before the cut, which must then never show through), and a later
+ * append writes the pattern on from there. Its line goes out before the
+ * cut starts: "durable NAME SIZE" says NAME holds at least SIZE bytes of
+ * its pattern, true before the cut and after it (another process's
+ * fsync, or a timed commit, may make the cut durable before this one's
+ * fsync returns, and the file is then shorter than its last line said). */
+static void op_truncate(void)
+{
+	struct live *f = &live[rnd((uint64_t)nlive)];
+	char path[80];
+	snprintf(path, sizeof path, TOP "/%s", f->name);
+	f->size = f->size ? rnd(f->size) : 0;
+	say("durable %s %llu %016llx\n", f->name, (unsigned long long)f->size,
+	    (unsigned long long)pattern_hash(key(f->name), f->size));
+	int fd = open(path, O_WRONLY);
+	if (fd < 0)
+		fail("open for truncate");
+	if (ftruncate(fd, (off_t)f->size) != 0)
+		fail("ftruncate");
+	if (fsync(fd) != 0)
+		fail("fsync");
+	close(fd);
+}
+
 static void op_unlink(void)
 {
 	int i = (int)rnd((uint64_t)nlive);
@@ -385,8 +412,10 @@ static void work(void)
 			op_new(seq);
 		else if (r < 70)
 			op_append();
-		else if (r < 85 || nlive == MAX_LIVE)
+		else if (r < 82 || nlive == MAX_LIVE)
 			op_unlink();
+		else if (r < 90)
+			op_truncate();
 		else
 			op_scratch(seq);
 	}
