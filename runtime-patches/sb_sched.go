@@ -614,15 +614,17 @@ const sbWakeGran = 250_000 // ns
 // thread that ran briefly (one end of a hand-off, a server answering a
 // request) need not wait for a CPU-bound thread's slice to end, which
 // keeps at least two thirds of its CPU against it. 0 (never) for no w,
-// a real-time one, or an idle or real-time running thread. Another CPU's
-// fields are read under sbSched.mu, which every switch holds; its
-// sbSetClass may overwrite the earlier slice end: a hint.
+// a real-time one, or a running thread that is real-time or not in user
+// mode: the kernel's Go code holds a P, which no other M may use while
+// its M waits. Another CPU's fields are read under sbSched.mu, which
+// every switch holds; its sbSetClass may overwrite the earlier slice
+// end: a hint.
 func sbWakePreemptAt(c *sbCPU, w int32) int64 {
 	if w < 0 {
 		return 0
 	}
 	cur, t := &sbThreads[c.cur], &sbThreads[w]
-	if cur.isIdle || t.prio != 0 || sbEffPrio(c, cur) != 0 {
+	if !cur.inUser || t.prio != 0 || sbEffPrio(c, cur) != 0 {
 		return 0
 	}
 	return c.sliceStart + max(sbWakeGran, 2*t.ran)
