@@ -17,11 +17,7 @@ import (
 // holding it for writing would wait for. Then what they made must be
 // there, and e2fsck must find the image clean.
 func TestHandleOps(t *testing.T) {
-	dev := loadImage(t, mkfs(t, "32M", "", "-t", "ext4"))
-	f, err := mountDev(t, dev, Options{Pages: pagecache.New(&mm.HeapPhys{}, 4<<20)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev, f := handleFS(t)
 	ino, err := f.Create(RootIno, "file", linux.S_IFREG|0o644, 0, 0, 0, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -118,11 +114,7 @@ func inHandles(t *testing.T, f *FS, ops ...func() error) {
 // clean. A directory moved to another parent, and a rename onto a big
 // file, still run exclusive (not checked here to be, only to work).
 func TestHandleRenames(t *testing.T) {
-	dev := loadImage(t, mkfs(t, "32M", "", "-t", "ext4"))
-	f, err := mountDev(t, dev, Options{Pages: pagecache.New(&mm.HeapPhys{}, 4<<20)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev, f := handleFS(t)
 	mk := func(dir uint32, name string, data string) uint32 {
 		t.Helper()
 		ino, err := f.Create(dir, name, linux.S_IFREG|0o644, 0, 0, 0, 0)
@@ -266,11 +258,7 @@ func TestHandleRenames(t *testing.T) {
 // for reading; then the blocks are free again and e2fsck finds the
 // image clean.
 func TestHandleBigUnlink(t *testing.T) {
-	dev := loadImage(t, mkfs(t, "32M", "", "-t", "ext4"))
-	f, err := mountDev(t, dev, Options{Pages: pagecache.New(&mm.HeapPhys{}, 4<<20)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev, f := handleFS(t)
 	if _, err := f.Commit(); err != nil {
 		t.Fatal(err)
 	}
@@ -328,12 +316,7 @@ func TestHandleBigUnlink(t *testing.T) {
 	if got := f.Statfs().Free; got != free {
 		t.Errorf("%d blocks free after the unlink, the rename and a commit, want %d as before the files", got, free)
 	}
-	f.jmu.Lock()
-	reserved := f.jnl.reserved
-	f.jmu.Unlock()
-	if reserved != 0 {
-		t.Errorf("%d blocks of the transaction still reserved", reserved)
-	}
+	noneReserved(t, f)
 	fsck(t, dev)
 }
 
@@ -405,11 +388,7 @@ func TestHandleTouchAtime(t *testing.T) {
 // the blocks freed come back after a commit, no credits stay reserved,
 // and e2fsck finds the image clean.
 func TestHandleTruncate(t *testing.T) {
-	dev := loadImage(t, mkfs(t, "32M", "", "-t", "ext4"))
-	f, err := mountDev(t, dev, Options{Pages: pagecache.New(&mm.HeapPhys{}, 4<<20)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev, f := handleFS(t)
 	pattern := func(off int64, n int) []byte {
 		b := make([]byte, n)
 		for i := range b {
@@ -474,11 +453,28 @@ func TestHandleTruncate(t *testing.T) {
 	if got := f.Statfs().Free; got != free {
 		t.Errorf("%d blocks free after the files went, want %d as before them", got, free)
 	}
+	noneReserved(t, f)
+	fsck(t, dev)
+}
+
+// handleFS is a fresh 32 MiB ext4 image mounted with a page cache.
+func handleFS(t *testing.T) (*memDev, *FS) {
+	t.Helper()
+	dev := loadImage(t, mkfs(t, "32M", "", "-t", "ext4"))
+	f, err := mountDev(t, dev, Options{Pages: pagecache.New(&mm.HeapPhys{}, 4<<20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dev, f
+}
+
+// noneReserved checks that the handles gave back every credit they took.
+func noneReserved(t *testing.T, f *FS) {
+	t.Helper()
 	f.jmu.Lock()
 	reserved := f.jnl.reserved
 	f.jmu.Unlock()
 	if reserved != 0 {
 		t.Errorf("%d blocks of the transaction still reserved", reserved)
 	}
-	fsck(t, dev)
 }
