@@ -27,9 +27,7 @@ const (
 func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 	sbStartTSC = startTSC
 	sbSerialInit()
-	sbConsoleLock.lock()
-	sbPrintStr("\nShortbread: machine layer starting\n")
-	sbConsoleLock.unlock()
+	sbPrintStr("\nShortbread: machine layer starting\n") // one CPU, no lock needed yet
 
 	sbMBI = mbi
 	sbKernelImage(modStart)
@@ -50,13 +48,8 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 	sbParseMultiboot(mbi, keep[:n])
 
 	if sbFrames.free*sbPageSize < sbMinMemory {
-		sbConsoleLock.lock()
-		sbPrintStr("machine: only ")
-		sbPrintDec(int64(sbFrames.free * sbPageSize >> 20))
-		sbPrintStr(" MiB of usable RAM; Shortbread needs at least ")
-		sbPrintDec(sbMinMemory >> 20)
-		sbPrintStr(" MiB free after the kernel image\n")
-		sbConsoleLock.unlock()
+		sbLog("only % MiB of usable RAM; Shortbread needs at least % MiB free after the kernel image",
+			int64(sbFrames.free*sbPageSize>>20), sbMinMemory>>20)
 		sbPowerOff(0x7d)
 	}
 
@@ -103,13 +96,8 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 	sbArmTimer(sbCPUs[0].sliceEnd)
 	sbCPUs[0].timerAt = sbCPUs[0].sliceEnd
 
-	sbConsoleLock.lock()
-	sbPrintStr("machine: ")
-	sbPrintDec(int64(sbFrames.free * sbPageSize >> 20))
-	sbPrintStr(" MiB free, TSC ")
-	sbPrintDec(int64(sbTSCHz / 1_000_000))
-	sbPrintStr(" MHz; entering the Go runtime\n") // the kernel's cpu: line tells the rest
-	sbConsoleLock.unlock()
+	// The kernel's cpu: line tells the rest.
+	sbLog("% MiB free, TSC % MHz; entering the Go runtime", int64(sbFrames.free*sbPageSize>>20), int64(sbTSCHz/1_000_000))
 }
 
 // sbForEachTag calls fn for each multiboot2 tag (spec §3.6).

@@ -187,9 +187,7 @@ func sbSigreturn(c *sbCPU, f *sbFrame) {
 func sbKilled(t *sbThread, f *sbFrame, sig int32) {
 	now := sbRegsOf(f, 0)
 	sbConsoleLock.lock()
-	sbPrintStr("machine: kernel killed by signal ")
-	sbPrintDec(int64(sig))
-	sbPrintStr("\n")
+	sbPrintf("machine: kernel killed by signal %\n", int64(sig))
 	if t.hasFault {
 		sbPrintStr("machine: registers at the thread's last fault:\n")
 		sbPrintRegs(&t.lastFault)

@@ -130,7 +130,7 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 		}
 		if no < uint64(len(sbENOSYSSeen)) && !sbENOSYSSeen[no] {
 			sbENOSYSSeen[no] = true
-			sbLog("unimplemented runtime syscall ", int64(no))
+			sbLog("unimplemented runtime syscall %", int64(no))
 		}
 		r = -sbENOSYS
 	}
@@ -145,7 +145,9 @@ func sbWrite(fd int32, buf, n uintptr) int64 {
 		return -sbEFAULT
 	}
 	sbConsoleLock.lock()
-	sbWriteConsole(buf, n)
+	for i := uintptr(0); i < n; i++ {
+		sbPutch(*(*byte)(unsafe.Pointer(buf + i)))
+	}
 	sbConsoleLock.unlock()
 	return int64(n)
 }
@@ -279,7 +281,7 @@ func sbKill(c *sbCPU, tid, sig int32) int64 {
 }
 
 func sbExitGroup(code int32) {
-	sbLog("kernel exited with status ", int64(code))
+	sbLog("kernel exited with status %", int64(code))
 	sbPowerOff(uint8(code))
 }
 

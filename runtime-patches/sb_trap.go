@@ -161,7 +161,7 @@ func sbForceSignal(c *sbCPU, f *sbFrame, sig int32, code int32, addr uintptr) {
 	t := &sbThreads[c.cur]
 	bit := uint64(1) << (sig - 1)
 	if t.isIdle || t.sigMask&bit != 0 || sbSigactions[sig].handler <= 1 {
-		sbLog("fault with no handler: signal ", int64(sig)) // the address: cr2 or rip below
+		sbLog("fault with no handler: signal %", int64(sig)) // the address: cr2 or rip below
 		sbDump(f, "fatal fault")
 	}
 	atomic.Or64(&t.sigPending, bit)
@@ -195,11 +195,7 @@ func sbRegsOf(f *sbFrame, cr2 uintptr) sbRegs {
 
 // sbPrintRegs prints a register set; the caller holds the console.
 func sbPrintRegs(r *sbRegs) {
-	sbPrintStr("  cpu ")
-	sbPrintDec(int64(sbThisCPU().id))
-	sbPrintStr(" vector ")
-	sbPrintDec(int64(r.vector))
-	sbPrintStr(" error ")
+	sbPrintf("  cpu % vector % error ", int64(sbThisCPU().id), int64(r.vector))
 	sbPrintHex(r.error)
 	sbPrintStr(" cr2 ")
 	sbPrintHex(r.cr2)
