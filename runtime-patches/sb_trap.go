@@ -13,19 +13,26 @@ import "internal/runtime/atomic"
 
 //go:nowritebarrierrec
 func sbTrap(f *sbFrame) {
-	c := sbThisCPU()
-	if f.cs&3 != 0 {
-		if sbUserTrap(c, f) {
-			sbTrapExit(c, f)
-			return
+	c, v := sbThisCPU(), f.vector
+	if f.cs&3 == 0 {
+		if v != sbVecSyscall && uintptr(f.rsp) > c.stackTop-sbTrapStackSize && uintptr(f.rsp) <= c.stackTop {
+			sbDump(f, "trap inside the machine layer")
 		}
-	} else if f.vector != sbVecSyscall && uintptr(f.rsp) > c.stackTop-sbTrapStackSize && uintptr(f.rsp) <= c.stackTop {
-		sbDump(f, "trap inside the machine layer")
+	} else if v == sbVecSyscall || v < 32 && v != 2 {
+		// A system call or fault from user mode ends RunUser (an
+		// interrupt is served and the program goes on).
+		addr := uintptr(0)
+		if v == sbVecPF {
+			addr = sbReadCR2()
+		}
+		sbUserExit(c, f, v, addr)
+		sbTrapExit(c, f)
+		return
 	}
-	if v := f.vector; v >= sbVecIRQBase && v < sbVecCount {
+	if v >= sbVecIRQBase && v < sbVecCount {
 		c.intr[v-sbVecIRQBase]++
 	}
-	switch v := f.vector; {
+	switch {
 	case v == sbVecSyscall && f.rax == sbSysBase+sbSysRunUser: // the most made
 		sbRunUser(c, f, uintptr(f.rdi), uintptr(f.rsi))
 	case v == sbVecSyscall:
