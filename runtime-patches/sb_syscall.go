@@ -3,8 +3,9 @@
 // Shortbread machine layer: the Linux system calls the runtime makes.
 //
 // The "Linux" the unmodified runtime's SYSCALLs reach: only the calls it
-// makes (design notes §3.1); anything else is ENOSYS, logged once per
-// number. Pointer arguments are made present with sbAS.touch before use.
+// makes (design notes §3.1), and the kernel's private ones; anything else
+// is ENOSYS, logged once per number below 512. Pointer arguments are made
+// present with sbAS.touch before use.
 
 package runtime
 
@@ -123,11 +124,42 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 		r = -sbENOSYS
 	case 318: // getrandom
 		r = sbGetrandom(a0, a1)
-	default:
-		if no >= sbSysBase && no < sbSysBase+sbSysCount {
-			r = sbHookSyscall(c, f, no-sbSysBase, a0, a1, a2)
+	case sbSysIRQOpen: // the kernel's private calls (sb_hooks.go) from here
+		if a0 >= 24 {
+			r = -sbEINVAL
 			break
 		}
+		// (QEMU and PCs wire the PIT, IRQ 0, to pin 2, which the kernel
+		// corrects from the MADT overrides when it needs the PIT.)
+		sbIRQEntry[a0] = uint32(sbVecIRQBase+a0) | uint32(a1)&(sbIOAPICLevel|sbIOAPICActiveLow)
+		if a1&sbIRQNoPin == 0 {
+			sbIOAPICRoute(int(a0), sbIRQEntry[a0])
+		}
+	case sbSysProfStart:
+		r = sbProfStart(a0, int(a1), int64(a2), int(int64(a3)))
+	case sbSysProfStop:
+		sbProfStop()
+	case sbSysIOAPIC:
+		if a0 == 0 || a0&0xfff != 0 || a0 >= sbDmapEnd {
+			r = -sbEINVAL
+			break
+		}
+		sbIOAPIC = a0
+		sbIOAPICMaskAll()
+	case sbSysFlushTLB:
+		if a1 == 1 {
+			sbReleaseCR3(c, a0)
+			break
+		}
+		if a1 == 0 {
+			sbWriteCR3(sbReadCR3())
+		}
+		sbShootdown(a0)
+	case sbSysKick:
+		r = sbKick(a0)
+	case sbSysDebugSpin:
+		r = sbDebugSpin(int64(a0))
+	default:
 		if no < uint64(len(sbENOSYSSeen)) && !sbENOSYSSeen[no] {
 			sbENOSYSSeen[no] = true
 			sbLog("unimplemented runtime syscall %", int64(no))

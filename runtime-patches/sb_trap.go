@@ -33,7 +33,7 @@ func sbTrap(f *sbFrame) {
 		c.intr[v-sbVecIRQBase]++
 	}
 	switch {
-	case v == sbVecSyscall && f.rax == sbSysBase+sbSysRunUser: // the most made
+	case v == sbVecSyscall && f.rax == sbSysRunUser: // the most made
 		sbRunUser(c, f, uintptr(f.rdi), uintptr(f.rsi))
 	case v == sbVecSyscall:
 		sbSyscall(c, f)

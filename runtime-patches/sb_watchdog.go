@@ -100,9 +100,6 @@ func sbWdReport(c, b *sbCPU, f *sbFrame) {
 	atomic.Xadd(&sbWdLockups, 1)
 }
 
-// sbSysDebugSpin is the private system call (ns) -> 0 served by sbDebugSpin.
-const sbSysDebugSpin = 10
-
 // sbDebugSpin spins with interrupts off, as a machine-layer bug would
 // (answering TLB shootdowns, as the machine layer's spin loops do), until
 // the watchdog has reported a lockup or ns have passed: the watchdog's
