@@ -9,6 +9,7 @@ package runtime
 
 import (
 	"internal/runtime/atomic"
+	"internal/runtime/sys"
 	"unsafe"
 )
 
@@ -34,11 +35,6 @@ var (
 	sbSigactions [65]sbSigaction
 )
 
-// sbDefaultIgnored reports whether a signal's default action is to ignore it.
-func sbDefaultIgnored(sig int32) bool {
-	return sig == _SIGCHLD || sig == _SIGURG || sig == _SIGWINCH || sig == _SIGCONT
-}
-
 // sbSignalThread makes sig pending for thread i and makes sure it notices:
 // a blocked thread's wait is interrupted, a thread running on another CPU
 // gets an IPI so it passes through the trap exit path.
@@ -57,28 +53,21 @@ func sbSignalThread(i int32, sig int32) {
 	sbSched.unlock()
 }
 
-// sbSignalReady reports whether t has a pending signal it does not block.
-func sbSignalReady(t *sbThread) bool {
-	return atomic.Load64(&t.sigPending)&^(t.sigMask&^sbUnblockable) != 0
+// sbSignalsReady is the set of t's pending signals it does not block.
+func sbSignalsReady(t *sbThread) uint64 {
+	return atomic.Load64(&t.sigPending) &^ (t.sigMask &^ sbUnblockable)
 }
 
 // sbDeliverSignals builds a signal frame for the lowest pending unblocked
 // signal of the running thread, if any.
 func sbDeliverSignals(c *sbCPU, f *sbFrame) {
 	t := &sbThreads[c.cur]
-	for {
-		ready := atomic.Load64(&t.sigPending) &^ (t.sigMask &^ sbUnblockable)
-		if ready == 0 {
-			return
-		}
-		sig := int32(0)
-		for ready&(1<<sig) == 0 {
-			sig++
-		}
-		sig++
+	for ready := sbSignalsReady(t); ready != 0; ready = sbSignalsReady(t) {
+		sig := int32(sys.TrailingZeros64(ready)) + 1
 		atomic.And64(&t.sigPending, ^uint64(1<<(sig-1)))
 		act := sbSigactions[sig]
-		if act.handler == sbSigIgn || (act.handler == sbSigDfl && sbDefaultIgnored(sig)) {
+		// SIGCHLD, SIGURG, SIGWINCH and SIGCONT are ignored by default.
+		if act.handler == sbSigIgn || act.handler == sbSigDfl && (sig == _SIGCHLD || sig == _SIGURG || sig == _SIGWINCH || sig == _SIGCONT) {
 			continue
 		}
 		if act.handler == sbSigDfl {

@@ -38,8 +38,12 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 	case 1: // write
 		r = sbWrite(int32(a0), a1, a2)
 	case 3: // close
-	case 9: // mmap
-		r = sbMmap(a0, a1, uint32(a2), uint32(a3), int32(a4))
+	case 9: // mmap: anonymous only (file mappings belong to the VFS)
+		const mapFixed, mapAnon = 0x10, 0x20 // the runtime uses no other flag but MAP_PRIVATE
+		r = -sbENOSYS
+		if a3&mapAnon != 0 && int32(a4) == -1 {
+			r = sbAS.mmap(a0, a1, uint32(a2)&7, a3&mapFixed != 0)
+		}
 	case 10: // mprotect
 		r = sbAS.mprotect(a0, a1, uint32(a2))
 	case 11: // munmap
@@ -115,7 +119,8 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 		sbStore64(a2, uint64(1)<<sbNCPU-1)
 		r = 8
 	case 231: // exit_group
-		sbExitGroup(int32(a0))
+		sbLog("kernel exited with status %", int64(int32(a0)))
+		sbPowerOff(uint8(a0))
 	case 234: // tgkill
 		r = sbKill(c, int32(a1), int32(a2))
 	case 257: // openat
@@ -182,14 +187,6 @@ func sbWrite(fd int32, buf, n uintptr) int64 {
 	}
 	sbConsoleLock.unlock()
 	return int64(n)
-}
-
-func sbMmap(addr, n uintptr, prot, flags uint32, fd int32) int64 {
-	const mapFixed, mapAnon = 0x10, 0x20 // the runtime uses no other flag but MAP_PRIVATE
-	if flags&mapAnon == 0 || fd != -1 {
-		return -sbENOSYS // file mappings belong to the VFS
-	}
-	return sbAS.mmap(addr, n, prot&7, flags&mapFixed != 0)
 }
 
 // sbFutex serves the runtime's futexes: FUTEX_WAIT (with a relative
@@ -278,16 +275,13 @@ func sbSigaltstack(c *sbCPU, ss, oss uintptr) int64 {
 		if st.ss_flags&2 != 0 { // SS_DISABLE
 			t.altSP, t.altSize, t.altFlags = 0, 0, 2
 		} else {
-			t.altSP = uintptr(unsafe.Pointer(st.ss_sp))
-			t.altSize = st.ss_size
-			t.altFlags = 0
+			t.altSP, t.altSize, t.altFlags = uintptr(unsafe.Pointer(st.ss_sp)), st.ss_size, 0
 		}
 	}
 	if oss != 0 {
 		st := (*stackt)(unsafe.Pointer(oss))
 		*(*uintptr)(unsafe.Pointer(&st.ss_sp)) = oldSP
-		st.ss_size = oldSize
-		st.ss_flags = oldFlags
+		st.ss_size, st.ss_flags = oldSize, oldFlags
 		if oldSize == 0 {
 			st.ss_flags = 2
 		}
@@ -310,11 +304,6 @@ func sbKill(c *sbCPU, tid, sig int32) int64 {
 		sbSignalThread(i, sig)
 	}
 	return 0
-}
-
-func sbExitGroup(code int32) {
-	sbLog("kernel exited with status %", int64(code))
-	sbPowerOff(uint8(code))
 }
 
 func sbGetrandom(buf, n uintptr) int64 {

@@ -81,7 +81,7 @@ func sbTrapExit(c *sbCPU, f *sbFrame) {
 		sbKickLate(c)
 	}
 	// cur stays the running thread from here on: nothing below switches.
-	if cur.inUser && (sbSignalReady(cur) || sbUserKicked(cur)) {
+	if cur.inUser && (sbSignalsReady(cur) != 0 || sbUserKicked(cur)) {
 		// The runtime needs this thread (async preemption, a fault
 		// signal...), or the kernel kicked it (a signal for the
 		// program): leave user mode so the event is handled in Go.
@@ -93,7 +93,7 @@ func sbTrapExit(c *sbCPU, f *sbFrame) {
 	// trap takes the thread out of user mode first. Delivering it now
 	// would build the runtime's signal frame on the program's registers
 	// and return to ring 3 at runtime.sigtramp.
-	if !cur.isIdle && !cur.inUser && sbSignalReady(cur) {
+	if !cur.isIdle && !cur.inUser && sbSignalsReady(cur) != 0 {
 		sbDeliverSignals(c, f)
 	}
 	deadline := next
