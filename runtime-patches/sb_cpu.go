@@ -216,8 +216,7 @@ func sbCPUInit(id int32) {
 	c.gdt[9] = tb >> 32
 	*(*uint16)(unsafe.Pointer(&c.gdtr[0])) = uint16(len(c.gdt)*8 - 1)
 	*(*uint64)(unsafe.Pointer(&c.gdtr[2])) = uint64(uintptr(unsafe.Pointer(&c.gdt)))
-	sbLoadGDT(uintptr(unsafe.Pointer(&c.gdtr)), sbTSSSel)
-	sbLoadIDT(uintptr(unsafe.Pointer(&sbIDTR)))
+	sbLoadTables(uintptr(unsafe.Pointer(&c.gdtr)), uintptr(unsafe.Pointer(&sbIDTR)), sbTSSSel)
 	c.cr3 = sbReadCR3()
 	sbWrmsr(0xC0000101, uint64(c.self)) // GS base
 	sbWrmsr(0xC0000102, 0)              // kernel GS base (for SWAPGS, later)

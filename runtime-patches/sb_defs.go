@@ -122,8 +122,7 @@ var (
 func sbStart()
 func sbSyscallEntry()
 func sbIdle()
-func sbLoadGDT(gdtr uintptr, tss uint16)
-func sbLoadIDT(idtr uintptr)
+func sbLoadTables(gdtr, idtr uintptr, tss uint16)
 func sbRdmsr(msr uint32) uint64
 func sbWrmsr(msr uint32, v uint64)
 func sbInb(port uint16) uint8
