@@ -435,11 +435,11 @@ func (as *sbAddrSpace) mprotect(addr, n uintptr, prot uint32) int64 {
 	return 0
 }
 
-// Results of a fault.
+// Results of a fault; the two errors are their SIGSEGV si_code.
 const (
 	sbFaultOK     = iota
-	sbFaultMapErr // no mapping: SEGV_MAPERR
-	sbFaultAccErr // mapping forbids the access: SEGV_ACCERR
+	sbFaultMapErr // no mapping: SEGV_MAPERR (1)
+	sbFaultAccErr // mapping forbids the access: SEGV_ACCERR (2)
 	sbFaultNoMem
 )
 

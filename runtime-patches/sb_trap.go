@@ -122,23 +122,18 @@ func sbTrapExit(c *sbCPU, f *sbFrame) {
 
 func sbPageFault(c *sbCPU, f *sbFrame) {
 	addr := sbReadCR2()
-	write := f.errcode&2 != 0
-	exec := f.errcode&16 != 0
 	r := sbFaultMapErr
-	if f.errcode&1 == 0 { // not-present: maybe demand paging
-		r = sbAS.fault(addr, write, exec)
+	if f.errcode&1 == 0 { // not present: maybe demand paging (of a write, of a fetch)
+		r = sbAS.fault(addr, f.errcode&2 != 0, f.errcode&16 != 0)
 	} else if sbAS.findVMA(addr) >= 0 {
 		r = sbFaultAccErr
 	}
 	switch r {
 	case sbFaultOK:
-		return
 	case sbFaultNoMem:
 		sbDump(f, "out of physical memory")
-	case sbFaultAccErr:
-		sbForceSignal(c, f, _SIGSEGV, 2, addr) // SEGV_ACCERR
 	default:
-		sbForceSignal(c, f, _SIGSEGV, 1, addr) // SEGV_MAPERR
+		sbForceSignal(c, f, _SIGSEGV, int32(r), addr)
 	}
 }
 
