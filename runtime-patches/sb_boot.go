@@ -150,9 +150,7 @@ func sbBuildProcessStack() {
 	p := top
 	pushStr := func(s string) uintptr {
 		p -= uintptr(len(s) + 1)
-		for i := 0; i < len(s); i++ {
-			*(*byte)(unsafe.Pointer(p + uintptr(i))) = s[i]
-		}
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(p)), len(s)), s)
 		*(*byte)(unsafe.Pointer(p + uintptr(len(s)))) = 0
 		return p
 	}

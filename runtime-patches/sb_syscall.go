@@ -215,10 +215,7 @@ func sbFutex(c *sbCPU, f *sbFrame, addr uintptr, op int32, val uint32, timeout u
 }
 
 func sbRtSigaction(sig int32, act, oact uintptr) int64 {
-	if sig < 1 || sig > 64 {
-		return -sbEINVAL
-	}
-	if act != 0 && (sig == _SIGKILL || sig == _SIGSTOP) {
+	if sig < 1 || sig > 64 || act != 0 && (sig == _SIGKILL || sig == _SIGSTOP) {
 		return -sbEINVAL
 	}
 	size := unsafe.Sizeof(sbSigaction{})
@@ -307,9 +304,7 @@ func sbKill(c *sbCPU, tid, sig int32) int64 {
 }
 
 func sbGetrandom(buf, n uintptr) int64 {
-	if n > 256 {
-		n = 256
-	}
+	n = min(n, 256)
 	if !sbAS.touch(buf, n, true) {
 		return -sbEFAULT
 	}

@@ -182,10 +182,11 @@ type sbRegs struct {
 	cr2           uint64
 }
 
-// sbRegNames names sbRegs.vals. The first five are what the NMI stub
-// copies for the watchdog (sbCPU.nmiRegs), so both print alike.
-var sbRegNames = [20]string{"rip", "cs", "rflags", "rsp", "rbp", "rax", "rbx", "rcx", "rdx", "rsi",
-	"rdi", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "fsbase"}
+// sbRegNames names sbRegs.vals, as printed before each value. The first
+// five are what the NMI stub copies for the watchdog (sbCPU.nmiRegs), so
+// both print alike.
+var sbRegNames = [20]string{" rip=", " cs=", " rflags=", " rsp=", " rbp=", " rax=", " rbx=", " rcx=", " rdx=", " rsi=",
+	" rdi=", " r8=", " r9=", " r10=", " r11=", " r12=", " r13=", " r14=", " r15=", " fsbase="}
 
 func sbRegsOf(f *sbFrame, cr2 uintptr) sbRegs {
 	return sbRegs{
@@ -210,9 +211,7 @@ func sbPrintVals(v []uint64) {
 		if i%5 == 0 {
 			sbPrintStr("\n ")
 		}
-		sbPrintStr(" ")
 		sbPrintStr(sbRegNames[i])
-		sbPrintStr("=")
 		sbPrintHex(v[i])
 	}
 	sbPrintStr("\n")

@@ -126,9 +126,7 @@ func sbUserExit(c *sbCPU, f *sbFrame, trap uint64, addr uintptr) {
 	f.sbGPRs = t.kframe // the FPU image is in r already (sbTrapCommon)
 	sbFPUReset(&f.fpu)
 	f.noFPU = 1
-	t.inUser = false
-	t.user = 0
-	t.cr3 = 0
+	t.inUser, t.user, t.cr3 = false, 0, 0
 	if t.affinity != 0 || t.prio != 0 || t.slice != sbTimeSlice {
 		sbSetClass(c, t, 0, 0, 0)
 	}
