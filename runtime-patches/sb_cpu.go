@@ -109,8 +109,7 @@ func sbInitTrapG(c *sbCPU) {
 	lo := uintptr(unsafe.Pointer(&sbTrapStacks[c.id]))
 	c.stackTop = (lo + sbTrapStackSize) &^ 63
 	c.g.stack = stack{lo: lo, hi: c.stackTop}
-	c.g.stackguard0 = lo + sbStackGuard
-	c.g.stackguard1 = lo + sbStackGuard
+	c.g.stackguard0, c.g.stackguard1 = lo+sbStackGuard, lo+sbStackGuard
 	c.trapG = uintptr(unsafe.Pointer(&c.g))
 	c.tls[0] = c.trapG
 }
@@ -163,8 +162,7 @@ func sbFPUSanitize(fpu *[sbFPUSize]byte) {
 	*(*uint32)(unsafe.Pointer(&fpu[24])) &= 0xffbf
 	*(*uint64)(unsafe.Pointer(&fpu[512])) &= sbXCR0
 	// The rest of the XSAVE header, as words (a byte loop cost 10%).
-	h := (*[7]uint64)(unsafe.Pointer(&fpu[520]))
-	*h = [7]uint64{}
+	*(*[7]uint64)(unsafe.Pointer(&fpu[520])) = [7]uint64{}
 }
 
 // sbFPUReset makes fpu the initial FPU state: with XSAVE, a header that
