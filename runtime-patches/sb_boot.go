@@ -84,8 +84,7 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 	// idle thread stands by.
 	sbSched.mu.lock()
 	m0 := sbNewThreadLocked()
-	sbThreads[m0].state = sbThRunning
-	sbThreads[m0].cpu = 0
+	sbThreads[m0].state, sbThreads[m0].cpu = sbThRunning, 0
 	sbCPUs[0].cur = m0
 	sbCPUs[0].idle = sbNewIdleThreadLocked(0)
 	sbSched.mu.unlock()
