@@ -23,11 +23,12 @@ TEXT runtime·sbStart(SB),NOSPLIT|NOFRAME,$0
 	LEAQ	runtime·sbBootStack+const_sbBootStackSize(SB), SP
 	MOVQ	R9, runtime·sbTrampSrc(SB)
 	MOVQ	R10, runtime·sbTrampLen(SB)
-	MOVQ	DI, R12
-	MOVQ	SI, R13
-	MOVQ	DX, R15
-	MOVQ	CX, R10
-	MOVQ	R8, R9
+	SUBQ	$48, SP				// sbBoot's arguments
+	MOVQ	DI, 0(SP)
+	MOVQ	SI, 8(SP)
+	MOVQ	DX, 16(SP)
+	MOVQ	CX, 24(SP)
+	MOVQ	R8, 32(SP)
 	// The ABI0->Go wrapper reads g from FS:-8, so point FS at a block
 	// whose last word is the boot g.
 	LEAQ	runtime·sbBootG(SB), AX
@@ -41,12 +42,6 @@ TEXT runtime·sbStart(SB),NOSPLIT|NOFRAME,$0
 	MOVQ	AX, runtime·sbBootTLS(SB)
 	LEAQ	runtime·sbBootTLS+8(SB), AX
 	CALL	sbSetFS<>(SB)
-	SUBQ	$48, SP
-	MOVQ	R12, 0(SP)
-	MOVQ	R13, 8(SP)
-	MOVQ	R15, 16(SP)
-	MOVQ	R10, 24(SP)
-	MOVQ	R9, 32(SP)
 	CALL	runtime·sbBoot(SB)
 	// sbBoot built the Linux process stack (argc, argv, envp, auxv) and
 	// armed the timer; enter the runtime exactly where Linux would.
@@ -447,10 +442,12 @@ again:
 	HLT
 	JMP	again
 
-// sbLoadGDT loads a GDT, reloads every segment register (CS through IRETQ, since a
-// far jump cannot load a 64-bit CS from Go assembly) and the task register.
-TEXT runtime·sbLoadGDT(SB),NOSPLIT,$0-10
-	MOVWQZX	tss+8(FP), DX
+// sbLoadTables loads a GDT, reloads every segment register (CS through
+// IRETQ, since a far jump cannot load a 64-bit CS from Go assembly), the
+// task register and then the IDT.
+TEXT runtime·sbLoadTables(SB),NOSPLIT,$0-18
+	MOVQ	idtr+8(FP), CX
+	MOVWQZX	tss+16(FP), DX
 	MOVQ	gdtr+0(FP), AX
 	LGDT	(AX)
 	MOVQ	$const_sbKernelDS, AX
@@ -468,11 +465,7 @@ TEXT runtime·sbLoadGDT(SB),NOSPLIT,$0-10
 
 TEXT reloaded<>(SB),NOSPLIT|NOFRAME,$0
 	LTR	DX
-	RET
-
-TEXT runtime·sbLoadIDT(SB),NOSPLIT,$0-8
-	MOVQ	idtr+0(FP), AX
-	LIDT	(AX)
+	LIDT	(CX)
 	RET
 
 TEXT runtime·sbRdmsr(SB),NOSPLIT,$0-16
@@ -606,15 +599,14 @@ TEXT runtime·sbResume(SB),NOSPLIT,$0-8
 // long mode, kernel page tables, RSP = the CPU's trap stack, DI = CPU
 // index, R14 = the CPU's trap g. It calls sbAPMain, which never returns.
 TEXT runtime·sbAPEntry(SB),NOSPLIT|NOFRAME,$0
-	MOVQ	DI, R12
 	// FS:-8 must hold the trap g (see sbTrapCommon).
 	MOVQ	R14, runtime·sbAPTLS(SB)
 	LEAQ	runtime·sbAPTLS+8(SB), AX
 	MOVQ	AX, DX
 	SHRQ	$32, DX
 	MOVL	$MSR_FS_BASE, CX
-	WRMSR
-	MOVQ	R12, AX
+	WRMSR					// leaves DI
+	MOVQ	DI, AX
 	SUBQ	$16, SP				// argument spill space, as above
 	XORPS	X15, X15
 	MOVQ	$runtime·sbAPMain<ABIInternal>(SB), BX

@@ -27,9 +27,7 @@ const (
 func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 	sbStartTSC = startTSC
 	sbSerialInit()
-	sbConsoleLock.lock()
-	sbPrintStr("\nShortbread: machine layer starting\n")
-	sbConsoleLock.unlock()
+	sbPrintStr("\nShortbread: machine layer starting\n") // one CPU, no lock needed yet
 
 	sbMBI = mbi
 	sbKernelImage(modStart)
@@ -50,13 +48,8 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 	sbParseMultiboot(mbi, keep[:n])
 
 	if sbFrames.free*sbPageSize < sbMinMemory {
-		sbConsoleLock.lock()
-		sbPrintStr("machine: only ")
-		sbPrintDec(int64(sbFrames.free * sbPageSize >> 20))
-		sbPrintStr(" MiB of usable RAM; Shortbread needs at least ")
-		sbPrintDec(sbMinMemory >> 20)
-		sbPrintStr(" MiB free after the kernel image\n")
-		sbConsoleLock.unlock()
+		sbLog("only % MiB of usable RAM; Shortbread needs at least % MiB free after the kernel image",
+			int64(sbFrames.free*sbPageSize>>20), sbMinMemory>>20)
 		sbPowerOff(0x7d)
 	}
 
@@ -91,8 +84,7 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 	// idle thread stands by.
 	sbSched.mu.lock()
 	m0 := sbNewThreadLocked()
-	sbThreads[m0].state = sbThRunning
-	sbThreads[m0].cpu = 0
+	sbThreads[m0].state, sbThreads[m0].cpu = sbThRunning, 0
 	sbCPUs[0].cur = m0
 	sbCPUs[0].idle = sbNewIdleThreadLocked(0)
 	sbSched.mu.unlock()
@@ -103,13 +95,8 @@ func sbBoot(mbi, modStart, modEnd, stubEnd uintptr, startTSC uint64) {
 	sbArmTimer(sbCPUs[0].sliceEnd)
 	sbCPUs[0].timerAt = sbCPUs[0].sliceEnd
 
-	sbConsoleLock.lock()
-	sbPrintStr("machine: ")
-	sbPrintDec(int64(sbFrames.free * sbPageSize >> 20))
-	sbPrintStr(" MiB free, TSC ")
-	sbPrintDec(int64(sbTSCHz / 1_000_000))
-	sbPrintStr(" MHz; entering the Go runtime\n") // the kernel's cpu: line tells the rest
-	sbConsoleLock.unlock()
+	// The kernel's cpu: line tells the rest.
+	sbLog("% MiB free, TSC % MHz; entering the Go runtime", int64(sbFrames.free*sbPageSize>>20), int64(sbTSCHz/1_000_000))
 }
 
 // sbForEachTag calls fn for each multiboot2 tag (spec §3.6).
@@ -162,9 +149,7 @@ func sbBuildProcessStack() {
 	p := top
 	pushStr := func(s string) uintptr {
 		p -= uintptr(len(s) + 1)
-		for i := 0; i < len(s); i++ {
-			*(*byte)(unsafe.Pointer(p + uintptr(i))) = s[i]
-		}
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(p)), len(s)), s)
 		*(*byte)(unsafe.Pointer(p + uintptr(len(s)))) = 0
 		return p
 	}

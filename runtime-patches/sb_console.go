@@ -8,7 +8,7 @@
 
 package runtime
 
-import "unsafe"
+import _ "unsafe" // go:linkname
 
 const sbCOM1 = 0x3f8
 
@@ -56,13 +56,6 @@ func sbPutch(c byte) {
 	sbPutc(c)
 }
 
-// sbWriteConsole writes the runtime's bytes for fds 1 and 2.
-func sbWriteConsole(p, n uintptr) {
-	for i := uintptr(0); i < n; i++ {
-		sbPutch(*(*byte)(unsafe.Pointer(p + i)))
-	}
-}
-
 func sbPrintStr(s string) {
 	for i := 0; i < len(s); i++ {
 		sbPutch(s[i])
@@ -70,31 +63,26 @@ func sbPrintStr(s string) {
 }
 
 func sbPrintHex(v uint64) {
-	const digits = "0123456789abcdef"
-	sbPutc('0')
-	sbPutc('x')
-	started := false
-	for shift := 60; shift >= 0; shift -= 4 {
-		d := (v >> uint(shift)) & 0xf
-		if d != 0 || started || shift == 0 {
-			started = true
-			sbPutc(digits[d])
-		}
-	}
+	sbPrintStr("0x")
+	sbPrintNum(v, 16)
 }
 
 func sbPrintDec(v int64) {
 	if v < 0 {
 		sbPutc('-')
-		v = -v
+		v = -v // the most negative value stays negative: its uint64 is right
 	}
+	sbPrintNum(uint64(v), 10)
+}
+
+// sbPrintNum prints v in base (10 or 16) without a prefix.
+func sbPrintNum(v, base uint64) {
 	var buf [20]byte
 	i := len(buf)
 	for {
 		i--
-		buf[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
+		buf[i] = "0123456789abcdef"[v%base]
+		if v /= base; v == 0 {
 			break
 		}
 	}
@@ -103,16 +91,26 @@ func sbPrintDec(v int64) {
 	}
 }
 
-// sbLog prints one line with the machine-layer prefix: msg, then the
-// numbers in v.
+// sbPrintf prints format with each '%' replaced by the next number of v,
+// in decimal; the caller holds sbConsoleLock.
+func sbPrintf(format string, v ...int64) {
+	for i := 0; i < len(format); i++ {
+		if format[i] == '%' && len(v) > 0 {
+			sbPrintDec(v[0])
+			v = v[1:]
+		} else {
+			sbPutch(format[i])
+		}
+	}
+}
+
+// sbLog prints one line with the machine-layer prefix: msg as sbPrintf
+// prints it.
 func sbLog(msg string, v ...int64) {
 	sbConsoleLock.lock()
 	sbPrintStr("machine: ")
-	sbPrintStr(msg)
-	for _, x := range v {
-		sbPrintDec(x)
-	}
-	sbPrintStr("\n")
+	sbPrintf(msg, v...)
+	sbPutch('\n')
 	sbConsoleLock.unlock()
 }
 

@@ -109,8 +109,7 @@ func sbInitTrapG(c *sbCPU) {
 	lo := uintptr(unsafe.Pointer(&sbTrapStacks[c.id]))
 	c.stackTop = (lo + sbTrapStackSize) &^ 63
 	c.g.stack = stack{lo: lo, hi: c.stackTop}
-	c.g.stackguard0 = lo + sbStackGuard
-	c.g.stackguard1 = lo + sbStackGuard
+	c.g.stackguard0, c.g.stackguard1 = lo+sbStackGuard, lo+sbStackGuard
 	c.trapG = uintptr(unsafe.Pointer(&c.g))
 	c.tls[0] = c.trapG
 }
@@ -163,8 +162,7 @@ func sbFPUSanitize(fpu *[sbFPUSize]byte) {
 	*(*uint32)(unsafe.Pointer(&fpu[24])) &= 0xffbf
 	*(*uint64)(unsafe.Pointer(&fpu[512])) &= sbXCR0
 	// The rest of the XSAVE header, as words (a byte loop cost 10%).
-	h := (*[7]uint64)(unsafe.Pointer(&fpu[520]))
-	*h = [7]uint64{}
+	*(*[7]uint64)(unsafe.Pointer(&fpu[520])) = [7]uint64{}
 }
 
 // sbFPUReset makes fpu the initial FPU state: with XSAVE, a header that
@@ -216,8 +214,7 @@ func sbCPUInit(id int32) {
 	c.gdt[9] = tb >> 32
 	*(*uint16)(unsafe.Pointer(&c.gdtr[0])) = uint16(len(c.gdt)*8 - 1)
 	*(*uint64)(unsafe.Pointer(&c.gdtr[2])) = uint64(uintptr(unsafe.Pointer(&c.gdt)))
-	sbLoadGDT(uintptr(unsafe.Pointer(&c.gdtr)), sbTSSSel)
-	sbLoadIDT(uintptr(unsafe.Pointer(&sbIDTR)))
+	sbLoadTables(uintptr(unsafe.Pointer(&c.gdtr)), uintptr(unsafe.Pointer(&sbIDTR)), sbTSSSel)
 	c.cr3 = sbReadCR3()
 	sbWrmsr(0xC0000101, uint64(c.self)) // GS base
 	sbWrmsr(0xC0000102, 0)              // kernel GS base (for SWAPGS, later)

@@ -92,6 +92,10 @@ type sbGPRs struct {
 	ss      uint64
 }
 
+// gprs is the first fifteen registers, R15 to RAX, in the order
+// sbUserRegs holds them too.
+func (g *sbGPRs) gprs() *[15]uint64 { return (*[15]uint64)(unsafe.Pointer(g)) }
+
 // sbSpin is a test-and-set spinlock. Trap handlers run with interrupts off,
 // so a holder is never interrupted on its own CPU.
 type sbSpin struct{ v uint32 }
@@ -118,8 +122,7 @@ var (
 func sbStart()
 func sbSyscallEntry()
 func sbIdle()
-func sbLoadGDT(gdtr uintptr, tss uint16)
-func sbLoadIDT(idtr uintptr)
+func sbLoadTables(gdtr, idtr uintptr, tss uint16)
 func sbRdmsr(msr uint32) uint64
 func sbWrmsr(msr uint32, v uint64)
 func sbInb(port uint16) uint8
@@ -146,8 +149,6 @@ func sbLoad64(a uintptr) uint64 { return *(*uint64)(unsafe.Pointer(a)) }
 func sbStore64(a uintptr, v uint64) { *(*uint64)(unsafe.Pointer(a)) = v }
 
 func sbLoad32(a uintptr) uint32 { return *(*uint32)(unsafe.Pointer(a)) }
-
-func sbStore32(a uintptr, v uint32) { *(*uint32)(unsafe.Pointer(a)) = v }
 
 func sbMemzero(a, n uintptr) { memclrNoHeapPointers(unsafe.Pointer(a), n) }
 

@@ -172,22 +172,19 @@ func (a *sbFrameAllocator) setNUMA(spans []sbRange, cpuNode []uint8, order []uin
 	for i := 0; i < nnodes; i++ {
 		copy(a.order[i][:nnodes], order[i*nnodes:])
 	}
+	// Count again: the ranges as cut, then the list as it is refiled.
+	a.nodeFree, a.free = [sbMaxNodes]uint64{}, 0
 	n := 0
 	for i := 0; i < a.nranges; i++ {
 		for p, end := a.ranges[i].base, a.ranges[i].end; p < end && n < sbMaxRanges; n++ {
 			node, next := a.nodeAt(p, end)
 			sbNewRanges[n] = sbRange{base: p, end: next, node: node}
+			f := uint64((next - p) / sbPageSize)
+			a.nodeFree[node], a.free = a.nodeFree[node]+f, a.free+f
 			p = next
 		}
 	}
-	// Count again: the ranges as cut, then the list as it is refiled.
 	a.ranges, a.nranges = sbNewRanges, n
-	a.nodeFree, a.free = [sbMaxNodes]uint64{}, 0
-	for i := 0; i < n; i++ {
-		f := uint64((a.ranges[i].end - a.ranges[i].base) / sbPageSize)
-		a.nodeFree[a.ranges[i].node] += f
-		a.free += f
-	}
 	list := a.freeHead[0]
 	a.freeHead[0] = 0
 	for list != 0 {

@@ -14,17 +14,17 @@ import (
 	"unsafe"
 )
 
-// Private system calls (served in sbHookSyscall).
+// Private system calls (served in sbSyscall).
 const (
 	sbSysBase      = 0x5300
-	sbSysIRQOpen   = 0 // (irq, flags) -> 0: vector sbVecIRQBase+irq is routed, for sbHookWaitInterrupt
-	sbSysProfStart = 2 // (buffers, n, hz, nmiPin) -> source or errno
-	sbSysProfStop  = 3 // () -> 0
-	sbSysIOAPIC    = 4 // (physical address) -> 0: the MADT's I/O APIC
-	sbSysRunUser   = 5 // (regs, cr3) -> 0 when the program traps back (sbTrap calls sbRunUser first)
-	sbSysFlushTLB  = 7 // (root, how) -> 0: CPUs using root (0: every CPU) drop non-global translations (how 2: except this one); how 1: every CPU stops using root as CR3
-	sbSysKick      = 8 // (regs) -> 0: hurry a kicked user thread back
-	sbSysCount     = 11
+	sbSysIRQOpen   = sbSysBase + 0  // (irq, flags) -> 0: vector sbVecIRQBase+irq is routed, for sbHookWaitInterrupt
+	sbSysProfStart = sbSysBase + 2  // (buffers, n, hz, nmiPin) -> source or errno
+	sbSysProfStop  = sbSysBase + 3  // () -> 0
+	sbSysIOAPIC    = sbSysBase + 4  // (physical address) -> 0: the MADT's I/O APIC
+	sbSysRunUser   = sbSysBase + 5  // (regs, cr3) -> 0 when the program traps back (sbTrap calls sbRunUser first)
+	sbSysFlushTLB  = sbSysBase + 7  // (root, how) -> 0: CPUs using root (0: every CPU) drop non-global translations (how 2: except this one); how 1: every CPU stops using root as CR3
+	sbSysKick      = sbSysBase + 8  // (regs) -> 0: hurry a kicked user thread back
+	sbSysDebugSpin = sbSysBase + 10 // (ns) -> 0: sbDebugSpin
 
 	// sbSysIRQOpen flags: an MSI vector has no I/O APIC pin; else the
 	// pin's redirection entry bits: level-triggered (a PCI INTx pin,
@@ -43,49 +43,6 @@ var (
 	sbIRQLock                  sbSpin     // interrupts off; guards sbIRQPending and level pins' masks
 	sbIRQPending               [24]bool   // an interrupt since the driver last looked
 )
-
-func sbHookSyscall(c *sbCPU, f *sbFrame, n uint64, a0, a1, a2 uintptr) int64 {
-	switch n {
-	case sbSysIRQOpen:
-		if a0 >= 24 {
-			return -sbEINVAL
-		}
-		// (QEMU and PCs wire the PIT, IRQ 0, to pin 2, which the kernel
-		// corrects from the MADT overrides when it needs the PIT.)
-		sbIRQEntry[a0] = uint32(sbVecIRQBase+a0) | uint32(a1)&(sbIOAPICLevel|sbIOAPICActiveLow)
-		if a1&sbIRQNoPin == 0 {
-			sbIOAPICRoute(int(a0), sbIRQEntry[a0])
-		}
-		return 0
-	case sbSysProfStart:
-		return sbProfStart(a0, int(a1), int64(a2), int(int64(f.r10)))
-	case sbSysProfStop:
-		sbProfStop()
-		return 0
-	case sbSysKick:
-		return sbKick(a0)
-	case sbSysFlushTLB:
-		if a1 == 1 {
-			sbReleaseCR3(c, a0)
-			return 0
-		}
-		if a1 == 0 {
-			sbWriteCR3(sbReadCR3())
-		}
-		sbShootdown(a0)
-		return 0
-	case sbSysDebugSpin:
-		return sbDebugSpin(int64(a0))
-	case sbSysIOAPIC:
-		if a0 == 0 || a0&0xfff != 0 || a0 >= sbDmapEnd {
-			return -sbEINVAL
-		}
-		sbIOAPIC = a0
-		sbIOAPICMaskAll()
-		return 0
-	}
-	return -sbENOSYS
-}
 
 // sbIRQ records a device interrupt and wakes the netpoller, which in turn
 // readies the driver goroutine waiting on the vector.

@@ -128,13 +128,7 @@ func sbBuildKernelPageTables(elf uintptr) {
 	// Kernel image: one 4 KiB mapping per page, permissions from the ELF
 	// program headers.
 	sbForEachLoad(elf, func(va, memsz uintptr, pflags uint32) {
-		flags := uint64(ptePresent | pteGlobal)
-		if pflags&2 != 0 {
-			flags |= pteWrite
-		}
-		if pflags&1 == 0 {
-			flags |= pteNX
-		}
+		flags := sbProtFlags(pflags&2|pflags&1<<2) | pteGlobal // PF_W is PROT_WRITE, PF_X 1
 		for p := va &^ (sbPageSize - 1); p < va+memsz; p += sbPageSize {
 			pte := sbWalk(pml4, p, true)
 			if pte == 0 {
@@ -146,12 +140,9 @@ func sbBuildKernelPageTables(elf uintptr) {
 	// The kernel half's PDPTs for the runtime's mappings, made now so the
 	// top-level entries never change (see sbMmapMin).
 	for va := uintptr(sbMmapMin); va < sbMmapMax; va += 1 << 39 {
-		e := sbPhys(pml4) + ((va>>39)&511)*8
-		f := sbFrames.alloc()
-		if f == 0 {
+		if sbEntry(pml4, va, 2, true) == 0 {
 			sbFatal("out of memory building page tables")
 		}
-		sbStore64(e, uint64(f)|ptePresent|pteWrite)
 	}
 	sbAS.pml4 = pml4
 	sbWriteCR3(pml4)
@@ -444,11 +435,11 @@ func (as *sbAddrSpace) mprotect(addr, n uintptr, prot uint32) int64 {
 	return 0
 }
 
-// Results of a fault.
+// Results of a fault; the two errors are their SIGSEGV si_code.
 const (
 	sbFaultOK     = iota
-	sbFaultMapErr // no mapping: SEGV_MAPERR
-	sbFaultAccErr // mapping forbids the access: SEGV_ACCERR
+	sbFaultMapErr // no mapping: SEGV_MAPERR (1)
+	sbFaultAccErr // mapping forbids the access: SEGV_ACCERR (2)
 	sbFaultNoMem
 )
 
@@ -492,8 +483,9 @@ func (as *sbAddrSpace) present(va, n uintptr, write, fault bool) bool {
 	if va+n < va {
 		return false
 	}
-	// The kernel image and the direct map are always present.
-	if n == 0 || sbAlwaysMapped(va, n) {
+	// The direct map and the kernel image are mapped from boot on, never
+	// demand-paged.
+	if n == 0 || va >= sbDirectMap && va+n <= sbDirectMap+sbDmapEnd || va >= sbKernelStart && va+n <= sbKernelEnd {
 		return true
 	}
 	for p := va &^ (sbPageSize - 1); p < va+n; p += sbPageSize {
@@ -509,11 +501,4 @@ func (as *sbAddrSpace) present(va, n uintptr, write, fault bool) bool {
 		}
 	}
 	return true
-}
-
-// sbAlwaysMapped reports whether [va, va+n) lies in the kernel image or the
-// direct map, which are mapped from boot and never demand-paged.
-func sbAlwaysMapped(va, n uintptr) bool {
-	return (va >= sbDirectMap && va+n <= sbDirectMap+sbDmapEnd && va+n >= va) ||
-		(va >= sbKernelStart && va+n <= sbKernelEnd && va+n >= va)
 }

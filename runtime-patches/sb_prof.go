@@ -109,13 +109,7 @@ func sbProfTick(c *sbCPU, f *sbFrame) int64 {
 		return c.profNext
 	}
 	rec := uintptr(b.addr + b.n*16)
-	flags := uint64(0)
-	if sbThreads[c.cur].isIdle {
-		flags |= 1
-	}
-	if f.cs&3 != 0 {
-		flags |= 4
-	}
+	flags := uint64(bool2int(sbThreads[c.cur].isIdle) | bool2int(f.cs&3 != 0)<<2) // the NMI stub's 1 and 4
 	sbStore64(rec, f.rip)
 	sbStore64(rec+8, uint64(c.id)|flags<<16|(sbRdtsc()&0xffffffff)<<32)
 	b.n++

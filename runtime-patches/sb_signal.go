@@ -9,6 +9,7 @@ package runtime
 
 import (
 	"internal/runtime/atomic"
+	"internal/runtime/sys"
 	"unsafe"
 )
 
@@ -34,11 +35,6 @@ var (
 	sbSigactions [65]sbSigaction
 )
 
-// sbDefaultIgnored reports whether a signal's default action is to ignore it.
-func sbDefaultIgnored(sig int32) bool {
-	return sig == _SIGCHLD || sig == _SIGURG || sig == _SIGWINCH || sig == _SIGCONT
-}
-
 // sbSignalThread makes sig pending for thread i and makes sure it notices:
 // a blocked thread's wait is interrupted, a thread running on another CPU
 // gets an IPI so it passes through the trap exit path.
@@ -57,28 +53,21 @@ func sbSignalThread(i int32, sig int32) {
 	sbSched.unlock()
 }
 
-// sbSignalReady reports whether t has a pending signal it does not block.
-func sbSignalReady(t *sbThread) bool {
-	return atomic.Load64(&t.sigPending)&^(t.sigMask&^sbUnblockable) != 0
+// sbSignalsReady is the set of t's pending signals it does not block.
+func sbSignalsReady(t *sbThread) uint64 {
+	return atomic.Load64(&t.sigPending) &^ (t.sigMask &^ sbUnblockable)
 }
 
 // sbDeliverSignals builds a signal frame for the lowest pending unblocked
 // signal of the running thread, if any.
 func sbDeliverSignals(c *sbCPU, f *sbFrame) {
 	t := &sbThreads[c.cur]
-	for {
-		ready := atomic.Load64(&t.sigPending) &^ (t.sigMask &^ sbUnblockable)
-		if ready == 0 {
-			return
-		}
-		sig := int32(0)
-		for ready&(1<<sig) == 0 {
-			sig++
-		}
-		sig++
+	for ready := sbSignalsReady(t); ready != 0; ready = sbSignalsReady(t) {
+		sig := int32(sys.TrailingZeros64(ready)) + 1
 		atomic.And64(&t.sigPending, ^uint64(1<<(sig-1)))
 		act := sbSigactions[sig]
-		if act.handler == sbSigIgn || (act.handler == sbSigDfl && sbDefaultIgnored(sig)) {
+		// SIGCHLD, SIGURG, SIGWINCH and SIGCONT are ignored by default.
+		if act.handler == sbSigIgn || act.handler == sbSigDfl && (sig == _SIGCHLD || sig == _SIGURG || sig == _SIGWINCH || sig == _SIGCONT) {
 			continue
 		}
 		if act.handler == sbSigDfl {
@@ -99,52 +88,40 @@ func sbBuildSignalFrame(t *sbThread, f *sbFrame, sig int32, act sbSigaction) {
 	}
 	sp = (sp - sbFPUSize) &^ 63
 	fpAddr := sp
-	ucSize := unsafe.Sizeof(ucontext{})
-	infoSize := unsafe.Sizeof(siginfo{})
+	ucSize, infoSize := unsafe.Sizeof(ucontext{}), unsafe.Sizeof(siginfo{})
 	sp = ((sp - 8 - ucSize - infoSize) &^ 15) - 8
 	if !sbAS.touch(sp, fpAddr+sbFPUSize-sp, true) {
 		sbDump(f, "signal stack not writable")
 	}
-	ucAddr := sp + 8
-	infoAddr := ucAddr + ucSize
+	ucAddr, infoAddr := sp+8, sp+8+ucSize
 	sbMemzero(ucAddr, ucSize+infoSize)
 	sbMemcpy(fpAddr, uintptr(unsafe.Pointer(&f.fpu)), sbFPUSize)
 	sbStore64(sp, uint64(act.restorer))
 
 	uc := (*ucontext)(unsafe.Pointer(ucAddr))
 	*(*uintptr)(unsafe.Pointer(&uc.uc_stack.ss_sp)) = t.altSP
-	uc.uc_stack.ss_size = t.altSize
-	uc.uc_stack.ss_flags = t.altFlags
+	uc.uc_stack.ss_size, uc.uc_stack.ss_flags = t.altSize, t.altFlags
 	m := (*sigcontext)(unsafe.Pointer(&uc.uc_mcontext))
 	m.r8, m.r9, m.r10, m.r11 = f.r8, f.r9, f.r10, f.r11
 	m.r12, m.r13, m.r14, m.r15 = f.r12, f.r13, f.r14, f.r15
 	m.rdi, m.rsi, m.rbp, m.rbx = f.rdi, f.rsi, f.rbp, f.rbx
 	m.rdx, m.rax, m.rcx, m.rsp = f.rdx, f.rax, f.rcx, f.rsp
-	m.rip, m.eflags = f.rip, f.rflags
-	m.cs = uint16(f.cs)
-	m.err = f.errcode
-	m.trapno = f.vector
+	m.rip, m.eflags, m.cs, m.err, m.trapno = f.rip, f.rflags, uint16(f.cs), f.errcode, f.vector
 	*(*uintptr)(unsafe.Pointer(&m.fpstate)) = fpAddr
 	*(*uint64)(unsafe.Pointer(&uc.uc_sigmask)) = t.sigMask
 
 	info := (*siginfoFields)(unsafe.Pointer(infoAddr))
 	info.si_signo = sig
 	if sig == t.faultSig {
-		info.si_code = t.faultCode
-		info.si_addr = uint64(t.faultAddr)
-		m.cr2 = uint64(t.faultAddr)
+		info.si_code, info.si_addr, m.cr2 = t.faultCode, uint64(t.faultAddr), uint64(t.faultAddr)
 		t.faultSig = 0
 	} else {
 		info.si_code = -6                            // SI_TKILL
 		*(*int32)(unsafe.Pointer(infoAddr + 16)) = 1 // si_pid
 	}
 
-	f.rip = uint64(act.handler)
-	f.rsp = uint64(sp)
-	f.rdi = uint64(sig)
-	f.rsi = uint64(infoAddr)
-	f.rdx = uint64(ucAddr)
-	f.rax = 0
+	f.rip, f.rsp = uint64(act.handler), uint64(sp)
+	f.rdi, f.rsi, f.rdx, f.rax = uint64(sig), uint64(infoAddr), uint64(ucAddr), 0
 	f.rflags &^= 1<<8 | 1<<10 // TF, DF
 	// The runtime sets neither SA_NODEFER nor SA_RESETHAND.
 	t.sigMask = (t.sigMask | act.mask | 1<<(sig-1)) &^ sbUnblockable
@@ -187,9 +164,7 @@ func sbSigreturn(c *sbCPU, f *sbFrame) {
 func sbKilled(t *sbThread, f *sbFrame, sig int32) {
 	now := sbRegsOf(f, 0)
 	sbConsoleLock.lock()
-	sbPrintStr("machine: kernel killed by signal ")
-	sbPrintDec(int64(sig))
-	sbPrintStr("\n")
+	sbPrintf("machine: kernel killed by signal %\n", int64(sig))
 	if t.hasFault {
 		sbPrintStr("machine: registers at the thread's last fault:\n")
 		sbPrintRegs(&t.lastFault)

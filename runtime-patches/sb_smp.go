@@ -87,13 +87,9 @@ func sbNewIdleThreadLocked(id int32) int32 {
 		sbFatal("no thread slot for an idle thread")
 	}
 	t := &sbThreads[i]
-	t.isIdle = true
-	t.state = sbThRunning
-	t.cpu = id
+	t.isIdle, t.state, t.cpu = true, sbThRunning, id
 	t.frame.rip = uint64(abi.FuncPCABI0(sbIdle))
-	t.frame.cs = sbKernelCS
-	t.frame.ss = sbKernelDS
-	t.frame.rflags = 0x202
+	t.frame.cs, t.frame.ss, t.frame.rflags = sbKernelCS, sbKernelDS, 0x202
 	t.frame.rsp = uint64(uintptr(unsafe.Pointer(&sbIdleStacks[id])) + 4096 - 8)
 	sbFPUReset(&t.frame.fpu)
 	sbSched.nthreads-- // not one of the runtime's threads

@@ -3,8 +3,9 @@
 // Shortbread machine layer: the Linux system calls the runtime makes.
 //
 // The "Linux" the unmodified runtime's SYSCALLs reach: only the calls it
-// makes (design notes §3.1); anything else is ENOSYS, logged once per
-// number. Pointer arguments are made present with sbAS.touch before use.
+// makes (design notes §3.1), and the kernel's private ones; anything else
+// is ENOSYS, logged once per number below 512. Pointer arguments are made
+// present with sbAS.touch before use.
 
 package runtime
 
@@ -37,8 +38,12 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 	case 1: // write
 		r = sbWrite(int32(a0), a1, a2)
 	case 3: // close
-	case 9: // mmap
-		r = sbMmap(a0, a1, uint32(a2), uint32(a3), int32(a4))
+	case 9: // mmap: anonymous only (file mappings belong to the VFS)
+		const mapFixed, mapAnon = 0x10, 0x20 // the runtime uses no other flag but MAP_PRIVATE
+		r = -sbENOSYS
+		if a3&mapAnon != 0 && int32(a4) == -1 {
+			r = sbAS.mmap(a0, a1, uint32(a2)&7, a3&mapFixed != 0)
+		}
 	case 10: // mprotect
 		r = sbAS.mprotect(a0, a1, uint32(a2))
 	case 11: // munmap
@@ -114,7 +119,8 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 		sbStore64(a2, uint64(1)<<sbNCPU-1)
 		r = 8
 	case 231: // exit_group
-		sbExitGroup(int32(a0))
+		sbLog("kernel exited with status %", int64(int32(a0)))
+		sbPowerOff(uint8(a0))
 	case 234: // tgkill
 		r = sbKill(c, int32(a1), int32(a2))
 	case 257: // openat
@@ -123,14 +129,45 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 		r = -sbENOSYS
 	case 318: // getrandom
 		r = sbGetrandom(a0, a1)
-	default:
-		if no >= sbSysBase && no < sbSysBase+sbSysCount {
-			r = sbHookSyscall(c, f, no-sbSysBase, a0, a1, a2)
+	case sbSysIRQOpen: // the kernel's private calls (sb_hooks.go) from here
+		if a0 >= 24 {
+			r = -sbEINVAL
 			break
 		}
+		// (QEMU and PCs wire the PIT, IRQ 0, to pin 2, which the kernel
+		// corrects from the MADT overrides when it needs the PIT.)
+		sbIRQEntry[a0] = uint32(sbVecIRQBase+a0) | uint32(a1)&(sbIOAPICLevel|sbIOAPICActiveLow)
+		if a1&sbIRQNoPin == 0 {
+			sbIOAPICRoute(int(a0), sbIRQEntry[a0])
+		}
+	case sbSysProfStart:
+		r = sbProfStart(a0, int(a1), int64(a2), int(int64(a3)))
+	case sbSysProfStop:
+		sbProfStop()
+	case sbSysIOAPIC:
+		if a0 == 0 || a0&0xfff != 0 || a0 >= sbDmapEnd {
+			r = -sbEINVAL
+			break
+		}
+		sbIOAPIC = a0
+		sbIOAPICMaskAll()
+	case sbSysFlushTLB:
+		if a1 == 1 {
+			sbReleaseCR3(c, a0)
+			break
+		}
+		if a1 == 0 {
+			sbWriteCR3(sbReadCR3())
+		}
+		sbShootdown(a0)
+	case sbSysKick:
+		r = sbKick(a0)
+	case sbSysDebugSpin:
+		r = sbDebugSpin(int64(a0))
+	default:
 		if no < uint64(len(sbENOSYSSeen)) && !sbENOSYSSeen[no] {
 			sbENOSYSSeen[no] = true
-			sbLog("unimplemented runtime syscall ", int64(no))
+			sbLog("unimplemented runtime syscall %", int64(no))
 		}
 		r = -sbENOSYS
 	}
@@ -145,17 +182,11 @@ func sbWrite(fd int32, buf, n uintptr) int64 {
 		return -sbEFAULT
 	}
 	sbConsoleLock.lock()
-	sbWriteConsole(buf, n)
+	for i := uintptr(0); i < n; i++ {
+		sbPutch(*(*byte)(unsafe.Pointer(buf + i)))
+	}
 	sbConsoleLock.unlock()
 	return int64(n)
-}
-
-func sbMmap(addr, n uintptr, prot, flags uint32, fd int32) int64 {
-	const mapFixed, mapAnon = 0x10, 0x20 // the runtime uses no other flag but MAP_PRIVATE
-	if flags&mapAnon == 0 || fd != -1 {
-		return -sbENOSYS // file mappings belong to the VFS
-	}
-	return sbAS.mmap(addr, n, prot&7, flags&mapFixed != 0)
 }
 
 // sbFutex serves the runtime's futexes: FUTEX_WAIT (with a relative
@@ -184,10 +215,7 @@ func sbFutex(c *sbCPU, f *sbFrame, addr uintptr, op int32, val uint32, timeout u
 }
 
 func sbRtSigaction(sig int32, act, oact uintptr) int64 {
-	if sig < 1 || sig > 64 {
-		return -sbEINVAL
-	}
-	if act != 0 && (sig == _SIGKILL || sig == _SIGSTOP) {
+	if sig < 1 || sig > 64 || act != 0 && (sig == _SIGKILL || sig == _SIGSTOP) {
 		return -sbEINVAL
 	}
 	size := unsafe.Sizeof(sbSigaction{})
@@ -244,16 +272,13 @@ func sbSigaltstack(c *sbCPU, ss, oss uintptr) int64 {
 		if st.ss_flags&2 != 0 { // SS_DISABLE
 			t.altSP, t.altSize, t.altFlags = 0, 0, 2
 		} else {
-			t.altSP = uintptr(unsafe.Pointer(st.ss_sp))
-			t.altSize = st.ss_size
-			t.altFlags = 0
+			t.altSP, t.altSize, t.altFlags = uintptr(unsafe.Pointer(st.ss_sp)), st.ss_size, 0
 		}
 	}
 	if oss != 0 {
 		st := (*stackt)(unsafe.Pointer(oss))
 		*(*uintptr)(unsafe.Pointer(&st.ss_sp)) = oldSP
-		st.ss_size = oldSize
-		st.ss_flags = oldFlags
+		st.ss_size, st.ss_flags = oldSize, oldFlags
 		if oldSize == 0 {
 			st.ss_flags = 2
 		}
@@ -278,15 +303,8 @@ func sbKill(c *sbCPU, tid, sig int32) int64 {
 	return 0
 }
 
-func sbExitGroup(code int32) {
-	sbLog("kernel exited with status ", int64(code))
-	sbPowerOff(uint8(code))
-}
-
 func sbGetrandom(buf, n uintptr) int64 {
-	if n > 256 {
-		n = 256
-	}
+	n = min(n, 256)
 	if !sbAS.touch(buf, n, true) {
 		return -sbEFAULT
 	}

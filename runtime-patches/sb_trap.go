@@ -13,20 +13,27 @@ import "internal/runtime/atomic"
 
 //go:nowritebarrierrec
 func sbTrap(f *sbFrame) {
-	c := sbThisCPU()
-	if f.cs&3 != 0 {
-		if sbUserTrap(c, f) {
-			sbTrapExit(c, f)
-			return
+	c, v := sbThisCPU(), f.vector
+	if f.cs&3 == 0 {
+		if v != sbVecSyscall && uintptr(f.rsp) > c.stackTop-sbTrapStackSize && uintptr(f.rsp) <= c.stackTop {
+			sbDump(f, "trap inside the machine layer")
 		}
-	} else if f.vector != sbVecSyscall && uintptr(f.rsp) > c.stackTop-sbTrapStackSize && uintptr(f.rsp) <= c.stackTop {
-		sbDump(f, "trap inside the machine layer")
+	} else if v == sbVecSyscall || v < 32 && v != 2 {
+		// A system call or fault from user mode ends RunUser (an
+		// interrupt is served and the program goes on).
+		addr := uintptr(0)
+		if v == sbVecPF {
+			addr = sbReadCR2()
+		}
+		sbUserExit(c, f, v, addr)
+		sbTrapExit(c, f)
+		return
 	}
-	if v := f.vector; v >= sbVecIRQBase && v < sbVecCount {
+	if v >= sbVecIRQBase && v < sbVecCount {
 		c.intr[v-sbVecIRQBase]++
 	}
-	switch v := f.vector; {
-	case v == sbVecSyscall && f.rax == sbSysBase+sbSysRunUser: // the most made
+	switch {
+	case v == sbVecSyscall && f.rax == sbSysRunUser: // the most made
 		sbRunUser(c, f, uintptr(f.rdi), uintptr(f.rsi))
 	case v == sbVecSyscall:
 		sbSyscall(c, f)
@@ -74,7 +81,7 @@ func sbTrapExit(c *sbCPU, f *sbFrame) {
 		sbKickLate(c)
 	}
 	// cur stays the running thread from here on: nothing below switches.
-	if cur.inUser && (sbSignalReady(cur) || sbUserKicked(cur)) {
+	if cur.inUser && (sbSignalsReady(cur) != 0 || sbUserKicked(cur)) {
 		// The runtime needs this thread (async preemption, a fault
 		// signal...), or the kernel kicked it (a signal for the
 		// program): leave user mode so the event is handled in Go.
@@ -86,7 +93,7 @@ func sbTrapExit(c *sbCPU, f *sbFrame) {
 	// trap takes the thread out of user mode first. Delivering it now
 	// would build the runtime's signal frame on the program's registers
 	// and return to ring 3 at runtime.sigtramp.
-	if !cur.isIdle && !cur.inUser && sbSignalReady(cur) {
+	if !cur.isIdle && !cur.inUser && sbSignalsReady(cur) != 0 {
 		sbDeliverSignals(c, f)
 	}
 	deadline := next
@@ -115,23 +122,18 @@ func sbTrapExit(c *sbCPU, f *sbFrame) {
 
 func sbPageFault(c *sbCPU, f *sbFrame) {
 	addr := sbReadCR2()
-	write := f.errcode&2 != 0
-	exec := f.errcode&16 != 0
 	r := sbFaultMapErr
-	if f.errcode&1 == 0 { // not-present: maybe demand paging
-		r = sbAS.fault(addr, write, exec)
+	if f.errcode&1 == 0 { // not present: maybe demand paging (of a write, of a fetch)
+		r = sbAS.fault(addr, f.errcode&2 != 0, f.errcode&16 != 0)
 	} else if sbAS.findVMA(addr) >= 0 {
 		r = sbFaultAccErr
 	}
 	switch r {
 	case sbFaultOK:
-		return
 	case sbFaultNoMem:
 		sbDump(f, "out of physical memory")
-	case sbFaultAccErr:
-		sbForceSignal(c, f, _SIGSEGV, 2, addr) // SEGV_ACCERR
 	default:
-		sbForceSignal(c, f, _SIGSEGV, 1, addr) // SEGV_MAPERR
+		sbForceSignal(c, f, _SIGSEGV, int32(r), addr)
 	}
 }
 
@@ -161,7 +163,7 @@ func sbForceSignal(c *sbCPU, f *sbFrame, sig int32, code int32, addr uintptr) {
 	t := &sbThreads[c.cur]
 	bit := uint64(1) << (sig - 1)
 	if t.isIdle || t.sigMask&bit != 0 || sbSigactions[sig].handler <= 1 {
-		sbLog("fault with no handler: signal ", int64(sig)) // the address: cr2 or rip below
+		sbLog("fault with no handler: signal %", int64(sig)) // the address: cr2 or rip below
 		sbDump(f, "fatal fault")
 	}
 	atomic.Or64(&t.sigPending, bit)
@@ -180,10 +182,11 @@ type sbRegs struct {
 	cr2           uint64
 }
 
-// sbRegNames names sbRegs.vals. The first five are what the NMI stub
-// copies for the watchdog (sbCPU.nmiRegs), so both print alike.
-var sbRegNames = [20]string{"rip", "cs", "rflags", "rsp", "rbp", "rax", "rbx", "rcx", "rdx", "rsi",
-	"rdi", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "fsbase"}
+// sbRegNames names sbRegs.vals, as printed before each value. The first
+// five are what the NMI stub copies for the watchdog (sbCPU.nmiRegs), so
+// both print alike.
+var sbRegNames = [20]string{" rip=", " cs=", " rflags=", " rsp=", " rbp=", " rax=", " rbx=", " rcx=", " rdx=", " rsi=",
+	" rdi=", " r8=", " r9=", " r10=", " r11=", " r12=", " r13=", " r14=", " r15=", " fsbase="}
 
 func sbRegsOf(f *sbFrame, cr2 uintptr) sbRegs {
 	return sbRegs{
@@ -195,11 +198,7 @@ func sbRegsOf(f *sbFrame, cr2 uintptr) sbRegs {
 
 // sbPrintRegs prints a register set; the caller holds the console.
 func sbPrintRegs(r *sbRegs) {
-	sbPrintStr("  cpu ")
-	sbPrintDec(int64(sbThisCPU().id))
-	sbPrintStr(" vector ")
-	sbPrintDec(int64(r.vector))
-	sbPrintStr(" error ")
+	sbPrintf("  cpu % vector % error ", int64(sbThisCPU().id), int64(r.vector))
 	sbPrintHex(r.error)
 	sbPrintStr(" cr2 ")
 	sbPrintHex(r.cr2)
@@ -212,9 +211,7 @@ func sbPrintVals(v []uint64) {
 		if i%5 == 0 {
 			sbPrintStr("\n ")
 		}
-		sbPrintStr(" ")
 		sbPrintStr(sbRegNames[i])
-		sbPrintStr("=")
 		sbPrintHex(v[i])
 	}
 	sbPrintStr("\n")

@@ -15,27 +15,25 @@ import (
 
 // sbUserRegs mirrors machine.UserRegs; the layouts must match.
 type sbUserRegs struct {
-	r15, r14, r13, r12, r11, r10, r9, r8 uint64
-	rbp, rdi, rsi, rdx, rcx, rbx, rax    uint64
-	fsbase, gsbase                       uint64
-	rip, rflags, rsp                     uint64
-	trap, errcode, addr                  uint64
-	kick                                 uint64 // non-zero: leave user mode at the next trap
-	cpu                                  uint64 // non-zero: the CPU+1 the program was told (rseq)
-	affinity, prio, slice                uint64 // its scheduling class (sbSetClass)
-	exitCPU, preempts                    uint64 // where RunUser last returned; times switched out in ring 3
-	away                                 uint64 // TSC cycles switched out in ring 3 in the last RunUser
+	gprs                  [15]uint64 // R15 to RAX, as sbGPRs.gprs
+	fsbase, gsbase        uint64
+	rip, rflags, rsp      uint64
+	trap, errcode, addr   uint64
+	kick                  uint64 // non-zero: leave user mode at the next trap
+	cpu                   uint64 // non-zero: the CPU+1 the program was told (rseq)
+	affinity, prio, slice uint64 // its scheduling class (sbSetClass)
+	exitCPU, preempts     uint64 // where RunUser last returned; times switched out in ring 3
+	away                  uint64 // TSC cycles switched out in ring 3 in the last RunUser
 	// fpu holds the program's FPU image at its first 64-byte boundary
 	// (XSAVE's alignment; the heap's is 8), where traps from user mode
 	// save it and the way back loads it (sbUserImage, sb_amd64.s).
 	fpu [sbFPUSize + 64]byte
 }
 
-// Reasons RunUser returns, in sbUserRegs.trap besides CPU vectors 0-31.
-const (
-	sbTrapSyscall   = sbVecSyscall // the program made a system call
-	sbTrapInterrupt = 512          // the runtime needs the thread back
-)
+// sbTrapInterrupt in sbUserRegs.trap, besides the vector of a CPU
+// exception (0-31) or system call (sbVecSyscall) from user mode, means
+// the runtime needed the thread back.
+const sbTrapInterrupt = 512
 
 const sbUserTop = 0x0000800000000000 // first non-canonical lower-half address
 
@@ -101,10 +99,7 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 	t.user = regs
 	t.inUser = true
 	t.cr3 = cr3
-	f.r15, f.r14, f.r13, f.r12 = r.r15, r.r14, r.r13, r.r12
-	f.r11, f.r10, f.r9, f.r8 = r.r11, r.r10, r.r9, r.r8
-	f.rbp, f.rdi, f.rsi, f.rdx = r.rbp, r.rdi, r.rsi, r.rdx
-	f.rcx, f.rbx, f.rax = r.rcx, r.rbx, r.rax
+	*f.gprs() = r.gprs
 	f.rip, f.rsp = r.rip, r.rsp
 	const userFlags = 0xCD5 // CF PF AF ZF SF DF OF (no TF, IOPL, NT)
 	f.rflags = r.rflags&userFlags | 0x202
@@ -121,10 +116,7 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 func sbUserExit(c *sbCPU, f *sbFrame, trap uint64, addr uintptr) {
 	t := &sbThreads[c.cur]
 	r := (*sbUserRegs)(unsafe.Pointer(t.user)) // checked by sbRunUser
-	r.r15, r.r14, r.r13, r.r12 = f.r15, f.r14, f.r13, f.r12
-	r.r11, r.r10, r.r9, r.r8 = f.r11, f.r10, f.r9, f.r8
-	r.rbp, r.rdi, r.rsi, r.rdx = f.rbp, f.rdi, f.rsi, f.rdx
-	r.rcx, r.rbx, r.rax = f.rcx, f.rbx, f.rax
+	r.gprs = *f.gprs()
 	r.rip, r.rflags, r.rsp = f.rip, f.rflags, f.rsp
 	r.fsbase = f.fsbase
 	c.userGS = sbRdmsr(0xC0000102) // the program's, by SWAPGS (or WRGSBASE)
@@ -134,9 +126,7 @@ func sbUserExit(c *sbCPU, f *sbFrame, trap uint64, addr uintptr) {
 	f.sbGPRs = t.kframe // the FPU image is in r already (sbTrapCommon)
 	sbFPUReset(&f.fpu)
 	f.noFPU = 1
-	t.inUser = false
-	t.user = 0
-	t.cr3 = 0
+	t.inUser, t.user, t.cr3 = false, 0, 0
 	if t.affinity != 0 || t.prio != 0 || t.slice != sbTimeSlice {
 		sbSetClass(c, t, 0, 0, 0)
 	}
@@ -195,20 +185,4 @@ func sbLoadCR3(c *sbCPU, cr3 uintptr) {
 		sbWriteCR3(cr3)
 		atomic.Storeuintptr(&c.leaving, 0)
 	}
-}
-
-// sbUserTrap handles a trap taken in user mode. System calls and faults
-// end RunUser; interrupts are served and the program continues.
-func sbUserTrap(c *sbCPU, f *sbFrame) bool {
-	switch v := f.vector; {
-	case v == sbVecSyscall:
-		sbUserExit(c, f, sbTrapSyscall, 0)
-	case v == sbVecPF:
-		sbUserExit(c, f, v, sbReadCR2())
-	case v < 32 && v != 2:
-		sbUserExit(c, f, v, 0)
-	default:
-		return false
-	}
-	return true
 }

@@ -67,11 +67,7 @@ func sbWdReport(c, b *sbCPU, f *sbFrame) {
 	for end := sbNanotime() + 1e9; !atomic.Cas(&sbConsoleLock.v, 0, 1) && sbNanotime() < end; {
 		sbPause()
 	}
-	sbPrintStr("\nwatchdog: hard LOCKUP on cpu ")
-	sbPrintDec(int64(b.id))
-	sbPrintStr(": no timer interrupt for ")
-	sbPrintDec(b.wdStuck / 1e6)
-	sbPrintStr(" ms\n")
+	sbPrintf("\nwatchdog: hard LOCKUP on cpu %: no timer interrupt for % ms\n", int64(b.id), b.wdStuck/1e6)
 	for i := int32(0); i < sbNCPU; i++ {
 		o := &sbCPUs[i]
 		r := o.nmiRegs[:]
@@ -86,8 +82,7 @@ func sbWdReport(c, b *sbCPU, f *sbFrame) {
 				continue
 			}
 		}
-		sbPrintStr("cpu ")
-		sbPrintDec(int64(o.id))
+		sbPrintf("cpu %", int64(o.id))
 		if o == c {
 			sbPrintStr(" (watching)")
 		}
@@ -104,9 +99,6 @@ func sbWdReport(c, b *sbCPU, f *sbFrame) {
 	// must not go on while QEMU is still handling the exit.
 	atomic.Xadd(&sbWdLockups, 1)
 }
-
-// sbSysDebugSpin is the private system call (ns) -> 0 served by sbDebugSpin.
-const sbSysDebugSpin = 10
 
 // sbDebugSpin spins with interrupts off, as a machine-layer bug would
 // (answering TLB shootdowns, as the machine layer's spin loops do), until

@@ -178,7 +178,8 @@ func ReadMemStats() MemStats {
 	return MemStats{t, f, c, v}
 }
 
-// Private system calls served by the machine layer (sb_hooks.go).
+// Private system calls of the machine layer (numbered in sb_hooks.go,
+// served by sb_syscall.go).
 const (
 	sysBase      = 0x5300
 	sysIRQOpen   = sysBase + 0
