@@ -224,9 +224,13 @@ func sbIntrRestore(flags uintptr)
 //go:linkname sbHookAllocFrame shortbread/kernel/machine.allocFrame
 func sbHookAllocFrame(keep uint64) uintptr {
 	// Interrupts off: a trap handler on this CPU may need the allocator.
+	// And no preemption at a stack check meanwhile (acquirem), which
+	// would leave the M running other goroutines with interrupts off.
+	mp := acquirem()
 	fl := sbIntrOff()
 	pa := sbFrames.allocKeeping(keep)
 	sbIntrRestore(fl)
+	releasem(mp)
 	return pa
 }
 
@@ -235,9 +239,11 @@ func sbHookFreeFrame(pa uintptr) {
 	if pa == 0 || pa&(sbPageSize-1) != 0 || pa >= sbFrames.maxPhys {
 		return
 	}
+	mp := acquirem() // as in sbHookAllocFrame
 	fl := sbIntrOff()
 	sbFrames.release(pa)
 	sbIntrRestore(fl)
+	releasem(mp)
 }
 
 // sbHookSetNUMA: the kernel (kernel/machine/numa.go) checked every node
@@ -245,9 +251,11 @@ func sbHookFreeFrame(pa uintptr) {
 //
 //go:linkname sbHookSetNUMA shortbread/kernel/machine.setNUMA
 func sbHookSetNUMA(spans []sbRange, cpuNode, order []uint8, nnodes int) {
+	mp := acquirem() // as in sbHookAllocFrame
 	fl := sbIntrOff()
 	sbFrames.setNUMA(spans, cpuNode, order, nnodes)
 	sbIntrRestore(fl)
+	releasem(mp)
 }
 
 //go:linkname sbHookNodeFreeFrames shortbread/kernel/machine.NodeFreeFrames
