@@ -617,8 +617,8 @@ const sbWakeGran = 250_000 // ns
 // a real-time one, or a running thread that is real-time or not in user
 // mode: the kernel's Go code holds a P, which no other M may use while
 // its M waits. Another CPU's fields are read under sbSched.mu, which
-// every switch holds; its sbSetClass may overwrite the earlier slice
-// end: a hint.
+// every switch holds, but its thread enters and leaves user mode (and
+// sbSetClass sets the slice end) without it: a hint, as p above.
 func sbWakePreemptAt(c *sbCPU, w int32) int64 {
 	if w < 0 {
 		return 0
