@@ -618,7 +618,8 @@ const sbWakeGran = 250_000 // ns
 // mode: the kernel's Go code holds a P, which no other M may use while
 // its M waits. Another CPU's fields are read under sbSched.mu, which
 // every switch holds, but its thread enters and leaves user mode (and
-// sbSetClass sets the slice end) without it: a hint, as p above.
+// sbSetClass sets the slice end) without it: a hint, as sbKickLocked's
+// look at their priorities is.
 func sbWakePreemptAt(c *sbCPU, w int32) int64 {
 	if w < 0 {
 		return 0
