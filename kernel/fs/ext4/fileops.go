@@ -180,10 +180,7 @@ func (fs *FS) Truncate(ino uint32, size uint64) error {
 // meanwhile holds their dataMap, from which the freed blocks are taken
 // first (pages.go).
 func (fs *FS) sharedTruncate(ino uint32, size uint64, set func() error) error {
-	return fs.shared(func() error {
-		l := fs.ilock(ino)
-		fs.lockInode(l)
-		defer l.Unlock()
+	return fs.sharedInode(ino, func() error {
 		in, err := fs.iget(ino)
 		if err != nil {
 			return err

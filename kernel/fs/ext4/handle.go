@@ -406,6 +406,16 @@ func (fs *FS) hend() {
 // caller holds it only for reading.
 func (fs *FS) inHandle() bool { return fs.handles.Load() > 0 }
 
+// sharedInode is shared with op run holding inode ino's lock.
+func (fs *FS) sharedInode(ino uint32, op, excl func() error) error {
+	return fs.shared(func() error {
+		l := fs.ilock(ino)
+		fs.lockInode(l)
+		defer l.Unlock()
+		return op()
+	}, excl)
+}
+
 // shared runs op in a handle if one can start, and else, or if op
 // returns errExclusive, holding FS.mu for writing (excl).
 func (fs *FS) shared(op, excl func() error) error {

@@ -296,21 +296,15 @@ type Attr struct {
 // SetAttr changes the attributes of ino that mask names. Permission
 // checks are the caller's.
 //
-// One that leaves the size alone (chmod, chown, utimes) runs in a
-// handle holding the inode's lock: it changes only the inode's fields.
-// A size change, which frees blocks and resizes the file's pages, runs
-// holding FS.mu for writing.
+// It runs in a handle holding the inode's lock: one that leaves the size
+// alone (chmod, chown, utimes) changes only the inode's fields, and a
+// size change runs as Truncate does (sharedTruncate).
 func (fs *FS) SetAttr(ino uint32, mask uint32, a Attr) error {
 	set := func() error { return fs.setAttr(ino, mask, a) }
 	if mask&SetSize != 0 {
 		return fs.sharedTruncate(ino, a.Size, set)
 	}
-	return fs.shared(func() error {
-		l := fs.ilock(ino)
-		fs.lockInode(l)
-		defer l.Unlock()
-		return set()
-	}, set)
+	return fs.sharedInode(ino, set, set)
 }
 
 // setAttr is SetAttr's work, holding FS.mu for writing or, in a handle
@@ -373,12 +367,7 @@ func (fs *FS) TouchAtime(ino uint32, stale func(atime, mtime, ctime, now linux.T
 		seq, until, err = fs.touchAtime(ino, stale)
 		return err
 	}
-	err = fs.shared(func() error {
-		l := fs.ilock(ino)
-		fs.lockInode(l)
-		defer l.Unlock()
-		return touch()
-	}, touch)
+	err = fs.sharedInode(ino, touch, touch)
 	return seq, until, err
 }
 
