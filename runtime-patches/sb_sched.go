@@ -270,7 +270,11 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool, next int32) {
 	c.cur = next
 	c.sliceStart = now
 	c.sliceEnd = sbSliceEnd(c, t, now)
-	sbLoadCR3(c, t.cr3)
+	// A kernel thread keeps the user space loaded (every space holds the
+	// kernel half); an idle CPU drops it, so shootdowns pass it by.
+	if t.cr3 != 0 || t.isIdle {
+		sbLoadCR3(c, t.cr3)
+	}
 	if t.inUser {
 		sbSetUserGS(c, t.userGS)
 		if t.outAt != 0 {

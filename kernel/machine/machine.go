@@ -77,12 +77,18 @@ func SetCrashScreen(put func(byte))
 // right after).
 func CurrentCPU() int
 
-// SetThreadCPUs tells the runtime the CPUs (bit i for CPU i, 0 for all)
-// the user thread the calling goroutine runs may use: a goroutine on
+// SetThreadCPUs tells the runtime the CPUs (bit i for CPU i, AnyCPU for
+// all) the user thread the calling goroutine runs may use: a goroutine on
 // another CPU that wakes it then has an M started for it on one of them
 // (runtime-patches/proc.diff, readyAway) instead of running it up to
-// RunUser itself and moving there.
+// RunUser itself and moving there. A mask also tells the runtime that the
+// goroutine runs a user thread: a kernel goroutine (mask 0) that wakes
+// one whose thread may use the waker's CPU only starts no spinning M for
+// it (ready), as it does not keep its P in user mode.
 func SetThreadCPUs(cpus uint64)
+
+// AnyCPU is SetThreadCPUs's mask for a thread that may use every CPU.
+const AnyCPU = ^uint64(0)
 
 // TSCHz is the calibrated time-stamp counter frequency.
 func TSCHz() uint64 { return boot().tscHz }

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"runtime/metrics"
@@ -163,6 +164,7 @@ func (t *Thread) run() {
 	defer t.intr.Unregister()
 	p := t.Proc
 	kstart := cycles()
+	machine.SetThreadCPUs(machine.AnyCPU) // (0 would mark a kernel goroutine)
 	for {
 		// Cleared before signals and stops are checked (unlocked): one
 		// that arrives after the check kicks the thread out of RunUser.
@@ -196,7 +198,7 @@ func (t *Thread) run() {
 			continue // SIGSEGV is pending (or the thread is dying)
 		}
 		if aff := t.affinity.Load(); aff != t.regs.Affinity {
-			machine.SetThreadCPUs(aff)
+			machine.SetThreadCPUs(cmp.Or(aff, machine.AnyCPU))
 			t.regs.Affinity = aff
 		}
 		t.regs.Prio, t.regs.Slice = p.classPrio.Load(), p.classSlice.Load()

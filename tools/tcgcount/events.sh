@@ -6,11 +6,12 @@
 # counts divided by the operations between the runs. Counts, not times:
 # they hold on a loaded host.
 #
-# usage: [LINUX=1] [CPUS=2] [PER=1] [EXTRA=DIR] tools/tcgcount/events.sh 'CMD' N1 N2
+# usage: [LINUX=1] [CPUS=2] [PER=1] [ALL=1] [EXTRA=DIR] tools/tcgcount/events.sh 'CMD' N1 N2
 #   CMD is run with N appended (e.g. 'sh /etc/redis-get.sh') and does
 #   N*PER operations; or, if its output has a line "ops N", that many.
 #   EXTRA=DIR is merged into the initramfs (tools/run-cmd.sh), e.g. a tree
 #   made by apps/stage.sh; the default is build/user/bench at /bench.
+#   ALL=1 adds each event per vCPU and WRMSRs by vCPU and MSR (evcount.c).
 # Needs: make kernel user (and make linux-kernel for LINUX=1), QEMU >= 8.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,4 +35,11 @@ o1=$(ops "$n1") o2=$(ops "$n2")
 if [ -n "$o1" ] && [ -n "$o2" ]; then d=$((o2 - o1)); else d=$(((n2 - n1) * ${PER:-1})); fi
 [ "$d" -gt 0 ] || { echo "events: no operations between the runs ($d)" >&2; exit 1; }
 echo "events per operation ($d operations, ${CPUS:-2} CPUs, $( [ "${LINUX:-0}" = 1 ] && echo Linux || echo Shortbread))"
-paste "$out/$n1" "$out/$n2" | awk -v d="$d" '{ printf "  %-13s %12.2f\n", $1, ($4 - $2) / d }'
+# Lines matched by name: the per-MSR rows of one run need not be in the
+# other's. ALL=1 prints the per-vCPU and per-MSR rows too, those that
+# round to 0.00 left out (else only the totals).
+awk -v d="$d" -v all="${ALL:-0}" '
+  NR == FNR { a[$1] = $2; next }
+  { v = ($2 - a[$1]) / d }
+  $1 !~ /[.]/ || all == 1 && (v >= 0.005 || v <= -0.005) { printf "  %-28s %12.2f\n", $1, v }
+' "$out/$n1" "$out/$n2"
