@@ -164,7 +164,9 @@ func (t *Thread) run() {
 	defer t.intr.Unregister()
 	p := t.Proc
 	kstart := cycles()
-	machine.SetThreadCPUs(machine.AnyCPU) // (0 would mark a kernel goroutine)
+	// The mask a fork copied into regs (the loop below sets it only when
+	// the affinity changes); 0 would mark a kernel goroutine.
+	machine.SetThreadCPUs(cmp.Or(t.regs.Affinity, machine.AnyCPU))
 	for {
 		// Cleared before signals and stops are checked (unlocked): one
 		// that arrives after the check kicks the thread out of RunUser.
