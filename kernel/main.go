@@ -91,6 +91,9 @@ func main() {
 		proc.HungTimeout = time.Duration(n) * time.Second
 	}
 	proc.HungPanic = k.opts["hung_task_panic"] == "true"
+	if k.opts["norandmaps"] == "true" {
+		proc.SetRandomizeVASpace(0)
+	}
 	if v, ok := k.opts["gogc"]; ok {
 		n, _ := strconv.Atoi(v) // validated as an Int by the command-line schema
 		debug.SetGCPercent(n)

@@ -171,6 +171,15 @@ func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 			return nil
 		})
 	}
+	fs.AddFile("sys/kernel/randomize_va_space", func() []byte { return fmt.Appendf(nil, "%d\n", proc.RandomizeVASpace()) },
+		func(p []byte) error {
+			n, err := strconv.ParseInt(strings.TrimSpace(string(p)), 10, 32)
+			if err != nil {
+				return linux.EINVAL
+			}
+			proc.SetRandomizeVASpace(int32(n))
+			return nil
+		})
 	fs.AddFile("sys/kernel/sem", func() []byte {
 		l := proc.SysvSem().Limits()
 		return fmt.Appendf(nil, "%d\t%d\t%d\t%d\n", l.MSL, l.MNS, l.OPM, l.MNI)

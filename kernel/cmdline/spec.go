@@ -75,6 +75,10 @@ var Default = []Spec{
 		Help: "log every system call of user programs (debugging)",
 	},
 	{
+		Name: "norandmaps", Kind: Bool,
+		Help: "lay out every program at fixed addresses (randomize_va_space 0, as Linux's norandmaps)",
+	},
+	{
 		Name: "hung_task_timeout_secs", Kind: Int,
 		Help: "report a thread in one system call this long without sleeping, with every goroutine's stack (default 120; 0: off)",
 	},

@@ -8,6 +8,13 @@ func (s *Space) SetBrk(base uintptr) {
 	s.brkBase, s.brk = base, base
 }
 
+// SetMmapTop sets the top of the area mmap places mappings in for a new
+// program, before the space is in use.
+func (s *Space) SetMmapTop(top uintptr) { s.mmapTop = top }
+
+// MmapTop is the top of the area mmap places mappings in.
+func (s *Space) MmapTop() uintptr { return s.mmapTop }
+
 // Brk implements brk(2): it moves the break to want if it can and returns
 // the break in effect afterwards (the old one on failure, as Linux does).
 func (s *Space) Brk(want uintptr) uintptr {
@@ -53,7 +60,7 @@ func (s *Space) Fork(init func(pml4, pdpt, pd uintptr) error) (*Space, error) {
 			v.Shm.mapRef(c, v.mayWriteShared()) // the child's mapping; c.Destroy drops it
 		}
 	}
-	c.brkBase, c.brk, c.limit, c.dataLimit = s.brkBase, s.brk, s.limit, s.dataLimit
+	c.brkBase, c.brk, c.mmapTop, c.limit, c.dataLimit = s.brkBase, s.brk, s.mmapTop, s.limit, s.dataLimit
 	for _, v := range s.vmas {
 		if v.Shm != nil && !v.Private {
 			continue // the child maps the same object and faults its pages in

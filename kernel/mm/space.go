@@ -126,6 +126,9 @@ type Space struct {
 	reserve [][2]uintptr
 	brkBase uintptr
 	brk     uintptr
+	// mmapTop is the top of the area the kernel places mappings in (exec
+	// sets it, randomised, before the space is in use; fork copies it).
+	mmapTop uintptr
 	// resident counts frames mapped into this space.
 	resident atomic.Int64
 	tlb      TLB

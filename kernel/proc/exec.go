@@ -256,13 +256,22 @@ func (t *Thread) exec(tgt execTarget, argv, envp []string) error {
 	space.SetLimit(asLimit(lim[rlimitAS].cur))
 	space.SetDataLimit(asLimit(lim[rlimitData].cur))
 	stack := uintptr(min(max(lim[rlimitStack].cur, minStack), maxStack)) &^ (mm.PageSize - 1)
+	// A set-user-ID or set-group-ID program drops the personality flags
+	// that would weaken it (Linux's PER_CLEAR_ON_SETID), randomisation
+	// among them, before its layout is drawn.
+	var perClear uint32
+	if setID(file, t.noNewPrivs.Load()) {
+		perClear = perClearOnSetID
+	}
+	lay := newLayout(t.Proc.persona &^ perClear)
 	t.Proc.mu.Unlock()
+	space.SetMmapTop(lay.mmapTop)
 	bias := uint64(0)
 	if f.Type == 3 { // ET_DYN
 		// A position-independent program (or a loader run as one) goes
-		// to a random place above Linux's ELF_ET_DYN_BASE (mmap_rnd_bits
-		// 28: up to 1 TiB higher), at its segments' alignment.
-		bias = alignUp(pieBase+uint64(rand.IntN(1<<28))*mm.PageSize, f.Align)
+		// above Linux's ELF_ET_DYN_BASE, randomised up to 1 TiB higher
+		// (mmap_rnd_bits 28), at its segments' alignment.
+		bias = alignUp(pieBase+uint64(lay.draw(mmapRandPages))*mm.PageSize, f.Align)
 	}
 	end, err := mapSegments(space, f, file, bias, mapName)
 	if err != nil {
@@ -271,10 +280,11 @@ func (t *Thread) exec(tgt execTarget, argv, envp []string) error {
 	}
 	entry, interpBase := bias+f.Entry, uint64(0)
 	if fi != nil {
-		// The loader, anywhere below the mmap area's top with a random
-		// gap (as Linux's randomised mmap_base), at its alignment.
+		// The loader at the top of the mmap area (whose top the layout
+		// randomised), at its alignment: the first mapping placed there,
+		// as Linux's mmap of it.
 		lo, hi := fi.Span()
-		top := uint64(mmapTop) - uint64(rand.IntN(1<<28))*mm.PageSize
+		top := uint64(lay.mmapTop)
 		if fi.Type == 3 {
 			interpBase = (top-(hi-lo))&^(fi.Align-1) - lo
 		}
@@ -288,17 +298,22 @@ func (t *Thread) exec(tgt execTarget, argv, envp []string) error {
 		}
 		entry = interpBase + fi.Entry
 	}
-	// A random gap after the program, as Linux randomises the break.
-	space.SetBrk(uintptr(end+mm.PageSize-1)&^(mm.PageSize-1) + uintptr(rand.IntN(256))*mm.PageSize)
+	// The break just past the program, or up to 32 MiB higher at random
+	// (arch_randomize_brk).
+	brk := uintptr(end+mm.PageSize-1) &^ (mm.PageSize - 1)
+	if lay.randomBrk {
+		brk += uintptr(rand.IntN(brkRandPages)) * mm.PageSize
+	}
+	space.SetBrk(brk)
 	// The stack starts one page long and grows down to RLIMIT_STACK's
 	// floor as it is used (mm/stack.go): building it below grows it.
-	floor := stackTop - stack
-	if err := space.Map(mm.VMA{Start: stackTop - mm.PageSize, End: stackTop, Prot: mm.ProtRead | mm.ProtWrite, Name: "[stack]",
+	floor := lay.stackTop - stack
+	if err := space.Map(mm.VMA{Start: lay.stackTop - mm.PageSize, End: lay.stackTop, Prot: mm.ProtRead | mm.ProtWrite, Name: "[stack]",
 		GrowsDown: true, Floor: floor}); err != nil {
 		space.Destroy()
 		return err
 	}
-	sysinfo, err := mapVDSO(space)
+	sysinfo, err := mapVDSO(space, lay)
 	if err != nil {
 		space.Destroy()
 		return err
@@ -308,7 +323,7 @@ func (t *Thread) exec(tgt execTarget, argv, envp []string) error {
 	p.mu.Unlock()
 	secure := execCreds(&cred, file, t.noNewPrivs.Load())
 	execCaps(&cred, t.securebits)
-	sp, err := buildStack(space, f, bias, interpBase, sysinfo, path, argv, envp, &cred, secure)
+	sp, err := buildStack(space, lay, f, bias, interpBase, sysinfo, path, argv, envp, &cred, secure)
 	if err == nil {
 		// 128 KiB below the arguments, as Linux's setup_arg_pages leaves
 		// (stack_expand), within RLIMIT_STACK.
@@ -328,6 +343,7 @@ func (t *Thread) exec(tgt execTarget, argv, envp []string) error {
 	p.mu.Lock()
 	old := p.space.Swap(newSpaceRef(space))
 	p.cred = cred
+	p.persona &^= perClear
 	// A program or loader the caller could not read makes the process
 	// undumpable, as Linux's would_dump checks both.
 	p.nonDumpable.Store(secure || !file.readable || interp != nil && !interp.readable)
@@ -435,7 +451,7 @@ func (e *execFile) mappable(f *elf.File) bool {
 // not have, so libc distrusts the environment and the process is not
 // dumpable. Under no_new_privs the bits are ignored.
 func execCreds(c *creds, file *execFile, noNewPrivs bool) bool {
-	if file.exe != nil && !noNewPrivs {
+	if setID(file, noNewPrivs) {
 		if file.attr.Mode&linux.S_ISUID != 0 {
 			c.euid = file.attr.UID
 		}
@@ -448,26 +464,34 @@ func execCreds(c *creds, file *execFile, noNewPrivs bool) bool {
 	return c.euid != c.ruid || c.egid != c.rgid
 }
 
+// setID reports whether exec'ing file applies its set-user-ID or
+// set-group-ID bit (Linux's bprm_fill_uid; no_new_privs forbids it).
+func setID(file *execFile, noNewPrivs bool) bool {
+	m := file.attr.Mode
+	return file.exe != nil && !noNewPrivs && (m&linux.S_ISUID != 0 || m&(linux.S_ISGID|linux.S_IXGRP) == linux.S_ISGID|linux.S_IXGRP)
+}
+
 // Auxiliary vector types (Linux include/uapi/linux/auxvec.h).
 const (
-	atNull   = 0
-	atPhdr   = 3
-	atPhent  = 4
-	atPhnum  = 5
-	atPagesz = 6
-	atBase   = 7
-	atFlags  = 8
-	atEntry  = 9
-	atUID    = 11
-	atEUID   = 12
-	atGID    = 13
-	atEGID   = 14
-	atHwcap  = 16
-	atClktck = 17
-	atSecure = 23
-	atRandom = 25
-	atExecfn = 31
-	atHwcap2 = 26
+	atNull     = 0
+	atPhdr     = 3
+	atPhent    = 4
+	atPhnum    = 5
+	atPagesz   = 6
+	atBase     = 7
+	atFlags    = 8
+	atEntry    = 9
+	atUID      = 11
+	atEUID     = 12
+	atGID      = 13
+	atEGID     = 14
+	atHwcap    = 16
+	atClktck   = 17
+	atSecure   = 23
+	atRandom   = 25
+	atExecfn   = 31
+	atPlatform = 15
+	atHwcap2   = 26
 	// atSysinfoEhdr is the vDSO's ELF header (kernel/vdso).
 	atSysinfoEhdr = 33
 	// atMinSigStkSz is the most stack a signal frame takes (x86-64's
@@ -493,8 +517,8 @@ var hwcap2 = func() uint64 {
 // buildStack lays out argc, argv, envp and the auxiliary vector at the top
 // of the new stack (System V x86-64 psABI §3.4.1) and returns the stack
 // pointer.
-func buildStack(s *mm.Space, f *elf.File, bias, interpBase, sysinfo uint64, path string, argv, envp []string, c *creds, secure bool) (uint64, error) {
-	sp := uint64(stackTop)
+func buildStack(s *mm.Space, lay layout, f *elf.File, bias, interpBase, sysinfo uint64, path string, argv, envp []string, c *creds, secure bool) (uint64, error) {
+	sp := uint64(lay.stackTop)
 	push := func(b []byte) (uint64, error) {
 		sp -= uint64(len(b))
 		return sp, s.CopyOut(uintptr(sp), b)
@@ -511,6 +535,13 @@ func buildStack(s *mm.Space, f *elf.File, bias, interpBase, sysinfo uint64, path
 			return 0, err
 		}
 		strs = append(strs, at)
+	}
+	// Below the strings, a random drop of up to 8 KiB, 16-byte aligned
+	// (arch_align_stack), then the platform's name and AT_RANDOM's bytes.
+	sp = (sp - uint64(lay.draw(spRandBytes))) &^ 15
+	platform, err := pushStr("x86_64")
+	if err != nil {
+		return 0, err
 	}
 	var rnd [16]byte
 	for i := range rnd {
@@ -536,7 +567,7 @@ func buildStack(s *mm.Space, f *elf.File, bias, interpBase, sysinfo uint64, path
 		atPhdr, f.PhdrAddr(bias), atPhent, 56, atPhnum, uint64(f.Phnum),
 		atBase, interpBase, atFlags, 0, atEntry, bias+f.Entry,
 		atUID, uint64(c.ruid), atEUID, uint64(c.euid), atGID, uint64(c.rgid), atEGID, uint64(c.egid),
-		atSecure, secureFlag, atRandom, random, atHwcap2, hwcap2, atExecfn, execfn)
+		atSecure, secureFlag, atRandom, random, atHwcap2, hwcap2, atExecfn, execfn, atPlatform, platform)
 	auxv = append(auxv, atNull, 0)
 	words := []uint64{uint64(len(argv))}
 	words = append(words, strs[:len(argv)]...)

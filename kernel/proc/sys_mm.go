@@ -110,7 +110,7 @@ func sysMmap(t *Thread, a *[6]uint64) (int64, bool) {
 		if addr&(mm.PageSize-1) != 0 {
 			return -eINVAL, false
 		}
-		got, err := s.MapAnywhere(addr, n, v, mmapTop)
+		got, err := s.MapAnywhere(addr, n, v, s.MmapTop())
 		if err != nil {
 			return errno(err), false
 		}
@@ -138,7 +138,7 @@ func sysMmap(t *Thread, a *[6]uint64) (int64, bool) {
 		}
 		return int64(addr), false
 	}
-	got, err := s.MapAnywhere(addr, n, v, mmapTop)
+	got, err := s.MapAnywhere(addr, n, v, s.MmapTop())
 	if err != nil {
 		return errno(err), false
 	}
@@ -177,7 +177,7 @@ func sysMremap(t *Thread, a *[6]uint64) (int64, bool) {
 			return -eAGAIN, false
 		}
 	}
-	got, err := s.Remap(old, oldSize, newSize, flags&mremapMaymove != 0, fixed, mmapTop)
+	got, err := s.Remap(old, oldSize, newSize, flags&mremapMaymove != 0, fixed, s.MmapTop())
 	if err != nil {
 		return errno(err), false
 	}

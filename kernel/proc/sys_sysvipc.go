@@ -100,7 +100,7 @@ func sysShmat(t *Thread, a *[6]uint64) (int64, bool) {
 	}
 	s := t.Proc.Space()
 	if addr == 0 {
-		got, err := s.MapAnywhere(0, size, v, mmapTop)
+		got, err := s.MapAnywhere(0, size, v, s.MmapTop())
 		if err != nil {
 			return errno(err), false
 		}

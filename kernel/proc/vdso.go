@@ -1,8 +1,6 @@
 package proc
 
 import (
-	"math/rand/v2"
-
 	"shortbread/kernel/arch"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
@@ -41,14 +39,15 @@ func InitClocks() error {
 	return err
 }
 
-// mapVDSO maps the vDSO into a new program's space at a random page
-// above its stack, as Linux's vdso_addr does, and returns the library's
-// address for AT_SYSINFO_EHDR (0 without a vDSO).
-func mapVDSO(s *mm.Space) (uint64, error) {
+// mapVDSO maps the vDSO into a new program's space a page above its
+// stack, or at a random page up to 16 above it, as Linux's vdso_addr
+// does, and returns the library's address for AT_SYSINFO_EHDR (0
+// without a vDSO).
+func mapVDSO(s *mm.Space, lay layout) (uint64, error) {
 	if theVDSO == nil {
 		return 0, nil
 	}
-	at := stackTop + uintptr(1+rand.IntN(16))*mm.PageSize
+	at := lay.stackTop + (1+lay.draw(16))*mm.PageSize
 	lib, err := theVDSO.Map(s, at)
 	return uint64(lib), err
 }
