@@ -45,10 +45,14 @@ package mm
 // page in the hole, as on Linux. A tmpfs file does the same after a
 // truncate (a hole punched in it zeroes mapped pages in place).
 //
-// Not done: a write-back does not write-protect the entries, so a page
-// a shared mapping may store to stays dirty (written back every time)
-// until the mapping goes, instead of becoming clean until the next
-// store faults; that needs the entries of each page, not of each object.
+// Write-back (Linux's page_mkclean): before the file writes a page
+// back, it asks each object to write-protect the page (CleanPages). An
+// object that holds it writably clears the write bit of the entries
+// that map it in every space (found through the object's reverse map,
+// then by the page's offset in each of its mappings), flushes, and
+// turns its hold into a read hold (Pager.Downgrade); the page is then
+// clean once written, and the next store through a mapping faults and
+// takes a writable hold again (mkwriteLocked), making it dirty again.
 
 import "sync/atomic"
 
@@ -72,6 +76,9 @@ type Pager interface {
 	// before any hold: a file that cuts pages off (truncate, hole
 	// punch) calls the object's UnmapPages afterwards.
 	Attach(o *Shm)
+	// Downgrade turns a writable hold HoldPage took on frame pa into a
+	// read hold: no entry may store to the page any more (CleanPages).
+	Downgrade(idx, pa uintptr)
 	// Key names the file for futexes: every pager of one file returns
 	// the same comparable value, so that processes mapping the file
 	// separately meet on its words.
@@ -251,4 +258,82 @@ func (s *Space) Sync(start, n uintptr) error {
 		}
 	}
 	return first
+}
+
+// CleanPages write-protects the pages among idxs that the object holds
+// writably, for a write-back that is about to make them clean: their
+// entries in the object's shared mappings lose the write bit (every
+// CPU's translations flushed), and the holds become read holds, so a
+// later store faults and makes the page dirty again. The hold changes
+// first: a store that faults meanwhile takes a writable hold anew, and
+// an entry write-protected after that only faults once more. Called
+// without the locks a fault takes (a space's, the file system's).
+func (o *Shm) CleanPages(idxs []uintptr) {
+	o.mu.Lock()
+	if o.pager == nil {
+		o.mu.Unlock()
+		return
+	}
+	var down []heldPage
+	for _, i := range idxs {
+		if rec := o.frames.get(i); rec&heldWrite != 0 {
+			o.frames.replace(i, rec&^heldWrite)
+			down = append(down, heldPage{i, rec &^ heldWrite})
+		}
+	}
+	if len(down) == 0 {
+		o.mu.Unlock()
+		return
+	}
+	o.refs++ // the object and its pager outlive the downgrades below
+	spaces := make([]*Space, 0, len(o.spaces))
+	for s := range o.spaces {
+		spaces = append(spaces, s)
+	}
+	o.mu.Unlock()
+	for _, s := range spaces {
+		s.protectObject(o, down)
+	}
+	for _, h := range down {
+		o.pager.Downgrade(h.idx, h.rec)
+	}
+	o.DecRef()
+}
+
+// protectObject clears the write bit of the entries of s's shared
+// mappings of o that map pages (at their held frames). A space
+// destroyed meanwhile has no mappings left.
+func (s *Space) protectObject(o *Shm, pages []heldPage) {
+	s.lock()
+	defer s.unlock()
+	changed := false
+	for _, v := range s.vmas {
+		if v.Shm != o || v.Private {
+			continue
+		}
+		for _, h := range pages {
+			off := h.idx * PageSize
+			if off < v.Off || off-v.Off >= v.End-v.Start {
+				continue
+			}
+			pte := walk(s.phys, s.root, v.Start+off-v.Off, false)
+			if pte == nil {
+				continue
+			}
+			// The CPU may set the accessed and dirty bits meanwhile.
+			for {
+				cur := atomic.LoadUint64(pte)
+				if cur&PTEWrite == 0 || uintptr(cur&pteAddr) != h.rec {
+					break
+				}
+				if atomic.CompareAndSwapUint64(pte, cur, cur&^PTEWrite) {
+					changed = true
+					break
+				}
+			}
+		}
+	}
+	if changed {
+		s.flushLocked()
+	}
 }

@@ -67,6 +67,15 @@ func (p *fakePager) ReleasePage(idx, pa uintptr, write bool) {
 	}
 }
 
+func (p *fakePager) Downgrade(idx, pa uintptr) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.wholds[idx] <= 0 || p.holds[pa] <= 0 {
+		panic("downgrade of a page not held writably")
+	}
+	p.wholds[idx]--
+}
+
 func (p *fakePager) Sync() error { p.mu.Lock(); p.syncs++; p.mu.Unlock(); return nil }
 func (p *fakePager) Done()       { p.mu.Lock(); p.done++; p.mu.Unlock() }
 func (p *fakePager) Attach(*Shm) {}
@@ -512,5 +521,76 @@ func TestPagerUnmapPages(t *testing.T) {
 	s.Destroy()
 	if pg.held() != 0 || len(pg.gone) != 0 || pg.done != 2 {
 		t.Fatalf("after the mappings: %d holds, %d frames waiting, done %d", pg.held(), len(pg.gone), pg.done)
+	}
+}
+
+// TestPagerCleanPages: a write-back's CleanPages write-protects the
+// pages a shared mapping stored to, in every space that maps them
+// (fork's too), turns the writable holds into read holds and flushes;
+// the next store faults and takes a writable hold again. Pages held
+// only for reading, or not at all, and a private mapping's copy are
+// left alone.
+func TestPagerCleanPages(t *testing.T) {
+	s, fp, flushes := newTestSpace(t, 1000)
+	pg := newFakePager(fp, 4)
+	const base, priv = 0x600000, 0x700000
+	o := mapPager(t, s, fp, pg, base, 4, false)
+	mapPager(t, s, fp, pg, priv, 4, true)
+	for _, va := range []uintptr{base + PageSize, base + 2*PageSize, priv + PageSize} {
+		if err := s.CopyOut(va, []byte("w")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := make([]byte, 1)
+	if err := s.CopyIn(base, b); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Fork(initAS(testPhys{fp}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Destroy()
+	if err := c.CopyOut(base+2*PageSize+1, []byte("c")); err != nil {
+		t.Fatal(err)
+	}
+	if pg.wholds[1] != 1 || pg.wholds[2] != 1 {
+		t.Fatalf("writable holds %v before", pg.wholds)
+	}
+	if pteAt(c, base+2*PageSize)&PTEWrite == 0 || pteAt(s, base+PageSize)&PTEWrite == 0 {
+		t.Fatal("stores left read-only entries")
+	}
+	privPTE := pteAt(s, priv+PageSize)
+	held, before := pg.held(), *flushes
+	o.CleanPages([]uintptr{0, 1, 2, 3})
+	if pg.wholds[1] != 0 || pg.wholds[2] != 0 || pg.held() != held {
+		t.Fatalf("after CleanPages: writable holds %v, %d holds (want %d)", pg.wholds, pg.held(), held)
+	}
+	if *flushes == before {
+		t.Error("no flush after write-protecting")
+	}
+	for _, sp := range []*Space{s, c} {
+		for i := uintptr(0); i < 3; i++ {
+			// (The child faults in only what it touched.)
+			pte := pteAt(sp, base+i*PageSize)
+			if pte != 0 && (pte&PTEWrite != 0 || pte&PTEPresent == 0 || uintptr(pte&pteAddr) != pg.pages[i]) {
+				t.Errorf("page %d: entry %#x, want the file's frame %#x read-only", i, pte, pg.pages[i])
+			}
+		}
+	}
+	if pteAt(s, priv+PageSize) != privPTE {
+		t.Errorf("private copy's entry changed: %#x -> %#x", privPTE, pteAt(s, priv+PageSize))
+	}
+	// A store after the write-back faults and dirties the page again.
+	if err := c.CopyOut(base+PageSize+2, []byte("d")); err != nil {
+		t.Fatal(err)
+	}
+	if pg.wholds[1] != 1 || pteAt(c, base+PageSize)&PTEWrite == 0 || fp.Page(pg.pages[1])[2] != 'd' {
+		t.Fatalf("store after clean: writable holds %v, entry %#x", pg.wholds, pteAt(c, base+PageSize))
+	}
+	// Nothing held writably: nothing to do, no flush.
+	before = *flushes
+	o.CleanPages([]uintptr{0, 2, 3})
+	if *flushes != before {
+		t.Error("a flush with nothing write-protected")
 	}
 }

@@ -378,7 +378,7 @@ func (f *File) claim(idx uint64, dst []byte) bool {
 	if pg.wholds > 0 {
 		// A mapping may store to the page without the cache seeing
 		// it: it stays dirty, to be written again, until the last
-		// writable hold goes (map.go).
+		// writable hold goes or is downgraded (map.go).
 		pg.flags |= pgWriteback
 		f.markDirty(idx)
 		return true

@@ -1,5 +1,7 @@
 package pagecache
 
+import "slices"
+
 // Pages mapped into address spaces. A file system's pager (mm.Pager)
 // lends a mapping the cache's own page, so that loads and stores
 // through the mapping and read(2) and write(2) see one copy; while it
@@ -15,12 +17,15 @@ package pagecache
 //   - a writable hold (a shared mapping that stored, or may store, to
 //     the page) makes the page dirty, and it stays dirty while any such
 //     hold lasts: stores through a page table are invisible to the
-//     cache, so every write-back writes the page again, and the last
-//     writable hold leaves it dirty for one more. The cost is that a
-//     page kept writable by a mapping is written back every flusher
-//     round even when unchanged (Linux write-protects the page at
-//     write-back and takes a fault at the next store; that needs the
-//     mappings of each page, which mm does not keep).
+//     cache, so a write-back writes the page and leaves it dirty, and
+//     the last writable hold leaves it dirty for one more;
+//   - except that the flusher and a file system's sync first ask the
+//     backing to write-protect such pages (CleanMapped, Cleaner: mm's
+//     CleanPages, Linux's page_mkclean): the mappings turn their
+//     writable holds into read holds (Downgrade), the write-back leaves
+//     the page clean, and the next store faults and takes a writable
+//     hold again. So a page a mapping stored to once is written back
+//     once, not every flusher round.
 //
 // A hold is taken by HoldPage and given back by PutPage, with the frame
 // HoldPage returned: by then the page may be detached, or another page
@@ -88,6 +93,60 @@ func (f *File) PutPage(idx uint64, pa uintptr, write bool) {
 	}
 	s.mu.Unlock()
 	f.c.PutDetached(pa)
+}
+
+// Downgrade turns a writable hold HoldPage took on page idx in frame pa
+// into a read hold: the mapping can no longer store to the page (its
+// entries were write-protected), so the page may become clean.
+func (f *File) Downgrade(idx uint64, pa uintptr) {
+	k := key{f.id, idx}
+	s := f.c.shardOf(k)
+	s.mu.Lock()
+	if pg := s.lookupLocked(k); pg != nil && pg.pa == pa && pg.wholds > 0 {
+		pg.wholds--
+	}
+	s.mu.Unlock()
+}
+
+// Cleaner is a Backing whose pages mappings may store to (a file
+// system's file): CleanPages write-protects the pages idxs in every
+// mapping that holds them writably and Downgrades those holds. It
+// takes the locks a page fault takes.
+type Cleaner interface {
+	CleanPages(idxs []uint64)
+}
+
+// CleanMapped asks f's backing, if it is a Cleaner, to write-protect
+// the dirty pages mappings hold writably, so that the write-back that
+// follows leaves them clean. The caller must hold none of the locks a
+// page fault takes (an address space's, the file system's): the
+// flusher and a file system's sync call it, a writer's throttling and
+// a shrink under memory pressure do not.
+func (f *File) CleanMapped() {
+	cl, ok := f.b.(Cleaner)
+	if !ok {
+		return
+	}
+	f.dmu.Lock()
+	idxs := make([]uint64, 0, len(f.dirty))
+	for i := range f.dirty {
+		idxs = append(idxs, i)
+	}
+	f.dmu.Unlock()
+	mapped := idxs[:0]
+	for _, idx := range idxs {
+		k := key{f.id, idx}
+		s := f.c.shardOf(k)
+		s.mu.Lock()
+		if pg := s.lookupLocked(k); pg != nil && pg.wholds > 0 {
+			mapped = append(mapped, idx)
+		}
+		s.mu.Unlock()
+	}
+	if len(mapped) > 0 {
+		slices.Sort(mapped)
+		cl.CleanPages(mapped)
+	}
 }
 
 // PutDetached gives back a hold on frame pa, which left its file while

@@ -168,3 +168,62 @@ func TestGrowZeroesTail(t *testing.T) {
 	}
 	f.PutPage(1, pa, true)
 }
+
+// cleanerDisk is a disk whose mappings (one writable hold per page in
+// held) are write-protected on request, as a file system's are.
+type cleanerDisk struct {
+	*disk
+	f     *File
+	held  map[uint64]uintptr
+	asked [][]uint64
+}
+
+func (d *cleanerDisk) CleanPages(idxs []uint64) {
+	d.asked = append(d.asked, append([]uint64(nil), idxs...))
+	for _, i := range idxs {
+		if pa, ok := d.held[i]; ok {
+			d.f.Downgrade(i, pa)
+			delete(d.held, i)
+		}
+	}
+}
+
+// The flusher's write-back asks the backing to write-protect only the
+// dirty pages held writably; a downgraded page is clean once written,
+// and a new writable hold (the next store's fault) dirties it again.
+// A plain Writeback (a writer's throttling, a shrink) asks nothing.
+func TestCleanMappedDowngrades(t *testing.T) {
+	fr := newFrames(1024)
+	c := New(fr, 1<<20)
+	d := &cleanerDisk{disk: newDisk(64 * PageSize), held: map[uint64]uintptr{}}
+	f := c.Open(d, 64*PageSize, KindFile)
+	d.f = f
+	pa, err := f.HoldPage(5, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.held[5] = pa
+	f.Write([]byte("plain"), 9*PageSize) // dirty, not mapped
+	copy(fr.Page(pa)[100:], "mapped")
+	if err := f.Writeback(); err != nil || len(d.asked) != 0 || c.ReadStats().Dirty != 1 {
+		t.Fatalf("Writeback: %v, asked %v, dirty %d (want the held page still dirty)", err, d.asked, c.ReadStats().Dirty)
+	}
+	f.Write([]byte("plain"), 9*PageSize)
+	c.writebackAll(true)
+	if len(d.asked) != 1 || len(d.asked[0]) != 1 || d.asked[0][0] != 5 {
+		t.Fatalf("asked to clean %v, want [[5]]", d.asked)
+	}
+	if got := c.ReadStats().Dirty; got != 0 {
+		t.Fatalf("dirty %d after a cleaning write-back, want 0", got)
+	}
+	if string(d.snapshot()[5*PageSize+100:5*PageSize+106]) != "mapped" {
+		t.Fatal("the mapped page's store not written back")
+	}
+	// The next store faults: a writable hold again, the page dirty.
+	pa2, err := f.HoldPage(5, true)
+	if err != nil || pa2 != pa || c.ReadStats().Dirty != 1 {
+		t.Fatalf("hold after clean: %v, dirty %d", err, c.ReadStats().Dirty)
+	}
+	f.PutPage(5, pa2, true)
+	f.PutPage(5, pa, false) // the downgraded hold
+}

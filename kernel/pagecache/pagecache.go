@@ -311,9 +311,17 @@ func (c *Cache) fileList() []*File {
 
 // WritebackAll writes every file's dirty pages back (no device flush),
 // recording failures for the files' next Syncs.
-func (c *Cache) WritebackAll() {
+func (c *Cache) WritebackAll() { c.writebackAll(false) }
+
+// writebackAll is WritebackAll; with clean, the pages mappings hold
+// writably are write-protected first (CleanMapped), which only a caller
+// holding no lock a page fault takes may ask: the flusher.
+func (c *Cache) writebackAll(clean bool) {
 	files := c.fileList()
 	for _, f := range files {
+		if clean {
+			f.CleanMapped()
+		}
 		f.writeback()
 	}
 }
@@ -332,7 +340,7 @@ func (c *Cache) Flusher(stop <-chan struct{}) {
 		case <-c.kick:
 		}
 		if c.dirty.Load() > 0 {
-			c.WritebackAll()
+			c.writebackAll(true)
 		}
 	}
 }

@@ -7,6 +7,9 @@
  *     store through it shows to pread, to a second mapping of the same
  *     page, and from a fork child; a store into a hole allocates blocks
  *     (st_blocks grows); msync(MS_SYNC) succeeds;
+ *   - fsync leaves the pages a shared mapping stored to clean (Dirty
+ *     in /proc/meminfo falls), the next stores dirty them again, and
+ *     the next fsync writes them (read back after drop_caches);
  *   - a private mapping shows the file until it stores to a page, then
  *     its own copy, and the file never sees the store;
  *   - after a truncate, a page past the end faults with SIGBUS in a
@@ -144,6 +147,48 @@ static void test_shared(void)
 	CHECK_SYS("shared.munmap2", munmap(m, 4 * PG));
 	CHECK_SYS("shared.fsync", fsync(fd));
 	close(fd);
+}
+
+/* A write-back leaves the pages a shared mapping stored to clean
+ * (Linux's page_mkclean): after fsync, 2048 pages stored through the
+ * mapping no longer count in Dirty; stores after that dirty them again,
+ * and the next fsync writes them: a page reads back once the mapping is
+ * gone and the page cache dropped. (Linux's Dirty lags by its per-CPU
+ * counters' batches, up to a few hundred pages: hence the margins of
+ * half the file.) */
+static void test_clean(void)
+{
+	const long n = 2048, half_kb = n * PG / 1024 / 2;
+	char p[400];
+	path(p, sizeof p, "clean");
+	int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	CHECK_SYS("clean.create", fd);
+	CHECK_SYS("clean.size", ftruncate(fd, n * PG));
+	char *m = mmap(NULL, n * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (!CHECK("clean.mmap", m != MAP_FAILED)) {
+		close(fd);
+		return;
+	}
+	CHECK_SYS("clean.fsync0", fsync(fd));
+	for (long i = 0; i < n; i++)
+		m[i * PG] = pat(i);
+	long d1 = check_meminfo("Dirty");
+	CHECK("clean.dirty_after_stores", d1 >= half_kb);
+	CHECK_SYS("clean.fsync", fsync(fd));
+	long d2 = check_meminfo("Dirty");
+	CHECK("clean.clean_after_fsync", d2 >= 0 && d2 < d1 - half_kb);
+	for (long i = 0; i < n; i++)
+		m[i * PG + 1] = 'Z';
+	long d3 = check_meminfo("Dirty");
+	CHECK("clean.stores_dirty_again", d3 > d2 + half_kb);
+	printf("# Dirty: %ld kB after the stores, %ld kB after fsync, %ld kB after more stores\n", d1, d2, d3);
+	CHECK_SYS("clean.fsync2", fsync(fd));
+	CHECK_SYS("clean.munmap", munmap(m, n * PG));
+	CHECK("clean.drop_caches", check_drop_caches());
+	char r[2] = { 0 };
+	CHECK("clean.second_store_durable", pread(fd, r, 2, 3 * PG) == 2 && r[0] == (char)pat(3) && r[1] == 'Z');
+	close(fd);
+	unlink(p);
 }
 
 static void test_private(void)
@@ -401,6 +446,7 @@ int main(int argc, char **argv)
 		snprintf(p, sizeof p, "%s/t_fmap", mnt);
 		mkdir(p, 0755);
 		test_shared();
+		test_clean();
 		test_private();
 		test_truncate();
 		test_punch();

@@ -241,6 +241,9 @@ type FS struct {
 	// mapped counts the writable holds of mappings on each file's pages
 	// (mmap.go; under mu): a Sync writes such a file back every time.
 	mapped map[uint32]int
+	// mkclean write-protects a file's pages in its mappings before a
+	// write-back (SetMkclean; mmap.go); set once, at mount.
+	mkclean func(ino uint32, idxs []uint64)
 }
 
 // countedDevice counts the writes to the device under the file system.

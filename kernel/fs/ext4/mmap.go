@@ -17,6 +17,12 @@ package ext4
 // page its new end cuts through (its tail zeroed), so a mapping of it
 // still shares it with read(2) and write(2); pages wholly cut off leave
 // the file, their frames kept until the mapping gives them back.
+//
+// Before the flusher or a Sync writes a file's pages back, the cache
+// asks (fileBacking.CleanPages, through SetMkclean's function) the
+// mappings to write-protect the pages they hold writably and turn those
+// holds into read holds (DowngradePage): the page is then clean once
+// written, until the next store faults and takes a writable hold anew.
 
 import (
 	"errors"
@@ -152,6 +158,33 @@ func (fs *FS) PutPage(ino uint32, idx uint64, pa uintptr, write bool) {
 		f.PutPage(idx, pa, write)
 	} else {
 		fs.pages.PutDetached(pa) // the file's pages went (unmount)
+	}
+}
+
+// SetMkclean sets the function that write-protects file ino's pages
+// idxs in its mappings (the VFS layer's, which knows the mappings),
+// called before a write-back without the file system's locks.
+func (fs *FS) SetMkclean(fn func(ino uint32, idxs []uint64)) { fs.mkclean = fn }
+
+// CleanPages implements pagecache.Cleaner.
+func (b fileBacking) CleanPages(idxs []uint64) {
+	if b.fs.mkclean != nil {
+		b.fs.mkclean(b.ino, idxs)
+	}
+}
+
+// DowngradePage turns a writable hold HoldPage took on frame pa into a
+// read hold, once the mapping's entries for the page are write-protected.
+func (fs *FS) DowngradePage(ino uint32, idx uint64, pa uintptr) {
+	fs.mu.Lock()
+	if fs.mapped[ino] > 0 {
+		if fs.mapped[ino]--; fs.mapped[ino] == 0 {
+			delete(fs.mapped, ino)
+		}
+	}
+	fs.mu.Unlock()
+	if f := fs.fileOf(ino); f != nil {
+		f.Downgrade(idx, pa)
 	}
 }
 

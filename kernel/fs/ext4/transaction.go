@@ -305,6 +305,9 @@ func (fs *FS) Sync() error {
 	// write-back (writeCommit).
 	files, dataErr := fs.takeUnsynced()
 	fs.mu.Unlock()
+	for _, f := range files {
+		f.CleanMapped() // needs the locks a fault takes: none held here
+	}
 	dataErr = syncFiles(files, dataErr)
 	fs.mu.Lock()
 	if fs.ro {

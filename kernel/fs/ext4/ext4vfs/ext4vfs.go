@@ -48,7 +48,9 @@ type FS struct {
 
 // New wraps disk.
 func New(disk *ext4.FS, o Options) *FS {
-	return &FS{disk: disk, dev: o.Dev, logf: o.Logf, nodes: make(map[uint32]weak.Pointer[node])}
+	f := &FS{disk: disk, dev: o.Dev, logf: o.Logf, nodes: make(map[uint32]weak.Pointer[node])}
+	disk.SetMkclean(f.mkclean)
+	return f
 }
 
 // Sync commits the journal and flushes the device: what every call

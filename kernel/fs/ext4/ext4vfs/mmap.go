@@ -61,6 +61,41 @@ func (n *node) unmapPages(first, last uint64) {
 	}
 }
 
+// mkclean write-protects pages idxs of file ino in its mappings (mm's
+// CleanPages) before the page cache writes them back (ext4.SetMkclean).
+func (f *FS) mkclean(ino uint32, idxs []uint64) {
+	f.mu.Lock()
+	var n *node
+	if wp, ok := f.nodes[ino]; ok {
+		n = wp.Value()
+	}
+	f.mu.Unlock()
+	if n == nil {
+		return // no node, no mapping
+	}
+	n.mapMu.Lock()
+	objs := make([]*mm.Shm, 0, len(n.mapped))
+	for o := range n.mapped {
+		objs = append(objs, o)
+	}
+	n.mapMu.Unlock()
+	if len(objs) == 0 {
+		return
+	}
+	pages := make([]uintptr, len(idxs))
+	for i, idx := range idxs {
+		pages[i] = uintptr(idx)
+	}
+	for _, o := range objs {
+		o.CleanPages(pages)
+	}
+}
+
+// Downgrade implements mm.Pager.
+func (p *pager) Downgrade(idx, pa uintptr) {
+	p.n.fs.disk.DowngradePage(p.n.ino, uint64(idx), pa)
+}
+
 // HoldPage implements mm.Pager.
 func (p *pager) HoldPage(idx uintptr, write bool) (uintptr, error) {
 	pa, err := p.n.fs.disk.HoldPage(p.n.ino, uint64(idx), write)
