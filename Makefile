@@ -176,8 +176,18 @@ exhaust-test: deps user $(KERNEL) $(STUB)
 
 # The flake hunt: N (default 20) rounds of the boot self-tests and the
 # user suite with 1, 2 and 4 CPUs, failures counted per test (not in make test).
+# The user suite's boots get the suite's disks, made afresh each time and
+# checked on the host afterwards (soak-disks, below).
 soak-test: deps user $(KERNEL) $(STUB) $(INITRAMFS)
-	N=$(or $(N),20) tools/soak.sh
+	N=$(or $(N),20) SOAK_ARGS="$(DISK_ARGS)" tools/soak.sh
+
+# For tools/soak.sh: soak-disks D=DIR makes the suite's fresh images in
+# DIR and prints their QEMU variables; soak-disks-check D=DIR runs the
+# host's checks of what the guest wrote to them.
+soak-disks:
+	@{ $(call NEW_DISK,$(D)); } >&2 && echo '$(call DISKS,$(D))'
+soak-disks-check:
+	@$(call CHECK_DISKS,$(D))
 
 # The system-call fuzzer for MINUTES (default 60) per CPU count, boot
 # after boot with new seeds, root and unprivileged (not in make test).
@@ -273,7 +283,7 @@ NVME_ARGS := RUNNER_ONLY=t_blk BLK_DISK=nvme0n1 BLK_BAD_SECTOR=$(NVME_BAD)
 LINUX_RUN := tools/linux/run.sh $(LINUX_BUILD)/vmlinuz $(USER_BUILD)/initramfs.cpio
 SUITE_BOOTS := suite-shortbread-1 suite-shortbread-2 suite-linux-1 suite-linux-2
 NVME_BOOTS := nvme-shortbread-1 nvme-shortbread-2 nvme-linux-1 nvme-linux-2
-.PHONY: suite-test $(SUITE_BOOTS) $(NVME_BOOTS) usertest-isos linux-kernel
+.PHONY: soak-disks soak-disks-check suite-test $(SUITE_BOOTS) $(NVME_BOOTS) usertest-isos linux-kernel
 $(SUITE_BOOTS) $(NVME_BOOTS): d = $(SUITE_DIR)/$@
 $(SUITE_BOOTS) $(NVME_BOOTS): cpus = $(lastword $(subst -, ,$@))
 suite-shortbread-1 suite-shortbread-2:

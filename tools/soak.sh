@@ -4,7 +4,10 @@
 # CPUs each, counting failures per test. A test that fails once in N is
 # a kernel race to find, not noise. The table goes to
 # bench/results/soak-DATE.md and failing serial logs to build/soak/.
-# usage: [N=20] [CPUS="1 2 4"] tools/soak.sh
+# With SOAK_ARGS (the suite's disk options, as make soak-test passes
+# them) each user boot gets the suite's disks, made by make soak-disks,
+# and the host's image checks count as a test (disk-images).
+# usage: [N=20] [CPUS="1 2 4"] [SOAK_ARGS=...] tools/soak.sh
 # Needs: build/kernel.elf, build/stub.elf, build/initramfs.cpio, build/user (make soak-test builds them).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,7 +21,7 @@ commit=$(git -C "$root" rev-parse --short HEAD)
 tally=$out/tally
 : > "$tally"
 "$root/tools/mkiso.sh" "$build/soak-boot.iso" "$build/stub.elf" "$build/kernel.elf" "test loglevel=info" >/dev/null || exit 1
-"$root/tools/mkiso.sh" "$build/soak-user.iso" "$build/stub.elf" "$build/kernel.elf" "init=/init loglevel=warn RUNNER_TIMEOUT=120" "$build/user/initramfs.cpio" >/dev/null || exit 1
+"$root/tools/mkiso.sh" "$build/soak-user.iso" "$build/stub.elf" "$build/kernel.elf" "init=/init loglevel=warn RUNNER_TIMEOUT=120 ${SOAK_ARGS:-}" "$build/user/initramfs.cpio" >/dev/null || exit 1
 t0=$(date +%s)
 i=0
 while [ "$i" -lt "$n" ]; do
@@ -26,8 +29,23 @@ while [ "$i" -lt "$n" ]; do
   for cpus in $cpus_list; do
     for kind in boot user; do
       log=$out/$kind-$cpus-$i.log
-      "$root/tools/qemu.sh" "$build/soak-$kind.iso" "$cpus" 1200 > "$log" 2>&1
+      disks=
+      if [ "$kind" = user ] && [ -n "${SOAK_ARGS:-}" ]; then
+        # The suite's disks (make soak-disks), fresh for each boot.
+        disks=$(make -s --no-print-directory -C "$root" soak-disks D="$out/disks") || exit 1
+      fi
+      eval "$disks \"\$root/tools/qemu.sh\" \"\$build/soak-\$kind.iso\" \"\$cpus\" 1200" > "$log" 2>&1
       status=$?
+      keep=
+      if [ -n "$disks" ]; then
+        # What the guest wrote, checked on the host as make test does.
+        if make -s --no-print-directory -C "$root" soak-disks-check D="$out/disks" >> "$log" 2>&1; then
+          echo "$kind $cpus disk-images pass" >> "$tally"
+        else
+          echo "$kind $cpus disk-images fail" >> "$tally"
+          keep=1
+        fi
+      fi
       # Per test: the self-tests print "PASS NAME" / "FAIL NAME (...)"; the
       # runner "=== NAME: PASS" / "=== NAME: FAIL ...".
       tr -d '\r' < "$log" | sed -n -e "s/^PASS \([a-z0-9-]*\) .*/$kind $cpus \1 pass/p" -e "s/^FAIL \([a-z0-9-]*\) .*/$kind $cpus \1 fail/p" \
@@ -35,6 +53,8 @@ while [ "$i" -lt "$n" ]; do
       if [ "$status" -ne 0 ]; then
         echo "$kind $cpus (boot) fail" >> "$tally"
         echo "soak: round $i, $kind tests, $cpus CPUs: status $status (log kept: $log)"
+      elif [ -n "$keep" ]; then
+        echo "soak: round $i, $kind tests, $cpus CPUs: disk images wrong (log kept: $log)"
       else
         rm -f "$log"
       fi
