@@ -286,10 +286,7 @@ func (o *Shm) CleanPages(idxs []uintptr) {
 		return
 	}
 	o.refs++ // the object and its pager outlive the downgrades below
-	spaces := make([]*Space, 0, len(o.spaces))
-	for s := range o.spaces {
-		spaces = append(spaces, s)
-	}
+	spaces := o.spacesLocked()
 	o.mu.Unlock()
 	for _, s := range spaces {
 		s.protectObject(o, down)

@@ -397,10 +397,7 @@ func (o *Shm) UnmapPages(first, last uintptr) {
 		return
 	}
 	o.refs++ // the object and its pager outlive the holds given back below
-	spaces := make([]*Space, 0, len(o.spaces))
-	for s := range o.spaces {
-		spaces = append(spaces, s)
-	}
+	spaces := o.spacesLocked()
 	var holds []heldPage
 	if o.pager != nil {
 		// Taken out first: a fault from now on holds the file's page
@@ -420,6 +417,15 @@ func (o *Shm) UnmapPages(first, last uintptr) {
 		o.pager.ReleasePage(h.idx, h.rec&^heldWrite, h.rec&heldWrite != 0)
 	}
 	o.DecRef()
+}
+
+// spacesLocked lists the spaces that map o. Preconditions: o.mu held.
+func (o *Shm) spacesLocked() []*Space {
+	spaces := make([]*Space, 0, len(o.spaces))
+	for s := range o.spaces {
+		spaces = append(spaces, s)
+	}
+	return spaces
 }
 
 // unmapObject clears the entries of s's mappings of o that map pages

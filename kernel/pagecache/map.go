@@ -62,6 +62,9 @@ func (f *File) HoldPage(idx uint64, write bool) (uintptr, error) {
 		pg.flags |= pgReferenced
 		newly := false
 		if write {
+			if pg.wholds == 0 {
+				f.wheld.Add(1)
+			}
 			pg.wholds++
 			newly = pg.flags&pgDirty == 0
 			pg.flags |= pgDirty
@@ -86,7 +89,9 @@ func (f *File) PutPage(idx uint64, pa uintptr, write bool) {
 	if pg := s.lookupLocked(k); pg != nil && pg.pa == pa && pg.holds > 0 {
 		pg.holds--
 		if write && pg.wholds > 0 {
-			pg.wholds--
+			if pg.wholds--; pg.wholds == 0 {
+				f.wheld.Add(-1)
+			}
 		}
 		s.mu.Unlock()
 		return
@@ -103,7 +108,9 @@ func (f *File) Downgrade(idx uint64, pa uintptr) {
 	s := f.c.shardOf(k)
 	s.mu.Lock()
 	if pg := s.lookupLocked(k); pg != nil && pg.pa == pa && pg.wholds > 0 {
-		pg.wholds--
+		if pg.wholds--; pg.wholds == 0 {
+			f.wheld.Add(-1)
+		}
 	}
 	s.mu.Unlock()
 }
@@ -124,7 +131,7 @@ type Cleaner interface {
 // a shrink under memory pressure do not.
 func (f *File) CleanMapped() {
 	cl, ok := f.b.(Cleaner)
-	if !ok {
+	if !ok || f.wheld.Load() == 0 {
 		return
 	}
 	f.dmu.Lock()

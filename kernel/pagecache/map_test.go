@@ -224,6 +224,12 @@ func TestCleanMappedDowngrades(t *testing.T) {
 	if err != nil || pa2 != pa || c.ReadStats().Dirty != 1 {
 		t.Fatalf("hold after clean: %v, dirty %d", err, c.ReadStats().Dirty)
 	}
+	if f.wheld.Load() != 1 {
+		t.Fatalf("%d pages counted writably held, want 1", f.wheld.Load())
+	}
 	f.PutPage(5, pa2, true)
 	f.PutPage(5, pa, false) // the downgraded hold
+	if f.wheld.Load() != 0 {
+		t.Fatalf("%d pages counted writably held after the last hold, want 0", f.wheld.Load())
+	}
 }

@@ -175,6 +175,11 @@ type File struct {
 	wbMu  sync.Mutex
 	dmu   sync.Mutex
 	dirty map[uint64]struct{} // pages that may be dirty; protected by dmu
+	// wheld counts the file's pages with writable holds (map.go), so
+	// that CleanMapped costs nothing for a file no mapping stores to.
+	// A page that leaves the file while so held stays counted: a
+	// needless scan, never a missed one.
+	wheld atomic.Int64
 	// wbErr records write-back failures for the open descriptions'
 	// cursors (errseq.go); own is Sync's cursor, used under wbErr.mu.
 	wbErr errSeq

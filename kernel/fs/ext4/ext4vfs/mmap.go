@@ -45,18 +45,23 @@ func (p *pager) Attach(o *mm.Shm) {
 // holds it (a futex in one file mapped twice is one word).
 func (p *pager) Key() any { return p.n }
 
+// mappings lists the objects of the file's mappings now.
+func (n *node) mappings() []*mm.Shm {
+	n.mapMu.Lock()
+	defer n.mapMu.Unlock()
+	objs := make([]*mm.Shm, 0, len(n.mapped))
+	for o := range n.mapped {
+		objs = append(objs, o)
+	}
+	return objs
+}
+
 // unmapPages clears the mappings' entries for pages [first, last) after
 // a truncate or hole punch took them out of the page cache (mm's
 // UnmapPages): their next touch finds the file as it is now. Called
 // without the file system's locks, which a fault takes.
 func (n *node) unmapPages(first, last uint64) {
-	n.mapMu.Lock()
-	objs := make([]*mm.Shm, 0, len(n.mapped))
-	for o := range n.mapped {
-		objs = append(objs, o)
-	}
-	n.mapMu.Unlock()
-	for _, o := range objs {
+	for _, o := range n.mappings() {
 		o.UnmapPages(uintptr(first), uintptr(min(last, uint64(^uintptr(0)))))
 	}
 }
@@ -73,12 +78,7 @@ func (f *FS) mkclean(ino uint32, idxs []uint64) {
 	if n == nil {
 		return // no node, no mapping
 	}
-	n.mapMu.Lock()
-	objs := make([]*mm.Shm, 0, len(n.mapped))
-	for o := range n.mapped {
-		objs = append(objs, o)
-	}
-	n.mapMu.Unlock()
+	objs := n.mappings()
 	if len(objs) == 0 {
 		return
 	}
