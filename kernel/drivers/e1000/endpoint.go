@@ -20,8 +20,9 @@ func (n *NIC) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 
 // GSOMaxSize and SupportedGSO (stack.GSOEndpoint, which netstack's
 // link/ethernet passes through) tell TCP that it may hand the driver
-// segments of up to 64 KiB with partial checksums: intelnic.Tx cuts
-// them into frames (link.Segmenter), one tail write for them all.
+// segments of up to 64 KiB with partial checksums: intelnic.Tx has the
+// card cut those over IPv4 into frames (TSO), and cuts the others
+// itself (link.Segmenter); one tail write for a batch.
 func (n *NIC) GSOMaxSize() uint32 { return link.GSOMax }
 
 func (n *NIC) SupportedGSO() stack.SupportedGSO { return stack.HostGSOSupported }

@@ -1,6 +1,10 @@
 package e1000
 
-import "shortbread/kernel/drivers/intelnic"
+import (
+	"encoding/binary"
+
+	"shortbread/kernel/drivers/intelnic"
+)
 
 // legacy is the legacy descriptor format (see regs.go) for
 // intelnic's rings, which the igb driver shares. The errors byte
@@ -17,4 +21,23 @@ var legacy = &intelnic.Format{
 	},
 	TxStatus: txStatus,
 	TxDD:     txdDD,
+	TSO: &intelnic.TSOFormat{
+		Context: func(d []byte, s intelnic.TSOSegment) {
+			tcp := s.EthLen + s.IPLen
+			d[ctxIPCSS], d[ctxIPCSO] = byte(s.EthLen), byte(s.EthLen+10)
+			binary.LittleEndian.PutUint16(d[ctxIPCSE:], uint16(tcp-1))
+			d[ctxTUCSS], d[ctxTUCSO] = byte(tcp), byte(tcp+16) // TUCSE 0: to the end
+			cmd := uint32(tucmdTCP | tucmdIP | txcTSE | txcDEXT)
+			intelnic.Store32(d, ctxLen, uint32(s.PayLen)|cmd<<(8*(txCmd-txLen)))
+			d[ctxHdrLen] = byte(s.HdrLen())
+			binary.LittleEndian.PutUint16(d[ctxMSS:], uint16(s.MSS))
+		},
+		Data: func(size int, first, last bool, s intelnic.TSOSegment) (uint32, uint32) {
+			cmd := uint32(txcDEXT | txcTSE | txcIFCS)
+			if last {
+				cmd |= txcEOP | txcRS
+			}
+			return uint32(size) | dtypData | cmd<<(8*(txCmd-txLen)), (poptsIXSM | poptsTXSM) << (8 * (txPopts - txStatus))
+		},
+	},
 }

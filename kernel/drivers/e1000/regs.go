@@ -138,3 +138,30 @@ const (
 	txcRS   = 1 << 3
 	txdDD   = 1 << 0
 )
+
+// TCP segmentation (SDM §3.3.6-3.3.7; 82574 §7.2.4-7.2.5): a TCP/IP
+// context descriptor (the IP checksum's start, offset and end at bytes
+// 0-3, the TCP checksum's at 4-7, the payload length in the low 20
+// bits of the word at 8 with TUCMD in its top byte, and the header
+// length and MSS at 13 and 14), then extended data descriptors (the
+// length in the low 20 bits of the word at 8, DTYP 1 and DCMD in its
+// top byte, POPTS at byte 13).
+const (
+	ctxIPCSS  = 0
+	ctxIPCSO  = 1
+	ctxIPCSE  = 2
+	ctxTUCSS  = 4
+	ctxTUCSO  = 5
+	ctxLen    = 8
+	ctxHdrLen = 13
+	ctxMSS    = 14
+
+	tucmdTCP  = 1 << 0 // TCP (not UDP)
+	tucmdIP   = 1 << 1 // IPv4 (not IPv6)
+	txcTSE    = 1 << 2 // TUCMD and DCMD: segment
+	txcDEXT   = 1 << 5 // TUCMD and DCMD: not a legacy descriptor
+	dtypData  = 1 << 20
+	poptsIXSM = 1 << 0 // insert the IP checksum
+	poptsTXSM = 1 << 1 // insert the TCP checksum
+	txPopts   = 13
+)

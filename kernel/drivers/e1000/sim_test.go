@@ -39,6 +39,9 @@ type sim struct {
 	inbox    [][]byte
 	rxFrame  int
 	txFrame  []byte
+	txTSE    bool   // the frame's data descriptors ask for segmentation
+	tsoSegs  int    // segments cut up
+	ctx      []byte // the last TCP/IP context descriptor
 	sent     [][]byte
 	holdTX   bool
 	out      chan []byte // to the card at the other end of the cable
@@ -144,7 +147,8 @@ func (s *sim) sentFrames() [][]byte {
 	defer s.mu.Unlock()
 	return append([][]byte(nil), s.sent...)
 }
-func (s *sim) setGone() { s.mu.Lock(); s.gone = true; s.mu.Unlock() }
+func (s *sim) segments() int { s.mu.Lock(); defer s.mu.Unlock(); return s.tsoSegs }
+func (s *sim) setGone()      { s.mu.Lock(); s.gone = true; s.mu.Unlock() }
 
 func (s *sim) Read32(off uint32) uint32 {
 	s.mu.Lock()
@@ -268,21 +272,11 @@ func (s *sim) transmit() {
 		}
 		addr := binary.LittleEndian.Uint64(d[0:])
 		w := binary.LittleEndian.Uint32(d[txLen:])
-		length, cmd := int(w&0xffff), uint8(w>>24)
-		data, err := s.mem.Slice(addr, length)
-		if err != nil {
-			s.errorf("transmit buffer of descriptor %d: %v", h, err)
+		cmd := uint8(w >> 24)
+		if cmd&txcDEXT != 0 && w&(0xf<<20) == 0 { // a context descriptor
+			s.ctx = append(s.ctx[:0], d...)
+		} else if s.sendData(h, d, addr, w) != nil {
 			return
-		}
-		s.txFrame = append(s.txFrame, data...)
-		if cmd&txcEOP != 0 {
-			frame := s.txFrame
-			s.txFrame = nil
-			if s.out != nil {
-				s.out <- frame
-			} else {
-				s.sent = append(s.sent, frame)
-			}
 		}
 		if cmd&txcRS != 0 {
 			intelnic.Store32(d, txStatus, intelnic.Load32(d, txStatus)|txdDD)
@@ -293,6 +287,66 @@ func (s *sim) transmit() {
 	if did {
 		s.cause(icrTXDW)
 	}
+}
+
+// sendData takes data descriptor h (legacy, or extended with DTYP 1)
+// and sends the frame at its end, cut up by the card if the descriptors
+// ask for segmentation (by the last context descriptor's layout).
+func (s *sim) sendData(h uint32, d []byte, addr uint64, w uint32) error {
+	length, cmd := int(w&0xffff), uint8(w>>24)
+	ext := cmd&txcDEXT != 0
+	if ext && w&(0xf<<20) != dtypData {
+		s.errorf("transmit descriptor %d: %#x is neither context nor data", h, w)
+		return fmt.Errorf("bad descriptor")
+	}
+	data, err := s.mem.Slice(addr, length)
+	if err != nil {
+		s.errorf("transmit buffer of descriptor %d: %v", h, err)
+		return err
+	}
+	if s.txFrame == nil {
+		s.txTSE = ext && cmd&txcTSE != 0
+	} else if s.txTSE != (ext && cmd&txcTSE != 0) {
+		s.errorf("transmit descriptor %d: TSE differs within a frame", h)
+	}
+	s.txFrame = append(s.txFrame, data...)
+	if cmd&txcEOP == 0 {
+		return nil
+	}
+	frame := s.txFrame
+	s.txFrame = nil
+	frames := [][]byte{frame}
+	if s.txTSE {
+		c := s.ctx
+		if c == nil {
+			s.errorf("transmit descriptor %d: TSE with no context", h)
+			return nil
+		}
+		ctl := binary.LittleEndian.Uint32(c[ctxLen:])
+		hdr, mss := int(c[ctxHdrLen]), int(binary.LittleEndian.Uint16(c[ctxMSS:]))
+		tcp := int(c[ctxTUCSS])
+		popts := d[txPopts]
+		if int(ctl&0xfffff) != len(frame)-hdr || ctl>>24&(tucmdTCP|tucmdIP|txcTSE|txcDEXT) != tucmdTCP|tucmdIP|txcTSE|txcDEXT ||
+			int(c[ctxTUCSO]) != tcp+16 || int(c[ctxIPCSO]) != int(c[ctxIPCSS])+10 ||
+			int(binary.LittleEndian.Uint16(c[ctxIPCSE:])) != tcp-1 || popts != poptsIXSM|poptsTXSM {
+			s.errorf("TSO of %d bytes: context %x, POPTS %#x", len(frame), c, popts)
+			return nil
+		}
+		s.tsoSegs++
+		frames, err = intelnictest.Segment(frame, int(c[ctxIPCSS]), tcp, hdr, mss)
+		if err != nil {
+			s.errorf("%v", err)
+			return nil
+		}
+	}
+	for _, f := range frames {
+		if s.out != nil {
+			s.out <- f
+		} else {
+			s.sent = append(s.sent, f)
+		}
+	}
+	return nil
 }
 
 // releaseTX lets held transmit descriptors go.

@@ -70,7 +70,7 @@ func TestSetup(t *testing.T) {
 		{"RCTL", regRCTL, ^uint32(0), rctlEN | rctlBAM | rctlSECRC},
 		{"TCTL.EN", regTCTL, tctlEN, tctlEN},
 		{"RDLEN", regRDLEN, ^uint32(0), 256 * descSize},
-		{"TDLEN", regTDLEN, ^uint32(0), 128 * descSize},
+		{"TDLEN", regTDLEN, ^uint32(0), 256 * descSize},
 		{"RDT (all but one descriptor the card's)", regRDT, ^uint32(0), 255},
 		{"SRRCTL (2 KiB, advanced one-buffer)", regSRRCTL, ^uint32(0), 2 | 1<<25},
 		{"RXDCTL enabled", regRXDCTL, dctlEnable, dctlEnable},
@@ -170,7 +170,7 @@ func TestTransmit(t *testing.T) {
 		t.Run(md.name, func(t *testing.T) {
 			n, s, _ := start(t, Config{NoMSIX: md.noMSIX}, false, 1)
 			var want [][]byte
-			for i := 0; i < 300; i += 30 { // wraps the 128-descriptor ring
+			for i := 0; i < 300; i += 30 { // wraps the 256-descriptor ring
 				var batch [][]byte
 				for j := 0; j < 30; j++ {
 					batch = append(batch, frame(60+(i+j)*4, byte(i+j)))
@@ -487,6 +487,26 @@ func TestTCPAcrossCable(t *testing.T) {
 		if e := sd.sim.errors(); len(e) > 0 {
 			t.Errorf("%v: %v", sd.nic.Kind, e)
 		}
+		// 2 MiB each way goes out in 64 KiB segments the card cuts up.
+		if n := sd.sim.segments(); n < 16 {
+			t.Errorf("%v: %d segments cut up by the card (TSO)", sd.nic.Kind, n)
+		}
 		t.Logf("%v: %d interrupts for %d frames received, %d sent; dropped rx %d tx %d", sd.nic.Kind, sd.sim.interrupts(), st.RxPackets.Load(), st.TxPackets.Load(), st.RxDropped.Load(), st.TxDropped.Load())
+	}
+}
+
+// TCP segments over IPv4 go to the card whole (TSO), in an advanced
+// context descriptor and data descriptors the card cuts into the right
+// frames; the others, and any segment the ring cannot hold, are cut by
+// the driver.
+func TestTSO(t *testing.T) {
+	for _, descs := range []int{0, 16, 32} {
+		t.Run(fmt.Sprint(descs), func(t *testing.T) {
+			n, s, _ := start(t, Config{TxDescs: descs}, false, 1)
+			intelnictest.CheckTSO(t, n, s.sentFrames, s.segments, n.tx.N)
+			if e := s.errors(); len(e) > 0 {
+				t.Error(e)
+			}
+		})
 	}
 }

@@ -207,4 +207,24 @@ const (
 	txcDEXT    = 1 << 29
 	txPaylen   = 14 // shift of the payload length
 	txdDD      = 1 << 0
+	txcTSE     = 1 << 31
+	poptsIXSM  = 1 << 8 // insert the IP checksum
+	poptsTXSM  = 1 << 9 // insert the TCP checksum
+)
+
+// The advanced context descriptor (82576 §7.2.2.3.1), for TCP
+// segmentation: the MAC and IP header lengths (bytes 0-3), TUCMD and
+// the type (8-11), the TCP header length and the MSS (12-15). Index 0
+// of the queue's two contexts.
+const (
+	ctxMACIPLens = 0
+	ctxTUCMD     = 8
+	ctxMSSL4Len  = 12
+
+	ctxMACLenShift = 9
+	tucmdIPv4      = 1 << 10
+	tucmdL4TCP     = 1 << 11
+	txdtypCtxt     = 2 << 20
+	ctxL4LenShift  = 8
+	ctxMSSShift    = 16
 )

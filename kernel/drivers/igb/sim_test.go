@@ -53,7 +53,10 @@ type sim struct {
 	esignaled uint32 // the same for EICR's vector bits (MSI-X)
 	inbox     [][]byte
 	txFrame   []byte
-	txFirst   uint32 // the payload length of the frame's first descriptor
+	txFirst   uint32 // the frame's first descriptor's second word (PAYLEN, POPTS)
+	txTSE     bool   // ... and whether it asked for segmentation
+	tsoSegs   int    // segments cut up
+	ctx       []byte // the last context descriptor
 	sent      [][]byte
 	holdTX    bool
 	out       chan []byte // to the card at the other end of the cable
@@ -184,7 +187,8 @@ func (s *sim) sentFrames() [][]byte {
 	defer s.mu.Unlock()
 	return append([][]byte(nil), s.sent...)
 }
-func (s *sim) setGone() { s.mu.Lock(); s.gone = true; s.mu.Unlock() }
+func (s *sim) segments() int { s.mu.Lock(); defer s.mu.Unlock(); return s.tsoSegs }
+func (s *sim) setGone()      { s.mu.Lock(); s.gone = true; s.mu.Unlock() }
 
 // msixMode is the card's view: GPIE says so (the driver's business).
 func (s *sim) msixMode() bool { return s.reg[regGPIE]&gpieMSIXMode != 0 }
@@ -357,29 +361,26 @@ func (s *sim) transmit() {
 		}
 		addr := binary.LittleEndian.Uint64(d[0:])
 		cmd := binary.LittleEndian.Uint32(d[txCmdLen:])
-		if cmd&txcDEXT == 0 || cmd&(0xf<<20) != txdtypData {
-			s.errorf("transmit descriptor %d: %#x is not an advanced data descriptor", h, cmd)
-		}
-		if s.txFrame == nil {
-			s.txFirst = intelnic.Load32(d, txStatus) >> txPaylen
-		}
-		length := int(cmd & 0xffff)
-		data, err := s.mem.Slice(addr, length)
-		if err != nil {
-			s.errorf("transmit buffer of descriptor %d: %v", h, err)
-			return
-		}
-		s.txFrame = append(s.txFrame, data...)
-		if cmd&txcEOP != 0 {
-			frame := s.txFrame
-			s.txFrame = nil
-			if int(s.txFirst) != len(frame) {
-				s.errorf("frame of %d bytes with PAYLEN %d", len(frame), s.txFirst)
+		if cmd&txcDEXT != 0 && cmd&(0xf<<20) == txdtypCtxt {
+			s.ctx = append(s.ctx[:0], d...)
+		} else {
+			if cmd&txcDEXT == 0 || cmd&(0xf<<20) != txdtypData {
+				s.errorf("transmit descriptor %d: %#x is not an advanced data descriptor", h, cmd)
 			}
-			if s.out != nil {
-				s.out <- frame
-			} else {
-				s.sent = append(s.sent, frame)
+			if s.txFrame == nil {
+				s.txFirst, s.txTSE = intelnic.Load32(d, txStatus), cmd&txcTSE != 0
+			}
+			length := int(cmd & 0xffff)
+			data, err := s.mem.Slice(addr, length)
+			if err != nil {
+				s.errorf("transmit buffer of descriptor %d: %v", h, err)
+				return
+			}
+			s.txFrame = append(s.txFrame, data...)
+			if cmd&txcEOP != 0 {
+				frame := s.txFrame
+				s.txFrame = nil
+				s.send(frame)
 			}
 		}
 		if cmd&txcRS != 0 {
@@ -390,6 +391,45 @@ func (s *sim) transmit() {
 	}
 	if did {
 		s.cause(icrTXDW, false, true)
+	}
+}
+
+// send puts a frame on the wire, cut up first if its descriptors asked
+// for segmentation (by the last context descriptor's layout), checking
+// the payload length the driver gave.
+func (s *sim) send(frame []byte) {
+	paylen := int(s.txFirst >> txPaylen)
+	frames := [][]byte{frame}
+	if s.txTSE {
+		c := s.ctx
+		if c == nil {
+			s.errorf("TSO with no context")
+			return
+		}
+		lens, l4 := intelnic.Load32(c, ctxMACIPLens), intelnic.Load32(c, ctxMSSL4Len)
+		eth, ip := int(lens>>ctxMACLenShift&0x7f), int(lens&0x1ff)
+		tcp, mss := int(l4>>ctxL4LenShift&0xff), int(l4>>ctxMSSShift)
+		hdr := eth + ip + tcp
+		tucmd := intelnic.Load32(c, ctxTUCMD)
+		if paylen != len(frame)-hdr || tucmd&(tucmdIPv4|tucmdL4TCP) != tucmdIPv4|tucmdL4TCP || s.txFirst&(poptsIXSM|poptsTXSM) != poptsIXSM|poptsTXSM {
+			s.errorf("TSO of %d bytes: PAYLEN %d, context %x, POPTS %#x", len(frame), paylen, c, s.txFirst)
+			return
+		}
+		var err error
+		s.tsoSegs++
+		if frames, err = intelnictest.Segment(frame, eth, eth+ip, hdr, mss); err != nil {
+			s.errorf("%v", err)
+			return
+		}
+	} else if paylen != len(frame) {
+		s.errorf("frame of %d bytes with PAYLEN %d", len(frame), paylen)
+	}
+	for _, f := range frames {
+		if s.out != nil {
+			s.out <- f
+		} else {
+			s.sent = append(s.sent, f)
+		}
 	}
 }
 

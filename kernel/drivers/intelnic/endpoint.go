@@ -32,7 +32,7 @@ type Tx struct {
 
 // NewTx is a transmit side on ring r.
 func NewTx(r *Ring, setTail func(int), interrupt func(bool)) *Tx {
-	return &Tx{TxRing: &TxRing{Ring: r}, Space: make(chan struct{}, 1), SetTail: setTail, Interrupt: interrupt}
+	return &Tx{TxRing: &TxRing{Ring: r, last: make([]int, r.N)}, Space: make(chan struct{}, 1), SetTail: setTail, Interrupt: interrupt}
 }
 
 // WritePackets sends frames (the Ethernet header already on them),
@@ -41,8 +41,9 @@ func NewTx(r *Ring, setTail func(int), interrupt func(bool)) *Tx {
 // it waits for the card to finish some, with the transmit interrupt
 // on meanwhile, and drops the rest only if the card sends nothing for
 // TxWait. A TCP segment with a partial checksum (the drivers take 64
-// KiB segments: SupportedGSO) is cut into frames here
-// (link.Segmenter), as Linux's GSO does for a card without TSO.
+// KiB segments: SupportedGSO) goes to the card whole if it segments
+// (tso.go), else is cut into frames here (link.Segmenter), as Linux's
+// GSO does for a card without TSO.
 func (t *Tx) WritePackets(pkts stack.PacketBufferList, up bool, s *link.Stats) (int, tcpip.Error) {
 	all := pkts.AsSlice()
 	if !up {
@@ -57,6 +58,19 @@ func (t *Tx) WritePackets(pkts stack.PacketBufferList, up bool, s *link.Stats) (
 	sent := 0
 	for i, pkt := range all {
 		if pkt.GSOOptions.NeedsCsum {
+			seg, tso, err := t.tsoSegment(pkt)
+			if err != nil {
+				s.TxErrors.Add(1)
+				continue
+			}
+			if tso {
+				if !b.putTSO(pkt.AsSlices(), seg, s) {
+					s.TxDropped.Add(uint64(len(all) - i))
+					break
+				}
+				sent++
+				continue
+			}
 			if err := sg.Start(pkt, MaxFrame); err != nil {
 				s.TxErrors.Add(1)
 				continue
@@ -115,42 +129,63 @@ type txBatch struct {
 // put queues the frame made of parts, waiting for a descriptor if need
 // be; false if the card had none for TxWait.
 func (b *txBatch) put(parts [][]byte, s *link.Stats) bool {
-	t := b.t
-	t.reclaim()
-	if t.space() == 0 {
-		if b.queued > 0 { // what is queued goes before waiting
-			t.SetTail(b.tail)
-			b.queued = 0
-		}
-		if !t.waitLocked() {
-			return false
-		}
+	if !b.reserve(1) {
+		return false
 	}
 	var sz int
-	sz, b.tail = t.put(parts)
+	sz, b.tail = b.t.put(parts)
 	s.TxPackets.Add(1)
 	s.TxBytes.Add(uint64(sz))
 	b.queued++
 	return true
 }
 
-// waitLocked waits until the card has finished a frame. t.mu is held:
-// other senders wait behind this one, which is what a stopped queue
-// means.
-func (t *Tx) waitLocked() bool {
+// putTSO queues a segment for the card to cut up (its bytes in parts),
+// counting the frames it will send; false if the card did not free
+// enough descriptors for TxWait.
+func (b *txBatch) putTSO(parts [][]byte, seg TSOSegment, s *link.Stats) bool {
+	if !b.reserve(seg.Descs()) {
+		return false
+	}
+	var wire int
+	wire, b.tail = b.t.putTSO(parts, seg)
+	s.TxPackets.Add(uint64(seg.Frames()))
+	s.TxBytes.Add(uint64(wire))
+	b.queued++
+	return true
+}
+
+// reserve makes sure n descriptors are free, waiting for the card if
+// need be.
+func (b *txBatch) reserve(n int) bool {
+	t := b.t
+	if t.reclaim(); t.space() >= n {
+		return true
+	}
+	if b.queued > 0 { // what is queued goes before waiting
+		t.SetTail(b.tail)
+		b.queued = 0
+	}
+	return t.waitLocked(n)
+}
+
+// waitLocked waits until the card has finished enough packets to free
+// n descriptors. t.mu is held: other senders wait behind this one,
+// which is what a stopped queue means.
+func (t *Tx) waitLocked(n int) bool {
 	t.Interrupt(true)
 	defer t.Interrupt(false)
 	tm := time.NewTimer(TxWait)
 	defer tm.Stop()
 	for {
-		if t.reclaim(); t.space() > 0 {
+		if t.reclaim(); t.space() >= n {
 			return true
 		}
 		select {
 		case <-t.Space:
 		case <-tm.C:
 			t.reclaim()
-			return t.space() > 0
+			return t.space() >= n
 		}
 	}
 }

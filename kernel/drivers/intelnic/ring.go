@@ -66,6 +66,10 @@ type Format struct {
 	TxWords  func(size int) (w8, w12 uint32)
 	TxStatus int
 	TxDD     uint32
+
+	// TSO, if not nil, is how the card is asked to cut TCP segments
+	// over IPv4 into frames itself (see tso.go).
+	TSO *TSOFormat
 }
 
 // Ring is a descriptor ring in one page (at most 256 descriptors) and
@@ -232,22 +236,33 @@ func (r *RxRing) Harvest(deliver func([]byte), c *RxCounts) (taken, tail int) {
 
 // TxRing is the transmit ring: descriptors from clean to tail are the
 // card's, the rest free (one always stays free: TDH == TDT is empty).
+// A packet may take several descriptors (a TSO segment: a context
+// descriptor and its data); only its last asks for a status report
+// (RS), as the cards write DD back only there, so last[i], for the
+// first descriptor i of each packet, is where to look.
 type TxRing struct {
 	*Ring
 	tail, clean int
+	last        []int
 }
 
 func (t *TxRing) inflight() int { return (t.tail - t.clean + t.N) % t.N }
 
 func (t *TxRing) space() int { return t.N - 1 - t.inflight() }
 
-// reclaim frees the descriptors the card has finished, oldest first; a
-// done bit on a descriptor not in flight is never looked at.
+// reclaim frees the packets the card has finished, oldest first; a done
+// bit on a descriptor not in flight, or on one that is not the last of
+// its packet, is never looked at.
 func (t *TxRing) reclaim() int {
 	got := 0
-	for t.clean != t.tail && Load32(t.D(t.clean), t.f.TxStatus)&t.f.TxDD != 0 {
-		t.clean = (t.clean + 1) % t.N
-		got++
+	for t.clean != t.tail {
+		e := t.last[t.clean]
+		if Load32(t.D(e), t.f.TxStatus)&t.f.TxDD == 0 {
+			break
+		}
+		n := (e-t.clean+t.N)%t.N + 1
+		t.clean = (e + 1) % t.N
+		got += n
 	}
 	return got
 }
@@ -267,6 +282,7 @@ func (t *TxRing) put(parts [][]byte) (size, tail int) {
 	w8, w12 := t.f.TxWords(size)
 	Store32(d, 8, w8)
 	Store32(d, 12, w12)
+	t.last[i] = i
 	t.tail = (i + 1) % t.N
 	return size, t.tail
 }

@@ -73,25 +73,14 @@ type Segmenter struct {
 // partial (pkt.GSOOptions.NeedsCsum), into frames of at most maxFrame
 // bytes (the Ethernet header included); Next gives them.
 func (sg *Segmenter) Start(pkt *stack.PacketBuffer, maxFrame int) error {
-	eth, nh, th := pkt.LinkHeader().Slice(), pkt.NetworkHeader().Slice(), pkt.TransportHeader().Slice()
-	g := pkt.GSOOptions
-	hlen := len(eth) + len(nh) + len(th)
-	v4 := g.Type == stack.GSOTCPv4
 	sg.frames, sg.left = 0, 0
-	if (!v4 && g.Type != stack.GSOTCPv6) || len(eth) != header.EthernetMinimumSize || hlen > maxHeaders ||
-		len(th) < header.TCPMinimumSize || int(header.TCP(th).DataOffset()) != len(th) ||
-		(v4 && (len(nh) < header.IPv4MinimumSize || int(header.IPv4(nh).HeaderLength()) != len(nh))) ||
-		(!v4 && len(nh) < header.IPv6MinimumSize) {
-		return ErrSegment
+	eth, nh, th, mss, err := SegmentHeaders(pkt, maxFrame)
+	if err != nil {
+		return err
 	}
 	size := pkt.Data().Size()
-	mss := int(g.MSS)
-	if mss <= 0 || mss > size {
-		mss = max(size, 1) // one frame (a bare ACK has no payload)
-	}
-	if hlen+min(mss, size) > maxFrame {
-		return ErrSegment
-	}
+	hlen := len(eth) + len(nh) + len(th)
+	v4 := pkt.GSOOptions.Type == stack.GSOTCPv4
 	// The payload, as slices of the packet's views after its headers.
 	sg.npieces, sg.more = 0, nil
 	vl, skip := pkt.AsViewList()
@@ -122,6 +111,35 @@ func (sg *Segmenter) Start(pkt *stack.PacketBuffer, maxFrame int) error {
 		sg.id = header.IPv4(nh).ID()
 	}
 	return nil
+}
+
+// SegmentHeaders returns the Ethernet, IP and TCP headers of pkt, a TCP
+// segment whose checksum netstack left partial, and the size of the
+// frames' payload (its MSS, or the whole payload when that is smaller),
+// after checking that the headers are what netstack builds (Ethernet
+// II, IPv4 or IPv6, TCP, with lengths that agree) and that a frame of
+// them fits maxFrame; ErrSegment otherwise. Both link.Segmenter and a
+// card that segments (TSO) take the headers from here.
+func SegmentHeaders(pkt *stack.PacketBuffer, maxFrame int) (eth, nh, th []byte, mss int, err error) {
+	eth, nh, th = pkt.LinkHeader().Slice(), pkt.NetworkHeader().Slice(), pkt.TransportHeader().Slice()
+	g := pkt.GSOOptions
+	hlen := len(eth) + len(nh) + len(th)
+	v4 := g.Type == stack.GSOTCPv4
+	if (!v4 && g.Type != stack.GSOTCPv6) || len(eth) != header.EthernetMinimumSize || hlen > maxHeaders ||
+		len(th) < header.TCPMinimumSize || int(header.TCP(th).DataOffset()) != len(th) ||
+		(v4 && (len(nh) < header.IPv4MinimumSize || int(header.IPv4(nh).HeaderLength()) != len(nh))) ||
+		(!v4 && len(nh) < header.IPv6MinimumSize) {
+		return nil, nil, nil, 0, ErrSegment
+	}
+	size := pkt.Data().Size()
+	mss = int(g.MSS)
+	if mss <= 0 || mss > size {
+		mss = max(size, 1) // one frame (a bare ACK has no payload)
+	}
+	if hlen+min(mss, size) > maxFrame {
+		return nil, nil, nil, 0, ErrSegment
+	}
+	return eth, nh, th, mss, nil
 }
 
 // piece is payload piece i.

@@ -164,4 +164,12 @@ func TCPExchange(t *testing.T, a, b *stack.Stack) {
 	if err := <-srv; err != nil {
 		t.Fatal(err)
 	}
+	// A frame the receiver refused (a driver's or card's bad checksum)
+	// would be sent again and the hashes would still agree: count them.
+	for _, st := range []*stack.Stack{a, b} {
+		s := st.Stats()
+		if n, m := s.TCP.ChecksumErrors.Value(), s.IP.MalformedPacketsReceived.Value(); n != 0 || m != 0 {
+			t.Errorf("%d TCP checksum errors, %d malformed IP packets received", n, m)
+		}
+	}
 }
