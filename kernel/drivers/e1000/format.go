@@ -16,6 +16,10 @@ var legacy = &intelnic.Format{
 	RxDD:     rxdDD,
 	RxEOP:    rxdEOP,
 	RxErrs:   rxeFrame << (8 * (rxErrors - rxStatus)),
+	RxCsum: func(st uint32) bool {
+		const bad = (rxeTCPE | rxeIPE) << (8 * (rxErrors - rxStatus))
+		return st&(rxdIXSM|rxdIPCS|rxdTCPCS|bad) == rxdIPCS|rxdTCPCS
+	},
 	TxWords: func(size int) (uint32, uint32) {
 		return uint32(size) | uint32(txcEOP|txcIFCS|txcRS)<<(8*(txCmd-txLen)), 0 // status (DD) cleared
 	},

@@ -218,8 +218,8 @@ func (n *NIC) configure(mac [6]byte, rate int) {
 	}
 	r.Write32(regITR, itr(rate))
 
-	r.Write32(regRXCSUM, 0) // no offload: the stack checks checksums
-	r.Write32(regRDTR, 0)   // ITR alone moderates receive interrupts
+	r.Write32(regRXCSUM, rxcsumIPOFL|rxcsumTUOFL) // the card checks checksums (legacy.RxCsum)
+	r.Write32(regRDTR, 0)                         // ITR alone moderates receive interrupts
 	r.Write32(regRADV, 0)
 	tail := n.rx.Init()
 	r.Write32(regRDBAL, uint32(n.rx.Desc.Phys))

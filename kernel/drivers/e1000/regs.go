@@ -123,9 +123,23 @@ const (
 
 	// Receive errors that spoil the frame: CRC/alignment, symbol,
 	// sequence, carrier extension and RX data errors. The checksum error
-	// bits (TCPE, IPE) are not among them: offload is off and the stack
-	// checks checksums itself.
+	// bits (TCPE, IPE) are not among them: such a frame goes to the
+	// stack unvouched for, which checks it and counts it.
 	rxeFrame = 1<<0 | 1<<1 | 1<<2 | 1<<4 | 1<<7
+
+	// Receive checksum offload (SDM §3.2.6, §13.4.51; 82574 §7.1.6,
+	// §10.2.5.13): with RXCSUM's IPOFL and TUOFL the card checks the
+	// IPv4 header's and the TCP or UDP checksum of each frame and says
+	// so in the status byte (IPCS, TCPCS), flagging a wrong one in the
+	// errors byte (IPE, TCPE); IXSM says it checked nothing (QEMU's
+	// 82540EM model always sets it).
+	rxcsumIPOFL = 1 << 8
+	rxcsumTUOFL = 1 << 9
+	rxdIXSM     = 1 << 2
+	rxdTCPCS    = 1 << 5
+	rxdIPCS     = 1 << 6
+	rxeTCPE     = 1 << 5
+	rxeIPE      = 1 << 6
 
 	// transmit: address (8), length (2), CSO, CMD, status, CSS,
 	// special (2)

@@ -42,6 +42,7 @@ type sim struct {
 	txTSE    bool   // the frame's data descriptors ask for segmentation
 	tsoSegs  int    // segments cut up
 	ctx      []byte // the last TCP/IP context descriptor
+	ixsm     bool   // receive checksums ignored, as QEMU's 82540EM
 	sent     [][]byte
 	holdTX   bool
 	out      chan []byte // to the card at the other end of the cable
@@ -402,7 +403,7 @@ func (s *sim) fill() {
 			chunk := frame[off:min(off+intelnic.BufSize, len(frame))]
 			status := uint32(rxdDD)
 			if off+intelnic.BufSize >= len(frame) {
-				status |= rxdEOP
+				status |= rxdEOP | s.rxCsum(frame)
 			}
 			s.writeRx(d, chunk, uint16(len(chunk)), status)
 		}
@@ -412,6 +413,30 @@ func (s *sim) fill() {
 	if got {
 		s.cause(icrRXT0)
 	}
+}
+
+// rxCsum is the status and errors bits of a frame's checksums, as the
+// card reports them with RXCSUM's offloads on (IXSM instead, as QEMU's
+// 82540EM model does, if ixsm).
+func (s *sim) rxCsum(frame []byte) uint32 {
+	if s.ixsm {
+		return rxdIXSM
+	}
+	checked, ipOK, l4OK := intelnictest.RxChecksums(frame)
+	var st uint32
+	if s.reg[regRXCSUM]&rxcsumIPOFL != 0 && checked {
+		st |= rxdIPCS
+		if !ipOK {
+			st |= rxeIPE << 8
+		}
+	}
+	if s.reg[regRXCSUM]&rxcsumTUOFL != 0 && checked {
+		st |= rxdTCPCS
+		if !l4OK {
+			st |= rxeTCPE << 8
+		}
+	}
+	return st
 }
 
 func (s *sim) freeRx() int {

@@ -15,6 +15,9 @@ var advanced = &intelnic.Format{
 	RxDD:     rxdDD,
 	RxEOP:    rxdEOP,
 	RxErrs:   rxeFrame,
+	RxCsum: func(st uint32) bool {
+		return st&(rxdIPCS|rxdL4I|rxeIPE|rxeL4E) == rxdIPCS|rxdL4I
+	},
 	TxWords: func(size int) (uint32, uint32) {
 		return uint32(size) | txdtypData | txcEOP | txcIFCS | txcRS | txcDEXT, uint32(size) << txPaylen
 	},

@@ -259,7 +259,7 @@ func (n *NIC) configure(mac [6]byte, rate int) error {
 	}
 	r.Write32(regRAL0, uint32(mac[0])|uint32(mac[1])<<8|uint32(mac[2])<<16|uint32(mac[3])<<24)
 	r.Write32(regRAH0, uint32(mac[4])|uint32(mac[5])<<8|rahAV)
-	r.Write32(regRXCSUM, 0) // no offload: the stack checks checksums
+	r.Write32(regRXCSUM, rxcsumIPOFLD|rxcsumTUOFLD) // the card checks checksums (advanced.RxCsum)
 
 	if n.Kind == pci.MSIX {
 		// Every cause on vector 0, one goroutine serving the card: the

@@ -189,8 +189,21 @@ const (
 
 	// Extended errors that spoil the frame: CRC, symbol, sequence,
 	// carrier extension and RX data errors. The checksum errors (L4E,
-	// IPE) are not among them: the stack checks checksums itself.
+	// IPE) are not among them: such a frame goes to the stack unvouched
+	// for, which checks it and counts it.
 	rxeFrame = 1<<24 | 1<<25 | 1<<26 | 1<<28 | 1<<31
+
+	// Receive checksum offload (82576 §7.1.11, §8.10.15): with RXCSUM's
+	// IPOFLD and TUOFLD the card checks the IPv4 header's and the TCP
+	// or UDP checksum of each frame and says so in the extended status
+	// (IPCS, L4I), flagging a wrong one in the extended errors (IPE,
+	// L4E).
+	rxcsumIPOFLD = 1 << 8
+	rxcsumTUOFLD = 1 << 9
+	rxdL4I       = 1 << 5
+	rxdIPCS      = 1 << 6
+	rxeL4E       = 1 << 29
+	rxeIPE       = 1 << 30
 )
 
 // The advanced transmit data descriptor: the buffer's address (8),

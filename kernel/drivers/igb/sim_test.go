@@ -501,7 +501,7 @@ func (s *sim) fill() {
 			chunk := frame[off:min(off+bs, len(frame))]
 			status := uint32(rxdDD)
 			if off+bs >= len(frame) {
-				status |= rxdEOP
+				status |= rxdEOP | s.rxCsum(frame)
 			}
 			s.writeRx(d, chunk, uint16(len(chunk)), status)
 		}
@@ -511,6 +511,26 @@ func (s *sim) fill() {
 	if got {
 		s.cause(icrRXDW, true, false)
 	}
+}
+
+// rxCsum is the extended status and errors bits of a frame's
+// checksums, as the card reports them with RXCSUM's offloads on.
+func (s *sim) rxCsum(frame []byte) uint32 {
+	checked, ipOK, l4OK := intelnictest.RxChecksums(frame)
+	var st uint32
+	if s.reg[regRXCSUM]&rxcsumIPOFLD != 0 && checked {
+		st |= rxdIPCS
+		if !ipOK {
+			st |= rxeIPE
+		}
+	}
+	if s.reg[regRXCSUM]&rxcsumTUOFLD != 0 && checked {
+		st |= rxdL4I
+		if !l4OK {
+			st |= rxeL4E
+		}
+	}
+	return st
 }
 
 // writeRx writes one receive descriptor back: data into its buffer (as

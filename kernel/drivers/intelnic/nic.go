@@ -37,15 +37,16 @@ func validMAC(m [6]byte) bool {
 // Receive is a card's receiver goroutine: each time work is signalled
 // (the interrupt goroutine's word that the card raised an interrupt)
 // it harvests the ring, hands a copy of each good frame (its buffer is
-// re-armed next) to e, counts errors in e's Stats and oversize frames
-// in oversize, and gives the descriptors back through setTail. It is a
-// goroutine of its own because the stack may send from inside a
-// delivery and wait for a transmit interrupt, which the interrupt
-// goroutine must stay free to pass on. Frames wait in the ring while
-// the stack is behind (the card holds or counts what does not fit),
-// rather than in a queue in between.
+// re-armed next) to e with the card's word on its checksums, counts
+// errors in e's Stats and oversize frames in oversize, and gives the
+// descriptors back through setTail. It is a goroutine of its own
+// because the stack may send from inside a delivery and wait for a
+// transmit interrupt, which the interrupt goroutine must stay free to
+// pass on. Frames wait in the ring while the stack is behind (the card
+// holds or counts what does not fit), rather than in a queue in
+// between.
 func (r *RxRing) Receive(work chan struct{}, e *link.Ether, setTail func(int), oversize *atomic.Uint64) {
-	deliver := func(frame []byte) { e.Deliver(append([]byte(nil), frame...)) }
+	deliver := func(frame []byte, csumOK bool) { e.DeliverChecked(append([]byte(nil), frame...), csumOK) }
 	for range work {
 		var c RxCounts
 		taken, tail := r.Harvest(deliver, &c)

@@ -59,6 +59,14 @@ type Format struct {
 	// both words.
 	RxStatus, RxLen     int
 	RxDD, RxEOP, RxErrs uint32
+	// RxCsum, if not nil, says from the status word of a frame's last
+	// descriptor whether the card checked both its IPv4 header's and
+	// its TCP or UDP checksum and found them right (receive checksum
+	// offload, RXCSUM): the stack then skips its own checks. Any other
+	// frame (a checksum flagged wrong or not checked: IPv6, fragments,
+	// other protocols, a card that ignores the offload) the stack
+	// checks itself.
+	RxCsum func(status uint32) bool
 	// TxWords are the two 32-bit words (at bytes 8 and 12) after the
 	// address of a transmit descriptor for a size-byte frame in one
 	// buffer, asking for its status to be reported; TxStatus is the
@@ -184,12 +192,13 @@ type RxCounts struct {
 // Harvest takes every descriptor the card has finished (DD), in order,
 // starting at Next and stopping before the one the driver holds back.
 // Each complete good frame goes to deliver (the slice is valid only
-// during the call); every descriptor is checked: a length larger than
+// during the call), with whether the card vouched for its checksums
+// (Format.RxCsum); every descriptor is checked: a length larger than
 // its buffer, error bits, a frame longer than MaxFrame over several
 // descriptors or one shorter than an Ethernet header is dropped and
 // counted. Descriptors are re-armed as they are taken. It returns how
 // many were taken and the new tail.
-func (r *RxRing) Harvest(deliver func([]byte), c *RxCounts) (taken, tail int) {
+func (r *RxRing) Harvest(deliver func(frame []byte, csumOK bool), c *RxCounts) (taken, tail int) {
 	f := r.f
 	for taken < r.N-1 {
 		i := r.Next
@@ -218,7 +227,7 @@ func (r *RxRing) Harvest(deliver func([]byte), c *RxCounts) (taken, tail int) {
 			case rxOK:
 				c.Frames++
 				c.Bytes += len(r.frame)
-				deliver(r.frame)
+				deliver(r.frame, f.RxCsum != nil && f.RxCsum(st))
 			case rxOversize:
 				c.Oversize++
 				c.Errs++

@@ -53,7 +53,7 @@ func Harvest(t *testing.T, f *intelnic.Format, ring []byte, fill byte) {
 	copy(r.Desc.Mem, ring)
 	var c intelnic.RxCounts
 	delivered := 0
-	taken, tail := r.Harvest(func(fr []byte) {
+	taken, tail := r.Harvest(func(fr []byte, _ bool) {
 		delivered++
 		if len(fr) < 14 || len(fr) > intelnic.MaxFrame {
 			t.Fatalf("delivered a %d-byte frame", len(fr))

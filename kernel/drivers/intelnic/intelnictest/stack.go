@@ -29,6 +29,7 @@ func LinkAddr(m [6]byte) tcpip.LinkAddress { return tcpip.LinkAddress(m[:]) }
 type Recorder struct {
 	mu     sync.Mutex
 	frames [][]byte
+	valid  []bool // each frame's RXChecksumValidated
 	got    chan struct{}
 }
 
@@ -39,6 +40,7 @@ func NewRecorder() *Recorder { return &Recorder{got: make(chan struct{}, 1024)} 
 func (r *Recorder) DeliverNetworkPacket(_ tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) {
 	r.mu.Lock()
 	r.frames = append(r.frames, pkt.ToView().AsSlice())
+	r.valid = append(r.valid, pkt.RXChecksumValidated)
 	r.mu.Unlock()
 	r.got <- struct{}{}
 }
@@ -51,6 +53,14 @@ func (r *Recorder) All() [][]byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([][]byte(nil), r.frames...)
+}
+
+// Vouched says of each frame delivered so far whether the driver
+// vouched for its checksums.
+func (r *Recorder) Vouched() []bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]bool(nil), r.valid...)
 }
 
 // Wait waits for n more frames.
