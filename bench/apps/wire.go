@@ -99,11 +99,18 @@ wait_for redis-cli -h $peer RPUSH handover clients-done
 // It returns the client's console, with the server's "@@info kernel" line
 // added (the server's version), and the server's console for errors.
 func runWire(kernel, nic string, cpus int, stage string, p params, timeout int) (client, server string, wall time.Duration, err error) {
-	logs, err := os.MkdirTemp("", "sb-bench-wire.")
-	if err != nil {
+	// WIRE_LOGS=DIR keeps the last pair's consoles as DIR/a.log (the
+	// server) and DIR/b.log, as tools/wiretest.sh does: with
+	// SB_KARGS=prof the server's holds the profile (bench/hlltax -log).
+	logs := os.Getenv("WIRE_LOGS")
+	if logs == "" {
+		if logs, err = os.MkdirTemp("", "sb-bench-wire."); err != nil {
+			return "", "", 0, err
+		}
+		defer os.RemoveAll(logs)
+	} else if err = os.MkdirAll(logs, 0o755); err != nil {
 		return "", "", 0, err
 	}
-	defer os.RemoveAll(logs)
 	cmd := exec.Command("tools/wirepair.sh", stage, logs, wireServerCommand, "sh /etc/bench-apps.sh")
 	cmd.Env = append(os.Environ(), "SERVER="+kernel, "NIC="+nic, "CPUS="+strconv.Itoa(cpus), "MEM="+p.Mem, "TIMEOUT="+strconv.Itoa(timeout))
 	var out bytes.Buffer
