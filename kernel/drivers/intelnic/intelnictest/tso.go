@@ -59,19 +59,9 @@ func Segment(seg []byte, ipOff, tcpOff, hdrLen, mss int) ([][]byte, error) {
 // ringDescs descriptors) cannot hold it; IPv6 and one-frame segments
 // are cut by the driver.
 func CheckTSO(t *testing.T, ep stack.LinkEndpoint, sent func() [][]byte, segments func() int, ringDescs int) {
-	for _, c := range []struct {
-		v6     bool
-		mss    uint16
-		sizes  []int
-		frames int
-	}{
-		{false, 1448, []int{333, 1001, 2500, 1166, 59000}, 45},
-		{false, 1460, []int{1, 2, 5000, 3}, 4},
-		{false, 1448, []int{700}, 1},
-		{true, 1428, []int{1, 4097, 3}, 3},
-	} {
+	for _, c := range gsotest.Cases {
 		before, segs := len(sent()), segments()
-		pkt, payload := gsotest.Segment(c.v6, c.mss, c.sizes...)
+		pkt, payload := gsotest.Segment(c.V6, c.MSS, c.Sizes...)
 		var l stack.PacketBufferList
 		l.PushBack(pkt)
 		if n, err := ep.WritePackets(l); n != 1 || err != nil {
@@ -81,21 +71,21 @@ func CheckTSO(t *testing.T, ep stack.LinkEndpoint, sent func() [][]byte, segment
 		var frames [][]byte
 		Eventually(t, "the segment's frames sent", func() bool {
 			frames = sent()[before:]
-			return len(frames) >= c.frames
+			return len(frames) >= c.Frames
 		})
-		if len(frames) != c.frames {
-			t.Fatalf("v6 %v %v: %d frames, want %d", c.v6, c.sizes, len(frames), c.frames)
+		if len(frames) != c.Frames {
+			t.Fatalf("v6 %v %v: %d frames, want %d", c.V6, c.Sizes, len(frames), c.Frames)
 		}
-		if err := gsotest.Check(frames, c.v6, int(c.mss), intelnic.FrameMTU, payload); err != nil {
-			t.Errorf("v6 %v %v: %v", c.v6, c.sizes, err)
+		if err := gsotest.Check(frames, c.V6, int(c.MSS), intelnic.FrameMTU, payload); err != nil {
+			t.Errorf("v6 %v %v: %v", c.V6, c.Sizes, err)
 		}
 		want := 0
 		descs := 1 + (54+len(payload)+intelnic.BufSize-1)/intelnic.BufSize
-		if !c.v6 && c.frames > 1 && descs <= ringDescs-1 {
+		if !c.V6 && c.Frames > 1 && descs <= ringDescs-1 {
 			want = 1
 		}
 		if got := segments() - segs; got != want {
-			t.Errorf("v6 %v %v: the card cut %d segments, want %d", c.v6, c.sizes, got, want)
+			t.Errorf("v6 %v %v: the card cut %d segments, want %d", c.V6, c.Sizes, got, want)
 		}
 	}
 }

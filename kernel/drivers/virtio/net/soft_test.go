@@ -17,20 +17,11 @@ import (
 // offload, and tells it of all the frames of a batch with one
 // notification.
 func TestSoftGSOFrames(t *testing.T) {
-	for _, c := range []struct {
-		v6     bool
-		mss    uint16
-		sizes  []int
-		frames int
-	}{
-		{false, 1448, []int{333, 1001, 2500, 1166, 59000}, 45},
-		{true, 1428, []int{1, 4097, 3}, 3},
-		{false, 1448, nil, 1},
-	} {
-		t.Run(fmt.Sprintf("v6=%v-mss=%d-%v", c.v6, c.mss, c.sizes), func(t *testing.T) {
+	for _, c := range gsotest.Cases {
+		t.Run(fmt.Sprintf("v6=%v-mss=%d-%v", c.V6, c.MSS, c.Sizes), func(t *testing.T) {
 			s := newSide(t, 1, 0)
 			s.w.record = true
-			pkt, payload := gsotest.Segment(c.v6, c.mss, c.sizes...)
+			pkt, payload := gsotest.Segment(c.V6, c.MSS, c.Sizes...)
 			var l stack.PacketBufferList
 			l.PushBack(pkt)
 			kicks := s.w.dev.Notifies.Load()
@@ -43,7 +34,7 @@ func TestSoftGSOFrames(t *testing.T) {
 				s.w.mu.Lock()
 				got := len(s.w.sent)
 				s.w.mu.Unlock()
-				if got >= c.frames || time.Now().After(deadline) {
+				if got >= c.Frames || time.Now().After(deadline) {
 					break
 				}
 				time.Sleep(time.Millisecond)
@@ -54,8 +45,8 @@ func TestSoftGSOFrames(t *testing.T) {
 			s.w.mu.Lock()
 			sent := s.w.sent
 			s.w.mu.Unlock()
-			if len(sent) != c.frames {
-				t.Fatalf("%d frames, want %d", len(sent), c.frames)
+			if len(sent) != c.Frames {
+				t.Fatalf("%d frames, want %d", len(sent), c.Frames)
 			}
 			frames := make([][]byte, len(sent))
 			for i, b := range sent {
@@ -64,10 +55,10 @@ func TestSoftGSOFrames(t *testing.T) {
 				}
 				frames[i] = b[hdrLen:]
 			}
-			if err := gsotest.Check(frames, c.v6, int(c.mss), frameMax, payload); err != nil {
+			if err := gsotest.Check(frames, c.V6, int(c.MSS), frameMax, payload); err != nil {
 				t.Fatal(err)
 			}
-			if got := s.nic.Stats.TxPackets.Load(); got != uint64(c.frames) {
+			if got := s.nic.Stats.TxPackets.Load(); got != uint64(c.Frames) {
 				t.Errorf("%d frames counted", got)
 			}
 		})

@@ -21,6 +21,25 @@ const Seq = 0xfffff000
 // ID is the IPv4 ID of a Segment: the frames' wrap too.
 const ID = 0xfffe
 
+// Case is a segment for a driver's test: IPv6 or IPv4, the MSS, the
+// payload's views (Segment), and the frames it must be cut into.
+type Case struct {
+	V6     bool
+	MSS    uint16
+	Sizes  []int
+	Frames int
+}
+
+// Cases are segments every driver is tried with: many frames over odd
+// views, few frames, IPv6, and a bare ACK.
+var Cases = []Case{
+	{false, 1448, []int{333, 1001, 2500, 1166, 59000}, 45},
+	{false, 1460, []int{1, 2, 5000, 3}, 4},
+	{false, 1448, []int{700}, 1},
+	{true, 1428, []int{1, 4097, 3}, 3},
+	{false, 1448, nil, 1},
+}
+
 // Segment is a TCP segment as netstack hands it to a card with GSO:
 // Ethernet, IP (IPv6 if v6) and TCP headers (ACK, PSH and FIN), the
 // checksum left partial, the payload in views of the sizes given (odd
