@@ -778,6 +778,98 @@ static void test_procnet(void)
 	close(s6);
 }
 
+/* linux/sockios.h's names, which musl leaves out */
+#ifndef SIOCINQ
+#define SIOCINQ FIONREAD
+#endif
+#ifndef SIOCOUTQ
+#define SIOCOUTQ TIOCOUTQ
+#endif
+
+static int ioq(int fd, unsigned long cmd)
+{
+	int v = -1;
+	return ioctl(fd, cmd, &v) < 0 ? -1 : v;
+}
+
+/* SIOCINQ and SIOCOUTQ on TCP, as Linux's tcp_ioctl answers them, and
+ * /proc/net/tcp's tx_queue and rx_queue, which are the same counts:
+ * EINVAL on a listening socket; on a connection, INQ is what the reader
+ * can read and OUTQ what the writer wrote that is not yet acknowledged
+ * (sent or not). With the reader not reading, the writer fills the
+ * reader's buffer and then its own: once the ACKs are through, what the
+ * writer still holds and what the reader holds add up to every byte
+ * written, and both are zero again when the reader has read it all. */
+static void test_queues(void)
+{
+	struct sockaddr_in la;
+	int l = listener4(&la);
+	int v;
+	CHECK_ERR("queues.listen_inq", ioctl(l, SIOCINQ, &v), EINVAL);
+	CHECK_ERR("queues.listen_outq", ioctl(l, SIOCOUTQ, &v), EINVAL);
+	int c = connect4(&la);
+	int a = accept(l, NULL, NULL);
+	CHECK_SYS("queues.accept", a);
+	if (c < 0 || a < 0)
+		return;
+	fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
+	static unsigned char buf[65536];
+	long written = 0;
+	for (int i = 0; written < (64L << 20); i++) {
+		ssize_t w = write(c, buf, sizeof buf);
+		if (w < 0) {
+			/* full, unless the stack still moves data: try again a
+			 * few times before taking it as full */
+			if (errno != EAGAIN || i > 1000)
+				break;
+			usleep(2000);
+			struct pollfd pf = {.fd = c, .events = POLLOUT};
+			if (poll(&pf, 1, 50) == 0)
+				break;
+			continue;
+		}
+		written += w;
+	}
+	CHECK("queues.filled", written > 0 && written < (64L << 20));
+	int out = -1, in = -1;
+	for (int i = 0; i < 500; i++) {
+		out = ioq(c, SIOCOUTQ);
+		in = ioq(a, SIOCINQ);
+		if (out >= 0 && in >= 0 && out + (long)in == written)
+			break;
+		usleep(10000);
+	}
+	printf("# queues: %ld written, %d in the writer, %d in the reader\n", written, out, in);
+	CHECK("queues.outq_holds_unacked", out > 0);
+	CHECK("queues.inq_holds_unread", in > 0);
+	CHECK_EQ("queues.outq_plus_inq", out + (long)in, written);
+	/* /proc/net/tcp: the writer's tx_queue is the same count */
+	struct sockaddr_in ca;
+	socklen_t len = sizeof ca;
+	getsockname(c, (void *)&ca, &len);
+	char want[64], line[512];
+	snprintf(want, sizeof want, "0100007F:%04X", ntohs(ca.sin_port));
+	unsigned txq = 0, rxq = 0;
+	if (procnet_line("tcp", want, line, sizeof line))
+		sscanf(line, " %*d: %*s %*s %*x %x:%x", &txq, &rxq);
+	CHECK_EQ("queues.procnet_tx_queue", txq, out);
+	long got = 0;
+	for (int i = 0; got < written && i < 100000; i++) {
+		ssize_t r = read(a, buf, sizeof buf);
+		if (r <= 0)
+			break;
+		got += r;
+	}
+	CHECK_EQ("queues.read_all", got, written);
+	for (int i = 0; i < 500 && (out = ioq(c, SIOCOUTQ)) != 0; i++)
+		usleep(10000);
+	CHECK_EQ("queues.outq_drained", out, 0);
+	CHECK_EQ("queues.inq_drained", ioq(a, SIOCINQ), 0);
+	close(c);
+	close(a);
+	close(l);
+}
+
 static int sockopt_int(int fd, int name)
 {
 	int v = -1;
@@ -909,6 +1001,7 @@ int main(int argc, char **argv)
 	lo_up();
 	test_ifioctl();
 	test_procnet();
+	test_queues();
 	test_basics();
 	test_stream();
 	test_nonblock_connect();

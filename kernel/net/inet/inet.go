@@ -577,6 +577,11 @@ func (w *bufWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// Queued answers SIOCINQ and SIOCOUTQ and /proc/net's rx_queue and
+// tx_queue: for TCP the bytes readable and the bytes written but not yet
+// acknowledged (netstack-patches/tcp-y-send-queue-endpoint.diff), EINVAL
+// while listening; UDP endpoints keep no send queue (netstack sends a
+// datagram on the writer's goroutine), so theirs is 0.
 func (s *sock) Queued() (in, out int, err error) {
 	i, e := s.ep.GetSockOptInt(tcpip.ReceiveQueueSizeOption)
 	if e != nil {
