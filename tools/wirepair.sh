@@ -16,6 +16,8 @@
 #   NIC     guest A's card: virtio-net-pci, e1000 (on the pc machine, as
 #           QEMU places it), e1000e, igb (q35), for either kernel (Linux
 #           loads Debian's modules for all four).
+#   WIRE_DUMP FILE: guest A's side of the wire as a pcap file (QEMU's
+#           filter-dump on its netdev; read with tcpdump -r FILE)
 #   SB_KARGS more Shortbread command-line options for guest A (e.g. prof:
 #           go run ./bench/hlltax -all -log LOGDIR/a.log)
 #   WIRE    socket (default): QEMU's socket netdev, which has no virtio
@@ -82,6 +84,9 @@ else
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   anet="-netdev socket,id=w0,listen=127.0.0.1:$port -device $nic,netdev=w0,mac=52:54:00:00:03:02"
   bnet="-netdev socket,id=w0,connect=127.0.0.1:$port"
+fi
+if [ -n "${WIRE_DUMP:-}" ]; then
+  anet="$anet -object filter-dump,id=wdump,netdev=w0,file=$WIRE_DUMP"
 fi
 if [ "$server" = shortbread ]; then
   # Shortbread configures itself from ip= (Linux's syntax).
