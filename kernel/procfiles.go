@@ -217,6 +217,7 @@ func (k *kernel) newProc(v *vfs.VFS) *procfs.FS {
 	fs.AddFile("sys/net/core/somaxconn", func() []byte { return []byte("4096\n") }, nil)
 	fs.AddFile("net/unix", unix.ProcNetUnix, nil)
 	fs.AddFile("net/dev", inet.ProcNetDev, nil)
+	fs.AddFile("net/route", inet.ProcNetRoute, nil)
 	fs.AddFile("net/snmp", inet.ProcNetSnmp, nil)
 	if k.opts["ip"] != "" {
 		fs.AddFile("net/pnp", inet.ProcNetPnp, nil) // only when ip= configured, as on Linux

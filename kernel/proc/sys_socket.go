@@ -9,6 +9,7 @@ package proc
 import (
 	"encoding/binary"
 	"errors"
+	"strings"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/net/inet"
@@ -358,6 +359,8 @@ func (t *Thread) socketIoctl(f *vfs.OpenFile, cmd uint64, arg uintptr) (int64, b
 		return t.ifconf(arg), true
 	case inet.IsIfIoctl(cmd):
 		return t.ifIoctl(cmd, arg), true
+	case (cmd == inet.SIOCADDRT || cmd == inet.SIOCDELRT) && s.Family() == linux.AF_INET:
+		return t.rtIoctl(cmd, arg), true
 	case cmd != linux.SIOCINQ && cmd != linux.SIOCOUTQ:
 		return 0, false
 	}
@@ -391,6 +394,30 @@ func (t *Thread) ifIoctl(cmd uint64, arg uintptr) int64 {
 		return errno(err)
 	}
 	return errno(t.Proc.Space().CopyOut(arg, req[:]))
+}
+
+// rtIoctl is SIOCADDRT and SIOCDELRT on an AF_INET socket: root's
+// (CAP_NET_ADMIN), a struct rtentry, and the interface name its rt_dev
+// points to, of which Linux copies IFNAMSIZ-1 bytes whatever the
+// string's length.
+func (t *Thread) rtIoctl(cmd uint64, arg uintptr) int64 {
+	if !t.creds().privileged() {
+		return -ePERM
+	}
+	var b [inet.RtentrySize]byte
+	sp := t.Proc.Space()
+	if err := sp.CopyIn(arg, b[:]); err != nil {
+		return errno(err)
+	}
+	e := inet.ParseRtentry(b[:])
+	if e.DevPtr != 0 {
+		var name [15]byte
+		if err := sp.CopyIn(uintptr(e.DevPtr), name[:]); err != nil {
+			return errno(err)
+		}
+		e.Dev, _, _ = strings.Cut(string(name[:]), "\x00")
+	}
+	return errno(inet.RouteIoctl(cmd, e))
 }
 
 // ifconf is SIOCGIFCONF: struct ifconf is an int length (padded to 8)

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <net/route.h>
 
 static struct sockaddr_in lo4(int port)
 {
@@ -778,6 +779,106 @@ static void test_procnet(void)
 	close(s6);
 }
 
+/* The /proc/net/route line for destination dst (hex, as printed), its
+ * fields decoded; 0 when none. */
+static int route_line(const char *dst, char *iface, unsigned *gw, unsigned *flags, unsigned *mask)
+{
+	FILE *f = fopen("/proc/net/route", "r");
+	char line[256], d[16];
+	int found = 0;
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof line, f))
+		found = sscanf(line, "%15s %15s %x %x %*d %*d %*d %x", iface, d, gw, flags, mask) == 5 &&
+		        strcmp(d, dst) == 0;
+	fclose(f);
+	return found;
+}
+
+static struct rtentry rt4(const char *dst, const char *gw, const char *mask, int flags, char *dev)
+{
+	struct rtentry rt = {.rt_flags = flags, .rt_dev = dev};
+	struct sockaddr_in *d = (void *)&rt.rt_dst, *g = (void *)&rt.rt_gateway, *m = (void *)&rt.rt_genmask;
+	d->sin_family = AF_INET;
+	inet_pton(AF_INET, dst, &d->sin_addr);
+	if (gw) {
+		g->sin_family = AF_INET;
+		inet_pton(AF_INET, gw, &g->sin_addr);
+	}
+	if (mask) {
+		m->sin_family = AF_INET;
+		inet_pton(AF_INET, mask, &m->sin_addr);
+	}
+	return rt;
+}
+
+/* The routing ioctls busybox route uses (SIOCADDRT, SIOCDELRT with
+ * struct rtentry) and /proc/net/route, which it lists: routes through lo,
+ * so that a guest without a card has an interface to route through. */
+static void test_route(void)
+{
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	char lo[] = "lo", eth9[] = "eth9", iface[16];
+	unsigned gw, flags, mask;
+	struct rtentry net = rt4("10.99.0.0", NULL, "255.255.0.0", RTF_UP, lo);
+	CHECK_SYS("route.add_net", ioctl(s, SIOCADDRT, &net));
+	CHECK("route.net_listed", route_line("0000630A", iface, &gw, &flags, &mask));
+	CHECK_STR("route.net_iface", iface, "lo");
+	CHECK_EQ("route.net_gateway", gw, 0);
+	CHECK_EQ("route.net_flags", flags, RTF_UP);
+	CHECK_EQ("route.net_mask", mask, 0x0000FFFF);
+	CHECK_ERR("route.add_twice", ioctl(s, SIOCADDRT, &net), EEXIST);
+	struct rtentry host = rt4("10.97.1.2", NULL, NULL, RTF_UP | RTF_HOST, lo);
+	CHECK_SYS("route.add_host", ioctl(s, SIOCADDRT, &host));
+	CHECK("route.host_listed", route_line("0201610A", iface, &gw, &flags, &mask));
+	CHECK_EQ("route.host_flags", flags, RTF_UP | RTF_HOST);
+	CHECK_EQ("route.host_mask", mask, 0xFFFFFFFF);
+	struct rtentry via = rt4("10.98.0.0", "127.0.0.2", "255.255.0.0", RTF_UP | RTF_GATEWAY, NULL);
+	CHECK_SYS("route.add_via", ioctl(s, SIOCADDRT, &via));
+	CHECK("route.via_listed", route_line("0000620A", iface, &gw, &flags, &mask));
+	CHECK_STR("route.via_iface", iface, "lo");
+	CHECK_EQ("route.via_gateway", gw, 0x0200007F);
+	CHECK_EQ("route.via_flags", flags, RTF_UP | RTF_GATEWAY);
+	CHECK_SYS("route.del_net", ioctl(s, SIOCDELRT, &net));
+	CHECK_SYS("route.del_host", ioctl(s, SIOCDELRT, &host));
+	CHECK_SYS("route.del_via", ioctl(s, SIOCDELRT, &via));
+	CHECK("route.net_gone", !route_line("0000630A", iface, &gw, &flags, &mask));
+	CHECK_ERR("route.del_twice", ioctl(s, SIOCDELRT, &net), ESRCH);
+
+	struct rtentry holes = rt4("10.99.1.0", NULL, "255.255.0.0", RTF_UP, lo);
+	CHECK_ERR("route.host_bits", ioctl(s, SIOCADDRT, &holes), EINVAL);
+	struct rtentry nogw = rt4("10.99.0.0", NULL, "255.255.0.0", RTF_UP | RTF_GATEWAY, lo);
+	CHECK_ERR("route.gateway_flag_alone", ioctl(s, SIOCADDRT, &nogw), EINVAL);
+	struct rtentry nodev = rt4("10.99.0.0", NULL, "255.255.0.0", RTF_UP, eth9);
+	CHECK_ERR("route.no_such_device", ioctl(s, SIOCADDRT, &nodev), ENODEV);
+	struct rtentry v6 = net;
+	v6.rt_dst.sa_family = AF_INET6;
+	CHECK_ERR("route.not_inet", ioctl(s, SIOCADDRT, &v6), EAFNOSUPPORT);
+	CHECK_ERR("route.bad_pointer", ioctl(s, SIOCADDRT, (void *)16), EFAULT);
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (setuid(65534) < 0)
+			_exit(2);
+		_exit(ioctl(s, SIOCADDRT, &net) < 0 && errno == EPERM ? 0 : 1);
+	}
+	int st = -1;
+	waitpid(pid, &st, 0);
+	CHECK("route.unprivileged_eperm", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(s);
+
+	/* busybox route itself: add, list, delete */
+	CHECK_EQ("route.busybox_add", system("route add -net 10.96.0.0 netmask 255.255.0.0 dev lo"), 0);
+	FILE *p = popen("route -n", "r");
+	char line[256];
+	int listed = 0;
+	while (p && fgets(line, sizeof line, p))
+		listed |= strncmp(line, "10.96.0.0 ", 10) == 0 && strstr(line, "255.255.0.0") && strstr(line, " lo");
+	if (p)
+		pclose(p);
+	CHECK("route.busybox_lists", listed);
+	CHECK_EQ("route.busybox_del", system("route del -net 10.96.0.0 netmask 255.255.0.0 dev lo"), 0);
+}
+
 /* linux/sockios.h's names, which musl leaves out */
 #ifndef SIOCINQ
 #define SIOCINQ FIONREAD
@@ -1002,6 +1103,7 @@ int main(int argc, char **argv)
 	test_ifioctl();
 	test_procnet();
 	test_queues();
+	test_route();
 	test_basics();
 	test_stream();
 	test_nonblock_connect();
