@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 
-	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/acpi"
 	"shortbread/kernel/fs/procfs"
 	"shortbread/kernel/machine"
@@ -102,10 +101,9 @@ func (k *kernel) nodeTotalKB(n int) uint64 {
 	return total - min(others, total)
 }
 
-// newSys makes the sysfs instance: the node directory Linux has under
+// addNodes adds the node directory Linux has under
 // /sys/devices/system/node (numactl and libnuma read it).
-func (k *kernel) newSys() *procfs.FS {
-	fs := procfs.New(linux.MakeDev(0, 7))
+func (k *kernel) addNodes(fs *procfs.FS) {
 	topo := k.nodes
 	var all []int
 	for i := range topo.Nodes {
@@ -143,5 +141,4 @@ func (k *kernel) newSys() *procfs.FS {
 		d := []byte(topo.Distance(i) + "\n")
 		fs.AddFile(node+"distance", func() []byte { return d }, nil)
 	}
-	return fs
 }

@@ -41,6 +41,8 @@ const (
 	RegCapPtr      = 0x34
 	RegIntLine     = 0x3c
 	RegIntPin      = 0x3d
+	RegCBSubVendor = 0x40 // CardBus bridges' subsystem IDs
+	RegCBSubDevice = 0x42
 	CmdIO          = 1 << 0
 	CmdMemory      = 1 << 1
 	CmdBusMaster   = 1 << 2
@@ -52,6 +54,7 @@ const (
 const (
 	CapMSI    = 0x05
 	CapVendor = 0x09
+	CapSSVID  = 0x0d // a PCI-to-PCI bridge's subsystem vendor and device IDs, at +4 and +6
 	CapPCIe   = 0x10
 	CapMSIX   = 0x11
 )
@@ -77,8 +80,8 @@ type Device struct {
 	Vendor, Device       uint16
 	Class                uint32 // class, subclass, programming interface
 	Revision             uint8
-	Header               uint8 // header type without the multi-function bit
-	SubVendor, SubDevice uint16
+	Header               uint8  // header type without the multi-function bit
+	SubVendor, SubDevice uint16 // bridges: from CapSSVID or the CardBus registers, else 0
 	IntLine, IntPin      uint8
 	BARs                 [6]BAR
 	Caps                 []Cap
@@ -191,6 +194,18 @@ func (s *scanner) probe(a Addr) *Device {
 	}
 	s.sizeBARs(d, nbars)
 	s.caps(d)
+	// Bridges keep their subsystem IDs elsewhere; Linux reads them from
+	// these places too, so sysfs and lspci show the same IDs on both.
+	switch d.Header {
+	case 1:
+		if off, ok := d.Cap(CapSSVID); ok {
+			d.SubVendor = uint16(d.Read(off+4, 2))
+			d.SubDevice = uint16(d.Read(off+6, 2))
+		}
+	case 2:
+		d.SubVendor = uint16(c.Read(a, RegCBSubVendor, 2))
+		d.SubDevice = uint16(c.Read(a, RegCBSubDevice, 2))
+	}
 	return d
 }
 

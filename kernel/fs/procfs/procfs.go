@@ -1,5 +1,5 @@
 // Package procfs is the /proc file system (and /sys, which has the same
-// shape: kernel/nodes.go): a read-only tree of directories, symbolic
+// shape: kernel/sysfiles.go): a read-only tree of directories, symbolic
 // links and generated files whose contents are made when they are opened
 // (so a reader sees one consistent snapshot), with an optional write
 // handler (like /proc/sys files). The kernel decides what
