@@ -18,8 +18,26 @@ ISO        := $(BUILD)/shortbread.iso
 CMDLINE    ?= init=/bin/sh
 CPUS       ?= 1
 MEM        ?= 512M
-QEMU_FLAGS := -machine q35 -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot \
+# make run NET=user adds a network card (NIC=, virtio-net-pci by default)
+# on QEMU's user networking, with nginx and redis running in the guest and
+# reached from the host at 127.0.0.1:HTTP_PORT and 127.0.0.1:REDIS_PORT
+# (tools/netuser.sh builds its ISO).
+NET        ?=
+NIC        ?= virtio-net-pci
+HTTP_PORT  ?= 8080
+REDIS_PORT ?= 6380
+# QEMU places the e1000 on the i440FX (pc) machine, as tools/netcheck.sh does.
+RUN_MACHINE := $(if $(filter e1000,$(NIC)),pc,q35)
+QEMU_FLAGS := -machine $(RUN_MACHINE) -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot \
               -device isa-debug-exit,iobase=0xf4,iosize=0x04
+NET_ISO    := $(BUILD)/shortbread-net.iso
+ifeq ($(NET),user)
+RUN_ISO    := $(NET_ISO)
+RUN_NET    := -netdev user,id=n0,hostfwd=tcp:127.0.0.1:$(HTTP_PORT)-:80,hostfwd=tcp:127.0.0.1:$(REDIS_PORT)-:6379 \
+              -device $(NIC),netdev=n0
+else
+RUN_ISO    := $(ISO)
+endif
 
 DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio e2fsprogs python3 curl gdisk fdisk
 
@@ -31,7 +49,7 @@ SHELL := $(CURDIR)/tools/timesh.sh
 .SHELLFLAGS = $@ -c
 endif
 
-.PHONY: all prebuild net-check-test run run-cmd hwtest screen-smoke screen-test net-check net-inject test iso kernel deps host-test boot-test user-test cpu-test numa-test mem-test linux-test powercut-test powercut powercut-control debian-test exhaust-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
+.PHONY: all prebuild net-check-test net-user-check run run-cmd hwtest screen-smoke screen-test net-check net-inject test iso kernel deps host-test boot-test user-test cpu-test numa-test mem-test linux-test powercut-test powercut powercut-control debian-test exhaust-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
 
 all: iso
 
@@ -60,6 +78,11 @@ iso: $(ISO)
 $(ISO): $(KERNEL) $(STUB) user boot/grub.cfg tools/mkiso.sh
 	tools/mkiso.sh $@ $(STUB) $(KERNEL) "$(CMDLINE)" $(USER_BUILD)/initramfs.cpio
 
+# make run NET=user's ISO: the user initramfs, nginx and redis (make apps)
+# and the script that starts them (tools/netuser.sh).
+$(NET_ISO): $(KERNEL) $(STUB) user apps tools/netuser.sh
+	tools/netuser.sh $@ $(APPS_BUILD) $(HTTP_PORT) $(REDIS_PORT)
+
 # One command on Shortbread (or Linux with LINUX=1) with a host directory
 # merged into the initramfs; the exit status is the command's.
 #   make run-cmd EXTRA=dir CMD='ls -l /'
@@ -69,8 +92,10 @@ run-cmd: deps $(KERNEL) $(STUB) user
 
 
 run: deps
-	@$(MAKE) --no-print-directory iso
-	qemu-system-x86_64 $(QEMU_FLAGS) $(if $(filter uefi,$(FIRMWARE)),-bios /usr/share/ovmf/OVMF.fd) -cdrom $(ISO); \
+	@case "$(NET)" in ""|user) ;; *) echo "make run: NET=$(NET): only NET=user is known" >&2; exit 2 ;; esac
+	@$(MAKE) --no-print-directory $(RUN_ISO)
+	$(if $(RUN_NET),@echo "make run NET=user: host 127.0.0.1:$(HTTP_PORT) -> guest nginx :80; 127.0.0.1:$(REDIS_PORT) -> guest redis :6379")
+	qemu-system-x86_64 $(QEMU_FLAGS) $(if $(filter uefi,$(FIRMWARE)),-bios /usr/share/ovmf/OVMF.fd) $(RUN_NET) -cdrom $(RUN_ISO); \
 	  s=$$?; [ $$s -eq 1 ] || [ $$s -eq 0 ] || echo "QEMU exited with $$s (kernel status $$(( ($$s - 1) / 2 )))"
 
 # Everything, about 21-22 minutes on a quiet two-core host from a fresh
@@ -400,12 +425,21 @@ net-check: deps $(KERNEL) $(STUB) user
 # a card runs net-check at one count and the two-guest wire test
 # (wire-check, apps/apps.mk) at the other, so every card is seen at 1 and
 # 2 CPUs, statically configured and by DHCP, in about the time of
-# net-check alone.
+# net-check alone. Then net-check-test checks make run NET=user once
+# (tools/netusercheck.sh, as net-user-check below).
 NET_CHECK_RUNS := virtio-net-pci:2 e1000:1 e1000e:2 igb:1
 WIRE_CHECK_RUNS := virtio-net-pci:1 e1000:2 e1000e:1 igb:2
-net-check-test: deps $(KERNEL) $(STUB) user
+net-check-test: deps $(KERNEL) $(STUB) user apps
 	@s=0; for r in $(NET_CHECK_RUNS); do c=$${r#*:}; ip=static; [ $$c = 2 ] && ip=dhcp; \
-	  NIC=$${r%:*} CPUS=$$c IPCONF=$$ip tools/netcheck.sh || s=1; done; exit $$s
+	  NIC=$${r%:*} CPUS=$$c IPCONF=$$ip tools/netcheck.sh || s=1; done; \
+	  tools/netusercheck.sh $(APPS_BUILD) || s=1; exit $$s
+
+# make run NET=user as a user meets it (tools/netusercheck.sh, one boot,
+# bounded at 300 s, part of net-check-test): from the host, curl fetches
+# a file from the guest's nginx (by SHA-256) and redis-cli SETs and GETs
+# a value in its redis, through the two host forwards. NIC=, CPUS= as for run.
+net-user-check: deps $(KERNEL) $(STUB) user apps
+	NIC=$(NIC) CPUS=$(CPUS) tools/netusercheck.sh $(APPS_BUILD)
 
 # Malformed and hostile frames on a guest's wire for a bounded time while it
 # serves HTTP (tools/netinject; INJECT_SECONDS=15): the kernel stays up, the server answers,
