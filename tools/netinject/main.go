@@ -68,13 +68,13 @@ rt() { awk '/^GoMetadata:|^GoOther:/ {s += $2} END {print s + 0}' /proc/meminfo;
 classes() { awk '/^(GoHeapInuse|Slab|KernelStack|GoMetadata|GoOther):/ {printf "%s %s ", $1, $2}' /proc/meminfo; echo; }
 m0=$(kmem); g0=$(gor); r0=$(rt)
 echo "inject-baseline $m0 $g0 $(classes)"
+echo inject-counters-before; cat /proc/net/dev /proc/net/snmp; echo inject-counters-end
 nc -l -p 9 < /dev/null > /tmp/stop
 echo "inject-stop $(cat /tmp/stop)"
 t0=$(cut -d. -f1 /proc/uptime)
 while :; do m=$(kmem); g=$(gor); echo "inject-wait $m $g"; i=$(($(cut -d. -f1 /proc/uptime) - t0)); [ $i -ge 65 ] && [ $((m0 - m - $(rt) + r0)) -lt 2048 ] && [ $g -le $g0 ] && break; [ $i -lt 150 ] || break; done
 echo "inject-after $m $g $i $(classes)"
-cat /proc/net/dev
-cat /proc/net/snmp 2>/dev/null
+echo inject-counters-after; cat /proc/net/dev /proc/net/snmp; echo inject-counters-end
 true`
 
 func main() {
@@ -320,7 +320,7 @@ func run(nic string, cpus, seconds, rate int, seed uint64) error {
 	if werr != nil {
 		return fmt.Errorf("guest failed (%v)\n--- guest:\n%s", werr, tail(glog, 40))
 	}
-	return judge(nic, cpus, glog)
+	return judge(nic, cpus, glog, counts)
 }
 
 var (
@@ -332,7 +332,7 @@ var (
 // interface's counters. Memory is what MemFree lost beyond the growth
 // of the runtime's own records (GoMetadata, GoOther), which it keeps at
 // their high-water mark.
-func judge(nic string, cpus int, glog string) error {
+func judge(nic string, cpus int, glog string, counts []int) error {
 	b, a := baseRe.FindStringSubmatch(glog), afterRe.FindStringSubmatch(glog)
 	if a == nil || b == nil {
 		return fmt.Errorf("no inject-baseline or inject-after line\n--- guest:\n%s", tail(glog, 40))
@@ -366,13 +366,100 @@ func judge(nic string, cpus int, glog string) error {
 	if m0-m-records >= 2048 || g > g0 {
 		return fmt.Errorf("memory or goroutines did not come back: free %d -> %d KiB, goroutines %d -> %d", m0, m, g0, g)
 	}
-	for _, line := range strings.Split(glog, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "eth0:") || strings.HasPrefix(line, "Ip: ") ||
-			strings.HasPrefix(line, "Tcp: ") || strings.HasPrefix(line, "Udp: ") {
-			fmt.Printf("netinject (%s, %d CPUs): %s\n", nic, cpus, strings.Join(strings.Fields(line), " "))
+	before, after := counters(glog, "inject-counters-before"), counters(glog, "inject-counters-after")
+	if before == nil || after == nil {
+		return fmt.Errorf("no counters before or after\n--- guest:\n%s", tail(glog, 40))
+	}
+	sent := map[string]int{}
+	for i, k := range kinds {
+		sent[k.name] = counts[i]
+	}
+	for _, c := range dropChecks(nic, sent) {
+		got := 0
+		for _, name := range c.counters {
+			got += after[name] - before[name]
+		}
+		fmt.Printf("netinject (%s, %d CPUs): %s: %d counted, at least %d sent\n", nic, cpus, strings.Join(c.counters, " + "), got, c.least)
+		if got < c.least {
+			return fmt.Errorf("the guest counted %d in %s for %d frames that must land there (%s)",
+				got, strings.Join(c.counters, " + "), c.least, c.why)
 		}
 	}
 	return nil
+}
+
+// dropCheck is a sum of the guest's counters (/proc/net/dev and
+// /proc/net/snmp, as counters names them) that the frames sent must
+// have raised by at least least.
+type dropCheck struct {
+	counters []string
+	least    int
+	why      string
+}
+
+// dropChecks are the counters each kind of bad frame must show in, as
+// Linux counts them: a header the IP layer refuses (its checksum, its
+// lengths, its version) in Ip InHdrErrors, a TCP or UDP segment with a
+// bad checksum or length in that protocol's InErrs/InErrors or
+// InCsumErrors. Frames the card itself refuses (too short for an
+// Ethernet header, longer than the MTU) are the driver's receive errors
+// or drops on virtio-net, whose device hands every frame on; QEMU's
+// Intel models pad short frames and filter long ones by RCTL before the
+// driver sees them, so there nothing is owed to those counters.
+func dropChecks(nic string, sent map[string]int) []dropCheck {
+	checks := []dropCheck{
+		{[]string{"Ip.InHdrErrors"}, sent["ip-bad-checksum"] + sent["ip-bad-lengths"], "IPv4 headers with a bad checksum, length or version"},
+		{[]string{"Tcp.InErrs", "Tcp.InCsumErrors"}, sent["tcp-bad"], "TCP segments with a bad checksum or data offset, or shorter than a header"},
+		{[]string{"Udp.InErrors", "Udp.InCsumErrors"}, sent["udp-bad"], "UDP datagrams with a bad checksum or length"},
+	}
+	if nic == "virtio-net-pci" {
+		checks = append(checks, dropCheck{[]string{"eth0.rx_errs", "eth0.rx_drop"}, sent["runt"] + sent["oversized"], "frames shorter than an Ethernet header or longer than the MTU"})
+	}
+	return checks
+}
+
+// counters reads the /proc/net/dev and /proc/net/snmp text the guest
+// printed after marker: eth0's receive errors and drops as eth0.rx_errs
+// and eth0.rx_drop, and every snmp value as Proto.Name.
+func counters(glog, marker string) map[string]int {
+	glog = strings.ReplaceAll(glog, "\r", "") // a serial console's line ends
+	i := strings.Index(glog, marker+"\n")
+	if i < 0 {
+		return nil
+	}
+	text := glog[i+len(marker)+1:]
+	if j := strings.Index(text, "inject-counters-end"); j >= 0 {
+		text = text[:j]
+	}
+	out := map[string]int{}
+	var names []string // the snmp header line before each value line
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "eth0:"); ok {
+			// receive: bytes packets errs drop ... (Linux's "%6s:%8llu"
+			// leaves no space after the colon past 99,999,999 bytes)
+			if f = strings.Fields(rest); len(f) >= 4 {
+				out["eth0.rx_errs"], _ = strconv.Atoi(f[2])
+				out["eth0.rx_drop"], _ = strconv.Atoi(f[3])
+			}
+			continue
+		}
+		switch {
+		case len(f) > 1 && strings.HasSuffix(f[0], ":") && !strings.Contains(line, "|"):
+			if _, err := strconv.Atoi(f[1]); err != nil {
+				names = f
+				continue
+			}
+			if len(names) != len(f) || names[0] != f[0] {
+				continue
+			}
+			proto := strings.TrimSuffix(f[0], ":")
+			for k := 1; k < len(f); k++ {
+				out[proto+"."+names[k]], _ = strconv.Atoi(f[k])
+			}
+		}
+	}
+	return out
 }
 
 // hostStack is the injector's own network stack: 10.0.0.2 on a channel

@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -109,5 +111,58 @@ func TestChecksumsAgreeWithNetstack(t *testing.T) {
 	pkt := header.IPv4(ip4pkt(p.ourIP, p.guestIP, protoUDP, 1, 0, u))
 	if !pkt.IsChecksumValid() || !l4Valid(pkt) {
 		t.Errorf("checksums of a good datagram do not verify")
+	}
+}
+
+// A guest log's counters, before and after, and the checks judged on
+// them: each check sums its counters' growth, and a sum short of what
+// was sent fails the run.
+func TestDropCounters(t *testing.T) {
+	snap := func(errs, hdr, tcpErrs, tcpCsum, udpErrs, udpCsum int) string {
+		return fmt.Sprintf(`Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+    lo:     100       2    0    0    0     0          0         0      100       2    0    0    0     0       0          0
+  eth0:123456789    8552 %d    0    0     0          0         0   210318    3618    0    0    0     0       0          0
+Ip: Forwarding DefaultTTL InReceives InHdrErrors InAddrErrors
+Ip: 2 64 7869 %d 0
+Tcp: RtoAlgorithm InErrs OutRsts InCsumErrors
+Tcp: 1 %d 972 %d
+Udp: InDatagrams NoPorts InErrors OutDatagrams InCsumErrors
+Udp: 0 462 %d 0 %d
+`, errs, hdr, tcpErrs, tcpCsum, udpErrs, udpCsum)
+	}
+	glog := "inject-counters-before\n" + snap(4, 10, 1, 0, 0, 0) + "inject-counters-end\n" +
+		"inject-counters-after\n" + snap(320, 1113, 313, 156, 462, 154) + "inject-counters-end\n"
+	glog = strings.ReplaceAll(glog, "\n", "\r\n") // as the serial console has it
+	before, after := counters(glog, "inject-counters-before"), counters(glog, "inject-counters-after")
+	for name, want := range map[string]int{"eth0.rx_errs": 316, "Ip.InHdrErrors": 1103, "Tcp.InErrs": 312, "Tcp.InCsumErrors": 156, "Udp.InErrors": 462, "Udp.InCsumErrors": 154} {
+		if got := after[name] - before[name]; got != want {
+			t.Errorf("%s grew by %d, want %d", name, got, want)
+		}
+	}
+	sent := map[string]int{"runt": 152, "oversized": 164, "ip-bad-checksum": 185, "ip-bad-lengths": 918, "tcp-bad": 468, "udp-bad": 616}
+	short := func(nic string) []string {
+		var out []string
+		for _, c := range dropChecks(nic, sent) {
+			got := 0
+			for _, n := range c.counters {
+				got += after[n] - before[n]
+			}
+			if got < c.least {
+				out = append(out, strings.Join(c.counters, "+"))
+			}
+		}
+		return out
+	}
+	if s := short("virtio-net-pci"); len(s) != 0 {
+		t.Errorf("checks short with every frame counted: %v", s)
+	}
+	sent["tcp-bad"]++
+	sent["runt"]++
+	if s := short("virtio-net-pci"); len(s) != 2 {
+		t.Errorf("one frame more than counted in two families, failing checks %v, want two", s)
+	}
+	if s := short("e1000e"); len(s) != 1 {
+		t.Errorf("on an Intel card the card-level frames are not owed: failing %v, want only TCP", s)
 	}
 }
