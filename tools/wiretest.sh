@@ -5,8 +5,9 @@
 # clients on another machine, and a check that Shortbread's TCP works
 # with Linux's.
 #   1. Shortbread serves (redis, nginx) and Linux is the client: ping,
-#      a 4 MiB file and 64 KiB from nginx checked by SHA-256, redis
-#      SET/GET, a small redis-benchmark and wrk with every body checked.
+#      ping -6 to Shortbread's IPv6 link-local address, a 4 MiB file and
+#      64 KiB from nginx checked by SHA-256, redis SET/GET, a small
+#      redis-benchmark and wrk with every body checked.
 #   2. Then the roles swap: Linux serves and Shortbread runs the same
 #      clients.
 # The guests hand over through the wire itself (the client pushes onto a
@@ -62,6 +63,17 @@ clients() {
   ping -c 3 -W 5 \$peer >/tmp/ping.out 2>&1 || { cat /tmp/ping.out; bad "ping"; }
   grep -q ' 0% packet loss' /tmp/ping.out || { cat /tmp/ping.out; bad "ping lost packets"; }
   ok "ping"
+  if [ \$side = linux ]; then
+    # IPv6 to Shortbread's link-local address (fe80:: and the EUI-64 of
+    # its MAC, 52:54:00:00:03:02): neighbour discovery and ICMPv6 echo
+    # over the card, with no configuration on either side. Linux's own
+    # link-local address is usable only once its duplicate address
+    # detection is over (about a second after eth0 came up).
+    wait_for ping -6 -c 1 -W 2 fe80::5054:ff:fe00:302%eth0 || { ping -6 -c 1 -W 2 fe80::5054:ff:fe00:302%eth0; bad "ping -6 to the link-local address never answered"; }
+    ping -6 -c 3 -W 5 fe80::5054:ff:fe00:302%eth0 >/tmp/ping6.out 2>&1 || { cat /tmp/ping6.out; bad "ping -6 to the link-local address"; }
+    grep -q ' 0% packet loss' /tmp/ping6.out || { cat /tmp/ping6.out; bad "ping -6 lost packets"; }
+    ok "ping -6 link-local"
+  fi
   wget -q -O /tmp/4m http://\$peer:80/4m.bin || bad "wget 4m.bin"
   [ "\$(sha256sum </tmp/4m | cut -d' ' -f1)" = $sum4m ] || bad "4m.bin: wrong bytes"
   wget -q -O /tmp/64k http://\$peer:80/64k.bin || bad "wget 64k.bin"
@@ -106,8 +118,10 @@ done
 for f in a b; do
   side=shortbread
   [ $f = b ] && side=linux
-  # 5 checks as the client, 1 as the server, then "all ok"
-  [ "$(tr -d '\r' <"$tmp/$f.log" | grep -c "^wire: $side ok ")" = 6 ] || fail "$side: not all checks passed"
+  # 5 checks as the client (Linux's 6th: ping -6), 1 as the server, then "all ok"
+  want=6
+  [ $side = linux ] && want=7
+  [ "$(tr -d '\r' <"$tmp/$f.log" | grep -c "^wire: $side ok ")" = $want ] || fail "$side: not all checks passed"
   tr -d '\r' <"$tmp/$f.log" | grep -q "^wire: $side all ok\$" || fail "$side: no 'all ok'"
 done
 echo "wiretest: $nic, $cpus CPU(s)${WIRE:+, $WIRE wire}: ok in $(( $(date +%s) - start )) s"

@@ -240,7 +240,11 @@ func (n *NIC) configure(mac [6]byte, rate int) {
 		r.Write32(regTARC0, r.Read32(regTARC0)|tarcEnable)
 	}
 	r.Write32(regTCTL, tctlEN|tctlPSP|tctlCT|tctlCOLD)
-	r.Write32(regRCTL, rctlEN|rctlBAM|rctlSECRC)
+	// Multicast promiscuous rather than the MTA hash of each group:
+	// netstack joins solicited-node groups per IPv6 address without
+	// telling the link, and Linux falls back to the same when its list
+	// outgrows the table.
+	r.Write32(regRCTL, rctlEN|rctlBAM|rctlMPE|rctlSECRC)
 
 	n.up.Store(r.Read32(regSTATUS)&statusLU != 0)
 	r.Write32(regIMS, n.rxCause|n.linkCause)

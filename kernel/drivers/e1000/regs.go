@@ -76,6 +76,7 @@ const (
 // frame's.
 const (
 	rctlEN    = 1 << 1
+	rctlMPE   = 1 << 4 // every multicast frame: IPv6 neighbour discovery is multicast
 	rctlBAM   = 1 << 15
 	rctlSECRC = 1 << 26
 )

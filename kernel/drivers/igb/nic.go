@@ -299,7 +299,11 @@ func (n *NIC) configure(mac [6]byte, rate int) error {
 		return errQueue
 	}
 	r.Write32(regTCTL, tctlEN|tctlPSP|tctlCT|tctlCOLD|tctlRTLC)
-	r.Write32(regRCTL, rctlEN|rctlBAM|rctlSECRC)
+	// Multicast promiscuous rather than the MTA hash of each group:
+	// netstack joins solicited-node groups per IPv6 address without
+	// telling the link, and Linux falls back to the same when its list
+	// outgrows the table.
+	r.Write32(regRCTL, rctlEN|rctlBAM|rctlMPE|rctlSECRC)
 	r.Write32(regRDT, uint32(tail))
 
 	n.up.Store(r.Read32(regSTATUS)&statusLU != 0)

@@ -67,7 +67,7 @@ func TestSetup(t *testing.T) {
 	}{
 		{"CTRL.SLU", regCTRL, ctrlSLU | ctrlRST, ctrlSLU},
 		{"CTRL_EXT.DRV_LOAD", regCTRLEXT, ctrlExtDrvLoad, ctrlExtDrvLoad},
-		{"RCTL", regRCTL, ^uint32(0), rctlEN | rctlBAM | rctlSECRC},
+		{"RCTL", regRCTL, ^uint32(0), rctlEN | rctlBAM | rctlMPE | rctlSECRC},
 		{"TCTL.EN", regTCTL, tctlEN, tctlEN},
 		{"RDLEN", regRDLEN, ^uint32(0), 256 * descSize},
 		{"TDLEN", regTDLEN, ^uint32(0), 256 * descSize},

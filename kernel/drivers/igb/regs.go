@@ -138,6 +138,7 @@ const (
 // SRRCTL.
 const (
 	rctlEN    = 1 << 1
+	rctlMPE   = 1 << 4 // every multicast frame: IPv6 neighbour discovery is multicast
 	rctlLPE   = 1 << 5
 	rctlBAM   = 1 << 15
 	rctlSECRC = 1 << 26

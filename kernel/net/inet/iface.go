@@ -11,6 +11,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/link/ethernet"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"shortbread/kernel/net/link"
@@ -138,6 +139,16 @@ func AddEthernet(name string, ep stack.LinkEndpoint, c *IfConfig) (tcpip.NICID, 
 		nicMu.Unlock()
 		return 0, fmt.Errorf("inet: %s: %v", name, err)
 	}
+	// The IPv6 link-local address Linux gives an Ethernet interface that
+	// comes up (fe80::/64 and the EUI-64 of its MAC, addr_gen_mode 0)
+	// and the route to its subnet, so that neighbour discovery answers
+	// and a peer on the wire reaches it without configuration.
+	ll := tcpip.ProtocolAddress{Protocol: ipv6.ProtocolNumber,
+		AddressWithPrefix: tcpip.AddressWithPrefix{Address: header.LinkLocalAddr(ep.LinkAddress()), PrefixLen: 64}}
+	if err := s.AddProtocolAddress(id, ll, stack.AddressProperties{}); err != nil {
+		return id, fmt.Errorf("inet: %s: link-local address: %v", name, err)
+	}
+	s.AddRoute(tcpip.Route{Destination: header.IPv6LinkLocalPrefix.Subnet(), NIC: id})
 	if c == nil {
 		return id, nil
 	}
