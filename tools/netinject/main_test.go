@@ -157,12 +157,18 @@ Udp: 0 462 %d 0 %d
 	if s := short("virtio-net-pci"); len(s) != 0 {
 		t.Errorf("checks short with every frame counted: %v", s)
 	}
-	sent["tcp-bad"]++
+	sent["ip-bad-checksum"] += 100
 	sent["runt"]++
 	if s := short("virtio-net-pci"); len(s) != 2 {
-		t.Errorf("one frame more than counted in two families, failing checks %v, want two", s)
+		t.Errorf("more frames sent than counted in two families, failing checks %v, want two", s)
 	}
 	if s := short("e1000e"); len(s) != 1 {
-		t.Errorf("on an Intel card the card-level frames are not owed: failing %v, want only TCP", s)
+		t.Errorf("on an Intel card the card-level frames are not owed: failing %v, want only Ip", s)
+	}
+	sent["ip-bad-checksum"] -= 100
+	sent["runt"]--
+	sent["tcp-bad"] += 1000
+	if s := short("virtio-net-pci"); len(s) != 0 {
+		t.Errorf("the TCP counters are reported, not held to a count: failing %v", s)
 	}
 }
