@@ -55,13 +55,14 @@ var p = peer{
 
 const page = "served-by-the-guest"
 
-// guestScript serves a page, reports its baseline, waits for the
-// injector's stop (a connection to port 9), then waits for memory and
-// goroutines to come back and reports them with the counters. It waits at
-// least 65 s, past the stack's timers for what the attack left (30 s for
+// guestScript starts its server, reports its baseline, and only then
+// has the page the injector waits for (so nothing is injected before
+// the baseline's counters are read); it waits for the injector's stop
+// (a connection to port 9), then for memory and goroutines to come back,
+// and reports them with the counters. It waits at least 65 s, past the stack's timers for what the attack left (30 s for
 // an unfinished datagram's fragments, 60 s of TIME_WAIT, the SYN-ACK
 // retransmissions to flooding addresses), and at most 150 s.
-const guestScript = `mkdir -p /www && echo ` + page + ` > /www/index.html && httpd -p 80 -h /www
+const guestScript = `mkdir -p /www && httpd -p 80 -h /www
 kmem() { echo 3 > /proc/sys/vm/drop_caches; sleep 1; awk '/^MemFree:/ {print $2}' /proc/meminfo; }
 gor() { grep -c '^goroutine ' /proc/shortbread/goroutines; }
 rt() { awk '/^GoMetadata:|^GoOther:/ {s += $2} END {print s + 0}' /proc/meminfo; }
@@ -69,6 +70,7 @@ classes() { awk '/^(GoHeapInuse|Slab|KernelStack|GoMetadata|GoOther):/ {printf "
 m0=$(kmem); g0=$(gor); r0=$(rt)
 echo "inject-baseline $m0 $g0 $(classes)"
 echo inject-counters-before; cat /proc/net/dev /proc/net/snmp; echo inject-counters-end
+echo ` + page + ` > /www/index.html
 nc -l -p 9 < /dev/null > /tmp/stop
 echo "inject-stop $(cat /tmp/stop)"
 t0=$(cut -d. -f1 /proc/uptime)
@@ -411,8 +413,8 @@ type dropCheck struct {
 // counters are printed, not held to a count: netstack counts some of
 // those frames a layer lower than Linux (a segment too short for its
 // header, or one with a bad checksum to a closed port, is an Ip
-// InHdrErrors), and under the SYN flood some bad segments to a listening
-// port were counted nowhere (160 of 192 in one run).
+// InHdrErrors), so which protocol's counter a bad segment lands in is
+// netstack's bookkeeping, not the drop.
 func dropChecks(nic string, sent map[string]int) []dropCheck {
 	checks := []dropCheck{
 		{[]string{"Ip.InHdrErrors"}, sent["ip-bad-checksum"] + sent["ip-bad-lengths"], "IPv4 headers with a bad checksum, length or version"},
