@@ -410,10 +410,9 @@ type dropCheck struct {
 // or drops on virtio-net, whose device hands every frame on; QEMU's Intel
 // models pad short frames and filter long ones by RCTL before the driver
 // sees them, so there nothing is owed to those counters. The TCP and UDP
-// counters are printed, not held to a count: netstack counts some bad
-// segments outside them (one too short for its header as an Ip
-// InHdrErrors; one with a bad checksum to a closed port only in the
-// NIC's malformed-transport count, where Linux has Tcp InCsumErrors).
+// counters are printed, not held to a count: netstack counts a segment
+// or datagram too short for its header as an Ip InHdrErrors, below the
+// protocol's row, where Linux drops it uncounted.
 func dropChecks(nic string, sent map[string]int) []dropCheck {
 	checks := []dropCheck{
 		{[]string{"Ip.InHdrErrors"}, sent["ip-bad-checksum"] + sent["ip-bad-lengths"], "IPv4 headers with a bad checksum, length or version"},
