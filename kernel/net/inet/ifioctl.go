@@ -72,8 +72,13 @@ func nicByName(req *[IfreqSize]byte) (tcpip.NICID, stack.NICInfo, error) {
 	} else {
 		return 0, stack.NICInfo{}, linux.ENODEV // Linux: a name must fit with its NUL
 	}
+	return nicNamed(string(name))
+}
+
+// nicNamed finds an interface by name, or ENODEV.
+func nicNamed(name string) (tcpip.NICID, stack.NICInfo, error) {
 	for id, info := range Stack().NICInfo() {
-		if info.Name == string(name) {
+		if info.Name == name {
 			return id, info, nil
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"gvisor.dev/gvisor/pkg/tcpip"
+
 	"shortbread/kernel/abi/linux"
 )
 
@@ -89,14 +91,11 @@ func RouteIoctl(cmd uint64, e Rtentry) error {
 	if e.DevPtr != 0 {
 		// "eth0:1" names an alias of eth0 to Linux; the route is eth0's.
 		name, _, _ := strings.Cut(e.Dev, ":")
-		for _, l := range Links() {
-			if l.Name == name {
-				r.Index = l.Index
-			}
+		id, _, err := nicNamed(name)
+		if err != nil {
+			return err
 		}
-		if r.Index == 0 {
-			return linux.ENODEV
-		}
+		r.Index = int(id)
 	}
 	if gfam, gw := sockaddr4(e.Gateway); gfam == linux.AF_INET && !gw.IsUnspecified() {
 		r.Gateway = gw
@@ -128,15 +127,14 @@ func ProcNetRoute() []byte {
 	var b strings.Builder
 	line := func(s string) { fmt.Fprintf(&b, "%-127s\n", s) }
 	line("Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT")
-	names := map[int]string{}
-	for _, l := range Links() {
-		names[l.Index] = l.Name
-	}
-	word := func(a netip.Addr) uint32 {
-		if !a.IsValid() {
+	infos := Stack().NICInfo()
+	// An address or mask as Linux prints the network-order word: in the
+	// host's (little-endian) order.
+	word := func(b []byte) uint32 {
+		if len(b) != 4 {
 			return 0
 		}
-		return binary.LittleEndian.Uint32(a.AsSlice())
+		return binary.LittleEndian.Uint32(b)
 	}
 	// Linux walks its trie: destinations in ascending order, the longer
 	// prefix first where two share one.
@@ -160,18 +158,18 @@ func ProcNetRoute() []byte {
 		if r.Dst.Bits() == 32 {
 			flags |= rtfHost
 		}
-		mask := netip.IPv4Unspecified()
-		if r.Dst.Bits() > 0 {
-			var m [4]byte
-			binary.BigEndian.PutUint32(m[:], ^uint32(0)<<(32-r.Dst.Bits()))
-			mask = netip.AddrFrom4(m)
-		}
-		dev := names[r.Index]
+		dev := infos[tcpip.NICID(r.Index)].Name
 		if dev == "" {
 			dev = "*"
 		}
+		sub := subnetOf(r.Dst)
+		mask := sub.Mask()
+		var gw []byte
+		if r.Gateway.IsValid() {
+			gw = r.Gateway.AsSlice()
+		}
 		line(fmt.Sprintf("%s\t%08X\t%08X\t%04X\t%d\t%d\t%d\t%08X\t%d\t%d\t%d",
-			dev, word(r.Dst.Addr()), word(r.Gateway), flags, 0, 0, 0, word(mask), 0, 0, 0))
+			dev, word(r.Dst.Addr().AsSlice()), word(gw), flags, 0, 0, 0, word(mask.AsSlice()), 0, 0, 0))
 	}
 	return []byte(b.String())
 }
