@@ -52,6 +52,10 @@ type sbCPU struct {
 	tlbSeen uint64  // last TLB shootdown generation this CPU applied
 	cr3     uintptr // the address space loaded on this CPU
 	leaving uintptr // the one sbLoadCR3 is switching away from, until loaded
+	// inUser is 1 while this CPU may run ring 3 (set on the way out of a
+	// trap to ring 3, cleared on the way to ring 0); tlbStale marks a
+	// shootdown that passed it by meanwhile (sbShootdown, sbUserGate).
+	inUser, tlbStale uint32
 	userGS  uint64  // KERNEL_GS_BASE, for sbSetUserGS; an entry from ring 3 may swap in a base the program set (WRGSBASE): its readers refresh this
 
 	profNext int64 // next sample with the timer-interrupt source (sb_prof.go)
@@ -238,11 +242,15 @@ var sbTLBGen uint64 // shootdown generation; each CPU's tlbSeen catches up
 // keeping it after a system call, or still switching away from it) can
 // hold a user space's translations;
 // any other CPU dropped them when it loaded another CR3 (there is no
-// PCID); root 0 means every CPU (kernel mappings). CPUs spinning on a
+// PCID); root 0 means every CPU (kernel mappings). Of those, only a CPU
+// in ring 3 uses them: one in the kernel or idle (Linux's lazy TLB
+// mode) is only marked stale and flushes on its way back to ring 3
+// (sbUserGate), unless all is set (the page tables themselves are
+// going, which any CPU may walk). CPUs spinning on a
 // machine-layer lock answer from the spin loop (sbSpin.lock), so waiting
 // here while holding sbAS.mu cannot deadlock. The caller's own TLB is its
 // own business.
-func sbShootdown(root uintptr) {
+func sbShootdown(root uintptr, all bool) {
 	if sbNCPU == 1 {
 		return
 	}
@@ -254,15 +262,44 @@ func sbShootdown(root uintptr) {
 	var sent [sbMaxCPU]bool
 	for i := int32(0); i < sbNCPU; i++ {
 		c := &sbCPUs[i]
-		if c != me && atomic.Load(&c.online) != 0 && (root == 0 || atomic.Loaduintptr(&c.cr3) == root || atomic.Loaduintptr(&c.leaving) == root) {
-			sbSendIPI(c.apicID, sbVecTLB)
-			sent[i] = true
+		if c == me || atomic.Load(&c.online) == 0 || root != 0 && atomic.Loaduintptr(&c.cr3) != root && atomic.Loaduintptr(&c.leaving) != root {
+			continue
 		}
+		if root != 0 && !all {
+			// Marked before inUser is read, and sbUserGate sets inUser
+			// before it reads the mark (both locked): either the CPU
+			// finds the mark or this sees it in ring 3.
+			atomic.Store(&c.tlbStale, 1)
+			if atomic.Load(&c.inUser) == 0 {
+				continue
+			}
+		}
+		sbSendIPI(c.apicID, sbVecTLB)
+		sent[i] = true
 	}
 	for i := int32(0); i < sbNCPU; i++ {
 		c := &sbCPUs[i]
 		for sent[i] && atomic.Load64(&c.tlbSeen) < gen {
 			sbPause()
+		}
+	}
+}
+
+// sbUserGate runs last on every way out of a trap: on the way to ring 3
+// the CPU declares it may use user translations and applies a shootdown
+// that passed it by while it did not (sbShootdown); on the way to ring 0
+// it declares it uses none.
+func sbUserGate(c *sbCPU, f *sbFrame) {
+	if f.cs&3 == 0 {
+		if c.inUser != 0 {
+			atomic.Store(&c.inUser, 0)
+		}
+		return
+	}
+	if c.inUser == 0 {
+		atomic.Store(&c.inUser, 1)
+		if atomic.Xchg(&c.tlbStale, 0) != 0 {
+			sbWriteCR3(sbReadCR3())
 		}
 	}
 }
@@ -302,7 +339,7 @@ func sbReleaseCR3(c *sbCPU, root uintptr) {
 	if c.cr3 == root {
 		sbLoadCR3(c, sbAS.pml4)
 	}
-	sbShootdown(root)
+	sbShootdown(root, true)
 	atomic.Storeuintptr(&sbReleasing, 0)
 	sbReleaseLock.unlock()
 }

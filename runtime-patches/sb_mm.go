@@ -304,7 +304,7 @@ func (as *sbAddrSpace) zap(start, end uintptr) {
 		}
 		va += sbPageSize
 	}
-	sbShootdown(0)
+	sbShootdown(0, true)
 }
 
 func sbProtFlags(prot uint32) uint64 {
@@ -431,7 +431,7 @@ func (as *sbAddrSpace) mprotect(addr, n uintptr, prot uint32) int64 {
 			sbInvlpg(va)
 		}
 	}
-	sbShootdown(0)
+	sbShootdown(0, true)
 	return 0
 }
 

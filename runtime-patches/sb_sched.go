@@ -270,9 +270,11 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool, next int32) {
 	c.cur = next
 	c.sliceStart = now
 	c.sliceEnd = sbSliceEnd(c, t, now)
-	// A kernel thread keeps the user space loaded (every space holds the
-	// kernel half); an idle CPU drops it, so shootdowns pass it by.
-	if t.cr3 != 0 || t.isIdle {
+	// A kernel thread or the idle one keeps the user space loaded (every
+	// space holds the kernel half), as Linux's lazy TLB mode does:
+	// shootdowns pass a CPU out of ring 3 by (sbShootdown), and only the
+	// release of the space itself interrupts it (sbReleaseCR3).
+	if t.cr3 != 0 {
 		sbLoadCR3(c, t.cr3)
 	}
 	if t.inUser {

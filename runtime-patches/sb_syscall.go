@@ -159,7 +159,7 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 		if a1 == 0 {
 			sbWriteCR3(sbReadCR3())
 		}
-		sbShootdown(a0)
+		sbShootdown(a0, false)
 	case sbSysKick:
 		r = sbKick(a0)
 	case sbSysDebugSpin:

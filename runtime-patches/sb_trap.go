@@ -118,6 +118,7 @@ func sbTrapExit(c *sbCPU, f *sbFrame) {
 		sbArmTimer(deadline)
 		c.timerAt = deadline
 	}
+	sbUserGate(c, f)
 }
 
 func sbPageFault(c *sbCPU, f *sbFrame) {

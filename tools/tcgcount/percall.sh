@@ -11,6 +11,7 @@
 #   repeats its measured loop 5 times: PER=5).
 #   The user programs of build/user/bench are at /bench in the guest;
 #   EXTRA=DIR merges another directory into its initramfs instead.
+#   If CMD prints a line "ops N", N is its count of operations instead.
 # CPUS=N runs N vCPUs (in turn under -icount); ICOUNT=0 leaves -icount
 # out, so they run in parallel (counts then depend on timing: scheduling,
 # spinning, timers) as in bench/results/twocpu-2026-11-30.md.
@@ -34,4 +35,10 @@ for n in "$n1" "$n2"; do
   QEMU_EXTRA="$icount -plugin build/tcgcount/libpccount.so,$args,out=$out/$n" CPUS=${CPUS:-1} TIMEOUT=${TIMEOUT:-1200} \
     tools/run-cmd.sh "$extra" "$cmd $n" > "$out/log.$n" 2>&1 || { cat "$out/log.$n" >&2; exit 1; }
 done
-go run ./tools/tcgcount/percall -kernel build/kernel.elf -a "$out/$n1" -b "$out/$n2" -ops $(( (n2 - n1) * ${PER:-1} )) -top "$top"
+# A command whose output has a line "ops N" did N operations (e.g. wrk's
+# request count for a run of N seconds), as in tools/tcgcount/events.sh.
+ops() { sed -n 's/^ops \([0-9][0-9]*\).*/\1/p' "$out/log.$1" | tail -n 1; }
+o1=$(ops "$n1") o2=$(ops "$n2")
+if [ -n "$o1" ] && [ -n "$o2" ]; then d=$((o2 - o1)); else d=$(((n2 - n1) * ${PER:-1})); fi
+[ "$d" -gt 0 ] || { echo "percall: no operations between the runs ($d)" >&2; exit 1; }
+go run ./tools/tcgcount/percall -kernel build/kernel.elf -a "$out/$n1" -b "$out/$n2" -ops "$d" -top "$top"
