@@ -52,11 +52,12 @@ type sbCPU struct {
 	tlbSeen uint64  // last TLB shootdown generation this CPU applied
 	cr3     uintptr // the address space loaded on this CPU
 	leaving uintptr // the one sbLoadCR3 is switching away from, until loaded
+	userGS  uint64  // KERNEL_GS_BASE, for sbSetUserGS; an entry from ring 3 may swap in a base the program set (WRGSBASE): its readers refresh this
+
 	// inUser is 1 while this CPU may run ring 3 (set on the way out of a
 	// trap to ring 3, cleared on the way to ring 0); tlbStale marks a
 	// shootdown that passed it by meanwhile (sbShootdown, sbUserGate).
 	inUser, tlbStale uint32
-	userGS  uint64  // KERNEL_GS_BASE, for sbSetUserGS; an entry from ring 3 may swap in a base the program set (WRGSBASE): its readers refresh this
 
 	profNext int64 // next sample with the timer-interrupt source (sb_prof.go)
 
