@@ -289,17 +289,18 @@ func sbShootdown(root uintptr, all bool) {
 // sbUserGate runs last on every way out of a trap: on the way to ring 3
 // the CPU declares it may use user translations and applies a shootdown
 // that passed it by while it did not (sbShootdown); on the way to ring 0
-// it declares it uses none.
+// it declares it uses none. Only the first needs a locked instruction (a
+// 1 still seen after the plain store of 0 costs an IPI, no more), so a
+// system call's two traps pay one.
 func sbUserGate(c *sbCPU, f *sbFrame) {
 	if f.cs&3 == 0 {
-		if c.inUser != 0 {
-			atomic.Store(&c.inUser, 0)
-		}
+		c.inUser = 0
 		return
 	}
 	if c.inUser == 0 {
 		atomic.Store(&c.inUser, 1)
-		if atomic.Xchg(&c.tlbStale, 0) != 0 {
+		if atomic.Load(&c.tlbStale) != 0 {
+			atomic.Store(&c.tlbStale, 0)
 			sbWriteCR3(sbReadCR3())
 		}
 	}
