@@ -22,7 +22,7 @@ const (
 	sbSysProfStop  = sbSysBase + 3  // () -> 0
 	sbSysIOAPIC    = sbSysBase + 4  // (physical address) -> 0: the MADT's I/O APIC
 	sbSysRunUser   = sbSysBase + 5  // (regs, cr3) -> 0 when the program traps back (sbTrap calls sbRunUser first)
-	sbSysFlushTLB  = sbSysBase + 7  // (root, how) -> 0: CPUs using root (0: every CPU) drop non-global translations (how 2: except this one); how 1: every CPU stops using root as CR3
+	sbSysFlushTLB  = sbSysBase + 7  // (root, how, start, end) -> 0: CPUs using root (0: every CPU) drop non-global translations (how 2: except this one; how 3: this one only those of [start, end) when they are few); how 1: every CPU stops using root as CR3
 	sbSysKick      = sbSysBase + 8  // (regs) -> 0: hurry a kicked user thread back
 	sbSysDebugSpin = sbSysBase + 10 // (ns) -> 0: sbDebugSpin
 

@@ -156,7 +156,15 @@ func sbSyscall(c *sbCPU, f *sbFrame) {
 			sbReleaseCR3(c, a0)
 			break
 		}
-		if a1 == 0 {
+		switch {
+		case a1 == 3 && c.cr3 == a0 && a3 > a2 && a3-a2 <= 32*sbPageSize:
+			// A few pages of the space this CPU has loaded (Linux's
+			// tlb_single_page_flush_ceiling is 33): INVLPG each instead
+			// of dropping the whole TLB.
+			for va := a2; va < a3; va += sbPageSize {
+				sbInvlpg(va)
+			}
+		case a1 == 0 || a1 == 3 && c.cr3 == a0:
 			sbWriteCR3(sbReadCR3())
 		}
 		sbShootdown(a0, false)

@@ -518,6 +518,13 @@ func FlushSpaceTLB(root uintptr) {
 	syscall.RawSyscall(sysFlushTLB, root, 0, 0)
 }
 
+// FlushSpaceRange is FlushSpaceTLB after a change to [start, end) only:
+// the calling CPU drops just those pages' translations when they are few
+// (INVLPG), instead of its whole TLB.
+func FlushSpaceRange(root, start, end uintptr) {
+	syscall.RawSyscall6(sysFlushTLB, root, 3, start, end, 0, 0)
+}
+
 // FlushOtherTLBs is FlushSpaceTLB except on the calling CPU, for a caller
 // whose own CPU cannot hold the stale translation (it just faulted on it).
 func FlushOtherTLBs(root uintptr) {

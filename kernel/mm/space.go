@@ -326,6 +326,9 @@ type TLB struct {
 	// with page-table root root drop them (after mappings were removed
 	// or restricted) before it returns.
 	Flush func(root uintptr)
+	// FlushRange is Flush after a change to the mappings of [start, end)
+	// only (nil: Flush), so a CPU may drop just those pages.
+	FlushRange func(root, start, end uintptr)
 	// FlushOthers is Flush except on the calling CPU (nil: Flush).
 	FlushOthers func(root uintptr)
 	// Release makes every CPU stop using root as its page-table root:
@@ -338,6 +341,14 @@ func (s *Space) flushLocked() {
 	if s.tlb.Flush != nil {
 		s.tlb.Flush(s.root)
 	}
+}
+
+func (s *Space) flushRangeLocked(start, end uintptr) {
+	if s.tlb.FlushRange == nil {
+		s.flushLocked()
+		return
+	}
+	s.tlb.FlushRange(s.root, start, end)
 }
 
 func (s *Space) flushOthersLocked() {
@@ -502,7 +513,7 @@ func (s *Space) carveLocked(start, end uintptr) {
 func (s *Space) unmapLocked(start, end uintptr) {
 	free, removed := s.releaseRangeLocked(start, end)
 	if removed {
-		s.flushLocked()
+		s.flushRangeLocked(start, end)
 	}
 	s.unmapped = append(s.unmapped, free...)
 }
@@ -559,7 +570,7 @@ func (s *Space) Unmap(start, n uintptr) error {
 	s.mu.Unlock()
 	free, removed := s.releaseRangeLocked(start, end)
 	if removed {
-		s.flushLocked()
+		s.flushRangeLocked(start, end)
 	}
 	s.mapMu.Unlock()
 	// A shared object's frames must outlive the entries that map them:
@@ -622,7 +633,7 @@ func (s *Space) Protect(start, n uintptr, prot int) error {
 		}
 	})
 	if restricted {
-		s.flushLocked()
+		s.flushRangeLocked(start, end)
 	}
 	return nil
 }

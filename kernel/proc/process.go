@@ -86,7 +86,7 @@ func (Frames) DirectMap() unsafe.Pointer { return machine.PhysPointer(0) }
 func newSpace() (*mm.Space, error) {
 	r := machine.KernelReserved()
 	return mm.NewSpace(Frames{}, machine.InitAddressSpace, r[:],
-		mm.TLB{Flush: machine.FlushSpaceTLB, FlushOthers: machine.FlushOtherTLBs, Release: machine.ReleaseAddressSpace})
+		mm.TLB{Flush: machine.FlushSpaceTLB, FlushRange: machine.FlushSpaceRange, FlushOthers: machine.FlushOtherTLBs, Release: machine.ReleaseAddressSpace})
 }
 
 // FS is where exec finds programs.
