@@ -3,6 +3,7 @@ package mm
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -1305,5 +1306,63 @@ func TestZeroFaultAround(t *testing.T) {
 	s.Destroy()
 	if left := fp.inUse(); left != 0 {
 		t.Errorf("%d frames leaked", left)
+	}
+}
+
+// munmap, a MAP_FIXED mapping over touched pages and mprotect name the
+// range they changed, so a CPU may drop only those translations; a change
+// of nothing mapped flushes nothing, and without FlushRange Flush serves.
+func TestFlushRange(t *testing.T) {
+	fp := newFakePhys(1000)
+	p := testPhys{fp}
+	type call struct{ start, end uintptr }
+	var ranges []call
+	flushes := 0
+	s, err := NewSpace(p, initAS(p), reserved, TLB{
+		Flush:      func(uintptr) { flushes++ },
+		FlushRange: func(_, start, end uintptr) { ranges = append(ranges, call{start, end}) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const base = 0x400000
+	if err := s.Map(VMA{Start: base, End: base + 16*PageSize, Prot: ProtRead | ProtWrite}); err != nil {
+		t.Fatal(err)
+	}
+	touch := func(from, to uintptr) {
+		for va := from; va < to; va += PageSize {
+			if err := s.CopyOut(va, []byte{1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	touch(base, base+16*PageSize)
+	want := []call{
+		{base + 2*PageSize, base + 4*PageSize},  // munmap of 2 pages, the length rounded up
+		{base + 4*PageSize, base + 6*PageSize},  // mprotect to read-only
+		{base + 8*PageSize, base + 10*PageSize}, // MAP_FIXED over touched pages
+	}
+	if err := s.Unmap(base+2*PageSize, PageSize+1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Protect(base+4*PageSize, 2*PageSize, ProtRead); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Map(VMA{Start: base + 8*PageSize, End: base + 10*PageSize, Prot: ProtRead}); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing mapped there any more: nothing to flush.
+	if err := s.Unmap(base+2*PageSize, 2*PageSize); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ranges, want) || flushes != 0 {
+		t.Errorf("ranges %x, %d whole flushes; want %x and none", ranges, flushes, want)
+	}
+	s.tlb.FlushRange = nil
+	if err := s.Unmap(base+12*PageSize, PageSize); err != nil {
+		t.Fatal(err)
+	}
+	if flushes != 1 {
+		t.Errorf("without FlushRange: %d whole flushes, want 1", flushes)
 	}
 }
