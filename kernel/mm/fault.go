@@ -160,12 +160,7 @@ func (s *Space) faultPrivateLocked(v *VMA, page uintptr, pte *uint64, cur uint64
 			copy(s.phys.Page(f)[:n], src[:n])
 		}
 	}
-	if !atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(v.Prot, false)) {
-		s.phys.Free(f)
-		return nil
-	}
-	s.resident.Add(1)
-	anonFrames.Add(1)
+	s.installPrivate(pte, cur, f, v.Prot)
 	return nil
 }
 
@@ -342,4 +337,15 @@ func (s *Space) breakCOWLocked(pte *uint64, cur uint64, prot int) error {
 		anonFrames.Add(-1)
 	}
 	return nil
+}
+
+// installPrivate maps f, a filled private frame, at pte unless the entry
+// changed from cur meanwhile (another fault on the page won: f goes back).
+func (s *Space) installPrivate(pte *uint64, cur uint64, f uintptr, prot int) {
+	if !atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(prot, false)) {
+		s.phys.Free(f)
+		return
+	}
+	s.resident.Add(1)
+	anonFrames.Add(1)
 }

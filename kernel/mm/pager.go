@@ -198,12 +198,7 @@ func (s *Space) faultPagerPrivateLocked(v *VMA, page uintptr, pte *uint64, cur u
 	if n > 0 {
 		copy(s.phys.Page(f)[:n], s.phys.Page(src)[:n])
 	}
-	if !atomic.CompareAndSwapUint64(pte, cur, uint64(f)|pteFlags(v.Prot, false)) {
-		s.phys.Free(f)
-		return nil
-	}
-	s.resident.Add(1)
-	anonFrames.Add(1)
+	s.installPrivate(pte, cur, f, v.Prot)
 	return nil
 }
 
