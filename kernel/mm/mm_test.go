@@ -626,10 +626,17 @@ func TestUnmapWhileFaulting(t *testing.T) {
 			defer wg.Done()
 			b := []byte{byte(w + 1)}
 			for n := 0; ; n++ {
-				select {
-				case <-stop:
-					return
-				default:
+				// At least one pass over every page, however late this
+				// goroutine ran: the check below wants each worker's
+				// byte on every kept page (on a loaded host a worker
+				// scheduled only after the churn ended wrote one page,
+				// and the check failed).
+				if n >= pages {
+					select {
+					case <-stop:
+						return
+					default:
+					}
 				}
 				pg := uintptr(n % pages)
 				if err := s.CopyOut(churn+pg*PageSize+uintptr(w), b); err != nil && !errors.Is(err, ErrFault) {
