@@ -291,7 +291,11 @@ func registerThread(t *Thread) {
 
 func unregisterThread(t *Thread) {
 	tidMu.Lock()
-	delete(tids, t.TID)
+	// Only t's own entry: a reap may have dropped it already (dropThreads)
+	// and a new thread may hold the TID by now.
+	if tids[t.TID] == t {
+		delete(tids, t.TID)
+	}
 	tids = compacted(tids, &tidsRoom)
 	tidMu.Unlock()
 }

@@ -356,12 +356,15 @@ func Start(o Options, path string, argv, envp []string) (*Process, error) {
 func (p *Process) Wait() int {
 	<-p.done
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.state = procReaped
+	left := p.threadsLocked()
+	status := p.status
+	p.mu.Unlock()
 	tableMu.Lock()
 	dropPID(p.PID)
 	tableMu.Unlock()
-	return p.status
+	dropThreads(left)
+	return status
 }
 
 // ExitCode decodes a wait status: the exit code, or 128+signal.
@@ -516,13 +519,16 @@ func (p *Process) finish() {
 			}
 		} else {
 			c.parent = nil
+			var left []*Thread
 			if c.state == procZombie {
 				c.state = procReaped
+				left = c.threadsLocked()
 				tableMu.Lock()
 				dropPID(c.PID)
 				tableMu.Unlock()
 			}
 			c.mu.Unlock()
+			dropThreads(left)
 		}
 	}
 	target, ignoring := p.becomeZombie()

@@ -177,10 +177,32 @@ func (p *Process) reapable(ev waitEvent) bool {
 func (p *Process) reap() {
 	p.mu.Lock()
 	p.state = procReaped
+	left := p.threadsLocked()
 	p.mu.Unlock()
 	tableMu.Lock()
 	dropPID(p.PID)
 	tableMu.Unlock()
+	dropThreads(left)
+}
+
+// threadsLocked lists p's threads. Preconditions: p.mu is held.
+func (p *Process) threadsLocked() []*Thread {
+	var ts []*Thread
+	for _, t := range p.threads {
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// dropThreads takes a reaped process's threads out of the TID table. The
+// thread that ended the group (exitGroup) turns the process into a zombie
+// before it finishes leaving itself, so its parent may reap it first;
+// after the reap its IDs must be gone, as Linux's release_task detaches
+// them (pidfd_open found the thread and said EINVAL instead of ESRCH).
+func dropThreads(ts []*Thread) {
+	for _, t := range ts {
+		unregisterThread(t)
+	}
 }
 
 func sysWait4(t *Thread, a *[6]uint64) (int64, bool) {
