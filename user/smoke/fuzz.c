@@ -23,7 +23,9 @@
  * arguments are often valid-looking instead: the child's own descriptors,
  * names of files it made in its working directory, small lengths; and one
  * step in eight is a sequence of related calls (create, write, map,
- * truncate, punch, sync, rename, unlink; pipes and splice; epoll) whose
+ * truncate, punch, sync, rename, unlink; pipes and splice; epoll; socket
+ * options, bind, listen, connect and accept over TCP, UDP and unix
+ * sockets, messages with descriptors and credentials passed) whose
  * arguments are sometimes replaced by random ones. Each child works in a
  * directory of its own, DIR/fz/cN for one of the DIRS (colon-separated,
  * /tmp by default; an ext4 mount point fuzzes ext4), removed afterwards;
@@ -39,6 +41,7 @@
 #include <grp.h>
 #include <signal.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -50,6 +53,9 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 static uint64_t rng;
@@ -229,13 +235,234 @@ static const char *name(void)
 	return names[next() % NNAMES];
 }
 
+/* a socket option the kernel knows, at its level, most of the time */
+static void sockopt(int fd)
+{
+	static const int opts[][2] = {
+		{SOL_SOCKET, SO_REUSEADDR}, {SOL_SOCKET, SO_RCVBUF}, {SOL_SOCKET, SO_SNDBUF},
+		{SOL_SOCKET, SO_KEEPALIVE}, {SOL_SOCKET, SO_LINGER}, {SOL_SOCKET, SO_RCVTIMEO},
+		{SOL_SOCKET, SO_SNDTIMEO}, {SOL_SOCKET, SO_PASSCRED}, {SOL_SOCKET, SO_RCVLOWAT},
+		{SOL_SOCKET, SO_BROADCAST}, {SOL_SOCKET, SO_REUSEPORT}, {SOL_SOCKET, SO_ERROR},
+		{IPPROTO_TCP, TCP_NODELAY}, {IPPROTO_TCP, TCP_CORK}, {IPPROTO_TCP, TCP_MAXSEG},
+		{IPPROTO_TCP, TCP_KEEPIDLE}, {IPPROTO_TCP, TCP_INFO}, {IPPROTO_TCP, TCP_USER_TIMEOUT},
+		{IPPROTO_IP, IP_TTL}, {IPPROTO_IP, IP_TOS}, {IPPROTO_IP, IP_RECVERR},
+		{IPPROTO_IPV6, IPV6_V6ONLY}, {IPPROTO_IPV6, IPV6_UNICAST_HOPS},
+	};
+	const int *o = opts[next() % (sizeof opts / sizeof *opts)];
+	long len = (long)(next() % 3 ? sizeof(int) : next() % 300);
+	*(int *)scratch = (int)(next() % 3 ? next() % 2 : next());
+	if (next() % 2)
+		syscall(SYS_setsockopt, fd, maybe(o[0]), maybe(o[1]), maybe((long)scratch), maybe(len));
+	socklen_t *lp = (socklen_t *)(scratch + 4096);
+	*lp = (socklen_t)len;
+	syscall(SYS_getsockopt, fd, maybe(o[0]), maybe(o[1]), maybe((long)scratch), maybe((long)lp));
+}
+
+/* a message of up to three pieces from scratch, with a control message
+ * (SCM_RIGHTS naming the child's descriptors, or SCM_CREDENTIALS) */
+static void message(struct msghdr *m, struct iovec *iov, char *ctl, size_t ctlsize)
+{
+	int n = 1 + (int)(next() % 3);
+	for (int i = 0; i < n; i++)
+		iov[i] = (struct iovec){scratch + next() % 32768, next() % 5000};
+	*m = (struct msghdr){.msg_iov = iov, .msg_iovlen = (size_t)n};
+	if (next() % 2 == 0)
+		return;
+	memset(ctl, 0, ctlsize);
+	struct cmsghdr *c = (struct cmsghdr *)ctl;
+	c->cmsg_level = SOL_SOCKET;
+	if (next() % 3) {
+		int k = 1 + (int)(next() % 4);
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(k * sizeof(int));
+		for (int i = 0; i < k; i++)
+			((int *)CMSG_DATA(c))[i] = nmyfds ? myfds[next() % nmyfds] : (int)(next() % 64);
+	} else {
+		c->cmsg_type = SCM_CREDENTIALS;
+		c->cmsg_len = CMSG_LEN(sizeof(struct ucred));
+		*(struct ucred *)CMSG_DATA(c) = (struct ucred){getpid(), (uid_t)(next() % 2 ? getuid() : 0), getgid()};
+	}
+	m->msg_control = ctl;
+	m->msg_controllen = next() % 8 ? c->cmsg_len : (size_t)(next() % ctlsize);
+}
+
+/* flags for a send or receive that should not block the child */
+static long msgflags(void)
+{
+	static const long f[] = {MSG_PEEK, MSG_TRUNC, MSG_WAITALL, MSG_OOB, MSG_CMSG_CLOEXEC, MSG_NOSIGNAL, MSG_MORE, MSG_EOR};
+	long v = MSG_DONTWAIT;
+	for (int i = (int)(next() % 3); i > 0; i--)
+		v |= f[next() % (sizeof f / sizeof *f)];
+	return maybe(v);
+}
+
+static void sendrecv(int a, int b)
+{
+	struct msghdr m;
+	struct iovec iov[3];
+	char ctl[CMSG_SPACE(4 * sizeof(int)) + 64];
+	message(&m, iov, ctl, sizeof ctl);
+	syscall(SYS_sendmsg, maybe(a), maybe((long)&m), msgflags());
+	syscall(SYS_sendto, a, scratch, maybe((long)(next() % 9000)), msgflags(), 0, 0);
+	message(&m, iov, ctl, sizeof ctl);
+	m.msg_control = ctl, m.msg_controllen = next() % sizeof ctl;
+	m.msg_name = next() % 2 ? scratch + 8192 : NULL, m.msg_namelen = (socklen_t)(next() % 200);
+	long mp = maybe((long)&m);
+	if (syscall(SYS_recvmsg, maybe(b), mp, msgflags()) >= 0 && mp == (long)&m && m.msg_control == ctl &&
+	    m.msg_controllen <= sizeof ctl) {
+		/* descriptors received are the child's to use or close */
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (int *fd = (int *)CMSG_DATA(c);
+			     (char *)(fd + 1) <= (char *)c + c->cmsg_len && (char *)(fd + 1) <= ctl + sizeof ctl; fd++) {
+				if (next() % 2)
+					keep_fd(*fd);
+				else
+					close(*fd);
+			}
+		}
+	}
+	socklen_t alen = (socklen_t)(next() % 200);
+	syscall(SYS_recvfrom, b, scratch, maybe((long)(next() % 9000)), msgflags(), maybe((long)(scratch + 8192)),
+		maybe((long)&alen));
+	if (next() % 4 == 0) {
+		struct mmsghdr mm[2];
+		for (int i = 0; i < 2; i++) {
+			message(&mm[i].msg_hdr, iov, ctl, sizeof ctl);
+			mm[i].msg_len = 0;
+		}
+		syscall(next() % 2 ? SYS_sendmmsg : SYS_recvmmsg, maybe(next() % 2 ? a : b), mm, maybe(2), msgflags(), 0);
+	}
+}
+
+static void unix_pair(void)
+{
+	static const int types[] = {SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET};
+	int sv[2];
+	if (syscall(SYS_socketpair, AF_UNIX, maybe(types[next() % 3] | SOCK_NONBLOCK), 0, sv) != 0)
+		return;
+	if (next() % 2)
+		syscall(SYS_setsockopt, sv[1], SOL_SOCKET, SO_PASSCRED, &(int){1}, sizeof(int));
+	for (int i = (int)(next() % 4); i >= 0; i--) {
+		int d = (int)(next() % 2);
+		sendrecv(sv[d], sv[!d]);
+		if (next() % 4 == 0)
+			sockopt(sv[next() % 2]);
+	}
+	syscall(SYS_shutdown, sv[next() % 2], maybe((long)(next() % 3)));
+	sendrecv(sv[0], sv[1]);
+	/* sometimes one end stays, with messages (and descriptors) queued */
+	syscall(SYS_close, sv[0]);
+	if (next() % 2)
+		keep_fd(sv[1]);
+	else
+		syscall(SYS_close, sv[1]);
+}
+
+static void inet_life(void)
+{
+	int six = (int)(next() % 2), stream = (int)(next() % 3 != 0);
+	long fd = syscall(SYS_socket, six ? AF_INET6 : AF_INET, maybe((stream ? SOCK_STREAM : SOCK_DGRAM) | SOCK_NONBLOCK), 0);
+	if (fd < 0)
+		return;
+	struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	void *addr = six ? (void *)&a6 : (void *)&a4;
+	socklen_t alen = six ? sizeof a6 : sizeof a4;
+	for (int i = (int)(next() % 3); i >= 0; i--)
+		sockopt((int)fd);
+	if (next() % 2)
+		syscall(SYS_bind, fd, maybe((long)addr), maybe(alen));
+	if (stream && next() % 3 == 0) {
+		/* a listener: the child connects to itself and accepts */
+		socklen_t l = alen;
+		syscall(SYS_listen, fd, maybe((long)(next() % 8)));
+		syscall(SYS_getsockname, fd, addr, &l);
+		long c = syscall(SYS_socket, six ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		syscall(SYS_connect, c, maybe((long)addr), alen);
+		long s = syscall(SYS_accept4, fd, maybe(0), maybe(0), maybe(SOCK_NONBLOCK));
+		if (s >= 0) {
+			sendrecv((int)c, (int)s);
+			sendrecv((int)s, (int)c);
+			syscall(SYS_getpeername, s, scratch + 8192, &l);
+			keep_fd((int)s);
+		}
+		keep_fd((int)c);
+		syscall(SYS_close, fd);
+		return;
+	}
+	/* a client of the child's listeners, or UDP to itself */
+	if (stream)
+		syscall(SYS_connect, fd, maybe((long)(six ? (void *)&lo6 : (void *)&lo4)), alen);
+	else {
+		socklen_t l = alen;
+		syscall(SYS_getsockname, fd, addr, &l);
+		syscall(SYS_connect, fd, maybe((long)addr), maybe(alen));
+	}
+	sendrecv((int)fd, (int)fd);
+	if (next() % 2)
+		syscall(SYS_shutdown, fd, maybe((long)(next() % 3)));
+	if (next() % 2)
+		keep_fd((int)fd);
+	else
+		syscall(SYS_close, fd);
+}
+
+static void unix_named(void)
+{
+	static const int types[] = {SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET};
+	int type = types[next() % 3];
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	/* a path in the working directory, or an abstract name */
+	if (next() % 2)
+		snprintf(a.sun_path, sizeof a.sun_path, "s%d", (int)(next() % 3));
+	else
+		snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "fz%d", (int)(next() % 3));
+	socklen_t alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(a.sun_path + (a.sun_path[0] == 0)));
+	long s = syscall(SYS_socket, AF_UNIX, maybe(type | SOCK_NONBLOCK), 0);
+	if (s < 0)
+		return;
+	if (a.sun_path[0])
+		syscall(SYS_unlinkat, AT_FDCWD, a.sun_path, 0);
+	syscall(SYS_bind, s, maybe((long)&a), maybe(alen));
+	if (type != SOCK_DGRAM)
+		syscall(SYS_listen, s, maybe((long)(next() % 4)));
+	long c = syscall(SYS_socket, AF_UNIX, type | SOCK_NONBLOCK, 0);
+	syscall(SYS_connect, c, maybe((long)&a), maybe(alen));
+	if (type == SOCK_DGRAM) {
+		sendrecv((int)c, (int)s);
+	} else {
+		long t = syscall(SYS_accept4, s, maybe(0), maybe(0), maybe(SOCK_NONBLOCK | SOCK_CLOEXEC));
+		if (t >= 0) {
+			sendrecv((int)c, (int)t);
+			sendrecv((int)t, (int)c);
+			keep_fd((int)t);
+		}
+	}
+	keep_fd((int)c);
+	if (next() % 2)
+		keep_fd((int)s);
+	else
+		syscall(SYS_close, s);
+}
+
 /* one sequence of related calls, the kind real programs make */
 static void sequence(void)
 {
 	long fd, fd2, n = (long)(next() % 20000);
 	void *p;
 	int pfd[2];
-	switch (next() % 8) {
+	switch (next() % 11) {
+	case 8: /* a unix pair passing descriptors and credentials */
+		unix_pair();
+		break;
+	case 9: /* an inet socket's life: options, bind, listen or connect, data, shutdown */
+		inet_life();
+		break;
+	case 10: /* a named unix socket: bind, listen, connect, accept */
+		unix_named();
+		break;
 	case 0: /* a file's life: create, write, read back, grow, shrink, sync */
 		fd = syscall(SYS_openat, AT_FDCWD, maybe((long)name()), maybe(O_CREAT | O_RDWR | (next() % 2 ? O_APPEND : 0)),
 			     0644);
