@@ -338,9 +338,13 @@ func (t *Thread) exec(tgt execTarget, argv, envp []string) error {
 	// other threads end first, each releasing its robust and PI futexes
 	// in the old memory, then this thread's are (futex_exec_release),
 	// while the old program's memory is still the process's.
-	p.stopOthers(t)
+	if err := p.deThread(t); err != nil {
+		space.Destroy()
+		return err
+	}
 	t.futexExecRelease()
 	p.mu.Lock()
+	p.execing = nil
 	old := p.space.Swap(newSpaceRef(space))
 	p.cred = cred
 	p.persona &^= perClear

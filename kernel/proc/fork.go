@@ -202,6 +202,14 @@ func (t *Thread) clone(args cloneArgs) int64 {
 	}
 	var vforkDone chan struct{}
 	cp.mu.Lock()
+	if cp == p && (p.exiting || p.execing != nil) {
+		// The group is ending, or another thread is past exec's point
+		// of no return: both have counted the threads to stop, and kill
+		// this one. A thread added now would outlive them (Linux's
+		// copy_process fails on the fatal signal they leave pending).
+		cp.mu.Unlock()
+		return -eRESTARTNOINTR
+	}
 	if flags&cloneVfork != 0 {
 		vforkDone = make(chan struct{})
 		cp.vforkDone = vforkDone

@@ -66,7 +66,10 @@ func (p *Process) stopGroup(sig int) {
 func (p *Process) continueGroup() {
 	p.mu.Lock()
 	p.discardLocked(stopSignals)
-	if !p.job.stopped {
+	if !p.job.stopped || p.exiting {
+		// An exiting process resumes no more (its threads are killed
+		// out of the stop) and sends no CLD_CONTINUED, as Linux's
+		// prepare_signal ignores everything once the group exits.
 		p.mu.Unlock()
 		return
 	}

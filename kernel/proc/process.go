@@ -123,6 +123,10 @@ type Process struct {
 	threads map[int]*Thread
 	state   int
 	exiting bool
+	// execing is the thread past exec's point of no return, killing the
+	// others (deThread) until the new image is in: a second exec, an
+	// exit_group and a new thread then give way to it.
+	execing *Thread
 	status  int           // wait status once a zombie
 	changed chan struct{} // closed and replaced when a child changes state
 	done    chan struct{} // closed when the process has exited
@@ -389,6 +393,15 @@ func (p *Process) exitGroup(status int, self *Thread) {
 		p.mu.Unlock()
 		return
 	}
+	if x := p.execing; x != nil && x != self && status&0x7f == 0 {
+		// exit_group while another thread execs: the exec wins and only
+		// the caller ends, as in Linux's do_group_exit. A fatal signal
+		// (a status with a signal) ends the group, the exec with it:
+		// the exec's wait for the other threads gives way when its own
+		// thread is killed (deThread).
+		p.mu.Unlock()
+		return
+	}
 	p.exiting = true
 	p.status = status
 	p.mu.Unlock()
@@ -401,14 +414,10 @@ func (p *Process) exitGroup(status int, self *Thread) {
 }
 
 // stopOthers ends every thread of p but self and waits until they have.
+// The group is exiting: no thread is added meanwhile (clone refuses).
 func (p *Process) stopOthers(self *Thread) {
 	p.mu.Lock()
-	var others []*Thread
-	for _, t := range p.threads {
-		if t != self {
-			others = append(others, t)
-		}
-	}
+	others := p.othersLocked(self)
 	p.mu.Unlock()
 	for _, t := range others {
 		t.kill()
@@ -416,6 +425,63 @@ func (p *Process) stopOthers(self *Thread) {
 	for _, t := range others {
 		<-t.stopped
 	}
+}
+
+func (p *Process) othersLocked(self *Thread) []*Thread {
+	var others []*Thread
+	for _, t := range p.threads {
+		if t != self {
+			others = append(others, t)
+		}
+	}
+	return others
+}
+
+// deThread is exec's point of no return for the other threads (Linux's
+// de_thread): they are killed and waited for, and t is left alone with
+// p.execing set until the exec commits. It gives way, and the exec
+// fails with this thread killed, when the group is already exiting or
+// another thread execs (either kills t), and while it waits when t is
+// killed (a fatal signal taken by another thread ends the group; that
+// thread waits for t). Waiting for the others unconditionally, two
+// threads in exec, or one in exec and one in exitGroup, would wait for
+// each other for ever.
+func (p *Process) deThread(t *Thread) error {
+	p.mu.Lock()
+	if p.exiting || p.execing != nil || t.dying.Load() {
+		p.mu.Unlock()
+		t.dying.Store(true)
+		return linux.EAGAIN
+	}
+	p.execing = t
+	others := p.othersLocked(t)
+	p.mu.Unlock()
+	for _, o := range others {
+		o.kill()
+	}
+	woken := false
+	defer func() {
+		if woken { // the wake-ups taken here are the run loop's to see
+			t.wake()
+		}
+	}()
+	for _, o := range others {
+		for stopped := false; !stopped; {
+			select {
+			case <-o.stopped:
+				stopped = true
+			case <-t.sigWake:
+				woken = true
+				if t.dying.Load() {
+					p.mu.Lock()
+					p.execing = nil
+					p.mu.Unlock()
+					return linux.EAGAIN
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // threadExited removes a thread; the last one out finishes the process.
@@ -497,48 +563,118 @@ func (p *Process) finish() {
 		p.files.CloseAll()
 	}
 	p.dropCTTY()
-	init := p.reaper()
 	for _, c := range orphans {
-		c.mu.Lock()
-		if sig := c.pdeathsig; sig != 0 && c.state == procRunning {
-			c.mu.Unlock()
-			c.signal(sig)
-			c.mu.Lock()
-		}
-		if init != nil && init != p {
-			c.parent = init
-			c.exitSignal = sigCHLD // as Linux's reparent_leader: the new parent waits with no flags
-			zombie := c.state == procZombie
-			c.mu.Unlock()
-			init.mu.Lock()
-			init.children[c.PID] = c
-			init.notifyLocked()
-			init.mu.Unlock()
-			if zombie {
-				init.signal(sigCHLD)
-			}
-		} else {
-			c.parent = nil
-			var left []*Thread
-			if c.state == procZombie {
-				c.state = procReaped
-				left = c.threadsLocked()
-				tableMu.Lock()
-				dropPID(c.PID)
-				tableMu.Unlock()
-			}
-			c.mu.Unlock()
-			dropThreads(left)
-		}
+		c.reparent(p)
 	}
 	target, ignoring := p.becomeZombie()
-	close(p.done)
 	p.exitQ.Notify()
 	if target != nil {
 		target.wake()
 	}
 	if ignoring {
 		p.reap()
+	}
+}
+
+// reparent hands c, a child of the exiting p, to its reaper, as
+// Linux's forget_original_parent does under tasklist_lock: c's new
+// parent, its place in the reaper's children and, for a zombie, the
+// SIGCHLD that says so change in one step under the reaper's lock and
+// then c's (becomeZombie's order). A SIGCHLD handler's wait then always
+// finds the child its signal names, and a reaper that ignores SIGCHLD
+// reaps an adopted zombie at once. A subreaper found exiting under its
+// lock is passed over (p.reaper skips it from then on): a child put in
+// the children of one that has begun to finish would never be reaped.
+// PR_SET_PDEATHSIG's signal comes last, so its handler's getppid sees
+// the new parent.
+func (c *Process) reparent(p *Process) {
+	var info sigInfo
+	haveInfo := false
+	for {
+		r := p.reaper()
+		if r == nil || r == p {
+			c.orphanNoReaper(p)
+			return
+		}
+		r.mu.Lock()
+		if r.finishing || r.state != procRunning {
+			r.mu.Unlock()
+			if r.PID != 1 {
+				continue
+			}
+			c.orphanNoReaper(p) // init itself is ending
+			return
+		}
+		c.mu.Lock()
+		if c.parent != p {
+			// Reaped by itself meanwhile (p ignored SIGCHLD):
+			// becomeZombie left it no parent.
+			c.mu.Unlock()
+			r.mu.Unlock()
+			return
+		}
+		zombie := c.state == procZombie
+		if zombie && !haveInfo {
+			// Its exit information is read under c.mu alone
+			// (childInfo); a zombie stays one, as only its parent,
+			// p, could reap it and p's threads are gone.
+			c.mu.Unlock()
+			r.mu.Unlock()
+			info, haveInfo = c.childInfo(), true
+			continue
+		}
+		c.parent = r
+		c.exitSignal = sigCHLD // as Linux's reparent_leader: the new parent waits with no flags
+		sig, running := c.pdeathsig, c.state == procRunning
+		c.mu.Unlock()
+		var target *Thread
+		ignoring := false
+		if zombie {
+			info.signo = sigCHLD
+			if ignoring = r.sig.ignoresChildren(); !ignoring {
+				target, _ = r.queueLocked(info)
+			}
+		}
+		if !ignoring {
+			r.children[c.PID] = c
+		}
+		r.notifyLocked()
+		r.mu.Unlock()
+		if target != nil {
+			target.wake()
+		}
+		if ignoring {
+			c.reap()
+		}
+		if sig != 0 && running {
+			c.signal(sig)
+		}
+		return
+	}
+}
+
+// orphanNoReaper leaves c, a child of the exiting p, without a parent
+// (no init to adopt it): a zombie is reaped at once.
+func (c *Process) orphanNoReaper(p *Process) {
+	c.mu.Lock()
+	if c.parent != p { // reaped by itself meanwhile (becomeZombie)
+		c.mu.Unlock()
+		return
+	}
+	c.parent = nil
+	var left []*Thread
+	if c.state == procZombie {
+		c.state = procReaped
+		left = c.threadsLocked()
+		tableMu.Lock()
+		dropPID(c.PID)
+		tableMu.Unlock()
+	}
+	sig, running := c.pdeathsig, c.state == procRunning
+	c.mu.Unlock()
+	dropThreads(left)
+	if sig != 0 && running {
+		c.signal(sig)
 	}
 }
 
@@ -552,6 +688,9 @@ func (p *Process) finish() {
 // before exit_notify: a parent that reaps may count on the pipe ends it
 // held being gone (EOF, EPOLLHUP). A parent that ignores SIGCHLD (or set
 // SA_NOCLDWAIT) keeps no zombie: ignoring says the caller reaps.
+//
+// done (a pidfd's readiness) closes in the same step: a parent that
+// reaped the zombie finds its pidfd readable.
 func (p *Process) becomeZombie() (target *Thread, ignoring bool) {
 	info := p.childInfo()
 	for {
@@ -559,6 +698,7 @@ func (p *Process) becomeZombie() (target *Thread, ignoring bool) {
 		parent := p.parent
 		if parent == nil {
 			p.state = procZombie
+			close(p.done)
 			p.mu.Unlock()
 			return nil, false
 		}
@@ -566,16 +706,24 @@ func (p *Process) becomeZombie() (target *Thread, ignoring bool) {
 		parent.mu.Lock()
 		p.mu.Lock()
 		if p.parent != parent {
-			// Reparented to init meanwhile (the parent exited).
+			// Reparented meanwhile (the parent exited).
 			p.mu.Unlock()
 			parent.mu.Unlock()
 			continue
 		}
 		p.state = procZombie
-		p.mu.Unlock()
+		close(p.done)
+		info.signo = p.exitSignal // a reparent made it SIGCHLD
 		// Only SIGCHLD ignored reaps by itself (Linux's autoreap); an
-		// exit signal of 0 leaves a zombie and sends nothing.
+		// exit signal of 0 leaves a zombie and sends nothing. A zombie
+		// the caller reaps is nobody's child from here: the parent, if
+		// it is exiting too, still has it in the list it hands to its
+		// reaper, which must pass it over (reparent).
 		ignoring = info.signo == sigCHLD && parent.sig.ignoresChildren()
+		if ignoring {
+			p.parent = nil
+		}
+		p.mu.Unlock()
 		switch {
 		case ignoring:
 			delete(parent.children, p.PID)
