@@ -85,6 +85,16 @@ func (t *Thread) clone(args cloneArgs) int64 {
 	if kmem.Refuse() { // no memory for another task
 		return -eNOMEM
 	}
+	var watch *forkWatch
+	if flags&cloneThread == 0 {
+		watch = p.watchFork()
+		defer p.unwatchFork(watch)
+		if t.signalsReady() {
+			// It came before the fork (a group's signal would not
+			// reach the child): delivered first, then the fork again.
+			return -eRESTARTNOINTR
+		}
+	}
 	tid, e := claimPID(args.setTID)
 	if e != 0 {
 		return e
@@ -217,10 +227,24 @@ func (t *Thread) clone(args cloneArgs) int64 {
 	cp.threads[tid] = child
 	cp.mu.Unlock()
 	if cp != p {
+		groupSendMu.Lock()
 		publishProcess(cp)
 		p.mu.Lock()
 		p.children[cp.PID] = cp
+		late := watch.sigs
+		watch.sigs = nil
+		// A fatal signal that reached the parent during the fork ends
+		// the child too (Linux's copy_process gives up on one).
+		if t.dying.Load() || (t.pending.unlocked()|p.pending.unlocked())&bit(sigKILL) != 0 {
+			late = append(late, sigInfo{signo: sigKILL, code: siKernel})
+		}
 		p.mu.Unlock()
+		groupSendMu.Unlock()
+		for _, info := range late {
+			if !cp.shielded(info.signo) {
+				cp.sendSignal(info)
+			}
+		}
 	}
 	registerThread(child)
 	child.start()

@@ -127,6 +127,9 @@ type Process struct {
 	// others (deThread) until the new image is in: a second exec, an
 	// exit_group and a new thread then give way to it.
 	execing *Thread
+	// forks are the processes being forked by p's threads (see
+	// forkWatch).
+	forks   []*forkWatch
 	status  int           // wait status once a zombie
 	changed chan struct{} // closed and replaced when a child changes state
 	done    chan struct{} // closed when the process has exited

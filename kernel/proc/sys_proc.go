@@ -280,6 +280,12 @@ func sysKill(t *Thread, a *[6]uint64) (int64, bool) {
 		return -eSRCH, false // -INT_MIN names no group
 	}
 	var targets []*Process
+	if pid <= 0 {
+		// A group or every process: a member's fork in progress
+		// passes the signal on to its child (forkWatch).
+		groupSendMu.RLock()
+		defer groupSendMu.RUnlock()
+	}
 	tableMu.Lock()
 	switch {
 	case pid > 0:
@@ -319,6 +325,9 @@ func sysKill(t *Thread, a *[6]uint64) (int64, bool) {
 		}
 		count++
 		e := t.killOne(p, sig)
+		if e == 0 && sig != 0 && pid <= 0 {
+			p.noteGroupSignal(t.senderInfo(sig, siUser))
+		}
 		success = success || e == 0
 		if pid != -1 || e != -ePERM {
 			ret = e

@@ -22,6 +22,8 @@ type Signals struct{}
 
 // SignalGroup sends sig to every process in process group pgrp.
 func (Signals) SignalGroup(pgrp, sig int) {
+	groupSendMu.RLock() // members' forks pass it on (forkWatch)
+	defer groupSendMu.RUnlock()
 	tableMu.Lock()
 	var targets []*Process
 	for _, p := range table {
@@ -32,6 +34,7 @@ func (Signals) SignalGroup(pgrp, sig int) {
 	tableMu.Unlock()
 	for _, p := range targets {
 		p.signal(sig)
+		p.noteGroupSignal(sigInfo{signo: sig, code: siKernel})
 	}
 }
 

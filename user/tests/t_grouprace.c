@@ -10,7 +10,9 @@
  *     the orphan is adopted before the subreaper can see its death (a
  *     SIGCHLD handler's WNOHANG loop finds it; with SIGCHLD ignored, wait
  *     ends with ECHILD, never blocks on a child already reaped);
- *   - a pidfd is readable as soon as its process can be reaped.
+ *   - a pidfd is readable as soon as its process can be reaped;
+ *   - a process group killed while a member forks leaves no member
+ *     alive: the child of a fork the kill met gets the signal too.
  * Each case repeats many times: the windows are small, and a hang is
  * caught by an alarm in the process that waits.
  */
@@ -215,6 +217,58 @@ static int run_subreaper(int mode, int rounds)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st);
 }
 
+/* kill(-G, SIGKILL) while G's leader forks in a loop: every member must
+ * die, the children its forks were making included. The caller of this
+ * is a subreaper, so a survivor would stay its child; exits 0 if every
+ * round's wait ended with ECHILD, 1 if a member survived. */
+static void group_kill(int rounds)
+{
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+		_exit(2);
+	struct sigaction sa = {.sa_handler = on_alarm};
+	sigaction(SIGALRM, &sa, NULL);
+	for (int i = 0; i < rounds; i++) {
+		int ready[2];
+		if (pipe(ready) != 0)
+			_exit(2);
+		pid_t g = fork();
+		if (g == 0) {
+			setpgid(0, 0);
+			close(ready[0]);
+			write(ready[1], "g", 1);
+			close(ready[1]);
+			for (int n = 0; n < 300; n++)
+				if (fork() == 0)
+					for (;;)
+						pause();
+			for (;;)
+				pause();
+		}
+		if (g < 0)
+			_exit(2);
+		setpgid(g, g);
+		close(ready[1]);
+		char c;
+		if (read(ready[0], &c, 1) != 1)
+			_exit(2);
+		close(ready[0]);
+		usleep((unsigned)(i * 137) % 2000);
+		kill(-g, SIGKILL);
+		timed_out = 0;
+		alarm(10);
+		while (wait(NULL) > 0)
+			;
+		int err = errno;
+		alarm(0);
+		if (err != ECHILD) {
+			printf("# round %d: a member of the killed group is alive (errno %d)\n", i, err);
+			kill(-g, SIGKILL);
+			_exit(1);
+		}
+	}
+	_exit(0);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "exit") == 0)
@@ -259,5 +313,12 @@ int main(int argc, char **argv)
 		close(fd);
 	}
 	CHECK_EQ("pidfd.readable_after_reap", unready, 0);
+
+	pid_t k = fork();
+	if (k == 0)
+		group_kill(30);
+	int kst = 0;
+	waitpid(k, &kst, 0);
+	CHECK_EQ("group_kill.during_fork.no_survivor", WIFEXITED(kst) ? WEXITSTATUS(kst) : 100 + WTERMSIG(kst), 0);
 	return check_done();
 }
