@@ -356,6 +356,7 @@ func (t *Thread) exec(tgt execTarget, argv, envp []string) error {
 	// parent that saw the pipe close must find setpgid refused.
 	p.execed = true
 	p.name = path
+	t.comm.Store(nil) // the new program's base name, as Linux's begin_new_exec sets comm
 	p.exe, p.argv, p.envp = file.exe, argv, envp
 	oldHold := p.exeHold
 	p.exeHold, committed = hold, true

@@ -167,6 +167,7 @@ func (t *Thread) clone(args cloneArgs) int64 {
 		child.rseq = rseqState{reg: t.rseq.reg, resume: true}
 	}
 	child.affinity.Store(t.affinity.Load())
+	child.comm.Store(t.comm.Load()) // PR_SET_NAME's name is copied, as Linux's dup_task_struct copies comm
 	child.sigMask = t.sigMask
 	child.nprocUID.Store(t.nprocUID.Load())
 	child.noNewPrivs.Store(t.noNewPrivs.Load())

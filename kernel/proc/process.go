@@ -410,8 +410,10 @@ func (p *Process) exitGroup(status int, self *Thread) {
 	p.mu.Unlock()
 	p.stopOthers(self)
 	if self != nil {
-		// Its robust futexes need the memory finish releases.
+		// Its robust futexes and clear_child_tid need the memory
+		// finish releases.
 		self.futexExit()
+		self.clearChildTID()
 	}
 	p.finish()
 }

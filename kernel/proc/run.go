@@ -278,16 +278,27 @@ func (t *Thread) run() {
 func (t *Thread) exitThread() {
 	p := t.Proc
 	t.futexExit()
-	if t.clearTID != 0 {
-		if s := p.Space(); s != nil && s == t.clearSpace {
-			var zero [4]byte
-			if s.CopyOut(t.clearTID, zero[:]) == nil {
-				futexWake(s, t.clearTID, 1, ^uint32(0), false)
-			}
-		}
-	}
+	t.clearChildTID()
 	unregisterThread(t)
 	p.threadExited(t, p.exitStatus())
+}
+
+// clearChildTID is CLONE_CHILD_CLEARTID's (set_tid_address's) work at
+// the thread's end: zero the word and wake one waiter on it, while the
+// memory is still the process's. The thread that ends a whole group
+// does it before the memory goes (exitGroup): another process sharing
+// it (CLONE_VM) may wait on the word, as Linux's mm_release serves.
+func (t *Thread) clearChildTID() {
+	if t.clearTID == 0 {
+		return
+	}
+	if s := t.Proc.Space(); s != nil && s == t.clearSpace {
+		var zero [4]byte
+		if s.CopyOut(t.clearTID, zero[:]) == nil {
+			futexWake(s, t.clearTID, 1, ^uint32(0), false)
+		}
+	}
+	t.clearTID = 0
 }
 
 // exitStatus is the status the process exits with if this is its last

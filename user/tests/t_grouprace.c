@@ -12,7 +12,9 @@
  *     ends with ECHILD, never blocks on a child already reaped);
  *   - a pidfd is readable as soon as its process can be reaped;
  *   - a process group killed while a member forks leaves no member
- *     alive: the child of a fork the kill met gets the signal too.
+ *     alive: the child of a fork the kill met gets the signal too;
+ *   - a process sharing its memory (CLONE_VM) that ends with exit_group
+ *     still clears its CLONE_CHILD_CLEARTID word and wakes its waiter.
  * Each case repeats many times: the windows are small, and a hang is
  * caught by an alarm in the process that waits.
  */
@@ -21,8 +23,11 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#define FUTEX_WAIT 0
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 
 #include "check.h"
 
@@ -269,6 +274,42 @@ static void group_kill(int rounds)
 	_exit(0);
 }
 
+static volatile int cleartid_word;
+static char clone_stack[64 << 10] __attribute__((aligned(16)));
+
+static int clone_vm_child(void *arg)
+{
+	(void)arg;
+	syscall(SYS_exit_group, 0);
+	return 0;
+}
+
+/* clone(CLONE_VM | CLONE_CHILD_CLEARTID) and a futex wait on the word:
+ * 1 if it was cleared and the waiter woken within 5 s */
+static int cleartid_by_exit_group(void)
+{
+	cleartid_word = 12345;
+	pid_t c = clone(clone_vm_child, clone_stack + sizeof clone_stack, CLONE_VM | CLONE_CHILD_CLEARTID | SIGCHLD,
+			NULL, NULL, NULL, &cleartid_word);
+	if (c < 0)
+		return 0;
+	struct timespec end, now;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += 5;
+	for (;;) {
+		int v = cleartid_word;
+		if (v == 0)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
+			break;
+		struct timespec ts = {0, 100 * 1000 * 1000};
+		syscall(SYS_futex, &cleartid_word, FUTEX_WAIT, v, &ts, NULL, 0);
+	}
+	waitpid(c, NULL, 0);
+	return cleartid_word == 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "exit") == 0)
@@ -313,6 +354,8 @@ int main(int argc, char **argv)
 		close(fd);
 	}
 	CHECK_EQ("pidfd.readable_after_reap", unready, 0);
+
+	CHECK("exit_group.clone_vm_cleartid", cleartid_by_exit_group());
 
 	pid_t k = fork();
 	if (k == 0)

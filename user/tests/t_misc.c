@@ -181,6 +181,34 @@ static void test_prctl(void)
 	memset(name, 0, sizeof name);
 	prctl(PR_GET_NAME, name, 0, 0, 0);
 	CHECK_STR("prctl.name_truncated_15", name, "a-name-longer-t");
+	/* a fork keeps the name; an exec sets the new program's */
+	prctl(PR_SET_NAME, "forked-name", 0, 0, 0);
+	int fd[2];
+	if (pipe(fd) == 0) {
+		pid_t c = fork();
+		if (c == 0) {
+			char n[32] = {0};
+			prctl(PR_GET_NAME, n, 0, 0, 0);
+			write(fd[1], n, strlen(n) + 1);
+			char self[256];
+			ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+			if (len > 0) {
+				self[len] = 0;
+				dup2(fd[1], 1);
+				execl(self, "t_misc", "--name", (char *)NULL);
+			}
+			_exit(1);
+		}
+		close(fd[1]);
+		char got[64] = {0};
+		size_t off = 0;
+		for (ssize_t n; off < sizeof got - 1 && (n = read(fd[0], got + off, sizeof got - 1 - off)) > 0;)
+			off += (size_t)n;
+		close(fd[0]);
+		waitpid(c, NULL, 0);
+		CHECK_STR("prctl.name_kept_by_fork", got, "forked-name");
+		CHECK_STR("prctl.name_set_by_exec", got + strlen(got) + 1, "t_misc");
+	}
 	prctl(PR_SET_NAME, "t_misc", 0, 0, 0);
 	CHECK_ERR("prctl.bad_option", prctl(0x7fffffff, 0, 0, 0, 0), EINVAL);
 	CHECK_SYS("prctl.set_pdeathsig", prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0));
@@ -366,7 +394,13 @@ static void test_nproc(void)
 
 int main(int argc, char **argv)
 {
-	(void)argc;
+	if (argc > 1 && strcmp(argv[1], "--name") == 0) {
+		/* exec'd by test_prctl: the name exec gave (its NUL too) */
+		char n[32] = {0};
+		prctl(PR_GET_NAME, n, 0, 0, 0);
+		fwrite(n, 1, strlen(n) + 1, stdout);
+		return 0;
+	}
 	check_start(argv[0]);
 	test_uname();
 	test_random();
