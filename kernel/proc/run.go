@@ -21,6 +21,9 @@ import (
 type Thread struct {
 	TID  int
 	Proc *Process
+	// restartFn finishes a call that returned eRESTARTBLOCK, when the
+	// thread makes restart_syscall (Linux's restart_block).
+	restartFn func(t *Thread) int64
 
 	regs machine.UserRegs
 	// affinity is the CPUs the thread's program may run on

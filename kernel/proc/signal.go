@@ -568,7 +568,42 @@ const eRESTARTSYS = 512
 // signal, handler or not, SA_RESTART or not (FUTEX_LOCK_PI).
 const eRESTARTNOINTR = 513
 
+// eRESTARTNOHAND is the result of a call restarted only if no handler
+// runs (a stop signal, an ignored one), with any handler EINTR whatever
+// SA_RESTART says: a sleep to an absolute time, which the restart
+// repeats unchanged.
+const eRESTARTNOHAND = 514
+
+// eRESTARTBLOCK (Linux's ERESTART_RESTARTBLOCK) is eRESTARTNOHAND for a
+// call that cannot be made again as it was (a relative sleep: the same
+// arguments would sleep again in full): the call leaves t.restartFn to
+// finish it, and the thread goes back into user mode on the SYSCALL
+// instruction with restart_syscall's number, which runs it.
+const eRESTARTBLOCK = 516
+
 func (t *Thread) restartOrEINTR() int64 { return -eRESTARTSYS }
+
+// noHandlerNext reports whether the signal about to be delivered (if
+// any) runs no handler: eRESTARTNOHAND and eRESTARTBLOCK restart then.
+func (t *Thread) noHandlerNext() bool {
+	p := t.Proc
+	p.mu.Lock()
+	ready := (t.pending.mask | p.pending.mask) &^ (t.sigMask &^ unblockable)
+	p.mu.Unlock()
+	return ready == 0 || p.sig.get(lowestSignal(ready)).handler <= sigIgn
+}
+
+// sysRestartSyscall is restart_syscall(2): it finishes the call an
+// eRESTARTBLOCK left (t.restartFn), else EINTR (Linux's
+// do_no_restart_syscall).
+func sysRestartSyscall(t *Thread, a *[6]uint64) (int64, bool) {
+	fn := t.restartFn
+	t.restartFn = nil
+	if fn == nil {
+		return -eINTR, false
+	}
+	return fn(t), false
+}
 
 // shouldRestart decides an interrupted call's fate from the signal about
 // to be delivered.

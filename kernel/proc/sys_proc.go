@@ -606,7 +606,7 @@ func sysRtSigsuspend(t *Thread, a *[6]uint64) (int64, bool) {
 		<-t.sigWake
 		t.sleepEnd()
 	}
-	return -eINTR, false
+	return -eRESTARTNOHAND, false // a stop and SIGCONT, no handler: it waits again
 }
 
 // onAltStack reports whether the thread runs on its alternate signal
@@ -768,5 +768,5 @@ func sysPause(t *Thread, a *[6]uint64) (int64, bool) {
 		<-t.sigWake
 		t.sleepEnd()
 	}
-	return -eINTR, false
+	return -eRESTARTNOHAND, false // only a handler ends it (EINTR), as on Linux
 }

@@ -250,7 +250,7 @@ func sysClockNanosleep(t *Thread, a *[6]uint64) (int64, bool) {
 	if flags&timerAbstime != 0 && isWallClock(id) {
 		// A time of day: the sleep follows changes of the clock.
 		if t.sleepUntilWall(time.Unix(0, int64(d))) {
-			return t.restartOrEINTR(), false
+			return -eRESTARTNOHAND, false
 		}
 		return 0, false
 	}
@@ -261,19 +261,13 @@ func sysClockNanosleep(t *Thread, a *[6]uint64) (int64, bool) {
 			return 0, false
 		}
 	}
-	left, intr := t.sleep(d)
-	if !intr {
-		return 0, false
+	if flags&timerAbstime == 0 {
+		return t.relativeSleep(time.Now().Add(d), uintptr(a[3])), false
 	}
-	if flags&timerAbstime != 0 {
-		return t.restartOrEINTR(), false // the same deadline again
+	if _, intr := t.sleep(d); intr {
+		return -eRESTARTNOHAND, false // the same deadline again, unless a handler runs
 	}
-	if a[3] != 0 {
-		if e := putTimespec(t, uintptr(a[3]), int64(left), false); e != 0 {
-			return e, false
-		}
-	}
-	return -eINTR, false
+	return 0, false
 }
 
 // cpuNanosleep sleeps until CPU-time clock id has advanced by d (or

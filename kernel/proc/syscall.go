@@ -245,6 +245,7 @@ func init() {
 		201: {"time", sysTime},
 		202: {"futex", sysFutex},
 		218: {"set_tid_address", sysSetTidAddress},
+		219: {"restart_syscall", sysRestartSyscall},
 		228: {"clock_gettime", sysClockGettime},
 		229: {"clock_getres", sysClockGetres},
 		230: {"clock_nanosleep", sysClockNanosleep},
@@ -386,12 +387,24 @@ func (t *Thread) syscall() bool {
 	if SysStat || Trace || trace.IsEnabled() {
 		t.syscallDone(no, e.Name, ret)
 	}
-	if ret == -eRESTARTSYS || ret == -eRESTARTNOINTR {
+	switch ret {
+	case -eRESTARTSYS, -eRESTARTNOINTR:
 		if ret == -eRESTARTNOINTR || t.shouldRestart() {
 			r.RIP -= 2 // back onto the SYSCALL instruction
 			r.RAX = no
 			return exit
 		}
+		ret = -eINTR
+	case -eRESTARTNOHAND, -eRESTARTBLOCK:
+		if t.noHandlerNext() {
+			r.RIP -= 2
+			r.RAX = no
+			if ret == -eRESTARTBLOCK {
+				r.RAX = 219 // restart_syscall: t.restartFn finishes it
+			}
+			return exit
+		}
+		t.restartFn = nil
 		ret = -eINTR
 	}
 	r.RAX = uint64(ret)
@@ -517,17 +530,28 @@ func sysNanosleep(t *Thread, a *[6]uint64) (int64, bool) {
 	if sec < 0 || nsec < 0 || nsec >= 1e9 {
 		return -eINVAL, false
 	}
-	left, intr := t.sleep(time.Duration(sec)*time.Second + time.Duration(nsec))
+	return t.relativeSleep(time.Now().Add(time.Duration(sec)*time.Second+time.Duration(nsec)), uintptr(a[1])), false
+}
+
+// relativeSleep sleeps until end (Go's monotonic clock), the deadline of
+// a relative nanosleep or clock_nanosleep. Interrupted, it writes what
+// is left to remAt (if not 0) and returns eRESTARTBLOCK: after a stop
+// and SIGCONT, or a signal that runs no handler, the sleep goes on to
+// the same deadline (time stopped counts, as on Linux); a handler makes
+// it EINTR.
+func (t *Thread) relativeSleep(end time.Time, remAt uintptr) int64 {
+	left, intr := t.sleep(max(time.Until(end), 0))
 	if !intr {
-		return 0, false
+		return 0
 	}
-	if a[1] != 0 {
+	if remAt != 0 {
 		// Linux reports a rest it cannot write as EFAULT.
-		if e := putTimespec(t, uintptr(a[1]), int64(left), false); e != 0 {
-			return e, false
+		if e := putTimespec(t, remAt, int64(left), false); e != 0 {
+			return e
 		}
 	}
-	return -eINTR, false
+	t.restartFn = func(t *Thread) int64 { return t.relativeSleep(end, remAt) }
+	return -eRESTARTBLOCK
 }
 
 // sysGetrandom fills from math/rand/v2's global generator: ChaCha8, seeded
