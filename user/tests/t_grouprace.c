@@ -131,6 +131,21 @@ static void on_alarm(int s)
 	timed_out = 1;
 }
 
+/* the parent's side of a new process group g (a fork that called
+ * setpgid(0, 0)): makes it a group on this side too, so the kill cannot
+ * come first, and waits until g says its members are there */
+static void await_group(pid_t g, int ready[2])
+{
+	if (g < 0)
+		_exit(2);
+	setpgid(g, g);
+	close(ready[1]);
+	char c;
+	if (read(ready[0], &c, 1) != 1)
+		_exit(2);
+	close(ready[0]);
+}
+
 /* The subreaper's side of the adoption race. A child P (a group of its
  * own) forks C; both are killed with one kill(-P, SIGKILL). mode 0:
  * SIGCHLD ignored, so wait must end with ECHILD once both are gone;
@@ -180,14 +195,7 @@ static void subreaper(int mode, int rounds)
 			for (;;)
 				pause();
 		}
-		if (p < 0)
-			_exit(2);
-		setpgid(p, p);
-		close(ready[1]);
-		char c;
-		if (read(ready[0], &c, 1) != 1)
-			_exit(2);
-		close(ready[0]);
+		await_group(p, ready);
 		kill(-p, SIGKILL);
 		alarm(10);
 		if (mode == 0) {
@@ -249,14 +257,7 @@ static void group_kill(int rounds)
 			for (;;)
 				pause();
 		}
-		if (g < 0)
-			_exit(2);
-		setpgid(g, g);
-		close(ready[1]);
-		char c;
-		if (read(ready[0], &c, 1) != 1)
-			_exit(2);
-		close(ready[0]);
+		await_group(g, ready);
 		usleep((unsigned)(i * 137) % 2000);
 		kill(-g, SIGKILL);
 		timed_out = 0;
