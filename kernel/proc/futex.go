@@ -154,7 +154,20 @@ func (t *Thread) futexWaitOn(s *mm.Space, addr uintptr, val, bitset uint32, dead
 	case sleepTimedOut:
 		return t.futexLeave(w, -eTIMEDOUT)
 	}
-	return t.futexLeave(w, -eINTR)
+	// Interrupted: restarted if no handler runs, or one with SA_RESTART
+	// (a stop and SIGCONT included); a wait with a timeout goes on to
+	// the same deadline through restart_syscall, as Linux's
+	// futex_wait_restart, which looks at the word again.
+	e := int64(-eRESTARTSYS)
+	if !deadline.IsZero() {
+		e = -eRESTARTBLOCK
+		t.restartFn = func(t *Thread) int64 { return t.futexWaitOn(s, addr, val, bitset, deadline) }
+	}
+	if r := t.futexLeave(w, e); r != e {
+		t.restartFn = nil
+		return r
+	}
+	return e
 }
 
 // futexLeave takes a waiter that timed out or was interrupted out of its

@@ -151,22 +151,37 @@ func (t *Thread) writeRevents(at uintptr, reqs []pollReq, raw []byte) int64 {
 }
 
 func sysPoll(t *Thread, a *[6]uint64) (int64, bool) {
-	reqs, raw, e := t.readPollfds(uintptr(a[0]), a[1])
+	var end time.Time // zero: no timeout
+	if ms := int32(a[2]); ms >= 0 {
+		end = time.Now().Add(time.Duration(ms) * time.Millisecond)
+	}
+	return t.poll(uintptr(a[0]), a[1], end), false
+}
+
+// poll is poll(2) until end (zero: forever). Interrupted, it goes on to
+// the same end through restart_syscall unless a handler runs (Linux's
+// do_restart_poll): poll has no timeout argument to write back.
+func (t *Thread) poll(at uintptr, nfds uint64, end time.Time) int64 {
+	reqs, raw, e := t.readPollfds(at, nfds)
 	if e != 0 {
-		return e, false
+		return e
 	}
 	timeout := time.Duration(-1)
-	if ms := int32(a[2]); ms >= 0 {
-		timeout = time.Duration(ms) * time.Millisecond
+	if !end.IsZero() {
+		timeout = max(time.Until(end), 0)
 	}
 	n := t.pollWait(reqs, timeout)
+	if n == -eINTR {
+		t.restartFn = func(t *Thread) int64 { return t.poll(at, nfds, end) }
+		return -eRESTARTBLOCK
+	}
 	if n < 0 {
-		return n, false
+		return n
 	}
-	if e := t.writeRevents(uintptr(a[0]), reqs, raw); e != 0 {
-		return e, false
+	if e := t.writeRevents(at, reqs, raw); e != 0 {
+		return e
 	}
-	return n, false
+	return n
 }
 
 // readTimeout reads a struct timespec timeout (NULL: forever).
@@ -202,10 +217,20 @@ func (t *Thread) withMask(maskAt uintptr, size uint64, wait func() int64) int64 
 	old := t.sigMask
 	t.sigMask = binary.LittleEndian.Uint64(b[:]) &^ unblockable
 	n := wait()
-	if n == -eINTR {
+	if n == -eINTR || n == -eRESTARTNOHAND {
 		t.suspendOld, t.inSuspend = old, true
 	} else {
 		t.sigMask = old
+	}
+	return n
+}
+
+// noHandRestart makes an interrupted ppoll, select or pselect6 restart
+// unless a handler runs (Linux's ERESTARTNOHAND): each has written what
+// is left of its timeout back, so the restart waits that long.
+func noHandRestart(n int64) int64 {
+	if n == -eINTR {
+		return -eRESTARTNOHAND
 	}
 	return n
 }
@@ -220,7 +245,7 @@ func sysPpoll(t *Thread, a *[6]uint64) (int64, bool) {
 		return e, false
 	}
 	start := time.Now()
-	n := t.withMask(uintptr(a[3]), a[4], func() int64 { return t.pollWait(reqs, timeout) })
+	n := t.withMask(uintptr(a[3]), a[4], func() int64 { return noHandRestart(t.pollWait(reqs, timeout)) })
 	t.writeUnslept(uintptr(a[2]), start, timeout, false)
 	if n < 0 {
 		return n, false
@@ -266,7 +291,7 @@ func (t *Thread) selectCommon(nfds int, sets [3]uintptr, timeout time.Duration, 
 			reqs = append(reqs, pollReq{fd: fd, events: ev})
 		}
 	}
-	n := t.withMask(maskAt, maskSize, func() int64 { return t.pollWait(reqs, timeout) })
+	n := t.withMask(maskAt, maskSize, func() int64 { return noHandRestart(t.pollWait(reqs, timeout)) })
 	if n < 0 {
 		return n
 	}

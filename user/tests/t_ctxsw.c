@@ -263,10 +263,20 @@ static void test_preempted(void)
 	CHECK_EQ("spin.reaped", wait4(pid, &st, 0, &ru), pid);
 	struct sw c1 = rusage_sw(RUSAGE_CHILDREN);
 	sched_setaffinity(0, sizeof old, &old);
-	/* The CPU is shared: the time the child ran is not this thread's. */
-	CHECK("spin.cpu_time_shared", cpu1 - cpu0 < (wall1 - wall0) * 3 / 4);
-	printf("# 300 ms sharing a CPU: %lld ms of CPU time in %lld ms\n", (cpu1 - cpu0) / 1000000,
-	       (wall1 - wall0) / 1000000);
+	/* The CPU is shared: the time the child ran is not this thread's.
+	 * Judged against the CPU time the child was charged (it spun from
+	 * just before the window to its kill just after), not against the
+	 * wall clock alone: a host that stalls the virtual CPU charges the
+	 * stall to whichever of the two runs (the guest cannot tell), so on
+	 * a loaded host this thread may pass 3/4 of the wall time (seen:
+	 * 236 ms of 300) while still getting about half of what both got. */
+	long long mine = cpu1 - cpu0;
+	long long theirs = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL +
+			   (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
+	CHECK("spin.cpu_time_shared", mine < (mine + theirs) * 3 / 4);
+	CHECK("spin.cpu_time_not_doubled", mine + theirs < (wall1 - wall0) * 5 / 4 + 50 * 1000000LL);
+	printf("# 300 ms sharing a CPU: %lld ms of CPU time here and %lld ms in the child, in %lld ms\n",
+	       mine / 1000000, theirs / 1000000, (wall1 - wall0) / 1000000);
 	CHECK("spin.status_invol", s1.invol - s0.invol > 0);
 	CHECK("spin.rusage_invol", r1.invol - r0.invol > 0);
 	CHECK("spin.child_killed", WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);

@@ -3,13 +3,17 @@
  * no handler runs: Linux goes on with them as if nothing happened
  * (nanosleep and relative clock_nanosleep to their first deadline, the
  * time stopped included, through restart_syscall; absolute
- * clock_nanosleep, pause and sigsuspend as they were), and only a
- * handler ends them with EINTR, SA_RESTART or not. Each sleeper is a
+ * clock_nanosleep, pause and sigsuspend as they were; poll, ppoll,
+ * select and a futex wait with a timeout to their first deadline too),
+ * and only a handler ends them with EINTR, SA_RESTART or not. Each sleeper is a
  * child stopped and continued by the parent; it reports through its
  * exit status.
  */
 #define _GNU_SOURCE
+#include <poll.h>
 #include <signal.h>
+#include <sys/select.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 #include "check.h"
@@ -28,7 +32,7 @@ static void on_usr1(int s)
 	handled++;
 }
 
-enum { NANOSLEEP, CLOCK_REL, CLOCK_ABS, PAUSE, SUSPEND };
+enum { NANOSLEEP, CLOCK_REL, CLOCK_ABS, POLL, PPOLL, SELECT, FUTEX, PAUSE, SUSPEND };
 
 /* the child: sleeps 1 s (or waits for SIGUSR1) by kind; exit 0 if the
  * call ended as Linux ends it, else a code saying how it did not */
@@ -54,6 +58,34 @@ static void sleeper(int kind, int with_handler)
 		e = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &abs, NULL);
 		r = e ? -1 : 0;
 		break;
+	case POLL:
+	case PPOLL:
+	case SELECT: {
+		int p[2];
+		pipe(p); /* never readable: the call sleeps its whole timeout */
+		struct pollfd pf = {.fd = p[0], .events = POLLIN};
+		if (kind == POLL) {
+			r = poll(&pf, 1, 1000);
+		} else if (kind == PPOLL) {
+			r = ppoll(&pf, 1, &d, NULL);
+		} else {
+			fd_set rd;
+			FD_ZERO(&rd);
+			FD_SET(p[0], &rd);
+			struct timeval tv = {1, 0};
+			r = select(p[0] + 1, &rd, NULL, NULL, &tv);
+		}
+		e = errno;
+		break;
+	}
+	case FUTEX: {
+		static int word;
+		r = (int)syscall(SYS_futex, &word, 0 /* FUTEX_WAIT */, 0, &d, NULL, 0);
+		e = errno;
+		if (r == -1 && e == ETIMEDOUT)
+			r = 0; /* the end it should have */
+		break;
+	}
 	case PAUSE:
 		r = pause();
 		e = errno;
@@ -112,11 +144,19 @@ int main(void)
 	CHECK_EQ("nanosleep.goes_on_after_stop", run(NANOSLEEP, 0), 0);
 	CHECK_EQ("clock_nanosleep.relative.goes_on_after_stop", run(CLOCK_REL, 0), 0);
 	CHECK_EQ("clock_nanosleep.absolute.goes_on_after_stop", run(CLOCK_ABS, 0), 0);
+	CHECK_EQ("poll.goes_on_after_stop", run(POLL, 0), 0);
+	CHECK_EQ("ppoll.goes_on_after_stop", run(PPOLL, 0), 0);
+	CHECK_EQ("select.goes_on_after_stop", run(SELECT, 0), 0);
+	CHECK_EQ("futex_wait.timed.goes_on_after_stop", run(FUTEX, 0), 0);
 	CHECK_EQ("pause.goes_on_after_stop", run(PAUSE, 0), 0);
 	CHECK_EQ("sigsuspend.goes_on_after_stop", run(SUSPEND, 0), 0);
 	CHECK_EQ("nanosleep.handler_eintr_rem", run(NANOSLEEP, 1), 0);
 	CHECK_EQ("clock_nanosleep.relative.handler_eintr_rem", run(CLOCK_REL, 1), 0);
 	CHECK_EQ("clock_nanosleep.absolute.handler_eintr", run(CLOCK_ABS, 1), 0);
+	CHECK_EQ("poll.handler_eintr", run(POLL, 1), 0);
+	CHECK_EQ("ppoll.handler_eintr", run(PPOLL, 1), 0);
+	CHECK_EQ("select.handler_eintr", run(SELECT, 1), 0);
+	CHECK_EQ("futex_wait.timed.handler_eintr", run(FUTEX, 1), 0);
 	CHECK_EQ("pause.handler_eintr", run(PAUSE, 1), 0);
 	CHECK_EQ("sigsuspend.handler_eintr", run(SUSPEND, 1), 0);
 	/* restart_syscall with nothing to finish: EINTR */
