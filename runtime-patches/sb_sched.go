@@ -14,7 +14,10 @@
 
 package runtime
 
-import "internal/runtime/atomic"
+import (
+	"internal/runtime/atomic"
+	"unsafe"
+)
 
 const (
 	sbThFree = iota
@@ -245,6 +248,7 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool, next int32) {
 		c.userGS = old.userGS
 		old.switched++
 		old.outAt = sbRdtsc()
+		(*sbUserRegs)(unsafe.Pointer(old.user)).outAt = old.outAt // for live CPU clocks
 	}
 	if next < 0 {
 		next = c.idle
@@ -283,7 +287,10 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool, next int32) {
 			if d := sbRdtsc() - t.outAt; int64(d) > 0 { // (another CPU's TSC may lag a hair)
 				t.away += d
 			}
-			t.outAt = 0
+			// Published live, away before outAt, as a reader of the
+			// thread's CPU clock loads them the other way round.
+			r := (*sbUserRegs)(unsafe.Pointer(t.user))
+			r.away, r.outAt, t.outAt = t.away, 0, 0
 		}
 	}
 	*f = t.frame

@@ -444,8 +444,13 @@ type UserRegs struct {
 	ExitCPU, Preempts uint64
 	// Away is the time, in TSC cycles, the thread spent switched out in
 	// user mode during the last RunUser: other threads ran meanwhile,
-	// so it is not the program's CPU time.
-	Away uint64
+	// so it is not the program's CPU time. While RunUser runs, the
+	// machine layer keeps it up to date at each switch back in, and
+	// OutAt holds the TSC at which the thread was switched out (0 while
+	// it runs): another goroutine reading the thread's CPU clock takes
+	// both off (load OutAt, then Away, then OutAt again: equal, they go
+	// together).
+	Away, OutAt uint64
 	// fpu holds the image FPU returns, where traps from user mode save
 	// it and the way back loads it (no copy per system call).
 	fpu [FPUSize + 64]byte

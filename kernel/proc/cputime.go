@@ -109,6 +109,10 @@ func (t *Thread) noteWait() {
 
 // enterUser marks the start of a stretch in user mode (now: the TSC).
 func (t *Thread) enterUser(now int64) {
+	// Cleared before the stretch shows as live: a reader of the clock
+	// must not take the last RunUser's turns off this one.
+	atomic.StoreUint64(&t.regs.Away, 0)
+	atomic.StoreUint64(&t.regs.OutAt, 0)
 	t.cpu.user.Store(t.cpu.user.Load() - now)
 }
 
@@ -213,11 +217,32 @@ type processUsage struct {
 // threadTimes reports one thread's account in nanoseconds, with the
 // time it has been in user mode so far if it is there now.
 func (t *Thread) threadTimes() cpuTimes {
-	user := t.cpu.user.Load()
-	if user < 0 {
-		user = max(user+cycles(), 0)
+	return cpuTimes{cyclesToNs(t.userCycles()), cyclesToNs(t.cpu.sys.Load())}
+}
+
+// userCycles is the thread's user time in TSC cycles. In user mode now,
+// the stretch so far counts less the turns other threads had on its CPU
+// meanwhile (UserRegs.Away, and the turn under way since OutAt), which
+// the machine layer updates as it switches the thread: two programs
+// spinning on one CPU each see half of the time pass on their clocks,
+// not all of it. The loads repeat until they saw one state.
+func (t *Thread) userCycles() int64 {
+	for {
+		user := t.cpu.user.Load()
+		if user >= 0 {
+			return user
+		}
+		out := atomic.LoadUint64(&t.regs.OutAt)
+		away := atomic.LoadUint64(&t.regs.Away)
+		now := cycles()
+		if atomic.LoadUint64(&t.regs.OutAt) != out || t.cpu.user.Load() != user {
+			continue
+		}
+		if out != 0 && now > int64(out) {
+			away += uint64(now - int64(out))
+		}
+		return max(user+now-int64(away), 0)
 	}
-	return cpuTimes{cyclesToNs(user), cyclesToNs(t.cpu.sys.Load())}
 }
 
 // selfTimes adds up the process's threads, live and exited.

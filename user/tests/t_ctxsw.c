@@ -251,10 +251,19 @@ static void test_preempted(void)
 	char c;
 	CHECK_EQ("spin.child_ready", read(ready[0], &c, 1), 1);
 	close(ready[0]);
+	clockid_t child_clock;
+	struct timespec ts;
+	long long child0 = 0, child1 = 0;
+	if (clock_getcpuclockid(pid, &child_clock) == 0 && clock_gettime(child_clock, &ts) == 0)
+		child0 = ts.tv_sec * 1000000000LL + ts.tv_nsec;
 	struct sw s0 = thread_sw(), r0 = rusage_sw(RUSAGE_THREAD);
 	long long cpu0 = thread_cpu_ns(), wall0 = now_ns();
 	spin_until(now_ns() + 300 * 1000000LL);
 	long long cpu1 = thread_cpu_ns(), wall1 = now_ns();
+	/* the child's clock read while it runs (it never left user mode):
+	 * the turns this thread had are not its time either */
+	if (clock_gettime(child_clock, &ts) == 0)
+		child1 = ts.tv_sec * 1000000000LL + ts.tv_nsec;
 	struct sw s1 = thread_sw(), r1 = rusage_sw(RUSAGE_THREAD);
 	kill(pid, SIGKILL);
 	struct rusage ru;
@@ -275,6 +284,7 @@ static void test_preempted(void)
 			   (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
 	CHECK("spin.cpu_time_shared", mine < (mine + theirs) * 3 / 4);
 	CHECK("spin.cpu_time_not_doubled", mine + theirs < (wall1 - wall0) * 5 / 4 + 50 * 1000000LL);
+	CHECK("spin.live_clock_not_doubled", child1 > child0 && mine + (child1 - child0) < (wall1 - wall0) * 5 / 4 + 50 * 1000000LL);
 	printf("# 300 ms sharing a CPU: %lld ms of CPU time here and %lld ms in the child, in %lld ms\n",
 	       mine / 1000000, theirs / 1000000, (wall1 - wall0) / 1000000);
 	CHECK("spin.status_invol", s1.invol - s0.invol > 0);
