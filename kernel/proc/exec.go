@@ -343,6 +343,7 @@ func (t *Thread) exec(tgt execTarget, argv, envp []string) error {
 		return err
 	}
 	t.futexExecRelease()
+	t.becomeLeader()
 	p.mu.Lock()
 	p.execing = nil
 	old := p.space.Swap(newSpaceRef(space))

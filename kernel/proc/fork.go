@@ -89,9 +89,10 @@ func (t *Thread) clone(args cloneArgs) int64 {
 	if flags&cloneThread == 0 {
 		watch = p.watchFork()
 		defer p.unwatchFork(watch)
-		if t.signalsReady() {
+		if t.signalsReady() || p.jobStopped.Load() {
 			// It came before the fork (a group's signal would not
-			// reach the child): delivered first, then the fork again.
+			// reach the child): delivered first, or the stop taken,
+			// then the fork again.
 			return -eRESTARTNOINTR
 		}
 	}
@@ -213,11 +214,13 @@ func (t *Thread) clone(args cloneArgs) int64 {
 	}
 	var vforkDone chan struct{}
 	cp.mu.Lock()
-	if cp == p && (p.exiting || p.execing != nil) {
+	if cp == p && (p.exiting || p.execing != nil || p.job.stopped) {
 		// The group is ending, or another thread is past exec's point
-		// of no return: both have counted the threads to stop, and kill
-		// this one. A thread added now would outlive them (Linux's
-		// copy_process fails on the fatal signal they leave pending).
+		// of no return, or the group is stopping: each has counted the
+		// threads to kill or stop, and a thread added now would escape
+		// the count (Linux's copy_process fails on the signal they leave
+		// pending). A stop parks this thread; the clone is made again
+		// once the group continues.
 		cp.mu.Unlock()
 		return -eRESTARTNOINTR
 	}

@@ -3,16 +3,50 @@ package proc
 // Job control: stop signals stop every thread of a process, SIGCONT
 // resumes it, and the parent hears of both (SIGCHLD with CLD_STOPPED or
 // CLD_CONTINUED unless SA_NOCLDSTOP, and wait with WUNTRACED or
-// WCONTINUED). A thread stops at its next return to user mode; one
-// blocked in a system call stays there until the call ends, then stops.
+// WCONTINUED). A thread stops at its next return to user mode. One
+// blocked in an interruptible wait is woken and its call ends as a
+// signal would end it (most calls restart once the process continues);
+// one in an uninterruptible wait stops when the wait ends.
+//
+// The stop is complete, and only then reported to the parent, when every
+// thread has parked (Linux's group_stop_count reaching zero): until then
+// a thread may still be inside a call with effects the parent can see,
+// such as a read taking data out of a pipe.
 
 // jobState is a process's stop state, guarded by Process.mu.
 type jobState struct {
-	stopped    bool
-	stopSig    int
-	stopReport bool          // a stop wait has not collected yet
+	stopped bool
+	stopSig int
+	// toStop counts the threads that have not parked for this stop
+	// (Thread.stopCounted false); the stop is complete at zero.
+	toStop     int
+	stopReport bool          // a complete stop a wait has not collected yet
 	contReport bool          // a continue wait has not collected yet
 	cont       chan struct{} // closed when the process continues
+}
+
+// stopPendingLocked reports whether a stop is under way that t has not
+// parked for: its interruptible waits end, as a signal's would.
+// Caller holds p.mu.
+func (t *Thread) stopPendingLocked() bool {
+	return t.Proc.job.stopped && !t.stopCounted
+}
+
+// parkedLocked counts t as parked for the stop in progress, if it was
+// not yet, and reports whether that completed the stop (the caller
+// then tells the parent). Caller holds p.mu.
+func (t *Thread) parkedLocked() (complete bool) {
+	p := t.Proc
+	if !p.job.stopped || t.stopCounted {
+		return false
+	}
+	t.stopCounted = true
+	p.job.toStop--
+	if p.job.toStop > 0 || p.exiting {
+		return false
+	}
+	p.job.stopReport = true
+	return true
 }
 
 func isStopSignal(sig int) bool {
@@ -47,17 +81,17 @@ func (p *Process) stopGroup(sig int) {
 		p.mu.Unlock()
 		return
 	}
-	p.job = jobState{stopped: true, stopSig: sig, stopReport: true, cont: make(chan struct{})}
+	p.job = jobState{stopped: true, stopSig: sig, toStop: len(p.threads), cont: make(chan struct{})}
 	p.jobStopped.Store(true)
 	threads := make([]*Thread, 0, len(p.threads))
 	for _, t := range p.threads {
+		t.stopCounted = false
 		threads = append(threads, t)
 	}
 	p.mu.Unlock()
 	for _, t := range threads {
-		t.wake() // out of user mode, to stop before going back
+		t.wake() // out of user mode or a wait, to stop before going back
 	}
-	p.notifyParent(cldStopped, sig)
 }
 
 // continueGroup is SIGCONT's effect, at the moment it is sent (even if
@@ -73,11 +107,21 @@ func (p *Process) continueGroup() {
 		p.mu.Unlock()
 		return
 	}
+	// A stop not yet complete was never reported: the parent hears of
+	// it now, as CLD_STOPPED, though wait with WCONTINUED sees the
+	// continue either way (Linux's prepare_signal).
+	code, sig := int32(cldContinued), sigCONT
+	if p.job.toStop > 0 {
+		code, sig = cldStopped, p.job.stopSig
+	}
 	close(p.job.cont)
 	p.job = jobState{contReport: true}
 	p.jobStopped.Store(false)
+	for _, t := range p.threads {
+		t.stopCounted = false
+	}
 	p.mu.Unlock()
-	p.notifyParent(cldContinued, sigCONT)
+	p.notifyParent(code, sig)
 }
 
 // notifyParent wakes the parent's waits and sends it SIGCHLD, unless its
@@ -113,14 +157,21 @@ func (t *Thread) waitWhileStopped() bool {
 		if !p.jobStopped.Load() {
 			return waited
 		}
-		p.mu.Lock()
-		stopped, cont := p.job.stopped, p.job.cont
-		p.mu.Unlock()
-		if !stopped || t.dying.Load() {
+		if t.dying.Load() {
 			return waited
 		}
 		if (t.pending.unlocked()|p.pending.unlocked())&bit(sigKILL) != 0 {
 			return true
+		}
+		p.mu.Lock()
+		stopped, cont, sig := p.job.stopped, p.job.cont, p.job.stopSig
+		complete := t.parkedLocked()
+		p.mu.Unlock()
+		if complete {
+			p.notifyParent(cldStopped, sig)
+		}
+		if !stopped {
+			return waited
 		}
 		waited = true
 		t.waitBegin()

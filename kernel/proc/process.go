@@ -489,6 +489,30 @@ func (p *Process) deThread(t *Thread) error {
 	return nil
 }
 
+// becomeLeader gives a thread that execs, the only one left (deThread),
+// the process's ID as its thread ID, as Linux's de_thread takes over
+// the leader's: the new program starts as a process whose one thread's
+// TID is its PID (the C library's caches and tgkill(getpid(), gettid())
+// rely on it), and the thread's old TID is free again.
+func (t *Thread) becomeLeader() {
+	p := t.Proc
+	if t.TID == p.PID {
+		return
+	}
+	tableMu.Lock() // tidMu; taken before p.mu, as groupInSession does
+	p.mu.Lock()
+	old := t.TID
+	delete(p.threads, old)
+	t.TID = p.PID
+	p.threads[p.PID] = t
+	p.mu.Unlock()
+	if tids[old] == t {
+		delete(tids, old)
+	}
+	tids[p.PID] = t
+	tableMu.Unlock()
+}
+
 // threadExited removes a thread; the last one out finishes the process.
 func (p *Process) threadExited(t *Thread, status int) {
 	p.mu.Lock()
@@ -499,7 +523,14 @@ func (p *Process) threadExited(t *Thread, status int) {
 		p.exiting = true
 		p.status = status
 	}
+	// A thread that ends during a stop no longer holds it up; the last
+	// one out reports no stop, but its exit.
+	stopDone := !last && t.parkedLocked()
+	sig := p.job.stopSig
 	p.mu.Unlock()
+	if stopDone {
+		p.notifyParent(cldStopped, sig)
+	}
 	if last {
 		p.finish()
 	}

@@ -383,8 +383,9 @@ func (p *Process) procState(t *Thread) byte {
 	switch {
 	case p.state != procRunning:
 		return 'Z'
-	case p.job.stopped:
-		return 'T'
+	case t != nil && p.job.stopped && t.stopCounted,
+		t == nil && p.job.stopped && p.job.toStop == 0:
+		return 'T' // parked, or (the process) every thread parked
 	case t != nil:
 		if t.sleeping.Load() {
 			return 'S'

@@ -88,6 +88,9 @@ type Thread struct {
 	// rt_sigsuspend's saved mask, restored once a handler frame saved it.
 	suspendOld uint64
 	inSuspend  bool
+	// stopCounted says the thread has parked (or ended) for the stop in
+	// progress (jobctl.go); under Proc.mu.
+	stopCounted bool
 	// robustList is set_robust_list's head, in the space it was set in
 	// (robustSpace): a thread that exec ends must not walk its old list
 	// in the new program's memory.

@@ -285,7 +285,8 @@ func (t *Thread) faultSignal(sig int, code int32, addr uint64) {
 }
 
 // interrupted reports whether a signal the thread does not block (or its
-// death) is waiting: blocking system calls return EINTR.
+// death, or a stop it has not parked for) is waiting: blocking system
+// calls return EINTR, or restart.
 func (t *Thread) interrupted() bool {
 	if t.dying.Load() {
 		return true
@@ -293,7 +294,7 @@ func (t *Thread) interrupted() bool {
 	p := t.Proc
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return (t.pending.mask|p.pending.mask)&^(t.sigMask&^unblockable) != 0
+	return (t.pending.mask|p.pending.mask)&^(t.sigMask&^unblockable) != 0 || t.stopPendingLocked()
 }
 
 // nextSignal takes the lowest pending unblocked signal (thread-directed

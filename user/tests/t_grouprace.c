@@ -5,7 +5,8 @@
  *   - execve in one thread while another calls exit_group, takes a fatal
  *     signal, or execs too: the process ends or runs the new program,
  *     never hangs (each side used to wait for the other's thread to stop,
- *     for ever);
+ *     for ever); the new program's one thread has the process's ID as
+ *     its thread ID, whichever thread called execve;
  *   - a parent and its child killed together under a child subreaper:
  *     the orphan is adopted before the subreaper can see its death (a
  *     SIGCHLD handler's WNOHANG loop finds it; with SIGCHLD ignored, wait
@@ -19,6 +20,7 @@
  * caught by an alarm in the process that waits.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -33,7 +35,9 @@
 
 static char self[256];
 
-/* re-executed as "t_grouprace exit": ends at once */
+/* re-executed as "t_grouprace exit": ends at once, with 0 if its one
+ * thread has the process's ID (Linux's de_thread gives a thread that
+ * execs the leader's), else 5 */
 static void exec_self(void)
 {
 	char *argv[] = {self, "exit", NULL};
@@ -311,10 +315,56 @@ static int cleartid_by_exit_group(void)
 	return cleartid_word == 0;
 }
 
+/* the entries of /proc/self/task, each checked to be this process's ID */
+static int threads_of_self(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n += atoi(e->d_name) == getpid() ? 1 : 100;
+	closedir(d);
+	return n;
+}
+
+static void *exec_now(void *arg)
+{
+	(void)arg;
+	exec_self();
+	return NULL;
+}
+
+/* a thread other than the main one execs: the process keeps its ID, and
+ * the program runs as its one thread (exit status 0 from "exit") */
+static int exec_from_thread(void)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		pthread_t th;
+		if (pthread_create(&th, NULL, exec_now, NULL) != 0)
+			_exit(90);
+		for (;;)
+			pause();
+	}
+	int st;
+	alarm(20);
+	pid_t w = waitpid(pid, &st, 0);
+	alarm(0);
+	if (w != pid) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		return -1;
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "exit") == 0)
-		return 0;
+		return syscall(SYS_gettid) == getpid() && threads_of_self() == 1 ? 0 : 5;
 	check_prog = "t_grouprace";
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 	if (n <= 0) {
@@ -335,6 +385,7 @@ int main(int argc, char **argv)
 	bad = exec_race(exec_thread, 60, 0, 0, &hung);
 	CHECK("exec.vs_exec.no_hang", !hung);
 	CHECK_EQ("exec.vs_exec.status", bad, 0);
+	CHECK_EQ("exec.from_thread.takes_pid", exec_from_thread(), 0);
 
 	CHECK_EQ("reparent.ignored_sigchld.echild", run_subreaper(0, 150), 0);
 	CHECK_EQ("reparent.handler_reaps_both", run_subreaper(1, 150), 0);

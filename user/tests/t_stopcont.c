@@ -8,15 +8,28 @@
  * and only a handler ends them with EINTR, SA_RESTART or not. Each sleeper is a
  * child stopped and continued by the parent; it reports through its
  * exit status.
+ *
+ * A stop is complete, and reported to the parent, only once every thread
+ * has stopped: a thread blocked in a futex wait or a read leaves the wait
+ * (to make the call again after SIGCONT), so once waitpid has seen the
+ * stop, a FUTEX_WAKE finds no waiter and data written to the pipe stays
+ * unread.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/select.h>
 #include <sys/syscall.h>
 #include <time.h>
 
 #include "check.h"
+
+#define FUTEX_WAIT 0
+#define FUTEX_WAKE 1
 
 static double now(void)
 {
@@ -138,6 +151,97 @@ static int run(int kind, int with_handler)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st);
 }
 
+/* the number of the threads of pid whose /proc state is T */
+static int threads_stopped(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/task", pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char sp[384], buf[256];
+		snprintf(sp, sizeof sp, "%s/%s/stat", path, e->d_name);
+		int fd = open(sp, O_RDONLY);
+		if (fd < 0)
+			continue;
+		ssize_t r = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (r <= 0)
+			continue;
+		buf[r] = 0;
+		char *q = strrchr(buf, ')');
+		if (q && q[1] == ' ' && q[2] == 'T')
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static int reader_in, reader_out;
+static int *futex_word;
+
+static void *reader(void *arg)
+{
+	(void)arg;
+	char b[8];
+	ssize_t n = read(reader_in, b, sizeof b);
+	write(reader_out, &n, sizeof n);
+	return NULL;
+}
+
+/* a child of two threads, one blocked in read on a pipe, the main one in
+ * FUTEX_WAIT on a shared word, stopped and then continued */
+static void group_stop(void)
+{
+	int in[2], out[2];
+	if (pipe(in) || pipe(out))
+		return;
+	futex_word = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	*futex_word = 0;
+	pid_t c = fork();
+	if (c == 0) {
+		close(in[1]);
+		close(out[0]);
+		reader_in = in[0], reader_out = out[1];
+		pthread_t th;
+		pthread_create(&th, NULL, reader, NULL);
+		while (*futex_word == 0)
+			syscall(SYS_futex, futex_word, FUTEX_WAIT, 0, NULL, NULL, 0);
+		pthread_join(th, NULL);
+		_exit(0);
+	}
+	close(out[1]);
+	usleep(200000); /* both threads blocked */
+	kill(c, SIGSTOP);
+	int st = 0;
+	CHECK("group_stop.waitpid_reports_stop", waitpid(c, &st, WUNTRACED) == c && WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP);
+	CHECK_EQ("group_stop.every_thread_T", threads_stopped(c), 2);
+	/* the futex waiter left its wait to stop: nobody to wake */
+	CHECK_EQ("group_stop.futex_waiter_left_wait", syscall(SYS_futex, futex_word, FUTEX_WAKE, 1, NULL, NULL, 0), 0);
+	CHECK_SYS("group_stop.write", write(in[1], "hello", 5));
+	usleep(100000);
+	int avail = -1;
+	ioctl(in[0], FIONREAD, &avail);
+	CHECK_EQ("group_stop.reader_reads_nothing_while_stopped", avail, 5);
+	kill(c, SIGCONT);
+	ssize_t n = -1;
+	read(out[0], &n, sizeof n);
+	CHECK_EQ("group_stop.read_made_again_after_cont", n, 5);
+	__atomic_store_n(futex_word, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, futex_word, FUTEX_WAKE, 1, NULL, NULL, 0);
+	st = -1;
+	waitpid(c, &st, 0);
+	CHECK_EQ("group_stop.child_exits_0", st, 0);
+	close(in[0]);
+	close(in[1]);
+	close(out[0]);
+}
+
 int main(void)
 {
 	check_prog = "t_stopcont";
@@ -159,6 +263,7 @@ int main(void)
 	CHECK_EQ("futex_wait.timed.handler_eintr", run(FUTEX, 1), 0);
 	CHECK_EQ("pause.handler_eintr", run(PAUSE, 1), 0);
 	CHECK_EQ("sigsuspend.handler_eintr", run(SUSPEND, 1), 0);
+	group_stop();
 	/* restart_syscall with nothing to finish: EINTR */
 	errno = 0;
 	CHECK_ERR("restart_syscall.nothing_eintr", syscall(219), EINTR);
