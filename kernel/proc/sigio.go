@@ -28,6 +28,8 @@ func sendSigio(o vfs.SigOwner, sig int, code int32, band uint32, fd int32) {
 			sigioTo(t.Proc, nil, sig, code, band, fd)
 		}
 	case linux.F_OWNER_PGRP:
+		groupSendMu.RLock() // members' forks pass it on (forkWatch)
+		defer groupSendMu.RUnlock()
 		var group []*Process
 		tableMu.Lock()
 		for _, p := range table {
@@ -38,7 +40,9 @@ func sendSigio(o vfs.SigOwner, sig int, code int32, band uint32, fd int32) {
 		tableMu.Unlock()
 		for _, p := range group {
 			if sigioPerm(o, p) {
-				sigioTo(p, nil, sig, code, band, fd)
+				if info, sent := sigioTo(p, nil, sig, code, band, fd); sent {
+					p.noteGroupSignal(info)
+				}
 			}
 		}
 	}
@@ -52,10 +56,13 @@ func sigioPerm(o vfs.SigOwner, p *Process) bool {
 	return o.EUID == 0 || o.EUID == suid || o.EUID == ruid || o.UID == suid || o.UID == ruid
 }
 
-// sigioTo sends the signal to thread t, or to process p when t is nil.
-func sigioTo(p *Process, t *Thread, sig int, code int32, band uint32, fd int32) {
+// sigioTo sends the signal to thread t, or to process p when t is nil,
+// and reports what it sent.
+func sigioTo(p *Process, t *Thread, sig int, code int32, band uint32, fd int32) (sigInfo, bool) {
+	shielded := false
 	send := func(info sigInfo) int64 {
 		if p.shielded(info.signo) {
+			shielded = true // dropped, as sent: no fallback to SIGIO
 			return 0
 		}
 		if t != nil {
@@ -68,11 +75,13 @@ func sigioTo(p *Process, t *Thread, sig int, code int32, band uint32, fd int32) 
 		raw := make([]byte, siSize)
 		binary.LittleEndian.PutUint64(raw[16:], uint64(band))
 		binary.LittleEndian.PutUint32(raw[24:], uint32(fd))
-		if send(sigInfo{signo: sig, code: code, raw: raw}) == 0 {
-			return
+		info := sigInfo{signo: sig, code: code, raw: raw}
+		if send(info) == 0 {
+			return info, !shielded
 		}
 	}
-	send(sigInfo{signo: sigIO, code: siKernel})
+	info := sigInfo{signo: sigIO, code: siKernel}
+	return info, send(info) == 0 && !shielded
 }
 
 // ownerExists reports whether id names something F_SETOWN may point at:

@@ -202,10 +202,19 @@ func sysMsgget(t *Thread, a *[6]uint64) (int64, bool) {
 	return int64(id), false
 }
 
-// sysvResult is a blocking System V call's result: an interrupted wait
-// is EINTR whatever SA_RESTART says (signal(7): never restarted).
-func sysvResult(err error) int64 {
+// sysvResult is a blocking System V call's result. An interrupted
+// semop is EINTR whatever SA_RESTART says, even for a stop (signal(7));
+// msgsnd and msgrcv (restart) are made again unless a handler runs, as
+// Linux's ERESTARTNOHAND. A wake-up with nothing behind it (one left
+// from a signal taken earlier) makes either call again.
+func (t *Thread) sysvResult(err error, restart bool) int64 {
 	if errors.Is(err, linux.EINTR) {
+		switch {
+		case !t.interrupted():
+			return -eRESTARTNOINTR
+		case restart:
+			return -eRESTARTNOHAND
+		}
 		return -eINTR
 	}
 	return errno(err)
@@ -227,7 +236,7 @@ func sysMsgsnd(t *Thread, a *[6]uint64) (int64, bool) {
 	t.sleepBegin()
 	err := sysvMsg.Send(id, typ, buf[8:], b, c.vfsCred(), t.Proc.PID)
 	t.sleepEnd()
-	return sysvResult(err), false
+	return t.sysvResult(err, true), false
 }
 
 func sysMsgrcv(t *Thread, a *[6]uint64) (int64, bool) {
@@ -241,7 +250,7 @@ func sysMsgrcv(t *Thread, a *[6]uint64) (int64, bool) {
 	mtype, text, err := sysvMsg.Receive(id, int(min(size, 1<<30)), typ, flags, b, c.vfsCred(), t.Proc.PID)
 	t.sleepEnd()
 	if err != nil {
-		return sysvResult(err), false
+		return t.sysvResult(err, true), false
 	}
 	out := binary.LittleEndian.AppendUint64(make([]byte, 0, 8+len(text)), uint64(mtype))
 	out = append(out, text...)
@@ -350,7 +359,7 @@ func (t *Thread) semop(id uint64, ops uintptr, nsops uint64, timeout uintptr) in
 	t.sleepBegin()
 	err := sysvSem.Op(int(int32(id)), list, w, c.vfsCred(), p.PID, undo)
 	t.sleepEnd()
-	return sysvResult(err)
+	return t.sysvResult(err, false)
 }
 
 func sysSemctl(t *Thread, a *[6]uint64) (int64, bool) {

@@ -315,16 +315,30 @@ func (t *Thread) cpuNanosleep(id int32, abs bool, d time.Duration, remAt uintptr
 				continue
 			}
 			if abs {
-				return t.restartOrEINTR()
+				return -eRESTARTNOHAND // the same deadline again, unless a handler runs
 			}
 			if remAt != 0 {
 				if e := putTimespec(t, remAt, max(end-c.now(), 0), false); e != 0 {
 					return e
 				}
 			}
-			return -eINTR
+			// Finished through restart_syscall to the same clock
+			// reading, as Linux's posix_cpu_nsleep_restart.
+			t.restartFn = func(t *Thread) int64 { return t.cpuSleepRestart(id, end) }
+			return -eRESTARTBLOCK
 		}
 	}
+}
+
+// cpuSleepRestart goes on with a relative CPU-clock sleep a signal (with
+// no handler) or a stop interrupted, to the clock reading it aimed at.
+func (t *Thread) cpuSleepRestart(id int32, end int64) int64 {
+	r := t.cpuNanosleep(id, true, time.Duration(end), 0)
+	if r == -eRESTARTNOHAND {
+		t.restartFn = func(t *Thread) int64 { return t.cpuSleepRestart(id, end) }
+		return -eRESTARTBLOCK
+	}
+	return r
 }
 
 // sleepUntilWall waits until the wall clock reads at, following changes

@@ -14,6 +14,10 @@
  * (to make the call again after SIGCONT), so once waitpid has seen the
  * stop, a FUTEX_WAKE finds no waiter and data written to the pipe stays
  * unread.
+ *
+ * Also across a stop: a relative sleep on the process's CPU clock goes on
+ * (restart_syscall), msgrcv goes on, and semop ends with EINTR, as
+ * signal(7) says Linux's does.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -21,7 +25,10 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/ipc.h>
 #include <sys/mman.h>
+#include <sys/msg.h>
+#include <sys/sem.h>
 #include <sys/select.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -45,7 +52,14 @@ static void on_usr1(int s)
 	handled++;
 }
 
-enum { NANOSLEEP, CLOCK_REL, CLOCK_ABS, POLL, PPOLL, SELECT, FUTEX, PAUSE, SUSPEND };
+enum { NANOSLEEP, CLOCK_REL, CLOCK_ABS, POLL, PPOLL, SELECT, FUTEX, CPU_REL, PAUSE, SUSPEND };
+
+static void *spin(void *arg)
+{
+	for (volatile unsigned long n = 0;; n++)
+		(void)arg;
+	return NULL;
+}
 
 /* the child: sleeps 1 s (or waits for SIGUSR1) by kind; exit 0 if the
  * call ended as Linux ends it, else a code saying how it did not */
@@ -99,6 +113,15 @@ static void sleeper(int kind, int with_handler)
 			r = 0; /* the end it should have */
 		break;
 	}
+	case CPU_REL: {
+		/* 1 s of the process's CPU time, which a spinning thread
+		 * spends: restarted through restart_syscall after a stop */
+		pthread_t th;
+		pthread_create(&th, NULL, spin, NULL);
+		e = clock_nanosleep(CLOCK_PROCESS_CPUTIME_ID, 0, &d, &rem);
+		r = e ? -1 : 0;
+		break;
+	}
 	case PAUSE:
 		r = pause();
 		e = errno;
@@ -116,7 +139,7 @@ static void sleeper(int kind, int with_handler)
 		/* ended by the handler: EINTR, early, with what was left */
 		if (r != -1 || e != EINTR || handled != 1)
 			_exit(10);
-		if ((kind == NANOSLEEP || kind == CLOCK_REL) && (rem.tv_sec != 0 || rem.tv_nsec == 0 || rem.tv_nsec == 9))
+		if ((kind == NANOSLEEP || kind == CLOCK_REL || kind == CPU_REL) && (rem.tv_sec != 0 || rem.tv_nsec == 0 || rem.tv_nsec == 9))
 			_exit(11);
 		_exit(kind < PAUSE && slept > 0.9 ? 12 : 0);
 	}
@@ -242,6 +265,59 @@ static void group_stop(void)
 	close(out[0]);
 }
 
+/* System V waits across a stop: msgrcv goes on (Linux's ERESTARTNOHAND),
+ * semop ends with EINTR (signal(7) lists it among the calls a stop
+ * interrupts). Returns the child's exit code: 0 as Linux does. */
+static void on_alarm(int s)
+{
+	(void)s;
+}
+
+static int sysv_stop(int sem)
+{
+	struct sigaction sa = {.sa_handler = on_alarm}; /* ends a waitpid that hangs */
+	sigaction(SIGALRM, &sa, NULL);
+	int q = msgget(IPC_PRIVATE, 0600), s = semget(IPC_PRIVATE, 1, 0600);
+	if (q < 0 || s < 0)
+		return 99;
+	pid_t c = fork();
+	if (c == 0) {
+		if (sem) {
+			struct sembuf op = {0, -1, 0};
+			int r = semop(s, &op, 1);
+			_exit(r == -1 && errno == EINTR ? 0 : 20 + (r == 0));
+		}
+		struct {
+			long type;
+			char text[8];
+		} m;
+		ssize_t r = msgrcv(q, &m, sizeof m.text, 0, 0);
+		_exit(r == 5 && memcmp(m.text, "hello", 5) == 0 ? 0 : r < 0 && errno == EINTR ? 14 : 15);
+	}
+	usleep(150000);
+	kill(c, SIGSTOP);
+	usleep(150000);
+	kill(c, SIGCONT);
+	usleep(150000);
+	struct {
+		long type;
+		char text[8];
+	} m = {1, "hello"};
+	if (!sem)
+		msgsnd(q, &m, 5, 0);
+	int st;
+	alarm(10);
+	pid_t w = waitpid(c, &st, 0);
+	alarm(0);
+	if (w != c) {
+		kill(c, SIGKILL);
+		waitpid(c, &st, 0);
+	}
+	msgctl(q, IPC_RMID, NULL);
+	semctl(s, 0, IPC_RMID);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st);
+}
+
 int main(void)
 {
 	check_prog = "t_stopcont";
@@ -252,6 +328,7 @@ int main(void)
 	CHECK_EQ("ppoll.goes_on_after_stop", run(PPOLL, 0), 0);
 	CHECK_EQ("select.goes_on_after_stop", run(SELECT, 0), 0);
 	CHECK_EQ("futex_wait.timed.goes_on_after_stop", run(FUTEX, 0), 0);
+	CHECK_EQ("clock_nanosleep.cpu_clock.goes_on_after_stop", run(CPU_REL, 0), 0);
 	CHECK_EQ("pause.goes_on_after_stop", run(PAUSE, 0), 0);
 	CHECK_EQ("sigsuspend.goes_on_after_stop", run(SUSPEND, 0), 0);
 	CHECK_EQ("nanosleep.handler_eintr_rem", run(NANOSLEEP, 1), 0);
@@ -261,9 +338,12 @@ int main(void)
 	CHECK_EQ("ppoll.handler_eintr", run(PPOLL, 1), 0);
 	CHECK_EQ("select.handler_eintr", run(SELECT, 1), 0);
 	CHECK_EQ("futex_wait.timed.handler_eintr", run(FUTEX, 1), 0);
+	CHECK_EQ("clock_nanosleep.cpu_clock.handler_eintr_rem", run(CPU_REL, 1), 0);
 	CHECK_EQ("pause.handler_eintr", run(PAUSE, 1), 0);
 	CHECK_EQ("sigsuspend.handler_eintr", run(SUSPEND, 1), 0);
 	group_stop();
+	CHECK_EQ("msgrcv.goes_on_after_stop", sysv_stop(0), 0);
+	CHECK_EQ("semop.eintr_after_stop", sysv_stop(1), 0);
 	/* restart_syscall with nothing to finish: EINTR */
 	errno = 0;
 	CHECK_ERR("restart_syscall.nothing_eintr", syscall(219), EINTR);
