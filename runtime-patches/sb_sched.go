@@ -248,7 +248,9 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool, next int32) {
 		c.userGS = old.userGS
 		old.switched++
 		old.outAt = sbRdtsc()
-		(*sbUserRegs)(unsafe.Pointer(old.user)).outAt = old.outAt // for live CPU clocks
+		// Live CPU clocks: while out, Away reads as the time away so
+		// far less the TSC it went out at (negative).
+		(*sbUserRegs)(unsafe.Pointer(old.user)).away = old.away - old.outAt
 	}
 	if next < 0 {
 		next = c.idle
@@ -287,10 +289,8 @@ func sbSwitchLocked(c *sbCPU, f *sbFrame, save bool, next int32) {
 			if d := sbRdtsc() - t.outAt; int64(d) > 0 { // (another CPU's TSC may lag a hair)
 				t.away += d
 			}
-			// Published live, away before outAt, as a reader of the
-			// thread's CPU clock loads them the other way round.
-			r := (*sbUserRegs)(unsafe.Pointer(t.user))
-			r.away, r.outAt, t.outAt = t.away, 0, 0
+			(*sbUserRegs)(unsafe.Pointer(t.user)).away = t.away
+			t.outAt = 0
 		}
 	}
 	*f = t.frame

@@ -24,7 +24,6 @@ type sbUserRegs struct {
 	affinity, prio, slice uint64 // its scheduling class (sbSetClass)
 	exitCPU, preempts     uint64 // where RunUser last returned; times switched out in ring 3
 	away                  uint64 // TSC cycles switched out in ring 3 in this or the last RunUser
-	outAt                 uint64 // TSC when switched out in ring 3, 0 while it runs
 	// fpu holds the program's FPU image at its first 64-byte boundary
 	// (XSAVE's alignment; the heap's is 8), where traps from user mode
 	// save it and the way back loads it (sbUserImage, sb_amd64.s).
@@ -92,7 +91,6 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 		return
 	}
 	t.switched, t.outAt, t.away = 0, 0, 0
-	r.away, r.outAt = 0, 0
 	// Only the kernel's general registers are kept: RunUser is a system
 	// call to the Go code that makes it, and no vector register is live
 	// across one (X15, the ABI's zero register, comes back zero: see

@@ -445,12 +445,13 @@ type UserRegs struct {
 	// Away is the time, in TSC cycles, the thread spent switched out in
 	// user mode during the last RunUser: other threads ran meanwhile,
 	// so it is not the program's CPU time. While RunUser runs, the
-	// machine layer keeps it up to date at each switch back in, and
-	// OutAt holds the TSC at which the thread was switched out (0 while
-	// it runs): another goroutine reading the thread's CPU clock takes
-	// both off (load OutAt, then Away, then OutAt again: equal, they go
-	// together).
-	Away, OutAt uint64
+	// machine layer keeps it current for another goroutine reading the
+	// thread's CPU clock, in one word: the time away so far while the
+	// thread runs, and while it is switched out that time less the TSC
+	// at which it went out (negative as an int64: add the TSC now).
+	// Each store gives a value never seen before, so two equal loads
+	// around a clock read saw one state.
+	Away uint64
 	// fpu holds the image FPU returns, where traps from user mode save
 	// it and the way back loads it (no copy per system call).
 	fpu [FPUSize + 64]byte

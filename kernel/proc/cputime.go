@@ -112,7 +112,6 @@ func (t *Thread) enterUser(now int64) {
 	// Cleared before the stretch shows as live: a reader of the clock
 	// must not take the last RunUser's turns off this one.
 	atomic.StoreUint64(&t.regs.Away, 0)
-	atomic.StoreUint64(&t.regs.OutAt, 0)
 	t.cpu.user.Store(t.cpu.user.Load() - now)
 }
 
@@ -222,26 +221,26 @@ func (t *Thread) threadTimes() cpuTimes {
 
 // userCycles is the thread's user time in TSC cycles. In user mode now,
 // the stretch so far counts less the turns other threads had on its CPU
-// meanwhile (UserRegs.Away, and the turn under way since OutAt), which
-// the machine layer updates as it switches the thread: two programs
-// spinning on one CPU each see half of the time pass on their clocks,
-// not all of it. The loads repeat until they saw one state.
+// meanwhile (UserRegs.Away, with the turn under way if the thread is
+// switched out), which the machine layer keeps current as it switches
+// the thread: two programs spinning on one CPU each see half of the
+// time pass on their clocks, not all of it. The loads repeat until the
+// clock read fell between two that saw one state.
 func (t *Thread) userCycles() int64 {
 	for {
 		user := t.cpu.user.Load()
 		if user >= 0 {
 			return user
 		}
-		out := atomic.LoadUint64(&t.regs.OutAt)
-		away := atomic.LoadUint64(&t.regs.Away)
+		away := int64(atomic.LoadUint64(&t.regs.Away))
 		now := cycles()
-		if atomic.LoadUint64(&t.regs.OutAt) != out || t.cpu.user.Load() != user {
+		if int64(atomic.LoadUint64(&t.regs.Away)) != away || t.cpu.user.Load() != user {
 			continue
 		}
-		if out != 0 && now > int64(out) {
-			away += uint64(now - int64(out))
+		if away < 0 { // switched out since now+away
+			away = max(away+now, 0)
 		}
-		return max(user+now-int64(away), 0)
+		return max(user+now-away, 0)
 	}
 }
 

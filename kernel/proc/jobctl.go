@@ -109,10 +109,11 @@ func (p *Process) continueGroup() {
 	}
 	// A stop not yet complete was never reported: the parent hears of
 	// it now, as CLD_STOPPED, though wait with WCONTINUED sees the
-	// continue either way (Linux's prepare_signal).
+	// continue either way (Linux's prepare_signal, which also clears the
+	// stop's signal first: si_status is 0).
 	code, sig := int32(cldContinued), sigCONT
 	if p.job.toStop > 0 {
-		code, sig = cldStopped, p.job.stopSig
+		code, sig = cldStopped, 0
 	}
 	close(p.job.cont)
 	p.job = jobState{contReport: true}

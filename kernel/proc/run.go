@@ -24,6 +24,10 @@ type Thread struct {
 	// restartFn finishes a call that returned eRESTARTBLOCK, when the
 	// thread makes restart_syscall (Linux's restart_block).
 	restartFn func(t *Thread) int64
+	// restarting is the restart code (eRESTARTSYS...) of the
+	// interrupted call the registers point back at, until the thread
+	// goes back to user mode or a handler settles it (restartForHandler).
+	restarting int64
 
 	regs machine.UserRegs
 	// affinity is the CPUs the thread's program may run on
@@ -214,6 +218,7 @@ func (t *Thread) run() {
 		if p.cpuCounting.Load() != 0 {
 			kick = t.cpuTimerKick()
 		}
+		t.restarting = 0 // no handler ran: the call is made again
 		ustart := cycles()
 		t.chargeSys(kstart, ustart)
 		t.enterUser(ustart)

@@ -344,6 +344,9 @@ func (t *Thread) deliverSignals() bool {
 		case a.handler == sigIgn || a.handler == sigDfl:
 			continue
 		}
+		if t.restarting != 0 {
+			t.restartForHandler(a)
+		}
 		if t.rseq.reg.Addr != 0 {
 			// A signal aborts the critical section the thread is in,
 			// before the frame saves its registers (Linux's
@@ -535,6 +538,9 @@ func (t *Thread) setupFrame(info sigInfo, a sigAction) error {
 // sigreturn restores the state saved by setupFrame from the ucontext at the
 // stack pointer (the handler's RET popped the return address).
 func (t *Thread) sigreturn() error {
+	// A restart_syscall after the handler has no call to finish, as
+	// Linux's rt_sigreturn resets restart_block.
+	t.restartFn = nil
 	s := t.Proc.Space()
 	r := &t.regs
 	uc := make([]byte, ucSize)
@@ -584,16 +590,6 @@ const eRESTARTBLOCK = 516
 
 func (t *Thread) restartOrEINTR() int64 { return -eRESTARTSYS }
 
-// noHandlerNext reports whether the signal about to be delivered (if
-// any) runs no handler: eRESTARTNOHAND and eRESTARTBLOCK restart then.
-func (t *Thread) noHandlerNext() bool {
-	p := t.Proc
-	p.mu.Lock()
-	ready := (t.pending.mask | p.pending.mask) &^ (t.sigMask &^ unblockable)
-	p.mu.Unlock()
-	return ready == 0 || p.sig.get(lowestSignal(ready)).handler <= sigIgn
-}
-
 // sysRestartSyscall is restart_syscall(2): it finishes the call an
 // eRESTARTBLOCK left (t.restartFn), else EINTR (Linux's
 // do_no_restart_syscall).
@@ -606,19 +602,19 @@ func sysRestartSyscall(t *Thread, a *[6]uint64) (int64, bool) {
 	return fn(t), false
 }
 
-// shouldRestart decides an interrupted call's fate from the signal about
-// to be delivered.
-func (t *Thread) shouldRestart() bool {
-	p := t.Proc
-	p.mu.Lock()
-	ready := (t.pending.mask | p.pending.mask) &^ (t.sigMask &^ unblockable)
-	p.mu.Unlock()
-	if ready == 0 {
-		return true
+// restartForHandler settles the restart of the interrupted call the
+// registers point back at (Thread.restarting), now that a handler is
+// about to run (Linux's handle_signal): the call is made again after
+// the handler for eRESTARTNOINTR, and for eRESTARTSYS under SA_RESTART;
+// otherwise it fails with EINTR.
+func (t *Thread) restartForHandler(a sigAction) {
+	code := t.restarting
+	t.restarting = 0
+	if code == -eRESTARTNOINTR || code == -eRESTARTSYS && a.flags&saRestart != 0 {
+		return
 	}
-	a := p.sig.get(lowestSignal(ready))
-	if a.handler > sigIgn {
-		return a.flags&saRestart != 0
-	}
-	return true
+	t.restartFn = nil
+	intr := int64(-eINTR)
+	t.regs.RIP += 2 // past the SYSCALL again
+	t.regs.RAX = uint64(intr)
 }

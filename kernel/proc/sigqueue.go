@@ -191,6 +191,7 @@ func sysRtSigtimedwait(t *Thread, a *[6]uint64) (int64, bool) {
 	}
 	set := binary.LittleEndian.Uint64(b[:]) &^ unblockable
 	var timer <-chan time.Time
+	poll := false // a zero timeout: look once, never wait (EAGAIN)
 	if a[2] != 0 {
 		if err := s.CopyIn(uintptr(a[2]), b[:]); err != nil {
 			return errno(err), false
@@ -199,6 +200,7 @@ func sysRtSigtimedwait(t *Thread, a *[6]uint64) (int64, bool) {
 		if sec < 0 || nsec < 0 || nsec >= 1e9 {
 			return -eINVAL, false
 		}
+		poll = sec == 0 && nsec == 0
 		tm := time.NewTimer(time.Duration(sec)*time.Second + time.Duration(nsec))
 		defer tm.Stop()
 		timer = tm.C
@@ -228,6 +230,9 @@ func sysRtSigtimedwait(t *Thread, a *[6]uint64) (int64, bool) {
 				}
 			}
 			return int64(info.signo), false
+		}
+		if poll { // Linux's do_sigtimedwait sleeps only with time to wait
+			return -eAGAIN, false
 		}
 		if t.interrupted() {
 			return -eINTR, false

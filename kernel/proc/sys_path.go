@@ -5,10 +5,11 @@ package proc
 
 import (
 	"encoding/binary"
-	"shortbread/kernel/iobuf"
+	"errors"
 
 	"shortbread/kernel/abi/linux"
 	"shortbread/kernel/fs/devfs"
+	"shortbread/kernel/iobuf"
 	"shortbread/kernel/vfs"
 )
 
@@ -332,7 +333,11 @@ func sysTruncate(t *Thread, a *[6]uint64) (int64, bool) {
 	if err := t.truncLimit(int64(a[1])); err != nil {
 		return errno(err), false
 	}
-	return errno(fsys.Truncate(t.ctx(), dir, path, int64(a[1]))), false
+	err := fsys.Truncate(t.ctx(), dir, path, int64(a[1]))
+	if errors.Is(err, linux.EINTR) { // waiting for a lease to break
+		return t.restartOrEINTR(), false
+	}
+	return errno(err), false
 }
 
 func sysFtruncate(t *Thread, a *[6]uint64) (int64, bool) {

@@ -282,11 +282,24 @@ func (t *Thread) cpuNanosleep(id int32, abs bool, d time.Duration, remAt uintptr
 	if !ok {
 		return -eINVAL
 	}
-	now := c.now()
 	end := int64(d)
 	if !abs {
-		end += now
+		end += c.now()
 	}
+	return t.cpuSleepUntil(id, end, abs, remAt)
+}
+
+// cpuSleepUntil is cpuNanosleep's wait, until CPU-time clock id reads
+// end. A relative sleep (abs false) that a signal or a stop interrupts
+// writes what is left and goes on through restart_syscall to the same
+// reading, as Linux's posix_cpu_nsleep_restart; an absolute one
+// restarts unless a handler runs.
+func (t *Thread) cpuSleepUntil(id int32, end int64, abs bool, remAt uintptr) int64 {
+	c, ok := t.cpuClock(id)
+	if !ok {
+		return -eINVAL
+	}
+	now := c.now()
 	if now >= end {
 		return 0
 	}
@@ -322,23 +335,10 @@ func (t *Thread) cpuNanosleep(id int32, abs bool, d time.Duration, remAt uintptr
 					return e
 				}
 			}
-			// Finished through restart_syscall to the same clock
-			// reading, as Linux's posix_cpu_nsleep_restart.
-			t.restartFn = func(t *Thread) int64 { return t.cpuSleepRestart(id, end) }
+			t.restartFn = func(t *Thread) int64 { return t.cpuSleepUntil(id, end, false, remAt) }
 			return -eRESTARTBLOCK
 		}
 	}
-}
-
-// cpuSleepRestart goes on with a relative CPU-clock sleep a signal (with
-// no handler) or a stop interrupted, to the clock reading it aimed at.
-func (t *Thread) cpuSleepRestart(id int32, end int64) int64 {
-	r := t.cpuNanosleep(id, true, time.Duration(end), 0)
-	if r == -eRESTARTNOHAND {
-		t.restartFn = func(t *Thread) int64 { return t.cpuSleepRestart(id, end) }
-		return -eRESTARTBLOCK
-	}
-	return r
 }
 
 // sleepUntilWall waits until the wall clock reads at, following changes

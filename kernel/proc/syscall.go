@@ -388,24 +388,19 @@ func (t *Thread) syscall() bool {
 		t.syscallDone(no, e.Name, ret)
 	}
 	switch ret {
-	case -eRESTARTSYS, -eRESTARTNOINTR:
-		if ret == -eRESTARTNOINTR || t.shouldRestart() {
-			r.RIP -= 2 // back onto the SYSCALL instruction
-			r.RAX = no
-			return exit
+	case -eRESTARTSYS, -eRESTARTNOINTR, -eRESTARTNOHAND, -eRESTARTBLOCK:
+		// Back onto the SYSCALL instruction, to be made again unless
+		// a handler runs first that says otherwise (restartForHandler):
+		// as Linux's handle_signal, the choice waits for the signal
+		// actually delivered, after any stop the thread takes first
+		// (a SIGCONT handler then ends the call with EINTR).
+		r.RIP -= 2
+		r.RAX = no
+		if ret == -eRESTARTBLOCK {
+			r.RAX = 219 // restart_syscall: t.restartFn finishes it
 		}
-		ret = -eINTR
-	case -eRESTARTNOHAND, -eRESTARTBLOCK:
-		if t.noHandlerNext() {
-			r.RIP -= 2
-			r.RAX = no
-			if ret == -eRESTARTBLOCK {
-				r.RAX = 219 // restart_syscall: t.restartFn finishes it
-			}
-			return exit
-		}
-		t.restartFn = nil
-		ret = -eINTR
+		t.restarting = ret
+		return exit
 	}
 	r.RAX = uint64(ret)
 	return exit

@@ -273,6 +273,62 @@ static void on_alarm(int s)
 	(void)s;
 }
 
+static volatile sig_atomic_t conts;
+static void on_cont(int s)
+{
+	(void)s;
+	conts++;
+}
+
+/* A call interrupted by a stop, and the handler of the SIGCONT that ends
+ * the stop: the restart is decided by that handler, as Linux decides it
+ * after the stop (EINTR, unless SA_RESTART for a call that allows it).
+ * kind: 0 pause, 1 read of a pipe, 2 nanosleep. Returns the child's exit
+ * code, 0 as on Linux. */
+static int cont_handler(int kind, int sa_restart)
+{
+	struct sigaction al = {.sa_handler = on_alarm};
+	sigaction(SIGALRM, &al, NULL);
+	signal(SIGPIPE, SIG_IGN); /* the child may be gone when the byte goes */
+	int p[2];
+	if (pipe(p))
+		return 99;
+	pid_t c = fork();
+	if (c == 0) {
+		close(p[1]);
+		struct sigaction sa = {.sa_handler = on_cont, .sa_flags = sa_restart ? SA_RESTART : 0};
+		sigaction(SIGCONT, &sa, NULL);
+		char b;
+		struct timespec d = {2, 0};
+		int r = kind == 0 ? pause() : kind == 1 ? (int)read(p[0], &b, 1) : nanosleep(&d, NULL);
+		int e = errno;
+		if (conts != 1)
+			_exit(30);
+		if (sa_restart) /* the read made again, and the byte came */
+			_exit(r == 1 ? 0 : r < 0 && e == EINTR ? 31 : 32);
+		_exit(r == -1 && e == EINTR ? 0 : 33);
+	}
+	close(p[0]);
+	usleep(150000);
+	kill(c, SIGSTOP);
+	usleep(150000);
+	kill(c, SIGCONT);
+	usleep(150000);
+	(void)!write(p[1], "x", 1);
+	int st = 0;
+	alarm(10);
+	pid_t w = waitpid(c, &st, 0);
+	alarm(0);
+	if (w != c) { /* the call was made again: the child waits on */
+		kill(c, SIGKILL);
+		waitpid(c, &st, 0);
+		close(p[1]);
+		return 40;
+	}
+	close(p[1]);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st);
+}
+
 static int sysv_stop(int sem)
 {
 	struct sigaction sa = {.sa_handler = on_alarm}; /* ends a waitpid that hangs */
@@ -343,6 +399,10 @@ int main(void)
 	CHECK_EQ("sigsuspend.handler_eintr", run(SUSPEND, 1), 0);
 	group_stop();
 	CHECK_EQ("msgrcv.goes_on_after_stop", sysv_stop(0), 0);
+	CHECK_EQ("pause.sigcont_handler_eintr", cont_handler(0, 0), 0);
+	CHECK_EQ("read.sigcont_handler_eintr", cont_handler(1, 0), 0);
+	CHECK_EQ("read.sigcont_handler_sa_restart_goes_on", cont_handler(1, 1), 0);
+	CHECK_EQ("nanosleep.sigcont_handler_eintr", cont_handler(2, 0), 0);
 	CHECK_EQ("semop.eintr_after_stop", sysv_stop(1), 0);
 	/* restart_syscall with nothing to finish: EINTR */
 	errno = 0;
