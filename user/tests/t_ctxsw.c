@@ -254,9 +254,10 @@ static void test_preempted(void)
 	clockid_t child_clock;
 	struct timespec ts;
 	long long child0 = 0, child1 = 0;
-	if (clock_getcpuclockid(pid, &child_clock) == 0 && clock_gettime(child_clock, &ts) == 0)
-		child0 = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	int have_clock = clock_getcpuclockid(pid, &child_clock) == 0;
 	struct sw s0 = thread_sw(), r0 = rusage_sw(RUSAGE_THREAD);
+	if (have_clock && clock_gettime(child_clock, &ts) == 0)
+		child0 = ts.tv_sec * 1000000000LL + ts.tv_nsec;
 	long long cpu0 = thread_cpu_ns(), wall0 = now_ns();
 	spin_until(now_ns() + 300 * 1000000LL);
 	long long cpu1 = thread_cpu_ns(), wall1 = now_ns();
@@ -283,10 +284,14 @@ static void test_preempted(void)
 	long long theirs = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL +
 			   (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
 	CHECK("spin.cpu_time_shared", mine < (mine + theirs) * 3 / 4);
-	CHECK("spin.cpu_time_not_doubled", mine + theirs < (wall1 - wall0) * 5 / 4 + 50 * 1000000LL);
+	/* Within the window the one CPU ran one of the two all the time,
+	 * stalls included, so their clocks (the child's read live) add up
+	 * to the wall time, not more: neither is charged the other's turns.
+	 * Not the child's whole life from wait4, which on a loaded host may
+	 * hold stalls from before the window (seen: 531 ms against 303). */
 	CHECK("spin.live_clock_not_doubled", child1 > child0 && mine + (child1 - child0) < (wall1 - wall0) * 5 / 4 + 50 * 1000000LL);
-	printf("# 300 ms sharing a CPU: %lld ms of CPU time here and %lld ms in the child, in %lld ms\n",
-	       mine / 1000000, theirs / 1000000, (wall1 - wall0) / 1000000);
+	printf("# 300 ms sharing a CPU: %lld ms of CPU time here and %lld ms in the child (%lld ms in its life), in %lld ms\n",
+	       mine / 1000000, (child1 - child0) / 1000000, theirs / 1000000, (wall1 - wall0) / 1000000);
 	CHECK("spin.status_invol", s1.invol - s0.invol > 0);
 	CHECK("spin.rusage_invol", r1.invol - r0.invol > 0);
 	CHECK("spin.child_killed", WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
