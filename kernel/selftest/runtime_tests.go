@@ -17,8 +17,12 @@ import (
 )
 
 // Timer tolerance: QEMU without KVM runs guests far slower than hardware
-// and the host may be busy, so a timer may fire late by this much.
-const lateTolerance = 500 * time.Millisecond
+// and the host may be busy, so a timer may fire late by this much. The
+// guest's clock follows the host's, so a virtual CPU the host did not
+// run for a while sees its timer that much late (a soak at host load 7.6
+// saw Sleep(20ms) take 583 ms). What the bound is for is a timer that
+// does not fire at all, or only when something else wakes the CPU.
+const lateTolerance = 2 * time.Second
 
 func testEveryCPU() error {
 	n := machine.NumCPU()
