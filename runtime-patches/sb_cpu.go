@@ -50,6 +50,7 @@ type sbCPU struct {
 	// (/proc/interrupts).
 	intr    [sbVecCount - sbVecIRQBase]uint64
 	tlbSeen uint64  // last TLB shootdown generation this CPU applied
+	tlbAsk  uint32  // a shootdown waits for this CPU to apply it (sbShootdown)
 	cr3     uintptr // the address space loaded on this CPU
 	leaving uintptr // the one sbLoadCR3 is switching away from, until loaded
 	userGS  uint64  // KERNEL_GS_BASE, for sbSetUserGS; an entry from ring 3 may swap in a base the program set (WRGSBASE): its readers refresh this
@@ -247,10 +248,12 @@ var sbTLBGen uint64 // shootdown generation; each CPU's tlbSeen catches up
 // in ring 3 uses them: one in the kernel or idle (Linux's lazy TLB
 // mode) is only marked stale and flushes on its way back to ring 3
 // (sbUserGate), unless all is set (the page tables themselves are
-// going, which any CPU may walk). CPUs spinning on a
-// machine-layer lock answer from the spin loop (sbSpin.lock), so waiting
-// here while holding sbAS.mu cannot deadlock. The caller's own TLB is its
-// own business.
+// going, which any CPU may walk). A CPU waited for is asked (tlbAsk);
+// one spinning with interrupts off (on a machine-layer lock, or here)
+// answers from its spin loop, so waiting while holding sbAS.mu cannot
+// deadlock. The caller's own TLB is its own business, but starting a
+// shootdown applies no other (it once counted as if it did, and ended a
+// concurrent sbReleaseCR3's wait while this CPU kept the root loaded).
 func sbShootdown(root uintptr, all bool) {
 	if sbNCPU == 1 {
 		return
@@ -259,7 +262,6 @@ func sbShootdown(root uintptr, all bool) {
 	// The locked add orders the caller's page-table stores before the
 	// reads of c.cr3 below (sbLoadCR3 publishes c.cr3 before loading).
 	gen := atomic.Xadd64(&sbTLBGen, 1)
-	atomic.Store64(&me.tlbSeen, gen)
 	var sent [sbMaxCPU]bool
 	for i := int32(0); i < sbNCPU; i++ {
 		c := &sbCPUs[i]
@@ -275,6 +277,7 @@ func sbShootdown(root uintptr, all bool) {
 				continue
 			}
 		}
+		atomic.Store(&c.tlbAsk, 1)
 		sbSendIPI(c.apicID, sbVecTLB)
 		sent[i] = true
 	}
@@ -282,6 +285,7 @@ func sbShootdown(root uintptr, all bool) {
 		c := &sbCPUs[i]
 		for sent[i] && atomic.Load64(&c.tlbSeen) < gen {
 			sbPause()
+			sbServiceTLB() // c may be waiting for this CPU too
 		}
 	}
 }
@@ -306,22 +310,26 @@ func sbUserGate(c *sbCPU, f *sbFrame) {
 	}
 }
 
-// sbServiceTLB flushes this CPU's TLB if a shootdown is outstanding, and
-// leaves an address space being released (sbReleaseCR3).
+// sbServiceTLB flushes this CPU's TLB if a shootdown asked it to, and
+// leaves an address space being released (sbReleaseCR3). The request is
+// taken before the generation is read: a shootdown asks after its
+// generation exists, so the one read here covers every request taken.
 func sbServiceTLB() {
 	if sbNCPU == 1 {
 		return
 	}
 	me := sbThisCPU()
-	gen := atomic.Load64(&sbTLBGen)
-	if atomic.Load64(&me.tlbSeen) < gen {
-		if r := atomic.Loaduintptr(&sbReleasing); r != 0 && me.cr3 == r {
-			sbLoadCR3(me, sbAS.pml4)
-		} else {
-			sbWriteCR3(sbReadCR3())
-		}
-		atomic.Store64(&me.tlbSeen, gen)
+	if atomic.Load(&me.tlbAsk) == 0 {
+		return
 	}
+	atomic.Store(&me.tlbAsk, 0)
+	gen := atomic.Load64(&sbTLBGen)
+	if r := atomic.Loaduintptr(&sbReleasing); r != 0 && me.cr3 == r {
+		sbLoadCR3(me, sbAS.pml4)
+	} else {
+		sbWriteCR3(sbReadCR3())
+	}
+	atomic.Store64(&me.tlbSeen, gen)
 }
 
 // A CPU keeps a user address space loaded after the thread leaves user

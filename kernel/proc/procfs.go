@@ -376,28 +376,24 @@ func (p *Process) environ() []byte {
 
 // procState is the one-letter state: R running or runnable, S sleeping in
 // a system call, T stopped, Z zombie. Of a thread, or (t nil) of the
-// process: running if any thread is.
+// process, which is its main thread's, as on Linux (where /proc/PID/stat
+// is the leader's task): a process whose main thread sleeps is S while
+// another thread runs, and one whose main thread has ended is Z.
 func (p *Process) procState(t *Thread) byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if t == nil {
+		t = p.threads[p.PID]
+	}
 	switch {
-	case p.state != procRunning:
+	case p.state != procRunning || t == nil:
 		return 'Z'
-	case t != nil && p.job.stopped && t.stopCounted,
-		t == nil && p.job.stopped && p.job.toStop == 0:
-		return 'T' // parked, or (the process) every thread parked
-	case t != nil:
-		if t.sleeping.Load() {
-			return 'S'
-		}
-		return 'R'
+	case p.job.stopped && t.stopCounted:
+		return 'T' // parked
+	case t.sleeping.Load():
+		return 'S'
 	}
-	for _, th := range p.threads {
-		if !th.sleeping.Load() {
-			return 'R'
-		}
-	}
-	return 'S'
+	return 'R'
 }
 
 var stateNames = map[byte]string{'R': "running", 'S': "sleeping", 'T': "stopped", 'Z': "zombie"}

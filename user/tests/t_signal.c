@@ -2,7 +2,8 @@
  * SA_ONSTACK), delivery order, sigprocmask/sigpending/sigsuspend,
  * kill/tgkill/raise/sigqueue, SIGCHLD, SIGPIPE/EPIPE, EINTR and restart,
  * sigaltstack, alarm and setitimer, init's protection (kill(1, ...) and
- * kill(-1, ...)). */
+ * kill(-1, ...)), a handler that returns to an address no program can
+ * run. */
 #define _GNU_SOURCE
 #include "check.h"
 
@@ -16,6 +17,7 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <ucontext.h>
 
 static long long now_ms(void)
 {
@@ -740,6 +742,51 @@ static void test_init_protection(void)
 	close(ready[0]), close(ready[1]), close(go[0]), close(go[1]);
 }
 
+/* A handler that sets the saved RIP to an address outside the canonical
+ * range: the return to it is a general protection fault, which Linux
+ * reports as SIGSEGV with SI_KERNEL and address 0, the saved RIP as set
+ * (an Intel CPU's IRETQ faults in ring 0 there; the kernel must not). */
+static volatile unsigned long bad_rip;
+static void set_bad_rip(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig, (void)si;
+	((ucontext_t *)ctx)->uc_mcontext.gregs[REG_RIP] = bad_rip;
+}
+
+static void report_segv(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig;
+	int ok = si->si_code == SI_KERNEL && si->si_addr == NULL &&
+		 (unsigned long)((ucontext_t *)ctx)->uc_mcontext.gregs[REG_RIP] == bad_rip;
+	_exit(ok ? 42 : 43);
+}
+
+static void test_noncanonical_return(void)
+{
+	static const unsigned long rips[] = {0x0000800000000000UL, 0x8000000000000000UL, 0xffff7fffffffffffUL};
+	for (unsigned i = 0; i < sizeof rips / sizeof rips[0]; i++) {
+		for (int handled = 0; handled < 2; handled++) {
+			pid_t c = fork();
+			if (c == 0) {
+				bad_rip = rips[i];
+				set_handler(SIGUSR1, set_bad_rip, 0, NULL);
+				if (handled)
+					set_handler(SIGSEGV, report_segv, 0, NULL);
+				raise(SIGUSR1);
+				_exit(1);
+			}
+			int st = 0;
+			waitpid(c, &st, 0);
+			char name[96];
+			snprintf(name, sizeof name, "sigreturn.noncanonical_rip_%lx.%s", rips[i], handled ? "segv_si_kernel" : "killed_by_segv");
+			if (handled)
+				CHECK_EQ(name, WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st), 42);
+			else
+				CHECK_EQ(name, WIFSIGNALED(st) ? WTERMSIG(st) : -1, SIGSEGV);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -753,5 +800,6 @@ int main(int argc, char **argv)
 	test_altstack();
 	test_timers();
 	test_init_protection();
+	test_noncanonical_return();
 	return check_done();
 }

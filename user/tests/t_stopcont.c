@@ -54,11 +54,36 @@ static void on_usr1(int s)
 
 enum { NANOSLEEP, CLOCK_REL, CLOCK_ABS, POLL, PPOLL, SELECT, FUTEX, CPU_REL, PAUSE, SUSPEND };
 
+/* The spinner blocks SIGUSR1, as a worker thread in a portable program
+ * does: POSIX lets a process-directed signal go to any thread that does
+ * not block it, and Shortbread's spinner, kicked out of user mode to
+ * count its CPU time, took it at times instead of the sleeping thread. */
 static void *spin(void *arg)
 {
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &s, NULL);
 	for (volatile unsigned long n = 0;; n++)
 		(void)arg;
 	return NULL;
+}
+
+/* the state letter of pid's main thread in /proc, or 0 */
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	ssize_t r = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (r <= 0)
+		return 0;
+	buf[r] = 0;
+	char *q = strrchr(buf, ')');
+	return q && q[1] == ' ' ? q[2] : 0;
 }
 
 /* the child: sleeps 1 s (or waits for SIGUSR1) by kind; exit 0 if the
@@ -158,6 +183,10 @@ static int run(int kind, int with_handler)
 	if (c == 0)
 		sleeper(kind, with_handler);
 	usleep(150000);
+	/* the sleep has begun (a slow fork and thread creation under load
+	 * took longer than 150 ms at times) */
+	for (int i = 0; i < 200 && proc_state(c) != 'S'; i++)
+		usleep(10000);
 	if (with_handler) {
 		kill(c, SIGUSR1);
 	} else {
