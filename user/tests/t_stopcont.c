@@ -56,8 +56,9 @@ enum { NANOSLEEP, CLOCK_REL, CLOCK_ABS, POLL, PPOLL, SELECT, FUTEX, CPU_REL, PAU
 
 /* The spinner blocks SIGUSR1, as a worker thread in a portable program
  * does: POSIX lets a process-directed signal go to any thread that does
- * not block it, and Shortbread's spinner, kicked out of user mode to
- * count its CPU time, took it at times instead of the sleeping thread. */
+ * not block it. Linux wakes the sleeping main thread for it; on
+ * Shortbread the first thread to look takes it, and the spinner comes
+ * into the kernel every few milliseconds to have its CPU time counted. */
 static void *spin(void *arg)
 {
 	sigset_t s;
