@@ -175,13 +175,26 @@ func sbInitLAPIC(calibrate bool) {
 	if calibrate {
 		sbLAPICWrite(lapicLVTTmr, 1<<16) // masked while measuring
 		sbLAPICWrite(lapicInitCnt, 0xffffffff)
-		t0 := sbNanotime()
+		t0, c0 := sbAPICCount()
 		for sbNanotime()-t0 < 10_000_000 {
 		}
-		elapsed := uint64(0xffffffff - sbLAPICRead(lapicCurCnt))
-		sbAPICPerNs32 = (elapsed << 32) / 10_000_000
+		t1, c1 := sbAPICCount()
+		sbAPICPerNs32 = (uint64(c0-c1) << 32) / uint64(t1-t0)
 	}
 	sbLAPICWrite(lapicLVTTmr, sbVecTimer) // one-shot
+}
+
+// sbAPICCount reads the APIC timer's count and when, between clock reads
+// at most 20 µs apart: a loaded host that stopped the vCPU between a
+// one-sided pair stretched the window, and every timer was late by it.
+func sbAPICCount() (int64, uint32) {
+	for {
+		a := sbNanotime()
+		c := sbLAPICRead(lapicCurCnt)
+		if b := sbNanotime(); b-a <= 20_000 {
+			return a + (b-a)/2, c
+		}
+	}
 }
 
 // sbArmTimer asks for a timer interrupt at deadline (ns since boot).
