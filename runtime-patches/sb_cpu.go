@@ -312,8 +312,10 @@ func sbUserGate(c *sbCPU, f *sbFrame) {
 
 // sbServiceTLB flushes this CPU's TLB if a shootdown asked it to, and
 // leaves an address space being released (sbReleaseCR3). The request is
-// taken before the generation is read: a shootdown asks after its
-// generation exists, so the one read here covers every request taken.
+// taken before the generation is read (atomic.Store is an XCHG, a full
+// fence on amd64: a plain store could pass the load and wipe out a request
+// made in between): a shootdown asks after its generation exists, so the
+// one read here covers every request taken.
 func sbServiceTLB() {
 	if sbNCPU == 1 {
 		return
