@@ -83,6 +83,24 @@ __attribute__((format(printf, 3, 4))) static int check_report(const char *name, 
 	check_report((name), check_gs_ && strcmp(check_gs_, check_ws_) == 0, "%s = \"%s\", want \"%s\" (%s:%d)", \
 		     #got, check_gs_ ? check_gs_ : "(null)", check_ws_, __FILE__, __LINE__); })
 
+/* the state letter (R, S, T, Z...) in a /proc stat file (/proc/PID/stat,
+ * /proc/PID/task/TID/stat): the field after the name's closing
+ * parenthesis; 0 when the file cannot be read */
+__attribute__((unused)) static char check_stat_state(const char *path)
+{
+	char buf[512];
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
 /* the value of KEY in a file of "KEY VALUE" lines (/proc/shortbread/kmem),
  * or -1 when the file or the key is missing */
 __attribute__((unused)) static long check_proc_value(const char *path, const char *key)

@@ -73,18 +73,9 @@ static long cmprq(volatile void *cv, long nwake, long nreq, volatile void *mx, u
 /* the state letter of thread tid in /proc (0 if unreadable) */
 static char task_state(int tid)
 {
-	char path[64], buf[256];
+	char path[64];
 	snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : 0;
+	return check_stat_state(path);
 }
 
 /* waits up to 20 s for thread tid to sleep (in its only blocking call) */

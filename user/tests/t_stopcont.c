@@ -73,18 +73,9 @@ static void *spin(void *arg)
 /* the state letter of pid's main thread in /proc, or 0 */
 static char proc_state(pid_t pid)
 {
-	char path[64], buf[256];
+	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/stat", pid);
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return 0;
-	ssize_t r = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (r <= 0)
-		return 0;
-	buf[r] = 0;
-	char *q = strrchr(buf, ')');
-	return q && q[1] == ' ' ? q[2] : 0;
+	return check_stat_state(path);
 }
 
 /* the child: sleeps 1 s (or waits for SIGUSR1) by kind; exit 0 if the
@@ -217,18 +208,9 @@ static int threads_stopped(pid_t pid)
 	while ((e = readdir(d))) {
 		if (e->d_name[0] == '.')
 			continue;
-		char sp[384], buf[256];
+		char sp[384];
 		snprintf(sp, sizeof sp, "%s/%s/stat", path, e->d_name);
-		int fd = open(sp, O_RDONLY);
-		if (fd < 0)
-			continue;
-		ssize_t r = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		if (r <= 0)
-			continue;
-		buf[r] = 0;
-		char *q = strrchr(buf, ')');
-		if (q && q[1] == ' ' && q[2] == 'T')
+		if (check_stat_state(sp) == 'T')
 			n++;
 	}
 	closedir(d);
