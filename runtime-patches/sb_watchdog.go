@@ -35,7 +35,11 @@ func sbWatchdog(c *sbCPU, f *sbFrame) {
 	c.wdCheck = now
 	b := &sbCPUs[(c.id+1)%sbNCPU]
 	ticks := atomic.Load64(&b.intr[sbVecTimer-sbVecIRQBase])
-	if atomic.Load(&b.online) == 0 || ticks != b.wdSeen || sbThreads[b.cur].isIdle {
+	// An idle CPU counts too: every CPU arms its timer at least every
+	// quarter threshold (sbWdDeadline), and a trap that never ends while
+	// the idle thread is current (a fault loop) took a CI boot test down
+	// with no report.
+	if atomic.Load(&b.online) == 0 || ticks != b.wdSeen {
 		b.wdSeen, b.wdStuck, b.wdTold = ticks, 0, false
 		return
 	}
@@ -56,7 +60,7 @@ func sbWdDeadline(c *sbCPU, deadline int64) int64 {
 
 func sbWdReport(c, b *sbCPU, f *sbFrame) {
 	for i := int32(0); i < sbNCPU; i++ {
-		if o := &sbCPUs[i]; o != c && atomic.Load(&o.online) != 0 && !sbThreads[o.cur].isIdle {
+		if o := &sbCPUs[i]; o != c && atomic.Load(&o.online) != 0 && (o == b || !sbThreads[o.cur].isIdle) {
 			o.wdSeq = atomic.Load(&o.nmiSeq)
 			atomic.Store(&o.nmiWant, 1)
 			sbSendIPI(o.apicID, 0x400) // delivery mode NMI
