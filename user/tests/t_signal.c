@@ -763,7 +763,10 @@ static void report_segv(int sig, siginfo_t *si, void *ctx)
 
 static void test_noncanonical_return(void)
 {
-	static const unsigned long rips[] = {0x0000800000000000UL, 0x8000000000000000UL, 0xffff7fffffffffffUL};
+	/* outside the canonical range with 4-level paging and with 5-level
+	 * (LA57, which QEMU's "max" CPU offers Linux): 0x800000000000 is a
+	 * canonical user address under LA57 */
+	static const unsigned long rips[] = {0x0100000000000000UL, 0x8000000000000000UL, 0xfe00000000000000UL};
 	for (unsigned i = 0; i < sizeof rips / sizeof rips[0]; i++) {
 		for (int handled = 0; handled < 2; handled++) {
 			pid_t c = fork();
