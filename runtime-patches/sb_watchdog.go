@@ -35,10 +35,7 @@ func sbWatchdog(c *sbCPU, f *sbFrame) {
 	c.wdCheck = now
 	b := &sbCPUs[(c.id+1)%sbNCPU]
 	ticks := atomic.Load64(&b.intr[sbVecTimer-sbVecIRQBase])
-	// An idle CPU counts too: every CPU arms its timer at least every
-	// quarter threshold (sbWdDeadline), and a trap that never ends while
-	// the idle thread is current (a fault loop) took a CI boot test down
-	// with no report.
+	// Idle CPUs too: each arms its timer every quarter threshold (sbWdDeadline).
 	if atomic.Load(&b.online) == 0 || ticks != b.wdSeen {
 		b.wdSeen, b.wdStuck, b.wdTold = ticks, 0, false
 		return
