@@ -72,10 +72,6 @@ func sbRunUser(c *sbCPU, f *sbFrame, regs, cr3 uintptr) {
 		return
 	}
 	r := (*sbUserRegs)(unsafe.Pointer(regs))
-	if r.rip+1<<47 >= 1<<48 { // not canonical: an Intel CPU's IRETQ would fault in ring 0, after SWAPGS
-		r.trap, r.errcode, r.addr, f.rax = 13, 0, 0, 0 // the #GP an AMD CPU raises in ring 3
-		return
-	}
 	// The kernel names online CPUs only (a thread with none would never run).
 	aff, prio, slice := r.affinity&(1<<uint32(sbNCPU)-1), int32(r.prio&0xff), int64(r.slice)
 	if aff != t.affinity || prio != t.prio || slice != t.slice && (slice != 0 || t.slice != sbTimeSlice) {

@@ -495,7 +495,9 @@ const (
 // RunUser runs the user thread whose state is r in the address space whose
 // PML4 is at physical address cr3, until it makes a system call or takes a
 // fault (or the runtime needs the thread); r then holds the new state. To
-// the runtime the goroutine is in a system call meanwhile.
+// the runtime the goroutine is in a system call meanwhile. r.RIP must be
+// canonical: an Intel CPU's IRETQ to any other faults in ring 0, after
+// SWAPGS, so the caller (kernel/proc's run loop) checks it.
 func RunUser(r *UserRegs, cr3 uintptr) error {
 	_, _, errno := syscall.Syscall(sysRunUser, uintptr(unsafe.Pointer(r)), cr3, 0)
 	if errno != 0 {

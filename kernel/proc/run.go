@@ -219,15 +219,23 @@ func (t *Thread) run() {
 			kick = t.cpuTimerKick()
 		}
 		t.restarting = 0 // no handler ran: the call is made again
-		ustart := cycles()
-		t.chargeSys(kstart, ustart)
-		t.enterUser(ustart)
-		err := machine.RunUser(&t.regs, space.Root())
-		kstart = cycles()
+		var err error
+		if r := &t.regs; r.RIP+1<<47 >= 1<<48 {
+			// Not canonical (a signal frame or ptrace can set it): an
+			// Intel CPU's IRETQ would fault in ring 0, after SWAPGS.
+			// The program gets the #GP an AMD CPU raises in ring 3.
+			r.Trap, r.ErrCode, r.Addr = 13, 0, 0
+		} else {
+			ustart := cycles()
+			t.chargeSys(kstart, ustart)
+			t.enterUser(ustart)
+			err = machine.RunUser(r, space.Root())
+			kstart = cycles()
+			t.leaveUser(ustart, kstart)
+		}
 		if kick != nil {
 			kick.Stop()
 		}
-		t.leaveUser(ustart, kstart)
 		if err != nil {
 			Log.Errorf("proc: %v: RunUser: %v", p, err)
 			p.exitGroup(sigSEGV, t)
