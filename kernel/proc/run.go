@@ -5,15 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"runtime/metrics"
-	"shortbread/kernel/net/socket"
-	"shortbread/kernel/vfs"
 	"sync/atomic"
 	"time"
 
 	"shortbread/kernel/epoll"
+	"shortbread/kernel/klog"
 	"shortbread/kernel/machine"
 	"shortbread/kernel/mm"
+	"shortbread/kernel/net/socket"
 	"shortbread/kernel/seccomp"
+	"shortbread/kernel/vfs"
 )
 
 // Thread is one user thread: a goroutine that runs the program until its
@@ -334,16 +335,22 @@ func (p *Process) exitStatus() int {
 func (t *Thread) fatalSignal(sig int) {
 	r := &t.regs
 	status := sig
-	Log.Infof("proc: %v killed by signal %d at rip=%#x addr=%#x (trap %d)", t.Proc, sig, r.RIP, r.Addr, r.Trap)
+	// Init's death ends the machine, so it is told at every log level
+	// (Linux's "Attempted to kill init!"), with what a core dump holds.
+	level, dump := klog.Info, klog.Debug
+	if t.Proc.PID == 1 {
+		level, dump = klog.Warn, klog.Warn
+	}
+	Log.Logf(level, "proc: %v killed by signal %d at rip=%#x addr=%#x (trap %d)", t.Proc, sig, r.RIP, r.Addr, r.Trap)
 	if coreSignal(sig) {
 		// What a core dump would hold, in brief: the registers and the
 		// top of the stack.
-		Log.Debugf("proc: %v tid %d: rax=%#x rbx=%#x rcx=%#x rdx=%#x rsi=%#x rdi=%#x rbp=%#x rsp=%#x r8=%#x r9=%#x r10=%#x r11=%#x r12=%#x r13=%#x r14=%#x r15=%#x fs=%#x",
+		Log.Logf(dump, "proc: %v tid %d: rax=%#x rbx=%#x rcx=%#x rdx=%#x rsi=%#x rdi=%#x rbp=%#x rsp=%#x r8=%#x r9=%#x r10=%#x r11=%#x r12=%#x r13=%#x r14=%#x r15=%#x fs=%#x",
 			t.Proc, t.TID, r.RAX, r.RBX, r.RCX, r.RDX, r.RSI, r.RDI, r.RBP, r.RSP, r.R8, r.R9, r.R10, r.R11, r.R12, r.R13, r.R14, r.R15, r.FSBase)
 		if s := t.Proc.Space(); s != nil {
 			var b [64]byte
 			if s.CopyIn(uintptr(r.RSP), b[:]) == nil {
-				Log.Debugf("proc: stack at %#x: % x", r.RSP, b[:])
+				Log.Logf(dump, "proc: stack at %#x: % x", r.RSP, b[:])
 			}
 		}
 	}
