@@ -76,7 +76,7 @@ func (pt *posixTimer) expired(n uint64) {
 	} else if ok {
 		ok = p.pending.add(info, false)
 		if ok {
-			wake = p.wakeTargetLocked(pt.sig)
+			wake = p.signalTargetLocked(pt.sig)
 		}
 	}
 	p.mu.Unlock()
@@ -99,17 +99,6 @@ func (pt *posixTimer) delivered(info *sigInfo) {
 	pt.queued, pt.overrun = false, 0
 	binary.LittleEndian.PutUint32(info.raw[20:], uint32(pt.reported))
 	pt.mu.Unlock()
-}
-
-// wakeTargetLocked returns a thread that can take process-directed sig
-// now, as queueLocked picks one. Preconditions: p.mu is held.
-func (p *Process) wakeTargetLocked(sig int) *Thread {
-	for _, t := range p.threads {
-		if t.sigMask&bit(sig) == 0 || t.sigWaitSet&bit(sig) != 0 {
-			return t
-		}
-	}
-	return nil
 }
 
 // addTimer records a new timer and returns its id.

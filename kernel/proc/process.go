@@ -121,8 +121,10 @@ type Process struct {
 	stdout  io.Writer
 	stderr  io.Writer
 	threads map[int]*Thread
-	state   int
-	exiting bool
+	// sigTarget is the thread signalTargetLocked picked last (under mu).
+	sigTarget int
+	state     int
+	exiting   bool
 	// execing is the thread past exec's point of no return, killing the
 	// others (deThread) until the new image is in: a second exec, an
 	// exit_group and a new thread then give way to it.

@@ -232,12 +232,48 @@ func (p *Process) queueLocked(info sigInfo) (*Thread, int64) {
 	if !p.pending.add(info, p.sigQueueFull()) && sig >= sigRTMin {
 		return nil, -eAGAIN
 	}
-	for _, t := range p.threads {
-		if t.sigMask&bit(sig) == 0 || sig == sigKILL || t.sigWaitSet&bit(sig) != 0 {
-			return t, 0
+	return p.signalTargetLocked(sig), 0
+}
+
+// signalTargetLocked picks the thread to wake for a process-directed sig,
+// as Linux's complete_signal does: the main thread if it takes sig, else
+// the thread picked last time if it still does, else the next by thread
+// ID that does (nil if none: the signal waits for one to unblock it).
+// Whichever thread next enters the kernel unblocked takes it (nextSignal);
+// the choice decides only whose blocking call ends. Programs see it: a
+// main thread blocked in read gets the EINTR and runs the handler, not a
+// random one of its threads. Preconditions: p.mu is held.
+func (p *Process) signalTargetLocked(sig int) *Thread {
+	takes := func(t *Thread) bool {
+		return t != nil && !t.dying.Load() &&
+			(t.sigMask&bit(sig) == 0 || sig == sigKILL || t.sigWaitSet&bit(sig) != 0)
+	}
+	if t := p.threads[p.PID]; takes(t) {
+		return t
+	}
+	last := p.sigTarget
+	if t := p.threads[last]; takes(t) {
+		return t
+	}
+	var next, first *Thread
+	for tid, t := range p.threads {
+		if !takes(t) {
+			continue
+		}
+		if tid > last && (next == nil || tid < next.TID) {
+			next = t
+		}
+		if first == nil || tid < first.TID {
+			first = t
 		}
 	}
-	return nil, 0
+	if next == nil {
+		next = first
+	}
+	if next != nil {
+		p.sigTarget = next.TID
+	}
+	return next
 }
 
 // signalThread sends a thread-directed signal from the kernel (SIGPIPE).

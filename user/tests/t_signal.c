@@ -8,6 +8,7 @@
 #include "check.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -742,6 +743,130 @@ static void test_init_protection(void)
 	close(ready[0]), close(ready[1]), close(go[0]), close(go[1]);
 }
 
+/* Which thread a process-directed signal wakes (Linux's complete_signal):
+ * the main thread when it does not block the signal, else the thread
+ * picked last time while it still takes it, else the next in the thread
+ * list. The woken thread's blocking call ends with EINTR (no SA_RESTART);
+ * the others' calls go on. */
+static volatile pid_t target_tids[4];
+static volatile int target_n;
+static void note_target(int sig)
+{
+	(void)sig;
+	if (target_n < 4)
+		target_tids[target_n] = (pid_t)syscall(SYS_gettid);
+	target_n++;
+}
+
+struct reader {
+	int fd;
+	volatile pid_t tid;
+	volatile int eintr, done;
+};
+
+/* reads fd until a byte comes, counting reads that ended with EINTR */
+static void *reader_loop(void *arg)
+{
+	struct reader *r = arg;
+	r->tid = (pid_t)syscall(SYS_gettid);
+	char c;
+	for (;;) {
+		ssize_t n = read(r->fd, &c, 1);
+		if (n == 1)
+			break;
+		if (n < 0 && errno == EINTR)
+			r->eintr++;
+		else
+			break;
+	}
+	r->done = 1;
+	return NULL;
+}
+
+/* waits until thread tid of this process sleeps (state S) */
+static int wait_sleeping(pid_t tid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+	for (int i = 0; i < 5000; i++) {
+		if (check_stat_state(path) == 'S')
+			return 1;
+		usleep(1000);
+	}
+	return 0;
+}
+
+static void test_process_signal_target(void)
+{
+	struct sigaction sa = {0}, old;
+	sa.sa_handler = note_target; /* no SA_RESTART: the woken read ends */
+	sigaction(SIGUSR1, &sa, &old);
+	int pm[2], p1[2], p2[2];
+	if (pipe(pm) || pipe(p1) || pipe(p2)) {
+		CHECK("process_signal.pipes", 0);
+		return;
+	}
+	struct reader r1 = {.fd = p1[0]}, r2 = {.fd = p2[0]};
+	pthread_t t1, t2;
+	pthread_create(&t1, NULL, reader_loop, &r1);
+	while (!r1.tid)
+		usleep(1000);
+	pthread_create(&t2, NULL, reader_loop, &r2);
+	while (!r2.tid)
+		usleep(1000);
+	int asleep = wait_sleeping(r1.tid) && wait_sleeping(r2.tid);
+
+	/* 1. The main thread, blocked in read, takes it. */
+	pid_t me = getpid(), c = fork();
+	if (c == 0) {
+		char path[64];
+		snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)me, (int)me);
+		for (int i = 0; i < 5000 && check_stat_state(path) != 'S'; i++)
+			usleep(1000);
+		kill(me, SIGUSR1);
+		/* if another thread took it, the main thread's read would wait
+		 * forever: end it, the check below then fails */
+		sleep(3);
+		if (write(pm[1], "x", 1) != 1)
+			_exit(2);
+		_exit(0);
+	}
+	char ch;
+	ssize_t n = read(pm[0], &ch, 1);
+	int err = errno;
+	CHECK("process_signal.main_thread_read_eintr", asleep && n == -1 && err == EINTR);
+	CHECK_EQ("process_signal.main_thread_runs_handler", target_n >= 1 ? target_tids[0] : -1, me);
+	CHECK_EQ("process_signal.other_threads_read_on", r1.eintr + r2.eintr, 0);
+	kill(c, SIGKILL);
+	waitpid(c, NULL, 0);
+
+	/* 2. The main thread blocks it: the first thread takes it, and
+	 * takes the next one too while it can. */
+	sigset_t m, om;
+	sigemptyset(&m);
+	sigaddset(&m, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &m, &om);
+	target_n = 0;
+	for (int i = 0; i < 2; i++) {
+		wait_sleeping(r1.tid);
+		wait_sleeping(r2.tid);
+		kill(me, SIGUSR1);
+		for (int j = 0; j < 5000 && target_n <= i; j++)
+			usleep(1000);
+	}
+	CHECK_EQ("process_signal.blocked_main.handled", target_n, 2);
+	CHECK("process_signal.blocked_main.first_thread_twice",
+	      target_tids[0] == r1.tid && target_tids[1] == r1.tid && r1.eintr == 2 && r2.eintr == 0);
+	pthread_sigmask(SIG_SETMASK, &om, NULL);
+
+	if (write(p1[1], "x", 1) != 1 || write(p2[1], "x", 1) != 1)
+		CHECK("process_signal.release", 0);
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	sigaction(SIGUSR1, &old, NULL);
+	close(pm[0]), close(pm[1]), close(p1[0]), close(p1[1]), close(p2[0]), close(p2[1]);
+}
+
 /* A handler that sets the saved RIP to an address outside the canonical
  * range: the return to it is a general protection fault, which Linux
  * reports as SIGSEGV with SI_KERNEL and address 0, the saved RIP as set
@@ -804,5 +929,6 @@ int main(int argc, char **argv)
 	test_timers();
 	test_init_protection();
 	test_noncanonical_return();
+	test_process_signal_target();
 	return check_done();
 }
