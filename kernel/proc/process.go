@@ -10,6 +10,8 @@ package proc
 import (
 	"fmt"
 	"io"
+	"math/bits"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -529,7 +531,19 @@ func (p *Process) threadExited(t *Thread, status int) {
 	// one out reports no stop, but its exit.
 	stopDone := !last && t.parkedLocked()
 	sig := p.job.stopSig
+	// Process signals still pending may have been waiting for this
+	// thread: wake another that takes them (Linux's
+	// retarget_shared_pending).
+	var handoff []*Thread
+	for m := p.pending.mask; m != 0 && !last; m &= m - 1 {
+		if w := p.signalTargetLocked(bits.TrailingZeros64(m) + 1); w != nil && !slices.Contains(handoff, w) {
+			handoff = append(handoff, w)
+		}
+	}
 	p.mu.Unlock()
+	for _, w := range handoff {
+		w.wake()
+	}
 	if stopDone {
 		p.notifyParent(cldStopped, sig)
 	}

@@ -138,6 +138,7 @@ type Thread struct {
 	rseqRestart atomic.Bool
 
 	dying   atomic.Bool   // the process is exiting: stop at the next chance
+	leaving bool          // the thread called exit: takes no more process signals (under Proc.mu)
 	stopped chan struct{} // closed when the goroutine has ended
 }
 
@@ -196,7 +197,8 @@ func (t *Thread) run() {
 			continue // stopped and continued: signals may be pending
 		}
 		if t.inSuspend { // no handler ran: the old mask comes back now
-			t.sigMask, t.inSuspend = t.suspendOld, false
+			t.setSigMask(t.suspendOld)
+			t.inSuspend = false
 		}
 		if t.dying.Load() {
 			t.exitThread()
@@ -222,7 +224,7 @@ func (t *Thread) run() {
 		t.restarting = 0 // no handler ran: the call is made again
 		var err error
 		if r := &t.regs; r.RIP+1<<47 >= 1<<48 {
-			// Not canonical (a signal frame or ptrace can set it): an
+			// Not canonical (a signal frame can set it): an
 			// Intel CPU's IRETQ would fault in ring 0, after SWAPGS.
 			// The program gets the #GP an AMD CPU raises in ring 3.
 			r.Trap, r.ErrCode, r.Addr = 13, 0, 0
@@ -335,11 +337,11 @@ func (p *Process) exitStatus() int {
 func (t *Thread) fatalSignal(sig int) {
 	r := &t.regs
 	status := sig
-	// Init's death ends the machine, so it is told at every log level
-	// (Linux's "Attempted to kill init!"), with what a core dump holds.
+	// Init's death ends the machine, so it is an error (Linux's
+	// "Attempted to kill init!"), told with what a core dump holds.
 	level, dump := klog.Info, klog.Debug
 	if t.Proc.PID == 1 {
-		level, dump = klog.Warn, klog.Warn
+		level, dump = klog.Error, klog.Error
 	}
 	Log.Logf(level, "proc: %v killed by signal %d at rip=%#x addr=%#x (trap %d)", t.Proc, sig, r.RIP, r.Addr, r.Trap)
 	if coreSignal(sig) {

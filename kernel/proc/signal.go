@@ -2,6 +2,8 @@ package proc
 
 import (
 	"encoding/binary"
+	"math/bits"
+	"slices"
 	"sync"
 
 	"shortbread/kernel/machine"
@@ -245,7 +247,7 @@ func (p *Process) queueLocked(info sigInfo) (*Thread, int64) {
 // random one of its threads. Preconditions: p.mu is held.
 func (p *Process) signalTargetLocked(sig int) *Thread {
 	takes := func(t *Thread) bool {
-		return t != nil && !t.dying.Load() &&
+		return t != nil && !t.leaving && !t.dying.Load() &&
 			(t.sigMask&bit(sig) == 0 || sig == sigKILL || t.sigWaitSet&bit(sig) != 0)
 	}
 	if t := p.threads[p.PID]; takes(t) {
@@ -557,11 +559,11 @@ func (t *Thread) setupFrame(info sigInfo, a sigAction) error {
 	r.RDX = ucAddr
 	r.RAX = 0
 	r.RFLAGS &^= 1<<8 | 1<<10 // TF, DF
-	t.sigMask |= a.mask
+	mask := t.sigMask | a.mask
 	if a.flags&saNoDefer == 0 {
-		t.sigMask |= bit(sig)
+		mask |= bit(sig)
 	}
-	t.sigMask &^= unblockable
+	t.setSigMask(mask)
 	if a.flags&saResetHand != 0 {
 		h := t.Proc.sig
 		h.mu.Lock()
@@ -598,8 +600,34 @@ func (t *Thread) sigreturn() error {
 	}
 	const userFlags = 0xCD5 // CF PF AF ZF SF DF OF
 	r.RFLAGS = r.RFLAGS&userFlags | 0x202
-	t.sigMask = le.Uint64(uc[ucSigmask:]) &^ unblockable
+	t.setSigMask(le.Uint64(uc[ucSigmask:]))
 	return nil
+}
+
+// setSigMask makes m, less SIGKILL and SIGSTOP, the thread's blocked set.
+// It changes under Proc.mu, by which other threads pick the thread for a
+// process signal (signalTargetLocked). Process signals pending that it
+// now blocks go to a thread that takes them, as Linux's
+// __set_task_blocked does (retarget_shared_pending).
+func (t *Thread) setSigMask(m uint64) {
+	p := t.Proc
+	m &^= unblockable
+	p.mu.Lock()
+	blocked := m &^ t.sigMask & p.pending.mask
+	t.sigMask = m
+	var wake [4]*Thread
+	n := 0
+	for ; blocked != 0 && n < len(wake); blocked &= blocked - 1 {
+		w := p.signalTargetLocked(bits.TrailingZeros64(blocked) + 1)
+		if w != nil && w != t && !slices.Contains(wake[:n], w) {
+			wake[n] = w
+			n++
+		}
+	}
+	p.mu.Unlock()
+	for _, w := range wake[:n] {
+		w.wake()
+	}
 }
 
 // eRESTARTSYS is the kernel-internal result of a system call interrupted

@@ -215,12 +215,12 @@ func (t *Thread) withMask(maskAt uintptr, size uint64, wait func() int64) int64 
 		return errno(err)
 	}
 	old := t.sigMask
-	t.sigMask = binary.LittleEndian.Uint64(b[:]) &^ unblockable
+	t.setSigMask(binary.LittleEndian.Uint64(b[:]))
 	n := wait()
 	if n == -eINTR || n == -eRESTARTNOHAND {
 		t.suspendOld, t.inSuspend = old, true
 	} else {
-		t.sigMask = old
+		t.setSigMask(old)
 	}
 	return n
 }

@@ -24,6 +24,7 @@ func sysExitThread(t *Thread, a *[6]uint64) (int64, bool) {
 	if !t.Proc.exiting && len(t.Proc.threads) == 1 {
 		t.Proc.status = int(a[0]&0xff) << 8
 	}
+	t.leaving = true // Linux's PF_EXITING: signals go to other threads
 	t.Proc.mu.Unlock()
 	return 0, true
 }
@@ -557,15 +558,14 @@ func sysRtSigprocmask(t *Thread, a *[6]uint64) (int64, bool) {
 		v := binary.LittleEndian.Uint64(b[:])
 		switch how {
 		case 0:
-			t.sigMask |= v
+			t.setSigMask(old | v)
 		case 1:
-			t.sigMask &^= v
+			t.setSigMask(old &^ v)
 		case 2:
-			t.sigMask = v
+			t.setSigMask(v)
 		default:
 			return -eINVAL, false
 		}
-		t.sigMask &^= unblockable
 	}
 	if oset != 0 {
 		var b [8]byte
@@ -600,7 +600,7 @@ func sysRtSigsuspend(t *Thread, a *[6]uint64) (int64, bool) {
 		return errno(err), false
 	}
 	t.suspendOld, t.inSuspend = t.sigMask, true
-	t.sigMask = binary.LittleEndian.Uint64(b[:]) &^ unblockable
+	t.setSigMask(binary.LittleEndian.Uint64(b[:]))
 	for !t.interrupted() {
 		t.waitBegin()
 		<-t.sigWake

@@ -808,16 +808,26 @@ static void test_process_signal_target(void)
 	}
 	struct reader r1 = {.fd = p1[0]}, r2 = {.fd = p2[0]};
 	pthread_t t1, t2;
-	pthread_create(&t1, NULL, reader_loop, &r1);
+	if (pthread_create(&t1, NULL, reader_loop, &r1)) {
+		CHECK("process_signal.threads", 0);
+		return;
+	}
 	while (!r1.tid)
 		usleep(1000);
-	pthread_create(&t2, NULL, reader_loop, &r2);
+	if (pthread_create(&t2, NULL, reader_loop, &r2)) {
+		CHECK("process_signal.threads", 0);
+		return;
+	}
 	while (!r2.tid)
 		usleep(1000);
 	int asleep = wait_sleeping(r1.tid) && wait_sleeping(r2.tid);
 
 	/* 1. The main thread, blocked in read, takes it. */
 	pid_t me = getpid(), c = fork();
+	if (c < 0) {
+		CHECK("process_signal.fork", 0);
+		return;
+	}
 	if (c == 0) {
 		char path[64];
 		snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)me, (int)me);
@@ -854,6 +864,9 @@ static void test_process_signal_target(void)
 		for (int j = 0; j < 5000 && target_n <= i; j++)
 			usleep(1000);
 	}
+	/* the count goes up before the handler returns, the read's EINTR after */
+	for (int j = 0; j < 5000 && r1.eintr + r2.eintr < 2; j++)
+		usleep(1000);
 	CHECK_EQ("process_signal.blocked_main.handled", target_n, 2);
 	CHECK("process_signal.blocked_main.first_thread_twice",
 	      target_tids[0] == r1.tid && target_tids[1] == r1.tid && r1.eintr == 2 && r2.eintr == 0);
