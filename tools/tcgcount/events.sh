@@ -6,7 +6,7 @@
 # counts divided by the operations between the runs. Counts, not times:
 # they hold on a loaded host.
 #
-# usage: [LINUX=1] [CPUS=2] [PER=1] [ALL=1] [EXTRA=DIR] tools/tcgcount/events.sh 'CMD' N1 N2
+# usage: [LINUX=1] [CPUS=2] [PER=1] [ALL=1] [EXTRA=DIR] [QEMU_EXTRA=ARGS] tools/tcgcount/events.sh 'CMD' N1 N2
 #   CMD is run with N appended (e.g. 'sh /etc/redis-get.sh') and does
 #   N*PER operations; or, if its output has a line "ops N", that many.
 #   EXTRA=DIR is merged into the initramfs (tools/run-cmd.sh), e.g. a tree
@@ -27,7 +27,7 @@ if [ -z "$extra" ]; then
   mkdir -p "$extra" && cp -a build/user/bench "$extra/bench"
 fi
 for n in "$n1" "$n2"; do
-  QEMU_EXTRA="-plugin build/tcgcount/libevcount.so,out=$out/$n" CPUS=${CPUS:-2} TIMEOUT=${TIMEOUT:-1200} \
+  QEMU_EXTRA="-plugin build/tcgcount/libevcount.so,out=$out/$n ${QEMU_EXTRA:-}" CPUS=${CPUS:-2} TIMEOUT=${TIMEOUT:-1200} \
     tools/run-cmd.sh "$extra" "$cmd $n" > "$out/log.$n" 2>&1 || { cat "$out/log.$n" >&2; exit 1; }
 done
 ops() { sed -n 's/^ops \([0-9][0-9]*\).*/\1/p' "$out/log.$1" | tail -n 1; }

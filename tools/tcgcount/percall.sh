@@ -32,7 +32,7 @@ fi
 icount="-icount shift=0,sleep=off -rtc base=2026-01-01T00:00:00,clock=vm -cpu max,-x2apic"
 [ "${ICOUNT:-1}" = 1 ] || icount=""
 for n in "$n1" "$n2"; do
-  QEMU_EXTRA="$icount -plugin build/tcgcount/libpccount.so,$args,out=$out/$n" CPUS=${CPUS:-1} TIMEOUT=${TIMEOUT:-1200} \
+  QEMU_EXTRA="$icount -plugin build/tcgcount/libpccount.so,$args,out=$out/$n ${QEMU_EXTRA:-}" CPUS=${CPUS:-1} TIMEOUT=${TIMEOUT:-1200} \
     tools/run-cmd.sh "$extra" "$cmd $n" > "$out/log.$n" 2>&1 || { cat "$out/log.$n" >&2; exit 1; }
 done
 # A command whose output has a line "ops N" did N operations (e.g. wrk's
