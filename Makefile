@@ -49,7 +49,7 @@ SHELL := $(CURDIR)/tools/timesh.sh
 .SHELLFLAGS = $@ -c
 endif
 
-.PHONY: all prebuild net-check-test net-user-check run run-cmd hwtest screen-smoke screen-test net-check net-inject test iso kernel deps host-test boot-test user-test cpu-test numa-test mem-test linux-test powercut-test powercut powercut-control debian-test exhaust-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
+.PHONY: all prebuild net-check-test net-user-check run run-cmd hwtest screen-smoke screen-test net-check net-inject test iso kernel deps host-test boot-test user-test cpu-test numa-test mem-test linux-test powercut-test powercut crash-test powercut-control debian-test exhaust-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
 
 all: iso
 
@@ -374,6 +374,9 @@ powercut: deps user $(KERNEL) $(STUB)
 	while [ -e "$$r" ]; do n=$$((n+1)); r=bench/results/powercut-$$(date -u +%Y-%m-%d)-$$n.txt; done; \
 	go run ./tools/powercut -cuts $(CUTS) -kernels $(KERNELS) -recover $(or $(RECOVER),both) \
 	  -atom $(or $(ATOM),512) -workers $(or $(WORKERS),3) -workload $(or $(WORKLOAD),files) -sizes 600M,200M -results "$$r"
+
+# The long run under the name crash-safety work knows it by: make crash-test CUTS=1000.
+crash-test: powercut
 
 # The same suite on Shortbread, with 1 and 2 CPUs: every program must
 # pass (the runner's status becomes the kernel's power-off status).
