@@ -98,8 +98,8 @@ run: deps
 	qemu-system-x86_64 $(QEMU_FLAGS) $(if $(filter uefi,$(FIRMWARE)),-bios /usr/share/ovmf/OVMF.fd) $(RUN_NET) -cdrom $(RUN_ISO); \
 	  s=$$?; [ $$s -eq 1 ] || [ $$s -eq 0 ] || echo "QEMU exited with $$s (kernel status $$(( ($$s - 1) / 2 )))"
 
-# Everything, about 21-22 minutes on a quiet two-core host from a fresh
-# clone (estimated from the parts: 27 minutes before guests ran two at a
+# Everything: 18 minutes on a quiet two-core host from a fresh clone
+# (.ci/run at fd1312e, 2026-12-02; 27 minutes before guests ran two at a
 # time); make TIMES=1 test shows where the time goes.
 test: deps prebuild vet host-test boot-test cpu-test numa-test screen-smoke suite-test exhaust-test powercut-test debian-test net-check-test net-inject apps-smoke wire-check
 
