@@ -10,8 +10,6 @@ package proc
 import (
 	"fmt"
 	"io"
-	"math/bits"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -532,13 +530,11 @@ func (p *Process) threadExited(t *Thread, status int) {
 	stopDone := !last && t.parkedLocked()
 	sig := p.job.stopSig
 	// Process signals still pending may have been waiting for this
-	// thread: wake another that takes them (Linux's
-	// retarget_shared_pending).
-	var handoff []*Thread
-	for m := p.pending.mask; m != 0 && !last; m &= m - 1 {
-		if w := p.signalTargetLocked(bits.TrailingZeros64(m) + 1); w != nil && !slices.Contains(handoff, w) {
-			handoff = append(handoff, w)
-		}
+	// thread: another that takes them is woken.
+	var buf [4]*Thread
+	handoff := buf[:0]
+	if !last {
+		handoff = p.retargetLocked(p.pending.mask, t, handoff)
 	}
 	p.mu.Unlock()
 	for _, w := range handoff {

@@ -612,22 +612,29 @@ func (t *Thread) sigreturn() error {
 func (t *Thread) setSigMask(m uint64) {
 	p := t.Proc
 	m &^= unblockable
+	var buf [4]*Thread
 	p.mu.Lock()
 	blocked := m &^ t.sigMask & p.pending.mask
 	t.sigMask = m
-	var wake [4]*Thread
-	n := 0
-	for ; blocked != 0 && n < len(wake); blocked &= blocked - 1 {
-		w := p.signalTargetLocked(bits.TrailingZeros64(blocked) + 1)
-		if w != nil && w != t && !slices.Contains(wake[:n], w) {
-			wake[n] = w
-			n++
-		}
-	}
+	wake := p.retargetLocked(blocked, t, buf[:0])
 	p.mu.Unlock()
-	for _, w := range wake[:n] {
+	for _, w := range wake {
 		w.wake()
 	}
+}
+
+// retargetLocked appends to wake the threads, other than skip, that
+// signalTargetLocked picks for the process signals in sigs, each once,
+// for the caller to wake once p.mu is released: those signals waited for
+// skip, which no longer takes them (Linux's retarget_shared_pending).
+func (p *Process) retargetLocked(sigs uint64, skip *Thread, wake []*Thread) []*Thread {
+	for ; sigs != 0; sigs &= sigs - 1 {
+		w := p.signalTargetLocked(bits.TrailingZeros64(sigs) + 1)
+		if w != nil && w != skip && !slices.Contains(wake, w) {
+			wake = append(wake, w)
+		}
+	}
+	return wake
 }
 
 // eRESTARTSYS is the kernel-internal result of a system call interrupted
