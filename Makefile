@@ -31,13 +31,25 @@ RUN_MACHINE := $(if $(filter e1000,$(NIC)),pc,q35)
 QEMU_FLAGS := -machine $(RUN_MACHINE) -cpu max -m $(MEM) -smp $(CPUS) -nographic -no-reboot \
               -device isa-debug-exit,iobase=0xf4,iosize=0x04
 NET_ISO    := $(BUILD)/shortbread-net.iso
+# make run DISK=IMAGE boots with the root file system on IMAGE's first
+# partition (virtio-blk, root=/dev/vda1 rw) and no initramfs; make disk
+# builds build/disk.img (tools/mkdisk.sh: GPT, ext4 by mke2fs -d from the
+# user tree, DISK_SIZE sparse bytes).
+DISK       ?=
+DISK_IMG   := $(BUILD)/disk.img
+DISK_SIZE  ?= 1G
+DISK_ISO   := $(BUILD)/shortbread-disk.iso
 ifeq ($(NET),user)
 RUN_ISO    := $(NET_ISO)
 RUN_NET    := -netdev user,id=n0,hostfwd=tcp:127.0.0.1:$(HTTP_PORT)-:80,hostfwd=tcp:127.0.0.1:$(REDIS_PORT)-:6379 \
               -device $(NIC),netdev=n0
+else ifneq ($(DISK),)
+RUN_ISO    := $(DISK_ISO)
 else
 RUN_ISO    := $(ISO)
 endif
+comma      := ,
+RUN_DISK   := $(if $(DISK),-drive file=$(DISK)$(comma)if=none$(comma)id=root$(comma)format=raw$(comma)discard=unmap -device virtio-blk-pci$(comma)drive=root -boot order=d)
 
 DEB_PACKAGES := qemu-system-x86 grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools nasm ovmf musl-tools cpio e2fsprogs python3 curl gdisk fdisk
 
@@ -49,7 +61,7 @@ SHELL := $(CURDIR)/tools/timesh.sh
 .SHELLFLAGS = $@ -c
 endif
 
-.PHONY: all prebuild net-check-test net-user-check run run-cmd hwtest screen-smoke screen-test net-check net-inject test iso kernel deps host-test boot-test user-test cpu-test numa-test mem-test linux-test powercut-test powercut crash-test powercut-control debian-test exhaust-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
+.PHONY: all disk root-test prebuild net-check-test net-user-check run run-cmd hwtest screen-smoke screen-test net-check net-inject test iso kernel deps host-test boot-test user-test cpu-test numa-test mem-test linux-test powercut-test powercut crash-test powercut-control debian-test exhaust-test user usertest-shortbread vet bench-boot bench-sys bench-scale fuzz-soak soak-test gdb hlltax hlltax-exact gc-headroom clean
 
 all: iso
 
@@ -78,6 +90,17 @@ iso: $(ISO)
 $(ISO): $(KERNEL) $(STUB) user boot/grub.cfg tools/mkiso.sh
 	tools/mkiso.sh $@ $(STUB) $(KERNEL) "$(CMDLINE)" $(USER_BUILD)/initramfs.cpio
 
+# make run DISK=...'s ISO: no initramfs, the root on the disk (rebuilt
+# each time: CMDLINE is baked in).
+$(DISK_ISO): $(KERNEL) $(STUB) boot/grub.cfg tools/mkiso.sh FORCE
+	tools/mkiso.sh $@ $(STUB) $(KERNEL) "$(CMDLINE) root=/dev/vda1 rw" none
+
+# A bootable disk image (make run DISK=build/disk.img): made when missing,
+# never overwritten (make disk FRESH=1 replaces it with a fresh one).
+disk: deps
+	@if [ -f $(DISK_IMG) ] && [ "$(FRESH)" != 1 ]; then echo "$(DISK_IMG) exists, kept (make disk FRESH=1 makes a fresh one)"; \
+	else $(MAKE) --no-print-directory user && tools/mkdisk.sh $(DISK_IMG) $(USER_BUILD)/initramfs.cpio $(DISK_SIZE); fi
+
 # make run NET=user's ISO: the user initramfs, nginx and redis (make apps)
 # and the script that starts them (tools/netuser.sh).
 $(NET_ISO): $(KERNEL) $(STUB) user apps tools/netuser.sh
@@ -93,15 +116,16 @@ run-cmd: deps $(KERNEL) $(STUB) user
 
 run: deps
 	@case "$(NET)" in ""|user) ;; *) echo "make run: NET=$(NET): only NET=user is known" >&2; exit 2 ;; esac
+	@if [ -n "$(DISK)" ] && [ ! -f "$(DISK)" ]; then echo "make run: DISK=$(DISK): no such file (make disk builds $(DISK_IMG))" >&2; exit 2; fi
 	@$(MAKE) --no-print-directory $(RUN_ISO)
 	$(if $(RUN_NET),@echo "make run NET=user: host 127.0.0.1:$(HTTP_PORT) -> guest nginx :80; 127.0.0.1:$(REDIS_PORT) -> guest redis :6379")
-	qemu-system-x86_64 $(QEMU_FLAGS) $(if $(filter uefi,$(FIRMWARE)),-bios /usr/share/ovmf/OVMF.fd) $(RUN_NET) -cdrom $(RUN_ISO); \
+	qemu-system-x86_64 $(QEMU_FLAGS) $(if $(filter uefi,$(FIRMWARE)),-bios /usr/share/ovmf/OVMF.fd) $(RUN_NET) $(RUN_DISK) -cdrom $(RUN_ISO); \
 	  s=$$?; [ $$s -eq 1 ] || [ $$s -eq 0 ] || echo "QEMU exited with $$s (kernel status $$(( ($$s - 1) / 2 )))"
 
 # Everything: 18 minutes on a quiet two-core host from a fresh clone
 # (.ci/run at fd1312e, 2026-12-02; 27 minutes before guests ran two at a
 # time); make TIMES=1 test shows where the time goes.
-test: deps prebuild vet host-test boot-test cpu-test numa-test screen-smoke suite-test exhaust-test powercut-test debian-test net-check-test net-inject apps-smoke wire-check
+test: deps prebuild vet host-test boot-test root-test cpu-test numa-test screen-smoke suite-test exhaust-test powercut-test debian-test net-check-test net-inject apps-smoke wire-check
 
 # make test's head start (tools/prebuild.sh): the user programs and the
 # applications build in the background at the lowest priority while the
@@ -127,6 +151,11 @@ boot-test: $(KERNEL) $(STUB) $(INITRAMFS)
 	FIRMWARE=uefi tools/boottest.sh 2
 	tools/crashtest.sh
 	tools/apictest.sh
+
+# The root file system on a disk (root=/dev/vda1), with and without an
+# initramfs, left clean at power-off (tools/roottest.sh; four short boots).
+root-test: user $(KERNEL) $(STUB) $(INITRAMFS)
+	tools/roottest.sh
 
 # Memory layouts of physical servers (tools/memtest.sh): two NUMA nodes
 # in make test (about 30 s, both kernels); mem-test adds 6 GiB split

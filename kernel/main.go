@@ -25,12 +25,10 @@ import (
 	"shortbread/kernel/blk"
 	"shortbread/kernel/cmdline"
 	"shortbread/kernel/console"
-	"shortbread/kernel/cpio"
 	"shortbread/kernel/cpuinfo"
 	"shortbread/kernel/drivers/pci"
 	"shortbread/kernel/drivers/rtc"
 	"shortbread/kernel/fs/devpts"
-	"shortbread/kernel/fs/tmpfs"
 	"shortbread/kernel/initramfs"
 	"shortbread/kernel/klog"
 	"shortbread/kernel/kmem"
@@ -45,7 +43,6 @@ import (
 	"shortbread/kernel/selftest"
 	"shortbread/kernel/tty"
 	"shortbread/kernel/vfs"
-	"shortbread/kernel/wallclock"
 )
 
 // kernel is what boot found and the console needs.
@@ -60,6 +57,7 @@ type kernel struct {
 	netCards  *netCards // the network cards and what ip= asked of them
 	initEnv   []string
 	initramfs *initramfs.FS
+	rootRO    bool // mount the root= disk read-only (ro, the default; rw clears it)
 	vfs       *vfs.VFS
 	console   *tty.TTY // the console terminal (/dev/console) on the chosen consoles
 	cons      consoles // the serial port and the screen, and which are chosen
@@ -114,8 +112,11 @@ func main() {
 	proc.StartLoadAverage()
 	kmem.SetProbe(kernelMemoryLow())
 	k.startPageCache()
-	proc.PowerOff = func() { power.Off(k.tables, 0) }
-	proc.Restart = func() { power.Reset(k.tables, k.log.Infof) }
+	proc.PowerOff = func() { k.powerOff(0) }
+	proc.Restart = func() {
+		k.leaveDisksClean()
+		power.Reset(k.tables, k.log.Infof)
+	}
 	k.log.Infof("cpu: %s", cpuinfo.Summary(cpuinfo.Read(arch.CPUID)))
 	k.findACPI()
 	k.rtc = k.newRTC()
@@ -131,7 +132,7 @@ func main() {
 	// can size its TCP processors (one per GOMAXPROCS) to the CPUs.
 	inet.Stack()
 	k.startPCI()
-	k.loadInitramfs()
+	k.mountFileSystems()
 	k.netAutoconf()
 	if k.opts["kmode"] == "true" {
 		// The kernel-mode experiment's servers (bench/kmode).
@@ -189,19 +190,24 @@ func main() {
 }
 
 // runInit runs the first user program (init= on the command line, else
-// /sbin/init from the initramfs if there is one) on the console terminal,
-// and powers off with its exit status when it ends. It reports false if
-// there is no init to run.
+// the first of Linux's choices that exists in the root file system) on
+// the console terminal, and powers off with its exit status when it
+// ends. It reports false if there is no init to run.
 func (k *kernel) runInit() bool {
-	if k.initramfs == nil || k.vfs == nil {
+	if k.vfs == nil {
 		return false
 	}
 	path := k.opts["init"]
 	if path == "" {
-		if _, err := k.initramfs.ReadFile("/sbin/init"); err != nil {
+		for _, p := range []string{"/sbin/init", "/etc/init", "/bin/init", "/bin/sh"} {
+			if _, err := k.vfs.Stat(&vfs.Ctx{}, nil, p, 0); err == nil {
+				path = p
+				break
+			}
+		}
+		if path == "" {
 			return false
 		}
-		path = "/sbin/init"
 	}
 	term := k.console
 	for _, in := range k.consoleInputs() {
@@ -218,23 +224,28 @@ func (k *kernel) runInit() bool {
 	}
 	argv := append([]string{path}, k.initArgs...)
 	envp := append([]string{"HOME=/", "PATH=/sbin:/bin:/usr/sbin:/usr/bin", "TERM=vt100", "SHELL=/bin/sh"}, k.initEnv...)
-	cons, err := k.vfs.Open(&vfs.Ctx{}, nil, "/dev/console", linux.O_RDWR, 0)
-	if err != nil {
-		k.log.Errorf("init: /dev/console: %v", err)
-		power.Off(k.tables, 127)
+	// Without /dev/console (a disk root with no /dev) init starts with
+	// no open files, as on Linux.
+	var files []*vfs.OpenFile
+	if cons, err := k.vfs.Open(&vfs.Ctx{}, nil, "/dev/console", linux.O_RDWR, 0); err != nil {
+		k.log.Warnf("init: unable to open an initial console: /dev/console: %v", err)
+	} else {
+		files = []*vfs.OpenFile{cons, cons, cons}
 	}
-	p, err := proc.Start(proc.Options{Files: []*vfs.OpenFile{cons, cons, cons}, CTTY: term}, path, argv, envp)
-	cons.DecRef()
+	p, err := proc.Start(proc.Options{Files: files, CTTY: term}, path, argv, envp)
+	if files != nil {
+		files[0].DecRef()
+	}
 	if err != nil {
 		k.log.Errorf("init %s: %v", path, err)
-		power.Off(k.tables, 127)
+		k.powerOff(127)
 	}
 	stopProf := k.profileInit()
 	status := p.Wait()
 	stopProf()
 	code := proc.ExitCode(status)
 	k.log.Infof("init %s exited: status %d", path, code)
-	power.Off(k.tables, uint8(code))
+	k.powerOff(uint8(code))
 	return true
 }
 
@@ -273,6 +284,17 @@ func (k *kernel) parseCmdline() {
 	cl.Opts = kernelOpts
 	opts, warnings := cl.Apply(cmdline.Default)
 	k.opts = opts
+	// The root disk is mounted read-only unless rw is given, and the
+	// last of ro and rw counts, as on Linux.
+	k.rootRO = true
+	for _, o := range cl.Opts {
+		switch {
+		case o.Key == "ro" && opts["ro"] == "true":
+			k.rootRO = true
+		case o.Key == "rw" && opts["rw"] == "true":
+			k.rootRO = false
+		}
+	}
 	k.initArgs = cl.InitArgs
 	if lv, ok := opts["loglevel"]; ok {
 		if l, err := klog.ParseLevel(lv); err == nil {
@@ -367,82 +389,6 @@ func checksum(data []byte) uint32 {
 		c = crc32.Update(c, crc32.IEEETable, data[off:min(off+64<<10, len(data))])
 	}
 	return c
-}
-
-// loadInitramfs finds the boot module named "initramfs" and reads it.
-func (k *kernel) loadInitramfs() {
-	for _, m := range k.boot.Modules {
-		k.log.Debugf("boot module %q at %#x-%#x", m.Cmdline, m.Start, m.End)
-		if m.Cmdline != "initramfs" {
-			continue
-		}
-		data := make([]byte, m.End-m.Start)
-		if err := machine.ReadPhys(data, uint64(m.Start)); err != nil {
-			k.log.Errorf("initramfs: %v", err)
-			return
-		}
-		fs, err := initramfs.New(data)
-		if err != nil {
-			k.log.Errorf("initramfs: %v", err)
-			return
-		}
-		k.initramfs = fs
-		if err := k.mountRoot(data); err != nil {
-			k.log.Errorf("root file system: %v", err)
-		}
-		k.log.Infof("initramfs: %d entries, %d KiB, crc32 %08x", fs.Len(), len(data)>>10, checksum(data))
-		return
-	}
-	k.log.Warnf("initramfs: no module named initramfs")
-}
-
-// mountRoot builds the file system tree: a tmpfs filled from the
-// initramfs as /, devfs on /dev (its console is the console terminal), an
-// empty /tmp, and a tmpfs on /dev/shm for POSIX shared memory and named
-// semaphores (where Linux systems' init mounts one).
-func (k *kernel) mountRoot(archive []byte) error {
-	entries, err := cpio.Parse(archive)
-	if err != nil {
-		return err
-	}
-	limit, _ := tmpfsSize("") // the root's size is Linux's rootfs default, half of memory
-	root, err := tmpfs.FromCPIO(entries, tmpfs.Options{Dev: linux.MakeDev(0, 1), Phys: proc.FileFrames{}, Available: proc.FileFrames{}.Available, Clock: wallclock.Now, Limit: limit})
-	if err != nil {
-		return err
-	}
-	v, err := vfs.New(root.Root(), "rootfs")
-	if err != nil {
-		return err
-	}
-	c := &vfs.Ctx{}
-	for _, d := range []string{"/dev", "/tmp", "/proc", "/sys"} {
-		if err := v.Mkdir(c, nil, d, 0o755); err != nil && !errors.Is(err, linux.EEXIST) {
-			return fmt.Errorf("mkdir %s: %w", d, err)
-		}
-	}
-	v.Chmod(c, nil, "/tmp", 0o1777, 0)
-	k.newTerminals()
-	dev := k.newDevfs(linux.MakeDev(0, 5))
-	if err := v.Mount(c, nil, "/dev", dev.Root(), "devtmpfs", 0); err != nil {
-		return fmt.Errorf("mount /dev: %w", err)
-	}
-	if err := k.mountPts(v, c); err != nil {
-		return fmt.Errorf("mount /dev/pts: %w", err)
-	}
-	dev.Register(v)
-	if err := v.Mount(c, nil, "/proc", k.newProc(v).Root(), "proc", 0); err != nil {
-		return fmt.Errorf("mount /proc: %w", err)
-	}
-	if err := v.Mount(c, nil, "/sys", k.newSys().Root(), "sysfs", 0); err != nil {
-		return fmt.Errorf("mount /sys: %w", err)
-	}
-	k.registerFSTypes(v)
-	if err := v.MountFS(c, nil, "tmpfs", "/dev/shm", "tmpfs", linux.MS_NOSUID|linux.MS_NODEV, "mode=1777"); err != nil {
-		return fmt.Errorf("mount /dev/shm: %w", err) // shm_open and sem_open need it
-	}
-	k.vfs = v
-	proc.SetVFS(v)
-	return nil
 }
 
 // setIOAPIC gives the machine layer the MADT's first I/O APIC (the one
@@ -548,10 +494,11 @@ func (k *kernel) commands() map[string]console.Command {
 					return fmt.Errorf("bad status %q", args[0])
 				}
 			}
-			power.Off(k.tables, uint8(status))
+			k.powerOff(uint8(status))
 			return nil
 		}},
 		"reboot": {Help: "reset the machine", Run: func(w io.Writer, _ []string) error {
+			k.leaveDisksClean()
 			power.Reset(k.tables, k.log.Infof)
 			return nil
 		}},

@@ -15,6 +15,8 @@
 # (/dev/nvme0n1).
 # Every disk is attached with discard=unmap: a discard (BLKDISCARD, TRIM,
 # Dataset Management, an ext4 FITRIM) punches a hole in its image.
+# The CD-ROM is booted first (-boot order=d): a disk with a partition
+# table carries a boot signature the firmware would otherwise try.
 # Exit status: the kernel's status (isa-debug-exit), 124 on timeout.
 set -u
 . "$(dirname "$0")/sata.sh"
@@ -54,7 +56,7 @@ mkfifo "$mon/m.in" "$mon/m.out"
 watcher=$!
 timeout --foreground -k 5 "$limit" qemu-system-x86_64 -machine "${MACHINE:-q35}" -cpu "${CPU:-max}" -m "${MEM:-512M}" \
   -smp "$cpus" -display none -serial stdio -monitor "pipe:$mon/m" -no-reboot \
-  -device isa-debug-exit,iobase=0xf4,iosize=0x04 -cdrom "$iso" "$@" </dev/null
+  -device isa-debug-exit,iobase=0xf4,iosize=0x04 -cdrom "$iso" -boot order=d "$@" </dev/null
 s=$?
 touch "$mon/done"
 wait "$watcher"

@@ -168,7 +168,27 @@ var Default = []Spec{
 	},
 	{
 		Name: "init", Kind: String,
-		Help: "path of the first user program; arguments after -- are passed to it",
+		Help: "path of the first user program (default: the first of /sbin/init, /etc/init, /bin/init, /bin/sh that exists); arguments after -- are passed to it",
+	},
+	{
+		Name: "root", Kind: String,
+		Help: "the block device to mount as the root file system instead of the initramfs: /dev/NAME (vda1, sda2, nvme0n1p1, a whole disk) or MAJOR:MINOR",
+	},
+	{
+		Name: "rootfstype", Kind: Enum, Enum: []string{"ext4", "ext3", "ext2"},
+		Help: "the root file system's type (default ext4, which mounts ext2 and ext3 file systems too)",
+	},
+	{
+		Name: "rootflags", Kind: String,
+		Help: "the root file system's mount options, as mount -o gives them (commit=N, discard)",
+	},
+	{
+		Name: "ro", Kind: Bool,
+		Help: "mount the root file system read-only (the default, as on Linux; init remounts it)",
+	},
+	{
+		Name: "rw", Kind: Bool,
+		Help: "mount the root file system read-write",
 	},
 }
 

@@ -217,6 +217,23 @@ func New(root Inode, fsType string) (*VFS, error) {
 	return v, nil
 }
 
+// NewFS is New for a root that a file system type's Make made (a disk
+// mounted as the root: root= on the kernel command line). The root
+// mount holds fs, so sync, remount and release reach it, and
+// /proc/mounts shows source and fsType as mount(2) would have. Flags
+// are mount(2)'s (MS_RDONLY and the per-mount ones).
+func NewFS(fs *FileSystem, fsType, source string, dev uint64, flags uint32) (*VFS, error) {
+	v, err := New(fs.Root, fsType)
+	if err != nil {
+		return nil, err
+	}
+	m := v.root.mount
+	m.source, m.dev, m.fs, m.readOnly = source, dev, fs, flags&linux.MS_RDONLY != 0
+	m.mntFlags.Store(mountFlags(flags, 0, false))
+	fs.mounts.Store(1)
+	return v, nil
+}
+
 // Root returns the root of the tree, the first process's root and cwd.
 func (v *VFS) Root() *Dentry { return v.root }
 

@@ -175,6 +175,36 @@ func (v *VFS) SyncAll() error {
 	return first
 }
 
+// RemountReadOnly makes every mount read-only, last mounted first, and
+// leaves each disk file system as a clean unmount does (its journal with
+// nothing to replay), whatever is open for writing: what the kernel does
+// before it powers off, as Linux's emergency remount (SysRq u) does.
+// Writes after it fail with EROFS. It returns the first error.
+func (v *VFS) RemountReadOnly() error {
+	v.mu.Lock()
+	ms := make([]*Mount, 0, len(v.table))
+	for i := len(v.table) - 1; i >= 0; i-- {
+		if m := v.table[i]; !m.readOnly {
+			m.readOnly = true
+			ms = append(ms, m)
+		}
+	}
+	v.mu.Unlock()
+	var first error
+	done := map[*FileSystem]bool{}
+	for _, m := range ms {
+		err := m.Sync()
+		if fs := m.fs; err == nil && fs != nil && fs.Remount != nil && !done[fs] {
+			done[fs] = true
+			err = fs.Remount(true)
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // Mount mounts the file system whose root directory is root on the
 // directory path names, like mount(2) with flags MS_RDONLY honoured.
 // Mounting on a mount point stacks the new file system on top. It is

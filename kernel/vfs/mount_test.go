@@ -359,3 +359,50 @@ func TestMountFS(t *testing.T) {
 	must(t, "lazy unmount of plain", k.v.Unmount(c, nil, "/mnt", linux.MNT_DETACH))
 	k.close(fd)
 }
+
+// TestDiskRoot: a root made by a file system type (root= on the kernel
+// command line) is shown as mount(2) would show it, is remounted
+// read-write and back like any mount, cannot be unmounted, and
+// RemountReadOnly (power-off) makes it and the mounts on it read-only,
+// each file system told once, the last mounted first.
+func TestDiskRoot(t *testing.T) {
+	var disk, disk2 fakeFS
+	fs, err := disk.typ(true).Make(vfs.Source{Name: "/dev/vda1", Rdev: linux.MakeDev(254, 1)}, true, "")
+	must(t, "make", err)
+	v, err := vfs.NewFS(fs, "ext4", "/dev/vda1", linux.MakeDev(254, 1), linux.MS_RDONLY|linux.MS_NOSUID)
+	must(t, "NewFS", err)
+	k := &kernelSys{t: t, v: v, fdt: vfs.NewFDTable(vfs.DefaultNOFILE)}
+	k.ctx = vfs.Ctx{Root: v.Root(), Cwd: v.Root(), Umask: 0o22}
+	t.Cleanup(k.fdt.CloseAll)
+	c := &k.ctx
+	if got, want := string(v.Mounts()), "/dev/vda1 / ext4 ro,nosuid,relatime,discard 0 0\n"; got != want {
+		t.Errorf("mounts %q, want %q", got, want)
+	}
+	wantErr(t, "write to the read-only root", k.mkdir("/mnt", 0o755), linux.EROFS)
+	must(t, "remount / rw", v.MountFS(c, nil, "none", "/", "", linux.MS_REMOUNT, ""))
+	must(t, "mkdir /mnt", k.mkdir("/mnt", 0o755))
+	wantErr(t, "unmount the root", v.Unmount(c, nil, "/", 0), linux.EINVAL)
+	v.RegisterFSType("diskfs", disk2.typ(true))
+	must(t, "mknod /vdb", k.mknod("/vdb", linux.S_IFBLK|0o600, linux.MakeDev(254, 16)))
+	must(t, "mount /vdb", v.MountFS(c, nil, "/vdb", "/mnt", "diskfs", 0, ""))
+	fd, err := k.open("/mnt/f", linux.O_CREAT|linux.O_RDWR, 0o644)
+	must(t, "create", err)
+
+	must(t, "RemountReadOnly", v.RemountReadOnly())
+	if fmt.Sprint(disk.remounts) != "[false true]" || fmt.Sprint(disk2.remounts) != "[true]" {
+		t.Errorf("remounts told %v and %v; want [false true] and [true]", disk.remounts, disk2.remounts)
+	}
+	if disk2.syncs != 1 {
+		t.Errorf("the mount on /mnt synced %d times, want 1", disk2.syncs)
+	}
+	wantErr(t, "create after power-off's remount", k.mkdir("/d", 0o755), linux.EROFS)
+	wantErr(t, "create in /mnt after it", k.mkdir("/mnt/d", 0o755), linux.EROFS)
+	if got := string(v.Mounts()); !strings.HasPrefix(got, "/dev/vda1 / ext4 ro,") || !strings.Contains(got, "/vdb /mnt diskfs ro,") {
+		t.Errorf("mounts after RemountReadOnly:\n%s", got)
+	}
+	k.close(fd)
+	must(t, "RemountReadOnly again", v.RemountReadOnly())
+	if len(disk.remounts)+len(disk2.remounts) != 3 {
+		t.Errorf("a second RemountReadOnly told the file systems again: %v %v", disk.remounts, disk2.remounts)
+	}
+}
