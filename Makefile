@@ -153,7 +153,8 @@ boot-test: $(KERNEL) $(STUB) $(INITRAMFS)
 	tools/apictest.sh
 
 # The root file system on a disk (root=/dev/vda1), with and without an
-# initramfs, left clean at power-off (tools/roottest.sh; four short boots).
+# initramfs, switch_root from an initramfs, left clean at power-off
+# (tools/roottest.sh; five short boots).
 root-test: user $(KERNEL) $(STUB) $(INITRAMFS)
 	tools/roottest.sh
 

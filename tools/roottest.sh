@@ -3,7 +3,7 @@
 # (root=/dev/vda1), with and without an initramfs, and leaves the disk
 # clean when init exits. The disk is a GPT image with an ext4 partition
 # made by the host's mke2fs from the user tree (tools/mkdisk.sh), with
-# tools/roottest/check.sh as /check.sh. Four boots:
+# tools/roottest/check.sh as /check.sh. Five boots:
 #   1. no initramfs, root=/dev/vda1 rw, 2 CPUs: check.sh one checks the
 #      mounts and writes files without syncing; then the host's e2fsck
 #      -fn must find the file system clean (no journal to replay) and
@@ -11,9 +11,11 @@
 #   2. the smoke initramfs given too, root=/dev/vda1 (read-only by
 #      default): check.sh two finds boot 1's files, EROFS, remounts rw,
 #      writes and removes a file; the host checks again;
-#   3. root=/dev/vdz: no such device, refused with a message that lists
+#   3. no root=, an initramfs whose /init mounts the disk and
+#      switch_roots to it (MS_MOVE onto /, chroot): check.sh three;
+#   4. root=/dev/vdz: no such device, refused with a message that lists
 #      the block devices there are;
-#   4. root=/dev/vda: a disk holding no ext4 (its partition table), refused.
+#   5. root=/dev/vda: a disk holding no ext4 (its partition table), refused.
 # usage: tools/roottest.sh [TIMEOUT_SECONDS]   (after make kernel user)
 set -u
 limit=${1:-300}
@@ -78,18 +80,38 @@ fsck_clean "boot 2"
 [ "$(host_cat /root/two)" = "second boot" ] || fail "the host reads /root/two as '$(host_cat /root/two)'"
 debugfs -R "stat /root/big" "$part" 2>&1 | grep -q "File not found" || fail "/root/big, removed in boot 2, is still on the disk"
 
-boot 3 "root=/dev/vdz poweroff" none 1
+# An initramfs of the usual kind: its /init mounts the disk, moves the
+# kernel's file systems onto it and switch_roots (busybox's: it empties
+# the initramfs, moves the disk onto / with MS_MOVE, chroots, execs).
+rd=$dir/initrd
+mkdir -p "$rd/bin" "$rd/newroot" "$rd/dev" "$rd/proc" "$rd/sys"
+cp "$build/user/busybox" "$rd/bin/busybox"
+for a in sh mount switch_root echo; do ln -s busybox "$rd/bin/$a"; done
+cat > "$rd/init" <<'INIT'
+#!/bin/sh
+mount -t ext4 -o ro /dev/vda1 /newroot || exit 11
+for d in dev proc sys; do mount --move /$d /newroot/$d || exit 12; done
+exec switch_root /newroot /bin/sh /check.sh three
+INIT
+chmod 755 "$rd/init"
+(cd "$rd" && find . -mindepth 1 | LC_ALL=C sort | cpio --quiet -o -H newc --owner=0:0) > "$dir/switch.cpio" || exit 1
+boot 3 "init=/init loglevel=info" "$dir/switch.cpio" 2
 s=$?
-grep -q 'root file system: no block device "/dev/vdz" .*block devices: vda (254:0), vda1 (254:1)' "$dir/boot3.log" || fail "boot 3: no clear error for a missing root device"
-[ $s -eq 0 ] || fail "boot 3: status $s"
+grep -q "roottest: three passed" "$dir/boot3.log" && [ $s -eq 0 ] || fail "boot 3 (switch_root from an initramfs): status $s"
+fsck_clean "boot 3"
 
-boot 4 "root=/dev/vda poweroff" none 1
+boot 4 "root=/dev/vdz poweroff" none 1
 s=$?
-grep -q 'root file system: unable to mount /dev/vda as ext4' "$dir/boot4.log" || fail "boot 4: no clear error for a disk without ext4"
+grep -q 'root file system: no block device "/dev/vdz" .*block devices: vda (254:0), vda1 (254:1)' "$dir/boot4.log" || fail "boot 4: no clear error for a missing root device"
 [ $s -eq 0 ] || fail "boot 4: status $s"
-fsck_clean "boot 4"
+
+boot 5 "root=/dev/vda poweroff" none 1
+s=$?
+grep -q 'root file system: unable to mount /dev/vda as ext4' "$dir/boot5.log" || fail "boot 5: no clear error for a disk without ext4"
+[ $s -eq 0 ] || fail "boot 5: status $s"
+fsck_clean "boot 5"
 
 if [ $failed -ne 0 ]; then
   exit 1
 fi
-echo "root test passed: root=/dev/vda1 without and with an initramfs, rw and ro, clean at power-off; missing and unmountable roots refused"
+echo "root test passed: root=/dev/vda1 without and with an initramfs, rw and ro, clean at power-off; switch_root from an initramfs; missing and unmountable roots refused"

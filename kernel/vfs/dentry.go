@@ -112,10 +112,12 @@ func (m *Mount) ReadOnly() bool { return m.readOnly }
 // mount thus has its own dentries, which rules out bind mounts and
 // mounting one file system instance twice (neither is supported).
 type Dentry struct {
-	inode  Inode   // fixed
-	mode   uint32  // file type bits, fixed
-	mount  *Mount  // fixed
-	covers *Dentry // for a mount's root: the directory it is mounted on; fixed
+	inode Inode  // fixed
+	mode  uint32 // file type bits, fixed
+	mount *Mount // fixed
+	// covers is, for a mount's root, the directory it is mounted on:
+	// set by mount, changed by a move (MS_MOVE) under v.mu and seq.
+	covers atomic.Pointer[Dentry]
 
 	// link is where the dentry hangs: replaced as a whole by rename, so a
 	// walk reads a name and parent that belonged together.
@@ -143,10 +145,17 @@ type dlink struct {
 // where returns d's name and parent, a mount root's being those of the
 // directory it covers.
 func (d *Dentry) where() *dlink {
-	for d.covers != nil {
-		d = d.covers
+	return d.top().link.Load()
+}
+
+// top returns the directory d stands for in its parent: d, or for a
+// mount's root the directory the mount covers (that of the mount under
+// it, for one mounted on a mount's root).
+func (d *Dentry) top() *Dentry {
+	for c := d.covers.Load(); c != nil; c = d.covers.Load() {
+		d = c
 	}
-	return d.link.Load()
+	return d
 }
 
 func (d *Dentry) name() string    { return d.where().name }

@@ -248,7 +248,7 @@ func (v *VFS) attach(t *Dentry, m *Mount, root Inode) error {
 	m.vfs = v
 	m.point = t
 	r := newDentry("", nil, root, m)
-	r.covers = t
+	r.covers.Store(t)
 	m.root = r
 	t.mounted.Store(r)
 	v.table = append(v.table, m)
@@ -260,7 +260,8 @@ func (v *VFS) attach(t *Dentry, m *Mount, root Inode) error {
 // directory target. Flags are mount(2)'s with MS_MGC_VAL removed; data is
 // the option string. MS_REMOUNT changes MS_RDONLY and the per-mount
 // flags; propagation changes are accepted on a mount point and change
-// nothing (there is one mount namespace); bind and move mounts are EINVAL.
+// nothing (there is one mount namespace); MS_MOVE moves a mount (move);
+// bind mounts are EINVAL.
 func (v *VFS) MountFS(c *Ctx, dir *Dentry, source, target, fsType string, flags uint32, data string) error {
 	v.mu.RLock()
 	w := walker{v: v, c: c}
@@ -290,7 +291,9 @@ func (v *VFS) MountFS(c *Ctx, dir *Dentry, source, target, fsType string, flags 
 		return nil
 	case flags&linux.MS_REMOUNT != 0:
 		return v.remount(t, flags)
-	case flags&(linux.MS_BIND|msMove) != 0:
+	case flags&msMove != 0:
+		return v.move(c, dir, source, target)
+	case flags&linux.MS_BIND != 0:
 		return linux.EINVAL
 	case flags&^msAccepted != 0:
 		return linux.EINVAL
@@ -343,6 +346,61 @@ func (v *VFS) MountFS(c *Ctx, dir *Dentry, source, target, fsType string, flags 
 		release(fs)
 	}
 	return err
+}
+
+// move is mount(2) with MS_MOVE: the mount whose root source names is
+// taken, with every mount inside it, from where it hangs and hung on the
+// directory target. The target may be the top of the tree: switch_root
+// moves the real root onto the initramfs's / and then chroots into it,
+// as Linux's initramfs tools do (a process whose root is the old one
+// keeps seeing the old one, as on Linux). A source that is not a mount's
+// root, or is the tree's first mount, is EINVAL; a target inside the
+// mount moved is ELOOP.
+func (v *VFS) move(c *Ctx, dir *Dentry, source, target string) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	w := walker{v: v, c: c}
+	s, err := w.lookup(w.start(dir, source), source, true)
+	if err != nil {
+		return err
+	}
+	t, err := w.lookup(w.start(dir, target), target, true)
+	if err != nil {
+		return err
+	}
+	t = followMounts(t) // onto the top of a stack, as a mount goes
+	m := s.mount
+	if m.root != s || m.point == nil {
+		return linux.EINVAL
+	}
+	if !t.IsDir() {
+		return linux.ENOTDIR
+	}
+	for in := t.mount; in != nil; in = in.point.mount {
+		if in == m {
+			return linux.ELOOP
+		}
+		if in.point == nil {
+			break
+		}
+	}
+	// As attach: t's dirMu keeps rmdir and rename from removing t.
+	t.dirMu.Lock()
+	defer t.dirMu.Unlock()
+	if t.dead.Load() {
+		return linux.ENOENT
+	}
+	// The moved root's name and parent change as a rename's do: path
+	// walks that build names (getcwd, /proc/mounts) retry across it.
+	v.seqMu.Lock()
+	v.seq.Add(1)
+	m.point.mounted.Store(nil)
+	m.point = t
+	s.covers.Store(t)
+	t.mounted.Store(s)
+	v.seq.Add(1)
+	v.seqMu.Unlock()
+	return nil
 }
 
 // mountAgain mounts the file system already mounted from block device

@@ -406,3 +406,68 @@ func TestDiskRoot(t *testing.T) {
 		t.Errorf("a second RemountReadOnly told the file systems again: %v %v", disk.remounts, disk2.remounts)
 	}
 }
+
+// TestMoveMount: MS_MOVE takes a mount, with the mounts inside it, to
+// another directory, and onto the top of the tree as switch_root does,
+// after which a process that chroots into it sees it as /; a source that
+// is no mount's root is EINVAL, a target inside the mount ELOOP.
+func TestMoveMount(t *testing.T) {
+	k := newKernelSys(t)
+	c := &k.ctx
+	for _, d := range []string{"/new", "/other", "/other/deep"} {
+		must(t, "mkdir "+d, k.mkdir(d, 0o755))
+	}
+	disk := tmpfs.New(tmpfs.Options{Dev: linux.MakeDev(0, 60), Clock: testClock(), Mode: 0o755})
+	must(t, "mount /new", k.v.Mount(c, nil, "/new", disk.Root(), "ext4", 0))
+	must(t, "mkdir /new/dev", k.mkdir("/new/dev", 0o755))
+	create(t, k, "/new/file", "on the disk")
+	inner := tmpfs.New(tmpfs.Options{Dev: linux.MakeDev(0, 61), Clock: testClock(), Mode: 0o755})
+	must(t, "mount /new/dev", k.v.Mount(c, nil, "/new/dev", inner.Root(), "devtmpfs", 0))
+
+	wantErr(t, "move a directory that is no mount", k.v.MountFS(c, nil, "/other", "/new", "", 0x2000, ""), linux.EINVAL)
+	wantErr(t, "move the first mount", k.v.MountFS(c, nil, "/", "/other", "", 0x2000, ""), linux.EINVAL)
+	wantErr(t, "move into itself", k.v.MountFS(c, nil, "/new", "/new/dev", "", 0x2000, ""), linux.ELOOP)
+	wantErr(t, "move onto a missing target", k.v.MountFS(c, nil, "/new", "/nope", "", 0x2000, ""), linux.ENOENT)
+
+	must(t, "chdir /new", k.chdir("/new"))
+	must(t, "move /new to /other/deep", k.v.MountFS(c, nil, "/new", "/other/deep", "", 0x2000, ""))
+	if got := readAll(k, "/other/deep/file"); got != "on the disk" {
+		t.Errorf("the moved mount's file reads %q", got)
+	}
+	if st, err := k.stat("/other/deep/dev"); err != nil || st.Dev != linux.MakeDev(0, 61) {
+		t.Errorf("the mount inside did not move with it: %+v %v", st, err)
+	}
+	if _, err := k.stat("/new/file"); !errors.Is(err, linux.ENOENT) {
+		t.Errorf("the old mount point still shows the mount: %v", err)
+	}
+	if cwd, _ := k.getcwd(); cwd != "/other/deep" {
+		t.Errorf("getcwd inside the moved mount %q, want /other/deep", cwd)
+	}
+	if got := string(k.v.Mounts()); !strings.Contains(got, "ext4 /other/deep ext4") || !strings.Contains(got, "devtmpfs /other/deep/dev devtmpfs") {
+		t.Errorf("mounts after the move:\n%s", got)
+	}
+
+	// switch_root: cd into the new root, move it onto /, chroot(".").
+	must(t, "move onto /", k.v.MountFS(c, nil, ".", "/", "", 0x2000, ""))
+	root, err := k.v.Chdir(c, nil, ".", 0)
+	must(t, "chdir .", err)
+	c.Root = root
+	if got := readAll(k, "/file"); got != "on the disk" {
+		t.Errorf("after the switch, /file reads %q", got)
+	}
+	if st, err := k.stat("/.."); err != nil || st.Dev != linux.MakeDev(0, 60) {
+		t.Errorf("/.. leaves the new root: %+v %v", st, err)
+	}
+	if cwd, _ := k.getcwd(); cwd != "/" {
+		t.Errorf("getcwd at the new root %q", cwd)
+	}
+	if got := string(k.v.Mounts()); !strings.Contains(got, "ext4 / ext4") || !strings.Contains(got, "devtmpfs /dev devtmpfs") {
+		t.Errorf("mounts after the switch:\n%s", got)
+	}
+	// A process still rooted at the old root sees the old one.
+	old := *c
+	old.Root, old.Cwd = nil, nil
+	if _, err := k.v.Stat(&old, nil, "/other", 0); err != nil {
+		t.Errorf("the old root's /other: %v", err)
+	}
+}

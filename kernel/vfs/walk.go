@@ -301,6 +301,7 @@ func (w *walker) pathOnce(d *Dentry) string {
 	for d != root {
 		l := d.where()
 		if l.parent == nil {
+			d = d.top() // a mount moved onto the top of the tree is there too
 			break
 		}
 		parts = append(parts, l.name)

@@ -12,7 +12,7 @@ fail() {
 # kernel's file systems on it.
 case $phase in
   one) mode=rw ;;
-  two) mode=ro ;;
+  two|three) mode=ro ;;
   *) fail "unknown phase" ;;
 esac
 grep -q "^/dev/vda1 / ext4 $mode," /proc/mounts || fail "/ is not /dev/vda1 as ext4 $mode"
@@ -46,6 +46,15 @@ two)
   grep -q "^/dev/vda1 / ext4 rw," /proc/mounts || fail "/ not rw after the remount"
   echo "second boot" > /root/two || fail "write /root/two"
   rm /root/big || fail "rm /root/big"
+  ;;
+three)
+  # Reached through the initramfs's /init and switch_root: the disk is
+  # /, the initramfs's files are gone from sight, the kernel's file
+  # systems moved along.
+  [ ! -e /newroot ] && [ ! -e /init.sh ] || fail "the initramfs is still visible"
+  [ "$(cat /root/two)" = "second boot" ] || fail "/root/two: $(cat /root/two)"
+  [ "$(cat /proc/1/cmdline | tr '\0' ' ')" = "/bin/sh /check.sh three " ] || fail "PID 1 is not this script: $(cat /proc/1/cmdline | tr '\0' ' ')"
+  [ "$(cd /.. && pwd)" = / ] && [ "$(ls -di /.. | cut -d' ' -f1)" = "$(ls -di / | cut -d' ' -f1)" ] || fail "/.. leaves the new root"
   ;;
 esac
 echo "roottest: $phase passed"

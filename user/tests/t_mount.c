@@ -5,7 +5,8 @@
  * EBUSY for umount of a mount with an open file or a working directory
  * in it), a tmpfs mounted, seen in /proc/mounts and /proc/self/mountinfo,
  * used and unmounted; MS_RDONLY; MNT_DETACH with an open file; a second
- * proc; busybox mount -t tmpfs and umount.
+ * proc; busybox mount -t tmpfs and umount; MS_MOVE of a mount with one
+ * inside it (EINVAL for a source that is no mount point, ELOOP into itself).
  *
  * With EXT4_DISK=vdb (the harness attached an image made by mke2fs -t
  * ext4, kernel command line passed on by the runner): /dev/vdb mounted
@@ -289,6 +290,43 @@ static void test_tmpfs(void)
 	char *umountv[] = { "umount", mnt, NULL };
 	CHECK_EQ("busybox umount DIR", run_busybox(umountv), 0);
 	CHECK("busybox's umount", !in_table("/proc/mounts", mnt, "tmpfs"));
+}
+
+/* MS_MOVE: a mount moves to another directory with the mounts inside
+ * it, as an initramfs's switch_root moves the real root onto /. */
+static void test_move(void)
+{
+	char a[320], b[320], inner[340], f[340];
+	struct stat sb, si;
+	snprintf(a, sizeof a, "%s/a", mnt);
+	snprintf(b, sizeof b, "%s/b", mnt);
+	snprintf(inner, sizeof inner, "%s/inner", a);
+	CHECK_SYS("mkdir a", mkdir(a, 0755));
+	CHECK_SYS("mkdir b", mkdir(b, 0755));
+	if (!CHECK_SYS("mount tmpfs on a", mount("none", a, "tmpfs", 0, NULL)))
+		return;
+	CHECK_SYS("mkdir a/inner", mkdir(inner, 0755));
+	CHECK_SYS("mount tmpfs on a/inner", mount("inner", inner, "tmpfs", 0, NULL));
+	snprintf(f, sizeof f, "%s/file", a);
+	CHECK_SYS("create a/file", write_file(f, "moved", 5));
+	CHECK_ERR("move a directory that is no mount point: EINVAL", mount(b, a, NULL, MS_MOVE, NULL), EINVAL);
+	CHECK_ERR("move a mount into itself: ELOOP", mount(a, inner, NULL, MS_MOVE, NULL), ELOOP);
+	CHECK_ERR("move onto a missing directory: ENOENT", mount(a, "/nosuchdir", NULL, MS_MOVE, NULL), ENOENT);
+	CHECK_SYS("move a to b", mount(a, b, NULL, MS_MOVE, NULL));
+	snprintf(f, sizeof f, "%s/file", b);
+	char *got = read_file(f, NULL);
+	CHECK_STR("its file is at b", got ? got : "(none)", "moved");
+	free(got);
+	snprintf(f, sizeof f, "%s/file", a);
+	CHECK_ERR("and not at a", access(f, F_OK), ENOENT);
+	snprintf(inner, sizeof inner, "%s/inner", b);
+	CHECK("the mount inside moved with it",
+	      stat(b, &sb) == 0 && stat(inner, &si) == 0 && sb.st_dev != si.st_dev);
+	CHECK("/proc/mounts has it at b", in_table("/proc/mounts", b, "tmpfs") && !in_table("/proc/mounts", a, "tmpfs"));
+	CHECK_SYS("umount b/inner", umount(inner));
+	CHECK_SYS("umount b", umount(b));
+	CHECK_SYS("rmdir a", rmdir(a));
+	CHECK_SYS("rmdir b", rmdir(b));
 }
 
 static void test_ext4(const char *dev)
@@ -775,6 +813,7 @@ int main(int argc, char **argv)
 	CHECK_SYS("mkdir mnt2", mkdir(mnt2, 0755));
 	test_errors();
 	test_tmpfs();
+	test_move();
 	const char *disk = getenv("EXT4_DISK");
 	if (disk && *disk) {
 		char dev[64];
