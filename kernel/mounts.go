@@ -111,9 +111,18 @@ func (k *kernel) registerFSTypes(v *vfs.VFS) {
 // fsType; a read-write one commits its journal every ext4Commit (or
 // commit=N seconds) until it is unmounted.
 func (k *kernel) mountExt4(fsType string, src vfs.Source, ro bool, data string) (*vfs.FileSystem, error) {
-	opts, err := mountOptions(data, "commit", "data", "discard", "nodiscard")
+	opts, err := mountOptions(data, "commit", "data", "discard", "nodiscard", "errors")
 	if err != nil {
 		return nil, err
+	}
+	errorsOpt, errorsGiven := opts["errors"]
+	switch errorsOpt {
+	case "continue", "remount-ro", "panic", "":
+	default:
+		return nil, linux.EINVAL
+	}
+	if errorsGiven && errorsOpt == "" {
+		return nil, linux.EINVAL
 	}
 	_, commitGiven := opts["commit"]
 	if _, dataGiven := opts["data"]; fsType == "ext2" && (commitGiven || dataGiven) {
@@ -154,6 +163,10 @@ func (k *kernel) mountExt4(fsType string, src vfs.Source, ro bool, data string) 
 	name := disk.Name()
 	x := ext4vfs.New(fs, ext4vfs.Options{Dev: src.Rdev, Logf: func(format string, args ...any) {
 		k.log.Warnf("ext4 "+name+": "+format, args...)
+	}, Errors: errorsOpt, Panic: func(what string) {
+		// errors=panic (the option, or the superblock's s_errors), as
+		// Linux's "panic forced after error": the crash report follows.
+		panic("ext4 " + name + ": panic forced after error: " + what)
 	}})
 	root, err := x.Root()
 	if err != nil {
@@ -161,11 +174,14 @@ func (k *kernel) mountExt4(fsType string, src vfs.Source, ro bool, data string) 
 	}
 	// The options in force as Linux shows them (in its order): discard
 	// only where the disk takes discards (Linux drops it with a warning
-	// elsewhere), a commit interval other than the default, and data=
-	// when it was given.
+	// elsewhere), errors= other than the superblock's, a commit interval
+	// other than the default, and data= when it was given.
 	var shown []string
 	if discard && x.CanDiscard() {
 		shown = append(shown, "discard")
+	}
+	if e := x.Errors(); e != fs.ErrorsBehavior() {
+		shown = append(shown, "errors="+e) // shown when not the superblock's, as Linux does
 	}
 	if interval != ext4Commit {
 		shown = append(shown, "commit="+strconv.Itoa(int(interval/time.Second)))

@@ -180,7 +180,7 @@ var Default = []Spec{
 	},
 	{
 		Name: "rootflags", Kind: String,
-		Help: "the root file system's mount options, as mount -o gives them (commit=N, discard)",
+		Help: "the root file system's mount options, as mount -o gives them (errors=remount-ro, commit=N, discard)",
 	},
 	{
 		Name: "ro", Kind: Bool,

@@ -24,9 +24,10 @@
  * the file is gone too (and busybox fstrim works), with FITRIM's errors
  * (EPERM for a user, ENOTTY on tmpfs, EFAULT, EINVAL for len, start and
  * minlen). The options in force as /proc/mounts and mountinfo show them
- * (Linux 6.1's ext4: "discard" where the disk discards, commit=N when not
- * the default, data= when given), and the types the disk is not (ext3 or
- * ext2, even read-only: EINVAL).
+ * (Linux 6.1's ext4: "discard" where the disk discards, errors= when not
+ * the superblock's, commit=N when not the default, data= when given;
+ * errors=bogus is EINVAL), and the types the disk is not (ext3 or ext2,
+ * even read-only: EINVAL).
  *
  * With EXT2_DISK=sata:12288 (a disk made by mke2fs -t ext2; Linux mounts
  * it with its ext4 driver): discard taken on a file system without a
@@ -656,6 +657,19 @@ static void test_discard(const char *dev)
 		check_opts("commit=5", "ro,relatime,discard", "ro,discard");
 		CHECK_SYS("umount", umount(mnt));
 	}
+	/* errors=: shown when not the superblock's (mke2fs's: continue),
+	 * after discard and before commit= */
+	if (CHECK_SYS("mount ext4 -o errors=remount-ro,commit=7,discard",
+		      mount(dev, mnt, "ext4", 0, "errors=remount-ro,commit=7,discard"))) {
+		check_opts("errors=remount-ro", "rw,relatime,discard,errors=remount-ro,commit=7",
+			   "rw,discard,errors=remount-ro,commit=7");
+		CHECK_SYS("umount", umount(mnt));
+	}
+	if (CHECK_SYS("mount ext4 -o errors=continue", mount(dev, mnt, "ext4", 0, "errors=continue"))) {
+		check_opts("errors=continue", "rw,relatime", "rw");
+		CHECK_SYS("umount", umount(mnt));
+	}
+	CHECK_ERR("errors=bogus: EINVAL", mount(dev, mnt, "ext4", 0, "errors=bogus"), EINVAL);
 	/* not ext3 nor ext2: extents, 64bit, flex_bg */
 	CHECK_ERR("the ext4 disk as ext3: EINVAL", mount(dev, mnt, "ext3", 0, NULL), EINVAL);
 	CHECK_ERR("the ext4 disk as ext2 read-only: EINVAL", mount(dev, mnt, "ext2", MS_RDONLY, NULL), EINVAL);

@@ -175,10 +175,11 @@ type FS struct {
 	ro      bool   // read-only: by request or forced by a feature
 	roWhy   string // why the mount is read-only, when forced
 	stopped bool   // read-only because a commit failed (stop)
-	// metaErr is the first failed read of a metadata block (readMeta):
-	// an operation it failed may have changed the running transaction
-	// in part, so that transaction is never committed (closeLocked
-	// stops instead), as Linux aborts the journal (errors=remount-ro).
+	// metaErr is the first failed read of a metadata block (readMeta),
+	// or the error Abort was given: an operation it failed may have
+	// changed the running transaction in part, so that transaction is
+	// never committed (closeLocked stops instead), as Linux aborts the
+	// journal (errors=remount-ro).
 	metaErr atomic.Pointer[error]
 	// stoppedCkpt keeps, once stopped, the committed blocks the log
 	// held for a checkpoint that never wrote them home: reads go on
@@ -425,9 +426,32 @@ func (fs *FS) Remount(ro bool) error {
 // forced it.
 func (fs *FS) ReadOnly() (bool, string) {
 	if e := fs.metaErr.Load(); e != nil && !fs.ro {
-		return true, "a metadata read failed: " + (*e).Error()
+		return true, "stopped after an error: " + (*e).Error()
 	}
 	return fs.ro, fs.roWhy
+}
+
+// ErrorsBehavior is what the superblock asks for after an error
+// (s_errors, set by mke2fs -e and tune2fs -e): "continue", "remount-ro"
+// or "panic"; mke2fs's default, and any unknown value, is "continue", as
+// Linux takes it.
+func (fs *FS) ErrorsBehavior() string {
+	switch fs.sb.errors {
+	case 2:
+		return "remount-ro"
+	case 3:
+		return "panic"
+	}
+	return "continue"
+}
+
+// Abort stops all changes after an error (errors=remount-ro): from now
+// on changes are refused (EROFS), and the running transaction, which an
+// operation that met the error may have changed in part, is never
+// committed, as a failed metadata read leaves it and as Linux aborts its
+// journal. What was committed stays; a later mount replays it.
+func (fs *FS) Abort(err error) {
+	fs.metaErr.CompareAndSwap(nil, &err)
 }
 
 // BlockSize returns the file system's block size in bytes.

@@ -104,6 +104,7 @@ type superblock struct {
 	blocksPerGroup  uint32
 	inodesPerGroup  uint32
 	state           uint16
+	errors          uint16 // s_errors: what to do after an error (ErrorsBehavior)
 	revLevel        uint32
 	firstIno        uint32
 	inodeSize       uint16
@@ -156,6 +157,7 @@ func (fs *FS) readSuper() error {
 	sb.blocksPerGroup = le.Uint32(raw[0x20:])
 	sb.inodesPerGroup = le.Uint32(raw[0x28:])
 	sb.state = le.Uint16(raw[0x3A:])
+	sb.errors = le.Uint16(raw[0x3C:])
 	sb.revLevel = le.Uint32(raw[0x4C:])
 	sb.firstIno = 11
 	sb.inodeSize = 128

@@ -574,7 +574,7 @@ func (fs *FS) writeCommit(c *commitIO) {
 // transaction holds something.
 func (fs *FS) closeLocked() (*commitIO, error) {
 	if e := fs.metaErr.Load(); e != nil {
-		err := fmt.Errorf("ext4: a metadata read failed: %w", *e)
+		err := fmt.Errorf("ext4: stopped after an error: %w", *e)
 		fs.stop(err)
 		return nil, err
 	}

@@ -31,13 +31,24 @@ type Options struct {
 	Dev uint64 // st_dev of every inode (linux.MakeDev of the block device)
 	// Logf reports corruption found below; nil discards it.
 	Logf func(format string, args ...any)
+	// Errors is what to do once corruption is found (Linux's errors=
+	// mount option): "continue" (report it, change nothing),
+	// "remount-ro" (stop all changes: ext4.FS.Abort) or "panic" (call
+	// Panic); "" means what the superblock asks for.
+	Errors string
+	// Panic is called for errors=panic with what was found; it should
+	// not return (the kernel panics). Nil: remount-ro instead.
+	Panic func(what string)
 }
 
 // FS is the VFS face of one mounted ext4.FS.
 type FS struct {
-	disk *ext4.FS
-	dev  uint64
-	logf func(format string, args ...any)
+	disk    *ext4.FS
+	dev     uint64
+	logf    func(format string, args ...any)
+	errors  string // Options.Errors, "" replaced by the superblock's
+	panicf  func(what string)
+	stopped atomic.Bool // errors=remount-ro has stopped changes
 
 	// mu is taken before the disk's locks (ext4.FS.mu), never under
 	// them: inode reads an inode's type again under it, and forget
@@ -48,7 +59,10 @@ type FS struct {
 
 // New wraps disk.
 func New(disk *ext4.FS, o Options) *FS {
-	f := &FS{disk: disk, dev: o.Dev, logf: o.Logf, nodes: make(map[uint32]weak.Pointer[node])}
+	f := &FS{disk: disk, dev: o.Dev, logf: o.Logf, errors: o.Errors, panicf: o.Panic, nodes: make(map[uint32]weak.Pointer[node])}
+	if f.errors == "" {
+		f.errors = disk.ErrorsBehavior()
+	}
 	disk.SetMkclean(f.mkclean)
 	return f
 }
@@ -113,8 +127,11 @@ func (f *FS) errno(err error) error {
 		return nil
 	}
 	var ce *ext4.CorruptError
-	if errors.As(err, &ce) && f.logf != nil {
-		f.logf("ext4: %s", ce.What)
+	if errors.As(err, &ce) {
+		if f.logf != nil {
+			f.logf("ext4: %s", ce.What)
+		}
+		f.corruption(ce)
 	}
 	var e linux.Errno
 	if errors.As(err, &e) {
@@ -125,6 +142,24 @@ func (f *FS) errno(err error) error {
 	}
 	return linux.EIO
 }
+
+// corruption acts on corruption found, as the errors= option says.
+func (f *FS) corruption(ce *ext4.CorruptError) {
+	switch {
+	case f.errors == "continue":
+	case f.errors == "panic" && f.panicf != nil:
+		f.panicf(ce.What)
+	default:
+		f.disk.Abort(ce)
+		if !f.stopped.Swap(true) && f.logf != nil {
+			f.logf("ext4: errors=remount-ro: no more changes until the next mount")
+		}
+	}
+}
+
+// Errors returns what the file system does once corruption is found:
+// "continue", "remount-ro" or "panic".
+func (f *FS) Errors() string { return f.errors }
 
 // node is one inode; its Go type (dir, file, symlink, special) carries
 // the interfaces its file type needs.
